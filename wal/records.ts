@@ -75,6 +75,9 @@ export type WalRecordBody =
   // Storage rmgr
   | { kind: 'SMGR_CREATE'; rel: RelFileNumber; fork: ForkNumber }
   | { kind: 'SMGR_TRUNCATE'; rel: RelFileNumber; blkno: BlockNumber; flags: number }
+  // pg_class change (CREATE TABLE, DROP TABLE, TRUNCATE's new relfilenumber): a relation name now
+  // maps to `rel`, or to nothing when rel is 0. PostgreSQL logs these as catalog heap changes.
+  | { kind: 'CATALOG_UPDATE'; relname: string; rel: RelFileNumber }
   // Standby rmgr: AccessExclusiveLock taken on the primary (VACUUM truncation, TRUNCATE, DROP).
   | { kind: 'STANDBY_LOCK'; rel: RelFileNumber }
   // Heap rmgr. initPage: XLOG_HEAP_INIT_PAGE, the record (re)initialises the page.
@@ -100,6 +103,7 @@ export const RMGR_INFO: Record<WalRecordKind, { rmid: number; info: number }> = 
   SMGR_CREATE: { rmid: RM_SMGR_ID, info: 0x10 },
   SMGR_TRUNCATE: { rmid: RM_SMGR_ID, info: 0x20 },
   STANDBY_LOCK: { rmid: RM_STANDBY_ID, info: 0x00 },
+  CATALOG_UPDATE: { rmid: RM_HEAP_ID, info: 0x70 },
   HEAP_INSERT: { rmid: RM_HEAP_ID, info: 0x00 },
   HEAP_DELETE: { rmid: RM_HEAP_ID, info: 0x10 },
   HEAP2_PRUNE: { rmid: RM_HEAP2_ID, info: 0x10 },
