@@ -1,0 +1,152 @@
+/**
+ * On-disk layout of a walsim cluster directory (default `.walsim`) and the small files in it:
+ * the access token (mode 0600), each node's configuration (like postgresql.conf) and its
+ * postmaster.pid. Shared by the server process and the CLIs; no sockets here.
+ *
+ *   <dir>/token                      cluster access token, mode 0600
+ *   <dir>/<node>/walsim.conf.json    node settings (role, port, shared_buffers, ...)
+ *   <dir>/<node>/postmaster.pid      JSON {pid, port, role, startedAt, marker} while running
+ *   <dir>/<node>/server.log          the server's stdout/stderr
+ *   <dir>/<node>/pg_wal/             WAL segments;  <dir>/<node>/base/  data files
+ *   <dir>/<node>/global/pg_control   control file
+ */
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { WalsimError } from '../common/errors.ts';
+import type { DropStrategy, SynchronousCommit } from './settings.ts';
+
+export type NodeName = string; // 'primary', 'standby', 'standby2', ...
+export type Role = 'primary' | 'standby';
+
+/** Marker in the server's command line, checked before signalling a pid from a pid file. */
+export const SERVER_MARKER = 'walsim-server';
+
+export interface NodeConfig {
+  name: NodeName;
+  /** Role the node was initialised with; a promoted standby records 'primary' in pg_control, not here. */
+  role: Role;
+  listen: string;
+  port: number;
+  sharedBuffers: string;
+  dropStrategy: DropStrategy;
+  thresholdDivisor: number;
+  forceOptimized: boolean;
+  synchronousCommit: SynchronousCommit;
+  synchronousStandbyNames: string;
+  /** Standby only: where to stream from, and the name it reports (application_name). */
+  primaryHost: string | null;
+  primaryPort: number | null;
+  applicationName: string;
+  walSegmentSize: number;
+  hotStandby: boolean;
+}
+
+export interface PidFile {
+  pid: number;
+  port: number;
+  role: Role;
+  startedAt: string;
+  marker: string;
+}
+
+export function nodeDir(clusterDir: string, name: NodeName): string {
+  return path.join(clusterDir, name);
+}
+
+export function tokenPath(clusterDir: string): string {
+  return path.join(clusterDir, 'token');
+}
+
+/** Create the token file (mode 0600) if missing; return the token. */
+export function ensureToken(clusterDir: string): string {
+  const p = tokenPath(clusterDir);
+  if (fs.existsSync(p)) return readToken(clusterDir);
+  fs.mkdirSync(clusterDir, { recursive: true });
+  const token = randomBytes(24).toString('hex');
+  fs.writeFileSync(p, token + '\n', { mode: 0o600, flag: 'wx' });
+  fs.chmodSync(p, 0o600);
+  return token;
+}
+
+export function readToken(clusterDir: string): string {
+  const p = tokenPath(clusterDir);
+  if (!fs.existsSync(p)) {
+    throw new WalsimError('not_connected', `no cluster at ${clusterDir} (token file missing); run "npm run cluster -- start" first`);
+  }
+  return fs.readFileSync(p, 'utf8').trim();
+}
+
+export function configPath(clusterDir: string, name: NodeName): string {
+  return path.join(nodeDir(clusterDir, name), 'walsim.conf.json');
+}
+
+export function readNodeConfig(clusterDir: string, name: NodeName): NodeConfig {
+  const p = configPath(clusterDir, name);
+  if (!fs.existsSync(p)) {
+    throw new WalsimError('not_connected', `no node "${name}" in ${clusterDir}; run "npm run cluster -- start" first`);
+  }
+  return JSON.parse(fs.readFileSync(p, 'utf8')) as NodeConfig;
+}
+
+export function writeNodeConfig(clusterDir: string, config: NodeConfig): void {
+  fs.mkdirSync(nodeDir(clusterDir, config.name), { recursive: true });
+  writeFileAtomic(configPath(clusterDir, config.name), JSON.stringify(config, null, 2) + '\n');
+}
+
+export function listNodes(clusterDir: string): NodeName[] {
+  if (!fs.existsSync(clusterDir)) return [];
+  return fs
+    .readdirSync(clusterDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && fs.existsSync(configPath(clusterDir, d.name)))
+    .map((d) => d.name)
+    .sort();
+}
+
+export function pidFilePath(dataDir: string): string {
+  return path.join(dataDir, 'postmaster.pid');
+}
+
+export function readPidFile(dataDir: string): PidFile | null {
+  const p = pidFilePath(dataDir);
+  if (!fs.existsSync(p)) return null;
+  try {
+    const v = JSON.parse(fs.readFileSync(p, 'utf8')) as PidFile;
+    return typeof v.pid === 'number' ? v : null;
+  } catch {
+    return null; // half-written or garbage: treated as absent, never signalled
+  }
+}
+
+/**
+ * Is `pid` alive and a walsim server for `dataDir`? A stale pid file may name a pid the kernel has
+ * since given to an unrelated process; we only ever signal a pid whose command line carries our
+ * marker and this data directory.
+ */
+export function isWalsimServer(pid: number, dataDir: string): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return cmdline.includes(SERVER_MARKER) && cmdline.includes(path.resolve(dataDir));
+  } catch {
+    return false;
+  }
+}
+
+/** Write via a temp file and rename, so readers never see a half-written file. */
+export function writeFileAtomic(p: string, content: string | Uint8Array, mode = 0o644): void {
+  const tmp = `${p}.tmp${process.pid}`;
+  const fd = fs.openSync(tmp, 'w', mode);
+  try {
+    if (typeof content === "string") fs.writeSync(fd, content);
+    else fs.writeSync(fd, content);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, p);
+}

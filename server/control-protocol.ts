@@ -1,0 +1,89 @@
+/**
+ * Control-endpoint messages between the CLIs (or tests) and a server: JSON text frames, one
+ * request → one reply, matched by `id`. Every incoming request is validated here; a malformed one
+ * gets a reply naming what was wrong and the connection stays usable.
+ */
+import { WalsimError } from '../common/errors.ts';
+
+export type StopMode = 'smart' | 'fast' | 'immediate';
+export const STOP_MODES: readonly StopMode[] = ['smart', 'fast', 'immediate'];
+
+export type ControlRequest =
+  | { id: number; op: 'sql'; sql: string }
+  | { id: number; op: 'status' }
+  | { id: number; op: 'stop'; mode: StopMode }
+  | { id: number; op: 'promote'; wait: boolean; waitSeconds: number };
+
+export type SqlValue = string | number | boolean | null;
+
+export interface QueryResult {
+  /** PostgreSQL command tag, e.g. 'INSERT 0 1000', 'SELECT 1'. */
+  command: string;
+  columns: string[];
+  rows: Array<Record<string, SqlValue>>;
+}
+
+export interface ControlErrorBody {
+  code: string;
+  message: string;
+}
+
+export type ControlReply =
+  | { id: number; ok: true; result: unknown }
+  | { id: number | null; ok: false; error: ControlErrorBody };
+
+/** Largest control frame a server accepts (ws maxPayload). */
+export const CONTROL_MAX_PAYLOAD = 1 << 20;
+
+function bad(message: string): WalsimError {
+  return new WalsimError('protocol_violation', `invalid control request: ${message}`);
+}
+
+/** Parse and validate one request frame. Throws WalsimError('protocol_violation') naming the problem. */
+export function parseControlRequest(text: string): ControlRequest {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw bad('frame is not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad('frame is not a JSON object');
+  const v = value as Record<string, unknown>;
+  if (typeof v.id !== 'number' || !Number.isSafeInteger(v.id)) throw bad('"id" must be an integer');
+  const id = v.id;
+  switch (v.op) {
+    case 'sql':
+      if (typeof v.sql !== 'string') throw bad('"sql" must be a string');
+      return { id, op: 'sql', sql: v.sql };
+    case 'status':
+      return { id, op: 'status' };
+    case 'stop': {
+      const mode = v.mode ?? 'fast';
+      if (typeof mode !== 'string' || !(STOP_MODES as readonly string[]).includes(mode)) {
+        throw bad(`"mode" must be one of ${STOP_MODES.join(', ')}`);
+      }
+      return { id, op: 'stop', mode: mode as StopMode };
+    }
+    case 'promote': {
+      const wait = v.wait ?? true;
+      const waitSeconds = v.waitSeconds ?? 60;
+      if (typeof wait !== 'boolean') throw bad('"wait" must be a boolean');
+      if (typeof waitSeconds !== 'number' || !Number.isInteger(waitSeconds) || waitSeconds <= 0) {
+        throw bad('"waitSeconds" must be a positive integer');
+      }
+      return { id, op: 'promote', wait, waitSeconds };
+    }
+    default:
+      throw bad(`unknown op ${JSON.stringify(v.op)} (expected sql, status, stop or promote)`);
+  }
+}
+
+/** The `id` of a frame that failed validation, if it has one, so the error reply can be matched. */
+export function requestIdOf(text: string): number | null {
+  try {
+    const v = JSON.parse(text) as { id?: unknown };
+    return typeof v.id === 'number' && Number.isSafeInteger(v.id) ? v.id : null;
+  } catch {
+    return null;
+  }
+}

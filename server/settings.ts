@@ -1,0 +1,21 @@
+/** Server settings with PostgreSQL's names and accepted values, validated with clear errors. */
+import { WalsimError } from '../common/errors.ts';
+
+export type SynchronousCommit = 'off' | 'local' | 'remote_write' | 'on' | 'remote_apply';
+export const SYNCHRONOUS_COMMIT_VALUES: readonly SynchronousCommit[] = ['off', 'local', 'remote_write', 'on', 'remote_apply'];
+
+export type DropStrategy = 'full-scan' | 'cached-lookup';
+export const DROP_STRATEGIES: readonly DropStrategy[] = ['full-scan', 'cached-lookup'];
+
+export function parseSynchronousCommit(text: string): SynchronousCommit {
+  if ((SYNCHRONOUS_COMMIT_VALUES as readonly string[]).includes(text)) return text as SynchronousCommit;
+  throw new WalsimError(
+    'invalid_input',
+    `invalid value for parameter "synchronous_commit": "${text}" (accepted: ${SYNCHRONOUS_COMMIT_VALUES.join(', ')})`,
+  );
+}
+
+export function parseDropStrategy(text: string): DropStrategy {
+  if ((DROP_STRATEGIES as readonly string[]).includes(text)) return text as DropStrategy;
+  throw new WalsimError('invalid_input', `invalid drop strategy "${text}" (accepted: ${DROP_STRATEGIES.join(', ')})`);
+}

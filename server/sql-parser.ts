@@ -1,0 +1,276 @@
+/**
+ * Parser for walsim's SQL subset. Both roles parse with it: the primary executes writes, a standby
+ * answers reads and refuses writes. Errors are PostgreSQL-style (SQLSTATE 42601 for syntax).
+ *
+ * Grammar (case-insensitive keywords, optional trailing semicolon, unquoted identifiers fold to
+ * lower case, "quoted" identifiers keep their case):
+ *   CREATE TABLE name (col int) | DROP TABLE [IF EXISTS] name
+ *   INSERT INTO name SELECT generate_series(a, b) | INSERT INTO name VALUES (n), (n), ...
+ *   DELETE FROM name [WHERE col < n | col > n | col = n]
+ *   VACUUM [name] | TRUNCATE [TABLE] name [, ...] | CHECKPOINT
+ *   SELECT count(*) FROM name | SELECT fn([args]) | SHOW setting
+ */
+import { WalsimError } from '../common/errors.ts';
+
+export type DeletePredicate = { op: 'all' } | { op: '<' | '>' | '='; value: number };
+
+export type Statement =
+  | { type: 'create_table'; name: string; column: string }
+  | { type: 'drop_table'; name: string; ifExists: boolean }
+  | { type: 'insert_series'; name: string; from: number; to: number }
+  | { type: 'insert_values'; name: string; values: number[] }
+  | { type: 'delete'; name: string; predicate: DeletePredicate }
+  | { type: 'vacuum'; name: string | null }
+  | { type: 'truncate'; names: string[] }
+  | { type: 'checkpoint' }
+  | { type: 'select_count'; name: string }
+  | { type: 'select_function'; fn: string; args: Array<number | boolean | string> }
+  | { type: 'show'; name: string };
+
+/** Statements that write and so are refused on a node in recovery, with their command tag. */
+export function writeCommandName(stmt: Statement): string | null {
+  switch (stmt.type) {
+    case 'create_table': return 'CREATE TABLE';
+    case 'drop_table': return 'DROP TABLE';
+    case 'insert_series':
+    case 'insert_values': return 'INSERT';
+    case 'delete': return 'DELETE';
+    case 'vacuum': return 'VACUUM';
+    case 'truncate': return 'TRUNCATE TABLE';
+    default: return null;
+  }
+}
+
+const INT4_MIN = -2147483648;
+const INT4_MAX = 2147483647;
+const NAMEDATALEN = 64;
+
+type Token = { kind: 'word' | 'ident' | 'number' | 'string' | 'punct'; text: string; pos: number };
+
+function syntaxError(message: string): WalsimError {
+  return new WalsimError('syntax_error', message, '42601');
+}
+
+function tokenize(sql: string): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (/\s/.test(c)) { i++; continue; }
+    if (c === '-' && sql[i + 1] === '-') { while (i < sql.length && sql[i] !== '\n') i++; continue; }
+    if (/[A-Za-z_]/.test(c)) {
+      let j = i + 1;
+      while (j < sql.length && /[A-Za-z0-9_$]/.test(sql[j]!)) j++;
+      tokens.push({ kind: 'word', text: sql.slice(i, j).toLowerCase(), pos: i });
+      i = j; continue;
+    }
+    if (c === '"') {
+      const j = sql.indexOf('"', i + 1);
+      if (j < 0) throw syntaxError(`unterminated quoted identifier at or near "${sql.slice(i)}"`);
+      if (j === i + 1) throw syntaxError('zero-length delimited identifier at or near """"');
+      tokens.push({ kind: 'ident', text: sql.slice(i + 1, j), pos: i });
+      i = j + 1; continue;
+    }
+    if (c === "'") {
+      const j = sql.indexOf("'", i + 1);
+      if (j < 0) throw syntaxError(`unterminated quoted string at or near "${sql.slice(i)}"`);
+      tokens.push({ kind: 'string', text: sql.slice(i + 1, j), pos: i });
+      i = j + 1; continue;
+    }
+    if (/[0-9]/.test(c) || (c === '-' && /[0-9]/.test(sql[i + 1] ?? ''))) {
+      let j = i + 1;
+      while (j < sql.length && /[0-9]/.test(sql[j]!)) j++;
+      if (sql[j] === '.') throw syntaxError(`walsim supports integer literals only, at or near "${sql.slice(i, j + 2)}"`);
+      tokens.push({ kind: 'number', text: sql.slice(i, j), pos: i });
+      i = j; continue;
+    }
+    if ('(),;*<>='.includes(c)) { tokens.push({ kind: 'punct', text: c, pos: i }); i++; continue; }
+    throw syntaxError(`syntax error at or near "${c}"`);
+  }
+  return tokens;
+}
+
+class Parser {
+  private i = 0;
+  constructor(private readonly tokens: Token[]) {}
+
+  peek(): Token | undefined { return this.tokens[this.i]; }
+  atEnd(): boolean { return this.i >= this.tokens.length; }
+
+  near(): string {
+    const t = this.peek();
+    return t ? `at or near "${t.text}"` : 'at end of input';
+  }
+
+  next(): Token {
+    const t = this.tokens[this.i];
+    if (!t) throw syntaxError('syntax error at end of input');
+    this.i++;
+    return t;
+  }
+
+  isWord(w: string): boolean {
+    const t = this.peek();
+    return t !== undefined && t.kind === 'word' && t.text === w;
+  }
+
+  word(w: string): void {
+    if (!this.isWord(w)) throw syntaxError(`syntax error ${this.near()} (expected ${w.toUpperCase()})`);
+    this.i++;
+  }
+
+  punct(p: string): void {
+    const t = this.peek();
+    if (!t || t.kind !== 'punct' || t.text !== p) throw syntaxError(`syntax error ${this.near()} (expected "${p}")`);
+    this.i++;
+  }
+
+  isPunct(p: string): boolean {
+    const t = this.peek();
+    return t !== undefined && t.kind === 'punct' && t.text === p;
+  }
+
+  identifier(what: string): string {
+    const t = this.peek();
+    if (!t || (t.kind !== 'word' && t.kind !== 'ident')) throw syntaxError(`syntax error ${this.near()} (expected ${what})`);
+    this.i++;
+    if (t.text.length >= NAMEDATALEN) {
+      throw new WalsimError('invalid_input', `identifier "${t.text}" is longer than ${NAMEDATALEN - 1} characters`, '42622');
+    }
+    return t.text;
+  }
+
+  int4(): number {
+    const t = this.next();
+    if (t.kind !== 'number') throw syntaxError(`syntax error at or near "${t.text}" (expected an integer)`);
+    const n = Number(t.text);
+    if (!Number.isInteger(n) || n < INT4_MIN || n > INT4_MAX) {
+      throw new WalsimError('invalid_input', `value "${t.text}" is out of range for type integer`, '22003');
+    }
+    return n;
+  }
+
+  end(): void {
+    if (this.isPunct(';')) this.i++;
+    if (!this.atEnd()) throw syntaxError(`syntax error ${this.near()}`);
+  }
+}
+
+export function parseStatement(sql: string): Statement {
+  if (typeof sql !== 'string') throw new WalsimError('invalid_input', 'statement must be a string');
+  const p = new Parser(tokenize(sql));
+  if (p.atEnd()) throw syntaxError('empty statement');
+  const head = p.next();
+  if (head.kind !== 'word') throw syntaxError(`syntax error at or near "${head.text}"`);
+  let stmt: Statement;
+  switch (head.text) {
+    case 'create': {
+      p.word('table');
+      const name = p.identifier('a table name');
+      p.punct('(');
+      const column = p.identifier('a column name');
+      const type = p.identifier('a column type');
+      if (type !== 'int' && type !== 'integer' && type !== 'int4') {
+        throw new WalsimError('invalid_input', `walsim tables have one int column; type "${type}" is not supported`, '0A000');
+      }
+      p.punct(')');
+      stmt = { type: 'create_table', name, column };
+      break;
+    }
+    case 'drop': {
+      p.word('table');
+      let ifExists = false;
+      if (p.isWord('if')) { p.word('if'); p.word('exists'); ifExists = true; }
+      stmt = { type: 'drop_table', name: p.identifier('a table name'), ifExists };
+      break;
+    }
+    case 'insert': {
+      p.word('into');
+      const name = p.identifier('a table name');
+      if (p.isWord('select')) {
+        p.word('select');
+        p.word('generate_series');
+        p.punct('(');
+        const from = p.int4();
+        p.punct(',');
+        const to = p.int4();
+        p.punct(')');
+        stmt = { type: 'insert_series', name, from, to };
+      } else {
+        p.word('values');
+        const values: number[] = [];
+        do {
+          p.punct('(');
+          values.push(p.int4());
+          p.punct(')');
+        } while (p.isPunct(',') && (p.next(), true));
+        stmt = { type: 'insert_values', name, values };
+      }
+      break;
+    }
+    case 'delete': {
+      p.word('from');
+      const name = p.identifier('a table name');
+      let predicate: DeletePredicate = { op: 'all' };
+      if (p.isWord('where')) {
+        p.word('where');
+        p.identifier('a column name');
+        const op = p.next();
+        if (op.kind !== 'punct' || !['<', '>', '='].includes(op.text)) {
+          throw syntaxError(`syntax error at or near "${op.text}" (walsim supports col < n, col > n, col = n)`);
+        }
+        predicate = { op: op.text as '<' | '>' | '=', value: p.int4() };
+      }
+      stmt = { type: 'delete', name, predicate };
+      break;
+    }
+    case 'vacuum': {
+      const name = p.atEnd() || p.isPunct(';') ? null : p.identifier('a table name');
+      stmt = { type: 'vacuum', name };
+      break;
+    }
+    case 'truncate': {
+      if (p.isWord('table')) p.word('table');
+      const names = [p.identifier('a table name')];
+      while (p.isPunct(',')) { p.next(); names.push(p.identifier('a table name')); }
+      stmt = { type: 'truncate', names };
+      break;
+    }
+    case 'checkpoint':
+      stmt = { type: 'checkpoint' };
+      break;
+    case 'show':
+      stmt = { type: 'show', name: p.identifier('a setting name') };
+      break;
+    case 'select':
+      stmt = parseSelect(p);
+      break;
+    default:
+      throw syntaxError(`syntax error at or near "${head.text}"`);
+  }
+  p.end();
+  return stmt;
+}
+
+function parseSelect(p: Parser): Statement {
+  const fn = p.identifier('a function name or count(*)');
+  p.punct('(');
+  if (fn === 'count') {
+    p.punct('*');
+    p.punct(')');
+    p.word('from');
+    return { type: 'select_count', name: p.identifier('a table name') };
+  }
+  const args: Array<number | boolean | string> = [];
+  if (!p.isPunct(')')) {
+    do {
+      const t = p.next();
+      if (t.kind === 'number') args.push(Number(t.text));
+      else if (t.kind === 'string') args.push(t.text);
+      else if (t.kind === 'word' && (t.text === 'true' || t.text === 'false')) args.push(t.text === 'true');
+      else throw syntaxError(`syntax error at or near "${t.text}"`);
+    } while (p.isPunct(',') && (p.next(), true));
+  }
+  p.punct(')');
+  return { type: 'select_function', fn, args };
+}
