@@ -1,0 +1,107 @@
+/**
+ * Client side of the control endpoint, used by the CLIs and the integration tests: connect with
+ * the cluster token, send requests, await the matching replies.
+ */
+import WebSocket from 'ws';
+import { WalsimError } from '../common/errors.ts';
+import type { ControlReply, QueryResult, StopMode } from './control-protocol.ts';
+
+export class ControlClient {
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  private closedReason: string | null = null;
+
+  private constructor(private readonly ws: WebSocket) {
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      let reply: ControlReply;
+      try {
+        reply = JSON.parse(data.toString()) as ControlReply;
+      } catch {
+        return;
+      }
+      const id = reply.id;
+      if (id === null) return;
+      const p = this.pending.get(id);
+      if (!p) return;
+      this.pending.delete(id);
+      if (reply.ok) p.resolve(reply.result);
+      else p.reject(new ControlError(reply.error.code, reply.error.message));
+    });
+    ws.on('close', (code, reason) => {
+      this.closedReason = `connection closed (${code}${reason.length ? ': ' + reason.toString() : ''})`;
+      for (const p of this.pending.values()) p.reject(new WalsimError('not_connected', this.closedReason));
+      this.pending.clear();
+    });
+  }
+
+  static connect(host: string, port: number, token: string, timeoutMs = 10_000): Promise<ControlClient> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(`ws://${host}:${port}/control`, {
+        headers: { authorization: `Bearer ${token}` },
+        perMessageDeflate: false,
+        handshakeTimeout: timeoutMs,
+      });
+      let settled = false;
+      ws.once('open', () => {
+        // Authentication is checked after the upgrade: wait a tick for a 4001 close.
+        setTimeout(() => {
+          if (settled) return;
+          settled = true;
+          resolve(new ControlClient(ws));
+        }, 0);
+      });
+      ws.once('close', (code, reason) => {
+        if (settled) return;
+        settled = true;
+        reject(new WalsimError(code === 4001 ? 'auth_failed' : 'not_connected', `server closed the connection (${code}): ${reason.toString()}`));
+      });
+      ws.once('error', (err) => {
+        if (settled) return;
+        settled = true;
+        reject(new WalsimError('not_connected', `could not connect to server at ${host}:${port}: ${err.message}`));
+      });
+    });
+  }
+
+  request(body: Record<string, unknown>): Promise<unknown> {
+    if (this.closedReason !== null) return Promise.reject(new WalsimError('not_connected', this.closedReason));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.ws.send(JSON.stringify({ ...body, id }));
+    });
+  }
+
+  sql(sql: string): Promise<QueryResult> {
+    return this.request({ op: 'sql', sql }) as Promise<QueryResult>;
+  }
+
+  status(): Promise<Record<string, unknown>> {
+    return this.request({ op: 'status' }) as Promise<Record<string, unknown>>;
+  }
+
+  stop(mode: StopMode): Promise<unknown> {
+    return this.request({ op: 'stop', mode });
+  }
+
+  /** Send raw text (tests of malformed input). */
+  sendRaw(text: string | Buffer): void {
+    this.ws.send(text);
+  }
+
+  close(): void {
+    this.ws.close(1000);
+  }
+}
+
+/** An error reply from the server: PostgreSQL SQLSTATE code and message. */
+export class ControlError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ControlError';
+  }
+}

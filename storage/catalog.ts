@@ -1,0 +1,61 @@
+/**
+ * The catalog walsim keeps: table name -> relfilenumber (pg_class.relfilenode), plus the counters a
+ * checkpoint records (next xid, next relfilenumber). Changed only through CATALOG_UPDATE redo, so
+ * primary and standby agree.
+ */
+import { assert } from '../common/assert.ts';
+import type { RelFileNumber, TransactionId } from '../wal/records.ts';
+import { FirstNormalRelFileNumber, FirstNormalTransactionId } from '../wal/records.ts';
+
+export interface CatalogSnapshot {
+  tables: Array<[string, RelFileNumber]>;
+  nextXid: TransactionId;
+  nextRelFileNumber: RelFileNumber;
+}
+
+export class Catalog {
+  private readonly byName = new Map<string, RelFileNumber>();
+  nextXid: TransactionId = FirstNormalTransactionId;
+  nextRelFileNumber: RelFileNumber = FirstNormalRelFileNumber;
+
+  lookup(name: string): RelFileNumber | undefined {
+    return this.byName.get(name);
+  }
+
+  tables(): Array<[string, RelFileNumber]> {
+    return [...this.byName.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  }
+
+  /** Apply a CATALOG_UPDATE: `rel` 0 removes the name. */
+  set(name: string, rel: RelFileNumber): void {
+    if (rel === 0) this.byName.delete(name);
+    else this.byName.set(name, rel);
+    if (rel >= this.nextRelFileNumber) this.nextRelFileNumber = rel + 1;
+  }
+
+  allocateRelFileNumber(): RelFileNumber {
+    return this.nextRelFileNumber++;
+  }
+
+  allocateXid(): TransactionId {
+    return this.nextXid++;
+  }
+
+  /** Replay saw `xid` in use: keep nextXid beyond it (like advancing nextXid in xact redo). */
+  observeXid(xid: TransactionId): void {
+    if (xid >= this.nextXid) this.nextXid = xid + 1;
+  }
+
+  snapshot(): CatalogSnapshot {
+    return { tables: this.tables(), nextXid: this.nextXid, nextRelFileNumber: this.nextRelFileNumber };
+  }
+
+  static fromSnapshot(s: CatalogSnapshot): Catalog {
+    const c = new Catalog();
+    for (const [name, rel] of s.tables) c.set(name, rel);
+    assert(s.nextXid >= FirstNormalTransactionId, 'INV-CATALOG-1: nextXid below FirstNormalTransactionId');
+    c.nextXid = s.nextXid;
+    c.nextRelFileNumber = Math.max(c.nextRelFileNumber, s.nextRelFileNumber);
+    return c;
+  }
+}
