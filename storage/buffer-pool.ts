@@ -1,0 +1,398 @@
+/**
+ * The shared buffer pool: NBuffers columnar descriptors, the mapping table, freelist + clock sweep.
+ *
+ * Entry points: `new BufferPool(nBuffers)`, `readBuffer` (BufferAlloc; returns the buffer pinned),
+ * `releaseBuffer` (ReleaseBuffer), `markDirty` (MarkBufferDirty), `lookup`, `invalidate`
+ * (InvalidateBuffer), `flushAll` (BufferSync at a checkpoint), `checkConsistency`.
+ *
+ * Every per-buffer field is its own typed array indexed by buffer id (0-based, PostgreSQL's buf_id;
+ * the Buffer number is buf_id + 1). That is 17 bytes per buffer here plus 8–12 for the mapping
+ * table, against PostgreSQL's 64-byte padded BufferDesc and ~40-byte dynahash entry.
+ *
+ * An invalid tag is all zeros (rel 0, fork 0, block 0): the allocator's zero fill is therefore the
+ * initial state of every descriptor, and because relfilenumber 0 is never a relation
+ * (INV-BUF-3, asserted on every read) the unlocked tagRel pre-check of a full-scan drop can never
+ * match a free buffer. PostgreSQL's CLEAR_BUFFERTAG writes InvalidBlockNumber/InvalidForkNumber
+ * too, but only rnode = 0 matters for matching.
+ *
+ * Freelist: initialised like StrategyInitialize — every buffer on the list in id order
+ * (freeNext[i] = i + 1, the last FREENEXT_END_OF_LIST). This is the only per-buffer loop at
+ * construction and is a tight Int32Array fill (~10 ms at 100GB).
+ */
+import { assert } from '../common/assert.ts';
+import {
+  InvalidBlockNumber,
+  MAX_FORKNUM,
+  type BlockNumber,
+  type ForkNumber,
+  type RelFileNumber,
+} from '../wal/records.ts';
+import { BufTable, bufMappingPartition, bufTableCapacity, hashBufferTag } from './buf-table.ts';
+
+/** Buffer state flag bits (buf_internals.h names; walsim keeps them in one byte). */
+export const BM_DIRTY = 1 << 0;
+export const BM_VALID = 1 << 1;
+export const BM_TAG_VALID = 1 << 2;
+export const BM_JUST_DIRTIED = 1 << 3;
+export const BM_PERMANENT = 1 << 4;
+
+/** BM_MAX_USAGE_COUNT (buf_internals.h). */
+export const BM_MAX_USAGE_COUNT = 5;
+/** freeNext sentinels (buf_internals.h). */
+export const FREENEXT_END_OF_LIST = -1;
+export const FREENEXT_NOT_IN_LIST = -2;
+/** Pins one buffer may hold: refCount is a Uint16Array. */
+const MAX_REFCOUNT = 0xffff;
+
+/** Bytes of descriptor arrays per buffer: tagRel 4, tagFork 1, tagBlock 4, flags 1, usage 1, refCount 2, freeNext 4. */
+export const DESCRIPTOR_BYTES_PER_BUFFER = 17;
+
+/** Bytes a pool of nBuffers allocates in typed arrays: descriptors plus the mapping table. */
+export function estimatePoolBytes(nBuffers: number): number {
+  return DESCRIPTOR_BYTES_PER_BUFFER * nBuffers + 4 * bufTableCapacity(nBuffers);
+}
+
+/** A buffer's identity (BufferTag): relfilenumber, fork, block. */
+export interface BufferTag {
+  rel: RelFileNumber;
+  fork: ForkNumber;
+  block: BlockNumber;
+}
+
+/** A buffer's tag and state, as reported by `bufferedBlocks` for tests and tools. */
+export interface BufferedBlock extends BufferTag {
+  bufId: number;
+  flags: number;
+  usageCount: number;
+}
+
+export interface BufferPoolCounters {
+  hits: number;
+  misses: number;
+  /** Misses that displaced a valid page (the victim had a tag). */
+  evictions: number;
+  /** Dirty pages written out: by eviction or by flushAll. */
+  writes: number;
+  /** InvalidateBuffer calls that cleared a tag (drops, truncations). */
+  invalidations: number;
+  /** Dirty pages discarded by InvalidateBuffer without being written. */
+  discardedDirty: number;
+  /** Clock-sweep ticks (buffers examined by the sweep). */
+  sweepTicks: number;
+}
+
+export interface BufferPoolOptions {
+  /** Called with the old tag when a dirty page is written (eviction or checkpoint), before reuse. */
+  onWriteDirty?: (rel: RelFileNumber, fork: ForkNumber, block: BlockNumber) => void;
+}
+
+function assertTag(rel: number, fork: number, block: number): void {
+  assert(
+    Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff,
+    `INV-BUF-3: relfilenumber ${rel} is not a valid (non-zero uint32) relation`,
+  );
+  assert(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM, `INV-BUF-3: bad fork ${fork}`);
+  assert(
+    Number.isInteger(block) && block >= 0 && block < InvalidBlockNumber,
+    `INV-BUF-3: bad block number ${block}`,
+  );
+}
+
+export class BufferPool {
+  readonly nBuffers: number;
+  readonly tagRel: Uint32Array;
+  readonly tagFork: Uint8Array;
+  readonly tagBlock: Uint32Array;
+  readonly flags: Uint8Array;
+  readonly usageCount: Uint8Array;
+  readonly refCount: Uint16Array;
+  readonly freeNext: Int32Array;
+  readonly table: BufTable;
+
+  /** BufferStrategyControl. */
+  firstFreeBuffer: number;
+  lastFreeBuffer: number;
+  nextVictimBuffer = 0;
+  completePasses = 0;
+
+  readonly counters: BufferPoolCounters = {
+    hits: 0, misses: 0, evictions: 0, writes: 0, invalidations: 0, discardedDirty: 0, sweepTicks: 0,
+  };
+  private readonly onWriteDirty: BufferPoolOptions['onWriteDirty'];
+
+  constructor(nBuffers: number, options: BufferPoolOptions = {}) {
+    assert(
+      Number.isSafeInteger(nBuffers) && nBuffers >= 1 && nBuffers <= 0x3fffffff,
+      `INV-BUF-4: NBuffers ${nBuffers} out of range`,
+    );
+    this.nBuffers = nBuffers;
+    this.tagRel = new Uint32Array(nBuffers);
+    this.tagFork = new Uint8Array(nBuffers);
+    this.tagBlock = new Uint32Array(nBuffers);
+    this.flags = new Uint8Array(nBuffers);
+    this.usageCount = new Uint8Array(nBuffers);
+    this.refCount = new Uint16Array(nBuffers);
+    this.freeNext = new Int32Array(nBuffers);
+    const freeNext = this.freeNext;
+    for (let i = 0; i < nBuffers; i++) freeNext[i] = i + 1;
+    freeNext[nBuffers - 1] = FREENEXT_END_OF_LIST;
+    this.firstFreeBuffer = 0;
+    this.lastFreeBuffer = nBuffers - 1;
+    this.table = new BufTable(nBuffers, this.tagRel, this.tagFork, this.tagBlock);
+    this.onWriteDirty = options.onWriteDirty;
+  }
+
+  /** Bytes held in typed arrays: descriptors plus mapping table. */
+  get byteLength(): number {
+    return (
+      this.tagRel.byteLength + this.tagFork.byteLength + this.tagBlock.byteLength + this.flags.byteLength +
+      this.usageCount.byteLength + this.refCount.byteLength + this.freeNext.byteLength + this.table.byteLength
+    );
+  }
+
+  /** Buffer id holding the page, or -1; counts a shared partition-lock acquisition. */
+  lookup(rel: RelFileNumber, fork: ForkNumber, block: BlockNumber): number {
+    assertTag(rel, fork, block);
+    const hash = hashBufferTag(rel, fork, block);
+    this.table.lockShared(hash);
+    return this.table.lookup(rel, fork, block, hash);
+  }
+
+  /**
+   * ReadBuffer (BufferAlloc + the read): returns the buffer id holding the page, pinned. A hit
+   * bumps the usage count (up to BM_MAX_USAGE_COUNT); a miss takes a victim from the freelist or
+   * the clock sweep, writes it out if dirty, retags it with usage count 1. Reads complete at once.
+   */
+  readBuffer(rel: RelFileNumber, fork: ForkNumber, block: BlockNumber): number {
+    assertTag(rel, fork, block);
+    const hash = hashBufferTag(rel, fork, block);
+    this.table.lockShared(hash);
+    const found = this.table.lookup(rel, fork, block, hash);
+    if (found >= 0) {
+      this.counters.hits++;
+      this.pin(found);
+      return found;
+    }
+    this.counters.misses++;
+    const id = this.strategyGetBuffer();
+    const oldFlags = this.flags[id];
+    if (oldFlags & BM_DIRTY) this.writeOut(id);
+    const newHash = hash;
+    if (oldFlags & BM_TAG_VALID) {
+      this.counters.evictions++;
+      const oldHash = hashBufferTag(this.tagRel[id], this.tagFork[id], this.tagBlock[id]);
+      // PostgreSQL takes both partition locks (in address order; once if they coincide).
+      this.table.lockExclusive(oldHash);
+      if (bufMappingPartition(oldHash) !== bufMappingPartition(newHash)) this.table.lockExclusive(newHash);
+      this.table.delete(this.tagRel[id], this.tagFork[id], this.tagBlock[id], oldHash);
+    } else {
+      this.table.lockExclusive(newHash);
+    }
+    this.tagRel[id] = rel;
+    this.tagFork[id] = fork;
+    this.tagBlock[id] = block;
+    const existing = this.table.insert(rel, fork, block, newHash, id);
+    assert(existing < 0, `INV-BUF-2: tag ${rel}/${fork}/${block} already mapped to buffer ${existing}`);
+    this.flags[id] = BM_TAG_VALID | BM_VALID | BM_PERMANENT;
+    this.usageCount[id] = 1;
+    this.refCount[id] = 1;
+    return id;
+  }
+
+  /** PinBuffer on an already valid buffer: refcount + 1, usage count + 1 up to the maximum. */
+  pin(id: number): void {
+    this.assertBufId(id);
+    assert((this.flags[id] & BM_TAG_VALID) !== 0, `INV-BUF-5: pinning buffer ${id} which has no tag`);
+    assert(this.refCount[id] < MAX_REFCOUNT, `INV-BUF-5: buffer ${id} pinned ${MAX_REFCOUNT} times`);
+    this.refCount[id]++;
+    if (this.usageCount[id] < BM_MAX_USAGE_COUNT) this.usageCount[id]++;
+  }
+
+  /** ReleaseBuffer: drop one pin. */
+  releaseBuffer(id: number): void {
+    this.assertBufId(id);
+    assert(this.refCount[id] > 0, `INV-BUF-5: releasing buffer ${id} which is not pinned`);
+    this.refCount[id]--;
+  }
+
+  /** Read the page and release it at once: the common replay/scan access. Returns the buffer id. */
+  accessBlock(rel: RelFileNumber, fork: ForkNumber, block: BlockNumber): number {
+    const id = this.readBuffer(rel, fork, block);
+    this.refCount[id]--;
+    return id;
+  }
+
+  /** MarkBufferDirty: the buffer must be pinned and valid. */
+  markDirty(id: number): void {
+    this.assertBufId(id);
+    assert(this.refCount[id] > 0, `INV-BUF-5: MarkBufferDirty on unpinned buffer ${id}`);
+    assert((this.flags[id] & BM_VALID) !== 0, `INV-BUF-5: MarkBufferDirty on invalid buffer ${id}`);
+    this.flags[id] |= BM_DIRTY | BM_JUST_DIRTIED;
+  }
+
+  /**
+   * InvalidateBuffer: clear the tag, flags and usage count, delete the mapping entry and put the
+   * buffer at the head of the freelist. A dirty page is discarded, never written (INV-BUF-6).
+   * Refuses a pinned buffer like PostgreSQL ("buffer is pinned in InvalidateBuffer").
+   */
+  invalidate(id: number): void {
+    this.assertBufId(id);
+    const f = this.flags[id];
+    assert(this.refCount[id] === 0, `INV-BUF-5: buffer is pinned in InvalidateBuffer (buffer ${id})`);
+    if (f & BM_TAG_VALID) {
+      const rel = this.tagRel[id];
+      const fork = this.tagFork[id];
+      const block = this.tagBlock[id];
+      const hash = hashBufferTag(rel, fork, block);
+      this.table.lockExclusive(hash);
+      this.table.delete(rel, fork, block, hash);
+      this.counters.invalidations++;
+      if (f & BM_DIRTY) this.counters.discardedDirty++;
+    }
+    this.tagRel[id] = 0;
+    this.tagFork[id] = 0;
+    this.tagBlock[id] = 0;
+    this.flags[id] = 0;
+    this.usageCount[id] = 0;
+    this.strategyFreeBuffer(id);
+  }
+
+  /** Checkpoint (BufferSync): write every dirty buffer in id order; returns how many were written. */
+  flushAll(): number {
+    const { flags, nBuffers } = this;
+    let written = 0;
+    for (let id = 0; id < nBuffers; id++) {
+      if (flags[id] & BM_DIRTY) {
+        this.writeOut(id);
+        written++;
+      }
+    }
+    return written;
+  }
+
+  /** Tags of the valid buffers (of `rel` if given), sorted by rel, fork, block. For tests and tools. */
+  bufferedBlocks(rel?: RelFileNumber): BufferedBlock[] {
+    const out: BufferedBlock[] = [];
+    for (let id = 0; id < this.nBuffers; id++) {
+      if (!(this.flags[id] & BM_TAG_VALID)) continue;
+      if (rel !== undefined && this.tagRel[id] !== rel) continue;
+      out.push({
+        rel: this.tagRel[id],
+        fork: this.tagFork[id] as ForkNumber,
+        block: this.tagBlock[id],
+        bufId: id,
+        flags: this.flags[id],
+        usageCount: this.usageCount[id],
+      });
+    }
+    return out.sort((a, b) => a.rel - b.rel || a.fork - b.fork || a.block - b.block);
+  }
+
+  /** Number of buffers holding a valid tag. */
+  get usedBuffers(): number {
+    return this.table.count;
+  }
+
+  /**
+   * Check INV-BUF-1..7 over the whole pool: every tagged descriptor is found by a mapping lookup of
+   * its tag (so no two descriptors share a tag) and every table entry points at a tagged descriptor;
+   * untagged descriptors are all-zero and unpinned; the freelist is a well-formed chain from
+   * firstFreeBuffer to lastFreeBuffer over exactly the buffers whose freeNext is not
+   * FREENEXT_NOT_IN_LIST, none of them pinned or tagged. Costs O(NBuffers); for tests.
+   */
+  checkConsistency(): void {
+    const { nBuffers, flags, tagRel, tagFork, tagBlock, usageCount, refCount, freeNext, table } = this;
+    let tagged = 0;
+    for (let id = 0; id < nBuffers; id++) {
+      const f = flags[id];
+      if (f & BM_TAG_VALID) {
+        tagged++;
+        assertTag(tagRel[id], tagFork[id], tagBlock[id]);
+        const hash = hashBufferTag(tagRel[id], tagFork[id], tagBlock[id]);
+        const mapped = table.lookup(tagRel[id], tagFork[id], tagBlock[id], hash);
+        assert(mapped === id, `INV-BUF-2: buffer ${id} tag maps to ${mapped}`);
+        assert(usageCount[id] <= BM_MAX_USAGE_COUNT, `INV-BUF-7: usage count ${usageCount[id]} > max`);
+      } else {
+        assert(
+          f === 0 && tagRel[id] === 0 && tagFork[id] === 0 && tagBlock[id] === 0 && usageCount[id] === 0,
+          `INV-BUF-3: untagged buffer ${id} has state (rel ${tagRel[id]}, flags ${f})`,
+        );
+        assert(refCount[id] === 0, `INV-BUF-5: untagged buffer ${id} is pinned`);
+      }
+    }
+    table.checkIntegrity((id) => {
+      assert((flags[id] & BM_TAG_VALID) !== 0, `INV-BUF-2: mapping points at untagged buffer ${id}`);
+    });
+    assert(table.count === tagged, `INV-BUF-2: ${table.count} mapping entries for ${tagged} tagged buffers`);
+    let onList = 0;
+    for (let id = 0; id < nBuffers; id++) if (freeNext[id] !== FREENEXT_NOT_IN_LIST) onList++;
+    let walked = 0;
+    let last = -1;
+    for (let id = this.firstFreeBuffer; id >= 0; id = freeNext[id]) {
+      assert(walked < nBuffers && id < nBuffers, 'INV-BUF-4: freelist is cyclic or out of range');
+      assert(refCount[id] === 0, `INV-BUF-4: pinned buffer ${id} on the freelist`);
+      walked++;
+      last = id;
+    }
+    assert(walked === onList, `INV-BUF-4: freelist chain has ${walked} buffers, ${onList} marked as listed`);
+    assert(
+      walked === 0 ? this.firstFreeBuffer === FREENEXT_END_OF_LIST : last === this.lastFreeBuffer,
+      'INV-BUF-4: freelist head/tail disagree with the chain',
+    );
+  }
+
+  /** StrategyGetBuffer: freelist first, then the clock sweep. Returns an unpinned, usage-0 buffer. */
+  private strategyGetBuffer(): number {
+    const { freeNext, refCount, usageCount } = this;
+    while (this.firstFreeBuffer >= 0) {
+      const id = this.firstFreeBuffer;
+      this.firstFreeBuffer = freeNext[id];
+      freeNext[id] = FREENEXT_NOT_IN_LIST;
+      if (this.firstFreeBuffer < 0) this.lastFreeBuffer = FREENEXT_END_OF_LIST;
+      // PostgreSQL re-checks: a buffer on the freelist may have been pinned since it was freed.
+      if (refCount[id] === 0 && usageCount[id] === 0) return id;
+    }
+    let trycounter = this.nBuffers;
+    for (;;) {
+      const id = this.clockSweepTick();
+      if (refCount[id] === 0) {
+        if (usageCount[id] > 0) {
+          usageCount[id]--;
+          trycounter = this.nBuffers;
+        } else {
+          return id;
+        }
+      } else if (--trycounter === 0) {
+        assert(false, 'INV-BUF-5: no unpinned buffers available');
+      }
+    }
+  }
+
+  private clockSweepTick(): number {
+    const id = this.nextVictimBuffer;
+    this.counters.sweepTicks++;
+    if (++this.nextVictimBuffer >= this.nBuffers) {
+      this.nextVictimBuffer = 0;
+      this.completePasses++;
+    }
+    return id;
+  }
+
+  /** StrategyFreeBuffer: push at the head unless already listed. */
+  private strategyFreeBuffer(id: number): void {
+    if (this.freeNext[id] !== FREENEXT_NOT_IN_LIST) return;
+    this.freeNext[id] = this.firstFreeBuffer;
+    if (this.firstFreeBuffer < 0) this.lastFreeBuffer = id;
+    this.firstFreeBuffer = id;
+  }
+
+  private writeOut(id: number): void {
+    this.counters.writes++;
+    this.flags[id] &= ~(BM_DIRTY | BM_JUST_DIRTIED);
+    this.onWriteDirty?.(this.tagRel[id], this.tagFork[id] as ForkNumber, this.tagBlock[id]);
+  }
+
+  private assertBufId(id: number): void {
+    assert(Number.isInteger(id) && id >= 0 && id < this.nBuffers, `INV-BUF-4: bad buffer id ${id}`);
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The full-scan drop paths: visit all NBuffers descriptors (bufmgr.c, the pre-PG14 algorithm and
+ * PG14+'s fallback). Entry points: `fullScanDropRelFileNodeBuffers`, `fullScanDropRelsAllBuffers`.
+ *
+ * PostgreSQL reads each tag's rnode without the header lock and only locks (and re-checks fork and
+ * block) on a match; a stale read can only give a false positive because nobody may load pages of a
+ * relation being dropped. The hot loop here is the same shape: one Uint32Array compare per buffer
+ * with no call, and the locked re-check in a separate function on a hit. Buffers are invalidated in
+ * ascending buffer id order as they are met.
+ */
+import type { BlockNumber, ForkNumber, RelFileNumber } from '../wal/records.ts';
+import type { BufferPool } from './buffer-pool.ts';
+
+/** RELS_BSEARCH_THRESHOLD (bufmgr.c): above this many relations the pre-check uses binary search. */
+export const RELS_BSEARCH_THRESHOLD = 20;
+
+export interface FullScanCounters {
+  scanned: number;
+  /** Pre-check hits: buffer header locks taken for the re-check. */
+  headerLocks: number;
+  invalidated: number;
+  matcher: 'single' | 'linear' | 'bsearch';
+}
+
+/** The locked re-check of DropRelFileNodeBuffers: first requested fork that matches wins. */
+function recheckAndInvalidate(
+  pool: BufferPool,
+  id: number,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  firstDelBlock: readonly BlockNumber[],
+): boolean {
+  for (let j = 0; j < forks.length; j++) {
+    if (pool.tagRel[id] === rel && pool.tagFork[id] === forks[j] && pool.tagBlock[id] >= firstDelBlock[j]!) {
+      pool.invalidate(id);
+      return true;
+    }
+  }
+  return false;
+}
+
+/** DropRelFileNodeBuffers's full scan: invalidate `rel`'s buffers of `forks[j]` at or beyond `firstDelBlock[j]`. */
+export function fullScanDropRelFileNodeBuffers(
+  pool: BufferPool,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  firstDelBlock: readonly BlockNumber[],
+): FullScanCounters {
+  const tagRel = pool.tagRel;
+  const nBuffers = pool.nBuffers;
+  let headerLocks = 0;
+  let invalidated = 0;
+  for (let id = 0; id < nBuffers; id++) {
+    if (tagRel[id] !== rel) continue;
+    headerLocks++;
+    if (recheckAndInvalidate(pool, id, rel, forks, firstDelBlock)) invalidated++;
+  }
+  return { scanned: nBuffers, headerLocks, invalidated, matcher: 'single' };
+}
+
+/** Binary search of a sorted Uint32Array (bsearch with rnode_comparator). */
+function containsSorted(sorted: Uint32Array, value: number): boolean {
+  let lo = 0;
+  let hi = sorted.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = sorted[mid];
+    if (v === value) return true;
+    if (v < value) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
+/**
+ * DropRelFileNodesAllBuffers's full scan: one pass over the pool invalidating every buffer whose
+ * relation is in `rels` (any fork, any block). The pre-check compares linearly against up to
+ * RELS_BSEARCH_THRESHOLD relations and binary-searches a sorted copy above that.
+ */
+export function fullScanDropRelsAllBuffers(pool: BufferPool, rels: readonly RelFileNumber[]): FullScanCounters {
+  const tagRel = pool.tagRel;
+  const nBuffers = pool.nBuffers;
+  const nodes = Uint32Array.from(rels);
+  const useBsearch = nodes.length > RELS_BSEARCH_THRESHOLD;
+  if (useBsearch) nodes.sort();
+  const n = nodes.length;
+  let headerLocks = 0;
+  let invalidated = 0;
+  for (let id = 0; id < nBuffers; id++) {
+    const r = tagRel[id];
+    if (r === 0) continue; // never a relation (INV-BUF-3); saves the match loop on free buffers
+    let hit = false;
+    if (useBsearch) {
+      hit = containsSorted(nodes, r);
+    } else {
+      for (let j = 0; j < n; j++) {
+        if (nodes[j] === r) {
+          hit = true;
+          break;
+        }
+      }
+    }
+    if (!hit) continue;
+    headerLocks++;
+    // Locked re-check: the tag still names the matched relation.
+    if (pool.tagRel[id] === r) {
+      pool.invalidate(id);
+      invalidated++;
+    }
+  }
+  return { scanned: nBuffers, headerLocks, invalidated, matcher: useBsearch ? 'bsearch' : 'linear' };
+}

@@ -1,0 +1,302 @@
+/**
+ * The storage manager's view of relation sizes (smgr.c + md.c), with the per-process size cache.
+ *
+ * Entry points: `StorageManager` — `create`, `exists`, `nblocks` (smgrnblocks), `nblocksCached`
+ * (smgrnblocks_cached), `extend` (smgrextend), `truncateForks` (the tail of smgrtruncate),
+ * `resetCachedSizes` (RelationTruncate's reset), `unlink`, `open`, `close` (smgrclose),
+ * `serialize` / `deserialize` (the data directory across a restart), and the `inRecovery` flag.
+ *
+ * Two things are modelled separately, as in PostgreSQL:
+ *   - the "disk": which forks of a relfilenumber exist and how many blocks each has (md.c files);
+ *   - the process's SMgrRelation size cache, `smgr_cached_nblocks[fork]`, which is what the
+ *     optimized buffer-drop path relies on. It is trusted only while `inRecovery` is true.
+ * The buffer contents are not here (see buffer-pool.ts, heap-store.ts).
+ *
+ * Rules (pg-internals §1.5; numbered as in storage/README.md):
+ *   INV-STORAGE-1  nblocksCached returns the cached size only when inRecovery is true and the size is
+ *                  cached; otherwise InvalidBlockNumber.
+ *   INV-STORAGE-2  open (smgropen) of a relation not open starts with every fork uncached; close
+ *                  (smgrclose) forgets all cached sizes; a restart (deserialize) caches nothing.
+ *   INV-STORAGE-3  nblocks returns the cached size if usable (in recovery), else the disk size, and
+ *                  stores that in the cache in any process.
+ *   INV-STORAGE-4  extend(blocknum) sets the cache to blocknum + 1 if it equalled blocknum, else
+ *                  invalidates it; the disk size becomes blocknum + 1 (holes read as zeros).
+ *   INV-STORAGE-5  truncateForks invalidates each fork's cached size, truncates the file, then stores
+ *                  the new size in the cache — even when, in recovery, the file was already shorter
+ *                  and md.c left it alone (PostgreSQL's behaviour).
+ *   INV-STORAGE-6  resetCachedSizes invalidates the four forks (RelationTruncate on the primary).
+ *   INV-STORAGE-7  a valid cached size is never below the fork's size on disk, and only a fork that
+ *                  exists has a cached size. So no buffer of a fork can lie at or beyond a valid
+ *                  cached size as long as pages are only read below the disk size (asserted by
+ *                  nblocksCached and checkStorage).
+ */
+import { assert } from '../common/assert.ts';
+import { WalsimError } from '../common/errors.ts';
+import {
+  FORK_NAMES,
+  InvalidBlockNumber,
+  MAX_FORKNUM,
+  type BlockNumber,
+  type ForkNumber,
+  type RelFileNumber,
+} from '../wal/records.ts';
+
+const NFORKS = MAX_FORKNUM + 1;
+/** Sentinel in `disk`: the fork's file does not exist. */
+const NO_FILE = -1;
+/** Largest relation size in blocks: MaxBlockNumber + 1. */
+const MAX_NBLOCKS = InvalidBlockNumber;
+
+const SERIAL_MAGIC = 0x47_4d_53_57; // "WSMG" read little-endian
+const SERIAL_VERSION = 1;
+const SERIAL_HEADER_BYTES = 12;
+const SERIAL_REL_BYTES = 4 + 1 + 4 * NFORKS;
+
+function assertRel(rel: number): void {
+  assert(Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff, `INV-STORAGE-0: bad relfilenumber ${rel}`);
+}
+
+function assertFork(fork: number): void {
+  assert(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM, `INV-STORAGE-0: bad fork ${fork}`);
+}
+
+/** The file name PostgreSQL would report (base/<db>/<relfilenumber>[_fork]); database oid 5 is walsim's. */
+export function relpath(rel: RelFileNumber, fork: ForkNumber): string {
+  return fork === 0 ? `base/5/${rel}` : `base/5/${rel}_${FORK_NAMES[fork]}`;
+}
+
+export class StorageManager {
+  /** Disk: per relfilenumber, the size of each fork in blocks, or NO_FILE. */
+  private readonly disk = new Map<RelFileNumber, Float64Array>();
+  /** Open SMgrRelations: per relfilenumber, smgr_cached_nblocks (InvalidBlockNumber = not cached). */
+  private readonly cache = new Map<RelFileNumber, Float64Array>();
+  private recovery = false;
+
+  /** InRecovery: true in the startup process during standby replay or crash recovery. */
+  get inRecovery(): boolean {
+    return this.recovery;
+  }
+
+  set inRecovery(value: boolean) {
+    this.recovery = value;
+  }
+
+  /** smgropen: make sure an SMgrRelation exists; a new one caches nothing (INV-STORAGE-2). */
+  open(rel: RelFileNumber): void {
+    this.cached(rel);
+  }
+
+  /** smgrclose: forget the SMgrRelation and with it every cached size (INV-STORAGE-2). */
+  close(rel: RelFileNumber): void {
+    assertRel(rel);
+    this.cache.delete(rel);
+  }
+
+  /** Is the relation open (has an SMgrRelation)? For tests. */
+  isOpen(rel: RelFileNumber): boolean {
+    return this.cache.has(rel);
+  }
+
+  /** smgrcreate: create the fork's file, empty. Creating an existing fork is a no-op (as in redo). Returns whether it was created. */
+  create(rel: RelFileNumber, fork: ForkNumber): boolean {
+    assertFork(fork);
+    this.open(rel);
+    let sizes = this.disk.get(rel);
+    if (!sizes) {
+      sizes = new Float64Array(NFORKS).fill(NO_FILE);
+      this.disk.set(rel, sizes);
+    }
+    if (sizes[fork] !== NO_FILE) return false;
+    sizes[fork] = 0;
+    return true;
+  }
+
+  /** smgrexists. */
+  exists(rel: RelFileNumber, fork: ForkNumber): boolean {
+    assertRel(rel);
+    assertFork(fork);
+    const sizes = this.disk.get(rel);
+    return sizes !== undefined && sizes[fork] !== NO_FILE;
+  }
+
+  /** Every relfilenumber with at least one fork on disk, ascending. */
+  relations(): RelFileNumber[] {
+    return [...this.disk.keys()].sort((a, b) => a - b);
+  }
+
+  /** The fork's size on disk, ignoring every cache (mdnblocks). Throws if the file does not exist. */
+  diskNblocks(rel: RelFileNumber, fork: ForkNumber): number {
+    assertRel(rel);
+    assertFork(fork);
+    const size = this.disk.get(rel)?.[fork] ?? NO_FILE;
+    if (size === NO_FILE) {
+      throw new WalsimError(
+        'io_error',
+        `could not open file "${relpath(rel, fork)}": No such file or directory`,
+      );
+    }
+    return size;
+  }
+
+  /** smgrnblocks (INV-STORAGE-3): cached size in recovery, else the disk size, which is cached. */
+  nblocks(rel: RelFileNumber, fork: ForkNumber): number {
+    const cached = this.nblocksCached(rel, fork);
+    if (cached !== InvalidBlockNumber) return cached;
+    const size = this.diskNblocks(rel, fork);
+    this.cached(rel)[fork] = size;
+    return size;
+  }
+
+  /** smgrnblocks_cached (INV-STORAGE-1): the cached size if in recovery and cached, else InvalidBlockNumber. */
+  nblocksCached(rel: RelFileNumber, fork: ForkNumber): number {
+    assertFork(fork);
+    if (!this.recovery) return InvalidBlockNumber;
+    const cache = this.cache.get(rel);
+    if (cache === undefined || cache[fork] === InvalidBlockNumber) return InvalidBlockNumber;
+    const value = cache[fork];
+    assert(
+      this.exists(rel, fork) && value >= this.diskNblocks(rel, fork),
+      `INV-STORAGE-7: cached size ${value} of ${relpath(rel, fork as ForkNumber)} is below its disk size`,
+    );
+    return value;
+  }
+
+  /** The raw cached size whatever the recovery state, or InvalidBlockNumber. For tests and tools. */
+  peekCachedNblocks(rel: RelFileNumber, fork: ForkNumber): number {
+    assertFork(fork);
+    return this.cache.get(rel)?.[fork] ?? InvalidBlockNumber;
+  }
+
+  /** smgrextend (INV-STORAGE-4): write block `blocknum` at or beyond the end of the fork. */
+  extend(rel: RelFileNumber, fork: ForkNumber, blocknum: BlockNumber): void {
+    const size = this.diskNblocks(rel, fork);
+    assert(
+      Number.isInteger(blocknum) && blocknum >= size && blocknum < MAX_NBLOCKS,
+      `INV-STORAGE-4: extend of ${relpath(rel, fork)} at block ${blocknum} but it has ${size} blocks`,
+    );
+    this.disk.get(rel)![fork] = blocknum + 1;
+    const cache = this.cached(rel);
+    cache[fork] = cache[fork] === blocknum ? blocknum + 1 : InvalidBlockNumber;
+  }
+
+  /**
+   * The storage half of smgrtruncate (INV-STORAGE-5): for each fork, invalidate the cached size,
+   * truncate the file (mdtruncate: refusing to grow it, except in recovery where a shorter file is
+   * left alone), then store the new size in the cache. Buffers are the caller's business
+   * (drop.ts smgrtruncate drops them first).
+   */
+  truncateForks(rel: RelFileNumber, forks: readonly ForkNumber[], nblocks: readonly BlockNumber[]): void {
+    assert(forks.length === nblocks.length, 'INV-STORAGE-5: forks and nblocks differ in length');
+    const cache = this.cached(rel);
+    for (let i = 0; i < forks.length; i++) {
+      const fork = forks[i]!;
+      const target = nblocks[i]!;
+      const size = this.diskNblocks(rel, fork);
+      assert(Number.isInteger(target) && target >= 0 && target <= MAX_NBLOCKS, `INV-STORAGE-5: bad size ${target}`);
+      cache[fork] = InvalidBlockNumber;
+      if (target > size) {
+        if (!this.recovery) {
+          throw new WalsimError(
+            'io_error',
+            `could not truncate file "${relpath(rel, fork)}" to ${target} blocks: it's only ${size} blocks now`,
+          );
+        }
+      } else {
+        this.disk.get(rel)![fork] = target;
+      }
+      cache[fork] = target;
+    }
+  }
+
+  /** RelationTruncate's reset (INV-STORAGE-6): every fork's cached size becomes invalid. */
+  resetCachedSizes(rel: RelFileNumber): void {
+    this.cached(rel).fill(InvalidBlockNumber);
+  }
+
+  /**
+   * Unlink every fork of the relation (mdunlink; a missing file is fine, as in redo). The cached
+   * sizes go too: PostgreSQL keeps them until the smgrclose every caller does next, walsim folds
+   * that in so a cached size never outlives its file (INV-STORAGE-7).
+   */
+  unlink(rel: RelFileNumber): void {
+    assertRel(rel);
+    this.disk.delete(rel);
+    this.cache.delete(rel);
+  }
+
+  /**
+   * Check INV-STORAGE-7 for every open relation whatever the recovery state. For tests.
+   */
+  checkStorage(): void {
+    for (const [rel, cache] of this.cache) {
+      for (let fork = 0; fork <= MAX_FORKNUM; fork++) {
+        if (cache[fork] === InvalidBlockNumber) continue;
+        const f = fork as ForkNumber;
+        assert(this.exists(rel, f), `INV-STORAGE-7: ${relpath(rel, f)} is cached but does not exist`);
+        assert(cache[fork] >= this.diskNblocks(rel, f), `INV-STORAGE-7: ${relpath(rel, f)} cached below disk size`);
+      }
+    }
+  }
+
+  /** The disk state (which forks exist and their sizes); never the cache. */
+  serialize(): Uint8Array {
+    const rels = this.relations();
+    const bytes = new Uint8Array(SERIAL_HEADER_BYTES + rels.length * SERIAL_REL_BYTES);
+    const view = new DataView(bytes.buffer);
+    view.setUint32(0, SERIAL_MAGIC, true);
+    view.setUint32(4, SERIAL_VERSION, true);
+    view.setUint32(8, rels.length, true);
+    let off = SERIAL_HEADER_BYTES;
+    for (const rel of rels) {
+      const sizes = this.disk.get(rel)!;
+      view.setUint32(off, rel, true);
+      let mask = 0;
+      for (let fork = 0; fork < NFORKS; fork++) {
+        if (sizes[fork] !== NO_FILE) mask |= 1 << fork;
+        view.setUint32(off + 5 + 4 * fork, sizes[fork] === NO_FILE ? 0 : sizes[fork], true);
+      }
+      view.setUint8(off + 4, mask);
+      off += SERIAL_REL_BYTES;
+    }
+    return bytes;
+  }
+
+  /** A restarted process's storage manager: the disk as serialized, nothing cached, not in recovery. */
+  static deserialize(bytes: Uint8Array): StorageManager {
+    const bad = (why: string): WalsimError =>
+      new WalsimError('io_error', `invalid storage manager state file: ${why}`, 'XX001');
+    if (bytes.byteLength < SERIAL_HEADER_BYTES) throw bad('too short');
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (view.getUint32(0, true) !== SERIAL_MAGIC) throw bad('bad magic number');
+    if (view.getUint32(4, true) !== SERIAL_VERSION) throw bad(`unsupported version ${view.getUint32(4, true)}`);
+    const count = view.getUint32(8, true);
+    if (bytes.byteLength !== SERIAL_HEADER_BYTES + count * SERIAL_REL_BYTES) throw bad('length mismatch');
+    const smgr = new StorageManager();
+    let off = SERIAL_HEADER_BYTES;
+    let prev = 0;
+    for (let i = 0; i < count; i++, off += SERIAL_REL_BYTES) {
+      const rel = view.getUint32(off, true);
+      const mask = view.getUint8(off + 4);
+      if (rel <= prev) throw bad(`relfilenumber ${rel} out of order`);
+      if (mask === 0 || mask >= 1 << NFORKS) throw bad(`bad fork mask ${mask} for ${rel}`);
+      prev = rel;
+      const sizes = new Float64Array(NFORKS).fill(NO_FILE);
+      for (let fork = 0; fork < NFORKS; fork++) {
+        if (mask & (1 << fork)) sizes[fork] = view.getUint32(off + 5 + 4 * fork, true);
+      }
+      smgr.disk.set(rel, sizes);
+    }
+    return smgr;
+  }
+
+  /** The SMgrRelation's cache array, opening the relation if needed. */
+  private cached(rel: RelFileNumber): Float64Array {
+    assertRel(rel);
+    let cache = this.cache.get(rel);
+    if (!cache) {
+      cache = new Float64Array(NFORKS).fill(InvalidBlockNumber);
+      this.cache.set(rel, cache);
+    }
+    return cache;
+  }
+}
