@@ -1,0 +1,55 @@
+/**
+ * Shared plumbing of the user-facing CLIs: argument parsing with one-line errors, the cluster
+ * directory option, and connecting to a node's control endpoint.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import * as path from 'node:path';
+import { isWalsimError } from '../common/errors.ts';
+import { ControlClient, ControlError } from '../server/control-client.ts';
+import { isWalsimServer, nodeDir, readNodeConfig, readPidFile, readToken, type NodeName } from '../server/cluster-files.ts';
+
+export const DEFAULT_CLUSTER_DIR = '.walsim';
+
+export class UsageError extends Error {}
+
+export function parseCli<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, usage: string) {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError(`${(e as Error).message.split('\n')[0]}\n${usage}`);
+  }
+}
+
+/** Run a CLI main: print a one-line error and exit non-zero on failure. */
+export function runCli(main: () => Promise<number | void>): void {
+  main().then(
+    (code) => process.exit(code ?? 0),
+    (e: unknown) => {
+      if (e instanceof UsageError) console.error(`error: ${e.message}`);
+      else if (e instanceof ControlError) console.error(`ERROR:  ${e.message}`);
+      else if (isWalsimError(e)) console.error(`error: ${e.message}`);
+      else console.error(`error: ${(e as Error)?.stack ?? String(e)}`);
+      process.exit(e instanceof UsageError ? 2 : 1);
+    },
+  );
+}
+
+export function clusterDirOf(dir: string | undefined): string {
+  return path.resolve(dir ?? DEFAULT_CLUSTER_DIR);
+}
+
+/** Connect to a running node of the cluster, with a clear error when it is not running. */
+export async function connectNode(clusterDir: string, name: NodeName): Promise<ControlClient> {
+  const config = readNodeConfig(clusterDir, name);
+  const dataDir = nodeDir(clusterDir, name);
+  const pid = readPidFile(dataDir);
+  if (pid === null || !isWalsimServer(pid.pid, dataDir)) {
+    throw new UsageError(`node "${name}" of the cluster at ${clusterDir} is not running; start it with "npm run cluster -- start --dir ${clusterDir}"`);
+  }
+  return ControlClient.connect(config.listen === '0.0.0.0' ? '127.0.0.1' : config.listen, pid.port, readToken(clusterDir));
+}
+
+/** Print `value` as the last line of stdout (the --json contract). */
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value) + '\n');
+}
