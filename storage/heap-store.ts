@@ -1,0 +1,540 @@
+/**
+ * Heap store: the contents of every heap relation of one node, as runs of tuples in typed arrays.
+ *
+ * Principal entry points (class HeapStore)
+ *   relations      createRelation, dropRelation, hasRelation, relations, nblocks, extendTo, truncate
+ *   redo/apply     applyMultiInsert, applyInsert, applyDelete, applyPrune — one call per heap WAL
+ *                  record (HEAP2_MULTI_INSERT, HEAP_INSERT, HEAP_DELETE, HEAP2_PRUNE); the primary's
+ *                  executor calls the same functions after logging the record, so primary and
+ *                  standby run identical code on identical payloads.
+ *   planning       freeSlots, nitems, forEachPageToDelete, forEachPageToPrune, nonEmptyPages,
+ *                  and the free function shouldAttemptTruncation — pure reads the executor uses to
+ *                  build those records.
+ *   reads          countVisible, contentDigest, visibleValues, pageRuns (tests), memoryBytes
+ *   persistence    serializeRelation, deserializeRelation (format in heap-codec.ts)
+ * Helpers: heap-relation.ts (columns and the page rewrite engine), heap-codec.ts (bytes),
+ * heap-digest.ts (content hash), clog.ts (commit status the visibility rules read).
+ *
+ * Why this shape
+ * --------------
+ * walsim's table is PostgreSQL's `CREATE TABLE t (c int)`: 226 tuples per 8 kB page. The largest
+ * experiment holds one relation of 1,638,400 pages (~370M rows) on both a primary and a standby,
+ * filled by `INSERT ... SELECT generate_series(1, N)`, emptied by `DELETE FROM t` and `VACUUM`.
+ * A JS object per page or per tuple is out of the question (~100 bytes each plus GC walks). The
+ * store keeps what PostgreSQL keeps per tuple — line pointer state, xmin, xmax, the int value —
+ * but run-length encoded: a run is a stretch of consecutive line pointers [offset, offset+count)
+ * with equal state, xmin and xmax whose values are consecutive (firstValue, firstValue+1, ...).
+ * A page of generate_series() is one run, the same page after DELETE is still one run, and after
+ * VACUUM it has none. Memory is O(runs) with ~15 bytes per run plus 6 bytes per page (capacity
+ * doubling can add up to 2x): the 1,638,400-page relation costs ~44 MB.
+ *
+ * Data structures (per relation, heap-relation.ts)
+ *   per page, indexed by block:  pageNitems Uint8 (line pointers, ≤ 226), pageRunStart Uint32 and
+ *                                pageRunCount Uint8 (the page's runs in the slab).
+ *   run slab, one row per run:   runOffset Uint8, runCount Uint8, runUnused Uint8 (1 = LP_UNUSED),
+ *                                runValue Int32 (firstValue), runXmin Uint32, runXmax Uint32 (0 = none).
+ * A page's runs are contiguous slab rows. A mutation rebuilds the page's runs in a scratch buffer
+ * (one sweep over the old runs and the record's line-pointer ranges, merging as it emits) and
+ * writes them back in place when they fit or at the slab end otherwise; the abandoned rows are
+ * counted as garbage and the slab is compacted (copied in block order) when garbage exceeds the
+ * live rows, which keeps every update amortised O(runs on the page). Inserts that append to a page
+ * whose runs are at the slab end — every page of a bulk insert — skip the sweep and extend the last
+ * run or push a row: O(1), no allocation. Relations live in a Map keyed by relfilenumber (~1000
+ * relations is fine; each starts at a few hundred bytes).
+ *
+ * Invariants (asserted where named; `checkInvariants` asserts all of them at once)
+ *   INV-HEAP-1  Every page has 0 ≤ nitems ≤ TUPLES_PER_PAGE and runs ≤ nitems; only blocks
+ *               < nblocks exist (every operation asserts its block), and page entries beyond
+ *               nblocks are zero.
+ *   INV-HEAP-2  A page's runs are ordered, each has count ≥ 1, and together they cover line
+ *               pointers 1..nitems exactly, without gaps (nitems = 0 iff no runs).
+ *   INV-HEAP-3  The last line pointer of a non-empty page is used: prune truncates trailing unused
+ *               line pointers (PostgreSQL 14+ PageTruncateLinePointerArray). So a page has a used
+ *               line pointer iff nitems > 0, which is what nonEmptyPages relies on.
+ *   INV-HEAP-4  Runs are maximal: no two adjacent runs have equal state and (when used) equal
+ *               xmin, xmax and consecutive values. Unused runs carry value, xmin and xmax 0. This
+ *               makes the representation canonical, so a bulk-loaded page stays one run.
+ *   INV-HEAP-5  Slab accounting: slab length = Σ page run counts + garbage, page regions are
+ *               disjoint and inside the slab.
+ *   INV-HEAP-6  Mutations respect line pointer states, as PageAddItem and heap redo do: an insert
+ *               goes to an unused line pointer or extends the array contiguously from nitems + 1;
+ *               delete and prune touch only existing, used line pointers; initPage only on a page
+ *               with nitems = 0 (or block = nblocks, extending by one page) and from offset 1;
+ *               ranges within one record are disjoint.
+ *   INV-HEAP-7  Used tuples have a normal xmin (≥ 3), xmax 0 or normal, and int4 values.
+ *   INV-HEAP-8  Serialization round-trips exactly; deserialization re-checks INV-HEAP-1..7 and
+ *               reports a violation as corrupt data (WalsimError 'io_error').
+ *
+ * Visibility (walsim has no concurrent snapshots, see pg-internals.md §3)
+ *   visible         xmin committed and (xmax = 0 or xmax not committed)
+ *   dead to all     used and (xmax committed or xmin aborted) — what prune removes
+ *
+ * Where walsim deviates from PostgreSQL
+ *   - No free-space reuse of earlier pages: the executor only appends to the last page (freeSlots
+ *     = 226 − nitems); there is no FSM-driven placement. Redo still accepts an insert into an
+ *     unused line pointer, because PageAddItem allows it.
+ *   - Prune and vacuum's second heap pass are one step: HEAP2_PRUNE turns dead tuples straight
+ *     into LP_UNUSED (no LP_DEAD, no index pass, no redirects) and then truncates the line
+ *     pointer array, as lazy_vacuum_heap_page does.
+ *   - No UPDATE, so no HOT chains, no t_ctid, no infomask hint bits, no freezing.
+ *   - A tuple is (value, xmin, xmax); page free space is counted in line pointers, not bytes.
+ *   - No page LSN: redo idempotency (skipping a record already reflected in a page) is the
+ *     caller's concern; replaying a record twice trips INV-HEAP-6.
+ *   - The content digest covers visible tuples only (block, offset, value), not nblocks or dead
+ *     tuples; compare nblocks separately.
+ */
+import { assert } from '../common/assert.ts';
+import type { Clog } from './clog.ts';
+import { XACT_ABORTED, XACT_COMMITTED } from './clog.ts';
+import type { BlockNumber, RelFileNumber, TransactionId } from '../wal/records.ts';
+import { TUPLES_PER_PAGE } from '../wal/records.ts';
+import { deserializeHeapRelation, serializeHeapRelation } from './heap-codec.ts';
+import { ContentHasher } from './heap-digest.ts';
+import {
+  FIRST_NORMAL_XID, HeapRelation, INT32_MAX, INT32_MIN, MODE_DELETE, MODE_INSERT, MODE_PRUNE,
+  rangeCount, rangeOffset, rangeValue,
+} from './heap-relation.ts';
+
+/** lazy vacuum truncation thresholds (vacuumlazy.c). */
+export const REL_TRUNCATE_MINIMUM = 1000;
+export const REL_TRUNCATE_FRACTION = 16;
+
+/**
+ * should_attempt_truncation (vacuumlazy.c) without the disabled-option and failsafe checks:
+ * worth truncating when some trailing pages are free and they are ≥ 1000 or ≥ 1/16 of the
+ * relation. `nonEmptyPages` is what count_nondeletable_pages returns (HeapStore.nonEmptyPages).
+ */
+export function shouldAttemptTruncation(relPages: number, nonEmptyPages: number): boolean {
+  assert(
+    Number.isInteger(relPages) && Number.isInteger(nonEmptyPages) && nonEmptyPages >= 0 && nonEmptyPages <= relPages,
+    `INV-HEAP-1: nonempty pages ${nonEmptyPages} outside relation of ${relPages} pages`,
+  );
+  const possiblyFreeable = relPages - nonEmptyPages;
+  return (
+    possiblyFreeable > 0 &&
+    (possiblyFreeable >= REL_TRUNCATE_MINIMUM || possiblyFreeable >= relPages / REL_TRUNCATE_FRACTION)
+  );
+}
+
+/** DELETE's WHERE clause on the one int column: `c < v`, `c > v`, `c = v`, or no WHERE. */
+export type DeletePredicate = { op: '<' | '>' | '='; value: number } | { op: 'all'; value?: undefined };
+
+/**
+ * Called once per page that has something to do, in block order. `offsets` is a fresh
+ * `[firstOffset, count, ...]` array of sorted, disjoint ranges, ready to go into a WAL record.
+ * The callback may apply the planned change to this page (plan, log, apply), but must not touch
+ * other pages of the relation or change its size.
+ */
+export type PageDeleteCallback = (block: BlockNumber, offsets: number[]) => void;
+/** As PageDeleteCallback; latestRemovedXid is the newest committed xmax removed (0 if none). */
+export type PagePruneCallback = (block: BlockNumber, offsets: number[], latestRemovedXid: TransactionId) => void;
+
+/** One run as tests and debugging see it. */
+export interface HeapRunInfo {
+  offset: number;
+  count: number;
+  unused: boolean;
+  firstValue: number;
+  xmin: TransactionId;
+  xmax: TransactionId;
+}
+
+function assertNormalXid(xid: number, what: string): void {
+  assert(Number.isInteger(xid) && xid >= FIRST_NORMAL_XID && xid <= 0xffffffff,
+    `INV-HEAP-7: ${what} ${xid} is not a normal transaction id`);
+}
+
+/** Copy `[firstOffset, count, ...]` into the range scratch: sorted, disjoint, within 1..nitems. */
+function loadOffsetRanges(offsets: number[], nitems: number, where: string): number {
+  assert(offsets.length % 2 === 0 && offsets.length <= 2 * TUPLES_PER_PAGE,
+    `INV-HEAP-6: ${where}: offsets must be [firstOffset, count] pairs, got ${offsets.length} numbers`);
+  const n = offsets.length / 2;
+  let sorted = true;
+  for (let i = 0; i < n; i++) {
+    const off = offsets[2 * i]!;
+    const cnt = offsets[2 * i + 1]!;
+    assert(Number.isInteger(off) && Number.isInteger(cnt) && off >= 1 && cnt >= 1 && off + cnt - 1 <= nitems,
+      `INV-HEAP-6: ${where}: range (${off}, ${cnt}) is not within line pointers 1..${nitems}`);
+    rangeOffset[i] = off;
+    rangeCount[i] = cnt;
+    rangeValue[i] = 0;
+    if (i > 0 && off < rangeOffset[i - 1]!) sorted = false;
+  }
+  if (!sorted) sortRanges(n);
+  for (let i = 1; i < n; i++) {
+    assert(rangeOffset[i]! >= rangeOffset[i - 1]! + rangeCount[i - 1]!,
+      `INV-HEAP-6: ${where}: ranges at offsets ${rangeOffset[i - 1]} and ${rangeOffset[i]} overlap`);
+  }
+  return n;
+}
+
+/** Insertion sort of the range scratch by offset (at most 226 entries, rarely unsorted). */
+function sortRanges(n: number): void {
+  for (let i = 1; i < n; i++) {
+    const off = rangeOffset[i]!;
+    const cnt = rangeCount[i]!;
+    let j = i - 1;
+    while (j >= 0 && rangeOffset[j]! > off) {
+      rangeOffset[j + 1] = rangeOffset[j]!;
+      rangeCount[j + 1] = rangeCount[j]!;
+      j--;
+    }
+    rangeOffset[j + 1] = off;
+    rangeCount[j + 1] = cnt;
+  }
+}
+
+/** Copy a multi-insert's `[firstValue, count, ...]` runs into the range scratch from firstOffset. */
+function loadInsertRuns(firstOffset: number, runs: number[], where: string): number {
+  assert(runs.length >= 2 && runs.length % 2 === 0 && runs.length <= 2 * TUPLES_PER_PAGE,
+    `INV-HEAP-6: ${where}: runs must be [firstValue, count] pairs, got ${runs.length} numbers`);
+  assert(Number.isInteger(firstOffset) && firstOffset >= 1, `INV-HEAP-6: ${where}: first offset ${firstOffset}`);
+  const n = runs.length / 2;
+  let off = firstOffset;
+  for (let i = 0; i < n; i++) {
+    const value = runs[2 * i]!;
+    const cnt = runs[2 * i + 1]!;
+    assert(Number.isInteger(value) && Number.isInteger(cnt) && cnt >= 1 && value >= INT32_MIN && value + cnt - 1 <= INT32_MAX,
+      `INV-HEAP-7: ${where}: run (${value}, ${cnt}) is not a non-empty run of int4 values`);
+    rangeOffset[i] = off;
+    rangeCount[i] = cnt;
+    rangeValue[i] = value;
+    off += cnt;
+  }
+  assert(off - 1 <= TUPLES_PER_PAGE, `INV-HEAP-1: ${where}: insert up to offset ${off - 1} > ${TUPLES_PER_PAGE}`);
+  return n;
+}
+
+/** Inclusive value bounds a predicate selects; lo > hi selects nothing. */
+function predicateBounds(pred: DeletePredicate): [number, number] {
+  if (pred.op === 'all') return [-Infinity, Infinity];
+  const v = pred.value;
+  assert(typeof v === 'number' && Number.isFinite(v), `INV-HEAP-6: predicate c ${pred.op} ${v} needs a finite value`);
+  if (pred.op === '<') return [-Infinity, Math.ceil(v) - 1];
+  if (pred.op === '>') return [Math.floor(v) + 1, Infinity];
+  assert(pred.op === '=', `INV-HEAP-6: unknown predicate operator ${String((pred as { op: unknown }).op)}`);
+  return Number.isInteger(v) ? [v, v] : [1, 0];
+}
+
+/** Append the range (off, cnt) to `ranges`, merging with the last range when adjacent. */
+function pushRange(ranges: number[], off: number, cnt: number): void {
+  const n = ranges.length;
+  if (n > 0 && ranges[n - 2]! + ranges[n - 1]! === off) ranges[n - 1] = ranges[n - 1]! + cnt;
+  else ranges.push(off, cnt);
+}
+
+export class HeapStore {
+  private readonly rels = new Map<RelFileNumber, HeapRelation>();
+
+  // ---- relations ----------------------------------------------------------------------------
+
+  createRelation(rel: RelFileNumber): void {
+    assert(Number.isInteger(rel) && rel > 0, `INV-HEAP-1: bad relfilenumber ${rel}`);
+    assert(!this.rels.has(rel), `INV-HEAP-1: relation ${rel} already exists`);
+    this.rels.set(rel, new HeapRelation());
+  }
+
+  dropRelation(rel: RelFileNumber): void {
+    assert(this.rels.delete(rel), `INV-HEAP-1: cannot drop relation ${rel}: it does not exist`);
+  }
+
+  hasRelation(rel: RelFileNumber): boolean {
+    return this.rels.has(rel);
+  }
+
+  /** Relfilenumbers, ascending. */
+  relations(): RelFileNumber[] {
+    return [...this.rels.keys()].sort((a, b) => a - b);
+  }
+
+  nblocks(rel: RelFileNumber): number {
+    return this.rel(rel).nblocks;
+  }
+
+  /** Add new (empty) pages up to nblocks. */
+  extendTo(rel: RelFileNumber, nblocks: number): void {
+    this.rel(rel).extendTo(nblocks);
+  }
+
+  /** Drop pages ≥ nblocks (RelationTruncate / smgr_redo of XLOG_SMGR_TRUNCATE). */
+  truncate(rel: RelFileNumber, nblocks: number): void {
+    this.rel(rel).truncate(nblocks);
+  }
+
+  // ---- redo / apply -------------------------------------------------------------------------
+
+  /**
+   * HEAP2_MULTI_INSERT: `runs` = [firstValue, count, ...] go to consecutive line pointers from
+   * firstOffset, inserted by xmin. initPage (XLOG_HEAP_INIT_PAGE) needs an empty page or
+   * block = nblocks, which adds the page.
+   */
+  applyMultiInsert(
+    rel: RelFileNumber, block: BlockNumber, firstOffset: number, runs: number[], xmin: TransactionId, initPage: boolean,
+  ): void {
+    const r = this.rel(rel);
+    const where = `relation ${rel} block ${block}`;
+    const nranges = loadInsertRuns(firstOffset, runs, where);
+    this.insertRanges(r, block, firstOffset, nranges, xmin, initPage, where);
+  }
+
+  /** HEAP_INSERT: one tuple at `offset`. Same rules as applyMultiInsert. */
+  applyInsert(
+    rel: RelFileNumber, block: BlockNumber, offset: number, value: number, xmin: TransactionId, initPage: boolean,
+  ): void {
+    const r = this.rel(rel);
+    const where = `relation ${rel} block ${block}`;
+    assert(Number.isInteger(offset) && offset >= 1 && offset <= TUPLES_PER_PAGE,
+      `INV-HEAP-1: ${where}: offset ${offset} outside 1..${TUPLES_PER_PAGE}`);
+    assert(Number.isInteger(value) && value >= INT32_MIN && value <= INT32_MAX, `INV-HEAP-7: ${where}: value ${value} is not int4`);
+    rangeOffset[0] = offset;
+    rangeCount[0] = 1;
+    rangeValue[0] = value;
+    this.insertRanges(r, block, offset, 1, xmin, initPage, where);
+  }
+
+  private insertRanges(
+    r: HeapRelation, block: number, firstOffset: number, nranges: number, xmin: number, initPage: boolean, where: string,
+  ): void {
+    assertNormalXid(xmin, `${where}: xmin`);
+    if (initPage) {
+      assert(Number.isInteger(block) && block >= 0 && block <= r.nblocks,
+        `INV-HEAP-6: ${where}: initPage beyond nblocks ${r.nblocks}`);
+      assert(block === r.nblocks || r.pageNitems[block] === 0,
+        `INV-HEAP-6: ${where}: initPage on a page with ${r.pageNitems[block]} line pointers`);
+      assert(firstOffset === 1, `INV-HEAP-6: ${where}: initPage insert must start at offset 1, not ${firstOffset}`);
+      if (block === r.nblocks) r.extendTo(block + 1);
+    } else {
+      this.assertBlock(r, block, where);
+    }
+    const nitems = r.pageNitems[block]!;
+    assert(firstOffset <= nitems + 1, `INV-HEAP-6: ${where}: insert at offset ${firstOffset} past nitems ${nitems} + 1`);
+    if (firstOffset === nitems + 1 && r.appendToPage(block, nranges, xmin)) return;
+    r.rewritePage(block, nranges, MODE_INSERT, xmin);
+  }
+
+  /** HEAP_DELETE: the listed line pointers (ranges, all used) get xmax. */
+  applyDelete(rel: RelFileNumber, block: BlockNumber, offsets: number[], xmax: TransactionId): void {
+    const r = this.rel(rel);
+    const where = `relation ${rel} block ${block}`;
+    this.assertBlock(r, block, where);
+    assertNormalXid(xmax, `${where}: xmax`);
+    const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, where);
+    assert(nranges > 0, `INV-HEAP-6: ${where}: delete of no line pointers`);
+    r.rewritePage(block, nranges, MODE_DELETE, xmax);
+  }
+
+  /**
+   * HEAP2_PRUNE: the listed line pointers (ranges, all used) become unused, then trailing unused
+   * line pointers are truncated, so a page whose every tuple was pruned ends with nitems 0.
+   */
+  applyPrune(rel: RelFileNumber, block: BlockNumber, offsets: number[]): void {
+    const r = this.rel(rel);
+    const where = `relation ${rel} block ${block}`;
+    this.assertBlock(r, block, where);
+    const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, where);
+    if (nranges > 0) r.rewritePage(block, nranges, MODE_PRUNE, 0);
+  }
+
+  // ---- planning (pure reads) ----------------------------------------------------------------
+
+  /** Line pointers left on the page: TUPLES_PER_PAGE − nitems. */
+  freeSlots(rel: RelFileNumber, block: BlockNumber): number {
+    return TUPLES_PER_PAGE - this.nitems(rel, block);
+  }
+
+  /** nitems: the page's line pointer count (PageGetMaxOffsetNumber). */
+  nitems(rel: RelFileNumber, block: BlockNumber): number {
+    const r = this.rel(rel);
+    this.assertBlock(r, block, `relation ${rel} block ${block}`);
+    return r.pageNitems[block]!;
+  }
+
+  /** For each page with visible tuples matching `pred`, their line pointers (see PageDeleteCallback). */
+  forEachPageToDelete(rel: RelFileNumber, pred: DeletePredicate, clog: Clog, cb: PageDeleteCallback): void {
+    const r = this.rel(rel);
+    const [lo, hi] = predicateBounds(pred);
+    if (lo > hi) return;
+    for (let b = 0; b < r.nblocks; b++) {
+      const count = r.pageRunCount[b]!;
+      if (count === 0) continue;
+      const start = r.pageRunStart[b]!;
+      // Re-read the columns per page: the callback may have compacted the slab.
+      const { runOffset, runCount, runUnused, runValue, runXmin, runXmax } = r;
+      let offsets: number[] | null = null;
+      for (let i = start; i < start + count; i++) {
+        if (runUnused[i] === 1 || !isVisible(clog, runXmin[i]!, runXmax[i]!)) continue;
+        const first = runValue[i]!;
+        const last = first + runCount[i]! - 1;
+        const from = first > lo ? first : lo;
+        const to = last < hi ? last : hi;
+        if (from > to) continue;
+        offsets ??= [];
+        pushRange(offsets, runOffset[i]! + (from - first), to - from + 1);
+      }
+      if (offsets !== null) cb(b, offsets);
+    }
+  }
+
+  /** For each page with line pointers dead to everyone, those line pointers (see PagePruneCallback). */
+  forEachPageToPrune(rel: RelFileNumber, clog: Clog, cb: PagePruneCallback): void {
+    const r = this.rel(rel);
+    for (let b = 0; b < r.nblocks; b++) {
+      const count = r.pageRunCount[b]!;
+      if (count === 0) continue;
+      const start = r.pageRunStart[b]!;
+      const { runOffset, runCount, runUnused, runXmin, runXmax } = r;
+      let offsets: number[] | null = null;
+      let latestRemovedXid = 0;
+      for (let i = start; i < start + count; i++) {
+        if (runUnused[i] === 1) continue;
+        const xminAborted = clog.statusCode(runXmin[i]!) === XACT_ABORTED;
+        const xmax = runXmax[i]!;
+        const xmaxCommitted = xmax !== 0 && clog.statusCode(xmax) === XACT_COMMITTED;
+        if (!xminAborted && !xmaxCommitted) continue;
+        // HeapTupleHeaderAdvanceLatestRemovedXid: only a committed deleter of a live insert counts.
+        if (xmaxCommitted && !xminAborted && xmax > latestRemovedXid) latestRemovedXid = xmax;
+        offsets ??= [];
+        pushRange(offsets, runOffset[i]!, runCount[i]!);
+      }
+      if (offsets !== null) cb(b, offsets, latestRemovedXid);
+    }
+  }
+
+  /** Last page with a used line pointer + 1 (count_nondeletable_pages); 0 when all are empty. */
+  nonEmptyPages(rel: RelFileNumber): number {
+    const r = this.rel(rel);
+    for (let b = r.nblocks - 1; b >= 0; b--) if (r.pageNitems[b]! > 0) return b + 1; // INV-HEAP-3
+    return 0;
+  }
+
+  // ---- reads --------------------------------------------------------------------------------
+
+  /** Visible tuples (what `SELECT count(*)` returns), summed over runs. */
+  countVisible(rel: RelFileNumber, clog: Clog): number {
+    const r = this.rel(rel);
+    const { runCount, runUnused, runXmin, runXmax } = r;
+    let total = 0;
+    for (let b = 0; b < r.nblocks; b++) {
+      const start = r.pageRunStart[b]!;
+      const end = start + r.pageRunCount[b]!;
+      for (let i = start; i < end; i++) {
+        if (runUnused[i] === 0 && isVisible(clog, runXmin[i]!, runXmax[i]!)) total += runCount[i]!;
+      }
+    }
+    return total;
+  }
+
+  /**
+   * Hash of the visible tuples in physical order. Visible runs are first merged into maximal
+   * segments (same block, consecutive offsets and values) regardless of xmin/xmax, and each
+   * segment feeds (block, offset, firstValue, count): equal visible contents give equal digests
+   * however the runs are split.
+   */
+  contentDigest(rel: RelFileNumber, clog: Clog): string {
+    const r = this.rel(rel);
+    const { runOffset, runCount, runUnused, runValue, runXmin, runXmax } = r;
+    const hasher = new ContentHasher();
+    let segBlock = -1, segOffset = 0, segValue = 0, segCount = 0;
+    const flush = (): void => {
+      if (segCount === 0) return;
+      hasher.word(segBlock);
+      hasher.word(segOffset);
+      hasher.word(segValue);
+      hasher.word(segCount);
+    };
+    for (let b = 0; b < r.nblocks; b++) {
+      const start = r.pageRunStart[b]!;
+      const end = start + r.pageRunCount[b]!;
+      for (let i = start; i < end; i++) {
+        if (runUnused[i] === 1 || !isVisible(clog, runXmin[i]!, runXmax[i]!)) continue;
+        const off = runOffset[i]!;
+        const value = runValue[i]!;
+        if (segCount > 0 && segBlock === b && segOffset + segCount === off && segValue + segCount === value) {
+          segCount += runCount[i]!;
+        } else {
+          flush();
+          segBlock = b;
+          segOffset = off;
+          segValue = value;
+          segCount = runCount[i]!;
+        }
+      }
+    }
+    flush();
+    return hasher.hex();
+  }
+
+  /** Up to `limit` visible values in physical order (for small tests). */
+  visibleValues(rel: RelFileNumber, clog: Clog, limit = Infinity): number[] {
+    const r = this.rel(rel);
+    const out: number[] = [];
+    for (let b = 0; b < r.nblocks && out.length < limit; b++) {
+      const start = r.pageRunStart[b]!;
+      const end = start + r.pageRunCount[b]!;
+      for (let i = start; i < end && out.length < limit; i++) {
+        if (r.runUnused[i] === 1 || !isVisible(clog, r.runXmin[i]!, r.runXmax[i]!)) continue;
+        for (let j = 0; j < r.runCount[i]! && out.length < limit; j++) out.push(r.runValue[i]! + j);
+      }
+    }
+    return out;
+  }
+
+  /** The page's runs as objects (tests, debugging, `rel` CLI). */
+  pageRuns(rel: RelFileNumber, block: BlockNumber): HeapRunInfo[] {
+    const r = this.rel(rel);
+    this.assertBlock(r, block, `relation ${rel} block ${block}`);
+    const out: HeapRunInfo[] = [];
+    const start = r.pageRunStart[block]!;
+    for (let i = start; i < start + r.pageRunCount[block]!; i++) {
+      out.push({
+        offset: r.runOffset[i]!, count: r.runCount[i]!, unused: r.runUnused[i] === 1,
+        firstValue: r.runValue[i]!, xmin: r.runXmin[i]!, xmax: r.runXmax[i]!,
+      });
+    }
+    return out;
+  }
+
+  /** Bytes of typed-array capacity held for one relation, or for all. */
+  memoryBytes(rel?: RelFileNumber): number {
+    if (rel !== undefined) return this.rel(rel).memoryBytes();
+    let total = 0;
+    for (const r of this.rels.values()) total += r.memoryBytes();
+    return total;
+  }
+
+  /** Assert every INV-HEAP invariant of the relation (O(pages + runs)); returns the live runs. */
+  checkInvariants(rel: RelFileNumber): number {
+    return this.rel(rel).checkInvariants(`relation ${rel}`);
+  }
+
+  // ---- persistence --------------------------------------------------------------------------
+
+  /** The relation's contents as bytes (heap-codec.ts). Compacts the slab first if needed. */
+  serializeRelation(rel: RelFileNumber): Uint8Array {
+    return serializeHeapRelation(this.rel(rel));
+  }
+
+  /** Create the relation from serializeRelation() bytes, replacing it if it exists. */
+  deserializeRelation(rel: RelFileNumber, bytes: Uint8Array): void {
+    assert(Number.isInteger(rel) && rel > 0, `INV-HEAP-1: bad relfilenumber ${rel}`);
+    this.rels.set(rel, deserializeHeapRelation(bytes, `relation ${rel}`));
+  }
+
+  // ---- internals ----------------------------------------------------------------------------
+
+  private rel(rel: RelFileNumber): HeapRelation {
+    const r = this.rels.get(rel);
+    assert(r !== undefined, `INV-HEAP-1: relation ${rel} does not exist`);
+    return r;
+  }
+
+  private assertBlock(r: HeapRelation, block: number, where: string): void {
+    assert(Number.isInteger(block) && block >= 0 && block < r.nblocks,
+      `INV-HEAP-1: ${where}: block is not below nblocks ${r.nblocks}`);
+  }
+}
+
+/** xmin committed and xmax none or not committed. */
+function isVisible(clog: Clog, xmin: number, xmax: number): boolean {
+  return clog.statusCode(xmin) === XACT_COMMITTED && (xmax === 0 || clog.statusCode(xmax) !== XACT_COMMITTED);
+}
