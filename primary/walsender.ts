@@ -1,0 +1,160 @@
+/**
+ * The walsender: serves one standby on the replication endpoint. After START_REPLICATION it sends
+ * WAL the primary has already flushed, read from its segment files, as XLogData messages of whole
+ * records; it bounds what is queued on the socket (backpressure), sends keepalives, and takes the
+ * standby's status updates (write/flush/apply), which release synchronous commits.
+ */
+import type WebSocket from 'ws';
+import { WalsimError } from '../common/errors.ts';
+import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
+import { maxAlign } from '../wal/codec.ts';
+import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
+import { readWalBytes, type WalReadOptions } from '../wal/wal-reader.ts';
+import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../server/ws-server.ts';
+
+export type WalSenderState = 'startup' | 'catchup' | 'streaming' | 'stopping';
+
+/** Most WAL bytes in one XLogData message, and most bytes queued on the socket before waiting. */
+const MAX_SEND_BYTES = 1 << 20;
+const MAX_QUEUED_BYTES = 4 << 20;
+const KEEPALIVE_MS = 1000;
+
+export interface WalSenderDeps {
+  dataDir: string;
+  flushedLsn(): Lsn;
+  timeline(): TimeLineId;
+  readOptions(): WalReadOptions;
+  /** Refuse a start position or timeline: return the error message, or null to accept. */
+  checkStart(startLsn: Lsn, timeline: TimeLineId, applicationName: string, sender: WalSender): string | null;
+  onReply(sender: WalSender): void;
+  onClose(sender: WalSender): void;
+  log(message: string): void;
+}
+
+/** The largest prefix of `bytes` made of whole records (record lengths are xl_tot_len, MAXALIGNed). */
+export function wholeRecordsPrefix(bytes: Uint8Array): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let pos = 0;
+  while (pos + 4 <= bytes.length) {
+    const totLen = view.getUint32(pos, true);
+    if (totLen === 0) break;
+    const next = pos + maxAlign(totLen);
+    if (next > bytes.length) break;
+    pos = next;
+  }
+  return pos;
+}
+
+export class WalSender {
+  state: WalSenderState = 'startup';
+  applicationName = '';
+  sentLsn: Lsn = 0;
+  writeLsn: Lsn = 0;
+  flushLsn: Lsn = 0;
+  applyLsn: Lsn = 0;
+  replyTime: string | null = null;
+  private pumping = false;
+  private readonly keepalive: NodeJS.Timeout;
+
+  constructor(
+    readonly ws: WebSocket,
+    private readonly deps: WalSenderDeps,
+  ) {
+    ws.binaryType = 'nodebuffer';
+    ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
+    ws.on('close', () => {
+      clearInterval(this.keepalive);
+      this.deps.onClose(this);
+    });
+    ws.on('error', () => {});
+    this.keepalive = setInterval(() => {
+      if (this.state !== 'startup') this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: Date.now(), replyRequested: false });
+    }, KEEPALIVE_MS);
+    this.keepalive.unref();
+  }
+
+  private send(m: StreamMessage, cb?: (err?: Error) => void): void {
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(encodeMessage(m), cb);
+  }
+
+  private refuse(code: number, message: string): void {
+    this.deps.log(`LOG:  walsender for "${this.applicationName || '?'}": ${message}`);
+    this.send({ type: 'Error', code: code === CLOSE_PROTOCOL_VIOLATION ? '08P01' : '55000', message });
+    this.ws.close(code, message.slice(0, 120));
+  }
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    let m: StreamMessage;
+    try {
+      if (!isBinary) throw new WalsimError('protocol_violation', 'replication messages must be binary msgpack frames');
+      m = decodeMessage(data);
+    } catch (e) {
+      this.refuse(CLOSE_PROTOCOL_VIOLATION, (e as Error).message);
+      return;
+    }
+    switch (m.type) {
+      case 'START_REPLICATION': {
+        if (this.state !== 'startup') return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'START_REPLICATION sent twice on one connection');
+        this.applicationName = m.applicationName;
+        const problem = this.deps.checkStart(m.startLsn, m.timeline, m.applicationName, this);
+        if (problem !== null) return this.refuse(CLOSE_REPLICATION_REFUSED, problem);
+        this.sentLsn = this.writeLsn = this.flushLsn = this.applyLsn = m.startLsn;
+        this.state = 'catchup';
+        this.deps.log(`LOG:  walsender: "${m.applicationName}" starts streaming at ${formatLsn(m.startLsn)}`);
+        this.pump();
+        return;
+      }
+      case 'StandbyStatusUpdate': {
+        if (this.state === 'startup') return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'status update before START_REPLICATION');
+        if (m.writeLsn < this.writeLsn || m.flushLsn < this.flushLsn || m.applyLsn < this.applyLsn) {
+          return this.refuse(CLOSE_PROTOCOL_VIOLATION, `status update went backwards (write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)})`);
+        }
+        if (m.flushLsn > this.sentLsn || m.writeLsn > this.sentLsn) {
+          return this.refuse(CLOSE_PROTOCOL_VIOLATION, `status update claims WAL beyond what was sent (${formatLsn(this.sentLsn)})`);
+        }
+        this.writeLsn = m.writeLsn;
+        this.flushLsn = m.flushLsn;
+        this.applyLsn = m.applyLsn;
+        this.replyTime = new Date(m.sendTime).toISOString();
+        this.deps.onReply(this);
+        if (m.replyRequested) this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: Date.now(), replyRequested: false });
+        return;
+      }
+      default:
+        return this.refuse(CLOSE_PROTOCOL_VIOLATION, `unexpected ${m.type} message on the replication connection`);
+    }
+  }
+
+  /** Send flushed WAL not yet sent, within the socket's queue limit. Called whenever flush advances. */
+  pump(): void {
+    if (this.pumping || this.state === 'startup' || this.ws.readyState !== this.ws.OPEN) return;
+    this.pumping = true;
+    try {
+      this.pumpLocked();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private pumpLocked(): void {
+    const flushed = this.deps.flushedLsn();
+    while (this.sentLsn < flushed && this.ws.bufferedAmount < MAX_QUEUED_BYTES) {
+      const end = Math.min(flushed, this.sentLsn + MAX_SEND_BYTES);
+      let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, this.deps.readOptions());
+      let n = wholeRecordsPrefix(bytes);
+      if (n === 0) {
+        // One record larger than MAX_SEND_BYTES: send it whole.
+        const totLen = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
+        bytes = readWalBytes(this.deps.dataDir, this.sentLsn, Math.min(flushed, this.sentLsn + maxAlign(totLen)), this.deps.readOptions());
+        n = wholeRecordsPrefix(bytes);
+        if (n === 0) break;
+      }
+      const data = bytes.subarray(0, n);
+      const walStart = this.sentLsn;
+      this.sentLsn += n;
+      // ws queues synchronously; fill up to the queue limit, then continue from the send callback.
+      this.send({ type: 'XLogData', walStart, walEnd: this.sentLsn, sendTime: Date.now(), data }, () => this.pump());
+    }
+    if (this.sentLsn >= flushed && this.state === 'catchup') this.state = 'streaming';
+  }
+}

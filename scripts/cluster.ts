@@ -1,0 +1,223 @@
+/**
+ * `npm run cluster -- start|stop|status|promote` (pg_ctl for a walsim cluster): initialise and start
+ * a primary and one standby in the background, stop them, report their state. It only ever signals
+ * processes it started: pids come from the nodes' postmaster.pid and are checked to be walsim
+ * servers for that data directory before any signal is sent.
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { WalsimError } from '../common/errors.ts';
+import {
+  isWalsimServer, listNodes, nodeDir, readNodeConfig, readPidFile, SERVER_MARKER, type NodeName,
+} from '../server/cluster-files.ts';
+import { initCluster, type InitOptions } from '../server/initdb.ts';
+import { parseDropStrategy, parseSynchronousCommit } from '../server/settings.ts';
+import { parseSharedBuffers } from '../storage/shared-buffers.ts';
+import type { StopMode } from '../server/control-protocol.ts';
+import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
+
+const USAGE = `usage: npm run cluster -- <start|stop|status|promote> [options]
+  start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
+          [--drop-strategy cached-lookup|full-scan] [--threshold-divisor 32] [--force-optimized]
+          [--wal-segment-size 16MB] [--listen 127.0.0.1] [--node NAME] [--dir .walsim]
+  stop    [--mode smart|fast|immediate] [--node primary|standby] [--dir .walsim]
+  status  [--json] [--dir .walsim]`;
+
+const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SIGNAL_OF: Record<StopMode, NodeJS.Signals> = { smart: 'SIGTERM', fast: 'SIGINT', immediate: 'SIGQUIT' };
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export function runningPid(clusterDir: string, name: NodeName): number | null {
+  const dataDir = nodeDir(clusterDir, name);
+  const pid = readPidFile(dataDir);
+  return pid !== null && isWalsimServer(pid.pid, dataDir) ? pid.pid : null;
+}
+
+/** Start one node's server process in the background and wait until it accepts connections. */
+export async function startNode(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<number> {
+  const dataDir = nodeDir(clusterDir, name);
+  const stalePid = readPidFile(dataDir);
+  if (stalePid !== null && !isWalsimServer(stalePid.pid, dataDir)) fs.rmSync(path.join(dataDir, 'postmaster.pid'), { force: true });
+  const log = fs.openSync(path.join(dataDir, 'server.log'), 'a');
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(PROJECT_ROOT, 'server', 'main.ts'), SERVER_MARKER, '--datadir', path.resolve(dataDir), '--cluster-dir', clusterDir],
+    { cwd: PROJECT_ROOT, detached: true, stdio: ['ignore', log, log] },
+  );
+  fs.closeSync(log);
+  let exited: number | null = null;
+  child.once('exit', (code) => (exited = code ?? -1));
+  child.unref();
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const pid = readPidFile(dataDir);
+    if (pid !== null && pid.pid === child.pid) return pid.port;
+    if (exited !== null) {
+      const tail = fs.readFileSync(path.join(dataDir, 'server.log'), 'utf8').trim().split('\n').slice(-5).join('\n');
+      throw new WalsimError('io_error', `node "${name}" exited during start (code ${exited}); see ${path.join(dataDir, 'server.log')}:\n${tail}`);
+    }
+    await sleep(50);
+  }
+  throw new WalsimError('timeout', `node "${name}" did not start within ${timeoutMs / 1000} s; see ${path.join(dataDir, 'server.log')}`);
+}
+
+/** pg_ctl stop: signal, then wait until the process is gone. */
+export async function stopNode(clusterDir: string, name: NodeName, mode: StopMode, timeoutMs = 60_000): Promise<boolean> {
+  const pid = runningPid(clusterDir, name);
+  if (pid === null) return false;
+  process.kill(pid, SIGNAL_OF[mode]);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return true;
+    }
+    await sleep(20);
+  }
+  throw new WalsimError('timeout', `node "${name}" (pid ${pid}) did not shut down within ${timeoutMs / 1000} s${mode === 'smart' ? '; try --mode fast' : ''}`);
+}
+
+async function waitStreaming(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const c = await connectNode(clusterDir, name);
+      try {
+        const s = await c.status();
+        last = String(s.receiverState);
+        if (s.receiverState === 'streaming' || s.inRecovery === false) return;
+      } finally {
+        c.close();
+      }
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await sleep(100);
+  }
+  throw new WalsimError('timeout', `standby "${name}" is not streaming after ${timeoutMs / 1000} s (last state: ${last})`);
+}
+
+async function cmdStart(argv: string[]): Promise<number> {
+  const { values } = parseCli(argv, {
+    dir: { type: 'string' },
+    'shared-buffers': { type: 'string', default: '128MB' },
+    'standby-shared-buffers': { type: 'string' },
+    'synchronous-commit': { type: 'string', default: 'remote_write' },
+    'drop-strategy': { type: 'string', default: 'cached-lookup' },
+    'threshold-divisor': { type: 'string', default: '32' },
+    'force-optimized': { type: 'boolean', default: false },
+    'wal-segment-size': { type: 'string', default: '16MB' },
+    listen: { type: 'string', default: '127.0.0.1' },
+    json: { type: 'boolean', default: false },
+  }, USAGE);
+  const clusterDir = clusterDirOf(values.dir);
+  const nodes = listNodes(clusterDir);
+  const running = nodes.filter((n) => runningPid(clusterDir, n) !== null);
+  if (running.length > 0 && running.length === nodes.length) {
+    console.log(`cluster at ${clusterDir} is already running (${running.map((n) => `${n} pid ${runningPid(clusterDir, n)}`).join(', ')})`);
+    return 1;
+  }
+  if (nodes.length === 0) {
+    const divisor = Number(values['threshold-divisor']);
+    if (!Number.isInteger(divisor) || divisor < 1) throw new UsageError(`--threshold-divisor must be a positive integer, got "${values['threshold-divisor']}"`);
+    const opts: InitOptions = {
+      sharedBuffers: values['shared-buffers']!,
+      standbySharedBuffers: values['standby-shared-buffers'] ?? values['shared-buffers']!,
+      synchronousCommit: parseSynchronousCommit(values['synchronous-commit']!),
+      dropStrategy: parseDropStrategy(values['drop-strategy']!),
+      thresholdDivisor: divisor,
+      forceOptimized: values['force-optimized']!,
+      walSegmentSize: parseSharedBuffers(values['wal-segment-size']!).bytes,
+      listen: values.listen!,
+    };
+    parseSharedBuffers(opts.sharedBuffers);
+    parseSharedBuffers(opts.standbySharedBuffers);
+    await initCluster(clusterDir, opts);
+  }
+  const started: Array<{ name: string; port: number }> = [];
+  // Primaries first, so standbys find their upstream.
+  const order = listNodes(clusterDir).sort((a, b) => Number(readNodeConfig(clusterDir, a).role === 'standby') - Number(readNodeConfig(clusterDir, b).role === 'standby'));
+  for (const name of order) {
+    if (runningPid(clusterDir, name) !== null) continue;
+    started.push({ name, port: await startNode(clusterDir, name) });
+  }
+  for (const name of order) if (readNodeConfig(clusterDir, name).role === 'standby') await waitStreaming(clusterDir, name);
+  if (values.json) printJson({ dir: clusterDir, started });
+  else for (const s of started) console.log(`${s.name}: started, listening on 127.0.0.1:${s.port}`);
+  return 0;
+}
+
+async function cmdStop(argv: string[]): Promise<number> {
+  const { values } = parseCli(argv, { dir: { type: 'string' }, mode: { type: 'string', default: 'fast' }, node: { type: 'string' } }, USAGE);
+  const mode = values.mode as StopMode;
+  if (!['smart', 'fast', 'immediate'].includes(mode)) throw new UsageError(`invalid shutdown mode "${values.mode}" (accepted: smart, fast, immediate)`);
+  const clusterDir = clusterDirOf(values.dir);
+  const nodes = values.node ? [values.node] : listNodes(clusterDir);
+  if (nodes.length === 0) throw new UsageError(`no cluster at ${clusterDir}`);
+  if (values.node && !listNodes(clusterDir).includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${listNodes(clusterDir).join(', ')})`);
+  // Primary first: a fast/smart stop sends its shutdown checkpoint to the standby before exiting.
+  nodes.sort((a, b) => Number(readNodeConfig(clusterDir, a).role === 'standby') - Number(readNodeConfig(clusterDir, b).role === 'standby'));
+  let stoppedAny = false;
+  for (const name of nodes) {
+    if (await stopNode(clusterDir, name, mode)) {
+      console.log(`${name}: stopped (${mode})`);
+      stoppedAny = true;
+    } else {
+      console.log(`${name}: not running`);
+    }
+  }
+  return stoppedAny ? 0 : 1;
+}
+
+async function cmdStatus(argv: string[]): Promise<number> {
+  const { values } = parseCli(argv, { dir: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
+  const clusterDir = clusterDirOf(values.dir);
+  const nodes = listNodes(clusterDir);
+  if (nodes.length === 0) throw new UsageError(`no cluster at ${clusterDir}; run "npm run cluster -- start" first`);
+  const out: Record<string, unknown> = {};
+  for (const name of nodes) {
+    const pid = runningPid(clusterDir, name);
+    if (pid === null) {
+      out[name] = { running: false };
+      continue;
+    }
+    try {
+      const c = await connectNode(clusterDir, name);
+      try {
+        out[name] = { running: true, pid, ...(await c.status()) };
+      } finally {
+        c.close();
+      }
+    } catch (e) {
+      out[name] = { running: true, pid, error: (e as Error).message };
+    }
+  }
+  if (values.json) printJson({ dir: clusterDir, nodes: out });
+  else {
+    for (const [name, s] of Object.entries(out)) {
+      const st = s as Record<string, unknown>;
+      if (!st.running) console.log(`${name}: not running`);
+      else console.log(`${name}: running (pid ${st.pid}, port ${st.port}), ${st.inRecovery ? 'in recovery' : 'read-write'}, ` +
+        (st.inRecovery ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState})` : `insert ${st.insertLsn} flush ${st.flushLsn}`));
+    }
+  }
+  return 0;
+}
+
+runCli(async () => {
+  const [cmd, ...rest] = process.argv.slice(2);
+  switch (cmd) {
+    case 'start': return cmdStart(rest);
+    case 'stop': return cmdStop(rest);
+    case 'status': return cmdStatus(rest);
+    default:
+      throw new UsageError(cmd === undefined ? `missing command\n${USAGE}` : `unknown command "${cmd}"\n${USAGE}`);
+  }
+});

@@ -1,0 +1,35 @@
+/**
+ * global/pg_control: the node's durable state summary, rewritten atomically. `state` follows
+ * PostgreSQL's DBState names; a start that finds 'in production' or 'in crash recovery' knows the
+ * previous run did not shut down cleanly and runs crash recovery.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { writeFileAtomic } from './cluster-files.ts';
+import type { Lsn, TimeLineId } from '../wal/lsn.ts';
+
+export type DbState = 'starting up' | 'shut down' | 'shut down in recovery' | 'in crash recovery' | 'in archive recovery' | 'in production';
+
+export interface ControlFile {
+  systemIdentifier: string;
+  state: DbState;
+  timeline: TimeLineId;
+  /** Latest checkpoint (or restartpoint) record and its REDO point, as LSN numbers. */
+  checkpointLsn: Lsn;
+  redoLsn: Lsn;
+  walSegmentSize: number;
+  time: string;
+}
+
+export function controlFilePath(dataDir: string): string {
+  return path.join(dataDir, 'global', 'pg_control');
+}
+
+export function readControlFile(dataDir: string): ControlFile {
+  return JSON.parse(fs.readFileSync(controlFilePath(dataDir), 'utf8')) as ControlFile;
+}
+
+export function writeControlFile(dataDir: string, c: ControlFile): void {
+  fs.mkdirSync(path.dirname(controlFilePath(dataDir)), { recursive: true });
+  writeFileAtomic(controlFilePath(dataDir), JSON.stringify({ ...c, time: new Date().toISOString() }, null, 2) + '\n');
+}

@@ -1,0 +1,499 @@
+/**
+ * A walsim server node: composes the engine (WAL, storage) with a role. A primary executes writes
+ * and runs walsenders; a standby (standby.signal in its data directory) runs the walreceiver and
+ * the startup process and answers read-only queries. Start-up is "load the last data image, then
+ * replay local WAL from its REDO point"; after an unclean stop that replay is crash recovery.
+ *
+ * Ordering rules: a record is inserted into WAL before its redo is applied locally; a walsender
+ * sends only flushed WAL; a commit returns only after the flush/remote wait synchronous_commit
+ * requires; a standby replays only WAL its walreceiver has flushed.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type WebSocket from 'ws';
+import { assert } from '../common/assert.ts';
+import { WalsimError, isWalsimError } from '../common/errors.ts';
+import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
+import { maxAlign } from '../wal/codec.ts';
+import type { WalRecord, WalRecordBody, TransactionId, RelFileNumber } from '../wal/records.ts';
+import { WalWriter } from '../wal/wal-writer.ts';
+import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
+import { NodeStorage } from '../storage/node-storage.ts';
+import { redo } from '../storage/redo.ts';
+import { parseSharedBuffers, formatSharedBuffers } from '../storage/shared-buffers.ts';
+import type { DropResult, DropSettings } from '../storage/drop.ts';
+import { executeWrite, type ExecutorContext } from '../primary/executor.ts';
+import { SyncRepQueue, waitModeFor } from '../primary/syncrep.ts';
+import { WalSender } from '../primary/walsender.ts';
+import { StartupProcess } from '../standby/startup.ts';
+import { WalReceiver } from '../standby/walreceiver.ts';
+import { parseStatement, writeCommandName, type Statement } from './sql-parser.ts';
+import type { QueryResult, SqlValue, StopMode } from './control-protocol.ts';
+import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
+import type { NodeConfig } from './cluster-files.ts';
+
+export const STANDBY_SIGNAL = 'standby.signal';
+
+/** A FIFO mutex: write statements run one at a time (walsim has no concurrent writers). */
+class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(fn);
+    this.tail = result.then(() => undefined, () => undefined);
+    return result;
+  }
+}
+
+export interface NodeOptions {
+  dataDir: string;
+  config: NodeConfig;
+  token: string;
+  log(message: string): void;
+}
+
+export class ServerNode {
+  readonly dataDir: string;
+  readonly config: NodeConfig;
+  readonly storage: NodeStorage;
+  readonly wal: WalWriter;
+  readonly nBuffers: number;
+  timeline: TimeLineId;
+  inRecovery: boolean;
+  control: ControlFile;
+  shuttingDown: StopMode | null = null;
+  /** Records replayed at start (crash recovery or catch-up from local WAL). */
+  readonly startupReplay: { records: number; fromLsn: string; toLsn: string; crashRecovery: boolean };
+
+  // primary role
+  readonly walsenders = new Set<WalSender>();
+  readonly syncRep: SyncRepQueue;
+  private syncStandby: WalSender | null = null;
+  private readonly writeLock = new Mutex();
+  private asyncFlushTimer: NodeJS.Timeout | null = null;
+
+  // standby role
+  startup: StartupProcess | null = null;
+  receiver: WalReceiver | null = null;
+
+  private constructor(readonly opts: NodeOptions, storage: NodeStorage, wal: WalWriter, control: ControlFile, startupReplay: ServerNode['startupReplay']) {
+    this.dataDir = opts.dataDir;
+    this.config = opts.config;
+    this.storage = storage;
+    this.wal = wal;
+    this.control = control;
+    this.timeline = control.timeline;
+    this.nBuffers = storage.pool.nBuffers;
+    this.inRecovery = fs.existsSync(path.join(this.dataDir, STANDBY_SIGNAL));
+    this.syncRep = new SyncRepQueue(SyncRepQueue.parseNames(opts.config.synchronousStandbyNames));
+    this.startupReplay = startupReplay;
+  }
+
+  readOptions(): WalReadOptions {
+    return { timeline: this.timeline, segmentSize: this.config.walSegmentSize };
+  }
+
+  static dropSettingsOf(config: NodeConfig): DropSettings {
+    return { strategy: config.dropStrategy, thresholdDivisor: config.thresholdDivisor, forceOptimized: config.forceOptimized };
+  }
+
+  /** Load the data image, replay local WAL from its REDO point, open WAL for writing. */
+  static open(opts: NodeOptions): ServerNode {
+    const { dataDir, config } = opts;
+    const control = readControlFile(dataDir);
+    const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
+    const { storage, header } = NodeStorage.loadImage(dataDir, nBuffers, ServerNode.dropSettingsOf(config));
+    storage.smgr.inRecovery = true; // startup replay runs "in recovery" on every role
+    const crashRecovery = control.state !== 'shut down' && control.state !== 'shut down in recovery';
+    let nextLsn = header.redoLsn;
+    let lastRecordLsn = header.redoPrevLsn;
+    let endLsn = header.redoLsn;
+    let records = 0;
+    const reader = readWal(dataDir, header.redoLsn, { timeline: control.timeline, segmentSize: config.walSegmentSize });
+    for (const rec of reader) {
+      ServerNode.applyRecord(storage, dataDir, rec, control.timeline, false);
+      lastRecordLsn = rec.lsn;
+      endLsn = rec.endLsn;
+      nextLsn = maxAlign(rec.endLsn);
+      records++;
+    }
+    if (isWalsimError(reader.endReason)) {
+      // Like PostgreSQL, an invalid record ends local WAL; a standby streams the rest again.
+      opts.log(`LOG:  invalid record at ${formatLsn(nextLsn)} ends local WAL: ${reader.endReason.message}`);
+    }
+    const wal = WalWriter.open(dataDir, {
+      segmentSize: config.walSegmentSize,
+      timeline: control.timeline,
+      startLsn: nextLsn,
+      prevLsn: lastRecordLsn,
+    });
+    const node = new ServerNode(opts, storage, wal, control, {
+      records, fromLsn: formatLsn(header.redoLsn), toLsn: formatLsn(endLsn), crashRecovery,
+    });
+    opts.log(`LOG:  ${crashRecovery ? 'crash recovery' : 'startup'} replayed ${records} records from ${formatLsn(header.redoLsn)} to ${formatLsn(endLsn)}`);
+    return node;
+  }
+
+  /** Redo one record, plus what the node does for checkpoint records (restartpoints). */
+  static applyRecord(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean): void {
+    const body = rec.body;
+    if (restartpoints && (body.kind === 'CHECKPOINT_ONLINE' || body.kind === 'CHECKPOINT_SHUTDOWN') && body.redo === rec.lsn) {
+      // Restartpoint: the image holds everything before this record, so replay may restart here.
+      storage.writeImage(dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline });
+    }
+    redo(storage, body, rec.header.xid);
+  }
+
+  /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
+  async startRole(upstreamToken: string): Promise<void> {
+    if (!this.inRecovery) {
+      this.storage.smgr.inRecovery = false;
+      if (this.startupReplay.crashRecovery) await this.checkpoint('CHECKPOINT_ONLINE');
+      this.control = { ...this.control, state: 'in production' };
+      writeControlFile(this.dataDir, this.control);
+      return;
+    }
+    this.control = { ...this.control, state: 'in archive recovery' };
+    writeControlFile(this.dataDir, this.control);
+    const startup = new StartupProcess(
+      {
+        dataDir: this.dataDir,
+        readOptions: () => this.readOptions(),
+        flushedUpTo: () => this.wal.flushLsn,
+        apply: (rec) => ServerNode.applyRecord(this.storage, this.dataDir, rec, this.timeline, true),
+        onProgress: () => this.receiver?.sendStatus(),
+        log: this.opts.log,
+      },
+      { nextLsn: this.wal.insertLsn, replayEndLsn: this.wal.insertLsn, lastRecordLsn: this.wal.lastRecordLsn },
+    );
+    this.startup = startup;
+    startup.start();
+    if (this.config.primaryPort !== null) {
+      this.receiver = new WalReceiver({
+        host: this.config.primaryHost ?? '127.0.0.1',
+        port: this.config.primaryPort,
+        token: upstreamToken,
+        applicationName: this.config.applicationName,
+        wal: this.wal,
+        timeline: () => this.timeline,
+        applyLsn: () => startup.replayEndLsn,
+        onFlushed: () => startup.wakeup(),
+        log: this.opts.log,
+      });
+      this.receiver.start();
+    }
+  }
+
+  // ---------------------------------------------------------------- primary: WAL and commits
+
+  private executorContext(): ExecutorContext {
+    const st = this.storage;
+    return {
+      catalog: st.catalog,
+      heap: {
+        nblocks: (rel) => st.heap.nblocks(rel),
+        nitems: (rel, block) => st.heap.nitems(rel, block),
+        forEachPageToDelete: (rel, pred, cb) => st.heap.forEachPageToDelete(rel, pred, st.clog, cb),
+        forEachPageToPrune: (rel, cb) => st.heap.forEachPageToPrune(rel, st.clog, cb),
+        nonEmptyPages: (rel) => st.heap.nonEmptyPages(rel),
+      },
+      log: (body, xid) => this.logAndApply(body, xid),
+      commit: (xid, dropped) => this.commit(xid, dropped),
+      checkpoint: () => this.checkpoint('CHECKPOINT_ONLINE'),
+      yieldNow: async () => {
+        // The WAL writer's job: push WAL out during long statements so standbys keep up.
+        this.flushWal();
+        await yieldToEventLoop();
+      },
+    };
+  }
+
+  private logAndApply(body: WalRecordBody, xid: TransactionId): Lsn {
+    const { endLsn } = this.wal.insert(body, xid);
+    redo(this.storage, body, xid);
+    return endLsn;
+  }
+
+  /** XLogFlush, then wake walsenders. */
+  flushWal(): void {
+    if (this.wal.flushLsn < this.wal.insertLsn) this.wal.flush();
+    for (const s of this.walsenders) s.pump();
+  }
+
+  private async commit(xid: TransactionId, droppedRels: RelFileNumber[]): Promise<void> {
+    const endLsn = this.logAndApply({ kind: 'XACT_COMMIT', xactTime: Date.now(), droppedRels }, xid);
+    const level = this.config.synchronousCommit;
+    // RecordTransactionCommit: flush unless synchronous_commit=off, and always when rels are dropped.
+    if (level !== 'off' || droppedRels.length > 0) this.flushWal();
+    else this.scheduleAsyncFlush();
+    const mode = waitModeFor(level);
+    if (mode !== null && this.syncRep.enabled) await this.syncRep.wait(endLsn, mode);
+  }
+
+  /** wal_writer_delay: asynchronous commits reach disk within 200 ms. */
+  private scheduleAsyncFlush(): void {
+    if (this.asyncFlushTimer) return;
+    this.asyncFlushTimer = setTimeout(() => {
+      this.asyncFlushTimer = null;
+      this.flushWal();
+    }, 200);
+  }
+
+  /** CHECKPOINT on a primary: write the data image for REDO = here, then log the checkpoint record. */
+  async checkpoint(kind: 'CHECKPOINT_ONLINE' | 'CHECKPOINT_SHUTDOWN'): Promise<void> {
+    assert(!this.inRecovery, 'INV-NODE-2: checkpoint records are written only by a primary');
+    const redoLsn = this.wal.insertLsn;
+    const prev = this.wal.lastRecordLsn;
+    this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline });
+    const cat = this.storage.catalog;
+    const { startLsn } = this.wal.insert({
+      kind, redo: redoLsn, timeline: this.timeline, prevTimeline: this.timeline,
+      nextXid: cat.nextXid, nextRelFileNumber: cat.nextRelFileNumber, time: Date.now(),
+    }, 0);
+    assert(startLsn === redoLsn, `INV-NODE-3: checkpoint record at ${formatLsn(startLsn)} but REDO ${formatLsn(redoLsn)}`);
+    this.flushWal();
+    this.control = { ...this.control, checkpointLsn: startLsn, redoLsn, state: kind === 'CHECKPOINT_SHUTDOWN' ? 'shut down' : 'in production' };
+    writeControlFile(this.dataDir, this.control);
+  }
+
+  /** Restartpoint on a standby at the current replay position (CHECKPOINT on a standby, shutdown). */
+  restartpoint(): void {
+    const s = this.startup;
+    if (s === null) return;
+    this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline });
+    this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
+    writeControlFile(this.dataDir, this.control);
+  }
+
+  // ---------------------------------------------------------------- walsender side
+
+  acceptReplication(ws: WebSocket): void {
+    const sender = new WalSender(ws, {
+      dataDir: this.dataDir,
+      flushedLsn: () => this.wal.flushLsn,
+      timeline: () => this.timeline,
+      readOptions: () => this.readOptions(),
+      checkStart: (startLsn, timeline, applicationName, self) => this.checkStartReplication(startLsn, timeline, applicationName, self),
+      onReply: (s) => {
+        if (this.syncStandby === s) this.syncRep.release({ write: s.writeLsn, flush: s.flushLsn, apply: s.applyLsn });
+      },
+      onClose: (s) => {
+        this.walsenders.delete(s);
+        if (this.syncStandby === s) this.chooseSyncStandby();
+      },
+      log: this.opts.log,
+    });
+    this.walsenders.add(sender);
+  }
+
+  private checkStartReplication(startLsn: Lsn, timeline: TimeLineId, applicationName: string, self: WalSender): string | null {
+    if (this.inRecovery) return 'walsim does not support cascading replication: this node is a standby';
+    if (this.shuttingDown !== null) return 'the database system is shutting down';
+    if (timeline !== this.timeline) return `requested timeline ${timeline} is not this server's timeline ${this.timeline}`;
+    if (startLsn > this.wal.flushLsn) {
+      return `requested starting point ${formatLsn(startLsn)} is ahead of the WAL flush position of this server ${formatLsn(this.wal.flushLsn)}`;
+    }
+    if (applicationName !== '' && this.syncRep.priorityOf(applicationName) >= 0) {
+      for (const s of this.walsenders) {
+        if (s !== self && s.state !== 'startup' && s.applicationName === applicationName) {
+          return `a standby named "${applicationName}" is already streaming`;
+        }
+      }
+    }
+    queueMicrotask(() => this.chooseSyncStandby());
+    return null;
+  }
+
+  /** The connected standby with the best synchronous_standby_names priority is the sync standby. */
+  private chooseSyncStandby(): void {
+    let best: WalSender | null = null;
+    for (const s of this.walsenders) {
+      if (s.state === 'startup') continue;
+      const p = this.syncRep.priorityOf(s.applicationName);
+      if (p >= 0 && (best === null || p < this.syncRep.priorityOf(best.applicationName))) best = s;
+    }
+    if (best !== this.syncStandby) {
+      this.syncStandby = best;
+      if (best) this.syncRep.resetReleased({ write: best.writeLsn, flush: best.flushLsn, apply: best.applyLsn });
+    }
+  }
+
+  // ---------------------------------------------------------------- SQL
+
+  async execute(sql: string): Promise<QueryResult> {
+    const stmt = parseStatement(sql);
+    if (this.shuttingDown !== null) throw new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
+    const write = writeCommandName(stmt);
+    if (write !== null) {
+      if (this.inRecovery) throw new WalsimError('read_only', `cannot execute ${write} in a read-only transaction`, '25006');
+      return this.writeLock.run(() => executeWrite(this.executorContext(), stmt));
+    }
+    if (stmt.type === 'checkpoint') {
+      if (this.inRecovery) {
+        this.restartpoint();
+        return { command: 'CHECKPOINT', columns: [], rows: [] };
+      }
+      return this.writeLock.run(() => executeWrite(this.executorContext(), stmt));
+    }
+    return this.executeRead(stmt);
+  }
+
+  private executeRead(stmt: Statement): QueryResult {
+    const one = (column: string, value: SqlValue): QueryResult => ({ command: 'SELECT 1', columns: [column], rows: [{ [column]: value }] });
+    switch (stmt.type) {
+      case 'select_count': {
+        const rel = this.storage.catalog.lookup(stmt.name);
+        if (rel === undefined) throw new WalsimError('undefined_table', `relation "${stmt.name}" does not exist`, '42P01');
+        return one('count', this.storage.heap.countVisible(rel, this.storage.clog));
+      }
+      case 'show':
+        return one(stmt.name, this.showSetting(stmt.name));
+      case 'select_function':
+        return one(stmt.fn, this.callFunction(stmt.fn, stmt.args));
+      default:
+        throw new WalsimError('invalid_input', `statement ${stmt.type} is not a read`);
+    }
+  }
+
+  private showSetting(name: string): string {
+    switch (name) {
+      case 'shared_buffers': return formatSharedBuffers(this.nBuffers);
+      case 'synchronous_commit': return this.config.synchronousCommit;
+      case 'synchronous_standby_names': return this.config.synchronousStandbyNames;
+      case 'wal_segment_size': return `${this.config.walSegmentSize / (1024 * 1024)}MB`;
+      case 'hot_standby': return 'on';
+      case 'autovacuum': return 'off';
+      case 'walsim.drop_strategy': return this.config.dropStrategy;
+      default: throw new WalsimError('invalid_input', `unrecognized configuration parameter "${name}"`, '42704');
+    }
+  }
+
+  private requireRecovery(fn: string): StartupProcess {
+    if (!this.inRecovery || this.startup === null) {
+      throw new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
+    }
+    void fn;
+    return this.startup;
+  }
+
+  private callFunction(fn: string, args: Array<number | boolean | string>): SqlValue {
+    const noArgs = () => {
+      if (args.length > 0) throw new WalsimError('invalid_input', `function ${fn}() takes no arguments`, '42883');
+    };
+    switch (fn) {
+      case 'pg_current_wal_lsn':
+        noArgs();
+        if (this.inRecovery) throw new WalsimError('not_in_recovery', 'recovery is in progress', '55000');
+        return formatLsn(this.wal.insertLsn);
+      case 'pg_current_wal_flush_lsn':
+        noArgs();
+        return formatLsn(this.wal.flushLsn);
+      case 'pg_is_in_recovery':
+        noArgs();
+        return this.inRecovery;
+      case 'pg_last_wal_receive_lsn':
+        noArgs();
+        return this.inRecovery ? formatLsn(this.wal.flushLsn) : null;
+      case 'pg_last_wal_replay_lsn':
+        noArgs();
+        return this.inRecovery && this.startup ? formatLsn(this.startup.replayEndLsn) : null;
+      case 'pg_wal_replay_pause':
+        noArgs();
+        this.requireRecovery(fn).requestPause();
+        return '';
+      case 'pg_wal_replay_resume':
+        noArgs();
+        this.requireRecovery(fn).resume();
+        return '';
+      case 'pg_is_wal_replay_paused':
+        noArgs();
+        return this.requireRecovery(fn).pauseState !== 'not paused';
+      case 'pg_get_wal_replay_pause_state':
+        noArgs();
+        return this.requireRecovery(fn).pauseState;
+      default:
+        throw new WalsimError('invalid_input', `function ${fn}(${args.map((a) => typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown').join(', ')}) does not exist`, '42883');
+    }
+  }
+
+  // ---------------------------------------------------------------- status and shutdown
+
+  status(): Record<string, unknown> {
+    const drop = this.storage.dropStats;
+    const base = {
+      role: this.inRecovery ? 'standby' : 'primary',
+      inRecovery: this.inRecovery,
+      timeline: this.timeline,
+      sharedBuffers: formatSharedBuffers(this.nBuffers),
+      nBuffers: this.nBuffers,
+      dropStrategy: this.config.dropStrategy,
+      drop: drop.snapshot(),
+      startupReplay: this.startupReplay,
+      insertLsn: formatLsn(this.wal.insertLsn),
+      flushLsn: formatLsn(this.wal.flushLsn),
+    };
+    if (!this.inRecovery) {
+      return {
+        ...base,
+        synchronousCommit: this.config.synchronousCommit,
+        syncWaiters: this.syncRep.waiting(),
+        replication: [...this.walsenders].filter((s) => s.state !== 'startup').map((s) => ({
+          applicationName: s.applicationName,
+          state: s.state,
+          sentLsn: formatLsn(s.sentLsn),
+          writeLsn: formatLsn(s.writeLsn),
+          flushLsn: formatLsn(s.flushLsn),
+          replayLsn: formatLsn(s.applyLsn),
+          writeLagBytes: this.wal.flushLsn - s.writeLsn,
+          flushLagBytes: this.wal.flushLsn - s.flushLsn,
+          replayLagBytes: this.wal.flushLsn - s.applyLsn,
+          syncState: s === this.syncStandby ? 'sync' : 'async',
+          replyTime: s.replyTime,
+        })),
+      };
+    }
+    const st = this.startup!;
+    return {
+      ...base,
+      receiveLsn: formatLsn(this.wal.flushLsn),
+      writeLsn: formatLsn(this.wal.writeLsn),
+      replayLsn: formatLsn(st.replayEndLsn),
+      pauseState: st.pauseState,
+      caughtUp: st.caughtUp && st.nextLsn >= this.wal.flushLsn,
+      recordsReplayed: st.recordsReplayed,
+      replayError: st.error,
+      receiverState: this.receiver?.state ?? 'stopped',
+      receiverConnects: this.receiver?.connects ?? 0,
+      receiverLastError: this.receiver?.lastError ?? null,
+    };
+  }
+
+  /** Fast/smart shutdown work before exit. Immediate is handled by the process shell (no work). */
+  async shutdown(mode: 'smart' | 'fast'): Promise<void> {
+    this.shuttingDown = mode;
+    if (this.inRecovery) {
+      this.receiver?.stop();
+      await this.startup?.stop();
+      this.restartpoint(); // shutdown restartpoint
+      this.control = { ...this.control, state: 'shut down in recovery' };
+      writeControlFile(this.dataDir, this.control);
+      return;
+    }
+    // Let the running write statement finish, then the shutdown checkpoint.
+    await this.writeLock.run(async () => {
+      await this.checkpoint('CHECKPOINT_SHUTDOWN');
+    });
+    // Walsenders send the remaining WAL (incl. the shutdown checkpoint) and wait for the standby's flush.
+    const deadline = Date.now() + 10_000;
+    const target = this.wal.flushLsn;
+    while (Date.now() < deadline && [...this.walsenders].some((s) => s.state !== 'startup' && s.flushLsn < target)) {
+      for (const s of this.walsenders) s.pump();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    this.syncRep.cancelAll(new WalsimError('shutting_down', 'canceling the wait for synchronous replication and terminating connection due to administrator command', '57P01'));
+  }
+
+  noteDrop(cb: ((r: DropResult) => void) | null): void {
+    this.storage.onDrop = cb;
+  }
+}

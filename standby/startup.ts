@@ -1,0 +1,159 @@
+/**
+ * The startup process of a standby: replays WAL from the node's own segment files, never past
+ * what the walreceiver has flushed, in time slices so the control endpoint stays responsive.
+ *
+ * Pause follows PostgreSQL 14+ (xlogrecovery.c): a pause request is confirmed ('paused') at a
+ * record boundary — at the top of the loop, before the next record — or at once while waiting for
+ * WAL. Receiving and flushing continue while paused.
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { assert } from '../common/assert.ts';
+import { formatLsn, type Lsn } from '../wal/lsn.ts';
+import { isInvalidWalRecordError, maxAlign } from '../wal/codec.ts';
+import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
+import type { WalRecord } from '../wal/records.ts';
+
+export type RecoveryPauseState = 'not paused' | 'pause requested' | 'paused';
+
+/** Longest stretch of replay between event-loop turns. */
+const REPLAY_SLICE_MS = 10;
+
+export interface StartupDeps {
+  dataDir: string;
+  readOptions(): WalReadOptions;
+  /** End of WAL flushed by the walreceiver: replay never goes past it. */
+  flushedUpTo(): Lsn;
+  /** Apply one record (redo, restartpoints). */
+  apply(rec: WalRecord): void;
+  /** Replay advanced (send feedback, release remote_apply waiters, ...). */
+  onProgress(): void;
+  log(message: string): void;
+}
+
+export interface ReplayError {
+  lsn: string;
+  message: string;
+}
+
+export class StartupProcess {
+  pauseState: RecoveryPauseState = 'not paused';
+  /** Start of the next record to replay (MAXALIGNed end of the last one). */
+  nextLsn: Lsn;
+  /** End of the last replayed record: pg_last_wal_replay_lsn(). */
+  replayEndLsn: Lsn;
+  lastRecordLsn: Lsn;
+  recordsReplayed = 0;
+  error: ReplayError | null = null;
+  /** True while the startup process waits for WAL with nothing left to replay. */
+  caughtUp = false;
+  private stopping = false;
+  private wake: (() => void) | null = null;
+  private loop: Promise<void> | null = null;
+
+  constructor(
+    private readonly deps: StartupDeps,
+    start: { nextLsn: Lsn; replayEndLsn: Lsn; lastRecordLsn: Lsn },
+  ) {
+    this.nextLsn = start.nextLsn;
+    this.replayEndLsn = start.replayEndLsn;
+    this.lastRecordLsn = start.lastRecordLsn;
+  }
+
+  start(): void {
+    assert(this.loop === null, 'INV-STARTUP-1: startup process started twice');
+    this.loop = this.run().catch((e: unknown) => {
+      this.error = { lsn: formatLsn(this.nextLsn), message: `replay failed: ${(e as Error).message}` };
+      this.deps.log(`FATAL: ${this.error.message}`);
+    });
+  }
+
+  /** New WAL flushed, resume requested, stop requested: wake the loop. */
+  wakeup(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  requestPause(): void {
+    if (this.pauseState === 'not paused') this.pauseState = 'pause requested';
+    this.wakeup();
+  }
+
+  resume(): void {
+    this.pauseState = 'not paused';
+    this.wakeup();
+  }
+
+  /** Stop at the next record boundary. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wakeup();
+    await this.loop;
+  }
+
+  private waitForWakeup(): Promise<void> {
+    return new Promise((resolve) => (this.wake = resolve));
+  }
+
+  private async run(): Promise<void> {
+    let reader: Iterator<WalRecord> | null = null;
+    let readerEnd: { endReason: unknown } | null = null;
+    while (!this.stopping) {
+      if (this.pauseState !== 'not paused') {
+        if (this.pauseState === 'pause requested') this.deps.log(`LOG:  recovery has paused at ${formatLsn(this.replayEndLsn)}`);
+        this.pauseState = 'paused';
+        await this.waitForWakeup();
+        continue;
+      }
+      if (this.error !== null) {
+        await this.waitForWakeup(); // replay stopped at a bad record; the node keeps serving
+        continue;
+      }
+      const limit = this.deps.flushedUpTo();
+      if (this.nextLsn >= limit) {
+        reader = null;
+        this.caughtUp = true;
+        this.deps.onProgress();
+        await this.waitForWakeup();
+        continue;
+      }
+      this.caughtUp = false;
+      if (reader === null) {
+        const r = readWal(this.deps.dataDir, this.nextLsn, this.deps.readOptions());
+        reader = r[Symbol.iterator]();
+        readerEnd = r;
+      }
+      const sliceStart = performance.now();
+      let applied = 0;
+      for (;;) {
+        const next = reader.next();
+        if (next.done) {
+          const reason = readerEnd?.endReason;
+          reader = null;
+          if (isInvalidWalRecordError(reason) && reason.lsn < limit) {
+            // Corrupt WAL below the flushed end: stop replay here and say where (never skip a record).
+            this.error = { lsn: formatLsn(reason.lsn), message: reason.message };
+            this.deps.log(`LOG:  replay stopped: ${reason.message}`);
+          }
+          break;
+        }
+        const rec = next.value;
+        if (maxAlign(rec.endLsn) > limit) {
+          reader = null; // not fully flushed yet: re-read it later
+          break;
+        }
+        assert(rec.lsn === this.nextLsn, `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(rec.lsn)}`);
+        this.deps.apply(rec);
+        this.lastRecordLsn = rec.lsn;
+        this.replayEndLsn = rec.endLsn;
+        this.nextLsn = maxAlign(rec.endLsn);
+        this.recordsReplayed++;
+        applied++;
+        if (this.stopping || this.pauseState !== 'not paused') break;
+        if (performance.now() - sliceStart > REPLAY_SLICE_MS) break;
+      }
+      this.deps.onProgress();
+      await yieldToEventLoop();
+    }
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * The walreceiver: streams WAL from the upstream's walsender over the replication endpoint,
+ * writes it verbatim to this node's segment files (write LSN), fsyncs (flush LSN), replies with
+ * its positions on every advance, and wakes the startup process. On a dropped connection it
+ * reconnects with backoff and restarts streaming at its flush LSN: no gap, no duplicate.
+ */
+import WebSocket from 'ws';
+import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
+import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
+import { isInvalidWalRecordError } from '../wal/codec.ts';
+import type { WalWriter } from '../wal/wal-writer.ts';
+
+export type ReceiverState = 'connecting' | 'streaming' | 'disconnected' | 'stopped';
+
+export interface WalReceiverDeps {
+  host: string;
+  port: number;
+  token: string;
+  applicationName: string;
+  wal: WalWriter;
+  timeline(): TimeLineId;
+  applyLsn(): Lsn;
+  onFlushed(): void;
+  log(message: string): void;
+}
+
+const BACKOFF_MIN_MS = 100;
+const BACKOFF_MAX_MS = 2000;
+
+export class WalReceiver {
+  state: ReceiverState = 'disconnected';
+  lastError: string | null = null;
+  lastMsgReceiptTime: string | null = null;
+  connects = 0;
+  private ws: WebSocket | null = null;
+  private backoffMs = BACKOFF_MIN_MS;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly deps: WalReceiverDeps) {}
+
+  start(): void {
+    this.connect();
+  }
+
+  stop(): void {
+    this.state = 'stopped';
+    if (this.timer) clearTimeout(this.timer);
+    this.ws?.terminate();
+    this.ws = null;
+  }
+
+  /** Break the connection without a close handshake (fault injection: a cut socket). */
+  cutConnection(): void {
+    this.ws?.terminate();
+  }
+
+  private connect(): void {
+    if (this.state === 'stopped') return;
+    this.state = 'connecting';
+    const ws = new WebSocket(`ws://${this.deps.host}:${this.deps.port}/replication`, {
+      headers: { authorization: `Bearer ${this.deps.token}` },
+      perMessageDeflate: false,
+      maxPayload: 256 * 1024 * 1024,
+    });
+    this.ws = ws;
+    ws.binaryType = 'nodebuffer';
+    ws.on('open', () => {
+      this.connects++;
+      const startLsn = this.deps.wal.flushLsn;
+      this.send({ type: 'START_REPLICATION', startLsn, timeline: this.deps.timeline(), applicationName: this.deps.applicationName });
+      this.deps.log(`LOG:  started streaming WAL from primary at ${formatLsn(startLsn)} on timeline ${this.deps.timeline()}`);
+    });
+    ws.on('message', (data: Buffer) => this.onMessage(ws, data));
+    ws.on('close', (code, reason) => {
+      if (this.ws === ws) this.ws = null;
+      if (this.state === 'stopped') return;
+      this.lastError = `connection closed (${code}${reason.length ? ': ' + reason.toString() : ''})`;
+      this.state = 'disconnected';
+      this.scheduleReconnect();
+    });
+    ws.on('error', (err) => {
+      this.lastError = err.message;
+    });
+  }
+
+  private scheduleReconnect(): void {
+    if (this.state === 'stopped' || this.timer) return;
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.connect();
+    }, delay);
+  }
+
+  private send(m: StreamMessage): void {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeMessage(m));
+  }
+
+  /** Standby status update: write, flush and apply positions. */
+  sendStatus(replyRequested = false): void {
+    const wal = this.deps.wal;
+    this.send({ type: 'StandbyStatusUpdate', writeLsn: wal.writeLsn, flushLsn: wal.flushLsn, applyLsn: this.deps.applyLsn(), sendTime: Date.now(), replyRequested });
+  }
+
+  private onMessage(ws: WebSocket, data: Buffer): void {
+    if (ws !== this.ws) return;
+    let m: StreamMessage;
+    try {
+      m = decodeMessage(data);
+    } catch (e) {
+      this.deps.log(`LOG:  invalid message from primary: ${(e as Error).message}`);
+      ws.close(4002, 'protocol violation');
+      return;
+    }
+    this.lastMsgReceiptTime = new Date().toISOString();
+    switch (m.type) {
+      case 'XLogData': {
+        const wal = this.deps.wal;
+        if (m.walStart !== wal.flushLsn) {
+          this.deps.log(`LOG:  XLogData starts at ${formatLsn(m.walStart)}, expected ${formatLsn(wal.flushLsn)}; reconnecting`);
+          ws.close(4002, 'unexpected WAL start position');
+          return;
+        }
+        try {
+          wal.appendRaw(m.data, m.walStart);
+        } catch (e) {
+          const what = isInvalidWalRecordError(e) ? e.message : (e as Error).message;
+          this.deps.log(`LOG:  refused WAL from primary: ${what}`);
+          ws.close(4002, 'invalid WAL received');
+          return;
+        }
+        this.state = 'streaming';
+        this.backoffMs = BACKOFF_MIN_MS;
+        wal.write();
+        this.sendStatus();
+        wal.flush();
+        this.sendStatus();
+        this.deps.onFlushed();
+        return;
+      }
+      case 'PrimaryKeepalive':
+        if (this.state === 'connecting') this.state = 'streaming';
+        this.backoffMs = BACKOFF_MIN_MS;
+        if (m.replyRequested) this.sendStatus();
+        return;
+      case 'Error':
+        this.lastError = m.message;
+        this.deps.log(`LOG:  primary refused replication: ${m.message}`);
+        return;
+      default:
+        this.deps.log(`LOG:  unexpected ${m.type} message from primary`);
+    }
+  }
+}
