@@ -14,7 +14,7 @@
  */
 import { assert, InvariantViolation } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
-import { HeapRelation } from './heap-relation.ts';
+import { fail, HeapRelation } from './heap-relation.ts';
 
 const HEAP_MAGIC = 0x50485357; // 'WSHP' little-endian
 const HEAP_VERSION = 1;
@@ -49,7 +49,7 @@ export function serializeHeapRelation(r: HeapRelation): Uint8Array {
   at += nblocks;
   out.set(r.pageRunCount.subarray(0, nblocks), at);
   at += nblocks;
-  assert(at === out.length, `INV-HEAP-8: serialized ${at} of ${out.length} bytes`);
+  if (at !== out.length) fail(`INV-HEAP-8: serialized ${at} of ${out.length} bytes`);
   return out;
 }
 

@@ -91,7 +91,7 @@ import { TUPLES_PER_PAGE } from '../wal/records.ts';
 import { deserializeHeapRelation, serializeHeapRelation } from './heap-codec.ts';
 import { ContentHasher } from './heap-digest.ts';
 import {
-  FIRST_NORMAL_XID, HeapRelation, INT32_MAX, INT32_MIN, MODE_DELETE, MODE_INSERT, MODE_PRUNE,
+  fail, FIRST_NORMAL_XID, HeapRelation, INT32_MAX, INT32_MIN, MODE_DELETE, MODE_INSERT, MODE_PRUNE,
   rangeCount, rangeOffset, rangeValue,
 } from './heap-relation.ts';
 
@@ -139,22 +139,27 @@ export interface HeapRunInfo {
   xmax: TransactionId;
 }
 
-function assertNormalXid(xid: number, what: string): void {
-  assert(Number.isInteger(xid) && xid >= FIRST_NORMAL_XID && xid <= 0xffffffff,
-    `INV-HEAP-7: ${what} ${xid} is not a normal transaction id`);
+function assertNormalXid(xid: number, rel: number, block: number, what: string): void {
+  if (!(Number.isInteger(xid) && xid >= FIRST_NORMAL_XID && xid <= 0xffffffff)) {
+    fail(`INV-HEAP-7: relation ${rel} block ${block}: ${what} ${xid} is not a normal transaction id`);
+  }
 }
 
 /** Copy `[firstOffset, count, ...]` into the range scratch: sorted, disjoint, within 1..nitems. */
-function loadOffsetRanges(offsets: number[], nitems: number, where: string): number {
-  assert(offsets.length % 2 === 0 && offsets.length <= 2 * TUPLES_PER_PAGE,
-    `INV-HEAP-6: ${where}: offsets must be [firstOffset, count] pairs, got ${offsets.length} numbers`);
+function loadOffsetRanges(offsets: number[], nitems: number, rel: number, block: number): number {
+  if (!(offsets.length % 2 === 0 && offsets.length <= 2 * TUPLES_PER_PAGE)) {
+    fail(`INV-HEAP-6: relation ${rel} block ${block}: offsets must be [firstOffset, count] pairs, got ${offsets.length} numbers`);
+  }
   const n = offsets.length / 2;
   let sorted = true;
   for (let i = 0; i < n; i++) {
     const off = offsets[2 * i]!;
     const cnt = offsets[2 * i + 1]!;
-    assert(Number.isInteger(off) && Number.isInteger(cnt) && off >= 1 && cnt >= 1 && off + cnt - 1 <= nitems,
-      `INV-HEAP-6: ${where}: range (${off}, ${cnt}) is not within line pointers 1..${nitems}`);
+    if (
+      !(Number.isInteger(off) && Number.isInteger(cnt) && off >= 1 && cnt >= 1 && off + cnt - 1 <= nitems)
+    ) {
+      fail(`INV-HEAP-6: relation ${rel} block ${block}: range (${off}, ${cnt}) is not within line pointers 1..${nitems}`);
+    }
     rangeOffset[i] = off;
     rangeCount[i] = cnt;
     rangeValue[i] = 0;
@@ -162,8 +167,9 @@ function loadOffsetRanges(offsets: number[], nitems: number, where: string): num
   }
   if (!sorted) sortRanges(n);
   for (let i = 1; i < n; i++) {
-    assert(rangeOffset[i]! >= rangeOffset[i - 1]! + rangeCount[i - 1]!,
-      `INV-HEAP-6: ${where}: ranges at offsets ${rangeOffset[i - 1]} and ${rangeOffset[i]} overlap`);
+    if (!(rangeOffset[i]! >= rangeOffset[i - 1]! + rangeCount[i - 1]!)) {
+      fail(`INV-HEAP-6: relation ${rel} block ${block}: ranges at offsets ${rangeOffset[i - 1]} and ${rangeOffset[i]} overlap`);
+    }
   }
   return n;
 }
@@ -185,23 +191,31 @@ function sortRanges(n: number): void {
 }
 
 /** Copy a multi-insert's `[firstValue, count, ...]` runs into the range scratch from firstOffset. */
-function loadInsertRuns(firstOffset: number, runs: number[], where: string): number {
-  assert(runs.length >= 2 && runs.length % 2 === 0 && runs.length <= 2 * TUPLES_PER_PAGE,
-    `INV-HEAP-6: ${where}: runs must be [firstValue, count] pairs, got ${runs.length} numbers`);
-  assert(Number.isInteger(firstOffset) && firstOffset >= 1, `INV-HEAP-6: ${where}: first offset ${firstOffset}`);
+function loadInsertRuns(firstOffset: number, runs: number[], rel: number, block: number): number {
+  if (!(runs.length >= 2 && runs.length % 2 === 0 && runs.length <= 2 * TUPLES_PER_PAGE)) {
+    fail(`INV-HEAP-6: relation ${rel} block ${block}: runs must be [firstValue, count] pairs, got ${runs.length} numbers`);
+  }
+  if (!(Number.isInteger(firstOffset) && firstOffset >= 1)) {
+    fail(`INV-HEAP-6: relation ${rel} block ${block}: first offset ${firstOffset}`);
+  }
   const n = runs.length / 2;
   let off = firstOffset;
   for (let i = 0; i < n; i++) {
     const value = runs[2 * i]!;
     const cnt = runs[2 * i + 1]!;
-    assert(Number.isInteger(value) && Number.isInteger(cnt) && cnt >= 1 && value >= INT32_MIN && value + cnt - 1 <= INT32_MAX,
-      `INV-HEAP-7: ${where}: run (${value}, ${cnt}) is not a non-empty run of int4 values`);
+    if (
+      !(Number.isInteger(value) && Number.isInteger(cnt) && cnt >= 1 && value >= INT32_MIN && value + cnt - 1 <= INT32_MAX)
+    ) {
+      fail(`INV-HEAP-7: relation ${rel} block ${block}: run (${value}, ${cnt}) is not a non-empty run of int4 values`);
+    }
     rangeOffset[i] = off;
     rangeCount[i] = cnt;
     rangeValue[i] = value;
     off += cnt;
   }
-  assert(off - 1 <= TUPLES_PER_PAGE, `INV-HEAP-1: ${where}: insert up to offset ${off - 1} > ${TUPLES_PER_PAGE}`);
+  if (!(off - 1 <= TUPLES_PER_PAGE)) {
+    fail(`INV-HEAP-1: relation ${rel} block ${block}: insert up to offset ${off - 1} > ${TUPLES_PER_PAGE}`);
+  }
   return n;
 }
 
@@ -209,10 +223,14 @@ function loadInsertRuns(firstOffset: number, runs: number[], where: string): num
 function predicateBounds(pred: DeletePredicate): [number, number] {
   if (pred.op === 'all') return [-Infinity, Infinity];
   const v = pred.value;
-  assert(typeof v === 'number' && Number.isFinite(v), `INV-HEAP-6: predicate c ${pred.op} ${v} needs a finite value`);
+  if (!(typeof v === 'number' && Number.isFinite(v))) {
+    fail(`INV-HEAP-6: predicate c ${pred.op} ${v} needs a finite value`);
+  }
   if (pred.op === '<') return [-Infinity, Math.ceil(v) - 1];
   if (pred.op === '>') return [Math.floor(v) + 1, Infinity];
-  assert(pred.op === '=', `INV-HEAP-6: unknown predicate operator ${String((pred as { op: unknown }).op)}`);
+  if (pred.op !== '=') {
+    fail(`INV-HEAP-6: unknown predicate operator ${String((pred as { op: unknown }).op)}`);
+  }
   return Number.isInteger(v) ? [v, v] : [1, 0];
 }
 
@@ -229,13 +247,15 @@ export class HeapStore {
   // ---- relations ----------------------------------------------------------------------------
 
   createRelation(rel: RelFileNumber): void {
-    assert(Number.isInteger(rel) && rel > 0, `INV-HEAP-1: bad relfilenumber ${rel}`);
-    assert(!this.rels.has(rel), `INV-HEAP-1: relation ${rel} already exists`);
+    if (!(Number.isInteger(rel) && rel > 0)) fail(`INV-HEAP-1: bad relfilenumber ${rel}`);
+    if (this.rels.has(rel)) fail(`INV-HEAP-1: relation ${rel} already exists`);
     this.rels.set(rel, new HeapRelation());
   }
 
   dropRelation(rel: RelFileNumber): void {
-    assert(this.rels.delete(rel), `INV-HEAP-1: cannot drop relation ${rel}: it does not exist`);
+    if (!(this.rels.delete(rel))) {
+      fail(`INV-HEAP-1: cannot drop relation ${rel}: it does not exist`);
+    }
   }
 
   hasRelation(rel: RelFileNumber): boolean {
@@ -272,9 +292,8 @@ export class HeapStore {
     rel: RelFileNumber, block: BlockNumber, firstOffset: number, runs: number[], xmin: TransactionId, initPage: boolean,
   ): void {
     const r = this.rel(rel);
-    const where = `relation ${rel} block ${block}`;
-    const nranges = loadInsertRuns(firstOffset, runs, where);
-    this.insertRanges(r, block, firstOffset, nranges, xmin, initPage, where);
+    const nranges = loadInsertRuns(firstOffset, runs, rel, block);
+    this.insertRanges(r, rel, block, firstOffset, nranges, xmin, initPage);
   }
 
   /** HEAP_INSERT: one tuple at `offset`. Same rules as applyMultiInsert. */
@@ -282,32 +301,40 @@ export class HeapStore {
     rel: RelFileNumber, block: BlockNumber, offset: number, value: number, xmin: TransactionId, initPage: boolean,
   ): void {
     const r = this.rel(rel);
-    const where = `relation ${rel} block ${block}`;
-    assert(Number.isInteger(offset) && offset >= 1 && offset <= TUPLES_PER_PAGE,
-      `INV-HEAP-1: ${where}: offset ${offset} outside 1..${TUPLES_PER_PAGE}`);
-    assert(Number.isInteger(value) && value >= INT32_MIN && value <= INT32_MAX, `INV-HEAP-7: ${where}: value ${value} is not int4`);
+    if (!(Number.isInteger(offset) && offset >= 1 && offset <= TUPLES_PER_PAGE)) {
+      fail(`INV-HEAP-1: relation ${rel} block ${block}: offset ${offset} outside 1..${TUPLES_PER_PAGE}`);
+    }
+    if (!(Number.isInteger(value) && value >= INT32_MIN && value <= INT32_MAX)) {
+      fail(`INV-HEAP-7: relation ${rel} block ${block}: value ${value} is not int4`);
+    }
     rangeOffset[0] = offset;
     rangeCount[0] = 1;
     rangeValue[0] = value;
-    this.insertRanges(r, block, offset, 1, xmin, initPage, where);
+    this.insertRanges(r, rel, block, offset, 1, xmin, initPage);
   }
 
   private insertRanges(
-    r: HeapRelation, block: number, firstOffset: number, nranges: number, xmin: number, initPage: boolean, where: string,
+    r: HeapRelation, rel: number, block: number, firstOffset: number, nranges: number, xmin: number, initPage: boolean,
   ): void {
-    assertNormalXid(xmin, `${where}: xmin`);
+    assertNormalXid(xmin, rel, block, 'xmin');
     if (initPage) {
-      assert(Number.isInteger(block) && block >= 0 && block <= r.nblocks,
-        `INV-HEAP-6: ${where}: initPage beyond nblocks ${r.nblocks}`);
-      assert(block === r.nblocks || r.pageNitems[block] === 0,
-        `INV-HEAP-6: ${where}: initPage on a page with ${r.pageNitems[block]} line pointers`);
-      assert(firstOffset === 1, `INV-HEAP-6: ${where}: initPage insert must start at offset 1, not ${firstOffset}`);
+      if (!(Number.isInteger(block) && block >= 0 && block <= r.nblocks)) {
+        fail(`INV-HEAP-6: relation ${rel} block ${block}: initPage beyond nblocks ${r.nblocks}`);
+      }
+      if (!(block === r.nblocks || r.pageNitems[block] === 0)) {
+        fail(`INV-HEAP-6: relation ${rel} block ${block}: initPage on a page with ${r.pageNitems[block]} line pointers`);
+      }
+      if (firstOffset !== 1) {
+        fail(`INV-HEAP-6: relation ${rel} block ${block}: initPage insert must start at offset 1, not ${firstOffset}`);
+      }
       if (block === r.nblocks) r.extendTo(block + 1);
     } else {
-      this.assertBlock(r, block, where);
+      this.assertBlock(r, rel, block);
     }
     const nitems = r.pageNitems[block]!;
-    assert(firstOffset <= nitems + 1, `INV-HEAP-6: ${where}: insert at offset ${firstOffset} past nitems ${nitems} + 1`);
+    if (!(firstOffset <= nitems + 1)) {
+      fail(`INV-HEAP-6: relation ${rel} block ${block}: insert at offset ${firstOffset} past nitems ${nitems} + 1`);
+    }
     if (firstOffset === nitems + 1 && r.appendToPage(block, nranges, xmin)) return;
     r.rewritePage(block, nranges, MODE_INSERT, xmin);
   }
@@ -315,11 +342,12 @@ export class HeapStore {
   /** HEAP_DELETE: the listed line pointers (ranges, all used) get xmax. */
   applyDelete(rel: RelFileNumber, block: BlockNumber, offsets: number[], xmax: TransactionId): void {
     const r = this.rel(rel);
-    const where = `relation ${rel} block ${block}`;
-    this.assertBlock(r, block, where);
-    assertNormalXid(xmax, `${where}: xmax`);
-    const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, where);
-    assert(nranges > 0, `INV-HEAP-6: ${where}: delete of no line pointers`);
+    this.assertBlock(r, rel, block);
+    assertNormalXid(xmax, rel, block, 'xmax');
+    const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, rel, block);
+    if (!(nranges > 0)) {
+      fail(`INV-HEAP-6: relation ${rel} block ${block}: delete of no line pointers`);
+    }
     r.rewritePage(block, nranges, MODE_DELETE, xmax);
   }
 
@@ -329,9 +357,8 @@ export class HeapStore {
    */
   applyPrune(rel: RelFileNumber, block: BlockNumber, offsets: number[]): void {
     const r = this.rel(rel);
-    const where = `relation ${rel} block ${block}`;
-    this.assertBlock(r, block, where);
-    const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, where);
+    this.assertBlock(r, rel, block);
+    const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, rel, block);
     if (nranges > 0) r.rewritePage(block, nranges, MODE_PRUNE, 0);
   }
 
@@ -345,7 +372,7 @@ export class HeapStore {
   /** nitems: the page's line pointer count (PageGetMaxOffsetNumber). */
   nitems(rel: RelFileNumber, block: BlockNumber): number {
     const r = this.rel(rel);
-    this.assertBlock(r, block, `relation ${rel} block ${block}`);
+    this.assertBlock(r, rel, block);
     return r.pageNitems[block]!;
   }
 
@@ -482,7 +509,7 @@ export class HeapStore {
   /** The page's runs as objects (tests, debugging, `rel` CLI). */
   pageRuns(rel: RelFileNumber, block: BlockNumber): HeapRunInfo[] {
     const r = this.rel(rel);
-    this.assertBlock(r, block, `relation ${rel} block ${block}`);
+    this.assertBlock(r, rel, block);
     const out: HeapRunInfo[] = [];
     const start = r.pageRunStart[block]!;
     for (let i = start; i < start + r.pageRunCount[block]!; i++) {
@@ -516,7 +543,7 @@ export class HeapStore {
 
   /** Create the relation from serializeRelation() bytes, replacing it if it exists. */
   deserializeRelation(rel: RelFileNumber, bytes: Uint8Array): void {
-    assert(Number.isInteger(rel) && rel > 0, `INV-HEAP-1: bad relfilenumber ${rel}`);
+    if (!(Number.isInteger(rel) && rel > 0)) fail(`INV-HEAP-1: bad relfilenumber ${rel}`);
     this.rels.set(rel, deserializeHeapRelation(bytes, `relation ${rel}`));
   }
 
@@ -524,13 +551,14 @@ export class HeapStore {
 
   private rel(rel: RelFileNumber): HeapRelation {
     const r = this.rels.get(rel);
-    assert(r !== undefined, `INV-HEAP-1: relation ${rel} does not exist`);
+    if (!(r !== undefined)) fail(`INV-HEAP-1: relation ${rel} does not exist`);
     return r;
   }
 
-  private assertBlock(r: HeapRelation, block: number, where: string): void {
-    assert(Number.isInteger(block) && block >= 0 && block < r.nblocks,
-      `INV-HEAP-1: ${where}: block is not below nblocks ${r.nblocks}`);
+  private assertBlock(r: HeapRelation, rel: number, block: number): void {
+    if (!(Number.isInteger(block) && block >= 0 && block < r.nblocks)) {
+      fail(`INV-HEAP-1: relation ${rel} block ${block}: block is not below nblocks ${r.nblocks}`);
+    }
   }
 }
 
