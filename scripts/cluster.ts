@@ -4,14 +4,9 @@
  * processes it started: pids come from the nodes' postmaster.pid and are checked to be walsim
  * servers for that data directory before any signal is sent.
  */
-import { spawn } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { WalsimError } from '../common/errors.ts';
-import {
-  isWalsimServer, listNodes, nodeDir, readNodeConfig, readPidFile, SERVER_MARKER, type NodeName,
-} from '../server/cluster-files.ts';
+import { listNodes, readNodeConfig, type NodeName } from '../server/cluster-files.ts';
+import { runningPid, sleep, startNode, stopNode } from '../server/pg-ctl.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
 import { parseDropStrategy, parseSynchronousCommit } from '../server/settings.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
@@ -25,63 +20,6 @@ const USAGE = `usage: npm run cluster -- <start|stop|status|promote> [options]
   stop    [--mode smart|fast|immediate] [--node primary|standby] [--dir .walsim]
   status  [--json] [--dir .walsim]`;
 
-const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SIGNAL_OF: Record<StopMode, NodeJS.Signals> = { smart: 'SIGTERM', fast: 'SIGINT', immediate: 'SIGQUIT' };
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-export function runningPid(clusterDir: string, name: NodeName): number | null {
-  const dataDir = nodeDir(clusterDir, name);
-  const pid = readPidFile(dataDir);
-  return pid !== null && isWalsimServer(pid.pid, dataDir) ? pid.pid : null;
-}
-
-/** Start one node's server process in the background and wait until it accepts connections. */
-export async function startNode(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<number> {
-  const dataDir = nodeDir(clusterDir, name);
-  const stalePid = readPidFile(dataDir);
-  if (stalePid !== null && !isWalsimServer(stalePid.pid, dataDir)) fs.rmSync(path.join(dataDir, 'postmaster.pid'), { force: true });
-  const log = fs.openSync(path.join(dataDir, 'server.log'), 'a');
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(PROJECT_ROOT, 'server', 'main.ts'), SERVER_MARKER, '--datadir', path.resolve(dataDir), '--cluster-dir', clusterDir],
-    { cwd: PROJECT_ROOT, detached: true, stdio: ['ignore', log, log] },
-  );
-  fs.closeSync(log);
-  let exited: number | null = null;
-  child.once('exit', (code) => (exited = code ?? -1));
-  child.unref();
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const pid = readPidFile(dataDir);
-    if (pid !== null && pid.pid === child.pid) return pid.port;
-    if (exited !== null) {
-      const tail = fs.readFileSync(path.join(dataDir, 'server.log'), 'utf8').trim().split('\n').slice(-5).join('\n');
-      throw new WalsimError('io_error', `node "${name}" exited during start (code ${exited}); see ${path.join(dataDir, 'server.log')}:\n${tail}`);
-    }
-    await sleep(50);
-  }
-  throw new WalsimError('timeout', `node "${name}" did not start within ${timeoutMs / 1000} s; see ${path.join(dataDir, 'server.log')}`);
-}
-
-/** pg_ctl stop: signal, then wait until the process is gone. */
-export async function stopNode(clusterDir: string, name: NodeName, mode: StopMode, timeoutMs = 60_000): Promise<boolean> {
-  const pid = runningPid(clusterDir, name);
-  if (pid === null) return false;
-  process.kill(pid, SIGNAL_OF[mode]);
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return true;
-    }
-    await sleep(20);
-  }
-  throw new WalsimError('timeout', `node "${name}" (pid ${pid}) did not shut down within ${timeoutMs / 1000} s${mode === 'smart' ? '; try --mode fast' : ''}`);
-}
 
 async function waitStreaming(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -5,6 +5,7 @@
 import WebSocket from 'ws';
 import { WalsimError } from '../common/errors.ts';
 import type { ControlReply, QueryResult, StopMode } from './control-protocol.ts';
+import type { NodeInspection } from './node.ts';
 
 export class ControlClient {
   private nextId = 1;
@@ -79,6 +80,10 @@ export class ControlClient {
 
   status(): Promise<Record<string, unknown>> {
     return this.request({ op: 'status' }) as Promise<Record<string, unknown>>;
+  }
+
+  inspect(): Promise<NodeInspection> {
+    return this.request({ op: 'inspect' }) as Promise<NodeInspection>;
   }
 
   stop(mode: StopMode): Promise<unknown> {

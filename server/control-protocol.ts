@@ -11,6 +11,7 @@ export const STOP_MODES: readonly StopMode[] = ['smart', 'fast', 'immediate'];
 export type ControlRequest =
   | { id: number; op: 'sql'; sql: string }
   | { id: number; op: 'status' }
+  | { id: number; op: 'inspect' }
   | { id: number; op: 'stop'; mode: StopMode }
   | { id: number; op: 'promote'; wait: boolean; waitSeconds: number };
 
@@ -57,6 +58,8 @@ export function parseControlRequest(text: string): ControlRequest {
       return { id, op: 'sql', sql: v.sql };
     case 'status':
       return { id, op: 'status' };
+    case 'inspect':
+      return { id, op: 'inspect' };
     case 'stop': {
       const mode = v.mode ?? 'fast';
       if (typeof mode !== 'string' || !(STOP_MODES as readonly string[]).includes(mode)) {
@@ -74,7 +77,7 @@ export function parseControlRequest(text: string): ControlRequest {
       return { id, op: 'promote', wait, waitSeconds };
     }
     default:
-      throw bad(`unknown op ${JSON.stringify(v.op)} (expected sql, status, stop or promote)`);
+      throw bad(`unknown op ${JSON.stringify(v.op)} (expected sql, status, inspect, stop or promote)`);
   }
 }
 

@@ -16,7 +16,7 @@ import { assert } from '../common/assert.ts';
 import { WalsimError, isWalsimError } from '../common/errors.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
-import type { WalRecord, WalRecordBody, TransactionId, RelFileNumber } from '../wal/records.ts';
+import type { ForkNumber, WalRecord, WalRecordBody, TransactionId, RelFileNumber } from '../wal/records.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
 import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
@@ -34,6 +34,13 @@ import { readControlFile, writeControlFile, type ControlFile } from './control-f
 import type { NodeConfig } from './cluster-files.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
+
+export interface NodeInspection {
+  tables: Array<{ name: string; rel: number; rows: number; digest: string; forks: Array<number | null>; buffered: string[] }>;
+  orphanBuffers: string[];
+  relations: number[];
+  usedBuffers: number;
+}
 
 /** A FIFO mutex: write statements run one at a time (walsim has no concurrent writers). */
 class Mutex {
@@ -427,7 +434,7 @@ export class ServerNode {
       sharedBuffers: formatSharedBuffers(this.nBuffers),
       nBuffers: this.nBuffers,
       dropStrategy: this.config.dropStrategy,
-      drop: drop.snapshot(),
+      drop: { drops: { ...drop.drops }, scanned: drop.scanned, probes: drop.probes, invalidated: drop.invalidated, bsearchScans: drop.bsearchScans },
       startupReplay: this.startupReplay,
       insertLsn: formatLsn(this.wal.insertLsn),
       flushLsn: formatLsn(this.wal.flushLsn),
@@ -491,6 +498,30 @@ export class ServerNode {
       await new Promise((r) => setTimeout(r, 10));
     }
     this.syncRep.cancelAll(new WalsimError('shutting_down', 'canceling the wait for synchronous replication and terminating connection due to administrator command', '57P01'));
+  }
+
+  /**
+   * The node's logical and physical state, for comparing nodes in tests and tools: per table its
+   * rows, content digest, fork sizes and buffered blocks; and buffers that hold a block which no
+   * longer exists (must always be none).
+   */
+  inspect(): NodeInspection {
+    const { heap, clog, smgr, pool, catalog } = this.storage;
+    const tables = catalog.tables().map(([name, rel]) => {
+      const forks = [0, 1, 2, 3].map((f) => (smgr.exists(rel, f as ForkNumber) ? smgr.diskNblocks(rel, f as ForkNumber) : null));
+      return {
+        name, rel,
+        rows: heap.hasRelation(rel) ? heap.countVisible(rel, clog) : 0,
+        digest: heap.hasRelation(rel) ? heap.contentDigest(rel, clog) : '',
+        forks,
+        buffered: pool.bufferedBlocks(rel).map((b) => `${b.fork}:${b.block}`),
+      };
+    });
+    const orphanBuffers: string[] = [];
+    for (const b of pool.bufferedBlocks()) {
+      if (!smgr.exists(b.rel, b.fork) || b.block >= smgr.diskNblocks(b.rel, b.fork)) orphanBuffers.push(`${b.rel}/${b.fork}/${b.block}`);
+    }
+    return { tables, orphanBuffers, relations: smgr.relations(), usedBuffers: pool.usedBuffers };
   }
 
   noteDrop(cb: ((r: DropResult) => void) | null): void {

@@ -1,0 +1,137 @@
+/**
+ * Server process entry point: `node --import tsx server/main.ts walsim-server --datadir DIR
+ * --cluster-dir DIR`. Opens the node (replaying local WAL), serves the WebSocket port, writes
+ * postmaster.pid, and handles pg_ctl's signals: SIGTERM smart, SIGINT fast, SIGQUIT immediate.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import type WebSocket from 'ws';
+import { isWalsimError } from '../common/errors.ts';
+import { pidFilePath, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
+import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
+import { ServerNode } from './node.ts';
+import { startWsServer, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
+
+const { values, positionals } = parseArgs({
+  args: process.argv.slice(2),
+  options: { datadir: { type: 'string' }, 'cluster-dir': { type: 'string' } },
+  allowPositionals: true,
+});
+if (positionals[0] !== SERVER_MARKER || !values.datadir || !values['cluster-dir']) {
+  console.error(`usage: server/main.ts ${SERVER_MARKER} --datadir DIR --cluster-dir DIR`);
+  process.exit(2);
+}
+const dataDir = path.resolve(values.datadir);
+const clusterDir = path.resolve(values['cluster-dir']);
+const log = (message: string) => console.log(`${new Date().toISOString()} [${process.pid}] ${message}`);
+
+let node: ServerNode;
+let server: WsServerHandle;
+let exiting = false;
+
+function removePidFile(): void {
+  try {
+    const p = pidFilePath(dataDir);
+    const v = JSON.parse(fs.readFileSync(p, 'utf8')) as PidFile;
+    if (v.pid === process.pid) fs.rmSync(p);
+  } catch {
+    /* already gone */
+  }
+}
+
+/** pg_ctl stop -m immediate: exit at once, no checkpoint, no more WAL sent; next start is crash recovery. */
+function immediateStop(): never {
+  log('LOG:  received immediate shutdown request');
+  removePidFile();
+  process.exit(0);
+}
+
+async function cleanStop(mode: 'smart' | 'fast'): Promise<void> {
+  if (exiting) return;
+  exiting = true;
+  log(`LOG:  received ${mode} shutdown request`);
+  try {
+    await node.shutdown(mode);
+  } catch (e) {
+    log(`LOG:  shutdown error: ${(e as Error).stack}`);
+  }
+  for (const ws of server.sockets()) ws.close(CLOSE_SHUTTING_DOWN, 'the database system is shutting down');
+  await server.close();
+  removePidFile();
+  log('LOG:  database system is shut down');
+  process.exit(0);
+}
+
+function stop(mode: StopMode): void {
+  if (mode === 'immediate') immediateStop();
+  void cleanStop(mode);
+}
+
+function serveControl(ws: WebSocket): void {
+  ws.on('error', () => {});
+  ws.on('message', (data, isBinary) => {
+    const text = isBinary ? '' : data.toString();
+    const reply = (r: ControlReply) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(r));
+    let req;
+    try {
+      if (isBinary) throw new Error('invalid control request: frames must be JSON text');
+      req = parseControlRequest(text);
+    } catch (e) {
+      reply({ id: isBinary ? null : requestIdOf(text), ok: false, error: { code: '08P01', message: (e as Error).message } });
+      return;
+    }
+    const id = req.id;
+    const run = async (): Promise<unknown> => {
+      switch (req.op) {
+        case 'sql': return node.execute(req.sql);
+        case 'status': return { ...node.status(), pid: process.pid, port: server.port, dataDir };
+        case 'inspect': return node.inspect();
+        case 'stop':
+          setImmediate(() => stop(req.mode));
+          return { stopping: req.mode };
+        case 'promote':
+          throw Object.assign(new Error('promotion is not implemented yet'), { code: '0A000' });
+      }
+    };
+    run().then(
+      (result) => reply({ id, ok: true, result }),
+      (e: unknown) => {
+        if (isWalsimError(e)) reply({ id, ok: false, error: { code: e.sqlstate, message: e.message } });
+        else {
+          log(`ERROR:  internal error: ${(e as Error).stack}`);
+          reply({ id, ok: false, error: { code: (e as { code?: string }).code ?? 'XX000', message: (e as Error).message } });
+        }
+      },
+    );
+  });
+}
+
+async function main(): Promise<void> {
+  const config = JSON.parse(fs.readFileSync(path.join(dataDir, 'walsim.conf.json'), 'utf8')) as NodeConfig;
+  const token = readToken(clusterDir);
+  process.on('SIGQUIT', immediateStop);
+  process.on('SIGINT', () => stop('fast'));
+  process.on('SIGTERM', () => stop('smart'));
+  node = ServerNode.open({ dataDir, config, token, log });
+  server = await startWsServer({
+    host: config.listen,
+    port: config.port,
+    token,
+    maxPayload: { replication: 64 * 1024 * 1024, control: CONTROL_MAX_PAYLOAD },
+    onConnection: (endpoint, ws) => {
+      if (endpoint === 'control') serveControl(ws);
+      else node.acceptReplication(ws);
+    },
+  });
+  await node.startRole(token);
+  const pid: PidFile = { pid: process.pid, port: server.port, role: node.inRecovery ? 'standby' : 'primary', startedAt: new Date().toISOString(), marker: SERVER_MARKER };
+  writeFileAtomic(pidFilePath(dataDir), JSON.stringify(pid) + '\n');
+  log(`LOG:  ${pid.role} listening on ${config.listen}:${server.port}, shared_buffers=${config.sharedBuffers} (${node.nBuffers} buffers)`);
+}
+
+main().catch((e: unknown) => {
+  log(`FATAL:  ${(e as Error).stack ?? String(e)}`);
+  removePidFile();
+  process.exit(1);
+});
