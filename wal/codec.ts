@@ -370,7 +370,7 @@ export class RecordEncoder {
     if (!isU32(xid)) assert(false, `INV-WAL-1: xid ${xid} is not an unsigned 32-bit integer`);
     if (!(Number.isSafeInteger(prev) && prev >= 0)) assert(false, `INV-WAL-1: prev ${prev} is not an LSN`);
     // REUSE_BUFFER_MODE returns msgpackr's whole target buffer with the frame at [start, end).
-    const packed = this.packr.pack(body, REUSE_BUFFER_MODE) as Uint8Array & { start: number; end: number };
+    const packed = this.packr.pack(body, REUSE_BUFFER_MODE) as unknown as Uint8Array & { start: number; end: number };
     const pStart = packed.start;
     const pEnd = packed.end;
     const totalLength = SIZE_OF_XLOG_RECORD + (pEnd - pStart);

@@ -132,7 +132,10 @@ export interface WalRecordHeader {
 /** A decoded record and where it lives in the WAL stream. */
 export interface WalRecord {
   lsn: Lsn;
-  /** Position just past this record (the next record's start, before alignment). */
+  /**
+   * Position just past this record: the next record's start, lsn + MAXALIGN(totalLength), as
+   * PostgreSQL's EndRecPtr (so it is already MAXALIGNed; maxAlign(endLsn) === endLsn).
+   */
   endLsn: Lsn;
   header: WalRecordHeader;
   body: WalRecordBody;

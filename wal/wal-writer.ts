@@ -1,0 +1,330 @@
+/**
+ * The WAL writer: WAL buffers in memory, written and fsynced to segment files in `<dataDir>/pg_wal`.
+ *
+ * Entry points: `WalWriter.open`, `insert` (XLogInsert: frame a record into the WAL buffers),
+ * `write` / `flush` (XLogWrite / XLogFlush), `appendRaw` (walreceiver: verbatim upstream WAL),
+ * `switchTimeline` (promotion), `close`. Positions: insertLsn >= writeLsn >= flushLsn, all
+ * MAXALIGNed record boundaries (INV-WAL-3).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { assert } from '../common/assert.ts';
+import { WalsimError } from '../common/errors.ts';
+import { ByteBuffer } from './byte-buffer.ts';
+import { decodeRecord, InvalidWalRecordError, RecordEncoder } from './codec.ts';
+import { assertValidLsn, formatLsn, InvalidLsn, type Lsn, type TimeLineId } from './lsn.ts';
+import type { TransactionId, WalRecord, WalRecordBody } from './records.ts';
+import {
+  checkSegmentSize,
+  chooseSegmentFile,
+  firstRecordLsn,
+  fsyncDir,
+  listSegmentFiles,
+  readTimelineHistory,
+  readTimelineHistoryFile,
+  segmentFileName,
+  segmentOf,
+  segmentOffset,
+  walDir,
+  writeTimelineHistory,
+} from './segment.ts';
+
+export interface WalWriterOptions {
+  segmentSize: number;
+  timeline: TimeLineId;
+  /**
+   * Where the next record goes (end of valid WAL found by recovery). Omitted only for a fresh
+   * cluster (no segment files yet): then the first record goes to firstRecordLsn(segmentSize).
+   */
+  startLsn?: Lsn;
+  /** Start LSN of the record before startLsn (xl_prev of the next record); required with startLsn. */
+  prevLsn?: Lsn;
+  /** wal_buffers: insert() writes the buffers out when more than this is pending. Default 16 MB. */
+  walBuffersBytes?: number;
+}
+
+export interface InsertResult {
+  /** Where the record starts. */
+  startLsn: Lsn;
+  /** Where the next record starts (startLsn + MAXALIGN(xl_tot_len)); the LSN to flush for durability. */
+  endLsn: Lsn;
+}
+
+export class WalWriter {
+  private readonly encoder = new RecordEncoder();
+  /** WAL bytes in [writeLsn, insertLsn). */
+  private readonly buffers = new ByteBuffer(1 << 20);
+  private fd: number | null = null;
+  private fdSegno = -1;
+  private fdDirty = false;
+  private insertPos: Lsn;
+  private writePos: Lsn;
+  private flushPos: Lsn;
+  private lastRecord: Lsn;
+  private tli: TimeLineId;
+  private closed = false;
+
+  private constructor(
+    readonly dataDir: string,
+    readonly segmentSize: number,
+    timeline: TimeLineId,
+    startLsn: Lsn,
+    prevLsn: Lsn,
+    private readonly walBuffersBytes: number,
+  ) {
+    this.tli = timeline;
+    this.insertPos = this.writePos = this.flushPos = startLsn;
+    this.lastRecord = prevLsn;
+  }
+
+  /**
+   * Open the WAL of `dataDir` for writing at `startLsn`. Anything in the segment file at or after
+   * startLsn is cut off (it is past the end of valid WAL), so a reader sees end-of-WAL there. If
+   * this timeline has no file for startLsn's segment, its bytes before startLsn are copied from the
+   * file the history says holds them (or zero-filled for a fresh cluster).
+   */
+  static open(dataDir: string, opts: WalWriterOptions): WalWriter {
+    checkSegmentSize(opts.segmentSize);
+    assert(opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1, `INV-WAL-3: bad timeline ${opts.timeline}`);
+    const segmentSize = opts.segmentSize;
+    fs.mkdirSync(walDir(dataDir), { recursive: true });
+    let startLsn = opts.startLsn;
+    let prevLsn = opts.prevLsn;
+    if (startLsn === undefined) {
+      if (listSegmentFiles(dataDir, segmentSize).length > 0) {
+        throw new WalsimError(
+          'invalid_input',
+          `WAL already exists in ${walDir(dataDir)}: pass startLsn/prevLsn (the end of WAL found by recovery)`,
+        );
+      }
+      startLsn = firstRecordLsn(segmentSize);
+      prevLsn = InvalidLsn;
+    }
+    assertValidLsn(startLsn, 'startLsn');
+    assert(startLsn % 8 === 0 && startLsn > 0, `INV-WAL-3: startLsn ${formatLsn(startLsn)} is not a MAXALIGNed record boundary`);
+    if (prevLsn === undefined) {
+      assert(startLsn === firstRecordLsn(segmentSize), `INV-WAL-3: prevLsn is required when opening WAL at ${formatLsn(startLsn)}`);
+      prevLsn = InvalidLsn;
+    }
+    assert(prevLsn < startLsn, `INV-WAL-3: prevLsn ${formatLsn(prevLsn)} must be before startLsn ${formatLsn(startLsn)}`);
+    const w = new WalWriter(dataDir, segmentSize, opts.timeline, startLsn, prevLsn, opts.walBuffersBytes ?? 16 * 1024 * 1024);
+    w.prepareSegmentAt(startLsn);
+    return w;
+  }
+
+  get insertLsn(): Lsn {
+    return this.insertPos;
+  }
+  get writeLsn(): Lsn {
+    return this.writePos;
+  }
+  get flushLsn(): Lsn {
+    return this.flushPos;
+  }
+  /** Start LSN of the last record inserted (or appended): xl_prev of the next one. */
+  get lastRecordLsn(): Lsn {
+    return this.lastRecord;
+  }
+  get timeline(): TimeLineId {
+    return this.tli;
+  }
+
+  /** XLogInsert: frame `body` into the WAL buffers at insertLsn. Nothing reaches disk until write(). */
+  insert(body: WalRecordBody, xid: TransactionId): InsertResult {
+    assert(!this.closed, 'INV-WAL-3: insert on a closed WAL writer');
+    const startLsn = this.insertPos;
+    const before = this.buffers.length;
+    this.encoder.append(this.buffers, body, xid, this.lastRecord);
+    const endLsn = startLsn + (this.buffers.length - before);
+    this.insertPos = endLsn;
+    this.lastRecord = startLsn;
+    if (this.buffers.length > this.walBuffersBytes) this.write();
+    return { startLsn, endLsn };
+  }
+
+  /**
+   * A standby's walreceiver: append WAL received from upstream verbatim at `startLsn`, which must
+   * be this writer's end (insertLsn). The bytes must be whole records chained by prev-links from
+   * lastRecordLsn; every record is validated (CRC, header, payload) before anything is buffered.
+   * Throws InvalidWalRecordError ('gap' | 'overlap' | a decode reason) and changes nothing on refusal.
+   * Returns the decoded records.
+   */
+  appendRaw(bytes: Uint8Array, startLsn: Lsn): WalRecord[] {
+    assert(!this.closed, 'INV-WAL-3: appendRaw on a closed WAL writer');
+    if (startLsn !== this.insertPos) {
+      throw new InvalidWalRecordError(
+        startLsn,
+        startLsn > this.insertPos ? 'gap' : 'overlap',
+        `received WAL starts at ${formatLsn(startLsn)} but local WAL ends at ${formatLsn(this.insertPos)}`,
+      );
+    }
+    const records: WalRecord[] = [];
+    let offset = 0;
+    let prev = this.lastRecord;
+    while (offset < bytes.length) {
+      const rec = decodeRecord(bytes, offset, startLsn + offset, prev, bytes.length);
+      records.push(rec);
+      prev = rec.lsn;
+      offset = rec.endLsn - startLsn;
+    }
+    assert(offset === bytes.length, 'INV-WAL-4: appendRaw consumed a partial record');
+    this.buffers.append(bytes);
+    this.insertPos += bytes.length;
+    this.lastRecord = prev;
+    if (this.buffers.length > this.walBuffersBytes) this.write();
+    return records;
+  }
+
+  /** XLogWrite: write the WAL buffers to segment files (no fsync). Completed segments are fsynced and closed. */
+  write(): void {
+    assert(!this.closed, 'INV-WAL-3: write on a closed WAL writer');
+    const bytes = this.buffers.bytes;
+    const total = this.buffers.length;
+    assert(this.writePos + total === this.insertPos, 'INV-WAL-3: WAL buffers do not span [writeLsn, insertLsn)');
+    let done = 0;
+    while (done < total) {
+      const segno = segmentOf(this.writePos, this.segmentSize);
+      const offset = segmentOffset(this.writePos, this.segmentSize);
+      const n = Math.min(total - done, this.segmentSize - offset);
+      const fd = this.segmentFd(segno, offset);
+      let written = 0;
+      while (written < n) written += fs.writeSync(fd, bytes, done + written, n - written, offset + written);
+      this.fdDirty = true;
+      done += n;
+      this.writePos += n;
+      if (offset + n === this.segmentSize) this.closeSegment(true); // finished segment: fsync now, like XLogWrite
+    }
+    this.buffers.clear();
+  }
+
+  /** XLogFlush: write, then fsync; flushLsn = insertLsn. */
+  flush(): void {
+    this.write();
+    if (this.fd !== null && this.fdDirty) {
+      fs.fsyncSync(this.fd);
+      this.fdDirty = false;
+    }
+    this.flushPos = this.writePos;
+    assert(this.flushPos === this.insertPos, 'INV-WAL-3: flush must reach insertLsn');
+  }
+
+  /**
+   * Promotion: continue on timeline `newTli` at insertLsn (the switch point). Flushes first, makes
+   * sure `%08X.history` of newTli exists (writing it with `reason` from this timeline's history if
+   * not), then, like PostgreSQL's XLogInitNewTimeline, creates newTli's file for the current
+   * segment holding a copy of the bytes before the switch point. Later writes go to newTli files.
+   */
+  switchTimeline(newTli: TimeLineId, reason = 'no recovery target specified'): void {
+    assert(newTli >>> 0 === newTli && newTli > this.tli, `INV-WAL-5: new timeline ${newTli} must be above ${this.tli}`);
+    this.flush();
+    const switchLsn = this.insertPos;
+    if (readTimelineHistoryFile(this.dataDir, newTli) === null) {
+      writeTimelineHistory(this.dataDir, newTli, readTimelineHistory(this.dataDir, this.tli), switchLsn, reason);
+    }
+    const history = readTimelineHistory(this.dataDir, newTli);
+    const parent = history[history.length - 2];
+    if (parent === undefined || parent.tli !== this.tli || parent.endLsn !== switchLsn) {
+      throw new WalsimError(
+        'invalid_wal',
+        `history file of timeline ${newTli} does not branch from timeline ${this.tli} at ${formatLsn(switchLsn)}`,
+      );
+    }
+    this.closeSegment(false);
+    this.tli = newTli;
+    this.prepareSegmentAt(switchLsn);
+  }
+
+  /** Flush and close the current segment file. The writer cannot be used afterwards. */
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    this.closeSegment(false);
+    this.closed = true;
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private segmentPath(tli: TimeLineId, segno: number): string {
+    return path.join(walDir(this.dataDir), segmentFileName(tli, segno, this.segmentSize));
+  }
+
+  /** The fd of this timeline's file for `segno`, positioned writes at `offset`. */
+  private segmentFd(segno: number, offset: number): number {
+    if (this.fd !== null && this.fdSegno === segno) return this.fd;
+    this.closeSegment(true);
+    const p = this.segmentPath(this.tli, segno);
+    if (offset === 0) {
+      // A new segment: start from an empty file so stale bytes from an earlier life can never
+      // follow our records (INV-WAL-6).
+      this.fd = fs.openSync(p, 'w');
+      fsyncDir(walDir(this.dataDir));
+    } else {
+      this.fd = fs.openSync(p, 'r+'); // prepareSegmentAt created it
+    }
+    this.fdSegno = segno;
+    this.fdDirty = false;
+    return this.fd;
+  }
+
+  private closeSegment(sync: boolean): void {
+    if (this.fd === null) return;
+    if (sync && this.fdDirty) fs.fsyncSync(this.fd);
+    fs.closeSync(this.fd);
+    this.fd = null;
+    this.fdSegno = -1;
+    this.fdDirty = false;
+  }
+
+  /**
+   * Make this timeline's file for lsn's segment hold exactly the bytes before `lsn` (INV-WAL-6):
+   * cut an existing file there, or create it from the file that holds that segment for an
+   * ancestor timeline (or zeros when there is none: a fresh cluster).
+   */
+  private prepareSegmentAt(lsn: Lsn): void {
+    const segno = segmentOf(lsn, this.segmentSize);
+    const offset = segmentOffset(lsn, this.segmentSize);
+    const p = this.segmentPath(this.tli, segno);
+    if (offset === 0) {
+      // segmentFd creates the file empty on first write; drop a stale one now so that no reader
+      // sees old records at our end of WAL meanwhile.
+      if (fs.existsSync(p)) fs.truncateSync(p, 0);
+      return;
+    }
+    if (fs.existsSync(p)) {
+      const size = fs.statSync(p).size;
+      if (size < offset) {
+        throw new WalsimError(
+          'invalid_wal',
+          `WAL segment file ${path.basename(p)} has ${size} bytes, fewer than the ${offset} before ${formatLsn(lsn)}`,
+        );
+      }
+      if (size > offset) fs.truncateSync(p, offset);
+    } else {
+      const prefix = new Uint8Array(offset);
+      const history = readTimelineHistory(this.dataDir, this.tli);
+      const src = chooseSegmentFile(this.dataDir, segno, history, this.segmentSize);
+      if (src !== null) {
+        const fd = fs.openSync(path.join(walDir(this.dataDir), src.name), 'r');
+        try {
+          const n = fs.readSync(fd, prefix, 0, offset, 0);
+          if (n < offset) {
+            throw new WalsimError('invalid_wal', `WAL segment file ${src.name} is too short to copy up to ${formatLsn(lsn)}`);
+          }
+        } finally {
+          fs.closeSync(fd);
+        }
+      }
+      const tmp = `${p}.tmp`;
+      const fd = fs.openSync(tmp, 'w');
+      try {
+        fs.writeSync(fd, prefix, 0, offset, 0);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(tmp, p);
+      fsyncDir(walDir(this.dataDir));
+    }
+    assert(fs.statSync(p).size === offset, `INV-WAL-6: ${path.basename(p)} must end at ${formatLsn(lsn)}`);
+  }
+}
