@@ -86,7 +86,8 @@ export class Clog {
     const current = this.statusCode(xid);
     assert(
       current === XACT_IN_PROGRESS || current === code,
-      `INV-CLOG-1: xid ${xid} is already ${STATUS_NAMES[current]}, cannot become ${STATUS_NAMES[code]}`,
+      `INV-CLOG-1: xid ${xid} is already ${STATUS_NAMES[current]}, ` +
+        `cannot become ${STATUS_NAMES[code]}`,
     );
     const byte = xid >>> 2;
     if (byte >= this.bits.length) this.grow(byte + 1);
@@ -117,11 +118,13 @@ export class Clog {
 
   /** Inverse of serialize(). Malformed bytes are corrupt data: WalsimError('io_error'). */
   static deserialize(bytes: Uint8Array): Clog {
-    const corrupt = (why: string): WalsimError => new WalsimError('io_error', `corrupt clog data: ${why}`);
-    if (bytes.length < HEADER_BYTES) throw corrupt(`${bytes.length} bytes is shorter than the header`);
+    const corrupt = (why: string): WalsimError =>
+      new WalsimError('io_error', `corrupt clog data: ${why}`);
+    if (bytes.length < HEADER_BYTES) throw corrupt(`${bytes.length} bytes is less than a header`);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     if (view.getUint32(0, true) !== CLOG_MAGIC) throw corrupt('bad magic');
-    if (view.getUint32(4, true) !== CLOG_VERSION) throw corrupt(`unknown version ${view.getUint32(4, true)}`);
+    const version = view.getUint32(4, true);
+    if (version !== CLOG_VERSION) throw corrupt(`unknown version ${version}`);
     const xidLimit = view.getUint32(8, true);
     const nbytes = Math.ceil(xidLimit / XIDS_PER_BYTE);
     if (xidLimit < FIRST_NORMAL_XID || bytes.length !== HEADER_BYTES + nbytes) {

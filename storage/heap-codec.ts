@@ -20,7 +20,8 @@ const HEAP_MAGIC = 0x50485357; // 'WSHP' little-endian
 const HEAP_VERSION = 1;
 const HEADER_BYTES = 16;
 
-assert(new Uint8Array(new Uint16Array([1]).buffer)[0] === 1, 'INV-HEAP-8: heap files assume a little-endian host');
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+assert(littleEndian, 'INV-HEAP-8: heap files assume a little-endian host');
 
 export function serializeHeapRelation(r: HeapRelation): Uint8Array {
   if (r.slabGarbage > 0) r.compact(); // block order without garbage: the layout above
@@ -54,10 +55,11 @@ export function serializeHeapRelation(r: HeapRelation): Uint8Array {
 }
 
 export function deserializeHeapRelation(input: Uint8Array, label: string): HeapRelation {
-  const corrupt = (why: string): WalsimError => new WalsimError('io_error', `corrupt heap data for ${label}: ${why}`);
+  const corrupt = (why: string): WalsimError =>
+    new WalsimError('io_error', `corrupt heap data for ${label}: ${why}`);
   // A Buffer from fs may sit at an unaligned offset of a shared pool: copy it to align the columns.
   const bytes = input.byteOffset % 4 === 0 ? input : new Uint8Array(input);
-  if (bytes.length < HEADER_BYTES) throw corrupt(`${bytes.length} bytes is shorter than the header`);
+  if (bytes.length < HEADER_BYTES) throw corrupt(`${bytes.length} bytes is less than a header`);
   const header = new Uint32Array(bytes.buffer, bytes.byteOffset, 4);
   if (header[0] !== HEAP_MAGIC) throw corrupt('bad magic');
   if (header[1] !== HEAP_VERSION) throw corrupt(`unknown version ${header[1]}`);

@@ -57,13 +57,17 @@ let outRuns = 0;
  * Append a run to the output scratch, merging it into the previous one when the two are
  * continuous (INV-HEAP-4): same state, and for used runs same xmin/xmax and consecutive values.
  */
-function emit(offset: number, count: number, unused: number, value: number, xmin: number, xmax: number): void {
+function emit(
+  offset: number, count: number, unused: number, value: number, xmin: number, xmax: number,
+): void {
   const last = outRuns - 1;
   if (
     last >= 0 &&
     outUnused[last] === unused &&
     (unused === 1 ||
-      (outXmin[last] === xmin && outXmax[last] === xmax && outValue[last]! + outCount[last]! === value))
+      (outXmin[last] === xmin &&
+        outXmax[last] === xmax &&
+        outValue[last]! + outCount[last]! === value))
   ) {
     outCount[last] = outCount[last]! + count;
     return;
@@ -231,7 +235,7 @@ export class HeapRelation {
       let pos = off;
       while (pos < end) {
         if (k < nranges && rangeOffset[k]! <= pos) {
-          // Range k covers pos: ranges are sorted and we move past a range when pos reaches its end.
+          // Range k covers pos: ranges are sorted, and k moves on when pos reaches its end.
           const rangeEnd = rangeOffset[k]! + rangeCount[k]!;
           const segEnd = end < rangeEnd ? end : rangeEnd;
           if (mode === MODE_INSERT) {
@@ -243,8 +247,11 @@ export class HeapRelation {
             if (unused !== 0) {
               fail(`INV-HEAP-6: block ${block} offset ${pos}: line pointer is unused`);
             }
-            if (mode === MODE_DELETE) emit(pos, segEnd - pos, 0, runValue[i]! + (pos - off), runXmin[i]!, xid);
-            else emit(pos, segEnd - pos, 1, 0, 0, 0);
+            if (mode === MODE_DELETE) {
+              emit(pos, segEnd - pos, 0, runValue[i]! + (pos - off), runXmin[i]!, xid);
+            } else {
+              emit(pos, segEnd - pos, 1, 0, 0, 0);
+            }
           }
           pos = segEnd;
           if (pos === rangeEnd) k++;
@@ -263,9 +270,13 @@ export class HeapRelation {
       }
       const from = rangeOffset[k]! > nitems + 1 ? rangeOffset[k]! : nitems + 1;
       if (!(from === (outRuns === 0 ? 1 : outOffset[outRuns - 1]! + outCount[outRuns - 1]!))) {
-        fail(`INV-HEAP-6: block ${block}: insert at offset ${from} leaves a gap after nitems ${nitems}`);
+        fail(
+          `INV-HEAP-6: block ${block}: insert at offset ${from} leaves a gap after nitems ` +
+            `${nitems}`,
+        );
       }
-      emit(from, rangeOffset[k]! + rangeCount[k]! - from, 0, rangeValue[k]! + (from - rangeOffset[k]!), xid, 0);
+      const skipped = from - rangeOffset[k]!;
+      emit(from, rangeCount[k]! - skipped, 0, rangeValue[k]! + skipped, xid, 0);
     }
     if (mode === MODE_PRUNE) while (outRuns > 0 && outUnused[outRuns - 1] === 1) outRuns--;
     this.writeBack(block);
@@ -279,7 +290,10 @@ export class HeapRelation {
       fail(`INV-HEAP-1: block ${block} would hold ${newNitems} items`);
     }
     if (!(n === 0 || (outOffset[0] === 1 && outUnused[n - 1] === 0))) {
-      fail(`INV-HEAP-3: block ${block} runs must start at offset 1 and end with a used line pointer`);
+      fail(
+        `INV-HEAP-3: block ${block} runs must start at offset 1 and end with a used line ` +
+          `pointer`,
+      );
     }
     const oldStart = this.pageRunStart[block]!;
     const oldCount = this.pageRunCount[block]!;
@@ -320,7 +334,10 @@ export class HeapRelation {
   }
 
   private resizeSlab(capacity: number): void {
-    const old = { o: this.runOffset, c: this.runCount, u: this.runUnused, v: this.runValue, n: this.runXmin, x: this.runXmax };
+    const old = {
+      o: this.runOffset, c: this.runCount, u: this.runUnused,
+      v: this.runValue, n: this.runXmin, x: this.runXmax,
+    };
     this.allocateSlab(capacity);
     const len = this.slabLength;
     this.runOffset.set(old.o.subarray(0, len));
@@ -362,7 +379,8 @@ export class HeapRelation {
   }
 
   private maybeCompact(): void {
-    if (this.slabGarbage >= COMPACT_MIN_GARBAGE && this.slabGarbage * 2 > this.slabLength) this.compact();
+    const garbage = this.slabGarbage;
+    if (garbage >= COMPACT_MIN_GARBAGE && garbage * 2 > this.slabLength) this.compact();
   }
 
   /**
@@ -370,10 +388,14 @@ export class HeapRelation {
    * O(1) per garbage row: it runs only when garbage exceeds the live rows.
    */
   compact(): void {
-    const old = { o: this.runOffset, c: this.runCount, u: this.runUnused, v: this.runValue, n: this.runXmin, x: this.runXmax };
+    const old = {
+      o: this.runOffset, c: this.runCount, u: this.runUnused,
+      v: this.runValue, n: this.runXmin, x: this.runXmax,
+    };
     const live = this.liveRuns();
     this.allocateSlab(Math.max(INITIAL_SLAB_RUNS, Math.ceil(live * 1.5)));
-    const { runOffset, runCount, runUnused, runValue, runXmin, runXmax, pageRunStart, pageRunCount } = this;
+    const { runOffset, runCount, runUnused, runValue, runXmin, runXmax } = this;
+    const { pageRunStart, pageRunCount } = this;
     let at = 0;
     for (let b = 0; b < this.nblocks; b++) {
       const count = pageRunCount[b]!;
@@ -433,7 +455,10 @@ export class HeapRelation {
       }
     }
     if (!(live + this.slabGarbage === this.slabLength)) {
-      fail(`INV-HEAP-5: ${label}: ${live} live + ${this.slabGarbage} garbage != slab length ${this.slabLength}`);
+      fail(
+        `INV-HEAP-5: ${label}: ${live} live + ${this.slabGarbage} garbage != slab length ` +
+          `${this.slabLength}`,
+      );
     }
     return live;
   }

@@ -2,14 +2,15 @@
  * Heap store: the contents of every heap relation of one node, as runs of tuples in typed arrays.
  *
  * Principal entry points (class HeapStore)
- *   relations      createRelation, dropRelation, hasRelation, relations, nblocks, extendTo, truncate
+ *   relations      createRelation, dropRelation, hasRelation, relations, nblocks, extendTo,
+ *                  truncate
  *   redo/apply     applyMultiInsert, applyInsert, applyDelete, applyPrune — one call per heap WAL
- *                  record (HEAP2_MULTI_INSERT, HEAP_INSERT, HEAP_DELETE, HEAP2_PRUNE); the primary's
- *                  executor calls the same functions after logging the record, so primary and
- *                  standby run identical code on identical payloads.
+ *                  record (HEAP2_MULTI_INSERT, HEAP_INSERT, HEAP_DELETE, HEAP2_PRUNE); the
+ *                  primary's executor calls the same functions after logging the record, so
+ *                  primary and standby run identical code on identical payloads.
  *   planning       freeSlots, nitems, forEachPageToDelete, forEachPageToPrune, nonEmptyPages,
- *                  and the free function shouldAttemptTruncation — pure reads the executor uses to
- *                  build those records.
+ *                  and the free function shouldAttemptTruncation — pure reads the executor
+ *                  uses to build those records.
  *   reads          countVisible, contentDigest, visibleValues, pageRuns (tests), memoryBytes
  *   persistence    serializeRelation, deserializeRelation (format in heap-codec.ts)
  * Helpers: heap-relation.ts (columns and the page rewrite engine), heap-codec.ts (bytes),
@@ -32,15 +33,16 @@
  *   per page, indexed by block:  pageNitems Uint8 (line pointers, ≤ 226), pageRunStart Uint32 and
  *                                pageRunCount Uint8 (the page's runs in the slab).
  *   run slab, one row per run:   runOffset Uint8, runCount Uint8, runUnused Uint8 (1 = LP_UNUSED),
- *                                runValue Int32 (firstValue), runXmin Uint32, runXmax Uint32 (0 = none).
+ *                                runValue Int32 (firstValue), runXmin Uint32,
+ *                                runXmax Uint32 (0 = none).
  * A page's runs are contiguous slab rows. A mutation rebuilds the page's runs in a scratch buffer
  * (one sweep over the old runs and the record's line-pointer ranges, merging as it emits) and
  * writes them back in place when they fit or at the slab end otherwise; the abandoned rows are
  * counted as garbage and the slab is compacted (copied in block order) when garbage exceeds the
- * live rows, which keeps every update amortised O(runs on the page). Inserts that append to a page
- * whose runs are at the slab end — every page of a bulk insert — skip the sweep and extend the last
- * run or push a row: O(1), no allocation. Relations live in a Map keyed by relfilenumber (~1000
- * relations is fine; each starts at a few hundred bytes).
+ * live rows, which keeps every update amortised O(runs on the page). Inserts that append to a
+ * page whose runs are at the slab end — every page of a bulk insert — skip the sweep and extend
+ * the last run or push a row: O(1), no allocation. Relations live in a Map keyed by
+ * relfilenumber (~1000 relations is fine; each starts at a few hundred bytes).
  *
  * Invariants (asserted where named; `checkInvariants` asserts all of them at once)
  *   INV-HEAP-1  Every page has 0 ≤ nitems ≤ TUPLES_PER_PAGE and runs ≤ nitems; only blocks
@@ -106,18 +108,22 @@ export const REL_TRUNCATE_FRACTION = 16;
  */
 export function shouldAttemptTruncation(relPages: number, nonEmptyPages: number): boolean {
   assert(
-    Number.isInteger(relPages) && Number.isInteger(nonEmptyPages) && nonEmptyPages >= 0 && nonEmptyPages <= relPages,
+    Number.isInteger(relPages) && Number.isInteger(nonEmptyPages) &&
+      nonEmptyPages >= 0 && nonEmptyPages <= relPages,
     `INV-HEAP-1: nonempty pages ${nonEmptyPages} outside relation of ${relPages} pages`,
   );
   const possiblyFreeable = relPages - nonEmptyPages;
   return (
     possiblyFreeable > 0 &&
-    (possiblyFreeable >= REL_TRUNCATE_MINIMUM || possiblyFreeable >= relPages / REL_TRUNCATE_FRACTION)
+    (possiblyFreeable >= REL_TRUNCATE_MINIMUM ||
+      possiblyFreeable >= relPages / REL_TRUNCATE_FRACTION)
   );
 }
 
 /** DELETE's WHERE clause on the one int column: `c < v`, `c > v`, `c = v`, or no WHERE. */
-export type DeletePredicate = { op: '<' | '>' | '='; value: number } | { op: 'all'; value?: undefined };
+export type DeletePredicate =
+  | { op: '<' | '>' | '='; value: number }
+  | { op: 'all'; value?: undefined };
 
 /**
  * Called once per page that has something to do, in block order. `offsets` is a fresh
@@ -127,7 +133,9 @@ export type DeletePredicate = { op: '<' | '>' | '='; value: number } | { op: 'al
  */
 export type PageDeleteCallback = (block: BlockNumber, offsets: number[]) => void;
 /** As PageDeleteCallback; latestRemovedXid is the newest committed xmax removed (0 if none). */
-export type PagePruneCallback = (block: BlockNumber, offsets: number[], latestRemovedXid: TransactionId) => void;
+export type PagePruneCallback = (
+  block: BlockNumber, offsets: number[], latestRemovedXid: TransactionId,
+) => void;
 
 /** One run as tests and debugging see it. */
 export interface HeapRunInfo {
@@ -141,14 +149,17 @@ export interface HeapRunInfo {
 
 function assertNormalXid(xid: number, rel: number, block: number, what: string): void {
   if (!(Number.isInteger(xid) && xid >= FIRST_NORMAL_XID && xid <= 0xffffffff)) {
-    fail(`INV-HEAP-7: relation ${rel} block ${block}: ${what} ${xid} is not a normal transaction id`);
+    fail(`INV-HEAP-7: relation ${rel} block ${block}: ${what} ${xid} is not a normal xid`);
   }
 }
 
 /** Copy `[firstOffset, count, ...]` into the range scratch: sorted, disjoint, within 1..nitems. */
 function loadOffsetRanges(offsets: number[], nitems: number, rel: number, block: number): number {
   if (!(offsets.length % 2 === 0 && offsets.length <= 2 * TUPLES_PER_PAGE)) {
-    fail(`INV-HEAP-6: relation ${rel} block ${block}: offsets must be [firstOffset, count] pairs, got ${offsets.length} numbers`);
+    fail(
+      `INV-HEAP-6: relation ${rel} block ${block}: offsets must be [firstOffset, count] ` +
+        `pairs, got ${offsets.length} numbers`,
+    );
   }
   const n = offsets.length / 2;
   let sorted = true;
@@ -156,9 +167,13 @@ function loadOffsetRanges(offsets: number[], nitems: number, rel: number, block:
     const off = offsets[2 * i]!;
     const cnt = offsets[2 * i + 1]!;
     if (
-      !(Number.isInteger(off) && Number.isInteger(cnt) && off >= 1 && cnt >= 1 && off + cnt - 1 <= nitems)
+      !(Number.isInteger(off) && Number.isInteger(cnt) && off >= 1 && cnt >= 1 &&
+        off + cnt - 1 <= nitems)
     ) {
-      fail(`INV-HEAP-6: relation ${rel} block ${block}: range (${off}, ${cnt}) is not within line pointers 1..${nitems}`);
+      fail(
+        `INV-HEAP-6: relation ${rel} block ${block}: range (${off}, ${cnt}) is not within ` +
+          `line pointers 1..${nitems}`,
+      );
     }
     rangeOffset[i] = off;
     rangeCount[i] = cnt;
@@ -168,7 +183,10 @@ function loadOffsetRanges(offsets: number[], nitems: number, rel: number, block:
   if (!sorted) sortRanges(n);
   for (let i = 1; i < n; i++) {
     if (!(rangeOffset[i]! >= rangeOffset[i - 1]! + rangeCount[i - 1]!)) {
-      fail(`INV-HEAP-6: relation ${rel} block ${block}: ranges at offsets ${rangeOffset[i - 1]} and ${rangeOffset[i]} overlap`);
+      fail(
+        `INV-HEAP-6: relation ${rel} block ${block}: ranges at offsets ${rangeOffset[i - 1]} ` +
+          `and ${rangeOffset[i]} overlap`,
+      );
     }
   }
   return n;
@@ -190,10 +208,13 @@ function sortRanges(n: number): void {
   }
 }
 
-/** Copy a multi-insert's `[firstValue, count, ...]` runs into the range scratch from firstOffset. */
+/** Copy a multi-insert's `[firstValue, count, ...]` into the range scratch from firstOffset. */
 function loadInsertRuns(firstOffset: number, runs: number[], rel: number, block: number): number {
   if (!(runs.length >= 2 && runs.length % 2 === 0 && runs.length <= 2 * TUPLES_PER_PAGE)) {
-    fail(`INV-HEAP-6: relation ${rel} block ${block}: runs must be [firstValue, count] pairs, got ${runs.length} numbers`);
+    fail(
+      `INV-HEAP-6: relation ${rel} block ${block}: runs must be [firstValue, count] pairs, ` +
+        `got ${runs.length} numbers`,
+    );
   }
   if (!(Number.isInteger(firstOffset) && firstOffset >= 1)) {
     fail(`INV-HEAP-6: relation ${rel} block ${block}: first offset ${firstOffset}`);
@@ -204,9 +225,13 @@ function loadInsertRuns(firstOffset: number, runs: number[], rel: number, block:
     const value = runs[2 * i]!;
     const cnt = runs[2 * i + 1]!;
     if (
-      !(Number.isInteger(value) && Number.isInteger(cnt) && cnt >= 1 && value >= INT32_MIN && value + cnt - 1 <= INT32_MAX)
+      !(Number.isInteger(value) && Number.isInteger(cnt) && cnt >= 1 &&
+        value >= INT32_MIN && value + cnt - 1 <= INT32_MAX)
     ) {
-      fail(`INV-HEAP-7: relation ${rel} block ${block}: run (${value}, ${cnt}) is not a non-empty run of int4 values`);
+      fail(
+        `INV-HEAP-7: relation ${rel} block ${block}: run (${value}, ${cnt}) is not a ` +
+          `non-empty run of int4 values`,
+      );
     }
     rangeOffset[i] = off;
     rangeCount[i] = cnt;
@@ -214,7 +239,10 @@ function loadInsertRuns(firstOffset: number, runs: number[], rel: number, block:
     off += cnt;
   }
   if (!(off - 1 <= TUPLES_PER_PAGE)) {
-    fail(`INV-HEAP-1: relation ${rel} block ${block}: insert up to offset ${off - 1} > ${TUPLES_PER_PAGE}`);
+    fail(
+      `INV-HEAP-1: relation ${rel} block ${block}: insert up to offset ${off - 1} > ` +
+        `${TUPLES_PER_PAGE}`,
+    );
   }
   return n;
 }
@@ -289,7 +317,8 @@ export class HeapStore {
    * block = nblocks, which adds the page.
    */
   applyMultiInsert(
-    rel: RelFileNumber, block: BlockNumber, firstOffset: number, runs: number[], xmin: TransactionId, initPage: boolean,
+    rel: RelFileNumber, block: BlockNumber, firstOffset: number, runs: number[],
+    xmin: TransactionId, initPage: boolean,
   ): void {
     const r = this.rel(rel);
     const nranges = loadInsertRuns(firstOffset, runs, rel, block);
@@ -298,11 +327,15 @@ export class HeapStore {
 
   /** HEAP_INSERT: one tuple at `offset`. Same rules as applyMultiInsert. */
   applyInsert(
-    rel: RelFileNumber, block: BlockNumber, offset: number, value: number, xmin: TransactionId, initPage: boolean,
+    rel: RelFileNumber, block: BlockNumber, offset: number, value: number,
+    xmin: TransactionId, initPage: boolean,
   ): void {
     const r = this.rel(rel);
     if (!(Number.isInteger(offset) && offset >= 1 && offset <= TUPLES_PER_PAGE)) {
-      fail(`INV-HEAP-1: relation ${rel} block ${block}: offset ${offset} outside 1..${TUPLES_PER_PAGE}`);
+      fail(
+        `INV-HEAP-1: relation ${rel} block ${block}: offset ${offset} outside ` +
+          `1..${TUPLES_PER_PAGE}`,
+      );
     }
     if (!(Number.isInteger(value) && value >= INT32_MIN && value <= INT32_MAX)) {
       fail(`INV-HEAP-7: relation ${rel} block ${block}: value ${value} is not int4`);
@@ -314,7 +347,8 @@ export class HeapStore {
   }
 
   private insertRanges(
-    r: HeapRelation, rel: number, block: number, firstOffset: number, nranges: number, xmin: number, initPage: boolean,
+    r: HeapRelation, rel: number, block: number, firstOffset: number, nranges: number,
+    xmin: number, initPage: boolean,
   ): void {
     assertNormalXid(xmin, rel, block, 'xmin');
     if (initPage) {
@@ -322,10 +356,16 @@ export class HeapStore {
         fail(`INV-HEAP-6: relation ${rel} block ${block}: initPage beyond nblocks ${r.nblocks}`);
       }
       if (!(block === r.nblocks || r.pageNitems[block] === 0)) {
-        fail(`INV-HEAP-6: relation ${rel} block ${block}: initPage on a page with ${r.pageNitems[block]} line pointers`);
+        fail(
+          `INV-HEAP-6: relation ${rel} block ${block}: initPage on a page with ` +
+            `${r.pageNitems[block]} line pointers`,
+        );
       }
       if (firstOffset !== 1) {
-        fail(`INV-HEAP-6: relation ${rel} block ${block}: initPage insert must start at offset 1, not ${firstOffset}`);
+        fail(
+          `INV-HEAP-6: relation ${rel} block ${block}: initPage insert must start at offset ` +
+            `1, not ${firstOffset}`,
+        );
       }
       if (block === r.nblocks) r.extendTo(block + 1);
     } else {
@@ -333,14 +373,19 @@ export class HeapStore {
     }
     const nitems = r.pageNitems[block]!;
     if (!(firstOffset <= nitems + 1)) {
-      fail(`INV-HEAP-6: relation ${rel} block ${block}: insert at offset ${firstOffset} past nitems ${nitems} + 1`);
+      fail(
+        `INV-HEAP-6: relation ${rel} block ${block}: insert at offset ${firstOffset} past ` +
+          `nitems ${nitems} + 1`,
+      );
     }
     if (firstOffset === nitems + 1 && r.appendToPage(block, nranges, xmin)) return;
     r.rewritePage(block, nranges, MODE_INSERT, xmin);
   }
 
   /** HEAP_DELETE: the listed line pointers (ranges, all used) get xmax. */
-  applyDelete(rel: RelFileNumber, block: BlockNumber, offsets: number[], xmax: TransactionId): void {
+  applyDelete(
+    rel: RelFileNumber, block: BlockNumber, offsets: number[], xmax: TransactionId,
+  ): void {
     const r = this.rel(rel);
     this.assertBlock(r, rel, block);
     assertNormalXid(xmax, rel, block, 'xmax');
@@ -376,8 +421,10 @@ export class HeapStore {
     return r.pageNitems[block]!;
   }
 
-  /** For each page with visible tuples matching `pred`, their line pointers (see PageDeleteCallback). */
-  forEachPageToDelete(rel: RelFileNumber, pred: DeletePredicate, clog: Clog, cb: PageDeleteCallback): void {
+  /** For each page with visible tuples matching `pred`, their line pointers (PageDeleteCallback). */
+  forEachPageToDelete(
+    rel: RelFileNumber, pred: DeletePredicate, clog: Clog, cb: PageDeleteCallback,
+  ): void {
     const r = this.rel(rel);
     const [lo, hi] = predicateBounds(pred);
     if (lo > hi) return;
@@ -402,7 +449,7 @@ export class HeapStore {
     }
   }
 
-  /** For each page with line pointers dead to everyone, those line pointers (see PagePruneCallback). */
+  /** For each page with line pointers dead to everyone, those line pointers (PagePruneCallback). */
   forEachPageToPrune(rel: RelFileNumber, clog: Clog, cb: PagePruneCallback): void {
     const r = this.rel(rel);
     for (let b = 0; b < r.nblocks; b++) {
@@ -476,7 +523,9 @@ export class HeapStore {
         if (runUnused[i] === 1 || !isVisible(clog, runXmin[i]!, runXmax[i]!)) continue;
         const off = runOffset[i]!;
         const value = runValue[i]!;
-        if (segCount > 0 && segBlock === b && segOffset + segCount === off && segValue + segCount === value) {
+        const continues =
+          segBlock === b && segOffset + segCount === off && segValue + segCount === value;
+        if (segCount > 0 && continues) {
           segCount += runCount[i]!;
         } else {
           flush();
@@ -564,5 +613,6 @@ export class HeapStore {
 
 /** xmin committed and xmax none or not committed. */
 function isVisible(clog: Clog, xmin: number, xmax: number): boolean {
-  return clog.statusCode(xmin) === XACT_COMMITTED && (xmax === 0 || clog.statusCode(xmax) !== XACT_COMMITTED);
+  if (clog.statusCode(xmin) !== XACT_COMMITTED) return false;
+  return xmax === 0 || clog.statusCode(xmax) !== XACT_COMMITTED;
 }

