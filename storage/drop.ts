@@ -225,6 +225,7 @@ export function smgrdounlinkall(
 /** Cumulative drop counters, per path. */
 export class DropStats {
   readonly drops: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0 };
+  readonly invalidatedByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0 };
   scanned = 0;
   probes = 0;
   invalidated = 0;
@@ -237,6 +238,7 @@ export class DropStats {
     this.scanned += result.scanned;
     this.probes += result.probes;
     this.invalidated += result.invalidated;
+    this.invalidatedByPath[result.path] += result.invalidated;
     this.headerLocks += result.headerLocks;
     if (result.matcher === 'bsearch') this.bsearchScans++;
   }
