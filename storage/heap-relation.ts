@@ -169,12 +169,14 @@ export class HeapRelation {
     const nitems = this.pageNitems[block]!;
     let count = this.pageRunCount[block]!;
     let start = this.pageRunStart[block]!;
+    let added = 0;
+    for (let k = 0; k < nranges; k++) added += rangeCount[k]!;
+    if (nitems + added > TUPLES_PER_PAGE) fail(`INV-HEAP-1: block ${block} would hold ${nitems + added} items`);
     const atEnd = count === 0 || start + count === this.slabLength;
     if (!atEnd && !(nranges === 1 && this.extendsRun(start + count - 1, 0, xmin))) return false;
     if (count === 0) start = this.slabLength;
     if (atEnd) this.ensureSlab(start + count + nranges);
     const { runOffset, runCount, runUnused, runValue, runXmin, runXmax } = this;
-    let added = 0;
     for (let k = 0; k < nranges; k++) {
       const last = start + count - 1;
       if (count > 0 && this.extendsRun(last, k, xmin)) {
@@ -189,15 +191,11 @@ export class HeapRelation {
         runXmax[at] = 0;
         count++;
       }
-      added += rangeCount[k]!;
     }
     if (atEnd) this.slabLength = start + count;
     this.pageRunStart[block] = start;
     this.pageRunCount[block] = count;
     this.pageNitems[block] = nitems + added;
-    if (!(nitems + added <= TUPLES_PER_PAGE)) {
-      fail(`INV-HEAP-1: block ${block} would hold ${nitems + added} items`);
-    }
     return true;
   }
 
