@@ -207,7 +207,7 @@ describe('validateRecordBody', () => {
     [{ kind: 'HEAP2_MULTI_INSERT', rel: 1, block: 2, firstOffset: 1, runs: [5, 1], initPage: 1 }, /boolean/],
     [{ kind: 'SMGR_CREATE', rel: 1, fork: 4 }, /fork/],
     [{ kind: 'SMGR_TRUNCATE', rel: 2 ** 32, blkno: 0, flags: 0 }, /rel must be an unsigned 32-bit/],
-    [{ kind: 'CHECKPOINT_ONLINE', ...SAMPLE_BODIES.CHECKPOINT_SHUTDOWN, redo: 2 ** 53 }, /LSN/],
+    [{ ...SAMPLE_BODIES.CHECKPOINT_SHUTDOWN, kind: 'CHECKPOINT_ONLINE', redo: 2 ** 53 }, /LSN/],
     [{ kind: 'CATALOG_UPDATE', relname: 5, rel: 1 }, /string/],
     [{ kind: 'XACT_COMMIT', xactTime: Number.NaN, droppedRels: [] }, /finite/],
     [{ kind: 'HEAP_INSERT', rel: 1, block: 1, offset: 1, value: 10n, initPage: false }, /bigint/],

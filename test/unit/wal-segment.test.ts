@@ -1,0 +1,101 @@
+/**
+ * Segment geometry, PostgreSQL file names and timeline history files.
+ * Method: known names for 16 MB and 64 kB segments, parse round trips, history write/read in a temp dir.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  checkSegmentSize,
+  chooseSegmentFile,
+  firstRecordLsn,
+  parseSegmentFileName,
+  parseTimelineHistory,
+  readTimelineHistory,
+  segmentFileName,
+  timelineHistoryFileName,
+  walDir,
+  writeTimelineHistory,
+  writeTimelineHistoryFile,
+} from '../../wal/segment.ts';
+import { WalsimError } from '../../common/errors.ts';
+import { removeDir, tempDataDir } from './wal-helpers.ts';
+
+const MB16 = 16 * 1024 * 1024;
+const KB64 = 64 * 1024;
+
+describe('segment file names', () => {
+  it('are %08X%08X%08X of (TLI, segno / segsPerXlogId, segno % segsPerXlogId)', () => {
+    expect(segmentFileName(1, 1, MB16)).toBe('000000010000000000000001');
+    expect(segmentFileName(1, 255, MB16)).toBe('0000000100000000000000FF');
+    expect(segmentFileName(1, 256, MB16)).toBe('000000010000000100000000');
+    expect(segmentFileName(0x2a, 0x1234, MB16)).toBe('0000002A0000001200000034');
+    expect(segmentFileName(1, 65536, KB64)).toBe('000000010000000100000000');
+    expect(segmentFileName(3, 65535, KB64)).toBe('00000003000000000000FFFF');
+  });
+
+  it('parse back, and other names are not segments', () => {
+    for (const segno of [0, 1, 255, 256, 99999]) {
+      expect(parseSegmentFileName(segmentFileName(7, segno, MB16), MB16)).toEqual({ tli: 7, segno });
+    }
+    for (const bad of ['00000001.history', '000000010000000000000001.partial', '0000000100000000000001FF', 'x'.repeat(24)]) {
+      expect(parseSegmentFileName(bad, MB16)).toBeNull();
+    }
+  });
+
+  it('a fresh cluster starts at segment 1 + 40 bytes, so LSN 0 stays invalid', () => {
+    expect(firstRecordLsn(MB16)).toBe(0x0100_0028);
+    expect(firstRecordLsn(KB64)).toBe(KB64 + 40);
+  });
+
+  it('segment sizes must be powers of two from 64 kB to 1 GB', () => {
+    for (const ok of [KB64, MB16, 1024 ** 3]) expect(() => checkSegmentSize(ok)).not.toThrow();
+    for (const bad of [32 * 1024, 3 * MB16, 2 * 1024 ** 3, 0, -1]) expect(() => checkSegmentSize(bad)).toThrow(WalsimError);
+  });
+});
+
+describe('timeline history files', () => {
+  let dir = '';
+  afterEach(() => removeDir(dir));
+
+  it('timeline 1 needs no file; a child history copies the parent lines and adds its own', () => {
+    dir = tempDataDir();
+    fs.mkdirSync(walDir(dir));
+    expect(readTimelineHistory(dir, 1)).toEqual([{ tli: 1, beginLsn: 0, endLsn: null }]);
+    writeTimelineHistory(dir, 2, readTimelineHistory(dir, 1), 0x0300_0060, 'promoted by pg_promote');
+    expect(timelineHistoryFileName(2)).toBe('00000002.history');
+    expect(fs.readFileSync(path.join(walDir(dir), '00000002.history'), 'utf8')).toBe('1\t0/3000060\tpromoted by pg_promote\n');
+    writeTimelineHistory(dir, 5, readTimelineHistory(dir, 2), 0x1_0000_0000, 'again');
+    expect(fs.readFileSync(path.join(walDir(dir), '00000005.history'), 'utf8')).toBe(
+      '1\t0/3000060\tpromoted by pg_promote\n2\t1/0\tagain\n',
+    );
+    expect(readTimelineHistory(dir, 5)).toEqual([
+      { tli: 1, beginLsn: 0, endLsn: 0x0300_0060 },
+      { tli: 2, beginLsn: 0x0300_0060, endLsn: 0x1_0000_0000 },
+      { tli: 5, beginLsn: 0x1_0000_0000, endLsn: null },
+    ]);
+  });
+
+  it('parses comments and blank lines; refuses non-increasing timelines or switch points, naming the file', () => {
+    expect(parseTimelineHistory('# comment\n\n1\t0/100\treason\n', 2)).toHaveLength(2);
+    expect(() => parseTimelineHistory('2\t0/100\tx\n1\t0/200\ty\n', 3)).toThrow(/00000003.history.*increasing/);
+    expect(() => parseTimelineHistory('1\t0/200\tx\n2\t0/100\ty\n', 3)).toThrow(/switch points/);
+    expect(() => parseTimelineHistory('1\tnot-an-lsn\tx\n', 2)).toThrow(/switch point/);
+    expect(() => parseTimelineHistory('3\t0/100\tx\n', 2)).toThrow(/less than child/);
+    dir = tempDataDir();
+    expect(() => writeTimelineHistoryFile(dir, 2, 'garbage\n')).toThrow(WalsimError);
+  });
+
+  it('chooses the newest timeline in the history whose file exists and that began by that segment', () => {
+    const history = [
+      { tli: 1, beginLsn: 0, endLsn: 3 * KB64 + 96 },
+      { tli: 2, beginLsn: 3 * KB64 + 96, endLsn: null },
+    ];
+    const files = new Set([1, 2, 3].map((s) => segmentFileName(1, s, KB64)).concat(segmentFileName(2, 3, KB64), segmentFileName(2, 4, KB64)));
+    const has = (n: string): boolean => files.has(n);
+    expect(chooseSegmentFile('', 2, history, KB64, has)?.tli).toBe(1);
+    expect(chooseSegmentFile('', 3, history, KB64, has)?.tli).toBe(2);
+    expect(chooseSegmentFile('', 4, history, KB64, has)?.tli).toBe(2);
+    expect(chooseSegmentFile('', 5, history, KB64, has)).toBeNull();
+  });
+});
