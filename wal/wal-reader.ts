@@ -71,7 +71,7 @@ export class WalReader implements Iterable<WalRecord> {
   private readonly stopLsn: number;
   private readonly checkFirstPrev: boolean;
   /** Window of WAL bytes [winStartLsn, winStartLsn + winLen). */
-  private win = new Uint8Array(READ_CHUNK_BYTES * 2);
+  private win = new Uint8Array(64 * 1024); // grows to a chunk (or a large record) on demand
   private winStartLsn: Lsn;
   private winLen = 0;
   /** No more bytes beyond the window: missing file, short file, or stopLsn. */
