@@ -20,6 +20,7 @@ import {
 } from '../wal/records.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import type { QueryResult } from '../server/control-protocol.ts';
+import { shouldAttemptTruncation } from '../storage/heap-store.ts';
 
 /** What the executor reads to plan a statement (the heap store's planning API). */
 export interface HeapPlanner {
@@ -48,15 +49,6 @@ export interface ExecutorContext {
 
 /** Pages between event-loop turns in bulk statements. */
 const PAGES_PER_SLICE = 4096;
-
-/** Lazy vacuum's truncation rule (vacuumlazy.c should_attempt_truncation). */
-export const REL_TRUNCATE_MINIMUM = 1000;
-export const REL_TRUNCATE_FRACTION = 16;
-
-export function shouldAttemptTruncation(relPages: number, nonEmptyPages: number): boolean {
-  const possiblyFreeable = relPages - nonEmptyPages;
-  return possiblyFreeable > 0 && (possiblyFreeable >= REL_TRUNCATE_MINIMUM || possiblyFreeable >= relPages / REL_TRUNCATE_FRACTION);
-}
 
 function undefinedTable(name: string): WalsimError {
   return new WalsimError('undefined_table', `relation "${name}" does not exist`, '42P01');

@@ -9,7 +9,7 @@ import { WalsimError } from '../common/errors.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
-import { readWalBytes, type WalReadOptions } from '../wal/wal-reader.ts';
+import { readWalBytes, wholeRecordsLength, type WalReadOptions } from '../wal/wal-reader.ts';
 import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../server/ws-server.ts';
 
 export type WalSenderState = 'startup' | 'catchup' | 'streaming' | 'stopping';
@@ -29,20 +29,6 @@ export interface WalSenderDeps {
   onReply(sender: WalSender): void;
   onClose(sender: WalSender): void;
   log(message: string): void;
-}
-
-/** The largest prefix of `bytes` made of whole records (record lengths are xl_tot_len, MAXALIGNed). */
-export function wholeRecordsPrefix(bytes: Uint8Array): number {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let pos = 0;
-  while (pos + 4 <= bytes.length) {
-    const totLen = view.getUint32(pos, true);
-    if (totLen === 0) break;
-    const next = pos + maxAlign(totLen);
-    if (next > bytes.length) break;
-    pos = next;
-  }
-  return pos;
 }
 
 export class WalSender {
@@ -141,12 +127,12 @@ export class WalSender {
     while (this.sentLsn < flushed && this.ws.bufferedAmount < MAX_QUEUED_BYTES) {
       const end = Math.min(flushed, this.sentLsn + MAX_SEND_BYTES);
       let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, this.deps.readOptions());
-      let n = wholeRecordsPrefix(bytes);
+      let n = wholeRecordsLength(bytes);
       if (n === 0) {
         // One record larger than MAX_SEND_BYTES: send it whole.
         const totLen = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
         bytes = readWalBytes(this.deps.dataDir, this.sentLsn, Math.min(flushed, this.sentLsn + maxAlign(totLen)), this.deps.readOptions());
-        n = wholeRecordsPrefix(bytes);
+        n = wholeRecordsLength(bytes);
         if (n === 0) break;
       }
       const data = bytes.subarray(0, n);

@@ -10,7 +10,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { assert } from '../common/assert.ts';
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import { isInvalidWalRecordError, maxAlign } from '../wal/codec.ts';
-import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
+import { readWal, type WalReadOptions, type WalReader } from '../wal/wal-reader.ts';
 import type { WalRecord } from '../wal/records.ts';
 
 export type RecoveryPauseState = 'not paused' | 'pause requested' | 'paused';
@@ -96,50 +96,47 @@ export class StartupProcess {
   }
 
   private async run(): Promise<void> {
-    let reader: Iterator<WalRecord> | null = null;
-    let readerEnd: { endReason: unknown } | null = null;
+    // One reader per stretch of flushed WAL: it stops at the flush LSN it was opened with.
+    let reader: WalReader | null = null;
+    const dropReader = () => {
+      reader?.close();
+      reader = null;
+    };
     while (!this.stopping) {
       if (this.pauseState !== 'not paused') {
+        dropReader();
         if (this.pauseState === 'pause requested') this.deps.log(`LOG:  recovery has paused at ${formatLsn(this.replayEndLsn)}`);
         this.pauseState = 'paused';
         await this.waitForWakeup();
         continue;
       }
       if (this.error !== null) {
+        dropReader();
         await this.waitForWakeup(); // replay stopped at a bad record; the node keeps serving
         continue;
       }
       const limit = this.deps.flushedUpTo();
       if (this.nextLsn >= limit) {
-        reader = null;
+        dropReader();
         this.caughtUp = true;
         this.deps.onProgress();
         await this.waitForWakeup();
         continue;
       }
       this.caughtUp = false;
-      if (reader === null) {
-        const r = readWal(this.deps.dataDir, this.nextLsn, this.deps.readOptions());
-        reader = r[Symbol.iterator]();
-        readerEnd = r;
-      }
+      const r: WalReader = reader ?? readWal(this.deps.dataDir, this.nextLsn, { ...this.deps.readOptions(), stopLsn: limit, expectedPrev: this.lastRecordLsn || undefined });
+      reader = r;
       const sliceStart = performance.now();
-      let applied = 0;
       for (;;) {
-        const next = reader.next();
-        if (next.done) {
-          const reason = readerEnd?.endReason;
-          reader = null;
-          if (isInvalidWalRecordError(reason) && reason.lsn < limit) {
+        const rec = r.readRecord();
+        if (rec === null) {
+          const reason = r.endReason;
+          dropReader();
+          if (isInvalidWalRecordError(reason)) {
             // Corrupt WAL below the flushed end: stop replay here and say where (never skip a record).
             this.error = { lsn: formatLsn(reason.lsn), message: reason.message };
             this.deps.log(`LOG:  replay stopped: ${reason.message}`);
           }
-          break;
-        }
-        const rec = next.value;
-        if (maxAlign(rec.endLsn) > limit) {
-          reader = null; // not fully flushed yet: re-read it later
           break;
         }
         assert(rec.lsn === this.nextLsn, `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(rec.lsn)}`);
@@ -148,12 +145,12 @@ export class StartupProcess {
         this.replayEndLsn = rec.endLsn;
         this.nextLsn = maxAlign(rec.endLsn);
         this.recordsReplayed++;
-        applied++;
         if (this.stopping || this.pauseState !== 'not paused') break;
         if (performance.now() - sliceStart > REPLAY_SLICE_MS) break;
       }
       this.deps.onProgress();
       await yieldToEventLoop();
     }
+    dropReader();
   }
 }

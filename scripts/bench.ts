@@ -1,0 +1,201 @@
+/**
+ * `npm run bench`: cost of dropping relation buffers at a realistic shared_buffers, plus the WAL codec.
+ *
+ * Usage: tsx scripts/bench.ts [--shared-buffers 100GB] [--runs 7] [--json]
+ * Prints an aligned table; with --json the LAST line of stdout is one JSON object with the figures.
+ *
+ * Method. Build a pool of NBuffers, fill it completely with pages of 1000 relations (so a full scan
+ * meets real tags everywhere), then, in the same process and with medians over `--runs`:
+ *   - seqReadNsPerBuffer: sum pool.tagRel sequentially — the memory-bandwidth floor of a scan;
+ *   - fullScanNsPerBuffer: DropRelFileNodeBuffers of a 1000-block relation, pre-PG14 full scan;
+ *   - fullScanBsearchNsPerBuffer: DropRelFileNodesAllBuffers of 1000 relations (binary search);
+ *   - lookupNsPerBlock: the PG14 lookup path (in recovery, size cached) on a relation of
+ *     min(100,000, threshold - 1) blocks, all buffered; time per probe including the invalidation;
+ *   - lookupMissNsPerBlock: the same probes again once nothing is buffered (mapping table only).
+ */
+import { BufferPool } from '../storage/buffer-pool.ts';
+import {
+  DEFAULT_DROP_SETTINGS,
+  dropFullScanThreshold,
+  dropRelFileNodeBuffers,
+  dropRelFileNodesAllBuffers,
+  type DropSettings,
+} from '../storage/drop.ts';
+import { formatSharedBuffers, parseSharedBuffers } from '../storage/shared-buffers.ts';
+import { StorageManager } from '../storage/smgr.ts';
+import { measureWalCodec } from '../wal/bench-codec.ts';
+import { MAIN_FORKNUM } from '../wal/records.ts';
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const json = process.argv.includes('--json');
+const sharedBuffersText = arg('--shared-buffers') ?? '100GB';
+const runs = Number(arg('--runs') ?? 7);
+const log = (line: string): void => {
+  if (!json) console.log(line);
+  else console.error(line);
+};
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function nowNs(): number {
+  return Number(process.hrtime.bigint());
+}
+
+const MiB = 2 ** 20;
+const { nBuffers } = parseSharedBuffers(sharedBuffersText);
+const FILL_RELS = 1000;
+const FIRST_REL = 16384;
+const SCAN_REL = 900_000;
+const LOOKUP_REL = 900_001;
+const SCAN_REL_BLOCKS = Math.min(1000, Math.floor(nBuffers / 64));
+const SCAN: DropSettings = { ...DEFAULT_DROP_SETTINGS, strategy: 'full-scan' };
+const LOOKUP: DropSettings = DEFAULT_DROP_SETTINGS;
+const threshold = dropFullScanThreshold(nBuffers, LOOKUP);
+const lookupBlocks = Math.max(1, Math.min(100_000, threshold - 1));
+
+log(`shared_buffers = ${formatSharedBuffers(nBuffers)} (${nBuffers} buffers), ${runs} runs, medians`);
+
+// Pool construction.
+const rssBefore = process.memoryUsage().rss;
+let t = nowNs();
+const pool = new BufferPool(nBuffers);
+const poolInitMs = (nowNs() - t) / 1e6;
+const rssAfterInit = process.memoryUsage().rss;
+const bytesPerBuffer = pool.byteLength / nBuffers;
+
+// Fill every buffer with pages of FILL_RELS relations (a standby that has replayed a lot).
+const smgr = new StorageManager();
+smgr.inRecovery = true;
+const blocksPerRel = Math.ceil(nBuffers / FILL_RELS);
+t = nowNs();
+let filled = 0;
+for (let r = 0; r < FILL_RELS && filled < nBuffers; r++) {
+  const rel = FIRST_REL + r;
+  smgr.create(rel, MAIN_FORKNUM);
+  smgr.extend(rel, MAIN_FORKNUM, blocksPerRel - 1);
+  for (let b = 0; b < blocksPerRel && filled < nBuffers; b++, filled++) pool.accessBlock(rel, MAIN_FORKNUM, b);
+}
+const fillNsPerRead = (nowNs() - t) / filled;
+const rssAfterFill = process.memoryUsage().rss;
+
+function loadRelation(rel: number, blocks: number): void {
+  if (!smgr.exists(rel, MAIN_FORKNUM)) {
+    smgr.create(rel, MAIN_FORKNUM);
+    smgr.nblocks(rel, MAIN_FORKNUM);
+    for (let b = 0; b < blocks; b++) smgr.extend(rel, MAIN_FORKNUM, b);
+  }
+  for (let b = 0; b < blocks; b++) pool.accessBlock(rel, MAIN_FORKNUM, b);
+}
+
+// Sequential read floor: one pass summing the Uint32Array a full scan reads.
+let sink = 0;
+function seqRead(): number {
+  const a = pool.tagRel;
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]!;
+  return s;
+}
+
+const seqNs: number[] = [];
+const scanNs: number[] = [];
+const lookupNs: number[] = [];
+const lookupMissNs: number[] = [];
+let scanResult = dropRelFileNodeBuffers(pool, smgr, SCAN_REL, [MAIN_FORKNUM], [0], SCAN); // warm-up
+let lookupResult = scanResult;
+for (let k = 0; k < runs + 1; k++) {
+  t = nowNs();
+  sink += seqRead();
+  const seq = nowNs() - t;
+
+  loadRelation(SCAN_REL, SCAN_REL_BLOCKS);
+  t = nowNs();
+  scanResult = dropRelFileNodeBuffers(pool, smgr, SCAN_REL, [MAIN_FORKNUM], [0], SCAN);
+  const scan = nowNs() - t;
+
+  loadRelation(LOOKUP_REL, lookupBlocks);
+  t = nowNs();
+  lookupResult = dropRelFileNodeBuffers(pool, smgr, LOOKUP_REL, [MAIN_FORKNUM], [0], LOOKUP);
+  const lookup = nowNs() - t;
+  // Same probes again, now every one misses: the pure mapping-table cost.
+  t = nowNs();
+  const miss = dropRelFileNodeBuffers(pool, smgr, LOOKUP_REL, [MAIN_FORKNUM], [0], LOOKUP);
+  const lookupMiss = nowNs() - t;
+  if (miss.invalidated !== 0 || miss.path !== 'cached-lookup') throw new Error('bench: second lookup drop found buffers');
+  if (k === 0) continue; // warm-up round for the JIT
+  seqNs.push(seq / nBuffers);
+  scanNs.push(scan / nBuffers);
+  lookupNs.push(lookup / Math.max(1, lookupResult.probes));
+  lookupMissNs.push(lookupMiss / Math.max(1, miss.probes));
+}
+if (scanResult.path !== 'full-scan' || scanResult.invalidated !== SCAN_REL_BLOCKS) {
+  throw new Error(`bench: full scan dropped ${scanResult.invalidated} buffers via ${scanResult.path}`);
+}
+if (lookupResult.path !== 'cached-lookup' || lookupResult.invalidated !== lookupBlocks) {
+  throw new Error(`bench: lookup dropped ${lookupResult.invalidated} buffers via ${lookupResult.path}`);
+}
+
+// The whole-relation drop of 1000 relations (seed Test B's DROP/TRUNCATE of 1000 tables), full scan.
+const manyRels = Array.from({ length: 1000 }, (_, i) => 1_000_000 + i);
+const bsearchNs: number[] = [];
+for (let k = 0; k < Math.min(runs, 3); k++) {
+  t = nowNs();
+  const r = dropRelFileNodesAllBuffers(pool, smgr, manyRels, SCAN);
+  bsearchNs.push((nowNs() - t) / nBuffers);
+  if (r.matcher !== 'bsearch') throw new Error('bench: expected the bsearch matcher');
+}
+
+const wal = measureWalCodec();
+const rssAfterAll = process.memoryUsage().rss;
+
+const result = {
+  sharedBuffers: formatSharedBuffers(nBuffers),
+  nbuffers: nBuffers,
+  bytesPerBuffer: Number(bytesPerBuffer.toFixed(2)),
+  poolBytes: pool.byteLength,
+  rssDeltaInitMiB: Number(((rssAfterInit - rssBefore) / MiB).toFixed(1)),
+  rssDeltaFilledMiB: Number(((rssAfterFill - rssBefore) / MiB).toFixed(1)),
+  rssDeltaFilledBytesPerBuffer: Number(((rssAfterFill - rssBefore) / nBuffers).toFixed(2)),
+  poolInitMs: Number(poolInitMs.toFixed(1)),
+  fillNsPerRead: Number(fillNsPerRead.toFixed(1)),
+  seqReadNsPerBuffer: Number(median(seqNs).toFixed(3)),
+  fullScanNsPerBuffer: Number(median(scanNs).toFixed(3)),
+  fullScanToSeqRead: Number((median(scanNs) / median(seqNs)).toFixed(2)),
+  fullScanMs: Number(((median(scanNs) * nBuffers) / 1e6).toFixed(2)),
+  fullScanBsearchNsPerBuffer: Number(median(bsearchNs).toFixed(3)),
+  thresholdBlocks: threshold,
+  lookupBlocks,
+  lookupNsPerBlock: Number(median(lookupNs).toFixed(1)),
+  lookupMissNsPerBlock: Number(median(lookupMissNs).toFixed(1)),
+  lookupMs: Number(((median(lookupNs) * lookupBlocks) / 1e6).toFixed(2)),
+  walEncodeRecordsPerSec: Math.round(wal.walEncodeRecordsPerSec),
+  walDecodeRecordsPerSec: Math.round(wal.walDecodeRecordsPerSec),
+  rssAfterAllMiB: Number((rssAfterAll / MiB).toFixed(0)),
+  node: process.version,
+  sink: sink % 2,
+};
+
+const rows: Array<[string, string]> = [
+  ['nbuffers', String(result.nbuffers)],
+  ['bytes/buffer (typed arrays)', `${result.bytesPerBuffer}  (target ≤ 32)`],
+  ['RSS delta after init / fill', `${result.rssDeltaInitMiB} MiB / ${result.rssDeltaFilledMiB} MiB`],
+  ['pool init', `${result.poolInitMs} ms  (target < 1000 ms at 100GB)`],
+  ['fill (readBuffer miss)', `${result.fillNsPerRead} ns/read`],
+  ['sequential read', `${result.seqReadNsPerBuffer} ns/buffer`],
+  ['full-scan drop', `${result.fullScanNsPerBuffer} ns/buffer = ${result.fullScanMs} ms  (${result.fullScanToSeqRead} × seq; target ≤ 1.5)`],
+  ['full scan, 1000 rels (bsearch)', `${result.fullScanBsearchNsPerBuffer} ns/buffer`],
+  ['lookup drop', `${result.lookupNsPerBlock} ns/block × ${lookupBlocks} = ${result.lookupMs} ms (threshold ${threshold})`],
+  ['lookup probe, block not buffered', `${result.lookupMissNsPerBlock} ns/block`],
+  ['WAL encode', `${result.walEncodeRecordsPerSec} records/s`],
+  ['WAL decode', `${result.walDecodeRecordsPerSec} records/s`],
+];
+const width = Math.max(...rows.map(([k]) => k.length));
+for (const [k, v] of rows) log(`${k.padEnd(width)}  ${v}`);
+if (json) console.log(JSON.stringify(result));
