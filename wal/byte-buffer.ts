@@ -7,7 +7,7 @@ export class ByteBuffer {
   length = 0;
 
   constructor(capacityBytes = 64 * 1024) {
-    assert(Number.isSafeInteger(capacityBytes) && capacityBytes > 0, `INV-WAL-BUF: bad capacity ${capacityBytes}`);
+    assert(Number.isSafeInteger(capacityBytes) && capacityBytes > 0, `INV-WAL-3: bad capacity ${capacityBytes}`);
     this.bytes = new Uint8Array(capacityBytes);
   }
 
@@ -30,7 +30,7 @@ export class ByteBuffer {
 
   /** Drop the first `n` bytes, moving the rest to the front. */
   consume(n: number): void {
-    assert(n >= 0 && n <= this.length, `INV-WAL-BUF: consume ${n} of ${this.length}`);
+    assert(n >= 0 && n <= this.length, `INV-WAL-3: consume ${n} of ${this.length}`);
     if (n === this.length) {
       this.length = 0;
       return;

@@ -68,8 +68,8 @@ function hex8(n: number): string {
 
 /** XLogFileName: `%08X%08X%08X` of (TLI, segno / segsPerXlogId, segno % segsPerXlogId). */
 export function segmentFileName(tli: TimeLineId, segno: number, segmentSize: number): string {
-  assert(Number.isSafeInteger(segno) && segno >= 0, `INV-WAL-SEG: bad segment number ${segno}`);
-  assert(tli >>> 0 === tli && tli >= 1, `INV-WAL-SEG: bad timeline ${tli}`);
+  assert(Number.isSafeInteger(segno) && segno >= 0, `INV-WAL-8: bad segment number ${segno}`);
+  assert(tli >>> 0 === tli && tli >= 1, `INV-WAL-8: bad timeline ${tli}`);
   const segsPerId = TWO_32 / segmentSize;
   return hex8(tli) + hex8(Math.floor(segno / segsPerId)) + hex8(segno % segsPerId);
 }
@@ -199,9 +199,9 @@ export function writeTimelineHistory(
   reason: string,
 ): void {
   const parent = parentHistory[parentHistory.length - 1];
-  assert(parent !== undefined && parent.endLsn === null, 'INV-WAL-TLI: parent history must end with its open timeline');
-  assert(newTli > parent.tli, `INV-WAL-TLI: new timeline ${newTli} must be above parent ${parent.tli}`);
-  assert(switchLsn >= parent.beginLsn, `INV-WAL-TLI: switch point ${formatLsn(switchLsn)} before the parent's start`);
+  assert(parent !== undefined && parent.endLsn === null, 'INV-WAL-5: parent history must end with its open timeline');
+  assert(newTli > parent.tli, `INV-WAL-5: new timeline ${newTli} must be above parent ${parent.tli}`);
+  assert(switchLsn >= parent.beginLsn, `INV-WAL-5: switch point ${formatLsn(switchLsn)} before the parent's start`);
   const parentText = readTimelineHistoryFile(dataDir, parent.tli);
   const reasonLine = reason.replace(/[\r\n]+/g, ' ');
   const text = (parentText ?? formatTimelineHistory(parentHistory)) + `${parent.tli}\t${formatLsn(switchLsn)}\t${reasonLine}\n`;

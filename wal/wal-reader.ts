@@ -87,7 +87,7 @@ export class WalReader implements Iterable<WalRecord> {
   ) {
     checkSegmentSize(opts.segmentSize);
     assertValidLsn(fromLsn, 'fromLsn');
-    assert(fromLsn % 8 === 0, `INV-WAL-7: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`);
+    assert(fromLsn % 8 === 0, `INV-WAL-2: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`);
     this.segmentSize = opts.segmentSize;
     this.history = opts.history ?? readTimelineHistory(dataDir, opts.timeline);
     this.stopLsn = opts.stopLsn ?? Number.MAX_SAFE_INTEGER;
@@ -205,7 +205,7 @@ export class WalReader implements Iterable<WalRecord> {
     }
     const n = fs.readSync(fd, this.win, this.winLen, toRead, offset);
     this.winLen += n;
-    if (n < toRead) this.eof = true; // a short file ends the WAL (INV-WAL-8)
+    if (n < toRead) this.eof = true; // a short file ends the WAL (INV-WAL-6 keeps nothing after it)
     if (this.winStartLsn + this.winLen >= this.stopLsn) this.eof = true;
   }
 

@@ -85,7 +85,7 @@ export class WalWriter {
    */
   static open(dataDir: string, opts: WalWriterOptions): WalWriter {
     checkSegmentSize(opts.segmentSize);
-    assert(opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1, `INV-WAL-3: bad timeline ${opts.timeline}`);
+    assert(opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1, `INV-WAL-5: bad timeline ${opts.timeline}`);
     const segmentSize = opts.segmentSize;
     fs.mkdirSync(walDir(dataDir), { recursive: true });
     let startLsn = opts.startLsn;
@@ -101,12 +101,12 @@ export class WalWriter {
       prevLsn = InvalidLsn;
     }
     assertValidLsn(startLsn, 'startLsn');
-    assert(startLsn % 8 === 0 && startLsn > 0, `INV-WAL-3: startLsn ${formatLsn(startLsn)} is not a MAXALIGNed record boundary`);
+    assert(startLsn % 8 === 0 && startLsn > 0, `INV-WAL-2: startLsn ${formatLsn(startLsn)} is not a MAXALIGNed record boundary`);
     if (prevLsn === undefined) {
-      assert(startLsn === firstRecordLsn(segmentSize), `INV-WAL-3: prevLsn is required when opening WAL at ${formatLsn(startLsn)}`);
+      assert(startLsn === firstRecordLsn(segmentSize), `INV-WAL-4: prevLsn is required when opening WAL at ${formatLsn(startLsn)}`);
       prevLsn = InvalidLsn;
     }
-    assert(prevLsn < startLsn, `INV-WAL-3: prevLsn ${formatLsn(prevLsn)} must be before startLsn ${formatLsn(startLsn)}`);
+    assert(prevLsn < startLsn, `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before startLsn ${formatLsn(startLsn)}`);
     const w = new WalWriter(dataDir, segmentSize, opts.timeline, startLsn, prevLsn, opts.walBuffersBytes ?? 16 * 1024 * 1024);
     w.prepareSegmentAt(startLsn);
     return w;
@@ -136,6 +136,7 @@ export class WalWriter {
     const before = this.buffers.length;
     this.encoder.append(this.buffers, body, xid, this.lastRecord);
     const endLsn = startLsn + (this.buffers.length - before);
+    if (endLsn % 8 !== 0) assert(false, `INV-WAL-2: record at ${formatLsn(startLsn)} ends off MAXALIGN`);
     this.insertPos = endLsn;
     this.lastRecord = startLsn;
     if (this.buffers.length > this.walBuffersBytes) this.write();
