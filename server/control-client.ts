@@ -8,7 +8,7 @@ import type { ControlReply, QueryResult, StopMode } from './control-protocol.ts'
 import type { NodeInspection } from './node.ts';
 
 export class ControlClient {
-  private nextId = 1;
+  private nextId = 1; // 0 is the server's greeting
   private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   private closedReason: string | null = null;
 
@@ -36,6 +36,10 @@ export class ControlClient {
     });
   }
 
+  /**
+   * Connect and wait for the server's greeting (reply id 0), which it sends only after the token
+   * was accepted; a refused token arrives as close code 4001 instead.
+   */
   static connect(host: string, port: number, token: string, timeoutMs = 10_000): Promise<ControlClient> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(`ws://${host}:${port}/control`, {
@@ -44,14 +48,24 @@ export class ControlClient {
         handshakeTimeout: timeoutMs,
       });
       let settled = false;
-      ws.once('open', () => {
-        // Authentication is checked after the upgrade: wait a tick for a 4001 close.
-        setTimeout(() => {
-          if (settled) return;
-          settled = true;
-          resolve(new ControlClient(ws));
-        }, 0);
-      });
+      const onGreeting = (data: WebSocket.RawData) => {
+        if (settled) return;
+        settled = true;
+        ws.off('message', onGreeting);
+        let hello: ControlReply | null = null;
+        try {
+          hello = JSON.parse(data.toString()) as ControlReply;
+        } catch {
+          /* handled below */
+        }
+        if (hello?.id !== 0 || !hello.ok) {
+          ws.terminate();
+          reject(new WalsimError('protocol_violation', `unexpected greeting from ${host}:${port}`));
+          return;
+        }
+        resolve(new ControlClient(ws));
+      };
+      ws.on('message', onGreeting);
       ws.once('close', (code, reason) => {
         if (settled) return;
         settled = true;

@@ -70,6 +70,8 @@ function stop(mode: StopMode): void {
 
 function serveControl(ws: WebSocket): void {
   ws.on('error', () => {});
+  // Greeting (reply id 0): tells the client its token was accepted.
+  ws.send(JSON.stringify({ id: 0, ok: true, result: { server: 'walsim', role: node.inRecovery ? 'standby' : 'primary' } } satisfies ControlReply));
   ws.on('message', (data, isBinary) => {
     const text = isBinary ? '' : data.toString();
     const reply = (r: ControlReply) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(r));
