@@ -313,6 +313,15 @@ export function recordInfo(body: WalRecordBody): number {
   return info;
 }
 
+/** The kind for each valid (rmid << 8 | xl_info), including XLOG_HEAP_INIT_PAGE variants. */
+const KIND_BY_RMID_INFO: (WalRecordKind | undefined)[] = new Array<WalRecordKind | undefined>(65536).fill(undefined);
+for (const [kind, { rmid, info }] of Object.entries(RMGR_INFO) as [WalRecordKind, { rmid: number; info: number }][]) {
+  const key = (rmid << 8) | info;
+  assert(KIND_BY_RMID_INFO[key] === undefined, `INV-WAL-1: kinds ${kind} and ${KIND_BY_RMID_INFO[key]} share rmid/info`);
+  KIND_BY_RMID_INFO[key] = kind;
+  if (kind === 'HEAP_INSERT' || kind === 'HEAP2_MULTI_INSERT') KIND_BY_RMID_INFO[key | XLOG_HEAP_INIT_PAGE] = kind;
+}
+
 /** KNOWN_RMID[rmid] is 1 for the resource managers walsim writes. */
 const KNOWN_RMID = new Uint8Array(256);
 for (const { rmid } of Object.values(RMGR_INFO)) KNOWN_RMID[rmid] = 1;
@@ -540,12 +549,16 @@ export function decodeRecord(
   const body = decoded as WalRecordBody;
   const info = buf[offset + 16]!;
   const rmid = buf[offset + 17]!;
-  const expected = RMGR_INFO[body.kind];
-  let expectedInfo = expected.info;
-  if ((body.kind === 'HEAP2_MULTI_INSERT' || body.kind === 'HEAP_INSERT') && body.initPage) {
-    expectedInfo |= XLOG_HEAP_INIT_PAGE;
-  }
-  if (rmid !== expected.rmid || info !== expectedInfo) {
+  // The header names the kind; compare instead of looking RMGR_INFO up by the decoded string (a
+  // fresh, non-internalized string makes keyed lookups slow), then store the interned constant
+  // so that the callers' switches and lookups on body.kind are fast too.
+  const headerKind = KIND_BY_RMID_INFO[(rmid << 8) | info];
+  const initFlag = (info & XLOG_HEAP_INIT_PAGE) !== 0;
+  if (
+    headerKind === undefined ||
+    headerKind !== body.kind ||
+    ((body.kind === 'HEAP2_MULTI_INSERT' || body.kind === 'HEAP_INSERT') && body.initPage !== initFlag)
+  ) {
     throw new InvalidWalRecordError(
       lsn,
       'bad_header',
@@ -553,6 +566,7 @@ export function decodeRecord(
         `(expected ${RMGR_INFO[body.kind].rmid} / 0x${recordInfo(body).toString(16)})`,
     );
   }
+  (body as { kind: WalRecordKind }).kind = headerKind;
   return {
     lsn,
     endLsn: lsn + space,
