@@ -271,7 +271,7 @@ export function describeRecordBodyProblem(body: unknown): string | null {
 function describeProblemSlow(o: Record<string, unknown>): string | null {
   const kind = o.kind;
   if (typeof kind !== 'string' || !Object.prototype.hasOwnProperty.call(BODY_FIELDS, kind)) {
-    return `unknown record kind ${JSON.stringify(kind)}`;
+    return `unknown record kind ${describeValue(kind)}`;
   }
   const fields = BODY_FIELDS[kind as WalRecordKind] as ReadonlyArray<readonly [string, FieldType]>;
   for (let i = 0; i < fields.length; i++) {

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeRecord, describeRecordBodyProblem, encodeRecord, InvalidWalRecordError, BODY_FIELDS } from '../../wal/codec.ts';
+import { decodeRecord, describeRecordBodyProblem, encodeRecord, InvalidWalRecordError, BODY_FIELDS, validateRecordBody } from '../../wal/codec.ts';
 import { WalWriter } from '../../wal/wal-writer.ts';
 import { readWal } from '../../wal/wal-reader.ts';
 import { segmentFileName, segmentOf, walDir } from '../../wal/segment.ts';
@@ -140,6 +140,19 @@ describe('WAL codec properties', () => {
       expect(reader.endReason).toBe('end_of_wal');
       expect(n).toBe(lsns.filter((l, k) => (lsns[k + 1] ?? w.insertLsn) - seg <= cut && l >= 0).length);
     }
+  });
+
+  it('validateRecordBody refuses any non-record value with a typed error only', () => {
+    fc.assert(
+      fc.property(fc.anything({ withBigInt: true, withMap: true, withTypedArray: true, withNullPrototype: true }), (v) => {
+        try {
+          validateRecordBody(v);
+        } catch (e) {
+          expect(e).toBeInstanceOf(InvalidWalRecordError);
+        }
+      }),
+      { ...params, numRuns: 500 },
+    );
   });
 
   it('the hot-path shape check agrees with the generic one on random mutations', () => {

@@ -200,6 +200,8 @@ describe('validateRecordBody', () => {
     [null, /not an object/],
     [[1, 2], /not an object/],
     [{ kind: 'NOPE' }, /unknown record kind/],
+    [{ kind: 10n }, /unknown record kind bigint 10/],
+    [new Map([['kind', 'NOOP']]), /unknown record kind nothing/],
     [{ kind: 'HEAP_DELETE', rel: 1, block: 2 }, /HEAP_DELETE.offsets .*missing/],
     [{ kind: 'HEAP_DELETE', rel: 1, block: 2, offsets: [1] }, /even-length/],
     [{ kind: 'HEAP_DELETE', rel: 1, block: 2, offsets: [0, 1] }, /positive/],
