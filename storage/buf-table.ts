@@ -26,7 +26,7 @@ export const NUM_BUFFER_PARTITIONS = 128;
 
 /** Smallest power of two ≥ 1.5 × nBuffers (and ≥ 16): the number of slots for a pool of nBuffers. */
 export function bufTableCapacity(nBuffers: number): number {
-  assert(Number.isSafeInteger(nBuffers) && nBuffers > 0, `INV-BUF-1: bad nBuffers ${nBuffers}`);
+  assert(Number.isSafeInteger(nBuffers) && nBuffers > 0, `INV-BUF-4: bad nBuffers ${nBuffers}`);
   const wanted = Math.ceil(nBuffers * 1.5);
   let capacity = 16;
   while (capacity < wanted) capacity *= 2;
