@@ -1,0 +1,54 @@
+/**
+ * The failover report: when each step of "resume replay and promote" happened, how long each phase
+ * took, and what buffer drops replay did meanwhile. Returned by promotion (control op `promote`,
+ * `SELECT pg_promote()`) and by `status` as `failover`.
+ */
+import type { DropPath } from '../storage/drop.ts';
+
+/** A lifecycle instant: wall clock (ISO) and a monotonic clock reading in ms (performance.now()). */
+export interface Instant {
+  at: string;
+  monoMs: number;
+}
+
+export interface FailoverTimestamps {
+  /** pg_wal_replay_resume() (or the promote request, when promotion was asked while not paused). */
+  resumeRequested: Instant | null;
+  /** The startup process continued replay. */
+  replayResumed: Instant | null;
+  promoteRequested: Instant | null;
+  /** Replay reached the end of WAL received before promotion. */
+  replayCaughtUp: Instant | null;
+  endOfRecoveryWritten: Instant | null;
+  /** pg_is_in_recovery() turned false: the node accepts writes. */
+  readWrite: Instant | null;
+  firstCheckpointDone: Instant | null;
+}
+
+export interface FailoverDrop {
+  scanned: number;
+  probes: number;
+  invalidated: number;
+  drops: Record<DropPath, number>;
+}
+
+export interface FailoverReport {
+  /** ISO time of resume (the failover's start) and of promotion done (read-write). */
+  resumeAt: string | null;
+  promotedAt: string | null;
+  /** readWrite − resumeRequested, monotonic. */
+  failoverMs: number | null;
+  phases: {
+    /** resumeRequested → replayCaughtUp: replaying the WAL received while paused. */
+    replayMs: number | null;
+    /** replayCaughtUp → endOfRecoveryWritten: END_OF_RECOVERY on the new timeline. */
+    endOfRecoveryMs: number | null;
+    /** endOfRecoveryWritten → readWrite. */
+    openForWritesMs: number | null;
+    /** readWrite → firstCheckpointDone (after failover; not part of failoverMs). */
+    checkpointMs: number | null;
+  };
+  recordsReplayed: number;
+  newTimeline: number | null;
+  drop: FailoverDrop;
+}
