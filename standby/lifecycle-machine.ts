@@ -1,0 +1,218 @@
+/**
+ * The server lifecycle as an xstate v5 machine: the single source of truth for a node's state.
+ * Control answers (pg_is_in_recovery, pause state, promotion errors) are read from its snapshot,
+ * and every side effect — pausing/resuming replay, stopping the walreceiver, writing
+ * END_OF_RECOVERY, opening for writes, requesting the first checkpoint — is an action of a
+ * transition. The machine is pure: the node supplies action implementations with `provide()`.
+ *
+ *   recovery (parallel)                         promoting                       primary
+ *     receiver: connecting ⇄ streaming          replayingReceived               checkpointing
+ *               ↘ disconnected ↗                  —CAUGHT_UP→ writingEndOfRecovery  —CHECKPOINT_DONE→ readWrite
+ *     replay: running ⇄ waitingForWal             —END_OF_RECOVERY_WRITTEN→ primary
+ *             running/waiting —PAUSE→ pauseRequested —PAUSE_CONFIRMED→ paused
+ *             pauseRequested/paused —RESUME→ running
+ *   —PROMOTE→ promoting (PostgreSQL 14+: a paused standby promotes; pause is reset to 'not paused')
+ *   any non-stopping state —STOP(mode)→ stopping.{smart,fast,immediate}
+ *
+ * PostgreSQL references: xlogrecovery.c (RecoveryPauseState, SetPromoteIsTriggered,
+ * CheckForStandbyTrigger), xlogfuncs.c (pg_wal_replay_pause/resume, pg_promote), xlog.c StartupXLOG.
+ */
+import { setup, type SnapshotFrom } from 'xstate';
+import { WalsimError } from '../common/errors.ts';
+import type { StopMode } from '../server/control-protocol.ts';
+
+export type LifecycleEvent =
+  | { type: 'PAUSE' }
+  | { type: 'PAUSE_CONFIRMED' }
+  | { type: 'RESUME' }
+  | { type: 'PROMOTE' }
+  | { type: 'WAL_RECEIVED' }
+  | { type: 'CAUGHT_UP' }
+  | { type: 'UPSTREAM_LOST' }
+  | { type: 'UPSTREAM_CONNECTED' }
+  | { type: 'UPSTREAM_RETRY' }
+  | { type: 'END_OF_RECOVERY_WRITTEN' }
+  | { type: 'CHECKPOINT_DONE' }
+  | { type: 'STOP'; mode: StopMode };
+
+export interface LifecycleInput {
+  /** A standby (standby.signal present) starts in recovery; otherwise the node is a primary. */
+  inRecovery: boolean;
+}
+
+export const lifecycleMachine = setup({
+  types: {} as { events: LifecycleEvent; input: LifecycleInput; context: { startedInRecovery: boolean } },
+  actions: {
+    // Effects; the node provides the implementations. Defaults do nothing (pure model, tests).
+    requestReplayPause: () => {},
+    resumeReplay: () => {},
+    recordResumeRequested: () => {},
+    recordReplayResumed: () => {},
+    recordPromoteRequested: () => {},
+    stopWalReceiver: () => {},
+    wakeReplayForPromotion: () => {},
+    recordReplayCaughtUp: () => {},
+    writeEndOfRecovery: () => {},
+    openForWrites: () => {},
+    requestCheckpoint: () => {},
+    recordCheckpointDone: () => {},
+    beginShutdown: () => {},
+  },
+  guards: {
+    startsInRecovery: ({ context }) => context.startedInRecovery,
+  },
+}).createMachine({
+  id: 'lifecycle',
+  context: ({ input }) => ({ startedInRecovery: input.inRecovery }),
+  initial: 'starting',
+  states: {
+    starting: {
+      always: [{ guard: 'startsInRecovery', target: 'recovery' }, { target: 'primary.readWrite' }],
+    },
+    recovery: {
+      type: 'parallel',
+      on: {
+        PROMOTE: { target: 'promoting', actions: ['recordPromoteRequested', 'stopWalReceiver', 'wakeReplayForPromotion'] },
+        STOP: [
+          { guard: ({ event }) => event.mode === 'immediate', target: 'stopping.immediate' },
+          { guard: ({ event }) => event.mode === 'smart', target: 'stopping.smart', actions: 'beginShutdown' },
+          { target: 'stopping.fast', actions: 'beginShutdown' },
+        ],
+      },
+      states: {
+        receiver: {
+          initial: 'connecting',
+          states: {
+            connecting: { on: { UPSTREAM_CONNECTED: 'streaming', UPSTREAM_LOST: 'disconnected' } },
+            streaming: { on: { UPSTREAM_LOST: 'disconnected' } },
+            disconnected: { on: { UPSTREAM_RETRY: 'connecting', UPSTREAM_CONNECTED: 'streaming' } },
+          },
+        },
+        replay: {
+          initial: 'running',
+          states: {
+            running: {
+              on: {
+                PAUSE: { target: 'pauseRequested', actions: 'requestReplayPause' },
+                CAUGHT_UP: 'waitingForWal',
+                RESUME: { actions: 'recordResumeRequested' },
+              },
+            },
+            waitingForWal: {
+              on: {
+                WAL_RECEIVED: 'running',
+                PAUSE: { target: 'pauseRequested', actions: 'requestReplayPause' },
+                RESUME: { actions: 'recordResumeRequested' },
+              },
+            },
+            pauseRequested: {
+              on: {
+                PAUSE_CONFIRMED: 'paused',
+                PAUSE: {},
+                RESUME: { target: 'running', actions: ['recordResumeRequested', 'resumeReplay', 'recordReplayResumed'] },
+              },
+            },
+            paused: {
+              on: {
+                PAUSE: {},
+                RESUME: { target: 'running', actions: ['recordResumeRequested', 'resumeReplay', 'recordReplayResumed'] },
+              },
+            },
+          },
+        },
+      },
+    },
+    promoting: {
+      initial: 'replayingReceived',
+      on: {
+        STOP: [
+          { guard: ({ event }) => event.mode === 'immediate', target: 'stopping.immediate' },
+          { target: 'stopping.fast', actions: 'beginShutdown' },
+        ],
+      },
+      states: {
+        replayingReceived: {
+          on: { CAUGHT_UP: { target: 'writingEndOfRecovery', actions: 'recordReplayCaughtUp' } },
+        },
+        writingEndOfRecovery: {
+          entry: 'writeEndOfRecovery',
+          on: { END_OF_RECOVERY_WRITTEN: { target: '#lifecycle.primary.checkpointing', actions: 'openForWrites' } },
+        },
+      },
+    },
+    primary: {
+      initial: 'readWrite',
+      on: {
+        STOP: [
+          { guard: ({ event }) => event.mode === 'immediate', target: 'stopping.immediate' },
+          { guard: ({ event }) => event.mode === 'smart', target: 'stopping.smart', actions: 'beginShutdown' },
+          { target: 'stopping.fast', actions: 'beginShutdown' },
+        ],
+      },
+      states: {
+        /** Read-write already (pg_is_in_recovery() is false) while the first checkpoint runs. */
+        checkpointing: {
+          entry: 'requestCheckpoint',
+          on: { CHECKPOINT_DONE: { target: 'readWrite', actions: 'recordCheckpointDone' } },
+        },
+        readWrite: {},
+      },
+    },
+    stopping: {
+      initial: 'fast',
+      states: {
+        smart: { type: 'final' },
+        fast: { type: 'final' },
+        immediate: { type: 'final' },
+      },
+    },
+  },
+});
+
+export type LifecycleSnapshot = SnapshotFrom<typeof lifecycleMachine>;
+
+export type RecoveryPauseState = 'not paused' | 'pause requested' | 'paused';
+
+/** pg_is_in_recovery(): true until the node opens for writes (promotion sets it false before the checkpoint). */
+export function isInRecovery(s: LifecycleSnapshot): boolean {
+  return s.matches('recovery') || s.matches('promoting');
+}
+
+/** pg_get_wal_replay_pause_state(), read from the machine. Promotion resets it to 'not paused'. */
+export function pauseStateOf(s: LifecycleSnapshot): RecoveryPauseState {
+  if (s.matches({ recovery: { replay: 'pauseRequested' } })) return 'pause requested';
+  if (s.matches({ recovery: { replay: 'paused' } })) return 'paused';
+  return 'not paused';
+}
+
+export function isPromoting(s: LifecycleSnapshot): boolean {
+  return s.matches('promoting');
+}
+
+/** A short name of the current state for status output, e.g. 'recovery(streaming,paused)'. */
+export function describeState(s: LifecycleSnapshot): string {
+  const v = s.value;
+  if (typeof v === 'string') return v;
+  if ('recovery' in v) {
+    const r = v.recovery as { receiver: string; replay: string };
+    return `recovery(${r.receiver},${r.replay})`;
+  }
+  const [k, sub] = Object.entries(v)[0]!;
+  return `${k}.${String(sub)}`;
+}
+
+/**
+ * Why a recovery-control event is refused in this state, as PostgreSQL words it (xlogfuncs.c), or
+ * null when it is accepted. pg_wal_replay_pause/resume: "recovery is not in progress" on a primary,
+ * "standby promotion is ongoing" once promotion was triggered; pg_promote on a primary: "recovery
+ * is not in progress".
+ */
+export function refusalOf(s: LifecycleSnapshot, event: 'PAUSE' | 'RESUME' | 'PROMOTE'): WalsimError | null {
+  if (s.matches('recovery')) return null;
+  if (s.matches('promoting')) {
+    if (event === 'PROMOTE') return null; // already triggered: pg_promote waits for it
+    return new WalsimError('promotion_ongoing', 'standby promotion is ongoing', '55000');
+  }
+  if (s.matches('stopping')) return new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
+  return new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
+}
