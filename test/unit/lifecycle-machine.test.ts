@@ -49,13 +49,13 @@ describe('lifecycle machine', () => {
     const fired = new Set<unknown>();
     for (const inRecovery of [true, false]) {
       for (const v of Object.values(walk({ inRecovery }))) {
-        for (const t of Object.values(v.transitions)) {
+        for (const t of Object.values(v.transitions) as Array<{ event: LifecycleEvent }>) {
           for (const def of lifecycleMachine.getTransitionData(v.state as never, t.event as never)) fired.add(def);
         }
       }
     }
     const missing = [...declared].filter((t) => !fired.has(t)).map((t) => {
-      const d = t as { source: AnyStateNode; eventType: string };
+      const d = t as unknown as { source: AnyStateNode; eventType: string };
       return `${d.source.id} on ${d.eventType}`;
     });
     expect(missing).toEqual([]);
