@@ -18,7 +18,8 @@ const USAGE = `usage: npm run cluster -- <start|stop|status|promote> [options]
           [--drop-strategy cached-lookup|full-scan] [--threshold-divisor 32] [--force-optimized]
           [--wal-segment-size 16MB] [--listen 127.0.0.1] [--node NAME] [--dir .walsim]
   stop    [--mode smart|fast|immediate] [--node primary|standby] [--dir .walsim]
-  status  [--json] [--dir .walsim]`;
+  status  [--json] [--dir .walsim]
+  promote [--node standby] [--no-wait] [--wait-seconds 60] [--json] [--dir .walsim]`;
 
 
 async function waitStreaming(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<void> {
@@ -149,12 +150,34 @@ async function cmdStatus(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** pg_ctl promote: promote a standby and print the failover report. */
+async function cmdPromote(argv: string[]): Promise<number> {
+  const { values } = parseCli(argv, {
+    dir: { type: 'string' }, node: { type: 'string', default: 'standby' }, 'no-wait': { type: 'boolean', default: false },
+    'wait-seconds': { type: 'string', default: '60' }, json: { type: 'boolean', default: false },
+  }, USAGE);
+  const clusterDir = clusterDirOf(values.dir);
+  const waitSeconds = Number(values['wait-seconds']);
+  if (!Number.isInteger(waitSeconds) || waitSeconds <= 0) throw new UsageError(`--wait-seconds must be a positive integer, got "${values['wait-seconds']}"`);
+  const c = await connectNode(clusterDir, values.node!);
+  try {
+    const r = (await c.request({ op: 'promote', wait: !values['no-wait'], waitSeconds })) as { promoted: boolean; failover: Record<string, unknown> | null };
+    if (values.json) printJson(r);
+    else if (!r.promoted) console.log(`${values.node}: server did not promote within ${waitSeconds} seconds`);
+    else console.log(`${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`);
+    return r.promoted ? 0 : 1;
+  } finally {
+    c.close();
+  }
+}
+
 runCli(async () => {
   const [cmd, ...rest] = process.argv.slice(2);
   switch (cmd) {
     case 'start': return cmdStart(rest);
     case 'stop': return cmdStop(rest);
     case 'status': return cmdStatus(rest);
+    case 'promote': return cmdPromote(rest);
     default:
       throw new UsageError(cmd === undefined ? `missing command\n${USAGE}` : `unknown command "${cmd}"\n${USAGE}`);
   }

@@ -64,7 +64,10 @@ async function cleanStop(mode: 'smart' | 'fast'): Promise<void> {
 }
 
 function stop(mode: StopMode): void {
-  if (mode === 'immediate') immediateStop();
+  if (mode === 'immediate') {
+    node?.send({ type: 'STOP', mode });
+    immediateStop();
+  }
   void cleanStop(mode);
 }
 
@@ -92,8 +95,10 @@ function serveControl(ws: WebSocket): void {
         case 'stop':
           setImmediate(() => stop(req.mode));
           return { stopping: req.mode };
-        case 'promote':
-          throw Object.assign(new Error('promotion is not implemented yet'), { code: '0A000' });
+        case 'promote': {
+          const promoted = await node.promote(req.wait, req.waitSeconds);
+          return { promoted, failover: node.failoverReport() };
+        }
       }
     };
     run().then(

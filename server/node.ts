@@ -28,6 +28,13 @@ import { SyncRepQueue, waitModeFor } from '../primary/syncrep.ts';
 import { WalSender } from '../primary/walsender.ts';
 import { StartupProcess } from '../standby/startup.ts';
 import { WalReceiver } from '../standby/walreceiver.ts';
+import { createActor, type Actor } from 'xstate';
+import {
+  describeState, isInRecovery, lifecycleMachine, pauseStateOf, refusalOf, type LifecycleEvent,
+} from '../standby/lifecycle-machine.ts';
+import { FailoverClock } from '../standby/failover-clock.ts';
+import type { FailoverReport } from '../standby/failover-report.ts';
+import { listSegmentFiles } from '../wal/segment.ts';
 import { parseStatement, writeCommandName, type Statement } from './sql-parser.ts';
 import type { QueryResult, SqlValue, StopMode } from './control-protocol.ts';
 import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
@@ -66,8 +73,10 @@ export class ServerNode {
   readonly wal: WalWriter;
   readonly nBuffers: number;
   timeline: TimeLineId;
-  inRecovery: boolean;
   control: ControlFile;
+  /** The lifecycle machine: the single source of truth for recovery, pause and promotion state. */
+  readonly lifecycle: Actor<typeof lifecycleMachine>;
+  readonly failover: FailoverClock;
   shuttingDown: StopMode | null = null;
   /** Records replayed at start (crash recovery or catch-up from local WAL). */
   readonly startupReplay: { records: number; fromLsn: string; toLsn: string; crashRecovery: boolean };
@@ -91,9 +100,97 @@ export class ServerNode {
     this.control = control;
     this.timeline = control.timeline;
     this.nBuffers = storage.pool.nBuffers;
-    this.inRecovery = fs.existsSync(path.join(this.dataDir, STANDBY_SIGNAL));
+    this.failover = new FailoverClock(() => this.storage.dropStats, () => this.startup?.recordsReplayed ?? 0);
+    this.lifecycle = createActor(lifecycleMachine.provide({ actions: this.lifecycleEffects() }), {
+      input: { inRecovery: fs.existsSync(path.join(this.dataDir, STANDBY_SIGNAL)) },
+    });
+    this.lifecycle.start();
     this.syncRep = new SyncRepQueue(SyncRepQueue.parseNames(opts.config.synchronousStandbyNames));
     this.startupReplay = startupReplay;
+  }
+
+  /** pg_is_in_recovery(), read from the lifecycle machine. */
+  get inRecovery(): boolean {
+    return isInRecovery(this.lifecycle.getSnapshot());
+  }
+
+  send(event: LifecycleEvent): void {
+    this.lifecycle.send(event);
+  }
+
+  /** Side effects of lifecycle transitions (see standby/lifecycle-machine.ts). */
+  private lifecycleEffects() {
+    return {
+      requestReplayPause: () => this.startup?.wakeup(),
+      resumeReplay: () => this.startup?.wakeup(),
+      recordResumeRequested: () => this.failover.resumeRequested(),
+      recordReplayResumed: () => this.failover.mark('replayResumed'),
+      recordPromoteRequested: () => {
+        this.opts.log('LOG:  received promote request');
+        this.failover.mark('promoteRequested');
+      },
+      stopWalReceiver: () => {
+        // Finish replaying what was received, nothing more: the primary may be gone.
+        this.receiver?.stop();
+      },
+      wakeReplayForPromotion: () => this.startup?.wakeup(),
+      recordReplayCaughtUp: () => this.failover.mark('replayCaughtUp'),
+      writeEndOfRecovery: () => this.writeEndOfRecovery(),
+      openForWrites: () => this.openForWrites(),
+      requestCheckpoint: () => {
+        setImmediate(() => {
+          this.writeLock.run(() => this.checkpoint('CHECKPOINT_ONLINE')).then(
+            () => {
+              this.failover.mark('firstCheckpointDone');
+              this.send({ type: 'CHECKPOINT_DONE' });
+            },
+            (e: unknown) => this.opts.log(`LOG:  end-of-recovery checkpoint failed: ${(e as Error).message}`),
+          );
+        });
+      },
+      recordCheckpointDone: () => {},
+      beginShutdown: () => {},
+    };
+  }
+
+  /** The newest timeline id with a history file or WAL segment here (findNewestTimeLine). */
+  private newestTimeline(): TimeLineId {
+    let newest = this.timeline;
+    for (const f of fs.readdirSync(path.join(this.dataDir, 'pg_wal'))) {
+      const m = /^([0-9A-F]{8})\.history$/.exec(f);
+      if (m) newest = Math.max(newest, parseInt(m[1]!, 16));
+    }
+    for (const seg of listSegmentFiles(this.dataDir, this.config.walSegmentSize)) newest = Math.max(newest, seg.tli);
+    return newest;
+  }
+
+  /** End of recovery: stop replay, switch to a new timeline, log END_OF_RECOVERY and flush it. */
+  private writeEndOfRecovery(): void {
+    this.startup?.finish();
+    const prevTimeline = this.timeline;
+    const newTimeline = this.newestTimeline() + 1;
+    this.wal.switchTimeline(newTimeline, 'no recovery target specified');
+    this.timeline = newTimeline;
+    this.wal.insert({ kind: 'END_OF_RECOVERY', newTimeline, prevTimeline, time: Date.now() }, 0);
+    this.wal.flush();
+    this.failover.newTimeline = newTimeline;
+    this.failover.mark('endOfRecoveryWritten');
+    this.opts.log(`LOG:  selected new timeline ID: ${newTimeline}`);
+    queueMicrotask(() => this.send({ type: 'END_OF_RECOVERY_WRITTEN' }));
+  }
+
+  /** The node accepts writes: sizes are no longer trusted (not in recovery), standby.signal goes. */
+  private openForWrites(): void {
+    this.storage.smgr.inRecovery = false;
+    fs.rmSync(path.join(this.dataDir, STANDBY_SIGNAL), { force: true });
+    this.control = { ...this.control, state: 'in production', timeline: this.timeline };
+    writeControlFile(this.dataDir, this.control);
+    this.failover.mark('readWrite');
+    this.opts.log('LOG:  database system is ready to accept connections');
+  }
+
+  failoverReport(): FailoverReport | null {
+    return this.failover.report();
   }
 
   readOptions(): WalReadOptions {
@@ -169,6 +266,10 @@ export class ServerNode {
         flushedUpTo: () => this.wal.flushLsn,
         apply: (rec) => ServerNode.applyRecord(this.storage, this.dataDir, rec, this.timeline, true),
         onProgress: () => this.receiver?.sendStatus(),
+        pauseRequested: () => pauseStateOf(this.lifecycle.getSnapshot()) !== 'not paused',
+        confirmPause: () => this.send({ type: 'PAUSE_CONFIRMED' }),
+        caughtUp: () => this.send({ type: 'CAUGHT_UP' }),
+        replaying: () => this.send({ type: 'WAL_RECEIVED' }),
         log: this.opts.log,
       },
       { nextLsn: this.wal.insertLsn, replayEndLsn: this.wal.insertLsn, lastRecordLsn: this.wal.lastRecordLsn },
@@ -185,6 +286,11 @@ export class ServerNode {
         timeline: () => this.timeline,
         applyLsn: () => startup.replayEndLsn,
         onFlushed: () => startup.wakeup(),
+        onStateChange: (state) => {
+          if (state === 'streaming') this.send({ type: 'UPSTREAM_CONNECTED' });
+          else if (state === 'disconnected') this.send({ type: 'UPSTREAM_LOST' });
+          else if (state === 'connecting') this.send({ type: 'UPSTREAM_RETRY' });
+        },
         log: this.opts.log,
       });
       this.receiver.start();
@@ -248,7 +354,7 @@ export class ServerNode {
 
   /** CHECKPOINT on a primary: write the data image for REDO = here, then log the checkpoint record. */
   async checkpoint(kind: 'CHECKPOINT_ONLINE' | 'CHECKPOINT_SHUTDOWN'): Promise<void> {
-    assert(!this.inRecovery, 'INV-NODE-2: checkpoint records are written only by a primary');
+    assert(!this.inRecovery && this.storage.smgr.inRecovery === false, 'INV-NODE-2: checkpoint records are written only by a primary');
     const redoLsn = this.wal.insertLsn;
     const prev = this.wal.lastRecordLsn;
     this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline });
@@ -335,6 +441,13 @@ export class ServerNode {
       if (this.inRecovery) throw new WalsimError('read_only', `cannot execute ${write} in a read-only transaction`, '25006');
       return this.writeLock.run(() => executeWrite(this.executorContext(), stmt));
     }
+    if (stmt.type === 'select_function' && stmt.fn === 'pg_promote') {
+      const [wait = true, waitSeconds = 60] = stmt.args;
+      if (typeof wait !== 'boolean' || typeof waitSeconds !== 'number') {
+        throw new WalsimError('invalid_input', 'function pg_promote takes (wait boolean, wait_seconds integer)', '42883');
+      }
+      return { command: 'SELECT 1', columns: ['pg_promote'], rows: [{ pg_promote: await this.promote(wait, waitSeconds) }] };
+    }
     if (stmt.type === 'checkpoint') {
       if (this.inRecovery) {
         this.restartpoint();
@@ -375,12 +488,29 @@ export class ServerNode {
     }
   }
 
-  private requireRecovery(fn: string): StartupProcess {
-    if (!this.inRecovery || this.startup === null) {
-      throw new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
+  private requireRecovery(): void {
+    if (!this.inRecovery) throw new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
+  }
+
+  /**
+   * pg_promote(wait, wait_seconds): trigger promotion; with wait, poll 10 times a second until the
+   * node is out of recovery (true) or wait_seconds pass (WARNING "server did not promote within
+   * %d seconds", false).
+   */
+  async promote(wait = true, waitSeconds = 60): Promise<boolean> {
+    if (!Number.isInteger(waitSeconds) || waitSeconds <= 0) {
+      throw new WalsimError('invalid_input', '"wait_seconds" must not be negative or zero', '22023');
     }
-    void fn;
-    return this.startup;
+    const refused = refusalOf(this.lifecycle.getSnapshot(), 'PROMOTE');
+    if (refused) throw refused;
+    if (this.lifecycle.getSnapshot().matches('recovery')) this.send({ type: 'PROMOTE' });
+    if (!wait) return true;
+    for (let i = 0; i < waitSeconds * 10; i++) {
+      if (!this.inRecovery) return true;
+      await new Promise((r) => setTimeout(r, i === 0 ? 1 : 100));
+    }
+    this.opts.log(`WARNING:  server did not promote within ${waitSeconds} seconds`);
+    return false;
   }
 
   private callFunction(fn: string, args: Array<number | boolean | string>): SqlValue {
@@ -405,19 +535,22 @@ export class ServerNode {
         noArgs();
         return this.inRecovery && this.startup ? formatLsn(this.startup.replayEndLsn) : null;
       case 'pg_wal_replay_pause':
+      case 'pg_wal_replay_resume': {
         noArgs();
-        this.requireRecovery(fn).requestPause();
+        const event = fn === 'pg_wal_replay_pause' ? 'PAUSE' : 'RESUME';
+        const refused = refusalOf(this.lifecycle.getSnapshot(), event);
+        if (refused) throw refused;
+        this.send({ type: event });
         return '';
-      case 'pg_wal_replay_resume':
-        noArgs();
-        this.requireRecovery(fn).resume();
-        return '';
+      }
       case 'pg_is_wal_replay_paused':
         noArgs();
-        return this.requireRecovery(fn).pauseState !== 'not paused';
+        this.requireRecovery();
+        return pauseStateOf(this.lifecycle.getSnapshot()) !== 'not paused';
       case 'pg_get_wal_replay_pause_state':
         noArgs();
-        return this.requireRecovery(fn).pauseState;
+        this.requireRecovery();
+        return pauseStateOf(this.lifecycle.getSnapshot());
       default:
         throw new WalsimError('invalid_input', `function ${fn}(${args.map((a) => typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown').join(', ')}) does not exist`, '42883');
     }
@@ -427,8 +560,11 @@ export class ServerNode {
 
   status(): Record<string, unknown> {
     const drop = this.storage.dropStats;
+    const snap = this.lifecycle.getSnapshot();
     const base = {
       role: this.inRecovery ? 'standby' : 'primary',
+      lifecycle: describeState(snap),
+      failover: this.failover.report(),
       inRecovery: this.inRecovery,
       timeline: this.timeline,
       sharedBuffers: formatSharedBuffers(this.nBuffers),
@@ -465,11 +601,13 @@ export class ServerNode {
       receiveLsn: formatLsn(this.wal.flushLsn),
       writeLsn: formatLsn(this.wal.writeLsn),
       replayLsn: formatLsn(st.replayEndLsn),
-      pauseState: st.pauseState,
+      pauseState: pauseStateOf(snap),
       caughtUp: st.caughtUp && st.nextLsn >= this.wal.flushLsn,
       recordsReplayed: st.recordsReplayed,
       replayError: st.error,
-      receiverState: this.receiver?.state ?? 'stopped',
+      receiverState: snap.matches('recovery')
+        ? (snap.value as { recovery: { receiver: string } }).recovery.receiver
+        : 'stopped',
       receiverConnects: this.receiver?.connects ?? 0,
       receiverLastError: this.receiver?.lastError ?? null,
     };
@@ -477,8 +615,10 @@ export class ServerNode {
 
   /** Fast/smart shutdown work before exit. Immediate is handled by the process shell (no work). */
   async shutdown(mode: 'smart' | 'fast'): Promise<void> {
+    const wasInRecovery = this.inRecovery; // read before STOP leaves the recovery states
+    this.send({ type: 'STOP', mode });
     this.shuttingDown = mode;
-    if (this.inRecovery) {
+    if (wasInRecovery) {
       this.receiver?.stop();
       await this.startup?.stop();
       this.restartpoint(); // shutdown restartpoint

@@ -48,6 +48,8 @@ export interface FailoverReport {
     /** readWrite → firstCheckpointDone (after failover; not part of failoverMs). */
     checkpointMs: number | null;
   };
+  /** Every recorded instant (null when not reached). */
+  timestamps: FailoverTimestamps;
   recordsReplayed: number;
   newTimeline: number | null;
   drop: FailoverDrop;

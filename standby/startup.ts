@@ -13,8 +13,6 @@ import { isInvalidWalRecordError, maxAlign } from '../wal/codec.ts';
 import { readWal, type WalReadOptions, type WalReader } from '../wal/wal-reader.ts';
 import type { WalRecord } from '../wal/records.ts';
 
-export type RecoveryPauseState = 'not paused' | 'pause requested' | 'paused';
-
 /** Longest stretch of replay between event-loop turns. */
 const REPLAY_SLICE_MS = 10;
 
@@ -27,6 +25,13 @@ export interface StartupDeps {
   apply(rec: WalRecord): void;
   /** Replay advanced (send feedback, release remote_apply waiters, ...). */
   onProgress(): void;
+  /** The lifecycle machine's replay region is 'pause requested' or 'paused'. */
+  pauseRequested(): boolean;
+  /** Tell the machine the pause took effect at a record boundary (PAUSE_CONFIRMED). */
+  confirmPause(): void;
+  /** Replay reached the end of flushed WAL (CAUGHT_UP) or continues after it (WAL_RECEIVED). */
+  caughtUp(): void;
+  replaying(): void;
   log(message: string): void;
 }
 
@@ -36,7 +41,6 @@ export interface ReplayError {
 }
 
 export class StartupProcess {
-  pauseState: RecoveryPauseState = 'not paused';
   /** Start of the next record to replay (MAXALIGNed end of the last one). */
   nextLsn: Lsn;
   /** End of the last replayed record: pg_last_wal_replay_lsn(). */
@@ -74,13 +78,9 @@ export class StartupProcess {
     w?.();
   }
 
-  requestPause(): void {
-    if (this.pauseState === 'not paused') this.pauseState = 'pause requested';
-    this.wakeup();
-  }
-
-  resume(): void {
-    this.pauseState = 'not paused';
+  /** End recovery: the loop exits at the current record boundary (promotion). */
+  finish(): void {
+    this.stopping = true;
     this.wakeup();
   }
 
@@ -103,27 +103,28 @@ export class StartupProcess {
       reader = null;
     };
     while (!this.stopping) {
-      if (this.pauseState !== 'not paused') {
+      if (this.deps.pauseRequested()) {
         dropReader();
-        if (this.pauseState === 'pause requested') this.deps.log(`LOG:  recovery has paused at ${formatLsn(this.replayEndLsn)}`);
-        this.pauseState = 'paused';
-        await this.waitForWakeup();
-        continue;
-      }
-      if (this.error !== null) {
-        dropReader();
-        await this.waitForWakeup(); // replay stopped at a bad record; the node keeps serving
+        this.deps.log(`LOG:  recovery has paused at ${formatLsn(this.replayEndLsn)}`);
+        this.deps.confirmPause();
+        while (!this.stopping && this.deps.pauseRequested()) await this.waitForWakeup();
         continue;
       }
       const limit = this.deps.flushedUpTo();
-      if (this.nextLsn >= limit) {
+      if (this.error !== null || this.nextLsn >= limit) {
+        // Nothing (valid) left to replay: wait for WAL. After a bad record replay stays stopped there.
         dropReader();
         this.caughtUp = true;
         this.deps.onProgress();
+        this.deps.caughtUp();
+        if (this.stopping) break;
         await this.waitForWakeup();
         continue;
       }
-      this.caughtUp = false;
+      if (this.caughtUp) {
+        this.caughtUp = false;
+        this.deps.replaying();
+      }
       const r: WalReader = reader ?? readWal(this.deps.dataDir, this.nextLsn, { ...this.deps.readOptions(), stopLsn: limit, expectedPrev: this.lastRecordLsn || undefined });
       reader = r;
       const sliceStart = performance.now();
@@ -145,7 +146,7 @@ export class StartupProcess {
         this.replayEndLsn = rec.endLsn;
         this.nextLsn = maxAlign(rec.endLsn);
         this.recordsReplayed++;
-        if (this.stopping || this.pauseState !== 'not paused') break;
+        if (this.stopping || this.deps.pauseRequested()) break;
         if (performance.now() - sliceStart > REPLAY_SLICE_MS) break;
       }
       this.deps.onProgress();

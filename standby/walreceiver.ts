@@ -21,6 +21,8 @@ export interface WalReceiverDeps {
   timeline(): TimeLineId;
   applyLsn(): Lsn;
   onFlushed(): void;
+  /** Connection state changes (UPSTREAM_CONNECTED / UPSTREAM_LOST / UPSTREAM_RETRY for the lifecycle machine). */
+  onStateChange(state: ReceiverState): void;
   log(message: string): void;
 }
 
@@ -28,7 +30,7 @@ const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 2000;
 
 export class WalReceiver {
-  state: ReceiverState = 'disconnected';
+  private stateValue: ReceiverState = 'disconnected';
   lastError: string | null = null;
   lastMsgReceiptTime: string | null = null;
   connects = 0;
@@ -37,6 +39,16 @@ export class WalReceiver {
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: WalReceiverDeps) {}
+
+  get state(): ReceiverState {
+    return this.stateValue;
+  }
+
+  private set state(next: ReceiverState) {
+    if (next === this.stateValue) return;
+    this.stateValue = next;
+    this.deps.onStateChange(next);
+  }
 
   start(): void {
     this.connect();

@@ -1,0 +1,70 @@
+/**
+ * The shared main of `npm run rel` and `npm run multi`: parse `<step> [options]`, run the step
+ * (steps.ts), print its lines, or with `--json` one JSON object as the last line of stdout
+ * (`{"error": {...}}` on failure).
+ */
+import { isWalsimError } from '../../common/errors.ts';
+import { ControlError } from '../../server/control-client.ts';
+import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli.ts';
+import { REL_SIZE_FORMS } from './rel-size.ts';
+import type { Workload } from './state.ts';
+import { runStep, StepOrderError, STEPS, type StepName } from './steps.ts';
+
+function usage(workload: Workload): string {
+  const what = workload === 'rel' ? 'one relation (seed 001 rel.sh)' : 'many one-block relations (seed 001 test.sh)';
+  return `usage: npm run ${workload} -- <step> [--dir .walsim] [--json]${workload === 'rel' ? ' [--size NB/512]' : ' [--tables 1000]'}
+  ${what}; run against the cluster of "npm run cluster -- start".
+  steps, in order: create, insert, ${workload === 'rel' ? 'delete' : '[delete]'}, pause, vacuum|truncate, stop, resume; count any time after create
+    create    create the table${workload === 'rel' ? '' : 's (--tables N, default 1000)'} on the primary
+    insert    ${workload === 'rel' ? 'fill it with --size pages (default NB/512): ' + REL_SIZE_FORMS : 'one full 8kB page (226 rows) into each table'}
+    delete    DELETE every row (the VACUUM test)
+    pause     wait until the standby replayed everything, then pg_wal_replay_pause()
+    vacuum    VACUUM each table in its own transaction (truncates the empty pages)
+    truncate  TRUNCATE each table in its own transaction
+    stop      immediate stop of the primary (pg_ctl stop -m immediate)
+    resume    pg_wal_replay_resume() and promote the standby; print both timestamps and the failover time
+    count     row counts on the standby`;
+}
+
+export function stepMain(workload: Workload): void {
+  const USAGE = usage(workload);
+  let json = false;
+  runCli(async () => {
+    const argv = process.argv.slice(2);
+    json = argv.includes('--json');
+    try {
+      const { values, positionals } = parseCli(argv, {
+        dir: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        size: { type: 'string' },
+        tables: { type: 'string' },
+        'wait-seconds': { type: 'string' },
+      }, USAGE);
+      if (positionals.length !== 1) throw new UsageError(`${positionals.length === 0 ? 'missing step' : 'expected one step'}\n${USAGE}`);
+      const step = positionals[0] as StepName;
+      if (!(STEPS as readonly string[]).includes(step)) throw new UsageError(`unknown step "${positionals[0]}" (steps: ${STEPS.join(', ')})\n${USAGE}`);
+      if (values.size !== undefined && (workload !== 'rel' || step !== 'insert')) throw new UsageError(`--size applies to "npm run rel -- insert" only`);
+      if (values.tables !== undefined && (workload !== 'multi' || step !== 'create')) throw new UsageError(`--tables applies to "npm run multi -- create" only`);
+      const tables = values.tables === undefined ? undefined : Number(values.tables);
+      if (tables !== undefined && (!Number.isSafeInteger(tables) || tables < 1)) throw new UsageError(`--tables must be a positive integer, got "${values.tables}"`);
+      const waitSeconds = values['wait-seconds'] === undefined ? undefined : Number(values['wait-seconds']);
+      if (waitSeconds !== undefined && (!Number.isSafeInteger(waitSeconds) || waitSeconds < 1)) throw new UsageError(`--wait-seconds must be a positive integer`);
+      const result = await runStep(step, { clusterDir: clusterDirOf(values.dir), workload, size: values.size, tables, waitSeconds });
+      const { lines, ...rest } = result;
+      if (json) printJson(rest);
+      else for (const l of lines) console.log(l);
+      return 0;
+    } catch (e) {
+      if (!json) {
+        if (!(e instanceof StepOrderError)) throw e;
+        console.error(`error: ${e.message}`);
+        return 1;
+      }
+      const kind = e instanceof StepOrderError ? 'order' : e instanceof UsageError ? 'usage' : e instanceof ControlError ? 'server' : isWalsimError(e) ? e.kind : 'internal';
+      const message = (e as Error).message;
+      console.error(`error: ${message}`);
+      printJson({ error: { kind, message, ...(e instanceof StepOrderError ? { runFirst: e.runFirst } : {}), ...(e instanceof ControlError ? { code: e.code } : {}) } });
+      return e instanceof UsageError ? 2 : 1;
+    }
+  });
+}

@@ -1,0 +1,240 @@
+/**
+ * Seed 001's two experiments as sweeps: every cell (shared_buffers × relation size or variant ×
+ * drop strategy) runs the whole step procedure on a fresh cluster, `runs` times, and the runs are
+ * averaged.
+ *
+ * Entry points: `planThreshold` (Test A, rel.sh), `planMulti` (Test B, test.sh), `runSweep`,
+ * `summarise`, `estimateCellSeconds`.
+ *
+ * Test A: one relation of NBuffers/k pages is created, filled, emptied by DELETE and truncated by a
+ * VACUUM while the standby's replay is paused; the failover (resume → promoted) replays that one
+ * truncation. `cached-lookup` runs with the optimized path forced (the seed's Test-for-threshold
+ * patch) against `full-scan` (pre-PG14, "master").
+ * Test B: 1000 one-block tables, VACUUM (after DELETE) or TRUNCATE of each in its own transaction
+ * while paused: 1000 drops at failover.
+ *
+ * Runs are interleaved (run 1 of every cell, then run 2, …) so slow drift of the machine's load
+ * spreads over all cells instead of biasing one.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import type { DropStrategy } from '../../server/settings.ts';
+import { destroyCluster, startFreshCluster } from './fresh-cluster.ts';
+import { parseRelSize } from './rel-size.ts';
+import { ClusterSession, runStep, type ResumeResult, type StepName } from './steps.ts';
+
+export type SweepKind = 'threshold' | 'multi';
+export type Variant = 'vacuum' | 'truncate';
+
+export interface CellSpec {
+  kind: SweepKind;
+  /** Standby shared_buffers as given (e.g. `100GB`) and in buffers. */
+  sharedBuffers: string;
+  nBuffers: number;
+  strategy: DropStrategy;
+  forceOptimized: boolean;
+  variant: Variant;
+  /** Test A: the relation size `NB/k`, its k and pages. Test B: null, 1 page per table. */
+  relSize: string | null;
+  relDivisor: number | null;
+  pagesPerTable: number;
+  tables: number;
+}
+
+export interface RunRecord extends CellSpec {
+  run: number;
+  failoverMs: number;
+  replayMs: number | null;
+  endOfRecoveryMs: number | null;
+  openForWritesMs: number | null;
+  recordsReplayed: number;
+  dropsFullScan: number;
+  dropsCachedLookup: number;
+  scanned: number;
+  probes: number;
+  invalidated: number;
+  promoted: boolean;
+  resumeAt: string;
+  promotedAt: string;
+  /** Wall time of each step of this run, ms (cluster start included as `start`). */
+  stepMs: Record<string, number>;
+}
+
+export interface CellSummary extends CellSpec {
+  runs: number;
+  failoverMsMean: number;
+  failoverMsMin: number;
+  failoverMsMax: number;
+  replayMsMean: number | null;
+  dropsFullScan: number;
+  dropsCachedLookup: number;
+  scanned: number;
+  probes: number;
+  invalidated: number;
+}
+
+export interface SweepSettings {
+  primarySharedBuffers: string;
+  thresholdDivisor: number;
+  /** Where the fresh clusters live (each removed after its run). */
+  workDir: string;
+  waitSeconds: number;
+}
+
+export const DEFAULT_SHARED_BUFFERS = ['128MB', '1GB', '20GB', '100GB'];
+export const DEFAULT_REL_DIVISORS = [512, 256, 128, 64, 32, 16, 8];
+
+export function cellKey(c: CellSpec): string {
+  return [c.kind, c.sharedBuffers, c.variant, c.relSize ?? `${c.tables}x1`, c.strategy + (c.forceOptimized ? '+forced' : '')].join(' ');
+}
+
+export function cellLabel(c: CellSpec): string {
+  const what = c.kind === 'threshold' ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)` : `${c.tables} tables ${c.variant.toUpperCase()}`;
+  return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}`;
+}
+
+/** Test A cells: shared_buffers × NB/k × {cached-lookup forced (or not), full-scan}. */
+export function planThreshold(sharedBuffers: string[], divisors: number[], forceOptimized: boolean): CellSpec[] {
+  const cells: CellSpec[] = [];
+  for (const sb of sharedBuffers) {
+    const { nBuffers } = parseSharedBuffers(sb);
+    for (const k of divisors) {
+      const size = parseRelSize(`NB/${k}`, nBuffers);
+      for (const strategy of ['cached-lookup', 'full-scan'] as const) {
+        cells.push({
+          kind: 'threshold', sharedBuffers: sb, nBuffers, strategy, forceOptimized: strategy === 'cached-lookup' && forceOptimized,
+          variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1,
+        });
+      }
+    }
+  }
+  return cells;
+}
+
+/** Test B cells: shared_buffers × variant × strategy. */
+export function planMulti(sharedBuffers: string[], tables: number, variants: Variant[], strategies: DropStrategy[]): CellSpec[] {
+  const cells: CellSpec[] = [];
+  for (const sb of sharedBuffers) {
+    const { nBuffers } = parseSharedBuffers(sb);
+    for (const variant of variants) {
+      for (const strategy of strategies) {
+        cells.push({ kind: 'multi', sharedBuffers: sb, nBuffers, strategy, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables });
+      }
+    }
+  }
+  return cells;
+}
+
+/**
+ * A rough cost of one run in seconds, for the ETA only: cluster start and steps, statements,
+ * pages written and replayed, and the drops' work (full scans of NBuffers at ~2 ns per
+ * descriptor; lookups ~1 µs per block).
+ */
+export function estimateCellSeconds(c: CellSpec): number {
+  const drops = c.tables;
+  const blocks = c.tables * c.pagesPerTable;
+  const lookup = c.strategy === 'cached-lookup' && (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
+  const dropWork = lookup ? blocks * 1.5e-6 : drops * c.nBuffers * 2e-9;
+  return 4 + c.tables * 0.004 + blocks * 12e-6 + dropWork;
+}
+
+/** The procedure of one run on a fresh cluster in `dir`. */
+export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Promise<RunRecord> {
+  fs.mkdirSync(s.workDir, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(s.workDir, 'cell-'));
+  const stepMs: Record<string, number> = {};
+  try {
+    let t = performance.now();
+    await startFreshCluster(dir, {
+      sharedBuffers: cell.sharedBuffers, primarySharedBuffers: s.primarySharedBuffers, dropStrategy: cell.strategy,
+      forceOptimized: cell.forceOptimized, thresholdDivisor: s.thresholdDivisor,
+    });
+    stepMs.start = performance.now() - t;
+    const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
+    const steps: StepName[] = ['create', 'insert', ...(cell.variant === 'vacuum' ? ['delete' as const] : []), 'pause', cell.variant, 'stop', 'resume'];
+    const session = new ClusterSession(dir);
+    let resume: ResumeResult | null = null;
+    try {
+      for (const step of steps) {
+        t = performance.now();
+        const r = await runStep(step, {
+          clusterDir: dir, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds,
+          size: cell.kind === 'threshold' ? String(cell.pagesPerTable) : undefined,
+        });
+        stepMs[step] = performance.now() - t;
+        if (step === 'resume') resume = r as ResumeResult;
+      }
+    } finally {
+      session.close();
+    }
+    const r = resume!;
+    return {
+      ...cell, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
+      openForWritesMs: r.phases.openForWritesMs, recordsReplayed: r.recordsReplayed,
+      dropsFullScan: r.drop.drops['full-scan'], dropsCachedLookup: r.drop.drops['cached-lookup'],
+      scanned: r.drop.scanned, probes: r.drop.probes, invalidated: r.drop.invalidated,
+      promoted: r.promoted, resumeAt: r.resumeAt, promotedAt: r.promotedAt, stepMs,
+    };
+  } finally {
+    await destroyCluster(dir);
+  }
+}
+
+/** Average the runs of each cell, in plan order. */
+export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[] {
+  return plan.map((cell) => {
+    const key = cellKey(cell);
+    const rs = records.filter((r) => cellKey(r) === key);
+    const mean = (f: (r: RunRecord) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
+    const replays = rs.map((r) => r.replayMs).filter((v): v is number => v !== null);
+    return {
+      ...cell, runs: rs.length,
+      failoverMsMean: rs.length ? mean((r) => r.failoverMs) : NaN,
+      failoverMsMin: Math.min(...rs.map((r) => r.failoverMs)),
+      failoverMsMax: Math.max(...rs.map((r) => r.failoverMs)),
+      replayMsMean: replays.length ? replays.reduce((a, b) => a + b, 0) / replays.length : null,
+      dropsFullScan: rs.length ? mean((r) => r.dropsFullScan) : NaN,
+      dropsCachedLookup: rs.length ? mean((r) => r.dropsCachedLookup) : NaN,
+      scanned: rs.length ? mean((r) => r.scanned) : NaN,
+      probes: rs.length ? mean((r) => r.probes) : NaN,
+      invalidated: rs.length ? mean((r) => r.invalidated) : NaN,
+    };
+  });
+}
+
+export interface SweepProgress {
+  done: number;
+  total: number;
+  /** Estimated seconds done / total (estimateCellSeconds), for an ETA weighted by cost. */
+  weightDone: number;
+  weightTotal: number;
+  current: string;
+  lastRecord: RunRecord | null;
+}
+
+/** Run every cell `runs` times (interleaved), reporting progress before and after each run. */
+export async function runSweep(
+  plan: CellSpec[], runs: number, settings: SweepSettings, onProgress: (p: SweepProgress) => void = () => {},
+): Promise<RunRecord[]> {
+  const records: RunRecord[] = [];
+  const total = plan.length * runs;
+  const weightTotal = plan.reduce((a, c) => a + estimateCellSeconds(c), 0) * runs;
+  let weightDone = 0;
+  for (let run = 1; run <= runs; run++) {
+    for (const cell of plan) {
+      const current = `${cellLabel(cell)}${runs > 1 ? ` run ${run}/${runs}` : ''}`;
+      onProgress({ done: records.length, total, weightDone, weightTotal, current, lastRecord: records.at(-1) ?? null });
+      const rec = await runCell(cell, run, settings);
+      records.push(rec);
+      weightDone += estimateCellSeconds(cell);
+    }
+  }
+  onProgress({ done: records.length, total, weightDone, weightTotal, current: 'done', lastRecord: records.at(-1) ?? null });
+  return records;
+}
+
+export function defaultWorkDir(): string {
+  return path.join(os.tmpdir(), `walsim-sweep-${process.pid}`);
+}

@@ -1,0 +1,152 @@
+/**
+ * A small hand-written SVG line chart (pure): log or linear axes, one polyline with markers per
+ * series, tick labels, axis titles and a legend. Enough for the sweeps' figures without a
+ * plotting dependency.
+ *
+ * Entry points: `lineChart(spec)`, `logTicks`, `niceLinearTicks`.
+ */
+
+export interface ChartPoint {
+  x: number;
+  y: number;
+}
+
+export interface ChartSeries {
+  name: string;
+  points: ChartPoint[];
+}
+
+export interface LineChartSpec {
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  xLog?: boolean;
+  yLog?: boolean;
+  series: ChartSeries[];
+  /** Explicit x ticks (e.g. shared_buffers labels at their NBuffers); default: computed. */
+  xTicks?: Array<{ value: number; label: string }>;
+  width?: number;
+  height?: number;
+}
+
+const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
+
+function esc(s: string): string {
+  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+}
+
+/** Short number label: 1, 20, 0.5, 1k, 2.5M, 1e-4. */
+export function shortNumber(v: number): string {
+  const a = Math.abs(v);
+  if (a === 0) return '0';
+  if (a >= 1e9) return `${+(v / 1e9).toPrecision(3)}G`;
+  if (a >= 1e6) return `${+(v / 1e6).toPrecision(3)}M`;
+  if (a >= 1e4) return `${+(v / 1e3).toPrecision(3)}k`;
+  if (a >= 1e-3) return `${+v.toPrecision(3)}`;
+  return v.toExponential(0);
+}
+
+/** Powers of ten covering [min, max] (with 2 and 5 between when the range spans < 3 decades). */
+export function logTicks(min: number, max: number): number[] {
+  const lo = Math.floor(Math.log10(min));
+  const hi = Math.ceil(Math.log10(max));
+  const steps = hi - lo <= 2 ? [1, 2, 5] : [1];
+  const ticks: number[] = [];
+  for (let e = lo; e <= hi; e++) for (const m of steps) {
+    const v = m * 10 ** e;
+    if (v >= min * 0.999 && v <= max * 1.001) ticks.push(Number(v.toPrecision(12)));
+  }
+  return ticks;
+}
+
+export function niceLinearTicks(min: number, max: number, count = 5): number[] {
+  const span = max - min || Math.abs(max) || 1;
+  const raw = span / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => span / s <= count) ?? 10 * mag;
+  const ticks: number[] = [];
+  for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  return ticks;
+}
+
+interface Axis {
+  toPx(v: number): number;
+  ticks: Array<{ value: number; label: string }>;
+}
+
+function makeAxis(values: number[], log: boolean, pxFrom: number, pxTo: number, fixed?: Array<{ value: number; label: string }>): Axis {
+  let min = Math.min(...values);
+  let max = Math.max(...values);
+  if (log) {
+    if (min === max) { min /= 2; max *= 2; }
+    // Pad to whole decades only when the data spans little, so the lines keep room to show.
+    const lmin = Math.log10(min) - 0.1;
+    const lmax = Math.log10(max) + 0.1;
+    const toPx = (v: number) => pxFrom + ((Math.log10(v) - lmin) / (lmax - lmin)) * (pxTo - pxFrom);
+    const ticks = fixed ?? logTicks(10 ** lmin, 10 ** lmax).map((v) => ({ value: v, label: shortNumber(v) }));
+    return { toPx, ticks };
+  }
+  if (min === max) { min -= 1; max += 1; }
+  if (min > 0 && min < max / 3) min = 0;
+  const pad = (max - min) * 0.05;
+  const lo = min - pad;
+  const hi = max + pad;
+  const toPx = (v: number) => pxFrom + ((v - lo) / (hi - lo)) * (pxTo - pxFrom);
+  const ticks = fixed ?? niceLinearTicks(lo, hi).map((v) => ({ value: v, label: shortNumber(v) }));
+  return { toPx, ticks };
+}
+
+/** Render the chart; points with a non-positive coordinate on a log axis are left out. */
+export function lineChart(spec: LineChartSpec): string {
+  const W = spec.width ?? 720;
+  const H = spec.height ?? 440;
+  const m = { left: 80, right: 200, top: 44, bottom: 64 };
+  const ok = (p: ChartPoint) => Number.isFinite(p.x) && Number.isFinite(p.y) && (!spec.xLog || p.x > 0) && (!spec.yLog || p.y > 0);
+  const series = spec.series.map((s) => ({ ...s, points: s.points.filter(ok).sort((a, b) => a.x - b.x) }));
+  const all = series.flatMap((s) => s.points);
+  const out: string[] = [];
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
+  out.push(`<text x="${W / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${esc(spec.title)}</text>`);
+  const x0 = m.left;
+  const x1 = W - m.right;
+  const y0 = H - m.bottom;
+  const y1 = m.top;
+  if (all.length === 0) {
+    out.push(`<text x="${(x0 + x1) / 2}" y="${(y0 + y1) / 2}" text-anchor="middle">no data</text></svg>`);
+    return out.join('\n') + '\n';
+  }
+  const xFixed = spec.xTicks?.filter((t) => !spec.xLog || t.value > 0);
+  const xa = makeAxis([...all.map((p) => p.x), ...(xFixed ?? []).map((t) => t.value)], spec.xLog ?? false, x0, x1, xFixed);
+  const ya = makeAxis(all.map((p) => p.y), spec.yLog ?? false, y0, y1);
+  const f = (v: number) => v.toFixed(1);
+  // Grid and ticks.
+  for (const t of ya.ticks) {
+    const y = ya.toPx(t.value);
+    if (y < y1 - 0.5 || y > y0 + 0.5) continue;
+    out.push(`<line x1="${x0}" y1="${f(y)}" x2="${x1}" y2="${f(y)}" stroke="#e5e5e5"/>`);
+    out.push(`<text x="${x0 - 6}" y="${f(y + 4)}" text-anchor="end">${esc(t.label)}</text>`);
+  }
+  for (const t of xa.ticks) {
+    const x = xa.toPx(t.value);
+    if (x < x0 - 0.5 || x > x1 + 0.5) continue;
+    out.push(`<line x1="${f(x)}" y1="${y0}" x2="${f(x)}" y2="${y1}" stroke="#f0f0f0"/>`);
+    out.push(`<text x="${f(x)}" y="${y0 + 18}" text-anchor="middle">${esc(t.label)}</text>`);
+  }
+  out.push(`<line x1="${x0}" y1="${y0}" x2="${x1}" y2="${y0}" stroke="black"/>`);
+  out.push(`<line x1="${x0}" y1="${y0}" x2="${x0}" y2="${y1}" stroke="black"/>`);
+  out.push(`<text x="${(x0 + x1) / 2}" y="${H - 20}" text-anchor="middle">${esc(spec.xLabel)}${spec.xLog ? ' (log scale)' : ''}</text>`);
+  out.push(`<text transform="translate(20 ${(y0 + y1) / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}${spec.yLog ? ' (log scale)' : ''}</text>`);
+  // Series.
+  series.forEach((s, i) => {
+    const color = COLORS[i % COLORS.length]!;
+    const pts = s.points.map((p) => `${f(xa.toPx(p.x))},${f(ya.toPx(p.y))}`);
+    if (pts.length > 1) out.push(`<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>`);
+    for (const p of s.points) out.push(`<circle cx="${f(xa.toPx(p.x))}" cy="${f(ya.toPx(p.y))}" r="3.5" fill="${color}"><title>${esc(`${s.name}: ${shortNumber(p.x)}, ${shortNumber(p.y)}`)}</title></circle>`);
+    const ly = y1 + 10 + i * 20;
+    out.push(`<line x1="${x1 + 16}" y1="${ly}" x2="${x1 + 40}" y2="${ly}" stroke="${color}" stroke-width="2"/>`);
+    out.push(`<text x="${x1 + 46}" y="${ly + 4}">${esc(s.name)}</text>`);
+  });
+  out.push('</svg>');
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,109 @@
+/**
+ * Write a sweep's files into `<base>/<timestamp>/`: results.json (settings, every run, the
+ * averaged cells, crossover), results.csv (one row per run), tables.md (the seed's tables) and
+ * SVG charts. Rendering is pure (`renderResults`); `writeResults` only touches the disk.
+ *
+ * Entry points: `renderResults`, `writeResults`, `resultsDirName`.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { CellSummary, RunRecord, SweepKind } from '../experiment/sweep.ts';
+import { toCsv } from './csv.ts';
+import { lineChart, type ChartSeries } from './svg-chart.ts';
+import { computeCrossover, multiTables, thresholdTables } from './tables.ts';
+
+export interface SweepOutput {
+  kind: SweepKind;
+  startedAt: string;
+  finishedAt: string;
+  wallSeconds: number;
+  settings: Record<string, unknown>;
+  records: RunRecord[];
+  cells: CellSummary[];
+}
+
+const CSV_COLUMNS = [
+  'kind', 'sharedBuffers', 'nBuffers', 'variant', 'relSize', 'pagesPerTable', 'tables', 'strategy', 'forceOptimized', 'run',
+  'failoverMs', 'replayMs', 'endOfRecoveryMs', 'openForWritesMs', 'recordsReplayed', 'dropsFullScan', 'dropsCachedLookup',
+  'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs',
+];
+
+const strategyName = (c: CellSummary) =>
+  c.strategy === 'full-scan' ? 'full-scan (master)' : `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)`;
+
+function seriesBy(cells: CellSummary[], x: (c: CellSummary) => number): ChartSeries[] {
+  const names = [...new Set(cells.map(strategyName))];
+  return names.map((name) => ({
+    name,
+    points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: c.failoverMsMean / 1000 })),
+  }));
+}
+
+/** Every file of the results directory, by name. */
+export function renderResults(o: SweepOutput): Record<string, string> {
+  const files: Record<string, string> = {};
+  const sbTicks = (cells: CellSummary[]) =>
+    [...new Map(cells.map((c) => [c.nBuffers, { value: c.nBuffers, label: c.sharedBuffers }])).values()];
+  let tablesMd: string;
+  let extra: Record<string, unknown> = {};
+  if (o.kind === 'multi') {
+    const t = multiTables(o.cells);
+    tablesMd = t.markdown;
+    for (const variant of [...new Set(o.cells.map((c) => c.variant))]) {
+      const cells = o.cells.filter((c) => c.variant === variant);
+      files[`chart-${variant}.svg`] = lineChart({
+        title: `${variant.toUpperCase()} of ${cells[0]!.tables} one-block relations: failover time`,
+        xLabel: 'shared_buffers', yLabel: 'failover seconds', xLog: true, yLog: true,
+        xTicks: sbTicks(cells), series: seriesBy(cells, (c) => c.nBuffers),
+      });
+    }
+  } else {
+    const t = thresholdTables(o.cells);
+    tablesMd = t.markdown;
+    extra = { crossover: computeCrossover(o.cells) };
+    for (const sb of [...new Set(o.cells.map((c) => c.sharedBuffers))]) {
+      const cells = o.cells.filter((c) => c.sharedBuffers === sb);
+      files[`chart-threshold-${sb}.svg`] = lineChart({
+        title: `VACUUM of one relation, shared_buffers=${sb}: failover time`,
+        xLabel: 'relation size (pages; NB/k)', yLabel: 'failover seconds', xLog: true, yLog: true,
+        xTicks: [...new Map(cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }])).values()],
+        series: seriesBy(cells, (c) => c.pagesPerTable),
+      });
+    }
+    // Time vs shared_buffers too, for the smallest and largest relation sizes.
+    const sizes = [...new Set(o.cells.map((c) => c.relDivisor!))].sort((a, b) => b - a);
+    const pick = [...new Set([sizes[0]!, sizes.at(-1)!])];
+    const cells = o.cells.filter((c) => pick.includes(c.relDivisor!));
+    const series: ChartSeries[] = [];
+    for (const k of pick) for (const s of seriesBy(cells.filter((c) => c.relDivisor === k), (c) => c.nBuffers)) series.push({ ...s, name: `NB/${k} ${s.name}` });
+    files['chart-threshold-vs-shared-buffers.svg'] = lineChart({
+      title: 'VACUUM of one relation of NBuffers/k pages: failover time', xLabel: 'shared_buffers', yLabel: 'failover seconds',
+      xLog: true, yLog: true, xTicks: sbTicks(cells), series,
+    });
+  }
+  const title = o.kind === 'multi' ? "Seed 001 Test B (test.sh): failover after many one-block drops" : 'Seed 001 Test A (rel.sh): threshold of the optimized drop path';
+  files['tables.md'] = [
+    `## ${title}`, '',
+    `walsim, ${o.startedAt} → ${o.finishedAt} (${o.wallSeconds.toFixed(0)} s). Settings: ${Object.entries(o.settings).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(', ')}.`, '',
+    tablesMd, '',
+  ].join('\n');
+  files['results.json'] = JSON.stringify({ kind: o.kind, startedAt: o.startedAt, finishedAt: o.finishedAt, wallSeconds: o.wallSeconds, settings: o.settings, cells: o.cells, ...extra, runs: o.records }, null, 2) + '\n';
+  files['results.csv'] = toCsv(o.records as unknown as Array<Record<string, unknown>>, CSV_COLUMNS);
+  return files;
+}
+
+/** `2026-01-06T10-04-05Z`: an ISO time usable as a directory name. */
+export function resultsDirName(d: Date): string {
+  return d.toISOString().replace(/\.\d+Z$/, 'Z').replaceAll(':', '-');
+}
+
+/** Write the files into a new `<base>/<timestamp>[-n]/`; return its path and the file names. */
+export function writeResults(base: string, o: SweepOutput): { dir: string; files: string[] } {
+  const files = renderResults(o);
+  const name = resultsDirName(new Date(o.startedAt));
+  let dir = path.resolve(base, name);
+  for (let i = 2; fs.existsSync(dir); i++) dir = path.resolve(base, `${name}-${i}`);
+  fs.mkdirSync(dir, { recursive: true });
+  for (const [f, content] of Object.entries(files)) fs.writeFileSync(path.join(dir, f), content);
+  return { dir, files: Object.keys(files).sort() };
+}

@@ -1,0 +1,89 @@
+/**
+ * Records the instants of a failover (resume → promotion done) with a monotonic and a wall clock,
+ * and the drop counters and replayed records between them, and turns them into a FailoverReport.
+ */
+import type { DropPath } from '../storage/drop.ts';
+import type { FailoverReport, FailoverTimestamps, Instant } from './failover-report.ts';
+
+export interface DropCounterSource {
+  scanned: number;
+  probes: number;
+  invalidated: number;
+  drops: Record<DropPath, number>;
+}
+
+type Baseline = { scanned: number; probes: number; invalidated: number; drops: Record<DropPath, number>; records: number };
+
+function now(): Instant {
+  return { at: new Date().toISOString(), monoMs: performance.now() };
+}
+
+function span(a: Instant | null, b: Instant | null): number | null {
+  return a !== null && b !== null ? b.monoMs - a.monoMs : null;
+}
+
+export class FailoverClock {
+  private t: FailoverTimestamps = FailoverClock.empty();
+  private baseline: Baseline | null = null;
+  private final: Baseline | null = null;
+  newTimeline: number | null = null;
+
+  constructor(
+    private readonly drops: () => DropCounterSource,
+    private readonly recordsReplayed: () => number,
+  ) {}
+
+  private static empty(): FailoverTimestamps {
+    return {
+      resumeRequested: null, replayResumed: null, promoteRequested: null, replayCaughtUp: null,
+      endOfRecoveryWritten: null, readWrite: null, firstCheckpointDone: null,
+    };
+  }
+
+  private capture(): Baseline {
+    const d = this.drops();
+    return { scanned: d.scanned, probes: d.probes, invalidated: d.invalidated, drops: { ...d.drops }, records: this.recordsReplayed() };
+  }
+
+  /** A resume (or a promote without a prior resume) starts the failover clock afresh. */
+  resumeRequested(): void {
+    if (this.t.promoteRequested !== null) return; // promotion already running: the clock is set
+    this.t = FailoverClock.empty();
+    this.t.resumeRequested = now();
+    this.baseline = this.capture();
+    this.final = null;
+  }
+
+  mark(name: Exclude<keyof FailoverTimestamps, 'resumeRequested'>): void {
+    if (name === 'promoteRequested' && this.t.resumeRequested === null) this.resumeRequested();
+    this.t[name] = now();
+    if (name === 'readWrite') this.final = this.capture();
+  }
+
+  report(): FailoverReport | null {
+    const t = this.t;
+    if (t.resumeRequested === null || this.baseline === null) return null;
+    const end = this.final ?? this.capture();
+    const b = this.baseline;
+    return {
+      resumeAt: t.resumeRequested.at,
+      promotedAt: t.readWrite?.at ?? null,
+      failoverMs: span(t.resumeRequested, t.readWrite),
+      phases: {
+        replayMs: span(t.resumeRequested, t.replayCaughtUp),
+        endOfRecoveryMs: span(t.replayCaughtUp, t.endOfRecoveryWritten),
+        openForWritesMs: span(t.endOfRecoveryWritten, t.readWrite),
+        checkpointMs: span(t.readWrite, t.firstCheckpointDone),
+      },
+      timestamps: { ...t },
+      recordsReplayed: end.records - b.records,
+      newTimeline: this.newTimeline,
+      drop: {
+        scanned: end.scanned - b.scanned,
+        probes: end.probes - b.probes,
+        invalidated: end.invalidated - b.invalidated,
+        drops: { 'full-scan': end.drops['full-scan'] - b.drops['full-scan'], 'cached-lookup': end.drops['cached-lookup'] - b.drops['cached-lookup'] },
+      },
+    };
+  }
+}
