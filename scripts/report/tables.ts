@@ -19,11 +19,10 @@ export function markdownTable(headers: string[], rows: string[][], align?: Array
   return [line(headers), rule, ...rows.map(line)].join('\n');
 }
 
-/** Seconds with 3 decimals like the seed's tables; below 10 ms, 4 significant digits. */
+/** Seconds with 3 decimals, like the seed's tables (results.csv keeps full precision in ms). */
 export function formatSeconds(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return 'n/a';
-  const s = ms / 1000;
-  return s >= 0.01 ? s.toFixed(3) : s.toPrecision(3);
+  return (ms / 1000).toFixed(3);
 }
 
 /** (a − b) / b as a percentage with 3 decimals (the seed's format), or n/a. */

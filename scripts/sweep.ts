@@ -1,0 +1,176 @@
+/**
+ * `npm run sweep -- threshold|multi [options]`: seed 001's Test A (rel.sh, the threshold of the
+ * optimized drop path) and Test B (test.sh, 1000 one-block relations), each cell on a fresh
+ * cluster, with a progress bar, the seed's tables on stdout and files in results/<timestamp>/.
+ * `npm start` runs `multi` on its defaults.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import cliProgress from 'cli-progress';
+import { parseSharedBuffers } from '../storage/shared-buffers.ts';
+import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
+import { parseCli, printJson, runCli, UsageError } from './cli.ts';
+import { destroyCluster } from './experiment/fresh-cluster.ts';
+import {
+  DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, planMulti, planThreshold, runSweep, summarise,
+  type CellSpec, type SweepKind, type SweepProgress, type SweepSettings, type Variant,
+} from './experiment/sweep.ts';
+import { computeCrossover } from './report/tables.ts';
+import { writeResults, type SweepOutput } from './report/write-results.ts';
+
+const SEED_RUNS = 5;
+const DEFAULT_MULTI_RUNS = 1;
+
+const USAGE = `usage: npm run sweep -- <threshold|multi> [options]
+  threshold  seed 001 Test A: one relation of NBuffers/k pages, VACUUM replayed at failover,
+             cached-lookup with the optimized path forced vs full-scan
+             [--rel-sizes 512,256,128,64,32,16,8] [--runs ${SEED_RUNS}] [--force-optimized | --no-force-optimized]
+  multi      seed 001 Test B: --tables one-block relations, VACUUM and/or TRUNCATE of each at failover
+             [--tables 1000] [--variants vacuum,truncate] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
+  common     [--shared-buffers ${DEFAULT_SHARED_BUFFERS.join(',')}] (the standby's; the primary gets --primary-shared-buffers 128MB)
+             [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]`;
+
+function list(text: string, what: string): string[] {
+  const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (items.length === 0) throw new UsageError(`--${what} needs at least one value`);
+  return items;
+}
+
+function positiveInt(text: string, what: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
+  return n;
+}
+
+function fmtDuration(s: number): string {
+  if (!Number.isFinite(s)) return '?';
+  const t = Math.max(0, Math.round(s));
+  return t >= 3600 ? `${Math.floor(t / 3600)}h${String(Math.floor((t % 3600) / 60)).padStart(2, '0')}m` : t >= 60 ? `${Math.floor(t / 60)}m${String(t % 60).padStart(2, '0')}s` : `${t}s`;
+}
+
+/** A progress bar on stderr (plain periodic lines when stderr is not a terminal); ETA weighted by cost. */
+function progressBar(total: number, quiet: boolean) {
+  const t0 = Date.now();
+  const bar = new cliProgress.SingleBar({
+    stream: process.stderr,
+    format: '{bar} {value}/{total} runs | {elapsed} elapsed | ETA {eta2} | {cell}',
+    barsize: 24,
+    hideCursor: true,
+    noTTYOutput: true,
+    notTTYSchedule: 10_000,
+    clearOnComplete: false,
+  }, cliProgress.Presets.shades_classic);
+  let last: SweepProgress | null = null;
+  const payload = () => {
+    const elapsed = (Date.now() - t0) / 1000;
+    const eta = last && last.weightDone > 0 ? (elapsed * (last.weightTotal - last.weightDone)) / last.weightDone : NaN;
+    return { elapsed: fmtDuration(elapsed), eta2: last?.current === 'done' ? '0s' : fmtDuration(eta), cell: last?.current ?? '' };
+  };
+  if (!quiet) bar.start(total, 0, payload());
+  const timer = setInterval(() => !quiet && bar.update(payload()), 1000);
+  return {
+    update(p: SweepProgress) {
+      last = p;
+      if (!quiet) bar.update(p.done, payload());
+    },
+    stop() {
+      clearInterval(timer);
+      if (!quiet) bar.stop();
+    },
+  };
+}
+
+runCli(async () => {
+  const [kindArg, ...rest] = process.argv.slice(2);
+  if (kindArg !== 'threshold' && kindArg !== 'multi') {
+    throw new UsageError(`${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold or multi)\n${USAGE}`);
+  }
+  const kind: SweepKind = kindArg;
+  const { values, positionals } = parseCli(rest, {
+    'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
+    'primary-shared-buffers': { type: 'string', default: '128MB' },
+    'rel-sizes': { type: 'string', default: DEFAULT_REL_DIVISORS.join(',') },
+    'force-optimized': { type: 'boolean', default: true },
+    'no-force-optimized': { type: 'boolean', default: false },
+    tables: { type: 'string', default: '1000' },
+    variants: { type: 'string', default: 'vacuum,truncate' },
+    strategies: { type: 'string', default: 'full-scan,cached-lookup' },
+    runs: { type: 'string' },
+    'threshold-divisor': { type: 'string', default: '32' },
+    out: { type: 'string', default: 'results' },
+    'work-dir': { type: 'string' },
+    'wait-seconds': { type: 'string', default: '3600' },
+    json: { type: 'boolean', default: false },
+  }, USAGE);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  const json = values.json!;
+  const sharedBuffers = list(values['shared-buffers']!, 'shared-buffers');
+  for (const sb of [...sharedBuffers, values['primary-shared-buffers']!]) parseSharedBuffers(sb);
+  const runs = values.runs === undefined ? (kind === 'threshold' ? SEED_RUNS : DEFAULT_MULTI_RUNS) : positiveInt(values.runs, 'runs');
+  const settings: SweepSettings = {
+    primarySharedBuffers: values['primary-shared-buffers']!,
+    thresholdDivisor: positiveInt(values['threshold-divisor']!, 'threshold-divisor'),
+    workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
+    waitSeconds: positiveInt(values['wait-seconds']!, 'wait-seconds'),
+  };
+  let plan: CellSpec[];
+  let described: Record<string, unknown>;
+  if (kind === 'threshold') {
+    const divisors = list(values['rel-sizes']!, 'rel-sizes').map((s) => positiveInt(s.replace(/^NB\//i, ''), 'rel-sizes'));
+    const forced = !values['no-force-optimized'];
+    plan = planThreshold(sharedBuffers, divisors, forced);
+    described = { relSizes: divisors.map((k) => `NB/${k}`), forceOptimized: forced };
+  } else {
+    const tables = positiveInt(values.tables!, 'tables');
+    const variants = list(values.variants!, 'variants').map((v) => {
+      if (v !== 'vacuum' && v !== 'truncate') throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate)`);
+      return v as Variant;
+    });
+    const strategies = list(values.strategies!, 'strategies').map((s) => parseDropStrategy(s) as DropStrategy);
+    plan = planMulti(sharedBuffers, tables, variants, strategies);
+    described = { tables, variants, strategies };
+  }
+  const settingsOut = { sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor, synchronousCommit: 'remote_write' };
+  const runsNote = runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`;
+  if (!json) console.log(`seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`);
+
+  // Ctrl-C: stop the clusters this sweep started, then exit.
+  const onSignal = () => {
+    void (async () => {
+      if (fs.existsSync(settings.workDir)) for (const d of fs.readdirSync(settings.workDir)) await destroyCluster(path.join(settings.workDir, d));
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const startedAt = new Date();
+  const bar = progressBar(plan.length * runs, false);
+  let records;
+  try {
+    records = await runSweep(plan, runs, settings, (p) => bar.update(p));
+  } finally {
+    bar.stop();
+    fs.rmSync(settings.workDir, { recursive: true, force: true });
+  }
+  const finishedAt = new Date();
+  const cells = summarise(plan, records);
+  const output: SweepOutput = {
+    kind, startedAt: startedAt.toISOString(), finishedAt: finishedAt.toISOString(),
+    wallSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1000, settings: settingsOut, records, cells,
+  };
+  const written = writeResults(values.out!, output);
+  if (json) {
+    printJson({
+      kind, dir: written.dir, files: written.files, wallSeconds: output.wallSeconds, settings: settingsOut, cells,
+      ...(kind === 'threshold' ? { crossover: computeCrossover(cells) } : {}),
+    });
+  } else {
+    console.log('');
+    console.log(fs.readFileSync(path.join(written.dir, 'tables.md'), 'utf8').trimEnd());
+    console.log('');
+    console.log(`${runsNote}; finished in ${fmtDuration(output.wallSeconds)}.`);
+    console.log(`files: ${written.dir}/{${written.files.join(',')}}`);
+  }
+  return 0;
+});
