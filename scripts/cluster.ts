@@ -5,7 +5,7 @@
  * servers for that data directory before any signal is sent.
  */
 import { WalsimError } from '../common/errors.ts';
-import { listNodes, readNodeConfig, type NodeName } from '../server/cluster-files.ts';
+import { listNodes, nodeDir, readNodeConfig, readPidFile, writeNodeConfig, type NodeName } from '../server/cluster-files.ts';
 import { runningPid, sleep, startNode, stopNode } from '../server/pg-ctl.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
 import { parseDropStrategy, parseSynchronousCommit } from '../server/settings.ts';
@@ -19,6 +19,7 @@ const USAGE = `usage: npm run cluster -- <start|stop|status|promote> [options]
           [--wal-segment-size 16MB] [--listen 127.0.0.1] [--node NAME] [--dir .walsim]
   stop    [--mode smart|fast|immediate] [--node primary|standby] [--dir .walsim]
   status  [--json] [--dir .walsim]
+  add-standby --name NAME [--from primary] [--shared-buffers SIZE] [--dir .walsim]
   promote [--node standby] [--no-wait] [--wait-seconds 60] [--json] [--dir .walsim]`;
 
 
@@ -150,6 +151,39 @@ async function cmdStatus(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** pg_basebackup from a running node + start a new standby streaming from it. */
+async function cmdAddStandby(argv: string[]): Promise<number> {
+  const { values } = parseCli(argv, {
+    dir: { type: 'string' }, name: { type: 'string' }, from: { type: 'string', default: 'primary' },
+    'shared-buffers': { type: 'string' }, json: { type: 'boolean', default: false },
+  }, USAGE);
+  const clusterDir = clusterDirOf(values.dir);
+  const name = values.name;
+  if (!name || !/^[a-z][a-z0-9_]{0,30}$/.test(name)) throw new UsageError(`--name must be a lower-case identifier, got "${name ?? ''}"`);
+  if (listNodes(clusterDir).includes(name)) throw new UsageError(`node "${name}" already exists in ${clusterDir}`);
+  const source = readNodeConfig(clusterDir, values.from!);
+  const sourcePid = runningPid(clusterDir, values.from!);
+  if (sourcePid === null) throw new UsageError(`node "${values.from}" is not running; start it first`);
+  const c = await connectNode(clusterDir, values.from!);
+  let backup: { checkpointLsn: string; timeline: number };
+  try {
+    backup = (await c.request({ op: 'basebackup', targetDir: nodeDir(clusterDir, name) })) as typeof backup;
+  } finally {
+    c.close();
+  }
+  const port = (await import('../server/initdb.ts')).freePort;
+  writeNodeConfig(clusterDir, {
+    ...source, name, role: 'standby', port: await port(source.listen), sharedBuffers: values['shared-buffers'] ?? source.sharedBuffers,
+    synchronousStandbyNames: '', primaryHost: source.listen === '0.0.0.0' ? '127.0.0.1' : source.listen,
+    primaryPort: readPidFile(nodeDir(clusterDir, values.from!))!.port, applicationName: name,
+  });
+  const listenPort = await startNode(clusterDir, name);
+  await waitStreaming(clusterDir, name);
+  if (values.json) printJson({ name, port: listenPort, from: values.from, ...backup });
+  else console.log(`${name}: base backup of ${values.from} at ${backup.checkpointLsn} (timeline ${backup.timeline}), streaming, listening on 127.0.0.1:${listenPort}`);
+  return 0;
+}
+
 /** pg_ctl promote: promote a standby and print the failover report. */
 async function cmdPromote(argv: string[]): Promise<number> {
   const { values } = parseCli(argv, {
@@ -178,6 +212,7 @@ runCli(async () => {
     case 'stop': return cmdStop(rest);
     case 'status': return cmdStatus(rest);
     case 'promote': return cmdPromote(rest);
+    case 'add-standby': return cmdAddStandby(rest);
     default:
       throw new UsageError(cmd === undefined ? `missing command\n${USAGE}` : `unknown command "${cmd}"\n${USAGE}`);
   }

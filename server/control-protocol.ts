@@ -12,8 +12,14 @@ export type ControlRequest =
   | { id: number; op: 'sql'; sql: string }
   | { id: number; op: 'status' }
   | { id: number; op: 'inspect' }
+  | { id: number; op: 'basebackup'; targetDir: string }
+  | { id: number; op: 'fault'; fault: FaultName; holdMs: number }
   | { id: number; op: 'stop'; mode: StopMode }
   | { id: number; op: 'promote'; wait: boolean; waitSeconds: number };
+
+/** Faults a test can inject into a running server. */
+export type FaultName = 'cut_replication';
+export const FAULT_NAMES: readonly FaultName[] = ['cut_replication'];
 
 export type SqlValue = string | number | boolean | null;
 
@@ -60,6 +66,19 @@ export function parseControlRequest(text: string): ControlRequest {
       return { id, op: 'status' };
     case 'inspect':
       return { id, op: 'inspect' };
+    case 'fault': {
+      const holdMs = v.holdMs ?? 0;
+      if (typeof v.fault !== 'string' || !(FAULT_NAMES as readonly string[]).includes(v.fault)) {
+        throw bad(`"fault" must be one of ${FAULT_NAMES.join(', ')}`);
+      }
+      if (typeof holdMs !== 'number' || !Number.isInteger(holdMs) || holdMs < 0 || holdMs > 600_000) {
+        throw bad('"holdMs" must be an integer between 0 and 600000');
+      }
+      return { id, op: 'fault', fault: v.fault as FaultName, holdMs };
+    }
+    case 'basebackup':
+      if (typeof v.targetDir !== 'string' || v.targetDir === '') throw bad('"targetDir" must be a non-empty string');
+      return { id, op: 'basebackup', targetDir: v.targetDir };
     case 'stop': {
       const mode = v.mode ?? 'fast';
       if (typeof mode !== 'string' || !(STOP_MODES as readonly string[]).includes(mode)) {
@@ -77,7 +96,7 @@ export function parseControlRequest(text: string): ControlRequest {
       return { id, op: 'promote', wait, waitSeconds };
     }
     default:
-      throw bad(`unknown op ${JSON.stringify(v.op)} (expected sql, status, inspect, stop or promote)`);
+      throw bad(`unknown op ${JSON.stringify(v.op)} (expected sql, status, inspect, basebackup, fault, stop or promote)`);
   }
 }
 

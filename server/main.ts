@@ -92,6 +92,8 @@ function serveControl(ws: WebSocket): void {
         case 'sql': return node.execute(req.sql);
         case 'status': return { ...node.status(), pid: process.pid, port: server.port, dataDir };
         case 'inspect': return node.inspect();
+        case 'basebackup': return node.baseBackup(path.resolve(req.targetDir));
+        case 'fault': return node.injectFault(req.fault, req.holdMs);
         case 'stop':
           setImmediate(() => stop(req.mode));
           return { stopping: req.mode };

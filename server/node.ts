@@ -36,7 +36,7 @@ import { FailoverClock } from '../standby/failover-clock.ts';
 import type { FailoverReport } from '../standby/failover-report.ts';
 import { listSegmentFiles } from '../wal/segment.ts';
 import { parseStatement, writeCommandName, type Statement } from './sql-parser.ts';
-import type { QueryResult, SqlValue, StopMode } from './control-protocol.ts';
+import type { FaultName, QueryResult, SqlValue, StopMode } from './control-protocol.ts';
 import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
 import type { NodeConfig } from './cluster-files.ts';
 
@@ -187,6 +187,36 @@ export class ServerNode {
     writeControlFile(this.dataDir, this.control);
     this.failover.mark('readWrite');
     this.opts.log('LOG:  database system is ready to accept connections');
+  }
+
+  /**
+   * pg_basebackup from this running primary into `targetDir`: a checkpoint, then a copy of the data
+   * image, control file and WAL made without yielding to the event loop (so nothing changes in
+   * between), marked as a standby. The copy streams the rest from this node.
+   */
+  async baseBackup(targetDir: string): Promise<{ checkpointLsn: string; timeline: TimeLineId }> {
+    if (this.inRecovery) throw new WalsimError('invalid_input', 'walsim takes base backups from a primary only (no cascading replication)', '0A000');
+    if (fs.existsSync(targetDir) && fs.readdirSync(targetDir).some((f) => f !== 'walsim.conf.json')) {
+      throw new WalsimError('invalid_input', `base backup target "${targetDir}" exists and is not empty`, '58P02');
+    }
+    return this.writeLock.run(async () => {
+      await this.checkpoint('CHECKPOINT_ONLINE');
+      fs.mkdirSync(targetDir, { recursive: true });
+      for (const entry of ['base', 'global', 'pg_wal']) {
+        fs.cpSync(path.join(this.dataDir, entry), path.join(targetDir, entry), { recursive: true });
+      }
+      fs.writeFileSync(path.join(targetDir, STANDBY_SIGNAL), '');
+      return { checkpointLsn: formatLsn(this.control.checkpointLsn), timeline: this.timeline };
+    });
+  }
+
+  /** Fault injection for tests: cut the walreceiver's connection and hold it down for holdMs. */
+  injectFault(fault: FaultName, holdMs: number): { injected: FaultName } {
+    if (fault === 'cut_replication') {
+      if (this.receiver === null || !this.inRecovery) throw new WalsimError('invalid_input', 'cut_replication needs a standby with a walreceiver');
+      this.receiver.cutConnection(holdMs);
+    }
+    return { injected: fault };
   }
 
   failoverReport(): FailoverReport | null {
@@ -464,7 +494,13 @@ export class ServerNode {
       case 'select_count': {
         const rel = this.storage.catalog.lookup(stmt.name);
         if (rel === undefined) throw new WalsimError('undefined_table', `relation "${stmt.name}" does not exist`, '42P01');
-        return one('count', this.storage.heap.countVisible(rel, this.storage.clog));
+        const { heap, clog } = this.storage;
+        if (stmt.predicate.op === 'all') return one('count', heap.countVisible(rel, clog));
+        let n = 0;
+        heap.forEachPageToDelete(rel, stmt.predicate, clog, (_block, ranges) => {
+          for (let i = 1; i < ranges.length; i += 2) n += ranges[i]!;
+        });
+        return one('count', n);
       }
       case 'show':
         return one(stmt.name, this.showSetting(stmt.name));

@@ -8,7 +8,7 @@
  *   INSERT INTO name SELECT generate_series(a, b) | INSERT INTO name VALUES (n), (n), ...
  *   DELETE FROM name [WHERE col < n | col > n | col = n]
  *   VACUUM [name] | TRUNCATE [TABLE] name [, ...] | CHECKPOINT
- *   SELECT count(*) FROM name | SELECT fn([args]) | SHOW setting
+ *   SELECT count(*) FROM name [WHERE ...] | SELECT fn([args]) | SHOW setting
  */
 import { WalsimError } from '../common/errors.ts';
 
@@ -23,7 +23,7 @@ export type Statement =
   | { type: 'vacuum'; name: string | null }
   | { type: 'truncate'; names: string[] }
   | { type: 'checkpoint' }
-  | { type: 'select_count'; name: string }
+  | { type: 'select_count'; name: string; predicate: DeletePredicate }
   | { type: 'select_function'; fn: string; args: Array<number | boolean | string> }
   | { type: 'show'; name: string };
 
@@ -211,17 +211,7 @@ export function parseStatement(sql: string): Statement {
     case 'delete': {
       p.word('from');
       const name = p.identifier('a table name');
-      let predicate: DeletePredicate = { op: 'all' };
-      if (p.isWord('where')) {
-        p.word('where');
-        p.identifier('a column name');
-        const op = p.next();
-        if (op.kind !== 'punct' || !['<', '>', '='].includes(op.text)) {
-          throw syntaxError(`syntax error at or near "${op.text}" (walsim supports col < n, col > n, col = n)`);
-        }
-        predicate = { op: op.text as '<' | '>' | '=', value: p.int4() };
-      }
-      stmt = { type: 'delete', name, predicate };
+      stmt = { type: 'delete', name, predicate: parseWhere(p) };
       break;
     }
     case 'vacuum': {
@@ -252,6 +242,18 @@ export function parseStatement(sql: string): Statement {
   return stmt;
 }
 
+/** [WHERE col < n | col > n | col = n] */
+function parseWhere(p: Parser): DeletePredicate {
+  if (!p.isWord('where')) return { op: 'all' };
+  p.word('where');
+  p.identifier('a column name');
+  const op = p.next();
+  if (op.kind !== 'punct' || !['<', '>', '='].includes(op.text)) {
+    throw syntaxError(`syntax error at or near "${op.text}" (walsim supports col < n, col > n, col = n)`);
+  }
+  return { op: op.text as '<' | '>' | '=', value: p.int4() };
+}
+
 function parseSelect(p: Parser): Statement {
   const fn = p.identifier('a function name or count(*)');
   p.punct('(');
@@ -259,7 +261,8 @@ function parseSelect(p: Parser): Statement {
     p.punct('*');
     p.punct(')');
     p.word('from');
-    return { type: 'select_count', name: p.identifier('a table name') };
+    const name = p.identifier('a table name');
+    return { type: 'select_count', name, predicate: parseWhere(p) };
   }
   const args: Array<number | boolean | string> = [];
   if (!p.isPunct(')')) {

@@ -37,6 +37,7 @@ export class WalReceiver {
   private ws: WebSocket | null = null;
   private backoffMs = BACKOFF_MIN_MS;
   private timer: NodeJS.Timeout | null = null;
+  private holdUntil = 0;
 
   constructor(private readonly deps: WalReceiverDeps) {}
 
@@ -61,8 +62,12 @@ export class WalReceiver {
     this.ws = null;
   }
 
-  /** Break the connection without a close handshake (fault injection: a cut socket). */
-  cutConnection(): void {
+  /**
+   * Fault injection: break the connection without a close handshake (a cut socket) and stay
+   * disconnected for `holdMs` before the usual reconnect.
+   */
+  cutConnection(holdMs = 0): void {
+    this.holdUntil = Date.now() + holdMs;
     this.ws?.terminate();
   }
 
@@ -97,7 +102,7 @@ export class WalReceiver {
 
   private scheduleReconnect(): void {
     if (this.state === 'stopped' || this.timer) return;
-    const delay = this.backoffMs;
+    const delay = Math.max(this.backoffMs, this.holdUntil - Date.now());
     this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
     this.timer = setTimeout(() => {
       this.timer = null;
