@@ -20,7 +20,8 @@ import type { ForkNumber, WalRecord, WalRecordBody, TransactionId, RelFileNumber
 import { WalWriter } from '../wal/wal-writer.ts';
 import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
-import { redo } from '../storage/redo.ts';
+import { redo, redoSteps } from '../storage/redo.ts';
+import { runSteps } from '../storage/drop.ts';
 import { parseSharedBuffers, formatSharedBuffers } from '../storage/shared-buffers.ts';
 import type { DropResult, DropSettings } from '../storage/drop.ts';
 import { executeWrite, type ExecutorContext } from '../primary/executor.ts';
@@ -270,12 +271,17 @@ export class ServerNode {
 
   /** Redo one record, plus what the node does for checkpoint records (restartpoints). */
   static applyRecord(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean): void {
+    runSteps(ServerNode.applyRecordSteps(storage, dataDir, rec, timeline, restartpoints));
+  }
+
+  /** applyRecord in steps (long buffer drops yield between chunks). */
+  static *applyRecordSteps(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean): Generator<void, void, void> {
     const body = rec.body;
     if (restartpoints && (body.kind === 'CHECKPOINT_ONLINE' || body.kind === 'CHECKPOINT_SHUTDOWN') && body.redo === rec.lsn) {
       // Restartpoint: the image holds everything before this record, so replay may restart here.
       storage.writeImage(dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline });
     }
-    redo(storage, body, rec.header.xid);
+    yield* redoSteps(storage, body, rec.header.xid);
   }
 
   /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
@@ -294,7 +300,7 @@ export class ServerNode {
         dataDir: this.dataDir,
         readOptions: () => this.readOptions(),
         flushedUpTo: () => this.wal.flushLsn,
-        apply: (rec) => ServerNode.applyRecord(this.storage, this.dataDir, rec, this.timeline, true),
+        applySteps: (rec) => ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, true),
         onProgress: () => this.receiver?.sendStatus(),
         pauseRequested: () => pauseStateOf(this.lifecycle.getSnapshot()) !== 'not paused',
         confirmPause: () => this.send({ type: 'PAUSE_CONFIRMED' }),
@@ -400,9 +406,10 @@ export class ServerNode {
   }
 
   /** Restartpoint on a standby at the current replay position (CHECKPOINT on a standby, shutdown). */
-  restartpoint(): void {
+  async restartpoint(): Promise<void> {
     const s = this.startup;
     if (s === null) return;
+    await s.atRecordBoundary();
     this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline });
     this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
     writeControlFile(this.dataDir, this.control);
@@ -480,7 +487,7 @@ export class ServerNode {
     }
     if (stmt.type === 'checkpoint') {
       if (this.inRecovery) {
-        this.restartpoint();
+        await this.restartpoint();
         return { command: 'CHECKPOINT', columns: [], rows: [] };
       }
       return this.writeLock.run(() => executeWrite(this.executorContext(), stmt));
@@ -657,7 +664,7 @@ export class ServerNode {
     if (wasInRecovery) {
       this.receiver?.stop();
       await this.startup?.stop();
-      this.restartpoint(); // shutdown restartpoint
+      await this.restartpoint(); // shutdown restartpoint
       this.control = { ...this.control, state: 'shut down in recovery' };
       writeControlFile(this.dataDir, this.control);
       return;

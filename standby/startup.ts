@@ -21,8 +21,8 @@ export interface StartupDeps {
   readOptions(): WalReadOptions;
   /** End of WAL flushed by the walreceiver: replay never goes past it. */
   flushedUpTo(): Lsn;
-  /** Apply one record (redo, restartpoints). */
-  apply(rec: WalRecord): void;
+  /** Apply one record (redo, restartpoints) in steps; long drops yield between chunks. */
+  applySteps(rec: WalRecord): Generator<void, void, void>;
   /** Replay advanced (send feedback, release remote_apply waiters, ...). */
   onProgress(): void;
   /** The lifecycle machine's replay region is 'pause requested' or 'paused'. */
@@ -51,6 +51,9 @@ export class StartupProcess {
   /** True while the startup process waits for WAL with nothing left to replay. */
   caughtUp = false;
   private stopping = false;
+  /** True while a record is being applied in steps (the event loop may run in between). */
+  private inRecord = false;
+  private boundaryWaiters: Array<() => void> = [];
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
 
@@ -76,6 +79,12 @@ export class StartupProcess {
     const w = this.wake;
     this.wake = null;
     w?.();
+  }
+
+  /** Resolves when no record is half-applied (restartpoints must see whole records only). */
+  atRecordBoundary(): Promise<void> {
+    if (!this.inRecord) return Promise.resolve();
+    return new Promise((resolve) => this.boundaryWaiters.push(resolve));
   }
 
   /** End recovery: the loop exits at the current record boundary (promotion). */
@@ -127,7 +136,7 @@ export class StartupProcess {
       }
       const r: WalReader = reader ?? readWal(this.deps.dataDir, this.nextLsn, { ...this.deps.readOptions(), stopLsn: limit, expectedPrev: this.lastRecordLsn || undefined });
       reader = r;
-      const sliceStart = performance.now();
+      let sliceStart = performance.now();
       for (;;) {
         const rec = r.readRecord();
         if (rec === null) {
@@ -141,7 +150,18 @@ export class StartupProcess {
           break;
         }
         assert(rec.lsn === this.nextLsn, `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(rec.lsn)}`);
-        this.deps.apply(rec);
+        // A record is applied completely before anything else happens to storage, but a long drop
+        // gives the event loop turns in between (status and pause requests are answered).
+        const steps = this.deps.applySteps(rec);
+        this.inRecord = true;
+        for (let r = steps.next(); !r.done; r = steps.next()) {
+          if (performance.now() - sliceStart > REPLAY_SLICE_MS) {
+            await yieldToEventLoop();
+            sliceStart = performance.now();
+          }
+        }
+        this.inRecord = false;
+        for (const w of this.boundaryWaiters.splice(0)) w();
         this.lastRecordLsn = rec.lsn;
         this.replayEndLsn = rec.endLsn;
         this.nextLsn = maxAlign(rec.endLsn);

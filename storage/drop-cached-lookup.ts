@@ -18,6 +18,9 @@ import type { BlockNumber, ForkNumber, RelFileNumber } from '../wal/records.ts';
 import { hashBufferTag } from './buf-table.ts';
 import type { BufferPool } from './buffer-pool.ts';
 
+/** Probes (or invalidations) between two yields of a stepped lookup drop (~5 ms). */
+export const LOOKUP_CHUNK_PROBES = 1 << 14;
+
 export class LookupDropper {
   probes = 0;
   headerLocks = 0;
@@ -27,9 +30,21 @@ export class LookupDropper {
 
   /** FindAndDropRelFileNodeBuffers: probe blocks firstDelBlock .. nForkBlock - 1 of one fork. */
   findBuffers(rel: RelFileNumber, fork: ForkNumber, nForkBlock: BlockNumber, firstDelBlock: BlockNumber): void {
+    this.probeRange(rel, fork, firstDelBlock, nForkBlock, firstDelBlock);
+  }
+
+  /** The same probes, yielding every LOOKUP_CHUNK_PROBES blocks. */
+  *findBuffersSteps(rel: RelFileNumber, fork: ForkNumber, nForkBlock: BlockNumber, firstDelBlock: BlockNumber): Generator<void, void, void> {
+    for (let from = firstDelBlock; from < nForkBlock; from += LOOKUP_CHUNK_PROBES) {
+      if (from > firstDelBlock) yield;
+      this.probeRange(rel, fork, from, Math.min(nForkBlock, from + LOOKUP_CHUNK_PROBES), firstDelBlock);
+    }
+  }
+
+  private probeRange(rel: RelFileNumber, fork: ForkNumber, fromBlock: BlockNumber, toBlock: BlockNumber, firstDelBlock: BlockNumber): void {
     const { pool } = this;
     const table = pool.table;
-    for (let curBlock = firstDelBlock; curBlock < nForkBlock; curBlock++) {
+    for (let curBlock = fromBlock; curBlock < toBlock; curBlock++) {
       const hash = hashBufferTag(rel, fork, curBlock);
       table.lockShared(hash);
       const id = table.lookup(rel, fork, curBlock, hash);
@@ -44,9 +59,19 @@ export class LookupDropper {
 
   /** InvalidateBuffer on every buffer found, in ascending id order (INV-BUF-8). Returns how many. */
   invalidateFound(): number {
+    const steps = this.invalidateFoundSteps();
+    for (;;) {
+      const r = steps.next();
+      if (r.done) return r.value;
+    }
+  }
+
+  /** The same, yielding every LOOKUP_CHUNK_PROBES invalidations. */
+  *invalidateFoundSteps(): Generator<void, number, void> {
     const ids = Int32Array.from(this.victims).sort();
     let invalidated = 0;
     for (let k = 0; k < ids.length; k++) {
+      if (k > 0 && k % LOOKUP_CHUNK_PROBES === 0) yield;
       const id = ids[k]!;
       if (k > 0 && ids[k - 1] === id) continue; // the same fork listed twice
       this.pool.invalidate(id);

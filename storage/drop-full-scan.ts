@@ -39,6 +39,21 @@ function recheckAndInvalidate(
   return false;
 }
 
+/**
+ * Descriptors visited between two yields of a stepped scan (~2 ms at ~2 ns per descriptor): lets a
+ * caller (the startup process) answer control requests in the middle of a scan of a huge pool.
+ * Nothing else modifies the pool meanwhile, so the result is the same as one uninterrupted pass.
+ */
+export const SCAN_CHUNK_BUFFERS = 1 << 20;
+
+/** Run a stepped operation to completion without yielding to anyone. */
+export function runSteps<T>(steps: Generator<void, T, void>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
 /** DropRelFileNodeBuffers's full scan: invalidate `rel`'s buffers of `forks[j]` at or beyond `firstDelBlock[j]`. */
 export function fullScanDropRelFileNodeBuffers(
   pool: BufferPool,
@@ -46,11 +61,39 @@ export function fullScanDropRelFileNodeBuffers(
   forks: readonly ForkNumber[],
   firstDelBlock: readonly BlockNumber[],
 ): FullScanCounters {
+  return runSteps(fullScanDropRelFileNodeBuffersSteps(pool, rel, forks, firstDelBlock));
+}
+
+/** The same scan in chunks of SCAN_CHUNK_BUFFERS descriptors, yielding between chunks. */
+export function* fullScanDropRelFileNodeBuffersSteps(
+  pool: BufferPool,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  firstDelBlock: readonly BlockNumber[],
+  chunk = SCAN_CHUNK_BUFFERS,
+): Generator<void, FullScanCounters, void> {
+  const acc = { headerLocks: 0, invalidated: 0 };
+  for (let from = 0; from < pool.nBuffers; from += chunk) {
+    if (from > 0) yield;
+    scanRangeForRel(pool, rel, forks, firstDelBlock, from, Math.min(pool.nBuffers, from + chunk), acc);
+  }
+  return { scanned: pool.nBuffers, headerLocks: acc.headerLocks, invalidated: acc.invalidated, matcher: 'single' };
+}
+
+/** The hot loop of the single-relation scan over descriptors [from, to). */
+function scanRangeForRel(
+  pool: BufferPool,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  firstDelBlock: readonly BlockNumber[],
+  from: number,
+  nBuffers: number,
+  acc: { headerLocks: number; invalidated: number },
+): void {
   const tagRel = pool.tagRel;
-  const nBuffers = pool.nBuffers;
   let headerLocks = 0;
   let invalidated = 0;
-  let id = 0;
+  let id = from;
   // Eight unlocked compares per branch: the ORed comparisons compile to flag sets, so the loop has
   // one well-predicted branch per 32 bytes of tags (measured ~25 % faster than a branch per
   // buffer). The semantics are those of the plain per-buffer pre-check.
@@ -71,7 +114,8 @@ export function fullScanDropRelFileNodeBuffers(
     headerLocks++;
     if (recheckAndInvalidate(pool, id, rel, forks, firstDelBlock)) invalidated++;
   }
-  return { scanned: nBuffers, headerLocks, invalidated, matcher: 'single' };
+  acc.headerLocks += headerLocks;
+  acc.invalidated += invalidated;
 }
 
 /** Binary search of a sorted Uint32Array (bsearch with rnode_comparator). */
@@ -94,15 +138,40 @@ function containsSorted(sorted: Uint32Array, value: number): boolean {
  * RELS_BSEARCH_THRESHOLD relations and binary-searches a sorted copy above that.
  */
 export function fullScanDropRelsAllBuffers(pool: BufferPool, rels: readonly RelFileNumber[]): FullScanCounters {
-  const tagRel = pool.tagRel;
-  const nBuffers = pool.nBuffers;
+  return runSteps(fullScanDropRelsAllBuffersSteps(pool, rels));
+}
+
+/** The same scan in chunks of SCAN_CHUNK_BUFFERS descriptors, yielding between chunks. */
+export function* fullScanDropRelsAllBuffersSteps(
+  pool: BufferPool,
+  rels: readonly RelFileNumber[],
+  chunk = SCAN_CHUNK_BUFFERS,
+): Generator<void, FullScanCounters, void> {
   const nodes = Uint32Array.from(rels);
   const useBsearch = nodes.length > RELS_BSEARCH_THRESHOLD;
   if (useBsearch) nodes.sort();
+  const acc = { headerLocks: 0, invalidated: 0 };
+  for (let from = 0; from < pool.nBuffers; from += chunk) {
+    if (from > 0) yield;
+    scanRangeForRels(pool, nodes, useBsearch, from, Math.min(pool.nBuffers, from + chunk), acc);
+  }
+  return { scanned: pool.nBuffers, headerLocks: acc.headerLocks, invalidated: acc.invalidated, matcher: useBsearch ? 'bsearch' : 'linear' };
+}
+
+/** The hot loop of the many-relation scan over descriptors [from, to). */
+function scanRangeForRels(
+  pool: BufferPool,
+  nodes: Uint32Array,
+  useBsearch: boolean,
+  from: number,
+  nBuffers: number,
+  acc: { headerLocks: number; invalidated: number },
+): void {
+  const tagRel = pool.tagRel;
   const n = nodes.length;
   let headerLocks = 0;
   let invalidated = 0;
-  for (let id = 0; id < nBuffers; id++) {
+  for (let id = from; id < nBuffers; id++) {
     const r = tagRel[id];
     if (r === 0) continue; // never a relation (INV-BUF-3); saves the match loop on free buffers
     let hit = false;
@@ -124,5 +193,6 @@ export function fullScanDropRelsAllBuffers(pool: BufferPool, rels: readonly RelF
       invalidated++;
     }
   }
-  return { scanned: nBuffers, headerLocks, invalidated, matcher: useBsearch ? 'bsearch' : 'linear' };
+  acc.headerLocks += headerLocks;
+  acc.invalidated += invalidated;
 }

@@ -25,7 +25,8 @@ import {
 } from '../wal/records.ts';
 import type { BufferPool } from './buffer-pool.ts';
 import { LookupDropper } from './drop-cached-lookup.ts';
-import { fullScanDropRelFileNodeBuffers, fullScanDropRelsAllBuffers } from './drop-full-scan.ts';
+import { fullScanDropRelFileNodeBuffersSteps, fullScanDropRelsAllBuffersSteps, runSteps } from './drop-full-scan.ts';
+export { runSteps } from './drop-full-scan.ts';
 import type { StorageManager } from './smgr.ts';
 
 export { RELS_BSEARCH_THRESHOLD } from './drop-full-scan.ts';
@@ -88,6 +89,18 @@ export function dropRelFileNodeBuffers(
   firstDelBlock: readonly BlockNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): DropResult {
+  return runSteps(dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, firstDelBlock, settings));
+}
+
+/** dropRelFileNodeBuffers in steps: yields between chunks of a scan or of probes (same result). */
+export function* dropRelFileNodeBuffersSteps(
+  pool: BufferPool,
+  smgr: StorageManager,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  firstDelBlock: readonly BlockNumber[],
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): Generator<void, DropResult, void> {
   assert(rel > 0, `INV-DROP-2: bad relfilenumber ${rel}`);
   assert(forks.length > 0 && forks.length === firstDelBlock.length, 'INV-DROP-2: forks/firstDelBlock mismatch');
   const writesBefore = pool.counters.writes;
@@ -110,14 +123,14 @@ export function dropRelFileNodeBuffers(
   let result: DropResult;
   if (useLookupPath(nBlocksToInvalidate, pool.nBuffers, settings)) {
     const dropper = new LookupDropper(pool);
-    for (let i = 0; i < forks.length; i++) dropper.findBuffers(rel, forks[i]!, nForkBlock[i]!, firstDelBlock[i]!);
-    const invalidated = dropper.invalidateFound();
+    for (let i = 0; i < forks.length; i++) yield* dropper.findBuffersSteps(rel, forks[i]!, nForkBlock[i]!, firstDelBlock[i]!);
+    const invalidated = yield* dropper.invalidateFoundSteps();
     result = {
       path: 'cached-lookup', scanned: 0, probes: dropper.probes, invalidated, nBlocksToInvalidate,
       headerLocks: dropper.headerLocks, matcher: null,
     };
   } else {
-    const c = fullScanDropRelFileNodeBuffers(pool, rel, forks, firstDelBlock);
+    const c = yield* fullScanDropRelFileNodeBuffersSteps(pool, rel, forks, firstDelBlock);
     result = { path: 'full-scan', probes: 0, nBlocksToInvalidate, ...c };
   }
   assert(pool.counters.writes === writesBefore, 'INV-BUF-6: a dropped buffer was written');
@@ -134,6 +147,16 @@ export function dropRelFileNodesAllBuffers(
   rels: readonly RelFileNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): DropResult {
+  return runSteps(dropRelFileNodesAllBuffersSteps(pool, smgr, rels, settings));
+}
+
+/** dropRelFileNodesAllBuffers in steps: yields between chunks of a scan or of probes (same result). */
+export function* dropRelFileNodesAllBuffersSteps(
+  pool: BufferPool,
+  smgr: StorageManager,
+  rels: readonly RelFileNumber[],
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): Generator<void, DropResult, void> {
   for (const rel of rels) assert(rel > 0, `INV-DROP-2: bad relfilenumber ${rel}`);
   const writesBefore = pool.counters.writes;
   dropFullScanThreshold(pool.nBuffers, settings);
@@ -171,16 +194,16 @@ export function dropRelFileNodesAllBuffers(
     for (let i = 0; i < rels.length; i++) {
       for (let j = 0; j <= MAX_FORKNUM; j++) {
         const n = block[i]![j]!;
-        if (n !== InvalidBlockNumber) dropper.findBuffers(rels[i]!, j as ForkNumber, n, 0);
+        if (n !== InvalidBlockNumber) yield* dropper.findBuffersSteps(rels[i]!, j as ForkNumber, n, 0);
       }
     }
-    const invalidated = dropper.invalidateFound();
+    const invalidated = yield* dropper.invalidateFoundSteps();
     result = {
       path: 'cached-lookup', scanned: 0, probes: dropper.probes, invalidated, nBlocksToInvalidate,
       headerLocks: dropper.headerLocks, matcher: null,
     };
   } else {
-    const c = fullScanDropRelsAllBuffers(pool, rels);
+    const c = yield* fullScanDropRelsAllBuffersSteps(pool, rels);
     result = { path: 'full-scan', probes: 0, nBlocksToInvalidate, ...c };
   }
   assert(pool.counters.writes === writesBefore, 'INV-BUF-6: a dropped buffer was written');
@@ -199,7 +222,18 @@ export function smgrtruncate(
   nblocks: readonly BlockNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): DropResult {
-  const result = dropRelFileNodeBuffers(pool, smgr, rel, forks, nblocks, settings);
+  return runSteps(smgrtruncateSteps(pool, smgr, rel, forks, nblocks, settings));
+}
+
+export function* smgrtruncateSteps(
+  pool: BufferPool,
+  smgr: StorageManager,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  nblocks: readonly BlockNumber[],
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): Generator<void, DropResult, void> {
+  const result = yield* dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, nblocks, settings);
   smgr.truncateForks(rel, forks, nblocks);
   return result;
 }
@@ -214,7 +248,16 @@ export function smgrdounlinkall(
   rels: readonly RelFileNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): DropResult {
-  const result = dropRelFileNodesAllBuffers(pool, smgr, rels, settings);
+  return runSteps(smgrdounlinkallSteps(pool, smgr, rels, settings));
+}
+
+export function* smgrdounlinkallSteps(
+  pool: BufferPool,
+  smgr: StorageManager,
+  rels: readonly RelFileNumber[],
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): Generator<void, DropResult, void> {
+  const result = yield* dropRelFileNodesAllBuffersSteps(pool, smgr, rels, settings);
   for (const rel of rels) {
     smgr.close(rel);
     smgr.unlink(rel);

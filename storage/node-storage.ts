@@ -13,7 +13,7 @@ import { assert } from '../common/assert.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Catalog, type CatalogSnapshot } from './catalog.ts';
 import { Clog } from './clog.ts';
-import { DropStats, smgrdounlinkall, smgrtruncate, type DropResult, type DropSettings } from './drop.ts';
+import { DropStats, smgrdounlinkallSteps, smgrtruncateSteps, type DropResult, type DropSettings } from './drop.ts';
 import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
 import type { ForkNumber, RelFileNumber } from '../wal/records.ts';
@@ -48,12 +48,13 @@ export class NodeStorage {
     return new NodeStorage(new BufferPool(nBuffers), new StorageManager(), new HeapStore(), new Clog(), new Catalog(), dropSettings);
   }
 
-  smgrtruncate(rel: RelFileNumber, forks: ForkNumber[], nblocks: number[]): DropResult {
-    return smgrtruncate(this.pool, this.smgr, rel, forks, nblocks, this.dropSettings);
+  /** smgrtruncate in steps (yields inside long scans; see storage/drop-full-scan.ts). */
+  smgrtruncateSteps(rel: RelFileNumber, forks: ForkNumber[], nblocks: number[]): Generator<void, DropResult, void> {
+    return smgrtruncateSteps(this.pool, this.smgr, rel, forks, nblocks, this.dropSettings);
   }
 
-  smgrdounlinkall(rels: RelFileNumber[]): DropResult {
-    return smgrdounlinkall(this.pool, this.smgr, rels, this.dropSettings);
+  smgrdounlinkallSteps(rels: RelFileNumber[]): Generator<void, DropResult, void> {
+    return smgrdounlinkallSteps(this.pool, this.smgr, rels, this.dropSettings);
   }
 
   recordDrop(r: DropResult): void {

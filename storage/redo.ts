@@ -23,6 +23,7 @@ import {
   type WalRecordBody,
 } from '../wal/records.ts';
 import type { NodeStorage } from './node-storage.ts';
+import { runSteps } from './drop.ts';
 
 /** Heap pages per visibility-map page: 2 bits per heap page in 8168 usable bytes (visibilitymap.c). */
 export const HEAPBLOCKS_PER_VM_PAGE = (8192 - 24) * 4;
@@ -66,7 +67,17 @@ function ensureHeapPage(st: NodeStorage, rel: RelFileNumber, block: number): voi
   if (st.heap.nblocks(rel) <= block) st.heap.extendTo(rel, block + 1);
 }
 
+/** Apply a record at once (the primary's executor, crash recovery). */
 export function redo(st: NodeStorage, body: WalRecordBody, xid: TransactionId): void {
+  runSteps(redoSteps(st, body, xid));
+}
+
+/**
+ * Apply a record in steps: buffer drops yield between chunks of their scan or probes, so a caller
+ * can serve other requests during a long drop. The record is applied completely before the
+ * generator finishes; nothing else may change this node's storage in between.
+ */
+export function* redoSteps(st: NodeStorage, body: WalRecordBody, xid: TransactionId): Generator<void, void, void> {
   if (xid !== 0) st.catalog.observeXid(xid);
   switch (body.kind) {
     case 'SMGR_CREATE':
@@ -102,13 +113,13 @@ export function redo(st: NodeStorage, body: WalRecordBody, xid: TransactionId): 
       touchBlockForRedo(st, body.rel, VISIBILITYMAP_FORKNUM, Math.floor(body.block / HEAPBLOCKS_PER_VM_PAGE));
       return;
     case 'SMGR_TRUNCATE':
-      redoTruncate(st, body.rel, body.blkno, body.flags);
+      yield* redoTruncate(st, body.rel, body.blkno, body.flags);
       return;
     case 'XACT_COMMIT':
     case 'XACT_ABORT':
       if (body.kind === 'XACT_COMMIT') st.clog.setCommitted(xid);
       else st.clog.setAborted(xid);
-      if (body.droppedRels.length > 0) dropRelations(st, body.droppedRels);
+      if (body.droppedRels.length > 0) yield* dropRelations(st, body.droppedRels);
       return;
     case 'STANDBY_LOCK':
     case 'NOOP':
@@ -124,7 +135,7 @@ export function redo(st: NodeStorage, body: WalRecordBody, xid: TransactionId): 
 }
 
 /** smgr_redo for XLOG_SMGR_TRUNCATE (on a primary: RelationTruncate's smgr part). */
-function redoTruncate(st: NodeStorage, rel: RelFileNumber, blkno: number, flags: number): void {
+function* redoTruncate(st: NodeStorage, rel: RelFileNumber, blkno: number, flags: number): Generator<void, void, void> {
   const { smgr } = st;
   // In case a later record drops the relation, replay goes on best-effort: make sure MAIN exists.
   if (!smgr.exists(rel, MAIN_FORKNUM)) smgr.create(rel, MAIN_FORKNUM);
@@ -149,12 +160,12 @@ function redoTruncate(st: NodeStorage, rel: RelFileNumber, blkno: number, flags:
       nblocks.push(newVm);
     }
   }
-  if (forks.length > 0) st.recordDrop(st.smgrtruncate(rel, forks, nblocks));
+  if (forks.length > 0) st.recordDrop(yield* st.smgrtruncateSteps(rel, forks, nblocks));
   if (st.heap.hasRelation(rel) && st.heap.nblocks(rel) > blkno) st.heap.truncate(rel, blkno);
 }
 
 /** DropRelationFiles: drop buffers of all forks (smgrdounlinkall), then the files and contents. */
-function dropRelations(st: NodeStorage, rels: RelFileNumber[]): void {
-  st.recordDrop(st.smgrdounlinkall(rels));
+function* dropRelations(st: NodeStorage, rels: RelFileNumber[]): Generator<void, void, void> {
+  st.recordDrop(yield* st.smgrdounlinkallSteps(rels));
   for (const rel of rels) if (st.heap.hasRelation(rel)) st.heap.dropRelation(rel);
 }

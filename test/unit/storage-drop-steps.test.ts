@@ -1,0 +1,73 @@
+/**
+ * Stepped drops (what the startup process runs so it can answer requests during a long drop) give
+ * the same result as one uninterrupted pass, including buffers that sit in different scan chunks.
+ * Method: run the stepped scans with a small chunk against the one-pass scan on twin pools.
+ */
+import { describe, expect, it } from 'vitest';
+import { BufferPool } from '../../storage/buffer-pool.ts';
+import { StorageManager } from '../../storage/smgr.ts';
+import {
+  fullScanDropRelFileNodeBuffersSteps, fullScanDropRelsAllBuffersSteps, fullScanDropRelFileNodeBuffers, fullScanDropRelsAllBuffers,
+} from '../../storage/drop-full-scan.ts';
+import { LOOKUP_CHUNK_PROBES } from '../../storage/drop-cached-lookup.ts';
+import { dropRelFileNodeBuffersSteps } from '../../storage/drop.ts';
+import { MAIN_FORKNUM } from '../../wal/records.ts';
+
+function drain<T>(g: Generator<void, T, void>): { value: T; yields: number } {
+  let yields = 0;
+  for (;;) {
+    const r = g.next();
+    if (r.done) return { value: r.value, yields };
+    yields++;
+  }
+}
+
+/** A pool whose buffers interleave relations 16384..16386 (so each chunk holds some of each). */
+function twinPool(): BufferPool {
+  const pool = new BufferPool(3000);
+  for (let b = 0; b < 1000; b++) for (let r = 0; r < 3; r++) pool.accessBlock(16384 + r, MAIN_FORKNUM, b);
+  return pool;
+}
+
+describe('stepped drops', () => {
+  it('a chunked single-relation scan yields between chunks and equals the one-pass scan', () => {
+    const a = twinPool();
+    const b = twinPool();
+    const stepped = drain(fullScanDropRelFileNodeBuffersSteps(a, 16385, [MAIN_FORKNUM], [400], 512));
+    const onePass = fullScanDropRelFileNodeBuffers(b, 16385, [MAIN_FORKNUM], [400]);
+    expect(stepped.yields).toBe(5); // 3000 buffers in chunks of 512
+    expect(stepped.value).toEqual(onePass);
+    expect(onePass.invalidated).toBe(600);
+    expect(a.bufferedBlocks()).toEqual(b.bufferedBlocks());
+    a.checkConsistency();
+  });
+
+  it('a chunked many-relation scan equals the one-pass scan (linear and bsearch matchers)', () => {
+    for (const rels of [[16384, 16386], Array.from({ length: 30 }, (_, i) => 16380 + i)]) {
+      const a = twinPool();
+      const b = twinPool();
+      const stepped = drain(fullScanDropRelsAllBuffersSteps(a, rels, 700));
+      const onePass = fullScanDropRelsAllBuffers(b, rels);
+      expect(stepped.yields).toBe(4);
+      expect(stepped.value).toEqual(onePass);
+      expect(a.bufferedBlocks()).toEqual(b.bufferedBlocks());
+    }
+  });
+
+  it('a lookup drop of many blocks yields every chunk of probes and of invalidations', () => {
+    const pool = new BufferPool(4 * LOOKUP_CHUNK_PROBES);
+    const smgr = new StorageManager();
+    smgr.inRecovery = true;
+    smgr.create(16384, MAIN_FORKNUM);
+    for (let blk = 0; blk < 3 * LOOKUP_CHUNK_PROBES; blk++) {
+      smgr.extend(16384, MAIN_FORKNUM, blk);
+      pool.accessBlock(16384, MAIN_FORKNUM, blk);
+    }
+    smgr.nblocks(16384, MAIN_FORKNUM); // cache the size, as replay does
+    const { value, yields } = drain(dropRelFileNodeBuffersSteps(pool, smgr, 16384, [MAIN_FORKNUM], [0], { strategy: 'cached-lookup', thresholdDivisor: 32, forceOptimized: true }));
+    expect(value).toMatchObject({ path: 'cached-lookup', probes: 3 * LOOKUP_CHUNK_PROBES, invalidated: 3 * LOOKUP_CHUNK_PROBES });
+    expect(yields).toBe(2 + 2); // probes in 3 chunks, invalidations in 3 chunks
+    expect(pool.usedBuffers).toBe(0);
+    pool.checkConsistency();
+  });
+});
