@@ -136,8 +136,8 @@ export function estimateCellSeconds(c: CellSpec): number {
   const drops = c.tables;
   const blocks = c.tables * c.pagesPerTable;
   const lookup = c.strategy === 'cached-lookup' && (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
-  const dropWork = lookup ? blocks * 1.5e-6 : drops * c.nBuffers * 2e-9;
-  return 4 + c.tables * 0.004 + blocks * 12e-6 + dropWork;
+  const dropWork = lookup ? blocks * 2.5e-6 : drops * c.nBuffers * 2.3e-9;
+  return 2.5 + c.tables * 0.005 + blocks * 25e-6 + dropWork;
 }
 
 /** The procedure of one run on a fresh cluster in `dir`. */

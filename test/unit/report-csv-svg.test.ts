@@ -1,0 +1,99 @@
+/**
+ * results.csv quoting and the hand-written SVG chart (pure): the chart is well-formed XML with
+ * one polyline per series, positions on log axes, and legend entries.
+ */
+import { describe, expect, it } from 'vitest';
+import { csvField, toCsv } from '../../scripts/report/csv.ts';
+import { lineChart, logTicks } from '../../scripts/report/svg-chart.ts';
+import { parseRelSize } from '../../scripts/experiment/rel-size.ts';
+import { renderResults, resultsDirName } from '../../scripts/report/write-results.ts';
+import { planMulti, summarise, type RunRecord } from '../../scripts/experiment/sweep.ts';
+
+describe('CSV', () => {
+  it('quotes fields with commas, quotes and line breaks', () => {
+    expect(csvField('a,b')).toBe('"a,b"');
+    expect(csvField('say "hi"')).toBe('"say ""hi"""');
+    expect(csvField(null)).toBe('');
+    expect(csvField({ a: 1 })).toBe('"{""a"":1}"');
+    expect(toCsv([{ x: 1, y: 'p' }, { x: 2 }], ['x', 'y'])).toBe('x,y\r\n1,p\r\n2,\r\n');
+  });
+});
+
+describe('SVG line chart', () => {
+  const svg = lineChart({
+    title: 'Failover <test>', xLabel: 'shared_buffers', yLabel: 'seconds', xLog: true, yLog: true,
+    xTicks: [{ value: 16384, label: '128MB' }, { value: 13107200, label: '100GB' }],
+    series: [
+      { name: 'full-scan', points: [{ x: 16384, y: 0.3 }, { x: 131072, y: 0.5 }, { x: 13107200, y: 66 }] },
+      { name: 'cached-lookup', points: [{ x: 16384, y: 0.3 }, { x: 13107200, y: 0.3 }, { x: 100, y: 0 }] },
+    ],
+  });
+
+  it('draws one polyline per series with a legend entry and escaped text', () => {
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+    expect(svg.match(/<polyline class="series"/g)).toHaveLength(2);
+    expect(svg).toContain('data-name="full-scan"');
+    expect(svg).toContain('>cached-lookup</text>');
+    expect(svg).toContain('Failover &lt;test&gt;');
+    expect(svg).toContain('>128MB</text>');
+    expect(svg).toContain('(log scale)');
+    // The y = 0 point cannot sit on a log axis and is left out: 3 + 2 markers.
+    expect(svg.match(/<circle /g)).toHaveLength(5);
+  });
+
+  it('places equal y values at equal heights and larger values higher', () => {
+    const pts = [...svg.matchAll(/<circle cx="([\d.]+)" cy="([\d.]+)"/g)].map((m) => ({ x: Number(m[1]), y: Number(m[2]) }));
+    const [a, b, c, d, e] = pts as [typeof pts[0], typeof pts[0], typeof pts[0], typeof pts[0], typeof pts[0]];
+    expect(a.y).toBeCloseTo(d.y);
+    expect(d.y).toBeCloseTo(e.y);
+    expect(c.y).toBeLessThan(b.y); // 66 s above 0.5 s (SVG y grows downwards)
+    expect(e.x).toBeGreaterThan(a.x);
+  });
+
+  it('log ticks are powers of ten (with 2 and 5 for short ranges)', () => {
+    expect(logTicks(0.05, 120)).toEqual([0.1, 1, 10, 100]);
+    expect(logTicks(1, 30)).toEqual([1, 2, 5, 10, 20]);
+  });
+
+  it('renders "no data" for empty series', () => {
+    expect(lineChart({ title: 't', xLabel: 'x', yLabel: 'y', series: [] })).toContain('no data');
+  });
+});
+
+describe('relation sizes', () => {
+  it('accepts NB/k, pages and bytes', () => {
+    expect(parseRelSize('NB/8', 13_107_200)).toMatchObject({ pages: 1_638_400, rows: 1_638_400 * 226, divisor: 8 });
+    expect(parseRelSize('nb/512', 16384)).toMatchObject({ pages: 32, spec: 'NB/512' });
+    expect(parseRelSize('4096', 16384).pages).toBe(4096);
+    expect(parseRelSize('200MB', 16384).pages).toBe(25_600);
+    expect(parseRelSize('1kB', 16384).pages).toBe(1);
+  });
+  it('refuses bad sizes with the accepted forms', () => {
+    expect(() => parseRelSize('big', 16384)).toThrow(/accepted forms: NB\/<k>/);
+    expect(() => parseRelSize('NB/0', 16384)).toThrow(/positive integer/);
+    expect(() => parseRelSize('NB/100000', 16384)).toThrow(/less than one page/);
+    expect(() => parseRelSize('0', 16384)).toThrow(/at least one page/);
+    expect(() => parseRelSize('100GB', 16384)).toThrow(/beyond the int column/);
+    expect(() => parseRelSize('200mb', 16384)).toThrow(/accepted forms/);
+  });
+});
+
+describe('results files', () => {
+  it('writes results.json, results.csv, tables.md and one chart per variant', () => {
+    const plan = planMulti(['16MB', '32MB'], 5, ['vacuum', 'truncate'], ['full-scan', 'cached-lookup']);
+    const records: RunRecord[] = plan.map((c, i) => ({
+      ...c, run: 1, failoverMs: 10 + i, replayMs: 9, endOfRecoveryMs: 0.5, openForWritesMs: 0.5, recordsReplayed: 20,
+      dropsFullScan: c.strategy === 'full-scan' ? 5 : 0, dropsCachedLookup: c.strategy === 'full-scan' ? 0 : 5,
+      scanned: 0, probes: 0, invalidated: 5, promoted: true, resumeAt: 'a', promotedAt: 'b', stepMs: { start: 1 },
+    }));
+    const files = renderResults({
+      kind: 'multi', startedAt: '2026-01-06T10:04:05.123Z', finishedAt: '2026-01-06T10:05:00.000Z', wallSeconds: 55,
+      settings: { runs: 1 }, records, cells: summarise(plan, records),
+    });
+    expect(Object.keys(files).sort()).toEqual(['chart-truncate.svg', 'chart-vacuum.svg', 'results.csv', 'results.json', 'tables.md']);
+    expect(files['results.csv']!.split('\r\n')).toHaveLength(1 + plan.length + 1);
+    expect(JSON.parse(files['results.json']!).cells).toHaveLength(plan.length);
+    expect(resultsDirName(new Date('2026-01-06T10:04:05.123Z'))).toBe('2026-01-06T10-04-05Z');
+  });
+});

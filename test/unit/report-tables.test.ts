@@ -1,0 +1,99 @@
+/**
+ * The seed's tables and the crossover computed from sweep summaries (pure).
+ * Method: synthetic cells whose timings follow the seed's shape; check the Markdown cells, the
+ * regression sign convention and where the crossover lands.
+ */
+import { describe, expect, it } from 'vitest';
+import type { CellSummary } from '../../scripts/experiment/sweep.ts';
+import { planMulti, planThreshold, summarise, type RunRecord } from '../../scripts/experiment/sweep.ts';
+import { computeCrossover, formatRegression, formatSeconds, markdownTable, multiTables, regression, thresholdTables } from '../../scripts/report/tables.ts';
+
+function cellsWith(plan: ReturnType<typeof planThreshold>, ms: (c: CellSummary) => number): CellSummary[] {
+  const records: RunRecord[] = plan.map((c) => ({
+    ...c, run: 1, failoverMs: ms(c as CellSummary), replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0,
+    dropsFullScan: 0, dropsCachedLookup: 0, scanned: 0, probes: 0, invalidated: 0, promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
+  }));
+  return summarise(plan, records);
+}
+
+describe('Test A tables', () => {
+  // Full scan: 100 ms + NBuffers × 2 ns; lookup: 100 ms + 60 ns per page (crossover near NB/30).
+  const plan = planThreshold(['128MB', '100GB'], [512, 64, 32, 16, 8], true);
+  const cells = cellsWith(plan, (c) => 100 + (c.strategy === 'full-scan' ? c.nBuffers * 2e-6 : c.pagesPerTable * 60e-6));
+
+  it('plans both strategies per size, the lookup one forced', () => {
+    expect(plan).toHaveLength(2 * 5 * 2);
+    expect(plan.filter((c) => c.strategy === 'cached-lookup').every((c) => c.forceOptimized)).toBe(true);
+    expect(plan.filter((c) => c.strategy === 'full-scan').every((c) => !c.forceOptimized)).toBe(true);
+    expect(plan.find((c) => c.sharedBuffers === '100GB' && c.relDivisor === 8)!.pagesPerTable).toBe(1_638_400);
+  });
+
+  it('computes % regression as (optimized − full) / full', () => {
+    expect(regression(90, 100)).toBeCloseTo(-0.1);
+    expect(formatRegression(regression(90, 100))).toBe('-10.000%');
+    expect(regression(1, 0)).toBeNull();
+    expect(formatRegression(null)).toBe('n/a');
+  });
+
+  it('prints three tables with NB/k rows and shared_buffers columns', () => {
+    const t = thresholdTables(cells);
+    const lines = t.regression.split('\n');
+    expect(lines[0]).toMatch(/^\| rel_size \| +128MB \| +100GB \|$/);
+    expect(lines.slice(2).map((l) => l.split('|')[1]!.trim())).toEqual(['NB/512', 'NB/64', 'NB/32', 'NB/16', 'NB/8']);
+    // 100GB NB/8: optimized 100 + 1,638,400 × 60e-6 = 198.3 ms; full 100 + 26.2 = 126.2 ms.
+    expect(t.optimized).toContain('0.198');
+    expect(t.fullScan).toContain('0.126');
+    expect(t.markdown).toContain('### 1. % regression');
+    expect(t.markdown).toContain('optimized path forced');
+  });
+
+  it('finds the largest NB/k at which the optimized path still wins', () => {
+    const x = computeCrossover(cells);
+    const big = x.find((c) => c.sharedBuffers === '100GB')!;
+    expect(big.largestWinning).toBe('NB/32');
+    expect(big.smallestLosing).toBe('NB/16');
+    expect(big.wins.map((w) => w.optimizedWins)).toEqual([true, true, true, false, false]);
+    // Both costs scale with NBuffers in this model, so 128MB crosses at the same NB/k.
+    const small = x.find((c) => c.sharedBuffers === '128MB')!;
+    expect(small.largestWinning).toBe('NB/32');
+    expect(small.largestWinningPages).toBe(512);
+    expect(thresholdTables(cells).crossover).toMatch(/\| 100GB +\| 13,107,200 \| +NB\/32 \| 409,600 \| +NB\/16 \|/);
+  });
+
+  it('says none when the optimized path never wins', () => {
+    const never = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 100 : 200));
+    expect(computeCrossover(never).every((x) => x.largestWinning === null)).toBe(true);
+  });
+});
+
+describe('Test B tables', () => {
+  const plan = planMulti(['128MB', '1GB', '20GB', '100GB'], 1000, ['vacuum', 'truncate'], ['full-scan', 'cached-lookup']);
+  const cells = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 1000 * c.nBuffers * 2e-6 + 300 : 306));
+
+  it('prints one table per variant: s_b, master, patched, %reg', () => {
+    const t = multiTables(cells);
+    const vac = t.byVariant.vacuum!.split('\n');
+    expect(vac[0]).toMatch(/^\| s_b +\| Master \(full-scan\) \| Patched \(cached-lookup\) \| +%reg \|$/);
+    expect(vac).toHaveLength(2 + 4);
+    // 100GB: master 1000 × 13,107,200 × 2e-6 + 300 = 26,514 ms.
+    expect(vac[5]).toMatch(/^\| 100GB +\| +26\.514 \| +0\.306 \| +-98\.85% \|$/);
+    expect(t.markdown).toContain('### VACUUM recovery performance for 1000 relations');
+    expect(t.markdown).toContain('### TRUNCATE recovery performance for 1000 relations');
+  });
+
+  it('leaves %reg n/a when only one strategy ran', () => {
+    const only = cellsWith(planMulti(['1GB'], 10, ['truncate'], ['full-scan']), () => 5);
+    expect(multiTables(only).byVariant.truncate).toMatch(/\| 1GB +\| +0\.005 \| +n\/a \| +n\/a \|/);
+  });
+});
+
+describe('formatting', () => {
+  it('right-aligns numbers in Markdown tables', () => {
+    expect(markdownTable(['a', 'b'], [['x', '1'], ['yy', '10']])).toBe('| a   |   b |\n| --- | --: |\n| x   |   1 |\n| yy  |  10 |');
+  });
+  it('prints seconds with three decimals like the seed', () => {
+    expect(formatSeconds(106.4)).toBe('0.106');
+    expect(formatSeconds(66_564)).toBe('66.564');
+    expect(formatSeconds(null)).toBe('n/a');
+  });
+});
