@@ -11,3 +11,11 @@ export class InvariantViolation extends Error {
 export function assert(condition: boolean, message: string): asserts condition {
   if (!condition) throw new InvariantViolation(message);
 }
+
+/**
+ * Throw an InvariantViolation. For hot paths: `if (!cond) fail(`...${x}`)` builds the message only
+ * when the invariant is broken, where `assert(cond, `...${x}`)` would build it on every call.
+ */
+export function fail(message: string): never {
+  throw new InvariantViolation(message);
+}

@@ -19,14 +19,14 @@
  * Locks are not real (walsim is single-threaded) but are counted where PostgreSQL takes them, per
  * partition (hash % NUM_BUFFER_PARTITIONS), so the LWLock traffic of each drop path is measurable.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 
 /** NUM_BUFFER_PARTITIONS (lwlock.h). */
 export const NUM_BUFFER_PARTITIONS = 128;
 
 /** Smallest power of two ≥ 1.5 × nBuffers (and ≥ 16): the number of slots for a pool of nBuffers. */
 export function bufTableCapacity(nBuffers: number): number {
-  assert(Number.isSafeInteger(nBuffers) && nBuffers > 0, `INV-BUF-4: bad nBuffers ${nBuffers}`);
+  if (!(Number.isSafeInteger(nBuffers) && nBuffers > 0)) fail(`INV-BUF-4: bad nBuffers ${nBuffers}`);
   const wanted = Math.ceil(nBuffers * 1.5);
   let capacity = 16;
   while (capacity < wanted) capacity *= 2;
@@ -130,10 +130,9 @@ export class BufTable {
    */
   insert(rel: number, fork: number, block: number, hash: number, bufId: number): number {
     const { slots, mask, tagRel, tagFork, tagBlock } = this;
-    assert(
-      tagRel[bufId] === rel && tagFork[bufId] === fork && tagBlock[bufId] === block,
-      `INV-BUF-1: buffer ${bufId} must carry tag ${rel}/${fork}/${block} before it is inserted`,
-    );
+    if (!(tagRel[bufId] === rel && tagFork[bufId] === fork && tagBlock[bufId] === block)) {
+      fail(`INV-BUF-1: buffer ${bufId} must carry tag ${rel}/${fork}/${block} before it is inserted`);
+    }
     assert(this.count < this.nBuffers, 'INV-BUF-2: buffer mapping table holds more entries than NBuffers');
     let i = hash & mask;
     for (;;) {
@@ -145,7 +144,7 @@ export class BufTable {
       }
       const id = entry - 1;
       if (id !== bufId && tagRel[id] === rel && tagBlock[id] === block && tagFork[id] === fork) return id;
-      assert(id !== bufId, `INV-BUF-2: buffer ${bufId} is already in the mapping table`);
+      if (!(id !== bufId)) fail(`INV-BUF-2: buffer ${bufId} is already in the mapping table`);
       i = (i + 1) & mask;
     }
   }
@@ -196,17 +195,17 @@ export class BufTable {
       const entry = slots[s];
       if (entry === 0) continue;
       const id = entry - 1;
-      assert(id >= 0 && id < this.nBuffers, `INV-BUF-2: slot ${s} holds bad buffer id ${id}`);
-      assert(seen[id] === 0, `INV-BUF-2: buffer ${id} appears twice in the mapping table`);
+      if (!(id >= 0 && id < this.nBuffers)) fail(`INV-BUF-2: slot ${s} holds bad buffer id ${id}`);
+      if (!(seen[id] === 0)) fail(`INV-BUF-2: buffer ${id} appears twice in the mapping table`);
       seen[id] = 1;
       live++;
       let k = hashBufferTag(tagRel[id], tagFork[id], tagBlock[id]) & mask;
       while (k !== s) {
-        assert(slots[k] !== 0, `INV-BUF-2: entry for buffer ${id} in slot ${s} is cut off from its home slot`);
+        if (!(slots[k] !== 0)) fail(`INV-BUF-2: entry for buffer ${id} in slot ${s} is cut off from its home slot`);
         k = (k + 1) & mask;
       }
       visit(id);
     }
-    assert(live === this.count, `INV-BUF-2: mapping table count ${this.count} but ${live} live slots`);
+    if (!(live === this.count)) fail(`INV-BUF-2: mapping table count ${this.count} but ${live} live slots`);
   }
 }

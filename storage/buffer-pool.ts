@@ -19,7 +19,7 @@
  * (freeNext[i] = i + 1, the last FREENEXT_END_OF_LIST). This is the only per-buffer loop at
  * construction and is a tight Int32Array fill (~10 ms at 100GB).
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import {
   InvalidBlockNumber,
   MAX_FORKNUM,
@@ -87,15 +87,13 @@ export interface BufferPoolOptions {
 }
 
 function assertTag(rel: number, fork: number, block: number): void {
-  assert(
-    Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff,
-    `INV-BUF-3: relfilenumber ${rel} is not a valid (non-zero uint32) relation`,
-  );
-  assert(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM, `INV-BUF-3: bad fork ${fork}`);
-  assert(
-    Number.isInteger(block) && block >= 0 && block < InvalidBlockNumber,
-    `INV-BUF-3: bad block number ${block}`,
-  );
+  if (!(Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff)) {
+    fail(`INV-BUF-3: relfilenumber ${rel} is not a valid (non-zero uint32) relation`);
+  }
+  if (!(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM)) fail(`INV-BUF-3: bad fork ${fork}`);
+  if (!(Number.isInteger(block) && block >= 0 && block < InvalidBlockNumber)) {
+    fail(`INV-BUF-3: bad block number ${block}`);
+  }
 }
 
 export class BufferPool {
@@ -121,10 +119,9 @@ export class BufferPool {
   private readonly onWriteDirty: BufferPoolOptions['onWriteDirty'];
 
   constructor(nBuffers: number, options: BufferPoolOptions = {}) {
-    assert(
-      Number.isSafeInteger(nBuffers) && nBuffers >= 1 && nBuffers <= 0x3fffffff,
-      `INV-BUF-4: NBuffers ${nBuffers} out of range`,
-    );
+    if (!(Number.isSafeInteger(nBuffers) && nBuffers >= 1 && nBuffers <= 0x3fffffff)) {
+      fail(`INV-BUF-4: NBuffers ${nBuffers} out of range`);
+    }
     this.nBuffers = nBuffers;
     this.tagRel = new Uint32Array(nBuffers);
     this.tagFork = new Uint8Array(nBuffers);
@@ -192,7 +189,7 @@ export class BufferPool {
     this.tagFork[id] = fork;
     this.tagBlock[id] = block;
     const existing = this.table.insert(rel, fork, block, newHash, id);
-    assert(existing < 0, `INV-BUF-2: tag ${rel}/${fork}/${block} already mapped to buffer ${existing}`);
+    if (!(existing < 0)) fail(`INV-BUF-2: tag ${rel}/${fork}/${block} already mapped to buffer ${existing}`);
     this.flags[id] = BM_TAG_VALID | BM_VALID | BM_PERMANENT;
     this.usageCount[id] = 1;
     this.refCount[id] = 1;
@@ -202,8 +199,8 @@ export class BufferPool {
   /** PinBuffer on an already valid buffer: refcount + 1, usage count + 1 up to the maximum. */
   pin(id: number): void {
     this.assertBufId(id);
-    assert((this.flags[id] & BM_TAG_VALID) !== 0, `INV-BUF-5: pinning buffer ${id} which has no tag`);
-    assert(this.refCount[id] < MAX_REFCOUNT, `INV-BUF-5: buffer ${id} pinned ${MAX_REFCOUNT} times`);
+    if (!((this.flags[id] & BM_TAG_VALID) !== 0)) fail(`INV-BUF-5: pinning buffer ${id} which has no tag`);
+    if (!(this.refCount[id] < MAX_REFCOUNT)) fail(`INV-BUF-5: buffer ${id} pinned ${MAX_REFCOUNT} times`);
     this.refCount[id]++;
     if (this.usageCount[id] < BM_MAX_USAGE_COUNT) this.usageCount[id]++;
   }
@@ -211,7 +208,7 @@ export class BufferPool {
   /** ReleaseBuffer: drop one pin. */
   releaseBuffer(id: number): void {
     this.assertBufId(id);
-    assert(this.refCount[id] > 0, `INV-BUF-5: releasing buffer ${id} which is not pinned`);
+    if (!(this.refCount[id] > 0)) fail(`INV-BUF-5: releasing buffer ${id} which is not pinned`);
     this.refCount[id]--;
   }
 
@@ -225,8 +222,8 @@ export class BufferPool {
   /** MarkBufferDirty: the buffer must be pinned and valid. */
   markDirty(id: number): void {
     this.assertBufId(id);
-    assert(this.refCount[id] > 0, `INV-BUF-5: MarkBufferDirty on unpinned buffer ${id}`);
-    assert((this.flags[id] & BM_VALID) !== 0, `INV-BUF-5: MarkBufferDirty on invalid buffer ${id}`);
+    if (!(this.refCount[id] > 0)) fail(`INV-BUF-5: MarkBufferDirty on unpinned buffer ${id}`);
+    if (!((this.flags[id] & BM_VALID) !== 0)) fail(`INV-BUF-5: MarkBufferDirty on invalid buffer ${id}`);
     this.flags[id] |= BM_DIRTY | BM_JUST_DIRTIED;
   }
 
@@ -238,7 +235,7 @@ export class BufferPool {
   invalidate(id: number): void {
     this.assertBufId(id);
     const f = this.flags[id];
-    assert(this.refCount[id] === 0, `INV-BUF-5: buffer is pinned in InvalidateBuffer (buffer ${id})`);
+    if (!(this.refCount[id] === 0)) fail(`INV-BUF-5: buffer is pinned in InvalidateBuffer (buffer ${id})`);
     if (f & BM_TAG_VALID) {
       const rel = this.tagRel[id];
       const fork = this.tagFork[id];
@@ -310,31 +307,30 @@ export class BufferPool {
         assertTag(tagRel[id], tagFork[id], tagBlock[id]);
         const hash = hashBufferTag(tagRel[id], tagFork[id], tagBlock[id]);
         const mapped = table.lookup(tagRel[id], tagFork[id], tagBlock[id], hash);
-        assert(mapped === id, `INV-BUF-2: buffer ${id} tag maps to ${mapped}`);
-        assert(usageCount[id] <= BM_MAX_USAGE_COUNT, `INV-BUF-7: usage count ${usageCount[id]} > max`);
+        if (!(mapped === id)) fail(`INV-BUF-2: buffer ${id} tag maps to ${mapped}`);
+        if (!(usageCount[id] <= BM_MAX_USAGE_COUNT)) fail(`INV-BUF-7: usage count ${usageCount[id]} > max`);
       } else {
-        assert(
-          f === 0 && tagRel[id] === 0 && tagFork[id] === 0 && tagBlock[id] === 0 && usageCount[id] === 0,
-          `INV-BUF-3: untagged buffer ${id} has state (rel ${tagRel[id]}, flags ${f})`,
-        );
-        assert(refCount[id] === 0, `INV-BUF-5: untagged buffer ${id} is pinned`);
+        if (!(f === 0 && tagRel[id] === 0 && tagFork[id] === 0 && tagBlock[id] === 0 && usageCount[id] === 0)) {
+          fail(`INV-BUF-3: untagged buffer ${id} has state (rel ${tagRel[id]}, flags ${f})`);
+        }
+        if (!(refCount[id] === 0)) fail(`INV-BUF-5: untagged buffer ${id} is pinned`);
       }
     }
     table.checkIntegrity((id) => {
-      assert((flags[id] & BM_TAG_VALID) !== 0, `INV-BUF-2: mapping points at untagged buffer ${id}`);
+      if (!((flags[id] & BM_TAG_VALID) !== 0)) fail(`INV-BUF-2: mapping points at untagged buffer ${id}`);
     });
-    assert(table.count === tagged, `INV-BUF-2: ${table.count} mapping entries for ${tagged} tagged buffers`);
+    if (!(table.count === tagged)) fail(`INV-BUF-2: ${table.count} mapping entries for ${tagged} tagged buffers`);
     let onList = 0;
     for (let id = 0; id < nBuffers; id++) if (freeNext[id] !== FREENEXT_NOT_IN_LIST) onList++;
     let walked = 0;
     let last = -1;
     for (let id = this.firstFreeBuffer; id >= 0; id = freeNext[id]) {
       assert(walked < nBuffers && id < nBuffers, 'INV-BUF-4: freelist is cyclic or out of range');
-      assert(refCount[id] === 0, `INV-BUF-4: pinned buffer ${id} on the freelist`);
+      if (!(refCount[id] === 0)) fail(`INV-BUF-4: pinned buffer ${id} on the freelist`);
       walked++;
       last = id;
     }
-    assert(walked === onList, `INV-BUF-4: freelist chain has ${walked} buffers, ${onList} marked as listed`);
+    if (!(walked === onList)) fail(`INV-BUF-4: freelist chain has ${walked} buffers, ${onList} marked as listed`);
     assert(
       walked === 0 ? this.firstFreeBuffer === FREENEXT_END_OF_LIST : last === this.lastFreeBuffer,
       'INV-BUF-4: freelist head/tail disagree with the chain',
@@ -393,6 +389,6 @@ export class BufferPool {
   }
 
   private assertBufId(id: number): void {
-    assert(Number.isInteger(id) && id >= 0 && id < this.nBuffers, `INV-BUF-4: bad buffer id ${id}`);
+    if (!(Number.isInteger(id) && id >= 0 && id < this.nBuffers)) fail(`INV-BUF-4: bad buffer id ${id}`);
   }
 }

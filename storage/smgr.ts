@@ -30,7 +30,7 @@
  *                  cached size as long as pages are only read below the disk size (asserted by
  *                  nblocksCached and checkStorage).
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import {
   FORK_NAMES,
@@ -53,11 +53,11 @@ const SERIAL_HEADER_BYTES = 12;
 const SERIAL_REL_BYTES = 4 + 1 + 4 * NFORKS;
 
 function assertRel(rel: number): void {
-  assert(Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff, `INV-STORAGE-0: bad relfilenumber ${rel}`);
+  if (!(Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff)) fail(`INV-STORAGE-0: bad relfilenumber ${rel}`);
 }
 
 function assertFork(fork: number): void {
-  assert(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM, `INV-STORAGE-0: bad fork ${fork}`);
+  if (!(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM)) fail(`INV-STORAGE-0: bad fork ${fork}`);
 }
 
 /** The file name PostgreSQL would report (base/<db>/<relfilenumber>[_fork]); database oid 5 is walsim's. */
@@ -154,10 +154,9 @@ export class StorageManager {
     const cache = this.cache.get(rel);
     if (cache === undefined || cache[fork] === InvalidBlockNumber) return InvalidBlockNumber;
     const value = cache[fork];
-    assert(
-      this.exists(rel, fork) && value >= this.diskNblocks(rel, fork),
-      `INV-STORAGE-7: cached size ${value} of ${relpath(rel, fork as ForkNumber)} is below its disk size`,
-    );
+    if (!(this.exists(rel, fork) && value >= this.diskNblocks(rel, fork))) {
+      fail(`INV-STORAGE-7: cached size ${value} of ${relpath(rel, fork as ForkNumber)} is below its disk size`);
+    }
     return value;
   }
 
@@ -170,10 +169,9 @@ export class StorageManager {
   /** smgrextend (INV-STORAGE-4): write block `blocknum` at or beyond the end of the fork. */
   extend(rel: RelFileNumber, fork: ForkNumber, blocknum: BlockNumber): void {
     const size = this.diskNblocks(rel, fork);
-    assert(
-      Number.isInteger(blocknum) && blocknum >= size && blocknum < MAX_NBLOCKS,
-      `INV-STORAGE-4: extend of ${relpath(rel, fork)} at block ${blocknum} but it has ${size} blocks`,
-    );
+    if (!(Number.isInteger(blocknum) && blocknum >= size && blocknum < MAX_NBLOCKS)) {
+      fail(`INV-STORAGE-4: extend of ${relpath(rel, fork)} at block ${blocknum} but it has ${size} blocks`);
+    }
     this.disk.get(rel)![fork] = blocknum + 1;
     const cache = this.cached(rel);
     cache[fork] = cache[fork] === blocknum ? blocknum + 1 : InvalidBlockNumber;
@@ -192,7 +190,7 @@ export class StorageManager {
       const fork = forks[i]!;
       const target = nblocks[i]!;
       const size = this.diskNblocks(rel, fork);
-      assert(Number.isInteger(target) && target >= 0 && target <= MAX_NBLOCKS, `INV-STORAGE-5: bad size ${target}`);
+      if (!(Number.isInteger(target) && target >= 0 && target <= MAX_NBLOCKS)) fail(`INV-STORAGE-5: bad size ${target}`);
       cache[fork] = InvalidBlockNumber;
       if (target > size) {
         if (!this.recovery) {
@@ -232,8 +230,8 @@ export class StorageManager {
       for (let fork = 0; fork <= MAX_FORKNUM; fork++) {
         if (cache[fork] === InvalidBlockNumber) continue;
         const f = fork as ForkNumber;
-        assert(this.exists(rel, f), `INV-STORAGE-7: ${relpath(rel, f)} is cached but does not exist`);
-        assert(cache[fork] >= this.diskNblocks(rel, f), `INV-STORAGE-7: ${relpath(rel, f)} cached below disk size`);
+        if (!(this.exists(rel, f))) fail(`INV-STORAGE-7: ${relpath(rel, f)} is cached but does not exist`);
+        if (!(cache[fork] >= this.diskNblocks(rel, f))) fail(`INV-STORAGE-7: ${relpath(rel, f)} cached below disk size`);
       }
     }
   }
