@@ -89,4 +89,22 @@ describe('pause, resume and restart', () => {
     expect(await c.scalar('standby', 'SELECT count(*) FROM r')).toBe(3);
     expect(s.tables.find((t) => t.name === 'r')!.forks[0]).toBe(1);
   });
+
+  it('a primary restarted after an immediate stop runs crash recovery and keeps every commit', async () => {
+    await c.sql('primary', 'CREATE TABLE crash (c int)');
+    await c.sql('primary', 'INSERT INTO crash SELECT generate_series(1, 3000)');
+    await c.sql('primary', 'DELETE FROM crash WHERE c > 1000');
+    const lsn = await c.scalar('primary', 'SELECT pg_current_wal_lsn()');
+    expect(await c.stopNode('primary', 'immediate')).toBe(true);
+    await c.startNode('primary');
+    const s = await c.status('primary');
+    expect(s.startupReplay.crashRecovery).toBe(true);
+    expect(s.startupReplay.records).toBeGreaterThan(0);
+    expect(s.startupReplay.toLsn).toBe(lsn);
+    expect(await c.scalar('primary', 'SELECT count(*) FROM crash')).toBe(1000);
+    // The standby reconnects to the restarted primary and both agree.
+    await c.sql('primary', 'INSERT INTO crash VALUES (1)');
+    await c.waitForCatchup('replay');
+    expect(await c.scalar('standby', 'SELECT count(*) FROM crash')).toBe(1001);
+  });
 });
