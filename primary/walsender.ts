@@ -52,7 +52,7 @@ export class WalSender {
       clearInterval(this.keepalive);
       this.deps.onClose(this);
     });
-    ws.on('error', () => {});
+    ws.on('error', (e) => this.deps.log(`LOG:  walsender for "${this.applicationName || '?'}": connection error: ${e.message}`));
     this.keepalive = setInterval(() => {
       if (this.state !== 'startup') this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: Date.now(), replyRequested: false });
     }, KEEPALIVE_MS);

@@ -11,7 +11,10 @@ import { isWalsimError } from '../common/errors.ts';
 import { pidFilePath, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
 import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
-import { startWsServer, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
+import { startWsServer, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
+
+/** Largest frame the walsender side accepts from a standby (ws maxPayload). */
+const REPLICATION_MAX_PAYLOAD = 64 * 1024;
 
 const { values, positionals } = parseArgs({
   args: process.argv.slice(2),
@@ -79,11 +82,17 @@ function serveControl(ws: WebSocket): void {
     const text = isBinary ? '' : data.toString();
     const reply = (r: ControlReply) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(r));
     let req;
+    if (isBinary) {
+      // A binary frame on a JSON text protocol is not a typo but a foreign client: refuse and close.
+      const message = 'invalid control request: frames must be JSON text';
+      reply({ id: null, ok: false, error: { code: '08P01', message } });
+      ws.close(CLOSE_PROTOCOL_VIOLATION, message);
+      return;
+    }
     try {
-      if (isBinary) throw new Error('invalid control request: frames must be JSON text');
       req = parseControlRequest(text);
     } catch (e) {
-      reply({ id: isBinary ? null : requestIdOf(text), ok: false, error: { code: '08P01', message: (e as Error).message } });
+      reply({ id: requestIdOf(text), ok: false, error: { code: '08P01', message: (e as Error).message } });
       return;
     }
     const id = req.id;
@@ -127,7 +136,9 @@ async function main(): Promise<void> {
     host: config.listen,
     port: config.port,
     token,
-    maxPayload: { replication: 64 * 1024 * 1024, control: CONTROL_MAX_PAYLOAD },
+    // A standby sends only START_REPLICATION and status updates (well under 1 kB); WAL flows the
+    // other way, so the walsender side refuses any larger frame (close 1009) before decoding it.
+    maxPayload: { replication: REPLICATION_MAX_PAYLOAD, control: CONTROL_MAX_PAYLOAD },
     onConnection: (endpoint, ws) => {
       if (endpoint === 'control') serveControl(ws);
       else node.acceptReplication(ws);

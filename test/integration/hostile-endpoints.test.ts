@@ -1,0 +1,162 @@
+/**
+ * Hostile input on the replication and control endpoints (real processes): garbage bytes, a valid
+ * msgpack frame of the wrong type, oversized frames, START_REPLICATION from the future or on an
+ * unknown timeline, status updates that go backwards, a second standby with the same name, and
+ * missing or wrong tokens. Method: each attack on its own connection must end in a close code and
+ * reason; afterwards the primary still streams to its real standby, answers SQL, and neither node's
+ * WAL position or table state moved (nothing was written).
+ */
+import * as fs from 'node:fs';
+import WebSocket from 'ws';
+import { pack } from 'msgpackr';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestCluster } from '../helpers/cluster.ts';
+import { readPidFile, readToken } from '../../server/cluster-files.ts';
+import { encodeMessage, type StreamMessage } from '../../wal/stream-messages.ts';
+import { parseLsn } from '../../wal/lsn.ts';
+
+interface Closed { code: number; reason: string; received: unknown[] }
+
+/** Open an endpoint, send `frames` in order (after `open`), resolve with the close code and reason. */
+function attack(url: string, headers: Record<string, string>, frames: Array<Buffer | string>, gapMs = 0): Promise<Closed> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers, perMessageDeflate: false, maxPayload: 64 << 20 });
+    const received: unknown[] = [];
+    ws.on('open', async () => {
+      for (const f of frames) {
+        if (ws.readyState !== ws.OPEN) break;
+        ws.send(f);
+        if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
+      }
+    });
+    ws.on('message', (d) => received.push(d));
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString(), received }));
+    ws.on('error', (e) => (e.message.includes('closed before') ? undefined : reject(e)));
+  });
+}
+
+const msg = (m: StreamMessage) => Buffer.from(encodeMessage(m));
+
+describe('hostile input on the endpoints', () => {
+  let c: TestCluster;
+  let port: number;
+  let auth: Record<string, string>;
+  let before: { primary: Record<string, any>; standby: Record<string, any>; tables: unknown };
+  let flushLsn: number;
+
+  beforeAll(async () => {
+    c = await TestCluster.start({ sharedBuffers: '16MB', synchronousCommit: 'remote_apply' });
+    await c.sql('primary', 'CREATE TABLE t (c int)');
+    await c.sql('primary', 'INSERT INTO t SELECT generate_series(1, 300)');
+    await c.waitForCatchup('replay');
+    port = readPidFile(c.dataDir('primary'))!.port;
+    auth = { authorization: `Bearer ${readToken(c.dir)}` };
+    const p = await c.status('primary');
+    flushLsn = parseLsn(p.flushLsn);
+    before = { primary: p, standby: await c.status('standby'), tables: (await (await c.client('primary')).inspect()).tables };
+  });
+  afterAll(async () => {
+    await c?.destroy();
+  });
+
+  const repl = () => `ws://127.0.0.1:${port}/replication`;
+  const control = () => `ws://127.0.0.1:${port}/control`;
+  const start = (over: Partial<Extract<StreamMessage, { type: 'START_REPLICATION' }>> = {}) =>
+    msg({ type: 'START_REPLICATION', startLsn: flushLsn, timeline: 1, applicationName: 'intruder', ...over });
+  const status = (lsn: number) => msg({ type: 'StandbyStatusUpdate', writeLsn: lsn, flushLsn: lsn, applyLsn: lsn, sendTime: Date.now(), replyRequested: false });
+
+  it('replication endpoint: garbage bytes and valid msgpack of the wrong shape are protocol violations (4002)', async () => {
+    const garbage = await attack(repl(), auth, [Buffer.from([0xc1, 0x00, 0xff, 0xde, 0xad])]);
+    expect(garbage.code).toBe(4002);
+    expect(garbage.reason).toMatch(/invalid replication message/);
+    const notAMessage = await attack(repl(), auth, [pack({ hello: 'world' })]);
+    expect(notAMessage).toMatchObject({ code: 4002 });
+    expect(notAMessage.reason).toMatch(/invalid replication message/);
+    // Well-formed, but a primary-to-standby message: a standby never sends XLogData.
+    const wrongType = await attack(repl(), auth, [msg({ type: 'XLogData', walStart: flushLsn, walEnd: flushLsn, sendTime: 0, data: new Uint8Array(0) })]);
+    expect(wrongType).toMatchObject({ code: 4002, reason: 'unexpected XLogData message on the replication connection' });
+    const text = await attack(repl(), auth, ['{"type":"START_REPLICATION"}']);
+    expect(text).toMatchObject({ code: 4002, reason: 'replication messages must be binary msgpack frames' });
+    const statusFirst = await attack(repl(), auth, [status(flushLsn)]);
+    expect(statusFirst).toMatchObject({ code: 4002, reason: 'status update before START_REPLICATION' });
+    const twice = await attack(repl(), auth, [start(), start()], 20);
+    expect(twice).toMatchObject({ code: 4002, reason: 'START_REPLICATION sent twice on one connection' });
+  });
+
+  it('replication endpoint: an oversized frame is refused by maxPayload (1009)', async () => {
+    const r = await attack(repl(), auth, [Buffer.alloc(1 << 20, 0x91)]);
+    // ws closes with 1009 (RFC 6455 "message too big") before buffering the frame; it sends no
+    // reason text with this code, the server logs one.
+    expect(r.code).toBe(1009);
+    await c.pollUntil(async () => fs.readFileSync(`${c.dataDir('primary')}/server.log`, 'utf8').includes('Max payload size exceeded'), 'log line');
+  });
+
+  it('refuses START_REPLICATION from the future, on an unknown timeline, or under a taken name (4004)', async () => {
+    const future = await attack(repl(), auth, [start({ startLsn: flushLsn + (8 << 20) })]);
+    expect(future.code).toBe(4004);
+    expect(future.reason).toMatch(/requested starting point .* is ahead of the WAL flush position/);
+    const tli = await attack(repl(), auth, [start({ timeline: 7 })]);
+    expect(tli).toMatchObject({ code: 4004, reason: "requested timeline 7 is not this server's timeline 1" });
+    const dup = await attack(repl(), auth, [start({ applicationName: 'walreceiver' })]);
+    expect(dup).toMatchObject({ code: 4004, reason: 'a standby named "walreceiver" is already streaming' });
+  });
+
+  it('closes a connection whose status update goes backwards or claims unsent WAL (4002)', async () => {
+    const back = await attack(repl(), auth, [start(), status(flushLsn - 8)], 20);
+    expect(back.code).toBe(4002);
+    expect(back.reason).toMatch(/status update went backwards/);
+    const ahead = await attack(repl(), auth, [start(), status(flushLsn + 4096)], 20);
+    expect(ahead.code).toBe(4002);
+    expect(ahead.reason).toMatch(/status update claims WAL beyond what was sent/);
+  });
+
+  it('control endpoint: binary garbage, msgpack and oversized frames are refused with a close reason', async () => {
+    const garbage = await attack(control(), auth, [Buffer.from([0x00, 0x01, 0xfe])]);
+    expect(garbage).toMatchObject({ code: 4002, reason: 'invalid control request: frames must be JSON text' });
+    // The greeting and then the error reply (id null) arrive before the close.
+    expect(garbage.received.map((d) => JSON.parse(String(d)).ok)).toEqual([true, false]);
+    const mp = await attack(control(), auth, [pack({ id: 1, op: 'status' })]);
+    expect(mp.code).toBe(4002);
+    const big = await attack(control(), auth, ['x'.repeat((1 << 20) + 1)]);
+    expect(big.code).toBe(1009);
+  });
+
+  it('refuses missing, empty and wrong tokens on both endpoints (4001)', async () => {
+    for (const url of [repl(), control()]) {
+      expect(await attack(url, {}, [])).toEqual({ code: 4001, reason: 'authentication failed: no token given', received: [] });
+      expect((await attack(url, { authorization: 'Bearer ' }, [])).code).toBe(4001);
+      expect((await attack(url, { authorization: 'Bearer 0' + readToken(c.dir).slice(1) }, [])).code).toBe(4001);
+      expect((await attack(`${url}?token=guess`, {}, [])).code).toBe(4001);
+    }
+    // Refused before any message: a replication attempt with a bad token never reaches the walsender.
+    expect((await attack(repl(), { authorization: 'Bearer nope' }, [start()])).received).toEqual([]);
+  });
+
+  it('token file is mode 0600 and servers listen on 127.0.0.1 only', async () => {
+    expect(fs.statSync(`${c.dir}/token`).mode & 0o777).toBe(0o600);
+    for (const name of ['primary', 'standby'] as const) {
+      const p = readPidFile(c.dataDir(name))!.port;
+      const hexPort = p.toString(16).toUpperCase().padStart(4, '0');
+      const listening = fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)
+        .map((l) => l.trim().split(/\s+/)).filter((f) => f[3] === '0A' && f[1]?.endsWith(`:${hexPort}`)).map((f) => f[1]);
+      expect(listening).toEqual([`0100007F:${hexPort}`]); // 127.0.0.1, not 0.0.0.0
+      expect(c.config(name).listen).toBe('127.0.0.1');
+    }
+  });
+
+  it('kept serving the real standby and wrote nothing during the attacks', async () => {
+    const p = await c.status('primary');
+    expect(p.flushLsn).toBe(before.primary.flushLsn);
+    expect(p.insertLsn).toBe(before.primary.insertLsn);
+    const s = await c.status('standby');
+    expect(s.receiveLsn).toBe(before.standby.receiveLsn);
+    expect(s.replayLsn).toBe(before.standby.replayLsn);
+    expect(s.receiverConnects).toBe(before.standby.receiverConnects); // never disconnected
+    expect((await (await c.client('primary')).inspect()).tables).toEqual(before.tables);
+    expect(p.replication).toHaveLength(1);
+    expect(p.replication[0]).toMatchObject({ applicationName: 'walreceiver', state: 'streaming', syncState: 'sync' });
+    // remote_apply commit still works through the real standby.
+    await c.sql('primary', 'INSERT INTO t VALUES (1)');
+    expect(await c.scalar('standby', 'SELECT count(*) FROM t')).toBe(301);
+  });
+});
