@@ -4,7 +4,9 @@
  * processes it started: pids come from the nodes' postmaster.pid and are checked to be walsim
  * servers for that data directory before any signal is sent.
  */
+import { isIP } from 'node:net';
 import { WalsimError } from '../common/errors.ts';
+import { checkSegmentSize } from '../wal/segment.ts';
 import { listNodes, nodeDir, readNodeConfig, readPidFile, writeNodeConfig, type NodeName } from '../server/cluster-files.ts';
 import { runningPid, sleep, startNode, stopNode } from '../server/pg-ctl.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
@@ -79,6 +81,9 @@ async function cmdStart(argv: string[]): Promise<number> {
     };
     parseSharedBuffers(opts.sharedBuffers);
     parseSharedBuffers(opts.standbySharedBuffers);
+    // Validate everything before initdb writes anything: a refused option leaves no half-made cluster.
+    checkSegmentSize(opts.walSegmentSize);
+    if (isIP(opts.listen) === 0) throw new UsageError(`--listen must be an IP address (e.g. 127.0.0.1), got "${opts.listen}"`);
     await initCluster(clusterDir, opts);
   }
   const started: Array<{ name: string; port: number }> = [];

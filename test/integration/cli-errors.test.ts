@@ -1,0 +1,145 @@
+/**
+ * Every bad argument to a user-facing CLI gives a one-line error and a non-zero exit, and a stale
+ * pid file never makes `cluster stop` signal a process that is not a walsim server.
+ * Method: run the CLIs as real child processes against missing, uninitialised and initialised-but-
+ * stopped clusters (initdb only, no servers), with pid files naming a dead pid, a live unrelated
+ * process, and garbage; check exit codes, the first stderr line, the absence of stack traces, and
+ * that the unrelated process is still alive.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runScript, type CliRun } from '../helpers/cli.ts';
+import { initCluster } from '../../server/initdb.ts';
+import { SERVER_MARKER } from '../../server/cluster-files.ts';
+
+let tmp: string;
+let cluster: string; // initialised, never started
+beforeAll(async () => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-cli-'));
+  cluster = path.join(tmp, 'c');
+  await initCluster(cluster, {
+    sharedBuffers: '16MB', standbySharedBuffers: '16MB', synchronousCommit: 'remote_write', dropStrategy: 'cached-lookup',
+    thresholdDivisor: 32, forceOptimized: false, walSegmentSize: 1 << 20, listen: '127.0.0.1',
+  });
+});
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** A one-line error: the first stderr line says what is wrong; no stack trace; non-zero exit. */
+function expectOneLineError(r: CliRun, pattern: RegExp): void {
+  expect(r.code, r.stdout + r.stderr).not.toBe(0);
+  expect(r.code).not.toBeNull();
+  const first = r.stderr.split('\n')[0]!;
+  expect(first).toMatch(/^error: /);
+  expect(first).toMatch(pattern);
+  expect(r.stderr).not.toMatch(/^\s+at /m);
+}
+
+function writePidFile(node: string, pid: number): void {
+  fs.writeFileSync(path.join(cluster, node, 'postmaster.pid'),
+    JSON.stringify({ pid, port: 1, role: node === 'primary' ? 'primary' : 'standby', startedAt: new Date().toISOString(), marker: SERVER_MARKER }) + '\n');
+}
+
+describe('CLI errors', () => {
+  it('refuses unknown commands, steps and options', async () => {
+    const runs = await Promise.all([
+      runScript('cluster.ts', ['frobnicate']),
+      runScript('cluster.ts', []),
+      runScript('cluster.ts', ['start', '--bogus']),
+      runScript('rel.ts', ['frobnicate', '--dir', cluster]),
+      runScript('multi.ts', [], 60_000),
+      runScript('sql.ts', ['--dir', cluster]),
+      runScript('cluster.ts', ['stop', '--mode', 'sideways', '--dir', cluster]),
+    ]);
+    expectOneLineError(runs[0]!, /unknown command "frobnicate"/);
+    expectOneLineError(runs[1]!, /missing command/);
+    expectOneLineError(runs[2]!, /Unknown option '--bogus'/);
+    expectOneLineError(runs[3]!, /unknown step "frobnicate" \(steps: create, insert/);
+    expectOneLineError(runs[4]!, /missing step/);
+    expectOneLineError(runs[5]!, /expected exactly one statement, got 0/);
+    expectOneLineError(runs[6]!, /invalid shutdown mode "sideways"/);
+  });
+
+  it('refuses bad sizes, bad shared_buffers and bad settings before creating anything', async () => {
+    const dir = path.join(tmp, 'never');
+    const runs = await Promise.all([
+      runScript('cluster.ts', ['start', '--dir', dir, '--shared-buffers', '12XB']),
+      runScript('cluster.ts', ['start', '--dir', dir, '--shared-buffers', '64kB']),
+      runScript('cluster.ts', ['start', '--dir', dir, '--standby-shared-buffers=-1MB']),
+      runScript('cluster.ts', ['start', '--dir', dir, '--wal-segment-size', '3MB']),
+      runScript('cluster.ts', ['start', '--dir', dir, '--synchronous-commit', 'maybe']),
+      runScript('cluster.ts', ['start', '--dir', dir, '--drop-strategy', 'fastest']),
+      runScript('cluster.ts', ['start', '--dir', dir, '--threshold-divisor', '0']),
+      runScript('cluster.ts', ['start', '--dir', dir, '--listen', 'everywhere']),
+      runScript('rel.ts', ['insert', '--size', 'lots', '--dir', cluster]),
+      runScript('multi.ts', ['create', '--tables', 'many', '--dir', cluster]),
+      runScript('cluster.ts', ['promote', '--wait-seconds', '0', '--dir', cluster]),
+    ]);
+    expectOneLineError(runs[0]!, /invalid value for parameter "shared_buffers": "12XB": unknown unit "XB"/);
+    expectOneLineError(runs[1]!, /"64kB": .* outside the valid range/);
+    expectOneLineError(runs[2]!, /invalid value for parameter "shared_buffers": "-1MB"/);
+    expectOneLineError(runs[3]!, /WAL segment size must be a power of two/);
+    expectOneLineError(runs[4]!, /"synchronous_commit": "maybe"/);
+    expectOneLineError(runs[5]!, /fastest/);
+    expectOneLineError(runs[6]!, /--threshold-divisor must be a positive integer/);
+    expectOneLineError(runs[7]!, /--listen must be an IP address/);
+    // The step order is checked first; a bad --size on an existing table is steps.test.ts ('NB/x').
+    expectOneLineError(runs[8]!, /no rel tables in the cluster at .*run "npm run rel -- create" first/);
+    expectOneLineError(runs[9]!, /--tables must be a positive integer/);
+    expectOneLineError(runs[10]!, /--wait-seconds must be a positive integer/);
+    // Nothing half-made: no token, no node directory.
+    expect(fs.existsSync(dir)).toBe(false);
+  });
+
+  it('says clearly when the cluster is missing or not running', async () => {
+    const missing = path.join(tmp, 'missing');
+    const runs = await Promise.all([
+      runScript('cluster.ts', ['stop', '--dir', missing]),
+      runScript('cluster.ts', ['status', '--dir', missing]),
+      runScript('cluster.ts', ['promote', '--dir', missing]),
+      runScript('sql.ts', ['--dir', missing, 'SELECT 1']),
+      runScript('rel.ts', ['count', '--dir', missing]),
+      runScript('sql.ts', ['--dir', cluster, 'SELECT 1']),
+      runScript('sql.ts', ['--dir', cluster, '--node', 'nosuch', 'SELECT 1']),
+      runScript('cluster.ts', ['stop', '--node', 'nosuch', '--dir', cluster]),
+    ]);
+    expectOneLineError(runs[0]!, /no cluster at/);
+    expectOneLineError(runs[1]!, /no cluster at .*run "npm run cluster -- start" first/);
+    expectOneLineError(runs[2]!, /no node "standby"/);
+    expectOneLineError(runs[3]!, /no node "primary"/);
+    expectOneLineError(runs[4]!, /missing|no cluster|no node|not running|create/);
+    expectOneLineError(runs[5]!, /node "primary" of the cluster at .* is not running/);
+    expectOneLineError(runs[6]!, /no node "nosuch"/);
+    expectOneLineError(runs[7]!, /no node "nosuch"/);
+  });
+
+  it('never signals a stale pid file: dead pid, a live unrelated process, garbage', async () => {
+    const dead = spawnSync('true').pid!;
+    writePidFile('primary', dead);
+    // A live process that is not a walsim server (its pid could have been reused for anything).
+    const bystander = spawn('sleep', ['60'], { stdio: 'ignore' });
+    writePidFile('standby', bystander.pid!);
+    try {
+      const stop = await runScript('cluster.ts', ['stop', '--mode', 'immediate', '--dir', cluster]);
+      expect(stop.code).toBe(1);
+      expect(stop.stdout).toContain('primary: not running');
+      expect(stop.stdout).toContain('standby: not running');
+      expect(() => process.kill(bystander.pid!, 0)).not.toThrow(); // still alive
+      expect(bystander.exitCode).toBeNull();
+      const sql = await runScript('sql.ts', ['--dir', cluster, '--node', 'standby', 'SELECT 1']);
+      expectOneLineError(sql, /node "standby" of the cluster at .* is not running/);
+      const status = await runScript('cluster.ts', ['status', '--json', '--dir', cluster]);
+      expect(status.code).toBe(0);
+      expect(status.json.nodes).toEqual({ primary: { running: false }, standby: { running: false } });
+      fs.writeFileSync(path.join(cluster, 'primary', 'postmaster.pid'), '{"pid": 1, "po'); // half-written
+      const garbage = await runScript('cluster.ts', ['stop', '--node', 'primary', '--dir', cluster]);
+      expect(garbage.code).toBe(1);
+      expect(garbage.stdout).toContain('primary: not running');
+      expect(() => process.kill(1, 0)).not.toThrow();
+    } finally {
+      bystander.kill('SIGKILL');
+    }
+  });
+});
