@@ -23,7 +23,8 @@ const params = { seed, numRuns: 60 };
 const u32 = fc.nat({ max: 0xffffffff });
 const rel = fc.integer({ min: 16384, max: 20000 });
 const lsn = fc.nat({ max: Number.MAX_SAFE_INTEGER });
-const time = fc.oneof(fc.nat({ max: 2 ** 45 }), fc.double({ noNaN: true, noDefaultInfinity: true }));
+// -0 is excluded: msgpack writes it as the integer 0, which is the same instant.
+const time = fc.oneof(fc.nat({ max: 2 ** 45 }), fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => !Object.is(x, -0)));
 const ranges = fc.array(fc.tuple(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 300 })), { maxLength: 20 }).map((a) => a.flat());
 const runs = fc.array(fc.tuple(fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), fc.integer({ min: 1, max: 226 })), { maxLength: 10 }).map((a) => a.flat());
 const fork = fc.constantFrom(0 as const, 1 as const, 2 as const, 3 as const);
