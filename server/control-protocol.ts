@@ -17,9 +17,13 @@ export type ControlRequest =
   | { id: number; op: 'stop'; mode: StopMode }
   | { id: number; op: 'promote'; wait: boolean; waitSeconds: number };
 
-/** Faults a test can inject into a running server. */
-export type FaultName = 'cut_replication';
-export const FAULT_NAMES: readonly FaultName[] = ['cut_replication'];
+/**
+ * Faults a test can inject into a running server (standbys only):
+ * - cut_replication: destroy the walreceiver's socket (no close handshake), stay down holdMs;
+ * - wal_write_fail: every WAL segment write fails with ENOSPC for holdMs (a full disk).
+ */
+export type FaultName = 'cut_replication' | 'wal_write_fail';
+export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail'];
 
 export type SqlValue = string | number | boolean | null;
 

@@ -167,7 +167,14 @@ export class ServerNode {
 
   /** End of recovery: stop replay, switch to a new timeline, log END_OF_RECOVERY and flush it. */
   private writeEndOfRecovery(): void {
-    this.startup?.finish();
+    const s = this.startup;
+    s?.finish();
+    if (s !== null && s.nextLsn < this.wal.insertLsn) {
+      // Replay stopped before the end of received WAL (an invalid record): EndOfLog is the end of
+      // the last valid record, so the new timeline branches there, not after the garbage.
+      this.opts.log(`LOG:  end of recovery at ${formatLsn(s.nextLsn)}, before the invalid WAL received up to ${formatLsn(this.wal.insertLsn)}`);
+      this.wal.truncate(s.nextLsn, s.lastRecordLsn);
+    }
     const prevTimeline = this.timeline;
     const newTimeline = this.newestTimeline() + 1;
     this.wal.switchTimeline(newTimeline, 'no recovery target specified');
@@ -211,12 +218,27 @@ export class ServerNode {
     });
   }
 
-  /** Fault injection for tests: cut the walreceiver's connection and hold it down for holdMs. */
+  /** Faults injected so far, by name (status). */
+  readonly faultsInjected: Record<FaultName, number> = { cut_replication: 0, wal_write_fail: 0 };
+
+  /**
+   * Fault injection for tests (standbys only): cut the walreceiver's connection and hold it down
+   * for holdMs, or make every WAL write fail with ENOSPC for holdMs (a full disk).
+   */
   injectFault(fault: FaultName, holdMs: number): { injected: FaultName } {
-    if (fault === 'cut_replication') {
-      if (this.receiver === null || !this.inRecovery) throw new WalsimError('invalid_input', 'cut_replication needs a standby with a walreceiver');
-      this.receiver.cutConnection(holdMs);
+    if (this.receiver === null || !this.inRecovery) throw new WalsimError('invalid_input', `${fault} needs a standby with a walreceiver`);
+    if (fault === 'cut_replication') this.receiver.cutConnection(holdMs);
+    if (fault === 'wal_write_fail') {
+      const until = Date.now() + holdMs;
+      this.wal.writeFaultHook = () => {
+        if (Date.now() >= until) {
+          this.wal.writeFaultHook = null;
+          return;
+        }
+        throw Object.assign(new Error('ENOSPC: no space left on device, write (injected fault)'), { code: 'ENOSPC' });
+      };
     }
+    this.faultsInjected[fault]++;
     return { injected: fault };
   }
 
@@ -653,6 +675,12 @@ export class ServerNode {
         : 'stopped',
       receiverConnects: this.receiver?.connects ?? 0,
       receiverLastError: this.receiver?.lastError ?? null,
+      receiverStartLsns: (this.receiver?.startLsns ?? []).map(formatLsn),
+      receivedMessages: this.receiver?.receivedMessages ?? 0,
+      receivedBytes: this.receiver?.receivedBytes ?? 0,
+      walWriteFailures: this.receiver?.writeFailures ?? 0,
+      walWriteError: this.receiver?.writeError ?? null,
+      faultsInjected: this.faultsInjected,
     };
   }
 

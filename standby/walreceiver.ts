@@ -34,6 +34,14 @@ export class WalReceiver {
   lastError: string | null = null;
   lastMsgReceiptTime: string | null = null;
   connects = 0;
+  /** XLogData messages and WAL bytes accepted (appended and flushed) since start. */
+  receivedMessages = 0;
+  receivedBytes = 0;
+  /** Start LSN of each START_REPLICATION sent, newest last (at most 32 kept). */
+  readonly startLsns: Lsn[] = [];
+  /** Failed WAL writes (disk full, unwritable pg_wal), and the last one's message until a write succeeds. */
+  writeFailures = 0;
+  writeError: string | null = null;
   private ws: WebSocket | null = null;
   private backoffMs = BACKOFF_MIN_MS;
   private timer: NodeJS.Timeout | null = null;
@@ -84,6 +92,8 @@ export class WalReceiver {
     ws.on('open', () => {
       this.connects++;
       const startLsn = this.deps.wal.flushLsn;
+      this.startLsns.push(startLsn);
+      if (this.startLsns.length > 32) this.startLsns.shift();
       this.send({ type: 'START_REPLICATION', startLsn, timeline: this.deps.timeline(), applicationName: this.deps.applicationName });
       this.deps.log(`LOG:  started streaming WAL from primary at ${formatLsn(startLsn)} on timeline ${this.deps.timeline()}`);
     });
@@ -91,7 +101,7 @@ export class WalReceiver {
     ws.on('close', (code, reason) => {
       if (this.ws === ws) this.ws = null;
       if (this.state === 'stopped') return;
-      this.lastError = `connection closed (${code}${reason.length ? ': ' + reason.toString() : ''})`;
+      this.lastError = this.writeError ?? `connection closed (${code}${reason.length ? ': ' + reason.toString() : ''})`;
       this.state = 'disconnected';
       this.scheduleReconnect();
     });
@@ -147,11 +157,27 @@ export class WalReceiver {
           ws.close(4002, 'invalid WAL received');
           return;
         }
+        try {
+          wal.write();
+        } catch (e) {
+          // Disk full or pg_wal unwritable (XLogWalRcvWrite). Nothing of this batch was reported or
+          // flushed: forget it (cut the segment back to the flush LSN), drop the connection, and
+          // stream it again after the backoff. Nothing after the flush LSN is ever replayed.
+          this.writeFailures++;
+          this.writeError = `could not write to WAL segment at ${formatLsn(m.walStart)}: ${(e as Error).message}`;
+          this.deps.log(`LOG:  ${this.writeError}; will retry streaming from ${formatLsn(wal.flushLsn)}`);
+          wal.truncate(wal.flushLsn, wal.lastFlushedRecordLsn);
+          this.lastError = this.writeError;
+          ws.terminate();
+          return;
+        }
         this.state = 'streaming';
         this.backoffMs = BACKOFF_MIN_MS;
-        wal.write();
         this.sendStatus();
-        wal.flush();
+        wal.flush(); // an fsync failure is not retried: it propagates and stops the server (PANIC)
+        this.receivedMessages++;
+        this.receivedBytes += m.data.length;
+        this.writeError = null;
         this.sendStatus();
         this.deps.onFlushed();
         return;

@@ -61,8 +61,15 @@ export class WalWriter {
   private writePos: Lsn;
   private flushPos: Lsn;
   private lastRecord: Lsn;
+  /** Start of the last record before flushPos (xl_prev of a record at flushPos). */
+  private flushedLastRecord: Lsn;
   private tli: TimeLineId;
   private closed = false;
+  /**
+   * Fault injection (tests): called before each write to a segment file with the byte count; it
+   * throws to simulate a failed write (ENOSPC, EIO). The caller then decides (see `truncate`).
+   */
+  writeFaultHook: ((bytes: number) => void) | null = null;
 
   private constructor(
     readonly dataDir: string,
@@ -75,6 +82,7 @@ export class WalWriter {
     this.tli = timeline;
     this.insertPos = this.writePos = this.flushPos = startLsn;
     this.lastRecord = prevLsn;
+    this.flushedLastRecord = prevLsn;
   }
 
   /**
@@ -188,6 +196,7 @@ export class WalWriter {
       const offset = segmentOffset(this.writePos, this.segmentSize);
       const n = Math.min(total - done, this.segmentSize - offset);
       const fd = this.segmentFd(segno, offset);
+      this.writeFaultHook?.(n);
       let written = 0;
       while (written < n) written += fs.writeSync(fd, bytes, done + written, n - written, offset + written);
       this.fdDirty = true;
@@ -206,7 +215,33 @@ export class WalWriter {
       this.fdDirty = false;
     }
     this.flushPos = this.writePos;
+    this.flushedLastRecord = this.lastRecord;
     assert(this.flushPos === this.insertPos, 'INV-WAL-3: flush must reach insertLsn');
+  }
+
+  /** Start LSN of the last record before flushLsn. */
+  get lastFlushedRecordLsn(): Lsn {
+    return this.flushedLastRecord;
+  }
+
+  /**
+   * Make `endLsn` (a record boundary at or below flushLsn, after the record at `prevLsn`) the end
+   * of WAL: unwritten buffers are dropped and this timeline's segment file is cut there, so no
+   * reader can see bytes after it (INV-WAL-6). Two callers: a walreceiver whose write failed
+   * (`endLsn` = flushLsn: a half-written batch is forgotten and streamed again), and promotion
+   * after replay stopped at an invalid record (EndOfLog = the end of the last valid record, so
+   * the new timeline does not start after garbage).
+   */
+  truncate(endLsn: Lsn, prevLsn: Lsn): void {
+    assert(!this.closed, 'INV-WAL-3: truncate on a closed WAL writer');
+    assertValidLsn(endLsn, 'endLsn');
+    assert(endLsn % 8 === 0 && endLsn <= this.flushPos, `INV-WAL-3: truncate to ${formatLsn(endLsn)} beyond flush ${formatLsn(this.flushPos)}`);
+    assert(prevLsn < endLsn, `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before ${formatLsn(endLsn)}`);
+    this.buffers.clear();
+    this.closeSegment(false);
+    this.insertPos = this.writePos = this.flushPos = endLsn;
+    this.lastRecord = this.flushedLastRecord = prevLsn;
+    this.prepareSegmentAt(endLsn);
   }
 
   /**

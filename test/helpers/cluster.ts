@@ -14,6 +14,9 @@ import { parseLsn } from '../../wal/lsn.ts';
 
 export type NodeRef = 'primary' | 'standby';
 
+/** waitForCatchup found status.replayError set: replay will not continue, so fail at once. */
+export class ReplayStopped extends Error {}
+
 export interface TestClusterOptions extends Partial<InitOptions> {}
 
 export class TestCluster {
@@ -61,6 +64,26 @@ export class TestCluster {
     return runningPid(this.dir, name);
   }
 
+  /**
+   * SIGKILL the node's server (a crash: no shutdown work, postmaster.pid stays behind) and wait
+   * until the process is gone. Returns the killed pid.
+   */
+  async kill(name: NodeRef): Promise<number> {
+    this.clients.get(name)?.close();
+    this.clients.delete(name);
+    const pid = runningPid(this.dir, name);
+    if (pid === null) throw new Error(`node ${name} is not running`);
+    process.kill(pid, 'SIGKILL');
+    for (;;) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        return pid;
+      }
+      await sleep(10);
+    }
+  }
+
   dataDir(name: NodeRef): string {
     return nodeDir(this.dir, name);
   }
@@ -93,7 +116,8 @@ export class TestCluster {
     while (Date.now() < deadline) {
       try {
         if (await fn()) return;
-      } catch {
+      } catch (e) {
+        if (e instanceof ReplayStopped) throw e; // a stopped replay never catches up: fail now
         /* not ready yet */
       }
       await sleep(25);
@@ -106,6 +130,7 @@ export class TestCluster {
     const target = parseLsn(String((await this.status('primary')).flushLsn));
     await this.pollUntil(async () => {
       const s = await this.status('standby');
+      if (mode === 'replay' && s.replayError) throw new ReplayStopped(`standby replay stopped: ${JSON.stringify(s.replayError)}`);
       const at = mode === 'replay' ? s.replayLsn : mode === 'write' ? s.writeLsn : s.receiveLsn;
       return parseLsn(String(at)) >= target && (mode !== 'replay' || s.caughtUp === true);
     }, `standby ${mode} to reach primary flush`);
