@@ -65,7 +65,7 @@ describe('corrupt WAL on the standby', () => {
     expect(later.replayLsn).toBe(s.replayLsn);
     expect(await c.scalar('standby', 'SELECT count(*) FROM r')).toBe(7);
     expect(await c.scalar('standby', 'SELECT pg_is_in_recovery()')).toBe(true);
-    expect(fs.readFileSync(path.join(c.dataDir('standby'), 'server.log'), 'utf8')).toContain(`replay stopped: invalid record at ${formatLsn(bad.lsn)}`);
+    expect(fs.readFileSync(path.join(c.dataDir('standby'), 'server.log'), 'utf8')).toContain(`replay stopped: invalid WAL record at ${formatLsn(bad.lsn)}`);
   });
 
   it('a restart heals the standby: local WAL ends at the bad record and is streamed again', async () => {
