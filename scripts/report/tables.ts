@@ -46,7 +46,7 @@ function find(cells: CellSummary[], pred: (c: CellSummary) => boolean): CellSumm
 export interface Crossover {
   sharedBuffers: string;
   nBuffers: number;
-  /** The largest NB/k (most pages) at which the optimized path was faster; null if never. */
+  /** The largest NB/k up to which the optimized path was faster at every smaller size; null if not even the smallest. */
   largestWinning: string | null;
   largestWinningPages: number | null;
   /** The smallest NB/k at which it was slower; null if never. */
@@ -68,7 +68,11 @@ export function computeCrossover(cells: CellSummary[]): Crossover[] {
       const r = regression(opt?.failoverMsMean, full?.failoverMsMean);
       return { relSize: s.relSize!, pages: s.pagesPerTable, regression: r, optimizedWins: r === null ? null : r < 0 };
     });
-    const winning = wins.filter((w) => w.optimizedWins === true);
+    // The seed's reading: the optimized path wins from the smallest size up to some NB/k and
+    // regresses beyond it. Take the wins contiguous from the smallest size, so a noisy win above
+    // a loss does not move the threshold up.
+    const firstNonWin = wins.findIndex((w) => w.optimizedWins !== true);
+    const winning = firstNonWin < 0 ? wins : wins.slice(0, firstNonWin);
     const losing = wins.filter((w) => w.optimizedWins === false);
     return {
       sharedBuffers: sb, nBuffers: here[0]!.nBuffers,

@@ -60,6 +60,13 @@ describe('Test A tables', () => {
     expect(thresholdTables(cells).crossover).toMatch(/\| 100GB +\| 13,107,200 \| +NB\/32 \| 409,600 \| +NB\/16 \|/);
   });
 
+  it('ignores a win above a loss (noise): the threshold is where wins stop', () => {
+    const noisy = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 100 : c.relDivisor === 64 || c.relDivisor === 8 ? 110 : 90));
+    const x = computeCrossover(noisy).find((c) => c.sharedBuffers === '100GB')!;
+    expect(x.largestWinning).toBe('NB/512');
+    expect(x.smallestLosing).toBe('NB/64');
+  });
+
   it('says none when the optimized path never wins', () => {
     const never = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 100 : 200));
     expect(computeCrossover(never).every((x) => x.largestWinning === null)).toBe(true);
