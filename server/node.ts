@@ -635,7 +635,10 @@ export class ServerNode {
       sharedBuffers: formatSharedBuffers(this.nBuffers),
       nBuffers: this.nBuffers,
       dropStrategy: this.config.dropStrategy,
-      drop: { drops: { ...drop.drops }, scanned: drop.scanned, probes: drop.probes, invalidated: drop.invalidated, bsearchScans: drop.bsearchScans },
+      drop: {
+        drops: { ...drop.drops }, scanned: drop.scanned, probes: drop.probes, invalidated: drop.invalidated,
+        bsearchScans: drop.bsearchScans, elapsedMsByPath: { ...drop.elapsedMsByPath },
+      },
       startupReplay: this.startupReplay,
       insertLsn: formatLsn(this.wal.insertLsn),
       flushLsn: formatLsn(this.wal.flushLsn),

@@ -6,13 +6,14 @@ import type { DropPath } from '../storage/drop.ts';
 import type { FailoverReport, FailoverTimestamps, Instant } from './failover-report.ts';
 
 export interface DropCounterSource {
+  elapsedMsByPath: Record<DropPath, number>;
   scanned: number;
   probes: number;
   invalidated: number;
   drops: Record<DropPath, number>;
 }
 
-type Baseline = { scanned: number; probes: number; invalidated: number; drops: Record<DropPath, number>; records: number };
+type Baseline = { scanned: number; probes: number; invalidated: number; drops: Record<DropPath, number>; ms: Record<DropPath, number>; records: number };
 
 function now(): Instant {
   return { at: new Date().toISOString(), monoMs: performance.now() };
@@ -42,7 +43,10 @@ export class FailoverClock {
 
   private capture(): Baseline {
     const d = this.drops();
-    return { scanned: d.scanned, probes: d.probes, invalidated: d.invalidated, drops: { ...d.drops }, records: this.recordsReplayed() };
+    return {
+      scanned: d.scanned, probes: d.probes, invalidated: d.invalidated, drops: { ...d.drops }, ms: { ...d.elapsedMsByPath },
+      records: this.recordsReplayed(),
+    };
   }
 
   /** A resume (or a promote without a prior resume) starts the failover clock afresh. */
@@ -79,6 +83,8 @@ export class FailoverClock {
       recordsReplayed: end.records - b.records,
       newTimeline: this.newTimeline,
       drop: {
+        ms: end.ms['full-scan'] - b.ms['full-scan'] + end.ms['cached-lookup'] - b.ms['cached-lookup'],
+        msByPath: { 'full-scan': end.ms['full-scan'] - b.ms['full-scan'], 'cached-lookup': end.ms['cached-lookup'] - b.ms['cached-lookup'] },
         scanned: end.scanned - b.scanned,
         probes: end.probes - b.probes,
         invalidated: end.invalidated - b.invalidated,

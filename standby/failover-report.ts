@@ -26,6 +26,9 @@ export interface FailoverTimestamps {
 }
 
 export interface FailoverDrop {
+  /** Busy time inside buffer drops during the failover, ms (the part the drop paths differ in). */
+  ms: number;
+  msByPath: Record<DropPath, number>;
   scanned: number;
   probes: number;
   invalidated: number;

@@ -265,6 +265,21 @@ export function* smgrdounlinkallSteps(
   return result;
 }
 
+/**
+ * Run a stepped operation, adding to `out.ms` only the time spent inside its steps (not the time
+ * the caller spends elsewhere between them).
+ */
+export function* timedSteps<T>(steps: Generator<void, T, void>, out: { ms: number }): Generator<void, T, void> {
+  let t = performance.now();
+  for (;;) {
+    const r = steps.next();
+    out.ms += performance.now() - t;
+    if (r.done) return r.value;
+    yield;
+    t = performance.now();
+  }
+}
+
 /** Cumulative drop counters, per path. */
 export class DropStats {
   readonly drops: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0 };
@@ -275,8 +290,11 @@ export class DropStats {
   headerLocks = 0;
   /** Full scans whose pre-check used binary search (> RELS_BSEARCH_THRESHOLD relations). */
   bsearchScans = 0;
+  /** Time spent inside drops (busy time, not counting event-loop turns between steps), per path. */
+  readonly elapsedMsByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0 };
 
-  add(result: DropResult): void {
+  add(result: DropResult, elapsedMs = 0): void {
+    this.elapsedMsByPath[result.path] += elapsedMs;
     this.drops[result.path]++;
     this.scanned += result.scanned;
     this.probes += result.probes;

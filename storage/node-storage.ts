@@ -57,8 +57,8 @@ export class NodeStorage {
     return smgrdounlinkallSteps(this.pool, this.smgr, rels, this.dropSettings);
   }
 
-  recordDrop(r: DropResult): void {
-    this.dropStats.add(r);
+  recordDrop(r: DropResult, elapsedMs = 0): void {
+    this.dropStats.add(r, elapsedMs);
     this.onDrop?.(r);
   }
 

@@ -23,7 +23,7 @@ import {
   type WalRecordBody,
 } from '../wal/records.ts';
 import type { NodeStorage } from './node-storage.ts';
-import { runSteps } from './drop.ts';
+import { runSteps, timedSteps } from './drop.ts';
 
 /** Heap pages per visibility-map page: 2 bits per heap page in 8168 usable bytes (visibilitymap.c). */
 export const HEAPBLOCKS_PER_VM_PAGE = (8192 - 24) * 4;
@@ -160,12 +160,16 @@ function* redoTruncate(st: NodeStorage, rel: RelFileNumber, blkno: number, flags
       nblocks.push(newVm);
     }
   }
-  if (forks.length > 0) st.recordDrop(yield* st.smgrtruncateSteps(rel, forks, nblocks));
+  if (forks.length > 0) {
+    const t = { ms: 0 };
+    st.recordDrop(yield* timedSteps(st.smgrtruncateSteps(rel, forks, nblocks), t), t.ms);
+  }
   if (st.heap.hasRelation(rel) && st.heap.nblocks(rel) > blkno) st.heap.truncate(rel, blkno);
 }
 
 /** DropRelationFiles: drop buffers of all forks (smgrdounlinkall), then the files and contents. */
 function* dropRelations(st: NodeStorage, rels: RelFileNumber[]): Generator<void, void, void> {
-  st.recordDrop(yield* st.smgrdounlinkallSteps(rels));
+  const t = { ms: 0 };
+  st.recordDrop(yield* timedSteps(st.smgrdounlinkallSteps(rels), t), t.ms);
   for (const rel of rels) if (st.heap.hasRelation(rel)) st.heap.dropRelation(rel);
 }

@@ -316,62 +316,17 @@ async function stepResume(s: ClusterSession, o: StepOptions): Promise<Partial<Re
   const state = await pauseState(s);
   if (state === 'not paused') throw orderError(o.workload, 'pause', 'replay is not paused, so there is nothing held back to measure');
   const waitSeconds = o.waitSeconds ?? 3600;
-  const before = await standby.status();
-  const t0 = performance.now();
-  const resumeAt = new Date().toISOString();
+  // The seed's rel.sh resume: resume replay, then promote at once; the server times both.
   await standby.sql('SELECT pg_wal_replay_resume()');
-  let reply: { promoted: boolean; failover: FailoverReport };
-  try {
-    reply = (await standby.request({ op: 'promote', wait: true, waitSeconds })) as typeof reply;
-  } catch (e) {
-    // A server without promotion (0A000): time replay catch-up from here instead.
-    if (!(e instanceof ControlError && e.code === '0A000')) throw e;
-    reply = { promoted: false, failover: await replayOnlyReport(s, before, t0, resumeAt, waitSeconds) };
-  }
+  const reply = (await standby.request({ op: 'promote', wait: true, waitSeconds })) as { promoted: boolean; failover: FailoverReport | null };
   const r = reply.failover;
-  if (r.failoverMs === null || r.resumeAt === null || r.promotedAt === null) {
+  if (r === null || r.failoverMs === null || r.resumeAt === null || r.promotedAt === null) {
     throw new WalsimError('timeout', `promotion did not finish within ${waitSeconds} s: ${JSON.stringify(r)}`);
   }
   return {
     failoverMs: r.failoverMs, resumeAt: r.resumeAt, promotedAt: r.promotedAt, phases: r.phases, drop: r.drop,
     recordsReplayed: r.recordsReplayed, newTimeline: r.newTimeline, promoted: reply.promoted, report: r,
     lines: formatFailover(r),
-  };
-}
-
-/**
- * Fallback for a server that cannot promote: the failover measured from this client as resume →
- * replay caught up (polled every 5 ms), drop counters as the difference of two status replies.
- */
-async function replayOnlyReport(
-  s: ClusterSession, before: Record<string, unknown>, t0: number, resumeAt: string, waitSeconds: number,
-): Promise<FailoverReport> {
-  const standby = await s.standby();
-  const deadline = Date.now() + waitSeconds * 1000;
-  let st = await standby.status();
-  while (!(st.caughtUp === true && st.pauseState === 'not paused' && st.replayLsn === st.receiveLsn)) {
-    if (Date.now() > deadline) throw new WalsimError('timeout', `replay did not catch up within ${waitSeconds} s`);
-    await sleep(5);
-    st = await standby.status();
-  }
-  const failoverMs = performance.now() - t0;
-  type Drop = { drops: Record<string, number>; scanned: number; probes: number; invalidated: number };
-  const b = before.drop as Drop;
-  const a = st.drop as Drop;
-  return {
-    resumeAt, promotedAt: new Date().toISOString(), failoverMs,
-    phases: { replayMs: failoverMs, endOfRecoveryMs: null, openForWritesMs: null, checkpointMs: null },
-    timestamps: {
-      resumeRequested: { at: resumeAt, monoMs: t0 }, replayResumed: null, promoteRequested: null,
-      replayCaughtUp: { at: new Date().toISOString(), monoMs: t0 + failoverMs },
-      endOfRecoveryWritten: null, readWrite: null, firstCheckpointDone: null,
-    },
-    recordsReplayed: Number(st.recordsReplayed) - Number(before.recordsReplayed),
-    newTimeline: null,
-    drop: {
-      scanned: a.scanned - b.scanned, probes: a.probes - b.probes, invalidated: a.invalidated - b.invalidated,
-      drops: { 'full-scan': a.drops['full-scan']! - b.drops['full-scan']!, 'cached-lookup': a.drops['cached-lookup']! - b.drops['cached-lookup']! },
-    },
   };
 }
 
@@ -385,7 +340,8 @@ export function formatFailover(r: FailoverReport): string[] {
     `failover: ${ms(r.failoverMs)}  = replay ${ms(r.phases.replayMs)} + end of recovery ${ms(r.phases.endOfRecoveryMs)} + open for writes ${ms(r.phases.openForWritesMs)}` +
       (r.phases.checkpointMs !== null ? `  (then checkpoint ${ms(r.phases.checkpointMs)})` : ''),
     `replayed: ${fmtInt(r.recordsReplayed)} records; drops: full-scan ${fmtInt(d.drops['full-scan'])}, cached-lookup ${fmtInt(d.drops['cached-lookup'])}; ` +
-      `${fmtInt(d.scanned)} descriptors scanned, ${fmtInt(d.probes)} probes, ${fmtInt(d.invalidated)} buffers invalidated`,
+      `${fmtInt(d.scanned)} descriptors scanned, ${fmtInt(d.probes)} probes, ${fmtInt(d.invalidated)} buffers invalidated, ` +
+      `${(d.ms / 1000).toFixed(3)} s inside drops`,
   ];
 }
 

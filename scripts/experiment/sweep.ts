@@ -50,6 +50,8 @@ export interface RunRecord extends CellSpec {
   endOfRecoveryMs: number | null;
   openForWritesMs: number | null;
   recordsReplayed: number;
+  /** Busy time inside buffer drops during the failover (the part the two paths differ in), ms. */
+  dropMs: number;
   dropsFullScan: number;
   dropsCachedLookup: number;
   scanned: number;
@@ -68,6 +70,7 @@ export interface CellSummary extends CellSpec {
   failoverMsMin: number;
   failoverMsMax: number;
   replayMsMean: number | null;
+  dropMsMean: number;
   dropsFullScan: number;
   dropsCachedLookup: number;
   scanned: number;
@@ -172,7 +175,7 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     const r = resume!;
     return {
       ...cell, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
-      openForWritesMs: r.phases.openForWritesMs, recordsReplayed: r.recordsReplayed,
+      openForWritesMs: r.phases.openForWritesMs, recordsReplayed: r.recordsReplayed, dropMs: r.drop.ms,
       dropsFullScan: r.drop.drops['full-scan'], dropsCachedLookup: r.drop.drops['cached-lookup'],
       scanned: r.drop.scanned, probes: r.drop.probes, invalidated: r.drop.invalidated,
       promoted: r.promoted, resumeAt: r.resumeAt, promotedAt: r.promotedAt, stepMs,
@@ -195,6 +198,7 @@ export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[]
       failoverMsMin: Math.min(...rs.map((r) => r.failoverMs)),
       failoverMsMax: Math.max(...rs.map((r) => r.failoverMs)),
       replayMsMean: replays.length ? replays.reduce((a, b) => a + b, 0) / replays.length : null,
+      dropMsMean: rs.length ? mean((r) => r.dropMs) : NaN,
       dropsFullScan: rs.length ? mean((r) => r.dropsFullScan) : NaN,
       dropsCachedLookup: rs.length ? mean((r) => r.dropsCachedLookup) : NaN,
       scanned: rs.length ? mean((r) => r.scanned) : NaN,

@@ -58,6 +58,8 @@ describe('promotion', () => {
     expect(failover.newTimeline).toBe(2);
     expect(failover.recordsReplayed).toBeGreaterThan(6 * 2); // prunes + visibles + truncations + commits
     expect(failover.drop.drops['cached-lookup'] + failover.drop.drops['full-scan']).toBe(6); // one truncation per table
+    expect(failover.drop.ms).toBeGreaterThan(0);
+    expect(failover.drop.ms).toBeLessThanOrEqual(failover.failoverMs!);
     expect(Date.parse(failover.promotedAt!)).toBeGreaterThanOrEqual(Date.parse(failover.resumeAt!));
     expect(fs.existsSync(path.join(c.dataDir('standby'), 'pg_wal', '00000002.history'))).toBe(true);
     expect(fs.existsSync(path.join(c.dataDir('standby'), 'standby.signal'))).toBe(false);

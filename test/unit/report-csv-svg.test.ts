@@ -83,7 +83,7 @@ describe('results files', () => {
   it('writes results.json, results.csv, tables.md and one chart per variant', () => {
     const plan = planMulti(['16MB', '32MB'], 5, ['vacuum', 'truncate'], ['full-scan', 'cached-lookup']);
     const records: RunRecord[] = plan.map((c, i) => ({
-      ...c, run: 1, failoverMs: 10 + i, replayMs: 9, endOfRecoveryMs: 0.5, openForWritesMs: 0.5, recordsReplayed: 20,
+      ...c, run: 1, failoverMs: 10 + i, replayMs: 9, endOfRecoveryMs: 0.5, openForWritesMs: 0.5, recordsReplayed: 20, dropMs: 2,
       dropsFullScan: c.strategy === 'full-scan' ? 5 : 0, dropsCachedLookup: c.strategy === 'full-scan' ? 0 : 5,
       scanned: 0, probes: 0, invalidated: 5, promoted: true, resumeAt: 'a', promotedAt: 'b', stepMs: { start: 1 },
     }));

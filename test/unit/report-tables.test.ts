@@ -10,7 +10,7 @@ import { computeCrossover, formatRegression, formatSeconds, markdownTable, multi
 
 function cellsWith(plan: ReturnType<typeof planThreshold>, ms: (c: CellSummary) => number): CellSummary[] {
   const records: RunRecord[] = plan.map((c) => ({
-    ...c, run: 1, failoverMs: ms(c as CellSummary), replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0,
+    ...c, run: 1, failoverMs: ms(c as CellSummary), replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0, dropMs: 1,
     dropsFullScan: 0, dropsCachedLookup: 0, scanned: 0, probes: 0, invalidated: 0, promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
   }));
   return summarise(plan, records);
