@@ -35,13 +35,16 @@ export class TortureCluster {
   }
 
   async stop(name: NodeName, mode: StopMode): Promise<void> {
-    this.drop(name);
+    const c = this.forget(name);
     await stopNode(this.dir, name, mode);
+    c?.close();
   }
 
   /** SIGKILL (a crash), then wait until the process is gone. */
   async kill(name: NodeName): Promise<void> {
-    this.drop(name);
+    // Forget the client but leave its socket open: requests in flight must fail because the server
+    // died (not_connected), not because we hung up first.
+    const c = this.forget(name);
     const pid = runningPid(this.dir, name);
     if (pid === null) throw new Error(`${name} is not running`);
     process.kill(pid, 'SIGKILL');
@@ -49,6 +52,7 @@ export class TortureCluster {
       try {
         process.kill(pid, 0);
       } catch {
+        c?.close();
         return;
       }
       await sleep(10);
@@ -56,9 +60,10 @@ export class TortureCluster {
     throw new Error(`${name} (pid ${pid}) survived SIGKILL`);
   }
 
-  private drop(name: NodeName): void {
-    this.clients.get(name)?.close();
+  private forget(name: NodeName): ControlClient | undefined {
+    const c = this.clients.get(name);
     this.clients.delete(name);
+    return c;
   }
 
   async client(name: NodeName): Promise<ControlClient> {
