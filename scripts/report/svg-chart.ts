@@ -98,9 +98,12 @@ function makeAxis(values: number[], log: boolean, pxFrom: number, pxTo: number, 
 
 /** Render the chart; points with a non-positive coordinate on a log axis are left out. */
 export function lineChart(spec: LineChartSpec): string {
-  const W = spec.width ?? 720;
+  // The legend sits right of the plot: widen the figure so the longest name fits (~7 px a character).
+  const legendPx = 60 + 7 * Math.max(0, ...spec.series.map((s) => s.name.length));
+  const right = Math.max(200, legendPx);
+  const W = (spec.width ?? 720) + (right - 200);
   const H = spec.height ?? 440;
-  const m = { left: 80, right: 200, top: 44, bottom: 64 };
+  const m = { left: 80, right, top: 44, bottom: 64 };
   const ok = (p: ChartPoint) => Number.isFinite(p.x) && Number.isFinite(p.y) && (!spec.xLog || p.x > 0) && (!spec.yLog || p.y > 0);
   const series = spec.series.map((s) => ({ ...s, points: s.points.filter(ok).sort((a, b) => a.x - b.x) }));
   const all = series.flatMap((s) => s.points);
