@@ -31,11 +31,15 @@ const CSV_COLUMNS = [
 const strategyName = (c: CellSummary) =>
   c.strategy === 'full-scan' ? 'full-scan (master)' : `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)`;
 
-function seriesBy(cells: CellSummary[], x: (c: CellSummary) => number): ChartSeries[] {
+function seriesBy(
+  cells: CellSummary[],
+  x: (c: CellSummary) => number,
+  y: (c: CellSummary) => number = (c) => c.failoverMsMean / 1000,
+): ChartSeries[] {
   const names = [...new Set(cells.map(strategyName))];
   return names.map((name) => ({
     name,
-    points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: c.failoverMsMean / 1000 })),
+    points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: y(c) })),
   }));
 }
 
@@ -68,6 +72,13 @@ export function renderResults(o: SweepOutput): Record<string, string> {
         xLabel: 'relation size (pages; NB/k)', yLabel: 'failover seconds', xLog: true, yLog: true,
         xTicks: [...new Map(cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }])).values()],
         series: seriesBy(cells, (c) => c.pagesPerTable),
+      });
+      // The drop alone: what the two paths differ in, without the VACUUM's replay around it.
+      files[`chart-threshold-drop-${sb}.svg`] = lineChart({
+        title: `VACUUM of one relation, shared_buffers=${sb}: time inside the buffer drop`,
+        xLabel: 'relation size (pages; NB/k)', yLabel: 'seconds inside the drop', xLog: true, yLog: true,
+        xTicks: [...new Map(cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }])).values()],
+        series: seriesBy(cells, (c) => c.pagesPerTable, (c) => c.dropMsMean / 1000),
       });
     }
     // Time vs shared_buffers too, for the smallest and largest relation sizes.
