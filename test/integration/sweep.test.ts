@@ -73,7 +73,7 @@ describe('npm run sweep', () => {
       expect(c.invalidated).toBeGreaterThanOrEqual(c.pagesPerTable);
     }
     expect(j.crossover.map((x: { sharedBuffers: string }) => x.sharedBuffers)).toEqual(['16MB', '32MB']);
-    checkFiles(j.dir, ['chart-threshold-16MB.svg', 'chart-threshold-32MB.svg', 'chart-threshold-drop-16MB.svg', 'chart-threshold-vs-shared-buffers.svg']);
+    checkFiles(j.dir, ['chart-threshold-16MB.svg', 'chart-threshold-32MB.svg', 'chart-threshold-drop-16MB.svg', 'chart-threshold-drop-32MB.svg', 'chart-threshold-vs-shared-buffers.svg']);
     const md = fs.readFileSync(path.join(j.dir, 'tables.md'), 'utf8');
     for (const h of ['### 1. % regression', '### 2. Optimized', '### 3. Full scan', '### Crossover']) expect(md).toContain(h);
   });
