@@ -14,6 +14,8 @@ export interface ChartPoint {
 export interface ChartSeries {
   name: string;
   points: ChartPoint[];
+  /** Stroke colour; by default the series' position picks one. */
+  color?: string;
 }
 
 export interface LineChartSpec {
@@ -142,7 +144,7 @@ export function lineChart(spec: LineChartSpec): string {
   out.push(`<text transform="translate(20 ${(y0 + y1) / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}${spec.yLog ? ' (log scale)' : ''}</text>`);
   // Series.
   series.forEach((s, i) => {
-    const color = COLORS[i % COLORS.length]!;
+    const color = s.color ?? COLORS[i % COLORS.length]!;
     const pts = s.points.map((p) => `${f(xa.toPx(p.x))},${f(ya.toPx(p.y))}`);
     if (pts.length > 1) out.push(`<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>`);
     for (const p of s.points) out.push(`<circle cx="${f(xa.toPx(p.x))}" cy="${f(ya.toPx(p.y))}" r="3.5" fill="${color}"><title>${esc(`${s.name}: ${shortNumber(p.x)}, ${shortNumber(p.y)}`)}</title></circle>`);

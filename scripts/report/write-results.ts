@@ -39,6 +39,8 @@ function seriesBy(
   const names = [...new Set(cells.map(strategyName))];
   return names.map((name) => ({
     name,
+    // The same colour for a strategy in every chart: full scan red, lookup blue.
+    color: name.startsWith('full-scan') ? '#d62728' : '#1f77b4',
     points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: y(c) })),
   }));
 }
@@ -86,7 +88,8 @@ export function renderResults(o: SweepOutput): Record<string, string> {
     const pick = [...new Set([sizes[0]!, sizes.at(-1)!])];
     const cells = o.cells.filter((c) => pick.includes(c.relDivisor!));
     const series: ChartSeries[] = [];
-    for (const k of pick) for (const s of seriesBy(cells.filter((c) => c.relDivisor === k), (c) => c.nBuffers)) series.push({ ...s, name: `NB/${k} ${s.name}` });
+    // Two relation sizes × two strategies: the size keeps the default palette, so drop the strategy colour.
+    for (const k of pick) for (const s of seriesBy(cells.filter((c) => c.relDivisor === k), (c) => c.nBuffers)) series.push({ name: `NB/${k} ${s.name}`, points: s.points });
     files['chart-threshold-vs-shared-buffers.svg'] = lineChart({
       title: 'VACUUM of one relation of NBuffers/k pages: failover time', xLabel: 'shared_buffers', yLabel: 'failover seconds',
       xLog: true, yLog: true, xTicks: sbTicks(cells), series,
