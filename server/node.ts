@@ -36,9 +36,10 @@ import {
 import { FailoverClock } from '../standby/failover-clock.ts';
 import type { FailoverReport } from '../standby/failover-report.ts';
 import { listSegmentFiles } from '../wal/segment.ts';
-import { parseStatement, writeCommandName, type Statement } from './sql-parser.ts';
-import type { FaultName, QueryResult, SqlValue, StopMode } from './control-protocol.ts';
+import { parseStatement, writeCommandName } from './sql-parser.ts';
+import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
+import { executeRead } from './sql-functions.ts';
 import type { NodeConfig } from './cluster-files.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
@@ -514,47 +515,7 @@ export class ServerNode {
       }
       return this.writeLock.run(() => executeWrite(this.executorContext(), stmt));
     }
-    return this.executeRead(stmt);
-  }
-
-  private executeRead(stmt: Statement): QueryResult {
-    const one = (column: string, value: SqlValue): QueryResult => ({ command: 'SELECT 1', columns: [column], rows: [{ [column]: value }] });
-    switch (stmt.type) {
-      case 'select_count': {
-        const rel = this.storage.catalog.lookup(stmt.name);
-        if (rel === undefined) throw new WalsimError('undefined_table', `relation "${stmt.name}" does not exist`, '42P01');
-        const { heap, clog } = this.storage;
-        if (stmt.predicate.op === 'all') return one('count', heap.countVisible(rel, clog));
-        let n = 0;
-        heap.forEachPageToDelete(rel, stmt.predicate, clog, (_block, ranges) => {
-          for (let i = 1; i < ranges.length; i += 2) n += ranges[i]!;
-        });
-        return one('count', n);
-      }
-      case 'show':
-        return one(stmt.name, this.showSetting(stmt.name));
-      case 'select_function':
-        return one(stmt.fn, this.callFunction(stmt.fn, stmt.args));
-      default:
-        throw new WalsimError('invalid_input', `statement ${stmt.type} is not a read`);
-    }
-  }
-
-  private showSetting(name: string): string {
-    switch (name) {
-      case 'shared_buffers': return formatSharedBuffers(this.nBuffers);
-      case 'synchronous_commit': return this.config.synchronousCommit;
-      case 'synchronous_standby_names': return this.config.synchronousStandbyNames;
-      case 'wal_segment_size': return `${this.config.walSegmentSize / (1024 * 1024)}MB`;
-      case 'hot_standby': return 'on';
-      case 'autovacuum': return 'off';
-      case 'walsim.drop_strategy': return this.config.dropStrategy;
-      default: throw new WalsimError('invalid_input', `unrecognized configuration parameter "${name}"`, '42704');
-    }
-  }
-
-  private requireRecovery(): void {
-    if (!this.inRecovery) throw new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
+    return executeRead(this, stmt);
   }
 
   /**
@@ -576,49 +537,6 @@ export class ServerNode {
     }
     this.opts.log(`WARNING:  server did not promote within ${waitSeconds} seconds`);
     return false;
-  }
-
-  private callFunction(fn: string, args: Array<number | boolean | string>): SqlValue {
-    const noArgs = () => {
-      if (args.length > 0) throw new WalsimError('invalid_input', `function ${fn}() takes no arguments`, '42883');
-    };
-    switch (fn) {
-      case 'pg_current_wal_lsn':
-        noArgs();
-        if (this.inRecovery) throw new WalsimError('not_in_recovery', 'recovery is in progress', '55000');
-        return formatLsn(this.wal.insertLsn);
-      case 'pg_current_wal_flush_lsn':
-        noArgs();
-        return formatLsn(this.wal.flushLsn);
-      case 'pg_is_in_recovery':
-        noArgs();
-        return this.inRecovery;
-      case 'pg_last_wal_receive_lsn':
-        noArgs();
-        return this.inRecovery ? formatLsn(this.wal.flushLsn) : null;
-      case 'pg_last_wal_replay_lsn':
-        noArgs();
-        return this.inRecovery && this.startup ? formatLsn(this.startup.replayEndLsn) : null;
-      case 'pg_wal_replay_pause':
-      case 'pg_wal_replay_resume': {
-        noArgs();
-        const event = fn === 'pg_wal_replay_pause' ? 'PAUSE' : 'RESUME';
-        const refused = refusalOf(this.lifecycle.getSnapshot(), event);
-        if (refused) throw refused;
-        this.send({ type: event });
-        return '';
-      }
-      case 'pg_is_wal_replay_paused':
-        noArgs();
-        this.requireRecovery();
-        return pauseStateOf(this.lifecycle.getSnapshot()) !== 'not paused';
-      case 'pg_get_wal_replay_pause_state':
-        noArgs();
-        this.requireRecovery();
-        return pauseStateOf(this.lifecycle.getSnapshot());
-      default:
-        throw new WalsimError('invalid_input', `function ${fn}(${args.map((a) => typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown').join(', ')}) does not exist`, '42883');
-    }
   }
 
   // ---------------------------------------------------------------- status and shutdown
