@@ -47,7 +47,6 @@ describe('bad input', () => {
   });
 
   it('answers malformed control frames with an error and keeps the connection', async () => {
-    const client = await c.client('primary');
     const raw = await ControlClient.connect('127.0.0.1', port, (await import('node:fs')).readFileSync(`${c.dir}/token`, 'utf8').trim());
     raw.sendRaw('{not json');
     raw.sendRaw(JSON.stringify({ id: 999, op: 'launch' }));
