@@ -14,6 +14,9 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WalsimError } from '../common/errors.ts';
+import { writeFileAtomic } from '../common/durable-file.ts';
+
+export { writeFileAtomic };
 import type { DropStrategy, SynchronousCommit } from './settings.ts';
 
 export type NodeName = string; // 'primary', 'standby', 'standby2', ...
@@ -135,18 +138,4 @@ export function isWalsimServer(pid: number, dataDir: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** Write via a temp file and rename, so readers never see a half-written file. */
-export function writeFileAtomic(p: string, content: string | Uint8Array, mode = 0o644): void {
-  const tmp = `${p}.tmp${process.pid}`;
-  const fd = fs.openSync(tmp, 'w', mode);
-  try {
-    if (typeof content === "string") fs.writeSync(fd, content);
-    else fs.writeSync(fd, content);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, p);
 }

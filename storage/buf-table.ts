@@ -20,6 +20,7 @@
  * partition (hash % NUM_BUFFER_PARTITIONS), so the LWLock traffic of each drop path is measurable.
  */
 import { assert, fail } from '../common/assert.ts';
+import { fmix32 } from '../common/hash.ts';
 
 /** NUM_BUFFER_PARTITIONS (lwlock.h). */
 export const NUM_BUFFER_PARTITIONS = 128;
@@ -55,13 +56,7 @@ export function hashBufferTag(rel: number, fork: number, block: number): number 
   let h = murmurStep(0x9747b28c, rel);
   h = murmurStep(h, block);
   h = murmurStep(h, fork);
-  h ^= 12;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(h ^ 12);
 }
 
 /** BufMappingPartitionLock's index: hashcode % NUM_BUFFER_PARTITIONS. */

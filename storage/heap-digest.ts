@@ -5,17 +5,10 @@
  */
 
 const C1 = 0xcc9e2d51;
+import { fmix32 } from '../common/hash.ts';
+
 const C2 = 0x1b873593;
 const FNV_PRIME = 0x01000193;
-
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 export class ContentHasher {
   private a = 0x9747b28c;

@@ -10,6 +10,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
+import { fsyncDir, writeFileSynced } from '../common/durable-file.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Catalog, type CatalogSnapshot } from './catalog.ts';
 import { Clog } from './clog.ts';
@@ -70,15 +71,16 @@ export class NodeStorage {
     fs.rmSync(next, { recursive: true, force: true });
     fs.mkdirSync(next, { recursive: true });
     const relations = this.heap.relations();
-    for (const rel of relations) writeSynced(path.join(next, String(rel)), this.heap.serializeRelation(rel));
-    writeSynced(path.join(next, 'smgr'), this.smgr.serialize());
-    writeSynced(path.join(next, 'pg_xact'), this.clog.serialize());
+    for (const rel of relations) writeFileSynced(path.join(next, String(rel)), this.heap.serializeRelation(rel));
+    writeFileSynced(path.join(next, 'smgr'), this.smgr.serialize());
+    writeFileSynced(path.join(next, 'pg_xact'), this.clog.serialize());
     const full: DataImageHeader = { ...header, catalog: this.catalog.snapshot(), relations, writtenAt: new Date().toISOString() };
-    writeSynced(path.join(next, 'image.json'), Buffer.from(JSON.stringify(full)));
+    writeFileSynced(path.join(next, 'image.json'), Buffer.from(JSON.stringify(full)));
     const old = path.join(dataDir, 'base.old');
     fs.rmSync(old, { recursive: true, force: true });
     if (fs.existsSync(base)) fs.renameSync(base, old);
     fs.renameSync(next, base);
+    fsyncDir(dataDir);
     fs.rmSync(old, { recursive: true, force: true });
     return written;
   }
@@ -97,15 +99,5 @@ export class NodeStorage {
     const clog = Clog.deserialize(new Uint8Array(fs.readFileSync(path.join(base, 'pg_xact'))));
     const storage = new NodeStorage(new BufferPool(nBuffers), smgr, heap, clog, Catalog.fromSnapshot(header.catalog), dropSettings);
     return { storage, header };
-  }
-}
-
-function writeSynced(p: string, bytes: Uint8Array): void {
-  const fd = fs.openSync(p, 'w');
-  try {
-    fs.writeSync(fd, bytes);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
 }

@@ -10,6 +10,8 @@ import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, parseLsn, type Lsn, type TimeLineId } from './lsn.ts';
+import { fsyncDir, writeFileAtomic } from '../common/durable-file.ts';
+export { fsyncDir };
 
 export const DEFAULT_SEGMENT_SIZE = 16 * 1024 * 1024;
 /** walsim allows segments down to 64 kB so tests cross segment boundaries cheaply (PostgreSQL: 1 MB). */
@@ -214,26 +216,7 @@ export function writeTimelineHistoryFile(dataDir: string, tli: TimeLineId, text:
   const dir = walDir(dataDir);
   fs.mkdirSync(dir, { recursive: true });
   const target = path.join(dir, timelineHistoryFileName(tli));
-  const tmp = `${target}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    fs.writeSync(fd, text);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, target);
-  fsyncDir(dir);
-}
-
-/** fsync a directory so a created/renamed entry is durable. */
-export function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+  writeFileAtomic(target, text);
 }
 
 /**

@@ -225,9 +225,11 @@ describe('drop strategies are equivalent', () => {
       { numRuns: 200 },
     );
     console.log(`drop paths taken by the PG14 strategies: ${JSON.stringify(pathsSeen)}`);
-    // The workload must actually exercise both paths of the PG14 strategy.
+    // The workload must actually exercise both paths of the PG14 strategy. The bounds sit well
+    // below what 200 random runs give (~250 drops per path, ~100–140 lookup invalidations) so that
+    // an unlucky seed does not fail, while a generator that stopped reaching a path still does.
     expect(pathsSeen['cached-lookup']).toBeGreaterThan(50);
     expect(pathsSeen['full-scan']).toBeGreaterThan(50);
-    expect(pathsSeen.lookupInvalidations).toBeGreaterThan(100);
+    expect(pathsSeen.lookupInvalidations).toBeGreaterThan(25);
   });
 });
