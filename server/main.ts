@@ -32,6 +32,10 @@ const log = (message: string) => console.log(`${new Date().toISOString()} [${pro
 let node: ServerNode;
 let server: WsServerHandle;
 let exiting = false;
+/** Open control sessions (a smart shutdown waits for them to end). */
+const controlSessions = new Set<WebSocket>();
+/** Set while a smart shutdown waits for sessions: new sessions are refused; a fast stop cuts it short. */
+let smartWait: { release(): void } | null = null;
 
 function removePidFile(): void {
   try {
@@ -50,10 +54,36 @@ function immediateStop(): never {
   process.exit(0);
 }
 
+/**
+ * Smart shutdown (pg_ctl -m smart): refuse new sessions and wait until the open ones end, then shut
+ * down like fast. A fast (or immediate) request while waiting takes over.
+ */
+async function waitForSessions(): Promise<void> {
+  if (controlSessions.size > 0) log(`LOG:  smart shutdown waits for ${controlSessions.size} session(s) to end`);
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      if (controlSessions.size === 0) done();
+    }, 50);
+    const done = () => {
+      clearInterval(timer);
+      smartWait = null;
+      resolve();
+    };
+    smartWait = { release: done };
+  });
+}
+
 async function cleanStop(mode: 'smart' | 'fast'): Promise<void> {
-  if (exiting) return;
+  if (exiting) {
+    if (mode === 'fast' && smartWait !== null) {
+      log('LOG:  received fast shutdown request during smart shutdown');
+      smartWait.release();
+    }
+    return;
+  }
   exiting = true;
   log(`LOG:  received ${mode} shutdown request`);
+  if (mode === 'smart') await waitForSessions();
   try {
     await node.shutdown(mode);
   } catch (e) {
@@ -76,6 +106,12 @@ function stop(mode: StopMode): void {
 
 function serveControl(ws: WebSocket): void {
   ws.on('error', () => {});
+  if (exiting) {
+    ws.close(CLOSE_SHUTTING_DOWN, 'the database system is shutting down');
+    return;
+  }
+  controlSessions.add(ws);
+  ws.on('close', () => controlSessions.delete(ws));
   // Greeting (reply id 0): tells the client its token was accepted.
   ws.send(JSON.stringify({ id: 0, ok: true, result: { server: 'walsim', role: node.inRecovery ? 'standby' : 'primary' } } satisfies ControlReply));
   ws.on('message', (data, isBinary) => {

@@ -1,0 +1,70 @@
+/**
+ * pg_ctl's stop modes (real processes): smart waits for open sessions to end and refuses new ones,
+ * a fast request during a smart wait takes over, and both end with a shutdown checkpoint that the
+ * standby receives. Method: signal the primary's pid as pg_ctl does (SIGTERM smart, SIGINT fast).
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestCluster } from '../helpers/cluster.ts';
+import { ControlClient } from '../../server/control-client.ts';
+import { readPidFile, readToken } from '../../server/cluster-files.ts';
+import { parseLsn } from '../../wal/lsn.ts';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('stop modes', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    c = await TestCluster.start({ sharedBuffers: '16MB' });
+    await c.sql('primary', 'CREATE TABLE s (c int)');
+    await c.sql('primary', 'INSERT INTO s SELECT generate_series(1, 1000)');
+  });
+  afterAll(async () => {
+    await c?.destroy();
+  });
+
+  const connect = () => ControlClient.connect('127.0.0.1', readPidFile(c.dataDir('primary'))!.port, readToken(c.dir));
+
+  it('smart waits for open sessions, refuses new ones, then shuts down with a checkpoint the standby gets', async () => {
+    await c.stopNode('primary', 'fast'); // drop the harness's cached session
+    await c.startNode('primary');
+    const session = await connect();
+    const pid = c.pid('primary')!;
+    process.kill(pid, 'SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(alive(pid)).toBe(true);
+    // The open session keeps working; a new one is refused.
+    expect((await session.sql('SELECT count(*) FROM s')).rows[0]).toEqual({ count: 1000 });
+    await expect(connect()).rejects.toThrow(/shutting down/);
+    session.close();
+    await c.pollUntil(async () => !alive(pid), 'the primary to exit after its last session ended');
+    const control = JSON.parse(readFileSync(path.join(c.dataDir('primary'), 'global', 'pg_control'), 'utf8'));
+    expect(control.state).toBe('shut down');
+    // The walsender delivered the shutdown checkpoint before exiting.
+    const s = await c.status('standby');
+    expect(parseLsn(String(s.receiveLsn))).toBeGreaterThan(control.checkpointLsn);
+  });
+
+  it('a fast request during a smart wait takes over', async () => {
+    await c.startNode('primary');
+    const session = await connect();
+    const pid = c.pid('primary')!;
+    process.kill(pid, 'SIGTERM');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(alive(pid)).toBe(true);
+    process.kill(pid, 'SIGINT');
+    await c.pollUntil(async () => !alive(pid), 'the primary to exit on the fast request');
+    session.close();
+    await c.startNode('primary');
+    expect(await c.scalar('primary', 'SELECT count(*) FROM s')).toBe(1000);
+    expect((await c.status('primary')).startupReplay.crashRecovery).toBe(false);
+  });
+});
