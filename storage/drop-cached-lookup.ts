@@ -18,8 +18,8 @@ import type { BlockNumber, ForkNumber, RelFileNumber } from '../wal/records.ts';
 import { hashBufferTag } from './buf-table.ts';
 import type { BufferPool } from './buffer-pool.ts';
 
-/** Probes (or invalidations) between two yields of a stepped lookup drop (~5 ms). */
-export const LOOKUP_CHUNK_PROBES = 1 << 14;
+/** Probes (or invalidations) between two yields of a stepped lookup drop (~2–8 ms). */
+export const LOOKUP_CHUNK_PROBES = 1 << 13;
 
 export class LookupDropper {
   probes = 0;

@@ -46,6 +46,12 @@ function recheckAndInvalidate(
  */
 export const SCAN_CHUNK_BUFFERS = 1 << 20;
 
+/**
+ * Pre-check hits (header locks, each usually an invalidation at ~1 µs) between two yields: a
+ * relation whose buffers fill a whole chunk would otherwise make one step cost a second.
+ */
+export const HEADER_LOCKS_PER_STEP = 4096;
+
 /** Run a stepped operation to completion without yielding to anyone. */
 export function runSteps<T>(steps: Generator<void, T, void>): T {
   for (;;) {
@@ -73,14 +79,17 @@ export function* fullScanDropRelFileNodeBuffersSteps(
   chunk = SCAN_CHUNK_BUFFERS,
 ): Generator<void, FullScanCounters, void> {
   const acc = { headerLocks: 0, invalidated: 0 };
-  for (let from = 0; from < pool.nBuffers; from += chunk) {
-    if (from > 0) yield;
-    scanRangeForRel(pool, rel, forks, firstDelBlock, from, Math.min(pool.nBuffers, from + chunk), acc);
+  for (let id = 0; id < pool.nBuffers; ) {
+    if (id > 0) yield;
+    id = scanRangeForRel(pool, rel, forks, firstDelBlock, id, Math.min(pool.nBuffers, id + chunk), acc);
   }
   return { scanned: pool.nBuffers, headerLocks: acc.headerLocks, invalidated: acc.invalidated, matcher: 'single' };
 }
 
-/** The hot loop of the single-relation scan over descriptors [from, to). */
+/**
+ * The hot loop of the single-relation scan over descriptors [from, to). Stops early after
+ * HEADER_LOCKS_PER_STEP pre-check hits; returns the first descriptor not visited.
+ */
 function scanRangeForRel(
   pool: BufferPool,
   rel: RelFileNumber,
@@ -89,7 +98,7 @@ function scanRangeForRel(
   from: number,
   nBuffers: number,
   acc: { headerLocks: number; invalidated: number },
-): void {
+): number {
   const tagRel = pool.tagRel;
   let headerLocks = 0;
   let invalidated = 0;
@@ -108,6 +117,12 @@ function scanRangeForRel(
       headerLocks++;
       if (recheckAndInvalidate(pool, k, rel, forks, firstDelBlock)) invalidated++;
     }
+    if (headerLocks >= HEADER_LOCKS_PER_STEP) {
+      id += 8;
+      acc.headerLocks += headerLocks;
+      acc.invalidated += invalidated;
+      return id;
+    }
   }
   for (; id < nBuffers; id++) {
     if (tagRel[id] !== rel) continue;
@@ -116,6 +131,7 @@ function scanRangeForRel(
   }
   acc.headerLocks += headerLocks;
   acc.invalidated += invalidated;
+  return nBuffers;
 }
 
 /** Binary search of a sorted Uint32Array (bsearch with rnode_comparator). */
@@ -151,14 +167,17 @@ export function* fullScanDropRelsAllBuffersSteps(
   const useBsearch = nodes.length > RELS_BSEARCH_THRESHOLD;
   if (useBsearch) nodes.sort();
   const acc = { headerLocks: 0, invalidated: 0 };
-  for (let from = 0; from < pool.nBuffers; from += chunk) {
-    if (from > 0) yield;
-    scanRangeForRels(pool, nodes, useBsearch, from, Math.min(pool.nBuffers, from + chunk), acc);
+  for (let id = 0; id < pool.nBuffers; ) {
+    if (id > 0) yield;
+    id = scanRangeForRels(pool, nodes, useBsearch, id, Math.min(pool.nBuffers, id + chunk), acc);
   }
   return { scanned: pool.nBuffers, headerLocks: acc.headerLocks, invalidated: acc.invalidated, matcher: useBsearch ? 'bsearch' : 'linear' };
 }
 
-/** The hot loop of the many-relation scan over descriptors [from, to). */
+/**
+ * The hot loop of the many-relation scan over descriptors [from, to). Stops early after
+ * HEADER_LOCKS_PER_STEP pre-check hits; returns the first descriptor not visited.
+ */
 function scanRangeForRels(
   pool: BufferPool,
   nodes: Uint32Array,
@@ -166,7 +185,7 @@ function scanRangeForRels(
   from: number,
   nBuffers: number,
   acc: { headerLocks: number; invalidated: number },
-): void {
+): number {
   const tagRel = pool.tagRel;
   const n = nodes.length;
   let headerLocks = 0;
@@ -192,7 +211,13 @@ function scanRangeForRels(
       pool.invalidate(id);
       invalidated++;
     }
+    if (headerLocks >= HEADER_LOCKS_PER_STEP) {
+      acc.headerLocks += headerLocks;
+      acc.invalidated += invalidated;
+      return id + 1;
+    }
   }
   acc.headerLocks += headerLocks;
   acc.invalidated += invalidated;
+  return nBuffers;
 }

@@ -8,6 +8,7 @@ import { BufferPool } from '../../storage/buffer-pool.ts';
 import { StorageManager } from '../../storage/smgr.ts';
 import {
   fullScanDropRelFileNodeBuffersSteps, fullScanDropRelsAllBuffersSteps, fullScanDropRelFileNodeBuffers, fullScanDropRelsAllBuffers,
+  HEADER_LOCKS_PER_STEP,
 } from '../../storage/drop-full-scan.ts';
 import { LOOKUP_CHUNK_PROBES } from '../../storage/drop-cached-lookup.ts';
 import { dropRelFileNodeBuffersSteps } from '../../storage/drop.ts';
@@ -69,5 +70,29 @@ describe('stepped drops', () => {
     expect(yields).toBe(2 + 2); // probes in 3 chunks, invalidations in 3 chunks
     expect(pool.usedBuffers).toBe(0);
     pool.checkConsistency();
+  });
+
+  it('a scan whose chunk is full of matches yields every HEADER_LOCKS_PER_STEP invalidations', () => {
+    const n = 3 * HEADER_LOCKS_PER_STEP + 100;
+    const make = () => {
+      const pool = new BufferPool(n + 50);
+      for (let b = 0; b < n; b++) pool.accessBlock(16384, MAIN_FORKNUM, b);
+      for (let b = 0; b < 50; b++) pool.accessBlock(16385, MAIN_FORKNUM, b);
+      return pool;
+    };
+    const a = make();
+    const b = make();
+    // One chunk covers the whole pool, so every yield comes from the budget.
+    const single = drain(fullScanDropRelFileNodeBuffersSteps(a, 16384, [MAIN_FORKNUM], [0], 1 << 20));
+    expect(single.yields).toBe(3);
+    expect(single.value).toEqual(fullScanDropRelFileNodeBuffers(b, 16384, [MAIN_FORKNUM], [0]));
+    expect(a.bufferedBlocks()).toEqual(b.bufferedBlocks());
+    const c = make();
+    const d = make();
+    const many = drain(fullScanDropRelsAllBuffersSteps(c, [16384, 16385], 1 << 20));
+    expect(many.yields).toBe(3);
+    expect(many.value).toEqual(fullScanDropRelsAllBuffers(d, [16384, 16385]));
+    expect(c.usedBuffers).toBe(0);
+    c.checkConsistency();
   });
 });
