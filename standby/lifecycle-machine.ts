@@ -40,6 +40,13 @@ export interface LifecycleInput {
   inRecovery: boolean;
 }
 
+/** STOP(mode) from recovery or as a primary: pg_ctl's three modes. */
+const STOP_BY_MODE = [
+  { guard: 'isImmediateStop', target: '#lifecycle.stopping.immediate' },
+  { guard: 'isSmartStop', target: '#lifecycle.stopping.smart', actions: 'beginShutdown' },
+  { target: '#lifecycle.stopping.fast', actions: 'beginShutdown' },
+] as const;
+
 export const lifecycleMachine = setup({
   types: {} as { events: LifecycleEvent; input: LifecycleInput; context: { startedInRecovery: boolean } },
   actions: {
@@ -60,6 +67,8 @@ export const lifecycleMachine = setup({
   },
   guards: {
     startsInRecovery: ({ context }) => context.startedInRecovery,
+    isImmediateStop: ({ event }) => event.type === 'STOP' && event.mode === 'immediate',
+    isSmartStop: ({ event }) => event.type === 'STOP' && event.mode === 'smart',
   },
 }).createMachine({
   id: 'lifecycle',
@@ -73,11 +82,7 @@ export const lifecycleMachine = setup({
       type: 'parallel',
       on: {
         PROMOTE: { target: 'promoting', actions: ['recordPromoteRequested', 'stopWalReceiver', 'wakeReplayForPromotion'] },
-        STOP: [
-          { guard: ({ event }) => event.mode === 'immediate', target: 'stopping.immediate' },
-          { guard: ({ event }) => event.mode === 'smart', target: 'stopping.smart', actions: 'beginShutdown' },
-          { target: 'stopping.fast', actions: 'beginShutdown' },
-        ],
+        STOP: STOP_BY_MODE,
       },
       states: {
         receiver: {
@@ -125,9 +130,10 @@ export const lifecycleMachine = setup({
     promoting: {
       initial: 'replayingReceived',
       on: {
+        // A smart stop during promotion does not wait: promotion has no sessions to wait for.
         STOP: [
-          { guard: ({ event }) => event.mode === 'immediate', target: 'stopping.immediate' },
-          { target: 'stopping.fast', actions: 'beginShutdown' },
+          { guard: 'isImmediateStop', target: '#lifecycle.stopping.immediate' },
+          { target: '#lifecycle.stopping.fast', actions: 'beginShutdown' },
         ],
       },
       states: {
@@ -143,11 +149,7 @@ export const lifecycleMachine = setup({
     primary: {
       initial: 'readWrite',
       on: {
-        STOP: [
-          { guard: ({ event }) => event.mode === 'immediate', target: 'stopping.immediate' },
-          { guard: ({ event }) => event.mode === 'smart', target: 'stopping.smart', actions: 'beginShutdown' },
-          { target: 'stopping.fast', actions: 'beginShutdown' },
-        ],
+        STOP: STOP_BY_MODE,
       },
       states: {
         /** Read-write already (pg_is_in_recovery() is false) while the first checkpoint runs. */

@@ -75,9 +75,9 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
   });
   let failed = false;
   try {
-    await c.start('primary');
-    await c.start('standby');
-    await c.until(async () => (await c.status('standby')).receiverState === 'streaming', 'standby streaming');
+    await c.startNode('primary');
+    await c.startNode('standby');
+    await c.pollUntil(async () => (await c.status('standby')).receiverState === 'streaming', 'standby streaming');
     const model = new Model();
     let paused = false;
     let tableNo = 0;
@@ -136,14 +136,14 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     const setPaused = async (want: boolean) => {
       if (want === paused) return;
       await c.sql('standby', want ? 'SELECT pg_wal_replay_pause()' : 'SELECT pg_wal_replay_resume()');
-      if (want) await c.until(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'pause');
+      if (want) await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'pause');
       paused = want;
     };
 
     /** I2 + I3: converge, then compare the nodes at equal LSN and with the model. */
     const converge = async (why: string) => {
       await setPaused(false);
-      await c.waitForReplay();
+      await c.waitForCatchup('replay');
       const [ps, ss] = [await c.status('primary'), await c.status('standby')];
       if (maxAlign(parseLsn(ss.replayLsn)) !== parseLsn(ps.flushLsn)) throw new FatalCheck(`I2 (${why}): standby replayed to ${ss.replayLsn}, primary flushed ${ps.flushLsn}`);
       const p = await (await c.client('primary')).inspect();
@@ -167,12 +167,12 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
       const running = (async () => { for (const st of inFlight) await exec(st); })();
       if (level === 'remote_apply') {
         // The first commit waits for an apply that cannot happen yet: its WAL is flushed.
-        await c.until(async () => (await c.status('primary')).syncWaiters > 0, 'a commit waiting for apply');
+        await c.pollUntil(async () => (await c.status('primary')).syncWaiters > 0, 'a commit waiting for apply');
       } else {
         await running;
       }
       const target = parseLsn((await c.status('primary')).flushLsn);
-      await c.until(async () => parseLsn((await c.status('standby')).receiveLsn) >= target, 'standby flush');
+      await c.pollUntil(async () => parseLsn((await c.status('standby')).receiveLsn) >= target, 'standby flush');
       const ss = await c.status('standby');
       const from = maxAlign(parseLsn(ss.replayLsn));
       const recs = [...readWal(c.dataDir('standby'), from, { timeline: 1, segmentSize: SEGMENT_SIZE, stopLsn: parseLsn(ss.receiveLsn) })];
@@ -187,7 +187,7 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
       fs.writeSync(fd, b, 0, 1, segmentOffset(at, SEGMENT_SIZE));
       fs.closeSync(fd);
       await setPaused(false);
-      await c.until(async () => (await c.status('standby')).replayError !== null, 'replay to stop at the flipped record');
+      await c.pollUntil(async () => (await c.status('standby')).replayError !== null, 'replay to stop at the flipped record');
       const err = (await c.status('standby')).replayError as { lsn: string; message: string };
       if (err.lsn !== formatLsn(rec.lsn) || !err.message.includes(file)) {
         throw new FatalCheck(`I4: replay error ${JSON.stringify(err)} does not name the flipped record ${formatLsn(rec.lsn)} in ${file}`);
@@ -195,8 +195,8 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
       if (parseLsn((await c.status('standby')).replayLsn) > rec.lsn) throw new FatalCheck('I4: replay went past the flipped record');
       expected('invalid_wal');
       // Heal: a restart ends local WAL at the bad record and streams it again from the primary.
-      await c.stop('standby', 'fast');
-      await c.start('standby');
+      await c.stopNode('standby', 'fast');
+      await c.startNode('standby');
       await running;
     };
 
@@ -219,7 +219,7 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
           break;
         case 'kill_standby': {
           await c.kill('standby');
-          await c.start('standby'); // over the stale postmaster.pid
+          await c.startNode('standby'); // over the stale postmaster.pid
           paused = false;
           if (!(await c.status('standby')).startupReplay.crashRecovery) throw new FatalCheck('kill_standby: restart did not run crash recovery');
           break;
@@ -256,12 +256,12 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
         }
       }
     })();
-    await c.until(async () => ledgerAcked >= before + stopAfter, `${stopAfter} ledger commits`);
+    await c.pollUntil(async () => ledgerAcked >= before + stopAfter, `${stopAfter} ledger commits`);
     result.faults.crash_primary++;
     const how = rng.pick(['kill', 'immediate'] as const);
     o.log(`  crash primary (${how}) after ${ledgerAcked} ledger commits`);
     if (how === 'kill') await c.kill('primary');
-    else await c.stop('primary', 'immediate');
+    else await c.stopNode('primary', 'immediate');
     await writer;
     if (!isWalsimError(writerError) || writerError.kind !== 'not_connected') {
       throw new FatalCheck(`I4: the commit in flight at the crash failed with ${String(writerError)}, expected a lost connection`);

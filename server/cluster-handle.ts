@@ -1,0 +1,166 @@
+/**
+ * A handle on a running walsim cluster driven from another process, in the spirit of PostgreSQL's
+ * PostgreSQL::Test::Cluster: start/stop/kill a node, SQL and status over the control endpoint
+ * (one cached connection per node), polling and catch-up waits, removal. The one implementation
+ * behind the test harness (test/helpers/cluster.ts) and the torture runner (scripts/torture/).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ControlClient } from './control-client.ts';
+import type { QueryResult, SqlValue, StopMode } from './control-protocol.ts';
+import { listNodes, nodeDir, readNodeConfig, readPidFile, readToken, type NodeName } from './cluster-files.ts';
+import { initCluster, type InitOptions } from './initdb.ts';
+import { runningPid, sleep, startNode, stopNode } from './pg-ctl.ts';
+import { parseLsn } from '../wal/lsn.ts';
+
+/** A check failed in a way that waiting cannot fix: `pollUntil` rethrows it at once. */
+export class StopPolling extends Error {}
+
+/** waitForCatchup found status.replayError set: replay will not continue, so fail at once. */
+export class ReplayStopped extends StopPolling {}
+
+export class ClusterHandle {
+  private readonly clients = new Map<NodeName, ControlClient>();
+
+  constructor(
+    readonly dir: string,
+    /** Default timeout of `pollUntil`. */
+    private readonly pollTimeoutMs = 30_000,
+  ) {}
+
+  /** initdb a primary and a standby in a new temp directory named with `prefix`. */
+  static async initTemp(prefix: string, opts: InitOptions): Promise<string> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    await initCluster(dir, opts);
+    return dir;
+  }
+
+  dataDir(name: NodeName): string {
+    return nodeDir(this.dir, name);
+  }
+
+  pid(name: NodeName): number | null {
+    return runningPid(this.dir, name);
+  }
+
+  config(name: NodeName) {
+    return readNodeConfig(this.dir, name);
+  }
+
+  serverLog(name: NodeName): string {
+    const p = path.join(this.dataDir(name), 'server.log');
+    return fs.existsSync(p) ? fs.readFileSync(p, 'utf8') : '';
+  }
+
+  async startNode(name: NodeName): Promise<void> {
+    await startNode(this.dir, name);
+  }
+
+  /**
+   * pg_ctl stop. The node's cached connection is closed once the node is down (a request in
+   * flight ends because the server stopped), except for smart mode, which waits for sessions to
+   * end and so needs ours closed first.
+   */
+  async stopNode(name: NodeName, mode: StopMode = 'fast'): Promise<boolean> {
+    const c = this.forget(name);
+    if (mode === 'smart') c?.close();
+    try {
+      return await stopNode(this.dir, name, mode);
+    } finally {
+      c?.close();
+    }
+  }
+
+  /**
+   * SIGKILL the node's server (a crash: no shutdown work, postmaster.pid stays behind) and wait
+   * until the process is gone. Returns the killed pid. The cached connection stays open until the
+   * process is dead, so requests in flight fail because the server died, not because we hung up.
+   */
+  async kill(name: NodeName): Promise<number> {
+    const c = this.forget(name);
+    const pid = runningPid(this.dir, name);
+    if (pid === null) throw new Error(`node ${name} is not running`);
+    process.kill(pid, 'SIGKILL');
+    for (let i = 0; i < 1000; i++) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        c?.close();
+        return pid;
+      }
+      await sleep(10);
+    }
+    throw new Error(`node ${name} (pid ${pid}) survived SIGKILL`);
+  }
+
+  private forget(name: NodeName): ControlClient | undefined {
+    const c = this.clients.get(name);
+    this.clients.delete(name);
+    return c;
+  }
+
+  async client(name: NodeName): Promise<ControlClient> {
+    let c = this.clients.get(name);
+    if (c) return c;
+    const pid = readPidFile(this.dataDir(name));
+    if (!pid) throw new Error(`node ${name} is not running`);
+    c = await ControlClient.connect('127.0.0.1', pid.port, readToken(this.dir));
+    this.clients.set(name, c);
+    return c;
+  }
+
+  async sql(name: NodeName, sql: string): Promise<QueryResult> {
+    return (await this.client(name)).sql(sql);
+  }
+
+  async scalar(name: NodeName, sql: string): Promise<SqlValue> {
+    const r = await this.sql(name, sql);
+    return r.rows[0]![r.columns[0]!]!;
+  }
+
+  async status(name: NodeName): Promise<Record<string, any>> {
+    return (await this.client(name)).status();
+  }
+
+  /** Poll `fn` until true. Errors thrown by fn count as "not yet", except StopPolling. */
+  async pollUntil(fn: () => Promise<boolean>, what: string, timeoutMs = this.pollTimeoutMs): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last: unknown = null;
+    while (Date.now() < deadline) {
+      try {
+        if (await fn()) return;
+      } catch (e) {
+        if (e instanceof StopPolling) throw e;
+        last = e;
+      }
+      await sleep(25);
+    }
+    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+  }
+
+  /** Wait until the standby's write/flush/replay position reaches the primary's flush LSN. */
+  async waitForCatchup(mode: 'write' | 'flush' | 'replay' = 'replay'): Promise<void> {
+    const target = parseLsn(String((await this.status('primary')).flushLsn));
+    await this.pollUntil(async () => {
+      const s = await this.status('standby');
+      if (mode === 'replay' && s.replayError) throw new ReplayStopped(`standby replay stopped: ${JSON.stringify(s.replayError)}`);
+      const at = mode === 'replay' ? s.replayLsn : mode === 'write' ? s.writeLsn : s.receiveLsn;
+      return parseLsn(String(at)) >= target && (mode !== 'replay' || s.caughtUp === true);
+    }, `standby ${mode} to reach primary flush`);
+  }
+
+  /** Stop every node immediately and remove the directory (unless `keep`). */
+  async destroy(keep = false): Promise<void> {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+    for (const name of listNodes(this.dir)) {
+      try {
+        await stopNode(this.dir, name, 'immediate');
+      } catch {
+        /* best effort */
+      }
+    }
+    if (!keep) fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
