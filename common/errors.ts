@@ -43,6 +43,8 @@ export class WalsimError extends Error {
     readonly kind: WalsimErrorKind,
     message: string,
     sqlstate?: string,
+    /** PostgreSQL's DETAIL line, when the error has one. */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = 'WalsimError';

@@ -77,7 +77,7 @@ export class InvalidWalRecordError extends WalsimError {
   constructor(
     readonly lsn: Lsn,
     readonly reason: InvalidWalReason,
-    readonly detail: string,
+    override readonly detail: string,
     readonly segmentFile?: string,
   ) {
     super(
