@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WalsimError } from '../common/errors.ts';
-import { writeFileAtomic } from '../common/durable-file.ts';
+import { FILE_MODE, makeDir, writeFileAtomic } from '../common/durable-file.ts';
 
 export { writeFileAtomic };
 import type { DropStrategy, SynchronousCommit } from './settings.ts';
@@ -53,6 +53,17 @@ export interface PidFile {
   marker: string;
 }
 
+/**
+ * The files of a data directory a base backup copies (data image, control file, WAL), into
+ * `toDir` (created 0700 if missing); copies keep the source's 0600/0700 modes.
+ */
+export function copyDataDirectory(fromDir: string, toDir: string): void {
+  makeDir(toDir);
+  for (const entry of ['pg_wal', 'base', 'global']) {
+    fs.cpSync(path.join(fromDir, entry), path.join(toDir, entry), { recursive: true });
+  }
+}
+
 export function nodeDir(clusterDir: string, name: NodeName): string {
   return path.join(clusterDir, name);
 }
@@ -65,10 +76,10 @@ export function tokenPath(clusterDir: string): string {
 export function ensureToken(clusterDir: string): string {
   const p = tokenPath(clusterDir);
   if (fs.existsSync(p)) return readToken(clusterDir);
-  fs.mkdirSync(clusterDir, { recursive: true });
+  makeDir(clusterDir);
   const token = randomBytes(24).toString('hex');
-  fs.writeFileSync(p, token + '\n', { mode: 0o600, flag: 'wx' });
-  fs.chmodSync(p, 0o600);
+  fs.writeFileSync(p, token + '\n', { mode: FILE_MODE, flag: 'wx' });
+  fs.chmodSync(p, FILE_MODE);
   return token;
 }
 
@@ -93,7 +104,7 @@ export function readNodeConfig(clusterDir: string, name: NodeName): NodeConfig {
 }
 
 export function writeNodeConfig(clusterDir: string, config: NodeConfig): void {
-  fs.mkdirSync(nodeDir(clusterDir, config.name), { recursive: true });
+  makeDir(nodeDir(clusterDir, config.name));
   writeFileAtomic(configPath(clusterDir, config.name), JSON.stringify(config, null, 2) + '\n');
 }
 

@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { writeFileAtomic } from './cluster-files.ts';
+import { makeDir, writeFileAtomic } from '../common/durable-file.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 
 export type DbState = 'starting up' | 'shut down' | 'shut down in recovery' | 'in crash recovery' | 'in archive recovery' | 'in production';
@@ -30,6 +30,6 @@ export function readControlFile(dataDir: string): ControlFile {
 }
 
 export function writeControlFile(dataDir: string, c: ControlFile): void {
-  fs.mkdirSync(path.dirname(controlFilePath(dataDir)), { recursive: true });
+  makeDir(path.dirname(controlFilePath(dataDir)));
   writeFileAtomic(controlFilePath(dataDir), JSON.stringify({ ...c, time: new Date().toISOString() }, null, 2) + '\n');
 }

@@ -10,7 +10,9 @@ import * as path from 'node:path';
 import { WalWriter } from '../wal/wal-writer.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
-import { ensureToken, nodeDir, writeNodeConfig, type NodeConfig } from './cluster-files.ts';
+import { WalsimError } from '../common/errors.ts';
+import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
+import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, type NodeConfig } from './cluster-files.ts';
 import { writeControlFile } from './control-file.ts';
 import { STANDBY_SIGNAL, ServerNode } from './node.ts';
 import type { DropStrategy, SynchronousCommit } from './settings.ts';
@@ -40,8 +42,8 @@ export function freePort(host: string): Promise<number> {
 
 /** initdb: an empty cluster whose WAL starts with a shutdown checkpoint. */
 export function initdb(dataDir: string, config: NodeConfig): void {
-  fs.mkdirSync(path.join(dataDir, 'pg_wal'), { recursive: true });
-  fs.mkdirSync(path.join(dataDir, 'global'), { recursive: true });
+  makeDir(path.join(dataDir, 'pg_wal'));
+  makeDir(path.join(dataDir, 'global'));
   const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
   // The data image does not depend on shared_buffers; a small pool is enough to write it.
   const storage = NodeStorage.create(Math.min(nBuffers, 1024), ServerNode.dropSettingsOf(config));
@@ -62,14 +64,81 @@ export function initdb(dataDir: string, config: NodeConfig): void {
 
 /** pg_basebackup of a stopped primary: copy its data directory and mark the copy a standby. */
 export function baseBackup(fromDir: string, toDir: string): void {
-  fs.mkdirSync(toDir, { recursive: true });
-  for (const entry of ['pg_wal', 'base', 'global']) {
-    fs.cpSync(path.join(fromDir, entry), path.join(toDir, entry), { recursive: true });
-  }
-  fs.writeFileSync(path.join(toDir, STANDBY_SIGNAL), '');
+  copyDataDirectory(fromDir, toDir);
+  writeFileSynced(path.join(toDir, STANDBY_SIGNAL), '');
 }
 
+/** Most entries a refusal names (a directory full of files gets "… and N more"). */
+const LISTED_ENTRIES_MAX = 10;
+
+/**
+ * What `dir` holds, as paths relative to it (depth first, sorted), at most `max` of them and the
+ * total count; a missing directory holds nothing.
+ */
+export function listDirectoryEntries(dir: string, max = LISTED_ENTRIES_MAX): { listed: string[]; total: number } {
+  const listed: string[] = [];
+  let total = 0;
+  const walk = (rel: string): void => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(path.join(dir, rel), { withFileTypes: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT' && rel === '') return;
+      throw e;
+    }
+    for (const d of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = rel === '' ? d.name : `${rel}/${d.name}`;
+      total++;
+      if (listed.length < max) listed.push(d.isDirectory() ? `${p}/` : p);
+      if (d.isDirectory()) walk(p);
+    }
+  };
+  walk('');
+  return { listed, total };
+}
+
+/**
+ * initdb's rule: a new cluster goes only into a directory that is missing or empty. Anything else
+ * is refused with the files found, and nothing is touched (a foreign `token` is never adopted).
+ */
+export function checkClusterDirectoryEmpty(clusterDir: string): void {
+  if (fs.existsSync(clusterDir) && !fs.statSync(clusterDir).isDirectory()) {
+    throw new WalsimError('invalid_input', `"${clusterDir}" exists and is not a directory`);
+  }
+  const { listed, total } = listDirectoryEntries(clusterDir);
+  if (total === 0) return;
+  const more = total > listed.length ? ` and ${total - listed.length} more` : '';
+  throw new WalsimError(
+    'invalid_input',
+    `directory "${clusterDir}" exists but is not empty and holds no walsim cluster (found: ${listed.join(', ')}${more}); ` +
+      'walsim creates a cluster only in a missing or empty directory, like initdb: remove or empty it, or pass another --dir',
+  );
+}
+
+/**
+ * initdb + base backup of a new cluster in `clusterDir` (missing or empty), atomically: everything
+ * is built in a temporary sibling directory (mode 0700) and renamed into place at the end, so a
+ * failure at any step leaves nothing behind and a reader never sees half a cluster.
+ */
 export async function initCluster(clusterDir: string, opts: InitOptions): Promise<void> {
+  checkClusterDirectoryEmpty(clusterDir);
+  const target = path.resolve(clusterDir);
+  const parent = path.dirname(target);
+  fs.mkdirSync(parent, { recursive: true });
+  const building = fs.mkdtempSync(path.join(parent, `.${path.basename(target)}.initdb-`));
+  try {
+    await buildCluster(building, opts);
+    // rename(2) replaces an empty directory; a file created in `target` meanwhile makes it fail
+    // (ENOTEMPTY) rather than mix the two.
+    fs.renameSync(building, target);
+    fsyncDir(parent);
+  } catch (e) {
+    fs.rmSync(building, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void> {
   ensureToken(clusterDir);
   const common = {
     listen: opts.listen,
@@ -94,4 +163,5 @@ export async function initCluster(clusterDir: string, opts: InitOptions): Promis
   writeNodeConfig(clusterDir, primary);
   baseBackup(primaryDir, nodeDir(clusterDir, 'standby'));
   writeNodeConfig(clusterDir, standby);
+  fsyncDir(clusterDir);
 }

@@ -162,6 +162,8 @@ function serveControl(ws: WebSocket): void {
 }
 
 async function main(): Promise<void> {
+  // PostmasterMain's umask(PG_MODE_MASK_OWNER): whatever the server creates is its user's alone.
+  process.umask(0o077);
   const config = JSON.parse(fs.readFileSync(path.join(dataDir, 'walsim.conf.json'), 'utf8')) as NodeConfig;
   const token = readToken(clusterDir);
   process.on('SIGQUIT', immediateStop);

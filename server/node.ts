@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type WebSocket from 'ws';
 import { assert } from '../common/assert.ts';
+import { writeFileSynced } from '../common/durable-file.ts';
 import { WalsimError, isWalsimError } from '../common/errors.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
@@ -40,7 +41,7 @@ import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
 import { executeRead } from './sql-functions.ts';
-import type { NodeConfig } from './cluster-files.ts';
+import { copyDataDirectory, type NodeConfig } from './cluster-files.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
 
@@ -210,11 +211,8 @@ export class ServerNode {
     }
     return this.writeLock.run(async () => {
       await this.checkpoint('CHECKPOINT_ONLINE');
-      fs.mkdirSync(targetDir, { recursive: true });
-      for (const entry of ['base', 'global', 'pg_wal']) {
-        fs.cpSync(path.join(this.dataDir, entry), path.join(targetDir, entry), { recursive: true });
-      }
-      fs.writeFileSync(path.join(targetDir, STANDBY_SIGNAL), '');
+      copyDataDirectory(this.dataDir, targetDir);
+      writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '');
       return { checkpointLsn: formatLsn(this.control.checkpointLsn), timeline: this.timeline };
     });
   }

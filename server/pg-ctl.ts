@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WalsimError } from '../common/errors.ts';
+import { FILE_MODE } from '../common/durable-file.ts';
 import { isWalsimServer, nodeDir, readPidFile, SERVER_MARKER, type NodeName } from './cluster-files.ts';
 import type { StopMode } from './control-protocol.ts';
 
@@ -29,7 +30,7 @@ export async function startNode(clusterDir: string, name: NodeName, timeoutMs = 
   const dataDir = nodeDir(clusterDir, name);
   const stalePid = readPidFile(dataDir);
   if (stalePid !== null && !isWalsimServer(stalePid.pid, dataDir)) fs.rmSync(path.join(dataDir, 'postmaster.pid'), { force: true });
-  const log = fs.openSync(path.join(dataDir, 'server.log'), 'a');
+  const log = fs.openSync(path.join(dataDir, 'server.log'), 'a', FILE_MODE);
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', path.join(PROJECT_ROOT, 'server', 'main.ts'), SERVER_MARKER, '--datadir', path.resolve(dataDir), '--cluster-dir', clusterDir],

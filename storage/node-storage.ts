@@ -10,7 +10,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
-import { fsyncDir, writeFileSynced } from '../common/durable-file.ts';
+import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Catalog, type CatalogSnapshot } from './catalog.ts';
 import { Clog } from './clog.ts';
@@ -69,7 +69,7 @@ export class NodeStorage {
     const base = path.join(dataDir, 'base');
     const next = path.join(dataDir, 'base.new');
     fs.rmSync(next, { recursive: true, force: true });
-    fs.mkdirSync(next, { recursive: true });
+    makeDir(next);
     const relations = this.heap.relations();
     for (const rel of relations) writeFileSynced(path.join(next, String(rel)), this.heap.serializeRelation(rel));
     writeFileSynced(path.join(next, 'smgr'), this.smgr.serialize());

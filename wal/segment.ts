@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, parseLsn, type Lsn, type TimeLineId } from './lsn.ts';
-import { fsyncDir, writeFileAtomic } from '../common/durable-file.ts';
+import { fsyncDir, makeDir, writeFileAtomic } from '../common/durable-file.ts';
 export { fsyncDir };
 
 export const DEFAULT_SEGMENT_SIZE = 16 * 1024 * 1024;
@@ -214,7 +214,7 @@ export function writeTimelineHistory(
 export function writeTimelineHistoryFile(dataDir: string, tli: TimeLineId, text: string): void {
   parseTimelineHistory(text, tli);
   const dir = walDir(dataDir);
-  fs.mkdirSync(dir, { recursive: true });
+  makeDir(dir);
   const target = path.join(dir, timelineHistoryFileName(tli));
   writeFileAtomic(target, text);
 }

@@ -9,6 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
+import { FILE_MODE, makeDir } from '../common/durable-file.ts';
 import { WalsimError } from '../common/errors.ts';
 import { ByteBuffer } from './byte-buffer.ts';
 import { decodeRecord, InvalidWalRecordError, RecordEncoder } from './codec.ts';
@@ -95,7 +96,7 @@ export class WalWriter {
     checkSegmentSize(opts.segmentSize);
     assert(opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1, `INV-WAL-5: bad timeline ${opts.timeline}`);
     const segmentSize = opts.segmentSize;
-    fs.mkdirSync(walDir(dataDir), { recursive: true });
+    makeDir(walDir(dataDir));
     let startLsn = opts.startLsn;
     let prevLsn = opts.prevLsn;
     if (startLsn === undefined) {
@@ -292,7 +293,7 @@ export class WalWriter {
     if (offset === 0) {
       // A new segment: start from an empty file so stale bytes from an earlier life can never
       // follow our records (INV-WAL-6).
-      this.fd = fs.openSync(p, 'w');
+      this.fd = fs.openSync(p, 'w', FILE_MODE);
       fsyncDir(walDir(this.dataDir));
     } else {
       this.fd = fs.openSync(p, 'r+'); // prepareSegmentAt created it
@@ -351,7 +352,7 @@ export class WalWriter {
         }
       }
       const tmp = `${p}.tmp`;
-      const fd = fs.openSync(tmp, 'w');
+      const fd = fs.openSync(tmp, 'w', FILE_MODE);
       try {
         fs.writeSync(fd, prefix, 0, offset, 0);
         fs.fsyncSync(fd);
