@@ -19,6 +19,23 @@ const MAX_SEND_BYTES = 1 << 20;
 const MAX_QUEUED_BYTES = 4 << 20;
 const KEEPALIVE_MS = 1000;
 
+/**
+ * A WebSocket close reason is at most 123 bytes of UTF-8 (RFC 6455) and ws throws on a longer one;
+ * messages can quote what a client sent (its application_name), so cut by bytes, not characters.
+ * The log line has the whole message.
+ */
+export function closeReason(message: string): string {
+  let out = '';
+  let bytes = 0;
+  for (const ch of message) {
+    const n = Buffer.byteLength(ch);
+    if (bytes + n > 120) break;
+    out += ch;
+    bytes += n;
+  }
+  return out;
+}
+
 export interface WalSenderDeps {
   dataDir: string;
   flushedLsn(): Lsn;
@@ -66,10 +83,23 @@ export class WalSender {
   private refuse(code: number, message: string): void {
     this.deps.log(`LOG:  walsender for "${this.applicationName || '?'}": ${message}`);
     this.send({ type: 'Error', code: code === CLOSE_PROTOCOL_VIOLATION ? '08P01' : '55000', message });
-    this.ws.close(code, message.slice(0, 120));
+    this.ws.close(code, closeReason(message));
   }
 
+  /**
+   * One message from the standby. Nothing raised while handling it may end the process: an
+   * unexpected exception closes this connection as a protocol violation and is logged.
+   */
   private onMessage(data: Buffer, isBinary: boolean): void {
+    try {
+      this.handleMessage(data, isBinary);
+    } catch (e) {
+      this.deps.log(`ERROR:  walsender for "${this.applicationName || '?'}": internal error handling a message: ${(e as Error).stack ?? String(e)}`);
+      this.refuse(CLOSE_PROTOCOL_VIOLATION, `internal error handling the message: ${(e as Error).message}`);
+    }
+  }
+
+  private handleMessage(data: Buffer, isBinary: boolean): void {
     let m: StreamMessage;
     try {
       if (!isBinary) throw new WalsimError('protocol_violation', 'replication messages must be binary msgpack frames');
@@ -84,7 +114,11 @@ export class WalSender {
         this.applicationName = m.applicationName;
         const problem = this.deps.checkStart(m.startLsn, m.timeline, m.applicationName, this);
         if (problem !== null) return this.refuse(CLOSE_REPLICATION_REFUSED, problem);
-        this.sentLsn = this.writeLsn = this.flushLsn = this.applyLsn = m.startLsn;
+        // The standby has written and flushed up to where it asks to start; what it has replayed
+        // is unknown until its first reply (PostgreSQL: InvalidXLogRecPtr), so apply starts at 0 and
+        // a reconnecting standby releases no remote_apply commit it has not replayed.
+        this.sentLsn = this.writeLsn = this.flushLsn = m.startLsn;
+        this.applyLsn = 0;
         this.state = 'catchup';
         this.deps.log(`LOG:  walsender: "${m.applicationName}" starts streaming at ${formatLsn(m.startLsn)}`);
         this.pump();
@@ -95,8 +129,12 @@ export class WalSender {
         if (m.writeLsn < this.writeLsn || m.flushLsn < this.flushLsn || m.applyLsn < this.applyLsn) {
           return this.refuse(CLOSE_PROTOCOL_VIOLATION, `status update went backwards (write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)})`);
         }
-        if (m.flushLsn > this.sentLsn || m.writeLsn > this.sentLsn) {
-          return this.refuse(CLOSE_PROTOCOL_VIOLATION, `status update claims WAL beyond what was sent (${formatLsn(this.sentLsn)})`);
+        // A standby replays only WAL it has flushed, and flushes only what it wrote, which it
+        // received from us: apply <= flush <= write <= sent. A claim beyond that would release
+        // synchronous commits that no standby holds.
+        if (m.writeLsn > this.sentLsn || m.flushLsn > m.writeLsn || m.applyLsn > m.flushLsn) {
+          return this.refuse(CLOSE_PROTOCOL_VIOLATION, `status update claims WAL beyond what was sent (${formatLsn(this.sentLsn)}): ` +
+            `write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)} must satisfy apply <= flush <= write <= sent`);
         }
         this.writeLsn = m.writeLsn;
         this.flushLsn = m.flushLsn;

@@ -46,6 +46,8 @@ export class WalReceiver {
   private backoffMs = BACKOFF_MIN_MS;
   private timer: NodeJS.Timeout | null = null;
   private holdUntil = 0;
+  /** True while fsyncing received WAL: an exception there is a PANIC, not a connection error. */
+  private flushing = false;
 
   constructor(private readonly deps: WalReceiverDeps) {}
 
@@ -130,7 +132,22 @@ export class WalReceiver {
     this.send({ type: 'StandbyStatusUpdate', writeLsn: wal.writeLsn, flushLsn: wal.flushLsn, applyLsn: this.deps.applyLsn(), sendTime: Date.now(), replyRequested });
   }
 
+  /**
+   * One message from the primary. Nothing raised while handling it may end the process, except an
+   * fsync failure (PANIC, below): an unexpected exception closes this connection as a protocol
+   * violation, is logged, and the walreceiver reconnects as after any lost connection.
+   */
   private onMessage(ws: WebSocket, data: Buffer): void {
+    try {
+      this.handleMessage(ws, data);
+    } catch (e) {
+      if (this.flushing) throw e;
+      this.deps.log(`ERROR:  walreceiver: internal error handling a message: ${(e as Error).stack ?? String(e)}`);
+      ws.close(4002, 'internal error handling a message');
+    }
+  }
+
+  private handleMessage(ws: WebSocket, data: Buffer): void {
     if (ws !== this.ws) return;
     let m: StreamMessage;
     try {
@@ -174,7 +191,11 @@ export class WalReceiver {
         this.state = 'streaming';
         this.backoffMs = BACKOFF_MIN_MS;
         this.sendStatus();
-        wal.flush(); // an fsync failure is not retried: it propagates and stops the server (PANIC)
+        // An fsync failure is not retried: it propagates and stops the server (PANIC), since the
+        // page cache may have dropped the data.
+        this.flushing = true;
+        wal.flush();
+        this.flushing = false;
         this.receivedMessages++;
         this.receivedBytes += m.data.length;
         this.writeError = null;

@@ -72,6 +72,9 @@ const MESSAGE_FIELDS: {
   Error: [['code', 'sqlstate'], ['message', 'string']],
 };
 
+/** Largest |time| a JavaScript Date represents (ECMAScript TimeClip). */
+export const MAX_TIME_MS = 8.64e15;
+
 const packr = new Packr({ useRecords: false, variableMapSize: true });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
 
@@ -86,7 +89,9 @@ function checkField(kind: FieldKind, v: unknown): string | null {
     case 'tli':
       return typeof v === 'number' && v >>> 0 === v && v >= 1 ? null : 'a timeline ID (1 .. 2^32-1)';
     case 'time':
-      return typeof v === 'number' && Number.isFinite(v) ? null : 'a finite number';
+      // Milliseconds since 1970 within the range of a JavaScript Date (TimeClip: |t| <= 8.64e15),
+      // so a receiver can always turn it into a timestamp.
+      return typeof v === 'number' && Number.isFinite(v) && Math.abs(v) <= MAX_TIME_MS ? null : 'a time in ms since 1970 within +-8.64e15';
     case 'bool':
       return typeof v === 'boolean' ? null : 'a boolean';
     case 'string':

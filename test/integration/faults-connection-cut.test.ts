@@ -68,4 +68,28 @@ describe('replication connection cut mid-batch', () => {
     expect(q.orphanBuffers).toEqual([]);
     expect(await c.scalar('standby', 'SELECT count(*) FROM big')).toBe(200000);
   });
+
+  it('a reconnecting standby releases no remote_apply commit it has not replayed (apply is unknown until its first reply)', async () => {
+    // Replay paused: the standby flushes the commit but cannot apply it. Before the fix the
+    // walsender took the START_REPLICATION position as the apply position and released the commit.
+    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_apply' }));
+    await c.sql('primary', 'CREATE TABLE a (c int)');
+    await c.sql('standby', 'SELECT pg_wal_replay_pause()');
+    await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+    let acked = false;
+    const insert = c.sql('primary', 'INSERT INTO a VALUES (1)').then(() => (acked = true), (e: Error) => e);
+    await c.waitForCatchup('flush');
+    await (await c.client('standby')).request({ op: 'fault', fault: 'cut_replication', holdMs: 0 });
+    await c.pollUntil(async () => {
+      const p = await c.status('primary');
+      return (await c.status('standby')).receiverConnects === 2 && p.replication.length === 1 && p.replication[0].state === 'streaming';
+    }, 'standby reconnected');
+    const p = await c.status('primary');
+    expect(p.syncWaiters).toBe(1);
+    expect(acked).toBe(false);
+    expect(await c.scalar('standby', 'SELECT count(*) FROM a')).toBe(0);
+    await c.sql('standby', 'SELECT pg_wal_replay_resume()');
+    expect(await insert).toBe(true);
+    expect(await c.scalar('standby', 'SELECT count(*) FROM a')).toBe(1);
+  });
 });

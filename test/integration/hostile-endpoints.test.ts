@@ -110,6 +110,31 @@ describe('hostile input on the endpoints', () => {
     expect(ahead.reason).toMatch(/status update claims WAL beyond what was sent/);
   });
 
+  it('refuses a status update whose sendTime no Date can hold, and stays up (issue 9 item 1: it crashed the primary)', async () => {
+    for (const t of [1e300, -1e300, 8.65e15]) {
+      // Built by hand: encodeMessage refuses such a time.
+      const bogus = pack(['StandbyStatusUpdate', flushLsn, flushLsn, flushLsn, t, false]);
+      const r = await attack(repl(), auth, [start(), bogus], 20);
+      expect(r.code).toBe(4002);
+      expect(r.reason).toMatch(/StandbyStatusUpdate\.sendTime must be a time in ms since 1970/);
+    }
+    expect(await c.scalar('primary', 'SELECT count(*) FROM t')).toBe(300);
+  });
+
+  it('refuses a status update whose apply or flush position is ahead of what it flushed or wrote (issue 9 item 2)', async () => {
+    // A bogus apply position would release remote_apply commits no standby has replayed.
+    const mk = (write: number, flush: number, apply: number) =>
+      msg({ type: 'StandbyStatusUpdate', writeLsn: write, flushLsn: flush, applyLsn: apply, sendTime: Date.now(), replyRequested: false });
+    const applyAhead = await attack(repl(), auth, [start(), mk(flushLsn, flushLsn, 2 ** 53 - 1)], 20);
+    expect(applyAhead.code).toBe(4002);
+    expect(applyAhead.reason).toMatch(/status update claims WAL beyond what was sent/);
+    const applyPastFlush = await attack(repl(), auth, [start(), mk(flushLsn, flushLsn, flushLsn + 8)], 20);
+    expect(applyPastFlush.code).toBe(4002);
+    expect(applyPastFlush.reason).toMatch(/status update claims WAL beyond what was sent/);
+    // The log names all three positions and the rule.
+    await c.pollUntil(async () => c.serverLog('primary').includes('must satisfy apply <= flush <= write <= sent'), 'log line');
+  });
+
   it('control endpoint: binary garbage, msgpack and oversized frames are refused with a close reason', async () => {
     const garbage = await attack(control(), auth, [Buffer.from([0x00, 0x01, 0xfe])]);
     expect(garbage).toMatchObject({ code: 4002, reason: 'invalid control request: frames must be JSON text' });

@@ -175,13 +175,16 @@ describe('WAL codec properties', () => {
   });
 });
 
+/** Stream-message times: within a JavaScript Date's range (decodeMessage refuses anything else). */
+const streamTime = fc.oneof(fc.nat({ max: 2 ** 45 }), fc.double({ min: -8.64e15, max: 8.64e15, noNaN: true }).filter((x) => !Object.is(x, -0)));
+
 const messageArb: fc.Arbitrary<StreamMessage> = fc.oneof(
   fc.constant({ type: 'IDENTIFY_SYSTEM' as const }),
   fc.record({ type: fc.constant('IdentifySystemReply' as const), systemId: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }).map(String), timeline: fc.integer({ min: 1, max: 2 ** 32 - 1 }), xlogpos: lsn }),
   fc.record({ type: fc.constant('START_REPLICATION' as const), startLsn: lsn, timeline: fc.integer({ min: 1, max: 100 }), applicationName: fc.string() }),
-  fc.record({ type: fc.constant('XLogData' as const), walStart: lsn, walEnd: lsn, sendTime: time, data: fc.uint8Array({ maxLength: 300 }) }),
-  fc.record({ type: fc.constant('PrimaryKeepalive' as const), walEnd: lsn, sendTime: time, replyRequested: fc.boolean() }),
-  fc.record({ type: fc.constant('StandbyStatusUpdate' as const), writeLsn: lsn, flushLsn: lsn, applyLsn: lsn, sendTime: time, replyRequested: fc.boolean() }),
+  fc.record({ type: fc.constant('XLogData' as const), walStart: lsn, walEnd: lsn, sendTime: streamTime, data: fc.uint8Array({ maxLength: 300 }) }),
+  fc.record({ type: fc.constant('PrimaryKeepalive' as const), walEnd: lsn, sendTime: streamTime, replyRequested: fc.boolean() }),
+  fc.record({ type: fc.constant('StandbyStatusUpdate' as const), writeLsn: lsn, flushLsn: lsn, applyLsn: lsn, sendTime: streamTime, replyRequested: fc.boolean() }),
   fc.record({ type: fc.constant('EndOfTimeline' as const), timeline: fc.integer({ min: 1, max: 100 }), switchLsn: lsn }),
   fc.record({ type: fc.constant('TIMELINE_HISTORY' as const), timeline: fc.integer({ min: 1, max: 100 }) }),
   fc.record({ type: fc.constant('TimelineHistoryReply' as const), timeline: fc.integer({ min: 1, max: 100 }), fileName: fc.string(), content: fc.string() }),
@@ -217,8 +220,10 @@ describe('stream message properties', () => {
             expect(e).toBeInstanceOf(WalsimError);
             expect((e as WalsimError).kind).toBe('protocol_violation');
           }
-          // Whatever was accepted is a valid message: it encodes and decodes to itself.
+          // Whatever was accepted is a valid message: it encodes and decodes to itself, and its time
+          // (if any) is a valid Date (a walsender formats the standby's sendTime as replyTime).
           if (back !== null) expect(plain(decodeMessage(encodeMessage(back)))).toEqual(plain(back));
+          if (back !== null && 'sendTime' in back) expect(() => new Date(back.sendTime).toISOString()).not.toThrow();
         }
       }),
       { ...params, numRuns: 500 },

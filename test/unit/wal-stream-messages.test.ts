@@ -65,6 +65,13 @@ describe('stream messages', () => {
     expect(violation(raw.pack(['START_REPLICATION', 1, 0, 'a']))).toMatch(/timeline/);
     expect(violation(raw.pack(['XLogData', 1, 2, 3, 'not bytes']))).toMatch(/data must be binary/);
     expect(violation(raw.pack(['PrimaryKeepalive', 1, 2, 1]))).toMatch(/replyRequested must be a boolean/);
+    // Times outside a JavaScript Date's range (issue 9 item 1: 1e300 crashed the walsender).
+    for (const t of [1e300, -1e300, 8.65e15, -8.65e15]) {
+      expect(violation(raw.pack(['StandbyStatusUpdate', 1, 1, 1, t, false]))).toMatch(/sendTime must be a time in ms since 1970/);
+      expect(violation(raw.pack(['XLogData', 1, 2, t, new Uint8Array(0)]))).toMatch(/sendTime must be a time/);
+      expect(violation(raw.pack(['PrimaryKeepalive', 1, t, false]))).toMatch(/sendTime must be a time/);
+    }
+    expect(decodeMessage(raw.pack(['StandbyStatusUpdate', 1, 1, 1, 8.64e15, false]))).toMatchObject({ sendTime: 8.64e15 });
     expect(violation(raw.pack(['Error', 'oops', 'm']))).toMatch(/SQLSTATE/);
     expect(violation(raw.pack(['IdentifySystemReply', 12345, 1, 0]))).toMatch(/systemId/);
     expect(violation(raw.pack(['StandbyStatusUpdate', 1, 2, 3, 4, false]).subarray(0, 5))).toMatch(/msgpack/);
