@@ -17,7 +17,7 @@ import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } fr
 
 const USAGE = `usage: npm run cluster -- <start|stop|status|promote> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
-          [--drop-strategy cached-lookup|full-scan] [--threshold-divisor 32] [--force-optimized]
+          [--drop-strategy cached-lookup|full-scan|rel-list|recovery-hash|cache-at-create] [--threshold-divisor 32] [--force-optimized]
           [--wal-segment-size 16MB] [--listen 127.0.0.1] [--node NAME] [--dir .walsim]
   stop    [--mode smart|fast|immediate] [--node primary|standby] [--dir .walsim]
   status  [--json] [--dir .walsim]

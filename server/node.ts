@@ -191,7 +191,7 @@ export class ServerNode {
 
   /** The node accepts writes: sizes are no longer trusted (not in recovery), standby.signal goes. */
   private openForWrites(): void {
-    this.storage.smgr.inRecovery = false;
+    this.storage.endRecovery();
     fs.rmSync(path.join(this.dataDir, STANDBY_SIGNAL), { force: true });
     this.control = { ...this.control, state: 'in production', timeline: this.timeline };
     writeControlFile(this.dataDir, this.control);
@@ -308,7 +308,7 @@ export class ServerNode {
   /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
   async startRole(upstreamToken: string): Promise<void> {
     if (!this.inRecovery) {
-      this.storage.smgr.inRecovery = false;
+      this.storage.endRecovery();
       if (this.startupReplay.crashRecovery) await this.checkpoint('CHECKPOINT_ONLINE');
       this.control = { ...this.control, state: 'in production' };
       writeControlFile(this.dataDir, this.control);

@@ -1,11 +1,11 @@
 /** Server settings with PostgreSQL's names and accepted values, validated with clear errors. */
 import { WalsimError } from '../common/errors.ts';
+import { DROP_STRATEGIES, type DropStrategy } from '../storage/drop.ts';
 
 export type SynchronousCommit = 'off' | 'local' | 'remote_write' | 'on' | 'remote_apply';
 export const SYNCHRONOUS_COMMIT_VALUES: readonly SynchronousCommit[] = ['off', 'local', 'remote_write', 'on', 'remote_apply'];
 
-export type DropStrategy = 'full-scan' | 'cached-lookup';
-export const DROP_STRATEGIES: readonly DropStrategy[] = ['full-scan', 'cached-lookup'];
+export { DROP_STRATEGIES, type DropStrategy } from '../storage/drop.ts';
 
 export function parseSynchronousCommit(text: string): SynchronousCommit {
   if ((SYNCHRONOUS_COMMIT_VALUES as readonly string[]).includes(text)) return text as SynchronousCommit;

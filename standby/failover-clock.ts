@@ -2,7 +2,7 @@
  * Records the instants of a failover (resume → promotion done) with a monotonic and a wall clock,
  * and the drop counters and replayed records between them, and turns them into a FailoverReport.
  */
-import type { DropPath } from '../storage/drop.ts';
+import { DROP_PATHS, type DropPath } from '../storage/drop.ts';
 import type { FailoverReport, FailoverTimestamps, Instant } from './failover-report.ts';
 
 export interface DropCounterSource {
@@ -10,10 +10,19 @@ export interface DropCounterSource {
   scanned: number;
   probes: number;
   invalidated: number;
+  listSteps: number;
+  hashBuilds: number;
   drops: Record<DropPath, number>;
 }
 
-type Baseline = { scanned: number; probes: number; invalidated: number; drops: Record<DropPath, number>; ms: Record<DropPath, number>; records: number };
+type Baseline = {
+  scanned: number; probes: number; invalidated: number; listSteps: number; hashBuilds: number;
+  drops: Record<DropPath, number>; ms: Record<DropPath, number>; records: number;
+};
+
+function perPath(end: Record<DropPath, number>, start: Record<DropPath, number>): Record<DropPath, number> {
+  return Object.fromEntries(DROP_PATHS.map((p) => [p, end[p] - start[p]])) as Record<DropPath, number>;
+}
 
 function now(): Instant {
   return { at: new Date().toISOString(), monoMs: performance.now() };
@@ -44,7 +53,8 @@ export class FailoverClock {
   private capture(): Baseline {
     const d = this.drops();
     return {
-      scanned: d.scanned, probes: d.probes, invalidated: d.invalidated, drops: { ...d.drops }, ms: { ...d.elapsedMsByPath },
+      scanned: d.scanned, probes: d.probes, invalidated: d.invalidated, listSteps: d.listSteps, hashBuilds: d.hashBuilds,
+      drops: { ...d.drops }, ms: { ...d.elapsedMsByPath },
       records: this.recordsReplayed(),
     };
   }
@@ -83,12 +93,14 @@ export class FailoverClock {
       recordsReplayed: end.records - b.records,
       newTimeline: this.newTimeline,
       drop: {
-        ms: end.ms['full-scan'] - b.ms['full-scan'] + end.ms['cached-lookup'] - b.ms['cached-lookup'],
-        msByPath: { 'full-scan': end.ms['full-scan'] - b.ms['full-scan'], 'cached-lookup': end.ms['cached-lookup'] - b.ms['cached-lookup'] },
+        ms: DROP_PATHS.reduce((a, p) => a + end.ms[p] - b.ms[p], 0),
+        msByPath: perPath(end.ms, b.ms),
         scanned: end.scanned - b.scanned,
         probes: end.probes - b.probes,
         invalidated: end.invalidated - b.invalidated,
-        drops: { 'full-scan': end.drops['full-scan'] - b.drops['full-scan'], 'cached-lookup': end.drops['cached-lookup'] - b.drops['cached-lookup'] },
+        listSteps: end.listSteps - b.listSteps,
+        hashBuilds: end.hashBuilds - b.hashBuilds,
+        drops: perPath(end.drops, b.drops),
       },
     };
   }

@@ -32,6 +32,9 @@ export interface FailoverDrop {
   scanned: number;
   probes: number;
   invalidated: number;
+  /** List elements walked by rel-list / recovery-hash drops, and recovery-hash builds (full scans). */
+  listSteps: number;
+  hashBuilds: number;
   drops: Record<DropPath, number>;
 }
 

@@ -28,6 +28,7 @@ import {
   type RelFileNumber,
 } from '../wal/records.ts';
 import { BufTable, bufMappingPartition, bufTableCapacity, hashBufferTag } from './buf-table.ts';
+import { RelBufferLists } from './rel-buffer-lists.ts';
 
 /** Buffer state flag bits (buf_internals.h names; walsim keeps them in one byte). */
 export const BM_DIRTY = 1 << 0;
@@ -84,6 +85,22 @@ export interface BufferPoolCounters {
 export interface BufferPoolOptions {
   /** Called with the old tag when a dirty page is written (eviction or checkpoint), before reuse. */
   onWriteDirty?: (rel: RelFileNumber, fork: ForkNumber, block: BlockNumber) => void;
+  /**
+   * Maintain per-relation buffer lists from the first allocation (the `rel-list` drop strategy,
+   * seed 000's first design). Costs every allocation and invalidation a link/unlink.
+   */
+  relationLists?: boolean;
+}
+
+/**
+ * Extra bookkeeping on the allocation path: told when a buffer gets a tag (after BufferAlloc's
+ * retag) and when it loses one (eviction, InvalidateBuffer). Only the `rel-list` and
+ * `recovery-hash` drop strategies install one (storage/rel-buffer-lists.ts); with none installed
+ * the allocation path pays one null test.
+ */
+export interface BufferTagObserver {
+  tagged(id: number, rel: RelFileNumber): void;
+  untagged(id: number, rel: RelFileNumber): void;
 }
 
 function assertTag(rel: number, fork: number, block: number): void {
@@ -106,6 +123,13 @@ export class BufferPool {
   readonly refCount: Uint16Array;
   readonly freeNext: Int32Array;
   readonly table: BufTable;
+  /**
+   * The observer of tag changes, or null (every strategy but rel-list and recovery-hash). Set at
+   * construction for rel-list; attached and released by the recovery-hash strategy.
+   */
+  tagObserver: BufferTagObserver | null = null;
+  /** The per-relation lists when constructed with `relationLists` (rel-list), else null. */
+  readonly relationLists: RelBufferLists | null;
 
   /** BufferStrategyControl. */
   firstFreeBuffer: number;
@@ -137,13 +161,16 @@ export class BufferPool {
     this.lastFreeBuffer = nBuffers - 1;
     this.table = new BufTable(nBuffers, this.tagRel, this.tagFork, this.tagBlock);
     this.onWriteDirty = options.onWriteDirty;
+    this.relationLists = options.relationLists === true ? new RelBufferLists(nBuffers) : null;
+    this.tagObserver = this.relationLists;
   }
 
   /** Bytes held in typed arrays: descriptors plus mapping table. */
   get byteLength(): number {
     return (
       this.tagRel.byteLength + this.tagFork.byteLength + this.tagBlock.byteLength + this.flags.byteLength +
-      this.usageCount.byteLength + this.refCount.byteLength + this.freeNext.byteLength + this.table.byteLength
+      this.usageCount.byteLength + this.refCount.byteLength + this.freeNext.byteLength + this.table.byteLength +
+      (this.relationLists?.byteLength ?? 0)
     );
   }
 
@@ -182,6 +209,7 @@ export class BufferPool {
       this.table.lockExclusive(oldHash);
       if (bufMappingPartition(oldHash) !== bufMappingPartition(newHash)) this.table.lockExclusive(newHash);
       this.table.delete(this.tagRel[id], this.tagFork[id], this.tagBlock[id], oldHash);
+      if (this.tagObserver !== null) this.tagObserver.untagged(id, this.tagRel[id]);
     } else {
       this.table.lockExclusive(newHash);
     }
@@ -190,6 +218,7 @@ export class BufferPool {
     this.tagBlock[id] = block;
     const existing = this.table.insert(rel, fork, block, newHash, id);
     if (!(existing < 0)) fail(`INV-BUF-2: tag ${rel}/${fork}/${block} already mapped to buffer ${existing}`);
+    if (this.tagObserver !== null) this.tagObserver.tagged(id, rel);
     this.flags[id] = BM_TAG_VALID | BM_VALID | BM_PERMANENT;
     this.usageCount[id] = 1;
     this.refCount[id] = 1;
@@ -243,6 +272,7 @@ export class BufferPool {
       const hash = hashBufferTag(rel, fork, block);
       this.table.lockExclusive(hash);
       this.table.delete(rel, fork, block, hash);
+      if (this.tagObserver !== null) this.tagObserver.untagged(id, rel);
       this.counters.invalidations++;
       if (f & BM_DIRTY) this.counters.discardedDirty++;
     }
@@ -331,6 +361,9 @@ export class BufferPool {
       last = id;
     }
     if (!(walked === onList)) fail(`INV-BUF-4: freelist chain has ${walked} buffers, ${onList} marked as listed`);
+    if (this.tagObserver instanceof RelBufferLists) {
+      this.tagObserver.checkIntegrity(tagRel, (id) => (flags[id] & BM_TAG_VALID) !== 0);
+    }
     assert(
       walked === 0 ? this.firstFreeBuffer === FREENEXT_END_OF_LIST : last === this.lastFreeBuffer,
       'INV-BUF-4: freelist head/tail disagree with the chain',

@@ -68,17 +68,27 @@ export class LookupDropper {
 
   /** The same, yielding every LOOKUP_CHUNK_PROBES invalidations. */
   *invalidateFoundSteps(): Generator<void, number, void> {
-    const ids = Int32Array.from(this.victims).sort();
-    let invalidated = 0;
-    for (let k = 0; k < ids.length; k++) {
-      if (k > 0 && k % LOOKUP_CHUNK_PROBES === 0) yield;
-      const id = ids[k]!;
-      if (k > 0 && ids[k - 1] === id) continue; // the same fork listed twice
-      this.pool.invalidate(id);
-      invalidated++;
-    }
+    const invalidated = yield* invalidateInIdOrderSteps(this.pool, this.victims);
     assert(invalidated <= this.probes, 'INV-BUF-8: invalidated more buffers than probes');
     this.victims = [];
     return invalidated;
   }
+}
+
+/**
+ * InvalidateBuffer on each buffer of `victims` in ascending id order, once even if listed twice,
+ * yielding every LOOKUP_CHUNK_PROBES invalidations (INV-BUF-8: every strategy that finds its
+ * buffers by other means than the full scan invalidates them in the full scan's order).
+ */
+export function* invalidateInIdOrderSteps(pool: BufferPool, victims: readonly number[]): Generator<void, number, void> {
+  const ids = Int32Array.from(victims).sort();
+  let invalidated = 0;
+  for (let k = 0; k < ids.length; k++) {
+    if (k > 0 && k % LOOKUP_CHUNK_PROBES === 0) yield;
+    const id = ids[k]!;
+    if (k > 0 && ids[k - 1] === id) continue; // the same fork listed twice
+    pool.invalidate(id);
+    invalidated++;
+  }
+  return invalidated;
 }

@@ -1,19 +1,29 @@
 /**
- * Dropping relation buffers: the choice between the full scan and the cached-size lookup path,
- * and the two smgr operations that drop buffers (smgrtruncate, smgrdounlinkall).
+ * Dropping relation buffers: the drop strategies behind one interface, and the smgr operations
+ * that drop buffers (smgrtruncate, smgrdounlinkall) or prepare for it (smgrcreate).
  *
  * Entry points: `dropRelFileNodeBuffers` (DropRelFileNodeBuffers, pg-internals §1.4),
- * `dropRelFileNodesAllBuffers` (DropRelFileNodesAllBuffers, §2), `smgrtruncate`, `smgrdounlinkall`,
- * `DropStats`, `DEFAULT_DROP_SETTINGS`.
+ * `dropRelFileNodesAllBuffers` (DropRelFileNodesAllBuffers, §2), `smgrcreate`, `smgrtruncate`,
+ * `smgrdounlinkall`, `dropStrategyImpl`, `DROP_STRATEGIES`, `DropStats`, `DEFAULT_DROP_SETTINGS`,
+ * `poolOptionsFor`, `endOfRecovery`.
  *
- * Path choice (PG14+, `strategy: 'cached-lookup'`): the sizes of the forks involved come from
- * `smgr.nblocksCached`, which answers only in recovery (INV-STORAGE-1). If every size is known and
- * the blocks to drop total strictly less than floor(NBuffers / thresholdDivisor)
- * (BUF_DROP_FULL_SCAN_THRESHOLD, divisor 32), each block is probed in the mapping table; otherwise
- * all NBuffers descriptors are scanned. `forceOptimized` skips only the threshold test (the seed
- * thread's threshold experiment). `strategy: 'full-scan'` is pre-PG14: always scan, sizes unread.
+ * Strategies (storage/README.md "Drop strategies" has each one's PostgreSQL history):
+ *   - `full-scan` (pre-PG14): always visit all NBuffers descriptors; sizes are not read.
+ *   - `cached-lookup` (PG14+): the sizes of the forks involved come from `smgr.nblocksCached`,
+ *     which answers only in recovery (INV-STORAGE-1). If every size is known and the blocks to drop
+ *     total strictly less than floor(NBuffers / thresholdDivisor) (BUF_DROP_FULL_SCAN_THRESHOLD,
+ *     divisor 32), each block is probed in the mapping table; otherwise the full scan.
+ *     `forceOptimized` skips only the threshold test (the seed's threshold experiment).
+ *   - `cache-at-create`: `cached-lookup`, plus smgrcreate in recovery caches size 0 for a fork it
+ *     creates, so a fork replay created but never wrote no longer forces the full scan.
+ *   - `rel-list` (seed 000's first design): the pool keeps a list of each relation's buffers,
+ *     maintained on every allocation and invalidation; a drop walks the relation's list.
+ *   - `recovery-hash` (seed 000's reviewer): in recovery, the startup process builds a hash from
+ *     relation to buffers by one full scan at its first drop and keeps it current through its
+ *     own allocations; later drops walk it. Outside recovery: the full scan.
  *
- * Dropped buffers are discarded, dirty or not, never written (INV-BUF-6, asserted here).
+ * Dropped buffers are discarded, dirty or not, never written (INV-BUF-6, asserted here), and every
+ * strategy leaves the same pool (INV-BUF-8; test/property/storage-drop-equivalence.test.ts).
  */
 import { assert } from '../common/assert.ts';
 import {
@@ -23,19 +33,27 @@ import {
   type ForkNumber,
   type RelFileNumber,
 } from '../wal/records.ts';
-import type { BufferPool } from './buffer-pool.ts';
+import type { BufferPool, BufferPoolOptions } from './buffer-pool.ts';
 import { LookupDropper } from './drop-cached-lookup.ts';
 import { fullScanDropRelFileNodeBuffersSteps, fullScanDropRelsAllBuffersSteps, runSteps } from './drop-full-scan.ts';
+import {
+  buildRecoveryHashSteps, listDropRelFileNodeBuffersSteps, listDropRelsAllBuffersSteps, recoveryHashOf, releaseRecoveryHash,
+} from './drop-rel-list.ts';
 export { runSteps } from './drop-full-scan.ts';
 import type { StorageManager } from './smgr.ts';
 
 export { RELS_BSEARCH_THRESHOLD } from './drop-full-scan.ts';
 
-export type DropPath = 'full-scan' | 'cached-lookup';
+/** The drop strategies a node can run (`--drop-strategy`). */
+export type DropStrategy = 'full-scan' | 'cached-lookup' | 'rel-list' | 'recovery-hash' | 'cache-at-create';
+export const DROP_STRATEGIES: readonly DropStrategy[] = ['full-scan', 'cached-lookup', 'rel-list', 'recovery-hash', 'cache-at-create'];
+
+/** How one drop found its buffers. `cache-at-create` takes the cached-lookup or full-scan path. */
+export type DropPath = 'full-scan' | 'cached-lookup' | 'rel-list' | 'recovery-hash';
+export const DROP_PATHS: readonly DropPath[] = ['full-scan', 'cached-lookup', 'rel-list', 'recovery-hash'];
 
 export interface DropSettings {
-  /** 'full-scan': pre-PG14, always scan the pool. 'cached-lookup': PG14+ choice. */
-  strategy: DropPath;
+  strategy: DropStrategy;
   /** BUF_DROP_FULL_SCAN_THRESHOLD = floor(NBuffers / thresholdDivisor); PostgreSQL uses 32. */
   thresholdDivisor: number;
   /** Take the lookup path whenever every size is cached, whatever the total. */
@@ -50,7 +68,7 @@ export const DEFAULT_DROP_SETTINGS: Readonly<DropSettings> = Object.freeze({
 
 export interface DropResult {
   path: DropPath;
-  /** Descriptors visited by the full scan (NBuffers), else 0. */
+  /** Descriptors visited by a full scan or by the recovery hash's build (NBuffers), else 0. */
   scanned: number;
   /** Mapping-table probes by the lookup path (each one shared partition-lock acquisition), else 0. */
   probes: number;
@@ -58,10 +76,32 @@ export interface DropResult {
   invalidated: number;
   /** Blocks to drop per the cached sizes; null when some size was not cached or not consulted. */
   nBlocksToInvalidate: number | null;
-  /** Buffer header locks taken (pre-check hits of a scan, mapping hits of a lookup). */
+  /** Buffer header locks taken (pre-check hits of a scan, mapping hits of a lookup, list elements). */
   headerLocks: number;
-  /** Full-scan pre-check: one relation, linear over ≤ 20, binary search over > 20; null for lookups. */
+  /** Full-scan pre-check: one relation, linear over ≤ 20, binary search over > 20; null otherwise. */
   matcher: 'single' | 'linear' | 'bsearch' | null;
+  /** List elements walked by `rel-list` / `recovery-hash`, else 0. */
+  listSteps: number;
+  /** Buffers inserted into the recovery hash when this drop built it, else 0. */
+  hashInserts: number;
+}
+
+/** One drop strategy: how it finds a relation's buffers, and what it needs elsewhere. */
+export interface DropStrategyImpl {
+  readonly name: DropStrategy;
+  /** The pool must maintain relation lists from its first allocation (BufferPoolOptions.relationLists). */
+  readonly needsRelationLists: boolean;
+  /** smgrcreate in recovery caches size 0 for a fork it creates. */
+  readonly cachesSizeAtCreate: boolean;
+  dropRelFileNodeBuffersSteps(
+    pool: BufferPool, smgr: StorageManager, rel: RelFileNumber, forks: readonly ForkNumber[],
+    firstDelBlock: readonly BlockNumber[], settings: DropSettings,
+  ): Generator<void, DropResult, void>;
+  dropRelsAllBuffersSteps(
+    pool: BufferPool, smgr: StorageManager, rels: readonly RelFileNumber[], settings: DropSettings,
+  ): Generator<void, DropResult, void>;
+  /** Recovery ended (promotion): release recovery-only state. */
+  endOfRecovery(pool: BufferPool): void;
 }
 
 /** BUF_DROP_FULL_SCAN_THRESHOLD for this pool and settings. */
@@ -73,9 +113,175 @@ export function dropFullScanThreshold(nBuffers: number, settings: DropSettings):
   return Math.floor(nBuffers / settings.thresholdDivisor);
 }
 
+function emptyResult(path: DropPath): DropResult {
+  return { path, scanned: 0, probes: 0, invalidated: 0, nBlocksToInvalidate: null, headerLocks: 0, matcher: null, listSteps: 0, hashInserts: 0 };
+}
+
+function* fullScanOneSteps(
+  pool: BufferPool, rel: RelFileNumber, forks: readonly ForkNumber[], firstDelBlock: readonly BlockNumber[], nBlocksToInvalidate: number | null,
+): Generator<void, DropResult, void> {
+  const c = yield* fullScanDropRelFileNodeBuffersSteps(pool, rel, forks, firstDelBlock);
+  return { ...emptyResult('full-scan'), nBlocksToInvalidate, ...c };
+}
+
+function* fullScanAllSteps(pool: BufferPool, rels: readonly RelFileNumber[], nBlocksToInvalidate: number | null): Generator<void, DropResult, void> {
+  const c = yield* fullScanDropRelsAllBuffersSteps(pool, rels);
+  return { ...emptyResult('full-scan'), nBlocksToInvalidate, ...c };
+}
+
+/** PG14's DropRelFileNodeBuffers: lookup path iff every size is cached and the total is below the threshold. */
+function* cachedLookupOneSteps(
+  pool: BufferPool, smgr: StorageManager, rel: RelFileNumber, forks: readonly ForkNumber[],
+  firstDelBlock: readonly BlockNumber[], settings: DropSettings,
+): Generator<void, DropResult, void> {
+  let nBlocksToInvalidate: number | null = 0;
+  const nForkBlock: number[] = [];
+  for (let i = 0; i < forks.length; i++) {
+    const n = smgr.nblocksCached(rel, forks[i]!);
+    if (n === InvalidBlockNumber) {
+      nBlocksToInvalidate = null;
+      break;
+    }
+    nForkBlock.push(n);
+    // BlockNumber (uint32) arithmetic: a cached size below the cut wraps and forces the scan.
+    nBlocksToInvalidate += (n - firstDelBlock[i]!) >>> 0;
+  }
+  if (!useLookupPath(nBlocksToInvalidate, pool.nBuffers, settings)) {
+    return yield* fullScanOneSteps(pool, rel, forks, firstDelBlock, nBlocksToInvalidate);
+  }
+  const dropper = new LookupDropper(pool);
+  for (let i = 0; i < forks.length; i++) yield* dropper.findBuffersSteps(rel, forks[i]!, nForkBlock[i]!, firstDelBlock[i]!);
+  const invalidated = yield* dropper.invalidateFoundSteps();
+  return { ...emptyResult('cached-lookup'), probes: dropper.probes, invalidated, nBlocksToInvalidate, headerLocks: dropper.headerLocks };
+}
+
+/** PG14's DropRelFileNodesAllBuffers: every existing fork cached and the total below the threshold. */
+function* cachedLookupAllSteps(
+  pool: BufferPool, smgr: StorageManager, rels: readonly RelFileNumber[], settings: DropSettings,
+): Generator<void, DropResult, void> {
+  let nBlocksToInvalidate: number | null = 0;
+  // block[i][j]: cached size of fork j of rels[i], InvalidBlockNumber when the fork does not exist.
+  const block: number[][] = [];
+  outer: for (const rel of rels) {
+    const sizes: number[] = [];
+    block.push(sizes);
+    for (let j = 0; j <= MAX_FORKNUM; j++) {
+      const fork = j as ForkNumber;
+      const n = smgr.nblocksCached(rel, fork);
+      sizes.push(n);
+      if (n === InvalidBlockNumber) {
+        if (!smgr.exists(rel, fork)) continue;
+        nBlocksToInvalidate = null;
+        break outer;
+      }
+      nBlocksToInvalidate += n;
+    }
+  }
+  if (!useLookupPath(nBlocksToInvalidate, pool.nBuffers, settings)) return yield* fullScanAllSteps(pool, rels, nBlocksToInvalidate);
+  const dropper = new LookupDropper(pool);
+  for (let i = 0; i < rels.length; i++) {
+    for (let j = 0; j <= MAX_FORKNUM; j++) {
+      const n = block[i]![j]!;
+      if (n !== InvalidBlockNumber) yield* dropper.findBuffersSteps(rels[i]!, j as ForkNumber, n, 0);
+    }
+  }
+  const invalidated = yield* dropper.invalidateFoundSteps();
+  return { ...emptyResult('cached-lookup'), probes: dropper.probes, invalidated, nBlocksToInvalidate, headerLocks: dropper.headerLocks };
+}
+
 function useLookupPath(total: number | null, nBuffers: number, settings: DropSettings): boolean {
-  if (settings.strategy === 'full-scan' || total === null) return false;
+  if (total === null) return false;
   return settings.forceOptimized || total < dropFullScanThreshold(nBuffers, settings);
+}
+
+const noRecoveryState = (): void => {};
+
+const FULL_SCAN: DropStrategyImpl = {
+  name: 'full-scan', needsRelationLists: false, cachesSizeAtCreate: false,
+  dropRelFileNodeBuffersSteps: (pool, _smgr, rel, forks, firstDelBlock) => fullScanOneSteps(pool, rel, forks, firstDelBlock, null),
+  dropRelsAllBuffersSteps: (pool, _smgr, rels) => fullScanAllSteps(pool, rels, null),
+  endOfRecovery: noRecoveryState,
+};
+
+const CACHED_LOOKUP: DropStrategyImpl = {
+  name: 'cached-lookup', needsRelationLists: false, cachesSizeAtCreate: false,
+  dropRelFileNodeBuffersSteps: cachedLookupOneSteps,
+  dropRelsAllBuffersSteps: cachedLookupAllSteps,
+  endOfRecovery: noRecoveryState,
+};
+
+const CACHE_AT_CREATE: DropStrategyImpl = { ...CACHED_LOOKUP, name: 'cache-at-create', cachesSizeAtCreate: true };
+
+function relationListsOf(pool: BufferPool) {
+  const lists = pool.relationLists;
+  assert(lists !== null, 'INV-DROP-3: the rel-list strategy needs a pool built with relationLists (poolOptionsFor)');
+  return lists;
+}
+
+const REL_LIST: DropStrategyImpl = {
+  name: 'rel-list', needsRelationLists: true, cachesSizeAtCreate: false,
+  *dropRelFileNodeBuffersSteps(pool, _smgr, rel, forks, firstDelBlock) {
+    const c = yield* listDropRelFileNodeBuffersSteps(pool, relationListsOf(pool), rel, forks, firstDelBlock);
+    return { ...emptyResult('rel-list'), ...c };
+  },
+  *dropRelsAllBuffersSteps(pool, _smgr, rels) {
+    const c = yield* listDropRelsAllBuffersSteps(pool, relationListsOf(pool), rels);
+    return { ...emptyResult('rel-list'), ...c };
+  },
+  endOfRecovery: noRecoveryState,
+};
+
+/** The recovery hash, built now if this is the first drop in recovery; null outside recovery. */
+function* recoveryHashSteps(pool: BufferPool, smgr: StorageManager) {
+  if (!smgr.inRecovery) {
+    releaseRecoveryHash(pool);
+    return null;
+  }
+  const lists = recoveryHashOf(pool);
+  if (lists !== null) return { lists, scanned: 0, inserted: 0 };
+  return yield* buildRecoveryHashSteps(pool);
+}
+
+const RECOVERY_HASH: DropStrategyImpl = {
+  name: 'recovery-hash', needsRelationLists: false, cachesSizeAtCreate: false,
+  *dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, firstDelBlock) {
+    const h = yield* recoveryHashSteps(pool, smgr);
+    if (h === null) return yield* fullScanOneSteps(pool, rel, forks, firstDelBlock, null);
+    const c = yield* listDropRelFileNodeBuffersSteps(pool, h.lists, rel, forks, firstDelBlock);
+    return { ...emptyResult('recovery-hash'), scanned: h.scanned, hashInserts: h.inserted, ...c };
+  },
+  *dropRelsAllBuffersSteps(pool, smgr, rels) {
+    const h = yield* recoveryHashSteps(pool, smgr);
+    if (h === null) return yield* fullScanAllSteps(pool, rels, null);
+    const c = yield* listDropRelsAllBuffersSteps(pool, h.lists, rels);
+    return { ...emptyResult('recovery-hash'), scanned: h.scanned, hashInserts: h.inserted, ...c };
+  },
+  endOfRecovery: releaseRecoveryHash,
+};
+
+const IMPLS: Readonly<Record<DropStrategy, DropStrategyImpl>> = Object.freeze({
+  'full-scan': FULL_SCAN,
+  'cached-lookup': CACHED_LOOKUP,
+  'rel-list': REL_LIST,
+  'recovery-hash': RECOVERY_HASH,
+  'cache-at-create': CACHE_AT_CREATE,
+});
+
+/** The implementation of a strategy; refuses an unknown name (INV-DROP-1). */
+export function dropStrategyImpl(name: DropStrategy): DropStrategyImpl {
+  const impl = IMPLS[name];
+  assert(impl !== undefined, `INV-DROP-1: unknown drop strategy ${String(name)}`);
+  return impl;
+}
+
+/** Pool options a node running `settings` needs (rel-list: relation lists from the first allocation). */
+export function poolOptionsFor(settings: DropSettings, options: BufferPoolOptions = {}): BufferPoolOptions {
+  return { ...options, relationLists: dropStrategyImpl(settings.strategy).needsRelationLists };
+}
+
+/** Recovery ended (promotion): the strategy releases recovery-only state (the recovery hash). */
+export function endOfRecovery(pool: BufferPool, settings: DropSettings): void {
+  dropStrategyImpl(settings.strategy).endOfRecovery(pool);
 }
 
 /**
@@ -92,7 +298,7 @@ export function dropRelFileNodeBuffers(
   return runSteps(dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, firstDelBlock, settings));
 }
 
-/** dropRelFileNodeBuffers in steps: yields between chunks of a scan or of probes (same result). */
+/** dropRelFileNodeBuffers in steps: yields between chunks of a scan, probes or list walk (same result). */
 export function* dropRelFileNodeBuffersSteps(
   pool: BufferPool,
   smgr: StorageManager,
@@ -105,34 +311,7 @@ export function* dropRelFileNodeBuffersSteps(
   assert(forks.length > 0 && forks.length === firstDelBlock.length, 'INV-DROP-2: forks/firstDelBlock mismatch');
   const writesBefore = pool.counters.writes;
   dropFullScanThreshold(pool.nBuffers, settings);
-  let nBlocksToInvalidate: number | null = null;
-  const nForkBlock: number[] = [];
-  if (settings.strategy === 'cached-lookup') {
-    nBlocksToInvalidate = 0;
-    for (let i = 0; i < forks.length; i++) {
-      const n = smgr.nblocksCached(rel, forks[i]!);
-      if (n === InvalidBlockNumber) {
-        nBlocksToInvalidate = null;
-        break;
-      }
-      nForkBlock.push(n);
-      // BlockNumber (uint32) arithmetic: a cached size below the cut wraps and forces the scan.
-      nBlocksToInvalidate += (n - firstDelBlock[i]!) >>> 0;
-    }
-  }
-  let result: DropResult;
-  if (useLookupPath(nBlocksToInvalidate, pool.nBuffers, settings)) {
-    const dropper = new LookupDropper(pool);
-    for (let i = 0; i < forks.length; i++) yield* dropper.findBuffersSteps(rel, forks[i]!, nForkBlock[i]!, firstDelBlock[i]!);
-    const invalidated = yield* dropper.invalidateFoundSteps();
-    result = {
-      path: 'cached-lookup', scanned: 0, probes: dropper.probes, invalidated, nBlocksToInvalidate,
-      headerLocks: dropper.headerLocks, matcher: null,
-    };
-  } else {
-    const c = yield* fullScanDropRelFileNodeBuffersSteps(pool, rel, forks, firstDelBlock);
-    result = { path: 'full-scan', probes: 0, nBlocksToInvalidate, ...c };
-  }
+  const result = yield* dropStrategyImpl(settings.strategy).dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, firstDelBlock, settings);
   assert(pool.counters.writes === writesBefore, 'INV-BUF-6: a dropped buffer was written');
   return result;
 }
@@ -150,7 +329,7 @@ export function dropRelFileNodesAllBuffers(
   return runSteps(dropRelFileNodesAllBuffersSteps(pool, smgr, rels, settings));
 }
 
-/** dropRelFileNodesAllBuffers in steps: yields between chunks of a scan or of probes (same result). */
+/** dropRelFileNodesAllBuffers in steps: yields between chunks of a scan, probes or list walk (same result). */
 export function* dropRelFileNodesAllBuffersSteps(
   pool: BufferPool,
   smgr: StorageManager,
@@ -160,54 +339,27 @@ export function* dropRelFileNodesAllBuffersSteps(
   for (const rel of rels) assert(rel > 0, `INV-DROP-2: bad relfilenumber ${rel}`);
   const writesBefore = pool.counters.writes;
   dropFullScanThreshold(pool.nBuffers, settings);
+  const impl = dropStrategyImpl(settings.strategy);
   if (rels.length === 0) {
     // PostgreSQL returns at once; vacuously every fork is cached and nothing is to drop.
-    return {
-      path: settings.strategy, scanned: 0, probes: 0, invalidated: 0, nBlocksToInvalidate: 0,
-      headerLocks: 0, matcher: null,
-    };
+    const path: DropPath = settings.strategy === 'cache-at-create' ? 'cached-lookup' : settings.strategy;
+    return { ...emptyResult(path), nBlocksToInvalidate: 0 };
   }
-  let nBlocksToInvalidate: number | null = null;
-  // block[i][j]: cached size of fork j of rels[i], InvalidBlockNumber when the fork does not exist.
-  const block: number[][] = [];
-  if (settings.strategy === 'cached-lookup') {
-    nBlocksToInvalidate = 0;
-    outer: for (const rel of rels) {
-      const sizes: number[] = [];
-      block.push(sizes);
-      for (let j = 0; j <= MAX_FORKNUM; j++) {
-        const fork = j as ForkNumber;
-        const n = smgr.nblocksCached(rel, fork);
-        sizes.push(n);
-        if (n === InvalidBlockNumber) {
-          if (!smgr.exists(rel, fork)) continue;
-          nBlocksToInvalidate = null;
-          break outer;
-        }
-        nBlocksToInvalidate += n;
-      }
-    }
-  }
-  let result: DropResult;
-  if (useLookupPath(nBlocksToInvalidate, pool.nBuffers, settings)) {
-    const dropper = new LookupDropper(pool);
-    for (let i = 0; i < rels.length; i++) {
-      for (let j = 0; j <= MAX_FORKNUM; j++) {
-        const n = block[i]![j]!;
-        if (n !== InvalidBlockNumber) yield* dropper.findBuffersSteps(rels[i]!, j as ForkNumber, n, 0);
-      }
-    }
-    const invalidated = yield* dropper.invalidateFoundSteps();
-    result = {
-      path: 'cached-lookup', scanned: 0, probes: dropper.probes, invalidated, nBlocksToInvalidate,
-      headerLocks: dropper.headerLocks, matcher: null,
-    };
-  } else {
-    const c = yield* fullScanDropRelsAllBuffersSteps(pool, rels);
-    result = { path: 'full-scan', probes: 0, nBlocksToInvalidate, ...c };
-  }
+  const result = yield* impl.dropRelsAllBuffersSteps(pool, smgr, rels, settings);
   assert(pool.counters.writes === writesBefore, 'INV-BUF-6: a dropped buffer was written');
   return result;
+}
+
+/**
+ * smgrcreate: create the fork's file if it does not exist (redo may create it twice). With
+ * `cache-at-create`, in recovery, a fork this call created is known to be empty: its size 0 is
+ * cached, so a later drop of a fork that replay never wrote can take the lookup path (the 2026
+ * pgsql-hackers proposal). Returns whether the file was created.
+ */
+export function smgrcreate(smgr: StorageManager, rel: RelFileNumber, fork: ForkNumber, settings: DropSettings = DEFAULT_DROP_SETTINGS): boolean {
+  const created = smgr.create(rel, fork);
+  if (created && smgr.inRecovery && dropStrategyImpl(settings.strategy).cachesSizeAtCreate) smgr.cacheCreatedEmpty(rel, fork);
+  return created;
 }
 
 /**
@@ -282,16 +434,21 @@ export function* timedSteps<T>(steps: Generator<void, T, void>, out: { ms: numbe
 
 /** Cumulative drop counters, per path. */
 export class DropStats {
-  readonly drops: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0 };
-  readonly invalidatedByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0 };
+  readonly drops: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
+  readonly invalidatedByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
   scanned = 0;
   probes = 0;
   invalidated = 0;
   headerLocks = 0;
   /** Full scans whose pre-check used binary search (> RELS_BSEARCH_THRESHOLD relations). */
   bsearchScans = 0;
+  /** List elements walked (rel-list, recovery-hash). */
+  listSteps = 0;
+  /** Recovery-hash builds (each one scan of NBuffers, counted in `scanned`) and buffers they inserted. */
+  hashBuilds = 0;
+  hashInserts = 0;
   /** Time spent inside drops (busy time, not counting event-loop turns between steps), per path. */
-  readonly elapsedMsByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0 };
+  readonly elapsedMsByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
 
   add(result: DropResult, elapsedMs = 0): void {
     this.elapsedMsByPath[result.path] += elapsedMs;
@@ -302,5 +459,8 @@ export class DropStats {
     this.invalidatedByPath[result.path] += result.invalidated;
     this.headerLocks += result.headerLocks;
     if (result.matcher === 'bsearch') this.bsearchScans++;
+    this.listSteps += result.listSteps;
+    if (result.path === 'recovery-hash' && result.scanned > 0) this.hashBuilds++;
+    this.hashInserts += result.hashInserts;
   }
 }

@@ -14,7 +14,9 @@ import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Catalog, type CatalogSnapshot } from './catalog.ts';
 import { Clog } from './clog.ts';
-import { DropStats, smgrdounlinkallSteps, smgrtruncateSteps, type DropResult, type DropSettings } from './drop.ts';
+import {
+  DropStats, endOfRecovery, poolOptionsFor, smgrdounlinkallSteps, smgrtruncateSteps, type DropResult, type DropSettings,
+} from './drop.ts';
 import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
 import type { ForkNumber, RelFileNumber } from '../wal/records.ts';
@@ -46,7 +48,7 @@ export class NodeStorage {
   ) {}
 
   static create(nBuffers: number, dropSettings: DropSettings): NodeStorage {
-    return new NodeStorage(new BufferPool(nBuffers), new StorageManager(), new HeapStore(), new Clog(), new Catalog(), dropSettings);
+    return new NodeStorage(new BufferPool(nBuffers, poolOptionsFor(dropSettings)), new StorageManager(), new HeapStore(), new Clog(), new Catalog(), dropSettings);
   }
 
   /** smgrtruncate in steps (yields inside long scans; see storage/drop-full-scan.ts). */
@@ -56,6 +58,12 @@ export class NodeStorage {
 
   smgrdounlinkallSteps(rels: RelFileNumber[]): Generator<void, DropResult, void> {
     return smgrdounlinkallSteps(this.pool, this.smgr, rels, this.dropSettings);
+  }
+
+  /** Recovery ended (promotion): not in recovery any more, and the strategy drops recovery-only state. */
+  endRecovery(): void {
+    this.smgr.inRecovery = false;
+    endOfRecovery(this.pool, this.dropSettings);
   }
 
   recordDrop(r: DropResult, elapsedMs = 0): void {
@@ -97,7 +105,7 @@ export class NodeStorage {
     for (const rel of header.relations) heap.deserializeRelation(rel, new Uint8Array(fs.readFileSync(path.join(base, String(rel)))));
     const smgr = StorageManager.deserialize(new Uint8Array(fs.readFileSync(path.join(base, 'smgr'))));
     const clog = Clog.deserialize(new Uint8Array(fs.readFileSync(path.join(base, 'pg_xact'))));
-    const storage = new NodeStorage(new BufferPool(nBuffers), smgr, heap, clog, Catalog.fromSnapshot(header.catalog), dropSettings);
+    const storage = new NodeStorage(new BufferPool(nBuffers, poolOptionsFor(dropSettings)), smgr, heap, clog, Catalog.fromSnapshot(header.catalog), dropSettings);
     return { storage, header };
   }
 }

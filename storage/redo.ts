@@ -23,7 +23,7 @@ import {
   type WalRecordBody,
 } from '../wal/records.ts';
 import type { NodeStorage } from './node-storage.ts';
-import { runSteps, timedSteps } from './drop.ts';
+import { runSteps, smgrcreate, timedSteps } from './drop.ts';
 
 /** Heap pages per visibility-map page: 2 bits per heap page in 8168 usable bytes (visibilitymap.c). */
 export const HEAPBLOCKS_PER_VM_PAGE = (8192 - 24) * 4;
@@ -81,7 +81,7 @@ export function* redoSteps(st: NodeStorage, body: WalRecordBody, xid: Transactio
   if (xid !== 0) st.catalog.observeXid(xid);
   switch (body.kind) {
     case 'SMGR_CREATE':
-      if (!st.smgr.exists(body.rel, body.fork)) st.smgr.create(body.rel, body.fork);
+      smgrcreate(st.smgr, body.rel, body.fork, st.dropSettings);
       if (body.fork === MAIN_FORKNUM && !st.heap.hasRelation(body.rel)) st.heap.createRelation(body.rel);
       return;
     case 'CATALOG_UPDATE':

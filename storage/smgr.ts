@@ -29,6 +29,8 @@
  *                  exists has a cached size. So no buffer of a fork can lie at or beyond a valid
  *                  cached size as long as pages are only read below the disk size (asserted by
  *                  nblocksCached and checkStorage).
+ *   INV-STORAGE-8  cacheCreatedEmpty (the cache-at-create strategy) caches 0 only in recovery, for
+ *                  an existing fork of 0 blocks.
  */
 import { assert, fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
@@ -204,6 +206,17 @@ export class StorageManager {
       }
       cache[fork] = target;
     }
+  }
+
+  /**
+   * The `cache-at-create` strategy's rule (INV-STORAGE-8): a fork smgrcreate has just created in
+   * recovery is empty, so its size 0 is cached. Only an existing fork of 0 blocks qualifies.
+   */
+  cacheCreatedEmpty(rel: RelFileNumber, fork: ForkNumber): void {
+    if (!(this.recovery && this.diskNblocks(rel, fork) === 0)) {
+      fail(`INV-STORAGE-8: caching size 0 of ${relpath(rel, fork)} needs recovery and an empty fork`);
+    }
+    this.cached(rel)[fork] = 0;
   }
 
   /** RelationTruncate's reset (INV-STORAGE-6): every fork's cached size becomes invalid. */

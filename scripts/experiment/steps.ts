@@ -18,6 +18,7 @@ import { isWalsimServer, nodeDir, readNodeConfig, readPidFile, readToken, type N
 import { runningPid, sleep, stopNode } from '../../server/pg-ctl.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import type { FailoverReport } from '../../standby/failover-report.ts';
+import { DROP_PATHS, type DropPath } from '../../storage/drop.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';
 import { readWorkloadState, tableNames, writeWorkloadState, type Workload, type WorkloadState } from './state.ts';
 
@@ -330,6 +331,11 @@ async function stepResume(s: ClusterSession, o: StepOptions): Promise<Partial<Re
   };
 }
 
+/** `full-scan 1, cached-lookup 0` plus the list paths when they ran. */
+function dropPathsText(drops: Record<DropPath, number>): string {
+  return DROP_PATHS.filter((p) => p === 'full-scan' || p === 'cached-lookup' || drops[p] > 0).map((p) => `${p} ${fmtInt(drops[p])}`).join(', ');
+}
+
 /** The resume step's human output: the seed's two timestamps, their difference, and why. */
 export function formatFailover(r: FailoverReport): string[] {
   const ms = (v: number | null) => (v === null ? 'n/a' : `${(v / 1000).toFixed(3)} s`);
@@ -339,8 +345,9 @@ export function formatFailover(r: FailoverReport): string[] {
     `promoted: ${r.promotedAt}  (read-write, timeline ${r.newTimeline ?? '?'})`,
     `failover: ${ms(r.failoverMs)}  = replay ${ms(r.phases.replayMs)} + end of recovery ${ms(r.phases.endOfRecoveryMs)} + open for writes ${ms(r.phases.openForWritesMs)}` +
       (r.phases.checkpointMs !== null ? `  (then checkpoint ${ms(r.phases.checkpointMs)})` : ''),
-    `replayed: ${fmtInt(r.recordsReplayed)} records; drops: full-scan ${fmtInt(d.drops['full-scan'])}, cached-lookup ${fmtInt(d.drops['cached-lookup'])}; ` +
-      `${fmtInt(d.scanned)} descriptors scanned, ${fmtInt(d.probes)} probes, ${fmtInt(d.invalidated)} buffers invalidated, ` +
+    `replayed: ${fmtInt(r.recordsReplayed)} records; drops: ${dropPathsText(d.drops)}; ` +
+      `${fmtInt(d.scanned)} descriptors scanned, ${fmtInt(d.probes)} probes, ` +
+      (d.listSteps > 0 ? `${fmtInt(d.listSteps)} list steps, ` : '') + `${fmtInt(d.invalidated)} buffers invalidated, ` +
       `${(d.ms / 1000).toFixed(3)} s inside drops`,
   ];
 }

@@ -224,7 +224,7 @@ describe('DropStats', () => {
     const stats = new DropStats();
     stats.add(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [90], LOOKUP));
     stats.add(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [10], LOOKUP));
-    expect(stats.drops).toEqual({ 'full-scan': 1, 'cached-lookup': 1 });
+    expect(stats.drops).toEqual({ 'full-scan': 1, 'cached-lookup': 1, 'rel-list': 0, 'recovery-hash': 0 });
     expect(stats).toMatchObject({ scanned: N, probes: 10, invalidated: 90 });
   });
 });
