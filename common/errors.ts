@@ -13,6 +13,7 @@ export type WalsimErrorKind =
   | 'promotion_ongoing'
   | 'not_connected'
   | 'timeout'
+  | 'canceled' // a cancel request interrupted the statement
   | 'invalid_wal' // a WAL record failed validation (CRC, prev-link, truncation)
   | 'io_error'
   | 'protocol_violation'
@@ -30,6 +31,7 @@ const SQLSTATE_BY_KIND: Record<WalsimErrorKind, string> = {
   promotion_ongoing: '55000',
   not_connected: '08006',
   timeout: '57014',
+  canceled: '57014', // query_canceled
   invalid_wal: 'XX001', // data_corrupted
   io_error: '58030',
   protocol_violation: '08P01',

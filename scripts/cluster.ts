@@ -18,7 +18,8 @@ import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } fr
 const USAGE = `usage: npm run cluster -- <start|stop|status|promote> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
           [--drop-strategy cached-lookup|full-scan|rel-list|recovery-hash|cache-at-create] [--threshold-divisor 32] [--force-optimized]
-          [--wal-segment-size 16MB] [--listen 127.0.0.1] [--node NAME] [--dir .walsim]
+          [--wal-segment-size 16MB] [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD]
+          [--node NAME] [--dir .walsim]
   stop    [--mode smart|fast|immediate] [--node primary|standby] [--dir .walsim]
   status  [--json] [--dir .walsim]
   add-standby --name NAME [--from primary] [--shared-buffers SIZE] [--dir .walsim]
@@ -57,6 +58,8 @@ async function cmdStart(argv: string[]): Promise<number> {
     'force-optimized': { type: 'boolean', default: false },
     'wal-segment-size': { type: 'string', default: '16MB' },
     listen: { type: 'string', default: '127.0.0.1' },
+    'pg-port': { type: 'string' },
+    password: { type: 'string' },
     json: { type: 'boolean', default: false },
   }, USAGE);
   const clusterDir = clusterDirOf(values.dir);
@@ -78,6 +81,8 @@ async function cmdStart(argv: string[]): Promise<number> {
       forceOptimized: values['force-optimized']!,
       walSegmentSize: parseSharedBuffers(values['wal-segment-size']!).bytes,
       listen: values.listen!,
+      ...(values['pg-port'] !== undefined ? { pgPortBase: parsePort(values['pg-port']) } : {}),
+      ...(values.password !== undefined ? { password: parsePassword(values.password) } : {}),
     };
     parseSharedBuffers(opts.sharedBuffers);
     parseSharedBuffers(opts.standbySharedBuffers);
@@ -86,17 +91,32 @@ async function cmdStart(argv: string[]): Promise<number> {
     if (isIP(opts.listen) === 0) throw new UsageError(`--listen must be an IP address (e.g. 127.0.0.1), got "${opts.listen}"`);
     await initCluster(clusterDir, opts);
   }
-  const started: Array<{ name: string; port: number }> = [];
+  const started: Array<{ name: string; port: number; pgPort: number | null }> = [];
   // Primaries first, so standbys find their upstream.
   const order = listNodes(clusterDir).sort((a, b) => Number(readNodeConfig(clusterDir, a).role === 'standby') - Number(readNodeConfig(clusterDir, b).role === 'standby'));
   for (const name of order) {
     if (runningPid(clusterDir, name) !== null) continue;
-    started.push({ name, port: await startNode(clusterDir, name) });
+    const port = await startNode(clusterDir, name);
+    started.push({ name, port, pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null });
   }
   for (const name of order) if (readNodeConfig(clusterDir, name).role === 'standby') await waitStreaming(clusterDir, name);
   if (values.json) printJson({ dir: clusterDir, started });
-  else for (const s of started) console.log(`${s.name}: started, listening on 127.0.0.1:${s.port}`);
+  else {
+    for (const s of started) console.log(`${s.name}: started, listening on 127.0.0.1:${s.port} (control), PostgreSQL protocol on 127.0.0.1:${s.pgPort}`);
+    for (const s of started) console.log(`  psql -h 127.0.0.1 -p ${s.pgPort} -U postgres -X postgres    # ${s.name}`);
+  }
   return 0;
+}
+
+function parsePort(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || n > 65534) throw new UsageError(`--pg-port must be a TCP port between 1 and 65534 (the standby takes the next one), got "${text}"`);
+  return n;
+}
+
+function parsePassword(text: string): string {
+  if (text === '' || text.includes('\0')) throw new UsageError('--password must be a non-empty string without NUL bytes');
+  return text;
 }
 
 async function cmdStop(argv: string[]): Promise<number> {
@@ -149,7 +169,7 @@ async function cmdStatus(argv: string[]): Promise<number> {
     for (const [name, s] of Object.entries(out)) {
       const st = s as Record<string, unknown>;
       if (!st.running) console.log(`${name}: not running`);
-      else console.log(`${name}: running (pid ${st.pid}, port ${st.port}), ${st.inRecovery ? 'in recovery' : 'read-write'}, ` +
+      else console.log(`${name}: running (pid ${st.pid}, port ${st.port}, PostgreSQL protocol port ${st.pgPort}), ${st.inRecovery ? 'in recovery' : 'read-write'}, ` +
         (st.inRecovery ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState})` : `insert ${st.insertLsn} flush ${st.flushLsn}`));
     }
   }
@@ -178,14 +198,14 @@ async function cmdAddStandby(argv: string[]): Promise<number> {
   }
   const port = (await import('../server/initdb.ts')).freePort;
   writeNodeConfig(clusterDir, {
-    ...source, name, role: 'standby', port: await port(source.listen), sharedBuffers: values['shared-buffers'] ?? source.sharedBuffers,
+    ...source, name, role: 'standby', port: await port(source.listen), pgPort: await port(source.listen), sharedBuffers: values['shared-buffers'] ?? source.sharedBuffers,
     synchronousStandbyNames: '', primaryHost: source.listen === '0.0.0.0' ? '127.0.0.1' : source.listen,
     primaryPort: readPidFile(nodeDir(clusterDir, values.from!))!.port, applicationName: name,
   });
   const listenPort = await startNode(clusterDir, name);
   await waitStreaming(clusterDir, name);
-  if (values.json) printJson({ name, port: listenPort, from: values.from, ...backup });
-  else console.log(`${name}: base backup of ${values.from} at ${backup.checkpointLsn} (timeline ${backup.timeline}), streaming, listening on 127.0.0.1:${listenPort}`);
+  if (values.json) printJson({ name, port: listenPort, pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null, from: values.from, ...backup });
+  else console.log(`${name}: base backup of ${values.from} at ${backup.checkpointLsn} (timeline ${backup.timeline}), streaming, listening on 127.0.0.1:${listenPort}, PostgreSQL protocol on 127.0.0.1:${readPidFile(nodeDir(clusterDir, name))?.pgPort}`);
   return 0;
 }
 

@@ -4,6 +4,7 @@
  * postmaster.pid. Shared by the server process and the CLIs; no sockets here.
  *
  *   <dir>/token                      cluster access token, mode 0600
+ *   <dir>/pg_password                PostgreSQL-protocol password (only with --password), mode 0600
  *   <dir>/<node>/walsim.conf.json    node settings (role, port, shared_buffers, ...)
  *   <dir>/<node>/postmaster.pid      JSON {pid, port, role, startedAt, marker} while running
  *   <dir>/<node>/server.log          the server's stdout/stderr
@@ -31,6 +32,8 @@ export interface NodeConfig {
   role: Role;
   listen: string;
   port: number;
+  /** PostgreSQL wire-protocol port (absent in clusters made before it existed: a free port). */
+  pgPort?: number;
   sharedBuffers: string;
   dropStrategy: DropStrategy;
   thresholdDivisor: number;
@@ -48,6 +51,8 @@ export interface NodeConfig {
 export interface PidFile {
   pid: number;
   port: number;
+  /** The PostgreSQL wire-protocol port. */
+  pgPort?: number;
   role: Role;
   startedAt: string;
   marker: string;
@@ -81,6 +86,25 @@ export function ensureToken(clusterDir: string): string {
   fs.writeFileSync(p, token + '\n', { mode: FILE_MODE, flag: 'wx' });
   fs.chmodSync(p, FILE_MODE);
   return token;
+}
+
+/**
+ * The password every PostgreSQL-protocol client must give (md5), when the cluster was started
+ * with --password; null means trust (loopback clients only). Mode 0600, like the token.
+ */
+export function pgPasswordPath(clusterDir: string): string {
+  return path.join(clusterDir, 'pg_password');
+}
+
+export function writePgPassword(clusterDir: string, password: string): void {
+  makeDir(clusterDir);
+  fs.writeFileSync(pgPasswordPath(clusterDir), password + '\n', { mode: FILE_MODE });
+  fs.chmodSync(pgPasswordPath(clusterDir), FILE_MODE);
+}
+
+export function readPgPassword(clusterDir: string): string | null {
+  const p = pgPasswordPath(clusterDir);
+  return fs.existsSync(p) ? fs.readFileSync(p, 'utf8').replace(/\n$/, '') : null;
 }
 
 export function readToken(clusterDir: string): string {

@@ -110,6 +110,13 @@ export class ClusterHandle {
     return c;
   }
 
+  /** The node's PostgreSQL wire-protocol port (psql, node-postgres), from its postmaster.pid. */
+  pgPort(name: NodeName): number {
+    const pgPort = readPidFile(this.dataDir(name))?.pgPort;
+    if (pgPort === undefined) throw new Error(`node ${name} is not running (no PostgreSQL port in its postmaster.pid)`);
+    return pgPort;
+  }
+
   async sql(name: NodeName, sql: string): Promise<QueryResult> {
     return (await this.client(name)).sql(sql);
   }

@@ -12,7 +12,7 @@ import { NodeStorage } from '../storage/node-storage.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { WalsimError } from '../common/errors.ts';
 import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
-import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, type NodeConfig } from './cluster-files.ts';
+import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig } from './cluster-files.ts';
 import { writeControlFile } from './control-file.ts';
 import { STANDBY_SIGNAL, ServerNode } from './node.ts';
 import type { DropStrategy, SynchronousCommit } from './settings.ts';
@@ -26,6 +26,10 @@ export interface InitOptions {
   forceOptimized: boolean;
   walSegmentSize: number;
   listen: string;
+  /** First PostgreSQL wire-protocol port (primary; the standby takes the next); absent: free ports. */
+  pgPortBase?: number;
+  /** Password PostgreSQL-protocol clients must give (md5); absent: trust, loopback clients only. */
+  password?: string;
 }
 
 /** A free TCP port on the listen address (the server binds it at start). */
@@ -140,6 +144,16 @@ export async function initCluster(clusterDir: string, opts: InitOptions): Promis
 
 async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void> {
   ensureToken(clusterDir);
+  if (opts.password !== undefined) writePgPassword(clusterDir, opts.password);
+  // Four ports are picked one after the other; never hand the same one out twice.
+  const taken = new Set<number>(opts.pgPortBase !== undefined ? [opts.pgPortBase, opts.pgPortBase + 1] : []);
+  const free = async (): Promise<number> => {
+    for (;;) {
+      const port = await freePort(opts.listen);
+      if (!taken.has(port)) return taken.add(port), port;
+    }
+  };
+  const pgPort = async (offset: number) => (opts.pgPortBase !== undefined ? opts.pgPortBase + offset : free());
   const common = {
     listen: opts.listen,
     dropStrategy: opts.dropStrategy,
@@ -150,11 +164,11 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
     hotStandby: true,
   };
   const primary: NodeConfig = {
-    ...common, name: 'primary', role: 'primary', port: await freePort(opts.listen), sharedBuffers: opts.sharedBuffers,
+    ...common, name: 'primary', role: 'primary', port: await free(), pgPort: await pgPort(0), sharedBuffers: opts.sharedBuffers,
     synchronousStandbyNames: 'walreceiver', primaryHost: null, primaryPort: null, applicationName: 'primary',
   };
   const standby: NodeConfig = {
-    ...common, name: 'standby', role: 'standby', port: await freePort(opts.listen), sharedBuffers: opts.standbySharedBuffers,
+    ...common, name: 'standby', role: 'standby', port: await free(), pgPort: await pgPort(1), sharedBuffers: opts.standbySharedBuffers,
     synchronousStandbyNames: '', primaryHost: opts.listen === '0.0.0.0' ? '127.0.0.1' : opts.listen, primaryPort: primary.port,
     applicationName: 'walreceiver',
   };

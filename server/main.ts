@@ -8,10 +8,11 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import type WebSocket from 'ws';
 import { isWalsimError } from '../common/errors.ts';
-import { pidFilePath, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
+import { pidFilePath, readPgPassword, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
 import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
 import { startWsServer, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
+import { startPgWireServer, type PgWireHandle } from './pg-wire.ts';
 
 /** Largest frame the walsender side accepts from a standby (ws maxPayload). */
 const REPLICATION_MAX_PAYLOAD = 64 * 1024;
@@ -31,6 +32,7 @@ const log = (message: string) => console.log(`${new Date().toISOString()} [${pro
 
 let node: ServerNode;
 let server: WsServerHandle;
+let wire: PgWireHandle | null = null;
 let exiting = false;
 /** Open control sessions (a smart shutdown waits for them to end). */
 const controlSessions = new Set<WebSocket>();
@@ -59,10 +61,11 @@ function immediateStop(): never {
  * down like fast. A fast (or immediate) request while waiting takes over.
  */
 async function waitForSessions(): Promise<void> {
-  if (controlSessions.size > 0) log(`LOG:  smart shutdown waits for ${controlSessions.size} session(s) to end`);
+  const open = () => controlSessions.size + (wire?.sessionCount() ?? 0);
+  if (open() > 0) log(`LOG:  smart shutdown waits for ${open()} session(s) to end`);
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
-      if (controlSessions.size === 0) done();
+      if (open() === 0) done();
     }, 50);
     const done = () => {
       clearInterval(timer);
@@ -90,6 +93,7 @@ async function cleanStop(mode: 'smart' | 'fast'): Promise<void> {
     log(`LOG:  shutdown error: ${(e as Error).stack}`);
   }
   for (const ws of server.sockets()) ws.close(CLOSE_SHUTTING_DOWN, 'the database system is shutting down');
+  await wire?.close();
   await server.close();
   removePidFile();
   log('LOG:  database system is shut down');
@@ -135,7 +139,7 @@ function serveControl(ws: WebSocket): void {
     const run = async (): Promise<unknown> => {
       switch (req.op) {
         case 'sql': return node.execute(req.sql);
-        case 'status': return { ...node.status(), pid: process.pid, port: server.port, dataDir };
+        case 'status': return { ...node.status(), pid: process.pid, port: server.port, pgPort: wire?.port ?? null, dataDir };
         case 'inspect': return node.inspect();
         case 'basebackup': return node.baseBackup(path.resolve(req.targetDir));
         case 'fault': return node.injectFault(req.fault, req.holdMs);
@@ -182,10 +186,23 @@ async function main(): Promise<void> {
       else node.acceptReplication(ws);
     },
   });
+  // The PostgreSQL wire protocol: the same statements through the same ServerNode.execute.
+  wire = await startPgWireServer({
+    host: config.listen,
+    port: config.pgPort ?? 0,
+    password: readPgPassword(clusterDir),
+    backend: {
+      execute: (sql, signal) => node.execute(sql, signal),
+      inRecovery: () => node.inRecovery,
+      shuttingDown: () => exiting,
+      log,
+    },
+  });
+  node.config.pgPort = wire.port; // SHOW port
   await node.startRole(token);
-  const pid: PidFile = { pid: process.pid, port: server.port, role: node.inRecovery ? 'standby' : 'primary', startedAt: new Date().toISOString(), marker: SERVER_MARKER };
+  const pid: PidFile = { pid: process.pid, port: server.port, pgPort: wire.port, role: node.inRecovery ? 'standby' : 'primary', startedAt: new Date().toISOString(), marker: SERVER_MARKER };
   writeFileAtomic(pidFilePath(dataDir), JSON.stringify(pid) + '\n');
-  log(`LOG:  ${pid.role} listening on ${config.listen}:${server.port}, shared_buffers=${config.sharedBuffers} (${node.nBuffers} buffers)`);
+  log(`LOG:  ${pid.role} listening on ${config.listen}:${server.port} (control) and ${config.listen}:${wire.port} (PostgreSQL protocol), shared_buffers=${config.sharedBuffers} (${node.nBuffers} buffers)`);
 }
 
 main().catch((e: unknown) => {

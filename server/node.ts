@@ -491,7 +491,8 @@ export class ServerNode {
 
   // ---------------------------------------------------------------- SQL
 
-  async execute(sql: string): Promise<QueryResult> {
+  /** Run one statement. `signal` is a cancel request (pg_cancel_backend); waits end on it with 57014. */
+  async execute(sql: string, signal?: AbortSignal): Promise<QueryResult> {
     const stmt = parseStatement(sql);
     if (this.shuttingDown !== null) throw new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
     const write = writeCommandName(stmt);
@@ -504,7 +505,7 @@ export class ServerNode {
       if (typeof wait !== 'boolean' || typeof waitSeconds !== 'number') {
         throw new WalsimError('invalid_input', 'function pg_promote takes (wait boolean, wait_seconds integer)', '42883');
       }
-      return { command: 'SELECT 1', columns: ['pg_promote'], rows: [{ pg_promote: await this.promote(wait, waitSeconds) }] };
+      return { command: 'SELECT 1', columns: ['pg_promote'], rows: [{ pg_promote: await this.promote(wait, waitSeconds, signal) }] };
     }
     if (stmt.type === 'checkpoint') {
       if (this.inRecovery) {
@@ -521,7 +522,7 @@ export class ServerNode {
    * node is out of recovery (true) or wait_seconds pass (WARNING "server did not promote within
    * %d seconds", false).
    */
-  async promote(wait = true, waitSeconds = 60): Promise<boolean> {
+  async promote(wait = true, waitSeconds = 60, signal?: AbortSignal): Promise<boolean> {
     if (!Number.isInteger(waitSeconds) || waitSeconds <= 0) {
       throw new WalsimError('invalid_input', '"wait_seconds" must not be negative or zero', '22023');
     }
@@ -531,6 +532,7 @@ export class ServerNode {
     if (!wait) return true;
     for (let i = 0; i < waitSeconds * 10; i++) {
       if (!this.inRecovery) return true;
+      if (signal?.aborted) throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
       await new Promise((r) => setTimeout(r, i === 0 ? 1 : 100));
     }
     this.opts.log(`WARNING:  server did not promote within ${waitSeconds} seconds`);

@@ -2,6 +2,14 @@
 import { WalsimError } from '../common/errors.ts';
 import { DROP_STRATEGIES, type DropStrategy } from '../storage/drop.ts';
 
+/**
+ * The PostgreSQL release whose behaviour walsim imitates (server_version / server_version_num; the
+ * wire protocol reports it at start-up). The drop paths follow PostgreSQL 15, `full-scan` keeps the
+ * pre-14 behaviour for the seed's comparison.
+ */
+export const PG_SERVER_VERSION = '15.0 (walsim)';
+export const PG_SERVER_VERSION_NUM = 150000;
+
 export type SynchronousCommit = 'off' | 'local' | 'remote_write' | 'on' | 'remote_apply';
 export const SYNCHRONOUS_COMMIT_VALUES: readonly SynchronousCommit[] = ['off', 'local', 'remote_write', 'on', 'remote_apply'];
 

@@ -1,7 +1,9 @@
 /**
- * The read side of walsim's SQL: SELECT count(*), SHOW, and the recovery-information and
- * recovery-control functions (xlogfuncs.c). State comes from the node; recovery and pause state
- * come from its lifecycle machine.
+ * The read side of walsim's SQL: SELECT count(*), SHOW, current_setting(), version(), and the
+ * recovery-information and recovery-control functions (xlogfuncs.c). State comes from the node;
+ * recovery and pause state come from its lifecycle machine. `describeStatement` gives every
+ * statement's result columns with PostgreSQL's names and types before it runs (the wire protocol's
+ * RowDescription); `executeRead` builds its results from the same description.
  */
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn } from '../wal/lsn.ts';
@@ -10,32 +12,102 @@ import { pauseStateOf, refusalOf } from '../standby/lifecycle-machine.ts';
 import type { QueryResult, SqlValue } from './control-protocol.ts';
 import type { ServerNode } from './node.ts';
 import type { Statement } from './sql-parser.ts';
+import { PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
+
+/** PostgreSQL types of walsim's result columns (pg_type.typname). */
+export type PgTypeName = 'int8' | 'bool' | 'text' | 'pg_lsn' | 'void';
+
+export interface ResultColumn {
+  name: string;
+  type: PgTypeName;
+}
+
+/** Result type of every function walsim knows (pg_proc.prorettype). */
+const FUNCTION_RESULT_TYPES: Record<string, PgTypeName> = {
+  pg_current_wal_lsn: 'pg_lsn',
+  pg_current_wal_flush_lsn: 'pg_lsn',
+  pg_is_in_recovery: 'bool',
+  pg_last_wal_receive_lsn: 'pg_lsn',
+  pg_last_wal_replay_lsn: 'pg_lsn',
+  pg_wal_replay_pause: 'void',
+  pg_wal_replay_resume: 'void',
+  pg_is_wal_replay_paused: 'bool',
+  pg_get_wal_replay_pause_state: 'text',
+  pg_promote: 'bool',
+  version: 'text',
+  current_setting: 'text',
+};
+
+function argTypes(args: Array<number | boolean | string>): string {
+  return args.map((a) => (typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown')).join(', ');
+}
+
+function undefinedFunction(fn: string, args: Array<number | boolean | string>): WalsimError {
+  return new WalsimError('invalid_input', `function ${fn}(${argTypes(args)}) does not exist`, '42883');
+}
+
+/**
+ * The result columns of `stmt` (none for commands without a result), known before it runs. Unknown
+ * functions fail here, as PostgreSQL fails them at parse analysis.
+ */
+export function describeStatement(stmt: Statement): ResultColumn[] {
+  switch (stmt.type) {
+    case 'select_count':
+      return [{ name: 'count', type: 'int8' }];
+    case 'show':
+      return [{ name: stmt.name, type: 'text' }];
+    case 'select_function': {
+      const type = FUNCTION_RESULT_TYPES[stmt.fn];
+      if (type === undefined) throw undefinedFunction(stmt.fn, stmt.args);
+      return [{ name: stmt.fn, type }];
+    }
+    default:
+      return [];
+  }
+}
 
 export function executeRead(node: ServerNode, stmt: Statement): QueryResult {
-  const one = (column: string, value: SqlValue): QueryResult => ({ command: 'SELECT 1', columns: [column], rows: [{ [column]: value }] });
+  const [column] = describeStatement(stmt);
+  // PostgreSQL's command tags: SHOW for SHOW, SELECT 1 for a one-row SELECT.
+  const one = (value: SqlValue): QueryResult => ({ command: stmt.type === 'show' ? 'SHOW' : 'SELECT 1', columns: [column!.name], rows: [{ [column!.name]: value }] });
   switch (stmt.type) {
     case 'select_count': {
       const rel = node.storage.catalog.lookup(stmt.name);
       if (rel === undefined) throw new WalsimError('undefined_table', `relation "${stmt.name}" does not exist`, '42P01');
       const { heap, clog } = node.storage;
-      if (stmt.predicate.op === 'all') return one('count', heap.countVisible(rel, clog));
+      if (stmt.predicate.op === 'all') return one(heap.countVisible(rel, clog));
       let n = 0;
       heap.forEachPageToDelete(rel, stmt.predicate, clog, (_block, ranges) => {
         for (let i = 1; i < ranges.length; i += 2) n += ranges[i]!;
       });
-      return one('count', n);
+      return one(n);
     }
     case 'show':
-      return one(stmt.name, showSetting(node, stmt.name));
+      return one(showSetting(node, stmt.name));
     case 'select_function':
-      return one(stmt.fn, callFunction(node, stmt.fn, stmt.args));
+      return one(callFunction(node, stmt.fn, stmt.args));
     default:
       throw new WalsimError('invalid_input', `statement ${stmt.type} is not a read`);
   }
 }
 
+/** SHOW and current_setting(): walsim's settings and the read-only ones PostgreSQL reports. */
 function showSetting(node: ServerNode, name: string): string {
   switch (name) {
+    case 'server_version': return PG_SERVER_VERSION;
+    case 'server_version_num': return String(PG_SERVER_VERSION_NUM);
+    case 'in_hot_standby':
+    case 'transaction_read_only': return node.inRecovery ? 'on' : 'off';
+    case 'default_transaction_read_only': return 'off';
+    case 'server_encoding':
+    case 'client_encoding': return 'UTF8';
+    case 'standard_conforming_strings':
+    case 'integer_datetimes': return 'on';
+    case 'full_page_writes': return 'off';
+    case 'wal_level': return 'replica';
+    case 'max_connections': return '100';
+    case 'port': return String(node.config.pgPort ?? 0);
+    case 'listen_addresses': return node.config.listen;
     case 'shared_buffers': return formatSharedBuffers(node.nBuffers);
     case 'synchronous_commit': return node.config.synchronousCommit;
     case 'synchronous_standby_names': return node.config.synchronousStandbyNames;
@@ -89,7 +161,21 @@ function callFunction(node: ServerNode, fn: string, args: Array<number | boolean
       noArgs();
       requireRecovery(node);
       return pauseStateOf(node.lifecycle.getSnapshot());
+    case 'version':
+      noArgs();
+      return `PostgreSQL ${PG_SERVER_VERSION} on ${process.arch}-${process.platform}, simulated by walsim on Node.js ${process.version}`;
+    case 'current_setting': {
+      // current_setting(setting_name text [, missing_ok boolean])
+      const [name, missingOk = false] = args;
+      if (typeof name !== 'string' || typeof missingOk !== 'boolean' || args.length > 2) throw undefinedFunction(fn, args);
+      try {
+        return showSetting(node, name.toLowerCase());
+      } catch (e) {
+        if (missingOk) return null;
+        throw e;
+      }
+    }
     default:
-      throw new WalsimError('invalid_input', `function ${fn}(${args.map((a) => typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown').join(', ')}) does not exist`, '42883');
+      throw undefinedFunction(fn, args);
   }
 }

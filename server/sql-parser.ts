@@ -8,7 +8,10 @@
  *   INSERT INTO name SELECT generate_series(a, b) | INSERT INTO name VALUES (n), (n), ...
  *   DELETE FROM name [WHERE col < n | col > n | col = n]
  *   VACUUM [name] | TRUNCATE [TABLE] name [, ...] | CHECKPOINT
- *   SELECT count(*) FROM name [WHERE ...] | SELECT fn([args]) | SHOW setting
+ *   SELECT count(*) FROM name [WHERE ...] | SELECT [pg_catalog.]fn([args]) | SHOW setting
+ *
+ * `splitStatements` cuts a simple-protocol query string into statements at top-level semicolons
+ * (as PostgreSQL's raw parser does for a Query message holding several statements).
  */
 import { WalsimError } from '../common/errors.ts';
 
@@ -84,7 +87,7 @@ function tokenize(sql: string): Token[] {
       tokens.push({ kind: 'number', text: sql.slice(i, j), pos: i });
       i = j; continue;
     }
-    if ('(),;*<>='.includes(c)) { tokens.push({ kind: 'punct', text: c, pos: i }); i++; continue; }
+    if ('(),;*<>=.'.includes(c)) { tokens.push({ kind: 'punct', text: c, pos: i }); i++; continue; }
     throw syntaxError(`syntax error at or near "${c}"`);
   }
   return tokens;
@@ -255,7 +258,12 @@ function parseWhere(p: Parser): DeletePredicate {
 }
 
 function parseSelect(p: Parser): Statement {
-  const fn = p.identifier('a function name or count(*)');
+  let fn = p.identifier('a function name or count(*)');
+  if (fn === 'pg_catalog' && p.isPunct('.')) {
+    // Clients qualify built-ins (libpq: SELECT pg_catalog.pg_is_in_recovery()).
+    p.next();
+    fn = p.identifier('a function name');
+  }
   p.punct('(');
   if (fn === 'count') {
     p.punct('*');
@@ -276,4 +284,36 @@ function parseSelect(p: Parser): Statement {
   }
   p.punct(')');
   return { type: 'select_function', fn, args };
+}
+
+/**
+ * Split a query string into its statements at semicolons outside quotes and comments; statements
+ * that are empty or hold only whitespace and comments are dropped (PostgreSQL ignores them). An
+ * unterminated quote is left in the last piece, where the parser reports it.
+ */
+export function splitStatements(sql: string): string[] {
+  const out: string[] = [];
+  let start = 0;
+  let i = 0;
+  const push = (end: number) => {
+    const piece = sql.slice(start, end);
+    if (piece.replace(/--[^\n]*/g, '').trim() !== '') out.push(piece);
+  };
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (c === "'" || c === '"') {
+      const j = sql.indexOf(c, i + 1);
+      i = j < 0 ? sql.length : j + 1;
+    } else if (c === '-' && sql[i + 1] === '-') {
+      const j = sql.indexOf('\n', i);
+      i = j < 0 ? sql.length : j + 1;
+    } else if (c === ';') {
+      push(i);
+      start = ++i;
+    } else {
+      i++;
+    }
+  }
+  push(sql.length);
+  return out;
 }
