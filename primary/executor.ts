@@ -8,7 +8,7 @@
  * transaction: it is validated before anything is logged, so a refused statement logs nothing.
  */
 import { WalsimError } from '../common/errors.ts';
-import type { Catalog } from '../storage/catalog.ts';
+import { TOAST_NAMESPACE, toastIndexName, toastTableName, type Catalog } from '../storage/catalog.ts';
 import type { DeletePredicate, Statement } from '../server/sql-parser.ts';
 import {
   MAIN_FORKNUM,
@@ -67,7 +67,7 @@ function done(command: string): QueryResult {
 export async function executeWrite(ctx: ExecutorContext, stmt: Statement): Promise<QueryResult> {
   switch (stmt.type) {
     case 'create_table':
-      return createTable(ctx, stmt.name);
+      return createTable(ctx, stmt.name, stmt.toastColumn !== null);
     case 'drop_table':
       return dropTable(ctx, stmt.name, stmt.ifExists);
     case 'insert_series': {
@@ -96,16 +96,37 @@ export async function executeWrite(ctx: ExecutorContext, stmt: Statement): Promi
   }
 }
 
-async function createTable(ctx: ExecutorContext, name: string): Promise<QueryResult> {
+async function createTable(ctx: ExecutorContext, name: string, toastable: boolean): Promise<QueryResult> {
   if (ctx.catalog.lookup(name) !== undefined) {
     throw new WalsimError('duplicate_table', `relation "${name}" already exists`, '42P07');
+  }
+  if (name.startsWith(TOAST_NAMESPACE)) {
+    throw new WalsimError('invalid_input', `permission denied to create "${name}": the pg_toast schema is reserved`, '42501');
   }
   const xid = ctx.catalog.allocateXid();
   const rel = ctx.catalog.allocateRelFileNumber();
   ctx.log({ kind: 'SMGR_CREATE', rel, fork: MAIN_FORKNUM }, xid);
   ctx.log({ kind: 'CATALOG_UPDATE', relname: name, rel }, xid);
+  if (toastable) createToastRelations(ctx, name, xid);
   await ctx.commit(xid, []);
   return done('CREATE TABLE');
+}
+
+/**
+ * create_toast_table: a TOAST heap (created, empty: walsim never writes it) and its btree index,
+ * whose build writes the metapage with log_newpage (XLOG_FPI). So on a standby replay sizes the
+ * index but never the TOAST heap — the fork that makes PostgreSQL 14's drop full-scan.
+ * Returns the two new relfilenumbers.
+ */
+function createToastRelations(ctx: ExecutorContext, table: string, xid: TransactionId): RelFileNumber[] {
+  const toast = ctx.catalog.allocateRelFileNumber();
+  ctx.log({ kind: 'SMGR_CREATE', rel: toast, fork: MAIN_FORKNUM }, xid);
+  ctx.log({ kind: 'CATALOG_UPDATE', relname: toastTableName(table), rel: toast }, xid);
+  const index = ctx.catalog.allocateRelFileNumber();
+  ctx.log({ kind: 'SMGR_CREATE', rel: index, fork: MAIN_FORKNUM }, xid);
+  ctx.log({ kind: 'FPI', rel: index, fork: MAIN_FORKNUM, block: 0 }, xid);
+  ctx.log({ kind: 'CATALOG_UPDATE', relname: toastIndexName(table), rel: index }, xid);
+  return [toast, index];
 }
 
 async function dropTable(ctx: ExecutorContext, name: string, ifExists: boolean): Promise<QueryResult> {
@@ -114,10 +135,15 @@ async function dropTable(ctx: ExecutorContext, name: string, ifExists: boolean):
     if (ifExists) return done('DROP TABLE');
     throw undefinedTable(name);
   }
+  const toast = ctx.catalog.toastOf(name);
   const xid = ctx.catalog.allocateXid();
   ctx.log({ kind: 'STANDBY_LOCK', rel }, xid);
   ctx.log({ kind: 'CATALOG_UPDATE', relname: name, rel: 0 }, xid);
-  await ctx.commit(xid, [rel]);
+  if (toast) {
+    ctx.log({ kind: 'CATALOG_UPDATE', relname: toastTableName(name), rel: 0 }, xid);
+    ctx.log({ kind: 'CATALOG_UPDATE', relname: toastIndexName(name), rel: 0 }, xid);
+  }
+  await ctx.commit(xid, toast ? [rel, toast.toast, toast.index] : [rel]);
   return done('DROP TABLE');
 }
 
@@ -248,13 +274,21 @@ async function truncateTables(ctx: ExecutorContext, names: string[]): Promise<Qu
   names = [...new Set(names)];
   const olds = names.map((n) => relOf(ctx, n)); // validate every name before logging anything
   const xid = ctx.catalog.allocateXid();
+  const dropped: RelFileNumber[] = [];
   names.forEach((name, i) => {
     const old = olds[i]!;
+    const toast = ctx.catalog.toastOf(name);
     ctx.log({ kind: 'STANDBY_LOCK', rel: old }, xid);
     const rel = ctx.catalog.allocateRelFileNumber();
     ctx.log({ kind: 'SMGR_CREATE', rel, fork: MAIN_FORKNUM }, xid);
     ctx.log({ kind: 'CATALOG_UPDATE', relname: name, rel }, xid);
+    dropped.push(old);
+    // A TOAST-able table gets new TOAST relfilenodes too: three relfilenodes dropped per table.
+    if (toast) {
+      createToastRelations(ctx, name, xid);
+      dropped.push(toast.toast, toast.index);
+    }
   });
-  await ctx.commit(xid, [...new Set(olds)]);
+  await ctx.commit(xid, [...new Set(dropped)]);
   return done('TRUNCATE TABLE');
 }

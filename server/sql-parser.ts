@@ -4,7 +4,7 @@
  *
  * Grammar (case-insensitive keywords, optional trailing semicolon, unquoted identifiers fold to
  * lower case, "quoted" identifiers keep their case):
- *   CREATE TABLE name (col int) | DROP TABLE [IF EXISTS] name
+ *   CREATE TABLE name (col int [, col2 text|bytea]) | DROP TABLE [IF EXISTS] name
  *   INSERT INTO name SELECT generate_series(a, b) | INSERT INTO name VALUES (n), (n), ...
  *   DELETE FROM name [WHERE col < n | col > n | col = n]
  *   VACUUM [name] | TRUNCATE [TABLE] name [, ...] | CHECKPOINT
@@ -15,10 +15,18 @@
  */
 import { WalsimError } from '../common/errors.ts';
 
+/**
+ * Types of the optional second column: variable-length types PostgreSQL can TOAST, so the table
+ * gets a TOAST table and index. walsim stores no values in it (inserts fill the int column; the
+ * second is NULL), so the TOAST table is created and never written.
+ */
+export const TOASTABLE_TYPES: readonly string[] = ['text', 'bytea'];
+
 export type DeletePredicate = { op: 'all' } | { op: '<' | '>' | '='; value: number };
 
 export type Statement =
-  | { type: 'create_table'; name: string; column: string }
+  /** `toastColumn`: a second column of a TOAST-able type (the table gets a TOAST table), or null. */
+  | { type: 'create_table'; name: string; column: string; toastColumn: string | null }
   | { type: 'drop_table'; name: string; ifExists: boolean }
   | { type: 'insert_series'; name: string; from: number; to: number }
   | { type: 'insert_values'; name: string; values: number[] }
@@ -176,8 +184,22 @@ export function parseStatement(sql: string): Statement {
       if (type !== 'int' && type !== 'integer' && type !== 'int4') {
         throw new WalsimError('invalid_input', `walsim tables have one int column; type "${type}" is not supported`, '0A000');
       }
+      let toastColumn: string | null = null;
+      if (p.isPunct(',')) {
+        p.punct(',');
+        toastColumn = p.identifier('a column name');
+        const type2 = p.identifier('a column type');
+        if (!TOASTABLE_TYPES.includes(type2)) {
+          throw new WalsimError(
+            'invalid_input',
+            `walsim tables have an int column and optionally one TOAST-able column (${TOASTABLE_TYPES.join(', ')}); type "${type2}" is not supported`,
+            '0A000',
+          );
+        }
+        if (toastColumn === column) throw new WalsimError('invalid_input', `column "${column}" specified more than once`, '42701');
+      }
       p.punct(')');
-      stmt = { type: 'create_table', name, column };
+      stmt = { type: 'create_table', name, column, toastColumn };
       break;
     }
     case 'drop': {

@@ -2,6 +2,11 @@
  * The catalog walsim keeps: table name -> relfilenumber (pg_class.relfilenode), plus the counters a
  * checkpoint records (next xid, next relfilenumber). Changed only through CATALOG_UPDATE redo, so
  * primary and standby agree.
+ *
+ * A table with a TOAST-able column has a TOAST table and its index, recorded under the names
+ * `pg_toast.pg_toast_<table>` and `pg_toast.pg_toast_<table>_index` (PostgreSQL names them after
+ * the table's OID; walsim has no OIDs, so after its name). `tables()` lists user tables only;
+ * `toastOf` finds a table's TOAST relations.
  */
 import { assert } from '../common/assert.ts';
 import type { RelFileNumber, TransactionId } from '../wal/records.ts';
@@ -13,6 +18,11 @@ export interface CatalogSnapshot {
   nextRelFileNumber: RelFileNumber;
 }
 
+/** Schema of TOAST tables and their indexes. */
+export const TOAST_NAMESPACE = 'pg_toast.';
+export const toastTableName = (table: string): string => `${TOAST_NAMESPACE}pg_toast_${table}`;
+export const toastIndexName = (table: string): string => `${TOAST_NAMESPACE}pg_toast_${table}_index`;
+
 export class Catalog {
   private readonly byName = new Map<string, RelFileNumber>();
   nextXid: TransactionId = FirstNormalTransactionId;
@@ -22,8 +32,23 @@ export class Catalog {
     return this.byName.get(name);
   }
 
+  /** User tables (not the pg_toast namespace), by name. */
   tables(): Array<[string, RelFileNumber]> {
+    return this.entries().filter(([name]) => !name.startsWith(TOAST_NAMESPACE));
+  }
+
+  /** Every name, TOAST relations included, sorted. */
+  private entries(): Array<[string, RelFileNumber]> {
     return [...this.byName.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  }
+
+  /** The TOAST table and TOAST index of table `name`, or undefined when it has none. */
+  toastOf(name: string): { toast: RelFileNumber; index: RelFileNumber } | undefined {
+    const toast = this.byName.get(toastTableName(name));
+    const index = this.byName.get(toastIndexName(name));
+    if (toast === undefined && index === undefined) return undefined;
+    assert(toast !== undefined && index !== undefined, `INV-CATALOG-2: table ${name} has half a TOAST table`);
+    return { toast, index };
   }
 
   /** Apply a CATALOG_UPDATE: `rel` 0 removes the name. */
@@ -47,7 +72,7 @@ export class Catalog {
   }
 
   snapshot(): CatalogSnapshot {
-    return { tables: this.tables(), nextXid: this.nextXid, nextRelFileNumber: this.nextRelFileNumber };
+    return { tables: this.entries(), nextXid: this.nextXid, nextRelFileNumber: this.nextRelFileNumber };
   }
 
   static fromSnapshot(s: CatalogSnapshot): Catalog {

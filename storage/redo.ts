@@ -112,6 +112,10 @@ export function* redoSteps(st: NodeStorage, body: WalRecordBody, xid: Transactio
     case 'HEAP2_VISIBLE':
       touchBlockForRedo(st, body.rel, VISIBILITYMAP_FORKNUM, Math.floor(body.block / HEAPBLOCKS_PER_VM_PAGE));
       return;
+    case 'FPI':
+      // xlog_redo's XLOG_FPI: restore the page image (reads the block, so replay sizes the fork).
+      touchBlockForRedo(st, body.rel, body.fork, body.block);
+      return;
     case 'SMGR_TRUNCATE':
       yield* redoTruncate(st, body.rel, body.blkno, body.flags);
       return;

@@ -122,6 +122,7 @@ export const BODY_FIELDS: { readonly [K in WalRecordKind]: FieldSpec<K> } = {
   CHECKPOINT_ONLINE: CHECKPOINT_FIELDS,
   END_OF_RECOVERY: [['newTimeline', 'u32'], ['prevTimeline', 'u32'], ['time', 'time']],
   NOOP: [],
+  FPI: [['rel', 'u32'], ['fork', 'fork'], ['block', 'u32']],
   XACT_COMMIT: [['xactTime', 'time'], ['droppedRels', 'u32list']],
   XACT_ABORT: [['xactTime', 'time'], ['droppedRels', 'u32list']],
   SMGR_CREATE: [['rel', 'u32'], ['fork', 'fork']],
@@ -155,6 +156,7 @@ export const PAYLOAD_STRUCTURES: readonly (readonly string[])[] = [
   ['kind', 'rel', 'block', 'latestRemovedXid', 'offsets'],
   ['kind', 'rel', 'block'],
   ['kind', 'relname', 'rel'],
+  ['kind', 'rel', 'fork', 'block'],
 ];
 
 function isU32(v: unknown): v is number {

@@ -69,6 +69,8 @@ export type WalRecordBody =
   | ({ kind: 'CHECKPOINT_ONLINE' } & CheckpointBody)
   | { kind: 'END_OF_RECOVERY'; newTimeline: TimeLineId; prevTimeline: TimeLineId; time: number }
   | { kind: 'NOOP' }
+  // XLOG_FPI (log_newpage): a whole page written at once, e.g. a new btree index's metapage.
+  | { kind: 'FPI'; rel: RelFileNumber; fork: ForkNumber; block: BlockNumber }
   // Transaction rmgr: droppedRels are relfilenumbers whose storage is dropped when the record is applied.
   | { kind: 'XACT_COMMIT'; xactTime: number; droppedRels: RelFileNumber[] }
   | { kind: 'XACT_ABORT'; xactTime: number; droppedRels: RelFileNumber[] }
@@ -98,6 +100,7 @@ export const RMGR_INFO: Record<WalRecordKind, { rmid: number; info: number }> = 
   CHECKPOINT_ONLINE: { rmid: RM_XLOG_ID, info: 0x10 },
   NOOP: { rmid: RM_XLOG_ID, info: 0x20 },
   END_OF_RECOVERY: { rmid: RM_XLOG_ID, info: 0x90 },
+  FPI: { rmid: RM_XLOG_ID, info: 0xb0 },
   XACT_COMMIT: { rmid: RM_XACT_ID, info: 0x00 },
   XACT_ABORT: { rmid: RM_XACT_ID, info: 0x20 },
   SMGR_CREATE: { rmid: RM_SMGR_ID, info: 0x10 },

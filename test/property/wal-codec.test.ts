@@ -33,6 +33,7 @@ const bodyArb: fc.Arbitrary<WalRecordBody> = fc.oneof(
   fc.record({ kind: fc.constantFrom('CHECKPOINT_SHUTDOWN' as const, 'CHECKPOINT_ONLINE' as const), redo: lsn, timeline: u32, prevTimeline: u32, nextXid: u32, nextRelFileNumber: u32, time }),
   fc.record({ kind: fc.constant('END_OF_RECOVERY' as const), newTimeline: u32, prevTimeline: u32, time }),
   fc.constant({ kind: 'NOOP' as const }),
+  fc.record({ kind: fc.constant('FPI' as const), rel, fork, block: u32 }),
   fc.record({ kind: fc.constantFrom('XACT_COMMIT' as const, 'XACT_ABORT' as const), xactTime: time, droppedRels: fc.array(u32, { maxLength: 5 }) }),
   fc.record({ kind: fc.constant('SMGR_CREATE' as const), rel, fork }),
   fc.record({ kind: fc.constant('SMGR_TRUNCATE' as const), rel, blkno: u32, flags: fc.integer({ min: 0, max: 7 }) }),

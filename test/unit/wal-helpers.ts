@@ -16,6 +16,7 @@ export const SAMPLE_BODIES: { [K in WalRecordKind]: Extract<WalRecordBody, { kin
   },
   END_OF_RECOVERY: { kind: 'END_OF_RECOVERY', newTimeline: 2, prevTimeline: 1, time: 1_700_000_000_999 },
   NOOP: { kind: 'NOOP' },
+  FPI: { kind: 'FPI', rel: 16385, fork: 0, block: 0 },
   XACT_COMMIT: { kind: 'XACT_COMMIT', xactTime: 1_700_000_000_001, droppedRels: [16384, 16385] },
   XACT_ABORT: { kind: 'XACT_ABORT', xactTime: 1_700_000_000_002, droppedRels: [] },
   SMGR_CREATE: { kind: 'SMGR_CREATE', rel: 16384, fork: 0 },
