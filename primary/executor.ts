@@ -21,6 +21,7 @@ import {
 import type { Lsn } from '../wal/lsn.ts';
 import type { QueryResult } from '../server/control-protocol.ts';
 import { shouldAttemptTruncation } from '../storage/heap-store.ts';
+import type { NodeStorage } from '../storage/node-storage.ts';
 
 /** What the executor reads to plan a statement (the heap store's planning API). */
 export interface HeapPlanner {
@@ -45,6 +46,17 @@ export interface ExecutorContext {
   checkpoint(): Promise<void>;
   /** Give the event loop a turn during long statements (control and walsender stay responsive). */
   yieldNow(): Promise<void>;
+}
+
+/** The planner over a node's storage (heap contents judged against its CLOG). */
+export function heapPlannerOf(st: Pick<NodeStorage, 'heap' | 'clog'>): HeapPlanner {
+  return {
+    nblocks: (rel) => st.heap.nblocks(rel),
+    nitems: (rel, block) => st.heap.nitems(rel, block),
+    forEachPageToDelete: (rel, pred, cb) => st.heap.forEachPageToDelete(rel, pred, st.clog, cb),
+    forEachPageToPrune: (rel, cb) => st.heap.forEachPageToPrune(rel, st.clog, cb),
+    nonEmptyPages: (rel) => st.heap.nonEmptyPages(rel),
+  };
 }
 
 /** Pages between event-loop turns in bulk statements. */

@@ -21,11 +21,11 @@ import type { ForkNumber, WalRecord, WalRecordBody, TransactionId, RelFileNumber
 import { WalWriter } from '../wal/wal-writer.ts';
 import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
-import { redo, redoSteps } from '../storage/redo.ts';
+import { redo, replayRecordSteps } from '../storage/redo.ts';
 import { runSteps } from '../storage/drop.ts';
 import { parseSharedBuffers, formatSharedBuffers } from '../storage/shared-buffers.ts';
 import type { DropResult, DropSettings } from '../storage/drop.ts';
-import { executeWrite, type ExecutorContext } from '../primary/executor.ts';
+import { executeWrite, heapPlannerOf, type ExecutorContext } from '../primary/executor.ts';
 import { SyncRepQueue, waitModeFor } from '../primary/syncrep.ts';
 import { WalSender } from '../primary/walsender.ts';
 import { StartupProcess } from '../standby/startup.ts';
@@ -35,7 +35,9 @@ import {
   describeState, isInRecovery, lifecycleMachine, pauseStateOf, refusalOf, type LifecycleEvent,
 } from '../standby/lifecycle-machine.ts';
 import { FailoverClock } from '../standby/failover-clock.ts';
-import type { FailoverReport } from '../standby/failover-report.ts';
+import { withModel, type FailoverReport } from '../standby/failover-report.ts';
+import { replayCountsOf } from '../storage/cost-model/counts.ts';
+import { defaultCostProfile } from '../storage/cost-model/profile.ts';
 import { listSegmentFiles } from '../wal/segment.ts';
 import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
@@ -103,7 +105,9 @@ export class ServerNode {
     this.control = control;
     this.timeline = control.timeline;
     this.nBuffers = storage.pool.nBuffers;
-    this.failover = new FailoverClock(() => this.storage.dropStats, () => this.startup?.recordsReplayed ?? 0);
+    this.failover = new FailoverClock(
+      () => this.storage.dropStats, () => this.startup?.recordsReplayed ?? 0, () => replayCountsOf(this.storage), this.nBuffers,
+    );
     this.lifecycle = createActor(lifecycleMachine.provide({ actions: this.lifecycleEffects() }), {
       input: { inRecovery: fs.existsSync(path.join(this.dataDir, STANDBY_SIGNAL)) },
     });
@@ -180,9 +184,13 @@ export class ServerNode {
     const prevTimeline = this.timeline;
     const newTimeline = this.newestTimeline() + 1;
     this.wal.switchTimeline(newTimeline, 'no recovery target specified');
+    this.failover.countEndOfRecovery('timelineHistoryFiles');
+    this.failover.countEndOfRecovery('walSegmentInits');
     this.timeline = newTimeline;
     this.wal.insert({ kind: 'END_OF_RECOVERY', newTimeline, prevTimeline, time: Date.now() }, 0);
+    this.failover.countEndOfRecovery('records');
     this.wal.flush();
+    this.failover.countEndOfRecovery('walFlushes');
     this.failover.newTimeline = newTimeline;
     this.failover.mark('endOfRecoveryWritten');
     this.opts.log(`LOG:  selected new timeline ID: ${newTimeline}`);
@@ -195,6 +203,7 @@ export class ServerNode {
     fs.rmSync(path.join(this.dataDir, STANDBY_SIGNAL), { force: true });
     this.control = { ...this.control, state: 'in production', timeline: this.timeline };
     writeControlFile(this.dataDir, this.control);
+    this.failover.countOpenForWrites('controlFileUpdates');
     this.failover.mark('readWrite');
     this.opts.log('LOG:  database system is ready to accept connections');
   }
@@ -241,8 +250,10 @@ export class ServerNode {
     return { injected: fault };
   }
 
+  /** The failover report, with the model of its counts under the default cost profile. */
   failoverReport(): FailoverReport | null {
-    return this.failover.report();
+    const r = this.failover.report();
+    return r === null ? null : withModel(r, defaultCostProfile());
   }
 
   readOptions(): WalReadOptions {
@@ -302,7 +313,7 @@ export class ServerNode {
       // Restartpoint: the image holds everything before this record, so replay may restart here.
       storage.writeImage(dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline });
     }
-    yield* redoSteps(storage, body, rec.header.xid);
+    yield* replayRecordSteps(storage, rec);
   }
 
   /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
@@ -360,13 +371,7 @@ export class ServerNode {
     const st = this.storage;
     return {
       catalog: st.catalog,
-      heap: {
-        nblocks: (rel) => st.heap.nblocks(rel),
-        nitems: (rel, block) => st.heap.nitems(rel, block),
-        forEachPageToDelete: (rel, pred, cb) => st.heap.forEachPageToDelete(rel, pred, st.clog, cb),
-        forEachPageToPrune: (rel, cb) => st.heap.forEachPageToPrune(rel, st.clog, cb),
-        nonEmptyPages: (rel) => st.heap.nonEmptyPages(rel),
-      },
+      heap: heapPlannerOf(st),
       log: (body, xid) => this.logAndApply(body, xid),
       commit: (xid, dropped) => this.commit(xid, dropped),
       checkpoint: () => this.checkpoint('CHECKPOINT_ONLINE'),
@@ -547,7 +552,7 @@ export class ServerNode {
     const base = {
       role: this.inRecovery ? 'standby' : 'primary',
       lifecycle: describeState(snap),
-      failover: this.failover.report(),
+      failover: this.failoverReport(),
       inRecovery: this.inRecovery,
       timeline: this.timeline,
       sharedBuffers: formatSharedBuffers(this.nBuffers),

@@ -3,6 +3,9 @@
  * and the drop counters and replayed records between them, and turns them into a FailoverReport.
  */
 import { DROP_PATHS, type DropPath } from '../storage/drop.ts';
+import {
+  diffReplayCounts, type EndOfRecoveryCounts, type OpenForWritesCounts, type ReplayCounts,
+} from '../storage/cost-model/counts.ts';
 import type { FailoverReport, FailoverTimestamps, Instant } from './failover-report.ts';
 
 export interface DropCounterSource {
@@ -18,11 +21,15 @@ export interface DropCounterSource {
 type Baseline = {
   scanned: number; probes: number; invalidated: number; listSteps: number; hashBuilds: number;
   drops: Record<DropPath, number>; ms: Record<DropPath, number>; records: number;
+  counts: ReplayCounts;
 };
 
 function perPath(end: Record<DropPath, number>, start: Record<DropPath, number>): Record<DropPath, number> {
   return Object.fromEntries(DROP_PATHS.map((p) => [p, end[p] - start[p]])) as Record<DropPath, number>;
 }
+
+const noEndOfRecovery = (): EndOfRecoveryCounts => ({ timelineHistoryFiles: 0, walSegmentInits: 0, records: 0, walFlushes: 0 });
+const noOpenForWrites = (): OpenForWritesCounts => ({ controlFileUpdates: 0 });
 
 function now(): Instant {
   return { at: new Date().toISOString(), monoMs: performance.now() };
@@ -37,11 +44,27 @@ export class FailoverClock {
   private baseline: Baseline | null = null;
   private final: Baseline | null = null;
   newTimeline: number | null = null;
+  /** Steps of ending recovery and opening for writes, counted by the node as it does them. */
+  private endOfRecovery = noEndOfRecovery();
+  private openForWrites = noOpenForWrites();
 
   constructor(
     private readonly drops: () => DropCounterSource,
     private readonly recordsReplayed: () => number,
+    /** A snapshot of the node's cumulative replay counters (storage/cost-model/counts.ts). */
+    private readonly replayCounts: () => ReplayCounts,
+    private readonly nBuffers: number,
   ) {}
+
+  /** The node did one end-of-recovery step. */
+  countEndOfRecovery(step: keyof EndOfRecoveryCounts): void {
+    this.endOfRecovery[step]++;
+  }
+
+  /** The node did one open-for-writes step. */
+  countOpenForWrites(step: keyof OpenForWritesCounts): void {
+    this.openForWrites[step]++;
+  }
 
   private static empty(): FailoverTimestamps {
     return {
@@ -56,6 +79,7 @@ export class FailoverClock {
       scanned: d.scanned, probes: d.probes, invalidated: d.invalidated, listSteps: d.listSteps, hashBuilds: d.hashBuilds,
       drops: { ...d.drops }, ms: { ...d.elapsedMsByPath },
       records: this.recordsReplayed(),
+      counts: this.replayCounts(),
     };
   }
 
@@ -66,6 +90,8 @@ export class FailoverClock {
     this.t.resumeRequested = now();
     this.baseline = this.capture();
     this.final = null;
+    this.endOfRecovery = noEndOfRecovery();
+    this.openForWrites = noOpenForWrites();
   }
 
   mark(name: Exclude<keyof FailoverTimestamps, 'resumeRequested'>): void {
@@ -74,7 +100,8 @@ export class FailoverClock {
     if (name === 'readWrite') this.final = this.capture();
   }
 
-  report(): FailoverReport | null {
+  /** The report without the model (the node adds it: the model needs a profile). */
+  report(): Omit<FailoverReport, 'model'> | null {
     const t = this.t;
     if (t.resumeRequested === null || this.baseline === null) return null;
     const end = this.final ?? this.capture();
@@ -101,6 +128,12 @@ export class FailoverClock {
         listSteps: end.listSteps - b.listSteps,
         hashBuilds: end.hashBuilds - b.hashBuilds,
         drops: perPath(end.drops, b.drops),
+      },
+      nBuffers: this.nBuffers,
+      counts: {
+        replay: diffReplayCounts(b.counts, end.counts),
+        endOfRecovery: { ...this.endOfRecovery },
+        openForWrites: { ...this.openForWrites },
       },
     };
   }

@@ -4,6 +4,9 @@
  * `SELECT pg_promote()`) and by `status` as `failover`.
  */
 import type { DropPath } from '../storage/drop.ts';
+import type { FailoverCounts } from '../storage/cost-model/counts.ts';
+import { modelFailover, type ModeledFailover } from '../storage/cost-model/model.ts';
+import type { CostProfile } from '../storage/cost-model/profile.ts';
 
 /** A lifecycle instant: wall clock (ISO) and a monotonic clock reading in ms (performance.now()). */
 export interface Instant {
@@ -59,4 +62,19 @@ export interface FailoverReport {
   recordsReplayed: number;
   newTimeline: number | null;
   drop: FailoverDrop;
+  /** The standby's NBuffers (what the model's scan costs depend on). */
+  nBuffers: number;
+  /**
+   * Exact event counts of the failover, per phase (storage/cost-model/README.md "Counters"):
+   * replay counts between resume and read-write; end-of-recovery and open-for-writes steps once
+   * they happened.
+   */
+  counts: FailoverCounts;
+  /** Modeled PostgreSQL seconds from `counts` (profile named); null if no profile could be loaded. */
+  model: ModeledFailover | null;
+}
+
+/** The report with its `model` computed from its counts with `profile` (null: no model). */
+export function withModel(report: Omit<FailoverReport, 'model'>, profile: CostProfile | null): FailoverReport {
+  return { ...report, model: profile === null ? null : modelFailover(report.counts, profile, report.nBuffers) };
 }

@@ -447,6 +447,15 @@ export class DropStats {
   /** Recovery-hash builds (each one scan of NBuffers, counted in `scanned`) and buffers they inserted. */
   hashBuilds = 0;
   hashInserts = 0;
+  /**
+   * Descriptors scanned, by pre-check: 'single' is DropRelFileNodeBuffers's loop, 'linear' and
+   * 'bsearch' DropRelFileNodesAllBuffers's (the cost model prices them separately).
+   */
+  readonly scannedByMatcher: Record<'single' | 'linear' | 'bsearch', number> = { single: 0, linear: 0, bsearch: 0 };
+  /** Header locks by path: pre-check hits of full scans, mapping hits of lookups, list elements. */
+  readonly headerLocksByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
+  /** Descriptors visited by recovery-hash builds (part of `scanned`; no pre-check matcher). */
+  hashBuildScanned = 0;
   /** Time spent inside drops (busy time, not counting event-loop turns between steps), per path. */
   readonly elapsedMsByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
 
@@ -458,6 +467,9 @@ export class DropStats {
     this.invalidated += result.invalidated;
     this.invalidatedByPath[result.path] += result.invalidated;
     this.headerLocks += result.headerLocks;
+    this.headerLocksByPath[result.path] += result.headerLocks;
+    if (result.matcher !== null) this.scannedByMatcher[result.matcher] += result.scanned;
+    else if (result.path === 'recovery-hash') this.hashBuildScanned += result.scanned;
     if (result.matcher === 'bsearch') this.bsearchScans++;
     this.listSteps += result.listSteps;
     if (result.path === 'recovery-hash' && result.scanned > 0) this.hashBuilds++;

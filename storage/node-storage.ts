@@ -19,6 +19,7 @@ import {
 } from './drop.ts';
 import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
+import { ReplayCounters } from './cost-model/counts.ts';
 import type { ForkNumber, RelFileNumber } from '../wal/records.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 
@@ -35,6 +36,8 @@ export interface DataImageHeader {
 
 export class NodeStorage {
   readonly dropStats = new DropStats();
+  /** Records replayed and the control-file updates replay forced (the cost model's counters). */
+  readonly replayCounters = new ReplayCounters();
   /** Called for every drop, e.g. to attribute counters to a failover. */
   onDrop: ((r: DropResult) => void) | null = null;
 

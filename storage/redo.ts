@@ -24,6 +24,7 @@ import {
 } from '../wal/records.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { runSteps, smgrcreate, timedSteps } from './drop.ts';
+import type { ReplayedRecord } from './cost-model/counts.ts';
 
 /** Heap pages per visibility-map page: 2 bits per heap page in 8168 usable bytes (visibilitymap.c). */
 export const HEAPBLOCKS_PER_VM_PAGE = (8192 - 24) * 4;
@@ -70,6 +71,16 @@ function ensureHeapPage(st: NodeStorage, rel: RelFileNumber, block: number): voi
 /** Apply a record at once (the primary's executor, crash recovery). */
 export function redo(st: NodeStorage, body: WalRecordBody, xid: TransactionId): void {
   runSteps(redoSteps(st, body, xid));
+}
+
+/**
+ * Replay one record of WAL (standby replay, crash recovery): count it for the cost model
+ * (storage/cost-model/counts.ts), then apply it in steps. The one replay entry point, so replay
+ * in a server and replay in-process (the sweeps' model-only mode) count the same.
+ */
+export function* replayRecordSteps(st: NodeStorage, rec: ReplayedRecord): Generator<void, void, void> {
+  st.replayCounters.observe(rec);
+  yield* redoSteps(st, rec.body, rec.header.xid);
 }
 
 /**
@@ -123,7 +134,12 @@ export function* redoSteps(st: NodeStorage, body: WalRecordBody, xid: Transactio
     case 'XACT_ABORT':
       if (body.kind === 'XACT_COMMIT') st.clog.setCommitted(xid);
       else st.clog.setAborted(xid);
-      if (body.droppedRels.length > 0) yield* dropRelations(st, body.droppedRels);
+      if (body.droppedRels.length > 0) {
+        // xact_redo_commit/abort: XLogFlush(lsn) before the files go; in recovery that rewrites
+        // pg_control's minRecoveryPoint (counted for the cost model).
+        if (st.smgr.inRecovery) st.replayCounters.minRecoveryPointUpdates++;
+        yield* dropRelations(st, body.droppedRels);
+      }
       return;
     case 'STANDBY_LOCK':
     case 'NOOP':
@@ -143,6 +159,8 @@ function* redoTruncate(st: NodeStorage, rel: RelFileNumber, blkno: number, flags
   const { smgr } = st;
   // In case a later record drops the relation, replay goes on best-effort: make sure MAIN exists.
   if (!smgr.exists(rel, MAIN_FORKNUM)) smgr.create(rel, MAIN_FORKNUM);
+  // smgr_redo: XLogFlush(lsn) before truncating; in recovery it rewrites pg_control's minRecoveryPoint.
+  if (smgr.inRecovery) st.replayCounters.minRecoveryPointUpdates++;
   if (!smgr.inRecovery) smgr.resetCachedSizes(rel); // RelationTruncate resets them on a primary
   const forks: ForkNumber[] = [];
   const nblocks: number[] = [];

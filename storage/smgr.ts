@@ -67,7 +67,32 @@ export function relpath(rel: RelFileNumber, fork: ForkNumber): string {
   return fork === 0 ? `base/5/${rel}` : `base/5/${rel}_${FORK_NAMES[fork]}`;
 }
 
+/**
+ * File operations md.c would make, per fork (index = ForkNumber): the cost model's smgr counters
+ * (storage/cost-model/README.md). Counted only when PostgreSQL would touch the file: a create of an
+ * existing fork, a truncation to the current size or beyond, and an unlink of a missing fork are
+ * no-ops in md.c too.
+ */
+export interface SmgrFileOps {
+  /** mdcreate: a fork's file created. */
+  create: number[];
+  /** mdextend: one block written at the end. */
+  extend: number[];
+  /** mdtruncate: ftruncate to a shorter size. */
+  truncate: number[];
+  /** mdunlink: a fork's file removed. */
+  unlink: number[];
+  /** mdnblocks: the size asked of the file (lseek) because no cached size could answer. */
+  nblocks: number[];
+}
+
+export function emptySmgrFileOps(): SmgrFileOps {
+  return { create: [0, 0, 0, 0], extend: [0, 0, 0, 0], truncate: [0, 0, 0, 0], unlink: [0, 0, 0, 0], nblocks: [0, 0, 0, 0] };
+}
+
 export class StorageManager {
+  /** File operations so far (monotonic; a failover's are the difference of two snapshots). */
+  readonly fileOps: SmgrFileOps = emptySmgrFileOps();
   /** Disk: per relfilenumber, the size of each fork in blocks, or NO_FILE. */
   private readonly disk = new Map<RelFileNumber, Float64Array>();
   /** Open SMgrRelations: per relfilenumber, smgr_cached_nblocks (InvalidBlockNumber = not cached). */
@@ -110,6 +135,7 @@ export class StorageManager {
     }
     if (sizes[fork] !== NO_FILE) return false;
     sizes[fork] = 0;
+    this.fileOps.create[fork]!++;
     return true;
   }
 
@@ -145,6 +171,7 @@ export class StorageManager {
     const cached = this.nblocksCached(rel, fork);
     if (cached !== InvalidBlockNumber) return cached;
     const size = this.diskNblocks(rel, fork);
+    this.fileOps.nblocks[fork]!++;
     this.cached(rel)[fork] = size;
     return size;
   }
@@ -175,6 +202,7 @@ export class StorageManager {
       fail(`INV-STORAGE-4: extend of ${relpath(rel, fork)} at block ${blocknum} but it has ${size} blocks`);
     }
     this.disk.get(rel)![fork] = blocknum + 1;
+    this.fileOps.extend[fork]!++;
     const cache = this.cached(rel);
     cache[fork] = cache[fork] === blocknum ? blocknum + 1 : InvalidBlockNumber;
   }
@@ -202,6 +230,7 @@ export class StorageManager {
           );
         }
       } else {
+        if (target < size) this.fileOps.truncate[fork]!++;
         this.disk.get(rel)![fork] = target;
       }
       cache[fork] = target;
@@ -231,6 +260,8 @@ export class StorageManager {
    */
   unlink(rel: RelFileNumber): void {
     assertRel(rel);
+    const sizes = this.disk.get(rel);
+    if (sizes) for (let f = 0; f < NFORKS; f++) if (sizes[f] !== NO_FILE) this.fileOps.unlink[f]!++;
     this.disk.delete(rel);
     this.cache.delete(rel);
   }

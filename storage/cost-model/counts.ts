@@ -1,0 +1,303 @@
+/**
+ * The event counts of a replay span and of a failover: what the cost model multiplies by its
+ * constants. Exact and deterministic: they come from the records replayed and from the storage
+ * counters (drops, smgr file operations), never from a clock.
+ *
+ * Entry points: `ReplayCounters` (records by kind, the PostgreSQL records they stand for, WAL
+ * bytes, minRecoveryPoint updates), `replayCountsOf(storage)` (a snapshot of everything a replay
+ * span is priced by), `diffReplayCounts`, `FailoverCounts`, `PG_RECORD_KINDS`, `pgRecordsFor`.
+ *
+ * walsim logs a leaner record mix than PostgreSQL 15 (one record per heap page for VACUUM's two
+ * passes, one catalog record where PostgreSQL logs a heap update plus its index inserts). Rather
+ * than change what walsim logs, each replayed walsim record is counted as the PostgreSQL records it
+ * stands for (`pgRecordsFor`, documented in storage/cost-model/README.md), and the cost profile
+ * prices PostgreSQL's records.
+ */
+import { assert } from '../../common/assert.ts';
+import type { TransactionId, WalRecord, WalRecordBody, WalRecordKind } from '../../wal/records.ts';
+import { DROP_PATHS, type DropPath, type DropStats } from '../drop.ts';
+import type { SmgrFileOps } from '../smgr.ts';
+
+/** PostgreSQL 15 record kinds (rmgr_INFO names) the walsim records stand for. */
+export const PG_RECORD_KINDS = [
+  'XLOG_CHECKPOINT_SHUTDOWN',
+  'XLOG_CHECKPOINT_ONLINE',
+  'XLOG_NOOP',
+  'XLOG_END_OF_RECOVERY',
+  'XACT_COMMIT',
+  'XACT_ABORT',
+  'SMGR_CREATE',
+  'SMGR_TRUNCATE',
+  'STANDBY_LOCK',
+  'HEAP_INSERT',
+  'HEAP_DELETE',
+  'HEAP_UPDATE',
+  'HEAP_INPLACE',
+  'HEAP2_PRUNE',
+  'HEAP2_VACUUM',
+  'HEAP2_VISIBLE',
+  'BTREE_INSERT_LEAF',
+] as const;
+export type PgRecordKind = (typeof PG_RECORD_KINDS)[number];
+
+/** Indexes of pg_class (oid, relname+relnamespace, reltablespace+relfilenode): a non-HOT update inserts into each. */
+export const PG_CLASS_INDEXES = 3;
+
+/** What a transaction has logged so far (for the records its commit stands for). */
+interface XactShape {
+  vacuum: boolean;
+  lock: boolean;
+}
+
+function tuples(ranges: readonly number[]): number {
+  let n = 0;
+  for (let i = 1; i < ranges.length; i += 2) n += ranges[i]!;
+  return n;
+}
+
+/**
+ * The PostgreSQL records one walsim record stands for, given what its transaction logged before.
+ * Calls `add(kind, n)` per PostgreSQL record kind. See README "Record mix".
+ */
+export function pgRecordsFor(body: WalRecordBody, xact: Readonly<XactShape> | undefined, add: (k: PgRecordKind, n: number) => void): void {
+  switch (body.kind) {
+    case 'CHECKPOINT_SHUTDOWN': return add('XLOG_CHECKPOINT_SHUTDOWN', 1);
+    case 'CHECKPOINT_ONLINE': return add('XLOG_CHECKPOINT_ONLINE', 1);
+    case 'NOOP': return add('XLOG_NOOP', 1);
+    case 'END_OF_RECOVERY': return add('XLOG_END_OF_RECOVERY', 1);
+    case 'SMGR_CREATE': return add('SMGR_CREATE', 1);
+    case 'SMGR_TRUNCATE': return add('SMGR_TRUNCATE', 1);
+    case 'STANDBY_LOCK': return add('STANDBY_LOCK', 1);
+    // INSERT … SELECT and INSERT … VALUES log one heap_insert per row in PostgreSQL (multi-insert is COPY's).
+    case 'HEAP_INSERT': return add('HEAP_INSERT', 1);
+    case 'HEAP2_MULTI_INSERT': return add('HEAP_INSERT', tuples(body.runs));
+    // heap_delete logs one record per row.
+    case 'HEAP_DELETE': return add('HEAP_DELETE', tuples(body.offsets));
+    // walsim's prune is PostgreSQL's two passes over a table without indexes: PRUNE, then VACUUM.
+    case 'HEAP2_PRUNE':
+      add('HEAP2_PRUNE', 1);
+      return add('HEAP2_VACUUM', 1);
+    case 'HEAP2_VISIBLE': return add('HEAP2_VISIBLE', 1);
+    // A pg_class row changed (CREATE/DROP/TRUNCATE): a non-HOT heap update plus one insert per index.
+    case 'CATALOG_UPDATE':
+      add('HEAP_UPDATE', 1);
+      return add('BTREE_INSERT_LEAF', PG_CLASS_INDEXES);
+    case 'XACT_COMMIT':
+    case 'XACT_ABORT': {
+      // VACUUM updates relpages/reltuples in place (vac_update_relstats: XLOG_HEAP_INPLACE). It has
+      // an xid, hence a commit record, only when it logged an AccessExclusiveLock (truncation).
+      if (xact?.vacuum) add('HEAP_INPLACE', 1);
+      if (xact?.vacuum && !xact.lock) return;
+      return add(body.kind === 'XACT_COMMIT' ? 'XACT_COMMIT' : 'XACT_ABORT', 1);
+    }
+    default: {
+      const never: never = body;
+      assert(false, `INV-COST-1: no PostgreSQL record mapping for ${(never as { kind: string }).kind}`);
+    }
+  }
+}
+
+/** What the counters need of a replayed record: its body, xid and framed length. */
+export interface ReplayedRecord {
+  body: WalRecordBody;
+  header: Pick<WalRecord['header'], 'xid' | 'totalLength'>;
+}
+
+/** Counts of the records replayed and of the control-file updates replay forced. Monotonic. */
+export class ReplayCounters {
+  readonly records: Partial<Record<WalRecordKind, number>> = {};
+  readonly pgRecords: Partial<Record<PgRecordKind, number>> = {};
+  walBytes = 0;
+  /**
+   * minRecoveryPoint updates PostgreSQL makes during replay: XLogFlush in recovery rewrites and
+   * fsyncs pg_control (UpdateMinRecoveryPoint). smgr_redo does it before every truncation and
+   * xact_redo_commit/abort before dropping relation files. walsim keeps no minRecoveryPoint; this
+   * counts where PostgreSQL would write it.
+   */
+  minRecoveryPointUpdates = 0;
+  /** Open transactions' shapes (bounded by concurrent transactions: one at a time in walsim). */
+  private readonly xacts = new Map<TransactionId, XactShape>();
+
+  /** Count one replayed record (before it is applied). */
+  observe(rec: ReplayedRecord): void {
+    const body = rec.body;
+    const xid = rec.header.xid;
+    this.records[body.kind] = (this.records[body.kind] ?? 0) + 1;
+    this.walBytes += rec.header.totalLength;
+    const shape = xid !== 0 ? this.xacts.get(xid) : undefined;
+    pgRecordsFor(body, shape, (k, n) => {
+      if (n > 0) this.pgRecords[k] = (this.pgRecords[k] ?? 0) + n;
+    });
+    if (xid === 0) return;
+    if (body.kind === 'XACT_COMMIT' || body.kind === 'XACT_ABORT') {
+      this.xacts.delete(xid);
+      return;
+    }
+    const s = shape ?? { vacuum: false, lock: false };
+    if (body.kind === 'HEAP2_PRUNE' || body.kind === 'HEAP2_VISIBLE' || body.kind === 'SMGR_TRUNCATE') s.vacuum = true;
+    if (body.kind === 'STANDBY_LOCK') s.lock = true;
+    if (shape === undefined) {
+      // A transaction whose commit never comes (primary crashed) must not grow the map forever.
+      if (this.xacts.size >= 1024) this.xacts.delete(this.xacts.keys().next().value!);
+      this.xacts.set(xid, s);
+    }
+  }
+}
+
+/** A buffer-drop summary of a span. */
+export interface DropCounts {
+  /** Drop calls by path (DropRelFileNodeBuffers and DropRelFileNodesAllBuffers together). */
+  calls: Record<DropPath, number>;
+  /** Descriptors visited: 'single' = DropRelFileNodeBuffers's loop, 'linear'/'bsearch' = DropRelFileNodesAllBuffers's. */
+  scannedByMatcher: { single: number; linear: number; bsearch: number };
+  /** Full-scan pre-check hits: buffer header locks for the re-check. */
+  preCheckHits: number;
+  /** Lookup path: mapping-table probes (one shared partition lock each). */
+  probes: number;
+  /** Lookup path: probes that found a buffer (header lock taken). */
+  lookupHits: number;
+  /** Buffers invalidated (any path). */
+  invalidated: number;
+  /** rel-list / recovery-hash: list elements walked (each a header lock and re-check). */
+  listSteps: number;
+  /** recovery-hash: descriptors visited by the hash's build (one pass over NBuffers). */
+  hashBuildScanned: number;
+  /** recovery-hash: buffers inserted into the hash by its build. */
+  hashInserts: number;
+}
+
+/** Everything a replay span is priced by. All counts; plain JSON. */
+export interface ReplayCounts {
+  /** walsim records replayed, by kind. */
+  records: Partial<Record<WalRecordKind, number>>;
+  /** The PostgreSQL 15 records they stand for (pgRecordsFor). */
+  pgRecords: Partial<Record<PgRecordKind, number>>;
+  /** Bytes of the walsim records replayed (headers included). */
+  walBytes: number;
+  drops: DropCounts;
+  /** smgr file operations per fork [main, fsm, vm, init]. */
+  smgr: SmgrFileOps;
+  /** pg_control rewrites + fsyncs forced by replay (minRecoveryPoint). */
+  controlFileUpdates: number;
+}
+
+/** Counted steps of ending recovery (StartupXLOG after redo): see README "Counters". */
+export interface EndOfRecoveryCounts {
+  /** Timeline history files written and fsynced (writeTimelineHistory). */
+  timelineHistoryFiles: number;
+  /** WAL segments initialised on the new timeline (XLogInitNewTimeline). */
+  walSegmentInits: number;
+  /** Records written (XLOG_END_OF_RECOVERY). */
+  records: number;
+  /** WAL flushes (XLogFlush of the end-of-recovery record). */
+  walFlushes: number;
+}
+
+/** Counted steps of opening for writes: pg_control to DB_IN_PRODUCTION. */
+export interface OpenForWritesCounts {
+  controlFileUpdates: number;
+}
+
+/** The counts of one failover (resume → read-write), per phase. */
+export interface FailoverCounts {
+  replay: ReplayCounts;
+  endOfRecovery: EndOfRecoveryCounts;
+  openForWrites: OpenForWritesCounts;
+}
+
+/** The storage a replay span runs against (a NodeStorage). */
+export interface CountedStorage {
+  readonly dropStats: DropStats;
+  readonly smgr: { readonly fileOps: SmgrFileOps };
+  readonly replayCounters: ReplayCounters;
+}
+
+/** A snapshot of a node's cumulative counters (deep copy). */
+export function replayCountsOf(st: CountedStorage): ReplayCounts {
+  const d = st.dropStats;
+  const r = st.replayCounters;
+  const ops = st.smgr.fileOps;
+  return {
+    records: { ...r.records },
+    pgRecords: { ...r.pgRecords },
+    walBytes: r.walBytes,
+    drops: {
+      calls: { ...d.drops },
+      scannedByMatcher: { ...d.scannedByMatcher },
+      preCheckHits: d.headerLocksByPath['full-scan'],
+      probes: d.probes,
+      lookupHits: d.headerLocksByPath['cached-lookup'],
+      invalidated: d.invalidated,
+      listSteps: d.listSteps,
+      hashBuildScanned: d.hashBuildScanned,
+      hashInserts: d.hashInserts,
+    },
+    smgr: { create: [...ops.create], extend: [...ops.extend], truncate: [...ops.truncate], unlink: [...ops.unlink], nblocks: [...ops.nblocks] },
+    controlFileUpdates: r.minRecoveryPointUpdates,
+  };
+}
+
+function diffMap<K extends string>(a: Partial<Record<K, number>>, b: Partial<Record<K, number>>): Partial<Record<K, number>> {
+  const out: Partial<Record<K, number>> = {};
+  for (const k of Object.keys(b) as K[]) {
+    const v = (b[k] ?? 0) - (a[k] ?? 0);
+    if (v !== 0) out[k] = v;
+  }
+  return out;
+}
+
+const diffArr = (a: readonly number[], b: readonly number[]) => b.map((v, i) => v - (a[i] ?? 0));
+
+/** The counts of the span between two snapshots (`later` − `earlier`). */
+export function diffReplayCounts(earlier: ReplayCounts, later: ReplayCounts): ReplayCounts {
+  const a = earlier.drops;
+  const b = later.drops;
+  return {
+    records: diffMap(earlier.records, later.records),
+    pgRecords: diffMap(earlier.pgRecords, later.pgRecords),
+    walBytes: later.walBytes - earlier.walBytes,
+    drops: {
+      calls: Object.fromEntries(DROP_PATHS.map((p) => [p, b.calls[p] - a.calls[p]])) as Record<DropPath, number>,
+      scannedByMatcher: {
+        single: b.scannedByMatcher.single - a.scannedByMatcher.single,
+        linear: b.scannedByMatcher.linear - a.scannedByMatcher.linear,
+        bsearch: b.scannedByMatcher.bsearch - a.scannedByMatcher.bsearch,
+      },
+      preCheckHits: b.preCheckHits - a.preCheckHits,
+      probes: b.probes - a.probes,
+      lookupHits: b.lookupHits - a.lookupHits,
+      invalidated: b.invalidated - a.invalidated,
+      listSteps: b.listSteps - a.listSteps,
+      hashBuildScanned: b.hashBuildScanned - a.hashBuildScanned,
+      hashInserts: b.hashInserts - a.hashInserts,
+    },
+    smgr: {
+      create: diffArr(earlier.smgr.create, later.smgr.create),
+      extend: diffArr(earlier.smgr.extend, later.smgr.extend),
+      truncate: diffArr(earlier.smgr.truncate, later.smgr.truncate),
+      unlink: diffArr(earlier.smgr.unlink, later.smgr.unlink),
+      nblocks: diffArr(earlier.smgr.nblocks, later.smgr.nblocks),
+    },
+    controlFileUpdates: later.controlFileUpdates - earlier.controlFileUpdates,
+  };
+}
+
+export function emptyReplayCounts(): ReplayCounts {
+  return {
+    records: {}, pgRecords: {}, walBytes: 0,
+    drops: {
+      calls: { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 }, scannedByMatcher: { single: 0, linear: 0, bsearch: 0 },
+      preCheckHits: 0, probes: 0, lookupHits: 0, invalidated: 0, listSteps: 0, hashBuildScanned: 0, hashInserts: 0,
+    },
+    smgr: { create: [0, 0, 0, 0], extend: [0, 0, 0, 0], truncate: [0, 0, 0, 0], unlink: [0, 0, 0, 0], nblocks: [0, 0, 0, 0] },
+    controlFileUpdates: 0,
+  };
+}
+
+/** The end-of-recovery and open-for-writes steps walsim performs at promotion (one of each). */
+export function promotionStepCounts(): Pick<FailoverCounts, 'endOfRecovery' | 'openForWrites'> {
+  return {
+    endOfRecovery: { timelineHistoryFiles: 1, walSegmentInits: 1, records: 1, walFlushes: 1 },
+    openForWrites: { controlFileUpdates: 1 },
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * The cost model: one pure function from a failover's event counts, a cost profile and NBuffers
+ * to modeled PostgreSQL seconds per failover phase. No clock is read; the same inputs give the
+ * same seconds on every run and machine.
+ *
+ * Entry points: `modelFailover(counts, profile, nBuffers)`, `modelReplay`, `costFeatures`
+ * (the counter each constant multiplies — the model is linear in the constants, which is what the
+ * fit in fit.ts relies on), `polledSeconds`, `ModeledFailover`.
+ *
+ * modeled seconds = Σ over constants  constant.seconds × (the count it multiplies)
+ * The only use of NBuffers: a full scan's per-descriptor constant is the `.cache` one while the
+ * descriptor array (NBuffers × cache.descriptorBytes) fits in the last-level cache, else `.memory`.
+ * A full scan's count is the descriptors it visited (NBuffers per scan), so doubling NBuffers
+ * doubles its cost within a tier; a lookup's probes do not depend on NBuffers.
+ */
+import { assert } from '../../common/assert.ts';
+import { PG_RECORD_KINDS, type FailoverCounts, type ReplayCounts } from './counts.ts';
+import type { CostConstantName, CostProfile } from './profile.ts';
+
+export type Phase = 'replay' | 'endOfRecovery' | 'openForWrites';
+
+/** Per phase, the count each constant multiplies (absent = 0). */
+export type CostFeatures = Record<Phase, Partial<Record<CostConstantName, number>>>;
+
+const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+
+/** Does the descriptor array of `nBuffers` buffers fit in the profile's last-level cache? */
+export function descriptorsFitInCache(profile: Pick<CostProfile, 'cache'>, nBuffers: number): boolean {
+  return nBuffers * profile.cache.descriptorBytes <= profile.cache.llcBytes;
+}
+
+/** The replay phase's features. */
+export function replayFeatures(c: ReplayCounts, profile: Pick<CostProfile, 'cache'>, nBuffers: number): Partial<Record<CostConstantName, number>> {
+  const f: Partial<Record<CostConstantName, number>> = {};
+  for (const k of PG_RECORD_KINDS) {
+    const n = c.pgRecords[k] ?? 0;
+    if (n !== 0) f[`record.${k}`] = n;
+  }
+  f.walByte = c.walBytes;
+  const tier = descriptorsFitInCache(profile, nBuffers) ? 'cache' : 'memory';
+  const d = c.drops;
+  f[`scan.single.${tier}`] = d.scannedByMatcher.single;
+  f[`scan.multi.${tier}`] = d.scannedByMatcher.linear + d.scannedByMatcher.bsearch;
+  f['scan.preCheckHit'] = d.preCheckHits;
+  f['lookup.probe'] = d.probes;
+  f['lookup.hit'] = d.lookupHits;
+  f.invalidate = d.invalidated;
+  f['dropCall.fullScan'] = d.calls['full-scan'];
+  f['dropCall.lookup'] = d.calls['cached-lookup'];
+  f['dropCall.relList'] = d.calls['rel-list'];
+  f['dropCall.recoveryHash'] = d.calls['recovery-hash'];
+  f['list.step'] = d.listSteps;
+  f[`scan.hashBuild.${tier}`] = d.hashBuildScanned;
+  f['hashBuild.insert'] = d.hashInserts;
+  f['smgr.create'] = sum(c.smgr.create);
+  f['smgr.extend'] = sum(c.smgr.extend);
+  f['smgr.truncate'] = sum(c.smgr.truncate);
+  f['smgr.unlink'] = sum(c.smgr.unlink);
+  f['smgr.nblocks'] = sum(c.smgr.nblocks);
+  f['controlFile.update'] = c.controlFileUpdates;
+  return f;
+}
+
+/** Every phase's features: the design-matrix row of one failover. */
+export function costFeatures(counts: FailoverCounts, profile: Pick<CostProfile, 'cache'>, nBuffers: number): CostFeatures {
+  assert(Number.isSafeInteger(nBuffers) && nBuffers > 0, `INV-COST-2: NBuffers ${nBuffers} must be a positive integer`);
+  const e = counts.endOfRecovery;
+  return {
+    replay: replayFeatures(counts.replay, profile, nBuffers),
+    endOfRecovery: {
+      'endOfRecovery.timelineHistoryFile': e.timelineHistoryFiles,
+      'endOfRecovery.walSegmentInit': e.walSegmentInits,
+      'endOfRecovery.record': e.records,
+      'endOfRecovery.walFlush': e.walFlushes,
+    },
+    openForWrites: { 'controlFile.update': counts.openForWrites.controlFileUpdates },
+  };
+}
+
+function price(features: Partial<Record<CostConstantName, number>>, profile: CostProfile): number {
+  let s = 0;
+  for (const [k, n] of Object.entries(features) as Array<[CostConstantName, number]>) {
+    assert(Number.isFinite(n) && n >= 0, `INV-COST-3: count for ${k} must be a non-negative number, got ${n}`);
+    s += n * profile.constants[k].seconds;
+  }
+  return s;
+}
+
+/** Where the replay phase's modeled seconds go (for the docs and reports). */
+export interface ReplayBreakdown {
+  /** PostgreSQL records (+ WAL bytes). */
+  recordsS: number;
+  /** Buffer drops: scans, probes, hits, invalidations, per-call overhead. */
+  dropsS: number;
+  /** smgr file operations. */
+  smgrS: number;
+  /** pg_control updates (minRecoveryPoint). */
+  controlFileS: number;
+}
+
+export interface ModeledFailover {
+  /** The profile's name. */
+  profile: string;
+  /** Modeled seconds from resume to read-write (sum of the phases). */
+  failoverS: number;
+  /**
+   * What a client polling for the end of recovery as the profile's reference did would have
+   * measured: offsetS + quantumS × ceil(failoverS / quantumS) (at least one quantum); null when
+   * the profile has no promotion poll.
+   */
+  polledS: number | null;
+  phases: { replayS: number; endOfRecoveryS: number; openForWritesS: number };
+  replay: ReplayBreakdown;
+}
+
+/** The poll's reading of a failover of `seconds` (pg_ctl promote checks every 100 ms). */
+export function polledSeconds(seconds: number, poll: NonNullable<CostProfile['promotionPoll']>): number {
+  // The tiny epsilon keeps an exact multiple (0.3 s) from rounding up through float error.
+  const n = Math.max(1, Math.ceil(seconds / poll.quantumS - 1e-9));
+  return poll.offsetS + n * poll.quantumS;
+}
+
+/** Modeled seconds of one replay span (e.g. a `rel`/`multi` step's replay) alone. */
+export function modelReplay(counts: ReplayCounts, profile: CostProfile, nBuffers: number): { seconds: number; breakdown: ReplayBreakdown } {
+  const f = replayFeatures(counts, profile, nBuffers);
+  const part = (pred: (k: string) => boolean) =>
+    price(Object.fromEntries(Object.entries(f).filter(([k]) => pred(k))) as Partial<Record<CostConstantName, number>>, profile);
+  const breakdown: ReplayBreakdown = {
+    recordsS: part((k) => k.startsWith('record.') || k === 'walByte'),
+    dropsS: part((k) => k.startsWith('scan.') || k.startsWith('lookup.') || k === 'invalidate' || k.startsWith('dropCall.')
+      || k.startsWith('list.') || k.startsWith('hashBuild.')),
+    smgrS: part((k) => k.startsWith('smgr.')),
+    controlFileS: part((k) => k === 'controlFile.update'),
+  };
+  return { seconds: price(f, profile), breakdown };
+}
+
+/**
+ * Modeled PostgreSQL seconds of a failover, per phase. Pure: counts + profile + NBuffers (the
+ * standby's shared_buffers in buffers) → seconds.
+ */
+export function modelFailover(counts: FailoverCounts, profile: CostProfile, nBuffers: number): ModeledFailover {
+  const f = costFeatures(counts, profile, nBuffers);
+  const replay = modelReplay(counts.replay, profile, nBuffers);
+  const phases = {
+    replayS: replay.seconds,
+    endOfRecoveryS: price(f.endOfRecovery, profile),
+    openForWritesS: price(f.openForWrites, profile),
+  };
+  const failoverS = phases.replayS + phases.endOfRecoveryS + phases.openForWritesS;
+  return {
+    profile: profile.name,
+    failoverS,
+    polledS: profile.promotionPoll === null ? null : polledSeconds(failoverS, profile.promotionPoll),
+    phases,
+    replay: replay.breakdown,
+  };
+}

@@ -1,0 +1,200 @@
+/**
+ * Cost profiles: the constants that turn event counts into modeled PostgreSQL seconds, as JSON
+ * (format `walsim-cost-profile/1`, documented in storage/cost-model/README.md), and their loader.
+ *
+ * Entry points: `CostProfile`, `COST_CONSTANT_NAMES`, `CostConstantName`, `parseProfile(json, origin)`,
+ * `loadProfile(nameOrFile)`, `builtinProfileNames()`, `DEFAULT_PROFILE`, `profileToJson`.
+ *
+ * Every constant is seconds per one event of one counter; `per` names the event and `source` says
+ * where the value came from (a fit, a measurement, or why it is zero). A profile missing a constant,
+ * carrying an unknown one, or with a negative or non-finite value is refused with an error naming it.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { WalsimError } from '../../common/errors.ts';
+import { PG_RECORD_KINDS, type PgRecordKind } from './counts.ts';
+
+export const PROFILE_FORMAT = 'walsim-cost-profile/1';
+export const DEFAULT_PROFILE = 'seed-001';
+
+/** Constants that are not per-record, with the event each is per. */
+export const OTHER_CONSTANTS = {
+  walByte: 'byte of walsim WAL replayed',
+  'scan.single.cache': 'descriptor visited by DropRelFileNodeBuffers, descriptor array within the last-level cache',
+  'scan.single.memory': 'descriptor visited by DropRelFileNodeBuffers, descriptor array larger than the last-level cache',
+  'scan.multi.cache': 'descriptor visited by DropRelFileNodesAllBuffers, descriptor array within the last-level cache',
+  'scan.multi.memory': 'descriptor visited by DropRelFileNodesAllBuffers, descriptor array larger than the last-level cache',
+  'scan.preCheckHit': 'full-scan pre-check hit (buffer header lock + re-check)',
+  'lookup.probe': 'mapping-table probe of the lookup path (BufTableHashCode + partition lock + BufTableLookup)',
+  'lookup.hit': 'probe that found a buffer (buffer header lock + re-check)',
+  invalidate: 'buffer invalidated (InvalidateBuffer: mapping delete, freelist)',
+  'dropCall.fullScan': 'drop call that took the full scan (per call)',
+  'dropCall.lookup': 'drop call that took the lookup path (per call)',
+  'dropCall.relList': 'drop call that walked a relation list (rel-list strategy, per call)',
+  'dropCall.recoveryHash': 'drop call that used the recovery hash (recovery-hash strategy, per call)',
+  'list.step': 'relation-list element walked by rel-list / recovery-hash (header lock + re-check)',
+  'scan.hashBuild.cache': 'descriptor visited by the recovery hash build, descriptor array within the last-level cache',
+  'scan.hashBuild.memory': 'descriptor visited by the recovery hash build, descriptor array larger than the last-level cache',
+  'hashBuild.insert': 'buffer inserted into the recovery hash by its build',
+  'smgr.create': 'fork file created (mdcreate)',
+  'smgr.extend': 'block appended (mdextend)',
+  'smgr.truncate': 'fork file truncated (mdtruncate)',
+  'smgr.unlink': 'fork file removed (mdunlink)',
+  'smgr.nblocks': 'fork size asked of the file (mdnblocks: lseek)',
+  'controlFile.update': 'pg_control rewrite + fsync (minRecoveryPoint during replay; DB_IN_PRODUCTION at promotion)',
+  'endOfRecovery.timelineHistoryFile': 'timeline history file written + fsynced',
+  'endOfRecovery.walSegmentInit': 'WAL segment initialised on the new timeline (XLogInitNewTimeline copy)',
+  'endOfRecovery.record': 'record written at end of recovery (XLOG_END_OF_RECOVERY)',
+  'endOfRecovery.walFlush': 'WAL flush at end of recovery',
+} as const;
+
+export type RecordConstantName = `record.${PgRecordKind}`;
+export type CostConstantName = RecordConstantName | keyof typeof OTHER_CONSTANTS;
+
+export const COST_CONSTANT_NAMES: readonly CostConstantName[] = [
+  ...PG_RECORD_KINDS.map((k) => `record.${k}` as const),
+  ...(Object.keys(OTHER_CONSTANTS) as Array<keyof typeof OTHER_CONSTANTS>),
+];
+
+/** What one constant is per (for the docs and the profile's `per` field). */
+export function constantPer(name: CostConstantName): string {
+  return name.startsWith('record.') ? `PostgreSQL ${name.slice(7)} record replayed` : OTHER_CONSTANTS[name as keyof typeof OTHER_CONSTANTS];
+}
+
+export interface CostConstant {
+  /** Seconds per event. */
+  seconds: number;
+  /** The event (one unit of the counter it multiplies). */
+  per: string;
+  /** Where the value came from. */
+  source: string;
+}
+
+export interface CostProfile {
+  format: typeof PROFILE_FORMAT;
+  name: string;
+  description: string;
+  /**
+   * Which per-descriptor scan cost applies: `.cache` while NBuffers × descriptorBytes fits in
+   * llcBytes, `.memory` beyond (a full scan streams the descriptor array from memory).
+   */
+  cache: { llcBytes: number; descriptorBytes: number; source: string };
+  /**
+   * How the reference measured a failover: by polling for the end of recovery every `quantumS`
+   * (pg_ctl promote's 100 ms), plus a fixed `offsetS` of its own. null: report the modeled time only.
+   */
+  promotionPoll: { quantumS: number; offsetS: number; source: string } | null;
+  constants: Record<CostConstantName, CostConstant>;
+}
+
+function bad(origin: string, what: string): WalsimError {
+  return new WalsimError('invalid_input', `cost profile ${origin}: ${what}`);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function num(origin: string, v: unknown, where: string, positive = false): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (positive && v === 0)) {
+    throw bad(origin, `${where} must be a ${positive ? 'positive' : 'non-negative'} finite number, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function str(origin: string, v: unknown, where: string): string {
+  if (typeof v !== 'string') throw bad(origin, `${where} must be a string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** Validate a parsed profile; `origin` names it in errors (a file path or profile name). */
+export function parseProfile(json: unknown, origin: string): CostProfile {
+  if (!isObject(json)) throw bad(origin, 'must be a JSON object');
+  if (json.format !== PROFILE_FORMAT) throw bad(origin, `"format" must be "${PROFILE_FORMAT}", got ${JSON.stringify(json.format)}`);
+  const known = new Set(['format', 'name', 'description', 'cache', 'promotionPoll', 'constants', 'fit']);
+  for (const k of Object.keys(json)) if (!known.has(k)) throw bad(origin, `unknown field "${k}"`);
+  const name = str(origin, json.name, '"name"');
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw bad(origin, `"name" must be letters, digits, ".", "_" or "-", got ${JSON.stringify(name)}`);
+  const cache = json.cache;
+  if (!isObject(cache)) throw bad(origin, '"cache" must be an object {llcBytes, descriptorBytes, source}');
+  const poll = json.promotionPoll;
+  if (poll !== null && !isObject(poll)) throw bad(origin, '"promotionPoll" must be null or an object {quantumS, offsetS, source}');
+  const constants = json.constants;
+  if (!isObject(constants)) throw bad(origin, '"constants" must be an object');
+  const names = new Set<string>(COST_CONSTANT_NAMES);
+  for (const k of Object.keys(constants)) if (!names.has(k)) throw bad(origin, `unknown constant "${k}" (known: ${COST_CONSTANT_NAMES.join(', ')})`);
+  const out = {} as Record<CostConstantName, CostConstant>;
+  for (const k of COST_CONSTANT_NAMES) {
+    const c = constants[k];
+    if (c === undefined) throw bad(origin, `constant "${k}" is missing`);
+    if (!isObject(c)) throw bad(origin, `constant "${k}" must be an object {seconds, per, source}`);
+    out[k] = { seconds: num(origin, c.seconds, `constants["${k}"].seconds`), per: str(origin, c.per ?? constantPer(k), `constants["${k}"].per`), source: str(origin, c.source, `constants["${k}"].source`) };
+  }
+  return {
+    format: PROFILE_FORMAT,
+    name,
+    description: str(origin, json.description ?? '', '"description"'),
+    cache: {
+      llcBytes: num(origin, cache.llcBytes, 'cache.llcBytes'),
+      descriptorBytes: num(origin, cache.descriptorBytes, 'cache.descriptorBytes', true),
+      source: str(origin, cache.source ?? '', 'cache.source'),
+    },
+    promotionPoll: poll === null || poll === undefined ? null : {
+      quantumS: num(origin, poll.quantumS, 'promotionPoll.quantumS', true),
+      offsetS: num(origin, poll.offsetS, 'promotionPoll.offsetS'),
+      source: str(origin, poll.source ?? '', 'promotionPoll.source'),
+    },
+    constants: out,
+  };
+}
+
+/** The folder of the shipped profiles. */
+export const PROFILES_DIR = path.join(import.meta.dirname, 'profiles');
+
+export function builtinProfileNames(): string[] {
+  return fs.readdirSync(PROFILES_DIR).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort();
+}
+
+/**
+ * A shipped profile by name (`seed-001`) or a profile file by path (anything containing a `/` or
+ * ending in `.json`).
+ */
+export function loadProfile(nameOrFile: string = DEFAULT_PROFILE): CostProfile {
+  const isFile = nameOrFile.includes('/') || nameOrFile.includes(path.sep) || nameOrFile.endsWith('.json');
+  let file: string;
+  if (isFile) file = path.resolve(nameOrFile);
+  else {
+    if (!builtinProfileNames().includes(nameOrFile)) {
+      throw new WalsimError('invalid_input', `unknown cost profile "${nameOrFile}" (shipped: ${builtinProfileNames().join(', ')}; or give a file path)`);
+    }
+    file = path.join(PROFILES_DIR, `${nameOrFile}.json`);
+  }
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new WalsimError('invalid_input', `cannot read cost profile "${nameOrFile}": ${(e as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new WalsimError('invalid_input', `cost profile "${nameOrFile}" is not valid JSON: ${(e as Error).message}`);
+  }
+  return parseProfile(json, isFile ? file : nameOrFile);
+}
+
+/** Stable, readable JSON of a profile (constants in COST_CONSTANT_NAMES order), with optional fit report. */
+export function profileToJson(p: CostProfile, fit?: unknown): string {
+  const constants: Record<string, CostConstant> = {};
+  for (const k of COST_CONSTANT_NAMES) constants[k] = p.constants[k];
+  return JSON.stringify({ format: p.format, name: p.name, description: p.description, cache: p.cache, promotionPoll: p.promotionPoll, constants, ...(fit === undefined ? {} : { fit }) }, null, 2) + '\n';
+}
+
+let defaultProfile: CostProfile | undefined;
+
+/** The shipped default profile (DEFAULT_PROFILE), loaded once. */
+export function defaultCostProfile(): CostProfile {
+  defaultProfile ??= loadProfile(DEFAULT_PROFILE);
+  return defaultProfile;
+}
