@@ -24,6 +24,7 @@ export const PG_RECORD_KINDS = [
   'XLOG_CHECKPOINT_ONLINE',
   'XLOG_NOOP',
   'XLOG_END_OF_RECOVERY',
+  'XLOG_FPI',
   'XACT_COMMIT',
   'XACT_ABORT',
   'SMGR_CREATE',
@@ -65,6 +66,7 @@ export function pgRecordsFor(body: WalRecordBody, xact: Readonly<XactShape> | un
     case 'CHECKPOINT_ONLINE': return add('XLOG_CHECKPOINT_ONLINE', 1);
     case 'NOOP': return add('XLOG_NOOP', 1);
     case 'END_OF_RECOVERY': return add('XLOG_END_OF_RECOVERY', 1);
+    case 'FPI': return add('XLOG_FPI', 1);
     case 'SMGR_CREATE': return add('SMGR_CREATE', 1);
     case 'SMGR_TRUNCATE': return add('SMGR_TRUNCATE', 1);
     case 'STANDBY_LOCK': return add('STANDBY_LOCK', 1);
