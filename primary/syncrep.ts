@@ -2,6 +2,14 @@
  * Synchronous replication waits (syncrep.c): a committing backend waits until the synchronous
  * standby has written / flushed / applied WAL past its commit record, as synchronous_commit says.
  * Waiters are kept per mode in LSN order and released when the standby's reply passes them.
+ *
+ * While a transaction waits here its commit record is flushed and CLOG says committed, but other
+ * sessions must still see it as in progress (PostgreSQL removes it from the proc array only after
+ * the wait, in ProcArrayEndTransaction): `waitingXids()` is that set. A wait ends in one of three
+ * ways: released by a standby reply; cancelled by the user (`cancel`: a WARNING, the commit
+ * returns normally); or terminated by a fast shutdown (`terminateAll`: a WARNING with SQLSTATE
+ * 57P01, and the connection ends). After a cancellation the rows are visible; they may never have
+ * reached the standby (the "locally committed, not replicated" window).
  */
 import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
@@ -20,13 +28,46 @@ export function waitModeFor(level: SynchronousCommit): SyncRepWaitMode | null {
   }
 }
 
-interface Waiter { lsn: Lsn; resolve(): void; reject(e: Error): void }
+/** PostgreSQL's DETAIL for every cancelled or terminated wait (syncrep.c SyncRepWaitForLSN). */
+export const SYNC_REP_CANCEL_DETAIL = 'The transaction has already committed locally, but might not have been replicated to the standby.';
+
+/** A notice sent to the client with a statement's result (PostgreSQL's NoticeResponse). */
+export interface Notice {
+  severity: 'WARNING';
+  code: string;
+  message: string;
+  detail?: string;
+}
+
+/** The user cancelled the wait: the commit stands and returns, with this WARNING (SQLSTATE 01000). */
+export const SYNC_REP_USER_CANCEL: Notice = {
+  severity: 'WARNING', code: '01000', message: 'canceling wait for synchronous replication due to user request', detail: SYNC_REP_CANCEL_DETAIL,
+};
+
+/**
+ * A fast shutdown terminated the wait. PostgreSQL sends this as a WARNING (ERRCODE_ADMIN_SHUTDOWN)
+ * and then closes the connection without a command tag: the client never sees the commit
+ * acknowledged. walsim answers the request with this error (severity WARNING) and closes.
+ */
+export class SyncRepTerminated extends WalsimError {
+  readonly severity = 'WARNING';
+  constructor() {
+    super('shutting_down', 'canceling the wait for synchronous replication and terminating connection due to administrator command', '57P01', SYNC_REP_CANCEL_DETAIL);
+  }
+}
+
+interface Waiter { lsn: Lsn; xid: number; mode: SyncRepWaitMode; sinceMs: number; resolve(n: Notice | null): void; reject(e: Error): void }
+
+/** One waiting commit, for status. */
+export interface SyncRepWaiterInfo { xid: number; lsn: Lsn; mode: SyncRepWaitMode; sinceMs: number }
 
 export interface StandbyPositions { write: Lsn; flush: Lsn; apply: Lsn }
 
 export class SyncRepQueue {
   private readonly queues: Record<SyncRepWaitMode, Waiter[]> = { write: [], flush: [], apply: [] };
   private released: StandbyPositions = { write: 0, flush: 0, apply: 0 };
+  private readonly waitingXidSet = new Set<number>();
+  private terminated = false;
 
   /**
    * synchronous_standby_names as a list of application names ('*' matches any). walsim supports
@@ -53,16 +94,60 @@ export class SyncRepQueue {
     return i;
   }
 
-  wait(lsn: Lsn, mode: SyncRepWaitMode): Promise<void> {
+  /**
+   * Wait until the synchronous standby's `mode` position reaches `lsn` (the end of transaction
+   * `xid`'s commit record). Resolves with null when released, or with the WARNING when the user
+   * cancelled the wait; rejects with SyncRepTerminated when a fast shutdown ended it (also at once
+   * once the shutdown began).
+   */
+  wait(lsn: Lsn, mode: SyncRepWaitMode, xid = 0): Promise<Notice | null> {
+    if (this.terminated) return Promise.reject(new SyncRepTerminated());
     const already = this.released[mode] >= lsn;
-    if (already || !this.enabled) return Promise.resolve();
+    if (already || !this.enabled) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
       const q = this.queues[mode];
       // Commits arrive in LSN order in practice; insert sorted regardless.
       let i = q.length;
       while (i > 0 && q[i - 1]!.lsn > lsn) i--;
-      q.splice(i, 0, { lsn, resolve, reject });
+      q.splice(i, 0, { lsn, xid, mode, sinceMs: Date.now(), resolve, reject });
+      if (xid !== 0) this.waitingXidSet.add(xid);
     });
+  }
+
+  /** Transactions whose commit waits here: other sessions treat them as in progress. */
+  waitingXids(): ReadonlySet<number> {
+    return this.waitingXidSet;
+  }
+
+  /** The waiting commits, oldest LSN first within each mode. */
+  waiters(): SyncRepWaiterInfo[] {
+    return Object.values(this.queues).flat().map(({ xid, lsn, mode, sinceMs }) => ({ xid, lsn, mode, sinceMs }));
+  }
+
+  private finish(w: Waiter): Waiter {
+    this.waitingXidSet.delete(w.xid);
+    return w;
+  }
+
+  /** The user cancels transaction `xid`'s wait: it returns with the WARNING. False if not waiting. */
+  cancel(xid: number): boolean {
+    for (const q of Object.values(this.queues)) {
+      const i = q.findIndex((w) => w.xid === xid);
+      if (i >= 0) {
+        this.finish(q.splice(i, 1)[0]!).resolve(SYNC_REP_USER_CANCEL);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Fast shutdown: end every wait with SyncRepTerminated, and every later one at once. Runs first
+   * in a shutdown, so that the sessions holding the write lock let go of it.
+   */
+  terminateAll(): void {
+    this.terminated = true;
+    for (const q of Object.values(this.queues)) for (const w of q.splice(0)) this.finish(w).reject(new SyncRepTerminated());
   }
 
   /** The synchronous standby replied: release every waiter its positions cover. */
@@ -74,7 +159,7 @@ export class SyncRepQueue {
       const q = this.queues[mode];
       let n = 0;
       while (n < q.length && q[n]!.lsn <= at) n++;
-      for (const w of q.splice(0, n)) w.resolve();
+      for (const w of q.splice(0, n)) this.finish(w).resolve(null);
     }
   }
 
@@ -86,10 +171,5 @@ export class SyncRepQueue {
 
   waiting(): number {
     return this.queues.write.length + this.queues.flush.length + this.queues.apply.length;
-  }
-
-  /** Shutdown: wake every waiter with an error (the commit is durable locally, not confirmed remotely). */
-  cancelAll(err: Error): void {
-    for (const q of Object.values(this.queues)) for (const w of q.splice(0)) w.reject(err);
   }
 }

@@ -54,6 +54,8 @@ export class ClusterHandle {
   }
 
   async startNode(name: NodeName): Promise<void> {
+    // A cached connection to an earlier process of this node (one that died on its own) is dead.
+    this.forget(name)?.close();
     await startNode(this.dir, name);
   }
 

@@ -27,7 +27,7 @@ export class ControlClient {
       if (!p) return;
       this.pending.delete(id);
       if (reply.ok) p.resolve(reply.result);
-      else p.reject(new ControlError(reply.error.code, reply.error.message));
+      else p.reject(new ControlError(reply.error.code, reply.error.message, reply.error.detail, reply.error.severity ?? 'ERROR'));
     });
     ws.on('close', (code, reason) => {
       this.closedReason = `connection closed (${code}${reason.length ? ': ' + reason.toString() : ''})`;
@@ -114,11 +114,13 @@ export class ControlClient {
   }
 }
 
-/** An error reply from the server: PostgreSQL SQLSTATE code and message. */
+/** An error reply from the server: PostgreSQL SQLSTATE code, message, DETAIL and severity. */
 export class ControlError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    readonly detail?: string,
+    readonly severity: 'ERROR' | 'FATAL' | 'WARNING' = 'ERROR',
   ) {
     super(message);
     this.name = 'ControlError';

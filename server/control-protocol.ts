@@ -4,6 +4,9 @@
  * gets a reply naming what was wrong and the connection stays usable.
  */
 import { WalsimError } from '../common/errors.ts';
+import type { Notice } from '../primary/syncrep.ts';
+
+export type { Notice };
 
 export type StopMode = 'smart' | 'fast' | 'immediate';
 export const STOP_MODES: readonly StopMode[] = ['smart', 'fast', 'immediate'];
@@ -18,12 +21,14 @@ export type ControlRequest =
   | { id: number; op: 'promote'; wait: boolean; waitSeconds: number };
 
 /**
- * Faults a test can inject into a running server (standbys only):
- * - cut_replication: destroy the walreceiver's socket (no close handshake), stay down holdMs;
- * - wal_write_fail: every WAL segment write fails with ENOSPC for holdMs (a full disk).
+ * Faults a test can inject into a running server:
+ * - cut_replication (standby): destroy the walreceiver's socket (no close handshake), stay down holdMs;
+ * - wal_write_fail (standby): every WAL segment write fails with ENOSPC for holdMs (a full disk);
+ * - redo_fail (any node): the next record the node applies throws an InvariantViolation inside
+ *   redo (a programmer error), which ends the process with FATAL.
  */
-export type FaultName = 'cut_replication' | 'wal_write_fail';
-export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail'];
+export type FaultName = 'cut_replication' | 'wal_write_fail' | 'redo_fail';
+export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail', 'redo_fail'];
 
 export type SqlValue = string | number | boolean | null;
 
@@ -32,11 +37,20 @@ export interface QueryResult {
   command: string;
   columns: string[];
   rows: Array<Record<string, SqlValue>>;
+  /** WARNINGs raised while the statement ran (PostgreSQL's NoticeResponse), if any. */
+  notices?: Notice[];
 }
 
 export interface ControlErrorBody {
   code: string;
   message: string;
+  /** PostgreSQL's DETAIL line, when there is one. */
+  detail?: string;
+  /**
+   * ERROR unless said otherwise. WARNING: PostgreSQL sent this as a warning and then ended the
+   * session without completing the command (a synchronous-replication wait ended by fast shutdown).
+   */
+  severity?: 'ERROR' | 'FATAL' | 'WARNING';
 }
 
 export type ControlReply =

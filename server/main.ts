@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import type WebSocket from 'ws';
 import { isWalsimError } from '../common/errors.ts';
+import { InvariantViolation } from '../common/assert.ts';
 import { pidFilePath, readPgPassword, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
 import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
@@ -47,6 +48,20 @@ function removePidFile(): void {
   } catch {
     /* already gone */
   }
+}
+
+/**
+ * A failure the process cannot continue after: an InvariantViolation anywhere (a programmer error:
+ * state may be half-changed, e.g. WAL ahead of storage), an exception inside redo, an fsync
+ * failure, any uncaught exception. Like PostgreSQL's FATAL/PANIC in a process the postmaster
+ * cannot do without: log it, remove postmaster.pid, exit 1. Nothing more is written, so the data
+ * directory stays as a crash leaves it and the next start runs crash recovery.
+ */
+function fatal(e: unknown): never {
+  log(`FATAL:  ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  log('LOG:  server process exiting with exit code 1');
+  removePidFile();
+  process.exit(1);
 }
 
 /** pg_ctl stop -m immediate: exit at once, no checkpoint, no more WAL sent; next start is crash recovery. */
@@ -155,8 +170,13 @@ function serveControl(ws: WebSocket): void {
     run().then(
       (result) => reply({ id, ok: true, result }),
       (e: unknown) => {
-        if (isWalsimError(e)) reply({ id, ok: false, error: { code: e.sqlstate, message: e.message } });
-        else {
+        if (e instanceof InvariantViolation) fatal(e);
+        if (isWalsimError(e)) {
+          const severity = (e as { severity?: 'WARNING' }).severity;
+          reply({ id, ok: false, error: { code: e.sqlstate, message: e.message, ...(e.detail ? { detail: e.detail } : {}), ...(severity ? { severity } : {}) } });
+          // A synchronous-replication wait ended by fast shutdown: PostgreSQL warns, then ends the session.
+          if (severity === 'WARNING' && e.kind === 'shutting_down') ws.close(CLOSE_SHUTTING_DOWN, 'terminating connection due to administrator command');
+        } else {
           log(`ERROR:  internal error: ${(e as Error).stack}`);
           reply({ id, ok: false, error: { code: (e as { code?: string }).code ?? 'XX000', message: (e as Error).message } });
         }
@@ -173,7 +193,9 @@ async function main(): Promise<void> {
   process.on('SIGQUIT', immediateStop);
   process.on('SIGINT', () => stop('fast'));
   process.on('SIGTERM', () => stop('smart'));
-  node = ServerNode.open({ dataDir, config, token, log });
+  process.on('uncaughtException', fatal);
+  process.on('unhandledRejection', fatal);
+  node = ServerNode.open({ dataDir, config, token, log, fatal });
   server = await startWsServer({
     host: config.listen,
     port: config.port,

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type WebSocket from 'ws';
-import { assert } from '../common/assert.ts';
+import { assert, InvariantViolation } from '../common/assert.ts';
 import { writeFileSynced } from '../common/durable-file.ts';
 import { WalsimError, isWalsimError } from '../common/errors.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
@@ -26,7 +26,7 @@ import { runSteps } from '../storage/drop.ts';
 import { parseSharedBuffers, formatSharedBuffers } from '../storage/shared-buffers.ts';
 import type { DropResult, DropSettings } from '../storage/drop.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../primary/executor.ts';
-import { SyncRepQueue, waitModeFor } from '../primary/syncrep.ts';
+import { SyncRepQueue, waitModeFor, type Notice } from '../primary/syncrep.ts';
 import { WalSender } from '../primary/walsender.ts';
 import { StartupProcess } from '../standby/startup.ts';
 import { WalReceiver } from '../standby/walreceiver.ts';
@@ -69,6 +69,11 @@ export interface NodeOptions {
   config: NodeConfig;
   token: string;
   log(message: string): void;
+  /**
+   * A failure the node cannot continue after (an exception inside redo in the startup process):
+   * log FATAL and end the process with a non-zero exit; the next start is crash recovery.
+   */
+  fatal(error: unknown): void;
 }
 
 export class ServerNode {
@@ -92,6 +97,10 @@ export class ServerNode {
   private syncStandby: WalSender | null = null;
   private readonly writeLock = new Mutex();
   private asyncFlushTimer: NodeJS.Timeout | null = null;
+  /** WARNINGs for the write statement running now (a cancelled synchronous-replication wait). */
+  private statementNotices: Notice[] = [];
+  /** Fault `redo_fail`: the next record this node applies throws an InvariantViolation. */
+  private redoFaultArmed = false;
 
   // standby role
   startup: StartupProcess | null = null;
@@ -151,7 +160,10 @@ export class ServerNode {
               this.failover.mark('firstCheckpointDone');
               this.send({ type: 'CHECKPOINT_DONE' });
             },
-            (e: unknown) => this.opts.log(`LOG:  end-of-recovery checkpoint failed: ${(e as Error).message}`),
+            (e: unknown) => {
+              if (e instanceof InvariantViolation) this.opts.fatal(e);
+              else this.opts.log(`LOG:  end-of-recovery checkpoint failed: ${(e as Error).message}`);
+            },
           );
         });
       },
@@ -227,13 +239,18 @@ export class ServerNode {
   }
 
   /** Faults injected so far, by name (status). */
-  readonly faultsInjected: Record<FaultName, number> = { cut_replication: 0, wal_write_fail: 0 };
+  readonly faultsInjected: Record<FaultName, number> = { cut_replication: 0, wal_write_fail: 0, redo_fail: 0 };
 
   /**
    * Fault injection for tests (standbys only): cut the walreceiver's connection and hold it down
    * for holdMs, or make every WAL write fail with ENOSPC for holdMs (a full disk).
    */
   injectFault(fault: FaultName, holdMs: number): { injected: FaultName } {
+    if (fault === 'redo_fail') {
+      this.redoFaultArmed = true;
+      this.faultsInjected[fault]++;
+      return { injected: fault };
+    }
     if (this.receiver === null || !this.inRecovery) throw new WalsimError('invalid_input', `${fault} needs a standby with a walreceiver`);
     if (fault === 'cut_replication') this.receiver.cutConnection(holdMs);
     if (fault === 'wal_write_fail') {
@@ -248,6 +265,13 @@ export class ServerNode {
     }
     this.faultsInjected[fault]++;
     return { injected: fault };
+  }
+
+  /** Fault `redo_fail`: throw (once) where the next record would be applied. */
+  private injectedRedoFailure(at: Lsn): void {
+    if (!this.redoFaultArmed) return;
+    this.redoFaultArmed = false;
+    throw new InvariantViolation(`INV-FAULT: injected redo failure applying the record ending at ${formatLsn(at)}`);
   }
 
   /** The failover report, with the model of its counts under the default cost profile. */
@@ -316,6 +340,15 @@ export class ServerNode {
     yield* replayRecordSteps(storage, rec);
   }
 
+  /** The startup process's redo of one record (with the `redo_fail` fault: fail inside the record). */
+  private *replaySteps(rec: WalRecord): Generator<void, void, void> {
+    if (this.redoFaultArmed) {
+      yield; // fail inside the record, as a long drop would, with the event loop running in between
+      this.injectedRedoFailure(rec.endLsn);
+    }
+    yield* ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, true);
+  }
+
   /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
   async startRole(upstreamToken: string): Promise<void> {
     if (!this.inRecovery) {
@@ -332,7 +365,8 @@ export class ServerNode {
         dataDir: this.dataDir,
         readOptions: () => this.readOptions(),
         flushedUpTo: () => this.wal.flushLsn,
-        applySteps: (rec) => ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, true),
+        applySteps: (rec) => this.replaySteps(rec),
+        fatal: (e) => this.opts.fatal(e),
         onProgress: () => this.receiver?.sendStatus(),
         pauseRequested: () => pauseStateOf(this.lifecycle.getSnapshot()) !== 'not paused',
         confirmPause: () => this.send({ type: 'PAUSE_CONFIRMED' }),
@@ -385,6 +419,7 @@ export class ServerNode {
 
   private logAndApply(body: WalRecordBody, xid: TransactionId): Lsn {
     const { endLsn } = this.wal.insert(body, xid);
+    this.injectedRedoFailure(endLsn);
     redo(this.storage, body, xid);
     return endLsn;
   }
@@ -402,7 +437,10 @@ export class ServerNode {
     if (level !== 'off' || droppedRels.length > 0) this.flushWal();
     else this.scheduleAsyncFlush();
     const mode = waitModeFor(level);
-    if (mode !== null && this.syncRep.enabled) await this.syncRep.wait(endLsn, mode);
+    if (mode !== null && this.syncRep.enabled) {
+      const notice = await this.syncRep.wait(endLsn, mode, xid);
+      if (notice !== null) this.statementNotices.push(notice);
+    }
   }
 
   /** wal_writer_delay: asynchronous commits reach disk within 200 ms. */
@@ -503,7 +541,7 @@ export class ServerNode {
     const write = writeCommandName(stmt);
     if (write !== null) {
       if (this.inRecovery) throw new WalsimError('read_only', `cannot execute ${write} in a read-only transaction`, '25006');
-      return this.writeLock.run(() => executeWrite(this.executorContext(), stmt));
+      return this.runWrite(() => executeWrite(this.executorContext(), stmt));
     }
     if (stmt.type === 'select_function' && stmt.fn === 'pg_promote') {
       const [wait = true, waitSeconds = 60] = stmt.args;
@@ -517,9 +555,25 @@ export class ServerNode {
         await this.restartpoint();
         return { command: 'CHECKPOINT', columns: [], rows: [] };
       }
-      return this.writeLock.run(() => executeWrite(this.executorContext(), stmt));
+      return this.runWrite(() => executeWrite(this.executorContext(), stmt));
     }
     return executeRead(this, stmt);
+  }
+
+  /**
+   * Run a write statement under the write lock. A statement still queued when a shutdown begins
+   * never starts (PostgreSQL's fast stop terminates every backend). WARNINGs raised while it ran
+   * (a cancelled synchronous-replication wait) travel with its result.
+   */
+  private runWrite(fn: () => Promise<QueryResult>): Promise<QueryResult> {
+    return this.writeLock.run(async () => {
+      if (this.shuttingDown !== null) throw new WalsimError('shutting_down', 'terminating connection due to administrator command', '57P01');
+      this.statementNotices = [];
+      const result = await fn();
+      const notices = this.statementNotices;
+      this.statementNotices = [];
+      return notices.length > 0 ? { ...result, notices } : result;
+    });
   }
 
   /**
@@ -623,6 +677,10 @@ export class ServerNode {
       writeControlFile(this.dataDir, this.control);
       return;
     }
+    // Sessions waiting for synchronous replication are terminated first (PostgreSQL's fast stop
+    // signals every backend; one waiting in SyncRepWaitForLSN warns and exits): each holds the
+    // write lock, so waiting for the lock first would wait for a standby that may never come.
+    this.syncRep.terminateAll();
     // Let the running write statement finish, then the shutdown checkpoint.
     await this.writeLock.run(async () => {
       await this.checkpoint('CHECKPOINT_SHUTDOWN');
@@ -634,7 +692,6 @@ export class ServerNode {
       for (const s of this.walsenders) s.pump();
       await new Promise((r) => setTimeout(r, 10));
     }
-    this.syncRep.cancelAll(new WalsimError('shutting_down', 'canceling the wait for synchronous replication and terminating connection due to administrator command', '57P01'));
   }
 
   /**

@@ -23,6 +23,12 @@ export interface StartupDeps {
   flushedUpTo(): Lsn;
   /** Apply one record (redo, restartpoints) in steps; long drops yield between chunks. */
   applySteps(rec: WalRecord): Generator<void, void, void>;
+  /**
+   * Applying a record threw (an InvariantViolation, an I/O error writing a restartpoint): storage
+   * may hold half a record, so the process must end (PostgreSQL's startup process FATALs and the
+   * postmaster shuts down). Called after the error was recorded and logged.
+   */
+  fatal(error: unknown): void;
   /** Replay advanced (send feedback, release remote_apply waiters, ...). */
   onProgress(): void;
   /** The lifecycle machine's replay region is 'pause requested' or 'paused'. */
@@ -70,7 +76,10 @@ export class StartupProcess {
     assert(this.loop === null, 'INV-STARTUP-1: startup process started twice');
     this.loop = this.run().catch((e: unknown) => {
       this.error = { lsn: formatLsn(this.nextLsn), message: `replay failed: ${(e as Error).message}` };
-      this.deps.log(`FATAL: ${this.error.message}`);
+      this.deps.log(`FATAL:  ${this.error.message} (record at ${this.error.lsn})`);
+      // Nobody may wait for a record boundary that will never come.
+      for (const w of this.boundaryWaiters.splice(0)) w();
+      this.deps.fatal(e);
     });
   }
 
@@ -152,15 +161,19 @@ export class StartupProcess {
         assert(rec.lsn === this.nextLsn, `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(rec.lsn)}`);
         // A record is applied completely before anything else happens to storage, but a long drop
         // gives the event loop turns in between (status and pause requests are answered).
-        const steps = this.deps.applySteps(rec);
         this.inRecord = true;
-        for (let r = steps.next(); !r.done; r = steps.next()) {
-          if (performance.now() - sliceStart > REPLAY_SLICE_MS) {
-            await yieldToEventLoop();
-            sliceStart = performance.now();
+        try {
+          const steps = this.deps.applySteps(rec);
+          for (let r = steps.next(); !r.done; r = steps.next()) {
+            if (performance.now() - sliceStart > REPLAY_SLICE_MS) {
+              await yieldToEventLoop();
+              sliceStart = performance.now();
+            }
           }
+        } finally {
+          // Also when redo threw: a stop or promotion waiting for a boundary must not hang.
+          this.inRecord = false;
         }
-        this.inRecord = false;
         for (const w of this.boundaryWaiters.splice(0)) w();
         this.lastRecordLsn = rec.lsn;
         this.replayEndLsn = rec.endLsn;
