@@ -218,6 +218,7 @@ async function main(): Promise<void> {
       inRecovery: () => node.inRecovery,
       shuttingDown: () => exiting,
       log,
+      fatal,
     },
   });
   node.config.pgPort = wire.port; // SHOW port

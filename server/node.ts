@@ -99,6 +99,8 @@ export class ServerNode {
   private asyncFlushTimer: NodeJS.Timeout | null = null;
   /** WARNINGs for the write statement running now (a cancelled synchronous-replication wait). */
   private statementNotices: Notice[] = [];
+  /** The cancel signal of the write statement running now (its commits' waits end on it). */
+  private writeSignal: AbortSignal | undefined;
   /** Fault `redo_fail`: the next record this node applies throws an InvariantViolation. */
   private redoFaultArmed = false;
 
@@ -438,7 +440,9 @@ export class ServerNode {
     else this.scheduleAsyncFlush();
     const mode = waitModeFor(level);
     if (mode !== null && this.syncRep.enabled) {
-      const notice = await this.syncRep.wait(endLsn, mode, xid);
+      const waiting = this.syncRep.wait(endLsn, mode, xid);
+      if (this.writeSignal?.aborted) this.syncRep.cancel(xid); // cancelled before the wait began
+      const notice = await waiting;
       if (notice !== null) this.statementNotices.push(notice);
     }
   }
@@ -541,7 +545,7 @@ export class ServerNode {
     const write = writeCommandName(stmt);
     if (write !== null) {
       if (this.inRecovery) throw new WalsimError('read_only', `cannot execute ${write} in a read-only transaction`, '25006');
-      return this.runWrite(() => executeWrite(this.executorContext(), stmt));
+      return this.runWrite(() => executeWrite(this.executorContext(), stmt), signal);
     }
     if (stmt.type === 'select_function' && stmt.fn === 'pg_promote') {
       const [wait = true, waitSeconds = 60] = stmt.args;
@@ -565,14 +569,27 @@ export class ServerNode {
    * never starts (PostgreSQL's fast stop terminates every backend). WARNINGs raised while it ran
    * (a cancelled synchronous-replication wait) travel with its result.
    */
-  private runWrite(fn: () => Promise<QueryResult>): Promise<QueryResult> {
+  private runWrite(fn: () => Promise<QueryResult>, signal?: AbortSignal): Promise<QueryResult> {
     return this.writeLock.run(async () => {
       if (this.shuttingDown !== null) throw new WalsimError('shutting_down', 'terminating connection due to administrator command', '57P01');
+      // Cancelled while queued behind another write: it never starts.
+      if (signal?.aborted) throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
+      // Cancelled while running: walsim cannot roll a statement back, so only its commit's
+      // synchronous-replication wait ends (the commit stands, with PostgreSQL's WARNING). Writes run
+      // one at a time, so every waiter now is this statement's commit.
+      const cancelWait = () => { for (const w of this.syncRep.waiters()) this.syncRep.cancel(w.xid); };
+      signal?.addEventListener('abort', cancelWait);
       this.statementNotices = [];
-      const result = await fn();
-      const notices = this.statementNotices;
-      this.statementNotices = [];
-      return notices.length > 0 ? { ...result, notices } : result;
+      this.writeSignal = signal;
+      try {
+        const result = await fn();
+        const notices = this.statementNotices;
+        return notices.length > 0 ? { ...result, notices } : result;
+      } finally {
+        this.statementNotices = [];
+        this.writeSignal = undefined;
+        signal?.removeEventListener('abort', cancelWait);
+      }
     });
   }
 

@@ -26,9 +26,9 @@
 import * as net from 'node:net';
 import { randomInt, timingSafeEqual } from 'node:crypto';
 import { hashMd5Password, PostgresConnection, type BackendError, type PostgresConnectionOptions } from 'pg-gateway';
-import { assert } from '../common/assert.ts';
+import { assert, InvariantViolation } from '../common/assert.ts';
 import { isWalsimError, WalsimError } from '../common/errors.ts';
-import type { QueryResult, SqlValue } from './control-protocol.ts';
+import type { Notice, QueryResult, SqlValue } from './control-protocol.ts';
 import { parseStatement, splitStatements, type Statement } from './sql-parser.ts';
 import { describeStatement, type PgTypeName, type ResultColumn } from './sql-functions.ts';
 import { PG_SERVER_VERSION } from './settings.ts';
@@ -41,6 +41,8 @@ export interface PgWireBackend {
   /** True once a shutdown began: new connections get FATAL 57P03. */
   shuttingDown(): boolean;
   log(message: string): void;
+  /** A programmer error (InvariantViolation): the process ends, as for the control endpoint. */
+  fatal(e: unknown): never;
 }
 
 export interface PgWireOptions {
@@ -285,6 +287,7 @@ class PgWireSession {
         if (this.socket.writableLength > WRITE_HIGH_WATER) await new Promise((r) => this.socket.once('drain', r));
       }
     } catch (e) {
+      if (e instanceof InvariantViolation) this.server.opts.backend.fatal(e);
       if (e instanceof FatalError) this.fatal(e);
       else {
         this.server.opts.backend.log(`ERROR:  wire protocol internal error: ${(e as Error).stack ?? String(e)}`);
@@ -341,7 +344,7 @@ class PgWireSession {
       if (len !== 8) throw protocolViolation(`invalid length of ${requestCode === SSL_REQUEST_CODE ? 'SSL' : 'GSSENC'} request packet: ${len}`);
       if (++this.negotiations > 2) throw protocolViolation('too many encryption negotiation requests');
       if (requestCode === SSL_REQUEST_CODE) await this.conn.handleData(Buffer.from(packet)); // pg-gateway answers 'N'
-      else this.socket.write('N'); // walsim has no GSSAPI encryption either
+      else this.write('N'); // walsim has no GSSAPI encryption either
       return;
     }
     if (requestCode === CANCEL_REQUEST_CODE) {
@@ -369,7 +372,7 @@ class PgWireSession {
       // NegotiateProtocolVersion: we speak 3.0 and none of the protocol options.
       const w = this.conn.writer.addInt32(0).addInt32(unrecognized.length);
       for (const k of unrecognized) w.addCString(k);
-      this.socket.write(w.flush(code('v')));
+      this.write(w.flush(code('v')));
     }
     this.phase = 'auth';
     const forGateway = Buffer.from(packet);
@@ -396,12 +399,18 @@ class PgWireSession {
       ['TimeZone', 'UTC'],
     ];
     for (const [k, v] of params) this.conn.sendParameterStatus(k, v);
-    this.socket.write(this.conn.writer.addInt32(process.pid).addInt32(this.secretKey).flush(code('K')));
+    this.write(this.conn.writer.addInt32(process.pid).addInt32(this.secretKey).flush(code('K')));
     this.readyForQuery();
+  }
+
+  /** Write to the client unless the session ended (a WARNING-and-close, a FATAL). */
+  private write(data: Buffer | string): void {
+    if (this.phase !== 'closed' && !this.socket.writableEnded) this.socket.write(data);
   }
 
   /** ReadyForQuery, after reporting in_hot_standby if it changed (GUC_REPORT, e.g. after promotion). */
   private readyForQuery(): void {
+    if (this.phase === 'closed') return;
     const hot = this.server.opts.backend.inRecovery();
     if (hot !== this.reportedHotStandby) {
       this.conn.sendParameterStatus('in_hot_standby', hot ? 'on' : 'off');
@@ -469,18 +478,20 @@ class PgWireSession {
       this.readyForQuery();
       return;
     }
-    if (stmts.length === 0) this.socket.write(this.conn.writer.flush(code('I'))); // EmptyQueryResponse
+    if (stmts.length === 0) this.write(this.conn.writer.flush(code('I'))); // EmptyQueryResponse
     for (let i = 0; i < stmts.length; i++) {
       try {
         const columns = describeStatement(stmts[i]!);
         const result = await this.run(pieces[i]!, columns);
         if (columns.length > 0) this.sendRowDescription(columns);
         this.sendRows(columns, result, 0, result.rows.length);
+        this.sendNotices(result.notices);
         this.sendCommandComplete(result.command);
       } catch (e) {
         this.sendStatementError(e);
         break;
       }
+      if (this.phase === 'closed') return;
     }
     this.readyForQuery();
   }
@@ -515,7 +526,7 @@ class PgWireSession {
     if (pieces.length > 1) throw new WalsimError('syntax_error', 'cannot insert multiple commands into a prepared statement', '42601');
     const stmt = pieces.length === 0 ? null : parseStatement(pieces[0]!);
     this.prepared.set(name, { sql, stmt, columns: stmt === null ? [] : describeStatement(stmt) });
-    this.socket.write(this.conn.writer.flush(code('1'))); // ParseComplete
+    this.write(this.conn.writer.flush(code('1'))); // ParseComplete
   }
 
   private bind(body: Buffer): void {
@@ -543,7 +554,7 @@ class PgWireSession {
       throw new WalsimError('invalid_input', `too many portals (walsim allows ${MAX_NAMED_OBJECTS} per session)`, '53400');
     }
     this.portals.set(portalName, { prepared, result: null, sent: 0 });
-    this.socket.write(this.conn.writer.flush(code('2'))); // BindComplete
+    this.write(this.conn.writer.flush(code('2'))); // BindComplete
   }
 
   private describe(body: Buffer): void {
@@ -555,7 +566,7 @@ class PgWireSession {
     if (kind === 'S') {
       const p = this.prepared.get(name);
       if (p === undefined) throw new WalsimError('invalid_input', `prepared statement "${name}" does not exist`, '26000');
-      this.socket.write(this.conn.writer.addInt16(0).flush(code('t'))); // ParameterDescription: none
+      this.write(this.conn.writer.addInt16(0).flush(code('t'))); // ParameterDescription: none
       columns = p.columns;
     } else if (kind === 'P') {
       const p = this.portals.get(name);
@@ -565,7 +576,7 @@ class PgWireSession {
       throw protocolViolation(`invalid DESCRIBE message subtype ${JSON.stringify(kind)}`);
     }
     if (columns.length > 0) this.sendRowDescription(columns);
-    else this.socket.write(this.conn.writer.flush(code('n'))); // NoData
+    else this.write(this.conn.writer.flush(code('n'))); // NoData
   }
 
   private async execute(body: Buffer): Promise<void> {
@@ -577,7 +588,7 @@ class PgWireSession {
     if (portal === undefined) throw new WalsimError('invalid_input', `portal "${name}" does not exist`, '34000');
     const { prepared } = portal;
     if (prepared.stmt === null) {
-      this.socket.write(this.conn.writer.flush(code('I'))); // EmptyQueryResponse
+      this.write(this.conn.writer.flush(code('I'))); // EmptyQueryResponse
       return;
     }
     if (portal.result === null) portal.result = await this.run(prepared.sql, prepared.columns);
@@ -586,8 +597,11 @@ class PgWireSession {
     const n = maxRows > 0 ? Math.min(maxRows, left) : left;
     this.sendRows(prepared.columns, result, portal.sent, n);
     portal.sent += n;
-    if (portal.sent < result.rows.length) this.socket.write(this.conn.writer.flush(code('s'))); // PortalSuspended
-    else this.sendCommandComplete(result.command);
+    if (portal.sent < result.rows.length) this.write(this.conn.writer.flush(code('s'))); // PortalSuspended
+    else {
+      this.sendNotices(result.notices);
+      this.sendCommandComplete(result.command);
+    }
   }
 
   private closeObject(body: Buffer): void {
@@ -598,7 +612,7 @@ class PgWireSession {
     if (kind === 'S') this.prepared.delete(name);
     else if (kind === 'P') this.portals.delete(name);
     else throw protocolViolation(`invalid CLOSE message subtype ${JSON.stringify(kind)}`);
-    this.socket.write(this.conn.writer.flush(code('3'))); // CloseComplete
+    this.write(this.conn.writer.flush(code('3'))); // CloseComplete
   }
 
   private sendRowDescription(columns: ResultColumn[]): void {
@@ -607,7 +621,7 @@ class PgWireSession {
       const t = PG_TYPES[c.type];
       w.addCString(c.name).addInt32(0).addInt16(0).addInt32(t.oid).addInt16(t.len).addInt32(-1).addInt16(0);
     }
-    this.socket.write(w.flush(code('T')));
+    this.write(w.flush(code('T')));
   }
 
   private sendRows(columns: ResultColumn[], result: QueryResult, from: number, count: number): void {
@@ -622,22 +636,43 @@ class PgWireSession {
           w.addInt32(bytes.length).add(bytes);
         }
       }
-      this.socket.write(w.flush(code('D')));
+      this.write(w.flush(code('D')));
     }
   }
 
   private sendCommandComplete(tag: string): void {
-    this.socket.write(this.conn.writer.addCString(tag).flush(code('C')));
+    this.write(this.conn.writer.addCString(tag).flush(code('C')));
+  }
+
+  /** NoticeResponse per WARNING the statement raised (a cancelled synchronous-replication wait). */
+  private sendNotices(notices: Notice[] | undefined): void {
+    for (const n of notices ?? []) {
+      const w = this.conn.writer;
+      w.addString('S').addCString(n.severity).addString('V').addCString(n.severity).addString('C').addCString(n.code).addString('M').addCString(n.message);
+      if (n.detail !== undefined) w.addString('D').addCString(n.detail);
+      this.write(w.addCString('').flush(code('N')));
+    }
   }
 
   private sendError(e: BackendError): void {
     if (this.phase !== 'closed' && !this.socket.writableEnded) this.conn.sendError(e);
   }
 
-  /** An error a statement raised: WalsimErrors carry their SQLSTATE; anything else is internal. */
+  /**
+   * An error a statement raised: WalsimErrors carry their SQLSTATE (and DETAIL); an
+   * InvariantViolation ends the process; anything else is an internal error of this statement.
+   */
   private sendStatementError(e: unknown): void {
+    if (e instanceof InvariantViolation) this.server.opts.backend.fatal(e);
     if (isWalsimError(e)) {
-      this.sendError({ severity: 'ERROR', code: e.sqlstate, message: e.message });
+      if ((e as { severity?: string }).severity === 'WARNING') {
+        // A fast shutdown ended a synchronous-replication wait: PostgreSQL warns and drops the
+        // connection without a command tag (the commit may or may not have reached the standby).
+        this.sendNotices([{ severity: 'WARNING', code: e.sqlstate, message: e.message, ...(e.detail !== undefined ? { detail: e.detail } : {}) }]);
+        this.close();
+        return;
+      }
+      this.sendError({ severity: 'ERROR', code: e.sqlstate, message: e.message, ...(e.detail !== undefined ? { detail: e.detail } : {}) });
       return;
     }
     this.server.opts.backend.log(`ERROR:  internal error: ${(e as Error).stack ?? String(e)}`);

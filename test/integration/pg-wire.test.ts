@@ -5,6 +5,7 @@
  * PostgreSQL's, compare results with the control endpoint's (one executor), and check errors carry
  * PostgreSQL's SQLSTATE; then drive pause, resume and promotion through SQL alone.
  */
+import * as net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestCluster } from '../helpers/cluster.ts';
@@ -200,5 +201,62 @@ describe('PostgreSQL wire protocol (node-postgres)', () => {
     await watcher.query('SELECT pg_is_in_recovery()'); // any round trip: the report comes before ReadyForQuery
     expect(reported).toEqual(['on', 'off']);
     await watcher.end();
+  });
+});
+
+/** A CancelRequest for `client`'s session, sent on a new connection as libpq's PQcancel does. */
+function sendCancel(port: number, client: pg.Client): Promise<void> {
+  const { processID, secretKey } = client as unknown as { processID: number; secretKey: number };
+  const packet = Buffer.alloc(16);
+  packet.writeInt32BE(16, 0);
+  packet.writeInt32BE(80877102, 4);
+  packet.writeInt32BE(processID, 8);
+  packet.writeInt32BE(secretKey, 12);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write(packet));
+    s.on('close', () => resolve()); // the server answers a cancel request by closing
+    s.on('error', reject);
+  });
+}
+
+describe('cancel requests (node-postgres)', () => {
+  let c: TestCluster;
+
+  beforeAll(async () => {
+    c = await TestCluster.start({ synchronousCommit: 'remote_apply' });
+  });
+  afterAll(async () => {
+    await c?.destroy();
+  });
+
+  /**
+   * PostgreSQL's SyncRepWaitForLSN on a cancel: the commit stands, the statement returns with a
+   * WARNING. Method: pause replay on the standby so a remote_apply commit waits, cancel it.
+   */
+  it('ends a commit\'s synchronous-replication wait with PostgreSQL\'s WARNING; the rows stay', async () => {
+    const primary = await connect(c, 'primary');
+    const notices: Array<{ severity?: string; code?: string; message: string; detail?: string }> = [];
+    primary.on('notice', (n) => notices.push({ severity: n.severity, code: n.code, message: n.message ?? "", detail: n.detail }));
+    await primary.query('CREATE TABLE k (c int)');
+    await c.sql('standby', 'SELECT pg_wal_replay_pause()');
+    await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+    let settled = false;
+    const insert = primary.query('INSERT INTO k VALUES (1), (2), (3)').finally(() => (settled = true));
+    await c.pollUntil(async () => (await c.status('primary')).syncWaiters === 1, 'the commit to wait for the standby');
+    expect(settled).toBe(false);
+    // A cancel with the wrong key changes nothing.
+    const wrong = Object.assign(Object.create(primary) as pg.Client, { secretKey: 1 });
+    await sendCancel(c.pgPort('primary'), wrong);
+    expect((await c.status('primary')).syncWaiters).toBe(1);
+    await sendCancel(c.pgPort('primary'), primary);
+    const r = await insert;
+    expect(r.rowCount).toBe(3);
+    expect(notices).toEqual([{
+      severity: 'WARNING', code: '01000', message: 'canceling wait for synchronous replication due to user request',
+      detail: 'The transaction has already committed locally, but might not have been replicated to the standby.',
+    }]);
+    expect((await primary.query('SELECT count(*) FROM k')).rows).toEqual([{ count: '3' }]);
+    await c.sql('standby', 'SELECT pg_wal_replay_resume()');
+    await primary.end();
   });
 });
