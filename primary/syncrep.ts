@@ -1,15 +1,16 @@
 /**
  * Synchronous replication waits (syncrep.c): a committing backend waits until the synchronous
- * standby has written / flushed / applied WAL past its commit record, as synchronous_commit says.
- * Waiters are kept per mode in LSN order and released when the standby's reply passes them.
+ * standbys have written / flushed / applied WAL past its commit record, as synchronous_commit says.
+ * Waiters are kept per mode in LSN order and released when the synchronous set's acknowledged
+ * positions (primary/sync-standbys.ts) pass them.
  *
  * While a transaction waits here its commit record is flushed and CLOG says committed, but other
  * sessions must still see it as in progress (PostgreSQL removes it from the proc array only after
  * the wait, in ProcArrayEndTransaction): `waitingXids()` is that set. A wait ends in one of three
- * ways: released by a standby reply; cancelled by the user (`cancel`: a WARNING, the commit
- * returns normally); or terminated by a fast shutdown (`terminateAll`: a WARNING with SQLSTATE
- * 57P01, and the connection ends). After a cancellation the rows are visible; they may never have
- * reached the standby (the "locally committed, not replicated" window).
+ * ways: released by the synchronous set's acknowledgement; cancelled by the user (`cancel`: a
+ * WARNING, the commit returns normally); or terminated by a fast shutdown (`terminateAll`: a
+ * WARNING with SQLSTATE 57P01, and the connection ends). After a cancellation the rows are
+ * visible; they may never have reached the standby (the "locally committed, not replicated" window).
  */
 import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
@@ -70,29 +71,10 @@ export class SyncRepQueue {
   private terminated = false;
 
   /**
-   * synchronous_standby_names as a list of application names ('*' matches any). walsim supports
-   * the simple list form: the first connected standby in the list is the synchronous one.
+   * sync_standbys_defined: synchronous_standby_names is set. While false, commits do not wait
+   * (SyncRepWaitForLSN's fast exit); the walsender set keeps it in step with the configuration.
    */
-  constructor(readonly standbyNames: string[]) {}
-
-  static parseNames(text: string): string[] {
-    const t = text.trim();
-    if (t === '') return [];
-    if (/^(FIRST|ANY)\s/i.test(t) || t.includes('(')) {
-      throw new WalsimError('invalid_input', `synchronous_standby_names "${text}": walsim supports a plain comma-separated list of names`);
-    }
-    return t.split(',').map((s) => s.trim().replace(/^"(.*)"$/, '$1')).filter((s) => s.length > 0);
-  }
-
-  get enabled(): boolean {
-    return this.standbyNames.length > 0;
-  }
-
-  /** Priority of a standby's application_name, or -1 if it is not a synchronous candidate. */
-  priorityOf(applicationName: string): number {
-    const i = this.standbyNames.findIndex((n) => n === '*' || n === applicationName);
-    return i;
-  }
+  enabled = true;
 
   /**
    * Wait until the synchronous standby's `mode` position reaches `lsn` (the end of transaction
@@ -150,7 +132,10 @@ export class SyncRepQueue {
     for (const q of Object.values(this.queues)) for (const w of q.splice(0)) this.finish(w).reject(new SyncRepTerminated());
   }
 
-  /** The synchronous standby replied: release every waiter its positions cover. */
+  /**
+   * The synchronous set acknowledged `pos` (computed by sync-standbys.ts): release every waiter
+   * these positions cover. The released positions only move forward (WalSndCtl->lsn[mode]).
+   */
   release(pos: StandbyPositions): void {
     for (const mode of ['write', 'flush', 'apply'] as const) {
       const at = pos[mode];
@@ -163,10 +148,13 @@ export class SyncRepQueue {
     }
   }
 
-  /** The synchronous standby changed: new standby starts from its own positions. */
-  resetReleased(pos: StandbyPositions): void {
-    this.released = { ...pos };
-    this.release(pos);
+  /**
+   * synchronous_standby_names became empty (SyncRepUpdateSyncStandbysDefined): nothing is waited
+   * for any more, so every waiter is woken as released.
+   */
+  releaseAll(): void {
+    this.enabled = false;
+    for (const q of Object.values(this.queues)) for (const w of q.splice(0)) this.finish(w).resolve(null);
   }
 
   waiting(): number {

@@ -1,8 +1,15 @@
 /**
  * The walsender: serves one standby on the replication endpoint. After START_REPLICATION it sends
- * WAL the primary has already flushed, read from its segment files, as XLogData messages of whole
+ * WAL this node has already flushed, read from its segment files, as XLogData messages of whole
  * records; it bounds what is queued on the socket (backpressure), sends keepalives, and takes the
  * standby's status updates (write/flush/apply), which release synchronous commits.
+ *
+ * Timelines (walsender.c StartReplication / XLogSendPhysical): a standby may ask for an older
+ * timeline of this node's history; it is then sent WAL only up to that timeline's switch point,
+ * followed by EndOfTimeline naming the next timeline, and may ask for the history file
+ * (TIMELINE_HISTORY) and START_REPLICATION again on the same connection. The same happens when the
+ * timeline being streamed becomes historic while streaming: a cascading standby whose upstream
+ * was promoted, or this node itself being promoted.
  */
 import type WebSocket from 'ws';
 import { WalsimError } from '../common/errors.ts';
@@ -10,6 +17,8 @@ import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { readWalBytes, wholeRecordsLength, type WalReadOptions } from '../wal/wal-reader.ts';
+import { readTimelineHistoryFile, timelineHistoryFileName, type TimelineHistoryEntry } from '../wal/segment.ts';
+import { assert } from '../common/assert.ts';
 import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../server/ws-server.ts';
 
 export type WalSenderState = 'startup' | 'catchup' | 'streaming' | 'stopping';
@@ -39,7 +48,10 @@ export function closeReason(message: string): string {
 export interface WalSenderDeps {
   dataDir: string;
   flushedLsn(): Lsn;
+  /** This node's current timeline (its WAL insert timeline, or the one its recovery follows). */
   timeline(): TimeLineId;
+  /** The history of the current timeline, oldest first, ending with it. */
+  history(): readonly TimelineHistoryEntry[];
   readOptions(): WalReadOptions;
   /** Refuse a start position or timeline: return the error message, or null to accept. */
   checkStart(startLsn: Lsn, timeline: TimeLineId, applicationName: string, sender: WalSender): string | null;
@@ -56,6 +68,17 @@ export class WalSender {
   flushLsn: Lsn = 0;
   applyLsn: Lsn = 0;
   replyTime: string | null = null;
+  /** Index in the node's walsender array (ties between equal sync priorities go to the lower). */
+  slot = -1;
+  /** sync_standby_priority, set at START_REPLICATION and at each configuration reload. */
+  priority = 0;
+  /** Started while this node was in recovery (a cascading walsender: never synchronous). */
+  cascading = false;
+  /** The timeline being streamed, and where it ends if it is not this node's current one. */
+  private streamTli: TimeLineId = 0;
+  private historicEnd: { upto: Lsn; nextTli: TimeLineId } | null = null;
+  /** EndOfTimeline messages sent (timeline switches served on this connection). */
+  timelineEnds = 0;
   private pumping = false;
   private readonly keepalive: NodeJS.Timeout;
 
@@ -112,8 +135,15 @@ export class WalSender {
       case 'START_REPLICATION': {
         if (this.state !== 'startup') return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'START_REPLICATION sent twice on one connection');
         this.applicationName = m.applicationName;
-        const problem = this.deps.checkStart(m.startLsn, m.timeline, m.applicationName, this);
+        const problem = this.checkTimeline(m.startLsn, m.timeline) ?? this.deps.checkStart(m.startLsn, m.timeline, m.applicationName, this);
         if (problem !== null) return this.refuse(CLOSE_REPLICATION_REFUSED, problem);
+        if (this.historicEnd !== null && m.startLsn === this.historicEnd.upto) {
+          // Nothing of the old timeline left to send: end it at once (walsender.c sends the
+          // next timeline's result set without streaming).
+          this.sentLsn = m.startLsn;
+          this.endTimeline();
+          return;
+        }
         // The standby has written and flushed up to where it asks to start; what it has replayed
         // is unknown until its first reply (PostgreSQL: InvalidXLogRecPtr), so apply starts at 0 and
         // a reconnecting standby releases no remote_apply commit it has not replayed.
@@ -124,8 +154,16 @@ export class WalSender {
         this.pump();
         return;
       }
+      case 'TIMELINE_HISTORY': {
+        const content = readTimelineHistoryFile(this.deps.dataDir, m.timeline);
+        const fileName = timelineHistoryFileName(m.timeline);
+        if (content === null) return this.refuse(CLOSE_REPLICATION_REFUSED, `could not open file "pg_wal/${fileName}": No such file or directory`);
+        this.send({ type: 'TimelineHistoryReply', timeline: m.timeline, fileName, content });
+        return;
+      }
       case 'StandbyStatusUpdate': {
-        if (this.state === 'startup') return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'status update before START_REPLICATION');
+        // Between timelines (after EndOfTimeline) the standby may still report what it has.
+        if (this.state === 'startup' && this.timelineEnds === 0) return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'status update before START_REPLICATION');
         if (m.writeLsn < this.writeLsn || m.flushLsn < this.flushLsn || m.applyLsn < this.applyLsn) {
           return this.refuse(CLOSE_PROTOCOL_VIOLATION, `status update went backwards (write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)})`);
         }
@@ -149,6 +187,48 @@ export class WalSender {
     }
   }
 
+  /**
+   * StartReplication's timeline checks: the requested timeline must be this node's current one or
+   * in its history, and the start point must lie on it (not past its switch point). Sets what is
+   * to be streamed. Returns the refusal, or null.
+   */
+  private checkTimeline(startLsn: Lsn, tli: TimeLineId): string | null {
+    const current = this.deps.timeline();
+    this.streamTli = tli;
+    this.historicEnd = null;
+    if (tli === current) return null;
+    const end = switchPointOf(tli, this.deps.history());
+    if (end === null) return `requested timeline ${tli} is not in this server's history`;
+    if (startLsn > end.upto) {
+      return `requested starting point ${formatLsn(startLsn)} on timeline ${tli} is not in this server's history; ` +
+        `this server's history forked from timeline ${tli} at ${formatLsn(end.upto)}`;
+    }
+    this.historicEnd = end;
+    return null;
+  }
+
+  /** How far WAL may be sent: the flush LSN on the current timeline, the switch point on an old one. */
+  private sendLimit(): Lsn {
+    if (this.historicEnd === null && this.streamTli !== this.deps.timeline()) {
+      // The timeline being streamed became historic (promotion here, or a timeline switch of the
+      // upstream this cascading standby follows): stream it up to its switch point only.
+      const end = switchPointOf(this.streamTli, this.deps.history());
+      assert(end !== null, `INV-WALSND-2: streamed timeline ${this.streamTli} is not in the history of timeline ${this.deps.timeline()}`);
+      this.historicEnd = end;
+    }
+    return this.historicEnd?.upto ?? this.deps.flushedLsn();
+  }
+
+  /** The old timeline is sent in full: EndOfTimeline; the standby may then ask for the next one. */
+  private endTimeline(): void {
+    const end = this.historicEnd!;
+    this.send({ type: 'EndOfTimeline', timeline: end.nextTli, switchLsn: end.upto });
+    this.timelineEnds++;
+    this.deps.log(`LOG:  walsender: "${this.applicationName}" reached the end of timeline ${this.streamTli} at ${formatLsn(end.upto)}; next timeline ${end.nextTli}`);
+    this.state = 'startup';
+    this.historicEnd = null;
+  }
+
   /** Send flushed WAL not yet sent, within the socket's queue limit. Called whenever flush advances. */
   pump(): void {
     if (this.pumping || this.state === 'startup' || this.ws.readyState !== this.ws.OPEN) return;
@@ -161,7 +241,8 @@ export class WalSender {
   }
 
   private pumpLocked(): void {
-    const flushed = this.deps.flushedLsn();
+    const flushed = this.sendLimit();
+    assert(this.sentLsn <= flushed || this.historicEnd === null, `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past the end of timeline ${this.streamTli} at ${formatLsn(flushed)}`);
     while (this.sentLsn < flushed && this.ws.bufferedAmount < MAX_QUEUED_BYTES) {
       const end = Math.min(flushed, this.sentLsn + MAX_SEND_BYTES);
       let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, this.deps.readOptions());
@@ -180,5 +261,14 @@ export class WalSender {
       this.send({ type: 'XLogData', walStart, walEnd: this.sentLsn, sendTime: Date.now(), data }, () => this.pump());
     }
     if (this.sentLsn >= flushed && this.state === 'catchup') this.state = 'streaming';
+    // Messages on one connection arrive in order: EndOfTimeline follows the last XLogData.
+    if (this.historicEnd !== null && this.sentLsn === this.historicEnd.upto) this.endTimeline();
   }
+}
+
+/** tliSwitchPoint: where timeline `tli` ends in `history`, and the timeline that follows; null if absent or current. */
+export function switchPointOf(tli: TimeLineId, history: readonly TimelineHistoryEntry[]): { upto: Lsn; nextTli: TimeLineId } | null {
+  const i = history.findIndex((h) => h.tli === tli);
+  if (i < 0 || history[i]!.endLsn === null) return null;
+  return { upto: history[i]!.endLsn!, nextTli: history[i + 1]!.tli };
 }

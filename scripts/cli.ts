@@ -26,7 +26,7 @@ export function runCli(main: () => Promise<number | void>): void {
     (code) => process.exit(code ?? 0),
     (e: unknown) => {
       if (e instanceof UsageError) console.error(`error: ${e.message}`);
-      else if (e instanceof ControlError) console.error(`ERROR:  ${e.message}`);
+      else if (e instanceof ControlError) console.error(`ERROR:  ${e.message}${e.detail === undefined ? '' : `\nDETAIL:  ${e.detail}`}`);
       else if (isWalsimError(e)) console.error(`error: ${e.message}`);
       else console.error(`error: ${(e as Error)?.stack ?? String(e)}`);
       process.exit(e instanceof UsageError ? 2 : 1);

@@ -5,7 +5,8 @@
  *
  *   <dir>/token                      cluster access token, mode 0600
  *   <dir>/pg_password                PostgreSQL-protocol password (only with --password), mode 0600
- *   <dir>/<node>/walsim.conf.json    node settings (role, port, shared_buffers, ...)
+ *   <dir>/<node>/walsim.conf.json    node settings (role, port, shared_buffers, ...): postgresql.conf
+ *   <dir>/<node>/walsim.auto.conf.json  ALTER SYSTEM's settings, which override it: postgresql.auto.conf
  *   <dir>/<node>/postmaster.pid      JSON {pid, port, role, startedAt, marker} while running
  *   <dir>/<node>/server.log          the server's stdout/stderr
  *   <dir>/<node>/pg_wal/             WAL segments;  <dir>/<node>/base/  data files
@@ -18,7 +19,8 @@ import { WalsimError } from '../common/errors.ts';
 import { FILE_MODE, makeDir, writeFileAtomic } from '../common/durable-file.ts';
 
 export { writeFileAtomic };
-import type { DropStrategy, SynchronousCommit } from './settings.ts';
+import { formatConninfo, parseConninfo, parseSynchronousCommit, type DropStrategy, type SynchronousCommit } from './settings.ts';
+import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 
 export type NodeName = string; // 'primary', 'standby', 'standby2', ...
 export type Role = 'primary' | 'standby';
@@ -119,12 +121,72 @@ export function configPath(clusterDir: string, name: NodeName): string {
   return path.join(nodeDir(clusterDir, name), 'walsim.conf.json');
 }
 
+/** The node's settings: walsim.conf.json with ALTER SYSTEM's overrides applied. */
 export function readNodeConfig(clusterDir: string, name: NodeName): NodeConfig {
   const p = configPath(clusterDir, name);
   if (!fs.existsSync(p)) {
     throw new WalsimError('not_connected', `no node "${name}" in ${clusterDir}; run "npm run cluster -- start" first`);
   }
-  return JSON.parse(fs.readFileSync(p, 'utf8')) as NodeConfig;
+  return loadNodeConfig(nodeDir(clusterDir, name));
+}
+
+/** readNodeConfig by data directory (the server reads its own at start and at pg_reload_conf()). */
+export function loadNodeConfig(dataDir: string): NodeConfig {
+  const base = JSON.parse(fs.readFileSync(path.join(dataDir, 'walsim.conf.json'), 'utf8')) as NodeConfig;
+  return applyAutoConf(base, readAutoConf(dataDir));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ALTER SYSTEM (postgresql.auto.conf)
+
+/** Settings walsim can change with ALTER SYSTEM and apply with pg_reload_conf() (all PGC_SIGHUP or less). */
+export const RELOADABLE_SETTINGS = ['synchronous_standby_names', 'primary_conninfo', 'synchronous_commit'] as const;
+export type ReloadableSetting = (typeof RELOADABLE_SETTINGS)[number];
+export type AutoConf = Partial<Record<ReloadableSetting, string>>;
+
+export const AUTO_CONF_FILE = 'walsim.auto.conf.json';
+
+export function readAutoConf(dataDir: string): AutoConf {
+  const p = path.join(dataDir, AUTO_CONF_FILE);
+  if (!fs.existsSync(p)) return {};
+  return JSON.parse(fs.readFileSync(p, 'utf8')) as AutoConf;
+}
+
+/** Check a value as the setting's check hook would; throws the setting's error. */
+export function checkSetting(name: ReloadableSetting, value: string): void {
+  if (name === 'synchronous_standby_names') parseSynchronousStandbyNames(value);
+  else if (name === 'synchronous_commit') parseSynchronousCommit(value);
+  else parseConninfo(value);
+}
+
+/** ALTER SYSTEM SET name = value (null: RESET): validate, then rewrite the file atomically. */
+export function alterSystem(dataDir: string, name: ReloadableSetting, value: string | null): void {
+  const conf = readAutoConf(dataDir);
+  if (value === null) delete conf[name];
+  else {
+    checkSetting(name, value);
+    conf[name] = value;
+  }
+  writeFileAtomic(path.join(dataDir, AUTO_CONF_FILE), JSON.stringify(conf, null, 2) + '\n');
+}
+
+export function applyAutoConf(base: NodeConfig, auto: AutoConf): NodeConfig {
+  const c = { ...base };
+  if (auto.synchronous_standby_names !== undefined) c.synchronousStandbyNames = auto.synchronous_standby_names;
+  if (auto.synchronous_commit !== undefined) c.synchronousCommit = parseSynchronousCommit(auto.synchronous_commit);
+  if (auto.primary_conninfo !== undefined) {
+    const ci = parseConninfo(auto.primary_conninfo);
+    c.primaryPort = ci.port;
+    c.primaryHost = ci.port === null ? null : ci.host ?? '127.0.0.1';
+    if (ci.applicationName !== null) c.applicationName = ci.applicationName;
+  }
+  return c;
+}
+
+/** SHOW primary_conninfo of a configuration. */
+export function primaryConninfoOf(c: NodeConfig): string {
+  if (c.primaryPort === null) return '';
+  return formatConninfo({ host: c.primaryHost ?? '127.0.0.1', port: c.primaryPort, applicationName: c.applicationName });
 }
 
 export function writeNodeConfig(clusterDir: string, config: NodeConfig): void {

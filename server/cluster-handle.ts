@@ -13,6 +13,8 @@ import { listNodes, nodeDir, readNodeConfig, readPidFile, readToken, type NodeNa
 import { initCluster, type InitOptions } from './initdb.ts';
 import { runningPid, sleep, startNode, stopNode } from './pg-ctl.ts';
 import { parseLsn } from '../wal/lsn.ts';
+import { STANDBY_SIGNAL } from './node.ts';
+import { addStandby, rejoin, repoint, switchover, waitStreaming } from './topology.ts';
 
 /** A check failed in a way that waiting cannot fix: `pollUntil` rethrows it at once. */
 export class StopPolling extends Error {}
@@ -148,15 +150,45 @@ export class ClusterHandle {
     throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
   }
 
-  /** Wait until the standby's write/flush/replay position reaches the primary's flush LSN. */
-  async waitForCatchup(mode: 'write' | 'flush' | 'replay' = 'replay'): Promise<void> {
-    const target = parseLsn(String((await this.status('primary')).flushLsn));
+  /**
+   * Wait until a standby's write/flush/replay position reaches its upstream's flush LSN (the
+   * primary's, or a cascading standby's receive LSN).
+   */
+  async waitForCatchup(mode: 'write' | 'flush' | 'replay' = 'replay', standby: NodeName = 'standby', upstream: NodeName = 'primary'): Promise<void> {
+    const target = parseLsn(String((await this.status(upstream)).flushLsn));
     await this.pollUntil(async () => {
-      const s = await this.status('standby');
+      const s = await this.status(standby);
       if (mode === 'replay' && s.replayError) throw new ReplayStopped(`standby replay stopped: ${JSON.stringify(s.replayError)}`);
       const at = mode === 'replay' ? s.replayLsn : mode === 'write' ? s.writeLsn : s.receiveLsn;
       return parseLsn(String(at)) >= target && (mode !== 'replay' || s.caughtUp === true);
-    }, `standby ${mode} to reach primary flush`);
+    }, `${standby} ${mode} to reach ${upstream} flush`);
+  }
+
+  /** Start every node that is not running (primaries first) and wait until each standby streams. */
+  async startAll(): Promise<void> {
+    const nodes = listNodes(this.dir);
+    const standby = (n: NodeName) => fs.existsSync(path.join(this.dataDir(n), STANDBY_SIGNAL));
+    for (const n of [...nodes.filter((n) => !standby(n)), ...nodes.filter(standby)]) if (this.pid(n) === null) await this.startNode(n);
+    for (const n of nodes.filter(standby)) await waitStreaming(this.dir, n);
+  }
+
+  addStandby(name: NodeName, from: NodeName, sharedBuffers?: string) {
+    return addStandby(this.dir, name, from, sharedBuffers);
+  }
+
+  repoint(node: NodeName, to: NodeName) {
+    return repoint(this.dir, node, to);
+  }
+
+  rejoin(old: NodeName, to: NodeName) {
+    this.forget(old)?.close();
+    return rejoin(this.dir, old, to);
+  }
+
+  switchover(to: NodeName) {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+    return switchover(this.dir, to);
   }
 
   /** Stop every node immediately and remove the directory (unless `keep`). */

@@ -16,6 +16,7 @@ import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPasswo
 import { writeControlFile } from './control-file.ts';
 import { STANDBY_SIGNAL, ServerNode } from './node.ts';
 import type { DropStrategy, SynchronousCommit } from './settings.ts';
+import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 
 export interface InitOptions {
   sharedBuffers: string;
@@ -26,10 +27,39 @@ export interface InitOptions {
   forceOptimized: boolean;
   walSegmentSize: number;
   listen: string;
-  /** First PostgreSQL wire-protocol port (primary; the standby takes the next); absent: free ports. */
+  /** First PostgreSQL wire-protocol port (primary; the standbys take the next ones); absent: free ports. */
   pgPortBase?: number;
   /** Password PostgreSQL-protocol clients must give (md5); absent: trust, loopback clients only. */
   password?: string;
+  /**
+   * Names of the standbys to create, each streaming from the primary with application_name = its
+   * name. Omitted: one standby named "standby" with application_name "walreceiver" (the seed's).
+   */
+  standbys?: string[];
+  /** The primary's synchronous_standby_names. Omitted: every standby, in order ("walreceiver" for the seed's). */
+  synchronousStandbyNames?: string;
+}
+
+/** A node name: a lower-case identifier (it is a directory and an application_name). */
+export const NODE_NAME_RE = /^[a-z][a-z0-9_]{0,30}$/;
+
+/** The standbys initCluster creates and the primary's synchronous_standby_names, validated. */
+export function plannedStandbys(opts: Pick<InitOptions, 'standbys' | 'synchronousStandbyNames'>): { standbys: Array<{ name: string; applicationName: string }>; synchronousStandbyNames: string } {
+  if (opts.standbys === undefined) {
+    const ssn = opts.synchronousStandbyNames ?? 'walreceiver';
+    parseSynchronousStandbyNames(ssn);
+    return { standbys: [{ name: 'standby', applicationName: 'walreceiver' }], synchronousStandbyNames: ssn };
+  }
+  const seen = new Set<string>();
+  for (const n of opts.standbys) {
+    if (!NODE_NAME_RE.test(n)) throw new WalsimError('invalid_input', `standby name must be a lower-case identifier (a-z, 0-9, _; at most 31 characters), got "${n}"`);
+    if (n === 'primary') throw new WalsimError('invalid_input', 'a standby cannot be named "primary"');
+    if (seen.has(n)) throw new WalsimError('invalid_input', `standby "${n}" is named twice`);
+    seen.add(n);
+  }
+  const ssn = opts.synchronousStandbyNames ?? opts.standbys.join(', ');
+  parseSynchronousStandbyNames(ssn);
+  return { standbys: opts.standbys.map((name) => ({ name, applicationName: name })), synchronousStandbyNames: ssn };
 }
 
 /** A free TCP port on the listen address (the server binds it at start). */
@@ -125,6 +155,7 @@ export function checkClusterDirectoryEmpty(clusterDir: string): void {
  * failure at any step leaves nothing behind and a reader never sees half a cluster.
  */
 export async function initCluster(clusterDir: string, opts: InitOptions): Promise<void> {
+  plannedStandbys(opts); // refuse bad names before anything is created
   checkClusterDirectoryEmpty(clusterDir);
   const target = path.resolve(clusterDir);
   const parent = path.dirname(target);
@@ -143,10 +174,12 @@ export async function initCluster(clusterDir: string, opts: InitOptions): Promis
 }
 
 async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void> {
+  const plan = plannedStandbys(opts);
   ensureToken(clusterDir);
   if (opts.password !== undefined) writePgPassword(clusterDir, opts.password);
-  // Four ports are picked one after the other; never hand the same one out twice.
-  const taken = new Set<number>(opts.pgPortBase !== undefined ? [opts.pgPortBase, opts.pgPortBase + 1] : []);
+  // Ports are picked one after the other; never hand the same one out twice.
+  const nodes = 1 + plan.standbys.length;
+  const taken = new Set<number>(opts.pgPortBase !== undefined ? Array.from({ length: nodes }, (_, i) => opts.pgPortBase! + i) : []);
   const free = async (): Promise<number> => {
     for (;;) {
       const port = await freePort(opts.listen);
@@ -165,17 +198,19 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
   };
   const primary: NodeConfig = {
     ...common, name: 'primary', role: 'primary', port: await free(), pgPort: await pgPort(0), sharedBuffers: opts.sharedBuffers,
-    synchronousStandbyNames: 'walreceiver', primaryHost: null, primaryPort: null, applicationName: 'primary',
-  };
-  const standby: NodeConfig = {
-    ...common, name: 'standby', role: 'standby', port: await free(), pgPort: await pgPort(1), sharedBuffers: opts.standbySharedBuffers,
-    synchronousStandbyNames: '', primaryHost: opts.listen === '0.0.0.0' ? '127.0.0.1' : opts.listen, primaryPort: primary.port,
-    applicationName: 'walreceiver',
+    synchronousStandbyNames: plan.synchronousStandbyNames, primaryHost: null, primaryPort: null, applicationName: 'primary',
   };
   const primaryDir = nodeDir(clusterDir, 'primary');
   initdb(primaryDir, primary);
   writeNodeConfig(clusterDir, primary);
-  baseBackup(primaryDir, nodeDir(clusterDir, 'standby'));
-  writeNodeConfig(clusterDir, standby);
+  for (const [i, sb] of plan.standbys.entries()) {
+    const standby: NodeConfig = {
+      ...common, name: sb.name, role: 'standby', port: await free(), pgPort: await pgPort(1 + i), sharedBuffers: opts.standbySharedBuffers,
+      synchronousStandbyNames: '', primaryHost: opts.listen === '0.0.0.0' ? '127.0.0.1' : opts.listen, primaryPort: primary.port,
+      applicationName: sb.applicationName,
+    };
+    baseBackup(primaryDir, nodeDir(clusterDir, sb.name));
+    writeNodeConfig(clusterDir, standby);
+  }
   fsyncDir(clusterDir);
 }

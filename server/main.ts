@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import type WebSocket from 'ws';
 import { isWalsimError } from '../common/errors.ts';
 import { InvariantViolation } from '../common/assert.ts';
-import { pidFilePath, readPgPassword, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
+import { loadNodeConfig, pidFilePath, readPgPassword, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
 import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
 import { startWsServer, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
@@ -188,7 +188,7 @@ function serveControl(ws: WebSocket): void {
 async function main(): Promise<void> {
   // PostmasterMain's umask(PG_MODE_MASK_OWNER): whatever the server creates is its user's alone.
   process.umask(0o077);
-  const config = JSON.parse(fs.readFileSync(path.join(dataDir, 'walsim.conf.json'), 'utf8')) as NodeConfig;
+  const config: NodeConfig = loadNodeConfig(dataDir);
   const token = readToken(clusterDir);
   process.on('SIGQUIT', immediateStop);
   process.on('SIGINT', () => stop('fast'));

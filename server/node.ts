@@ -28,6 +28,8 @@ import type { DropResult, DropSettings } from '../storage/drop.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../primary/executor.ts';
 import { SyncRepQueue, waitModeFor, type Notice } from '../primary/syncrep.ts';
 import { WalSender } from '../primary/walsender.ts';
+import { WalSenderSet } from '../primary/walsender-set.ts';
+import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 import { StartupProcess } from '../standby/startup.ts';
 import { WalReceiver } from '../standby/walreceiver.ts';
 import { createActor, type Actor } from 'xstate';
@@ -38,14 +40,32 @@ import { FailoverClock } from '../standby/failover-clock.ts';
 import { withModel, type FailoverReport } from '../standby/failover-report.ts';
 import { replayCountsOf } from '../storage/cost-model/counts.ts';
 import { defaultCostProfile } from '../storage/cost-model/profile.ts';
-import { listSegmentFiles } from '../wal/segment.ts';
+import { listSegmentFiles, readTimelineHistory, writeTimelineHistoryFile, type TimelineHistoryEntry } from '../wal/segment.ts';
 import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
 import { executeRead } from './sql-functions.ts';
-import { copyDataDirectory, type NodeConfig } from './cluster-files.ts';
+import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
+
+/** findNewestTimeLine for recovery: the newest timeline with a history file that contains `tli`. */
+export function latestTimeline(dataDir: string, tli: TimeLineId): TimeLineId {
+  let newest = tli;
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(path.join(dataDir, 'pg_wal'));
+  } catch {
+    return tli;
+  }
+  for (const f of names) {
+    const m = /^([0-9A-F]{8})\.history$/.exec(f);
+    if (!m) continue;
+    const t = parseInt(m[1]!, 16);
+    if (t > newest && readTimelineHistory(dataDir, t).some((h) => h.tli === tli)) newest = t;
+  }
+  return newest;
+}
 
 export interface NodeInspection {
   tables: Array<{ name: string; rel: number; rows: number; digest: string; forks: Array<number | null>; buffered: string[] }>;
@@ -78,7 +98,8 @@ export interface NodeOptions {
 
 export class ServerNode {
   readonly dataDir: string;
-  readonly config: NodeConfig;
+  /** The settings in force (replaced by pg_reload_conf()). */
+  config: NodeConfig;
   readonly storage: NodeStorage;
   readonly wal: WalWriter;
   readonly nBuffers: number;
@@ -92,9 +113,9 @@ export class ServerNode {
   readonly startupReplay: { records: number; fromLsn: string; toLsn: string; crashRecovery: boolean };
 
   // primary role
-  readonly walsenders = new Set<WalSender>();
   readonly syncRep: SyncRepQueue;
-  private syncStandby: WalSender | null = null;
+  /** Every walsender of this node: on a primary, and on a standby serving cascaded standbys. */
+  readonly walsenders: WalSenderSet;
   private readonly writeLock = new Mutex();
   private asyncFlushTimer: NodeJS.Timeout | null = null;
   /** WARNINGs for the write statement running now (a cancelled synchronous-replication wait). */
@@ -123,7 +144,8 @@ export class ServerNode {
       input: { inRecovery: fs.existsSync(path.join(this.dataDir, STANDBY_SIGNAL)) },
     });
     this.lifecycle.start();
-    this.syncRep = new SyncRepQueue(SyncRepQueue.parseNames(opts.config.synchronousStandbyNames));
+    this.syncRep = new SyncRepQueue();
+    this.walsenders = new WalSenderSet(this.syncRep, parseSynchronousStandbyNames(opts.config.synchronousStandbyNames), opts.log);
     this.startupReplay = startupReplay;
   }
 
@@ -223,17 +245,18 @@ export class ServerNode {
   }
 
   /**
-   * pg_basebackup from this running primary into `targetDir`: a checkpoint, then a copy of the data
-   * image, control file and WAL made without yielding to the event loop (so nothing changes in
-   * between), marked as a standby. The copy streams the rest from this node.
+   * pg_basebackup from this running node into `targetDir`: a checkpoint (a restartpoint on a
+   * standby, as pg_basebackup from a standby does), then a copy of the data image, control file and
+   * WAL made without yielding to the event loop (so nothing changes in between), marked as a
+   * standby. The copy streams the rest from whichever node it is pointed at.
    */
   async baseBackup(targetDir: string): Promise<{ checkpointLsn: string; timeline: TimeLineId }> {
-    if (this.inRecovery) throw new WalsimError('invalid_input', 'walsim takes base backups from a primary only (no cascading replication)', '0A000');
     if (fs.existsSync(targetDir) && fs.readdirSync(targetDir).some((f) => f !== 'walsim.conf.json')) {
       throw new WalsimError('invalid_input', `base backup target "${targetDir}" exists and is not empty`, '58P02');
     }
     return this.writeLock.run(async () => {
-      await this.checkpoint('CHECKPOINT_ONLINE');
+      if (this.inRecovery) await this.restartpoint();
+      else await this.checkpoint('CHECKPOINT_ONLINE');
       copyDataDirectory(this.dataDir, targetDir);
       writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '');
       return { checkpointLsn: formatLsn(this.control.checkpointLsn), timeline: this.timeline };
@@ -293,7 +316,15 @@ export class ServerNode {
   /** Load the data image, replay local WAL from its REDO point, open WAL for writing. */
   static open(opts: NodeOptions): ServerNode {
     const { dataDir, config } = opts;
-    const control = readControlFile(dataDir);
+    let control = readControlFile(dataDir);
+    if (fs.existsSync(path.join(dataDir, STANDBY_SIGNAL))) {
+      // recovery_target_timeline = 'latest': follow the newest timeline whose history holds ours.
+      const latest = latestTimeline(dataDir, control.timeline);
+      if (latest !== control.timeline) {
+        opts.log(`LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`);
+        control = { ...control, timeline: latest };
+      }
+    }
     const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
     const { storage, header } = NodeStorage.loadImage(dataDir, nBuffers, ServerNode.dropSettingsOf(config));
     storage.smgr.inRecovery = true; // startup replay runs "in recovery" on every role
@@ -380,25 +411,55 @@ export class ServerNode {
     );
     this.startup = startup;
     startup.start();
-    if (this.config.primaryPort !== null) {
-      this.receiver = new WalReceiver({
-        host: this.config.primaryHost ?? '127.0.0.1',
-        port: this.config.primaryPort,
-        token: upstreamToken,
-        applicationName: this.config.applicationName,
-        wal: this.wal,
-        timeline: () => this.timeline,
-        applyLsn: () => startup.replayEndLsn,
-        onFlushed: () => startup.wakeup(),
-        onStateChange: (state) => {
-          if (state === 'streaming') this.send({ type: 'UPSTREAM_CONNECTED' });
-          else if (state === 'disconnected') this.send({ type: 'UPSTREAM_LOST' });
-          else if (state === 'connecting') this.send({ type: 'UPSTREAM_RETRY' });
-        },
-        log: this.opts.log,
-      });
-      this.receiver.start();
-    }
+    this.upstreamToken = upstreamToken;
+    this.startWalReceiver();
+  }
+
+  private upstreamToken = '';
+
+  /** Start the walreceiver towards primary_conninfo (none when the node has no upstream). */
+  private startWalReceiver(): void {
+    const startup = this.startup;
+    if (this.config.primaryPort === null || startup === null) return;
+    this.receiver = new WalReceiver({
+      host: this.config.primaryHost ?? '127.0.0.1',
+      port: this.config.primaryPort,
+      token: this.upstreamToken,
+      applicationName: this.config.applicationName,
+      wal: this.wal,
+      timeline: () => this.timeline,
+      applyLsn: () => startup.replayEndLsn,
+      onFlushed: () => {
+        startup.wakeup();
+        this.walsenders.pumpAll(); // cascading walsenders send what was just flushed
+      },
+      onNewTimeline: (tli, text, switchLsn) => this.followTimeline(tli, text, switchLsn),
+      onStateChange: (state) => {
+        if (state === 'streaming') this.send({ type: 'UPSTREAM_CONNECTED' });
+        else if (state === 'disconnected') this.send({ type: 'UPSTREAM_LOST' });
+        else if (state === 'connecting') this.send({ type: 'UPSTREAM_RETRY' });
+      },
+      log: this.opts.log,
+    });
+    this.receiver.start();
+  }
+
+  /**
+   * The upstream's timeline went on as `tli` at `switchLsn`, which this standby has flushed: store
+   * the history file, continue this node's WAL on `tli` (rescanning for the latest timeline, as
+   * recovery_target_timeline = 'latest' does), and let cascading walsenders end the old timeline.
+   */
+  private followTimeline(tli: TimeLineId, historyText: string, switchLsn: Lsn): void {
+    assert(this.inRecovery, 'INV-NODE-5: only a standby follows an upstream timeline');
+    assert(this.wal.flushLsn === switchLsn && this.wal.insertLsn === switchLsn, `INV-NODE-5: timeline switch at ${formatLsn(switchLsn)} but WAL ends at ${formatLsn(this.wal.insertLsn)}`);
+    writeTimelineHistoryFile(this.dataDir, tli, historyText);
+    this.wal.switchTimeline(tli);
+    const prev = this.timeline;
+    this.timeline = tli;
+    this.control = { ...this.control, timeline: tli };
+    writeControlFile(this.dataDir, this.control);
+    this.opts.log(`LOG:  switched from timeline ${prev} to ${tli} at ${formatLsn(switchLsn)}`);
+    this.walsenders.pumpAll();
   }
 
   // ---------------------------------------------------------------- primary: WAL and commits
@@ -429,7 +490,7 @@ export class ServerNode {
   /** XLogFlush, then wake walsenders. */
   flushWal(): void {
     if (this.wal.flushLsn < this.wal.insertLsn) this.wal.flush();
-    for (const s of this.walsenders) s.pump();
+    this.walsenders.pumpAll();
   }
 
   private async commit(xid: TransactionId, droppedRels: RelFileNumber[]): Promise<void> {
@@ -485,55 +546,50 @@ export class ServerNode {
 
   // ---------------------------------------------------------------- walsender side
 
+  /**
+   * A replication connection. On a primary a walsender streams this node's WAL; on a standby it is
+   * a cascading walsender streaming what this node has received and flushed (never synchronous).
+   */
   acceptReplication(ws: WebSocket): void {
     const sender = new WalSender(ws, {
       dataDir: this.dataDir,
       flushedLsn: () => this.wal.flushLsn,
       timeline: () => this.timeline,
+      history: () => this.history(),
       readOptions: () => this.readOptions(),
       checkStart: (startLsn, timeline, applicationName, self) => this.checkStartReplication(startLsn, timeline, applicationName, self),
-      onReply: (s) => {
-        if (this.syncStandby === s) this.syncRep.release({ write: s.writeLsn, flush: s.flushLsn, apply: s.applyLsn });
-      },
-      onClose: (s) => {
-        this.walsenders.delete(s);
-        if (this.syncStandby === s) this.chooseSyncStandby();
-      },
+      onReply: (s) => this.walsenders.onReply(s),
+      onClose: (s) => this.walsenders.remove(s),
       log: this.opts.log,
     });
     this.walsenders.add(sender);
   }
 
+  private historyCache: { tli: TimeLineId; entries: TimelineHistoryEntry[] } | null = null;
+
+  /** The history of the current timeline (readTimeLineHistory), cached per timeline. */
+  history(): readonly TimelineHistoryEntry[] {
+    if (this.historyCache?.tli !== this.timeline) this.historyCache = { tli: this.timeline, entries: readTimelineHistory(this.dataDir, this.timeline) };
+    return this.historyCache.entries;
+  }
+
+  /** The walsender's timeline checks passed; these are the node's (walsender.c StartReplication). */
   private checkStartReplication(startLsn: Lsn, timeline: TimeLineId, applicationName: string, self: WalSender): string | null {
-    if (this.inRecovery) return 'walsim does not support cascading replication: this node is a standby';
     if (this.shuttingDown !== null) return 'the database system is shutting down';
-    if (timeline !== this.timeline) return `requested timeline ${timeline} is not this server's timeline ${this.timeline}`;
-    if (startLsn > this.wal.flushLsn) {
+    if (timeline === this.timeline && startLsn > this.wal.flushLsn) {
       return `requested starting point ${formatLsn(startLsn)} is ahead of the WAL flush position of this server ${formatLsn(this.wal.flushLsn)}`;
     }
-    if (applicationName !== '' && this.syncRep.priorityOf(applicationName) >= 0) {
-      for (const s of this.walsenders) {
-        if (s !== self && s.state !== 'startup' && s.applicationName === applicationName) {
+    this.walsenders.startStreaming(self, this.inRecovery);
+    if (applicationName !== '' && self.priority > 0) {
+      // walsim refuses a second synchronous candidate under a name already streaming (PostgreSQL
+      // accepts it and orders the two by slot): a stray client must not speak for a standby.
+      for (const s of this.walsenders.senders()) {
+        if (s !== self && s.state !== 'startup' && s.applicationName.toLowerCase() === applicationName.toLowerCase()) {
           return `a standby named "${applicationName}" is already streaming`;
         }
       }
     }
-    queueMicrotask(() => this.chooseSyncStandby());
     return null;
-  }
-
-  /** The connected standby with the best synchronous_standby_names priority is the sync standby. */
-  private chooseSyncStandby(): void {
-    let best: WalSender | null = null;
-    for (const s of this.walsenders) {
-      if (s.state === 'startup') continue;
-      const p = this.syncRep.priorityOf(s.applicationName);
-      if (p >= 0 && (best === null || p < this.syncRep.priorityOf(best.applicationName))) best = s;
-    }
-    if (best !== this.syncStandby) {
-      this.syncStandby = best;
-      if (best) this.syncRep.resetReleased({ write: best.writeLsn, flush: best.flushLsn, apply: best.applyLsn });
-    }
   }
 
   // ---------------------------------------------------------------- SQL
@@ -560,6 +616,20 @@ export class ServerNode {
         return { command: 'CHECKPOINT', columns: [], rows: [] };
       }
       return this.runWrite(() => executeWrite(this.executorContext(), stmt));
+    }
+    if (stmt.type === 'alter_system') {
+      if (!(RELOADABLE_SETTINGS as readonly string[]).includes(stmt.name)) {
+        const known = ['shared_buffers', 'wal_segment_size', 'hot_standby', 'autovacuum'].includes(stmt.name);
+        if (known) throw new WalsimError('invalid_input', `walsim cannot change "${stmt.name}" with ALTER SYSTEM (it can: ${RELOADABLE_SETTINGS.join(', ')})`, '0A000');
+        throw new WalsimError('invalid_input', `unrecognized configuration parameter "${stmt.name}"`, '42704');
+      }
+      alterSystem(this.dataDir, stmt.name as ReloadableSetting, stmt.value);
+      return { command: 'ALTER SYSTEM', columns: [], rows: [] };
+    }
+    if (stmt.type === 'select_function' && stmt.fn === 'pg_reload_conf') {
+      if (stmt.args.length > 0) throw new WalsimError('invalid_input', 'function pg_reload_conf() takes no arguments', '42883');
+      this.reloadConfig();
+      return { command: 'SELECT 1', columns: ['pg_reload_conf'], rows: [{ pg_reload_conf: true }] };
     }
     return executeRead(this, stmt);
   }
@@ -591,6 +661,42 @@ export class ServerNode {
         signal?.removeEventListener('abort', cancelWait);
       }
     });
+  }
+
+  /**
+   * SIGHUP / pg_reload_conf(): re-read the settings (walsim.conf.json + ALTER SYSTEM's) and apply
+   * what changed: synchronous_standby_names (every walsender's priority, then release),
+   * synchronous_commit, primary_conninfo (the walreceiver restarts towards the new upstream at its
+   * flush LSN, as PostgreSQL 13+ does). A value that no longer parses is ignored with a log line,
+   * like a bad postgresql.conf line on reload.
+   */
+  reloadConfig(): void {
+    let next: NodeConfig;
+    try {
+      next = loadNodeConfig(this.dataDir);
+    } catch (e) {
+      this.opts.log(`LOG:  configuration file contains errors; unaffected changes were applied: ${(e as Error).message}`);
+      return;
+    }
+    const prev = this.config;
+    this.config = next;
+    this.opts.log('LOG:  received SIGHUP, reloading configuration files');
+    if (next.synchronousStandbyNames !== prev.synchronousStandbyNames) {
+      this.opts.log(`LOG:  parameter "synchronous_standby_names" changed to "${next.synchronousStandbyNames}"`);
+      this.walsenders.reload(parseSynchronousStandbyNames(next.synchronousStandbyNames));
+    }
+    if (next.synchronousCommit !== prev.synchronousCommit) this.opts.log(`LOG:  parameter "synchronous_commit" changed to "${next.synchronousCommit}"`);
+    const upstreamChanged = next.primaryHost !== prev.primaryHost || next.primaryPort !== prev.primaryPort || next.applicationName !== prev.applicationName;
+    if (upstreamChanged && this.inRecovery && this.startup !== null) {
+      this.opts.log(`LOG:  parameter "primary_conninfo" changed; restarting the walreceiver`);
+      const old = this.receiver;
+      this.receiver = null;
+      if (old !== null) {
+        old.stop();
+        this.send({ type: 'UPSTREAM_LOST' });
+      }
+      this.startWalReceiver();
+    }
   }
 
   /**
@@ -636,30 +742,21 @@ export class ServerNode {
       startupReplay: this.startupReplay,
       insertLsn: formatLsn(this.wal.insertLsn),
       flushLsn: formatLsn(this.wal.flushLsn),
+      synchronousStandbyNames: this.config.synchronousStandbyNames,
     };
     if (!this.inRecovery) {
       return {
         ...base,
         synchronousCommit: this.config.synchronousCommit,
         syncWaiters: this.syncRep.waiting(),
-        replication: [...this.walsenders].filter((s) => s.state !== 'startup').map((s) => ({
-          applicationName: s.applicationName,
-          state: s.state,
-          sentLsn: formatLsn(s.sentLsn),
-          writeLsn: formatLsn(s.writeLsn),
-          flushLsn: formatLsn(s.flushLsn),
-          replayLsn: formatLsn(s.applyLsn),
-          writeLagBytes: this.wal.flushLsn - s.writeLsn,
-          flushLagBytes: this.wal.flushLsn - s.flushLsn,
-          replayLagBytes: this.wal.flushLsn - s.applyLsn,
-          syncState: s === this.syncStandby ? 'sync' : 'async',
-          replyTime: s.replyTime,
-        })),
+        replication: this.replicationStatus(),
       };
     }
     const st = this.startup!;
     return {
       ...base,
+      replication: this.replicationStatus(),
+      upstream: this.config.primaryPort === null ? null : { host: this.config.primaryHost ?? '127.0.0.1', port: this.config.primaryPort, applicationName: this.config.applicationName },
       receiveLsn: formatLsn(this.wal.flushLsn),
       writeLsn: formatLsn(this.wal.writeLsn),
       replayLsn: formatLsn(st.replayEndLsn),
@@ -673,12 +770,38 @@ export class ServerNode {
       receiverConnects: this.receiver?.connects ?? 0,
       receiverLastError: this.receiver?.lastError ?? null,
       receiverStartLsns: (this.receiver?.startLsns ?? []).map(formatLsn),
+      receiverTimelineSwitches: this.receiver?.timelineSwitches ?? 0,
       receivedMessages: this.receiver?.receivedMessages ?? 0,
       receivedBytes: this.receiver?.receivedBytes ?? 0,
       walWriteFailures: this.receiver?.writeFailures ?? 0,
       walWriteError: this.receiver?.writeError ?? null,
       faultsInjected: this.faultsInjected,
     };
+  }
+
+  /** pg_stat_replication as status: one entry per walsender past startup, with lags in bytes. */
+  private replicationStatus(): Array<Record<string, unknown>> {
+    const rows = this.walsenders.rows();
+    return this.walsenders.senders().flatMap((s, i) => {
+      const r = rows[i]!;
+      if (s.state === 'startup') return [];
+      return [{
+        applicationName: s.applicationName,
+        state: s.state,
+        sentLsn: formatLsn(s.sentLsn),
+        writeLsn: formatLsn(s.writeLsn),
+        flushLsn: formatLsn(s.flushLsn),
+        replayLsn: formatLsn(s.applyLsn),
+        writeLagBytes: this.wal.flushLsn - s.writeLsn,
+        flushLagBytes: this.wal.flushLsn - s.flushLsn,
+        replayLagBytes: this.wal.flushLsn - s.applyLsn,
+        syncPriority: r.sync_priority,
+        syncState: r.sync_state,
+        cascading: s.cascading,
+        timelineEnds: s.timelineEnds,
+        replyTime: s.replyTime,
+      }];
+    });
   }
 
   /** Fast/smart shutdown work before exit. Immediate is handled by the process shell (no work). */
@@ -705,8 +828,8 @@ export class ServerNode {
     // Walsenders send the remaining WAL (incl. the shutdown checkpoint) and wait for the standby's flush.
     const deadline = Date.now() + 10_000;
     const target = this.wal.flushLsn;
-    while (Date.now() < deadline && [...this.walsenders].some((s) => s.state !== 'startup' && s.flushLsn < target)) {
-      for (const s of this.walsenders) s.pump();
+    while (Date.now() < deadline && this.walsenders.senders().some((s) => s.state !== 'startup' && s.flushLsn < target)) {
+      this.walsenders.pumpAll();
       await new Promise((r) => setTimeout(r, 10));
     }
   }

@@ -92,6 +92,7 @@ const MESSAGE_LIMITS: Record<string, number> = {
 const PG_TYPES: Record<PgTypeName, { oid: number; len: number }> = {
   bool: { oid: 16, len: 1 },
   int8: { oid: 20, len: 8 },
+  int4: { oid: 23, len: 4 },
   text: { oid: 25, len: -1 },
   void: { oid: 2278, len: 4 },
   pg_lsn: { oid: 3220, len: 8 },

@@ -15,7 +15,7 @@ import type { Statement } from './sql-parser.ts';
 import { PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
 
 /** PostgreSQL types of walsim's result columns (pg_type.typname). */
-export type PgTypeName = 'int8' | 'bool' | 'text' | 'pg_lsn' | 'void';
+export type PgTypeName = 'int8' | 'int4' | 'bool' | 'text' | 'pg_lsn' | 'void';
 
 export interface ResultColumn {
   name: string;
@@ -34,6 +34,7 @@ const FUNCTION_RESULT_TYPES: Record<string, PgTypeName> = {
   pg_is_wal_replay_paused: 'bool',
   pg_get_wal_replay_pause_state: 'text',
   pg_promote: 'bool',
+  pg_reload_conf: 'bool',
   version: 'text',
   current_setting: 'text',
 };
@@ -61,9 +62,91 @@ export function describeStatement(stmt: Statement): ResultColumn[] {
       if (type === undefined) throw undefinedFunction(stmt.fn, stmt.args);
       return [{ name: stmt.fn, type }];
     }
+    case 'select_view': {
+      const all = viewColumns(stmt.view);
+      return selectedColumns(all, stmt.columns, stmt.orderBy);
+    }
     default:
       return [];
   }
+}
+import { primaryConninfoOf } from './cluster-files.ts';
+import { PG_STAT_REPLICATION_COLUMNS } from '../primary/walsender-set.ts';
+
+/** Columns of the system views walsim has, with their types (system_views.sql). */
+const VIEW_COLUMNS: Record<string, ResultColumn[]> = {
+  pg_stat_replication: PG_STAT_REPLICATION_COLUMNS.map((name) => ({
+    name, type: name.endsWith('_lsn') ? 'pg_lsn' : name === 'sync_priority' ? 'int4' : 'text',
+  })),
+  pg_stat_wal_receiver: [
+    { name: 'status', type: 'text' }, { name: 'receive_start_lsn', type: 'pg_lsn' }, { name: 'written_lsn', type: 'pg_lsn' },
+    { name: 'flushed_lsn', type: 'pg_lsn' }, { name: 'received_tli', type: 'int4' }, { name: 'sender_host', type: 'text' },
+    { name: 'sender_port', type: 'int4' }, { name: 'conninfo', type: 'text' },
+  ],
+};
+
+function viewColumns(view: string): ResultColumn[] {
+  const cols = VIEW_COLUMNS[view];
+  if (cols === undefined) throw new WalsimError('undefined_table', `relation "${view}" does not exist`, '42P01');
+  return cols;
+}
+
+function selectedColumns(all: ResultColumn[], columns: string[] | '*', orderBy: string | null): ResultColumn[] {
+  for (const c of [...(columns === '*' ? [] : columns), ...(orderBy === null ? [] : [orderBy])]) {
+    if (!all.some((x) => x.name === c)) throw new WalsimError('invalid_input', `column "${c}" does not exist`, '42703');
+  }
+  return columns === '*' ? all : columns.map((c) => all.find((x) => x.name === c)!);
+}
+
+/** The system views walsim has, each as rows of column → value. */
+function viewRows(node: ServerNode, view: string): { columns: readonly string[]; rows: Array<Record<string, SqlValue>> } {
+  const columns = viewColumns(view).map((c) => c.name);
+  switch (view) {
+    case 'pg_stat_replication':
+      return { columns, rows: node.walsenders.rows().map((r) => ({ ...r })) };
+    case 'pg_stat_wal_receiver': {
+      const r = node.receiver;
+      if (r === null || !node.inRecovery) return { columns, rows: [] };
+      const start = r.startLsns[r.startLsns.length - 1];
+      return {
+        columns,
+        rows: [{
+          status: r.state === 'streaming' ? 'streaming' : r.state === 'stopped' ? 'stopping' : 'waiting',
+          receive_start_lsn: start === undefined ? null : formatLsn(start),
+          written_lsn: formatLsn(node.wal.writeLsn),
+          flushed_lsn: formatLsn(node.wal.flushLsn),
+          received_tli: node.timeline,
+          sender_host: node.config.primaryHost,
+          sender_port: node.config.primaryPort,
+          conninfo: primaryConninfoOf(node.config),
+        }],
+      };
+    }
+    default:
+      throw new WalsimError('undefined_table', `relation "${view}" does not exist`, '42P01');
+  }
+}
+
+/** SELECT * | cols FROM view [ORDER BY col]: rows in the view's order (slot order for walsenders). */
+function selectView(node: ServerNode, view: string, columns: string[] | '*', orderBy: string | null): QueryResult {
+  const v = viewRows(node, view);
+  const cols = selectedColumns(viewColumns(view), columns, orderBy).map((c) => c.name);
+  let rows = v.rows;
+  if (orderBy !== null) {
+    rows = [...rows].sort((a, b) => {
+      const x = a[orderBy] ?? null;
+      const y = b[orderBy] ?? null;
+      if (x === y) return 0;
+      if (x === null) return 1; // NULLS LAST, as ORDER BY ASC
+      if (y === null) return -1;
+      return x < y ? -1 : 1;
+    });
+  }
+  return {
+    command: `SELECT ${rows.length}`,
+    columns: cols,
+    rows: rows.map((r) => Object.fromEntries(cols.map((c) => [c, r[c] ?? null]))),
+  };
 }
 
 export function executeRead(node: ServerNode, stmt: Statement): QueryResult {
@@ -86,6 +169,8 @@ export function executeRead(node: ServerNode, stmt: Statement): QueryResult {
       return one(showSetting(node, stmt.name));
     case 'select_function':
       return one(callFunction(node, stmt.fn, stmt.args));
+    case 'select_view':
+      return selectView(node, stmt.view, stmt.columns, stmt.orderBy);
     default:
       throw new WalsimError('invalid_input', `statement ${stmt.type} is not a read`);
   }
@@ -111,6 +196,7 @@ function showSetting(node: ServerNode, name: string): string {
     case 'shared_buffers': return formatSharedBuffers(node.nBuffers);
     case 'synchronous_commit': return node.config.synchronousCommit;
     case 'synchronous_standby_names': return node.config.synchronousStandbyNames;
+    case 'primary_conninfo': return primaryConninfoOf(node.config);
     case 'wal_segment_size': return `${node.config.walSegmentSize / (1024 * 1024)}MB`;
     case 'hot_standby': return 'on';
     case 'autovacuum': return 'off';

@@ -9,6 +9,8 @@
  *   DELETE FROM name [WHERE col < n | col > n | col = n]
  *   VACUUM [name] | TRUNCATE [TABLE] name [, ...] | CHECKPOINT
  *   SELECT count(*) FROM name [WHERE ...] | SELECT [pg_catalog.]fn([args]) | SHOW setting
+ *   SELECT * | col [, ...] FROM [pg_catalog.]pg_stat_replication|pg_stat_wal_receiver [ORDER BY col]
+ *   ALTER SYSTEM SET setting { = | TO } { 'value' | word | n | DEFAULT } | ALTER SYSTEM RESET setting
  *
  * `splitStatements` cuts a simple-protocol query string into statements at top-level semicolons
  * (as PostgreSQL's raw parser does for a Query message holding several statements).
@@ -36,7 +38,10 @@ export type Statement =
   | { type: 'checkpoint' }
   | { type: 'select_count'; name: string; predicate: DeletePredicate }
   | { type: 'select_function'; fn: string; args: Array<number | boolean | string> }
-  | { type: 'show'; name: string };
+  | { type: 'show'; name: string }
+  | { type: 'select_view'; view: string; columns: string[] | '*'; orderBy: string | null }
+  /** value null = RESET / DEFAULT: remove the setting from the configuration file. */
+  | { type: 'alter_system'; name: string; value: string | null };
 
 /** Statements that write and so are refused on a node in recovery, with their command tag. */
 export function writeCommandName(stmt: Statement): string | null {
@@ -83,10 +88,19 @@ function tokenize(sql: string): Token[] {
       i = j + 1; continue;
     }
     if (c === "'") {
-      const j = sql.indexOf("'", i + 1);
-      if (j < 0) throw syntaxError(`unterminated quoted string at or near "${sql.slice(i)}"`);
-      tokens.push({ kind: 'string', text: sql.slice(i + 1, j), pos: i });
-      i = j + 1; continue;
+      // Standard strings: '' inside is one quote.
+      let j = i + 1;
+      let text = '';
+      for (;;) {
+        const k = sql.indexOf("'", j);
+        if (k < 0) throw syntaxError(`unterminated quoted string at or near "${sql.slice(i)}"`);
+        text += sql.slice(j, k);
+        if (sql[k + 1] === "'") { text += "'"; j = k + 2; continue; }
+        j = k + 1;
+        break;
+      }
+      tokens.push({ kind: 'string', text, pos: i });
+      i = j; continue;
     }
     if (/[0-9]/.test(c) || (c === '-' && /[0-9]/.test(sql[i + 1] ?? ''))) {
       let j = i + 1;
@@ -260,6 +274,23 @@ export function parseStatement(sql: string): Statement {
     case 'select':
       stmt = parseSelect(p);
       break;
+    case 'alter': {
+      p.word('system');
+      if (p.isWord('reset')) {
+        p.word('reset');
+        stmt = { type: 'alter_system', name: p.identifier('a setting name'), value: null };
+        break;
+      }
+      p.word('set');
+      const name = p.identifier('a setting name');
+      if (p.isWord('to')) p.word('to');
+      else p.punct('=');
+      const v = p.next();
+      if (v.kind === 'word' && v.text === 'default') stmt = { type: 'alter_system', name, value: null };
+      else if (v.kind === 'string' || v.kind === 'number' || v.kind === 'word' || v.kind === 'ident') stmt = { type: 'alter_system', name, value: v.text };
+      else throw syntaxError(`syntax error at or near "${v.text}"`);
+      break;
+    }
     default:
       throw syntaxError(`syntax error at or near "${head.text}"`);
   }
@@ -279,13 +310,30 @@ function parseWhere(p: Parser): DeletePredicate {
   return { op: op.text as '<' | '>' | '=', value: p.int4() };
 }
 
+/** SELECT * | col [, col ...] FROM view [ORDER BY col] */
+function parseSelectView(p: Parser, first: string | '*'): Statement {
+  let columns: string[] | '*' = '*';
+  if (first !== '*') {
+    columns = [first];
+    while (p.isPunct(',')) { p.next(); columns.push(p.identifier('a column name')); }
+  }
+  p.word('from');
+  let view = p.identifier('a relation name');
+  if (view === 'pg_catalog' && p.isPunct('.')) { p.next(); view = p.identifier('a relation name'); }
+  let orderBy: string | null = null;
+  if (p.isWord('order')) { p.word('order'); p.word('by'); orderBy = p.identifier('a column name'); }
+  return { type: 'select_view', view, columns, orderBy };
+}
+
 function parseSelect(p: Parser): Statement {
-  let fn = p.identifier('a function name or count(*)');
+  if (p.isPunct('*')) { p.next(); return parseSelectView(p, '*'); }
+  let fn = p.identifier('a function name, a column or count(*)');
   if (fn === 'pg_catalog' && p.isPunct('.')) {
     // Clients qualify built-ins (libpq: SELECT pg_catalog.pg_is_in_recovery()).
     p.next();
     fn = p.identifier('a function name');
   }
+  if (!p.isPunct('(')) return parseSelectView(p, fn);
   p.punct('(');
   if (fn === 'count') {
     p.punct('*');

@@ -3,6 +3,12 @@
  * writes it verbatim to this node's segment files (write LSN), fsyncs (flush LSN), replies with
  * its positions on every advance, and wakes the startup process. On a dropped connection it
  * reconnects with backoff and restarts streaming at its flush LSN: no gap, no duplicate.
+ *
+ * Timeline switches (walreceiver.c + WalRcvFetchTimeLineHistoryFiles): when the upstream ends the
+ * timeline being streamed (EndOfTimeline: its promotion, or its own upstream's), the walreceiver
+ * has everything up to the switch point; it fetches the next timeline's history file, the node
+ * switches its WAL to that timeline, and streaming restarts there on the same connection — the
+ * walreceiver is not restarted.
  */
 import WebSocket from 'ws';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
@@ -21,6 +27,11 @@ export interface WalReceiverDeps {
   timeline(): TimeLineId;
   applyLsn(): Lsn;
   onFlushed(): void;
+  /**
+   * The upstream's timeline continues as `tli` from `switchLsn` (this node's flush LSN): store the
+   * history file text and continue this node's WAL on `tli`. Throws if the history does not fit.
+   */
+  onNewTimeline(tli: TimeLineId, historyText: string, switchLsn: Lsn): void;
   /** Connection state changes (UPSTREAM_CONNECTED / UPSTREAM_LOST / UPSTREAM_RETRY for the lifecycle machine). */
   onStateChange(state: ReceiverState): void;
   log(message: string): void;
@@ -48,6 +59,10 @@ export class WalReceiver {
   private holdUntil = 0;
   /** True while fsyncing received WAL: an exception there is a PANIC, not a connection error. */
   private flushing = false;
+  /** EndOfTimeline received: the timeline whose history was asked for, and where it begins. */
+  private pendingTimeline: { tli: TimeLineId; switchLsn: Lsn } | null = null;
+  /** Timeline switches followed on a live connection. */
+  timelineSwitches = 0;
 
   constructor(private readonly deps: WalReceiverDeps) {}
 
@@ -93,11 +108,8 @@ export class WalReceiver {
     ws.binaryType = 'nodebuffer';
     ws.on('open', () => {
       this.connects++;
-      const startLsn = this.deps.wal.flushLsn;
-      this.startLsns.push(startLsn);
-      if (this.startLsns.length > 32) this.startLsns.shift();
-      this.send({ type: 'START_REPLICATION', startLsn, timeline: this.deps.timeline(), applicationName: this.deps.applicationName });
-      this.deps.log(`LOG:  started streaming WAL from primary at ${formatLsn(startLsn)} on timeline ${this.deps.timeline()}`);
+      this.pendingTimeline = null;
+      this.startStreaming('started');
     });
     ws.on('message', (data: Buffer) => this.onMessage(ws, data));
     ws.on('close', (code, reason) => {
@@ -110,6 +122,15 @@ export class WalReceiver {
     ws.on('error', (err) => {
       this.lastError = err.message;
     });
+  }
+
+  /** START_REPLICATION at the flush LSN on this node's timeline, then report positions. */
+  private startStreaming(verb: 'started' | 'restarted'): void {
+    const startLsn = this.deps.wal.flushLsn;
+    this.startLsns.push(startLsn);
+    if (this.startLsns.length > 32) this.startLsns.shift();
+    this.send({ type: 'START_REPLICATION', startLsn, timeline: this.deps.timeline(), applicationName: this.deps.applicationName });
+    this.deps.log(`LOG:  ${verb} streaming WAL from primary at ${formatLsn(startLsn)} on timeline ${this.deps.timeline()}`);
   }
 
   private scheduleReconnect(): void {
@@ -208,6 +229,40 @@ export class WalReceiver {
         this.backoffMs = BACKOFF_MIN_MS;
         if (m.replyRequested) this.sendStatus();
         return;
+      case 'EndOfTimeline': {
+        // "replication terminated by primary server": everything up to the switch point is here.
+        const flushed = this.deps.wal.flushLsn;
+        this.deps.log(`LOG:  end of WAL reached on timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)}`);
+        if (m.switchLsn !== flushed || m.timeline <= this.deps.timeline()) {
+          this.deps.log(`LOG:  upstream ended timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)} (next ${m.timeline}) but this node has flushed up to ${formatLsn(flushed)}; reconnecting`);
+          ws.close(4002, 'unexpected end of timeline');
+          return;
+        }
+        this.pendingTimeline = { tli: m.timeline, switchLsn: m.switchLsn };
+        this.send({ type: 'TIMELINE_HISTORY', timeline: m.timeline });
+        return;
+      }
+      case 'TimelineHistoryReply': {
+        const p = this.pendingTimeline;
+        if (p === null || m.timeline !== p.tli) {
+          this.deps.log(`LOG:  unexpected history file of timeline ${m.timeline} from primary`);
+          ws.close(4002, 'unexpected timeline history');
+          return;
+        }
+        this.pendingTimeline = null;
+        try {
+          this.deps.onNewTimeline(m.timeline, m.content, p.switchLsn);
+        } catch (e) {
+          this.lastError = (e as Error).message;
+          this.deps.log(`LOG:  could not follow timeline ${m.timeline}: ${(e as Error).message}`);
+          ws.close(4002, 'could not follow the new timeline');
+          return;
+        }
+        this.timelineSwitches++;
+        this.deps.log(`LOG:  new target timeline is ${m.timeline}`);
+        this.startStreaming('restarted');
+        return;
+      }
       case 'Error':
         this.lastError = m.message;
         this.deps.log(`LOG:  primary refused replication: ${m.message}`);

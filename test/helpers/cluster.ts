@@ -28,12 +28,10 @@ export class TestCluster extends ClusterHandle {
     return new TestCluster(dir);
   }
 
-  /** Create and start both nodes; wait until the standby streams. */
+  /** Create and start every node (a primary and `opts.standbys`, default one "standby"); wait until the standbys stream. */
   static async start(opts: TestClusterOptions = {}): Promise<TestCluster> {
     const c = await TestCluster.create(opts);
-    await c.startNode('primary');
-    await c.startNode('standby');
-    await c.pollUntil(async () => (await c.status('standby')).receiverState === 'streaming', 'standby streaming');
+    await c.startAll();
     return c;
   }
 }

@@ -1,0 +1,162 @@
+/**
+ * All walsenders of one node (WalSndCtl->walsnds): their slots, their synchronous priorities, the
+ * release of waiting commits when replies arrive (SyncRepReleaseWaiters), configuration reloads of
+ * synchronous_standby_names (SyncRepInitConfig in every walsender, SyncRepUpdateSyncStandbysDefined)
+ * and the rows of pg_stat_replication.
+ *
+ * Entry points: `WalSenderSet` (`add`, `remove`, `startStreaming`, `onReply`, `reload`, `rows`,
+ * `pumpAll`).
+ *
+ * Where walsim differs: PostgreSQL recomputes the synchronous set only when a synchronous
+ * walsender processes a reply; walsim also recomputes when a walsender goes away or the
+ * configuration is reloaded, so a potential standby that takes over releases what it has already
+ * acknowledged at once instead of at its next status message (wal_receiver_status_interval).
+ * The positions released are the same, only earlier.
+ */
+import { formatLsn } from '../wal/lsn.ts';
+import type { SyncRepQueue } from './syncrep.ts';
+import type { SyncRepConfig } from './sync-standby-names.ts';
+import { candidateStandbys, standbyPriority, syncRecPtr, syncStates, type SyncState, type WalSndInfo, type WalSndState } from './sync-standbys.ts';
+import type { WalSender } from './walsender.ts';
+
+/** One row of pg_stat_replication (the columns walsim has; LSNs NULL while unknown). */
+export interface PgStatReplicationRow {
+  application_name: string;
+  state: WalSndState;
+  sent_lsn: string | null;
+  write_lsn: string | null;
+  flush_lsn: string | null;
+  replay_lsn: string | null;
+  sync_priority: number;
+  sync_state: SyncState;
+  reply_time: string | null;
+}
+
+export const PG_STAT_REPLICATION_COLUMNS: ReadonlyArray<keyof PgStatReplicationRow> = [
+  'application_name', 'state', 'sent_lsn', 'write_lsn', 'flush_lsn', 'replay_lsn', 'sync_priority', 'sync_state', 'reply_time',
+];
+
+const lsnOrNull = (lsn: number) => (lsn === 0 ? null : formatLsn(lsn));
+
+export class WalSenderSet {
+  /** The walsender array: a new walsender takes the lowest free slot (InitWalSenderSlot). */
+  private readonly slots: Array<WalSender | null> = [];
+  private configValue: SyncRepConfig | null;
+  /** Walsenders already announced as synchronous (announce_next_takeover). */
+  private readonly announced = new Set<WalSender>();
+
+  constructor(
+    private readonly queue: SyncRepQueue,
+    config: SyncRepConfig | null,
+    private readonly log: (message: string) => void,
+  ) {
+    this.configValue = config;
+    queue.enabled = config !== null;
+  }
+
+  get config(): SyncRepConfig | null {
+    return this.configValue;
+  }
+
+  /** Connected walsenders in slot order (the order of pg_stat_replication's rows). */
+  senders(): WalSender[] {
+    return this.slots.filter((s): s is WalSender => s !== null);
+  }
+
+  get size(): number {
+    return this.senders().length;
+  }
+
+  add(sender: WalSender): void {
+    let slot = this.slots.indexOf(null);
+    if (slot < 0) slot = this.slots.push(null) - 1;
+    this.slots[slot] = sender;
+    sender.slot = slot;
+  }
+
+  remove(sender: WalSender): void {
+    if (sender.slot >= 0 && this.slots[sender.slot] === sender) this.slots[sender.slot] = null;
+    this.announced.delete(sender);
+    this.release(undefined);
+  }
+
+  /** START_REPLICATION accepted: SyncRepInitConfig for this walsender. */
+  startStreaming(sender: WalSender, cascading: boolean): void {
+    sender.cascading = cascading;
+    sender.priority = standbyPriority(this.configValue, sender.applicationName, cascading);
+  }
+
+  /** A status update arrived (SyncRepReleaseWaiters, not run by cascading walsenders). */
+  onReply(sender: WalSender): void {
+    if (sender.cascading) return;
+    this.release(sender);
+  }
+
+  /** synchronous_standby_names reloaded: new priorities for every walsender, then release. */
+  reload(config: SyncRepConfig | null): void {
+    this.configValue = config;
+    for (const s of this.senders()) s.priority = standbyPriority(config, s.applicationName, s.cascading);
+    this.announced.clear();
+    if (config === null) {
+      this.queue.releaseAll();
+      return;
+    }
+    this.queue.enabled = true;
+    this.release(undefined);
+  }
+
+  pumpAll(): void {
+    for (const s of this.senders()) s.pump();
+  }
+
+  rows(): PgStatReplicationRow[] {
+    const { infos, byInfo } = this.snapshot();
+    const states = syncStates(this.configValue, infos);
+    return infos.map((info) => {
+      const s = byInfo.get(info)!;
+      const st = states.get(info)!;
+      return {
+        application_name: s.applicationName,
+        state: s.state,
+        sent_lsn: lsnOrNull(s.sentLsn),
+        write_lsn: lsnOrNull(s.writeLsn),
+        flush_lsn: lsnOrNull(s.flushLsn),
+        replay_lsn: lsnOrNull(s.applyLsn),
+        sync_priority: st.priority,
+        sync_state: st.state,
+        reply_time: s.replyTime,
+      };
+    });
+  }
+
+  private snapshot(): { infos: WalSndInfo[]; byInfo: Map<WalSndInfo, WalSender>; bySender: Map<WalSender, WalSndInfo> } {
+    const byInfo = new Map<WalSndInfo, WalSender>();
+    const bySender = new Map<WalSender, WalSndInfo>();
+    const infos = this.senders().map((s) => {
+      const info: WalSndInfo = { slot: s.slot, state: s.state, priority: s.priority, write: s.writeLsn, flush: s.flushLsn, apply: s.applyLsn };
+      byInfo.set(info, s);
+      bySender.set(s, info);
+      return info;
+    });
+    return { infos, byInfo, bySender };
+  }
+
+  /** Compute what the synchronous set acknowledged and release those waiters; log takeovers. */
+  private release(replier: WalSender | undefined): void {
+    const { infos, bySender, byInfo } = this.snapshot();
+    const cfg = this.configValue;
+    if (cfg === null) return;
+    const cands = candidateStandbys(cfg, infos).map((info) => byInfo.get(info)!);
+    // A walsender that left the synchronous set is announced again when it returns.
+    for (const s of this.announced) if (!cands.includes(s)) this.announced.delete(s);
+    for (const s of cands) {
+      if (this.announced.has(s)) continue;
+      this.announced.add(s);
+      this.log(cfg.method === 'priority'
+        ? `LOG:  standby "${s.applicationName}" is now a synchronous standby with priority ${s.priority}`
+        : `LOG:  standby "${s.applicationName}" is now a candidate for quorum synchronous standby`);
+    }
+    const pos = syncRecPtr(cfg, infos, replier === undefined ? undefined : bySender.get(replier));
+    if (pos !== null) this.queue.release(pos);
+  }
+}
