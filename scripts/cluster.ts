@@ -1,50 +1,49 @@
 /**
- * `npm run cluster -- start|stop|status|promote` (pg_ctl for a walsim cluster): initialise and start
- * a primary and one standby in the background, stop them, report their state. It only ever signals
+ * `npm run cluster -- start|stop|status|promote|add-standby|repoint|set|switchover|rejoin` (pg_ctl
+ * and a failover tool for a walsim cluster): initialise and start a primary and its standbys in the
+ * background, stop them, report their state, change the topology (server/topology.ts). It only ever signals
  * processes it started: pids come from the nodes' postmaster.pid and are checked to be walsim
  * servers for that data directory before any signal is sent.
  */
 import { isIP } from 'node:net';
-import { WalsimError } from '../common/errors.ts';
 import { checkSegmentSize } from '../wal/segment.ts';
-import { listNodes, nodeDir, readNodeConfig, readPidFile, writeNodeConfig, type NodeName } from '../server/cluster-files.ts';
-import { runningPid, sleep, startNode, stopNode } from '../server/pg-ctl.ts';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { listNodes, nodeDir, readPidFile, RELOADABLE_SETTINGS, type NodeName } from '../server/cluster-files.ts';
+import { runningPid, startNode, stopNode } from '../server/pg-ctl.ts';
+import { STANDBY_SIGNAL } from '../server/node.ts';
+import { addStandby, rejoin, repoint, switchover, waitStreaming } from '../server/topology.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
 import { parseDropStrategy, parseSynchronousCommit } from '../server/settings.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { StopMode } from '../server/control-protocol.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
 
-const USAGE = `usage: npm run cluster -- <start|stop|status|promote> [options]
+const USAGE = `usage: npm run cluster -- <command> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
+          [--standbys N | --standby NAME ...] [--synchronous-standby-names 'FIRST 1 (s1, s2)']
           [--drop-strategy cached-lookup|full-scan|rel-list|recovery-hash|cache-at-create] [--threshold-divisor 32] [--force-optimized]
           [--wal-segment-size 16MB] [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD]
           [--node NAME] [--dir .walsim]
-  stop    [--mode smart|fast|immediate] [--node primary|standby] [--dir .walsim]
+  stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]
   status  [--json] [--dir .walsim]
-  add-standby --name NAME [--from primary] [--shared-buffers SIZE] [--dir .walsim]
+  add-standby --name NAME [--from NODE] [--shared-buffers SIZE] [--dir .walsim]   (from a standby: a cascade)
+  repoint --node STANDBY --to NODE [--dir .walsim]
+  set     [--node primary] SETTING VALUE [--dir .walsim]   (ALTER SYSTEM SET + pg_reload_conf(); ${RELOADABLE_SETTINGS.join(', ')})
+  switchover --to STANDBY [--json] [--dir .walsim]
+  rejoin  --node OLD --to NEW [--json] [--dir .walsim]
   promote [--node standby] [--no-wait] [--wait-seconds 60] [--json] [--dir .walsim]`;
 
+const isStandby = (clusterDir: string, name: NodeName) => fs.existsSync(path.join(nodeDir(clusterDir, name), STANDBY_SIGNAL));
 
-async function waitStreaming(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const c = await connectNode(clusterDir, name);
-      try {
-        const s = await c.status();
-        last = String(s.receiverState);
-        if (s.receiverState === 'streaming' || s.inRecovery === false) return;
-      } finally {
-        c.close();
-      }
-    } catch (e) {
-      last = (e as Error).message;
-    }
-    await sleep(100);
-  }
-  throw new WalsimError('timeout', `standby "${name}" is not streaming after ${timeoutMs / 1000} s (last state: ${last})`);
+/** Node names standby1..N of --standbys N, or the --standby names; undefined for the seed's one "standby". */
+function standbyNamesOf(count: string | undefined, names: string[] | undefined): string[] | undefined {
+  if (count !== undefined && names !== undefined) throw new UsageError('give --standbys N or --standby NAME, not both');
+  if (names !== undefined) return names;
+  if (count === undefined) return undefined;
+  const n = Number(count);
+  if (!/^\d+$/.test(count) || n < 0 || n > 16) throw new UsageError(`--standbys must be an integer from 0 to 16, got "${count}"`);
+  return Array.from({ length: n }, (_, i) => `standby${i + 1}`);
 }
 
 async function cmdStart(argv: string[]): Promise<number> {
@@ -60,10 +59,28 @@ async function cmdStart(argv: string[]): Promise<number> {
     listen: { type: 'string', default: '127.0.0.1' },
     'pg-port': { type: 'string' },
     password: { type: 'string' },
+    standbys: { type: 'string' },
+    standby: { type: 'string', multiple: true },
+    'synchronous-standby-names': { type: 'string' },
+    node: { type: 'string' },
     json: { type: 'boolean', default: false },
   }, USAGE);
   const clusterDir = clusterDirOf(values.dir);
   const nodes = listNodes(clusterDir);
+  if (values.node !== undefined) {
+    // Start one node of an existing cluster (pg_ctl start -D that node).
+    if (!nodes.includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${nodes.join(', ') || 'none'})`);
+    if (runningPid(clusterDir, values.node) !== null) {
+      console.log(`${values.node}: already running (pid ${runningPid(clusterDir, values.node)})`);
+      return 1;
+    }
+    const port = await startNode(clusterDir, values.node);
+    if (isStandby(clusterDir, values.node)) await waitStreaming(clusterDir, values.node);
+    const pgPort = readPidFile(nodeDir(clusterDir, values.node))?.pgPort ?? null;
+    if (values.json) printJson({ dir: clusterDir, started: [{ name: values.node, port, pgPort }] });
+    else console.log(`${values.node}: started, listening on 127.0.0.1:${port} (control), PostgreSQL protocol on 127.0.0.1:${pgPort}`);
+    return 0;
+  }
   const running = nodes.filter((n) => runningPid(clusterDir, n) !== null);
   if (running.length > 0 && running.length === nodes.length) {
     console.log(`cluster at ${clusterDir} is already running (${running.map((n) => `${n} pid ${runningPid(clusterDir, n)}`).join(', ')})`);
@@ -83,7 +100,10 @@ async function cmdStart(argv: string[]): Promise<number> {
       listen: values.listen!,
       ...(values['pg-port'] !== undefined ? { pgPortBase: parsePort(values['pg-port']) } : {}),
       ...(values.password !== undefined ? { password: parsePassword(values.password) } : {}),
+      ...(values['synchronous-standby-names'] !== undefined ? { synchronousStandbyNames: values['synchronous-standby-names'] } : {}),
     };
+    const standbys = standbyNamesOf(values.standbys, values.standby);
+    if (standbys !== undefined) opts.standbys = standbys;
     parseSharedBuffers(opts.sharedBuffers);
     parseSharedBuffers(opts.standbySharedBuffers);
     // Validate everything before initdb writes anything: a refused option leaves no half-made cluster.
@@ -93,13 +113,14 @@ async function cmdStart(argv: string[]): Promise<number> {
   }
   const started: Array<{ name: string; port: number; pgPort: number | null }> = [];
   // Primaries first, so standbys find their upstream.
-  const order = listNodes(clusterDir).sort((a, b) => Number(readNodeConfig(clusterDir, a).role === 'standby') - Number(readNodeConfig(clusterDir, b).role === 'standby'));
+  const all = listNodes(clusterDir);
+  const order = [...all.filter((n) => !isStandby(clusterDir, n)), ...all.filter((n) => isStandby(clusterDir, n))];
   for (const name of order) {
     if (runningPid(clusterDir, name) !== null) continue;
     const port = await startNode(clusterDir, name);
     started.push({ name, port, pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null });
   }
-  for (const name of order) if (readNodeConfig(clusterDir, name).role === 'standby') await waitStreaming(clusterDir, name);
+  for (const name of order) if (isStandby(clusterDir, name)) await waitStreaming(clusterDir, name);
   if (values.json) printJson({ dir: clusterDir, started });
   else {
     for (const s of started) console.log(`${s.name}: started, listening on 127.0.0.1:${s.port} (control), PostgreSQL protocol on 127.0.0.1:${s.pgPort}`);
@@ -127,8 +148,8 @@ async function cmdStop(argv: string[]): Promise<number> {
   const nodes = values.node ? [values.node] : listNodes(clusterDir);
   if (nodes.length === 0) throw new UsageError(`no cluster at ${clusterDir}`);
   if (values.node && !listNodes(clusterDir).includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${listNodes(clusterDir).join(', ')})`);
-  // Primary first: a fast/smart stop sends its shutdown checkpoint to the standby before exiting.
-  nodes.sort((a, b) => Number(readNodeConfig(clusterDir, a).role === 'standby') - Number(readNodeConfig(clusterDir, b).role === 'standby'));
+  // Primary first: a fast/smart stop sends its shutdown checkpoint to the standbys before exiting.
+  nodes.sort((a, b) => Number(isStandby(clusterDir, a)) - Number(isStandby(clusterDir, b)));
   let stoppedAny = false;
   for (const name of nodes) {
     if (await stopNode(clusterDir, name, mode)) {
@@ -176,36 +197,67 @@ async function cmdStatus(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** pg_basebackup from a running node + start a new standby streaming from it. */
+/** pg_basebackup from a running node (a standby too: a cascade) + start a new standby streaming from it. */
 async function cmdAddStandby(argv: string[]): Promise<number> {
   const { values } = parseCli(argv, {
     dir: { type: 'string' }, name: { type: 'string' }, from: { type: 'string', default: 'primary' },
     'shared-buffers': { type: 'string' }, json: { type: 'boolean', default: false },
   }, USAGE);
   const clusterDir = clusterDirOf(values.dir);
-  const name = values.name;
-  if (!name || !/^[a-z][a-z0-9_]{0,30}$/.test(name)) throw new UsageError(`--name must be a lower-case identifier, got "${name ?? ''}"`);
-  if (listNodes(clusterDir).includes(name)) throw new UsageError(`node "${name}" already exists in ${clusterDir}`);
-  const source = readNodeConfig(clusterDir, values.from!);
-  const sourcePid = runningPid(clusterDir, values.from!);
-  if (sourcePid === null) throw new UsageError(`node "${values.from}" is not running; start it first`);
-  const c = await connectNode(clusterDir, values.from!);
-  let backup: { checkpointLsn: string; timeline: number };
+  if (values.name === undefined) throw new UsageError(`--name is required\n${USAGE}`);
+  if (values['shared-buffers'] !== undefined) parseSharedBuffers(values['shared-buffers']);
+  const r = await addStandby(clusterDir, values.name, values.from!, values['shared-buffers']);
+  const pgPort = readPidFile(nodeDir(clusterDir, values.name))?.pgPort ?? null;
+  if (values.json) printJson({ name: values.name, port: r.port, pgPort, from: values.from, checkpointLsn: r.checkpointLsn, timeline: r.timeline });
+  else console.log(`${values.name}: base backup of ${values.from} at ${r.checkpointLsn} (timeline ${r.timeline}), streaming from ${values.from}, listening on 127.0.0.1:${r.port}, PostgreSQL protocol on 127.0.0.1:${pgPort}`);
+  return 0;
+}
+
+/** A standby streams from another node from now on (ALTER SYSTEM SET primary_conninfo + reload). */
+async function cmdRepoint(argv: string[]): Promise<number> {
+  const { values } = parseCli(argv, { dir: { type: 'string' }, node: { type: 'string' }, to: { type: 'string' } }, USAGE);
+  if (values.node === undefined || values.to === undefined) throw new UsageError(`--node and --to are required\n${USAGE}`);
+  const clusterDir = clusterDirOf(values.dir);
+  const r = await repoint(clusterDir, values.node, values.to);
+  console.log(`${values.node}: primary_conninfo = '${r.conninfo}'${r.running ? ' (reloaded; the walreceiver restarted at its flush position)' : ' (applies at its next start)'}`);
+  return 0;
+}
+
+/** ALTER SYSTEM SET name = 'value'; SELECT pg_reload_conf() on one node. */
+async function cmdSet(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCli(argv, { dir: { type: 'string' }, node: { type: 'string', default: 'primary' } }, USAGE);
+  if (positionals.length !== 2) throw new UsageError(`set takes a setting and a value, e.g. set synchronous_standby_names 'ANY 1 (s1, s2)'\n${USAGE}`);
+  const [name, value] = positionals as [string, string];
+  const c = await connectNode(clusterDirOf(values.dir), values.node!);
   try {
-    backup = (await c.request({ op: 'basebackup', targetDir: nodeDir(clusterDir, name) })) as typeof backup;
+    await c.sql(`ALTER SYSTEM SET ${name} = '${value.replace(/'/g, "''")}'`);
+    await c.sql('SELECT pg_reload_conf()');
+    console.log(`${values.node}: ${name} = '${String((await c.sql(`SHOW ${name}`)).rows[0]![name])}'`);
   } finally {
     c.close();
   }
-  const port = (await import('../server/initdb.ts')).freePort;
-  writeNodeConfig(clusterDir, {
-    ...source, name, role: 'standby', port: await port(source.listen), pgPort: await port(source.listen), sharedBuffers: values['shared-buffers'] ?? source.sharedBuffers,
-    synchronousStandbyNames: '', primaryHost: source.listen === '0.0.0.0' ? '127.0.0.1' : source.listen,
-    primaryPort: readPidFile(nodeDir(clusterDir, values.from!))!.port, applicationName: name,
-  });
-  const listenPort = await startNode(clusterDir, name);
-  await waitStreaming(clusterDir, name);
-  if (values.json) printJson({ name, port: listenPort, pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null, from: values.from, ...backup });
-  else console.log(`${name}: base backup of ${values.from} at ${backup.checkpointLsn} (timeline ${backup.timeline}), streaming, listening on 127.0.0.1:${listenPort}, PostgreSQL protocol on 127.0.0.1:${readPidFile(nodeDir(clusterDir, name))?.pgPort}`);
+  return 0;
+}
+
+async function cmdSwitchover(argv: string[]): Promise<number> {
+  const { values } = parseCli(argv, { dir: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
+  if (values.to === undefined) throw new UsageError(`--to is required\n${USAGE}`);
+  const r = await switchover(clusterDirOf(values.dir), values.to);
+  if (values.json) printJson(r);
+  else {
+    console.log(`${r.to}: promoted (timeline ${r.newTimeline}, switch point ${r.switchLsn}); synchronous_standby_names = '${r.synchronousStandbyNames}'`);
+    console.log(`${r.from}: stopped cleanly, rejoined as a standby of ${r.to}`);
+    for (const n of r.repointed) console.log(`${n}: repointed to ${r.to}`);
+  }
+  return 0;
+}
+
+async function cmdRejoin(argv: string[]): Promise<number> {
+  const { values } = parseCli(argv, { dir: { type: 'string' }, node: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
+  if (values.node === undefined || values.to === undefined) throw new UsageError(`--node and --to are required\n${USAGE}`);
+  const r = await rejoin(clusterDirOf(values.dir), values.node, values.to);
+  if (values.json) printJson({ node: values.node, to: values.to, port: r.port, oldEndLsn: r.oldEndLsn, oldTimeline: r.oldTimeline, newTimeline: r.newTimeline, forkLsn: r.verdict.fork?.lsn ?? null });
+  else console.log(`${values.node}: its WAL ends at ${r.oldEndLsn} on timeline ${r.oldTimeline}, not past the fork point; streaming from ${values.to} on timeline ${r.newTimeline}`);
   return 0;
 }
 
@@ -238,6 +290,10 @@ runCli(async () => {
     case 'status': return cmdStatus(rest);
     case 'promote': return cmdPromote(rest);
     case 'add-standby': return cmdAddStandby(rest);
+    case 'repoint': return cmdRepoint(rest);
+    case 'set': return cmdSet(rest);
+    case 'switchover': return cmdSwitchover(rest);
+    case 'rejoin': return cmdRejoin(rest);
     default:
       throw new UsageError(cmd === undefined ? `missing command\n${USAGE}` : `unknown command "${cmd}"\n${USAGE}`);
   }

@@ -106,7 +106,8 @@ export class ClusterHandle {
 
   async client(name: NodeName): Promise<ControlClient> {
     let c = this.clients.get(name);
-    if (c) return c;
+    // A node restarted by someone else (a CLI, a switchover) closed our connection: reconnect.
+    if (c && !c.closed) return c;
     const pid = readPidFile(this.dataDir(name));
     if (!pid) throw new Error(`node ${name} is not running`);
     c = await ControlClient.connect('127.0.0.1', pid.port, readToken(this.dir));

@@ -79,6 +79,11 @@ export class ControlClient {
     });
   }
 
+  /** The connection has closed (the server stopped or restarted): requests would fail. */
+  get closed(): boolean {
+    return this.closedReason !== null;
+  }
+
   request(body: Record<string, unknown>): Promise<unknown> {
     if (this.closedReason !== null) return Promise.reject(new WalsimError('not_connected', this.closedReason));
     const id = this.nextId++;

@@ -86,7 +86,7 @@ export async function addStandby(clusterDir: string, name: NodeName, from: NodeN
   // A base backup carries the source's ALTER SYSTEM settings file only if copied; it is not (like
   // pg_basebackup -R writing a fresh primary_conninfo): the new node's settings are written here.
   writeNodeConfig(clusterDir, {
-    ...source, name, role: 'standby', port: await freePort(source.listen), sharedBuffers: sharedBuffers ?? source.sharedBuffers,
+    ...source, name, role: 'standby', port: await freePort(source.listen), pgPort: await freePort(source.listen), sharedBuffers: sharedBuffers ?? source.sharedBuffers,
     synchronousStandbyNames: '', primaryHost: hostOf(source), primaryPort: source.port, applicationName: name,
   });
   const port = await startNode(clusterDir, name);

@@ -96,7 +96,7 @@ describe('hostile input on the endpoints', () => {
     expect(future.code).toBe(4004);
     expect(future.reason).toMatch(/requested starting point .* is ahead of the WAL flush position/);
     const tli = await attack(repl(), auth, [start({ timeline: 7 })]);
-    expect(tli).toMatchObject({ code: 4004, reason: "requested timeline 7 is not this server's timeline 1" });
+    expect(tli).toMatchObject({ code: 4004, reason: "requested timeline 7 is not in this server's history" });
     const dup = await attack(repl(), auth, [start({ applicationName: 'walreceiver' })]);
     expect(dup).toMatchObject({ code: 4004, reason: 'a standby named "walreceiver" is already streaming' });
   });
