@@ -17,16 +17,18 @@ import {
 } from './experiment/sweep.ts';
 import { computeCrossover } from './report/tables.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
+import { STRATEGIES_USAGE, strategiesSweep } from './experiment/strategies-sweep.ts';
 
 const SEED_RUNS = 5;
 const DEFAULT_MULTI_RUNS = 1;
 
-const USAGE = `usage: npm run sweep -- <threshold|multi> [options]
+const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
   threshold  seed 001 Test A: one relation of NBuffers/k pages, VACUUM replayed at failover,
              cached-lookup with the optimized path forced vs full-scan
              [--rel-sizes 512,256,128,64,32,16,8] [--runs ${SEED_RUNS}] [--force-optimized | --no-force-optimized]
   multi      seed 001 Test B: --tables one-block relations, VACUUM and/or TRUNCATE of each at failover
              [--tables 1000] [--variants vacuum,truncate] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
+${STRATEGIES_USAGE}
   common     [--shared-buffers ${DEFAULT_SHARED_BUFFERS.join(',')}] (the standby's; the primary gets --primary-shared-buffers 128MB)
              [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]`;
 
@@ -82,8 +84,9 @@ function progressBar(total: number, quiet: boolean) {
 
 runCli(async () => {
   const [kindArg, ...rest] = process.argv.slice(2);
+  if (kindArg === 'strategies') return strategiesSweep(rest, (total) => progressBar(total, false), USAGE);
   if (kindArg !== 'threshold' && kindArg !== 'multi') {
-    throw new UsageError(`${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold or multi)\n${USAGE}`);
+    throw new UsageError(`${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold, multi or strategies)\n${USAGE}`);
   }
   const kind: SweepKind = kindArg;
   const { values, positionals } = parseCli(rest, {

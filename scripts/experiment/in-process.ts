@@ -4,7 +4,8 @@
  * storage, every logged record framed by the WAL encoder (its real length) and replayed on the
  * standbys through the one replay entry point (storage/redo.ts `replayRecordSteps`), which counts.
  *
- * Entry points: `countCellsInProcess(cells, settings)`, `workloadKey`.
+ * Entry points: `countCellsInProcess(cells, settings)`, `workloadKey`, `InProcessCluster` (also
+ * used by the strategies sweep, which times each standby's replay).
  *
  * Why the counts equal a real run's (test/integration/model-counts.test.ts compares them): a real
  * standby starts from a base backup of a fresh primary (empty pool, nothing cached, no user
@@ -48,12 +49,14 @@ export function workloadKey(c: CellSpec): string {
 }
 
 /** An executor feeding standbys record by record. */
-class InProcessCluster {
+export class InProcessCluster {
   private readonly encoder = new RecordEncoder();
   private readonly frame = new ByteBuffer(4096);
   private lsn = 0;
   /** Frame records (for their WAL bytes): on from the pause point. */
   frameRecords = false;
+  /** When set, each standby's replay time is added to its slot (ms, wall clock): the strategies sweep's measured column. */
+  replayMs: number[] | null = null;
 
   constructor(readonly standbys: NodeStorage[]) {
     for (const s of standbys) s.smgr.inRecovery = true; // a standby's startup process replays in recovery
@@ -67,7 +70,16 @@ class InProcessCluster {
       totalLength = this.encoder.append(this.frame, body, xid, this.lsn);
     }
     const rec = { body, header: { xid, totalLength } };
-    for (const s of this.standbys) runSteps(replayRecordSteps(s, rec));
+    const times = this.replayMs;
+    if (times === null) {
+      for (const s of this.standbys) runSteps(replayRecordSteps(s, rec));
+    } else {
+      for (let i = 0; i < this.standbys.length; i++) {
+        const t0 = performance.now();
+        runSteps(replayRecordSteps(this.standbys[i]!, rec));
+        times[i]! += performance.now() - t0;
+      }
+    }
     this.lsn += maxAlign(totalLength);
     return this.lsn;
   }

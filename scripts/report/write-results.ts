@@ -3,7 +3,7 @@
  * averaged cells, crossover), results.csv (one row per run), tables.md (the seed's tables) and
  * SVG charts. Rendering is pure (`renderResults`); `writeResults` only touches the disk.
  *
- * Entry points: `renderResults`, `writeResults`, `resultsDirName`.
+ * Entry points: `renderResults`, `writeResults`, `writeResultFiles`, `resultsDirName`.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -113,8 +113,12 @@ export function resultsDirName(d: Date): string {
 
 /** Write the files into a new `<base>/<timestamp>[-n]/`; return its path and the file names. */
 export function writeResults(base: string, o: SweepOutput): { dir: string; files: string[] } {
-  const files = renderResults(o);
-  const name = resultsDirName(new Date(o.startedAt));
+  return writeResultFiles(base, o.startedAt, renderResults(o));
+}
+
+/** Write rendered files (any sweep's) into a new `<base>/<timestamp of startedAt>[-n]/`. */
+export function writeResultFiles(base: string, startedAt: string, files: Record<string, string>): { dir: string; files: string[] } {
+  const name = resultsDirName(new Date(startedAt));
   let dir = path.resolve(base, name);
   for (let i = 2; fs.existsSync(dir); i++) dir = path.resolve(base, `${name}-${i}`);
   fs.mkdirSync(dir, { recursive: true });
