@@ -30,7 +30,8 @@ const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
              [--tables 1000] [--variants vacuum,truncate] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
 ${STRATEGIES_USAGE}
   common     [--shared-buffers ${DEFAULT_SHARED_BUFFERS.join(',')}] (the standby's; the primary gets --primary-shared-buffers 128MB)
-             [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]`;
+             [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]
+             [--standbys 1] (more: the measured standby is synchronous, standby2…N asynchronous extras)`;
 
 function list(text: string, what: string): string[] {
   const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
@@ -103,6 +104,7 @@ runCli(async () => {
     out: { type: 'string', default: 'results' },
     'work-dir': { type: 'string' },
     'wait-seconds': { type: 'string', default: '3600' },
+    standbys: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
   }, USAGE);
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
@@ -115,6 +117,7 @@ runCli(async () => {
     thresholdDivisor: positiveInt(values['threshold-divisor']!, 'threshold-divisor'),
     workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
     waitSeconds: positiveInt(values['wait-seconds']!, 'wait-seconds'),
+    standbys: positiveInt(values.standbys!, 'standbys'),
   };
   let plan: CellSpec[];
   let described: Record<string, unknown>;
@@ -133,7 +136,7 @@ runCli(async () => {
     plan = planMulti(sharedBuffers, tables, variants, strategies);
     described = { tables, variants, strategies };
   }
-  const settingsOut = { sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor, synchronousCommit: 'remote_write' };
+  const settingsOut = { sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor, synchronousCommit: 'remote_write', standbys: settings.standbys };
   const runsNote = runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`;
   if (!json) console.log(`seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`);
 

@@ -1,12 +1,15 @@
 /**
  * A fresh primary + standby for one run of a sweep: what `npm run cluster -- start` does (initdb,
- * base backup, start both, wait until the standby streams), in-process, and its removal.
+ * base backup, start every node, wait until the standbys stream), in-process, and its removal.
+ * With `standbys` > 1 the measured standby "standby" is the synchronous one and standby2…N are
+ * asynchronous extras streaming from the same primary (with the primary's shared_buffers), to see
+ * whether more walsenders change the measurement.
  *
  * Entry points: `startFreshCluster`, `destroyCluster`.
  */
 import * as fs from 'node:fs';
 import { WalsimError } from '../../common/errors.ts';
-import { listNodes } from '../../server/cluster-files.ts';
+import { listNodes, readNodeConfig, writeNodeConfig } from '../../server/cluster-files.ts';
 import { initCluster } from '../../server/initdb.ts';
 import { sleep, startNode, stopNode } from '../../server/pg-ctl.ts';
 import type { DropStrategy } from '../../server/settings.ts';
@@ -20,11 +23,16 @@ export interface FreshClusterSettings {
   dropStrategy: DropStrategy;
   forceOptimized: boolean;
   thresholdDivisor: number;
+  /** Standbys streaming from the primary (default 1: the seed's one). */
+  standbys?: number;
 }
 
 /** Initialise `dir` (must not hold a cluster) and start both nodes with the seed's settings. */
 export async function startFreshCluster(dir: string, s: FreshClusterSettings): Promise<void> {
   if (listNodes(dir).length > 0) throw new WalsimError('invalid_input', `${dir} already holds a cluster`);
+  const n = s.standbys ?? 1;
+  if (!Number.isInteger(n) || n < 1) throw new WalsimError('invalid_input', `standbys must be a positive integer, got ${n}`);
+  const extras = ['standby', ...Array.from({ length: n - 1 }, (_, i) => `standby${i + 2}`)];
   await initCluster(dir, {
     sharedBuffers: s.primarySharedBuffers,
     standbySharedBuffers: s.sharedBuffers,
@@ -34,16 +42,20 @@ export async function startFreshCluster(dir: string, s: FreshClusterSettings): P
     forceOptimized: s.forceOptimized,
     walSegmentSize: 16 * 1024 * 1024,
     listen: '127.0.0.1',
+    ...(n > 1 ? { standbys: extras, synchronousStandbyNames: 'standby' } : {}),
   });
+  for (const name of extras.slice(1)) writeNodeConfig(dir, { ...readNodeConfig(dir, name), sharedBuffers: s.primarySharedBuffers });
   await startNode(dir, 'primary');
-  await startNode(dir, 'standby');
+  for (const name of extras) await startNode(dir, name);
   const session = new ClusterSession(dir);
   try {
-    const standby = await session.standby();
-    const deadline = Date.now() + 60_000;
-    while ((await standby.status()).receiverState !== 'streaming') {
-      if (Date.now() > deadline) throw new WalsimError('timeout', `standby in ${dir} is not streaming after 60 s`);
-      await sleep(20);
+    for (const name of extras) {
+      const standby = await session.client(name, 'start the cluster first');
+      const deadline = Date.now() + 60_000;
+      while ((await standby.status()).receiverState !== 'streaming') {
+        if (Date.now() > deadline) throw new WalsimError('timeout', `${name} in ${dir} is not streaming after 60 s`);
+        await sleep(20);
+      }
     }
   } finally {
     session.close();

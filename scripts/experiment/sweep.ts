@@ -84,6 +84,8 @@ export interface SweepSettings {
   /** Where the fresh clusters live (each removed after its run). */
   workDir: string;
   waitSeconds: number;
+  /** Standbys streaming from the primary; the first is measured, the others are extra walsenders. */
+  standbys?: number;
 }
 
 export const DEFAULT_SHARED_BUFFERS = ['128MB', '1GB', '20GB', '100GB'];
@@ -152,7 +154,7 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     let t = performance.now();
     await startFreshCluster(dir, {
       sharedBuffers: cell.sharedBuffers, primarySharedBuffers: s.primarySharedBuffers, dropStrategy: cell.strategy,
-      forceOptimized: cell.forceOptimized, thresholdDivisor: s.thresholdDivisor,
+      forceOptimized: cell.forceOptimized, thresholdDivisor: s.thresholdDivisor, standbys: s.standbys ?? 1,
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';

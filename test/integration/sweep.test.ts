@@ -56,6 +56,14 @@ describe('npm run sweep', () => {
     expect(md).toMatch(/\| 32MB +\| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \|/);
   });
 
+  it('--standbys 3: the measured standby is synchronous, two extra walsenders stream; the same exact drop counters', async () => {
+    const r = await runScript('sweep.ts', ['multi', '--shared-buffers', '16MB', '--tables', '6', '--variants', 'truncate', '--strategies', 'cached-lookup', '--runs', '1', '--standbys', '3', '--out', out, '--json'], 240_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.json.settings.standbys).toBe(3);
+    expect(r.json.cells).toHaveLength(1);
+    expect(r.json.cells[0]).toMatchObject({ dropsCachedLookup: 6, scanned: 0 });
+  });
+
   it('threshold: forced lookup vs full scan per NB/k, the crossover and per-size charts', async () => {
     const r = await runScript('sweep.ts', ['threshold', '--shared-buffers', '16MB,32MB', '--rel-sizes', '64,8', '--runs', '1', '--out', out, '--json'], 240_000);
     expect(r.code, r.stderr).toBe(0);
