@@ -11,8 +11,9 @@
  * timeline being streamed becomes historic while streaming: a cascading standby whose upstream
  * was promoted, or this node itself being promoted.
  */
-import type WebSocket from 'ws';
+import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
 import { WalsimError } from '../common/errors.ts';
+import type { MessageConn } from '../common/transport.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
@@ -47,6 +48,8 @@ export function closeReason(message: string): string {
 
 export interface WalSenderDeps {
   dataDir: string;
+  /** Timers and timestamps (Node's unless a simulator passes its own). */
+  clock?: Clock;
   flushedLsn(): Lsn;
   /** This node's current timeline (its WAL insert timeline, or the one its recovery follows). */
   timeline(): TimeLineId;
@@ -80,40 +83,42 @@ export class WalSender {
   /** EndOfTimeline messages sent (timeline switches served on this connection). */
   timelineEnds = 0;
   private pumping = false;
-  private readonly keepalive: NodeJS.Timeout;
+  private readonly keepalive: TimerHandle;
+  private readonly clock: Clock;
 
   constructor(
-    readonly ws: WebSocket,
+    readonly conn: MessageConn,
     private readonly deps: WalSenderDeps,
   ) {
-    ws.binaryType = 'nodebuffer';
-    ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
-    ws.on('close', () => {
-      clearInterval(this.keepalive);
-      this.deps.onClose(this);
+    this.clock = deps.clock ?? systemClock;
+    conn.setHandlers({
+      message: (data, isBinary) => this.onMessage(data, isBinary),
+      close: () => {
+        this.keepalive.cancel();
+        this.deps.onClose(this);
+      },
+      error: (e) => this.deps.log(`LOG:  walsender for "${this.applicationName || '?'}": connection error: ${e.message}`),
     });
-    ws.on('error', (e) => this.deps.log(`LOG:  walsender for "${this.applicationName || '?'}": connection error: ${e.message}`));
-    this.keepalive = setInterval(() => {
-      if (this.state !== 'startup') this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: Date.now(), replyRequested: false });
-    }, KEEPALIVE_MS);
-    this.keepalive.unref();
+    this.keepalive = this.clock.setInterval(() => {
+      if (this.state !== 'startup') this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: this.clock.now(), replyRequested: false });
+    }, KEEPALIVE_MS, true);
   }
 
   private send(m: StreamMessage, cb?: (err?: Error) => void): void {
-    if (this.ws.readyState === this.ws.OPEN) this.ws.send(encodeMessage(m), cb);
+    if (this.conn.isOpen) this.conn.send(encodeMessage(m), cb);
   }
 
   private refuse(code: number, message: string): void {
     this.deps.log(`LOG:  walsender for "${this.applicationName || '?'}": ${message}`);
     this.send({ type: 'Error', code: code === CLOSE_PROTOCOL_VIOLATION ? '08P01' : '55000', message });
-    this.ws.close(code, closeReason(message));
+    this.conn.close(code, closeReason(message));
   }
 
   /**
    * One message from the standby. Nothing raised while handling it may end the process: an
    * unexpected exception closes this connection as a protocol violation and is logged.
    */
-  private onMessage(data: Buffer, isBinary: boolean): void {
+  private onMessage(data: Uint8Array, isBinary: boolean): void {
     try {
       this.handleMessage(data, isBinary);
     } catch (e) {
@@ -122,7 +127,7 @@ export class WalSender {
     }
   }
 
-  private handleMessage(data: Buffer, isBinary: boolean): void {
+  private handleMessage(data: Uint8Array, isBinary: boolean): void {
     let m: StreamMessage;
     try {
       if (!isBinary) throw new WalsimError('protocol_violation', 'replication messages must be binary msgpack frames');
@@ -155,7 +160,7 @@ export class WalSender {
         return;
       }
       case 'TIMELINE_HISTORY': {
-        const content = readTimelineHistoryFile(this.deps.dataDir, m.timeline);
+        const content = readTimelineHistoryFile(this.deps.dataDir, m.timeline, this.deps.readOptions().disk);
         const fileName = timelineHistoryFileName(m.timeline);
         if (content === null) return this.refuse(CLOSE_REPLICATION_REFUSED, `could not open file "pg_wal/${fileName}": No such file or directory`);
         this.send({ type: 'TimelineHistoryReply', timeline: m.timeline, fileName, content });
@@ -179,7 +184,7 @@ export class WalSender {
         this.applyLsn = m.applyLsn;
         this.replyTime = new Date(m.sendTime).toISOString();
         this.deps.onReply(this);
-        if (m.replyRequested) this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: Date.now(), replyRequested: false });
+        if (m.replyRequested) this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: this.clock.now(), replyRequested: false });
         return;
       }
       default:
@@ -231,7 +236,7 @@ export class WalSender {
 
   /** Send flushed WAL not yet sent, within the socket's queue limit. Called whenever flush advances. */
   pump(): void {
-    if (this.pumping || this.state === 'startup' || this.ws.readyState !== this.ws.OPEN) return;
+    if (this.pumping || this.state === 'startup' || !this.conn.isOpen) return;
     this.pumping = true;
     try {
       this.pumpLocked();
@@ -243,7 +248,7 @@ export class WalSender {
   private pumpLocked(): void {
     const flushed = this.sendLimit();
     assert(this.sentLsn <= flushed || this.historicEnd === null, `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past the end of timeline ${this.streamTli} at ${formatLsn(flushed)}`);
-    while (this.sentLsn < flushed && this.ws.bufferedAmount < MAX_QUEUED_BYTES) {
+    while (this.sentLsn < flushed && this.conn.bufferedAmount < MAX_QUEUED_BYTES) {
       const end = Math.min(flushed, this.sentLsn + MAX_SEND_BYTES);
       let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, this.deps.readOptions());
       let n = wholeRecordsLength(bytes);
@@ -258,7 +263,7 @@ export class WalSender {
       const walStart = this.sentLsn;
       this.sentLsn += n;
       // ws queues synchronously; fill up to the queue limit, then continue from the send callback.
-      this.send({ type: 'XLogData', walStart, walEnd: this.sentLsn, sendTime: Date.now(), data }, () => this.pump());
+      this.send({ type: 'XLogData', walStart, walEnd: this.sentLsn, sendTime: this.clock.now(), data }, () => this.pump());
     }
     if (this.sentLsn >= flushed && this.state === 'catchup') this.state = 'streaming';
     // Messages on one connection arrive in order: EndOfTimeline follows the last XLogData.

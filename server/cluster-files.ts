@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WalsimError } from '../common/errors.ts';
+import { nodeDisk, type Disk } from '../common/disk.ts';
 import { FILE_MODE, makeDir, writeFileAtomic } from '../common/durable-file.ts';
 
 export { writeFileAtomic };
@@ -64,11 +65,9 @@ export interface PidFile {
  * The files of a data directory a base backup copies (data image, control file, WAL), into
  * `toDir` (created 0700 if missing); copies keep the source's 0600/0700 modes.
  */
-export function copyDataDirectory(fromDir: string, toDir: string): void {
-  makeDir(toDir);
-  for (const entry of ['pg_wal', 'base', 'global']) {
-    fs.cpSync(path.join(fromDir, entry), path.join(toDir, entry), { recursive: true });
-  }
+export function copyDataDirectory(fromDir: string, toDir: string, disk: Disk = nodeDisk): void {
+  makeDir(toDir, disk);
+  for (const entry of ['pg_wal', 'base', 'global']) disk.copyTree(path.join(fromDir, entry), path.join(toDir, entry));
 }
 
 export function nodeDir(clusterDir: string, name: NodeName): string {

@@ -3,8 +3,9 @@
  * PostgreSQL's DBState names; a start that finds 'in production' or 'in crash recovery' knows the
  * previous run did not shut down cleanly and runs crash recovery.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { systemClock } from '../common/clock.ts';
+import { nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
 import { makeDir, writeFileAtomic } from '../common/durable-file.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 
@@ -25,11 +26,11 @@ export function controlFilePath(dataDir: string): string {
   return path.join(dataDir, 'global', 'pg_control');
 }
 
-export function readControlFile(dataDir: string): ControlFile {
-  return JSON.parse(fs.readFileSync(controlFilePath(dataDir), 'utf8')) as ControlFile;
+export function readControlFile(dataDir: string, disk: Disk = nodeDisk): ControlFile {
+  return JSON.parse(readTextFile(disk, controlFilePath(dataDir))) as ControlFile;
 }
 
-export function writeControlFile(dataDir: string, c: ControlFile): void {
-  makeDir(path.dirname(controlFilePath(dataDir)));
-  writeFileAtomic(controlFilePath(dataDir), JSON.stringify({ ...c, time: new Date().toISOString() }, null, 2) + '\n');
+export function writeControlFile(dataDir: string, c: ControlFile, disk: Disk = nodeDisk, nowMs = systemClock.now()): void {
+  makeDir(path.dirname(controlFilePath(dataDir)), disk);
+  writeFileAtomic(controlFilePath(dataDir), JSON.stringify({ ...c, time: new Date(nowMs).toISOString() }, null, 2) + '\n', undefined, disk);
 }

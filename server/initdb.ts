@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { nodeDisk, type Disk } from '../common/disk.ts';
+import { systemClock } from '../common/clock.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
@@ -74,26 +76,35 @@ export function freePort(host: string): Promise<number> {
   });
 }
 
-/** initdb: an empty cluster whose WAL starts with a shutdown checkpoint. */
-export function initdb(dataDir: string, config: NodeConfig): void {
-  makeDir(path.join(dataDir, 'pg_wal'));
-  makeDir(path.join(dataDir, 'global'));
+/**
+ * initdb: an empty cluster whose WAL starts with a shutdown checkpoint. The simulator passes its
+ * disk, its clock reading and a seeded system identifier; production takes node:fs, now, random.
+ */
+export function initdb(
+  dataDir: string,
+  config: NodeConfig,
+  disk: Disk = nodeDisk,
+  nowMs = systemClock.now(),
+  systemIdentifier = BigInt('0x' + randomBytes(8).toString('hex')).toString(),
+): void {
+  makeDir(path.join(dataDir, 'pg_wal'), disk);
+  makeDir(path.join(dataDir, 'global'), disk);
   const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
   // The data image does not depend on shared_buffers; a small pool is enough to write it.
   const storage = NodeStorage.create(Math.min(nBuffers, 1024), ServerNode.dropSettingsOf(config));
-  const wal = WalWriter.open(dataDir, { segmentSize: config.walSegmentSize, timeline: 1 });
+  const wal = WalWriter.open(dataDir, { segmentSize: config.walSegmentSize, timeline: 1, disk });
   const redoLsn = wal.insertLsn;
-  storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 });
+  storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 }, disk, nowMs);
   const { startLsn } = wal.insert({
     kind: 'CHECKPOINT_SHUTDOWN', redo: redoLsn, timeline: 1, prevTimeline: 1,
-    nextXid: storage.catalog.nextXid, nextRelFileNumber: storage.catalog.nextRelFileNumber, time: Date.now(),
+    nextXid: storage.catalog.nextXid, nextRelFileNumber: storage.catalog.nextRelFileNumber, time: nowMs,
   }, 0);
   wal.flush();
   wal.close();
   writeControlFile(dataDir, {
-    systemIdentifier: BigInt('0x' + randomBytes(8).toString('hex')).toString(),
+    systemIdentifier,
     state: 'shut down', timeline: 1, checkpointLsn: startLsn, redoLsn, walSegmentSize: config.walSegmentSize, time: '',
-  });
+  }, disk, nowMs);
 }
 
 /** pg_basebackup of a stopped primary: copy its data directory and mark the copy a standby. */

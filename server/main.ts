@@ -12,6 +12,7 @@ import { InvariantViolation } from '../common/assert.ts';
 import { loadNodeConfig, pidFilePath, readPgPassword, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
 import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
+import { wsConn } from './ws-conn.ts';
 import { startWsServer, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
 import { startPgWireServer, type PgWireHandle } from './pg-wire.ts';
 
@@ -205,7 +206,7 @@ async function main(): Promise<void> {
     maxPayload: { replication: REPLICATION_MAX_PAYLOAD, control: CONTROL_MAX_PAYLOAD },
     onConnection: (endpoint, ws) => {
       if (endpoint === 'control') serveControl(ws);
-      else node.acceptReplication(ws);
+      else node.acceptReplication(wsConn(ws));
     },
   });
   // The PostgreSQL wire protocol: the same statements through the same ServerNode.execute.

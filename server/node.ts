@@ -8,11 +8,11 @@
  * sends only flushed WAL; a commit returns only after the flush/remote wait synchronous_commit
  * requires; a standby replays only WAL its walreceiver has flushed.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import type WebSocket from 'ws';
 import { assert, InvariantViolation } from '../common/assert.ts';
+import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
+import { nodeDisk, type Disk } from '../common/disk.ts';
+import type { Dialer, MessageConn } from '../common/transport.ts';
 import { writeFileSynced } from '../common/durable-file.ts';
 import { WalsimError, isWalsimError } from '../common/errors.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
@@ -45,16 +45,17 @@ import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
 import { executeRead } from './sql-functions.ts';
+import { wsReplicationDialer } from './ws-conn.ts';
 import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
 
 /** findNewestTimeLine for recovery: the newest timeline with a history file that contains `tli`. */
-export function latestTimeline(dataDir: string, tli: TimeLineId): TimeLineId {
+export function latestTimeline(dataDir: string, tli: TimeLineId, disk: Disk = nodeDisk): TimeLineId {
   let newest = tli;
   let names: string[] = [];
   try {
-    names = fs.readdirSync(path.join(dataDir, 'pg_wal'));
+    names = disk.readdir(path.join(dataDir, 'pg_wal'));
   } catch {
     return tli;
   }
@@ -62,7 +63,7 @@ export function latestTimeline(dataDir: string, tli: TimeLineId): TimeLineId {
     const m = /^([0-9A-F]{8})\.history$/.exec(f);
     if (!m) continue;
     const t = parseInt(m[1]!, 16);
-    if (t > newest && readTimelineHistory(dataDir, t).some((h) => h.tli === tli)) newest = t;
+    if (t > newest && readTimelineHistory(dataDir, t, disk).some((h) => h.tli === tli)) newest = t;
   }
   return newest;
 }
@@ -94,7 +95,23 @@ export interface NodeOptions {
    * log FATAL and end the process with a non-zero exit; the next start is crash recovery.
    */
   fatal(error: unknown): void;
+  /** Clock and disk; Node's clock and node:fs when omitted. */
+  env?: NodeEnv;
+  /** Replication connections to the upstream; ws to config.primaryHost:primaryPort when omitted. */
+  connect?: Dialer;
 }
+
+/**
+ * Everything nondeterministic the node core uses, injected: clock and timers, the file system, and
+ * the dialer to the upstream. Production (server/main.ts) takes the defaults — Node's clock, node:fs
+ * and ws; the simulator (sim/) passes its scheduler, in-memory disk and in-memory network.
+ */
+export interface NodeEnv {
+  clock: Clock;
+  disk: Disk;
+}
+
+export const PRODUCTION_ENV: NodeEnv = { clock: systemClock, disk: nodeDisk };
 
 export class ServerNode {
   readonly dataDir: string;
@@ -103,6 +120,8 @@ export class ServerNode {
   readonly storage: NodeStorage;
   readonly wal: WalWriter;
   readonly nBuffers: number;
+  readonly clock: Clock;
+  readonly disk: Disk;
   timeline: TimeLineId;
   control: ControlFile;
   /** The lifecycle machine: the single source of truth for recovery, pause and promotion state. */
@@ -117,7 +136,7 @@ export class ServerNode {
   /** Every walsender of this node: on a primary, and on a standby serving cascaded standbys. */
   readonly walsenders: WalSenderSet;
   private readonly writeLock = new Mutex();
-  private asyncFlushTimer: NodeJS.Timeout | null = null;
+  private asyncFlushTimer: TimerHandle | null = null;
   /** WARNINGs for the write statement running now (a cancelled synchronous-replication wait). */
   private statementNotices: Notice[] = [];
   /** The cancel signal of the write statement running now (its commits' waits end on it). */
@@ -132,16 +151,18 @@ export class ServerNode {
   private constructor(readonly opts: NodeOptions, storage: NodeStorage, wal: WalWriter, control: ControlFile, startupReplay: ServerNode['startupReplay']) {
     this.dataDir = opts.dataDir;
     this.config = opts.config;
+    this.clock = (opts.env ?? PRODUCTION_ENV).clock;
+    this.disk = (opts.env ?? PRODUCTION_ENV).disk;
     this.storage = storage;
     this.wal = wal;
     this.control = control;
     this.timeline = control.timeline;
     this.nBuffers = storage.pool.nBuffers;
     this.failover = new FailoverClock(
-      () => this.storage.dropStats, () => this.startup?.recordsReplayed ?? 0, () => replayCountsOf(this.storage), this.nBuffers,
+      () => this.storage.dropStats, () => this.startup?.recordsReplayed ?? 0, () => replayCountsOf(this.storage), this.nBuffers, this.clock,
     );
     this.lifecycle = createActor(lifecycleMachine.provide({ actions: this.lifecycleEffects() }), {
-      input: { inRecovery: fs.existsSync(path.join(this.dataDir, STANDBY_SIGNAL)) },
+      input: { inRecovery: this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) },
     });
     this.lifecycle.start();
     this.syncRep = new SyncRepQueue();
@@ -178,7 +199,7 @@ export class ServerNode {
       writeEndOfRecovery: () => this.writeEndOfRecovery(),
       openForWrites: () => this.openForWrites(),
       requestCheckpoint: () => {
-        setImmediate(() => {
+        this.clock.defer(() => {
           this.writeLock.run(() => this.checkpoint('CHECKPOINT_ONLINE')).then(
             () => {
               this.failover.mark('firstCheckpointDone');
@@ -199,11 +220,11 @@ export class ServerNode {
   /** The newest timeline id with a history file or WAL segment here (findNewestTimeLine). */
   private newestTimeline(): TimeLineId {
     let newest = this.timeline;
-    for (const f of fs.readdirSync(path.join(this.dataDir, 'pg_wal'))) {
+    for (const f of this.disk.readdir(path.join(this.dataDir, 'pg_wal'))) {
       const m = /^([0-9A-F]{8})\.history$/.exec(f);
       if (m) newest = Math.max(newest, parseInt(m[1]!, 16));
     }
-    for (const seg of listSegmentFiles(this.dataDir, this.config.walSegmentSize)) newest = Math.max(newest, seg.tli);
+    for (const seg of listSegmentFiles(this.dataDir, this.config.walSegmentSize, this.disk)) newest = Math.max(newest, seg.tli);
     return newest;
   }
 
@@ -223,7 +244,7 @@ export class ServerNode {
     this.failover.countEndOfRecovery('timelineHistoryFiles');
     this.failover.countEndOfRecovery('walSegmentInits');
     this.timeline = newTimeline;
-    this.wal.insert({ kind: 'END_OF_RECOVERY', newTimeline, prevTimeline, time: Date.now() }, 0);
+    this.wal.insert({ kind: 'END_OF_RECOVERY', newTimeline, prevTimeline, time: this.clock.now() }, 0);
     this.failover.countEndOfRecovery('records');
     this.wal.flush();
     this.failover.countEndOfRecovery('walFlushes');
@@ -236,9 +257,12 @@ export class ServerNode {
   /** The node accepts writes: sizes are no longer trusted (not in recovery), standby.signal goes. */
   private openForWrites(): void {
     this.storage.endRecovery();
-    fs.rmSync(path.join(this.dataDir, STANDBY_SIGNAL), { force: true });
+    // durable_unlink: without the directory fsync a crash could bring standby.signal back and
+    // restart the promoted node as a standby.
+    this.disk.rmrf(path.join(this.dataDir, STANDBY_SIGNAL));
+    this.disk.fsyncDir(this.dataDir);
     this.control = { ...this.control, state: 'in production', timeline: this.timeline };
-    writeControlFile(this.dataDir, this.control);
+    this.writeControl();
     this.failover.countOpenForWrites('controlFileUpdates');
     this.failover.mark('readWrite');
     this.opts.log('LOG:  database system is ready to accept connections');
@@ -251,14 +275,14 @@ export class ServerNode {
    * standby. The copy streams the rest from whichever node it is pointed at.
    */
   async baseBackup(targetDir: string): Promise<{ checkpointLsn: string; timeline: TimeLineId }> {
-    if (fs.existsSync(targetDir) && fs.readdirSync(targetDir).some((f) => f !== 'walsim.conf.json')) {
+    if (this.disk.exists(targetDir) && this.disk.readdir(targetDir).some((f) => f !== 'walsim.conf.json')) {
       throw new WalsimError('invalid_input', `base backup target "${targetDir}" exists and is not empty`, '58P02');
     }
     return this.writeLock.run(async () => {
       if (this.inRecovery) await this.restartpoint();
       else await this.checkpoint('CHECKPOINT_ONLINE');
-      copyDataDirectory(this.dataDir, targetDir);
-      writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '');
+      copyDataDirectory(this.dataDir, targetDir, this.disk);
+      writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '', undefined, this.disk);
       return { checkpointLsn: formatLsn(this.control.checkpointLsn), timeline: this.timeline };
     });
   }
@@ -279,9 +303,9 @@ export class ServerNode {
     if (this.receiver === null || !this.inRecovery) throw new WalsimError('invalid_input', `${fault} needs a standby with a walreceiver`);
     if (fault === 'cut_replication') this.receiver.cutConnection(holdMs);
     if (fault === 'wal_write_fail') {
-      const until = Date.now() + holdMs;
+      const until = this.clock.monoMs() + holdMs;
       this.wal.writeFaultHook = () => {
-        if (Date.now() >= until) {
+        if (this.clock.monoMs() >= until) {
           this.wal.writeFaultHook = null;
           return;
         }
@@ -306,7 +330,7 @@ export class ServerNode {
   }
 
   readOptions(): WalReadOptions {
-    return { timeline: this.timeline, segmentSize: this.config.walSegmentSize };
+    return { timeline: this.timeline, segmentSize: this.config.walSegmentSize, disk: this.disk };
   }
 
   static dropSettingsOf(config: NodeConfig): DropSettings {
@@ -316,24 +340,25 @@ export class ServerNode {
   /** Load the data image, replay local WAL from its REDO point, open WAL for writing. */
   static open(opts: NodeOptions): ServerNode {
     const { dataDir, config } = opts;
-    let control = readControlFile(dataDir);
-    if (fs.existsSync(path.join(dataDir, STANDBY_SIGNAL))) {
+    const env = opts.env ?? PRODUCTION_ENV;
+    let control = readControlFile(dataDir, env.disk);
+    if (env.disk.exists(path.join(dataDir, STANDBY_SIGNAL))) {
       // recovery_target_timeline = 'latest': follow the newest timeline whose history holds ours.
-      const latest = latestTimeline(dataDir, control.timeline);
+      const latest = latestTimeline(dataDir, control.timeline, env.disk);
       if (latest !== control.timeline) {
         opts.log(`LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`);
         control = { ...control, timeline: latest };
       }
     }
     const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
-    const { storage, header } = NodeStorage.loadImage(dataDir, nBuffers, ServerNode.dropSettingsOf(config));
+    const { storage, header } = NodeStorage.loadImage(dataDir, nBuffers, ServerNode.dropSettingsOf(config), env.disk);
     storage.smgr.inRecovery = true; // startup replay runs "in recovery" on every role
     const crashRecovery = control.state !== 'shut down' && control.state !== 'shut down in recovery';
     let nextLsn = header.redoLsn;
     let lastRecordLsn = header.redoPrevLsn;
     let endLsn = header.redoLsn;
     let records = 0;
-    const reader = readWal(dataDir, header.redoLsn, { timeline: control.timeline, segmentSize: config.walSegmentSize });
+    const reader = readWal(dataDir, header.redoLsn, { timeline: control.timeline, segmentSize: config.walSegmentSize, disk: env.disk });
     for (const rec of reader) {
       ServerNode.applyRecord(storage, dataDir, rec, control.timeline, false);
       lastRecordLsn = rec.lsn;
@@ -350,6 +375,7 @@ export class ServerNode {
       timeline: control.timeline,
       startLsn: nextLsn,
       prevLsn: lastRecordLsn,
+      disk: env.disk,
     });
     const node = new ServerNode(opts, storage, wal, control, {
       records, fromLsn: formatLsn(header.redoLsn), toLsn: formatLsn(endLsn), crashRecovery,
@@ -359,16 +385,16 @@ export class ServerNode {
   }
 
   /** Redo one record, plus what the node does for checkpoint records (restartpoints). */
-  static applyRecord(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean): void {
-    runSteps(ServerNode.applyRecordSteps(storage, dataDir, rec, timeline, restartpoints));
+  static applyRecord(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean, env: NodeEnv = PRODUCTION_ENV): void {
+    runSteps(ServerNode.applyRecordSteps(storage, dataDir, rec, timeline, restartpoints, env));
   }
 
   /** applyRecord in steps (long buffer drops yield between chunks). */
-  static *applyRecordSteps(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean): Generator<void, void, void> {
+  static *applyRecordSteps(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean, env: NodeEnv = PRODUCTION_ENV): Generator<void, void, void> {
     const body = rec.body;
     if (restartpoints && (body.kind === 'CHECKPOINT_ONLINE' || body.kind === 'CHECKPOINT_SHUTDOWN') && body.redo === rec.lsn) {
       // Restartpoint: the image holds everything before this record, so replay may restart here.
-      storage.writeImage(dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline });
+      storage.writeImage(dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline }, env.disk, env.clock.now());
     }
     yield* replayRecordSteps(storage, rec);
   }
@@ -379,7 +405,7 @@ export class ServerNode {
       yield; // fail inside the record, as a long drop would, with the event loop running in between
       this.injectedRedoFailure(rec.endLsn);
     }
-    yield* ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, true);
+    yield* ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, true, { clock: this.clock, disk: this.disk });
   }
 
   /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
@@ -388,14 +414,15 @@ export class ServerNode {
       this.storage.endRecovery();
       if (this.startupReplay.crashRecovery) await this.checkpoint('CHECKPOINT_ONLINE');
       this.control = { ...this.control, state: 'in production' };
-      writeControlFile(this.dataDir, this.control);
+      this.writeControl();
       return;
     }
     this.control = { ...this.control, state: 'in archive recovery' };
-    writeControlFile(this.dataDir, this.control);
+    this.writeControl();
     const startup = new StartupProcess(
       {
         dataDir: this.dataDir,
+        clock: this.clock,
         readOptions: () => this.readOptions(),
         flushedUpTo: () => this.wal.flushLsn,
         applySteps: (rec) => this.replaySteps(rec),
@@ -422,9 +449,8 @@ export class ServerNode {
     const startup = this.startup;
     if (this.config.primaryPort === null || startup === null) return;
     this.receiver = new WalReceiver({
-      host: this.config.primaryHost ?? '127.0.0.1',
-      port: this.config.primaryPort,
-      token: this.upstreamToken,
+      connect: this.opts.connect ?? wsReplicationDialer(this.config.primaryHost ?? '127.0.0.1', this.config.primaryPort, this.upstreamToken),
+      clock: this.clock,
       applicationName: this.config.applicationName,
       wal: this.wal,
       timeline: () => this.timeline,
@@ -452,12 +478,12 @@ export class ServerNode {
   private followTimeline(tli: TimeLineId, historyText: string, switchLsn: Lsn): void {
     assert(this.inRecovery, 'INV-NODE-5: only a standby follows an upstream timeline');
     assert(this.wal.flushLsn === switchLsn && this.wal.insertLsn === switchLsn, `INV-NODE-5: timeline switch at ${formatLsn(switchLsn)} but WAL ends at ${formatLsn(this.wal.insertLsn)}`);
-    writeTimelineHistoryFile(this.dataDir, tli, historyText);
+    writeTimelineHistoryFile(this.dataDir, tli, historyText, this.disk);
     this.wal.switchTimeline(tli);
     const prev = this.timeline;
     this.timeline = tli;
     this.control = { ...this.control, timeline: tli };
-    writeControlFile(this.dataDir, this.control);
+    this.writeControl();
     this.opts.log(`LOG:  switched from timeline ${prev} to ${tli} at ${formatLsn(switchLsn)}`);
     this.walsenders.pumpAll();
   }
@@ -475,7 +501,7 @@ export class ServerNode {
       yieldNow: async () => {
         // The WAL writer's job: push WAL out during long statements so standbys keep up.
         this.flushWal();
-        await yieldToEventLoop();
+        await this.clock.yield();
       },
     };
   }
@@ -494,7 +520,7 @@ export class ServerNode {
   }
 
   private async commit(xid: TransactionId, droppedRels: RelFileNumber[]): Promise<void> {
-    const endLsn = this.logAndApply({ kind: 'XACT_COMMIT', xactTime: Date.now(), droppedRels }, xid);
+    const endLsn = this.logAndApply({ kind: 'XACT_COMMIT', xactTime: this.clock.now(), droppedRels }, xid);
     const level = this.config.synchronousCommit;
     // RecordTransactionCommit: flush unless synchronous_commit=off, and always when rels are dropped.
     if (level !== 'off' || droppedRels.length > 0) this.flushWal();
@@ -511,7 +537,7 @@ export class ServerNode {
   /** wal_writer_delay: asynchronous commits reach disk within 200 ms. */
   private scheduleAsyncFlush(): void {
     if (this.asyncFlushTimer) return;
-    this.asyncFlushTimer = setTimeout(() => {
+    this.asyncFlushTimer = this.clock.setTimeout(() => {
       this.asyncFlushTimer = null;
       this.flushWal();
     }, 200);
@@ -522,16 +548,16 @@ export class ServerNode {
     assert(!this.inRecovery && this.storage.smgr.inRecovery === false, 'INV-NODE-2: checkpoint records are written only by a primary');
     const redoLsn = this.wal.insertLsn;
     const prev = this.wal.lastRecordLsn;
-    this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline });
+    this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline }, this.disk, this.clock.now());
     const cat = this.storage.catalog;
     const { startLsn } = this.wal.insert({
       kind, redo: redoLsn, timeline: this.timeline, prevTimeline: this.timeline,
-      nextXid: cat.nextXid, nextRelFileNumber: cat.nextRelFileNumber, time: Date.now(),
+      nextXid: cat.nextXid, nextRelFileNumber: cat.nextRelFileNumber, time: this.clock.now(),
     }, 0);
     assert(startLsn === redoLsn, `INV-NODE-3: checkpoint record at ${formatLsn(startLsn)} but REDO ${formatLsn(redoLsn)}`);
     this.flushWal();
     this.control = { ...this.control, checkpointLsn: startLsn, redoLsn, state: kind === 'CHECKPOINT_SHUTDOWN' ? 'shut down' : 'in production' };
-    writeControlFile(this.dataDir, this.control);
+    this.writeControl();
   }
 
   /** Restartpoint on a standby at the current replay position (CHECKPOINT on a standby, shutdown). */
@@ -539,9 +565,13 @@ export class ServerNode {
     const s = this.startup;
     if (s === null) return;
     await s.atRecordBoundary();
-    this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline });
+    this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline }, this.disk, this.clock.now());
     this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
-    writeControlFile(this.dataDir, this.control);
+    this.writeControl();
+  }
+
+  private writeControl(): void {
+    writeControlFile(this.dataDir, this.control, this.disk, this.clock.now());
   }
 
   // ---------------------------------------------------------------- walsender side
@@ -550,9 +580,10 @@ export class ServerNode {
    * A replication connection. On a primary a walsender streams this node's WAL; on a standby it is
    * a cascading walsender streaming what this node has received and flushed (never synchronous).
    */
-  acceptReplication(ws: WebSocket): void {
-    const sender = new WalSender(ws, {
+  acceptReplication(conn: MessageConn): void {
+    const sender = new WalSender(conn, {
       dataDir: this.dataDir,
+      clock: this.clock,
       flushedLsn: () => this.wal.flushLsn,
       timeline: () => this.timeline,
       history: () => this.history(),
@@ -569,7 +600,7 @@ export class ServerNode {
 
   /** The history of the current timeline (readTimeLineHistory), cached per timeline. */
   history(): readonly TimelineHistoryEntry[] {
-    if (this.historyCache?.tli !== this.timeline) this.historyCache = { tli: this.timeline, entries: readTimelineHistory(this.dataDir, this.timeline) };
+    if (this.historyCache?.tli !== this.timeline) this.historyCache = { tli: this.timeline, entries: readTimelineHistory(this.dataDir, this.timeline, this.disk) };
     return this.historyCache.entries;
   }
 
@@ -715,7 +746,7 @@ export class ServerNode {
     for (let i = 0; i < waitSeconds * 10; i++) {
       if (!this.inRecovery) return true;
       if (signal?.aborted) throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
-      await new Promise((r) => setTimeout(r, i === 0 ? 1 : 100));
+      await this.clock.sleep(i === 0 ? 1 : 100);
     }
     this.opts.log(`WARNING:  server did not promote within ${waitSeconds} seconds`);
     return false;
@@ -814,7 +845,7 @@ export class ServerNode {
       await this.startup?.stop();
       await this.restartpoint(); // shutdown restartpoint
       this.control = { ...this.control, state: 'shut down in recovery' };
-      writeControlFile(this.dataDir, this.control);
+      this.writeControl();
       return;
     }
     // Sessions waiting for synchronous replication are terminated first (PostgreSQL's fast stop
@@ -826,11 +857,11 @@ export class ServerNode {
       await this.checkpoint('CHECKPOINT_SHUTDOWN');
     });
     // Walsenders send the remaining WAL (incl. the shutdown checkpoint) and wait for the standby's flush.
-    const deadline = Date.now() + 10_000;
+    const deadline = this.clock.monoMs() + 10_000;
     const target = this.wal.flushLsn;
-    while (Date.now() < deadline && this.walsenders.senders().some((s) => s.state !== 'startup' && s.flushLsn < target)) {
+    while (this.clock.monoMs() < deadline && this.walsenders.senders().some((s) => s.state !== 'startup' && s.flushLsn < target)) {
       this.walsenders.pumpAll();
-      await new Promise((r) => setTimeout(r, 10));
+      await this.clock.sleep(10);
     }
   }
 

@@ -2,6 +2,7 @@
  * Records the instants of a failover (resume → promotion done) with a monotonic and a wall clock,
  * and the drop counters and replayed records between them, and turns them into a FailoverReport.
  */
+import { systemClock, type Clock } from '../common/clock.ts';
 import { DROP_PATHS, type DropPath } from '../storage/drop.ts';
 import {
   diffReplayCounts, type EndOfRecoveryCounts, type OpenForWritesCounts, type ReplayCounts,
@@ -31,8 +32,8 @@ function perPath(end: Record<DropPath, number>, start: Record<DropPath, number>)
 const noEndOfRecovery = (): EndOfRecoveryCounts => ({ timelineHistoryFiles: 0, walSegmentInits: 0, records: 0, walFlushes: 0 });
 const noOpenForWrites = (): OpenForWritesCounts => ({ controlFileUpdates: 0 });
 
-function now(): Instant {
-  return { at: new Date().toISOString(), monoMs: performance.now() };
+function now(clock: Clock): Instant {
+  return { at: new Date(clock.now()).toISOString(), monoMs: clock.monoMs() };
 }
 
 function span(a: Instant | null, b: Instant | null): number | null {
@@ -54,6 +55,8 @@ export class FailoverClock {
     /** A snapshot of the node's cumulative replay counters (storage/cost-model/counts.ts). */
     private readonly replayCounts: () => ReplayCounts,
     private readonly nBuffers: number,
+    /** Simulated time in the simulator: failover phases are then reported in simulated time. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The node did one end-of-recovery step. */
@@ -87,7 +90,7 @@ export class FailoverClock {
   resumeRequested(): void {
     if (this.t.promoteRequested !== null) return; // promotion already running: the clock is set
     this.t = FailoverClock.empty();
-    this.t.resumeRequested = now();
+    this.t.resumeRequested = now(this.clock);
     this.baseline = this.capture();
     this.final = null;
     this.endOfRecovery = noEndOfRecovery();
@@ -96,7 +99,7 @@ export class FailoverClock {
 
   mark(name: Exclude<keyof FailoverTimestamps, 'resumeRequested'>): void {
     if (name === 'promoteRequested' && this.t.resumeRequested === null) this.resumeRequested();
-    this.t[name] = now();
+    this.t[name] = now(this.clock);
     if (name === 'readWrite') this.final = this.capture();
   }
 

@@ -6,8 +6,8 @@
  * record boundary — at the top of the loop, before the next record — or at once while waiting for
  * WAL. Receiving and flushing continue while paused.
  */
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { assert } from '../common/assert.ts';
+import { systemClock, type Clock } from '../common/clock.ts';
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import { isInvalidWalRecordError, maxAlign } from '../wal/codec.ts';
 import { readWal, type WalReadOptions, type WalReader } from '../wal/wal-reader.ts';
@@ -18,6 +18,9 @@ const REPLAY_SLICE_MS = 10;
 
 export interface StartupDeps {
   dataDir: string;
+  /** Time slices and event-loop turns (Node's unless a simulator passes its own). */
+  clock?: Clock;
+  /** Timeline, segment size and the disk holding pg_wal. */
   readOptions(): WalReadOptions;
   /** End of WAL flushed by the walreceiver: replay never goes past it. */
   flushedUpTo(): Lsn;
@@ -62,11 +65,13 @@ export class StartupProcess {
   private boundaryWaiters: Array<() => void> = [];
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
+  private readonly clock: Clock;
 
   constructor(
     private readonly deps: StartupDeps,
     start: { nextLsn: Lsn; replayEndLsn: Lsn; lastRecordLsn: Lsn },
   ) {
+    this.clock = deps.clock ?? systemClock;
     this.nextLsn = start.nextLsn;
     this.replayEndLsn = start.replayEndLsn;
     this.lastRecordLsn = start.lastRecordLsn;
@@ -145,7 +150,7 @@ export class StartupProcess {
       }
       const r: WalReader = reader ?? readWal(this.deps.dataDir, this.nextLsn, { ...this.deps.readOptions(), stopLsn: limit, expectedPrev: this.lastRecordLsn || undefined });
       reader = r;
-      let sliceStart = performance.now();
+      let sliceStart = this.clock.monoMs();
       for (;;) {
         const rec = r.readRecord();
         if (rec === null) {
@@ -165,9 +170,9 @@ export class StartupProcess {
         try {
           const steps = this.deps.applySteps(rec);
           for (let r = steps.next(); !r.done; r = steps.next()) {
-            if (performance.now() - sliceStart > REPLAY_SLICE_MS) {
-              await yieldToEventLoop();
-              sliceStart = performance.now();
+            if (this.clock.monoMs() - sliceStart > REPLAY_SLICE_MS) {
+              await this.clock.yield();
+              sliceStart = this.clock.monoMs();
             }
           }
         } finally {
@@ -180,10 +185,10 @@ export class StartupProcess {
         this.nextLsn = maxAlign(rec.endLsn);
         this.recordsReplayed++;
         if (this.stopping || this.deps.pauseRequested()) break;
-        if (performance.now() - sliceStart > REPLAY_SLICE_MS) break;
+        if (this.clock.monoMs() - sliceStart > REPLAY_SLICE_MS) break;
       }
       this.deps.onProgress();
-      await yieldToEventLoop();
+      await this.clock.yield();
     }
     dropReader();
   }

@@ -10,7 +10,8 @@
  * switches its WAL to that timeline, and streaming restarts there on the same connection — the
  * walreceiver is not restarted.
  */
-import WebSocket from 'ws';
+import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
+import type { Dialer, MessageConn } from '../common/transport.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { isInvalidWalRecordError } from '../wal/codec.ts';
@@ -19,9 +20,10 @@ import type { WalWriter } from '../wal/wal-writer.ts';
 export type ReceiverState = 'connecting' | 'streaming' | 'disconnected' | 'stopped';
 
 export interface WalReceiverDeps {
-  host: string;
-  port: number;
-  token: string;
+  /** Opens a replication connection to the upstream (ws in production, the simulator's network). */
+  connect: Dialer;
+  /** Timers and timestamps (Node's unless a simulator passes its own). */
+  clock?: Clock;
   applicationName: string;
   wal: WalWriter;
   timeline(): TimeLineId;
@@ -53,10 +55,11 @@ export class WalReceiver {
   /** Failed WAL writes (disk full, unwritable pg_wal), and the last one's message until a write succeeds. */
   writeFailures = 0;
   writeError: string | null = null;
-  private ws: WebSocket | null = null;
+  private ws: MessageConn | null = null;
   private backoffMs = BACKOFF_MIN_MS;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: TimerHandle | null = null;
   private holdUntil = 0;
+  private readonly clock: Clock;
   /** True while fsyncing received WAL: an exception there is a PANIC, not a connection error. */
   private flushing = false;
   /** EndOfTimeline received: the timeline whose history was asked for, and where it begins. */
@@ -64,7 +67,9 @@ export class WalReceiver {
   /** Timeline switches followed on a live connection. */
   timelineSwitches = 0;
 
-  constructor(private readonly deps: WalReceiverDeps) {}
+  constructor(private readonly deps: WalReceiverDeps) {
+    this.clock = deps.clock ?? systemClock;
+  }
 
   get state(): ReceiverState {
     return this.stateValue;
@@ -82,7 +87,8 @@ export class WalReceiver {
 
   stop(): void {
     this.state = 'stopped';
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
+    this.timer = null;
     this.ws?.terminate();
     this.ws = null;
   }
@@ -92,35 +98,32 @@ export class WalReceiver {
    * disconnected for `holdMs` before the usual reconnect.
    */
   cutConnection(holdMs = 0): void {
-    this.holdUntil = Date.now() + holdMs;
+    this.holdUntil = this.clock.monoMs() + holdMs;
     this.ws?.terminate();
   }
 
   private connect(): void {
     if (this.state === 'stopped') return;
     this.state = 'connecting';
-    const ws = new WebSocket(`ws://${this.deps.host}:${this.deps.port}/replication`, {
-      headers: { authorization: `Bearer ${this.deps.token}` },
-      perMessageDeflate: false,
-      maxPayload: 256 * 1024 * 1024,
-    });
+    const ws = this.deps.connect();
     this.ws = ws;
-    ws.binaryType = 'nodebuffer';
-    ws.on('open', () => {
+    ws.setHandlers({
+      open: () => {
       this.connects++;
       this.pendingTimeline = null;
       this.startStreaming('started');
-    });
-    ws.on('message', (data: Buffer) => this.onMessage(ws, data));
-    ws.on('close', (code, reason) => {
-      if (this.ws === ws) this.ws = null;
-      if (this.state === 'stopped') return;
-      this.lastError = this.writeError ?? `connection closed (${code}${reason.length ? ': ' + reason.toString() : ''})`;
-      this.state = 'disconnected';
-      this.scheduleReconnect();
-    });
-    ws.on('error', (err) => {
-      this.lastError = err.message;
+      },
+      message: (data) => this.onMessage(ws, data),
+      close: (code, reason) => {
+        if (this.ws === ws) this.ws = null;
+        if (this.state === 'stopped') return;
+        this.lastError = this.writeError ?? `connection closed (${code}${reason.length ? ': ' + reason : ''})`;
+        this.state = 'disconnected';
+        this.scheduleReconnect();
+      },
+      error: (err) => {
+        this.lastError = err.message;
+      },
     });
   }
 
@@ -135,22 +138,22 @@ export class WalReceiver {
 
   private scheduleReconnect(): void {
     if (this.state === 'stopped' || this.timer) return;
-    const delay = Math.max(this.backoffMs, this.holdUntil - Date.now());
+    const delay = Math.max(this.backoffMs, this.holdUntil - this.clock.monoMs());
     this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.timer = null;
       this.connect();
     }, delay);
   }
 
   private send(m: StreamMessage): void {
-    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(encodeMessage(m));
+    if (this.ws?.isOpen === true) this.ws.send(encodeMessage(m));
   }
 
   /** Standby status update: write, flush and apply positions. */
   sendStatus(replyRequested = false): void {
     const wal = this.deps.wal;
-    this.send({ type: 'StandbyStatusUpdate', writeLsn: wal.writeLsn, flushLsn: wal.flushLsn, applyLsn: this.deps.applyLsn(), sendTime: Date.now(), replyRequested });
+    this.send({ type: 'StandbyStatusUpdate', writeLsn: wal.writeLsn, flushLsn: wal.flushLsn, applyLsn: this.deps.applyLsn(), sendTime: this.clock.now(), replyRequested });
   }
 
   /**
@@ -158,7 +161,7 @@ export class WalReceiver {
    * fsync failure (PANIC, below): an unexpected exception closes this connection as a protocol
    * violation, is logged, and the walreceiver reconnects as after any lost connection.
    */
-  private onMessage(ws: WebSocket, data: Buffer): void {
+  private onMessage(ws: MessageConn, data: Uint8Array): void {
     try {
       this.handleMessage(ws, data);
     } catch (e) {
@@ -168,7 +171,7 @@ export class WalReceiver {
     }
   }
 
-  private handleMessage(ws: WebSocket, data: Buffer): void {
+  private handleMessage(ws: MessageConn, data: Uint8Array): void {
     if (ws !== this.ws) return;
     let m: StreamMessage;
     try {
@@ -178,7 +181,7 @@ export class WalReceiver {
       ws.close(4002, 'protocol violation');
       return;
     }
-    this.lastMsgReceiptTime = new Date().toISOString();
+    this.lastMsgReceiptTime = new Date(this.clock.now()).toISOString();
     switch (m.type) {
       case 'XLogData': {
         const wal = this.deps.wal;

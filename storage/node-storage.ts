@@ -7,9 +7,10 @@
  * renames, and it records its own REDO LSN, so the image and the LSN replay must start from can
  * never disagree (INV-NODE-1).
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
+import { systemClock } from '../common/clock.ts';
+import { nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
 import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Catalog, type CatalogSnapshot } from './catalog.ts';
@@ -74,40 +75,45 @@ export class NodeStorage {
     this.onDrop?.(r);
   }
 
-  /** Write a new data image for `redoLsn` (checkpoint or restartpoint). Buffers are flushed first. */
-  writeImage(dataDir: string, header: Omit<DataImageHeader, 'catalog' | 'relations' | 'writtenAt'>): number {
+  /**
+   * Write a new data image for `redoLsn` (checkpoint or restartpoint). Buffers are flushed first.
+   * The image's files and directory are synced before it is renamed into place, and the data
+   * directory after, so a crash leaves either the old image or the new one, whole (INV-NODE-1).
+   */
+  writeImage(dataDir: string, header: Omit<DataImageHeader, 'catalog' | 'relations' | 'writtenAt'>, disk: Disk = nodeDisk, nowMs = systemClock.now()): number {
     const written = this.pool.flushAll();
     const base = path.join(dataDir, 'base');
     const next = path.join(dataDir, 'base.new');
-    fs.rmSync(next, { recursive: true, force: true });
-    makeDir(next);
+    disk.rmrf(next);
+    makeDir(next, disk);
     const relations = this.heap.relations();
-    for (const rel of relations) writeFileSynced(path.join(next, String(rel)), this.heap.serializeRelation(rel));
-    writeFileSynced(path.join(next, 'smgr'), this.smgr.serialize());
-    writeFileSynced(path.join(next, 'pg_xact'), this.clog.serialize());
-    const full: DataImageHeader = { ...header, catalog: this.catalog.snapshot(), relations, writtenAt: new Date().toISOString() };
-    writeFileSynced(path.join(next, 'image.json'), Buffer.from(JSON.stringify(full)));
+    for (const rel of relations) writeFileSynced(path.join(next, String(rel)), this.heap.serializeRelation(rel), undefined, disk);
+    writeFileSynced(path.join(next, 'smgr'), this.smgr.serialize(), undefined, disk);
+    writeFileSynced(path.join(next, 'pg_xact'), this.clog.serialize(), undefined, disk);
+    const full: DataImageHeader = { ...header, catalog: this.catalog.snapshot(), relations, writtenAt: new Date(nowMs).toISOString() };
+    writeFileSynced(path.join(next, 'image.json'), JSON.stringify(full), undefined, disk);
+    fsyncDir(next, disk); // the entries of base.new, before it becomes base
     const old = path.join(dataDir, 'base.old');
-    fs.rmSync(old, { recursive: true, force: true });
-    if (fs.existsSync(base)) fs.renameSync(base, old);
-    fs.renameSync(next, base);
-    fsyncDir(dataDir);
-    fs.rmSync(old, { recursive: true, force: true });
+    disk.rmrf(old);
+    if (disk.exists(base)) disk.rename(base, old);
+    disk.rename(next, base);
+    fsyncDir(dataDir, disk);
+    disk.rmrf(old);
     return written;
   }
 
   /** Load the data image of `dataDir` (a restart: empty buffer pool, no cached sizes). */
-  static loadImage(dataDir: string, nBuffers: number, dropSettings: DropSettings): { storage: NodeStorage; header: DataImageHeader } {
+  static loadImage(dataDir: string, nBuffers: number, dropSettings: DropSettings, disk: Disk = nodeDisk): { storage: NodeStorage; header: DataImageHeader } {
     let base = path.join(dataDir, 'base');
     // A crash between the two renames of writeImage leaves only base.old (the previous image).
-    if (!fs.existsSync(path.join(base, 'image.json'))) base = path.join(dataDir, 'base.old');
+    if (!disk.exists(path.join(base, 'image.json'))) base = path.join(dataDir, 'base.old');
     const headerPath = path.join(base, 'image.json');
-    assert(fs.existsSync(headerPath), `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`);
-    const header = JSON.parse(fs.readFileSync(headerPath, 'utf8')) as DataImageHeader;
+    assert(disk.exists(headerPath), `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`);
+    const header = JSON.parse(readTextFile(disk, headerPath)) as DataImageHeader;
     const heap = new HeapStore();
-    for (const rel of header.relations) heap.deserializeRelation(rel, new Uint8Array(fs.readFileSync(path.join(base, String(rel)))));
-    const smgr = StorageManager.deserialize(new Uint8Array(fs.readFileSync(path.join(base, 'smgr'))));
-    const clog = Clog.deserialize(new Uint8Array(fs.readFileSync(path.join(base, 'pg_xact'))));
+    for (const rel of header.relations) heap.deserializeRelation(rel, disk.readFile(path.join(base, String(rel))));
+    const smgr = StorageManager.deserialize(disk.readFile(path.join(base, 'smgr')));
+    const clog = Clog.deserialize(disk.readFile(path.join(base, 'pg_xact')));
     const storage = new NodeStorage(new BufferPool(nBuffers, poolOptionsFor(dropSettings)), smgr, heap, clog, Catalog.fromSnapshot(header.catalog), dropSettings);
     return { storage, header };
   }

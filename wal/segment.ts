@@ -5,12 +5,12 @@
  * `segmentStartLsn`, `firstRecordLsn`, `checkSegmentSize`, `readTimelineHistory`,
  * `writeTimelineHistory`, `timelineHistoryFileName`, `listSegmentFiles`.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, parseLsn, type Lsn, type TimeLineId } from './lsn.ts';
 import { fsyncDir, makeDir, writeFileAtomic } from '../common/durable-file.ts';
+import { isErrnoCode, nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
 export { fsyncDir };
 
 export const DEFAULT_SEGMENT_SIZE = 16 * 1024 * 1024;
@@ -88,12 +88,12 @@ export function parseSegmentFileName(name: string, segmentSize: number): { tli: 
 }
 
 /** Segment files in `<dataDir>/pg_wal`, sorted by (segno, tli). */
-export function listSegmentFiles(dataDir: string, segmentSize: number): { name: string; tli: TimeLineId; segno: number }[] {
+export function listSegmentFiles(dataDir: string, segmentSize: number, disk: Disk = nodeDisk): { name: string; tli: TimeLineId; segno: number }[] {
   let names: string[];
   try {
-    names = fs.readdirSync(walDir(dataDir));
+    names = disk.readdir(walDir(dataDir));
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if (isErrnoCode(e, 'ENOENT')) return [];
     throw e;
   }
   const out: { name: string; tli: TimeLineId; segno: number }[] = [];
@@ -158,11 +158,11 @@ export function parseTimelineHistory(text: string, tli: TimeLineId, fileName = t
 }
 
 /** The raw text of `%08X.history` for `tli`, or null if there is none. */
-export function readTimelineHistoryFile(dataDir: string, tli: TimeLineId): string | null {
+export function readTimelineHistoryFile(dataDir: string, tli: TimeLineId, disk: Disk = nodeDisk): string | null {
   try {
-    return fs.readFileSync(path.join(walDir(dataDir), timelineHistoryFileName(tli)), 'utf8');
+    return readTextFile(disk, path.join(walDir(dataDir), timelineHistoryFileName(tli)));
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if (isErrnoCode(e, 'ENOENT')) return null;
     throw e;
   }
 }
@@ -171,8 +171,8 @@ export function readTimelineHistoryFile(dataDir: string, tli: TimeLineId): strin
  * readTimeLineHistory: the history of `tli`, oldest first, ending with `tli`. Timeline 1 (or any
  * timeline without a history file) is a single open-ended entry beginning at 0.
  */
-export function readTimelineHistory(dataDir: string, tli: TimeLineId): TimelineHistoryEntry[] {
-  const text = readTimelineHistoryFile(dataDir, tli);
+export function readTimelineHistory(dataDir: string, tli: TimeLineId, disk: Disk = nodeDisk): TimelineHistoryEntry[] {
+  const text = readTimelineHistoryFile(dataDir, tli, disk);
   if (text === null) return [{ tli, beginLsn: 0, endLsn: null }];
   return parseTimelineHistory(text, tli);
 }
@@ -199,24 +199,25 @@ export function writeTimelineHistory(
   parentHistory: readonly TimelineHistoryEntry[],
   switchLsn: Lsn,
   reason: string,
+  disk: Disk = nodeDisk,
 ): void {
   const parent = parentHistory[parentHistory.length - 1];
   assert(parent !== undefined && parent.endLsn === null, 'INV-WAL-5: parent history must end with its open timeline');
   assert(newTli > parent.tli, `INV-WAL-5: new timeline ${newTli} must be above parent ${parent.tli}`);
   assert(switchLsn >= parent.beginLsn, `INV-WAL-5: switch point ${formatLsn(switchLsn)} before the parent's start`);
-  const parentText = readTimelineHistoryFile(dataDir, parent.tli);
+  const parentText = readTimelineHistoryFile(dataDir, parent.tli, disk);
   const reasonLine = reason.replace(/[\r\n]+/g, ' ');
   const text = (parentText ?? formatTimelineHistory(parentHistory)) + `${parent.tli}\t${formatLsn(switchLsn)}\t${reasonLine}\n`;
-  writeTimelineHistoryFile(dataDir, newTli, text);
+  writeTimelineHistoryFile(dataDir, newTli, text, disk);
 }
 
 /** Store history file text verbatim (a standby saving what TIMELINE_HISTORY returned). Validates it first. */
-export function writeTimelineHistoryFile(dataDir: string, tli: TimeLineId, text: string): void {
+export function writeTimelineHistoryFile(dataDir: string, tli: TimeLineId, text: string, disk: Disk = nodeDisk): void {
   parseTimelineHistory(text, tli);
   const dir = walDir(dataDir);
-  makeDir(dir);
+  makeDir(dir, disk);
   const target = path.join(dir, timelineHistoryFileName(tli));
-  writeFileAtomic(target, text);
+  writeFileAtomic(target, text, undefined, disk);
 }
 
 /**
@@ -229,7 +230,7 @@ export function chooseSegmentFile(
   segno: number,
   history: readonly TimelineHistoryEntry[],
   segmentSize: number,
-  exists: (name: string) => boolean = (name) => fs.existsSync(path.join(walDir(dataDir), name)),
+  exists: (name: string) => boolean = (name) => nodeDisk.exists(path.join(walDir(dataDir), name)),
 ): { name: string; tli: TimeLineId } | null {
   for (let i = history.length - 1; i >= 0; i--) {
     const h = history[i]!;

@@ -9,9 +9,9 @@
  * exists. A timeline switch copies the switch segment's prefix into the new timeline's file, so the
  * newest file always holds the right bytes.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
+import { nodeDisk, type Disk } from '../common/disk.ts';
 import { WalsimError } from '../common/errors.ts';
 import {
   decodeRecord,
@@ -44,6 +44,8 @@ export interface WalReadOptions {
   stopLsn?: Lsn;
   /** The timeline history to use instead of reading `%08X.history` of `timeline`. */
   history?: readonly TimelineHistoryEntry[];
+  /** The file system holding the segment files (node:fs unless a simulator passes its own). */
+  disk?: Disk;
 }
 
 /** Why reading stopped: clean end of WAL, or a record that failed validation (caller decides). */
@@ -67,6 +69,7 @@ export class WalReader implements Iterable<WalRecord> {
   recordCount = 0;
 
   private readonly history: readonly TimelineHistoryEntry[];
+  private readonly disk: Disk;
   private readonly segmentSize: number;
   private readonly stopLsn: number;
   private readonly checkFirstPrev: boolean;
@@ -89,7 +92,8 @@ export class WalReader implements Iterable<WalRecord> {
     assertValidLsn(fromLsn, 'fromLsn');
     assert(fromLsn % 8 === 0, `INV-WAL-2: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`);
     this.segmentSize = opts.segmentSize;
-    this.history = opts.history ?? readTimelineHistory(dataDir, opts.timeline);
+    this.disk = opts.disk ?? nodeDisk;
+    this.history = opts.history ?? readTimelineHistory(dataDir, opts.timeline, this.disk);
     this.stopLsn = opts.stopLsn ?? Number.MAX_SAFE_INTEGER;
     this.endLsn = fromLsn;
     this.winStartLsn = fromLsn;
@@ -138,7 +142,7 @@ export class WalReader implements Iterable<WalRecord> {
 
   /** Release the open segment file (also done automatically at the end). */
   close(): void {
-    if (this.fd !== null) fs.closeSync(this.fd);
+    if (this.fd !== null) this.disk.close(this.fd);
     this.fd = null;
     this.fdSegno = -1;
   }
@@ -203,7 +207,7 @@ export class WalReader implements Iterable<WalRecord> {
       this.eof = true;
       return;
     }
-    const n = fs.readSync(fd, this.win, this.winLen, toRead, offset);
+    const n = this.disk.read(fd, this.win, this.winLen, toRead, offset);
     this.winLen += n;
     if (n < toRead) this.eof = true; // a short file ends the WAL (INV-WAL-6 keeps nothing after it)
     if (this.winStartLsn + this.winLen >= this.stopLsn) this.eof = true;
@@ -212,10 +216,11 @@ export class WalReader implements Iterable<WalRecord> {
   private segmentFd(segno: number): number | null {
     if (this.fdSegno === segno) return this.fd;
     this.close();
-    const chosen = chooseSegmentFile(this.dataDir, segno, this.history, this.segmentSize);
+    const dir = walDir(this.dataDir);
+    const chosen = chooseSegmentFile(this.dataDir, segno, this.history, this.segmentSize, (name) => this.disk.exists(path.join(dir, name)));
     if (chosen === null) return null;
     this.fileBySegno.set(segno, chosen.name);
-    this.fd = fs.openSync(path.join(walDir(this.dataDir), chosen.name), 'r');
+    this.fd = this.disk.open(path.join(dir, chosen.name), 'r');
     this.fdSegno = segno;
     return this.fd;
   }
@@ -265,28 +270,30 @@ export function readWalBytes(
   dataDir: string,
   startLsn: Lsn,
   endLsn: Lsn,
-  opts: Pick<WalReadOptions, 'timeline' | 'segmentSize' | 'history'>,
+  opts: Pick<WalReadOptions, 'timeline' | 'segmentSize' | 'history' | 'disk'>,
 ): Uint8Array {
+  const disk = opts.disk ?? nodeDisk;
+  const dir = walDir(dataDir);
   checkSegmentSize(opts.segmentSize);
   assertValidLsn(startLsn, 'startLsn');
   assertValidLsn(endLsn, 'endLsn');
   assert(startLsn <= endLsn, `INV-WAL-7: readWalBytes range ${formatLsn(startLsn)}..${formatLsn(endLsn)} is reversed`);
-  const history = opts.history ?? readTimelineHistory(dataDir, opts.timeline);
+  const history = opts.history ?? readTimelineHistory(dataDir, opts.timeline, disk);
   const out = new Uint8Array(endLsn - startLsn);
   let at = startLsn;
   while (at < endLsn) {
     const segno = segmentOf(at, opts.segmentSize);
     const offset = segmentOffset(at, opts.segmentSize);
     const n = Math.min(endLsn - at, opts.segmentSize - offset);
-    const chosen = chooseSegmentFile(dataDir, segno, history, opts.segmentSize);
+    const chosen = chooseSegmentFile(dataDir, segno, history, opts.segmentSize, (name) => disk.exists(path.join(dir, name)));
     if (chosen === null) {
       throw new WalsimError('io_error', `requested WAL segment for ${formatLsn(at)} on timeline ${opts.timeline} does not exist`);
     }
-    const fd = fs.openSync(path.join(walDir(dataDir), chosen.name), 'r');
+    const fd = disk.open(path.join(dir, chosen.name), 'r');
     try {
       let got = 0;
       while (got < n) {
-        const r = fs.readSync(fd, out, at - startLsn + got, n - got, offset + got);
+        const r = disk.read(fd, out, at - startLsn + got, n - got, offset + got);
         if (r === 0) {
           throw new WalsimError(
             'io_error',
@@ -296,7 +303,7 @@ export function readWalBytes(
         got += r;
       }
     } finally {
-      fs.closeSync(fd);
+      disk.close(fd);
     }
     at += n;
   }

@@ -6,9 +6,9 @@
  * `switchTimeline` (promotion), `close`. Positions: insertLsn >= writeLsn >= flushLsn, all
  * MAXALIGNed record boundaries (INV-WAL-3).
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
+import { nodeDisk, type Disk } from '../common/disk.ts';
 import { FILE_MODE, makeDir } from '../common/durable-file.ts';
 import { WalsimError } from '../common/errors.ts';
 import { ByteBuffer } from './byte-buffer.ts';
@@ -42,6 +42,8 @@ export interface WalWriterOptions {
   prevLsn?: Lsn;
   /** wal_buffers: insert() writes the buffers out when more than this is pending. Default 16 MB. */
   walBuffersBytes?: number;
+  /** The file system for pg_wal (node:fs unless a simulator passes its own). */
+  disk?: Disk;
 }
 
 export interface InsertResult {
@@ -79,6 +81,7 @@ export class WalWriter {
     startLsn: Lsn,
     prevLsn: Lsn,
     private readonly walBuffersBytes: number,
+    readonly disk: Disk,
   ) {
     this.tli = timeline;
     this.insertPos = this.writePos = this.flushPos = startLsn;
@@ -96,11 +99,12 @@ export class WalWriter {
     checkSegmentSize(opts.segmentSize);
     assert(opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1, `INV-WAL-5: bad timeline ${opts.timeline}`);
     const segmentSize = opts.segmentSize;
-    makeDir(walDir(dataDir));
+    const disk = opts.disk ?? nodeDisk;
+    makeDir(walDir(dataDir), disk);
     let startLsn = opts.startLsn;
     let prevLsn = opts.prevLsn;
     if (startLsn === undefined) {
-      if (listSegmentFiles(dataDir, segmentSize).length > 0) {
+      if (listSegmentFiles(dataDir, segmentSize, disk).length > 0) {
         throw new WalsimError(
           'invalid_input',
           `WAL already exists in ${walDir(dataDir)}: pass startLsn/prevLsn (the end of WAL found by recovery)`,
@@ -116,7 +120,7 @@ export class WalWriter {
       prevLsn = InvalidLsn;
     }
     assert(prevLsn < startLsn, `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before startLsn ${formatLsn(startLsn)}`);
-    const w = new WalWriter(dataDir, segmentSize, opts.timeline, startLsn, prevLsn, opts.walBuffersBytes ?? 16 * 1024 * 1024);
+    const w = new WalWriter(dataDir, segmentSize, opts.timeline, startLsn, prevLsn, opts.walBuffersBytes ?? 16 * 1024 * 1024, disk);
     w.prepareSegmentAt(startLsn);
     return w;
   }
@@ -199,7 +203,7 @@ export class WalWriter {
       const fd = this.segmentFd(segno, offset);
       this.writeFaultHook?.(n);
       let written = 0;
-      while (written < n) written += fs.writeSync(fd, bytes, done + written, n - written, offset + written);
+      while (written < n) written += this.disk.write(fd, bytes, done + written, n - written, offset + written);
       this.fdDirty = true;
       done += n;
       this.writePos += n;
@@ -212,7 +216,7 @@ export class WalWriter {
   flush(): void {
     this.write();
     if (this.fd !== null && this.fdDirty) {
-      fs.fsyncSync(this.fd);
+      this.disk.fsync(this.fd);
       this.fdDirty = false;
     }
     this.flushPos = this.writePos;
@@ -255,10 +259,10 @@ export class WalWriter {
     assert(newTli >>> 0 === newTli && newTli > this.tli, `INV-WAL-5: new timeline ${newTli} must be above ${this.tli}`);
     this.flush();
     const switchLsn = this.insertPos;
-    if (readTimelineHistoryFile(this.dataDir, newTli) === null) {
-      writeTimelineHistory(this.dataDir, newTli, readTimelineHistory(this.dataDir, this.tli), switchLsn, reason);
+    if (readTimelineHistoryFile(this.dataDir, newTli, this.disk) === null) {
+      writeTimelineHistory(this.dataDir, newTli, readTimelineHistory(this.dataDir, this.tli, this.disk), switchLsn, reason, this.disk);
     }
-    const history = readTimelineHistory(this.dataDir, newTli);
+    const history = readTimelineHistory(this.dataDir, newTli, this.disk);
     const parent = history[history.length - 2];
     if (parent === undefined || parent.tli !== this.tli || parent.endLsn !== switchLsn) {
       throw new WalsimError(
@@ -293,10 +297,10 @@ export class WalWriter {
     if (offset === 0) {
       // A new segment: start from an empty file so stale bytes from an earlier life can never
       // follow our records (INV-WAL-6).
-      this.fd = fs.openSync(p, 'w', FILE_MODE);
-      fsyncDir(walDir(this.dataDir));
+      this.fd = this.disk.open(p, 'w', FILE_MODE);
+      fsyncDir(walDir(this.dataDir), this.disk);
     } else {
-      this.fd = fs.openSync(p, 'r+'); // prepareSegmentAt created it
+      this.fd = this.disk.open(p, 'r+'); // prepareSegmentAt created it
     }
     this.fdSegno = segno;
     this.fdDirty = false;
@@ -305,8 +309,8 @@ export class WalWriter {
 
   private closeSegment(sync: boolean): void {
     if (this.fd === null) return;
-    if (sync && this.fdDirty) fs.fsyncSync(this.fd);
-    fs.closeSync(this.fd);
+    if (sync && this.fdDirty) this.disk.fsync(this.fd);
+    this.disk.close(this.fd);
     this.fd = null;
     this.fdSegno = -1;
     this.fdDirty = false;
@@ -324,44 +328,46 @@ export class WalWriter {
     if (offset === 0) {
       // segmentFd creates the file empty on first write; drop a stale one now so that no reader
       // sees old records at our end of WAL meanwhile.
-      if (fs.existsSync(p)) fs.truncateSync(p, 0);
+      if (this.disk.exists(p)) this.disk.truncate(p, 0);
       return;
     }
-    if (fs.existsSync(p)) {
-      const size = fs.statSync(p).size;
+    if (this.disk.exists(p)) {
+      const size = this.disk.size(p);
       if (size < offset) {
         throw new WalsimError(
           'invalid_wal',
           `WAL segment file ${path.basename(p)} has ${size} bytes, fewer than the ${offset} before ${formatLsn(lsn)}`,
         );
       }
-      if (size > offset) fs.truncateSync(p, offset);
+      if (size > offset) this.disk.truncate(p, offset);
     } else {
       const prefix = new Uint8Array(offset);
-      const history = readTimelineHistory(this.dataDir, this.tli);
-      const src = chooseSegmentFile(this.dataDir, segno, history, this.segmentSize);
+      const history = readTimelineHistory(this.dataDir, this.tli, this.disk);
+      const dir = walDir(this.dataDir);
+      const src = chooseSegmentFile(this.dataDir, segno, history, this.segmentSize, (name) => this.disk.exists(path.join(dir, name)));
       if (src !== null) {
-        const fd = fs.openSync(path.join(walDir(this.dataDir), src.name), 'r');
+        const fd = this.disk.open(path.join(dir, src.name), 'r');
         try {
-          const n = fs.readSync(fd, prefix, 0, offset, 0);
+          const n = this.disk.read(fd, prefix, 0, offset, 0);
           if (n < offset) {
             throw new WalsimError('invalid_wal', `WAL segment file ${src.name} is too short to copy up to ${formatLsn(lsn)}`);
           }
         } finally {
-          fs.closeSync(fd);
+          this.disk.close(fd);
         }
       }
       const tmp = `${p}.tmp`;
-      const fd = fs.openSync(tmp, 'w', FILE_MODE);
+      const fd = this.disk.open(tmp, 'w', FILE_MODE);
       try {
-        fs.writeSync(fd, prefix, 0, offset, 0);
-        fs.fsyncSync(fd);
+        let done = 0;
+        while (done < offset) done += this.disk.write(fd, prefix, done, offset - done, done);
+        this.disk.fsync(fd);
       } finally {
-        fs.closeSync(fd);
+        this.disk.close(fd);
       }
-      fs.renameSync(tmp, p);
-      fsyncDir(walDir(this.dataDir));
+      this.disk.rename(tmp, p);
+      fsyncDir(walDir(this.dataDir), this.disk);
     }
-    assert(fs.statSync(p).size === offset, `INV-WAL-6: ${path.basename(p)} must end at ${formatLsn(lsn)}`);
+    assert(this.disk.size(p) === offset, `INV-WAL-6: ${path.basename(p)} must end at ${formatLsn(lsn)}`);
   }
 }

@@ -25,7 +25,56 @@ function topFolderOf(file: string, spec: string): string | null {
   return path.relative(ROOT, path.resolve(ROOT, path.dirname(file), spec)).split(path.sep)[0]!;
 }
 
+/** Source files of the node core: everything a simulated node runs. */
+function coreSources(): string[] {
+  return [...sources('wal'), ...sources('storage'), ...sources('primary'), ...sources('standby'), 'server/node.ts', 'server/sql-functions.ts']
+    .filter((f) => !f.endsWith('bench-codec.ts')); // a benchmark entry point, not node code
+}
+
+/** Calls and imports that bypass the injected clock, timers, disk and transport. */
+const NONDETERMINISM: Array<[RegExp, string]> = [
+  [/\bDate\.now\(|new Date\(\)/, 'the wall clock (use Clock.now)'],
+  [/(?<![.\w])(setTimeout|setInterval|setImmediate|clearTimeout|clearInterval)\(/, 'timers (use Clock)'],
+  [/\bMath\.random\(/, 'Math.random (use a seeded PRNG)'],
+  [/from\s+['"](node:)?fs['"]/, 'node:fs (use Disk)'],
+  [/from\s+['"]ws['"]/, 'ws (use MessageConn / Dialer)'],
+  [/from\s+['"](node:)?timers(\/promises)?['"]/, 'node:timers (use Clock)'],
+];
+
 describe('layering', () => {
+  it('the node core uses only the injected clock, timers, disk and transport', () => {
+    const bad: string[] = [];
+    for (const file of coreSources()) {
+      const lines = fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n');
+      lines.forEach((line, i) => {
+        if (/^\s*(\*|\/\/|\/\*)/.test(line)) return; // comments
+        for (const [re, what] of NONDETERMINISM) if (re.test(line)) bad.push(`${file}:${i + 1} uses ${what}`);
+        // performance.now is allowed only to measure busy time inside drops (a benchmark figure).
+        if (/performance\.now\(/.test(line) && file !== 'storage/drop.ts') bad.push(`${file}:${i + 1} uses performance.now (use Clock.monoMs)`);
+      });
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('only scripts/ and tests import the simulator (sim/)', () => {
+    const bad: string[] = [];
+    for (const dir of ['common', 'wal', 'storage', 'primary', 'standby', 'server']) {
+      for (const file of sources(dir)) for (const spec of importsOf(file)) if (topFolderOf(file, spec) === 'sim') bad.push(`${file} -> ${spec}`);
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('common/ imports nothing of walsim but common/', () => {
+    const bad: string[] = [];
+    for (const file of sources('common')) {
+      for (const spec of importsOf(file)) {
+        const top = topFolderOf(file, spec);
+        if (top !== null && top !== 'common') bad.push(`${file} -> ${spec}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
   it('wal/ and storage/ import only common/, wal/, storage/ and no process or network modules', () => {
     const bad: string[] = [];
     for (const file of [...sources('wal'), ...sources('storage')]) {

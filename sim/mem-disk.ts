@@ -1,0 +1,369 @@
+/**
+ * The simulator's disk: an in-memory file system implementing common/disk.ts with strict POSIX
+ * durability, so that a simulated power loss keeps exactly what the node made durable.
+ *
+ * - A file's bytes are durable only up to its last fsync; writes and truncations after it are
+ *   pending. At a power loss a random prefix of the pending operations survives, and the last
+ *   surviving write may be torn (only a prefix of its bytes reached the platter).
+ * - A directory entry (create, rename, remove) is durable only after fsync of its directory.
+ * - A process crash loses nothing: the page cache outlives the process.
+ * - Faults: ENOSPC for writes that extend a file under a path prefix (a full disk), a flipped
+ *   byte (media corruption), and a hook run at every fsync (the simulator's slow disk advances
+ *   simulated time there).
+ *
+ * One MemDisk per simulated machine. Deterministic: no clock, no randomness except the PRNG
+ * passed to `powerLoss`; readdir is sorted.
+ */
+import * as path from 'node:path';
+import type { Disk, OpenFlags } from '../common/disk.ts';
+import type { SeededRandom } from '../common/random.ts';
+
+type Pending = { kind: 'write'; pos: number; bytes: Uint8Array } | { kind: 'truncate'; len: number };
+
+class MemFile {
+  readonly kind = 'file';
+  data = new Uint8Array(0);
+  len = 0;
+  synced = new Uint8Array(0);
+  pending: Pending[] = [];
+
+  content(): Uint8Array {
+    return this.data.subarray(0, this.len);
+  }
+
+  setLength(n: number): void {
+    if (n > this.data.length) {
+      let cap = Math.max(this.data.length * 2, 4096);
+      while (cap < n) cap *= 2;
+      const grown = new Uint8Array(cap);
+      grown.set(this.data.subarray(0, this.len));
+      this.data = grown;
+    } else if (n < this.len) {
+      this.data.fill(0, n, this.len);
+    }
+    this.len = n;
+  }
+
+  writeAt(pos: number, bytes: Uint8Array): void {
+    if (pos + bytes.length > this.len) this.setLength(pos + bytes.length);
+    this.data.set(bytes, pos);
+  }
+
+  fsync(): void {
+    this.synced = this.content().slice();
+    this.pending = [];
+  }
+
+  /** Power loss: the synced bytes, plus a prefix of the pending operations, the last maybe torn. */
+  loseUnsynced(rng: SeededRandom | null): void {
+    const ops = this.pending;
+    this.data = new Uint8Array(0);
+    this.len = 0;
+    this.writeAt(0, this.synced);
+    this.setLength(this.synced.length);
+    const keep = rng === null ? 0 : rng.int(0, ops.length);
+    for (let i = 0; i < keep; i++) {
+      const op = ops[i]!;
+      if (op.kind === 'truncate') this.setLength(op.len);
+      else if (i === keep - 1 && rng !== null && rng.chance(0.5)) this.writeAt(op.pos, op.bytes.subarray(0, rng.int(0, op.bytes.length)));
+      else this.writeAt(op.pos, op.bytes);
+    }
+    this.fsync();
+  }
+}
+
+class MemDir {
+  readonly kind = 'dir';
+  entries = new Map<string, MemNode>();
+  synced = new Map<string, MemNode>();
+}
+
+type MemNode = MemFile | MemDir;
+
+function errno(code: string, op: string, p: string, what: string): Error {
+  return Object.assign(new Error(`${code}: ${what}, ${op} '${p}'`), { code });
+}
+
+export interface MemDiskCounters {
+  writes: number;
+  bytesWritten: number;
+  fsyncs: number;
+  dirFsyncs: number;
+  enospc: number;
+}
+
+export class MemDisk implements Disk {
+  private root = new MemDir();
+  private readonly fds = new Map<number, { file: MemFile; path: string; writable: boolean }>();
+  private nextFd = 3;
+  /** Writes that extend a file under one of these prefixes fail with ENOSPC (a full disk). */
+  readonly fullPrefixes = new Set<string>();
+  /** Called at every fsync (file or directory) with the path: the simulator's slow-disk hook. */
+  onFsync: ((p: string) => void) | null = null;
+  readonly counters: MemDiskCounters = { writes: 0, bytesWritten: 0, fsyncs: 0, dirFsyncs: 0, enospc: 0 };
+
+  // ------------------------------------------------------------------------- lookups
+
+  private parts(p: string): string[] {
+    const norm = path.posix.resolve('/', p);
+    return norm === '/' ? [] : norm.slice(1).split('/');
+  }
+
+  private lookup(p: string): MemNode | null {
+    let node: MemNode = this.root;
+    for (const name of this.parts(p)) {
+      if (node.kind !== 'dir') return null;
+      const next = node.entries.get(name);
+      if (next === undefined) return null;
+      node = next;
+    }
+    return node;
+  }
+
+  private parentOf(p: string, op: string): { dir: MemDir; name: string } {
+    const parts = this.parts(p);
+    const name = parts.pop();
+    if (name === undefined) throw errno('EISDIR', op, p, 'is the root directory');
+    const dir = this.lookup('/' + parts.join('/'));
+    if (dir === null) throw errno('ENOENT', op, p, 'no such file or directory');
+    if (dir.kind !== 'dir') throw errno('ENOTDIR', op, p, 'not a directory');
+    return { dir, name };
+  }
+
+  private fileAt(p: string, op: string): MemFile {
+    const n = this.lookup(p);
+    if (n === null) throw errno('ENOENT', op, p, 'no such file or directory');
+    if (n.kind !== 'file') throw errno('EISDIR', op, p, 'illegal operation on a directory');
+    return n;
+  }
+
+  private dirAt(p: string, op: string): MemDir {
+    const n = this.lookup(p);
+    if (n === null) throw errno('ENOENT', op, p, 'no such file or directory');
+    if (n.kind !== 'dir') throw errno('ENOTDIR', op, p, 'not a directory');
+    return n;
+  }
+
+  private fd(fd: number, op: string): { file: MemFile; path: string; writable: boolean } {
+    const f = this.fds.get(fd);
+    if (f === undefined) throw errno('EBADF', op, String(fd), 'bad file descriptor');
+    return f;
+  }
+
+  private isFull(p: string): boolean {
+    for (const prefix of this.fullPrefixes) if (p.startsWith(prefix)) return true;
+    return false;
+  }
+
+  // ------------------------------------------------------------------------- Disk
+
+  open(p: string, flags: OpenFlags): number {
+    let file: MemFile;
+    if (flags === 'w') {
+      const { dir, name } = this.parentOf(p, 'open');
+      const existing = dir.entries.get(name);
+      if (existing !== undefined && existing.kind === 'dir') throw errno('EISDIR', 'open', p, 'illegal operation on a directory');
+      if (existing === undefined) {
+        file = new MemFile();
+        dir.entries.set(name, file);
+      } else {
+        file = existing;
+        if (file.len > 0) {
+          file.setLength(0);
+          file.pending.push({ kind: 'truncate', len: 0 });
+        }
+      }
+    } else {
+      file = this.fileAt(p, 'open');
+    }
+    const fd = this.nextFd++;
+    this.fds.set(fd, { file, path: p, writable: flags !== 'r' });
+    return fd;
+  }
+
+  read(fd: number, buf: Uint8Array, offset: number, length: number, position: number): number {
+    const { file } = this.fd(fd, 'read');
+    const n = Math.max(0, Math.min(length, file.len - position));
+    if (n > 0) buf.set(file.data.subarray(position, position + n), offset);
+    return n;
+  }
+
+  write(fd: number, buf: Uint8Array, offset: number, length: number, position: number): number {
+    const f = this.fd(fd, 'write');
+    if (!f.writable) throw errno('EBADF', 'write', f.path, 'file not open for writing');
+    if (position + length > f.file.len && this.isFull(f.path)) {
+      this.counters.enospc++;
+      throw errno('ENOSPC', 'write', f.path, 'no space left on device');
+    }
+    const bytes = buf.slice(offset, offset + length);
+    f.file.writeAt(position, bytes);
+    f.file.pending.push({ kind: 'write', pos: position, bytes });
+    this.counters.writes++;
+    this.counters.bytesWritten += length;
+    return length;
+  }
+
+  fsync(fd: number): void {
+    const f = this.fd(fd, 'fsync');
+    this.onFsync?.(f.path);
+    f.file.fsync();
+    this.counters.fsyncs++;
+  }
+
+  close(fd: number): void {
+    this.fd(fd, 'close');
+    this.fds.delete(fd);
+  }
+
+  fsyncDir(p: string): void {
+    const dir = this.dirAt(p, 'fsync');
+    this.onFsync?.(p);
+    dir.synced = new Map(dir.entries);
+    this.counters.dirFsyncs++;
+  }
+
+  exists(p: string): boolean {
+    return this.lookup(p) !== null;
+  }
+
+  mkdirp(p: string): void {
+    let dir = this.root;
+    for (const name of this.parts(p)) {
+      const next = dir.entries.get(name);
+      if (next === undefined) {
+        const made = new MemDir();
+        dir.entries.set(name, made);
+        dir = made;
+      } else if (next.kind === 'dir') {
+        dir = next;
+      } else {
+        throw errno('EEXIST', 'mkdir', p, 'file already exists');
+      }
+    }
+  }
+
+  readdir(p: string): string[] {
+    return [...this.dirAt(p, 'scandir').entries.keys()].sort();
+  }
+
+  size(p: string): number {
+    const n = this.lookup(p);
+    if (n === null) throw errno('ENOENT', 'stat', p, 'no such file or directory');
+    return n.kind === 'file' ? n.len : 4096;
+  }
+
+  truncate(p: string, length: number): void {
+    const file = this.fileAt(p, 'truncate');
+    file.setLength(length);
+    file.pending.push({ kind: 'truncate', len: length });
+  }
+
+  rename(from: string, to: string): void {
+    const src = this.parentOf(from, 'rename');
+    const node = src.dir.entries.get(src.name);
+    if (node === undefined) throw errno('ENOENT', 'rename', from, 'no such file or directory');
+    const dst = this.parentOf(to, 'rename');
+    src.dir.entries.delete(src.name);
+    dst.dir.entries.set(dst.name, node);
+  }
+
+  rmrf(p: string): void {
+    if (this.parts(p).length === 0) return;
+    const { dir, name } = this.parentOf(p, 'rm');
+    dir.entries.delete(name);
+  }
+
+  readFile(p: string): Uint8Array {
+    return this.fileAt(p, 'open').content().slice();
+  }
+
+  writeFile(p: string, data: Uint8Array | string): void {
+    const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+    const fd = this.open(p, 'w');
+    try {
+      if (bytes.length > 0) this.write(fd, bytes, 0, bytes.length, 0);
+    } finally {
+      this.close(fd);
+    }
+  }
+
+  copyTree(from: string, to: string): void {
+    const src = this.lookup(from);
+    if (src === null) throw errno('ENOENT', 'cp', from, 'no such file or directory');
+    this.copyNodeInto(src, this, to);
+  }
+
+  isDirectory(p: string): boolean {
+    const n = this.lookup(p);
+    if (n === null) throw errno('ENOENT', 'stat', p, 'no such file or directory');
+    return n.kind === 'dir';
+  }
+
+  // ------------------------------------------------------------------------- simulation
+
+  /** Copy a tree of this disk to `to` on `target` (a base backup onto another machine). */
+  copyTo(from: string, target: MemDisk, to: string): void {
+    const src = this.lookup(from);
+    if (src === null) throw errno('ENOENT', 'cp', from, 'no such file or directory');
+    this.copyNodeInto(src, target, to);
+  }
+
+  private copyNodeInto(src: MemNode, target: MemDisk, to: string): void {
+    if (src.kind === 'file') {
+      target.writeFile(to, src.content());
+      return;
+    }
+    target.mkdirp(to);
+    for (const [name, child] of src.entries) this.copyNodeInto(child, target, path.posix.join(to, name));
+  }
+
+  /** Make everything durable (initdb and pg_basebackup end with a sync of the whole tree). */
+  syncAll(): void {
+    const walk = (d: MemDir) => {
+      d.synced = new Map(d.entries);
+      for (const child of d.entries.values()) {
+        if (child.kind === 'dir') walk(child);
+        else child.fsync();
+      }
+    };
+    walk(this.root);
+  }
+
+  /** A process crash: open files are closed, nothing written is lost (the OS keeps its cache). */
+  processCrash(): void {
+    this.fds.clear();
+  }
+
+  /**
+   * A power loss: directory entries revert to their last fsync, every file to its synced bytes
+   * plus a random prefix of its pending operations (the last one maybe torn). `rng` null keeps
+   * none of the pending operations.
+   */
+  powerLoss(rng: SeededRandom | null): void {
+    this.fds.clear();
+    const seen = new Set<MemNode>();
+    const walk = (d: MemDir) => {
+      d.entries = new Map(d.synced);
+      for (const child of d.entries.values()) {
+        if (seen.has(child)) continue;
+        seen.add(child);
+        if (child.kind === 'dir') walk(child);
+        else child.loseUnsynced(rng);
+      }
+    };
+    walk(this.root);
+  }
+
+  /** Media corruption: flip bits of one byte of a file, durable copy included. */
+  flipByte(p: string, offset: number, mask = 0xff): void {
+    const file = this.fileAt(p, 'corrupt');
+    if (offset >= file.len) throw new RangeError(`flipByte: offset ${offset} beyond ${p} (${file.len} bytes)`);
+    file.data[offset] = file.data[offset]! ^ mask;
+    if (offset < file.synced.length) file.synced[offset] = file.synced[offset]! ^ mask;
+  }
+
+  /** Open file descriptors (a leak check). */
+  openFiles(): number {
+    return this.fds.size;
+  }
+}

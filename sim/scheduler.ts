@@ -1,0 +1,212 @@
+/**
+ * The simulator's discrete-event scheduler: simulated time and the Clock (common/clock.ts) every
+ * simulated node runs on. Events run one at a time in (time, sequence) order; after each one every
+ * promise continuation it caused runs before the next event (the real event loop drains the
+ * microtask queue), so a run is a pure function of the seed: same events, same order, same bytes.
+ *
+ * Each node gets its own Clock (`clockFor(owner)`): its timers are tagged with the owner so a
+ * crash cancels them all at once (`kill(owner)`; owners are process incarnations), and its wall clock can jump (`jumpWallClock`)
+ * without moving simulated time for anyone else.
+ */
+import { setImmediate as realImmediate } from 'node:timers/promises';
+import type { Clock, TimerHandle } from '../common/clock.ts';
+
+/** Wall-clock epoch of simulated time 0 (fixed, so WAL timestamps are the same on every run). */
+export const SIM_EPOCH_MS = Date.UTC(2026, 0, 1);
+
+interface SimEvent {
+  at: number;
+  seq: number;
+  owner: string;
+  label: string;
+  fn: () => void;
+  cancelled: boolean;
+}
+
+/** Binary min-heap on (at, seq). */
+class EventHeap {
+  private items: SimEvent[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  peek(): SimEvent | undefined {
+    return this.items[0];
+  }
+
+  private less(a: SimEvent, b: SimEvent): boolean {
+    return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+  }
+
+  push(e: SimEvent): void {
+    const h = this.items;
+    h.push(e);
+    let i = h.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.less(h[i]!, h[parent]!)) break;
+      [h[i], h[parent]] = [h[parent]!, h[i]!];
+      i = parent;
+    }
+  }
+
+  pop(): SimEvent | undefined {
+    const h = this.items;
+    const top = h[0];
+    const last = h.pop();
+    if (h.length > 0 && last !== undefined) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && this.less(h[l]!, h[m]!)) m = l;
+        if (r < h.length && this.less(h[r]!, h[m]!)) m = r;
+        if (m === i) break;
+        [h[i], h[m]] = [h[m]!, h[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+/** Raised by run* when the event budget is exhausted (a livelock is a failure too). */
+export class EventBudgetExceeded extends Error {}
+
+export class Scheduler {
+  private nowMs = 0;
+  private seq = 0;
+  private readonly heap = new EventHeap();
+  private readonly wallSkewMs = new Map<string, number>();
+  private readonly dead = new Set<string>();
+  /** Events run so far. */
+  eventsRun = 0;
+  /** Upper bound on events per run (liveness: a livelock fails the seed instead of hanging). */
+  eventBudget = 2_000_000;
+  /** Called before each event runs (the trace). */
+  onEvent: ((at: number, owner: string, label: string) => void) | null = null;
+
+  /** Simulated milliseconds since the start of the run. */
+  get now(): number {
+    return this.nowMs;
+  }
+
+  /** Schedule `fn` at now + delayMs on behalf of `owner`. */
+  at(delayMs: number, owner: string, label: string, fn: () => void): TimerHandle {
+    const e: SimEvent = { at: this.nowMs + Math.max(0, delayMs), seq: this.seq++, owner, label, fn, cancelled: false };
+    if (this.dead.has(owner)) e.cancelled = true;
+    this.heap.push(e);
+    return { cancel: () => void (e.cancelled = true) };
+  }
+
+  /** Advance simulated time inside the running event (a slow fsync takes this long). */
+  advance(ms: number): void {
+    this.nowMs += ms;
+  }
+
+  /** The Clock of one node. */
+  clockFor(owner: string): Clock {
+    const sched = this;
+    return {
+      now: () => SIM_EPOCH_MS + sched.nowMs + (sched.wallSkewMs.get(owner) ?? 0),
+      monoMs: () => sched.nowMs,
+      setTimeout: (fn, ms) => sched.at(ms, owner, 'timer', fn),
+      setInterval(fn, ms) {
+        let handle: TimerHandle;
+        let stopped = false;
+        const tick = () => {
+          if (stopped) return;
+          handle = sched.at(ms, owner, 'interval', tick);
+          fn();
+        };
+        handle = sched.at(ms, owner, 'interval', tick);
+        return {
+          cancel: () => {
+            stopped = true;
+            handle.cancel();
+          },
+        };
+      },
+      defer: (fn) => void sched.at(0, owner, 'defer', fn),
+      yield: () => new Promise<void>((resolve) => sched.at(0, owner, 'yield', resolve)),
+      sleep: (ms) => new Promise<void>((resolve) => sched.at(ms, owner, 'sleep', resolve)),
+    };
+  }
+
+  /** A node's wall clock jumps by `ms` (NTP step); simulated (monotonic) time is unaffected. */
+  jumpWallClock(owner: string, ms: number): void {
+    this.wallSkewMs.set(owner, (this.wallSkewMs.get(owner) ?? 0) + ms);
+  }
+
+  /**
+   * A process died: cancel every pending event it owns, and any it would schedule later. Owners
+   * are process incarnations ('n1#2'): a restarted node gets a new one.
+   */
+  kill(owner: string): void {
+    this.dead.add(owner);
+  }
+
+  isDead(owner: string): boolean {
+    return this.dead.has(owner);
+  }
+
+  /** Run the next event and the promise continuations it caused. False when none is left. */
+  async step(): Promise<boolean> {
+    for (;;) {
+      const e = this.heap.pop();
+      if (e === undefined) return false;
+      if (e.cancelled || this.dead.has(e.owner)) continue;
+      if (++this.eventsRun > this.eventBudget) throw new EventBudgetExceeded(`more than ${this.eventBudget} events`);
+      if (e.at > this.nowMs) this.nowMs = e.at;
+      this.onEvent?.(this.nowMs, e.owner, e.label);
+      e.fn();
+      await realImmediate(); // every microtask the event caused has run
+      return true;
+    }
+  }
+
+  /** Time of the next live event, or null. */
+  private nextAt(): number | null {
+    for (;;) {
+      const e = this.heap.peek();
+      if (e === undefined) return null;
+      if (e.cancelled || this.dead.has(e.owner)) {
+        this.heap.pop();
+        continue;
+      }
+      return e.at;
+    }
+  }
+
+  /** Run events until simulated time reaches now + ms (then time is exactly there). */
+  async runFor(ms: number): Promise<void> {
+    const until = this.nowMs + ms;
+    for (;;) {
+      const next = this.nextAt();
+      if (next === null || next > until) break;
+      await this.step();
+    }
+    if (this.nowMs < until) this.nowMs = until;
+  }
+
+  /**
+   * Run events until `done()` holds (checked after each event) or `ms` of simulated time pass.
+   * Returns whether `done()` held.
+   */
+  async runUntil(done: () => boolean, ms: number): Promise<boolean> {
+    const until = this.nowMs + ms;
+    await realImmediate();
+    for (;;) {
+      if (done()) return true;
+      const next = this.nextAt();
+      if (next === null || next > until) break;
+      await this.step();
+    }
+    if (done()) return true;
+    if (this.nowMs < until) this.nowMs = until;
+    return false;
+  }
+}
