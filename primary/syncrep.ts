@@ -14,6 +14,7 @@
  */
 import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
+import { injectedBugs } from '../common/injected-bugs.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import type { SynchronousCommit } from '../server/settings.ts';
 
@@ -84,6 +85,7 @@ export class SyncRepQueue {
    */
   wait(lsn: Lsn, mode: SyncRepWaitMode, xid = 0): Promise<Notice | null> {
     if (this.terminated) return Promise.reject(new SyncRepTerminated());
+    if (injectedBugs.ackRemoteWriteEarly && mode === 'write') return Promise.resolve(null); // test-only planted bug
     const already = this.released[mode] >= lsn;
     if (already || !this.enabled) return Promise.resolve(null);
     return new Promise((resolve, reject) => {

@@ -128,6 +128,11 @@ export class ServerNode {
   readonly lifecycle: Actor<typeof lifecycleMachine>;
   readonly failover: FailoverClock;
   shuttingDown: StopMode | null = null;
+  /**
+   * Observer of acknowledged commits (the simulator's ledger checks the synchronous standby's
+   * positions against `endLsn` at this instant); null in production.
+   */
+  onCommitAcknowledged: ((endLsn: Lsn) => void) | null = null;
   /** Records replayed at start (crash recovery or catch-up from local WAL). */
   readonly startupReplay: { records: number; fromLsn: string; toLsn: string; crashRecovery: boolean };
 
@@ -532,6 +537,7 @@ export class ServerNode {
       const notice = await waiting;
       if (notice !== null) this.statementNotices.push(notice);
     }
+    this.onCommitAcknowledged?.(endLsn);
   }
 
   /** wal_writer_delay: asynchronous commits reach disk within 200 ms. */
@@ -546,6 +552,10 @@ export class ServerNode {
   /** CHECKPOINT on a primary: write the data image for REDO = here, then log the checkpoint record. */
   async checkpoint(kind: 'CHECKPOINT_ONLINE' | 'CHECKPOINT_SHUTDOWN'): Promise<void> {
     assert(!this.inRecovery && this.storage.smgr.inRecovery === false, 'INV-NODE-2: checkpoint records are written only by a primary');
+    // WAL before data: the image holds every change up to REDO, so that WAL must be durable first
+    // (asynchronous commits may have left it in the WAL buffers); else a power loss could leave an
+    // image ahead of the WAL that replay starts from.
+    this.flushWal();
     const redoLsn = this.wal.insertLsn;
     const prev = this.wal.lastRecordLsn;
     this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline }, this.disk, this.clock.now());

@@ -81,7 +81,12 @@ class MemDir {
 type MemNode = MemFile | MemDir;
 
 function errno(code: string, op: string, p: string, what: string): Error {
-  return Object.assign(new Error(`${code}: ${what}, ${op} '${p}'`), { code });
+  // Callers test for ENOENT routinely (a missing history file): skip the costly stack capture.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  const e = Object.assign(new Error(`${code}: ${what}, ${op} '${p}'`), { code });
+  Error.stackTraceLimit = limit;
+  return e;
 }
 
 export interface MemDiskCounters {

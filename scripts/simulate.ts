@@ -1,0 +1,187 @@
+/**
+ * `npm run simulate -- --seeds N [--from S] [--jobs J] [--json]`: run N seeded scenarios of the
+ * whole cluster in one process per job on simulated time, network and disk (sim/), and report
+ * seeds, faults by kind, acknowledged commits and lost commits. `--seed S --trace` replays one seed
+ * exactly and prints its event trace; `--seed S --shrink` reduces a failing seed's commands while
+ * it still fails. `--inject-bug NAME` plants a test-only bug (common/injected-bugs.ts).
+ */
+import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { INJECTED_BUGS, injectedBugs, type InjectedBug } from '../common/injected-bugs.ts';
+import { generateScenario, describeCommand } from '../sim/scenario.ts';
+import { runSimulation } from '../sim/simulation.ts';
+import { shrinkScenario } from '../sim/shrink.ts';
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    seeds: { type: 'string' },
+    from: { type: 'string' },
+    seed: { type: 'string' },
+    jobs: { type: 'string' },
+    trace: { type: 'boolean' },
+    shrink: { type: 'boolean' },
+    json: { type: 'boolean' },
+    steps: { type: 'string' },
+    'inject-bug': { type: 'string' },
+    worker: { type: 'boolean' },
+  },
+});
+
+function int(name: string, text: string | undefined, dflt: number): number {
+  if (text === undefined) return dflt;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 0) {
+    console.error(`--${name} must be a non-negative integer, got "${text}"`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const steps = int('steps', values.steps, 40);
+const bug = values['inject-bug'];
+if (bug !== undefined) {
+  if (!(INJECTED_BUGS as string[]).includes(bug)) {
+    console.error(`--inject-bug must be one of ${INJECTED_BUGS.join(', ')}, got "${bug}"`);
+    process.exit(2);
+  }
+  injectedBugs[bug as InjectedBug] = true;
+  if (!values.worker && !values.json) console.log(`planted test-only bug: ${bug}`);
+}
+
+interface Totals {
+  seeds: number;
+  failed: Array<{ seed: number; violation: string }>;
+  violations: number;
+  faults: Record<string, number>;
+  acknowledged: number;
+  lost: number;
+  lostAllowed: number;
+  failovers: number;
+  events: number;
+  simMs: number;
+}
+
+function emptyTotals(): Totals {
+  return { seeds: 0, failed: [], violations: 0, faults: {}, acknowledged: 0, lost: 0, lostAllowed: 0, failovers: 0, events: 0, simMs: 0 };
+}
+
+function merge(into: Totals, t: Totals): void {
+  into.seeds += t.seeds;
+  into.failed.push(...t.failed);
+  into.violations += t.violations;
+  for (const [k, v] of Object.entries(t.faults)) into.faults[k] = (into.faults[k] ?? 0) + v;
+  into.acknowledged += t.acknowledged;
+  into.lost += t.lost;
+  into.lostAllowed += t.lostAllowed;
+  into.failovers += t.failovers;
+  into.events += t.events;
+  into.simMs += t.simMs;
+}
+
+/** Run seeds in this process; `onSeed` sees each result (progress, failures). */
+async function runRange(from: number, n: number, onSeed: (seed: number, t: Totals) => void): Promise<Totals> {
+  const totals = emptyTotals();
+  for (let seed = from; seed < from + n; seed++) {
+    const r = await runSimulation(generateScenario(seed, steps));
+    const t: Totals = {
+      seeds: 1, failed: r.ok ? [] : [{ seed, violation: r.violations[0]! }], violations: r.violations.length, faults: r.faults,
+      acknowledged: r.acknowledged, lost: r.lost, lostAllowed: r.lostAllowed, failovers: r.failovers, events: r.events, simMs: r.simMs,
+    };
+    merge(totals, t);
+    onSeed(seed, t);
+  }
+  return totals;
+}
+
+/** One child process per job, each on a contiguous block of seeds; totals are merged. */
+function runJobs(from: number, n: number, jobs: number, onSeed: (seed: number, t: Totals) => void): Promise<Totals> {
+  const totals = emptyTotals();
+  const script = fileURLToPath(import.meta.url);
+  const per = Math.ceil(n / jobs);
+  const children: Array<Promise<void>> = [];
+  for (let j = 0; j < jobs; j++) {
+    const start = from + j * per;
+    const count = Math.min(per, from + n - start);
+    if (count <= 0) break;
+    const args = ['--import', 'tsx', script, '--worker', '--from', String(start), '--seeds', String(count), '--steps', String(steps)];
+    if (bug !== undefined) args.push('--inject-bug', bug);
+    children.push(new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+      let buf = '';
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (chunk: string) => {
+        buf += chunk;
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          const msg = JSON.parse(line) as { seed: number; t: Totals };
+          merge(totals, msg.t);
+          onSeed(msg.seed, msg.t);
+        }
+      });
+      child.on('error', reject);
+      child.on('exit', (code) => (code === 0 || code === 1 ? resolve() : reject(new Error(`simulation worker exited with ${code}`))));
+    }));
+  }
+  return Promise.all(children).then(() => totals);
+}
+
+async function one(seed: number): Promise<void> {
+  const scenario = generateScenario(seed, steps);
+  const r = await runSimulation(scenario, { trace: values.trace === true });
+  if (values.trace) for (const line of r.trace ?? []) console.log(line);
+  if (values.json) console.log(JSON.stringify({ ...r, trace: undefined }));
+  else {
+    console.log(`seed ${seed}: ${r.ok ? 'ok' : 'FAILED'}; ${r.steps} steps, ${r.events} events, ${r.simMs} simulated ms, ${r.acknowledged} acknowledged, lost ${r.lost}, trace ${r.traceHash}`);
+    for (const v of r.violations) console.log(`  violation: ${v}`);
+  }
+  if (!r.ok && values.shrink) {
+    const small = await shrinkScenario(scenario);
+    console.log(`shrunk to ${small.commands.length} of ${scenario.commands.length} commands (options ${JSON.stringify(small.options)}):`);
+    for (const c of small.commands) console.log(`  ${describeCommand(c)}`);
+  }
+  process.exitCode = r.ok ? 0 : 1;
+}
+
+async function many(from: number, n: number, jobs: number): Promise<void> {
+  const t0 = performance.now();
+  let done = 0;
+  const onSeed = (seed: number, t: Totals) => {
+    done++;
+    if (values.json) return;
+    for (const f of t.failed) {
+      console.log(`seed ${seed} FAILED: ${f.violation}`);
+      console.log(`  replay: npm run simulate -- --seed ${seed} --trace`);
+    }
+    if (done % 500 === 0) console.log(`${done}/${n} seeds, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  };
+  const totals = jobs > 1 ? await runJobs(from, n, jobs, onSeed) : await runRange(from, n, onSeed);
+  const wallS = (performance.now() - t0) / 1000;
+  const summary = {
+    seeds: totals.seeds, from, jobs, failedSeeds: totals.failed.map((f) => f.seed).sort((a, b) => a - b), violations: totals.violations,
+    faults: totals.faults, acknowledged: totals.acknowledged, lost: totals.lost, lostAllowed: totals.lostAllowed,
+    failovers: totals.failovers, events: totals.events, simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
+    wallSeconds: +wallS.toFixed(1), seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
+  };
+  if (values.json) console.log(JSON.stringify(summary));
+  else {
+    console.log(`${totals.seeds} seeds (${from}..${from + n - 1}) on ${jobs} job(s) in ${wallS.toFixed(1)} s (${summary.seedsPerSecond} seeds/s), ${summary.simulatedHours} simulated hours, ${totals.events} events`);
+    console.log(`faults: ${Object.entries(totals.faults).sort().map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    console.log(`acknowledged commits ${totals.acknowledged}, lost ${totals.lost} (allowed losses of asynchronous commits: ${totals.lostAllowed}), failovers ${totals.failovers}`);
+    console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
+  }
+  process.exitCode = totals.failed.length === 0 ? 0 : 1;
+}
+
+if (values.worker) {
+  // A job of the parent: one JSON line per seed on stdout.
+  await runRange(int('from', values.from, 1), int('seeds', values.seeds, 1), (seed, t) => console.log(JSON.stringify({ seed, t })));
+} else if (values.seed !== undefined) {
+  await one(int('seed', values.seed, 0));
+} else {
+  await many(int('from', values.from, 1), int('seeds', values.seeds, 100), Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))));
+}

@@ -1,0 +1,29 @@
+/**
+ * The shrinker: given a failing scenario, remove commands (halves, then quarters, … then single
+ * commands) while the run still fails, and return the smallest failing scenario found. Each trial
+ * is a full deterministic run, so the result replays exactly like the original.
+ */
+import type { Scenario } from './scenario.ts';
+import { runSimulation } from './simulation.ts';
+
+export async function shrinkScenario(scenario: Scenario, maxRuns = 400): Promise<Scenario> {
+  const fails = async (s: Scenario) => !(await runSimulation(s)).ok;
+  let best = scenario;
+  let runs = 0;
+  let chunk = Math.max(1, Math.floor(best.commands.length / 2));
+  while (chunk >= 1 && runs < maxRuns) {
+    let removed = false;
+    for (let at = 0; at < best.commands.length && runs < maxRuns; ) {
+      const candidate: Scenario = { ...best, commands: [...best.commands.slice(0, at), ...best.commands.slice(at + chunk)] };
+      runs++;
+      if (await fails(candidate)) {
+        best = candidate;
+        removed = true;
+      } else {
+        at += chunk;
+      }
+    }
+    if (!removed) chunk = Math.floor(chunk / 2);
+  }
+  return best;
+}

@@ -1,0 +1,687 @@
+/**
+ * Deterministic simulation of a walsim cluster: two real ServerNodes (WAL, storage, redo,
+ * walsender, walreceiver, startup process, lifecycle machine — the production code) in one
+ * process, on the scheduler's simulated time, the in-memory network and one in-memory disk per
+ * machine. Only the clock, the transport and the disk are simulated.
+ *
+ * A run executes a scenario's commands (sim/scenario.ts) — the safety phase, faults on, invariants
+ * checked after every step and at every acknowledged commit — then heals every fault and requires
+ * the cluster to converge within a bounded simulated time — the liveness phase — and compares the
+ * nodes. The same seed gives the same events in the same order and the same bytes on the wire:
+ * `traceHash` (and the full trace with `trace: true`) says so.
+ *
+ * Entry point: `runSimulation(scenario, opts)` → SimResult.
+ */
+import { isWalsimError } from '../common/errors.ts';
+import { InvariantViolation } from '../common/assert.ts';
+import { SeededRandom } from '../common/random.ts';
+import { fmix32 } from '../common/hash.ts';
+import { formatLsn, type Lsn } from '../wal/lsn.ts';
+import { readTimelineHistory } from '../wal/segment.ts';
+import { initdb } from '../server/initdb.ts';
+import { ServerNode, STANDBY_SIGNAL } from '../server/node.ts';
+import type { NodeConfig } from '../server/cluster-files.ts';
+import type { SynchronousCommit } from '../server/settings.ts';
+import { MemDisk } from './mem-disk.ts';
+import { Network } from './network.ts';
+import { EventBudgetExceeded, Scheduler } from './scheduler.ts';
+import { describeCommand, subSeed, type Role, type Scenario, type SimCommand } from './scenario.ts';
+
+const DATA_DIR = '/data';
+const BACKUP_DIR = '/basebackup';
+const TOKEN = 'sim';
+/** Simulated time the cluster gets to converge once every fault is healed (liveness bound). */
+const CONVERGE_MS = 120_000;
+/** Simulated time a start, stop or promotion may take. */
+const ACTION_MS = 60_000;
+/** wal_writer_delay (200 ms) plus margin: an asynchronous commit is on disk after this long. */
+const ASYNC_FLUSH_MS = 250;
+
+export interface SimRunOptions {
+  /** Keep the full event trace (replay with --trace); the hash is always computed. */
+  trace?: boolean;
+  /** Stop at the first invariant violation (default true). */
+  stopAtViolation?: boolean;
+}
+
+export interface SimResult {
+  seed: number;
+  ok: boolean;
+  violations: string[];
+  steps: number;
+  faults: Record<string, number>;
+  acknowledged: number;
+  acknowledgedByLevel: Partial<Record<SynchronousCommit, number>>;
+  /** Acknowledged commits missing where their level promised them (must be 0). */
+  lost: number;
+  /** Acknowledged commits gone where their level made no promise (asynchronous, power loss). */
+  lostAllowed: number;
+  failovers: number;
+  events: number;
+  simMs: number;
+  traceHash: string;
+  trace?: string[];
+}
+
+/** One checkable consequence of an acknowledged statement. */
+interface Fact {
+  kind: 'present' | 'absentBelow' | 'tableExists' | 'tableGone';
+  table: string;
+  value: number;
+  level: SynchronousCommit;
+  ackAt: number;
+  /** Known to be on the primary's disk (survived a check there). */
+  durableOnPrimary: boolean;
+  /** Known to be on the standby's disk too (survived a failover or came with a base backup). */
+  onStandby: boolean;
+  sql: string;
+}
+
+interface Host {
+  name: 'A' | 'B';
+  disk: MemDisk;
+  incarnation: number;
+  owner: string;
+  node: ServerNode | null;
+  /** Restart (as its current role) at this simulated time, or null. */
+  restartAt: number | null;
+  lastPowerLossAt: number;
+  slowFsyncMs: number;
+}
+
+interface Pending {
+  seq: number;
+  sql: string;
+  host: Host;
+  owner: string;
+}
+
+export class Simulation {
+  readonly sched = new Scheduler();
+  readonly net: Network;
+  private readonly faultRng: SeededRandom;
+  private readonly hosts: Record<'A' | 'B', Host>;
+  private primary: Host;
+  private standby: Host;
+  readonly violations: string[] = [];
+  private readonly ledger: Fact[] = [];
+  private readonly pending = new Set<Pending>();
+  private readonly faults: Record<string, number> = {};
+  private acknowledged = 0;
+  private readonly acknowledgedByLevel: Partial<Record<SynchronousCommit, number>> = {};
+  private lost = 0;
+  private lostAllowed = 0;
+  private failovers = 0;
+  private maxValueIssued = 0;
+  private issueSeq = 0;
+  /** Statements issued that may remove what earlier facts promise, by issue order. */
+  private supersessions: Array<{ seq: number; covers: (f: Fact) => boolean }> = [];
+  private hash = 0x811c9dc5;
+  readonly trace: string[] | null;
+  private stepsRun = 0;
+
+  constructor(readonly scenario: Scenario, private readonly opts: SimRunOptions = {}) {
+    const seed = scenario.seed;
+    this.faultRng = new SeededRandom(subSeed(seed, 'disk'));
+    this.net = new Network(this.sched, new SeededRandom(subSeed(seed, 'network')), { ...scenario.options.link });
+    this.trace = opts.trace === true ? [] : null;
+    this.sched.onEvent = (at, owner, label) => this.record(at, owner, label);
+    const host = (name: 'A' | 'B'): Host => ({
+      name, disk: new MemDisk(), incarnation: 0, owner: `${name}#0`, node: null, restartAt: null, lastPowerLossAt: -1, slowFsyncMs: 0,
+    });
+    this.hosts = { A: host('A'), B: host('B') };
+    this.primary = this.hosts.A;
+    this.standby = this.hosts.B;
+    for (const h of Object.values(this.hosts)) {
+      h.disk.onFsync = () => {
+        if (h.slowFsyncMs > 0) this.sched.advance(h.slowFsyncMs);
+      };
+    }
+  }
+
+  // ------------------------------------------------------------------------- trace
+
+  private mix(text: string): void {
+    let h = this.hash;
+    for (let i = 0; i < text.length; i++) h = fmix32(h ^ text.charCodeAt(i)) ^ (h >>> 7);
+    this.hash = h >>> 0;
+  }
+
+  private record(at: number, owner: string, what: string): void {
+    const line = `${at} ${owner} ${what}`;
+    this.mix(line);
+    this.trace?.push(line);
+  }
+
+  private violation(message: string): void {
+    this.violations.push(`t=${this.sched.now} ms: ${message}`);
+    this.record(this.sched.now, 'sim', `VIOLATION ${message}`);
+  }
+
+  // ------------------------------------------------------------------------- nodes
+
+  private config(h: Host): NodeConfig {
+    const o = this.scenario.options;
+    return {
+      name: h.name, role: h === this.primary ? 'primary' : 'standby', listen: '127.0.0.1', port: 0,
+      sharedBuffers: o.sharedBuffers,
+      dropStrategy: h === this.hosts.A ? o.dropStrategy.primary : o.dropStrategy.standby,
+      thresholdDivisor: 32, forceOptimized: false,
+      synchronousCommit: o.synchronousCommit,
+      // Both nodes list the standby's name, so a promoted standby waits for its own new standby.
+      synchronousStandbyNames: 'walreceiver',
+      primaryHost: null, primaryPort: 1, applicationName: 'walreceiver',
+      walSegmentSize: o.walSegmentSize, hotStandby: true,
+    };
+  }
+
+  private other(h: Host): Host {
+    return h === this.hosts.A ? this.hosts.B : this.hosts.A;
+  }
+
+  /** Wait (in simulated time) for a promise the nodes will settle; false if it did not within ms. */
+  private async settle<T>(p: Promise<T>, ms: number): Promise<{ done: boolean; value?: T; error?: unknown }> {
+    const out: { done: boolean; value?: T; error?: unknown } = { done: false };
+    p.then((v) => { out.done = true; out.value = v; }, (e: unknown) => { out.done = true; out.error = e; });
+    await this.sched.runUntil(() => out.done, ms);
+    return out;
+  }
+
+  private log(h: Host, owner: string, message: string): void {
+    this.record(this.sched.now, owner, message);
+    if (/INV-|FATAL|internal error/.test(message)) this.violation(`${h.name} logged: ${message}`);
+  }
+
+  /** Start the process of a host from its data directory (crash recovery if it was not shut down). */
+  private async start(h: Host): Promise<void> {
+    h.incarnation++;
+    h.owner = `${h.name}#${h.incarnation}`;
+    h.restartAt = null;
+    const owner = h.owner;
+    const clock = this.sched.clockFor(owner);
+    let node: ServerNode;
+    try {
+      node = ServerNode.open({
+        dataDir: DATA_DIR, config: this.config(h), token: TOKEN, log: (m) => this.log(h, owner, m),
+        // The process would exit non-zero (a redo failure): a finding, and the process is gone.
+        fatal: (e) => {
+          this.violation(`${h.name} FATAL: ${(e as Error).stack ?? String(e)}`);
+          this.sched.at(0, 'sim', 'fatal exit', () => {
+            if (h.owner === owner) this.kill(h, false);
+          });
+        },
+        env: { clock, disk: h.disk },
+        connect: this.net.dialer(h.name, owner, () => this.other(h).name),
+      });
+    } catch (e) {
+      this.violation(`${h.name} failed to start: ${(e as Error).message}`);
+      return;
+    }
+    h.node = node;
+    this.net.listen(h.name, owner, (conn) => node.acceptReplication(conn));
+    node.onCommitAcknowledged = (endLsn) => this.checkSyncAck(node, endLsn);
+    this.record(this.sched.now, 'sim', `start ${owner} as ${node.inRecovery ? 'standby' : 'primary'}`);
+    const r = await this.settle(node.startRole(TOKEN), ACTION_MS);
+    if (!r.done) this.violation(`${h.name} did not finish starting within ${ACTION_MS} ms`);
+    else if (r.error !== undefined) this.violation(`${h.name} failed to start its role: ${(r.error as Error).message}`);
+  }
+
+  /** The process dies: its events stop, its sockets reset, the disk keeps what the fault allows. */
+  private kill(h: Host, power: boolean): void {
+    if (h.node === null) return;
+    this.sched.kill(h.owner);
+    this.net.hostDown(h.name);
+    for (const p of [...this.pending]) if (p.owner === h.owner) this.pending.delete(p); // outcome unknown
+    h.node = null;
+    if (power) {
+      h.disk.powerLoss(this.faultRng);
+      h.lastPowerLossAt = this.sched.now;
+    } else {
+      h.disk.processCrash();
+    }
+    this.record(this.sched.now, 'sim', `${power ? 'power loss' : 'process exit'} ${h.owner}`);
+  }
+
+  /** pg_ctl stop -m mode. */
+  private async stop(h: Host, mode: 'smart' | 'fast' | 'immediate'): Promise<void> {
+    const node = h.node;
+    if (node === null) return;
+    if (mode !== 'immediate') {
+      const r = await this.settle(node.shutdown(mode), ACTION_MS);
+      if (!r.done && mode === 'smart') {
+        // A smart stop waits for sessions, and a session waiting for an unreachable synchronous
+        // standby never ends (as in PostgreSQL): the operator then asks for a fast stop.
+        this.record(this.sched.now, 'sim', `${h.name}: smart shutdown still waiting; fast shutdown requested`);
+        return this.stop(h, 'fast');
+      }
+      if (!r.done) this.violation(`${h.name}: ${mode} shutdown did not finish within ${ACTION_MS} ms`);
+      else if (r.error !== undefined) this.violation(`${h.name}: ${mode} shutdown failed: ${(r.error as Error).message}`);
+    } else {
+      node.send({ type: 'STOP', mode });
+    }
+    this.kill(h, false);
+  }
+
+  // ------------------------------------------------------------------------- setup
+
+  /** initdb on A, a base backup onto B, both synced (as initdb and pg_basebackup end). */
+  async setup(): Promise<void> {
+    const a = this.hosts.A;
+    const b = this.hosts.B;
+    a.disk.mkdirp(DATA_DIR);
+    initdb(DATA_DIR, this.config(a), a.disk, this.sched.clockFor('sim').now(), String(this.scenario.seed));
+    a.disk.syncAll();
+    a.disk.copyTo(DATA_DIR, b.disk, DATA_DIR);
+    b.disk.writeFile(`${DATA_DIR}/${STANDBY_SIGNAL}`, '');
+    b.disk.syncAll();
+    await this.start(a);
+    await this.start(b);
+  }
+
+  // ------------------------------------------------------------------------- commands
+
+  private countFault(kind: string): void {
+    this.faults[kind] = (this.faults[kind] ?? 0) + 1;
+  }
+
+  private async restartDue(): Promise<void> {
+    for (const h of [this.primary, this.standby]) {
+      if (h.node === null && h.restartAt !== null && h.restartAt <= this.sched.now) await this.start(h);
+    }
+  }
+
+  private hostOf(role: Role): Host {
+    return role === 'primary' ? this.primary : this.standby;
+  }
+
+  async exec(c: SimCommand): Promise<void> {
+    switch (c.op) {
+      case 'sql': return this.issue(c.sql);
+      case 'pause':
+      case 'resume':
+      case 'restartpoint': {
+        const node = this.standby.node;
+        if (node === null) return;
+        const sql = c.op === 'restartpoint' ? 'CHECKPOINT' : `SELECT pg_wal_replay_${c.op}()`;
+        const r = await this.settle(node.execute(sql), ACTION_MS);
+        if (r.error !== undefined) this.expectedError(r.error, sql);
+        return;
+      }
+      case 'crash': {
+        const h = this.hostOf(c.node);
+        if (h.node === null) return;
+        this.countFault(c.power ? `power loss (${c.node})` : `crash (${c.node})`);
+        const crashAt = this.sched.now;
+        this.kill(h, c.power);
+        h.restartAt = this.sched.now + c.downMs;
+        if (h === this.primary) {
+          await this.sched.runFor(c.downMs);
+          await this.start(h);
+          await this.checkLedger(h, 'primary restart', (f) => this.guaranteedAfterPrimaryCrash(f, crashAt));
+        }
+        return;
+      }
+      case 'stop': {
+        const h = this.hostOf(c.node);
+        if (h.node === null) return;
+        this.countFault(`stop -m ${c.mode} (${c.node})`);
+        const stopAt = this.sched.now;
+        await this.stop(h, c.mode);
+        h.restartAt = this.sched.now + c.downMs;
+        if (h === this.primary) {
+          await this.sched.runFor(c.downMs);
+          await this.start(h);
+          await this.checkLedger(h, `primary restart after stop -m ${c.mode}`, (f) =>
+            c.mode !== 'immediate' || this.guaranteedAfterPrimaryCrash(f, stopAt));
+        }
+        return;
+      }
+      case 'cut':
+        this.countFault('connection cut');
+        this.net.cutBetween(this.primary.name, this.standby.name, 'cut');
+        return;
+      case 'partition': {
+        this.countFault('partition');
+        const [a, b] = [this.primary.name, this.standby.name];
+        this.net.partition(a, b);
+        this.sched.at(c.ms, 'sim', 'heal partition', () => this.net.heal(a, b));
+        return;
+      }
+      case 'diskFull': {
+        this.countFault('disk full (standby pg_wal)');
+        const disk = this.standby.disk;
+        const prefix = `${DATA_DIR}/pg_wal`;
+        disk.fullPrefixes.add(prefix);
+        this.sched.at(c.ms, 'sim', 'disk space freed', () => disk.fullPrefixes.delete(prefix));
+        return;
+      }
+      case 'slowDisk': {
+        this.countFault('slow disk');
+        const h = this.hostOf(c.node);
+        h.slowFsyncMs = c.latencyMs;
+        this.sched.at(c.ms, 'sim', 'disk fast again', () => (h.slowFsyncMs = 0));
+        return;
+      }
+      case 'clockJump':
+        this.countFault('clock jump');
+        this.sched.jumpWallClock(this.hostOf(c.node).owner, c.ms);
+        return;
+      case 'failover':
+        return this.failover(c.how);
+      case 'wait':
+        await this.sched.runFor(c.ms);
+        return;
+    }
+  }
+
+  private expectedError(e: unknown, what: string): void {
+    if (e instanceof InvariantViolation) this.violation(`${what}: ${e.message}`);
+    else if (!isWalsimError(e)) this.violation(`${what}: unexpected error ${(e as Error).stack ?? String(e)}`);
+  }
+
+  /** Issue a write statement on the primary; the ledger learns its facts when it is acknowledged. */
+  private issue(sql: string): void {
+    const h = this.primary;
+    const node = h.node;
+    if (node === null) return;
+    const seq = ++this.issueSeq;
+    this.supersede(sql, seq);
+    const level = this.scenario.options.synchronousCommit;
+    const maxValue = this.maxValueIssued;
+    if (sql.startsWith('INSERT')) for (const m of sql.matchAll(/(?<![a-z_])\d+/g)) this.maxValueIssued = Math.max(this.maxValueIssued, Number(m[0]));
+    const p: Pending = { seq, sql, host: h, owner: h.owner };
+    this.pending.add(p);
+    node.execute(sql).then(
+      () => {
+        if (!this.pending.delete(p)) return;
+        this.acknowledged++;
+        this.acknowledgedByLevel[level] = (this.acknowledgedByLevel[level] ?? 0) + 1;
+        this.record(this.sched.now, 'sim', `ack ${sql}`);
+        this.addFacts(sql, level, maxValue, seq);
+      },
+      (e: unknown) => {
+        if (!this.pending.delete(p)) return;
+        this.record(this.sched.now, 'sim', `error ${sql}: ${(e as Error).message}`);
+        this.expectedError(e, sql);
+      },
+    );
+  }
+
+  /**
+   * A statement that may remove what earlier facts promise: those facts are no longer checked —
+   * including facts of statements issued before it but acknowledged after it was issued.
+   */
+  private supersede(sql: string, seq: number): void {
+    let m: RegExpExecArray | null;
+    const drop = (pred: (f: Fact) => boolean) => {
+      for (let i = this.ledger.length - 1; i >= 0; i--) if (pred(this.ledger[i]!)) this.ledger.splice(i, 1);
+      this.supersessions.push({ seq, covers: pred });
+      let oldest = seq;
+      for (const p of this.pending) oldest = Math.min(oldest, p.seq);
+      this.supersessions = this.supersessions.filter((x) => x.seq >= oldest);
+    };
+    if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql))) {
+      const [t, n] = [m[1]!, Number(m[2])];
+      drop((f) => f.table === t && f.kind === 'present' && f.value < n);
+    } else if ((m = /^TRUNCATE (\w+)$/.exec(sql))) {
+      const t = m[1]!;
+      drop((f) => f.table === t && f.kind === 'present');
+    } else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) {
+      const t = m[1]!;
+      drop((f) => f.table === t && (f.kind === 'present' || f.kind === 'tableExists'));
+    }
+  }
+
+  private addFacts(sql: string, level: SynchronousCommit, maxValueBefore: number, seq: number): void {
+    const fact = (kind: Fact['kind'], table: string, value = 0) => {
+      const f: Fact = { kind, table, value, level, ackAt: this.sched.now, durableOnPrimary: false, onStandby: false, sql };
+      if (!this.supersessions.some((x) => x.seq > seq && x.covers(f))) this.ledger.push(f);
+    };
+    let m: RegExpExecArray | null;
+    if ((m = /^CREATE TABLE (\w+)/.exec(sql))) fact('tableExists', m[1]!);
+    else if ((m = /^INSERT INTO (\w+) (?:VALUES \((\d+)\)|SELECT generate_series\((\d+),)/.exec(sql))) fact('present', m[1]!, Number(m[2] ?? m[3]));
+    else if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql))) fact('absentBelow', m[1]!, Number(m[2]));
+    else if ((m = /^TRUNCATE (\w+)$/.exec(sql))) fact('absentBelow', m[1]!, maxValueBefore + 1);
+    else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) fact('tableGone', m[1]!);
+  }
+
+  // ------------------------------------------------------------------------- failover
+
+  private async failover(how: 'crash' | 'power' | 'immediate' | 'fast'): Promise<void> {
+    const oldPrimary = this.primary;
+    const newPrimary = this.standby;
+    if (oldPrimary.node === null) return;
+    this.countFault(`failover (${how})`);
+    if (newPrimary.node === null) await this.start(newPrimary);
+    if (newPrimary.node === null) return;
+    // Fault atlas: the operator frees the standby's disk before promoting it. (Promotion on a full
+    // disk fails writing the history file, and the process dies, as PostgreSQL's startup would.)
+    newPrimary.disk.fullPrefixes.clear();
+    if (how === 'crash' || how === 'power') this.kill(oldPrimary, how === 'power');
+    else await this.stop(oldPrimary, how);
+    oldPrimary.restartAt = null;
+    const node = newPrimary.node;
+    const r = await this.settle(node.promote(true, 60), ACTION_MS + 10_000);
+    if (!r.done || r.error !== undefined || r.value !== true) {
+      this.violation(`promotion of ${newPrimary.name} failed: ${r.done ? String((r.error as Error | undefined)?.message ?? r.value) : 'did not finish'}`);
+      return;
+    }
+    this.failovers++;
+    this.primary = newPrimary;
+    this.standby = oldPrimary;
+    this.record(this.sched.now, 'sim', `promoted ${newPrimary.owner} on timeline ${node.timeline}`);
+    await this.checkLedger(newPrimary, 'failover', (f) => this.guaranteedAfterFailover(f));
+    await this.rebuildStandby();
+  }
+
+  /** The old primary becomes a standby of the new one through a fresh base backup (its disk is wiped). */
+  private async rebuildStandby(): Promise<void> {
+    const src = this.primary;
+    const dst = this.standby;
+    if (src.node === null) return;
+    const r = await this.settle(src.node.baseBackup(BACKUP_DIR), ACTION_MS);
+    if (!r.done || r.error !== undefined) {
+      this.violation(`base backup from ${src.name} failed: ${r.done ? (r.error as Error).message : 'did not finish'}`);
+      return;
+    }
+    dst.disk = new MemDisk();
+    dst.disk.onFsync = () => {
+      if (dst.slowFsyncMs > 0) this.sched.advance(dst.slowFsyncMs);
+    };
+    src.disk.copyTo(BACKUP_DIR, dst.disk, DATA_DIR);
+    src.disk.rmrf(BACKUP_DIR);
+    dst.disk.syncAll();
+    for (const f of this.ledger) f.onStandby = f.durableOnPrimary;
+    await this.start(dst);
+  }
+
+  // ------------------------------------------------------------------------- the ledger
+
+  private guaranteedAfterPrimaryCrash(f: Fact, crashAt: number): boolean {
+    return f.durableOnPrimary || f.level !== 'off' || f.ackAt + ASYNC_FLUSH_MS <= crashAt;
+  }
+
+  private guaranteedAfterFailover(f: Fact): boolean {
+    if (f.onStandby || f.level === 'on' || f.level === 'remote_apply') return true;
+    // remote_write: written to the standby's OS, so lost only if that machine lost power since.
+    return f.level === 'remote_write' && this.standby.lastPowerLossAt < f.ackAt;
+  }
+
+  private async holds(node: ServerNode, f: Fact): Promise<boolean> {
+    const count = async (where: string): Promise<number | null> => {
+      try {
+        const r = await node.execute(`SELECT count(*) FROM ${f.table}${where}`);
+        return Number(r.rows[0]!.count);
+      } catch (e) {
+        if (isWalsimError(e) && e.kind === 'undefined_table') return null;
+        throw e;
+      }
+    };
+    switch (f.kind) {
+      case 'present': return ((await count(` WHERE c = ${f.value}`)) ?? 0) >= 1;
+      case 'absentBelow': return ((await count(` WHERE c < ${f.value}`)) ?? 0) === 0;
+      case 'tableExists': return (await count('')) !== null;
+      case 'tableGone': return (await count('')) === null;
+    }
+  }
+
+  /**
+   * Check every fact on `h`: a guaranteed fact that does not hold is a lost acknowledged commit
+   * (violation); one that was not guaranteed is dropped from the ledger (allowed loss).
+   */
+  private async checkLedger(h: Host, when: string, guaranteed: (f: Fact) => boolean): Promise<void> {
+    const node = h.node;
+    if (node === null) return;
+    for (let i = this.ledger.length - 1; i >= 0; i--) {
+      const f = this.ledger[i]!;
+      if (await this.holds(node, f)) {
+        f.durableOnPrimary = true;
+        if (when === 'failover') f.onStandby = true;
+        continue;
+      }
+      if (guaranteed(f)) {
+        this.lost++;
+        this.violation(`${when}: acknowledged commit lost on ${h.name} (synchronous_commit=${f.level}, acknowledged at t=${f.ackAt} ms): ${f.sql} [${f.kind} ${f.table} ${f.value}]`);
+      } else {
+        this.lostAllowed++;
+      }
+      this.ledger.splice(i, 1);
+    }
+  }
+
+  /** At the instant a commit is acknowledged, the sync standby holds it as far as the level says. */
+  private checkSyncAck(primary: ServerNode, endLsn: Lsn): void {
+    const level = primary.config.synchronousCommit;
+    if (level !== 'remote_write' && level !== 'on' && level !== 'remote_apply') return;
+    const sb = this.standby.node;
+    // A dead standby's in-flight replies are lost with its connections, so a live standby on the
+    // same timeline is the one that confirmed; with none alive there is nothing to compare.
+    if (sb === null || !sb.inRecovery || sb.timeline !== primary.timeline) return;
+    const pos = level === 'remote_write' ? sb.wal.writeLsn : level === 'on' ? sb.wal.flushLsn : (sb.startup?.replayEndLsn ?? 0);
+    if (pos < endLsn) {
+      this.violation(`commit ending at ${formatLsn(endLsn)} acknowledged under synchronous_commit=${level}, but the standby's ${level === 'remote_write' ? 'write' : level === 'on' ? 'flush' : 'replay'} LSN is ${formatLsn(pos)}`);
+    }
+  }
+
+  // ------------------------------------------------------------------------- invariants
+
+  /** After every step: positions, buffers, timelines. */
+  checkInvariants(where: string): void {
+    const p = this.primary.node;
+    const s = this.standby.node;
+    for (const h of [this.primary, this.standby]) {
+      const n = h.node;
+      if (n === null) continue;
+      const ins = n.inspect();
+      if (ins.orphanBuffers.length > 0) this.violation(`${where}: ${h.name} buffers hold dropped blocks ${ins.orphanBuffers.slice(0, 5).join(', ')}`);
+      if (n.timeline !== n.wal.timeline) this.violation(`${where}: ${h.name} timeline ${n.timeline} but WAL on ${n.wal.timeline}`);
+      if (n.timeline > 1) {
+        try {
+          const hist = readTimelineHistory(DATA_DIR, n.timeline, h.disk);
+          const last = hist[hist.length - 2];
+          if (last === undefined || last.endLsn === null || last.endLsn > n.wal.flushLsn) {
+            this.violation(`${where}: ${h.name} history of timeline ${n.timeline} ends its parent after the flush LSN`);
+          }
+        } catch (e) {
+          this.violation(`${where}: ${h.name} history of timeline ${n.timeline} unreadable: ${(e as Error).message}`);
+        }
+      }
+      if (n.inRecovery && n.startup !== null && n.startup.replayEndLsn > n.wal.flushLsn) {
+        this.violation(`${where}: ${h.name} replayed to ${formatLsn(n.startup.replayEndLsn)} past its flushed WAL ${formatLsn(n.wal.flushLsn)}`);
+      }
+    }
+    if (p !== null && s !== null && s.inRecovery && !p.inRecovery && s.timeline === p.timeline) {
+      if (s.wal.flushLsn > p.wal.flushLsn) {
+        this.violation(`${where}: standby flushed ${formatLsn(s.wal.flushLsn)}, ahead of the primary's flush ${formatLsn(p.wal.flushLsn)}`);
+      }
+      if (s.timeline > p.timeline) this.violation(`${where}: standby on timeline ${s.timeline}, primary on ${p.timeline}`);
+    }
+  }
+
+  // ------------------------------------------------------------------------- liveness
+
+  /** Heal every fault, restart what is down, resume replay; the cluster must converge in bounded time. */
+  async converge(): Promise<void> {
+    this.net.healAll();
+    for (const h of [this.primary, this.standby]) {
+      h.disk.fullPrefixes.clear();
+      h.slowFsyncMs = 0;
+      if (h.node === null) await this.start(h);
+    }
+    const p = this.primary.node;
+    const s = this.standby.node;
+    if (p === null || s === null) return;
+    if (s.inRecovery) {
+      const r = await this.settle(s.execute('SELECT pg_wal_replay_resume()'), ACTION_MS);
+      if (r.error !== undefined) this.expectedError(r.error, 'resume');
+    }
+    const caughtUp = () =>
+      this.pending.size === 0 && s.startup !== null && s.receiver?.state === 'streaming' &&
+      s.startup.nextLsn >= p.wal.flushLsn && s.wal.flushLsn === p.wal.flushLsn && p.wal.flushLsn === p.wal.insertLsn;
+    if (!(await this.sched.runUntil(caughtUp, CONVERGE_MS))) {
+      this.violation(`no convergence within ${CONVERGE_MS} ms: ${this.pending.size} statements pending, primary flush ${formatLsn(p.wal.flushLsn)}, standby flush ${formatLsn(s.wal.flushLsn)} replay ${formatLsn(s.startup?.nextLsn ?? 0)}, receiver ${s.receiver?.state}`);
+      return;
+    }
+    this.checkInvariants('after convergence');
+    await this.checkLedger(this.primary, 'end (primary)', () => true);
+    await this.checkLedger(this.standby, 'end (standby)', () => true);
+    const a = p.inspect();
+    const b = s.inspect();
+    const tables = (x: typeof a) => JSON.stringify(x.tables.map((t) => [t.name, t.rows, t.digest]));
+    if (tables(a) !== tables(b)) this.violation(`after convergence the nodes differ: primary ${tables(a)} standby ${tables(b)}`);
+  }
+
+  // ------------------------------------------------------------------------- run
+
+  async run(): Promise<SimResult> {
+    const stop = this.opts.stopAtViolation ?? true;
+    try {
+      this.record(0, 'sim', `seed ${this.scenario.seed} options ${JSON.stringify(this.scenario.options)}`);
+      await this.setup();
+      const cmds = this.scenario.commands;
+      for (let i = 0; i < cmds.length && !(stop && this.violations.length > 0); i++) {
+        await this.restartDue();
+        this.record(this.sched.now, 'sim', `step ${i}: ${describeCommand(cmds[i]!)}`);
+        await this.exec(cmds[i]!);
+        await this.sched.runFor(this.scenario.options.stepMs);
+        this.checkInvariants(`after step ${i} (${describeCommand(cmds[i]!)})`);
+        this.stepsRun = i + 1;
+      }
+      if (!(stop && this.violations.length > 0)) await this.converge();
+    } catch (e) {
+      if (e instanceof EventBudgetExceeded) this.violation(`livelock: ${e.message}`);
+      else this.violation(`simulation error: ${(e as Error).stack ?? String(e)}`);
+    }
+    this.record(this.sched.now, 'sim', `end: ${this.violations.length} violations`);
+    return {
+      seed: this.scenario.seed,
+      ok: this.violations.length === 0,
+      violations: this.violations,
+      steps: this.stepsRun,
+      faults: this.faults,
+      acknowledged: this.acknowledged,
+      acknowledgedByLevel: this.acknowledgedByLevel,
+      lost: this.lost,
+      lostAllowed: this.lostAllowed,
+      failovers: this.failovers,
+      events: this.sched.eventsRun,
+      simMs: this.sched.now,
+      traceHash: this.hash.toString(16).padStart(8, '0'),
+      ...(this.trace !== null ? { trace: this.trace } : {}),
+    };
+  }
+}
+
+export async function runSimulation(scenario: Scenario, opts: SimRunOptions = {}): Promise<SimResult> {
+  const sim = new Simulation(scenario, opts);
+  // An exception escaping the node code would end a real server process: a violation here.
+  const onUncaught = (e: unknown) => sim.violations.push(`uncaught exception (the server process would die): ${(e as Error).stack ?? String(e)}`);
+  process.on('uncaughtException', onUncaught);
+  process.on('unhandledRejection', onUncaught);
+  try {
+    return await sim.run();
+  } finally {
+    process.off('uncaughtException', onUncaught);
+    process.off('unhandledRejection', onUncaught);
+  }
+}

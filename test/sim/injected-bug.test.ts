@@ -1,0 +1,41 @@
+/**
+ * The simulator finds a planted bug: with the test-only switch on, synchronous_commit=remote_write
+ * commits are acknowledged without waiting for the standby's write. Method: run seeds from 1 until
+ * one fails (it must within 1,000), check the violation names the early acknowledgement, and replay
+ * that seed twice to the identical trace.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { injectedBugs } from '../../common/injected-bugs.ts';
+import { generateScenario } from '../../sim/scenario.ts';
+import { runSimulation } from '../../sim/simulation.ts';
+
+describe('planted bug', () => {
+  afterEach(() => {
+    injectedBugs.ackRemoteWriteEarly = false;
+  });
+
+  it('an early remote_write acknowledgement is found within 1,000 seeds and replays identically', async () => {
+    injectedBugs.ackRemoteWriteEarly = true;
+    let found: number | null = null;
+    let violation = '';
+    for (let seed = 1; seed <= 1000 && found === null; seed++) {
+      const r = await runSimulation(generateScenario(seed));
+      if (!r.ok) {
+        found = seed;
+        violation = r.violations[0]!;
+      }
+    }
+    expect(found).not.toBeNull();
+    expect(violation).toMatch(/acknowledged under synchronous_commit=remote_write, but the standby's write LSN is/);
+    const a = await runSimulation(generateScenario(found!), { trace: true });
+    const b = await runSimulation(generateScenario(found!), { trace: true });
+    expect(a.ok).toBe(false);
+    expect(b.trace).toEqual(a.trace);
+    expect(b.traceHash).toBe(a.traceHash);
+    expect(b.violations).toEqual(a.violations);
+  }, 300_000);
+
+  it('the same seeds pass without the planted bug', async () => {
+    for (let seed = 1; seed <= 20; seed++) expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
+  }, 120_000);
+});
