@@ -15,6 +15,7 @@
 import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { injectedBugs } from '../common/injected-bugs.ts';
+import { systemClock } from '../common/clock.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import type { SynchronousCommit } from '../server/settings.ts';
 
@@ -77,6 +78,11 @@ export class SyncRepQueue {
    */
   enabled = true;
 
+  constructor(
+    /** Wall clock for the waiters' start times (the node's injected clock). */
+    private readonly now: () => number = () => systemClock.now(),
+  ) {}
+
   /**
    * Wait until the synchronous standby's `mode` position reaches `lsn` (the end of transaction
    * `xid`'s commit record). Resolves with null when released, or with the WARNING when the user
@@ -93,7 +99,7 @@ export class SyncRepQueue {
       // Commits arrive in LSN order in practice; insert sorted regardless.
       let i = q.length;
       while (i > 0 && q[i - 1]!.lsn > lsn) i--;
-      q.splice(i, 0, { lsn, xid, mode, sinceMs: Date.now(), resolve, reject });
+      q.splice(i, 0, { lsn, xid, mode, sinceMs: this.now(), resolve, reject });
       if (xid !== 0) this.waitingXidSet.add(xid);
     });
   }

@@ -170,7 +170,7 @@ export class ServerNode {
       input: { inRecovery: this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) },
     });
     this.lifecycle.start();
-    this.syncRep = new SyncRepQueue();
+    this.syncRep = new SyncRepQueue(() => this.clock.now());
     this.walsenders = new WalSenderSet(this.syncRep, parseSynchronousStandbyNames(opts.config.synchronousStandbyNames), opts.log);
     this.startupReplay = startupReplay;
   }

@@ -45,7 +45,7 @@ describe('walsender positions', () => {
     });
     deliver(encodeMessage({ type: 'START_REPLICATION', startLsn, timeline: 1, applicationName: 'walreceiver' }));
     expect(s.state).toBe('streaming');
-    expect([s.writeLsn, s.flushLsn, s.applyLsn]).toEqual([0, 0, 0]);
+    expect([s.writeLsn, s.flushLsn, s.applyLsn]).toEqual([startLsn, startLsn, 0]);
     // The standby's first reply: flushed to the start LSN, replayed less (paused).
     deliver(encodeMessage({ type: 'StandbyStatusUpdate', writeLsn: startLsn, flushLsn: startLsn, applyLsn: 0x10dc8, sendTime: 0, replyRequested: false }));
     expect(replies).toEqual([[startLsn, startLsn, 0x10dc8]]);
