@@ -12,6 +12,7 @@
 import type { ConnHandlers, Dialer, MessageConn } from '../common/transport.ts';
 import type { SeededRandom } from '../common/random.ts';
 import type { Scheduler } from './scheduler.ts';
+import { crc32c } from '../wal/crc32c.ts';
 
 export const CLOSE_ABNORMAL = 1006;
 
@@ -158,7 +159,9 @@ export class Network {
     const arrival = Math.max(this.sched.now + this.delay(), from.lastArrival);
     from.lastArrival = arrival;
     const epoch = from.epoch;
-    this.sched.at(arrival - this.sched.now, to.owner, `net deliver ${from.host}->${to.host} ${bytes.length}B`, () => {
+    // The label carries the bytes' CRC-32C: the trace (and its hash) says "same bytes", not just "same sizes".
+    const label = `net deliver ${from.host}->${to.host} ${bytes.length}B crc ${crc32c(bytes).toString(16).padStart(8, '0')}`;
+    this.sched.at(arrival - this.sched.now, to.owner, label, () => {
       if (epoch !== from.epoch || to.closed) return;
       from.bufferedAmount -= bytes.length;
       to.handlers?.message(bytes, true);

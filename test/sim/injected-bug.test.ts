@@ -1,13 +1,14 @@
 /**
  * The simulator finds a planted bug: with the test-only switch on, synchronous_commit=remote_write
  * commits are acknowledged without waiting for the standby's write. Method: run seeds from 1 until
- * one fails (it must within 1,000), check the violation names the early acknowledgement, and replay
- * that seed twice to the identical trace.
+ * one fails (it must within 1,000), check the violation names the early acknowledgement, replay
+ * that seed twice to the identical trace, and shrink it to a few commands that still fail.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { injectedBugs } from '../../common/injected-bugs.ts';
 import { generateScenario } from '../../sim/scenario.ts';
 import { runSimulation } from '../../sim/simulation.ts';
+import { shrinkScenario } from '../../sim/shrink.ts';
 
 describe('planted bug', () => {
   afterEach(() => {
@@ -33,6 +34,10 @@ describe('planted bug', () => {
     expect(b.trace).toEqual(a.trace);
     expect(b.traceHash).toBe(a.traceHash);
     expect(b.violations).toEqual(a.violations);
+    // The shrinker reduces the failing workload to a few commands that still fail.
+    const small = await shrinkScenario(generateScenario(found!), 200);
+    expect(small.commands.length).toBeLessThanOrEqual(5);
+    expect((await runSimulation(small)).ok).toBe(false);
   }, 300_000);
 
   it('the same seeds pass without the planted bug', async () => {
