@@ -469,7 +469,12 @@ export class Simulation {
     this.failovers++;
     this.primary = newPrimary;
     this.standby = oldPrimary;
-    this.record(this.sched.now, 'sim', `promoted ${newPrimary.owner} on timeline ${node.timeline}`);
+    // The failover clock runs on the node's injected clock: its phases are simulated milliseconds
+    // (waits and slow fsyncs take simulated time, CPU does not); the cost model gives modeled time.
+    const fr = node.failoverReport();
+    this.record(this.sched.now, 'sim', `promoted ${newPrimary.owner} on timeline ${node.timeline}; failover ${fr?.failoverMs ?? '?'} ms ` +
+      `(replay ${fr?.phases.replayMs ?? '?'}, end of recovery ${fr?.phases.endOfRecoveryMs ?? '?'}, open for writes ${fr?.phases.openForWritesMs ?? '?'}); ` +
+      `modeled ${fr?.model ? `${fr.model.failoverS.toFixed(6)} s (${fr.model.profile})` : 'n/a'}`);
     await this.checkLedger(newPrimary, 'failover', (f) => this.guaranteedAfterFailover(f));
     await this.rebuildStandby();
   }
