@@ -27,6 +27,8 @@ export type SimCommand =
   | { op: 'partition'; ms: number }
   /** The standby's pg_wal is full for ms (writes that extend a file fail with ENOSPC). */
   | { op: 'diskFull'; ms: number }
+  /** Flip a byte inside a record the standby has flushed but not replayed (media corruption); the standby restarts at the next step. */
+  | { op: 'corrupt' }
   /** Every fsync on a node takes latencyMs more for ms. */
   | { op: 'slowDisk'; node: Role; latencyMs: number; ms: number }
   /** A node's wall clock steps by ms (NTP); simulated time does not. */
@@ -58,6 +60,7 @@ interface Swarm {
   stops: boolean;
   network: boolean;
   diskFull: boolean;
+  corruption: boolean;
   slowDisk: boolean;
   clockJumps: boolean;
   failovers: boolean;
@@ -96,7 +99,9 @@ export function generateScenario(seed: number, steps = 40): Scenario {
     clockJumps: rng.chance(0.3),
     failovers: rng.chance(0.7),
     pauses: rng.chance(0.5),
+    corruption: false,
   };
+  swarm.corruption = rng.chance(0.3);
   const commands: SimCommand[] = [];
   const tables: string[] = [];
   let nextTable = 1;
@@ -113,6 +118,7 @@ export function generateScenario(seed: number, steps = 40): Scenario {
         kinds.push(() => ({ op: 'partition', ms: rng.int(10, 5000) }));
       }
       if (swarm.diskFull) kinds.push(() => ({ op: 'diskFull', ms: rng.int(10, 3000) }));
+      if (swarm.corruption) kinds.push(() => ({ op: 'corrupt' }));
       if (swarm.slowDisk) kinds.push(() => ({ op: 'slowDisk', node: node(), latencyMs: rng.int(1, 200), ms: rng.int(100, 5000) }));
       if (swarm.clockJumps) kinds.push(() => ({ op: 'clockJump', node: node(), ms: rng.pick([-1, 1]) * rng.int(1000, 3_600_000) }));
       if (swarm.failovers) kinds.push(() => ({ op: 'failover', how: rng.pick(['crash', 'power', 'immediate', 'fast'] as const) }));
@@ -172,6 +178,7 @@ export function describeCommand(c: SimCommand): string {
     case 'stop': return `stop ${c.node} -m ${c.mode}, down ${c.downMs} ms`;
     case 'partition': return `partition ${c.ms} ms`;
     case 'diskFull': return `standby pg_wal full ${c.ms} ms`;
+    case 'corrupt': return 'flip a byte in a record the standby has not replayed';
     case 'slowDisk': return `slow fsync on ${c.node}: +${c.latencyMs} ms for ${c.ms} ms`;
     case 'clockJump': return `wall clock of ${c.node} jumps ${c.ms} ms`;
     case 'failover': return `failover (primary: ${c.how})`;

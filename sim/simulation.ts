@@ -17,7 +17,9 @@ import { InvariantViolation } from '../common/assert.ts';
 import { SeededRandom } from '../common/random.ts';
 import { fmix32 } from '../common/hash.ts';
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
-import { readTimelineHistory } from '../wal/segment.ts';
+import { listSegmentFiles, readTimelineHistory, segmentOf, segmentOffset, walDir } from '../wal/segment.ts';
+import { readWal } from '../wal/wal-reader.ts';
+import { SIZE_OF_XLOG_RECORD } from '../wal/codec.ts';
 import { initdb } from '../server/initdb.ts';
 import { ServerNode, STANDBY_SIGNAL } from '../server/node.ts';
 import type { NodeConfig } from '../server/cluster-files.ts';
@@ -87,6 +89,10 @@ interface Host {
   restartAt: number | null;
   lastPowerLossAt: number;
   slowFsyncMs: number;
+  /** LSN of a record whose bytes were flipped on this machine's disk and not yet healed by a restart. */
+  corruptLsn: Lsn | null;
+  /** The process incarnation that was running when the byte was flipped. */
+  corruptOwner: string;
 }
 
 interface Pending {
@@ -128,6 +134,7 @@ export class Simulation {
     this.sched.onEvent = (at, owner, label) => this.record(at, owner, label);
     const host = (name: 'A' | 'B'): Host => ({
       name, disk: new MemDisk(), incarnation: 0, owner: `${name}#0`, node: null, restartAt: null, lastPowerLossAt: -1, slowFsyncMs: 0,
+      corruptLsn: null, corruptOwner: '',
     });
     this.hosts = { A: host('A'), B: host('B') };
     this.primary = this.hosts.A;
@@ -286,6 +293,9 @@ export class Simulation {
 
   private async restartDue(): Promise<void> {
     for (const h of [this.primary, this.standby]) {
+      if (h.node !== null && h.corruptLsn !== null && h.owner === h.corruptOwner && h.restartAt !== null && h.restartAt <= this.sched.now) {
+        await this.stop(h, 'fast'); // the operator restarts the standby whose replay stopped
+      }
       if (h.node === null && h.restartAt !== null && h.restartAt <= this.sched.now) await this.start(h);
     }
   }
@@ -355,6 +365,8 @@ export class Simulation {
         this.sched.at(c.ms, 'sim', 'disk space freed', () => disk.fullPrefixes.delete(prefix));
         return;
       }
+      case 'corrupt':
+        return this.corrupt();
       case 'slowDisk': {
         this.countFault('slow disk');
         const h = this.hostOf(c.node);
@@ -372,6 +384,36 @@ export class Simulation {
         await this.sched.runFor(c.ms);
         return;
     }
+  }
+
+  /**
+   * Media corruption on the standby: flip one byte inside a record it has flushed but not replayed.
+   * Replay must stop at that record and never apply it (checked after every step); the standby is
+   * restarted at the next step (crash recovery ends local WAL there and streaming fetches it again).
+   */
+  private corrupt(): void {
+    const h = this.standby;
+    const n = h.node;
+    if (n === null || !n.inRecovery || n.startup === null) return;
+    const from = n.startup.nextLsn;
+    const to = n.wal.flushLsn;
+    if (from >= to) return;
+    const recs = [...readWal(DATA_DIR, from, { ...n.readOptions(), stopLsn: to })];
+    if (recs.length === 0) return;
+    const rec = recs[this.faultRng.int(0, recs.length - 1)]!;
+    const size = rec.endLsn - rec.lsn;
+    if (size <= SIZE_OF_XLOG_RECORD) return;
+    const at = rec.lsn + SIZE_OF_XLOG_RECORD + this.faultRng.int(0, size - SIZE_OF_XLOG_RECORD - 1);
+    const segSize = this.scenario.options.walSegmentSize;
+    const files = listSegmentFiles(DATA_DIR, segSize, h.disk).filter((f) => f.segno === segmentOf(at, segSize) && f.tli <= n.timeline);
+    const file = files[files.length - 1];
+    if (file === undefined) return;
+    this.countFault('corruption (standby WAL)');
+    h.disk.flipByte(`${walDir(DATA_DIR)}/${file.name}`, segmentOffset(at, segSize), 1 << this.faultRng.int(0, 7));
+    h.corruptLsn = rec.lsn;
+    h.corruptOwner = h.owner;
+    this.record(this.sched.now, 'sim', `flipped a byte at ${formatLsn(at)} in the record at ${formatLsn(rec.lsn)} (${file.name})`);
+    h.restartAt = this.sched.now; // healed by a restart at the next step boundary
   }
 
   private expectedError(e: unknown, what: string): void {
@@ -475,7 +517,8 @@ export class Simulation {
     this.record(this.sched.now, 'sim', `promoted ${newPrimary.owner} on timeline ${node.timeline}; failover ${fr?.failoverMs ?? '?'} ms ` +
       `(replay ${fr?.phases.replayMs ?? '?'}, end of recovery ${fr?.phases.endOfRecoveryMs ?? '?'}, open for writes ${fr?.phases.openForWritesMs ?? '?'}); ` +
       `modeled ${fr?.model ? `${fr.model.failoverS.toFixed(6)} s (${fr.model.profile})` : 'n/a'}`);
-    await this.checkLedger(newPrimary, 'failover', (f) => this.guaranteedAfterFailover(f));
+    await this.checkLedger(newPrimary, 'failover', (f) => this.guaranteedAfterFailover(f, newPrimary));
+    newPrimary.corruptLsn = null; // promotion truncated WAL at the bad record
     await this.rebuildStandby();
   }
 
@@ -506,10 +549,15 @@ export class Simulation {
     return f.durableOnPrimary || f.level !== 'off' || f.ackAt + ASYNC_FLUSH_MS <= crashAt;
   }
 
-  private guaranteedAfterFailover(f: Fact): boolean {
-    if (f.onStandby || f.level === 'on' || f.level === 'remote_apply') return true;
+  /** `promoted` is the host that was the standby until this failover. */
+  private guaranteedAfterFailover(f: Fact, promoted: Host): boolean {
+    if (f.onStandby) return true;
+    // Corrupt WAL the standby had not yet refetched: promotion ends recovery at the bad record, so
+    // commits after it are lost (RELIABILITY.md: "corrupt WAL on standby, promote").
+    if (promoted.corruptLsn !== null) return false;
+    if (f.level === 'on' || f.level === 'remote_apply') return true;
     // remote_write: written to the standby's OS, so lost only if that machine lost power since.
-    return f.level === 'remote_write' && this.standby.lastPowerLossAt < f.ackAt;
+    return f.level === 'remote_write' && promoted.lastPowerLossAt < f.ackAt;
   }
 
   private async holds(node: ServerNode, f: Fact): Promise<boolean> {
@@ -591,6 +639,12 @@ export class Simulation {
           this.violation(`${where}: ${h.name} history of timeline ${n.timeline} unreadable: ${(e as Error).message}`);
         }
       }
+      if (h.corruptLsn !== null && h.owner === h.corruptOwner && n.inRecovery && n.startup !== null && n.startup.nextLsn > h.corruptLsn) {
+        this.violation(`${where}: ${h.name} replayed past the corrupt record at ${formatLsn(h.corruptLsn)} (next ${formatLsn(n.startup.nextLsn)})`);
+      }
+      // Healed once a restarted process (crash recovery ended local WAL at the bad record) has
+      // streamed and flushed past it again.
+      if (h.corruptLsn !== null && h.owner !== h.corruptOwner && n.wal.flushLsn > h.corruptLsn) h.corruptLsn = null;
       if (n.inRecovery && n.startup !== null && n.startup.replayEndLsn > n.wal.flushLsn) {
         this.violation(`${where}: ${h.name} replayed to ${formatLsn(n.startup.replayEndLsn)} past its flushed WAL ${formatLsn(n.wal.flushLsn)}`);
       }

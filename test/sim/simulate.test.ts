@@ -29,7 +29,7 @@ describe('simulation', () => {
     expect(lost).toBe(0);
     // The run did something: commits were acknowledged and every fault family was drawn.
     expect(acknowledged).toBeGreaterThan(CI_SEEDS * 5);
-    for (const k of ['crash', 'power loss', 'stop -m fast', 'stop -m smart', 'stop -m immediate', 'connection cut', 'partition', 'disk full', 'slow disk', 'clock jump', 'failover']) {
+    for (const k of ['crash', 'power loss', 'stop -m fast', 'stop -m smart', 'stop -m immediate', 'connection cut', 'partition', 'disk full', 'corruption', 'slow disk', 'clock jump', 'failover']) {
       expect([...faultKinds]).toContain(k);
     }
   }, 600_000);
