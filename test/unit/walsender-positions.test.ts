@@ -37,6 +37,7 @@ describe('walsender positions', () => {
       clock: new Scheduler().clockFor('p'),
       flushedLsn: () => startLsn,
       timeline: () => 1,
+      history: () => [{ tli: 1, beginLsn: 0, endLsn: null }],
       readOptions: () => ({ timeline: 1, segmentSize: 64 * 1024 }),
       checkStart: () => null,
       onReply: (x) => replies.push([x.writeLsn, x.flushLsn, x.applyLsn]),
