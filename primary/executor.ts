@@ -9,7 +9,7 @@
  */
 import { WalsimError } from '../common/errors.ts';
 import { TOAST_NAMESPACE, toastIndexName, toastTableName, type Catalog } from '../storage/catalog.ts';
-import type { DeletePredicate, Statement } from '../server/sql-parser.ts';
+import type { DeletePredicate, Statement } from '../protocol/sql-ast.ts';
 import {
   MAIN_FORKNUM,
   SMGR_TRUNCATE_ALL,
@@ -19,7 +19,7 @@ import {
   type WalRecordBody,
 } from '../wal/records.ts';
 import type { Lsn } from '../wal/lsn.ts';
-import type { QueryResult } from '../server/control-protocol.ts';
+import type { QueryResult } from '../protocol/messages.ts';
 import { shouldAttemptTruncation } from '../storage/heap-store.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 

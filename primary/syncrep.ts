@@ -17,7 +17,7 @@ import { WalsimError } from '../common/errors.ts';
 import { injectedBugs } from '../common/injected-bugs.ts';
 import { systemClock } from '../common/clock.ts';
 import type { Lsn } from '../wal/lsn.ts';
-import type { SynchronousCommit } from '../server/settings.ts';
+import type { Notice, SynchronousCommit } from '../protocol/messages.ts';
 
 export type SyncRepWaitMode = 'write' | 'flush' | 'apply';
 
@@ -34,13 +34,7 @@ export function waitModeFor(level: SynchronousCommit): SyncRepWaitMode | null {
 /** PostgreSQL's DETAIL for every cancelled or terminated wait (syncrep.c SyncRepWaitForLSN). */
 export const SYNC_REP_CANCEL_DETAIL = 'The transaction has already committed locally, but might not have been replicated to the standby.';
 
-/** A notice sent to the client with a statement's result (PostgreSQL's NoticeResponse). */
-export interface Notice {
-  severity: 'WARNING';
-  code: string;
-  message: string;
-  detail?: string;
-}
+export type { Notice };
 
 /** The user cancelled the wait: the commit stands and returns, with this WARNING (SQLSTATE 01000). */
 export const SYNC_REP_USER_CANCEL: Notice = {

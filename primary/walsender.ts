@@ -20,7 +20,7 @@ import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-
 import { readWalBytes, wholeRecordsLength, type WalReadOptions } from '../wal/wal-reader.ts';
 import { readTimelineHistoryFile, timelineHistoryFileName, type TimelineHistoryEntry } from '../wal/segment.ts';
 import { assert } from '../common/assert.ts';
-import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../server/ws-server.ts';
+import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../protocol/messages.ts';
 
 export type WalSenderState = 'startup' | 'catchup' | 'streaming' | 'stopping';
 

@@ -4,12 +4,9 @@
  * gets a reply naming what was wrong and the connection stays usable.
  */
 import { WalsimError } from '../common/errors.ts';
-import type { Notice } from '../primary/syncrep.ts';
+import { STOP_MODES, FAULT_NAMES, type StopMode, type FaultName } from '../protocol/messages.ts';
 
-export type { Notice };
-
-export type StopMode = 'smart' | 'fast' | 'immediate';
-export const STOP_MODES: readonly StopMode[] = ['smart', 'fast', 'immediate'];
+export { STOP_MODES, FAULT_NAMES, type StopMode, type FaultName, type SqlValue, type QueryResult, type Notice } from '../protocol/messages.ts';
 
 export type ControlRequest =
   | { id: number; op: 'sql'; sql: string }
@@ -19,27 +16,6 @@ export type ControlRequest =
   | { id: number; op: 'fault'; fault: FaultName; holdMs: number }
   | { id: number; op: 'stop'; mode: StopMode }
   | { id: number; op: 'promote'; wait: boolean; waitSeconds: number };
-
-/**
- * Faults a test can inject into a running server:
- * - cut_replication (standby): destroy the walreceiver's socket (no close handshake), stay down holdMs;
- * - wal_write_fail (standby): every WAL segment write fails with ENOSPC for holdMs (a full disk);
- * - redo_fail (any node): the next record the node applies throws an InvariantViolation inside
- *   redo (a programmer error), which ends the process with FATAL.
- */
-export type FaultName = 'cut_replication' | 'wal_write_fail' | 'redo_fail';
-export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail', 'redo_fail'];
-
-export type SqlValue = string | number | boolean | null;
-
-export interface QueryResult {
-  /** PostgreSQL command tag, e.g. 'INSERT 0 1000', 'SELECT 1'. */
-  command: string;
-  columns: string[];
-  rows: Array<Record<string, SqlValue>>;
-  /** WARNINGs raised while the statement ran (PostgreSQL's NoticeResponse), if any. */
-  notices?: Notice[];
-}
 
 export interface ControlErrorBody {
   code: string;

@@ -10,7 +10,8 @@ import { DROP_STRATEGIES, type DropStrategy } from '../storage/drop.ts';
 export const PG_SERVER_VERSION = '15.0 (walsim)';
 export const PG_SERVER_VERSION_NUM = 150000;
 
-export type SynchronousCommit = 'off' | 'local' | 'remote_write' | 'on' | 'remote_apply';
+export type { SynchronousCommit } from '../protocol/messages.ts';
+import type { SynchronousCommit } from '../protocol/messages.ts';
 export const SYNCHRONOUS_COMMIT_VALUES: readonly SynchronousCommit[] = ['off', 'local', 'remote_write', 'on', 'remote_apply'];
 
 export { DROP_STRATEGIES, type DropStrategy } from '../storage/drop.ts';

@@ -10,7 +10,31 @@ import { formatLsn } from '../wal/lsn.ts';
 import { formatSharedBuffers } from '../storage/shared-buffers.ts';
 import { pauseStateOf, refusalOf } from '../standby/lifecycle-machine.ts';
 import type { QueryResult, SqlValue } from './control-protocol.ts';
-import type { ServerNode } from './node.ts';
+import type { Lsn, TimeLineId } from '../wal/lsn.ts';
+import type { NodeStorage } from '../storage/node-storage.ts';
+import type { WalSenderSet } from '../primary/walsender-set.ts';
+import type { WalReceiver } from '../standby/walreceiver.ts';
+import type { LifecycleEvent, LifecycleSnapshot } from '../standby/lifecycle-machine.ts';
+import type { NodeConfig } from './cluster-files.ts';
+
+/**
+ * What the read side needs of a node: a narrow view (ServerNode satisfies it), so this module does
+ * not import server/node.ts and a test can hand it any object of this shape.
+ */
+export interface ReadContext {
+  readonly storage: Pick<NodeStorage, 'catalog' | 'heap' | 'clog'>;
+  readonly config: NodeConfig;
+  readonly nBuffers: number;
+  readonly inRecovery: boolean;
+  readonly timeline: TimeLineId;
+  readonly wal: { readonly insertLsn: Lsn; readonly writeLsn: Lsn; readonly flushLsn: Lsn };
+  readonly walsenders: Pick<WalSenderSet, 'rows'>;
+  readonly receiver: Pick<WalReceiver, 'startLsns' | 'state'> | null;
+  readonly startup: { readonly replayEndLsn: Lsn } | null;
+  readonly lifecycle: { getSnapshot(): LifecycleSnapshot };
+  send(event: LifecycleEvent): void;
+}
+
 import type { Statement } from './sql-parser.ts';
 import { PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
 
@@ -99,7 +123,7 @@ function selectedColumns(all: ResultColumn[], columns: string[] | '*', orderBy: 
 }
 
 /** The system views walsim has, each as rows of column → value. */
-function viewRows(node: ServerNode, view: string): { columns: readonly string[]; rows: Array<Record<string, SqlValue>> } {
+function viewRows(node: ReadContext, view: string): { columns: readonly string[]; rows: Array<Record<string, SqlValue>> } {
   const columns = viewColumns(view).map((c) => c.name);
   switch (view) {
     case 'pg_stat_replication':
@@ -128,7 +152,7 @@ function viewRows(node: ServerNode, view: string): { columns: readonly string[];
 }
 
 /** SELECT * | cols FROM view [ORDER BY col]: rows in the view's order (slot order for walsenders). */
-function selectView(node: ServerNode, view: string, columns: string[] | '*', orderBy: string | null): QueryResult {
+function selectView(node: ReadContext, view: string, columns: string[] | '*', orderBy: string | null): QueryResult {
   const v = viewRows(node, view);
   const cols = selectedColumns(viewColumns(view), columns, orderBy).map((c) => c.name);
   let rows = v.rows;
@@ -149,7 +173,7 @@ function selectView(node: ServerNode, view: string, columns: string[] | '*', ord
   };
 }
 
-export function executeRead(node: ServerNode, stmt: Statement): QueryResult {
+export function executeRead(node: ReadContext, stmt: Statement): QueryResult {
   const [column] = describeStatement(stmt);
   // PostgreSQL's command tags: SHOW for SHOW, SELECT 1 for a one-row SELECT.
   const one = (value: SqlValue): QueryResult => ({ command: stmt.type === 'show' ? 'SHOW' : 'SELECT 1', columns: [column!.name], rows: [{ [column!.name]: value }] });
@@ -177,7 +201,7 @@ export function executeRead(node: ServerNode, stmt: Statement): QueryResult {
 }
 
 /** SHOW and current_setting(): walsim's settings and the read-only ones PostgreSQL reports. */
-function showSetting(node: ServerNode, name: string): string {
+function showSetting(node: ReadContext, name: string): string {
   switch (name) {
     case 'server_version': return PG_SERVER_VERSION;
     case 'server_version_num': return String(PG_SERVER_VERSION_NUM);
@@ -205,11 +229,11 @@ function showSetting(node: ServerNode, name: string): string {
   }
 }
 
-function requireRecovery(node: ServerNode): void {
+function requireRecovery(node: ReadContext): void {
   if (!node.inRecovery) throw new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
 }
 
-function callFunction(node: ServerNode, fn: string, args: Array<number | boolean | string>): SqlValue {
+function callFunction(node: ReadContext, fn: string, args: Array<number | boolean | string>): SqlValue {
   const noArgs = () => {
     if (args.length > 0) throw new WalsimError('invalid_input', `function ${fn}() takes no arguments`, '42883');
   };

@@ -24,24 +24,8 @@ import { WalsimError } from '../common/errors.ts';
  */
 export const TOASTABLE_TYPES: readonly string[] = ['text', 'bytea'];
 
-export type DeletePredicate = { op: 'all' } | { op: '<' | '>' | '='; value: number };
-
-export type Statement =
-  /** `toastColumn`: a second column of a TOAST-able type (the table gets a TOAST table), or null. */
-  | { type: 'create_table'; name: string; column: string; toastColumn: string | null }
-  | { type: 'drop_table'; name: string; ifExists: boolean }
-  | { type: 'insert_series'; name: string; from: number; to: number }
-  | { type: 'insert_values'; name: string; values: number[] }
-  | { type: 'delete'; name: string; predicate: DeletePredicate }
-  | { type: 'vacuum'; name: string | null }
-  | { type: 'truncate'; names: string[] }
-  | { type: 'checkpoint' }
-  | { type: 'select_count'; name: string; predicate: DeletePredicate }
-  | { type: 'select_function'; fn: string; args: Array<number | boolean | string> }
-  | { type: 'show'; name: string }
-  | { type: 'select_view'; view: string; columns: string[] | '*'; orderBy: string | null }
-  /** value null = RESET / DEFAULT: remove the setting from the configuration file. */
-  | { type: 'alter_system'; name: string; value: string | null };
+export type { DeletePredicate, Statement } from '../protocol/sql-ast.ts';
+import type { DeletePredicate, Statement } from '../protocol/sql-ast.ts';
 
 /** Statements that write and so are refused on a node in recovery, with their command tag. */
 export function writeCommandName(stmt: Statement): string | null {

@@ -8,10 +8,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 
-export const CLOSE_AUTH_FAILED = 4001;
-export const CLOSE_PROTOCOL_VIOLATION = 4002;
-export const CLOSE_SHUTTING_DOWN = 4003;
-export const CLOSE_REPLICATION_REFUSED = 4004;
+import { CLOSE_AUTH_FAILED } from '../protocol/messages.ts';
+export { CLOSE_AUTH_FAILED, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, CLOSE_REPLICATION_REFUSED } from '../protocol/messages.ts';
 
 export type Endpoint = 'replication' | 'control';
 

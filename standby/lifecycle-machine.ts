@@ -19,7 +19,7 @@
  */
 import { setup, type SnapshotFrom } from 'xstate';
 import { WalsimError } from '../common/errors.ts';
-import type { StopMode } from '../server/control-protocol.ts';
+import type { StopMode } from '../protocol/messages.ts';
 
 export type LifecycleEvent =
   | { type: 'PAUSE' }

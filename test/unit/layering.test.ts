@@ -89,6 +89,32 @@ describe('layering', () => {
     expect(bad).toEqual([]);
   });
 
+  it('protocol/ imports only common/, wal/ and storage/', () => {
+    const bad: string[] = [];
+    for (const file of sources('protocol')) {
+      for (const spec of importsOf(file)) {
+        const top = topFolderOf(file, spec);
+        if (top !== null && !['common', 'wal', 'storage', 'protocol'].includes(top)) bad.push(`${file} -> ${spec}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('the roles (primary/, standby/) never import the server shell, the CLIs or the simulator', () => {
+    const bad: string[] = [];
+    for (const file of [...sources('primary'), ...sources('standby')]) {
+      for (const spec of importsOf(file)) {
+        const top = topFolderOf(file, spec);
+        if (top === 'server' || top === 'scripts' || top === 'sim') bad.push(`${file} -> ${spec}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('the SQL read functions take a narrow view of the node, not the node (no import circle)', () => {
+    expect(importsOf('server/sql-functions.ts').filter((s) => s.endsWith('/node.ts'))).toEqual([]);
+  });
+
   it('primary/ and standby/ do not import each other', () => {
     const bad: string[] = [];
     for (const [from, forbidden] of [['primary', 'standby'], ['standby', 'primary']] as const) {

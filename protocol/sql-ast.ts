@@ -1,0 +1,23 @@
+/**
+ * The parsed statements of walsim's SQL subset (server/sql-parser.ts produces them; the primary's
+ * executor and the read functions consume them). Below the roles and the server shell.
+ */
+
+export type DeletePredicate = { op: 'all' } | { op: '<' | '>' | '='; value: number };
+
+export type Statement =
+  /** `toastColumn`: a second column of a TOAST-able type (the table gets a TOAST table), or null. */
+  | { type: 'create_table'; name: string; column: string; toastColumn: string | null }
+  | { type: 'drop_table'; name: string; ifExists: boolean }
+  | { type: 'insert_series'; name: string; from: number; to: number }
+  | { type: 'insert_values'; name: string; values: number[] }
+  | { type: 'delete'; name: string; predicate: DeletePredicate }
+  | { type: 'vacuum'; name: string | null }
+  | { type: 'truncate'; names: string[] }
+  | { type: 'checkpoint' }
+  | { type: 'select_count'; name: string; predicate: DeletePredicate }
+  | { type: 'select_function'; fn: string; args: Array<number | boolean | string> }
+  | { type: 'show'; name: string }
+  | { type: 'select_view'; view: string; columns: string[] | '*'; orderBy: string | null }
+  /** value null = RESET / DEFAULT: remove the setting from the configuration file. */
+  | { type: 'alter_system'; name: string; value: string | null };
