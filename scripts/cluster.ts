@@ -11,6 +11,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { listNodes, nodeDir, readPidFile, RELOADABLE_SETTINGS, type NodeName } from '../server/cluster-files.ts';
 import { runningPid, startNode, stopNode } from '../server/pg-ctl.ts';
+import { divergence, supersededBy, type Divergence } from '../server/fencing.ts';
+import { isWalsimError, WalsimError } from '../common/errors.ts';
+import { formatLsn } from '../wal/lsn.ts';
 import { STANDBY_SIGNAL } from '../server/node.ts';
 import { addStandby, rejoin, repoint, switchover, waitStreaming } from '../server/topology.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
@@ -24,7 +27,8 @@ const USAGE = `usage: npm run cluster -- <command> [options]
           [--standbys N | --standby NAME ...] [--synchronous-standby-names 'FIRST 1 (s1, s2)']
           [--drop-strategy cached-lookup|full-scan|rel-list|recovery-hash|cache-at-create] [--threshold-divisor 32] [--force-optimized]
           [--wal-segment-size 16MB] [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD]
-          [--node NAME] [--dir .walsim]
+          [--dir .walsim]
+          [--node NAME]  start one node of an existing cluster (an old primary is refused after a failover)
   stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]
   status  [--json] [--dir .walsim]
   add-standby --name NAME [--from NODE] [--shared-buffers SIZE] [--dir .walsim]   (from a standby: a cascade)
@@ -69,7 +73,8 @@ async function cmdStart(argv: string[]): Promise<number> {
   const nodes = listNodes(clusterDir);
   if (values.node !== undefined) {
     // Start one node of an existing cluster (pg_ctl start -D that node).
-    if (!nodes.includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${nodes.join(', ') || 'none'})`);
+    if (nodes.length === 0) throw new UsageError(`no cluster at ${clusterDir}; create it with "npm run cluster -- start" (without --node) first`);
+    if (!nodes.includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${nodes.join(', ')})`);
     if (runningPid(clusterDir, values.node) !== null) {
       console.log(`${values.node}: already running (pid ${runningPid(clusterDir, values.node)})`);
       return 1;
@@ -115,9 +120,18 @@ async function cmdStart(argv: string[]): Promise<number> {
   // Primaries first, so standbys find their upstream.
   const all = listNodes(clusterDir);
   const order = [...all.filter((n) => !isStandby(clusterDir, n)), ...all.filter((n) => isStandby(clusterDir, n))];
+  // An old primary superseded by a promotion is refused (split brain); the other nodes still start.
+  const refused: string[] = [];
   for (const name of order) {
     if (runningPid(clusterDir, name) !== null) continue;
-    const port = await startNode(clusterDir, name);
+    let port: number;
+    try {
+      port = await startNode(clusterDir, name);
+    } catch (e) {
+      if (!isWalsimError(e) || e.kind !== 'split_brain') throw e;
+      refused.push(e.message);
+      continue;
+    }
     started.push({ name, port, pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null });
   }
   for (const name of order) if (isStandby(clusterDir, name)) await waitStreaming(clusterDir, name);
@@ -126,6 +140,7 @@ async function cmdStart(argv: string[]): Promise<number> {
     for (const s of started) console.log(`${s.name}: started, listening on 127.0.0.1:${s.port} (control), PostgreSQL protocol on 127.0.0.1:${s.pgPort}`);
     for (const s of started) console.log(`  psql -h 127.0.0.1 -p ${s.pgPort} -U postgres -X postgres    # ${s.name}`);
   }
+  if (refused.length > 0) throw new WalsimError('split_brain', refused.join('\n'));
   return 0;
 }
 
@@ -170,14 +185,17 @@ async function cmdStatus(argv: string[]): Promise<number> {
   const out: Record<string, unknown> = {};
   for (const name of nodes) {
     const pid = runningPid(clusterDir, name);
+    // An old primary after a failover: the commits only it has (locally committed, not replicated).
+    const newer = supersededBy(clusterDir, name);
+    const diverged = newer === null ? {} : { divergedFrom: divergence(clusterDir, name, newer.node) };
     if (pid === null) {
-      out[name] = { running: false };
+      out[name] = { running: false, ...diverged };
       continue;
     }
     try {
       const c = await connectNode(clusterDir, name);
       try {
-        out[name] = { running: true, pid, ...(await c.status()) };
+        out[name] = { running: true, pid, ...(await c.status()), ...diverged };
       } finally {
         c.close();
       }
@@ -189,9 +207,15 @@ async function cmdStatus(argv: string[]): Promise<number> {
   else {
     for (const [name, s] of Object.entries(out)) {
       const st = s as Record<string, unknown>;
+      const d = st.divergedFrom as Divergence | undefined;
       if (!st.running) console.log(`${name}: not running`);
       else console.log(`${name}: running (pid ${st.pid}, port ${st.port}, PostgreSQL protocol port ${st.pgPort}), ${st.inRecovery ? 'in recovery' : 'read-write'}, ` +
         (st.inRecovery ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState})` : `insert ${st.insertLsn} flush ${st.flushLsn}`));
+      if (d !== undefined) {
+        console.log(`  old primary: "${d.newerNode}" was promoted to timeline ${d.newerTimeline}, forked at ${d.fork?.lsn != null ? formatLsn(d.fork.lsn) : '?'}; ` +
+          `${d.divergedBytes} bytes of WAL and ${d.commits.length} commit(s) exist only here (committed locally, not replicated)`);
+        for (const c of d.commits) console.log(`    xid ${c.xid} at ${c.lsn} (${c.time})`);
+      }
     }
   }
   return 0;
@@ -297,4 +321,4 @@ runCli(async () => {
     default:
       throw new UsageError(cmd === undefined ? `missing command\n${USAGE}` : `unknown command "${cmd}"\n${USAGE}`);
   }
-});
+}, USAGE);

@@ -179,4 +179,4 @@ runCli(async () => {
     console.log(`files: ${written.dir}/{${written.files.join(',')}}`);
   }
   return 0;
-});
+}, USAGE);

@@ -49,4 +49,4 @@ runCli(async () => {
   if (values.json) printJson(summary);
   else console.log(`${summary.seeds} seeds, ${summary.faults} faults, ${summary.acked} commits acknowledged, ${summary.lost} lost, ${failed.length} failed`);
   return failed.length === 0 ? 0 : 1;
-});
+}, USAGE);

@@ -23,6 +23,7 @@ import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { redo, replayRecordSteps } from '../storage/redo.ts';
 import { runSteps } from '../storage/drop.ts';
+import { inProgressView, type XactStatusReader } from '../storage/clog.ts';
 import { parseSharedBuffers, formatSharedBuffers } from '../storage/shared-buffers.ts';
 import type { DropResult, DropSettings } from '../storage/drop.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../primary/executor.ts';
@@ -594,6 +595,15 @@ export class ServerNode {
 
   // ---------------------------------------------------------------- SQL
 
+  /**
+   * Transaction status as a reading session sees it: a transaction whose commit waits for
+   * synchronous replication is still in progress for everyone else (xact.c: the proc array entry
+   * goes only after SyncRepWaitForLSN), although CLOG already says committed.
+   */
+  snapshotClog(): XactStatusReader {
+    return inProgressView(this.storage.clog, this.syncRep.waitingXids());
+  }
+
   /** Run one statement. `signal` is a cancel request (pg_cancel_backend); waits end on it with 57014. */
   async execute(sql: string, signal?: AbortSignal): Promise<QueryResult> {
     const stmt = parseStatement(sql);
@@ -615,7 +625,7 @@ export class ServerNode {
         await this.restartpoint();
         return { command: 'CHECKPOINT', columns: [], rows: [] };
       }
-      return this.runWrite(() => executeWrite(this.executorContext(), stmt));
+      return this.runWrite(() => executeWrite(this.executorContext(), stmt), signal);
     }
     if (stmt.type === 'alter_system') {
       if (!(RELOADABLE_SETTINGS as readonly string[]).includes(stmt.name)) {
@@ -749,6 +759,11 @@ export class ServerNode {
         ...base,
         synchronousCommit: this.config.synchronousCommit,
         syncWaiters: this.syncRep.waiting(),
+        // Commits flushed here whose wait for the synchronous standby has not ended: the
+        // "locally committed, not (yet) replicated" window; other sessions do not see them yet.
+        syncWaitingCommits: this.syncRep.waiters().map((w) => ({
+          xid: w.xid, commitEndLsn: formatLsn(w.lsn), waitFor: w.mode, waitingMs: Date.now() - w.sinceMs,
+        })),
         replication: this.replicationStatus(),
       };
     }

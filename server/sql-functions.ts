@@ -157,7 +157,9 @@ export function executeRead(node: ServerNode, stmt: Statement): QueryResult {
     case 'select_count': {
       const rel = node.storage.catalog.lookup(stmt.name);
       if (rel === undefined) throw new WalsimError('undefined_table', `relation "${stmt.name}" does not exist`, '42P01');
-      const { heap, clog } = node.storage;
+      // The session's snapshot: commits still waiting for synchronous replication are in progress.
+      const { heap } = node.storage;
+      const clog = node.snapshotClog();
       if (stmt.predicate.op === 'all') return one(heap.countVisible(rel, clog));
       let n = 0;
       heap.forEachPageToDelete(rel, stmt.predicate, clog, (_block, ranges) => {

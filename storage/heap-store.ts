@@ -86,7 +86,7 @@
  *     tuples; compare nblocks separately.
  */
 import { assert } from '../common/assert.ts';
-import type { Clog } from './clog.ts';
+import type { XactStatusReader } from './clog.ts';
 import { XACT_ABORTED, XACT_COMMITTED } from './clog.ts';
 import type { BlockNumber, RelFileNumber, TransactionId } from '../wal/records.ts';
 import { TUPLES_PER_PAGE } from '../wal/records.ts';
@@ -423,7 +423,7 @@ export class HeapStore {
 
   /** For each page with visible tuples matching `pred`, their line pointers (PageDeleteCallback). */
   forEachPageToDelete(
-    rel: RelFileNumber, pred: DeletePredicate, clog: Clog, cb: PageDeleteCallback,
+    rel: RelFileNumber, pred: DeletePredicate, clog: XactStatusReader, cb: PageDeleteCallback,
   ): void {
     const r = this.rel(rel);
     const [lo, hi] = predicateBounds(pred);
@@ -450,7 +450,7 @@ export class HeapStore {
   }
 
   /** For each page with line pointers dead to everyone, those line pointers (PagePruneCallback). */
-  forEachPageToPrune(rel: RelFileNumber, clog: Clog, cb: PagePruneCallback): void {
+  forEachPageToPrune(rel: RelFileNumber, clog: XactStatusReader, cb: PagePruneCallback): void {
     const r = this.rel(rel);
     for (let b = 0; b < r.nblocks; b++) {
       const count = r.pageRunCount[b]!;
@@ -484,7 +484,7 @@ export class HeapStore {
   // ---- reads --------------------------------------------------------------------------------
 
   /** Visible tuples (what `SELECT count(*)` returns), summed over runs. */
-  countVisible(rel: RelFileNumber, clog: Clog): number {
+  countVisible(rel: RelFileNumber, clog: XactStatusReader): number {
     const r = this.rel(rel);
     const { runCount, runUnused, runXmin, runXmax } = r;
     let total = 0;
@@ -504,7 +504,7 @@ export class HeapStore {
    * segment feeds (block, offset, firstValue, count): equal visible contents give equal digests
    * however the runs are split.
    */
-  contentDigest(rel: RelFileNumber, clog: Clog): string {
+  contentDigest(rel: RelFileNumber, clog: XactStatusReader): string {
     const r = this.rel(rel);
     const { runOffset, runCount, runUnused, runValue, runXmin, runXmax } = r;
     const hasher = new ContentHasher();
@@ -541,7 +541,7 @@ export class HeapStore {
   }
 
   /** Up to `limit` visible values in physical order (for small tests). */
-  visibleValues(rel: RelFileNumber, clog: Clog, limit = Infinity): number[] {
+  visibleValues(rel: RelFileNumber, clog: XactStatusReader, limit = Infinity): number[] {
     const r = this.rel(rel);
     const out: number[] = [];
     for (let b = 0; b < r.nblocks && out.length < limit; b++) {
@@ -612,7 +612,7 @@ export class HeapStore {
 }
 
 /** xmin committed and xmax none or not committed. */
-function isVisible(clog: Clog, xmin: number, xmax: number): boolean {
+function isVisible(clog: XactStatusReader, xmin: number, xmax: number): boolean {
   if (clog.statusCode(xmin) !== XACT_COMMITTED) return false;
   return xmax === 0 || clog.statusCode(xmax) !== XACT_COMMITTED;
 }

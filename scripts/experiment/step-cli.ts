@@ -66,5 +66,5 @@ export function stepMain(workload: Workload): void {
       printJson({ error: { kind, message, ...(e instanceof StepOrderError ? { runFirst: e.runFirst } : {}), ...(e instanceof ControlError ? { code: e.code } : {}) } });
       return e instanceof UsageError ? 2 : 1;
     }
-  });
+  }, USAGE);
 }
