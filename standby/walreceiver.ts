@@ -98,6 +98,11 @@ export class WalReceiver {
 
   private connect(): void {
     if (this.state === 'stopped') return;
+    if (Date.now() < this.holdUntil) {
+      // A cut_replication fault holds the connection down, also against a reconnect already scheduled.
+      this.scheduleReconnect();
+      return;
+    }
     this.state = 'connecting';
     const ws = new WebSocket(`ws://${this.deps.host}:${this.deps.port}/replication`, {
       headers: { authorization: `Bearer ${this.deps.token}` },
