@@ -21,6 +21,7 @@ import { parseDropStrategy, parseSynchronousCommit } from '../server/settings.ts
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { StopMode } from '../server/control-protocol.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
+import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './postgres/pg-cluster-cli.ts';
 
 const USAGE = `usage: npm run cluster -- <command> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
@@ -36,7 +37,8 @@ const USAGE = `usage: npm run cluster -- <command> [options]
   set     [--node primary] SETTING VALUE [--dir .walsim]   (ALTER SYSTEM SET + pg_reload_conf(); ${RELOADABLE_SETTINGS.join(', ')})
   switchover --to STANDBY [--json] [--dir .walsim]
   rejoin  --node OLD --to NEW [--json] [--dir .walsim]
-  promote [--node standby] [--no-wait] [--wait-seconds 60] [--json] [--dir .walsim]`;
+  promote [--node standby] [--no-wait] [--wait-seconds 60] [--json] [--dir .walsim]
+${PG_CLUSTER_USAGE}`;
 
 const isStandby = (clusterDir: string, name: NodeName) => fs.existsSync(path.join(nodeDir(clusterDir, name), STANDBY_SIGNAL));
 
@@ -308,6 +310,7 @@ async function cmdPromote(argv: string[]): Promise<number> {
 
 runCli(async () => {
   const [cmd, ...rest] = process.argv.slice(2);
+  if (cmd !== undefined && wantsPgEngine(rest)) return pgClusterCommand(cmd, rest, USAGE);
   switch (cmd) {
     case 'start': return cmdStart(rest);
     case 'stop': return cmdStop(rest);

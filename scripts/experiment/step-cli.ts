@@ -9,13 +9,16 @@ import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli.ts
 import { REL_SIZE_FORMS } from './rel-size.ts';
 import type { Workload } from './state.ts';
 import { runStep, StepOrderError, STEPS, type StepName } from './steps.ts';
+import { isPgCluster } from '../postgres/pg-cluster.ts';
+import { runPgStep } from '../postgres/pg-steps.ts';
 
 function usage(workload: Workload): string {
   const what = workload === 'rel' ? 'one relation (seed 001 rel.sh)' : 'many one-block relations (seed 001 test.sh)';
-  return `usage: npm run ${workload} -- <step> [--dir .walsim] [--json]${workload === 'rel' ? ' [--size NB/512]' : ' [--tables 1000]'}
-  ${what}; run against the cluster of "npm run cluster -- start".
+  return `usage: npm run ${workload} -- <step> [--dir .walsim] [--engine walsim|postgres] [--json]${workload === 'rel' ? ' [--size NB/512]' : ' [--tables 1000] [--toast]'}
+  ${what}; run against the cluster of "npm run cluster -- start" (--engine postgres: of
+  "npm run cluster -- start --engine postgres", a real PostgreSQL primary + standby).
   steps, in order: create, insert, ${workload === 'rel' ? 'delete' : '[delete]'}, pause, vacuum|truncate, stop, resume; count any time after create
-    create    create the table${workload === 'rel' ? '' : 's (--tables N, default 1000)'} on the primary
+    create    create the table${workload === 'rel' ? '' : 's (--tables N, default 1000; --toast: with a text column, so a TOAST table, postgres only)'} on the primary
     insert    ${workload === 'rel' ? 'fill it with --size pages (default NB/512): ' + REL_SIZE_FORMS : 'one full 8kB page (226 rows) into each table'}
     delete    DELETE every row (the VACUUM test)
     pause     wait until the standby replayed everything, then pg_wal_replay_pause()
@@ -39,6 +42,8 @@ export function stepMain(workload: Workload): void {
         size: { type: 'string' },
         tables: { type: 'string' },
         'wait-seconds': { type: 'string' },
+        engine: { type: 'string' },
+        toast: { type: 'boolean', default: false },
       }, USAGE);
       if (positionals.length !== 1) throw new UsageError(`${positionals.length === 0 ? 'missing step' : 'expected one step'}\n${USAGE}`);
       const step = positionals[0] as StepName;
@@ -49,7 +54,19 @@ export function stepMain(workload: Workload): void {
       if (tables !== undefined && (!Number.isSafeInteger(tables) || tables < 1)) throw new UsageError(`--tables must be a positive integer, got "${values.tables}"`);
       const waitSeconds = values['wait-seconds'] === undefined ? undefined : Number(values['wait-seconds']);
       if (waitSeconds !== undefined && (!Number.isSafeInteger(waitSeconds) || waitSeconds < 1)) throw new UsageError(`--wait-seconds must be a positive integer`);
-      const result = await runStep(step, { clusterDir: clusterDirOf(values.dir), workload, size: values.size, tables, waitSeconds });
+      const clusterDir = clusterDirOf(values.dir);
+      if (values.engine !== undefined && values.engine !== 'walsim' && values.engine !== 'postgres') throw new UsageError(`unknown engine "${values.engine}" (walsim or postgres)`);
+      // The cluster directory says which engine it holds; --engine only has to agree with it.
+      const pgDir = isPgCluster(clusterDir);
+      if (values.engine === 'postgres' && !pgDir) {
+        throw new StepOrderError(`no PostgreSQL cluster at ${clusterDir}; run "npm run cluster -- start --engine postgres --dir ${clusterDir}" first`, 'cluster start');
+      }
+      if (values.engine === 'walsim' && pgDir) throw new UsageError(`${clusterDir} holds a PostgreSQL cluster (--engine postgres), not a walsim one`);
+      if (values.toast && (workload !== 'multi' || step !== 'create')) throw new UsageError('--toast applies to "npm run multi -- create" only');
+      if (values.toast && !pgDir) throw new UsageError('--toast needs --engine postgres: walsim tables have no TOAST relation');
+      const result = pgDir
+        ? await runPgStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast })
+        : await runStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds });
       const { lines, ...rest } = result;
       if (json) printJson(rest);
       else for (const l of lines) console.log(l);
