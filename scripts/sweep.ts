@@ -11,9 +11,11 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
 import { parseCli, printJson, runCli, UsageError } from './cli.ts';
 import { destroyCluster } from './experiment/fresh-cluster.ts';
+import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
+import { findPgBin } from './postgres/pg-bin.ts';
 import {
-  DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, planMulti, planThreshold, runSweep, summarise,
-  type CellSpec, type SweepKind, type SweepProgress, type SweepSettings, type Variant,
+  DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, ENGINES, planMulti, planThreshold, runSweep, summarise,
+  type CellSpec, type Engine, type SweepKind, type SweepProgress, type SweepSettings, type Variant,
 } from './experiment/sweep.ts';
 import { computeCrossover } from './report/tables.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
@@ -27,7 +29,11 @@ const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
              cached-lookup with the optimized path forced vs full-scan
              [--rel-sizes 512,256,128,64,32,16,8] [--runs ${SEED_RUNS}] [--force-optimized | --no-force-optimized]
   multi      seed 001 Test B: --tables one-block relations, VACUUM and/or TRUNCATE of each at failover
-             [--tables 1000] [--variants vacuum,truncate] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
+             [--tables 1000] [--variants vacuum,truncate[,truncate-toast]] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
+             (truncate-toast: tables with a TOAST table, whose TRUNCATE drops three relfilenodes)
+  engines    [--engine walsim|postgres|walsim,postgres] [--pg-bin DIR]: postgres runs every cell on a real
+             PostgreSQL primary + synchronous standby too (PostgreSQL 14 and later: the cached-lookup path, unforced),
+             side by side with walsim's measured and modeled seconds
 ${STRATEGIES_USAGE}
   common     [--shared-buffers ${DEFAULT_SHARED_BUFFERS.join(',')}] (the standby's; the primary gets --primary-shared-buffers 128MB)
              [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]
@@ -106,44 +112,59 @@ runCli(async () => {
     'wait-seconds': { type: 'string', default: '3600' },
     standbys: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
+    engine: { type: 'string', default: 'walsim' },
+    'pg-bin': { type: 'string' },
   }, USAGE);
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
   const json = values.json!;
   const sharedBuffers = list(values['shared-buffers']!, 'shared-buffers');
   for (const sb of [...sharedBuffers, values['primary-shared-buffers']!]) parseSharedBuffers(sb);
   const runs = values.runs === undefined ? (kind === 'threshold' ? SEED_RUNS : DEFAULT_MULTI_RUNS) : positiveInt(values.runs, 'runs');
+  const engines = list(values.engine!, 'engine').map((e) => {
+    if (!(ENGINES as readonly string[]).includes(e)) throw new UsageError(`unknown engine "${e}" (accepted: ${ENGINES.join(', ')})`);
+    return e as Engine;
+  });
+  // Fail before any cell runs when PostgreSQL is asked for and absent.
+  if (engines.includes('postgres')) findPgBin(values['pg-bin']);
   const settings: SweepSettings = {
     primarySharedBuffers: values['primary-shared-buffers']!,
     thresholdDivisor: positiveInt(values['threshold-divisor']!, 'threshold-divisor'),
     workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
     waitSeconds: positiveInt(values['wait-seconds']!, 'wait-seconds'),
     standbys: positiveInt(values.standbys!, 'standbys'),
+    pgBin: values['pg-bin'],
   };
   let plan: CellSpec[];
   let described: Record<string, unknown>;
   if (kind === 'threshold') {
     const divisors = list(values['rel-sizes']!, 'rel-sizes').map((s) => positiveInt(s.replace(/^NB\//i, ''), 'rel-sizes'));
     const forced = !values['no-force-optimized'];
-    plan = planThreshold(sharedBuffers, divisors, forced);
+    plan = planThreshold(sharedBuffers, divisors, forced, engines);
     described = { relSizes: divisors.map((k) => `NB/${k}`), forceOptimized: forced };
   } else {
     const tables = positiveInt(values.tables!, 'tables');
     const variants = list(values.variants!, 'variants').map((v) => {
-      if (v !== 'vacuum' && v !== 'truncate') throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate)`);
+      if (v !== 'vacuum' && v !== 'truncate' && v !== 'truncate-toast') throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate, truncate-toast)`);
+      if (v === 'truncate-toast' && !engines.includes('postgres')) throw new UsageError('variant truncate-toast needs --engine postgres (walsim tables have no TOAST relation)');
       return v as Variant;
     });
     const strategies = list(values.strategies!, 'strategies').map((s) => parseDropStrategy(s) as DropStrategy);
-    plan = planMulti(sharedBuffers, tables, variants, strategies);
+    plan = planMulti(sharedBuffers, tables, variants, strategies, engines);
     described = { tables, variants, strategies };
   }
-  const settingsOut = { sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor, synchronousCommit: 'remote_write', standbys: settings.standbys };
+  const settingsOut = { engines, sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor, synchronousCommit: 'remote_write', standbys: settings.standbys };
   const runsNote = runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`;
   if (!json) console.log(`seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`);
 
   // Ctrl-C: stop the clusters this sweep started, then exit.
   const onSignal = () => {
     void (async () => {
-      if (fs.existsSync(settings.workDir)) for (const d of fs.readdirSync(settings.workDir)) await destroyCluster(path.join(settings.workDir, d));
+      if (fs.existsSync(settings.workDir)) {
+        for (const d of fs.readdirSync(settings.workDir)) {
+          const dir = path.join(settings.workDir, d);
+          await (isPgCluster(dir) ? destroyPgCluster(dir) : destroyCluster(dir));
+        }
+      }
       process.exit(130);
     })();
   };

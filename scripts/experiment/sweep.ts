@@ -19,17 +19,24 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { assert } from '../../common/assert.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { destroyCluster, startFreshCluster } from './fresh-cluster.ts';
 import { parseRelSize } from './rel-size.ts';
 import { ClusterSession, runStep, type ResumeResult, type StepName } from './steps.ts';
+import { runPgCell } from '../postgres/pg-sweep.ts';
 
 export type SweepKind = 'threshold' | 'multi';
-export type Variant = 'vacuum' | 'truncate';
+/** `truncate-toast`: TRUNCATE of tables that have a TOAST table (PostgreSQL engine only). */
+export type Variant = 'vacuum' | 'truncate' | 'truncate-toast';
+/** Who runs the cell: walsim, or a real PostgreSQL primary + standby (scripts/postgres/). */
+export type Engine = 'walsim' | 'postgres';
+export const ENGINES: readonly Engine[] = ['walsim', 'postgres'];
 
 export interface CellSpec {
   kind: SweepKind;
+  engine: Engine;
   /** Standby shared_buffers as given (e.g. `100GB`) and in buffers. */
   sharedBuffers: string;
   nBuffers: number;
@@ -62,11 +69,27 @@ export interface RunRecord extends CellSpec {
   promotedAt: string;
   /** Wall time of each step of this run, ms (cluster start included as `start`). */
   stepMs: Record<string, number>;
+  /**
+   * PostgreSQL engine only (drop counters are NaN there: PostgreSQL does not count them): the
+   * seed's own figure (pg_ctl promote -w), WAL bytes replayed (pg_waldump), whether the promote
+   * request stalled in the streaming retry loop (such runs are flagged and left out of fits).
+   */
+  seedMethodMs?: number;
+  walBytes?: number;
+  stall?: boolean;
 }
 
 export interface CellSummary extends CellSpec {
   runs: number;
   failoverMsMean: number;
+  /** Median over the runs without a promote stall (all runs if every one stalled). */
+  failoverMsMedian: number;
+  /** Runs whose promote request stalled (PostgreSQL engine). */
+  stalls: number;
+  /** walsim: modeled PostgreSQL seconds (cost profile) of the cell, ms, when a model ran. */
+  modeledMsMean?: number;
+  /** PostgreSQL engine: median of the seed's pg_ctl promote -w figure over the same runs. */
+  seedMethodMsMedian?: number;
   failoverMsMin: number;
   failoverMsMax: number;
   replayMsMean: number | null;
@@ -86,32 +109,36 @@ export interface SweepSettings {
   waitSeconds: number;
   /** Standbys streaming from the primary; the first is measured, the others are extra walsenders. */
   standbys?: number;
+  /** PostgreSQL engine: `--pg-bin`. */
+  pgBin?: string;
 }
 
 export const DEFAULT_SHARED_BUFFERS = ['128MB', '1GB', '20GB', '100GB'];
 export const DEFAULT_REL_DIVISORS = [512, 256, 128, 64, 32, 16, 8];
 
 export function cellKey(c: CellSpec): string {
-  return [c.kind, c.sharedBuffers, c.variant, c.relSize ?? `${c.tables}x1`, c.strategy + (c.forceOptimized ? '+forced' : '')].join(' ');
+  return [c.engine, c.kind, c.sharedBuffers, c.variant, c.relSize ?? `${c.tables}x1`, c.strategy + (c.forceOptimized ? '+forced' : '')].join(' ');
 }
 
 export function cellLabel(c: CellSpec): string {
   const what = c.kind === 'threshold' ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)` : `${c.tables} tables ${c.variant.toUpperCase()}`;
+  if (c.engine === 'postgres') return `s_b=${c.sharedBuffers} ${what} PostgreSQL`;
   return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}`;
 }
 
 /** Test A cells: shared_buffers × NB/k × {cached-lookup forced (or not), full-scan}. */
-export function planThreshold(sharedBuffers: string[], divisors: number[], forceOptimized: boolean): CellSpec[] {
+export function planThreshold(sharedBuffers: string[], divisors: number[], forceOptimized: boolean, engines: readonly Engine[] = ['walsim']): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sharedBuffers) {
     const { nBuffers } = parseSharedBuffers(sb);
     for (const k of divisors) {
       const size = parseRelSize(`NB/${k}`, nBuffers);
+      const base = { kind: 'threshold', sharedBuffers: sb, nBuffers, variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1 } as const;
+      // PostgreSQL 15 is the cached-lookup path, unpatched: its threshold decides.
+      if (engines.includes('postgres')) cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup', forceOptimized: false });
+      if (!engines.includes('walsim')) continue;
       for (const strategy of ['cached-lookup', 'full-scan'] as const) {
-        cells.push({
-          kind: 'threshold', sharedBuffers: sb, nBuffers, strategy, forceOptimized: strategy === 'cached-lookup' && forceOptimized,
-          variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1,
-        });
+        cells.push({ ...base, engine: 'walsim', strategy, forceOptimized: strategy === 'cached-lookup' && forceOptimized });
       }
     }
   }
@@ -119,14 +146,16 @@ export function planThreshold(sharedBuffers: string[], divisors: number[], force
 }
 
 /** Test B cells: shared_buffers × variant × strategy. */
-export function planMulti(sharedBuffers: string[], tables: number, variants: Variant[], strategies: DropStrategy[]): CellSpec[] {
+export function planMulti(sharedBuffers: string[], tables: number, variants: Variant[], strategies: DropStrategy[], engines: readonly Engine[] = ['walsim']): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sharedBuffers) {
     const { nBuffers } = parseSharedBuffers(sb);
     for (const variant of variants) {
-      for (const strategy of strategies) {
-        cells.push({ kind: 'multi', sharedBuffers: sb, nBuffers, strategy, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables });
-      }
+      const base = { kind: 'multi', sharedBuffers: sb, nBuffers, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables } as const;
+      if (engines.includes('postgres')) cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup' });
+      // walsim has no TOAST relations: its TOAST variant cells are left to PostgreSQL.
+      if (!engines.includes('walsim') || variant === 'truncate-toast') continue;
+      for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
     }
   }
   return cells;
@@ -138,6 +167,12 @@ export function planMulti(sharedBuffers: string[], tables: number, variants: Var
  * descriptor; lookups ~1 µs per block).
  */
 export function estimateCellSeconds(c: CellSpec): number {
+  if (c.engine === 'postgres') {
+    // initdb + base backup + two starts, statements, rows, and full scans of ~5 ns a descriptor
+    // where PostgreSQL takes them (TOAST TRUNCATE, or relations of NBuffers/32 and more).
+    const full = c.variant === 'truncate-toast' || c.pagesPerTable >= c.nBuffers / 32;
+    return 6 + c.tables * 0.012 + c.tables * c.pagesPerTable * 40e-6 + (full ? c.tables * c.nBuffers * 5e-9 : 0) + c.nBuffers * 2e-7;
+  }
   const drops = c.tables;
   const blocks = c.tables * c.pagesPerTable;
   const lookup = c.strategy === 'cached-lookup' && (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
@@ -147,6 +182,7 @@ export function estimateCellSeconds(c: CellSpec): number {
 
 /** The procedure of one run on a fresh cluster in `dir`. */
 export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Promise<RunRecord> {
+  if (cell.engine === 'postgres') return runPgCell(cell, run, s);
   fs.mkdirSync(s.workDir, { recursive: true });
   const dir = fs.mkdtempSync(path.join(s.workDir, 'cell-'));
   const stepMs: Record<string, number> = {};
@@ -158,6 +194,7 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
+    assert(cell.variant !== 'truncate-toast', 'INV-SCRIPTS-6 walsim has no TOAST relations; planMulti gives that variant to PostgreSQL only');
     const steps: StepName[] = ['create', 'insert', ...(cell.variant === 'vacuum' ? ['delete' as const] : []), 'pause', cell.variant, 'stop', 'resume'];
     const session = new ClusterSession(dir);
     let resume: ResumeResult | null = null;
@@ -187,6 +224,13 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
   }
 }
 
+export function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 /** Average the runs of each cell, in plan order. */
 export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[] {
   return plan.map((cell) => {
@@ -194,9 +238,13 @@ export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[]
     const rs = records.filter((r) => cellKey(r) === key);
     const mean = (f: (r: RunRecord) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
     const replays = rs.map((r) => r.replayMs).filter((v): v is number => v !== null);
+    const clean = rs.filter((r) => r.stall !== true);
     return {
       ...cell, runs: rs.length,
       failoverMsMean: rs.length ? mean((r) => r.failoverMs) : NaN,
+      failoverMsMedian: median((clean.length ? clean : rs).map((r) => r.failoverMs)),
+      stalls: rs.length - clean.length,
+      ...(cell.engine === 'postgres' ? { seedMethodMsMedian: median((clean.length ? clean : rs).map((r) => r.seedMethodMs ?? NaN)) } : {}),
       failoverMsMin: Math.min(...rs.map((r) => r.failoverMs)),
       failoverMsMax: Math.max(...rs.map((r) => r.failoverMs)),
       replayMsMean: replays.length ? replays.reduce((a, b) => a + b, 0) / replays.length : null,

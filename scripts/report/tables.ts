@@ -57,7 +57,7 @@ export interface Crossover {
 
 /** Per shared_buffers: where the forced lookup path stops beating the full scan. */
 export function computeCrossover(cells: CellSummary[]): Crossover[] {
-  const th = cells.filter((c) => c.kind === 'threshold');
+  const th = cells.filter((c) => c.kind === 'threshold' && c.engine === 'walsim');
   return unique(th.map((c) => c.sharedBuffers)).map((sb) => {
     const here = th.filter((c) => c.sharedBuffers === sb);
     const sizes = unique(here.map((c) => c.relSize!)).map((rs) => here.find((c) => c.relSize === rs)!)
@@ -96,7 +96,7 @@ export interface ThresholdTables {
 
 /** Test A's three tables (rows NB/k in the given order, columns shared_buffers) and the crossover. */
 export function thresholdTables(cells: CellSummary[]): ThresholdTables {
-  const th = cells.filter((c) => c.kind === 'threshold');
+  const th = cells.filter((c) => c.kind === 'threshold' && c.engine === 'walsim');
   const sbs = unique(th.map((c) => c.sharedBuffers));
   const sizes = unique(th.map((c) => c.relSize!));
   const get = (sb: string, rs: string, strategy: string) =>
@@ -135,7 +135,7 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
 
 /** Test B: one table per variant, rows shared_buffers, Master | Patched | %reg. */
 export function multiTables(cells: CellSummary[]): { byVariant: Partial<Record<Variant, string>>; markdown: string } {
-  const mc = cells.filter((c) => c.kind === 'multi');
+  const mc = cells.filter((c) => c.kind === 'multi' && c.engine === 'walsim');
   const byVariant: Partial<Record<Variant, string>> = {};
   const parts: string[] = [];
   for (const variant of unique(mc.map((c) => c.variant))) {
@@ -157,4 +157,55 @@ export function multiTables(cells: CellSummary[]): { byVariant: Partial<Record<V
     );
   }
   return { byVariant, markdown: parts.join('\n').trimEnd() };
+}
+
+const VARIANT_TITLE: Record<Variant, string> = { vacuum: 'VACUUM', truncate: 'TRUNCATE', 'truncate-toast': 'TRUNCATE (tables with a TOAST table)' };
+
+/** A cell's label in a side-by-side table: which engine, and how its seconds were obtained. */
+function pgNote(c: CellSummary | undefined): string {
+  if (c === undefined) return 'n/a';
+  return `${formatSeconds(c.failoverMsMedian)}${c.stalls > 0 ? ` (${c.stalls} stall${c.stalls === 1 ? '' : 's'} excluded)` : ''}`;
+}
+
+/**
+ * Real PostgreSQL next to walsim (sweeps with `--engine walsim,postgres`): per variant (Test B) or
+ * per shared_buffers (Test A), PostgreSQL's median failover (log method, runs whose promote request
+ * stalled excluded) and the seed's own pg_ctl-polling figure, walsim measured for each strategy, and
+ * walsim modeled where the cells carry a modeled time.
+ */
+export function sideBySideTables(cells: CellSummary[]): string {
+  const pgCells = cells.filter((c) => c.engine === 'postgres');
+  if (pgCells.length === 0) return '';
+  const ws = cells.filter((c) => c.engine === 'walsim');
+  const modeled = (c: CellSummary | undefined) => formatSeconds(c?.modeledMsMean);
+  const hasModel = ws.some((c) => c.modeledMsMean !== undefined);
+  const strategies = unique(ws.map((c) => c.strategy + (c.forceOptimized ? '+forced' : '')));
+  const headers = (first: string) => [first, 'PostgreSQL', 'PostgreSQL (seed method)',
+    ...strategies.map((s) => `walsim measured ${s}`), ...(hasModel ? strategies.map((s) => `walsim modeled ${s}`) : [])];
+  const rowFor = (first: string, pgc: CellSummary | undefined, wcs: CellSummary[]) => {
+    const by = (s: string) => wcs.find((c) => c.strategy + (c.forceOptimized ? '+forced' : '') === s);
+    const seed = pgc?.seedMethodMsMedian;
+    return [first, pgNote(pgc), formatSeconds(seed), ...strategies.map((s) => formatSeconds(by(s)?.failoverMsMean)),
+      ...(hasModel ? strategies.map((s) => modeled(by(s))) : [])];
+  };
+  const parts: string[] = [];
+  const runs = unique(pgCells.map((c) => c.runs));
+  const note = `Failover seconds. PostgreSQL: median of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, resume (clock_timestamp()) → "ready to accept connections" in the standby's log; ` +
+    `seed method: pg_ctl promote -w as the seed timed it (100 ms polling). walsim measured: its own clock, mean; modeled: the cost profile.`;
+  if (pgCells[0]!.kind === 'multi') {
+    for (const variant of unique(pgCells.map((c) => c.variant))) {
+      const pv = pgCells.filter((c) => c.variant === variant);
+      const rows = unique(pv.map((c) => c.sharedBuffers)).map((sb) =>
+        rowFor(sb, pv.find((c) => c.sharedBuffers === sb), ws.filter((c) => c.variant === variant && c.sharedBuffers === sb)));
+      parts.push(`### ${VARIANT_TITLE[variant]} of ${pv[0]!.tables} relations: PostgreSQL and walsim`, '', note, '', markdownTable(headers('s_b'), rows), '');
+    }
+  } else {
+    for (const sb of unique(pgCells.map((c) => c.sharedBuffers))) {
+      const pv = pgCells.filter((c) => c.sharedBuffers === sb);
+      const rows = unique(pv.map((c) => c.relSize!)).map((rs) =>
+        rowFor(rs, pv.find((c) => c.relSize === rs), ws.filter((c) => c.sharedBuffers === sb && c.relSize === rs)));
+      parts.push(`### VACUUM of one relation at shared_buffers=${sb}: PostgreSQL and walsim`, '', note, '', markdownTable(headers('rel_size'), rows), '');
+    }
+  }
+  return parts.join('\n').trimEnd();
 }

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import type { CellSummary, RunRecord, SweepKind } from '../experiment/sweep.ts';
 import { toCsv } from './csv.ts';
 import { lineChart, type ChartSeries } from './svg-chart.ts';
-import { computeCrossover, multiTables, thresholdTables } from './tables.ts';
+import { computeCrossover, multiTables, sideBySideTables, thresholdTables } from './tables.ts';
 
 export interface SweepOutput {
   kind: SweepKind;
@@ -23,26 +23,39 @@ export interface SweepOutput {
 }
 
 const CSV_COLUMNS = [
-  'kind', 'sharedBuffers', 'nBuffers', 'variant', 'relSize', 'pagesPerTable', 'tables', 'strategy', 'forceOptimized', 'run',
+  'engine', 'kind', 'sharedBuffers', 'nBuffers', 'variant', 'relSize', 'pagesPerTable', 'tables', 'strategy', 'forceOptimized', 'run',
   'failoverMs', 'replayMs', 'endOfRecoveryMs', 'openForWritesMs', 'recordsReplayed', 'dropMs', 'dropsFullScan', 'dropsCachedLookup',
-  'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs',
+  'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs', 'seedMethodMs', 'walBytes', 'stall',
 ];
 
 const strategyName = (c: CellSummary) =>
   c.strategy === 'full-scan' ? 'full-scan (master)' : `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)`;
 
+const defaultY = (c: CellSummary) => c.failoverMsMean / 1000;
+
 function seriesBy(
   cells: CellSummary[],
   x: (c: CellSummary) => number,
-  y: (c: CellSummary) => number = (c) => c.failoverMsMean / 1000,
+  y: (c: CellSummary) => number = defaultY,
 ): ChartSeries[] {
+  const pg = cells.filter((c) => c.engine === 'postgres');
+  cells = cells.filter((c) => c.engine === 'walsim');
   const names = [...new Set(cells.map(strategyName))];
-  return names.map((name) => ({
+  const pgSeries: ChartSeries[] = pg.length === 0 ? [] : [{
+    name: 'PostgreSQL (median)', color: '#2ca02c',
+    points: pg.map((c) => ({ x: x(c), y: y === defaultY ? c.failoverMsMedian / 1000 : y(c) })).filter((p) => Number.isFinite(p.y)),
+  }];
+  const modeled = cells.filter((c) => c.modeledMsMean !== undefined);
+  const modelSeries: ChartSeries[] = [...new Set(modeled.map(strategyName))].map((name) => ({
+    name: `${name}, modeled`, color: name.startsWith('full-scan') ? '#ff9896' : '#aec7e8',
+    points: modeled.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: c.modeledMsMean! / 1000 })),
+  }));
+  return [...pgSeries, ...names.map((name) => ({
     name,
     // The same colour for a strategy in every chart: full scan red, lookup blue.
     color: name.startsWith('full-scan') ? '#d62728' : '#1f77b4',
     points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: y(c) })),
-  }));
+  })), ...(y === defaultY ? modelSeries : [])].filter((s) => s.points.length > 0);
 }
 
 /** Every file of the results directory, by name. */
@@ -52,9 +65,10 @@ export function renderResults(o: SweepOutput): Record<string, string> {
     [...new Map(cells.map((c) => [c.nBuffers, { value: c.nBuffers, label: c.sharedBuffers }])).values()];
   let tablesMd: string;
   let extra: Record<string, unknown> = {};
+  const side = sideBySideTables(o.cells);
   if (o.kind === 'multi') {
     const t = multiTables(o.cells);
-    tablesMd = t.markdown;
+    tablesMd = [t.markdown, side].filter((x) => x.length > 0).join('\n\n');
     for (const variant of [...new Set(o.cells.map((c) => c.variant))]) {
       const cells = o.cells.filter((c) => c.variant === variant);
       files[`chart-${variant}.svg`] = lineChart({
@@ -65,7 +79,7 @@ export function renderResults(o: SweepOutput): Record<string, string> {
     }
   } else {
     const t = thresholdTables(o.cells);
-    tablesMd = t.markdown;
+    tablesMd = [t.markdown, side].filter((x) => x.length > 0).join('\n\n');
     extra = { crossover: computeCrossover(o.cells) };
     for (const sb of [...new Set(o.cells.map((c) => c.sharedBuffers))]) {
       const cells = o.cells.filter((c) => c.sharedBuffers === sb);
