@@ -23,9 +23,9 @@ export interface SweepOutput {
 }
 
 const CSV_COLUMNS = [
-  'engine', 'kind', 'sharedBuffers', 'nBuffers', 'variant', 'relSize', 'pagesPerTable', 'tables', 'strategy', 'forceOptimized', 'run',
+  'kind', 'sharedBuffers', 'nBuffers', 'variant', 'relSize', 'pagesPerTable', 'tables', 'strategy', 'forceOptimized', 'run',
   'failoverMs', 'replayMs', 'endOfRecoveryMs', 'openForWritesMs', 'recordsReplayed', 'dropMs', 'dropsFullScan', 'dropsCachedLookup',
-  'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs', 'seedMethodMs', 'walBytes', 'stall',
+  'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs', 'engine', 'seedMethodMs', 'walBytes', 'stall',
 ];
 
 const strategyName = (c: CellSummary) =>

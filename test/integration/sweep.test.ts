@@ -89,7 +89,7 @@ describe('npm run sweep', () => {
   it('refuses unknown sweeps and options with the usage', async () => {
     const r = await runScript('sweep.ts', ['multi', '--variants', 'drop']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('unknown variant "drop" (accepted: vacuum, truncate)');
+    expect(r.stderr).toContain('unknown variant "drop" (accepted: vacuum, truncate, truncate-toast)');
     expect((await runScript('sweep.ts', ['everything'])).stderr).toContain('usage: npm run sweep');
   });
 });
