@@ -6,7 +6,6 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import cliProgress from 'cli-progress';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
 import { parseCli, printJson, runCli, UsageError } from './cli.ts';
@@ -15,9 +14,10 @@ import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import {
   DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, ENGINES, planMulti, planThreshold, runSweep, summarise,
-  type CellSpec, type Engine, type SweepKind, type SweepProgress, type SweepSettings, type Variant,
+  type CellSpec, type Engine, type SweepKind, type SweepSettings, type Variant,
 } from './experiment/sweep.ts';
 import { computeCrossover } from './report/tables.ts';
+import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
 import { STRATEGIES_USAGE, strategiesSweep } from './experiment/strategies-sweep.ts';
 
@@ -49,44 +49,6 @@ function positiveInt(text: string, what: string): number {
   const n = Number(text);
   if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
   return n;
-}
-
-function fmtDuration(s: number): string {
-  if (!Number.isFinite(s)) return '?';
-  const t = Math.max(0, Math.round(s));
-  return t >= 3600 ? `${Math.floor(t / 3600)}h${String(Math.floor((t % 3600) / 60)).padStart(2, '0')}m` : t >= 60 ? `${Math.floor(t / 60)}m${String(t % 60).padStart(2, '0')}s` : `${t}s`;
-}
-
-/** A progress bar on stderr (plain periodic lines when stderr is not a terminal); ETA weighted by cost. */
-function progressBar(total: number, quiet: boolean) {
-  const t0 = Date.now();
-  const bar = new cliProgress.SingleBar({
-    stream: process.stderr,
-    format: '{bar} {value}/{total} runs | {elapsed} elapsed | ETA {eta2} | {cell}',
-    barsize: 24,
-    hideCursor: true,
-    noTTYOutput: true,
-    notTTYSchedule: 10_000,
-    clearOnComplete: false,
-  }, cliProgress.Presets.shades_classic);
-  let last: SweepProgress | null = null;
-  const payload = () => {
-    const elapsed = (Date.now() - t0) / 1000;
-    const eta = last && last.weightDone > 0 ? (elapsed * (last.weightTotal - last.weightDone)) / last.weightDone : NaN;
-    return { elapsed: fmtDuration(elapsed), eta2: last?.current === 'done' ? '0s' : fmtDuration(eta), cell: last?.current ?? '' };
-  };
-  if (!quiet) bar.start(total, 0, payload());
-  const timer = setInterval(() => !quiet && bar.update(payload()), 1000);
-  return {
-    update(p: SweepProgress) {
-      last = p;
-      if (!quiet) bar.update(p.done, payload());
-    },
-    stop() {
-      clearInterval(timer);
-      if (!quiet) bar.stop();
-    },
-  };
 }
 
 runCli(async () => {
@@ -145,7 +107,6 @@ runCli(async () => {
     const tables = positiveInt(values.tables!, 'tables');
     const variants = list(values.variants!, 'variants').map((v) => {
       if (v !== 'vacuum' && v !== 'truncate' && v !== 'truncate-toast') throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate, truncate-toast)`);
-      if (v === 'truncate-toast' && !engines.includes('postgres')) throw new UsageError('variant truncate-toast needs --engine postgres (walsim tables have no TOAST relation)');
       return v as Variant;
     });
     const strategies = list(values.strategies!, 'strategies').map((s) => parseDropStrategy(s) as DropStrategy);

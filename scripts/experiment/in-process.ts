@@ -115,7 +115,7 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
   const names = tableNames(c.kind === 'threshold' ? 'rel' : 'multi', c.tables);
   const rows = rowsForPages(c.pagesPerTable);
   const before = [
-    ...names.map((n) => `CREATE TABLE ${n} (c int)`),
+    ...names.map((n) => `CREATE TABLE ${n} (${c.variant === 'truncate-toast' ? 'c int, d text' : 'c int'})`),
     ...names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`),
     ...(c.variant === 'vacuum' ? names.map((n) => `DELETE FROM ${n}`) : []),
   ];

@@ -18,7 +18,7 @@ function usage(workload: Workload): string {
   ${what}; run against the cluster of "npm run cluster -- start" (--engine postgres: of
   "npm run cluster -- start --engine postgres", a real PostgreSQL primary + standby).
   steps, in order: create, insert, ${workload === 'rel' ? 'delete' : '[delete]'}, pause, vacuum|truncate, stop, resume; count any time after create
-    create    create the table${workload === 'rel' ? '' : 's (--tables N, default 1000; --toast: with a text column, so a TOAST table, postgres only)'} on the primary
+    create    create the table${workload === 'rel' ? '' : 's (--tables N, default 1000; --toast: with a text column, so a TOAST table)'} on the primary
     insert    ${workload === 'rel' ? 'fill it with --size pages (default NB/512): ' + REL_SIZE_FORMS : 'one full 8kB page (226 rows) into each table'}
     delete    DELETE every row (the VACUUM test)
     pause     wait until the standby replayed everything, then pg_wal_replay_pause()
@@ -63,10 +63,9 @@ export function stepMain(workload: Workload): void {
       }
       if (values.engine === 'walsim' && pgDir) throw new UsageError(`${clusterDir} holds a PostgreSQL cluster (--engine postgres), not a walsim one`);
       if (values.toast && (workload !== 'multi' || step !== 'create')) throw new UsageError('--toast applies to "npm run multi -- create" only');
-      if (values.toast && !pgDir) throw new UsageError('--toast needs --engine postgres: walsim tables have no TOAST relation');
       const result = pgDir
         ? await runPgStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast })
-        : await runStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds });
+        : await runStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast });
       const { lines, ...rest } = result;
       if (json) printJson(rest);
       else for (const l of lines) console.log(l);

@@ -40,6 +40,8 @@ export interface StepOptions {
   size?: string;
   /** create (multi): number of one-block tables. Default 1000. */
   tables?: number;
+  /** create: a second, TOAST-able column (`d text`), so each table has a TOAST table and index. */
+  toast?: boolean;
   /** resume: how long promotion may take. */
   waitSeconds?: number;
   /** Reuse connections across steps (the sweeps); otherwise one session per step. */
@@ -226,9 +228,9 @@ async function stepCreate(s: ClusterSession, o: StepOptions): Promise<Partial<St
       'insert',
     );
   }
-  await runEach(c, names.map((n) => `CREATE TABLE ${n} (c int)`));
+  await runEach(c, names.map((n) => `CREATE TABLE ${n} (${o.toast ? 'c int, d text' : 'c int'})`));
   writeWorkloadState(s.clusterDir, o.workload, { tables, pagesPerTable: null, sizeSpec: null, rowsPerTable: null, deleted: false, dropStep: null });
-  return { tables, lines: [`created ${fmtInt(tables)} table${tables === 1 ? '' : 's'} (${names[0]}${tables > 1 ? ` … ${names[tables - 1]}` : ''})`] };
+  return { tables, toast: o.toast ?? false, lines: [`created ${fmtInt(tables)} table${tables === 1 ? '' : 's'} (${names[0]}${tables > 1 ? ` … ${names[tables - 1]}` : ''})${o.toast ? ', each with a TOAST table' : ''}`] };
 }
 
 async function stepInsert(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {

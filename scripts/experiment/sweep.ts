@@ -19,7 +19,6 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { assert } from '../../common/assert.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { destroyCluster, startFreshCluster } from './fresh-cluster.ts';
@@ -28,7 +27,7 @@ import { ClusterSession, runStep, type ResumeResult, type StepName } from './ste
 import { runPgCell } from '../postgres/pg-sweep.ts';
 
 export type SweepKind = 'threshold' | 'multi';
-/** `truncate-toast`: TRUNCATE of tables that have a TOAST table (PostgreSQL engine only). */
+/** `truncate-toast`: TRUNCATE of tables that have a TOAST table (three relfilenodes dropped each). */
 export type Variant = 'vacuum' | 'truncate' | 'truncate-toast';
 /** Who runs the cell: walsim, or a real PostgreSQL primary + standby (scripts/postgres/). */
 export type Engine = 'walsim' | 'postgres';
@@ -153,8 +152,7 @@ export function planMulti(sharedBuffers: string[], tables: number, variants: Var
     for (const variant of variants) {
       const base = { kind: 'multi', sharedBuffers: sb, nBuffers, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables } as const;
       if (engines.includes('postgres')) cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup' });
-      // walsim has no TOAST relations: its TOAST variant cells are left to PostgreSQL.
-      if (!engines.includes('walsim') || variant === 'truncate-toast') continue;
+      if (!engines.includes('walsim')) continue;
       for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
     }
   }
@@ -175,7 +173,7 @@ export function estimateCellSeconds(c: CellSpec): number {
   }
   const drops = c.tables;
   const blocks = c.tables * c.pagesPerTable;
-  const lookup = c.strategy === 'cached-lookup' && (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
+  const lookup = c.strategy === 'cached-lookup' && c.variant !== 'truncate-toast' && (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
   const dropWork = lookup ? blocks * 2.5e-6 : drops * c.nBuffers * 2.3e-9;
   return 2.5 + c.tables * 0.005 + blocks * 25e-6 + dropWork;
 }
@@ -194,15 +192,15 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
-    assert(cell.variant !== 'truncate-toast', 'INV-SCRIPTS-6 walsim has no TOAST relations; planMulti gives that variant to PostgreSQL only');
-    const steps: StepName[] = ['create', 'insert', ...(cell.variant === 'vacuum' ? ['delete' as const] : []), 'pause', cell.variant, 'stop', 'resume'];
+    const drop = cell.variant === 'vacuum' ? 'vacuum' : 'truncate';
+    const steps: StepName[] = ['create', 'insert', ...(drop === 'vacuum' ? ['delete' as const] : []), 'pause', drop, 'stop', 'resume'];
     const session = new ClusterSession(dir);
     let resume: ResumeResult | null = null;
     try {
       for (const step of steps) {
         t = performance.now();
         const r = await runStep(step, {
-          clusterDir: dir, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds,
+          clusterDir: dir, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds, toast: cell.variant === 'truncate-toast',
           size: cell.kind === 'threshold' ? String(cell.pagesPerTable) : undefined,
         });
         stepMs[step] = performance.now() - t;
