@@ -16,6 +16,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import pg from 'pg';
+import { assert } from '../../common/assert.ts';
 import { WalsimError } from '../../common/errors.ts';
 import { writeFileAtomic } from '../../common/durable-file.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
@@ -173,6 +174,7 @@ export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<
   parseSharedBuffers(s.primarySharedBuffers);
   const bin = findPgBin(s.pgBin);
   const user = pgServerUser();
+  assert(user !== null || process.getuid?.() !== 0, 'INV-SCRIPTS-6 PostgreSQL servers never run as root');
   if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) throw new WalsimError('invalid_input', `${dir} is not empty; a PostgreSQL cluster needs a fresh directory`);
   fs.mkdirSync(dir, { recursive: true });
   if (user) {
