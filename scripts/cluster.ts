@@ -179,6 +179,18 @@ async function cmdStop(argv: string[]): Promise<number> {
   return stoppedAny ? 0 : 1;
 }
 
+/** " from port P" for a standby's status line. */
+function upstreamOf(st: Record<string, unknown>): string {
+  const u = st.upstream as { port: number } | null | undefined;
+  return u ? ` from port ${u.port}` : '';
+}
+
+/** "; standbys: s1 (sync), s2 (async)" from a node's pg_stat_replication. */
+function standbysOf(st: Record<string, unknown>): string {
+  const r = (st.replication as Array<{ applicationName: string; syncState: string }> | undefined) ?? [];
+  return r.length === 0 ? '' : `; standbys: ${r.map((x) => `${x.applicationName} (${x.syncState})`).join(', ')}`;
+}
+
 async function cmdStatus(argv: string[]): Promise<number> {
   const { values } = parseCli(argv, { dir: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
   const clusterDir = clusterDirOf(values.dir);
@@ -212,7 +224,8 @@ async function cmdStatus(argv: string[]): Promise<number> {
       const d = st.divergedFrom as Divergence | undefined;
       if (!st.running) console.log(`${name}: not running`);
       else console.log(`${name}: running (pid ${st.pid}, port ${st.port}, PostgreSQL protocol port ${st.pgPort}), ${st.inRecovery ? 'in recovery' : 'read-write'}, ` +
-        (st.inRecovery ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState})` : `insert ${st.insertLsn} flush ${st.flushLsn}`));
+        (st.inRecovery ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState}${upstreamOf(st)})` : `insert ${st.insertLsn} flush ${st.flushLsn}`) +
+        `, timeline ${st.timeline}${standbysOf(st)}`);
       if (d !== undefined) {
         console.log(`  old primary: "${d.newerNode}" was promoted to timeline ${d.newerTimeline}, forked at ${d.fork?.lsn != null ? formatLsn(d.fork.lsn) : '?'}; ` +
           `${d.divergedBytes} bytes of WAL and ${d.commits.length} commit(s) exist only here (committed locally, not replicated)`);
