@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CellSummary } from '../../scripts/experiment/sweep.ts';
 import { planMulti, planThreshold, summarise, type RunRecord } from '../../scripts/experiment/sweep.ts';
-import { computeCrossover, formatRegression, formatSeconds, markdownTable, multiTables, regression, thresholdTables } from '../../scripts/report/tables.ts';
+import { computeCrossover, formatRegression, formatSeconds, markdownTable, multiTables, regression, sideBySideTables, thresholdTables } from '../../scripts/report/tables.ts';
 
 function cellsWith(plan: ReturnType<typeof planThreshold>, ms: (c: CellSummary) => number): CellSummary[] {
   const records: RunRecord[] = plan.map((c) => ({
@@ -102,5 +102,32 @@ describe('formatting', () => {
     expect(formatSeconds(106.4)).toBe('0.106');
     expect(formatSeconds(66_564)).toBe('66.564');
     expect(formatSeconds(null)).toBe('n/a');
+  });
+});
+
+describe('PostgreSQL side by side', () => {
+  const plan = planMulti(['128MB', '1GB'], 200, ['truncate', 'truncate-toast'], ['full-scan', 'cached-lookup'], ['walsim', 'postgres']);
+  // PostgreSQL: two runs per cell, the second one stalled by 5 s (left out of the median).
+  const records: RunRecord[] = plan.flatMap((c) => [1, 2].map((run) => ({
+    ...c, run, failoverMs: (c.engine === 'postgres' ? 400 : 100) + (run === 2 && c.engine === 'postgres' ? 5000 : 0) + (c.sharedBuffers === '1GB' ? 50 : 0),
+    replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0, dropMs: 1, dropsFullScan: 0, dropsCachedLookup: 0,
+    scanned: 0, probes: 0, invalidated: 0, promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
+    ...(c.engine === 'postgres' ? { seedMethodMs: 500, stall: run === 2 } : {}),
+  })));
+  const cells = summarise(plan, records);
+
+  it('puts PostgreSQL (median without stalls), its seed-method figure and walsim per strategy in one table per variant', () => {
+    const md = sideBySideTables(cells);
+    expect(md).toContain('### TRUNCATE of 200 relations: PostgreSQL and walsim');
+    expect(md).toContain('### TRUNCATE (tables with a TOAST table) of 200 relations: PostgreSQL and walsim');
+    const lines = md.split('\n');
+    const header = lines.find((l) => l.startsWith('| s_b'))!;
+    expect(header.split("|").map((s) => s.trim()).filter(Boolean)).toEqual(["s_b", "PostgreSQL", "PostgreSQL (seed method)", "walsim measured full-scan", "walsim measured cached-lookup"]);
+    expect(lines).toContainEqual(expect.stringMatching(/^\| 1GB +\| +0\.450 \(1 stall excluded\) \| +0\.500 \| +0\.150 \| +0\.150 \|$/));
+  });
+
+  it('keeps the walsim-only tables free of PostgreSQL cells', () => {
+    expect(multiTables(cells).byVariant.truncate).toMatch(/\| 128MB +\| +0\.100 \| +0\.100 \| +0\.00% \|/);
+    expect(sideBySideTables(cells.filter((c) => c.engine === 'walsim'))).toBe('');
   });
 });
