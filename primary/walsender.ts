@@ -12,7 +12,7 @@
  * was promoted, or this node itself being promoted.
  */
 import type WebSocket from 'ws';
-import { WalsimError } from '../common/errors.ts';
+import { WalsimError, isWalsimError } from '../common/errors.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
@@ -235,6 +235,12 @@ export class WalSender {
     this.pumping = true;
     try {
       this.pumpLocked();
+    } catch (e) {
+      // XLogRead failed: the segment was removed by a checkpoint (the standby fell behind
+      // wal_keep_size while disconnected) or is unreadable. PostgreSQL's walsender ends with
+      // that ERROR ("requested WAL segment … has already been removed"); so does this connection.
+      if (!isWalsimError(e)) throw e;
+      this.refuse(CLOSE_REPLICATION_REFUSED, e.message);
     } finally {
       this.pumping = false;
     }

@@ -17,7 +17,7 @@ import { formatLsn } from '../wal/lsn.ts';
 import { STANDBY_SIGNAL } from '../server/node.ts';
 import { addStandby, rejoin, repoint, switchover, waitStreaming } from '../server/topology.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
-import { parseDropStrategy, parseSynchronousCommit } from '../server/settings.ts';
+import { parseCheckpointTimeout, parseDropStrategy, parseMaxWalSize, parseSynchronousCommit, parseWalKeepSize } from '../server/settings.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { StopMode } from '../server/control-protocol.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
@@ -27,8 +27,8 @@ const USAGE = `usage: npm run cluster -- <command> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
           [--standbys N | --standby NAME ...] [--synchronous-standby-names 'FIRST 1 (s1, s2)']
           [--drop-strategy cached-lookup|full-scan|rel-list|recovery-hash|cache-at-create] [--threshold-divisor 32] [--force-optimized]
-          [--wal-segment-size 16MB] [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD]
-          [--dir .walsim]
+          [--wal-segment-size 16MB] [--checkpoint-timeout 5min] [--max-wal-size 1GB] [--wal-keep-size 0]
+          [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD] [--dir .walsim]
           [--node NAME]  start one node of an existing cluster (an old primary is refused after a failover)
   stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]
   status  [--json] [--dir .walsim]
@@ -62,6 +62,9 @@ async function cmdStart(argv: string[]): Promise<number> {
     'threshold-divisor': { type: 'string', default: '32' },
     'force-optimized': { type: 'boolean', default: false },
     'wal-segment-size': { type: 'string', default: '16MB' },
+    'checkpoint-timeout': { type: 'string', default: '5min' },
+    'max-wal-size': { type: 'string', default: '1GB' },
+    'wal-keep-size': { type: 'string', default: '0' },
     listen: { type: 'string', default: '127.0.0.1' },
     'pg-port': { type: 'string' },
     password: { type: 'string' },
@@ -108,6 +111,11 @@ async function cmdStart(argv: string[]): Promise<number> {
       ...(values['pg-port'] !== undefined ? { pgPortBase: parsePort(values['pg-port']) } : {}),
       ...(values.password !== undefined ? { password: parsePassword(values.password) } : {}),
       ...(values['synchronous-standby-names'] !== undefined ? { synchronousStandbyNames: values['synchronous-standby-names'] } : {}),
+      wal: {
+        checkpointTimeoutS: parseCheckpointTimeout(values['checkpoint-timeout']!),
+        maxWalSizeMb: parseMaxWalSize(values['max-wal-size']!),
+        walKeepSizeMb: parseWalKeepSize(values['wal-keep-size']!),
+      },
     };
     const standbys = standbyNamesOf(values.standbys, values.standby);
     if (standbys !== undefined) opts.standbys = standbys;
@@ -115,6 +123,9 @@ async function cmdStart(argv: string[]): Promise<number> {
     parseSharedBuffers(opts.standbySharedBuffers);
     // Validate everything before initdb writes anything: a refused option leaves no half-made cluster.
     checkSegmentSize(opts.walSegmentSize);
+    if (opts.wal!.maxWalSizeMb! * 1024 * 1024 < 2 * opts.walSegmentSize) {
+      throw new UsageError(`"max_wal_size" must be at least twice "wal_segment_size" (${values['max-wal-size']} < 2 × ${values['wal-segment-size']})`);
+    }
     if (isIP(opts.listen) === 0) throw new UsageError(`--listen must be an IP address (e.g. 127.0.0.1), got "${opts.listen}"`);
     await initCluster(clusterDir, opts);
   }

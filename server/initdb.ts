@@ -15,7 +15,7 @@ import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig } from './cluster-files.ts';
 import { writeControlFile } from './control-file.ts';
 import { STANDBY_SIGNAL, ServerNode } from './node.ts';
-import type { DropStrategy, SynchronousCommit } from './settings.ts';
+import { DEFAULT_WAL_SETTINGS, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 
 export interface InitOptions {
@@ -38,6 +38,8 @@ export interface InitOptions {
   standbys?: string[];
   /** The primary's synchronous_standby_names. Omitted: every standby, in order ("walreceiver" for the seed's). */
   synchronousStandbyNames?: string;
+  /** checkpoint_timeout, max_wal_size, wal_keep_size of both nodes; PostgreSQL's defaults when absent. */
+  wal?: Partial<WalSettings>;
 }
 
 /** A node name: a lower-case identifier (it is a directory and an application_name). */
@@ -195,6 +197,7 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
     synchronousCommit: opts.synchronousCommit,
     walSegmentSize: opts.walSegmentSize,
     hotStandby: true,
+    wal: { ...DEFAULT_WAL_SETTINGS, ...opts.wal },
   };
   const primary: NodeConfig = {
     ...common, name: 'primary', role: 'primary', port: await free(), pgPort: await pgPort(0), sharedBuffers: opts.sharedBuffers,

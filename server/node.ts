@@ -19,7 +19,7 @@ import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
 import type { ForkNumber, WalRecord, WalRecordBody, TransactionId, RelFileNumber } from '../wal/records.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
-import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
+import { readWal, walSegmentRemovedMessage, type WalReadOptions } from '../wal/wal-reader.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { redo, replayRecordSteps } from '../storage/redo.ts';
 import { runSteps } from '../storage/drop.ts';
@@ -41,12 +41,13 @@ import { FailoverClock } from '../standby/failover-clock.ts';
 import { withModel, type FailoverReport } from '../standby/failover-report.ts';
 import { replayCountsOf } from '../storage/cost-model/counts.ts';
 import { defaultCostProfile } from '../storage/cost-model/profile.ts';
-import { listSegmentFiles, readTimelineHistory, writeTimelineHistoryFile, type TimelineHistoryEntry } from '../wal/segment.ts';
+import { listSegmentFiles, readTimelineHistory, segmentOf, writeTimelineHistoryFile, type TimelineHistoryEntry } from '../wal/segment.ts';
 import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
 import { executeRead } from './sql-functions.ts';
-import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
+import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, walSettingsOf, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
+import { Checkpointer } from './checkpointer.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
 
@@ -126,6 +127,11 @@ export class ServerNode {
   /** Fault `redo_fail`: the next record this node applies throws an InvariantViolation. */
   private redoFaultArmed = false;
 
+  /** Automatic checkpoints and WAL removal (checkpoint_timeout, max_wal_size, wal_keep_size). */
+  readonly checkpointer: Checkpointer;
+  /** End of the last checkpoint record this node wrote: no WAL since means a timed checkpoint is skipped. */
+  private lastCheckpointEnd: Lsn = 0;
+
   // standby role
   startup: StartupProcess | null = null;
   receiver: WalReceiver | null = null;
@@ -148,6 +154,16 @@ export class ServerNode {
     this.syncRep = new SyncRepQueue();
     this.walsenders = new WalSenderSet(this.syncRep, parseSynchronousStandbyNames(opts.config.synchronousStandbyNames), opts.log);
     this.startupReplay = startupReplay;
+    this.checkpointer = new Checkpointer({
+      dataDir: this.dataDir,
+      segmentSize: this.config.walSegmentSize,
+      settings: walSettingsOf(this.config),
+      canCheckpoint: () => !this.inRecovery && this.shuttingDown === null,
+      walSinceLastCheckpoint: () => this.wal.insertLsn > this.lastCheckpointEnd,
+      redoLsn: () => this.control.redoLsn,
+      runCheckpoint: () => this.writeLock.run(() => this.checkpoint('CHECKPOINT_ONLINE')),
+      log: opts.log,
+    });
   }
 
   /** pg_is_in_recovery(), read from the lifecycle machine. */
@@ -242,6 +258,7 @@ export class ServerNode {
     writeControlFile(this.dataDir, this.control);
     this.failover.countOpenForWrites('controlFileUpdates');
     this.failover.mark('readWrite');
+    this.checkpointer.start();
     this.opts.log('LOG:  database system is ready to accept connections');
   }
 
@@ -361,15 +378,21 @@ export class ServerNode {
 
   /** Redo one record, plus what the node does for checkpoint records (restartpoints). */
   static applyRecord(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean): void {
-    runSteps(ServerNode.applyRecordSteps(storage, dataDir, rec, timeline, restartpoints));
+    runSteps(ServerNode.applyRecordSteps(storage, dataDir, rec, timeline, restartpoints ? () => {} : null));
   }
 
-  /** applyRecord in steps (long buffer drops yield between chunks). */
-  static *applyRecordSteps(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean): Generator<void, void, void> {
+  /**
+   * applyRecord in steps (long buffer drops yield between chunks). With `afterRestartpoint`, a
+   * checkpoint record first makes a restartpoint (a data image for REDO = the record), then calls it.
+   */
+  static *applyRecordSteps(
+    storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, afterRestartpoint: ((redoLsn: Lsn) => void) | null,
+  ): Generator<void, void, void> {
     const body = rec.body;
-    if (restartpoints && (body.kind === 'CHECKPOINT_ONLINE' || body.kind === 'CHECKPOINT_SHUTDOWN') && body.redo === rec.lsn) {
+    if (afterRestartpoint !== null && (body.kind === 'CHECKPOINT_ONLINE' || body.kind === 'CHECKPOINT_SHUTDOWN') && body.redo === rec.lsn) {
       // Restartpoint: the image holds everything before this record, so replay may restart here.
       storage.writeImage(dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline });
+      afterRestartpoint(rec.lsn);
     }
     yield* replayRecordSteps(storage, rec);
   }
@@ -380,7 +403,7 @@ export class ServerNode {
       yield; // fail inside the record, as a long drop would, with the event loop running in between
       this.injectedRedoFailure(rec.endLsn);
     }
-    yield* ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, true);
+    yield* ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, (redo) => this.removeWalAfterRestartpoint(redo));
   }
 
   /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
@@ -390,6 +413,7 @@ export class ServerNode {
       if (this.startupReplay.crashRecovery) await this.checkpoint('CHECKPOINT_ONLINE');
       this.control = { ...this.control, state: 'in production' };
       writeControlFile(this.dataDir, this.control);
+      this.checkpointer.start();
       return;
     }
     this.control = { ...this.control, state: 'in archive recovery' };
@@ -488,10 +512,28 @@ export class ServerNode {
     return endLsn;
   }
 
-  /** XLogFlush, then wake walsenders. */
+  /** XLogFlush, then wake walsenders; past CheckPointSegments of WAL, request a checkpoint. */
   flushWal(): void {
     if (this.wal.flushLsn < this.wal.insertLsn) this.wal.flush();
     this.walsenders.pumpAll();
+    this.checkpointer.walFlushed(this.wal.flushLsn);
+  }
+
+  /**
+   * The oldest WAL position a connected standby still needs: the lowest replay (apply) LSN its
+   * walsender holds, 0 (keep everything) until a reconnected standby has replied. PostgreSQL keeps
+   * WAL for standbys only through replication slots (from the flush position); walsim has no slots
+   * and keeps it for every connected standby from its replay position, because a standby that
+   * finds a received record corrupt streams it again from there (RELIABILITY.md). A paused but
+   * connected standby therefore holds back removal on the primary. null when none is streaming.
+   */
+  private standbysKeepLsn(): Lsn | null {
+    let keep: Lsn | null = null;
+    for (const s of this.walsenders.senders()) {
+      if (s.state === 'startup') continue;
+      if (keep === null || s.applyLsn < keep) keep = s.applyLsn;
+    }
+    return keep;
   }
 
   private async commit(xid: TransactionId, droppedRels: RelFileNumber[]): Promise<void> {
@@ -533,6 +575,10 @@ export class ServerNode {
     this.flushWal();
     this.control = { ...this.control, checkpointLsn: startLsn, redoLsn, state: kind === 'CHECKPOINT_SHUTDOWN' ? 'shut down' : 'in production' };
     writeControlFile(this.dataDir, this.control);
+    this.lastCheckpointEnd = this.wal.insertLsn;
+    // CreateCheckPoint: KeepLogSeg from the end of the checkpoint record, then RemoveOldXlogFiles.
+    this.checkpointer.removeOldWal(redoLsn, this.wal.insertLsn, this.standbysKeepLsn(), this.timeline);
+    if (kind === 'CHECKPOINT_ONLINE') this.checkpointer.start(); // checkpoint_timeout counts from here
   }
 
   /** Restartpoint on a standby at the current replay position (CHECKPOINT on a standby, shutdown). */
@@ -543,6 +589,16 @@ export class ServerNode {
     this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline });
     this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
     writeControlFile(this.dataDir, this.control);
+    this.removeWalAfterRestartpoint(s.nextLsn);
+  }
+
+  /**
+   * CreateRestartPoint: KeepLogSeg from the later of receive and replay (and what a cascaded
+   * standby streaming from this one still needs), then RemoveOldXlogFiles.
+   */
+  private removeWalAfterRestartpoint(redoLsn: Lsn): void {
+    const replayed = this.startup?.replayEndLsn ?? redoLsn;
+    this.checkpointer.removeOldWal(redoLsn, Math.max(this.wal.flushLsn, replayed, redoLsn), this.standbysKeepLsn(), this.timeline);
   }
 
   // ---------------------------------------------------------------- walsender side
@@ -579,6 +635,11 @@ export class ServerNode {
     if (this.shuttingDown !== null) return 'the database system is shutting down';
     if (timeline === this.timeline && startLsn > this.wal.flushLsn) {
       return `requested starting point ${formatLsn(startLsn)} is ahead of the WAL flush position of this server ${formatLsn(this.wal.flushLsn)}`;
+    }
+    // CheckXLogRemoved: a checkpoint removed the segment the standby would start in.
+    const startSegno = segmentOf(startLsn, this.config.walSegmentSize);
+    if (startLsn < this.wal.flushLsn && startSegno <= this.checkpointer.lastRemovedSegno) {
+      return walSegmentRemovedMessage(startSegno, readTimelineHistory(this.dataDir, this.timeline), this.config.walSegmentSize);
     }
     this.walsenders.startStreaming(self, this.inRecovery);
     if (applicationName !== '' && self.priority > 0) {
@@ -753,6 +814,8 @@ export class ServerNode {
       insertLsn: formatLsn(this.wal.insertLsn),
       flushLsn: formatLsn(this.wal.flushLsn),
       synchronousStandbyNames: this.config.synchronousStandbyNames,
+      checkpointer: { ...this.checkpointer.stats },
+      walFiles: listSegmentFiles(this.dataDir, this.config.walSegmentSize).length,
     };
     if (!this.inRecovery) {
       return {
@@ -824,6 +887,7 @@ export class ServerNode {
     const wasInRecovery = this.inRecovery; // read before STOP leaves the recovery states
     this.send({ type: 'STOP', mode });
     this.shuttingDown = mode;
+    this.checkpointer.stop();
     if (wasInRecovery) {
       this.receiver?.stop();
       await this.startup?.stop();

@@ -12,7 +12,8 @@ import { pauseStateOf, refusalOf } from '../standby/lifecycle-machine.ts';
 import type { QueryResult, SqlValue } from './control-protocol.ts';
 import type { ServerNode } from './node.ts';
 import type { Statement } from './sql-parser.ts';
-import { PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
+import { formatMb, formatSeconds, PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
+import { walSettingsOf } from './cluster-files.ts';
 
 /** PostgreSQL types of walsim's result columns (pg_type.typname). */
 export type PgTypeName = 'int8' | 'int4' | 'bool' | 'text' | 'pg_lsn' | 'void';
@@ -203,6 +204,9 @@ function showSetting(node: ServerNode, name: string): string {
     case 'hot_standby': return 'on';
     case 'autovacuum': return 'off';
     case 'walsim.drop_strategy': return node.config.dropStrategy;
+    case 'checkpoint_timeout': return formatSeconds(walSettingsOf(node.config).checkpointTimeoutS);
+    case 'max_wal_size': return formatMb(walSettingsOf(node.config).maxWalSizeMb);
+    case 'wal_keep_size': return formatMb(walSettingsOf(node.config).walKeepSizeMb);
     default: throw new WalsimError('invalid_input', `unrecognized configuration parameter "${name}"`, '42704');
   }
 }

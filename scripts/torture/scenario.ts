@@ -72,6 +72,10 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
   const c = await TortureCluster.create({
     sharedBuffers: '16MB', standbySharedBuffers, synchronousCommit: level, dropStrategy, thresholdDivisor: 32,
     forceOptimized: false, walSegmentSize: SEGMENT_SIZE, listen: '127.0.0.1',
+    // A killed standby reconnects from its flush LSN, at most one statement's WAL (< 1 segment)
+    // behind; 2 segments of wal_keep_size keep that across a CHECKPOINT run meanwhile, as a
+    // PostgreSQL standby without a slot needs. Older WAL is removed, so removal is exercised.
+    wal: { walKeepSizeMb: 2 },
   });
   let failed = false;
   try {
