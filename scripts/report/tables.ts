@@ -140,13 +140,16 @@ export function multiTables(cells: CellSummary[]): { byVariant: Partial<Record<V
   const parts: string[] = [];
   for (const variant of unique(mc.map((c) => c.variant))) {
     const here = mc.filter((c) => c.variant === variant);
+    // The seed debate's other strategies (--strategies rel-list,…) get a column each.
+    const others = unique(here.map((c) => c.strategy)).filter((s) => s !== 'full-scan' && s !== 'cached-lookup');
     const rows = unique(here.map((c) => c.sharedBuffers)).map((sb) => {
       const master = here.find((c) => c.sharedBuffers === sb && c.strategy === 'full-scan');
       const patched = here.find((c) => c.sharedBuffers === sb && c.strategy === 'cached-lookup');
       return [sb, formatSeconds(master?.failoverMsMean), formatSeconds(patched?.failoverMsMean),
-        formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2)];
+        formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2),
+        ...others.map((s) => formatSeconds(here.find((c) => c.sharedBuffers === sb && c.strategy === s)?.failoverMsMean))];
     });
-    const table = markdownTable(['s_b', 'Master (full-scan)', 'Patched (cached-lookup)', '%reg'], rows);
+    const table = markdownTable(['s_b', 'Master (full-scan)', 'Patched (cached-lookup)', '%reg', ...others], rows);
     byVariant[variant] = table;
     const tables = here[0]!.tables;
     const runs = unique(here.map((c) => c.runs));

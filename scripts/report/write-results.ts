@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CellSummary, RunRecord, SweepKind } from '../experiment/sweep.ts';
 import { toCsv } from './csv.ts';
+import { STRATEGY_COLORS } from './strategies-report.ts';
 import { lineChart, type ChartSeries } from './svg-chart.ts';
 import { computeCrossover, multiTables, sideBySideTables, thresholdTables } from './tables.ts';
 
@@ -29,7 +30,8 @@ const CSV_COLUMNS = [
 ];
 
 const strategyName = (c: CellSummary) =>
-  c.strategy === 'full-scan' ? 'full-scan (master)' : `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)`;
+  c.strategy === 'full-scan' ? 'full-scan (master)'
+    : c.strategy === 'cached-lookup' ? `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)` : c.strategy;
 
 const defaultY = (c: CellSummary) => c.failoverMsMean / 1000;
 
@@ -53,7 +55,7 @@ function seriesBy(
   return [...pgSeries, ...names.map((name) => ({
     name,
     // The same colour for a strategy in every chart: full scan red, lookup blue.
-    color: name.startsWith('full-scan') ? '#d62728' : '#1f77b4',
+    color: STRATEGY_COLORS[cells.find((c) => strategyName(c) === name)!.strategy],
     points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: y(c) })),
   })), ...(y === defaultY ? modelSeries : [])].filter((s) => s.points.length > 0);
 }

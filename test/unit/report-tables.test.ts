@@ -88,6 +88,13 @@ describe('Test B tables', () => {
     expect(t.markdown).toContain('### TRUNCATE recovery performance for 1000 relations');
   });
 
+  it('gives the seed debate\'s other strategies a column each', () => {
+    const all = cellsWith(planMulti(['1GB'], 10, ['vacuum'], ['full-scan', 'cached-lookup', 'rel-list', 'cache-at-create']), (c) => (c.strategy === 'rel-list' ? 7 : 5));
+    const vac = multiTables(all).byVariant.vacuum!.split('\n');
+    expect(vac[0]).toMatch(/\| +%reg \| rel-list \| cache-at-create \|$/);
+    expect(vac[2]).toMatch(/\| +0\.007 \| +0\.005 \|$/);
+  });
+
   it('leaves %reg n/a when only one strategy ran', () => {
     const only = cellsWith(planMulti(['1GB'], 10, ['truncate'], ['full-scan']), () => 5);
     expect(multiTables(only).byVariant.truncate).toMatch(/\| 1GB +\| +0\.005 \| +n\/a \| +n\/a \|/);
