@@ -68,6 +68,7 @@ runCli(async () => {
   const settings: SweepSettings = {
     primarySharedBuffers: values['primary-shared-buffers']!, thresholdDivisor: 32,
     workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()), waitSeconds: 3600, pgBin: values['pg-bin'],
+    profile: baseProfile,
   };
   const plan = planCalibration(sizes, tables, divisors);
   if (!values.json) console.log(`calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'} (${pg.version}); shared_buffers ${sizes.join(', ')}`);

@@ -22,6 +22,9 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { StopMode } from '../server/control-protocol.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
 import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './postgres/pg-cluster-cli.ts';
+import { withModel, type FailoverReport } from '../standby/failover-report.ts';
+import { defaultCostProfile, loadProfile } from '../storage/cost-model/profile.ts';
+import { formatModel } from './experiment/steps.ts';
 
 const USAGE = `usage: npm run cluster -- <command> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
@@ -37,7 +40,7 @@ const USAGE = `usage: npm run cluster -- <command> [options]
   set     [--node primary] SETTING VALUE [--dir .walsim]   (ALTER SYSTEM SET + pg_reload_conf(); ${RELOADABLE_SETTINGS.join(', ')})
   switchover --to STANDBY [--json] [--dir .walsim]
   rejoin  --node OLD --to NEW [--json] [--dir .walsim]
-  promote [--node standby] [--no-wait] [--wait-seconds 60] [--json] [--dir .walsim]
+  promote [--node standby] [--no-wait] [--wait-seconds 60] [--profile seed-001|FILE] [--json] [--dir .walsim]
 ${PG_CLUSTER_USAGE}`;
 
 const isStandby = (clusterDir: string, name: NodeName) => fs.existsSync(path.join(nodeDir(clusterDir, name), STANDBY_SIGNAL));
@@ -316,16 +319,24 @@ async function cmdPromote(argv: string[]): Promise<number> {
   const { values } = parseCli(argv, {
     dir: { type: 'string' }, node: { type: 'string', default: 'standby' }, 'no-wait': { type: 'boolean', default: false },
     'wait-seconds': { type: 'string', default: '60' }, json: { type: 'boolean', default: false },
+    profile: { type: 'string' },
   }, USAGE);
   const clusterDir = clusterDirOf(values.dir);
+  // Load the cost profile first, so a bad --profile changes nothing.
+  const profile = values.profile === undefined ? defaultCostProfile() : loadProfile(values.profile);
   const waitSeconds = Number(values['wait-seconds']);
   if (!Number.isInteger(waitSeconds) || waitSeconds <= 0) throw new UsageError(`--wait-seconds must be a positive integer, got "${values['wait-seconds']}"`);
   const c = await connectNode(clusterDir, values.node!);
   try {
-    const r = (await c.request({ op: 'promote', wait: !values['no-wait'], waitSeconds })) as { promoted: boolean; failover: Record<string, unknown> | null };
+    const served = (await c.request({ op: 'promote', wait: !values['no-wait'], waitSeconds })) as { promoted: boolean; failover: FailoverReport | null };
+    // The server models with the default profile; --profile re-prices the same counts.
+    const r = { ...served, failover: served.failover === null ? null : withModel(served.failover, profile) };
     if (values.json) printJson(r);
     else if (!r.promoted) console.log(`${values.node}: server did not promote within ${waitSeconds} seconds`);
-    else console.log(`${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`);
+    else {
+      console.log(`${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`);
+      if (r.failover?.model) console.log(formatModel(r.failover.model));
+    }
     return r.promoted ? 0 : 1;
   } finally {
     c.close();

@@ -7,13 +7,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
+import { DEFAULT_PROFILE, loadProfile } from '../storage/cost-model/profile.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
 import { parseCli, printJson, runCli, UsageError } from './cli.ts';
 import { destroyCluster } from './experiment/fresh-cluster.ts';
 import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import {
-  DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, ENGINES, planMulti, planThreshold, runSweep, summarise,
+  DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, ENGINES, planMulti, planThreshold, runSweep, runSweepModelOnly, summarise,
   type CellSpec, type Engine, type SweepKind, type SweepSettings, type Variant,
 } from './experiment/sweep.ts';
 import { computeCrossover } from './report/tables.ts';
@@ -37,7 +38,9 @@ const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
 ${STRATEGIES_USAGE}
   common     [--shared-buffers ${DEFAULT_SHARED_BUFFERS.join(',')}] (the standby's; the primary gets --primary-shared-buffers 128MB)
              [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]
-             [--standbys 1] (more: the measured standby is synchronous, standby2…N asynchronous extras)`;
+             [--standbys 1] (more: the measured standby is synchronous, standby2…N asynchronous extras)
+             [--profile seed-001|FILE]  cost profile of the modeled PostgreSQL seconds beside the measured ones
+             [--model-only]  no servers, no timing: count each cell in-process and report modeled seconds only`;
 
 function list(text: string, what: string): string[] {
   const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
@@ -76,18 +79,24 @@ runCli(async () => {
     json: { type: 'boolean', default: false },
     engine: { type: 'string', default: 'walsim' },
     'pg-bin': { type: 'string' },
+    profile: { type: 'string', default: DEFAULT_PROFILE },
+    'model-only': { type: 'boolean', default: false },
   }, USAGE);
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
   const json = values.json!;
   const sharedBuffers = list(values['shared-buffers']!, 'shared-buffers');
   for (const sb of [...sharedBuffers, values['primary-shared-buffers']!]) parseSharedBuffers(sb);
-  const runs = values.runs === undefined ? (kind === 'threshold' ? SEED_RUNS : DEFAULT_MULTI_RUNS) : positiveInt(values.runs, 'runs');
+  const profile = loadProfile(values.profile!);
+  const modelOnly = values['model-only']!;
+  if (modelOnly && values.runs !== undefined) throw new UsageError('--runs does not apply to --model-only (modeled seconds are the same on every run)');
+  const runs = modelOnly ? 1 : values.runs === undefined ? (kind === 'threshold' ? SEED_RUNS : DEFAULT_MULTI_RUNS) : positiveInt(values.runs, 'runs');
   const engines = list(values.engine!, 'engine').map((e) => {
     if (!(ENGINES as readonly string[]).includes(e)) throw new UsageError(`unknown engine "${e}" (accepted: ${ENGINES.join(', ')})`);
     return e as Engine;
   });
   // Fail before any cell runs when PostgreSQL is asked for and absent.
   if (engines.includes('postgres')) findPgBin(values['pg-bin']);
+  if (modelOnly && engines.includes('postgres')) throw new UsageError('--model-only models walsim\'s counts; it does not run PostgreSQL (drop --engine postgres)');
   const settings: SweepSettings = {
     primarySharedBuffers: values['primary-shared-buffers']!,
     thresholdDivisor: positiveInt(values['threshold-divisor']!, 'threshold-divisor'),
@@ -95,6 +104,7 @@ runCli(async () => {
     waitSeconds: positiveInt(values['wait-seconds']!, 'wait-seconds'),
     standbys: positiveInt(values.standbys!, 'standbys'),
     pgBin: values['pg-bin'],
+    profile,
   };
   let plan: CellSpec[];
   let described: Record<string, unknown>;
@@ -113,8 +123,13 @@ runCli(async () => {
     plan = planMulti(sharedBuffers, tables, variants, strategies, engines);
     described = { tables, variants, strategies };
   }
-  const settingsOut = { engines, sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor, synchronousCommit: 'remote_write', standbys: settings.standbys };
-  const runsNote = runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`;
+  const settingsOut = {
+    engines, sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor,
+    synchronousCommit: 'remote_write', standbys: settings.standbys, profile: profile.name, modelOnly,
+  };
+  const runsNote = modelOnly
+    ? `model only: counts in-process, modeled PostgreSQL seconds (cost profile ${profile.name}), nothing measured`
+    : `${runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`}; modeled PostgreSQL seconds with cost profile ${profile.name}`;
   if (!json) console.log(`seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`);
 
   // Ctrl-C: stop the clusters this sweep started, then exit.
@@ -136,7 +151,7 @@ runCli(async () => {
   const bar = progressBar(plan.length * runs, false);
   let records;
   try {
-    records = await runSweep(plan, runs, settings, (p) => bar.update(p));
+    records = modelOnly ? await runSweepModelOnly(plan, settings, (p) => bar.update(p)) : await runSweep(plan, runs, settings, (p) => bar.update(p));
   } finally {
     bar.stop();
     fs.rmSync(settings.workDir, { recursive: true, force: true });
@@ -151,7 +166,7 @@ runCli(async () => {
   if (json) {
     printJson({
       kind, dir: written.dir, files: written.files, wallSeconds: output.wallSeconds, settings: settingsOut, cells,
-      ...(kind === 'threshold' ? { crossover: computeCrossover(cells) } : {}),
+      ...(kind === 'threshold' ? { ...(modelOnly ? {} : { crossover: computeCrossover(cells) }), modeledCrossover: computeCrossover(cells, 'modeled') } : {}),
     });
   } else {
     console.log('');

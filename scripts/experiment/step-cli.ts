@@ -6,6 +6,7 @@
 import { isWalsimError } from '../../common/errors.ts';
 import { ControlError } from '../../server/control-client.ts';
 import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli.ts';
+import { loadProfile } from '../../storage/cost-model/profile.ts';
 import { REL_SIZE_FORMS } from './rel-size.ts';
 import type { Workload } from './state.ts';
 import { runStep, StepOrderError, STEPS, type StepName } from './steps.ts';
@@ -25,7 +26,8 @@ function usage(workload: Workload): string {
     vacuum    VACUUM each table in its own transaction (truncates the empty pages)
     truncate  TRUNCATE each table in its own transaction
     stop      immediate stop of the primary (pg_ctl stop -m immediate)
-    resume    pg_wal_replay_resume() and promote the standby; print both timestamps and the failover time
+    resume    pg_wal_replay_resume() and promote the standby; print both timestamps, the failover time and
+              the modeled PostgreSQL seconds (--profile NAME|FILE, default seed-001)
     count     row counts on the standby`;
 }
 
@@ -44,6 +46,7 @@ export function stepMain(workload: Workload): void {
         'wait-seconds': { type: 'string' },
         engine: { type: 'string' },
         toast: { type: 'boolean', default: false },
+        profile: { type: 'string' },
       }, USAGE);
       if (positionals.length !== 1) throw new UsageError(`${positionals.length === 0 ? 'missing step' : 'expected one step'}\n${USAGE}`);
       const step = positionals[0] as StepName;
@@ -63,9 +66,12 @@ export function stepMain(workload: Workload): void {
       }
       if (values.engine === 'walsim' && pgDir) throw new UsageError(`${clusterDir} holds a PostgreSQL cluster (--engine postgres), not a walsim one`);
       if (values.toast && (workload !== 'multi' || step !== 'create')) throw new UsageError('--toast applies to "npm run multi -- create" only');
+      if (values.profile !== undefined && step !== 'resume') throw new UsageError(`--profile applies to "npm run ${workload} -- resume" only`);
+      // Load the profile before promoting, so a bad --profile changes nothing.
+      const profile = values.profile === undefined ? undefined : loadProfile(values.profile);
       const result = pgDir
         ? await runPgStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast })
-        : await runStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast });
+        : await runStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast, profile });
       const { lines, ...rest } = result;
       if (json) printJson(rest);
       else for (const l of lines) console.log(l);

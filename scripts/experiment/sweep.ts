@@ -20,6 +20,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
+import { modelFailover, type ModeledFailover } from '../../storage/cost-model/model.ts';
+import type { CostProfile } from '../../storage/cost-model/profile.ts';
+import { countCellsInProcess } from './in-process.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { destroyCluster, startFreshCluster } from './fresh-cluster.ts';
 import { parseRelSize } from './rel-size.ts';
@@ -49,7 +53,39 @@ export interface CellSpec {
   tables: number;
 }
 
-export interface RunRecord extends CellSpec {
+/** The modeled columns of a run (storage/cost-model), from its exact counts. */
+export interface ModeledColumns {
+  /** The cost profile's name. */
+  modelProfile: string;
+  /** Modeled PostgreSQL seconds, resume → read-write, and per phase. */
+  modeledS: number;
+  /** As the profile's reference would have measured them (its promotion poll), or null. */
+  modeledPolledS: number | null;
+  modeledReplayS: number;
+  modeledEndOfRecoveryS: number;
+  modeledOpenForWritesS: number;
+  /** Of the replay phase: seconds inside buffer drops. */
+  modeledDropS: number;
+}
+
+/** A run without modeled columns (the PostgreSQL engine): measured fields only. */
+export type MeasuredRunRecord = Omit<RunRecord, keyof ModeledColumns | 'mode' | 'counts'>;
+
+const NO_MODEL: ModeledColumns & Pick<RunRecord, 'mode' | 'counts'> = {
+  mode: 'measured', counts: null, modelProfile: '', modeledS: NaN, modeledPolledS: null, modeledReplayS: NaN,
+  modeledEndOfRecoveryS: NaN, modeledOpenForWritesS: NaN, modeledDropS: NaN,
+};
+
+export function modeledColumns(m: ModeledFailover): ModeledColumns {
+  return {
+    modelProfile: m.profile, modeledS: m.failoverS, modeledPolledS: m.polledS, modeledReplayS: m.phases.replayS,
+    modeledEndOfRecoveryS: m.phases.endOfRecoveryS, modeledOpenForWritesS: m.phases.openForWritesS, modeledDropS: m.replay.dropsS,
+  };
+}
+
+export interface RunRecord extends CellSpec, ModeledColumns {
+  /** 'measured': a real cluster ran the cell; 'model-only': counts in-process, measured fields NaN. */
+  mode: 'measured' | 'model-only';
   run: number;
   failoverMs: number;
   replayMs: number | null;
@@ -76,9 +112,11 @@ export interface RunRecord extends CellSpec {
   seedMethodMs?: number;
   walBytes?: number;
   stall?: boolean;
+  /** The failover's exact event counts (what the modeled columns are computed from); null for the PostgreSQL engine. */
+  counts: FailoverCounts | null;
 }
 
-export interface CellSummary extends CellSpec {
+export interface CellSummary extends CellSpec, ModeledColumns {
   runs: number;
   failoverMsMean: number;
   /** Median over the runs without a promote stall (all runs if every one stalled). */
@@ -110,6 +148,8 @@ export interface SweepSettings {
   standbys?: number;
   /** PostgreSQL engine: `--pg-bin`. */
   pgBin?: string;
+  /** The cost profile of the modeled columns. */
+  profile: CostProfile;
 }
 
 export const DEFAULT_SHARED_BUFFERS = ['128MB', '1GB', '20GB', '100GB'];
@@ -180,7 +220,8 @@ export function estimateCellSeconds(c: CellSpec): number {
 
 /** The procedure of one run on a fresh cluster in `dir`. */
 export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Promise<RunRecord> {
-  if (cell.engine === 'postgres') return runPgCell(cell, run, s);
+  // PostgreSQL measures real seconds; the model prices walsim's counts, so its columns stay empty.
+  if (cell.engine === 'postgres') return { ...(await runPgCell(cell, run, s)), ...NO_MODEL };
   fs.mkdirSync(s.workDir, { recursive: true });
   const dir = fs.mkdtempSync(path.join(s.workDir, 'cell-'));
   const stepMs: Record<string, number> = {};
@@ -200,7 +241,7 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
       for (const step of steps) {
         t = performance.now();
         const r = await runStep(step, {
-          clusterDir: dir, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds, toast: cell.variant === 'truncate-toast',
+          clusterDir: dir, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds, toast: cell.variant === 'truncate-toast', profile: s.profile,
           size: cell.kind === 'threshold' ? String(cell.pagesPerTable) : undefined,
         });
         stepMs[step] = performance.now() - t;
@@ -211,7 +252,7 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     }
     const r = resume!;
     return {
-      ...cell, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
+      ...cell, mode: 'measured', ...modeledColumns(r.model), counts: r.report.counts, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
       openForWritesMs: r.phases.openForWritesMs, recordsReplayed: r.recordsReplayed, dropMs: r.drop.ms,
       dropsFullScan: r.drop.drops['full-scan'], dropsCachedLookup: r.drop.drops['cached-lookup'],
       scanned: r.drop.scanned, probes: r.drop.probes, invalidated: r.drop.invalidated,
@@ -237,8 +278,18 @@ export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[]
     const mean = (f: (r: RunRecord) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
     const replays = rs.map((r) => r.replayMs).filter((v): v is number => v !== null);
     const clean = rs.filter((r) => r.stall !== true);
+    const modeled = (f: (r: RunRecord) => number) => (rs.length ? mean(f) : NaN);
+    const polled = rs.map((r) => r.modeledPolledS).filter((v): v is number => v !== null);
     return {
       ...cell, runs: rs.length,
+      modelProfile: rs[0]?.modelProfile ?? '',
+      modeledS: modeled((r) => r.modeledS),
+      modeledPolledS: polled.length ? polled.reduce((a, b) => a + b, 0) / polled.length : null,
+      modeledReplayS: modeled((r) => r.modeledReplayS),
+      modeledEndOfRecoveryS: modeled((r) => r.modeledEndOfRecoveryS),
+      modeledOpenForWritesS: modeled((r) => r.modeledOpenForWritesS),
+      modeledDropS: modeled((r) => r.modeledDropS),
+      ...(cell.engine === 'walsim' && rs.length ? { modeledMsMean: modeled((r) => r.modeledS) * 1000 } : {}),
       failoverMsMean: rs.length ? mean((r) => r.failoverMs) : NaN,
       failoverMsMedian: median((clean.length ? clean : rs).map((r) => r.failoverMs)),
       stalls: rs.length - clean.length,
@@ -285,6 +336,29 @@ export async function runSweep(
   }
   onProgress({ done: records.length, total, weightDone, weightTotal, current: 'done', lastRecord: records.at(-1) ?? null });
   return records;
+}
+
+/**
+ * Model-only: every cell's counts computed in-process (in-process.ts; no servers, no timing
+ * repetitions: modeled seconds do not need averaging), one record per cell with the measured
+ * fields NaN.
+ */
+export async function runSweepModelOnly(
+  plan: CellSpec[], settings: Pick<SweepSettings, 'thresholdDivisor' | 'profile'>, onProgress: (p: SweepProgress) => void = () => {},
+): Promise<RunRecord[]> {
+  const total = plan.length;
+  onProgress({ done: 0, total, weightDone: 0, weightTotal: total, current: 'counting in-process', lastRecord: null });
+  const counts = await countCellsInProcess(plan, { thresholdDivisor: settings.thresholdDivisor }, (done, label) =>
+    onProgress({ done, total, weightDone: done, weightTotal: total, current: label, lastRecord: null }));
+  return plan.map((cell, i) => ({
+    ...cell, mode: 'model-only', ...modeledColumns(modelFailover(counts[i]!, settings.profile, cell.nBuffers)), counts: counts[i]!,
+    run: 1, failoverMs: NaN, replayMs: null, endOfRecoveryMs: null, openForWritesMs: null,
+    recordsReplayed: Object.values(counts[i]!.replay.records).reduce((a, b) => a + b, 0), dropMs: NaN,
+    dropsFullScan: counts[i]!.replay.drops.calls['full-scan'], dropsCachedLookup: counts[i]!.replay.drops.calls['cached-lookup'],
+    scanned: counts[i]!.replay.drops.scannedByMatcher.single + counts[i]!.replay.drops.scannedByMatcher.linear + counts[i]!.replay.drops.scannedByMatcher.bsearch + counts[i]!.replay.drops.hashBuildScanned,
+    probes: counts[i]!.replay.drops.probes, invalidated: counts[i]!.replay.drops.invalidated,
+    promoted: false, resumeAt: '', promotedAt: '', stepMs: {},
+  }));
 }
 
 export function defaultWorkDir(): string {

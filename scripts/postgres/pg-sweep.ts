@@ -7,12 +7,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { CellSpec, RunRecord, SweepSettings } from '../experiment/sweep.ts';
+import type { CellSpec, MeasuredRunRecord, SweepSettings } from '../experiment/sweep.ts';
 import type { StepName } from '../experiment/steps.ts';
 import { destroyPgCluster, initPgCluster } from './pg-cluster.ts';
 import { runPgStep, type PgResumeResult } from './pg-steps.ts';
 
-export async function runPgCell(cell: CellSpec, run: number, s: SweepSettings): Promise<RunRecord> {
+export async function runPgCell(cell: CellSpec, run: number, s: SweepSettings): Promise<MeasuredRunRecord> {
   fs.mkdirSync(s.workDir, { recursive: true });
   fs.chmodSync(s.workDir, 0o755); // the postgres OS user must reach the cluster directories
   const dir = fs.mkdtempSync(path.join(s.workDir, 'pg-cell-'));
