@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { profileToJson, PROFILES_DIR } from '../storage/cost-model/profile.ts';
 import { parseCli, runCli, UsageError } from './cli.ts';
-import { fitReportMarkdown, fitSeed001, SEED_CELLS_FILE, type CountedSeedCell } from './experiment/fit-seed-001.ts';
+import { fitReportMarkdown, fitSeed001, SEED_CELLS_FILE, seedComparisonMarkdown, type CountedSeedCell } from './experiment/fit-seed-001.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
 import { seedCells } from './experiment/seed-001.ts';
 
@@ -39,6 +39,8 @@ runCli(async () => {
   }
   const profile = fitSeed001(cells);
   fs.writeFileSync(values['out-profile']!, profileToJson(profile));
+  console.log(seedComparisonMarkdown(cells, profile));
+  console.log('');
   console.log(fitReportMarkdown(cells, profile));
   return 0;
 });

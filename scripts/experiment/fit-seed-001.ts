@@ -21,7 +21,7 @@ import {
   COST_CONSTANT_NAMES, constantPer, PROFILE_FORMAT, PROFILES_DIR, type CostConstantName, type CostProfile,
 } from '../../storage/cost-model/profile.ts';
 import { markdownTable } from '../report/tables.ts';
-import { SEED_SIZES, type SeedCell } from './seed-001.ts';
+import { SEED_DIVISORS, SEED_SIZES, type SeedCell } from './seed-001.ts';
 
 /** The seed cells with walsim's counts, as `npm run fit-seed` last computed them. */
 export const SEED_CELLS_FILE = path.join(PROFILES_DIR, '..', 'fits', 'seed-001-cells.json');
@@ -149,7 +149,7 @@ export function fitReportMarkdown(cells: readonly CountedSeedCell[], profile: Co
     r.filter((x) => pred(x.label)).map((x) => [x.label, s3(x.seedS), s3(x.modeledS), s3(x.polledS), signed(x.residualS), x.withinBound ? 'yes' : '**no**']),
   );
   const cv = crossValidate(cells);
-  const cvTable = markdownTable(['held-out size', 'cells', 'within bound', 'max |residual| s', 'worst cell'],
+  const cvTable = markdownTable(['held-out size', 'cells', 'within bound', 'max abs residual s', 'worst cell'],
     cv.map(({ heldOut, rows: r }) => {
       const worst = r.reduce((a, b) => (Math.abs(b.residualS) > Math.abs(a.residualS) ? b : a));
       return [heldOut, String(r.length), String(r.filter((x) => x.withinBound).length), s3(Math.abs(worst.residualS)), `${worst.label} (seed ${s3(worst.seedS)}, predicted ${s3(worst.polledS)})`];
@@ -160,5 +160,45 @@ export function fitReportMarkdown(cells: readonly CountedSeedCell[], profile: Co
     '### Test A (one relation of NBuffers/k pages, VACUUM)', '', table((l) => l.startsWith('A '), rows), '',
     '### Test B (1000 one-block relations)', '', table((l) => l.startsWith('B '), rows), '',
     '### Leave-one-size-out cross-validation', '', cvTable, '', cvCells,
+  ].join('\n');
+}
+
+/**
+ * The seed's tables beside the modeled ones (as the seed's poll reads them), for BENCHMARKS.md:
+ * Test A patched and master grids, the regressions and crossover at 100GB, Test B per variant.
+ */
+export function seedComparisonMarkdown(cells: readonly CountedSeedCell[], profile: CostProfile): string {
+  const m = new Map(cells.map((c) => [c.label, { seed: c.seedS, mod: modelFailover(c.counts, profile, c.cell.nBuffers) }]));
+  const get = (label: string) => m.get(label)!;
+  const gridA = (strategy: string) => markdownTable(
+    ['rel_size', ...SEED_SIZES.flatMap((sb) => [`${sb} seed`, 'modeled'])],
+    SEED_DIVISORS.map((k) => [`NB/${k}`, ...SEED_SIZES.flatMap((sb) => {
+      const x = get(`A ${sb} NB/${k} ${strategy}`);
+      return [s3(x.seed), s3(x.mod.polledS!)];
+    })]),
+  );
+  const pct = (a: number, b: number) => `${(((a - b) / b) * 100).toFixed(1)}%`;
+  const regA = markdownTable(
+    ['rel_size', '20GB seed', '20GB modeled', '100GB seed', '100GB modeled'],
+    SEED_DIVISORS.map((k) => [`NB/${k}`, ...(['20GB', '100GB'] as const).flatMap((sb) => {
+      const o = get(`A ${sb} NB/${k} cached-lookup`);
+      const f = get(`A ${sb} NB/${k} full-scan`);
+      return [pct(o.seed, f.seed), pct(o.mod.failoverS, f.mod.failoverS)];
+    })]),
+  );
+  const gridB = (variant: string) => markdownTable(
+    ['s_b', 'Master seed', 'Master modeled', 'error', 'Patched seed', 'Patched modeled'],
+    SEED_SIZES.map((sb) => {
+      const ma = get(`B ${sb} ${variant} full-scan`);
+      const pa = get(`B ${sb} ${variant} cached-lookup`);
+      return [sb, s3(ma.seed), s3(ma.mod.polledS!), pct(ma.mod.polledS!, ma.seed), s3(pa.seed), s3(pa.mod.polledS!)];
+    }),
+  );
+  return [
+    '#### Test A, optimized path forced ("patched"): seed vs modeled seconds (as polled)', '', gridA('cached-lookup'), '',
+    '#### Test A, full scan ("master"): seed vs modeled seconds (as polled)', '', gridA('full-scan'), '',
+    '#### Test A, % regression (optimized − full) / full: seed vs modeled (modeled unquantized)', '', regA, '',
+    '#### Test B, VACUUM of 1000 one-block relations', '', gridB('vacuum'), '',
+    '#### Test B, TRUNCATE of 1000 one-block relations', '', gridB('truncate'),
   ].join('\n');
 }
