@@ -77,7 +77,7 @@ describe('npm run sweep', () => {
     expect(md).toMatch(/\| 32MB +\| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \|/);
     for (const c of j.cells) expect(c).toMatchObject({ modelProfile: 'seed-001' });
     await expectModelOnlyCountsEqual(['multi', '--shared-buffers', '16MB,32MB', '--tables', '6'], j.dir);
-  });
+  }, 300_000); // a real sweep of 8 cells plus its --model-only twin
 
   it('--standbys 3: the measured standby is synchronous, two extra walsenders stream; the same exact drop counters', async () => {
     const r = await runScript('sweep.ts', ['multi', '--shared-buffers', '16MB', '--tables', '6', '--variants', 'truncate', '--strategies', 'cached-lookup', '--runs', '1', '--standbys', '3', '--out', out, '--json'], 240_000);
@@ -109,7 +109,7 @@ describe('npm run sweep', () => {
     for (const h of ['### 1. % regression', '### 2. Optimized', '### 3. Full scan', '### Crossover', '#### Modeled crossover']) expect(md).toContain(h);
     expect(j.modeledCrossover.map((x: { sharedBuffers: string }) => x.sharedBuffers)).toEqual(['16MB', '32MB']);
     await expectModelOnlyCountsEqual(['threshold', '--shared-buffers', '16MB,32MB', '--rel-sizes', '64,8'], j.dir);
-  });
+  }, 300_000); // a real sweep of 8 cells plus its --model-only twin
 
   it('refuses unknown sweeps and options with the usage', async () => {
     const r = await runScript('sweep.ts', ['multi', '--variants', 'drop']);
