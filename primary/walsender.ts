@@ -18,7 +18,7 @@ import { maxAlign } from '../wal/codec.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { readWalBytes, wholeRecordsLength, type WalReadOptions } from '../wal/wal-reader.ts';
 import { readTimelineHistoryFile, timelineHistoryFileName, type TimelineHistoryEntry } from '../wal/segment.ts';
-import { assert } from '../common/assert.ts';
+import { assert, InvariantViolation } from '../common/assert.ts';
 import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../server/ws-server.ts';
 
 export type WalSenderState = 'startup' | 'catchup' | 'streaming' | 'stopping';
@@ -110,13 +110,15 @@ export class WalSender {
   }
 
   /**
-   * One message from the standby. Nothing raised while handling it may end the process: an
-   * unexpected exception closes this connection as a protocol violation and is logged.
+   * One message from the standby. Nothing its content provokes may end the process: an unexpected
+   * exception closes this connection as a protocol violation and is logged. An InvariantViolation
+   * is a walsim bug with shared state possibly half-changed: it propagates (FATAL).
    */
   private onMessage(data: Buffer, isBinary: boolean): void {
     try {
       this.handleMessage(data, isBinary);
     } catch (e) {
+      if (e instanceof InvariantViolation) throw e;
       this.deps.log(`ERROR:  walsender for "${this.applicationName || '?'}": internal error handling a message: ${(e as Error).stack ?? String(e)}`);
       this.refuse(CLOSE_PROTOCOL_VIOLATION, `internal error handling the message: ${(e as Error).message}`);
     }

@@ -11,6 +11,7 @@
  * walreceiver is not restarted.
  */
 import WebSocket from 'ws';
+import { InvariantViolation } from '../common/assert.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { isInvalidWalRecordError } from '../wal/codec.ts';
@@ -167,7 +168,7 @@ export class WalReceiver {
     try {
       this.handleMessage(ws, data);
     } catch (e) {
-      if (this.flushing) throw e;
+      if (this.flushing || e instanceof InvariantViolation) throw e; // PANIC / FATAL
       this.deps.log(`ERROR:  walreceiver: internal error handling a message: ${(e as Error).stack ?? String(e)}`);
       ws.close(4002, 'internal error handling a message');
     }
