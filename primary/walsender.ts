@@ -250,7 +250,17 @@ export class WalSender {
 
   private pumpLocked(): void {
     const flushed = this.sendLimit();
-    assert(this.sentLsn <= flushed || this.historicEnd === null, `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past the end of timeline ${this.streamTli} at ${formatLsn(flushed)}`);
+    if (this.historicEnd !== null && this.sentLsn > flushed) {
+      // Sent before the timeline became historic, past where it now ends: possible only when a
+      // promotion here ended recovery before the end of received WAL (an invalid record). The
+      // standby holds WAL that is in no timeline of this server; PostgreSQL's walsender refuses it
+      // at its next start the same way. It needs a new base backup.
+      this.refuse(CLOSE_REPLICATION_REFUSED, `standby "${this.applicationName}" has received WAL up to ${formatLsn(this.sentLsn)} on timeline ${this.streamTli}, ` +
+        `past where this server's history forked from it at ${formatLsn(flushed)}`);
+      return;
+    }
+    // INV-WALSND-1: never past the flush LSN, nor past the end of a historic timeline.
+    assert(this.sentLsn <= flushed, `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past ${formatLsn(flushed)} on timeline ${this.streamTli}`);
     while (this.sentLsn < flushed && this.ws.bufferedAmount < MAX_QUEUED_BYTES) {
       const end = Math.min(flushed, this.sentLsn + MAX_SEND_BYTES);
       let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, this.deps.readOptions());
