@@ -77,7 +77,7 @@ export function freePort(host: string): Promise<number> {
 }
 
 /** initdb: an empty cluster whose WAL starts with a shutdown checkpoint. */
-export function initdb(dataDir: string, config: NodeConfig): void {
+export async function initdb(dataDir: string, config: NodeConfig): Promise<void> {
   makeDir(path.join(dataDir, 'pg_wal'));
   makeDir(path.join(dataDir, 'global'));
   const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
@@ -85,7 +85,7 @@ export function initdb(dataDir: string, config: NodeConfig): void {
   const storage = NodeStorage.create(Math.min(nBuffers, 1024), ServerNode.dropSettingsOf(config));
   const wal = WalWriter.open(dataDir, { segmentSize: config.walSegmentSize, timeline: 1 });
   const redoLsn = wal.insertLsn;
-  storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 });
+  await storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 }, async () => {});
   const { startLsn } = wal.insert({
     kind: 'CHECKPOINT_SHUTDOWN', redo: redoLsn, timeline: 1, prevTimeline: 1,
     nextXid: storage.catalog.nextXid, nextRelFileNumber: storage.catalog.nextRelFileNumber, time: Date.now(),
@@ -204,7 +204,7 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
     synchronousStandbyNames: plan.synchronousStandbyNames, primaryHost: null, primaryPort: null, applicationName: 'primary',
   };
   const primaryDir = nodeDir(clusterDir, 'primary');
-  initdb(primaryDir, primary);
+  await initdb(primaryDir, primary);
   writeNodeConfig(clusterDir, primary);
   for (const [i, sb] of plan.standbys.entries()) {
     const standby: NodeConfig = {

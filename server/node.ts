@@ -353,7 +353,7 @@ export class ServerNode {
     let records = 0;
     const reader = readWal(dataDir, header.redoLsn, { timeline: control.timeline, segmentSize: config.walSegmentSize });
     for (const rec of reader) {
-      ServerNode.applyRecord(storage, dataDir, rec, control.timeline, false);
+      ServerNode.applyRecord(storage, rec);
       lastRecordLsn = rec.lsn;
       endLsn = rec.endLsn;
       nextLsn = maxAlign(rec.endLsn);
@@ -376,25 +376,21 @@ export class ServerNode {
     return node;
   }
 
-  /** Redo one record, plus what the node does for checkpoint records (restartpoints). */
-  static applyRecord(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean): void {
-    runSteps(ServerNode.applyRecordSteps(storage, dataDir, rec, timeline, restartpoints ? () => {} : null));
+  /** Redo one record (start-up replay: no restartpoints). */
+  static applyRecord(storage: NodeStorage, rec: WalRecord): void {
+    runSteps(replayRecordSteps(storage, rec));
   }
 
   /**
-   * applyRecord in steps (long buffer drops yield between chunks). With `afterRestartpoint`, a
-   * checkpoint record first makes a restartpoint (a data image for REDO = the record), then calls it.
+   * A restartpoint before a replayed checkpoint record whose REDO is its own LSN: the image holds
+   * everything before the record, so replay may restart there; then old WAL goes. null for any
+   * other record. Replay waits for it; the event loop (clients, the walreceiver) does not.
    */
-  static *applyRecordSteps(
-    storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, afterRestartpoint: ((redoLsn: Lsn) => void) | null,
-  ): Generator<void, void, void> {
+  private restartpointAt(rec: WalRecord): Promise<void> | null {
     const body = rec.body;
-    if (afterRestartpoint !== null && (body.kind === 'CHECKPOINT_ONLINE' || body.kind === 'CHECKPOINT_SHUTDOWN') && body.redo === rec.lsn) {
-      // Restartpoint: the image holds everything before this record, so replay may restart here.
-      storage.writeImage(dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline });
-      afterRestartpoint(rec.lsn);
-    }
-    yield* replayRecordSteps(storage, rec);
+    if ((body.kind !== 'CHECKPOINT_ONLINE' && body.kind !== 'CHECKPOINT_SHUTDOWN') || body.redo !== rec.lsn) return null;
+    return this.storage.writeImage(this.dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline: this.timeline }, yieldToEventLoop)
+      .then(() => this.removeWalAfterRestartpoint(rec.lsn));
   }
 
   /** The startup process's redo of one record (with the `redo_fail` fault: fail inside the record). */
@@ -403,7 +399,7 @@ export class ServerNode {
       yield; // fail inside the record, as a long drop would, with the event loop running in between
       this.injectedRedoFailure(rec.endLsn);
     }
-    yield* ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, (redo) => this.removeWalAfterRestartpoint(redo));
+    yield* replayRecordSteps(this.storage, rec);
   }
 
   /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
@@ -425,6 +421,7 @@ export class ServerNode {
         flushedUpTo: () => this.wal.flushLsn,
         applySteps: (rec) => this.replaySteps(rec),
         fatal: (e) => this.opts.fatal(e),
+        beforeRecord: (rec) => this.restartpointAt(rec),
         onProgress: () => this.receiver?.sendStatus(),
         pauseRequested: () => pauseStateOf(this.lifecycle.getSnapshot()) !== 'not paused',
         confirmPause: () => this.send({ type: 'PAUSE_CONFIRMED' }),
@@ -565,7 +562,10 @@ export class ServerNode {
     assert(!this.inRecovery && this.storage.smgr.inRecovery === false, 'INV-NODE-2: checkpoint records are written only by a primary');
     const redoLsn = this.wal.insertLsn;
     const prev = this.wal.lastRecordLsn;
-    this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline });
+    // The write lock keeps statements out until the record is written; clients, walsenders and
+    // reads run while the image is written (only what changed since the last one, in steps).
+    await this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline }, yieldToEventLoop);
+    assert(this.wal.insertLsn === redoLsn, `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(this.wal.insertLsn)})`);
     const cat = this.storage.catalog;
     const { startLsn } = this.wal.insert({
       kind, redo: redoLsn, timeline: this.timeline, prevTimeline: this.timeline,
@@ -585,11 +585,12 @@ export class ServerNode {
   async restartpoint(): Promise<void> {
     const s = this.startup;
     if (s === null) return;
-    await s.atRecordBoundary();
-    this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline });
-    this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
-    writeControlFile(this.dataDir, this.control);
-    this.removeWalAfterRestartpoint(s.nextLsn);
+    await s.holdReplay(async () => {
+      await this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline }, yieldToEventLoop);
+      this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
+      writeControlFile(this.dataDir, this.control);
+      this.removeWalAfterRestartpoint(s.nextLsn);
+    });
   }
 
   /**
@@ -794,7 +795,11 @@ export class ServerNode {
 
   // ---------------------------------------------------------------- status and shutdown
 
+  /** Status requests answered while a data image was being written (checkpoint or restartpoint). */
+  private statusDuringImageWrite = 0;
+
   status(): Record<string, unknown> {
+    if (this.storage.imageWriteInProgress) this.statusDuringImageWrite++;
     const drop = this.storage.dropStats;
     const snap = this.lifecycle.getSnapshot();
     const base = {
@@ -815,6 +820,12 @@ export class ServerNode {
       flushLsn: formatLsn(this.wal.flushLsn),
       synchronousStandbyNames: this.config.synchronousStandbyNames,
       checkpointer: { ...this.checkpointer.stats },
+      dataImage: {
+        writes: this.storage.imagesWritten,
+        inProgress: this.storage.imageWriteInProgress,
+        last: this.storage.lastImageWrite,
+        statusAnsweredDuringWrite: this.statusDuringImageWrite,
+      },
       walFiles: listSegmentFiles(this.dataDir, this.config.walSegmentSize).length,
     };
     if (!this.inRecovery) {

@@ -271,6 +271,11 @@ function pushRange(ranges: number[], off: number, cnt: number): void {
 
 export class HeapStore {
   private readonly rels = new Map<RelFileNumber, HeapRelation>();
+  /**
+   * Relations created, changed or dropped since the last `takeChanged()`: what the next data image
+   * must write (or forget). Loading a relation from an image does not count as a change.
+   */
+  private changedRels = new Set<RelFileNumber>();
 
   // ---- relations ----------------------------------------------------------------------------
 
@@ -278,12 +283,14 @@ export class HeapStore {
     if (!(Number.isInteger(rel) && rel > 0)) fail(`INV-HEAP-1: bad relfilenumber ${rel}`);
     if (this.rels.has(rel)) fail(`INV-HEAP-1: relation ${rel} already exists`);
     this.rels.set(rel, new HeapRelation());
+    this.changedRels.add(rel);
   }
 
   dropRelation(rel: RelFileNumber): void {
     if (!(this.rels.delete(rel))) {
       fail(`INV-HEAP-1: cannot drop relation ${rel}: it does not exist`);
     }
+    this.changedRels.add(rel);
   }
 
   hasRelation(rel: RelFileNumber): boolean {
@@ -301,12 +308,12 @@ export class HeapStore {
 
   /** Add new (empty) pages up to nblocks. */
   extendTo(rel: RelFileNumber, nblocks: number): void {
-    this.rel(rel).extendTo(nblocks);
+    this.changed(rel).extendTo(nblocks);
   }
 
   /** Drop pages ≥ nblocks (RelationTruncate / smgr_redo of XLOG_SMGR_TRUNCATE). */
   truncate(rel: RelFileNumber, nblocks: number): void {
-    this.rel(rel).truncate(nblocks);
+    this.changed(rel).truncate(nblocks);
   }
 
   // ---- redo / apply -------------------------------------------------------------------------
@@ -320,7 +327,7 @@ export class HeapStore {
     rel: RelFileNumber, block: BlockNumber, firstOffset: number, runs: number[],
     xmin: TransactionId, initPage: boolean,
   ): void {
-    const r = this.rel(rel);
+    const r = this.changed(rel);
     const nranges = loadInsertRuns(firstOffset, runs, rel, block);
     this.insertRanges(r, rel, block, firstOffset, nranges, xmin, initPage);
   }
@@ -330,7 +337,7 @@ export class HeapStore {
     rel: RelFileNumber, block: BlockNumber, offset: number, value: number,
     xmin: TransactionId, initPage: boolean,
   ): void {
-    const r = this.rel(rel);
+    const r = this.changed(rel);
     if (!(Number.isInteger(offset) && offset >= 1 && offset <= TUPLES_PER_PAGE)) {
       fail(
         `INV-HEAP-1: relation ${rel} block ${block}: offset ${offset} outside ` +
@@ -386,7 +393,7 @@ export class HeapStore {
   applyDelete(
     rel: RelFileNumber, block: BlockNumber, offsets: number[], xmax: TransactionId,
   ): void {
-    const r = this.rel(rel);
+    const r = this.changed(rel);
     this.assertBlock(r, rel, block);
     assertNormalXid(xmax, rel, block, 'xmax');
     const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, rel, block);
@@ -401,7 +408,7 @@ export class HeapStore {
    * line pointers are truncated, so a page whose every tuple was pruned ends with nitems 0.
    */
   applyPrune(rel: RelFileNumber, block: BlockNumber, offsets: number[]): void {
-    const r = this.rel(rel);
+    const r = this.changed(rel);
     this.assertBlock(r, rel, block);
     const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, rel, block);
     if (nranges > 0) r.rewritePage(block, nranges, MODE_PRUNE, 0);
@@ -596,7 +603,33 @@ export class HeapStore {
     this.rels.set(rel, deserializeHeapRelation(bytes, `relation ${rel}`));
   }
 
+  // ---- change tracking (incremental data images) ---------------------------------------------
+
+  /** The relations changed since the last call (dropped ones included), and start a new set. */
+  takeChanged(): Set<RelFileNumber> {
+    const taken = this.changedRels;
+    this.changedRels = new Set();
+    return taken;
+  }
+
+  /** Put back relations whose image write failed, so the next image writes them. */
+  markChanged(rels: Iterable<RelFileNumber>): void {
+    for (const rel of rels) this.changedRels.add(rel);
+  }
+
+  /** How many relations changed since the last takeChanged(). */
+  get changedCount(): number {
+    return this.changedRels.size;
+  }
+
   // ---- internals ----------------------------------------------------------------------------
+
+  /** The relation, recorded as changed (every mutation goes through here). */
+  private changed(rel: RelFileNumber): HeapRelation {
+    const r = this.rel(rel);
+    this.changedRels.add(rel);
+    return r;
+  }
 
   private rel(rel: RelFileNumber): HeapRelation {
     const r = this.rels.get(rel);
