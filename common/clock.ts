@@ -15,8 +15,8 @@ export interface Clock {
   now(): number;
   /** Monotonic milliseconds (performance.now): durations, failover phases, time slices. */
   monoMs(): number;
-  /** Run `fn` once after `ms` milliseconds. */
-  setTimeout(fn: () => void, ms: number): TimerHandle;
+  /** Run `fn` once after `ms` milliseconds (`background`: does not keep a production process alive). */
+  setTimeout(fn: () => void, ms: number, background?: boolean): TimerHandle;
   /**
    * Run `fn` every `ms` milliseconds. `background` timers do not keep a production process alive
    * (Node's unref); the simulator ignores the flag.
@@ -34,8 +34,9 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   monoMs: () => performance.now(),
-  setTimeout(fn, ms) {
+  setTimeout(fn, ms, background = false) {
     const t = setTimeout(fn, ms);
+    if (background) t.unref();
     return { cancel: () => clearTimeout(t) };
   },
   setInterval(fn, ms, background = false) {

@@ -37,6 +37,20 @@ export interface Disk {
   /** Copy a directory tree (fs.cpSync recursive), not synced. */
   copyTree(from: string, to: string): void;
   isDirectory(p: string): boolean;
+  /** Open a file for asynchronous writing (production: fs.promises, off the event loop). */
+  openAsync(p: string, flags: 'w', mode?: number): Promise<AsyncFile>;
+  renameAsync(from: string, to: string): Promise<void>;
+  rmrfAsync(p: string): Promise<void>;
+}
+
+/** A file open for asynchronous writing. */
+export interface AsyncFile {
+  /** Append the chunks at the current end. */
+  writev(chunks: Uint8Array[]): Promise<void>;
+  /** Replace the content with `data`. */
+  writeFile(data: Uint8Array | string): Promise<void>;
+  sync(): Promise<void>;
+  close(): Promise<void>;
 }
 
 /** node:fs. */
@@ -65,7 +79,48 @@ export const nodeDisk: Disk = {
   writeFile: (p, data, mode) => fs.writeFileSync(p, data, mode === undefined ? undefined : { mode }),
   copyTree: (from, to) => fs.cpSync(from, to, { recursive: true }),
   isDirectory: (p) => fs.statSync(p).isDirectory(),
+  async openAsync(p, flags, mode) {
+    const fh = await fs.promises.open(p, flags, mode);
+    return {
+      writev: async (chunks) => void (await fh.writev(chunks)),
+      writeFile: (data) => fh.writeFile(data),
+      sync: () => fh.sync(),
+      close: () => fh.close(),
+    };
+  },
+  renameAsync: (from, to) => fs.promises.rename(from, to),
+  rmrfAsync: (p) => fs.promises.rm(p, { force: true, recursive: true }),
 };
+
+/**
+ * The asynchronous operations of a disk that has only synchronous ones (the simulator's): each
+ * completes in a resolved promise, so the caller still yields at the same points.
+ */
+export function asyncOpsOf(disk: Pick<Disk, 'open' | 'write' | 'fsync' | 'close' | 'rename' | 'rmrf'>): Pick<Disk, 'openAsync' | 'renameAsync' | 'rmrfAsync'> {
+  return {
+    openAsync(p, flags, mode) {
+      const fd = disk.open(p, flags, mode);
+      let pos = 0;
+      const writeAll = (b: Uint8Array) => {
+        let done = 0;
+        while (done < b.length) done += disk.write(fd, b, done, b.length - done, pos + done);
+        pos += b.length;
+      };
+      return Promise.resolve({
+        writev: (chunks: Uint8Array[]) => Promise.resolve(chunks.forEach(writeAll)),
+        writeFile: (data: Uint8Array | string) => {
+          pos = 0;
+          writeAll(typeof data === 'string' ? new TextEncoder().encode(data) : data);
+          return Promise.resolve();
+        },
+        sync: () => Promise.resolve(disk.fsync(fd)),
+        close: () => Promise.resolve(disk.close(fd)),
+      });
+    },
+    renameAsync: (from, to) => Promise.resolve(disk.rename(from, to)),
+    rmrfAsync: (p) => Promise.resolve(disk.rmrf(p)),
+  };
+}
 
 const utf8 = new TextDecoder();
 

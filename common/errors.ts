@@ -18,7 +18,8 @@ export type WalsimErrorKind =
   | 'io_error'
   | 'protocol_violation'
   | 'auth_failed'
-  | 'shutting_down';
+  | 'shutting_down'
+  | 'split_brain'; // an old primary would start after another node was promoted
 
 /** Default SQLSTATE per kind (PostgreSQL errcodes.txt). */
 const SQLSTATE_BY_KIND: Record<WalsimErrorKind, string> = {
@@ -37,6 +38,7 @@ const SQLSTATE_BY_KIND: Record<WalsimErrorKind, string> = {
   protocol_violation: '08P01',
   auth_failed: '28000',
   shutting_down: '57P01',
+  split_brain: '55000', // object_not_in_prerequisite_state
 };
 
 export class WalsimError extends Error {

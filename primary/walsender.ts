@@ -12,14 +12,14 @@
  * was promoted, or this node itself being promoted.
  */
 import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
-import { WalsimError } from '../common/errors.ts';
+import { WalsimError, isWalsimError } from '../common/errors.ts';
 import type { MessageConn } from '../common/transport.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { readWalBytes, wholeRecordsLength, type WalReadOptions } from '../wal/wal-reader.ts';
 import { readTimelineHistoryFile, timelineHistoryFileName, type TimelineHistoryEntry } from '../wal/segment.ts';
-import { assert } from '../common/assert.ts';
+import { assert, InvariantViolation } from '../common/assert.ts';
 import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../protocol/messages.ts';
 
 export type WalSenderState = 'startup' | 'catchup' | 'streaming' | 'stopping';
@@ -115,13 +115,15 @@ export class WalSender {
   }
 
   /**
-   * One message from the standby. Nothing raised while handling it may end the process: an
-   * unexpected exception closes this connection as a protocol violation and is logged.
+   * One message from the standby. Nothing its content provokes may end the process: an unexpected
+   * exception closes this connection as a protocol violation and is logged. An InvariantViolation
+   * is a walsim bug with shared state possibly half-changed: it propagates (FATAL).
    */
   private onMessage(data: Uint8Array, isBinary: boolean): void {
     try {
       this.handleMessage(data, isBinary);
     } catch (e) {
+      if (e instanceof InvariantViolation) throw e;
       this.deps.log(`ERROR:  walsender for "${this.applicationName || '?'}": internal error handling a message: ${(e as Error).stack ?? String(e)}`);
       this.refuse(CLOSE_PROTOCOL_VIOLATION, `internal error handling the message: ${(e as Error).message}`);
     }
@@ -240,6 +242,12 @@ export class WalSender {
     this.pumping = true;
     try {
       this.pumpLocked();
+    } catch (e) {
+      // XLogRead failed: the segment was removed by a checkpoint (the standby fell behind
+      // wal_keep_size while disconnected) or is unreadable. PostgreSQL's walsender ends with
+      // that ERROR ("requested WAL segment … has already been removed"); so does this connection.
+      if (!isWalsimError(e)) throw e;
+      this.refuse(CLOSE_REPLICATION_REFUSED, e.message);
     } finally {
       this.pumping = false;
     }
@@ -247,7 +255,17 @@ export class WalSender {
 
   private pumpLocked(): void {
     const flushed = this.sendLimit();
-    assert(this.sentLsn <= flushed || this.historicEnd === null, `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past the end of timeline ${this.streamTli} at ${formatLsn(flushed)}`);
+    if (this.historicEnd !== null && this.sentLsn > flushed) {
+      // Sent before the timeline became historic, past where it now ends: possible only when a
+      // promotion here ended recovery before the end of received WAL (an invalid record). The
+      // standby holds WAL that is in no timeline of this server; PostgreSQL's walsender refuses it
+      // at its next start the same way. It needs a new base backup.
+      this.refuse(CLOSE_REPLICATION_REFUSED, `standby "${this.applicationName}" has received WAL up to ${formatLsn(this.sentLsn)} on timeline ${this.streamTli}, ` +
+        `past where this server's history forked from it at ${formatLsn(flushed)}`);
+      return;
+    }
+    // INV-WALSND-1: never past the flush LSN, nor past the end of a historic timeline.
+    assert(this.sentLsn <= flushed, `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past ${formatLsn(flushed)} on timeline ${this.streamTli}`);
     while (this.sentLsn < flushed && this.conn.bufferedAmount < MAX_QUEUED_BYTES) {
       const end = Math.min(flushed, this.sentLsn + MAX_SEND_BYTES);
       let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, this.deps.readOptions());

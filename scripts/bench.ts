@@ -25,6 +25,9 @@ import { formatSharedBuffers, parseSharedBuffers } from '../storage/shared-buffe
 import { StorageManager } from '../storage/smgr.ts';
 import { measureWalCodec } from '../wal/bench-codec.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
+import { exitWithUsageIfHelp } from './cli.ts';
+
+exitWithUsageIfHelp(process.argv.slice(2), 'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--json]');
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);

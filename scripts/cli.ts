@@ -20,8 +20,20 @@ export function parseCli<T extends NonNullable<ParseArgsConfig['options']>>(argv
   }
 }
 
-/** Run a CLI main: print a one-line error and exit non-zero on failure. */
-export function runCli(main: () => Promise<number | void>): void {
+/** `--help` or `-h` anywhere in `argv`: print `usage` on stdout and exit 0. */
+export function exitWithUsageIfHelp(argv: readonly string[], usage: string): void {
+  if (argv.some((a) => a === '--help' || a === '-h')) {
+    process.stdout.write(`${usage}\n`);
+    process.exit(0);
+  }
+}
+
+/**
+ * Run a CLI main: print a one-line error and exit non-zero on failure. With `usage`, `--help`/`-h`
+ * prints it and exits 0 before anything else runs.
+ */
+export function runCli(main: () => Promise<number | void>, usage?: string): void {
+  if (usage !== undefined) exitWithUsageIfHelp(process.argv.slice(2), usage);
   main().then(
     (code) => process.exit(code ?? 0),
     (e: unknown) => {

@@ -11,20 +11,28 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { listNodes, nodeDir, readPidFile, RELOADABLE_SETTINGS, type NodeName } from '../server/cluster-files.ts';
 import { runningPid, startNode, stopNode } from '../server/pg-ctl.ts';
+import { divergence, supersededBy, type Divergence } from '../server/fencing.ts';
+import { isWalsimError, WalsimError } from '../common/errors.ts';
+import { formatLsn } from '../wal/lsn.ts';
 import { STANDBY_SIGNAL } from '../server/node.ts';
 import { addStandby, rejoin, repoint, switchover, waitStreaming } from '../server/topology.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
-import { parseDropStrategy, parseSynchronousCommit } from '../server/settings.ts';
+import { parseCheckpointTimeout, parseDropStrategy, parseMaxWalSize, parseSynchronousCommit, parseWalKeepSize } from '../server/settings.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { StopMode } from '../server/control-protocol.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
+import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './postgres/pg-cluster-cli.ts';
+import { withModel, type FailoverReport } from '../standby/failover-report.ts';
+import { defaultCostProfile, loadProfile } from '../storage/cost-model/profile.ts';
+import { formatModel } from './experiment/steps.ts';
 
 const USAGE = `usage: npm run cluster -- <command> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
           [--standbys N | --standby NAME ...] [--synchronous-standby-names 'FIRST 1 (s1, s2)']
           [--drop-strategy cached-lookup|full-scan|rel-list|recovery-hash|cache-at-create] [--threshold-divisor 32] [--force-optimized]
-          [--wal-segment-size 16MB] [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD]
-          [--node NAME] [--dir .walsim]
+          [--wal-segment-size 16MB] [--checkpoint-timeout 5min] [--max-wal-size 1GB] [--wal-keep-size 0]
+          [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD] [--dir .walsim]
+          [--node NAME]  start one node of an existing cluster (an old primary is refused after a failover)
   stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]
   status  [--json] [--dir .walsim]
   add-standby --name NAME [--from NODE] [--shared-buffers SIZE] [--dir .walsim]   (from a standby: a cascade)
@@ -32,7 +40,8 @@ const USAGE = `usage: npm run cluster -- <command> [options]
   set     [--node primary] SETTING VALUE [--dir .walsim]   (ALTER SYSTEM SET + pg_reload_conf(); ${RELOADABLE_SETTINGS.join(', ')})
   switchover --to STANDBY [--json] [--dir .walsim]
   rejoin  --node OLD --to NEW [--json] [--dir .walsim]
-  promote [--node standby] [--no-wait] [--wait-seconds 60] [--json] [--dir .walsim]`;
+  promote [--node standby] [--no-wait] [--wait-seconds 60] [--profile seed-001|FILE] [--json] [--dir .walsim]
+${PG_CLUSTER_USAGE}`;
 
 const isStandby = (clusterDir: string, name: NodeName) => fs.existsSync(path.join(nodeDir(clusterDir, name), STANDBY_SIGNAL));
 
@@ -56,6 +65,9 @@ async function cmdStart(argv: string[]): Promise<number> {
     'threshold-divisor': { type: 'string', default: '32' },
     'force-optimized': { type: 'boolean', default: false },
     'wal-segment-size': { type: 'string', default: '16MB' },
+    'checkpoint-timeout': { type: 'string', default: '5min' },
+    'max-wal-size': { type: 'string', default: '1GB' },
+    'wal-keep-size': { type: 'string', default: '0' },
     listen: { type: 'string', default: '127.0.0.1' },
     'pg-port': { type: 'string' },
     password: { type: 'string' },
@@ -69,7 +81,8 @@ async function cmdStart(argv: string[]): Promise<number> {
   const nodes = listNodes(clusterDir);
   if (values.node !== undefined) {
     // Start one node of an existing cluster (pg_ctl start -D that node).
-    if (!nodes.includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${nodes.join(', ') || 'none'})`);
+    if (nodes.length === 0) throw new UsageError(`no cluster at ${clusterDir}; create it with "npm run cluster -- start" (without --node) first`);
+    if (!nodes.includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${nodes.join(', ')})`);
     if (runningPid(clusterDir, values.node) !== null) {
       console.log(`${values.node}: already running (pid ${runningPid(clusterDir, values.node)})`);
       return 1;
@@ -101,6 +114,11 @@ async function cmdStart(argv: string[]): Promise<number> {
       ...(values['pg-port'] !== undefined ? { pgPortBase: parsePort(values['pg-port']) } : {}),
       ...(values.password !== undefined ? { password: parsePassword(values.password) } : {}),
       ...(values['synchronous-standby-names'] !== undefined ? { synchronousStandbyNames: values['synchronous-standby-names'] } : {}),
+      wal: {
+        checkpointTimeoutS: parseCheckpointTimeout(values['checkpoint-timeout']!),
+        maxWalSizeMb: parseMaxWalSize(values['max-wal-size']!),
+        walKeepSizeMb: parseWalKeepSize(values['wal-keep-size']!),
+      },
     };
     const standbys = standbyNamesOf(values.standbys, values.standby);
     if (standbys !== undefined) opts.standbys = standbys;
@@ -108,6 +126,9 @@ async function cmdStart(argv: string[]): Promise<number> {
     parseSharedBuffers(opts.standbySharedBuffers);
     // Validate everything before initdb writes anything: a refused option leaves no half-made cluster.
     checkSegmentSize(opts.walSegmentSize);
+    if (opts.wal!.maxWalSizeMb! * 1024 * 1024 < 2 * opts.walSegmentSize) {
+      throw new UsageError(`"max_wal_size" must be at least twice "wal_segment_size" (${values['max-wal-size']} < 2 × ${values['wal-segment-size']})`);
+    }
     if (isIP(opts.listen) === 0) throw new UsageError(`--listen must be an IP address (e.g. 127.0.0.1), got "${opts.listen}"`);
     await initCluster(clusterDir, opts);
   }
@@ -115,9 +136,18 @@ async function cmdStart(argv: string[]): Promise<number> {
   // Primaries first, so standbys find their upstream.
   const all = listNodes(clusterDir);
   const order = [...all.filter((n) => !isStandby(clusterDir, n)), ...all.filter((n) => isStandby(clusterDir, n))];
+  // An old primary superseded by a promotion is refused (split brain); the other nodes still start.
+  const refused: string[] = [];
   for (const name of order) {
     if (runningPid(clusterDir, name) !== null) continue;
-    const port = await startNode(clusterDir, name);
+    let port: number;
+    try {
+      port = await startNode(clusterDir, name);
+    } catch (e) {
+      if (!isWalsimError(e) || e.kind !== 'split_brain') throw e;
+      refused.push(e.message);
+      continue;
+    }
     started.push({ name, port, pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null });
   }
   for (const name of order) if (isStandby(clusterDir, name)) await waitStreaming(clusterDir, name);
@@ -126,6 +156,7 @@ async function cmdStart(argv: string[]): Promise<number> {
     for (const s of started) console.log(`${s.name}: started, listening on 127.0.0.1:${s.port} (control), PostgreSQL protocol on 127.0.0.1:${s.pgPort}`);
     for (const s of started) console.log(`  psql -h 127.0.0.1 -p ${s.pgPort} -U postgres -X postgres    # ${s.name}`);
   }
+  if (refused.length > 0) throw new WalsimError('split_brain', refused.join('\n'));
   return 0;
 }
 
@@ -162,6 +193,18 @@ async function cmdStop(argv: string[]): Promise<number> {
   return stoppedAny ? 0 : 1;
 }
 
+/** " from port P" for a standby's status line. */
+function upstreamOf(st: Record<string, unknown>): string {
+  const u = st.upstream as { port: number } | null | undefined;
+  return u ? ` from port ${u.port}` : '';
+}
+
+/** "; standbys: s1 (sync), s2 (async)" from a node's pg_stat_replication. */
+function standbysOf(st: Record<string, unknown>): string {
+  const r = (st.replication as Array<{ applicationName: string; syncState: string }> | undefined) ?? [];
+  return r.length === 0 ? '' : `; standbys: ${r.map((x) => `${x.applicationName} (${x.syncState})`).join(', ')}`;
+}
+
 async function cmdStatus(argv: string[]): Promise<number> {
   const { values } = parseCli(argv, { dir: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
   const clusterDir = clusterDirOf(values.dir);
@@ -170,14 +213,17 @@ async function cmdStatus(argv: string[]): Promise<number> {
   const out: Record<string, unknown> = {};
   for (const name of nodes) {
     const pid = runningPid(clusterDir, name);
+    // An old primary after a failover: the commits only it has (locally committed, not replicated).
+    const newer = supersededBy(clusterDir, name);
+    const diverged = newer === null ? {} : { divergedFrom: divergence(clusterDir, name, newer.node) };
     if (pid === null) {
-      out[name] = { running: false };
+      out[name] = { running: false, ...diverged };
       continue;
     }
     try {
       const c = await connectNode(clusterDir, name);
       try {
-        out[name] = { running: true, pid, ...(await c.status()) };
+        out[name] = { running: true, pid, ...(await c.status()), ...diverged };
       } finally {
         c.close();
       }
@@ -189,9 +235,16 @@ async function cmdStatus(argv: string[]): Promise<number> {
   else {
     for (const [name, s] of Object.entries(out)) {
       const st = s as Record<string, unknown>;
+      const d = st.divergedFrom as Divergence | undefined;
       if (!st.running) console.log(`${name}: not running`);
       else console.log(`${name}: running (pid ${st.pid}, port ${st.port}, PostgreSQL protocol port ${st.pgPort}), ${st.inRecovery ? 'in recovery' : 'read-write'}, ` +
-        (st.inRecovery ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState})` : `insert ${st.insertLsn} flush ${st.flushLsn}`));
+        (st.inRecovery ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState}${upstreamOf(st)})` : `insert ${st.insertLsn} flush ${st.flushLsn}`) +
+        `, timeline ${st.timeline}${standbysOf(st)}`);
+      if (d !== undefined) {
+        console.log(`  old primary: "${d.newerNode}" was promoted to timeline ${d.newerTimeline}, forked at ${d.fork?.lsn != null ? formatLsn(d.fork.lsn) : '?'}; ` +
+          `${d.divergedBytes} bytes of WAL and ${d.commits.length} commit(s) exist only here (committed locally, not replicated)`);
+        for (const c of d.commits) console.log(`    xid ${c.xid} at ${c.lsn} (${c.time})`);
+      }
     }
   }
   return 0;
@@ -266,16 +319,24 @@ async function cmdPromote(argv: string[]): Promise<number> {
   const { values } = parseCli(argv, {
     dir: { type: 'string' }, node: { type: 'string', default: 'standby' }, 'no-wait': { type: 'boolean', default: false },
     'wait-seconds': { type: 'string', default: '60' }, json: { type: 'boolean', default: false },
+    profile: { type: 'string' },
   }, USAGE);
   const clusterDir = clusterDirOf(values.dir);
+  // Load the cost profile first, so a bad --profile changes nothing.
+  const profile = values.profile === undefined ? defaultCostProfile() : loadProfile(values.profile);
   const waitSeconds = Number(values['wait-seconds']);
   if (!Number.isInteger(waitSeconds) || waitSeconds <= 0) throw new UsageError(`--wait-seconds must be a positive integer, got "${values['wait-seconds']}"`);
   const c = await connectNode(clusterDir, values.node!);
   try {
-    const r = (await c.request({ op: 'promote', wait: !values['no-wait'], waitSeconds })) as { promoted: boolean; failover: Record<string, unknown> | null };
+    const served = (await c.request({ op: 'promote', wait: !values['no-wait'], waitSeconds })) as { promoted: boolean; failover: FailoverReport | null };
+    // The server models with the default profile; --profile re-prices the same counts.
+    const r = { ...served, failover: served.failover === null ? null : withModel(served.failover, profile) };
     if (values.json) printJson(r);
     else if (!r.promoted) console.log(`${values.node}: server did not promote within ${waitSeconds} seconds`);
-    else console.log(`${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`);
+    else {
+      console.log(`${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`);
+      if (r.failover?.model) console.log(formatModel(r.failover.model));
+    }
     return r.promoted ? 0 : 1;
   } finally {
     c.close();
@@ -284,6 +345,7 @@ async function cmdPromote(argv: string[]): Promise<number> {
 
 runCli(async () => {
   const [cmd, ...rest] = process.argv.slice(2);
+  if (cmd !== undefined && wantsPgEngine(rest)) return pgClusterCommand(cmd, rest, USAGE);
   switch (cmd) {
     case 'start': return cmdStart(rest);
     case 'stop': return cmdStop(rest);
@@ -297,4 +359,4 @@ runCli(async () => {
     default:
       throw new UsageError(cmd === undefined ? `missing command\n${USAGE}` : `unknown command "${cmd}"\n${USAGE}`);
   }
-});
+}, USAGE);

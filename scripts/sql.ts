@@ -48,4 +48,4 @@ runCli(async () => {
   } finally {
     client.close();
   }
-});
+}, USAGE);

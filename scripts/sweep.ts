@@ -6,16 +6,19 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import cliProgress from 'cli-progress';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
+import { DEFAULT_PROFILE, loadProfile } from '../storage/cost-model/profile.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
 import { parseCli, printJson, runCli, UsageError } from './cli.ts';
 import { destroyCluster } from './experiment/fresh-cluster.ts';
+import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
+import { findPgBin } from './postgres/pg-bin.ts';
 import {
-  DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, planMulti, planThreshold, runSweep, summarise,
-  type CellSpec, type SweepKind, type SweepProgress, type SweepSettings, type Variant,
+  DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, ENGINES, planMulti, planThreshold, runSweep, runSweepModelOnly, summarise,
+  type CellSpec, type Engine, type SweepKind, type SweepSettings, type Variant,
 } from './experiment/sweep.ts';
 import { computeCrossover } from './report/tables.ts';
+import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
 import { STRATEGIES_USAGE, strategiesSweep } from './experiment/strategies-sweep.ts';
 
@@ -27,11 +30,17 @@ const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
              cached-lookup with the optimized path forced vs full-scan
              [--rel-sizes 512,256,128,64,32,16,8] [--runs ${SEED_RUNS}] [--force-optimized | --no-force-optimized]
   multi      seed 001 Test B: --tables one-block relations, VACUUM and/or TRUNCATE of each at failover
-             [--tables 1000] [--variants vacuum,truncate] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
+             [--tables 1000] [--variants vacuum,truncate[,truncate-toast]] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
+             (truncate-toast: tables with a TOAST table, whose TRUNCATE drops three relfilenodes)
+  engines    [--engine walsim|postgres|walsim,postgres] [--pg-bin DIR]: postgres runs every cell on a real
+             PostgreSQL primary + synchronous standby too (PostgreSQL 14 and later: the cached-lookup path, unforced),
+             side by side with walsim's measured and modeled seconds
 ${STRATEGIES_USAGE}
   common     [--shared-buffers ${DEFAULT_SHARED_BUFFERS.join(',')}] (the standby's; the primary gets --primary-shared-buffers 128MB)
              [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]
-             [--standbys 1] (more: the measured standby is synchronous, standby2…N asynchronous extras)`;
+             [--standbys 1] (more: the measured standby is synchronous, standby2…N asynchronous extras)
+             [--profile seed-001|FILE]  cost profile of the modeled PostgreSQL seconds beside the measured ones
+             [--model-only]  no servers, no timing: count each cell in-process and report modeled seconds only`;
 
 function list(text: string, what: string): string[] {
   const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
@@ -43,44 +52,6 @@ function positiveInt(text: string, what: string): number {
   const n = Number(text);
   if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
   return n;
-}
-
-function fmtDuration(s: number): string {
-  if (!Number.isFinite(s)) return '?';
-  const t = Math.max(0, Math.round(s));
-  return t >= 3600 ? `${Math.floor(t / 3600)}h${String(Math.floor((t % 3600) / 60)).padStart(2, '0')}m` : t >= 60 ? `${Math.floor(t / 60)}m${String(t % 60).padStart(2, '0')}s` : `${t}s`;
-}
-
-/** A progress bar on stderr (plain periodic lines when stderr is not a terminal); ETA weighted by cost. */
-function progressBar(total: number, quiet: boolean) {
-  const t0 = Date.now();
-  const bar = new cliProgress.SingleBar({
-    stream: process.stderr,
-    format: '{bar} {value}/{total} runs | {elapsed} elapsed | ETA {eta2} | {cell}',
-    barsize: 24,
-    hideCursor: true,
-    noTTYOutput: true,
-    notTTYSchedule: 10_000,
-    clearOnComplete: false,
-  }, cliProgress.Presets.shades_classic);
-  let last: SweepProgress | null = null;
-  const payload = () => {
-    const elapsed = (Date.now() - t0) / 1000;
-    const eta = last && last.weightDone > 0 ? (elapsed * (last.weightTotal - last.weightDone)) / last.weightDone : NaN;
-    return { elapsed: fmtDuration(elapsed), eta2: last?.current === 'done' ? '0s' : fmtDuration(eta), cell: last?.current ?? '' };
-  };
-  if (!quiet) bar.start(total, 0, payload());
-  const timer = setInterval(() => !quiet && bar.update(payload()), 1000);
-  return {
-    update(p: SweepProgress) {
-      last = p;
-      if (!quiet) bar.update(p.done, payload());
-    },
-    stop() {
-      clearInterval(timer);
-      if (!quiet) bar.stop();
-    },
-  };
 }
 
 runCli(async () => {
@@ -106,44 +77,70 @@ runCli(async () => {
     'wait-seconds': { type: 'string', default: '3600' },
     standbys: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
+    engine: { type: 'string', default: 'walsim' },
+    'pg-bin': { type: 'string' },
+    profile: { type: 'string', default: DEFAULT_PROFILE },
+    'model-only': { type: 'boolean', default: false },
   }, USAGE);
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
   const json = values.json!;
   const sharedBuffers = list(values['shared-buffers']!, 'shared-buffers');
   for (const sb of [...sharedBuffers, values['primary-shared-buffers']!]) parseSharedBuffers(sb);
-  const runs = values.runs === undefined ? (kind === 'threshold' ? SEED_RUNS : DEFAULT_MULTI_RUNS) : positiveInt(values.runs, 'runs');
+  const profile = loadProfile(values.profile!);
+  const modelOnly = values['model-only']!;
+  if (modelOnly && values.runs !== undefined) throw new UsageError('--runs does not apply to --model-only (modeled seconds are the same on every run)');
+  const runs = modelOnly ? 1 : values.runs === undefined ? (kind === 'threshold' ? SEED_RUNS : DEFAULT_MULTI_RUNS) : positiveInt(values.runs, 'runs');
+  const engines = list(values.engine!, 'engine').map((e) => {
+    if (!(ENGINES as readonly string[]).includes(e)) throw new UsageError(`unknown engine "${e}" (accepted: ${ENGINES.join(', ')})`);
+    return e as Engine;
+  });
+  // Fail before any cell runs when PostgreSQL is asked for and absent.
+  if (engines.includes('postgres')) findPgBin(values['pg-bin']);
+  if (modelOnly && engines.includes('postgres')) throw new UsageError('--model-only models walsim\'s counts; it does not run PostgreSQL (drop --engine postgres)');
   const settings: SweepSettings = {
     primarySharedBuffers: values['primary-shared-buffers']!,
     thresholdDivisor: positiveInt(values['threshold-divisor']!, 'threshold-divisor'),
     workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
     waitSeconds: positiveInt(values['wait-seconds']!, 'wait-seconds'),
     standbys: positiveInt(values.standbys!, 'standbys'),
+    pgBin: values['pg-bin'],
+    profile,
   };
   let plan: CellSpec[];
   let described: Record<string, unknown>;
   if (kind === 'threshold') {
     const divisors = list(values['rel-sizes']!, 'rel-sizes').map((s) => positiveInt(s.replace(/^NB\//i, ''), 'rel-sizes'));
     const forced = !values['no-force-optimized'];
-    plan = planThreshold(sharedBuffers, divisors, forced);
+    plan = planThreshold(sharedBuffers, divisors, forced, engines);
     described = { relSizes: divisors.map((k) => `NB/${k}`), forceOptimized: forced };
   } else {
     const tables = positiveInt(values.tables!, 'tables');
     const variants = list(values.variants!, 'variants').map((v) => {
-      if (v !== 'vacuum' && v !== 'truncate') throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate)`);
+      if (v !== 'vacuum' && v !== 'truncate' && v !== 'truncate-toast') throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate, truncate-toast)`);
       return v as Variant;
     });
     const strategies = list(values.strategies!, 'strategies').map((s) => parseDropStrategy(s) as DropStrategy);
-    plan = planMulti(sharedBuffers, tables, variants, strategies);
+    plan = planMulti(sharedBuffers, tables, variants, strategies, engines);
     described = { tables, variants, strategies };
   }
-  const settingsOut = { sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor, synchronousCommit: 'remote_write', standbys: settings.standbys };
-  const runsNote = runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`;
+  const settingsOut = {
+    engines, sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor,
+    synchronousCommit: 'remote_write', standbys: settings.standbys, profile: profile.name, modelOnly,
+  };
+  const runsNote = modelOnly
+    ? `model only: counts in-process, modeled PostgreSQL seconds (cost profile ${profile.name}), nothing measured`
+    : `${runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`}; modeled PostgreSQL seconds with cost profile ${profile.name}`;
   if (!json) console.log(`seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`);
 
   // Ctrl-C: stop the clusters this sweep started, then exit.
   const onSignal = () => {
     void (async () => {
-      if (fs.existsSync(settings.workDir)) for (const d of fs.readdirSync(settings.workDir)) await destroyCluster(path.join(settings.workDir, d));
+      if (fs.existsSync(settings.workDir)) {
+        for (const d of fs.readdirSync(settings.workDir)) {
+          const dir = path.join(settings.workDir, d);
+          await (isPgCluster(dir) ? destroyPgCluster(dir) : destroyCluster(dir));
+        }
+      }
       process.exit(130);
     })();
   };
@@ -154,7 +151,7 @@ runCli(async () => {
   const bar = progressBar(plan.length * runs, false);
   let records;
   try {
-    records = await runSweep(plan, runs, settings, (p) => bar.update(p));
+    records = modelOnly ? await runSweepModelOnly(plan, settings, (p) => bar.update(p)) : await runSweep(plan, runs, settings, (p) => bar.update(p));
   } finally {
     bar.stop();
     fs.rmSync(settings.workDir, { recursive: true, force: true });
@@ -169,7 +166,7 @@ runCli(async () => {
   if (json) {
     printJson({
       kind, dir: written.dir, files: written.files, wallSeconds: output.wallSeconds, settings: settingsOut, cells,
-      ...(kind === 'threshold' ? { crossover: computeCrossover(cells) } : {}),
+      ...(kind === 'threshold' ? { ...(modelOnly ? {} : { crossover: computeCrossover(cells) }), modeledCrossover: computeCrossover(cells, 'modeled') } : {}),
     });
   } else {
     console.log('');
@@ -179,4 +176,4 @@ runCli(async () => {
     console.log(`files: ${written.dir}/{${written.files.join(',')}}`);
   }
   return 0;
-});
+}, USAGE);

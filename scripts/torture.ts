@@ -2,7 +2,8 @@
  * `npm run torture -- --seeds N [--from S] [--ops M] [--json] [--keep]`: seeded randomized fault
  * scenarios on real processes (scripts/torture/scenario.ts): per seed a random workload with
  * random faults and a final crash + promotion, then the invariants. A failing seed prints the
- * command that replays it; `--json` prints one object as the last line of stdout with seeds,
+ * command that re-runs it (same workload, faults and choices; real process timing, so the
+ * interleaving of WAL messages can differ); `--json` prints one object as the last line of stdout with seeds,
  * faults (injected), acked (commits acknowledged) and lost (acknowledged commits missing).
  */
 import { parseCli, printJson, runCli, UsageError } from './cli.ts';
@@ -49,4 +50,4 @@ runCli(async () => {
   if (values.json) printJson(summary);
   else console.log(`${summary.seeds} seeds, ${summary.faults} faults, ${summary.acked} commits acknowledged, ${summary.lost} lost, ${failed.length} failed`);
   return failed.length === 0 ? 0 : 1;
-});
+}, USAGE);

@@ -20,7 +20,7 @@ import { nodeDisk, type Disk } from '../common/disk.ts';
 import { FILE_MODE, makeDir, writeFileAtomic } from '../common/durable-file.ts';
 
 export { writeFileAtomic };
-import { formatConninfo, parseConninfo, parseSynchronousCommit, type DropStrategy, type SynchronousCommit } from './settings.ts';
+import { DEFAULT_WAL_SETTINGS, formatConninfo, parseConninfo, parseSynchronousCommit, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 
 export type NodeName = string; // 'primary', 'standby', 'standby2', ...
@@ -49,6 +49,13 @@ export interface NodeConfig {
   applicationName: string;
   walSegmentSize: number;
   hotStandby: boolean;
+  /** checkpoint_timeout, max_wal_size, wal_keep_size; absent in clusters made before they existed. */
+  wal?: WalSettings;
+}
+
+/** The node's checkpoint and WAL-retention settings (PostgreSQL's defaults where not set). */
+export function walSettingsOf(config: NodeConfig): WalSettings {
+  return { ...DEFAULT_WAL_SETTINGS, ...config.wal };
 }
 
 export interface PidFile {

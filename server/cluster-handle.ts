@@ -15,9 +15,9 @@ import { runningPid, sleep, startNode, stopNode } from './pg-ctl.ts';
 import { parseLsn } from '../wal/lsn.ts';
 import { STANDBY_SIGNAL } from './node.ts';
 import { addStandby, rejoin, repoint, switchover, waitStreaming } from './topology.ts';
+import { pollUntil, StopPolling } from './poll.ts';
 
-/** A check failed in a way that waiting cannot fix: `pollUntil` rethrows it at once. */
-export class StopPolling extends Error {}
+export { StopPolling };
 
 /** waitForCatchup found status.replayError set: replay will not continue, so fail at once. */
 export class ReplayStopped extends StopPolling {}
@@ -136,19 +136,8 @@ export class ClusterHandle {
   }
 
   /** Poll `fn` until true. Errors thrown by fn count as "not yet", except StopPolling. */
-  async pollUntil(fn: () => Promise<boolean>, what: string, timeoutMs = this.pollTimeoutMs): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let last: unknown = null;
-    while (Date.now() < deadline) {
-      try {
-        if (await fn()) return;
-      } catch (e) {
-        if (e instanceof StopPolling) throw e;
-        last = e;
-      }
-      await sleep(25);
-    }
-    throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+  pollUntil(fn: () => Promise<boolean>, what: string, timeoutMs = this.pollTimeoutMs): Promise<void> {
+    return pollUntil(fn, what, timeoutMs);
   }
 
   /**

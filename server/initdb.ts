@@ -7,8 +7,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { nodeDisk, type Disk } from '../common/disk.ts';
-import { systemClock } from '../common/clock.ts';
+import { PRODUCTION_IMAGE_IO, type ImageIo } from '../storage/data-image.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
@@ -17,7 +16,7 @@ import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig } from './cluster-files.ts';
 import { writeControlFile } from './control-file.ts';
 import { STANDBY_SIGNAL, ServerNode } from './node.ts';
-import type { DropStrategy, SynchronousCommit } from './settings.ts';
+import { DEFAULT_WAL_SETTINGS, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 
 export interface InitOptions {
@@ -40,6 +39,8 @@ export interface InitOptions {
   standbys?: string[];
   /** The primary's synchronous_standby_names. Omitted: every standby, in order ("walreceiver" for the seed's). */
   synchronousStandbyNames?: string;
+  /** checkpoint_timeout, max_wal_size, wal_keep_size of both nodes; PostgreSQL's defaults when absent. */
+  wal?: Partial<WalSettings>;
 }
 
 /** A node name: a lower-case identifier (it is a directory and an application_name). */
@@ -78,15 +79,16 @@ export function freePort(host: string): Promise<number> {
 
 /**
  * initdb: an empty cluster whose WAL starts with a shutdown checkpoint. The simulator passes its
- * disk, its clock reading and a seeded system identifier; production takes node:fs, now, random.
+ * disk, its clock and a seeded system identifier; production takes node:fs, Node's clock, random.
  */
-export function initdb(
+export async function initdb(
   dataDir: string,
   config: NodeConfig,
-  disk: Disk = nodeDisk,
-  nowMs = systemClock.now(),
+  io: ImageIo = PRODUCTION_IMAGE_IO,
   systemIdentifier = BigInt('0x' + randomBytes(8).toString('hex')).toString(),
-): void {
+): Promise<void> {
+  const { disk } = io;
+  const nowMs = io.clock.now();
   makeDir(path.join(dataDir, 'pg_wal'), disk);
   makeDir(path.join(dataDir, 'global'), disk);
   const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
@@ -94,7 +96,7 @@ export function initdb(
   const storage = NodeStorage.create(Math.min(nBuffers, 1024), ServerNode.dropSettingsOf(config));
   const wal = WalWriter.open(dataDir, { segmentSize: config.walSegmentSize, timeline: 1, disk });
   const redoLsn = wal.insertLsn;
-  storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 }, disk, nowMs);
+  await storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 }, async () => {}, io);
   const { startLsn } = wal.insert({
     kind: 'CHECKPOINT_SHUTDOWN', redo: redoLsn, timeline: 1, prevTimeline: 1,
     nextXid: storage.catalog.nextXid, nextRelFileNumber: storage.catalog.nextRelFileNumber, time: nowMs,
@@ -206,13 +208,14 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
     synchronousCommit: opts.synchronousCommit,
     walSegmentSize: opts.walSegmentSize,
     hotStandby: true,
+    wal: { ...DEFAULT_WAL_SETTINGS, ...opts.wal },
   };
   const primary: NodeConfig = {
     ...common, name: 'primary', role: 'primary', port: await free(), pgPort: await pgPort(0), sharedBuffers: opts.sharedBuffers,
     synchronousStandbyNames: plan.synchronousStandbyNames, primaryHost: null, primaryPort: null, applicationName: 'primary',
   };
   const primaryDir = nodeDir(clusterDir, 'primary');
-  initdb(primaryDir, primary);
+  await initdb(primaryDir, primary);
   writeNodeConfig(clusterDir, primary);
   for (const [i, sb] of plan.standbys.entries()) {
     const standby: NodeConfig = {

@@ -19,10 +19,11 @@ import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
 import type { ForkNumber, WalRecord, WalRecordBody, TransactionId, RelFileNumber } from '../wal/records.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
-import { readWal, type WalReadOptions } from '../wal/wal-reader.ts';
+import { readWal, walSegmentRemovedMessage, type WalReadOptions } from '../wal/wal-reader.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { redo, replayRecordSteps } from '../storage/redo.ts';
 import { runSteps } from '../storage/drop.ts';
+import { inProgressView, type XactStatusReader } from '../storage/clog.ts';
 import { parseSharedBuffers, formatSharedBuffers } from '../storage/shared-buffers.ts';
 import type { DropResult, DropSettings } from '../storage/drop.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../primary/executor.ts';
@@ -40,13 +41,14 @@ import { FailoverClock } from '../standby/failover-clock.ts';
 import { withModel, type FailoverReport } from '../standby/failover-report.ts';
 import { replayCountsOf } from '../storage/cost-model/counts.ts';
 import { defaultCostProfile } from '../storage/cost-model/profile.ts';
-import { listSegmentFiles, readTimelineHistory, writeTimelineHistoryFile, type TimelineHistoryEntry } from '../wal/segment.ts';
+import { listSegmentFiles, readTimelineHistory, segmentOf, writeTimelineHistoryFile, type TimelineHistoryEntry } from '../wal/segment.ts';
 import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
 import { executeRead } from './sql-functions.ts';
 import { wsReplicationDialer } from './ws-conn.ts';
-import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
+import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, walSettingsOf, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
+import { Checkpointer } from './checkpointer.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
 
@@ -149,6 +151,11 @@ export class ServerNode {
   /** Fault `redo_fail`: the next record this node applies throws an InvariantViolation. */
   private redoFaultArmed = false;
 
+  /** Automatic checkpoints and WAL removal (checkpoint_timeout, max_wal_size, wal_keep_size). */
+  readonly checkpointer: Checkpointer;
+  /** End of the last checkpoint record this node wrote: no WAL since means a timed checkpoint is skipped. */
+  private lastCheckpointEnd: Lsn = 0;
+
   // standby role
   startup: StartupProcess | null = null;
   receiver: WalReceiver | null = null;
@@ -173,6 +180,18 @@ export class ServerNode {
     this.syncRep = new SyncRepQueue(() => this.clock.now());
     this.walsenders = new WalSenderSet(this.syncRep, parseSynchronousStandbyNames(opts.config.synchronousStandbyNames), opts.log);
     this.startupReplay = startupReplay;
+    this.checkpointer = new Checkpointer({
+      dataDir: this.dataDir,
+      clock: this.clock,
+      disk: this.disk,
+      segmentSize: this.config.walSegmentSize,
+      settings: walSettingsOf(this.config),
+      canCheckpoint: () => !this.inRecovery && this.shuttingDown === null,
+      walSinceLastCheckpoint: () => this.wal.insertLsn > this.lastCheckpointEnd,
+      redoLsn: () => this.control.redoLsn,
+      runCheckpoint: () => this.writeLock.run(() => this.checkpoint('CHECKPOINT_ONLINE')),
+      log: opts.log,
+    });
   }
 
   /** pg_is_in_recovery(), read from the lifecycle machine. */
@@ -270,6 +289,7 @@ export class ServerNode {
     this.writeControl();
     this.failover.countOpenForWrites('controlFileUpdates');
     this.failover.mark('readWrite');
+    this.checkpointer.start();
     this.opts.log('LOG:  database system is ready to accept connections');
   }
 
@@ -365,7 +385,7 @@ export class ServerNode {
     let records = 0;
     const reader = readWal(dataDir, header.redoLsn, { timeline: control.timeline, segmentSize: config.walSegmentSize, disk: env.disk });
     for (const rec of reader) {
-      ServerNode.applyRecord(storage, dataDir, rec, control.timeline, false);
+      ServerNode.applyRecord(storage, rec);
       lastRecordLsn = rec.lsn;
       endLsn = rec.endLsn;
       nextLsn = maxAlign(rec.endLsn);
@@ -389,19 +409,21 @@ export class ServerNode {
     return node;
   }
 
-  /** Redo one record, plus what the node does for checkpoint records (restartpoints). */
-  static applyRecord(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean, env: NodeEnv = PRODUCTION_ENV): void {
-    runSteps(ServerNode.applyRecordSteps(storage, dataDir, rec, timeline, restartpoints, env));
+  /** Redo one record (start-up replay: no restartpoints). */
+  static applyRecord(storage: NodeStorage, rec: WalRecord): void {
+    runSteps(replayRecordSteps(storage, rec));
   }
 
-  /** applyRecord in steps (long buffer drops yield between chunks). */
-  static *applyRecordSteps(storage: NodeStorage, dataDir: string, rec: WalRecord, timeline: TimeLineId, restartpoints: boolean, env: NodeEnv = PRODUCTION_ENV): Generator<void, void, void> {
+  /**
+   * A restartpoint before a replayed checkpoint record whose REDO is its own LSN: the image holds
+   * everything before the record, so replay may restart there; then old WAL goes. null for any
+   * other record. Replay waits for it; the event loop (clients, the walreceiver) does not.
+   */
+  private restartpointAt(rec: WalRecord): Promise<void> | null {
     const body = rec.body;
-    if (restartpoints && (body.kind === 'CHECKPOINT_ONLINE' || body.kind === 'CHECKPOINT_SHUTDOWN') && body.redo === rec.lsn) {
-      // Restartpoint: the image holds everything before this record, so replay may restart here.
-      storage.writeImage(dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline }, env.disk, env.clock.now());
-    }
-    yield* replayRecordSteps(storage, rec);
+    if ((body.kind !== 'CHECKPOINT_ONLINE' && body.kind !== 'CHECKPOINT_SHUTDOWN') || body.redo !== rec.lsn) return null;
+    return this.storage.writeImage(this.dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline: this.timeline }, () => this.clock.yield(), { disk: this.disk, clock: this.clock })
+      .then(() => this.removeWalAfterRestartpoint(rec.lsn));
   }
 
   /** The startup process's redo of one record (with the `redo_fail` fault: fail inside the record). */
@@ -410,7 +432,7 @@ export class ServerNode {
       yield; // fail inside the record, as a long drop would, with the event loop running in between
       this.injectedRedoFailure(rec.endLsn);
     }
-    yield* ServerNode.applyRecordSteps(this.storage, this.dataDir, rec, this.timeline, true, { clock: this.clock, disk: this.disk });
+    yield* replayRecordSteps(this.storage, rec);
   }
 
   /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
@@ -420,6 +442,7 @@ export class ServerNode {
       if (this.startupReplay.crashRecovery) await this.checkpoint('CHECKPOINT_ONLINE');
       this.control = { ...this.control, state: 'in production' };
       this.writeControl();
+      this.checkpointer.start();
       return;
     }
     this.control = { ...this.control, state: 'in archive recovery' };
@@ -432,6 +455,7 @@ export class ServerNode {
         flushedUpTo: () => this.wal.flushLsn,
         applySteps: (rec) => this.replaySteps(rec),
         fatal: (e) => this.opts.fatal(e),
+        beforeRecord: (rec) => this.restartpointAt(rec),
         onProgress: () => this.receiver?.sendStatus(),
         pauseRequested: () => pauseStateOf(this.lifecycle.getSnapshot()) !== 'not paused',
         confirmPause: () => this.send({ type: 'PAUSE_CONFIRMED' }),
@@ -518,10 +542,28 @@ export class ServerNode {
     return endLsn;
   }
 
-  /** XLogFlush, then wake walsenders. */
+  /** XLogFlush, then wake walsenders; past CheckPointSegments of WAL, request a checkpoint. */
   flushWal(): void {
     if (this.wal.flushLsn < this.wal.insertLsn) this.wal.flush();
     this.walsenders.pumpAll();
+    this.checkpointer.walFlushed(this.wal.flushLsn);
+  }
+
+  /**
+   * The oldest WAL position a connected standby still needs: the lowest replay (apply) LSN its
+   * walsender holds, 0 (keep everything) until a reconnected standby has replied. PostgreSQL keeps
+   * WAL for standbys only through replication slots (from the flush position); walsim has no slots
+   * and keeps it for every connected standby from its replay position, because a standby that
+   * finds a received record corrupt streams it again from there (RELIABILITY.md). A paused but
+   * connected standby therefore holds back removal on the primary. null when none is streaming.
+   */
+  private standbysKeepLsn(): Lsn | null {
+    let keep: Lsn | null = null;
+    for (const s of this.walsenders.senders()) {
+      if (s.state === 'startup') continue;
+      if (keep === null || s.applyLsn < keep) keep = s.applyLsn;
+    }
+    return keep;
   }
 
   private async commit(xid: TransactionId, droppedRels: RelFileNumber[]): Promise<void> {
@@ -558,7 +600,10 @@ export class ServerNode {
     this.flushWal();
     const redoLsn = this.wal.insertLsn;
     const prev = this.wal.lastRecordLsn;
-    this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline }, this.disk, this.clock.now());
+    // The write lock keeps statements out until the record is written; clients, walsenders and
+    // reads run while the image is written (only what changed since the last one, in steps).
+    await this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline }, () => this.clock.yield(), { disk: this.disk, clock: this.clock });
+    assert(this.wal.insertLsn === redoLsn, `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(this.wal.insertLsn)})`);
     const cat = this.storage.catalog;
     const { startLsn } = this.wal.insert({
       kind, redo: redoLsn, timeline: this.timeline, prevTimeline: this.timeline,
@@ -568,20 +613,35 @@ export class ServerNode {
     this.flushWal();
     this.control = { ...this.control, checkpointLsn: startLsn, redoLsn, state: kind === 'CHECKPOINT_SHUTDOWN' ? 'shut down' : 'in production' };
     this.writeControl();
+    this.lastCheckpointEnd = this.wal.insertLsn;
+    // CreateCheckPoint: KeepLogSeg from the end of the checkpoint record, then RemoveOldXlogFiles.
+    this.checkpointer.removeOldWal(redoLsn, this.wal.insertLsn, this.standbysKeepLsn(), this.timeline);
+    if (kind === 'CHECKPOINT_ONLINE') this.checkpointer.start(); // checkpoint_timeout counts from here
   }
 
   /** Restartpoint on a standby at the current replay position (CHECKPOINT on a standby, shutdown). */
   async restartpoint(): Promise<void> {
     const s = this.startup;
     if (s === null) return;
-    await s.atRecordBoundary();
-    this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline }, this.disk, this.clock.now());
-    this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
-    this.writeControl();
+    await s.holdReplay(async () => {
+      await this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline }, () => this.clock.yield(), { disk: this.disk, clock: this.clock });
+      this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
+      this.writeControl();
+      this.removeWalAfterRestartpoint(s.nextLsn);
+    });
   }
 
   private writeControl(): void {
     writeControlFile(this.dataDir, this.control, this.disk, this.clock.now());
+  }
+
+  /**
+   * CreateRestartPoint: KeepLogSeg from the later of receive and replay (and what a cascaded
+   * standby streaming from this one still needs), then RemoveOldXlogFiles.
+   */
+  private removeWalAfterRestartpoint(redoLsn: Lsn): void {
+    const replayed = this.startup?.replayEndLsn ?? redoLsn;
+    this.checkpointer.removeOldWal(redoLsn, Math.max(this.wal.flushLsn, replayed, redoLsn), this.standbysKeepLsn(), this.timeline);
   }
 
   // ---------------------------------------------------------------- walsender side
@@ -620,6 +680,11 @@ export class ServerNode {
     if (timeline === this.timeline && startLsn > this.wal.flushLsn) {
       return `requested starting point ${formatLsn(startLsn)} is ahead of the WAL flush position of this server ${formatLsn(this.wal.flushLsn)}`;
     }
+    // CheckXLogRemoved: a checkpoint removed the segment the standby would start in.
+    const startSegno = segmentOf(startLsn, this.config.walSegmentSize);
+    if (startLsn < this.wal.flushLsn && startSegno <= this.checkpointer.lastRemovedSegno) {
+      return walSegmentRemovedMessage(startSegno, readTimelineHistory(this.dataDir, this.timeline), this.config.walSegmentSize);
+    }
     this.walsenders.startStreaming(self, this.inRecovery);
     if (applicationName !== '' && self.priority > 0) {
       // walsim refuses a second synchronous candidate under a name already streaming (PostgreSQL
@@ -634,6 +699,15 @@ export class ServerNode {
   }
 
   // ---------------------------------------------------------------- SQL
+
+  /**
+   * Transaction status as a reading session sees it: a transaction whose commit waits for
+   * synchronous replication is still in progress for everyone else (xact.c: the proc array entry
+   * goes only after SyncRepWaitForLSN), although CLOG already says committed.
+   */
+  snapshotClog(): XactStatusReader {
+    return inProgressView(this.storage.clog, this.syncRep.waitingXids());
+  }
 
   /** Run one statement. `signal` is a cancel request (pg_cancel_backend); waits end on it with 57014. */
   async execute(sql: string, signal?: AbortSignal): Promise<QueryResult> {
@@ -656,7 +730,7 @@ export class ServerNode {
         await this.restartpoint();
         return { command: 'CHECKPOINT', columns: [], rows: [] };
       }
-      return this.runWrite(() => executeWrite(this.executorContext(), stmt));
+      return this.runWrite(() => executeWrite(this.executorContext(), stmt), signal);
     }
     if (stmt.type === 'alter_system') {
       if (!(RELOADABLE_SETTINGS as readonly string[]).includes(stmt.name)) {
@@ -764,7 +838,11 @@ export class ServerNode {
 
   // ---------------------------------------------------------------- status and shutdown
 
+  /** Status requests answered while a data image was being written (checkpoint or restartpoint). */
+  private statusDuringImageWrite = 0;
+
   status(): Record<string, unknown> {
+    if (this.storage.imageWriteInProgress) this.statusDuringImageWrite++;
     const drop = this.storage.dropStats;
     const snap = this.lifecycle.getSnapshot();
     const base = {
@@ -784,12 +862,25 @@ export class ServerNode {
       insertLsn: formatLsn(this.wal.insertLsn),
       flushLsn: formatLsn(this.wal.flushLsn),
       synchronousStandbyNames: this.config.synchronousStandbyNames,
+      checkpointer: { ...this.checkpointer.stats },
+      dataImage: {
+        writes: this.storage.imagesWritten,
+        inProgress: this.storage.imageWriteInProgress,
+        last: this.storage.lastImageWrite,
+        statusAnsweredDuringWrite: this.statusDuringImageWrite,
+      },
+      walFiles: listSegmentFiles(this.dataDir, this.config.walSegmentSize).length,
     };
     if (!this.inRecovery) {
       return {
         ...base,
         synchronousCommit: this.config.synchronousCommit,
         syncWaiters: this.syncRep.waiting(),
+        // Commits flushed here whose wait for the synchronous standby has not ended: the
+        // "locally committed, not (yet) replicated" window; other sessions do not see them yet.
+        syncWaitingCommits: this.syncRep.waiters().map((w) => ({
+          xid: w.xid, commitEndLsn: formatLsn(w.lsn), waitFor: w.mode, waitingMs: this.clock.now() - w.sinceMs,
+        })),
         replication: this.replicationStatus(),
       };
     }
@@ -850,6 +941,7 @@ export class ServerNode {
     const wasInRecovery = this.inRecovery; // read before STOP leaves the recovery states
     this.send({ type: 'STOP', mode });
     this.shuttingDown = mode;
+    this.checkpointer.stop();
     if (wasInRecovery) {
       this.receiver?.stop();
       await this.startup?.stop();

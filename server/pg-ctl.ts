@@ -11,6 +11,7 @@ import { WalsimError } from '../common/errors.ts';
 import { FILE_MODE } from '../common/durable-file.ts';
 import { isWalsimServer, nodeDir, readPidFile, SERVER_MARKER, type NodeName } from './cluster-files.ts';
 import type { StopMode } from './control-protocol.ts';
+import { splitBrainRefusal } from './fencing.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SIGNAL_OF: Record<StopMode, NodeJS.Signals> = { smart: 'SIGTERM', fast: 'SIGINT', immediate: 'SIGQUIT' };
@@ -25,9 +26,14 @@ export function runningPid(clusterDir: string, name: NodeName): number | null {
   return pid !== null && isWalsimServer(pid.pid, dataDir) ? pid.pid : null;
 }
 
-/** Start one node's server process in the background and wait until it accepts connections. */
+/**
+ * Start one node's server process in the background and wait until it accepts connections.
+ * Refuses (WalsimError 'split_brain') to start an old primary after another node was promoted.
+ */
 export async function startNode(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<number> {
   const dataDir = nodeDir(clusterDir, name);
+  const refusal = splitBrainRefusal(clusterDir, name);
+  if (refusal !== null) throw new WalsimError('split_brain', refusal, '55000');
   const stalePid = readPidFile(dataDir);
   if (stalePid !== null && !isWalsimServer(stalePid.pid, dataDir)) fs.rmSync(path.join(dataDir, 'postmaster.pid'), { force: true });
   const log = fs.openSync(path.join(dataDir, 'server.log'), 'a', FILE_MODE);

@@ -285,7 +285,12 @@ class PgWireSession {
         if (frame === null) break;
         await this.handleFrame(frame);
         if (this.phase === 'closed' || this.socket.writableEnded) break;
-        if (this.socket.writableLength > WRITE_HIGH_WATER) await new Promise((r) => this.socket.once('drain', r));
+        if (this.socket.writableLength > WRITE_HIGH_WATER) {
+          await new Promise((r) => {
+            this.socket.once('drain', r);
+            this.socket.once('close', r);
+          });
+        }
       }
     } catch (e) {
       if (e instanceof InvariantViolation) this.server.opts.backend.fatal(e);

@@ -88,3 +88,69 @@ export function formatConninfo(c: Conninfo): string {
   if (c.applicationName !== null) parts.push(`application_name=${q(c.applicationName)}`);
   return parts.join(' ');
 }
+
+// ---------------------------------------------------------------------------------------------
+// WAL volume and checkpoint settings (guc_tables.c): max_wal_size and wal_keep_size are
+// GUC_UNIT_MB integers, checkpoint_timeout a GUC_UNIT_S integer.
+
+/** Checkpoint and WAL-retention settings of a node, in base units. */
+export interface WalSettings {
+  /** checkpoint_timeout in seconds (PostgreSQL: 5min, range 30s..1d). */
+  checkpointTimeoutS: number;
+  /** max_wal_size in MB (PostgreSQL: 1GB, at least 2 segments). */
+  maxWalSizeMb: number;
+  /** wal_keep_size in MB (PostgreSQL: 0). */
+  walKeepSizeMb: number;
+}
+
+export const DEFAULT_WAL_SETTINGS: Readonly<WalSettings> = { checkpointTimeoutS: 300, maxWalSizeMb: 1024, walKeepSizeMb: 0 };
+
+const MEMORY_UNITS_MB: Readonly<Record<string, number>> = { kB: 1 / 1024, MB: 1, GB: 1024, TB: 1024 * 1024 };
+const TIME_UNITS_S: Readonly<Record<string, number>> = { ms: 1 / 1000, s: 1, min: 60, h: 3600, d: 86400 };
+
+function parseWithUnit(name: string, text: string, units: Readonly<Record<string, number>>, baseUnit: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
+  const unitNames = Object.keys(units).join(', ');
+  if (!m) throw new WalsimError('invalid_input', `invalid value for parameter "${name}": "${text}" (expected a number with an optional unit: ${unitNames}; no unit means ${baseUnit})`);
+  const unit = m[2] === '' ? baseUnit : m[2]!;
+  const factor = units[unit];
+  if (factor === undefined) throw new WalsimError('invalid_input', `invalid value for parameter "${name}": "${text}": unknown unit "${unit}" (valid units: ${unitNames}; units are case-sensitive)`);
+  return Math.round(Number(m[1]) * factor);
+}
+
+/** checkpoint_timeout: 30s .. 1d, like PostgreSQL. Returns seconds. */
+export function parseCheckpointTimeout(text: string): number {
+  const s = parseWithUnit('checkpoint_timeout', text, TIME_UNITS_S, 's');
+  if (s < 30 || s > 86400) throw new WalsimError('invalid_input', `${s} s is outside the valid range for parameter "checkpoint_timeout" (30 s .. 86400 s)`);
+  return s;
+}
+
+/** max_wal_size: at least 2 MB (PostgreSQL also requires 2 segments: checked against the segment size). Returns MB. */
+export function parseMaxWalSize(text: string): number {
+  const mb = parseWithUnit('max_wal_size', text, MEMORY_UNITS_MB, 'MB');
+  if (mb < 2 || mb > 2 ** 31 - 1) throw new WalsimError('invalid_input', `${mb} MB is outside the valid range for parameter "max_wal_size" (2 MB .. ${2 ** 31 - 1} MB)`);
+  return mb;
+}
+
+/** wal_keep_size: 0 or more MB. Returns MB. */
+export function parseWalKeepSize(text: string): number {
+  const mb = parseWithUnit('wal_keep_size', text, MEMORY_UNITS_MB, 'MB');
+  if (mb > 2 ** 31 - 1) throw new WalsimError('invalid_input', `${mb} MB is outside the valid range for parameter "wal_keep_size" (0 .. ${2 ** 31 - 1} MB)`);
+  return mb;
+}
+
+/** SHOW's form of a MB setting: the largest unit that divides it (1GB, 20GB, 80MB, 0). */
+export function formatMb(mb: number): string {
+  if (mb === 0) return '0';
+  if (mb % (1024 * 1024) === 0) return `${mb / (1024 * 1024)}TB`;
+  if (mb % 1024 === 0) return `${mb / 1024}GB`;
+  return `${mb}MB`;
+}
+
+/** SHOW's form of a seconds setting (5min, 30min, 1h, 45s). */
+export function formatSeconds(s: number): string {
+  if (s % 86400 === 0) return `${s / 86400}d`;
+  if (s % 3600 === 0) return `${s / 3600}h`;
+  if (s % 60 === 0) return `${s / 60}min`;
+  return `${s}s`;
+}

@@ -12,6 +12,7 @@ import { pauseStateOf, refusalOf } from '../standby/lifecycle-machine.ts';
 import type { QueryResult, SqlValue } from './control-protocol.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
+import type { XactStatusReader } from '../storage/clog.ts';
 import type { WalSenderSet } from '../primary/walsender-set.ts';
 import type { WalReceiver } from '../standby/walreceiver.ts';
 import type { LifecycleEvent, LifecycleSnapshot } from '../standby/lifecycle-machine.ts';
@@ -33,10 +34,13 @@ export interface ReadContext {
   readonly startup: { readonly replayEndLsn: Lsn } | null;
   readonly lifecycle: { getSnapshot(): LifecycleSnapshot };
   send(event: LifecycleEvent): void;
+  /** The session's snapshot of transaction status (commits waiting for sync rep are in progress). */
+  snapshotClog(): XactStatusReader;
 }
 
 import type { Statement } from './sql-parser.ts';
-import { PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
+import { formatMb, formatSeconds, PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
+import { walSettingsOf } from './cluster-files.ts';
 
 /** PostgreSQL types of walsim's result columns (pg_type.typname). */
 export type PgTypeName = 'int8' | 'int4' | 'bool' | 'text' | 'pg_lsn' | 'void';
@@ -181,7 +185,9 @@ export function executeRead(node: ReadContext, stmt: Statement): QueryResult {
     case 'select_count': {
       const rel = node.storage.catalog.lookup(stmt.name);
       if (rel === undefined) throw new WalsimError('undefined_table', `relation "${stmt.name}" does not exist`, '42P01');
-      const { heap, clog } = node.storage;
+      // The session's snapshot: commits still waiting for synchronous replication are in progress.
+      const { heap } = node.storage;
+      const clog = node.snapshotClog();
       if (stmt.predicate.op === 'all') return one(heap.countVisible(rel, clog));
       let n = 0;
       heap.forEachPageToDelete(rel, stmt.predicate, clog, (_block, ranges) => {
@@ -225,6 +231,9 @@ function showSetting(node: ReadContext, name: string): string {
     case 'hot_standby': return 'on';
     case 'autovacuum': return 'off';
     case 'walsim.drop_strategy': return node.config.dropStrategy;
+    case 'checkpoint_timeout': return formatSeconds(walSettingsOf(node.config).checkpointTimeoutS);
+    case 'max_wal_size': return formatMb(walSettingsOf(node.config).maxWalSizeMb);
+    case 'wal_keep_size': return formatMb(walSettingsOf(node.config).walKeepSizeMb);
     default: throw new WalsimError('invalid_input', `unrecognized configuration parameter "${name}"`, '42704');
   }
 }

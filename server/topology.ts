@@ -165,7 +165,7 @@ export async function rejoin(clusterDir: string, old: NodeName, to: NodeName): P
 }
 
 /** synchronous_standby_names with `from` (the promoted standby) replaced by `to` (the old primary). */
-function handOverNames(text: string, from: string, to: string): string {
+export function handOverNames(text: string, from: string, to: string): string {
   const cfg = parseSynchronousStandbyNames(text);
   if (cfg === null) return '';
   const members = cfg.members.map((m) => (m.toLowerCase() === from.toLowerCase() ? to : m));

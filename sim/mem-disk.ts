@@ -15,7 +15,7 @@
  * passed to `powerLoss`; readdir is sorted.
  */
 import * as path from 'node:path';
-import type { Disk, OpenFlags } from '../common/disk.ts';
+import { asyncOpsOf, type AsyncFile, type Disk, type OpenFlags } from '../common/disk.ts';
 import type { SeededRandom } from '../common/random.ts';
 
 type Pending = { kind: 'write'; pos: number; bytes: Uint8Array } | { kind: 'truncate'; len: number };
@@ -302,6 +302,20 @@ export class MemDisk implements Disk {
     const n = this.lookup(p);
     if (n === null) throw errno('ENOENT', 'stat', p, 'no such file or directory');
     return n.kind === 'dir';
+  }
+
+  private readonly asyncOps = asyncOpsOf(this);
+
+  openAsync(p: string, flags: 'w', mode?: number): Promise<AsyncFile> {
+    return this.asyncOps.openAsync(p, flags, mode);
+  }
+
+  renameAsync(from: string, to: string): Promise<void> {
+    return this.asyncOps.renameAsync(from, to);
+  }
+
+  rmrfAsync(p: string): Promise<void> {
+    return this.asyncOps.rmrfAsync(p);
   }
 
   // ------------------------------------------------------------------------- simulation

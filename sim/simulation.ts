@@ -276,7 +276,8 @@ export class Simulation {
     const a = this.hosts.A;
     const b = this.hosts.B;
     a.disk.mkdirp(DATA_DIR);
-    initdb(DATA_DIR, this.config(a), a.disk, this.sched.clockFor('sim').now(), String(this.scenario.seed));
+    const r = await this.settle(initdb(DATA_DIR, this.config(a), { disk: a.disk, clock: this.sched.clockFor('sim') }, String(this.scenario.seed)), ACTION_MS);
+    if (!r.done || r.error !== undefined) throw new Error(`initdb failed: ${r.done ? (r.error as Error).message : 'did not finish'}`);
     a.disk.syncAll();
     a.disk.copyTo(DATA_DIR, b.disk, DATA_DIR);
     b.disk.writeFile(`${DATA_DIR}/${STANDBY_SIGNAL}`, '');

@@ -24,7 +24,7 @@ export interface StartupDeps {
   readOptions(): WalReadOptions;
   /** End of WAL flushed by the walreceiver: replay never goes past it. */
   flushedUpTo(): Lsn;
-  /** Apply one record (redo, restartpoints) in steps; long drops yield between chunks. */
+  /** Apply one record (redo) in steps; long drops yield between chunks. */
   applySteps(rec: WalRecord): Generator<void, void, void>;
   /**
    * Applying a record threw (an InvariantViolation, an I/O error writing a restartpoint): storage
@@ -32,6 +32,11 @@ export interface StartupDeps {
    * postmaster shuts down). Called after the error was recorded and logged.
    */
   fatal(error: unknown): void;
+  /**
+   * Work due before `rec` is applied, at a record boundary (a restartpoint at a checkpoint
+   * record): null for none, else replay waits for the promise; the event loop runs meanwhile.
+   */
+  beforeRecord?(rec: WalRecord): Promise<void> | null;
   /** Replay advanced (send feedback, release remote_apply waiters, ...). */
   onProgress(): void;
   /** The lifecycle machine's replay region is 'pause requested' or 'paused'. */
@@ -63,6 +68,8 @@ export class StartupProcess {
   /** True while a record is being applied in steps (the event loop may run in between). */
   private inRecord = false;
   private boundaryWaiters: Array<() => void> = [];
+  /** Set while someone holds replay at a record boundary (holdReplay). */
+  private held: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private loop: Promise<void> | null = null;
   private readonly clock: Clock;
@@ -99,6 +106,24 @@ export class StartupProcess {
   atRecordBoundary(): Promise<void> {
     if (!this.inRecord) return Promise.resolve();
     return new Promise((resolve) => this.boundaryWaiters.push(resolve));
+  }
+
+  /**
+   * Run `fn` with replay stopped at a record boundary (a requested or shutdown restartpoint must
+   * see storage unchanged while its image is written asynchronously).
+   */
+  async holdReplay<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.held !== null) await this.held;
+    await this.atRecordBoundary();
+    let release: () => void = () => {};
+    const hold = new Promise<void>((resolve) => (release = resolve));
+    this.held = hold;
+    try {
+      return await fn();
+    } finally {
+      this.held = null;
+      release();
+    }
   }
 
   /** End recovery: the loop exits at the current record boundary (promotion). */
@@ -152,6 +177,7 @@ export class StartupProcess {
       reader = r;
       let sliceStart = this.clock.monoMs();
       for (;;) {
+        while (this.held !== null) await this.held;
         const rec = r.readRecord();
         if (rec === null) {
           const reason = r.endReason;
@@ -168,6 +194,11 @@ export class StartupProcess {
         // gives the event loop turns in between (status and pause requests are answered).
         this.inRecord = true;
         try {
+          const before = this.deps.beforeRecord?.(rec) ?? null;
+          if (before !== null) {
+            await before;
+            sliceStart = this.clock.monoMs();
+          }
           const steps = this.deps.applySteps(rec);
           for (let r = steps.next(); !r.done; r = steps.next()) {
             if (this.clock.monoMs() - sliceStart > REPLAY_SLICE_MS) {

@@ -12,6 +12,7 @@
  */
 import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
 import type { Dialer, MessageConn } from '../common/transport.ts';
+import { InvariantViolation } from '../common/assert.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { isInvalidWalRecordError } from '../wal/codec.ts';
@@ -104,6 +105,11 @@ export class WalReceiver {
 
   private connect(): void {
     if (this.state === 'stopped') return;
+    if (this.clock.monoMs() < this.holdUntil) {
+      // A cut_replication fault holds the connection down, also against a reconnect already scheduled.
+      this.scheduleReconnect();
+      return;
+    }
     this.state = 'connecting';
     const ws = this.deps.connect();
     this.ws = ws;
@@ -166,7 +172,7 @@ export class WalReceiver {
     try {
       this.handleMessage(ws, data);
     } catch (e) {
-      if (this.flushing) throw e;
+      if (this.flushing || e instanceof InvariantViolation) throw e; // PANIC / FATAL
       this.deps.log(`ERROR:  walreceiver: internal error handling a message: ${(e as Error).stack ?? String(e)}`);
       ws.close(4002, 'internal error handling a message');
     }

@@ -286,9 +286,15 @@ export class BufferPool {
 
   /** Checkpoint (BufferSync): write every dirty buffer in id order; returns how many were written. */
   flushAll(): number {
-    const { flags, nBuffers } = this;
+    return this.flushRange(0, this.nBuffers);
+  }
+
+  /** BufferSync over buffer ids [from, to): a checkpoint flushes the pool in such steps. */
+  flushRange(from: number, to: number): number {
+    const { flags } = this;
+    const end = Math.min(to, this.nBuffers);
     let written = 0;
-    for (let id = 0; id < nBuffers; id++) {
+    for (let id = from; id < end; id++) {
       if (flags[id] & BM_DIRTY) {
         this.writeOut(id);
         written++;

@@ -71,6 +71,25 @@ export class Catalog {
     if (xid >= this.nextXid) this.nextXid = xid + 1;
   }
 
+  /**
+   * Every [name, relfilenumber], unsorted, as JSON, in steps of `stepEntries` (a checkpoint writes
+   * the catalog of 100,000 tables without holding the event loop); `tablesFromJson` reads it back.
+   */
+  *tablesJsonSteps(stepEntries = 8192): Generator<void, string, void> {
+    const parts: string[] = [];
+    let chunk: Array<[string, RelFileNumber]> = [];
+    for (const e of this.byName) {
+      chunk.push(e);
+      if (chunk.length === stepEntries) {
+        parts.push(JSON.stringify(chunk).slice(1, -1));
+        chunk = [];
+        yield;
+      }
+    }
+    if (chunk.length > 0) parts.push(JSON.stringify(chunk).slice(1, -1));
+    return `[${parts.join(',')}]`;
+  }
+
   snapshot(): CatalogSnapshot {
     return { tables: this.entries(), nextXid: this.nextXid, nextRelFileNumber: this.nextRelFileNumber };
   }

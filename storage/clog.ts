@@ -37,6 +37,23 @@ const CLOG_MAGIC = 0x474f4c43; // 'CLOG' little-endian
 const CLOG_VERSION = 1;
 const HEADER_BYTES = 16;
 
+/**
+ * What the visibility rules read: a transaction's status. The Clog itself, or a view that reports
+ * some committed transactions as still in progress (a primary's snapshot while their commits wait
+ * for synchronous replication, see `inProgressView`).
+ */
+export type XactStatusReader = Pick<Clog, 'statusCode'>;
+
+/**
+ * A view of `clog` in which the transactions of `inProgress` read as in progress: PostgreSQL keeps
+ * a committed transaction in the proc array until its synchronous-replication wait ends, so every
+ * other snapshot still sees it running. Returns `clog` itself when the set is empty.
+ */
+export function inProgressView(clog: XactStatusReader, inProgress: ReadonlySet<number>): XactStatusReader {
+  if (inProgress.size === 0) return clog;
+  return { statusCode: (xid: number) => (inProgress.has(xid) ? XACT_IN_PROGRESS : clog.statusCode(xid)) };
+}
+
 export class Clog {
   private bits: Uint8Array = new Uint8Array(INITIAL_BYTES);
   /** One past the highest xid ever set: how many xids serialize() writes. */

@@ -86,7 +86,7 @@
  *     tuples; compare nblocks separately.
  */
 import { assert } from '../common/assert.ts';
-import type { Clog } from './clog.ts';
+import type { XactStatusReader } from './clog.ts';
 import { XACT_ABORTED, XACT_COMMITTED } from './clog.ts';
 import type { BlockNumber, RelFileNumber, TransactionId } from '../wal/records.ts';
 import { TUPLES_PER_PAGE } from '../wal/records.ts';
@@ -271,6 +271,11 @@ function pushRange(ranges: number[], off: number, cnt: number): void {
 
 export class HeapStore {
   private readonly rels = new Map<RelFileNumber, HeapRelation>();
+  /**
+   * Relations created, changed or dropped since the last `takeChanged()`: what the next data image
+   * must write (or forget). Loading a relation from an image does not count as a change.
+   */
+  private changedRels = new Set<RelFileNumber>();
 
   // ---- relations ----------------------------------------------------------------------------
 
@@ -278,12 +283,14 @@ export class HeapStore {
     if (!(Number.isInteger(rel) && rel > 0)) fail(`INV-HEAP-1: bad relfilenumber ${rel}`);
     if (this.rels.has(rel)) fail(`INV-HEAP-1: relation ${rel} already exists`);
     this.rels.set(rel, new HeapRelation());
+    this.changedRels.add(rel);
   }
 
   dropRelation(rel: RelFileNumber): void {
     if (!(this.rels.delete(rel))) {
       fail(`INV-HEAP-1: cannot drop relation ${rel}: it does not exist`);
     }
+    this.changedRels.add(rel);
   }
 
   hasRelation(rel: RelFileNumber): boolean {
@@ -301,12 +308,12 @@ export class HeapStore {
 
   /** Add new (empty) pages up to nblocks. */
   extendTo(rel: RelFileNumber, nblocks: number): void {
-    this.rel(rel).extendTo(nblocks);
+    this.changed(rel).extendTo(nblocks);
   }
 
   /** Drop pages ≥ nblocks (RelationTruncate / smgr_redo of XLOG_SMGR_TRUNCATE). */
   truncate(rel: RelFileNumber, nblocks: number): void {
-    this.rel(rel).truncate(nblocks);
+    this.changed(rel).truncate(nblocks);
   }
 
   // ---- redo / apply -------------------------------------------------------------------------
@@ -320,7 +327,7 @@ export class HeapStore {
     rel: RelFileNumber, block: BlockNumber, firstOffset: number, runs: number[],
     xmin: TransactionId, initPage: boolean,
   ): void {
-    const r = this.rel(rel);
+    const r = this.changed(rel);
     const nranges = loadInsertRuns(firstOffset, runs, rel, block);
     this.insertRanges(r, rel, block, firstOffset, nranges, xmin, initPage);
   }
@@ -330,7 +337,7 @@ export class HeapStore {
     rel: RelFileNumber, block: BlockNumber, offset: number, value: number,
     xmin: TransactionId, initPage: boolean,
   ): void {
-    const r = this.rel(rel);
+    const r = this.changed(rel);
     if (!(Number.isInteger(offset) && offset >= 1 && offset <= TUPLES_PER_PAGE)) {
       fail(
         `INV-HEAP-1: relation ${rel} block ${block}: offset ${offset} outside ` +
@@ -386,7 +393,7 @@ export class HeapStore {
   applyDelete(
     rel: RelFileNumber, block: BlockNumber, offsets: number[], xmax: TransactionId,
   ): void {
-    const r = this.rel(rel);
+    const r = this.changed(rel);
     this.assertBlock(r, rel, block);
     assertNormalXid(xmax, rel, block, 'xmax');
     const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, rel, block);
@@ -401,7 +408,7 @@ export class HeapStore {
    * line pointers are truncated, so a page whose every tuple was pruned ends with nitems 0.
    */
   applyPrune(rel: RelFileNumber, block: BlockNumber, offsets: number[]): void {
-    const r = this.rel(rel);
+    const r = this.changed(rel);
     this.assertBlock(r, rel, block);
     const nranges = loadOffsetRanges(offsets, r.pageNitems[block]!, rel, block);
     if (nranges > 0) r.rewritePage(block, nranges, MODE_PRUNE, 0);
@@ -423,7 +430,7 @@ export class HeapStore {
 
   /** For each page with visible tuples matching `pred`, their line pointers (PageDeleteCallback). */
   forEachPageToDelete(
-    rel: RelFileNumber, pred: DeletePredicate, clog: Clog, cb: PageDeleteCallback,
+    rel: RelFileNumber, pred: DeletePredicate, clog: XactStatusReader, cb: PageDeleteCallback,
   ): void {
     const r = this.rel(rel);
     const [lo, hi] = predicateBounds(pred);
@@ -450,7 +457,7 @@ export class HeapStore {
   }
 
   /** For each page with line pointers dead to everyone, those line pointers (PagePruneCallback). */
-  forEachPageToPrune(rel: RelFileNumber, clog: Clog, cb: PagePruneCallback): void {
+  forEachPageToPrune(rel: RelFileNumber, clog: XactStatusReader, cb: PagePruneCallback): void {
     const r = this.rel(rel);
     for (let b = 0; b < r.nblocks; b++) {
       const count = r.pageRunCount[b]!;
@@ -484,7 +491,7 @@ export class HeapStore {
   // ---- reads --------------------------------------------------------------------------------
 
   /** Visible tuples (what `SELECT count(*)` returns), summed over runs. */
-  countVisible(rel: RelFileNumber, clog: Clog): number {
+  countVisible(rel: RelFileNumber, clog: XactStatusReader): number {
     const r = this.rel(rel);
     const { runCount, runUnused, runXmin, runXmax } = r;
     let total = 0;
@@ -504,7 +511,7 @@ export class HeapStore {
    * segment feeds (block, offset, firstValue, count): equal visible contents give equal digests
    * however the runs are split.
    */
-  contentDigest(rel: RelFileNumber, clog: Clog): string {
+  contentDigest(rel: RelFileNumber, clog: XactStatusReader): string {
     const r = this.rel(rel);
     const { runOffset, runCount, runUnused, runValue, runXmin, runXmax } = r;
     const hasher = new ContentHasher();
@@ -541,7 +548,7 @@ export class HeapStore {
   }
 
   /** Up to `limit` visible values in physical order (for small tests). */
-  visibleValues(rel: RelFileNumber, clog: Clog, limit = Infinity): number[] {
+  visibleValues(rel: RelFileNumber, clog: XactStatusReader, limit = Infinity): number[] {
     const r = this.rel(rel);
     const out: number[] = [];
     for (let b = 0; b < r.nblocks && out.length < limit; b++) {
@@ -596,7 +603,33 @@ export class HeapStore {
     this.rels.set(rel, deserializeHeapRelation(bytes, `relation ${rel}`));
   }
 
+  // ---- change tracking (incremental data images) ---------------------------------------------
+
+  /** The relations changed since the last call (dropped ones included), and start a new set. */
+  takeChanged(): Set<RelFileNumber> {
+    const taken = this.changedRels;
+    this.changedRels = new Set();
+    return taken;
+  }
+
+  /** Put back relations whose image write failed, so the next image writes them. */
+  markChanged(rels: Iterable<RelFileNumber>): void {
+    for (const rel of rels) this.changedRels.add(rel);
+  }
+
+  /** How many relations changed since the last takeChanged(). */
+  get changedCount(): number {
+    return this.changedRels.size;
+  }
+
   // ---- internals ----------------------------------------------------------------------------
+
+  /** The relation, recorded as changed (every mutation goes through here). */
+  private changed(rel: RelFileNumber): HeapRelation {
+    const r = this.rel(rel);
+    this.changedRels.add(rel);
+    return r;
+  }
 
   private rel(rel: RelFileNumber): HeapRelation {
     const r = this.rels.get(rel);
@@ -612,7 +645,7 @@ export class HeapStore {
 }
 
 /** xmin committed and xmax none or not committed. */
-function isVisible(clog: Clog, xmin: number, xmax: number): boolean {
+function isVisible(clog: XactStatusReader, xmin: number, xmax: number): boolean {
   if (clog.statusCode(xmin) !== XACT_COMMITTED) return false;
   return xmax === 0 || clog.statusCode(xmax) !== XACT_COMMITTED;
 }

@@ -3,17 +3,12 @@
  * catalog, with the drop settings and cumulative drop counters. Also the data-file image written
  * at checkpoints/restartpoints and loaded at start: a restart is "last checkpoint + WAL replay".
  *
- * Data files live in `<datadir>/base/`; a new image is written to `base.new/` and swapped in with
- * renames, and it records its own REDO LSN, so the image and the LSN replay must start from can
- * never disagree (INV-NODE-1).
+ * Data files live in `<datadir>/base/` (format in data-image.ts); an image records its own REDO
+ * LSN and switches atomically, so the image and the LSN replay must start from can never disagree
+ * (INV-NODE-1). An image writes only the relations changed since the last one.
  */
-import * as path from 'node:path';
-import { assert } from '../common/assert.ts';
-import { systemClock } from '../common/clock.ts';
-import { nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
-import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { BufferPool } from './buffer-pool.ts';
-import { Catalog, type CatalogSnapshot } from './catalog.ts';
+import { Catalog } from './catalog.ts';
 import { Clog } from './clog.ts';
 import {
   DropStats, endOfRecovery, poolOptionsFor, smgrdounlinkallSteps, smgrtruncateSteps, type DropResult, type DropSettings,
@@ -22,18 +17,10 @@ import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
 import { ReplayCounters } from './cost-model/counts.ts';
 import type { ForkNumber, RelFileNumber } from '../wal/records.ts';
-import type { Lsn, TimeLineId } from '../wal/lsn.ts';
+import { nodeDisk, type Disk } from '../common/disk.ts';
+import { ImageState, PRODUCTION_IMAGE_IO, readDataImage, writeDataImage, type DataImageHeader, type ImageIo, type ImageSource, type ImageWriteStats } from './data-image.ts';
 
-export interface DataImageHeader {
-  /** Replay must start at this LSN to reach the state after the image. */
-  redoLsn: Lsn;
-  /** prev-link of the record at redoLsn. */
-  redoPrevLsn: Lsn;
-  timeline: TimeLineId;
-  catalog: CatalogSnapshot;
-  relations: RelFileNumber[];
-  writtenAt: string;
-}
+export type { DataImageHeader, ImageWriteStats } from './data-image.ts';
 
 export class NodeStorage {
   readonly dropStats = new DropStats();
@@ -75,46 +62,69 @@ export class NodeStorage {
     this.onDrop?.(r);
   }
 
+  /** The image on disk (what the next one need not rewrite). */
+  private imageState: ImageState = ImageState.empty();
+  /** Image writes run one at a time (a checkpoint and a requested restartpoint may overlap). */
+  private imageTail: Promise<unknown> = Promise.resolve();
+  /** True while an image is being written; counters of the last one. */
+  imageWriteInProgress = false;
+  lastImageWrite: ImageWriteStats | null = null;
+  imagesWritten = 0;
+
   /**
-   * Write a new data image for `redoLsn` (checkpoint or restartpoint). Buffers are flushed first.
-   * The image's files and directory are synced before it is renamed into place, and the data
-   * directory after, so a crash leaves either the old image or the new one, whole (INV-NODE-1).
+   * Write a new data image for `redoLsn` (checkpoint or restartpoint): buffers are flushed first,
+   * then only the relations changed since the last image are written (storage/data-image.ts).
+   * The caller keeps storage unchanged until it settles; `pause` gives the event loop a turn.
    */
-  writeImage(dataDir: string, header: Omit<DataImageHeader, 'catalog' | 'relations' | 'writtenAt'>, disk: Disk = nodeDisk, nowMs = systemClock.now()): number {
-    const written = this.pool.flushAll();
-    const base = path.join(dataDir, 'base');
-    const next = path.join(dataDir, 'base.new');
-    disk.rmrf(next);
-    makeDir(next, disk);
-    const relations = this.heap.relations();
-    for (const rel of relations) writeFileSynced(path.join(next, String(rel)), this.heap.serializeRelation(rel), undefined, disk);
-    writeFileSynced(path.join(next, 'smgr'), this.smgr.serialize(), undefined, disk);
-    writeFileSynced(path.join(next, 'pg_xact'), this.clog.serialize(), undefined, disk);
-    const full: DataImageHeader = { ...header, catalog: this.catalog.snapshot(), relations, writtenAt: new Date(nowMs).toISOString() };
-    writeFileSynced(path.join(next, 'image.json'), JSON.stringify(full), undefined, disk);
-    fsyncDir(next, disk); // the entries of base.new, before it becomes base
-    const old = path.join(dataDir, 'base.old');
-    disk.rmrf(old);
-    if (disk.exists(base)) disk.rename(base, old);
-    disk.rename(next, base);
-    fsyncDir(dataDir, disk);
-    disk.rmrf(old);
-    return written;
+  writeImage(
+    dataDir: string,
+    header: Pick<DataImageHeader, 'redoLsn' | 'redoPrevLsn' | 'timeline'>,
+    pause: () => Promise<void>,
+    io: ImageIo = PRODUCTION_IMAGE_IO,
+  ): Promise<ImageWriteStats> {
+    const run = async (): Promise<ImageWriteStats> => {
+      this.imageWriteInProgress = true;
+      try {
+        const stats = await writeDataImage(dataDir, header, this.imageSource(), this.imageState, pause, io);
+        this.lastImageWrite = stats;
+        this.imagesWritten++;
+        return stats;
+      } finally {
+        this.imageWriteInProgress = false;
+      }
+    };
+    const result = this.imageTail.then(run, run);
+    this.imageTail = result.catch(() => undefined);
+    return result;
+  }
+
+  private imageSource(): ImageSource {
+    return {
+      nBuffers: this.pool.nBuffers,
+      flushBuffers: (from, to) => this.pool.flushRange(from, to),
+      takeChanged: () => this.heap.takeChanged(),
+      markChanged: (rels) => this.heap.markChanged(rels),
+      hasRelation: (rel) => this.heap.hasRelation(rel),
+      serializeRelation: (rel) => this.heap.serializeRelation(rel),
+      smgrSteps: () => this.smgr.serializeSteps(),
+      serializeClog: () => this.clog.serialize(),
+      catalogTablesSteps: () => this.catalog.tablesJsonSteps(),
+      catalogCounters: () => ({ nextXid: this.catalog.nextXid, nextRelFileNumber: this.catalog.nextRelFileNumber }),
+    };
   }
 
   /** Load the data image of `dataDir` (a restart: empty buffer pool, no cached sizes). */
   static loadImage(dataDir: string, nBuffers: number, dropSettings: DropSettings, disk: Disk = nodeDisk): { storage: NodeStorage; header: DataImageHeader } {
-    let base = path.join(dataDir, 'base');
-    // A crash between the two renames of writeImage leaves only base.old (the previous image).
-    if (!disk.exists(path.join(base, 'image.json'))) base = path.join(dataDir, 'base.old');
-    const headerPath = path.join(base, 'image.json');
-    assert(disk.exists(headerPath), `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`);
-    const header = JSON.parse(readTextFile(disk, headerPath)) as DataImageHeader;
+    const image = readDataImage(dataDir, disk);
     const heap = new HeapStore();
-    for (const rel of header.relations) heap.deserializeRelation(rel, disk.readFile(path.join(base, String(rel))));
-    const smgr = StorageManager.deserialize(disk.readFile(path.join(base, 'smgr')));
-    const clog = Clog.deserialize(disk.readFile(path.join(base, 'pg_xact')));
-    const storage = new NodeStorage(new BufferPool(nBuffers, poolOptionsFor(dropSettings)), smgr, heap, clog, Catalog.fromSnapshot(header.catalog), dropSettings);
-    return { storage, header };
+    for (const [rel, bytes] of image.relations) heap.deserializeRelation(rel, bytes);
+    // Loading is no change; but a format-1 image has no pack yet, so the next image writes all.
+    heap.takeChanged();
+    if (image.header.format !== 2) heap.markChanged(image.relations.map(([rel]) => rel));
+    const smgr = StorageManager.deserialize(image.smgr);
+    const clog = Clog.deserialize(image.clog);
+    const storage = new NodeStorage(new BufferPool(nBuffers), smgr, heap, clog, Catalog.fromSnapshot(image.header.catalog), dropSettings);
+    storage.imageState = image.state;
+    return { storage, header: image.header };
   }
 }

@@ -282,14 +282,26 @@ export class StorageManager {
 
   /** The disk state (which forks exist and their sizes); never the cache. */
   serialize(): Uint8Array {
-    const rels = this.relations();
+    const steps = this.serializeSteps();
+    for (;;) {
+      const r = steps.next();
+      if (r.done) return r.value;
+    }
+  }
+
+  /** serialize() in steps: yields every `stepRels` relations (a checkpoint gives the event loop turns). */
+  *serializeSteps(stepRels = 8192): Generator<void, Uint8Array, void> {
+    const rels = Float64Array.from(this.disk.keys()).sort();
+    yield;
     const bytes = new Uint8Array(SERIAL_HEADER_BYTES + rels.length * SERIAL_REL_BYTES);
     const view = new DataView(bytes.buffer);
     view.setUint32(0, SERIAL_MAGIC, true);
     view.setUint32(4, SERIAL_VERSION, true);
     view.setUint32(8, rels.length, true);
     let off = SERIAL_HEADER_BYTES;
+    let n = 0;
     for (const rel of rels) {
+      if (++n % stepRels === 0) yield;
       const sizes = this.disk.get(rel)!;
       view.setUint32(off, rel, true);
       let mask = 0;

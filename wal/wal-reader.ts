@@ -28,6 +28,7 @@ import {
   checkSegmentSize,
   chooseSegmentFile,
   readTimelineHistory,
+  segmentFileName,
   segmentOf,
   segmentOffset,
   walDir,
@@ -262,6 +263,19 @@ export function findEndOfWal(dataDir: string, fromLsn: Lsn, opts: WalReadOptions
 }
 
 /**
+ * WalSndSegmentOpen's error for a segment file that is gone (removed by a checkpoint), naming the
+ * file of the timeline the history assigns to `segno`.
+ */
+export function walSegmentRemovedMessage(segno: number, history: readonly TimelineHistoryEntry[], segmentSize: number): string {
+  let tli = history[history.length - 1]!.tli;
+  for (let i = history.length - 1; i >= 0; i--) {
+    tli = history[i]!.tli;
+    if (segno >= segmentOf(history[i]!.beginLsn, segmentSize)) break;
+  }
+  return `requested WAL segment ${segmentFileName(tli, segno, segmentSize)} has already been removed`;
+}
+
+/**
  * The raw WAL bytes [startLsn, endLsn) from segment files (the walsender's XLogRead). The range
  * must be WAL that exists (at or below the flush LSN): a missing or short file is an error
  * WalsimError('io_error') naming the file.
@@ -286,9 +300,7 @@ export function readWalBytes(
     const offset = segmentOffset(at, opts.segmentSize);
     const n = Math.min(endLsn - at, opts.segmentSize - offset);
     const chosen = chooseSegmentFile(dataDir, segno, history, opts.segmentSize, (name) => disk.exists(path.join(dir, name)));
-    if (chosen === null) {
-      throw new WalsimError('io_error', `requested WAL segment for ${formatLsn(at)} on timeline ${opts.timeline} does not exist`);
-    }
+    if (chosen === null) throw new WalsimError('io_error', walSegmentRemovedMessage(segno, history, opts.segmentSize));
     const fd = disk.open(path.join(dir, chosen.name), 'r');
     try {
       let got = 0;

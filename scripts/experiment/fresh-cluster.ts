@@ -12,7 +12,7 @@ import { WalsimError } from '../../common/errors.ts';
 import { listNodes, readNodeConfig, writeNodeConfig } from '../../server/cluster-files.ts';
 import { initCluster } from '../../server/initdb.ts';
 import { sleep, startNode, stopNode } from '../../server/pg-ctl.ts';
-import type { DropStrategy } from '../../server/settings.ts';
+import type { DropStrategy, WalSettings } from '../../server/settings.ts';
 import { ClusterSession } from './steps.ts';
 
 export interface FreshClusterSettings {
@@ -26,6 +26,9 @@ export interface FreshClusterSettings {
   /** Standbys streaming from the primary (default 1: the seed's one). */
   standbys?: number;
 }
+
+/** The seed's postgresql.conf: checkpoint_timeout = 30min, max_wal_size = 20GB. */
+export const SEED_WAL_SETTINGS: WalSettings = { checkpointTimeoutS: 30 * 60, maxWalSizeMb: 20 * 1024, walKeepSizeMb: 0 };
 
 /** Initialise `dir` (must not hold a cluster) and start both nodes with the seed's settings. */
 export async function startFreshCluster(dir: string, s: FreshClusterSettings): Promise<void> {
@@ -43,6 +46,7 @@ export async function startFreshCluster(dir: string, s: FreshClusterSettings): P
     walSegmentSize: 16 * 1024 * 1024,
     listen: '127.0.0.1',
     ...(n > 1 ? { standbys: extras, synchronousStandbyNames: 'standby' } : {}),
+    wal: SEED_WAL_SETTINGS,
   });
   for (const name of extras.slice(1)) writeNodeConfig(dir, { ...readNodeConfig(dir, name), sharedBuffers: s.primarySharedBuffers });
   await startNode(dir, 'primary');

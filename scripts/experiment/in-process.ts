@@ -115,7 +115,7 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
   const names = tableNames(c.kind === 'threshold' ? 'rel' : 'multi', c.tables);
   const rows = rowsForPages(c.pagesPerTable);
   const before = [
-    ...names.map((n) => `CREATE TABLE ${n} (c int)`),
+    ...names.map((n) => `CREATE TABLE ${n} (${c.variant === 'truncate-toast' ? 'c int, d text' : 'c int'})`),
     ...names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`),
     ...(c.variant === 'vacuum' ? names.map((n) => `DELETE FROM ${n}`) : []),
   ];
@@ -127,13 +127,16 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
  * The failover counts of each cell, computed in-process (same order as `cells`). Cells sharing a
  * workload run together.
  */
-export async function countCellsInProcess(cells: readonly CellSpec[], s: InProcessSettings): Promise<FailoverCounts[]> {
+export async function countCellsInProcess(
+  cells: readonly CellSpec[], s: InProcessSettings, onGroupDone: (cellsDone: number, label: string) => void = () => {},
+): Promise<FailoverCounts[]> {
   const out = new Array<FailoverCounts>(cells.length);
   const groups = new Map<string, number[]>();
   cells.forEach((c, i) => {
     const k = workloadKey(c);
     groups.set(k, [...(groups.get(k) ?? []), i]);
   });
+  let done = 0;
   for (const idx of groups.values()) {
     const first = cells[idx[0]!]!;
     const standbys = idx.map((i) => NodeStorage.create(cells[i]!.nBuffers, {
@@ -149,6 +152,8 @@ export async function countCellsInProcess(cells: readonly CellSpec[], s: InProce
     idx.forEach((cellIndex, j) => {
       out[cellIndex] = { replay: diffReplayCounts(atPause[j]!, atEnd[j]!), ...promotionStepCounts() };
     });
+    done += idx.length;
+    onGroupDone(done, workloadKey(first));
   }
   return out;
 }

@@ -6,23 +6,28 @@
 import { isWalsimError } from '../../common/errors.ts';
 import { ControlError } from '../../server/control-client.ts';
 import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli.ts';
+import { loadProfile } from '../../storage/cost-model/profile.ts';
 import { REL_SIZE_FORMS } from './rel-size.ts';
 import type { Workload } from './state.ts';
 import { runStep, StepOrderError, STEPS, type StepName } from './steps.ts';
+import { isPgCluster } from '../postgres/pg-cluster.ts';
+import { runPgStep } from '../postgres/pg-steps.ts';
 
 function usage(workload: Workload): string {
   const what = workload === 'rel' ? 'one relation (seed 001 rel.sh)' : 'many one-block relations (seed 001 test.sh)';
-  return `usage: npm run ${workload} -- <step> [--dir .walsim] [--json]${workload === 'rel' ? ' [--size NB/512]' : ' [--tables 1000]'}
-  ${what}; run against the cluster of "npm run cluster -- start".
+  return `usage: npm run ${workload} -- <step> [--dir .walsim] [--engine walsim|postgres] [--json]${workload === 'rel' ? ' [--size NB/512]' : ' [--tables 1000] [--toast]'}
+  ${what}; run against the cluster of "npm run cluster -- start" (--engine postgres: of
+  "npm run cluster -- start --engine postgres", a real PostgreSQL primary + standby).
   steps, in order: create, insert, ${workload === 'rel' ? 'delete' : '[delete]'}, pause, vacuum|truncate, stop, resume; count any time after create
-    create    create the table${workload === 'rel' ? '' : 's (--tables N, default 1000)'} on the primary
+    create    create the table${workload === 'rel' ? '' : 's (--tables N, default 1000; --toast: with a text column, so a TOAST table)'} on the primary
     insert    ${workload === 'rel' ? 'fill it with --size pages (default NB/512): ' + REL_SIZE_FORMS : 'one full 8kB page (226 rows) into each table'}
     delete    DELETE every row (the VACUUM test)
     pause     wait until the standby replayed everything, then pg_wal_replay_pause()
     vacuum    VACUUM each table in its own transaction (truncates the empty pages)
     truncate  TRUNCATE each table in its own transaction
     stop      immediate stop of the primary (pg_ctl stop -m immediate)
-    resume    pg_wal_replay_resume() and promote the standby; print both timestamps and the failover time
+    resume    pg_wal_replay_resume() and promote the standby; print both timestamps, the failover time and
+              the modeled PostgreSQL seconds (--profile NAME|FILE, default seed-001)
     count     row counts on the standby`;
 }
 
@@ -39,6 +44,9 @@ export function stepMain(workload: Workload): void {
         size: { type: 'string' },
         tables: { type: 'string' },
         'wait-seconds': { type: 'string' },
+        engine: { type: 'string' },
+        toast: { type: 'boolean', default: false },
+        profile: { type: 'string' },
       }, USAGE);
       if (positionals.length !== 1) throw new UsageError(`${positionals.length === 0 ? 'missing step' : 'expected one step'}\n${USAGE}`);
       const step = positionals[0] as StepName;
@@ -49,7 +57,21 @@ export function stepMain(workload: Workload): void {
       if (tables !== undefined && (!Number.isSafeInteger(tables) || tables < 1)) throw new UsageError(`--tables must be a positive integer, got "${values.tables}"`);
       const waitSeconds = values['wait-seconds'] === undefined ? undefined : Number(values['wait-seconds']);
       if (waitSeconds !== undefined && (!Number.isSafeInteger(waitSeconds) || waitSeconds < 1)) throw new UsageError(`--wait-seconds must be a positive integer`);
-      const result = await runStep(step, { clusterDir: clusterDirOf(values.dir), workload, size: values.size, tables, waitSeconds });
+      const clusterDir = clusterDirOf(values.dir);
+      if (values.engine !== undefined && values.engine !== 'walsim' && values.engine !== 'postgres') throw new UsageError(`unknown engine "${values.engine}" (walsim or postgres)`);
+      // The cluster directory says which engine it holds; --engine only has to agree with it.
+      const pgDir = isPgCluster(clusterDir);
+      if (values.engine === 'postgres' && !pgDir) {
+        throw new StepOrderError(`no PostgreSQL cluster at ${clusterDir}; run "npm run cluster -- start --engine postgres --dir ${clusterDir}" first`, 'cluster start');
+      }
+      if (values.engine === 'walsim' && pgDir) throw new UsageError(`${clusterDir} holds a PostgreSQL cluster (--engine postgres), not a walsim one`);
+      if (values.toast && (workload !== 'multi' || step !== 'create')) throw new UsageError('--toast applies to "npm run multi -- create" only');
+      if (values.profile !== undefined && step !== 'resume') throw new UsageError(`--profile applies to "npm run ${workload} -- resume" only`);
+      // Load the profile before promoting, so a bad --profile changes nothing.
+      const profile = values.profile === undefined ? undefined : loadProfile(values.profile);
+      const result = pgDir
+        ? await runPgStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast })
+        : await runStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast, profile });
       const { lines, ...rest } = result;
       if (json) printJson(rest);
       else for (const l of lines) console.log(l);
@@ -66,5 +88,5 @@ export function stepMain(workload: Workload): void {
       printJson({ error: { kind, message, ...(e instanceof StepOrderError ? { runFirst: e.runFirst } : {}), ...(e instanceof ControlError ? { code: e.code } : {}) } });
       return e instanceof UsageError ? 2 : 1;
     }
-  });
+  }, USAGE);
 }

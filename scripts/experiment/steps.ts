@@ -17,7 +17,9 @@ import { ControlClient, ControlError } from '../../server/control-client.ts';
 import { isWalsimServer, nodeDir, readNodeConfig, readPidFile, readToken, type NodeName } from '../../server/cluster-files.ts';
 import { runningPid, sleep, stopNode } from '../../server/pg-ctl.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import type { FailoverReport } from '../../standby/failover-report.ts';
+import { withModel, type FailoverReport } from '../../standby/failover-report.ts';
+import type { ModeledFailover } from '../../storage/cost-model/model.ts';
+import { defaultCostProfile, type CostProfile } from '../../storage/cost-model/profile.ts';
 import { DROP_PATHS, type DropPath } from '../../storage/drop.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';
 import { readWorkloadState, tableNames, writeWorkloadState, type Workload, type WorkloadState } from './state.ts';
@@ -40,10 +42,14 @@ export interface StepOptions {
   size?: string;
   /** create (multi): number of one-block tables. Default 1000. */
   tables?: number;
+  /** create: a second, TOAST-able column (`d text`), so each table has a TOAST table and index. */
+  toast?: boolean;
   /** resume: how long promotion may take. */
   waitSeconds?: number;
   /** Reuse connections across steps (the sweeps); otherwise one session per step. */
   session?: ClusterSession;
+  /** resume: the cost profile of the modeled seconds (default seed-001). */
+  profile?: CostProfile;
 }
 
 /** The JSON a step prints (`--json`) plus its human-readable lines. */
@@ -65,6 +71,8 @@ export interface ResumeResult extends StepResult {
   newTimeline: number | null;
   promoted: boolean;
   report: FailoverReport;
+  /** Modeled PostgreSQL seconds of this failover (storage/cost-model), profile named. */
+  model: ModeledFailover;
 }
 
 const startHint = (dir: string) => `npm run cluster -- start --dir ${dir}`;
@@ -226,9 +234,9 @@ async function stepCreate(s: ClusterSession, o: StepOptions): Promise<Partial<St
       'insert',
     );
   }
-  await runEach(c, names.map((n) => `CREATE TABLE ${n} (c int)`));
+  await runEach(c, names.map((n) => `CREATE TABLE ${n} (${o.toast ? 'c int, d text' : 'c int'})`));
   writeWorkloadState(s.clusterDir, o.workload, { tables, pagesPerTable: null, sizeSpec: null, rowsPerTable: null, deleted: false, dropStep: null });
-  return { tables, lines: [`created ${fmtInt(tables)} table${tables === 1 ? '' : 's'} (${names[0]}${tables > 1 ? ` … ${names[tables - 1]}` : ''})`] };
+  return { tables, toast: o.toast ?? false, lines: [`created ${fmtInt(tables)} table${tables === 1 ? '' : 's'} (${names[0]}${tables > 1 ? ` … ${names[tables - 1]}` : ''})${o.toast ? ', each with a TOAST table' : ''}`] };
 }
 
 async function stepInsert(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {
@@ -320,13 +328,15 @@ async function stepResume(s: ClusterSession, o: StepOptions): Promise<Partial<Re
   // The seed's rel.sh resume: resume replay, then promote at once; the server times both.
   await standby.sql('SELECT pg_wal_replay_resume()');
   const reply = (await standby.request({ op: 'promote', wait: true, waitSeconds })) as { promoted: boolean; failover: FailoverReport | null };
-  const r = reply.failover;
-  if (r === null || r.failoverMs === null || r.resumeAt === null || r.promotedAt === null) {
-    throw new WalsimError('timeout', `promotion did not finish within ${waitSeconds} s: ${JSON.stringify(r)}`);
+  const served = reply.failover;
+  if (served === null || served.failoverMs === null || served.resumeAt === null || served.promotedAt === null) {
+    throw new WalsimError('timeout', `promotion did not finish within ${waitSeconds} s: ${JSON.stringify(served)}`);
   }
+  // The server models with the default profile; --profile re-prices the same counts.
+  const r = withModel(served, o.profile ?? defaultCostProfile());
   return {
-    failoverMs: r.failoverMs, resumeAt: r.resumeAt, promotedAt: r.promotedAt, phases: r.phases, drop: r.drop,
-    recordsReplayed: r.recordsReplayed, newTimeline: r.newTimeline, promoted: reply.promoted, report: r,
+    failoverMs: served.failoverMs, resumeAt: served.resumeAt, promotedAt: served.promotedAt, phases: r.phases, drop: r.drop,
+    recordsReplayed: r.recordsReplayed, newTimeline: r.newTimeline, promoted: reply.promoted, report: r, model: r.model!,
     lines: formatFailover(r),
   };
 }
@@ -349,7 +359,15 @@ export function formatFailover(r: FailoverReport): string[] {
       `${fmtInt(d.scanned)} descriptors scanned, ${fmtInt(d.probes)} probes, ` +
       (d.listSteps > 0 ? `${fmtInt(d.listSteps)} list steps, ` : '') + `${fmtInt(d.invalidated)} buffers invalidated, ` +
       `${(d.ms / 1000).toFixed(3)} s inside drops`,
+    ...(r.model === null ? [] : [formatModel(r.model)]),
   ];
+}
+
+/** One line: the modeled PostgreSQL seconds of a failover and their phases. */
+export function formatModel(m: ModeledFailover): string {
+  const s = (v: number) => `${v.toFixed(3)} s`;
+  return `modeled:  ${s(m.failoverS)} PostgreSQL (profile ${m.profile})  = replay ${s(m.phases.replayS)} + end of recovery ${s(m.phases.endOfRecoveryS)} + open for writes ${s(m.phases.openForWritesS)}` +
+    (m.polledS === null ? '' : `; ${s(m.polledS)} as the profile's promotion poll would read it`);
 }
 
 async function stepCount(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {

@@ -20,16 +20,26 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
+import { modelFailover, type ModeledFailover } from '../../storage/cost-model/model.ts';
+import type { CostProfile } from '../../storage/cost-model/profile.ts';
+import { countCellsInProcess } from './in-process.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { destroyCluster, startFreshCluster } from './fresh-cluster.ts';
 import { parseRelSize } from './rel-size.ts';
 import { ClusterSession, runStep, type ResumeResult, type StepName } from './steps.ts';
+import { runPgCell } from '../postgres/pg-sweep.ts';
 
 export type SweepKind = 'threshold' | 'multi';
-export type Variant = 'vacuum' | 'truncate';
+/** `truncate-toast`: TRUNCATE of tables that have a TOAST table (three relfilenodes dropped each). */
+export type Variant = 'vacuum' | 'truncate' | 'truncate-toast';
+/** Who runs the cell: walsim, or a real PostgreSQL primary + standby (scripts/postgres/). */
+export type Engine = 'walsim' | 'postgres';
+export const ENGINES: readonly Engine[] = ['walsim', 'postgres'];
 
 export interface CellSpec {
   kind: SweepKind;
+  engine: Engine;
   /** Standby shared_buffers as given (e.g. `100GB`) and in buffers. */
   sharedBuffers: string;
   nBuffers: number;
@@ -43,7 +53,39 @@ export interface CellSpec {
   tables: number;
 }
 
-export interface RunRecord extends CellSpec {
+/** The modeled columns of a run (storage/cost-model), from its exact counts. */
+export interface ModeledColumns {
+  /** The cost profile's name. */
+  modelProfile: string;
+  /** Modeled PostgreSQL seconds, resume → read-write, and per phase. */
+  modeledS: number;
+  /** As the profile's reference would have measured them (its promotion poll), or null. */
+  modeledPolledS: number | null;
+  modeledReplayS: number;
+  modeledEndOfRecoveryS: number;
+  modeledOpenForWritesS: number;
+  /** Of the replay phase: seconds inside buffer drops. */
+  modeledDropS: number;
+}
+
+/** A run without modeled columns (the PostgreSQL engine): measured fields only. */
+export type MeasuredRunRecord = Omit<RunRecord, keyof ModeledColumns | 'mode' | 'counts'>;
+
+const NO_MODEL: ModeledColumns & Pick<RunRecord, 'mode' | 'counts'> = {
+  mode: 'measured', counts: null, modelProfile: '', modeledS: NaN, modeledPolledS: null, modeledReplayS: NaN,
+  modeledEndOfRecoveryS: NaN, modeledOpenForWritesS: NaN, modeledDropS: NaN,
+};
+
+export function modeledColumns(m: ModeledFailover): ModeledColumns {
+  return {
+    modelProfile: m.profile, modeledS: m.failoverS, modeledPolledS: m.polledS, modeledReplayS: m.phases.replayS,
+    modeledEndOfRecoveryS: m.phases.endOfRecoveryS, modeledOpenForWritesS: m.phases.openForWritesS, modeledDropS: m.replay.dropsS,
+  };
+}
+
+export interface RunRecord extends CellSpec, ModeledColumns {
+  /** 'measured': a real cluster ran the cell; 'model-only': counts in-process, measured fields NaN. */
+  mode: 'measured' | 'model-only';
   run: number;
   failoverMs: number;
   replayMs: number | null;
@@ -62,11 +104,29 @@ export interface RunRecord extends CellSpec {
   promotedAt: string;
   /** Wall time of each step of this run, ms (cluster start included as `start`). */
   stepMs: Record<string, number>;
+  /**
+   * PostgreSQL engine only (drop counters are NaN there: PostgreSQL does not count them): the
+   * seed's own figure (pg_ctl promote -w), WAL bytes replayed (pg_waldump), whether the promote
+   * request stalled in the streaming retry loop (such runs are flagged and left out of fits).
+   */
+  seedMethodMs?: number;
+  walBytes?: number;
+  stall?: boolean;
+  /** The failover's exact event counts (what the modeled columns are computed from); null for the PostgreSQL engine. */
+  counts: FailoverCounts | null;
 }
 
-export interface CellSummary extends CellSpec {
+export interface CellSummary extends CellSpec, ModeledColumns {
   runs: number;
   failoverMsMean: number;
+  /** Median over the runs without a promote stall (all runs if every one stalled). */
+  failoverMsMedian: number;
+  /** Runs whose promote request stalled (PostgreSQL engine). */
+  stalls: number;
+  /** walsim: modeled PostgreSQL seconds (cost profile) of the cell, ms, when a model ran. */
+  modeledMsMean?: number;
+  /** PostgreSQL engine: median of the seed's pg_ctl promote -w figure over the same runs. */
+  seedMethodMsMedian?: number;
   failoverMsMin: number;
   failoverMsMax: number;
   replayMsMean: number | null;
@@ -86,32 +146,38 @@ export interface SweepSettings {
   waitSeconds: number;
   /** Standbys streaming from the primary; the first is measured, the others are extra walsenders. */
   standbys?: number;
+  /** PostgreSQL engine: `--pg-bin`. */
+  pgBin?: string;
+  /** The cost profile of the modeled columns. */
+  profile: CostProfile;
 }
 
 export const DEFAULT_SHARED_BUFFERS = ['128MB', '1GB', '20GB', '100GB'];
 export const DEFAULT_REL_DIVISORS = [512, 256, 128, 64, 32, 16, 8];
 
 export function cellKey(c: CellSpec): string {
-  return [c.kind, c.sharedBuffers, c.variant, c.relSize ?? `${c.tables}x1`, c.strategy + (c.forceOptimized ? '+forced' : '')].join(' ');
+  return [c.engine, c.kind, c.sharedBuffers, c.variant, c.relSize ?? `${c.tables}x1`, c.strategy + (c.forceOptimized ? '+forced' : '')].join(' ');
 }
 
 export function cellLabel(c: CellSpec): string {
   const what = c.kind === 'threshold' ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)` : `${c.tables} tables ${c.variant.toUpperCase()}`;
+  if (c.engine === 'postgres') return `s_b=${c.sharedBuffers} ${what} PostgreSQL`;
   return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}`;
 }
 
 /** Test A cells: shared_buffers × NB/k × {cached-lookup forced (or not), full-scan}. */
-export function planThreshold(sharedBuffers: string[], divisors: number[], forceOptimized: boolean): CellSpec[] {
+export function planThreshold(sharedBuffers: string[], divisors: number[], forceOptimized: boolean, engines: readonly Engine[] = ['walsim']): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sharedBuffers) {
     const { nBuffers } = parseSharedBuffers(sb);
     for (const k of divisors) {
       const size = parseRelSize(`NB/${k}`, nBuffers);
+      const base = { kind: 'threshold', sharedBuffers: sb, nBuffers, variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1 } as const;
+      // PostgreSQL 15 is the cached-lookup path, unpatched: its threshold decides.
+      if (engines.includes('postgres')) cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup', forceOptimized: false });
+      if (!engines.includes('walsim')) continue;
       for (const strategy of ['cached-lookup', 'full-scan'] as const) {
-        cells.push({
-          kind: 'threshold', sharedBuffers: sb, nBuffers, strategy, forceOptimized: strategy === 'cached-lookup' && forceOptimized,
-          variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1,
-        });
+        cells.push({ ...base, engine: 'walsim', strategy, forceOptimized: strategy === 'cached-lookup' && forceOptimized });
       }
     }
   }
@@ -119,14 +185,15 @@ export function planThreshold(sharedBuffers: string[], divisors: number[], force
 }
 
 /** Test B cells: shared_buffers × variant × strategy. */
-export function planMulti(sharedBuffers: string[], tables: number, variants: Variant[], strategies: DropStrategy[]): CellSpec[] {
+export function planMulti(sharedBuffers: string[], tables: number, variants: Variant[], strategies: DropStrategy[], engines: readonly Engine[] = ['walsim']): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sharedBuffers) {
     const { nBuffers } = parseSharedBuffers(sb);
     for (const variant of variants) {
-      for (const strategy of strategies) {
-        cells.push({ kind: 'multi', sharedBuffers: sb, nBuffers, strategy, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables });
-      }
+      const base = { kind: 'multi', sharedBuffers: sb, nBuffers, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables } as const;
+      if (engines.includes('postgres')) cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup' });
+      if (!engines.includes('walsim')) continue;
+      for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
     }
   }
   return cells;
@@ -138,15 +205,23 @@ export function planMulti(sharedBuffers: string[], tables: number, variants: Var
  * descriptor; lookups ~1 µs per block).
  */
 export function estimateCellSeconds(c: CellSpec): number {
+  if (c.engine === 'postgres') {
+    // initdb + base backup + two starts, statements, rows, and full scans of ~5 ns a descriptor
+    // where PostgreSQL takes them (TOAST TRUNCATE, or relations of NBuffers/32 and more).
+    const full = c.variant === 'truncate-toast' || c.pagesPerTable >= c.nBuffers / 32;
+    return 6 + c.tables * 0.012 + c.tables * c.pagesPerTable * 40e-6 + (full ? c.tables * c.nBuffers * 5e-9 : 0) + c.nBuffers * 2e-7;
+  }
   const drops = c.tables;
   const blocks = c.tables * c.pagesPerTable;
-  const lookup = c.strategy === 'cached-lookup' && (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
+  const lookup = c.strategy === 'cached-lookup' && c.variant !== 'truncate-toast' && (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
   const dropWork = lookup ? blocks * 2.5e-6 : drops * c.nBuffers * 2.3e-9;
   return 2.5 + c.tables * 0.005 + blocks * 25e-6 + dropWork;
 }
 
 /** The procedure of one run on a fresh cluster in `dir`. */
 export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Promise<RunRecord> {
+  // PostgreSQL measures real seconds; the model prices walsim's counts, so its columns stay empty.
+  if (cell.engine === 'postgres') return { ...(await runPgCell(cell, run, s)), ...NO_MODEL };
   fs.mkdirSync(s.workDir, { recursive: true });
   const dir = fs.mkdtempSync(path.join(s.workDir, 'cell-'));
   const stepMs: Record<string, number> = {};
@@ -158,14 +233,15 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
-    const steps: StepName[] = ['create', 'insert', ...(cell.variant === 'vacuum' ? ['delete' as const] : []), 'pause', cell.variant, 'stop', 'resume'];
+    const drop = cell.variant === 'vacuum' ? 'vacuum' : 'truncate';
+    const steps: StepName[] = ['create', 'insert', ...(drop === 'vacuum' ? ['delete' as const] : []), 'pause', drop, 'stop', 'resume'];
     const session = new ClusterSession(dir);
     let resume: ResumeResult | null = null;
     try {
       for (const step of steps) {
         t = performance.now();
         const r = await runStep(step, {
-          clusterDir: dir, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds,
+          clusterDir: dir, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds, toast: cell.variant === 'truncate-toast', profile: s.profile,
           size: cell.kind === 'threshold' ? String(cell.pagesPerTable) : undefined,
         });
         stepMs[step] = performance.now() - t;
@@ -176,7 +252,7 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     }
     const r = resume!;
     return {
-      ...cell, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
+      ...cell, mode: 'measured', ...modeledColumns(r.model), counts: r.report.counts, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
       openForWritesMs: r.phases.openForWritesMs, recordsReplayed: r.recordsReplayed, dropMs: r.drop.ms,
       dropsFullScan: r.drop.drops['full-scan'], dropsCachedLookup: r.drop.drops['cached-lookup'],
       scanned: r.drop.scanned, probes: r.drop.probes, invalidated: r.drop.invalidated,
@@ -187,6 +263,13 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
   }
 }
 
+export function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 /** Average the runs of each cell, in plan order. */
 export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[] {
   return plan.map((cell) => {
@@ -194,9 +277,23 @@ export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[]
     const rs = records.filter((r) => cellKey(r) === key);
     const mean = (f: (r: RunRecord) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
     const replays = rs.map((r) => r.replayMs).filter((v): v is number => v !== null);
+    const clean = rs.filter((r) => r.stall !== true);
+    const modeled = (f: (r: RunRecord) => number) => (rs.length ? mean(f) : NaN);
+    const polled = rs.map((r) => r.modeledPolledS).filter((v): v is number => v !== null);
     return {
       ...cell, runs: rs.length,
+      modelProfile: rs[0]?.modelProfile ?? '',
+      modeledS: modeled((r) => r.modeledS),
+      modeledPolledS: polled.length ? polled.reduce((a, b) => a + b, 0) / polled.length : null,
+      modeledReplayS: modeled((r) => r.modeledReplayS),
+      modeledEndOfRecoveryS: modeled((r) => r.modeledEndOfRecoveryS),
+      modeledOpenForWritesS: modeled((r) => r.modeledOpenForWritesS),
+      modeledDropS: modeled((r) => r.modeledDropS),
+      ...(cell.engine === 'walsim' && rs.length ? { modeledMsMean: modeled((r) => r.modeledS) * 1000 } : {}),
       failoverMsMean: rs.length ? mean((r) => r.failoverMs) : NaN,
+      failoverMsMedian: median((clean.length ? clean : rs).map((r) => r.failoverMs)),
+      stalls: rs.length - clean.length,
+      ...(cell.engine === 'postgres' ? { seedMethodMsMedian: median((clean.length ? clean : rs).map((r) => r.seedMethodMs ?? NaN)) } : {}),
       failoverMsMin: Math.min(...rs.map((r) => r.failoverMs)),
       failoverMsMax: Math.max(...rs.map((r) => r.failoverMs)),
       replayMsMean: replays.length ? replays.reduce((a, b) => a + b, 0) / replays.length : null,
@@ -239,6 +336,29 @@ export async function runSweep(
   }
   onProgress({ done: records.length, total, weightDone, weightTotal, current: 'done', lastRecord: records.at(-1) ?? null });
   return records;
+}
+
+/**
+ * Model-only: every cell's counts computed in-process (in-process.ts; no servers, no timing
+ * repetitions: modeled seconds do not need averaging), one record per cell with the measured
+ * fields NaN.
+ */
+export async function runSweepModelOnly(
+  plan: CellSpec[], settings: Pick<SweepSettings, 'thresholdDivisor' | 'profile'>, onProgress: (p: SweepProgress) => void = () => {},
+): Promise<RunRecord[]> {
+  const total = plan.length;
+  onProgress({ done: 0, total, weightDone: 0, weightTotal: total, current: 'counting in-process', lastRecord: null });
+  const counts = await countCellsInProcess(plan, { thresholdDivisor: settings.thresholdDivisor }, (done, label) =>
+    onProgress({ done, total, weightDone: done, weightTotal: total, current: label, lastRecord: null }));
+  return plan.map((cell, i) => ({
+    ...cell, mode: 'model-only', ...modeledColumns(modelFailover(counts[i]!, settings.profile, cell.nBuffers)), counts: counts[i]!,
+    run: 1, failoverMs: NaN, replayMs: null, endOfRecoveryMs: null, openForWritesMs: null,
+    recordsReplayed: Object.values(counts[i]!.replay.records).reduce((a, b) => a + b, 0), dropMs: NaN,
+    dropsFullScan: counts[i]!.replay.drops.calls['full-scan'], dropsCachedLookup: counts[i]!.replay.drops.calls['cached-lookup'],
+    scanned: counts[i]!.replay.drops.scannedByMatcher.single + counts[i]!.replay.drops.scannedByMatcher.linear + counts[i]!.replay.drops.scannedByMatcher.bsearch + counts[i]!.replay.drops.hashBuildScanned,
+    probes: counts[i]!.replay.drops.probes, invalidated: counts[i]!.replay.drops.invalidated,
+    promoted: false, resumeAt: '', promotedAt: '', stepMs: {},
+  }));
 }
 
 export function defaultWorkDir(): string {

@@ -1,11 +1,11 @@
 /**
  * RFC 4180 CSV (pure): a header row, then one row per record; fields with a comma, quote or line
- * break are quoted, quotes doubled; null/undefined are empty; objects are JSON.
+ * break are quoted, quotes doubled; null/undefined and non-finite numbers are empty; objects are JSON.
  *
  * Entry points: `toCsv`, `csvField`.
  */
 export function csvField(v: unknown): string {
-  if (v === null || v === undefined) return '';
+  if (v === null || v === undefined || (typeof v === 'number' && !Number.isFinite(v))) return '';
   const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
   return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }

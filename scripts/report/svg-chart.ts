@@ -16,6 +16,8 @@ export interface ChartSeries {
   points: ChartPoint[];
   /** Stroke colour; by default the series' position picks one. */
   color?: string;
+  /** Draw the line dashed (e.g. modeled seconds beside measured ones). */
+  dashed?: boolean;
 }
 
 export interface LineChartSpec {
@@ -146,10 +148,11 @@ export function lineChart(spec: LineChartSpec): string {
   series.forEach((s, i) => {
     const color = s.color ?? COLORS[i % COLORS.length]!;
     const pts = s.points.map((p) => `${f(xa.toPx(p.x))},${f(ya.toPx(p.y))}`);
-    if (pts.length > 1) out.push(`<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>`);
+    const dash = s.dashed ? ' stroke-dasharray="6 4"' : '';
+    if (pts.length > 1) out.push(`<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="2"${dash} points="${pts.join(' ')}"/>`);
     for (const p of s.points) out.push(`<circle cx="${f(xa.toPx(p.x))}" cy="${f(ya.toPx(p.y))}" r="3.5" fill="${color}"><title>${esc(`${s.name}: ${shortNumber(p.x)}, ${shortNumber(p.y)}`)}</title></circle>`);
     const ly = y1 + 10 + i * 20;
-    out.push(`<line x1="${x1 + 16}" y1="${ly}" x2="${x1 + 40}" y2="${ly}" stroke="${color}" stroke-width="2"/>`);
+    out.push(`<line x1="${x1 + 16}" y1="${ly}" x2="${x1 + 40}" y2="${ly}" stroke="${color}" stroke-width="2"${dash}/>`);
     out.push(`<text x="${x1 + 46}" y="${ly + 4}">${esc(s.name)}</text>`);
   });
   out.push('</svg>');

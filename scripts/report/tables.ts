@@ -55,9 +55,23 @@ export interface Crossover {
   wins: Array<{ relSize: string; pages: number; regression: number | null; optimizedWins: boolean | null }>;
 }
 
+/** Which seconds a table or crossover reads: walsim's measured ones or the modeled PostgreSQL ones. */
+export type Metric = 'measured' | 'modeled';
+
+/** A cell's failover milliseconds by metric (modeled: the unquantized modeled seconds × 1000). */
+export function cellMs(c: CellSummary | undefined, metric: Metric): number | undefined {
+  if (c === undefined) return undefined;
+  return metric === 'measured' ? c.failoverMsMean : c.modeledS * 1000;
+}
+
+/** True when no cell was measured (the sweep ran with --model-only). */
+export function isModelOnly(cells: CellSummary[]): boolean {
+  return cells.length > 0 && cells.every((c) => !Number.isFinite(c.failoverMsMean));
+}
+
 /** Per shared_buffers: where the forced lookup path stops beating the full scan. */
-export function computeCrossover(cells: CellSummary[]): Crossover[] {
-  const th = cells.filter((c) => c.kind === 'threshold');
+export function computeCrossover(cells: CellSummary[], metric: Metric = 'measured'): Crossover[] {
+  const th = cells.filter((c) => c.kind === 'threshold' && c.engine === 'walsim');
   return unique(th.map((c) => c.sharedBuffers)).map((sb) => {
     const here = th.filter((c) => c.sharedBuffers === sb);
     const sizes = unique(here.map((c) => c.relSize!)).map((rs) => here.find((c) => c.relSize === rs)!)
@@ -65,7 +79,7 @@ export function computeCrossover(cells: CellSummary[]): Crossover[] {
     const wins = sizes.map((s) => {
       const opt = find(here, (c) => c.relSize === s.relSize && c.strategy === 'cached-lookup');
       const full = find(here, (c) => c.relSize === s.relSize && c.strategy === 'full-scan');
-      const r = regression(opt?.failoverMsMean, full?.failoverMsMean);
+      const r = regression(cellMs(opt, metric), cellMs(full, metric));
       return { relSize: s.relSize!, pages: s.pagesPerTable, regression: r, optimizedWins: r === null ? null : r < 0 };
     });
     // The seed's reading: the optimized path wins from the smallest size up to some NB/k and
@@ -91,12 +105,27 @@ export interface ThresholdTables {
   /** Time inside the buffer drop only (optimized / full-scan), the cost the threshold is about. */
   dropOnly: string;
   crossover: string;
+  /** The same from modeled PostgreSQL seconds (storage/cost-model). */
+  modeledRegression: string;
+  modeledOptimized: string;
+  modeledFullScan: string;
+  /** Modeled seconds as the profile's promotion poll reads them (optimized / full scan). */
+  modeledPolled: string;
+  modeledCrossover: string;
   markdown: string;
+}
+
+function crossoverTable(cross: Crossover[]): string {
+  return markdownTable(
+    ['shared_buffers', 'NBuffers', 'largest NB/k where optimized wins', 'pages', 'smallest NB/k where it loses'],
+    cross.map((x) => [x.sharedBuffers, x.nBuffers.toLocaleString('en-US'), x.largestWinning ?? 'none',
+      x.largestWinningPages?.toLocaleString('en-US') ?? '-', x.smallestLosing ?? 'none']),
+  );
 }
 
 /** Test A's three tables (rows NB/k in the given order, columns shared_buffers) and the crossover. */
 export function thresholdTables(cells: CellSummary[]): ThresholdTables {
-  const th = cells.filter((c) => c.kind === 'threshold');
+  const th = cells.filter((c) => c.kind === 'threshold' && c.engine === 'walsim');
   const sbs = unique(th.map((c) => c.sharedBuffers));
   const sizes = unique(th.map((c) => c.relSize!));
   const get = (sb: string, rs: string, strategy: string) =>
@@ -104,6 +133,13 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
   const headers = ['rel_size', ...sbs];
   const grid = (f: (sb: string, rs: string) => string) => markdownTable(headers, sizes.map((rs) => [rs, ...sbs.map((sb) => f(sb, rs))]));
   const regressionT = grid((sb, rs) => formatRegression(regression(get(sb, rs, 'cached-lookup')?.failoverMsMean, get(sb, rs, 'full-scan')?.failoverMsMean)));
+  const modeledRegression = grid((sb, rs) => formatRegression(regression(cellMs(get(sb, rs, 'cached-lookup'), 'modeled'), cellMs(get(sb, rs, 'full-scan'), 'modeled'))));
+  const modeledOptimized = grid((sb, rs) => formatSeconds(cellMs(get(sb, rs, 'cached-lookup'), 'modeled')));
+  const modeledFullScan = grid((sb, rs) => formatSeconds(cellMs(get(sb, rs, 'full-scan'), 'modeled')));
+  const polled = (c: CellSummary | undefined) => formatSeconds(c?.modeledPolledS == null ? null : c.modeledPolledS * 1000);
+  const modeledPolled = grid((sb, rs) => `${polled(get(sb, rs, 'cached-lookup'))} / ${polled(get(sb, rs, 'full-scan'))}`);
+  const modeledCrossover = crossoverTable(computeCrossover(cells, 'modeled'));
+  const profile = th[0]?.modelProfile ?? '?';
   const optimized = grid((sb, rs) => formatSeconds(get(sb, rs, 'cached-lookup')?.failoverMsMean));
   const fullScan = grid((sb, rs) => formatSeconds(get(sb, rs, 'full-scan')?.failoverMsMean));
   const dropOnly = grid((sb, rs) => {
@@ -111,14 +147,21 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
     const f = get(sb, rs, 'full-scan')?.dropMsMean;
     return `${formatSeconds(o)} / ${formatSeconds(f)}`;
   });
-  const cross = computeCrossover(cells);
-  const crossover = markdownTable(
-    ['shared_buffers', 'NBuffers', 'largest NB/k where optimized wins', 'pages', 'smallest NB/k where it loses'],
-    cross.map((x) => [x.sharedBuffers, x.nBuffers.toLocaleString('en-US'), x.largestWinning ?? 'none',
-      x.largestWinningPages?.toLocaleString('en-US') ?? '-', x.smallestLosing ?? 'none']),
-  );
+  const crossover = crossoverTable(computeCrossover(cells));
   const forced = th.some((c) => c.strategy === 'cached-lookup' && c.forceOptimized);
   const runs = unique(th.map((c) => c.runs));
+  const modeledMd = [
+    `### Modeled PostgreSQL seconds (cost profile ${profile})`, '',
+    'From the exact counts of each failover (storage/cost-model/README.md); identical on every run.', '',
+    `#### M1. Modeled % regression: (optimized − full-scan) / full-scan`, '', modeledRegression, '',
+    `#### M2. Modeled optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`, '', modeledOptimized, '',
+    `#### M3. Modeled full scan (pre-PG14 "master"), failover seconds`, '', modeledFullScan, '',
+    `#### M4. Modeled, as the profile's promotion poll reads them (optimized / full scan)`, '', modeledPolled, '',
+    `#### Modeled crossover`, '', modeledCrossover,
+  ];
+  if (isModelOnly(cells)) {
+    return { regression: regressionT, optimized, fullScan, dropOnly, crossover, modeledRegression, modeledOptimized, modeledFullScan, modeledPolled, modeledCrossover, markdown: modeledMd.join('\n') };
+  }
   const markdown = [
     `### 1. % regression: (optimized − full-scan) / full-scan`, '',
     `Average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}; negative = the lookup path is faster.`, '',
@@ -128,33 +171,97 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
     `### 4. Inside the buffer drop only, seconds (optimized / full scan)`, '',
     'The busy time of the drop itself during the failover, without the replay of the VACUUM\'s other records.', '',
     dropOnly, '',
-    `### Crossover`, '', crossover,
+    `### Crossover`, '', crossover, '',
+    ...modeledMd,
   ].join('\n');
-  return { regression: regressionT, optimized, fullScan, dropOnly, crossover, markdown };
+  return { regression: regressionT, optimized, fullScan, dropOnly, crossover, modeledRegression, modeledOptimized, modeledFullScan, modeledPolled, modeledCrossover, markdown };
 }
 
 /** Test B: one table per variant, rows shared_buffers, Master | Patched | %reg. */
 export function multiTables(cells: CellSummary[]): { byVariant: Partial<Record<Variant, string>>; markdown: string } {
-  const mc = cells.filter((c) => c.kind === 'multi');
+  const mc = cells.filter((c) => c.kind === 'multi' && c.engine === 'walsim');
   const byVariant: Partial<Record<Variant, string>> = {};
   const parts: string[] = [];
+  const modelOnly = isModelOnly(mc);
+  const profile = mc[0]?.modelProfile ?? '?';
   for (const variant of unique(mc.map((c) => c.variant))) {
     const here = mc.filter((c) => c.variant === variant);
+    // The seed debate's other strategies (--strategies rel-list,…) get a column each.
+    const others = unique(here.map((c) => c.strategy)).filter((s) => s !== 'full-scan' && s !== 'cached-lookup');
     const rows = unique(here.map((c) => c.sharedBuffers)).map((sb) => {
       const master = here.find((c) => c.sharedBuffers === sb && c.strategy === 'full-scan');
       const patched = here.find((c) => c.sharedBuffers === sb && c.strategy === 'cached-lookup');
+      const modeled = [formatSeconds(cellMs(master, 'modeled')), formatSeconds(cellMs(patched, 'modeled')),
+        formatRegression(regression(cellMs(patched, 'modeled'), cellMs(master, 'modeled')), 2),
+        ...others.map((s) => formatSeconds(cellMs(here.find((c) => c.sharedBuffers === sb && c.strategy === s), 'modeled')))];
+      if (modelOnly) return [sb, ...modeled];
       return [sb, formatSeconds(master?.failoverMsMean), formatSeconds(patched?.failoverMsMean),
-        formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2)];
+        formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2),
+        ...others.map((s) => formatSeconds(here.find((c) => c.sharedBuffers === sb && c.strategy === s)?.failoverMsMean)), ...modeled];
     });
-    const table = markdownTable(['s_b', 'Master (full-scan)', 'Patched (cached-lookup)', '%reg'], rows);
+    const modeledHeaders = ['Master modeled', 'Patched modeled', '%reg modeled', ...others.map((s) => `${s} modeled`)];
+    const table = markdownTable(modelOnly ? ['s_b', ...modeledHeaders] : ['s_b', 'Master (full-scan)', 'Patched (cached-lookup)', '%reg', ...others, ...modeledHeaders], rows);
     byVariant[variant] = table;
     const tables = here[0]!.tables;
     const runs = unique(here.map((c) => c.runs));
     parts.push(
       `### ${variant.toUpperCase()} recovery performance for ${tables} relation${tables === 1 ? '' : 's'}`, '',
-      `Failover seconds, average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}; %reg = (patched − master) / master.`, '',
+      modelOnly
+        ? `Modeled PostgreSQL failover seconds (cost profile ${profile}; model only, nothing measured); %reg = (patched − master) / master.`
+        : `Failover seconds measured by walsim, average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, and modeled PostgreSQL seconds (cost profile ${profile}); %reg = (patched − master) / master.`, '',
       table, '',
     );
   }
   return { byVariant, markdown: parts.join('\n').trimEnd() };
+}
+
+const VARIANT_TITLE: Record<Variant, string> = { vacuum: 'VACUUM', truncate: 'TRUNCATE', 'truncate-toast': 'TRUNCATE (tables with a TOAST table)' };
+
+/** A cell's label in a side-by-side table: which engine, and how its seconds were obtained. */
+function pgNote(c: CellSummary | undefined): string {
+  if (c === undefined) return 'n/a';
+  return `${formatSeconds(c.failoverMsMedian)}${c.stalls > 0 ? ` (${c.stalls} stall${c.stalls === 1 ? '' : 's'} excluded)` : ''}`;
+}
+
+/**
+ * Real PostgreSQL next to walsim (sweeps with `--engine walsim,postgres`): per variant (Test B) or
+ * per shared_buffers (Test A), PostgreSQL's median failover (log method, runs whose promote request
+ * stalled excluded) and the seed's own pg_ctl-polling figure, walsim measured for each strategy, and
+ * walsim modeled where the cells carry a modeled time.
+ */
+export function sideBySideTables(cells: CellSummary[]): string {
+  const pgCells = cells.filter((c) => c.engine === 'postgres');
+  if (pgCells.length === 0) return '';
+  const ws = cells.filter((c) => c.engine === 'walsim');
+  const modeled = (c: CellSummary | undefined) => formatSeconds(c?.modeledMsMean);
+  const hasModel = ws.some((c) => c.modeledMsMean !== undefined);
+  const strategies = unique(ws.map((c) => c.strategy + (c.forceOptimized ? '+forced' : '')));
+  const headers = (first: string) => [first, 'PostgreSQL', 'PostgreSQL (seed method)',
+    ...strategies.map((s) => `walsim measured ${s}`), ...(hasModel ? strategies.map((s) => `walsim modeled ${s}`) : [])];
+  const rowFor = (first: string, pgc: CellSummary | undefined, wcs: CellSummary[]) => {
+    const by = (s: string) => wcs.find((c) => c.strategy + (c.forceOptimized ? '+forced' : '') === s);
+    const seed = pgc?.seedMethodMsMedian;
+    return [first, pgNote(pgc), formatSeconds(seed), ...strategies.map((s) => formatSeconds(by(s)?.failoverMsMean)),
+      ...(hasModel ? strategies.map((s) => modeled(by(s))) : [])];
+  };
+  const parts: string[] = [];
+  const runs = unique(pgCells.map((c) => c.runs));
+  const note = `Failover seconds. PostgreSQL: median of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, resume (clock_timestamp()) → "ready to accept connections" in the standby's log; ` +
+    `seed method: pg_ctl promote -w as the seed timed it (100 ms polling). walsim measured: its own clock, mean; modeled: the cost profile.`;
+  if (pgCells[0]!.kind === 'multi') {
+    for (const variant of unique(pgCells.map((c) => c.variant))) {
+      const pv = pgCells.filter((c) => c.variant === variant);
+      const rows = unique(pv.map((c) => c.sharedBuffers)).map((sb) =>
+        rowFor(sb, pv.find((c) => c.sharedBuffers === sb), ws.filter((c) => c.variant === variant && c.sharedBuffers === sb)));
+      parts.push(`### ${VARIANT_TITLE[variant]} of ${pv[0]!.tables} relations: PostgreSQL and walsim`, '', note, '', markdownTable(headers('s_b'), rows), '');
+    }
+  } else {
+    for (const sb of unique(pgCells.map((c) => c.sharedBuffers))) {
+      const pv = pgCells.filter((c) => c.sharedBuffers === sb);
+      const rows = unique(pv.map((c) => c.relSize!)).map((rs) =>
+        rowFor(rs, pv.find((c) => c.relSize === rs), ws.filter((c) => c.sharedBuffers === sb && c.relSize === rs)));
+      parts.push(`### VACUUM of one relation at shared_buffers=${sb}: PostgreSQL and walsim`, '', note, '', markdownTable(headers('rel_size'), rows), '');
+    }
+  }
+  return parts.join('\n').trimEnd();
 }

@@ -9,8 +9,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CellSummary, RunRecord, SweepKind } from '../experiment/sweep.ts';
 import { toCsv } from './csv.ts';
+import { STRATEGY_COLORS } from './strategies-report.ts';
 import { lineChart, type ChartSeries } from './svg-chart.ts';
-import { computeCrossover, multiTables, thresholdTables } from './tables.ts';
+import { computeCrossover, isModelOnly, multiTables, sideBySideTables, thresholdTables } from './tables.ts';
 
 export interface SweepOutput {
   kind: SweepKind;
@@ -25,24 +26,48 @@ export interface SweepOutput {
 const CSV_COLUMNS = [
   'kind', 'sharedBuffers', 'nBuffers', 'variant', 'relSize', 'pagesPerTable', 'tables', 'strategy', 'forceOptimized', 'run',
   'failoverMs', 'replayMs', 'endOfRecoveryMs', 'openForWritesMs', 'recordsReplayed', 'dropMs', 'dropsFullScan', 'dropsCachedLookup',
-  'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs',
+  'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs', 'engine', 'seedMethodMs', 'walBytes', 'stall',
+  'mode', 'modelProfile', 'modeledS', 'modeledPolledS', 'modeledReplayS', 'modeledEndOfRecoveryS', 'modeledOpenForWritesS', 'modeledDropS',
 ];
 
 const strategyName = (c: CellSummary) =>
-  c.strategy === 'full-scan' ? 'full-scan (master)' : `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)`;
+  c.strategy === 'full-scan' ? 'full-scan (master)'
+    : c.strategy === 'cached-lookup' ? `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)` : c.strategy;
+
+const defaultY = (c: CellSummary) => c.failoverMsMean / 1000;
 
 function seriesBy(
   cells: CellSummary[],
   x: (c: CellSummary) => number,
-  y: (c: CellSummary) => number = (c) => c.failoverMsMean / 1000,
+  y: (c: CellSummary) => number = defaultY,
 ): ChartSeries[] {
+  const pg = cells.filter((c) => c.engine === 'postgres');
+  cells = cells.filter((c) => c.engine === 'walsim');
   const names = [...new Set(cells.map(strategyName))];
-  return names.map((name) => ({
-    name,
-    // The same colour for a strategy in every chart: full scan red, lookup blue.
-    color: name.startsWith('full-scan') ? '#d62728' : '#1f77b4',
-    points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: y(c) })),
+  const pgSeries: ChartSeries[] = pg.length === 0 ? [] : [{
+    name: 'PostgreSQL (median)', color: '#2ca02c',
+    points: pg.map((c) => ({ x: x(c), y: y === defaultY ? c.failoverMsMedian / 1000 : y(c) })).filter((p) => Number.isFinite(p.y)),
+  }];
+  const modeled = cells.filter((c) => c.modeledMsMean !== undefined && Number.isFinite(c.modeledMsMean));
+  const modelSeries: ChartSeries[] = [...new Set(modeled.map(strategyName))].map((name) => ({
+    name: `${name}, modeled PostgreSQL (${modeled[0]!.modelProfile})`, dashed: true,
+    color: STRATEGY_COLORS[modeled.find((c) => strategyName(c) === name)!.strategy],
+    points: modeled.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: c.modeledMsMean! / 1000 })),
   }));
+  return [...pgSeries, ...names.map((name) => ({
+    name,
+    // The same colour for a strategy in every chart (measured solid, modeled dashed).
+    color: STRATEGY_COLORS[cells.find((c) => strategyName(c) === name)!.strategy],
+    points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: y(c) })).filter((p) => Number.isFinite(p.y)),
+  })), ...(y === defaultY ? modelSeries : [])].filter((s) => s.points.length > 0);
+}
+
+/**
+ * Failover seconds per strategy: measured (solid), modeled PostgreSQL seconds (dashed, same
+ * colour) and real PostgreSQL where the sweep ran it; model-only sweeps have the modeled series only.
+ */
+function failoverSeries(cells: CellSummary[], x: (c: CellSummary) => number): ChartSeries[] {
+  return seriesBy(cells, x);
 }
 
 /** Every file of the results directory, by name. */
@@ -52,31 +77,32 @@ export function renderResults(o: SweepOutput): Record<string, string> {
     [...new Map(cells.map((c) => [c.nBuffers, { value: c.nBuffers, label: c.sharedBuffers }])).values()];
   let tablesMd: string;
   let extra: Record<string, unknown> = {};
+  const side = sideBySideTables(o.cells);
   if (o.kind === 'multi') {
     const t = multiTables(o.cells);
-    tablesMd = t.markdown;
+    tablesMd = [t.markdown, side].filter((x) => x.length > 0).join('\n\n');
     for (const variant of [...new Set(o.cells.map((c) => c.variant))]) {
       const cells = o.cells.filter((c) => c.variant === variant);
       files[`chart-${variant}.svg`] = lineChart({
         title: `${variant.toUpperCase()} of ${cells[0]!.tables} one-block relations: failover time`,
         xLabel: 'shared_buffers', yLabel: 'failover seconds', xLog: true, yLog: true,
-        xTicks: sbTicks(cells), series: seriesBy(cells, (c) => c.nBuffers),
+        xTicks: sbTicks(cells), series: failoverSeries(cells, (c) => c.nBuffers),
       });
     }
   } else {
     const t = thresholdTables(o.cells);
-    tablesMd = t.markdown;
-    extra = { crossover: computeCrossover(o.cells) };
+    tablesMd = [t.markdown, side].filter((x) => x.length > 0).join('\n\n');
+    extra = { ...(isModelOnly(o.cells) ? {} : { crossover: computeCrossover(o.cells) }), modeledCrossover: computeCrossover(o.cells, 'modeled') };
     for (const sb of [...new Set(o.cells.map((c) => c.sharedBuffers))]) {
       const cells = o.cells.filter((c) => c.sharedBuffers === sb);
       files[`chart-threshold-${sb}.svg`] = lineChart({
         title: `VACUUM of one relation, shared_buffers=${sb}: failover time`,
         xLabel: 'relation size (pages; NB/k)', yLabel: 'failover seconds', xLog: true, yLog: true,
         xTicks: [...new Map(cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }])).values()],
-        series: seriesBy(cells, (c) => c.pagesPerTable),
+        series: failoverSeries(cells, (c) => c.pagesPerTable),
       });
       // The drop alone: what the two paths differ in, without the VACUUM's replay around it.
-      files[`chart-threshold-drop-${sb}.svg`] = lineChart({
+      if (!isModelOnly(cells)) files[`chart-threshold-drop-${sb}.svg`] = lineChart({
         title: `VACUUM of one relation, shared_buffers=${sb}: time inside the buffer drop`,
         xLabel: 'relation size (pages; NB/k)', yLabel: 'seconds inside the drop', xLog: true, yLog: true,
         xTicks: [...new Map(cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }])).values()],
@@ -89,7 +115,9 @@ export function renderResults(o: SweepOutput): Record<string, string> {
     const cells = o.cells.filter((c) => pick.includes(c.relDivisor!));
     const series: ChartSeries[] = [];
     // Two relation sizes × two strategies: the size keeps the default palette, so drop the strategy colour.
-    for (const k of pick) for (const s of seriesBy(cells.filter((c) => c.relDivisor === k), (c) => c.nBuffers)) series.push({ name: `NB/${k} ${s.name}`, points: s.points });
+    for (const k of pick) {
+      for (const s of failoverSeries(cells.filter((c) => c.relDivisor === k), (c) => c.nBuffers)) series.push({ name: `NB/${k} ${s.name}`, points: s.points, dashed: s.dashed });
+    }
     files['chart-threshold-vs-shared-buffers.svg'] = lineChart({
       title: 'VACUUM of one relation of NBuffers/k pages: failover time', xLabel: 'shared_buffers', yLabel: 'failover seconds',
       xLog: true, yLog: true, xTicks: sbTicks(cells), series,

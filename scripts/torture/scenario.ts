@@ -20,7 +20,7 @@ import { maxAlign } from '../../wal/codec.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import { readWal } from '../../wal/wal-reader.ts';
 import { segmentFileName, segmentOf, segmentOffset, walDir } from '../../wal/segment.ts';
-import type { SynchronousCommit, DropStrategy } from '../../server/settings.ts';
+import { DROP_STRATEGIES, type SynchronousCommit, type DropStrategy } from '../../server/settings.ts';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FatalCheck, TortureCluster } from './cluster.ts';
@@ -62,7 +62,8 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
   const rng = new SeededRandom(o.seed);
   const level = rng.pick<SynchronousCommit>(['remote_write', 'on', 'remote_apply']);
   const standbySharedBuffers = rng.pick(['16MB', '128MB', '1GB']);
-  const dropStrategy = rng.pick<DropStrategy>(['cached-lookup', 'full-scan']);
+  // Every drop strategy, the seed debate's alternatives included: they must survive the same faults.
+  const dropStrategy = rng.pick<DropStrategy>(DROP_STRATEGIES);
   const result: SeedResult = {
     seed: o.seed, ok: false, level, acked: 0, lost: 0, expectedErrors: {},
     faults: { cut_replication: 0, kill_standby: 0, wal_write_fail: 0, corrupt_wal: 0, crash_primary: 0 },
@@ -72,6 +73,10 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
   const c = await TortureCluster.create({
     sharedBuffers: '16MB', standbySharedBuffers, synchronousCommit: level, dropStrategy, thresholdDivisor: 32,
     forceOptimized: false, walSegmentSize: SEGMENT_SIZE, listen: '127.0.0.1',
+    // A killed standby reconnects from its flush LSN, at most one statement's WAL (< 1 segment)
+    // behind; 2 segments of wal_keep_size keep that across a CHECKPOINT run meanwhile, as a
+    // PostgreSQL standby without a slot needs. Older WAL is removed, so removal is exercised.
+    wal: { walKeepSizeMb: 2 },
   });
   let failed = false;
   try {

@@ -62,6 +62,23 @@ describe('CLI errors', () => {
     expectOneLineError(runs[6]!, /invalid shutdown mode "sideways"/);
   });
 
+  it('answers --help and -h with the usage on stdout and exit 0, running nothing', async () => {
+    const scripts = ['cluster.ts', 'sql.ts', 'rel.ts', 'multi.ts', 'sweep.ts', 'torture.ts', 'bench.ts'];
+    const runs = await Promise.all([...scripts.map((s) => runScript(s, ['--help'])), runScript('sweep.ts', ['multi', '-h']), runScript('cluster.ts', ['start', '--help'])]);
+    for (const [i, r] of runs.entries()) {
+      expect(r.code, `${scripts[i] ?? 'sub-command'}: ${r.stderr}`).toBe(0);
+      expect(r.stdout).toMatch(/^usage: npm run (cluster|sql|rel|multi|sweep|torture|bench) -- /);
+      expect(r.stderr).toBe('');
+    }
+    expect(runs[0]!.stdout).toMatch(/--node NAME\]  start one node of an existing cluster/);
+  });
+
+  it('cluster start --node needs an existing cluster', async () => {
+    const r = await runScript('cluster.ts', ['start', '--node', 'primary', '--dir', path.join(tmp, 'none')]);
+    expectOneLineError(r, /no cluster at .*none; create it with "npm run cluster -- start" \(without --node\) first/);
+    expect(fs.existsSync(path.join(tmp, 'none'))).toBe(false);
+  });
+
   it('refuses bad sizes, bad shared_buffers and bad settings before creating anything', async () => {
     const dir = path.join(tmp, 'never');
     const runs = await Promise.all([

@@ -259,4 +259,35 @@ describe('cancel requests (node-postgres)', () => {
     await c.sql('standby', 'SELECT pg_wal_replay_resume()');
     await primary.end();
   });
+
+  it('smart shutdown waits for PostgreSQL-port sessions and refuses new ones (57P03); fast ends them (57P01)', async () => {
+    await c.stopNode('primary', 'fast'); // drops the harness's cached control session
+    await c.startNode('primary');
+    const session = await connect(c, 'primary');
+    const pid = c.pid('primary')!;
+    process.kill(pid, 'SIGTERM'); // pg_ctl stop -m smart
+    /** A new connection's refusal, or null (closing it) if it was accepted: the signal may not have arrived yet. */
+    const refusal = async () => {
+      const probe = new pg.Client({ host: '127.0.0.1', port: c.pgPort('primary'), user: 'postgres' });
+      probe.on('error', () => {});
+      try {
+        await probe.connect();
+        await probe.end();
+        return null;
+      } catch (e) {
+        return e as { code?: string; severity?: string; message: string };
+      }
+    };
+    await c.pollUntil(async () => (await refusal())?.code === '57P03', 'new sessions refused');
+    expect(await refusal()).toMatchObject({ code: '57P03', severity: 'FATAL', message: 'the database system is shutting down' });
+    expect((await session.query('SELECT count(*) FROM k')).rows).toEqual([{ count: '3' }]); // the open session still works
+    expect(c.pid('primary')).toBe(pid);
+    await session.end();
+    await c.pollUntil(async () => c.pid('primary') === null, 'the primary to exit after its last session ended');
+    // Fast: the standby's session is ended with PostgreSQL's FATAL.
+    const standby = await connect(c, 'standby');
+    const ended = new Promise<{ code?: string; message: string }>((resolve) => standby.on('error', (e) => resolve(e as { code?: string; message: string })));
+    await c.stopNode('standby', 'fast');
+    expect(await ended).toMatchObject({ code: '57P01', message: 'terminating connection due to administrator command' });
+  });
 });

@@ -11,6 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runScript } from '../helpers/cli.ts';
 import { stopNode } from '../../server/pg-ctl.ts';
 import { listNodes } from '../../server/cluster-files.ts';
+import { modelFailover } from '../../storage/cost-model/model.ts';
+import { loadProfile, profileToJson } from '../../storage/cost-model/profile.ts';
 
 const NBUFFERS_32MB = 4096;
 const dirs: string[] = [];
@@ -78,10 +80,18 @@ describe('npm run rel (one relation, full-scan)', () => {
     expect(Date.parse(j.promotedAt)).toBeGreaterThanOrEqual(Date.parse(j.resumeAt));
     expect(Object.keys(j.phases)).toEqual(expect.arrayContaining(['replayMs', 'endOfRecoveryMs', 'openForWritesMs']));
     // One VACUUM truncation replayed at failover, by one full scan of the standby's pool.
-    expect(j.drop.drops).toEqual({ 'full-scan': 1, 'cached-lookup': 0 });
+    expect(j.drop.drops).toEqual({ 'full-scan': 1, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 });
     expect(j.drop.scanned).toBe(NBUFFERS_32MB);
     expect(j.drop.probes).toBe(0);
     expect(j.drop.invalidated).toBeGreaterThanOrEqual(64);
+    // The exact counts, and the modeled PostgreSQL seconds computed from them (default profile).
+    expect(j.report.counts.replay.drops.scannedByMatcher.single).toBe(NBUFFERS_32MB);
+    expect(j.report.counts.replay.pgRecords).toMatchObject({ HEAP2_PRUNE: 64, HEAP2_VACUUM: 64, HEAP2_VISIBLE: 64, SMGR_TRUNCATE: 1 });
+    expect(j.report.counts.replay.controlFileUpdates).toBe(1);
+    expect(j.report.counts.endOfRecovery).toEqual({ timelineHistoryFiles: 1, walSegmentInits: 1, records: 1, walFlushes: 1 });
+    expect(j.report.counts.openForWrites).toEqual({ controlFileUpdates: 1 });
+    expect(j.model.profile).toBe('seed-001');
+    expect(j.model.failoverS).toBe(modelFailover(j.report.counts, loadProfile('seed-001'), NBUFFERS_32MB).failoverS);
     const human = await runScript('rel.ts', ['count', '--dir', dir]);
     expect(human.stdout).toContain('rel_t: 0 rows');
     expect((await rel(dir, 'resume')).json.error.message).toContain('already promoted');
@@ -106,9 +116,23 @@ describe('npm run multi (one-block tables, cached-lookup)', () => {
     // While paused the standby still shows the rows.
     expect((await multi(dir, 'count')).json).toMatchObject({ totalRows: 12 * 226, nonEmptyTables: 12 });
     expect((await multi(dir, 'stop')).code).toBe(0);
-    const res = await multi(dir, 'resume');
+    // A bad --profile is refused before anything happens: the standby is still in recovery after it.
+    const bad = await multi(dir, 'resume', '--profile', 'no-such-profile');
+    expect(bad.code).toBe(1);
+    expect(bad.json.error.message).toMatch(/unknown cost profile "no-such-profile"/);
+    // --profile FILE re-prices the same counts: probes 10× dearer than seed-001's.
+    const seed = loadProfile('seed-001');
+    const mine = { ...seed, name: 'probes-x10', constants: { ...seed.constants, 'lookup.probe': { ...seed.constants['lookup.probe'], seconds: seed.constants['lookup.probe'].seconds * 10 } } };
+    const file = path.join(tempDir(), 'probes-x10.json');
+    fs.writeFileSync(file, profileToJson(mine));
+    const res = await multi(dir, 'resume', '--profile', file);
     expect(res.code, res.stderr).toBe(0);
-    expect(res.json.drop.drops).toEqual({ 'full-scan': 0, 'cached-lookup': 12 });
+    expect(res.json.model.profile).toBe('probes-x10');
+    const counts = res.json.report.counts;
+    expect(res.json.model.failoverS).toBe(modelFailover(counts, mine, NBUFFERS_32MB).failoverS);
+    expect(res.json.model.failoverS - modelFailover(counts, seed, NBUFFERS_32MB).failoverS)
+      .toBeCloseTo(9 * seed.constants['lookup.probe'].seconds * counts.replay.drops.probes, 12);
+    expect(res.json.drop.drops).toEqual({ 'full-scan': 0, 'cached-lookup': 12, 'rel-list': 0, 'recovery-hash': 0 });
     expect(res.json.drop.scanned).toBe(0);
     expect(res.json.drop.probes).toBeGreaterThanOrEqual(12);
     expect(res.json.drop.invalidated).toBeGreaterThanOrEqual(12);

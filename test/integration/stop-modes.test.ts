@@ -36,6 +36,11 @@ describe('stop modes', () => {
   it('smart waits for open sessions, refuses new ones, then shuts down with a checkpoint the standby gets', async () => {
     await c.stopNode('primary', 'fast'); // drop the harness's cached session
     await c.startNode('primary');
+    // The standby reconnects with backoff (up to 2 s): only a connected standby can receive the
+    // shutdown checkpoint, so wait for it before the smart stop (the test raced it before).
+    const probe = await connect(); // not the harness's cached session: smart would wait for it
+    await c.pollUntil(async () => ((await probe.status()).replication as Array<{ state: string }>).some((r) => r.state === 'streaming'), 'standby streaming again');
+    probe.close();
     const session = await connect();
     const pid = c.pid('primary')!;
     process.kill(pid, 'SIGTERM');

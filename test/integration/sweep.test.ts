@@ -15,6 +15,27 @@ afterAll(() => fs.rmSync(out, { recursive: true, force: true }));
 
 const NB = { '16MB': 2048, '32MB': 4096 } as Record<string, number>;
 
+type Counts = Record<string, unknown>;
+
+/**
+ * Model-only counts are provably a real run's: the same sweep with --model-only (in-process, no
+ * servers) must give every cell exactly the counts the real clusters' failover reports gave.
+ */
+async function expectModelOnlyCountsEqual(args: string[], realDir: string): Promise<void> {
+  const real = JSON.parse(fs.readFileSync(path.join(realDir, 'results.json'), 'utf8')) as { runs: Array<Counts & { counts: Counts }> };
+  const r = await runScript('sweep.ts', [...args, '--model-only', '--out', out, '--json'], 240_000);
+  expect(r.code, r.stderr).toBe(0);
+  const mo = JSON.parse(fs.readFileSync(path.join(r.json.dir, 'results.json'), 'utf8')) as { runs: Array<Counts & { counts: Counts }> };
+  expect(mo.runs).toHaveLength(real.runs.length);
+  const key = (x: Counts) => [x.sharedBuffers, x.variant, x.relSize, x.strategy].join(' ');
+  for (const run of real.runs) {
+    const twin = mo.runs.find((m) => key(m) === key(run))!;
+    expect(twin.mode).toBe('model-only');
+    expect(twin.counts, key(run)).toEqual(run.counts);
+    expect(twin.modeledS, key(run)).toBe(run.modeledS);
+  }
+}
+
 function checkFiles(dir: string, charts: string[]): void {
   const files = fs.readdirSync(dir).sort();
   expect(files).toEqual(['results.csv', 'results.json', 'tables.md', ...charts].sort());
@@ -53,8 +74,10 @@ describe('npm run sweep', () => {
     expect(csv[0]).toMatch(/^kind,sharedBuffers,nBuffers,variant,/);
     const md = fs.readFileSync(path.join(j.dir, 'tables.md'), 'utf8');
     expect(md).toContain('### VACUUM recovery performance for 6 relations');
-    expect(md).toMatch(/\| 32MB +\| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \|/);
-  });
+    expect(md).toMatch(/\| 32MB +\| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \|/);
+    for (const c of j.cells) expect(c).toMatchObject({ modelProfile: 'seed-001' });
+    await expectModelOnlyCountsEqual(['multi', '--shared-buffers', '16MB,32MB', '--tables', '6'], j.dir);
+  }, 300_000); // a real sweep of 8 cells plus its --model-only twin
 
   it('--standbys 3: the measured standby is synchronous, two extra walsenders stream; the same exact drop counters', async () => {
     const r = await runScript('sweep.ts', ['multi', '--shared-buffers', '16MB', '--tables', '6', '--variants', 'truncate', '--strategies', 'cached-lookup', '--runs', '1', '--standbys', '3', '--out', out, '--json'], 240_000);
@@ -83,13 +106,15 @@ describe('npm run sweep', () => {
     expect(j.crossover.map((x: { sharedBuffers: string }) => x.sharedBuffers)).toEqual(['16MB', '32MB']);
     checkFiles(j.dir, ['chart-threshold-16MB.svg', 'chart-threshold-32MB.svg', 'chart-threshold-drop-16MB.svg', 'chart-threshold-drop-32MB.svg', 'chart-threshold-vs-shared-buffers.svg']);
     const md = fs.readFileSync(path.join(j.dir, 'tables.md'), 'utf8');
-    for (const h of ['### 1. % regression', '### 2. Optimized', '### 3. Full scan', '### Crossover']) expect(md).toContain(h);
-  });
+    for (const h of ['### 1. % regression', '### 2. Optimized', '### 3. Full scan', '### Crossover', '#### Modeled crossover']) expect(md).toContain(h);
+    expect(j.modeledCrossover.map((x: { sharedBuffers: string }) => x.sharedBuffers)).toEqual(['16MB', '32MB']);
+    await expectModelOnlyCountsEqual(['threshold', '--shared-buffers', '16MB,32MB', '--rel-sizes', '64,8'], j.dir);
+  }, 300_000); // a real sweep of 8 cells plus its --model-only twin
 
   it('refuses unknown sweeps and options with the usage', async () => {
     const r = await runScript('sweep.ts', ['multi', '--variants', 'drop']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('unknown variant "drop" (accepted: vacuum, truncate)');
+    expect(r.stderr).toContain('unknown variant "drop" (accepted: vacuum, truncate, truncate-toast)');
     expect((await runScript('sweep.ts', ['everything'])).stderr).toContain('usage: npm run sweep');
   });
 });

@@ -1,12 +1,15 @@
 /**
- * A commit waiting for its synchronous standby (syncrep.c SyncRepWaitForLSN), with real processes:
- * a fast stop of the primary ends the wait with PostgreSQL's WARNING (57P01) instead of hanging
- * (issue 9 item 3); the commit stands locally and is visible after the restart; a write queued
- * behind the waiting one never runs.
+ * A commit waiting for its synchronous standby (syncrep.c SyncRepWaitForLSN), with real processes.
+ * While it waits, other sessions on the primary see the transaction as in progress (issue 16): it
+ * is flushed and committed in CLOG but not yet out of the proc array. A fast stop of the primary
+ * ends the wait with PostgreSQL's WARNING (57P01) instead of hanging (issue 9 item 3); the commit
+ * stands locally and is visible after the restart; a write queued behind the waiting one never runs.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { TestCluster } from '../helpers/cluster.ts';
-import { ControlError } from '../../server/control-client.ts';
+import { ControlClient, ControlError } from '../../server/control-client.ts';
+import { readToken } from '../../server/cluster-files.ts';
+import type { SynchronousCommit } from '../../server/settings.ts';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -20,6 +23,41 @@ const DETAIL = 'The transaction has already committed locally, but might not hav
 const settle = <T>(p: Promise<T>): Promise<T | Error> => p.then((v) => v, (e: Error) => e);
 
 describe('a commit waiting for synchronous replication', () => {
+  for (const level of ['remote_write', 'on', 'remote_apply'] as SynchronousCommit[]) {
+    it(`is invisible to other sessions until the standby confirms it (synchronous_commit=${level})`, async () => {
+      const c = (cluster = await TestCluster.start({ synchronousCommit: level }));
+      await c.sql('primary', 'CREATE TABLE v (c int)');
+      // remote_apply: the standby receives the commit but cannot apply it (replay paused);
+      // remote_write / on: the standby is down.
+      if (level === 'remote_apply') {
+        await c.sql('standby', 'SELECT pg_wal_replay_pause()');
+        await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+      } else {
+        await c.stopNode('standby', 'fast');
+      }
+      let acked = false;
+      const waiting = settle(c.sql('primary', 'INSERT INTO v VALUES (1)').then((r) => ((acked = true), r)));
+      await c.pollUntil(async () => (await c.status('primary')).syncWaiters === 1, 'commit waiting for the standby');
+      const p = await c.status('primary');
+      const mode = { remote_write: 'write', on: 'flush', remote_apply: 'apply' }[level as string];
+      expect(p.syncWaitingCommits).toMatchObject([{ waitFor: mode }]);
+      // Flushed on the primary, committed in its CLOG — yet another session counts 0 (PostgreSQL too).
+      const other = await ControlClient.connect('127.0.0.1', p.port as number, readToken(c.dir));
+      expect((await other.sql('SELECT count(*) FROM v')).rows[0]).toEqual({ count: 0 });
+      expect((await other.sql('SELECT count(*) FROM v WHERE c = 1')).rows[0]).toEqual({ count: 0 });
+      if (level === 'remote_apply') expect(await c.scalar('standby', 'SELECT count(*) FROM v')).toBe(0);
+      expect(acked).toBe(false);
+      // The standby comes back: the commit is acknowledged and visible everywhere.
+      if (level === 'remote_apply') await c.sql('standby', 'SELECT pg_wal_replay_resume()');
+      else await c.startNode('standby');
+      expect(await waiting).toMatchObject({ command: 'INSERT 0 1' });
+      expect((await other.sql('SELECT count(*) FROM v')).rows[0]).toEqual({ count: 1 });
+      expect((await c.status('primary')).syncWaitingCommits).toEqual([]);
+      if (level === 'remote_apply') expect(await c.scalar('standby', 'SELECT count(*) FROM v')).toBe(1);
+      other.close();
+    });
+  }
+
   it('fast stop of the primary ends the wait with the WARNING, does not hang, and keeps the local commit', async () => {
     const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
     await c.sql('primary', 'CREATE TABLE v (c int)');
@@ -27,8 +65,7 @@ describe('a commit waiting for synchronous replication', () => {
     const waiting = settle(c.sql('primary', 'INSERT INTO v VALUES (1)'));
     await c.pollUntil(async () => (await c.status('primary')).syncWaiters === 1, 'commit waiting for the standby');
     // A second write queues behind the first (writes run one at a time) on its own session.
-    const other = await (await import('../../server/control-client.ts')).ControlClient.connect(
-      '127.0.0.1', (await c.status('primary')).port as number, (await import('node:fs')).readFileSync(`${c.dir}/token`, 'utf8').trim());
+    const other = await ControlClient.connect('127.0.0.1', (await c.status('primary')).port as number, readToken(c.dir));
     const queued = settle(other.sql('INSERT INTO v VALUES (2)'));
     expect(await c.stopNode('primary', 'fast')).toBe(true);
     const err = await waiting;

@@ -2,7 +2,9 @@
  * The seeded torture runner in CI: a small fixed seed set (real processes, random workload, random
  * faults of every kind, a final primary crash and promotion) must pass every invariant with no
  * acknowledged commit lost. Method: run `npm run torture -- --seeds 3 --from 1 --json` as a child
- * process and read its summary line; the same command replays any failure exactly.
+ * process and read its summary line. A failing seed prints a command that re-runs it with the same
+ * workload, faults and random choices; process timing is real, so the interleaving of WAL messages
+ * can differ and a timing-dependent failure may not recur on the first re-run (RELIABILITY.md).
  */
 import { describe, expect, it } from 'vitest';
 import { runScript } from '../helpers/cli.ts';

@@ -11,12 +11,13 @@
  * a dropped or truncated block; checkConsistency() (including the relation lists) must hold.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { BufferPool } from '../../storage/buffer-pool.ts';
 import {
   DEFAULT_DROP_SETTINGS, DropStats, endOfRecovery, poolOptionsFor, smgrcreate, smgrdounlinkall, smgrtruncate, type DropSettings,
 } from '../../storage/drop.ts';
 import { StorageManager } from '../../storage/smgr.ts';
+import { LookupDropper } from '../../storage/drop-cached-lookup.ts';
 import { MAX_FORKNUM, type ForkNumber } from '../../wal/records.ts';
 
 const RELS = [16384, 16385, 16386, 16387];
@@ -214,50 +215,57 @@ function checkBlocksBelowDiskSize(node: Node): void {
   }
 }
 
+type PathsSeen = Record<'full-scan' | 'cached-lookup' | 'lookupInvalidations' | 'relListInvalidations' | 'hashBuilds' | 'hashWalkInvalidations' | 'cacheAtCreateLookups', number>;
+
+/** One property run: the workload in lockstep on one node per strategy, compared after every step. */
+function runLockstep(nBuffers: number, thresholdDivisor: number, recovery: boolean, cmds: Cmd[], pathsSeen: PathsSeen): void {
+  const nodes = [
+    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'full-scan', thresholdDivisor }, recovery),
+    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, thresholdDivisor }, recovery),
+    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, thresholdDivisor, forceOptimized: true }, recovery),
+    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'rel-list', thresholdDivisor }, recovery),
+    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'recovery-hash', thresholdDivisor }, recovery),
+    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'cache-at-create', thresholdDivisor }, recovery),
+  ];
+  const cacheAtCreate = nodes[5]!;
+  // Every relation starts with a main fork, as after CREATE TABLE.
+  const setup: Cmd[] = RELS.map((r) => ({ op: 'create', rel: r, fork: 0 }));
+  for (const c of [...setup, ...cmds]) {
+    for (const node of nodes) {
+      apply(node, c);
+      node.pool.checkConsistency();
+      node.smgr.checkStorage();
+      checkBlocksBelowDiskSize(node);
+    }
+    const ref = snapshot(nodes[0]!);
+    for (const node of nodes.slice(1, 5)) expectSameSnapshot(snapshot(node), ref, node.settings.strategy);
+    // cache-at-create caches sizes the others do not; everything else must be the same.
+    expectSameSnapshot({ ...snapshot(cacheAtCreate), cached: ref.cached }, ref, 'cache-at-create');
+  }
+  expect(nodes[0]!.stats.drops['cached-lookup']).toBe(0);
+  pathsSeen['full-scan'] += nodes[1]!.stats.drops['full-scan'];
+  pathsSeen['cached-lookup'] += nodes[1]!.stats.drops['cached-lookup'] + nodes[2]!.stats.drops['cached-lookup'];
+  pathsSeen.lookupInvalidations += nodes[1]!.stats.invalidatedByPath['cached-lookup'] + nodes[2]!.stats.invalidatedByPath['cached-lookup'];
+  pathsSeen.relListInvalidations += nodes[3]!.stats.invalidatedByPath['rel-list'];
+  pathsSeen.hashBuilds += nodes[4]!.stats.hashBuilds;
+  pathsSeen.hashWalkInvalidations += nodes[4]!.stats.invalidatedByPath['recovery-hash'];
+  pathsSeen.cacheAtCreateLookups += cacheAtCreate.stats.drops['cached-lookup'] - nodes[1]!.stats.drops['cached-lookup'];
+  expect(nodes[3]!.stats.drops['rel-list']).toBe(nodes[0]!.stats.drops['full-scan']);
+}
+
+/** The arbitrary of one property run: pool size, threshold divisor, start in recovery, workload. */
+const runArb = fc.tuple(
+  fc.integer({ min: 16, max: 256 }),
+  fc.constantFrom(32, 8, 2),
+  fc.boolean(),
+  fc.array(cmd, { minLength: 1, maxLength: 80, size: 'max' }),
+);
+
 describe('drop strategies are equivalent', () => {
   it('every strategy leaves identical pools and storage', () => {
-    const pathsSeen = { 'full-scan': 0, 'cached-lookup': 0, lookupInvalidations: 0, relListInvalidations: 0, hashBuilds: 0, hashWalkInvalidations: 0, cacheAtCreateLookups: 0 };
+    const pathsSeen: PathsSeen = { 'full-scan': 0, 'cached-lookup': 0, lookupInvalidations: 0, relListInvalidations: 0, hashBuilds: 0, hashWalkInvalidations: 0, cacheAtCreateLookups: 0 };
     fc.assert(
-      fc.property(
-        fc.integer({ min: 16, max: 256 }),
-        fc.constantFrom(32, 8, 2),
-        fc.boolean(),
-        fc.array(cmd, { minLength: 1, maxLength: 80, size: 'max' }),
-        (nBuffers, thresholdDivisor, recovery, cmds) => {
-          const nodes = [
-            makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'full-scan', thresholdDivisor }, recovery),
-            makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, thresholdDivisor }, recovery),
-            makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, thresholdDivisor, forceOptimized: true }, recovery),
-            makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'rel-list', thresholdDivisor }, recovery),
-            makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'recovery-hash', thresholdDivisor }, recovery),
-            makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'cache-at-create', thresholdDivisor }, recovery),
-          ];
-          const cacheAtCreate = nodes[5]!;
-          // Every relation starts with a main fork, as after CREATE TABLE.
-          const setup: Cmd[] = RELS.map((r) => ({ op: 'create', rel: r, fork: 0 }));
-          for (const c of [...setup, ...cmds]) {
-            for (const node of nodes) {
-              apply(node, c);
-              node.pool.checkConsistency();
-              node.smgr.checkStorage();
-              checkBlocksBelowDiskSize(node);
-            }
-            const ref = snapshot(nodes[0]!);
-            for (const node of nodes.slice(1, 5)) expectSameSnapshot(snapshot(node), ref, node.settings.strategy);
-            // cache-at-create caches sizes the others do not; everything else must be the same.
-            expectSameSnapshot({ ...snapshot(cacheAtCreate), cached: ref.cached }, ref, 'cache-at-create');
-          }
-          expect(nodes[0]!.stats.drops['cached-lookup']).toBe(0);
-          pathsSeen['full-scan'] += nodes[1]!.stats.drops['full-scan'];
-          pathsSeen['cached-lookup'] += nodes[1]!.stats.drops['cached-lookup'] + nodes[2]!.stats.drops['cached-lookup'];
-          pathsSeen.lookupInvalidations += nodes[1]!.stats.invalidatedByPath['cached-lookup'] + nodes[2]!.stats.invalidatedByPath['cached-lookup'];
-          pathsSeen.relListInvalidations += nodes[3]!.stats.invalidatedByPath['rel-list'];
-          pathsSeen.hashBuilds += nodes[4]!.stats.hashBuilds;
-          pathsSeen.hashWalkInvalidations += nodes[4]!.stats.invalidatedByPath['recovery-hash'];
-          pathsSeen.cacheAtCreateLookups += cacheAtCreate.stats.drops['cached-lookup'] - nodes[1]!.stats.drops['cached-lookup'];
-          expect(nodes[3]!.stats.drops['rel-list']).toBe(nodes[0]!.stats.drops['full-scan']);
-        },
-      ),
+      fc.property(runArb, ([nBuffers, thresholdDivisor, recovery, cmds]) => runLockstep(nBuffers, thresholdDivisor, recovery, cmds, pathsSeen)),
       { numRuns: 200 },
     );
     console.log(`drop paths taken by the PG14 strategies: ${JSON.stringify(pathsSeen)}`);
@@ -274,4 +282,42 @@ describe('drop strategies are equivalent', () => {
     expect(pathsSeen.hashWalkInvalidations).toBeGreaterThan(50);
     expect(pathsSeen.cacheAtCreateLookups).toBeGreaterThan(10);
   });
+});
+
+/**
+ * The lockstep comparison is strong enough to catch off-by-one mistakes in the PG14 lookup path
+ * (FindAndDropRelFileNodeBuffers): each mutant below replaces LookupDropper's probe loop for one
+ * property check with a fixed seed, and the check must fail. The unmutated loop passes the same
+ * runs (the test above). A mutant that only probes one block too many is not listed: it changes
+ * the probe count (covered by storage-drop.test.ts's `probes == blocks to drop`) but no state.
+ */
+describe('mutations of the lookup path are caught', () => {
+  type ProbeRange = (this: LookupDropper, rel: number, fork: ForkNumber, from: number, to: number, firstDelBlock: number) => void;
+  const proto = LookupDropper.prototype as unknown as { probeRange: ProbeRange };
+  const original = proto.probeRange;
+  afterEach(() => {
+    proto.probeRange = original;
+  });
+  const mutants: Record<string, ProbeRange> = {
+    'probes start at firstDelBlock + 1': function (rel, fork, from, to, first) {
+      original.call(this, rel, fork, from === first ? from + 1 : from, to, first);
+    },
+    'the last block (nForkBlock - 1) is not probed': function (rel, fork, from, to, first) {
+      original.call(this, rel, fork, from, to - 1, first);
+    },
+    'the header re-check uses > firstDelBlock instead of >=': function (rel, fork, from, to, first) {
+      original.call(this, rel, fork, from, to, first + 1);
+    },
+  };
+  for (const [name, mutant] of Object.entries(mutants)) {
+    it(`catches: ${name}`, () => {
+      proto.probeRange = mutant;
+      const paths: PathsSeen = { 'full-scan': 0, 'cached-lookup': 0, lookupInvalidations: 0, relListInvalidations: 0, hashBuilds: 0, hashWalkInvalidations: 0, cacheAtCreateLookups: 0 };
+      const r = fc.check(
+        fc.property(runArb, ([nBuffers, thresholdDivisor, recovery, cmds]) => runLockstep(nBuffers, thresholdDivisor, recovery, cmds, paths)),
+        { numRuns: 200, seed: 20261201, endOnFailure: true },
+      );
+      expect(r.failed, `mutant "${name}" survived ${r.numRuns} runs`).toBe(true);
+    });
+  }
 });

@@ -15,13 +15,13 @@ const settings = { thresholdDivisor: 32 };
 
 function relCell(nBuffers: number, pages: number, strategy: 'full-scan' | 'cached-lookup'): CellSpec {
   return {
-    kind: 'threshold', sharedBuffers: `${nBuffers * 8}kB`, nBuffers, strategy, forceOptimized: strategy === 'cached-lookup',
+    kind: 'threshold', engine: 'walsim', sharedBuffers: `${nBuffers * 8}kB`, nBuffers, strategy, forceOptimized: strategy === 'cached-lookup',
     variant: 'vacuum', relSize: String(pages), relDivisor: null, pagesPerTable: pages, tables: 1,
   };
 }
 
 function multiCell(nBuffers: number, tables: number, variant: 'vacuum' | 'truncate', strategy: 'full-scan' | 'cached-lookup'): CellSpec {
-  return { kind: 'multi', sharedBuffers: `${nBuffers * 8}kB`, nBuffers, strategy, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables };
+  return { kind: 'multi', engine: 'walsim', sharedBuffers: `${nBuffers * 8}kB`, nBuffers, strategy, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables };
 }
 
 describe('modeled time moves only through the counters', () => {

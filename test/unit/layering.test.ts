@@ -27,7 +27,7 @@ function topFolderOf(file: string, spec: string): string | null {
 
 /** Source files of the node core: everything a simulated node runs. */
 function coreSources(): string[] {
-  return [...sources('wal'), ...sources('storage'), ...sources('primary'), ...sources('standby'), 'server/node.ts', 'server/sql-functions.ts']
+  return [...sources('wal'), ...sources('storage'), ...sources('primary'), ...sources('standby'), 'server/node.ts', 'server/sql-functions.ts', 'server/checkpointer.ts']
     // A benchmark entry point, and the loader of cost-profile files shipped with the code (read-only
     // configuration, the same bytes on every run): not state the node writes or times it keeps.
     .filter((f) => !f.endsWith('bench-codec.ts') && f !== path.join('storage', 'cost-model', 'profile.ts'));

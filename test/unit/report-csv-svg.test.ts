@@ -3,6 +3,7 @@
  * one polyline per series, positions on log axes, and legend entries.
  */
 import { describe, expect, it } from 'vitest';
+import { emptyReplayCounts, promotionStepCounts } from '../../storage/cost-model/counts.ts';
 import { csvField, toCsv } from '../../scripts/report/csv.ts';
 import { lineChart, logTicks } from '../../scripts/report/svg-chart.ts';
 import { parseRelSize } from '../../scripts/experiment/rel-size.ts';
@@ -86,6 +87,9 @@ describe('results files', () => {
       ...c, run: 1, failoverMs: 10 + i, replayMs: 9, endOfRecoveryMs: 0.5, openForWritesMs: 0.5, recordsReplayed: 20, dropMs: 2,
       dropsFullScan: c.strategy === 'full-scan' ? 5 : 0, dropsCachedLookup: c.strategy === 'full-scan' ? 0 : 5,
       scanned: 0, probes: 0, invalidated: 5, promoted: true, resumeAt: 'a', promotedAt: 'b', stepMs: { start: 1 },
+      mode: 'measured' as const, counts: { replay: emptyReplayCounts(), ...promotionStepCounts() },
+      modelProfile: 'test', modeledS: 0.2 + i / 100, modeledPolledS: 0.306, modeledReplayS: 0.19, modeledEndOfRecoveryS: 0.005,
+      modeledOpenForWritesS: 0.005, modeledDropS: 0.01,
     }));
     const files = renderResults({
       kind: 'multi', startedAt: '2026-01-06T10:04:05.123Z', finishedAt: '2026-01-06T10:05:00.000Z', wallSeconds: 55,
@@ -95,5 +99,12 @@ describe('results files', () => {
     expect(files['results.csv']!.split('\r\n')).toHaveLength(1 + plan.length + 1);
     expect(JSON.parse(files['results.json']!).cells).toHaveLength(plan.length);
     expect(resultsDirName(new Date('2026-01-06T10:04:05.123Z'))).toBe('2026-01-06T10-04-05Z');
+    // The modeled columns sit beside the measured ones in every output.
+    const header = files['results.csv']!.split('\r\n')[0]!.split(',');
+    for (const col of ['failoverMs', 'modelProfile', 'modeledS', 'modeledPolledS', 'modeledReplayS']) expect(header).toContain(col);
+    expect(JSON.parse(files['results.json']!).cells[0].modeledS).toBeCloseTo(0.2, 12);
+    expect(files['tables.md']).toMatch(/Master modeled \| Patched modeled/);
+    expect(files['chart-vacuum.svg']).toMatch(/modeled PostgreSQL \(test\)/);
+    expect(files['chart-vacuum.svg']).toMatch(/stroke-dasharray/);
   });
 });

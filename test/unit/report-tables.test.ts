@@ -6,12 +6,18 @@
 import { describe, expect, it } from 'vitest';
 import type { CellSummary } from '../../scripts/experiment/sweep.ts';
 import { planMulti, planThreshold, summarise, type RunRecord } from '../../scripts/experiment/sweep.ts';
-import { computeCrossover, formatRegression, formatSeconds, markdownTable, multiTables, regression, thresholdTables } from '../../scripts/report/tables.ts';
+import { emptyReplayCounts, promotionStepCounts } from '../../storage/cost-model/counts.ts';
+import { computeCrossover, formatRegression, formatSeconds, markdownTable, multiTables, regression, sideBySideTables, thresholdTables } from '../../scripts/report/tables.ts';
 
-function cellsWith(plan: ReturnType<typeof planThreshold>, ms: (c: CellSummary) => number): CellSummary[] {
+function cellsWith(
+  plan: ReturnType<typeof planThreshold>, ms: (c: CellSummary) => number, modeledMs: (c: CellSummary) => number = ms,
+): CellSummary[] {
   const records: RunRecord[] = plan.map((c) => ({
-    ...c, run: 1, failoverMs: ms(c as CellSummary), replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0, dropMs: 1,
+    ...c, mode: 'measured', run: 1, failoverMs: ms(c as CellSummary), replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0, dropMs: 1,
     dropsFullScan: 0, dropsCachedLookup: 0, scanned: 0, probes: 0, invalidated: 0, promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
+    counts: { replay: emptyReplayCounts(), ...promotionStepCounts() },
+    modelProfile: 'test', modeledS: modeledMs(c as CellSummary) / 1000, modeledPolledS: null, modeledReplayS: 0,
+    modeledEndOfRecoveryS: 0, modeledOpenForWritesS: 0, modeledDropS: 0,
   }));
   return summarise(plan, records);
 }
@@ -77,20 +83,60 @@ describe('Test B tables', () => {
   const plan = planMulti(['128MB', '1GB', '20GB', '100GB'], 1000, ['vacuum', 'truncate'], ['full-scan', 'cached-lookup']);
   const cells = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 1000 * c.nBuffers * 2e-6 + 300 : 306));
 
-  it('prints one table per variant: s_b, master, patched, %reg', () => {
+  it('prints one table per variant: s_b, master, patched, %reg, then the same modeled', () => {
     const t = multiTables(cells);
     const vac = t.byVariant.vacuum!.split('\n');
-    expect(vac[0]).toMatch(/^\| s_b +\| Master \(full-scan\) \| Patched \(cached-lookup\) \| +%reg \|$/);
+    expect(vac[0]).toMatch(/^\| s_b +\| Master \(full-scan\) \| Patched \(cached-lookup\) \| +%reg \| Master modeled \| Patched modeled \| %reg modeled \|$/);
     expect(vac).toHaveLength(2 + 4);
-    // 100GB: master 1000 × 13,107,200 × 2e-6 + 300 = 26,514 ms.
-    expect(vac[5]).toMatch(/^\| 100GB +\| +26\.514 \| +0\.306 \| +-98\.85% \|$/);
+    // 100GB: master 1000 × 13,107,200 × 2e-6 + 300 = 26,514 ms (modeled the same here).
+    expect(vac[5]).toMatch(/^\| 100GB +\| +26\.514 \| +0\.306 \| +-98\.85% \| +26\.514 \| +0\.306 \| +-98\.85% \|$/);
+    expect(t.markdown).toContain('cost profile test');
     expect(t.markdown).toContain('### VACUUM recovery performance for 1000 relations');
     expect(t.markdown).toContain('### TRUNCATE recovery performance for 1000 relations');
+  });
+
+  it('gives the seed debate\'s other strategies a column each', () => {
+    const all = cellsWith(planMulti(['1GB'], 10, ['vacuum'], ['full-scan', 'cached-lookup', 'rel-list', 'cache-at-create']), (c) => (c.strategy === 'rel-list' ? 7 : 5));
+    const vac = multiTables(all).byVariant.vacuum!.split('\n');
+    // Measured columns, then the modeled ones (modeled = measured in this fixture).
+    expect(vac[0]).toMatch(/\| +%reg \| rel-list \| cache-at-create \| Master modeled \| Patched modeled \| %reg modeled \| rel-list modeled \| cache-at-create modeled \|$/);
+    expect(vac[2]).toMatch(/\| +0\.007 \| +0\.005 \| +0\.005 \| +0\.005 \| +0\.00% \| +0\.007 \| +0\.005 \|$/);
   });
 
   it('leaves %reg n/a when only one strategy ran', () => {
     const only = cellsWith(planMulti(['1GB'], 10, ['truncate'], ['full-scan']), () => 5);
     expect(multiTables(only).byVariant.truncate).toMatch(/\| 1GB +\| +0\.005 \| +n\/a \| +n\/a \|/);
+  });
+
+  it('model-only: the modeled columns alone', () => {
+    const mo = cellsWith(plan, () => NaN, (c) => (c.strategy === 'full-scan' ? 5000 : 300));
+    const vac = multiTables(mo).byVariant.vacuum!.split('\n');
+    expect(vac[0]).toMatch(/^\| s_b +\| Master modeled \| Patched modeled \| %reg modeled \|$/);
+    expect(vac[2]).toMatch(/^\| 128MB +\| +5\.000 \| +0\.300 \| +-94\.00% \|$/);
+    expect(multiTables(mo).markdown).toContain('model only, nothing measured');
+  });
+});
+
+describe('Test A modeled tables and crossover', () => {
+  const plan = planThreshold(['100GB'], [512, 64, 32, 16, 8], true);
+  // Measured: the lookup always wins; modeled: it loses from NB/16 on.
+  const cells = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 1e6 : 1),
+    (c) => (c.strategy === 'full-scan' ? 100 + 13_107_200 * 5e-6 : 100 + c.pagesPerTable * 0.3e-3));
+
+  it('computes the crossover from modeled seconds separately from the measured one', () => {
+    expect(computeCrossover(cells)[0]!.largestWinning).toBe('NB/8');
+    const m = computeCrossover(cells, 'modeled')[0]!;
+    expect(m.largestWinning).toBe('NB/64');
+    expect(m.smallestLosing).toBe('NB/32');
+  });
+
+  it('prints the modeled tables after the measured ones; model-only prints only them', () => {
+    const t = thresholdTables(cells);
+    expect(t.markdown).toMatch(/### 1\. % regression[\s\S]*### Modeled PostgreSQL seconds \(cost profile test\)[\s\S]*#### Modeled crossover/);
+    expect(t.modeledCrossover).toMatch(/\| 100GB +\| +13,107,200 \| +NB\/64 /);
+    const mo = thresholdTables(cellsWith(plan, () => NaN, (c) => (c.strategy === 'full-scan' ? 200 : 100)));
+    expect(mo.markdown).not.toContain('### 1. % regression');
+    expect(mo.markdown).toContain('#### M1. Modeled % regression');
   });
 });
 
@@ -102,5 +148,36 @@ describe('formatting', () => {
     expect(formatSeconds(106.4)).toBe('0.106');
     expect(formatSeconds(66_564)).toBe('66.564');
     expect(formatSeconds(null)).toBe('n/a');
+  });
+});
+
+describe('PostgreSQL side by side', () => {
+  const plan = planMulti(['128MB', '1GB'], 200, ['truncate', 'truncate-toast'], ['full-scan', 'cached-lookup'], ['walsim', 'postgres']);
+  // PostgreSQL: two runs per cell, the second one stalled by 5 s (left out of the median).
+  const records: RunRecord[] = plan.flatMap((c) => [1, 2].map((run) => ({
+    ...c, run, failoverMs: (c.engine === 'postgres' ? 400 : 100) + (run === 2 && c.engine === 'postgres' ? 5000 : 0) + (c.sharedBuffers === '1GB' ? 50 : 0),
+    replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0, dropMs: 1, dropsFullScan: 0, dropsCachedLookup: 0,
+    scanned: 0, probes: 0, invalidated: 0, promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
+    ...(c.engine === 'postgres' ? { seedMethodMs: 500, stall: run === 2 } : {}),
+    mode: 'measured' as const, counts: null, modelProfile: c.engine === 'walsim' ? 'test' : '',
+    modeledS: c.engine === 'walsim' ? 0.3 : NaN, modeledPolledS: null, modeledReplayS: NaN, modeledEndOfRecoveryS: NaN,
+    modeledOpenForWritesS: NaN, modeledDropS: NaN,
+  })));
+  const cells = summarise(plan, records);
+
+  it('puts PostgreSQL (median without stalls), its seed-method figure and walsim per strategy in one table per variant', () => {
+    const md = sideBySideTables(cells);
+    expect(md).toContain('### TRUNCATE of 200 relations: PostgreSQL and walsim');
+    expect(md).toContain('### TRUNCATE (tables with a TOAST table) of 200 relations: PostgreSQL and walsim');
+    const lines = md.split('\n');
+    const header = lines.find((l) => l.startsWith('| s_b'))!;
+    expect(header.split("|").map((s) => s.trim()).filter(Boolean)).toEqual(["s_b", "PostgreSQL", "PostgreSQL (seed method)", "walsim measured full-scan", "walsim measured cached-lookup", "walsim modeled full-scan", "walsim modeled cached-lookup"]);
+    // walsim cells carry modeled seconds (0.3 s here): the modeled columns follow the measured ones.
+    expect(lines).toContainEqual(expect.stringMatching(/^\| 1GB +\| +0\.450 \(1 stall excluded\) \| +0\.500 \| +0\.150 \| +0\.150 \| +0\.300 \| +0\.300 \|$/));
+  });
+
+  it('keeps the walsim-only tables free of PostgreSQL cells', () => {
+    expect(multiTables(cells).byVariant.truncate).toMatch(/\| 128MB +\| +0\.100 \| +0\.100 \| +0\.00% \|/);
+    expect(sideBySideTables(cells.filter((c) => c.engine === 'walsim'))).toBe('');
   });
 });

@@ -9,6 +9,7 @@ import { SeededRandom } from '../../common/random.ts';
 import { writeFileAtomic, writeFileSynced } from '../../common/durable-file.ts';
 import { MemDisk } from '../../sim/mem-disk.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
+import { Scheduler } from '../../sim/scheduler.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -128,14 +129,15 @@ describe('data images on a disk that loses power', () => {
    * A checkpoint's image must be loadable after a power loss right after writeImage returns:
    * the files inside base.new are synced, and so is base.new itself before it becomes base.
    */
-  it('loads the image written just before the power loss', () => {
+  it('loads the image written just before the power loss', async () => {
     for (let seed = 1; seed <= 20; seed++) {
       const d = new MemDisk();
       d.mkdirp('/n');
       d.syncAll();
       const st = NodeStorage.create(16, { strategy: 'full-scan', thresholdDivisor: 32, forceOptimized: false });
-      st.writeImage('/n', { redoLsn: 40, redoPrevLsn: 0, timeline: 1 }, d, 0);
-      st.writeImage('/n', { redoLsn: 80, redoPrevLsn: 40, timeline: 1 }, d, 0);
+      const io = { disk: d, clock: new Scheduler().clockFor('t') };
+      await st.writeImage('/n', { redoLsn: 40, redoPrevLsn: 0, timeline: 1 }, async () => {}, io);
+      await st.writeImage('/n', { redoLsn: 80, redoPrevLsn: 40, timeline: 1 }, async () => {}, io);
       d.powerLoss(new SeededRandom(seed));
       const { header } = NodeStorage.loadImage('/n', 16, st.dropSettings, d);
       expect(header.redoLsn).toBe(80);

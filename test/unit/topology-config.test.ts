@@ -158,3 +158,27 @@ describe('switchPointOf (tliSwitchPoint)', () => {
     expect(switchPointOf(7, h)).toBeNull();
   });
 });
+
+describe('cluster shapes', () => {
+  it('plannedStandbys: the seed\'s one standby by default, named standbys listed in order, bad names refused', async () => {
+    const { plannedStandbys } = await import('../../server/initdb.ts');
+    expect(plannedStandbys({})).toEqual({ standbys: [{ name: 'standby', applicationName: 'walreceiver' }], synchronousStandbyNames: 'walreceiver' });
+    expect(plannedStandbys({ standbys: ['s1', 's2'] })).toEqual({
+      standbys: [{ name: 's1', applicationName: 's1' }, { name: 's2', applicationName: 's2' }], synchronousStandbyNames: 's1, s2',
+    });
+    expect(plannedStandbys({ standbys: ['s1'], synchronousStandbyNames: '' }).synchronousStandbyNames).toBe('');
+    expect(() => plannedStandbys({ standbys: ['S1'] })).toThrow('lower-case identifier');
+    expect(() => plannedStandbys({ standbys: ['a', 'a'] })).toThrow('named twice');
+    expect(() => plannedStandbys({ standbys: ['primary'] })).toThrow('cannot be named "primary"');
+    expect(() => plannedStandbys({ standbys: ['a'], synchronousStandbyNames: 'ANY 0 (a)' })).toThrow('must be greater than zero');
+  });
+
+  it('handOverNames: the promoted standby\'s name becomes the old primary\'s, keeping the form', async () => {
+    const { handOverNames } = await import('../../server/topology.ts');
+    expect(handOverNames('walreceiver', 'walreceiver', 'primary')).toBe('primary');
+    expect(handOverNames('s1, s2', 'S1', 'primary')).toBe('primary, s2');
+    expect(handOverNames('ANY 1 (s1, s2)', 's1', 'primary')).toBe('ANY 1 (primary, s2)');
+    expect(handOverNames('FIRST 2 (*)', 's1', 'primary')).toBe('FIRST 2 (*)');
+    expect(handOverNames('', 's1', 'primary')).toBe('');
+  });
+});

@@ -1,0 +1,129 @@
+/**
+ * `npm run calibrate [--pg-bin DIR] [--shared-buffers 128MB,1GB,4GB] [--runs 3] [--tables 200]
+ * [--out FILE]`: run the calibration cells on real PostgreSQL (scripts/postgres/calibrate.ts), count
+ * the same cells in walsim, fit a cost profile to this machine, print measured vs fitted seconds
+ * and write the profile (usable as `--profile FILE`).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseSharedBuffers } from '../storage/shared-buffers.ts';
+import { DEFAULT_PROFILE, loadProfile, profileToJson } from '../storage/cost-model/profile.ts';
+import { parseCli, printJson, runCli, UsageError } from './cli.ts';
+import { countCellsInProcess } from './experiment/in-process.ts';
+import { defaultWorkDir, runSweep, summarise, type SweepSettings } from './experiment/sweep.ts';
+import { resultsDirName } from './report/write-results.ts';
+import { markdownTable } from './report/tables.ts';
+import { fmtDuration, progressBar } from './report/progress.ts';
+import { findPgBin } from './postgres/pg-bin.ts';
+import { destroyPgCluster } from './postgres/pg-cluster.ts';
+import {
+  DEFAULT_CALIBRATION_REL_DIVISORS, DEFAULT_CALIBRATION_SIZES, DEFAULT_CALIBRATION_TABLES, fitCalibration, machineCache,
+  planCalibration, walsimTwin,
+} from './postgres/calibrate.ts';
+
+const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3]
+                               [--tables ${DEFAULT_CALIBRATION_TABLES}] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}] [--base ${DEFAULT_PROFILE}]
+                               [--name NAME] [--out FILE] [--work-dir DIR] [--json]
+  Runs a fixed set of real PostgreSQL cells (Test B VACUUM, TRUNCATE, TRUNCATE of TOAST-able tables;
+  Test A VACUUM of NBuffers/k pages), counts the same cells in walsim, fits the cost profile by
+  non-negative least squares, and writes it: use it with --profile FILE.`;
+
+function positiveInt(text: string, what: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
+  return n;
+}
+
+const pct = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a');
+const sec = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a');
+
+runCli(async () => {
+  const { values, positionals } = parseCli(process.argv.slice(2), {
+    'pg-bin': { type: 'string' },
+    'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
+    'primary-shared-buffers': { type: 'string', default: '128MB' },
+    runs: { type: 'string', default: '3' },
+    tables: { type: 'string', default: String(DEFAULT_CALIBRATION_TABLES) },
+    'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
+    base: { type: 'string', default: DEFAULT_PROFILE },
+    name: { type: 'string' },
+    out: { type: 'string' },
+    'work-dir': { type: 'string' },
+    json: { type: 'boolean', default: false },
+  }, USAGE);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  const sizes = values['shared-buffers']!.split(',').map((s) => s.trim()).filter(Boolean);
+  if (sizes.length === 0) throw new UsageError('--shared-buffers needs at least one size');
+  for (const s of [...sizes, values['primary-shared-buffers']!]) parseSharedBuffers(s);
+  const runs = positiveInt(values.runs!, 'runs');
+  const tables = positiveInt(values.tables!, 'tables');
+  const divisors = values['rel-sizes']!.split(',').map((s) => positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'));
+  const pg = findPgBin(values['pg-bin']); // one-line error naming the package when absent
+  const baseProfile = loadProfile(values.base!);
+  const base = { ...baseProfile, cache: machineCache(baseProfile) };
+  const startedAt = new Date();
+  const name = values.name ?? `calibrated-${resultsDirName(startedAt)}`;
+  const out = path.resolve(values.out ?? path.join('results', `${name}.json`));
+  const settings: SweepSettings = {
+    primarySharedBuffers: values['primary-shared-buffers']!, thresholdDivisor: 32,
+    workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()), waitSeconds: 3600, pgBin: values['pg-bin'],
+    profile: baseProfile,
+  };
+  const plan = planCalibration(sizes, tables, divisors);
+  if (!values.json) console.log(`calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'} (${pg.version}); shared_buffers ${sizes.join(', ')}`);
+
+  const onSignal = () => {
+    void (async () => {
+      if (fs.existsSync(settings.workDir)) for (const d of fs.readdirSync(settings.workDir)) await destroyPgCluster(path.join(settings.workDir, d));
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const bar = progressBar(plan.length * runs, false);
+  let records;
+  try {
+    records = await runSweep(plan, runs, settings, (p) => bar.update(p));
+  } finally {
+    bar.stop();
+    fs.rmSync(settings.workDir, { recursive: true, force: true });
+  }
+  const cells = summarise(plan, records);
+  const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
+  const wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
+  const report = fitCalibration(cells, counts, base, {
+    name,
+    description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pg.version}, ${startedAt.toISOString()}`,
+    source: `npm run calibrate ${startedAt.toISOString()}: NNLS fit to ${cells.length} PostgreSQL cells`,
+  });
+  const fit = {
+    measuredAt: startedAt.toISOString(), wallSeconds, postgres: pg.version, runsPerCell: runs,
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? null, memoryBytes: os.totalmem() },
+    target: 'PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections", median of the runs without a promote stall',
+    groups: report.groupSeconds,
+    cells: report.cells.map((c) => ({
+      label: c.label, runs: c.runs, stalls: c.stalls, measuredS: c.measuredS, fittedS: c.fittedS, residualS: c.residualS,
+      residualPct: c.residualPct, leaveOneOutS: c.leaveOneOutS, leaveOneOutPct: c.leaveOneOutPct,
+    })),
+    records: records.map((r) => ({ label: r.sharedBuffers + ' ' + (r.relSize ?? r.variant), run: r.run, failoverMs: r.failoverMs, seedMethodMs: r.seedMethodMs, stall: r.stall, walBytes: r.walBytes, recordsReplayed: r.recordsReplayed })),
+  };
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, profileToJson(report.profile, fit));
+  const within = report.cells.filter((c) => Math.abs(c.leaveOneOutPct) <= 0.25).length;
+  if (values.json) {
+    printJson({ profile: out, name, wallSeconds, groups: report.groupSeconds, cells: fit.cells, leaveOneOutWithin25Pct: within });
+    return 0;
+  }
+  console.log('');
+  console.log(markdownTable(
+    ['cell', 'runs', 'PostgreSQL s', 'fitted s', 'residual', 'left out: predicted s', 'error'],
+    report.cells.map((c) => [c.label, `${c.runs}${c.stalls ? ` (${c.stalls} stalled)` : ''}`, sec(c.measuredS), sec(c.fittedS), pct(c.residualPct), sec(c.leaveOneOutS), pct(c.leaveOneOutPct)]),
+  ));
+  console.log('');
+  console.log(`fitted per event: ${Object.entries(report.groupSeconds).map(([g, s]) => `${g} ${s.toExponential(3)} s`).join(', ')}`);
+  console.log(`leave-one-out: ${within} of ${report.cells.length} cells predicted within ±25% when left out of the fit`);
+  console.log(`finished in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`);
+  return 0;
+});

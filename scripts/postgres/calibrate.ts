@@ -1,0 +1,137 @@
+/**
+ * `npm run calibrate`: fit a cost profile to THIS machine's PostgreSQL. A short fixed set of real
+ * PostgreSQL cells (Test B VACUUM and TRUNCATE of int-only tables — the lookup path —, TRUNCATE of
+ * tables with a TOAST table — a full scan per table, because replay never cached the size of the
+ * never-written TOAST relation —, and Test A VACUUM of one relation of NBuffers/k pages) is run
+ * `runs` times on fresh clusters; the same cells run in walsim, in-process, give their counters;
+ * the profile's constants are fitted by non-negative least squares (storage/cost-model/fit.ts) to
+ * PostgreSQL's median failover (log method; runs whose promote request stalled are left out).
+ *
+ * Entry points: `planCalibration`, `fitCalibration`, `CALIBRATION_GROUPS`, `CalibrationReport`.
+ *
+ * The profile written carries, per cell, measured and fitted seconds, the residual, and the
+ * leave-one-out prediction (fit without the cell, predict it): how well the profile predicts a
+ * cell it has not seen. Its `promotionPoll` is null: the target is the log's instant, not a 100 ms
+ * poll.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import { costFeatures, modelFailover } from '../../storage/cost-model/model.ts';
+import { fitProfile, type FitGroup, type FitObservation } from '../../storage/cost-model/fit.ts';
+import { COST_CONSTANT_NAMES, type CostConstantName, type CostProfile } from '../../storage/cost-model/profile.ts';
+import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
+import { parseRelSize } from '../experiment/rel-size.ts';
+import type { CellSpec, CellSummary } from '../experiment/sweep.ts';
+
+export const DEFAULT_CALIBRATION_SIZES = ['128MB', '1GB', '4GB'];
+export const DEFAULT_CALIBRATION_TABLES = 200;
+export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 8];
+/** Test A cells stay below this many pages (128MB of table), so calibration stays short. */
+export const CALIBRATION_MAX_REL_PAGES = 16_384;
+
+/** The fixed cell set (PostgreSQL engine; walsim counts come from the same specs). */
+export function planCalibration(sizes: string[], tables: number, divisors: number[] = DEFAULT_CALIBRATION_REL_DIVISORS): CellSpec[] {
+  const cells: CellSpec[] = [];
+  for (const sb of sizes) {
+    const { nBuffers } = parseSharedBuffers(sb);
+    for (const variant of ['vacuum', 'truncate', 'truncate-toast'] as const) {
+      cells.push({ kind: 'multi', engine: 'postgres', sharedBuffers: sb, nBuffers, strategy: 'cached-lookup', forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables });
+    }
+    for (const k of divisors) {
+      const size = parseRelSize(`NB/${k}`, nBuffers);
+      if (size.pages > CALIBRATION_MAX_REL_PAGES) continue;
+      cells.push({ kind: 'threshold', engine: 'postgres', sharedBuffers: sb, nBuffers, strategy: 'cached-lookup', forceOptimized: false, variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1 });
+    }
+  }
+  return cells;
+}
+
+/** The walsim twin of a PostgreSQL cell: PostgreSQL 15's drop path (cached-lookup, unforced). */
+export function walsimTwin(c: CellSpec): CellSpec {
+  return { ...c, engine: 'walsim', strategy: 'cached-lookup', forceOptimized: false };
+}
+
+const of = (pred: (k: CostConstantName) => boolean) => COST_CONSTANT_NAMES.filter(pred);
+
+/**
+ * Constants fitted together: the cells cannot tell apart, e.g., the cost of a PRUNE from a VISIBLE
+ * record (they always come together), so each group shares one value per event. Everything else
+ * keeps the base profile's value.
+ */
+export const CALIBRATION_GROUPS: FitGroup[] = [
+  { name: 'record', constants: of((k) => k.startsWith('record.')) },
+  { name: 'walByte', constants: ['walByte'] },
+  { name: 'scan', constants: of((k) => /^scan\.(single|multi)\./.test(k) || k === 'scan.preCheckHit') },
+  { name: 'lookup', constants: of((k) => k.startsWith('lookup.') || k === 'invalidate' || k === 'dropCall.fullScan' || k === 'dropCall.lookup') },
+  { name: 'smgr', constants: of((k) => k.startsWith('smgr.')) },
+  { name: 'controlFile', constants: ['controlFile.update'] },
+  { name: 'endOfRecovery', constants: of((k) => k.startsWith('endOfRecovery.')) },
+];
+
+export interface CalibrationCell {
+  label: string;
+  cell: CellSpec;
+  runs: number;
+  stalls: number;
+  /** PostgreSQL: median failover, seconds (log method, stalled runs excluded). */
+  measuredS: number;
+  fittedS: number;
+  residualS: number;
+  residualPct: number;
+  /** Fitted without this cell, then predicted. */
+  leaveOneOutS: number;
+  leaveOneOutPct: number;
+}
+
+export interface CalibrationReport {
+  profile: CostProfile;
+  groupSeconds: Record<string, number>;
+  cells: CalibrationCell[];
+}
+
+export function cellShortLabel(c: CellSpec): string {
+  const what = c.kind === 'threshold' ? `Test A VACUUM ${c.relSize}` : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
+  return `${c.sharedBuffers} ${what}`;
+}
+
+/** This machine's last-level cache, for the profile's scan tier (sysfs; the base's when unknown). */
+export function machineCache(base: CostProfile): CostProfile['cache'] {
+  for (const idx of ['index3', 'index2']) {
+    try {
+      const text = fs.readFileSync(`/sys/devices/system/cpu/cpu0/cache/${idx}/size`, 'utf8').trim();
+      const m = /^(\d+)([KM])$/.exec(text);
+      if (m) return { ...base.cache, llcBytes: Number(m[1]) * (m[2] === 'M' ? 1 << 20 : 1024), source: `this machine: ${os.cpus()[0]?.model ?? 'cpu'}, last-level cache ${text} (sysfs ${idx})` };
+    } catch {
+      /* try the next level */
+    }
+  }
+  return base.cache;
+}
+
+/**
+ * Fit the groups to the measured cells (weights 1/measured: relative error), then refit without
+ * each cell to predict it.
+ */
+export function fitCalibration(
+  cells: CellSummary[], counts: FailoverCounts[], base: CostProfile, meta: { name: string; description: string; source: string },
+): CalibrationReport {
+  const usable = cells.map((c, i) => ({ c, counts: counts[i]! })).filter((x) => Number.isFinite(x.c.failoverMsMedian) && x.c.failoverMsMedian > 0);
+  const obs: FitObservation[] = usable.map(({ c, counts: n }) => ({
+    label: cellShortLabel(c), features: costFeatures(n, base, c.nBuffers), targetS: c.failoverMsMedian / 1000, weight: 1000 / c.failoverMsMedian,
+  }));
+  const spec = { base: { ...base, promotionPoll: null }, groups: CALIBRATION_GROUPS, ...meta };
+  const all = fitProfile(obs, spec);
+  const out: CalibrationCell[] = usable.map(({ c, counts: n }, i) => {
+    const measuredS = c.failoverMsMedian / 1000;
+    const fittedS = modelFailover(n, all.profile, c.nBuffers).failoverS;
+    const others = obs.filter((_, j) => j !== i);
+    const loo = others.length > 0 ? modelFailover(n, fitProfile(others, spec).profile, c.nBuffers).failoverS : NaN;
+    return {
+      label: obs[i]!.label, cell: c, runs: c.runs, stalls: c.stalls, measuredS, fittedS,
+      residualS: fittedS - measuredS, residualPct: (fittedS - measuredS) / measuredS,
+      leaveOneOutS: loo, leaveOneOutPct: (loo - measuredS) / measuredS,
+    };
+  });
+  return { profile: all.profile, groupSeconds: all.groupSeconds, cells: out };
+}

@@ -1,0 +1,235 @@
+/**
+ * A real PostgreSQL primary + synchronous standby under a cluster directory, set up the way seed
+ * 001 did: `initdb`, the seed's postgresql.conf settings, `pg_basebackup -R -X stream`, `pg_ctl`.
+ * Both listen on 127.0.0.1 only (no Unix socket), on free ports. Run as the `postgres` OS user
+ * when we are root.
+ *
+ * Layout: `<dir>/engine.json` (which binaries, user, ports, settings), `<dir>/primary/` and
+ * `<dir>/standby/` (PGDATA), `<dir>/primary.log` and `<dir>/standby.log` (pg_ctl -l; every line
+ * starts with a millisecond UTC timestamp and the pid, `log_line_prefix = '%m [%p] '`).
+ *
+ * Entry points: `initPgCluster`, `destroyPgCluster`, `readPgEngine`, `isPgCluster`, `pgCtl`,
+ * `pgNodeRunning`, `pgConnect`, `pgLogPath`, `runPgProgram`.
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import pg from 'pg';
+import { assert } from '../../common/assert.ts';
+import { WalsimError } from '../../common/errors.ts';
+import { writeFileAtomic } from '../../common/durable-file.ts';
+import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import { pollUntil } from '../../server/poll.ts';
+import { findPgBin, pgServerUser, type PgProgram, type PgUser } from './pg-bin.ts';
+
+export type PgNodeName = 'primary' | 'standby';
+
+/** The seed's postgresql.conf (seed 001, "I used the following configurations"). */
+export const SEED_SETTINGS: Readonly<Record<string, string>> = {
+  autovacuum: 'off',
+  full_page_writes: 'off',
+  checkpoint_timeout: '30min',
+  max_locks_per_transaction: '10000',
+  max_wal_size: '20GB',
+  synchronous_commit: 'remote_write',
+  synchronous_standby_names: "'walreceiver'",
+  hot_standby: 'on',
+};
+
+/** Ours: loopback only, timestamps to the millisecond in UTC, checkpoints logged (PG15 default). */
+const HARNESS_SETTINGS: Readonly<Record<string, string>> = {
+  listen_addresses: "'127.0.0.1'",
+  unix_socket_directories: "''",
+  log_line_prefix: "'%m [%p] '",
+  log_timezone: "'UTC'",
+  log_checkpoints: 'on',
+  logging_collector: 'off',
+};
+
+export interface PgClusterSettings {
+  /** The standby's shared_buffers: the pool whose drops are measured. */
+  sharedBuffers: string;
+  primarySharedBuffers: string;
+  /** `--pg-bin`; default: the newest /usr/lib/postgresql/<major>/bin. */
+  pgBin?: string;
+}
+
+export interface PgEngineFile {
+  engine: 'postgres';
+  binDir: string;
+  version: string;
+  major: number;
+  user: PgUser | null;
+  ports: Record<PgNodeName, number>;
+  sharedBuffers: Record<PgNodeName, string>;
+}
+
+const ENGINE_FILE = 'engine.json';
+
+export function isPgCluster(dir: string): boolean {
+  return fs.existsSync(path.join(dir, ENGINE_FILE));
+}
+
+export function readPgEngine(dir: string): PgEngineFile {
+  const p = path.join(dir, ENGINE_FILE);
+  if (!fs.existsSync(p)) throw new WalsimError('invalid_input', `no PostgreSQL cluster at ${dir} (no ${ENGINE_FILE}); start one with --engine postgres`);
+  return JSON.parse(fs.readFileSync(p, 'utf8')) as PgEngineFile;
+}
+
+export const pgDataDir = (dir: string, name: PgNodeName) => path.join(dir, name);
+export const pgLogPath = (dir: string, name: PgNodeName) => path.join(dir, `${name}.log`);
+
+/** A free TCP port on 127.0.0.1 (bound and released; PostgreSQL takes it right after). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ProgramResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  wallMs: number;
+}
+
+/**
+ * Run a PostgreSQL program of the cluster's installation as the server user, without blocking the
+ * event loop. A non-zero exit throws unless `allowFail`.
+ */
+export function runPgProgram(
+  engine: Pick<PgEngineFile, 'binDir' | 'user'>, program: PgProgram, args: string[],
+  opts: { cwd?: string; allowFail?: boolean; timeoutMs?: number } = {},
+): Promise<ProgramResult> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    execFile(path.join(engine.binDir, program), args, {
+      cwd: opts.cwd ?? '/',
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: opts.timeoutMs ?? 0,
+      env: { ...process.env, LC_ALL: 'C', PGTZ: 'UTC', ...(engine.user ? { HOME: '/tmp', USER: engine.user.name } : {}) },
+      ...(engine.user ? { uid: engine.user.uid, gid: engine.user.gid } : {}),
+    }, (err, stdout, stderr) => {
+      const wallMs = performance.now() - t0;
+      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1;
+      if (code !== 0 && !opts.allowFail) {
+        reject(new WalsimError('io_error', `${program} ${args.join(' ')} failed (exit ${code}): ${(stderr || err?.message || '').trim().split('\n').slice(-3).join(' | ')}`));
+        return;
+      }
+      resolve({ code, stdout, stderr, wallMs });
+    });
+  });
+}
+
+function confLines(settings: Record<string, string>): string {
+  return Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join('\n') + '\n';
+}
+
+/** pg_ctl start|stop|status|promote for one node. */
+export async function pgCtl(
+  dir: string, name: PgNodeName, action: 'start' | 'stop' | 'status' | 'promote',
+  opts: { mode?: 'smart' | 'fast' | 'immediate'; timeoutS?: number; allowFail?: boolean } = {},
+): Promise<ProgramResult> {
+  const engine = readPgEngine(dir);
+  const args = [action, '-D', pgDataDir(dir, name)];
+  if (action === 'start') args.push('-l', pgLogPath(dir, name), '-w', '-t', String(opts.timeoutS ?? 120));
+  if (action === 'stop') args.push('-m', opts.mode ?? 'fast', '-w', '-t', String(opts.timeoutS ?? 120));
+  if (action === 'promote') args.push('-w', '-t', String(opts.timeoutS ?? 3600));
+  return runPgProgram(engine, 'pg_ctl', args, { cwd: dir, allowFail: opts.allowFail ?? action === 'status' });
+}
+
+/** pg_ctl status: 0 = running, 3 = not running. */
+export async function pgNodeRunning(dir: string, name: PgNodeName): Promise<boolean> {
+  if (!fs.existsSync(path.join(pgDataDir(dir, name), 'postmaster.pid'))) return false;
+  return (await pgCtl(dir, name, 'status', { allowFail: true })).code === 0;
+}
+
+/** A connection to one node as the superuser (`application_name` says who we are). */
+export async function pgConnect(dir: string, name: PgNodeName, role = 'walsim-experiment'): Promise<pg.Client> {
+  const engine = readPgEngine(dir);
+  const c = new pg.Client({ host: '127.0.0.1', port: engine.ports[name], user: 'postgres', database: 'postgres', application_name: role });
+  c.on('error', () => {}); // a server stopped under us surfaces on the next query
+  await c.connect();
+  return c;
+}
+
+export function pgConnectionString(dir: string, name: PgNodeName): string {
+  return `postgresql://postgres@127.0.0.1:${readPgEngine(dir).ports[name]}/postgres`;
+}
+
+/**
+ * initdb a primary, start it, base-backup a standby from it (`-R -X stream`), start it, and wait
+ * until the standby streams as the synchronous standby `walreceiver`. `dir` must not exist or be
+ * empty; on failure everything started is stopped again.
+ */
+export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<PgEngineFile> {
+  parseSharedBuffers(s.sharedBuffers);
+  parseSharedBuffers(s.primarySharedBuffers);
+  const bin = findPgBin(s.pgBin);
+  const user = pgServerUser();
+  assert(user !== null || process.getuid?.() !== 0, 'INV-SCRIPTS-6 PostgreSQL servers never run as root');
+  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) throw new WalsimError('invalid_input', `${dir} is not empty; a PostgreSQL cluster needs a fresh directory`);
+  fs.mkdirSync(dir, { recursive: true });
+  if (user) {
+    fs.chownSync(dir, user.uid, user.gid);
+    // The server user must be able to reach the directory through its parents.
+    try {
+      await runPgProgram({ binDir: bin.dir, user }, 'pg_ctl', ['status', '-D', dir], { cwd: dir, allowFail: true });
+    } catch (e) {
+      throw new WalsimError('invalid_input', `the "${user.name}" OS user cannot enter ${dir}; choose a directory it can reach: ${(e as Error).message}`);
+    }
+  }
+  const engine: PgEngineFile = {
+    engine: 'postgres', binDir: bin.dir, version: bin.version, major: bin.major, user,
+    ports: { primary: await freePort(), standby: await freePort() },
+    sharedBuffers: { primary: s.primarySharedBuffers, standby: s.sharedBuffers },
+  };
+  writeFileAtomic(path.join(dir, ENGINE_FILE), JSON.stringify(engine, null, 2) + '\n');
+  try {
+    const primary = pgDataDir(dir, 'primary');
+    await runPgProgram(engine, 'initdb', ['-D', primary, '-U', 'postgres', '-A', 'trust', '--locale=C', '-E', 'UTF8', '--no-sync'], { cwd: dir });
+    fs.appendFileSync(path.join(primary, 'postgresql.conf'), '\n# walsim --engine postgres (seed 001 settings)\n' +
+      confLines({ ...SEED_SETTINGS, ...HARNESS_SETTINGS, port: String(engine.ports.primary), shared_buffers: s.primarySharedBuffers }));
+    await pgCtl(dir, 'primary', 'start');
+    const standby = pgDataDir(dir, 'standby');
+    await runPgProgram(engine, 'pg_basebackup', ['-D', standby, '-R', '-X', 'stream', '-c', 'fast', '-h', '127.0.0.1', '-p', String(engine.ports.primary), '-U', 'postgres', '--no-sync'], { cwd: dir });
+    // The seed: synchronous_commit/synchronous_standby_names are for the primary only.
+    fs.appendFileSync(path.join(standby, 'postgresql.conf'), '\n# the standby\n' +
+      confLines({ port: String(engine.ports.standby), shared_buffers: s.sharedBuffers, synchronous_standby_names: "''" }));
+    await pgCtl(dir, 'standby', 'start');
+    const c = await pgConnect(dir, 'primary');
+    try {
+      await pollUntil(async () => {
+        const r = await c.query("SELECT state, sync_state FROM pg_stat_replication WHERE application_name = 'walreceiver'");
+        return r.rows[0]?.state === 'streaming' && r.rows[0]?.sync_state === 'sync';
+      }, 'the standby to stream as the synchronous standby "walreceiver"', 120_000, 50);
+    } finally {
+      await c.end();
+    }
+  } catch (e) {
+    await stopPgCluster(dir);
+    throw e;
+  }
+  return engine;
+}
+
+/** Stop every running node immediately (pg_ctl stop -m immediate). */
+export async function stopPgCluster(dir: string): Promise<void> {
+  if (!isPgCluster(dir)) return;
+  for (const name of ['primary', 'standby'] as const) {
+    if (await pgNodeRunning(dir, name)) await pgCtl(dir, name, 'stop', { mode: 'immediate', allowFail: true });
+  }
+}
+
+/** Stop the cluster's servers and remove its directory. */
+export async function destroyPgCluster(dir: string): Promise<void> {
+  await stopPgCluster(dir);
+  fs.rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,389 @@
+/**
+ * The data image: the on-disk state a checkpoint or restartpoint leaves in `<datadir>/base/` and a
+ * start loads ("last checkpoint + WAL replay"). Its cost grows with what changed since the last
+ * image, not with the number of relations, like PostgreSQL's checkpointer, which writes dirty
+ * buffers only and fsyncs each touched file once.
+ *
+ * Layout (format 2), every file but image.json named by the image generation that wrote it:
+ *
+ *   base/image.json     header: REDO LSN, timeline, catalog, generation, names of the files below
+ *   base/rels.<g>       pack: the relations changed since image g−1, serialized back to back
+ *   base/index.<g>      for every relation: [relfilenumber, pack generation, offset, length] (f64)
+ *   base/smgr.<g>       storage manager sizes;  base/pg_xact.<g>  CLOG
+ *   base/catalog.<g>    the catalog's [name, relfilenumber] list (JSON)
+ *
+ * An image writes one pack (changed relations only), the index, smgr and CLOG files, each fsynced
+ * once, then image.json through a temp file, rename and a directory fsync: the image switches
+ * atomically, and only then are files no image refers to any more removed. A pack stays while any
+ * relation lives in it; when fewer than half of its relations do, they are rewritten into the new
+ * pack (compaction), so the space of dead relations is bounded. Format 1 (one file per relation,
+ * swapped as a whole directory) is still read; the first image after it writes every relation.
+ *
+ * Entry points: `writeDataImage`, `readDataImage`, `ImageState`, `ImageWriteStats`.
+ * storage/ has no timers: the caller passes `pause()` (a turn of the event loop).
+ */
+import * as path from 'node:path';
+import { assert } from '../common/assert.ts';
+import { systemClock, type Clock } from '../common/clock.ts';
+import { nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
+import { fsyncDir, FILE_MODE, makeDir } from '../common/durable-file.ts';
+import type { CatalogSnapshot } from './catalog.ts';
+import type { RelFileNumber } from '../wal/records.ts';
+import type { Lsn, TimeLineId } from '../wal/lsn.ts';
+
+export interface DataImageHeader {
+  /** Replay must start at this LSN to reach the state after the image. */
+  redoLsn: Lsn;
+  /** prev-link of the record at redoLsn. */
+  redoPrevLsn: Lsn;
+  timeline: TimeLineId;
+  catalog: CatalogSnapshot;
+  writtenAt: string;
+  /** Format 2 (absent in format 1). */
+  format?: 2;
+  generation?: number;
+  /** File names in base/ (format 2; the catalog's tables are in `catalogTables`, not in `catalog`). */
+  index?: string;
+  smgr?: string;
+  clog?: string;
+  catalogTables?: string;
+  /** Format 1: every relation has a file named by its number. */
+  relations?: RelFileNumber[];
+}
+
+/** Where a relation's bytes are: in pack `pack` (a generation) at [offset, offset + length). */
+export interface ImageEntry {
+  pack: number;
+  offset: number;
+  length: number;
+}
+
+/** What the current image on disk holds, kept in memory so the next image writes only changes. */
+export class ImageState {
+  constructor(
+    public generation: number,
+    readonly entries: Map<RelFileNumber, ImageEntry>,
+    /** Relations per pack generation, live and ever written. */
+    readonly packLive: Map<number, number>,
+    readonly packTotal: Map<number, number>,
+    /** Files of the current image other than packs (index, smgr, clog), removed when replaced. */
+    public files: string[],
+    /** Format-1 files to remove once a format-2 image is in place. */
+    public legacyFiles: string[],
+  ) {}
+
+  static empty(): ImageState {
+    return new ImageState(0, new Map(), new Map(), new Map(), [], []);
+  }
+}
+
+export interface ImageWriteStats {
+  generation: number;
+  /** Relations serialized into the new pack: changed ones plus those moved by compaction. */
+  relationsWritten: number;
+  relationsChanged: number;
+  relationsCompacted: number;
+  relationsDropped: number;
+  /** Relations in the image (written or carried over from earlier packs). */
+  relations: number;
+  /** Files created and fsyncs issued (the directory fsync included). */
+  filesWritten: number;
+  fsyncs: number;
+  bytesWritten: number;
+  filesRemoved: number;
+  buffersWritten: number;
+  /** Times the writer gave the event loop a turn. */
+  pauses: number;
+  /** Longest synchronous stretch between two turns, ms (reported, never asserted: wall clock). */
+  longestStepMs: number;
+}
+
+/** What the image writer needs of a node's storage (node-storage.ts provides it). */
+export interface ImageSource {
+  /** Buffers [from, to) flushed (BufferSync); returns how many were dirty. */
+  flushBuffers(from: number, to: number): number;
+  nBuffers: number;
+  takeChanged(): Set<RelFileNumber>;
+  markChanged(rels: Iterable<RelFileNumber>): void;
+  hasRelation(rel: RelFileNumber): boolean;
+  serializeRelation(rel: RelFileNumber): Uint8Array;
+  smgrSteps(): Generator<void, Uint8Array, void>;
+  serializeClog(): Uint8Array;
+  /** The catalog's [name, rel] list as JSON, in steps; and its counters. */
+  catalogTablesSteps(): Generator<void, string, void>;
+  catalogCounters(): Omit<CatalogSnapshot, 'tables'>;
+}
+
+/** Longest stretch of image work between event-loop turns (as the startup process's slices). */
+const SLICE_MS = 10;
+/** Buffers flushed per step, and bytes gathered before a write to the pack. */
+const FLUSH_STEP_BUFFERS = 1 << 20;
+const PACK_WRITE_BYTES = 4 << 20;
+/** Index entries filled between checks of the slice clock. */
+const INDEX_STEP_ENTRIES = 8192;
+
+const HEADER_FILE = 'image.json';
+
+/** The file system and clock an image is written with (node:fs and Node's clock unless a simulator passes its own). */
+export interface ImageIo {
+  disk: Disk;
+  clock: Pick<Clock, 'now' | 'monoMs'>;
+}
+
+export const PRODUCTION_IMAGE_IO: ImageIo = { disk: nodeDisk, clock: systemClock };
+
+async function writeSynced(disk: Disk, p: string, data: Uint8Array | string): Promise<void> {
+  const fh = await disk.openAsync(p, 'w', FILE_MODE);
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Write a new image for `header` into `<dataDir>/base`. The caller guarantees the storage does not
+ * change until the promise settles (the primary holds its write lock, a standby holds replay);
+ * between steps the event loop runs, so the node answers its clients meanwhile. On failure the
+ * changed relations are put back (the next image writes them) and the previous image stays.
+ */
+export async function writeDataImage(
+  dataDir: string,
+  header: Pick<DataImageHeader, 'redoLsn' | 'redoPrevLsn' | 'timeline'>,
+  src: ImageSource,
+  state: ImageState,
+  pause: () => Promise<void>,
+  io: ImageIo = PRODUCTION_IMAGE_IO,
+): Promise<ImageWriteStats> {
+  const { disk, clock } = io;
+  const base = path.join(dataDir, 'base');
+  const fresh = !disk.exists(base);
+  makeDir(base, disk);
+  // A new base/ is an entry of the data directory: durable only once that directory is fsynced
+  // (found by the simulator's strict disk: a power loss lost the first image's directory).
+  if (fresh) fsyncDir(dataDir, disk);
+  const gen = state.generation + 1;
+  const stats: ImageWriteStats = {
+    generation: gen, relationsWritten: 0, relationsChanged: 0, relationsCompacted: 0, relationsDropped: 0, relations: 0,
+    filesWritten: 0, fsyncs: 0, bytesWritten: 0, filesRemoved: 0, buffersWritten: 0, pauses: 0, longestStepMs: 0,
+  };
+  let sliceStart = clock.monoMs();
+  /** Every await gives the event loop a turn: account for the synchronous stretch before it. */
+  const turn = async <T>(p: Promise<T>): Promise<T> => {
+    stats.longestStepMs = Math.max(stats.longestStepMs, clock.monoMs() - sliceStart);
+    stats.pauses++;
+    try {
+      return await p;
+    } finally {
+      sliceStart = clock.monoMs();
+    }
+  };
+  const maybePause = async (): Promise<void> => {
+    if (clock.monoMs() - sliceStart < SLICE_MS) return;
+    await turn(pause());
+  };
+
+  // BufferSync, in steps.
+  for (let from = 0; from < src.nBuffers; from += FLUSH_STEP_BUFFERS) {
+    stats.buffersWritten += src.flushBuffers(from, from + FLUSH_STEP_BUFFERS);
+    await maybePause();
+  }
+
+  const changed = src.takeChanged();
+  const packName = `rels.${gen}`;
+  const created: string[] = [];
+  try {
+    // What the new pack holds: changed relations, plus the live ones of packs less than half alive.
+    const dropped: RelFileNumber[] = [];
+    const toWrite: RelFileNumber[] = [];
+    const liveAfter = new Map(state.packLive);
+    for (const rel of changed) {
+      const old = state.entries.get(rel);
+      if (old !== undefined) liveAfter.set(old.pack, liveAfter.get(old.pack)! - 1);
+      if (src.hasRelation(rel)) toWrite.push(rel);
+      else if (old !== undefined) dropped.push(rel);
+    }
+    stats.relationsChanged = toWrite.length;
+    stats.relationsDropped = dropped.length;
+    const compactPacks = new Set<number>();
+    for (const [pack, live] of liveAfter) if (live > 0 && live * 2 < state.packTotal.get(pack)!) compactPacks.add(pack);
+    if (compactPacks.size > 0) {
+      for (const [rel, e] of state.entries) {
+        if (compactPacks.has(e.pack) && !changed.has(rel)) {
+          toWrite.push(rel);
+          stats.relationsCompacted++;
+          liveAfter.set(e.pack, liveAfter.get(e.pack)! - 1);
+        }
+      }
+    }
+    toWrite.sort((a, b) => a - b);
+
+    // The pack: relations serialized back to back, written in large writes, fsynced once.
+    const placed = new Map<RelFileNumber, ImageEntry>();
+    if (toWrite.length > 0) {
+      const fh = await turn(disk.openAsync(path.join(base, packName), 'w', FILE_MODE));
+      created.push(packName);
+      try {
+        let pending: Uint8Array[] = [];
+        let pendingBytes = 0;
+        let offset = 0;
+        const writePending = async (): Promise<void> => {
+          if (pendingBytes === 0) return;
+          await turn(fh.writev(pending));
+          pending = [];
+          pendingBytes = 0;
+        };
+        for (const rel of toWrite) {
+          const bytes = src.serializeRelation(rel);
+          placed.set(rel, { pack: gen, offset, length: bytes.length });
+          offset += bytes.length;
+          pending.push(bytes);
+          pendingBytes += bytes.length;
+          if (pendingBytes >= PACK_WRITE_BYTES || clock.monoMs() - sliceStart >= SLICE_MS) await writePending();
+        }
+        await writePending();
+        await turn(fh.sync());
+        stats.fsyncs++;
+        stats.bytesWritten += offset;
+      } finally {
+        await turn(fh.close());
+      }
+      stats.filesWritten++;
+      stats.relationsWritten = toWrite.length;
+    }
+
+    // The index of every relation (old entries carried over, new ones placed, dropped ones gone).
+    const droppedSet = new Set(dropped);
+    const total = state.entries.size - dropped.length + [...placed.keys()].filter((r) => !state.entries.has(r)).length;
+    const index = new Float64Array(total * 4);
+    let i = 0;
+    const put = (rel: RelFileNumber, e: ImageEntry): void => {
+      index[i] = rel;
+      index[i + 1] = e.pack;
+      index[i + 2] = e.offset;
+      index[i + 3] = e.length;
+      i += 4;
+    };
+    let n = 0;
+    for (const [rel, e] of state.entries) {
+      if (++n % INDEX_STEP_ENTRIES === 0) await maybePause();
+      if (!droppedSet.has(rel) && !placed.has(rel)) put(rel, e);
+    }
+    for (const [rel, e] of placed) put(rel, e);
+    assert(i === index.length, `INV-IMAGE-1: index holds ${i / 4} of ${total} relations`);
+    stats.relations = total;
+    await maybePause();
+    /** Run a serialization generator, giving the event loop turns between its steps. */
+    const drive = async <T>(steps: Generator<void, T, void>): Promise<T> => {
+      for (;;) {
+        const r = steps.next();
+        if (r.done) return r.value;
+        await maybePause();
+      }
+    };
+    const files = { index: `index.${gen}`, smgr: `smgr.${gen}`, clog: `pg_xact.${gen}`, catalogTables: `catalog.${gen}` };
+    const contents: Array<[string, Uint8Array | string]> = [
+      [files.index, new Uint8Array(index.buffer)],
+      [files.smgr, await drive(src.smgrSteps())],
+      [files.clog, src.serializeClog()],
+      [files.catalogTables, await drive(src.catalogTablesSteps())],
+    ];
+    for (const [name, data] of contents) {
+      created.push(name);
+      await turn(writeSynced(disk, path.join(base, name), data));
+      stats.filesWritten++;
+      stats.fsyncs++;
+      stats.bytesWritten += data.length;
+    }
+    const full: DataImageHeader = {
+      ...header, catalog: { tables: [], ...src.catalogCounters() }, writtenAt: new Date(clock.now()).toISOString(), format: 2, generation: gen, ...files,
+    };
+    const tmp = path.join(base, `${HEADER_FILE}.tmp`);
+    await turn(writeSynced(disk, tmp, JSON.stringify(full)));
+    await turn(disk.renameAsync(tmp, path.join(base, HEADER_FILE)));
+    fsyncDir(base, disk);
+    stats.filesWritten++;
+    stats.fsyncs += 2;
+
+    // The new image is in place: update the state, then remove what nothing refers to any more.
+    const obsolete = [...state.files, ...state.legacyFiles];
+    for (const rel of dropped) state.entries.delete(rel);
+    for (const [rel, e] of placed) state.entries.set(rel, e);
+    if (placed.size > 0) {
+      liveAfter.set(gen, placed.size);
+      state.packTotal.set(gen, placed.size);
+    }
+    for (const [pack, live] of liveAfter) {
+      if (live > 0) continue;
+      liveAfter.delete(pack);
+      state.packTotal.delete(pack);
+      obsolete.push(`rels.${pack}`);
+    }
+    state.packLive.clear();
+    for (const [pack, live] of liveAfter) state.packLive.set(pack, live);
+    state.generation = gen;
+    state.files = Object.values(files);
+    if (state.legacyFiles.length > 0) {
+      // The first format-2 image: the format-1 swap directories go too.
+      for (const dir of ['base.old', 'base.new']) await turn(disk.rmrfAsync(path.join(dataDir, dir)));
+    }
+    state.legacyFiles = [];
+    for (const name of obsolete) {
+      await turn(disk.rmrfAsync(path.join(base, name)));
+      stats.filesRemoved++;
+    }
+    stats.longestStepMs = Math.max(stats.longestStepMs, clock.monoMs() - sliceStart);
+    return stats;
+  } catch (e) {
+    src.markChanged(changed);
+    for (const name of created) disk.rmrf(path.join(base, name));
+    throw e;
+  }
+}
+
+/** Read the image of `dataDir`: its header, every relation's bytes, smgr and CLOG bytes, and the state. */
+export function readDataImage(dataDir: string, disk: Disk = nodeDisk): {
+  header: DataImageHeader;
+  relations: Array<[RelFileNumber, Uint8Array]>;
+  smgr: Uint8Array;
+  clog: Uint8Array;
+  state: ImageState;
+} {
+  let base = path.join(dataDir, 'base');
+  // Format 1: a crash between the two renames of the directory swap leaves only base.old.
+  if (!disk.exists(path.join(base, HEADER_FILE))) base = path.join(dataDir, 'base.old');
+  const headerPath = path.join(base, HEADER_FILE);
+  assert(disk.exists(headerPath), `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`);
+  const header = JSON.parse(readTextFile(disk, headerPath)) as DataImageHeader;
+  const read = (name: string) => disk.readFile(path.join(base, name));
+  if (header.format !== 2) {
+    const rels = header.relations ?? [];
+    const state = ImageState.empty();
+    state.legacyFiles = [...rels.map(String), 'smgr', 'pg_xact'];
+    return { header, relations: rels.map((rel) => [rel, read(String(rel))]), smgr: read('smgr'), clog: read('pg_xact'), state };
+  }
+  const index = new Float64Array(read(header.index!).slice().buffer);
+  const state = new ImageState(header.generation!, new Map(), new Map(), new Map(), [header.index!, header.smgr!, header.clog!, header.catalogTables!], []);
+  header.catalog = { ...header.catalog, tables: JSON.parse(readTextFile(disk, path.join(base, header.catalogTables!))) as CatalogSnapshot['tables'] };
+  const packs = new Map<number, Uint8Array>();
+  const relations: Array<[RelFileNumber, Uint8Array]> = [];
+  for (let i = 0; i < index.length; i += 4) {
+    const [rel, pack, offset, length] = [index[i]!, index[i + 1]!, index[i + 2]!, index[i + 3]!];
+    let bytes = packs.get(pack);
+    if (bytes === undefined) {
+      bytes = read(`rels.${pack}`);
+      packs.set(pack, bytes);
+    }
+    assert(offset + length <= bytes.length, `INV-IMAGE-2: relation ${rel} lies beyond the end of rels.${pack}`);
+    relations.push([rel, bytes.subarray(offset, offset + length)]);
+    state.entries.set(rel, { pack, offset, length });
+    state.packLive.set(pack, (state.packLive.get(pack) ?? 0) + 1);
+  }
+  // A pack's total is not recorded: count what lives now (compaction then starts from there).
+  for (const [pack, live] of state.packLive) state.packTotal.set(pack, live);
+  // Files of an image that crashed before its switch, or not yet removed after it: garbage.
+  const keep = new Set([HEADER_FILE, ...state.files, ...[...packs.keys()].map((p) => `rels.${p}`)]);
+  for (const name of disk.readdir(base)) if (!keep.has(name)) disk.rmrf(path.join(base, name));
+  return { header, relations, smgr: read(header.smgr!), clog: read(header.clog!), state };
+}
