@@ -141,6 +141,9 @@ export class WalReceiver {
     this.send({ type: 'START_REPLICATION', startLsn, timeline: this.deps.timeline(), applicationName: this.deps.applicationName });
     this.sendStatus(); // the initial reply (walreceiver.c): the walsender learns our positions now
     this.deps.log(`LOG:  ${verb} streaming WAL from primary at ${formatLsn(startLsn)} on timeline ${this.deps.timeline()}`);
+    // "Send initial reply/feedback messages" (WalReceiverMain): the upstream learns this standby's
+    // positions at once, so pg_stat_replication shows them before any WAL flows.
+    this.sendStatus();
   }
 
   private scheduleReconnect(): void {
