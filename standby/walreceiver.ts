@@ -139,7 +139,6 @@ export class WalReceiver {
     this.startLsns.push(startLsn);
     if (this.startLsns.length > 32) this.startLsns.shift();
     this.send({ type: 'START_REPLICATION', startLsn, timeline: this.deps.timeline(), applicationName: this.deps.applicationName });
-    this.sendStatus(); // the initial reply (walreceiver.c): the walsender learns our positions now
     this.deps.log(`LOG:  ${verb} streaming WAL from primary at ${formatLsn(startLsn)} on timeline ${this.deps.timeline()}`);
     // "Send initial reply/feedback messages" (WalReceiverMain): the upstream learns this standby's
     // positions at once, so pg_stat_replication shows them before any WAL flows.
