@@ -123,7 +123,7 @@ export class NodeStorage {
     if (image.header.format !== 2) heap.markChanged(image.relations.map(([rel]) => rel));
     const smgr = StorageManager.deserialize(image.smgr);
     const clog = Clog.deserialize(image.clog);
-    const storage = new NodeStorage(new BufferPool(nBuffers), smgr, heap, clog, Catalog.fromSnapshot(image.header.catalog), dropSettings);
+    const storage = new NodeStorage(new BufferPool(nBuffers, poolOptionsFor(dropSettings)), smgr, heap, clog, Catalog.fromSnapshot(image.header.catalog), dropSettings);
     storage.imageState = image.state;
     return { storage, header: image.header };
   }

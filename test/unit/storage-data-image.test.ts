@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeStorage } from '../../storage/node-storage.ts';
 import type { DropSettings } from '../../storage/drop.ts';
+import { runSteps } from '../../storage/drop-full-scan.ts';
 
 const SETTINGS = { strategy: 'cached-lookup', thresholdDivisor: 32, forceOptimized: false } as DropSettings;
 const noPause = async () => {};
@@ -83,6 +84,15 @@ describe('data image', () => {
     expect(NodeStorage.loadImage(dir, 1024, SETTINGS).header.redoLsn).toBe(1 << 20);
     expect(fs.existsSync(path.join(dir, 'base', 'rels.2'))).toBe(false);
     expect((await st.writeImage(dir, header(3), noPause)).relationsChanged).toBe(1);
+  });
+
+  it('a loaded image gets the buffer pool its drop strategy needs (rel-list keeps relation lists)', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-image-'));
+    const st = storageWith(2);
+    await st.writeImage(dir, header(1), noPause);
+    const relList = { ...SETTINGS, strategy: 'rel-list' } as DropSettings;
+    const { storage } = NodeStorage.loadImage(dir, 1024, relList);
+    expect(() => runSteps(storage.smgrdounlinkallSteps([20000]))).not.toThrow();
   });
 
   it('reads a format-1 image (one file per relation) and replaces it', async () => {
