@@ -14,12 +14,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pgUnavailableReason } from '../helpers/postgres.ts';
+import { defaultCostProfile } from '../../storage/cost-model/profile.ts';
 import { planMulti, planThreshold, runCell, type RunRecord, type SweepSettings } from '../../scripts/experiment/sweep.ts';
 
 const reason = pgUnavailableReason();
 const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-pg-fidelity-'));
 afterAll(() => fs.rmSync(workDir, { recursive: true, force: true }));
-const settings: SweepSettings = { primarySharedBuffers: '128MB', thresholdDivisor: 32, workDir, waitSeconds: 600 };
+const settings: SweepSettings = { primarySharedBuffers: '128MB', thresholdDivisor: 32, workDir, waitSeconds: 600, profile: defaultCostProfile() };
 const TABLES = 300;
 
 describe.skipIf(reason !== null)(`real PostgreSQL fidelity${reason ? ` (skipped: ${reason})` : ''}`, () => {
