@@ -32,8 +32,11 @@ describe.skipIf(reason !== null)(`real PostgreSQL fidelity${reason ? ` (skipped:
     const extraDescriptors = TABLES * (524_288 - 16_384);
     expect(growth('truncate-toast') - growth('truncate')).toBeGreaterThan(extraDescriptors * 1e-6);
     expect(growth('truncate-toast')).toBeGreaterThan(3 * Math.max(growth('vacuum'), 0));
-    // The WAL replayed does not depend on shared_buffers.
-    for (const v of ['vacuum', 'truncate', 'truncate-toast']) expect(r[`${v} 4GB`]!.recordsReplayed).toBe(r[`${v} 128MB`]!.recordsReplayed);
+    // The WAL replayed does not depend on shared_buffers, up to the records background processes
+    // log meanwhile (the bgwriter's Standby/RUNNING_XACTS every 15 s; one was seen in a run).
+    for (const v of ['vacuum', 'truncate', 'truncate-toast']) {
+      expect(Math.abs(r[`${v} 4GB`]!.recordsReplayed - r[`${v} 128MB`]!.recordsReplayed), v).toBeLessThanOrEqual(5);
+    }
   }, 600_000);
 
   it('Test A: VACUUM replay of NB/8 at 1GB replays ~64× the records of NB/512 and takes longer', async () => {
