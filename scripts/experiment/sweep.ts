@@ -263,6 +263,20 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
   }
 }
 
+/**
+ * A PostgreSQL run whose promote request slept out `wal_retrieve_retry_interval` (5 s): flagged by
+ * the resume step when the request was noticed late, or — when the sleep came before replay logged
+ * the end of WAL, which the flag cannot see — a run at least STALL_OUTLIER_MS slower than the median
+ * of the cell's other runs (a real 4GB run took 5,045 ms where the other two took 89 and 53).
+ */
+export const STALL_OUTLIER_MS = 4000;
+export function isStalled(r: RunRecord, cellRuns: readonly RunRecord[]): boolean {
+  if (r.engine !== 'postgres') return false;
+  if (r.stall === true) return true;
+  const others = cellRuns.filter((o) => o !== r).map((o) => o.failoverMs);
+  return others.length >= 2 && r.failoverMs - median(others) >= STALL_OUTLIER_MS;
+}
+
 export function median(xs: number[]): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -277,7 +291,7 @@ export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[]
     const rs = records.filter((r) => cellKey(r) === key);
     const mean = (f: (r: RunRecord) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
     const replays = rs.map((r) => r.replayMs).filter((v): v is number => v !== null);
-    const clean = rs.filter((r) => r.stall !== true);
+    const clean = rs.filter((r) => !isStalled(r, rs));
     const modeled = (f: (r: RunRecord) => number) => (rs.length ? mean(f) : NaN);
     const polled = rs.map((r) => r.modeledPolledS).filter((v): v is number => v !== null);
     return {

@@ -52,6 +52,16 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
     expect(again.constants['scan.multi.cache'].seconds).toBe(a.groupSeconds.scan);
   }, 120_000);
 
+  it('counts a run 5 s slower than the cell\'s other runs as a stall even when unflagged', () => {
+    // The 4GB Test A NB/512 cell of a real calibration: 89, 5,045 and 53 ms.
+    const runs = [89, 5045, 53].map((ms, i) => ({ ...records[0]!, run: i + 1, failoverMs: ms, stall: false }));
+    const cells = summarise(plan.slice(0, 1), runs);
+    expect(cells[0]!.stalls).toBe(1);
+    expect(cells[0]!.failoverMsMedian).toBe(71);
+    // Three ordinary runs: none excluded.
+    expect(summarise(plan.slice(0, 1), [910, 571, 252].map((ms, i) => ({ ...records[0]!, run: i + 1, failoverMs: ms, stall: false })))[0]!.stalls).toBe(0);
+  });
+
   it('leaves stalled runs out of the median the fit uses', () => {
     const stalled = records.map((r, i) => (i === 0 ? { ...r, run: 2, failoverMs: r.failoverMs + 5000, stall: true } : r));
     const cells = summarise(plan.slice(0, 1), [records[0]!, stalled[0]!]);
