@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import { checkSegmentSize } from '../wal/segment.ts';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { listNodes, nodeDir, readPidFile, RELOADABLE_SETTINGS, type NodeName } from '../server/cluster-files.ts';
+import { listNodes, nodeDir, PASSWORD_ENCRYPTIONS, readPidFile, RELOADABLE_SETTINGS, type NodeName, type PasswordEncryption } from '../server/cluster-files.ts';
 import { runningPid, startNode, stopNode } from '../server/pg-ctl.ts';
 import { divergence, supersededBy, type Divergence } from '../server/fencing.ts';
 import { isWalsimError, WalsimError } from '../common/errors.ts';
@@ -31,7 +31,8 @@ const USAGE = `usage: npm run cluster -- <command> [options]
           [--standbys N | --standby NAME ...] [--synchronous-standby-names 'FIRST 1 (s1, s2)']
           [--drop-strategy cached-lookup|full-scan|rel-list|recovery-hash|cache-at-create] [--threshold-divisor 32] [--force-optimized]
           [--wal-segment-size 16MB] [--checkpoint-timeout 5min] [--max-wal-size 1GB] [--wal-keep-size 0]
-          [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD] [--dir .walsim]
+          [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD]
+          [--password-encryption scram-sha-256|md5] [--dir .walsim]
           [--node NAME]  start one node of an existing cluster (an old primary is refused after a failover)
   stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]
   status  [--json] [--dir .walsim]
@@ -71,6 +72,7 @@ async function cmdStart(argv: string[]): Promise<number> {
     listen: { type: 'string', default: '127.0.0.1' },
     'pg-port': { type: 'string' },
     password: { type: 'string' },
+    'password-encryption': { type: 'string', default: 'scram-sha-256' },
     standbys: { type: 'string' },
     standby: { type: 'string', multiple: true },
     'synchronous-standby-names': { type: 'string' },
@@ -112,7 +114,7 @@ async function cmdStart(argv: string[]): Promise<number> {
       walSegmentSize: parseSharedBuffers(values['wal-segment-size']!).bytes,
       listen: values.listen!,
       ...(values['pg-port'] !== undefined ? { pgPortBase: parsePort(values['pg-port']) } : {}),
-      ...(values.password !== undefined ? { password: parsePassword(values.password) } : {}),
+      ...(values.password !== undefined ? { password: parsePassword(values.password), passwordEncryption: parsePasswordEncryption(values['password-encryption']!) } : {}),
       ...(values['synchronous-standby-names'] !== undefined ? { synchronousStandbyNames: values['synchronous-standby-names'] } : {}),
       wal: {
         checkpointTimeoutS: parseCheckpointTimeout(values['checkpoint-timeout']!),
@@ -164,6 +166,11 @@ function parsePort(text: string): number {
   const n = Number(text);
   if (!/^\d+$/.test(text) || n < 1 || n > 65534) throw new UsageError(`--pg-port must be a TCP port between 1 and 65534 (the standby takes the next one), got "${text}"`);
   return n;
+}
+
+function parsePasswordEncryption(text: string): PasswordEncryption {
+  if ((PASSWORD_ENCRYPTIONS as readonly string[]).includes(text)) return text as PasswordEncryption;
+  throw new UsageError(`--password-encryption must be one of ${PASSWORD_ENCRYPTIONS.join(', ')}, got "${text}"`);
 }
 
 function parsePassword(text: string): string {

@@ -96,23 +96,37 @@ export function ensureToken(clusterDir: string): string {
   return token;
 }
 
+/** How PostgreSQL-port clients prove the password (PostgreSQL's password_encryption). */
+export type PasswordEncryption = 'scram-sha-256' | 'md5';
+export const PASSWORD_ENCRYPTIONS: readonly PasswordEncryption[] = ['scram-sha-256', 'md5'];
+
+export interface PgPassword {
+  passwordEncryption: PasswordEncryption;
+  password: string;
+}
+
 /**
- * The password every PostgreSQL-protocol client must give (md5), when the cluster was started
- * with --password; null means trust (loopback clients only). Mode 0600, like the token.
+ * The password every PostgreSQL-protocol client must give, when the cluster was started with
+ * --password; absent means trust (loopback clients only). JSON, mode 0600, like the token.
  */
 export function pgPasswordPath(clusterDir: string): string {
   return path.join(clusterDir, 'pg_password');
 }
 
-export function writePgPassword(clusterDir: string, password: string): void {
+export function writePgPassword(clusterDir: string, value: PgPassword): void {
   makeDir(clusterDir);
-  fs.writeFileSync(pgPasswordPath(clusterDir), password + '\n', { mode: FILE_MODE });
+  fs.writeFileSync(pgPasswordPath(clusterDir), JSON.stringify(value) + '\n', { mode: FILE_MODE });
   fs.chmodSync(pgPasswordPath(clusterDir), FILE_MODE);
 }
 
-export function readPgPassword(clusterDir: string): string | null {
+export function readPgPassword(clusterDir: string): PgPassword | null {
   const p = pgPasswordPath(clusterDir);
-  return fs.existsSync(p) ? fs.readFileSync(p, 'utf8').replace(/\n$/, '') : null;
+  if (!fs.existsSync(p)) return null;
+  const v = JSON.parse(fs.readFileSync(p, 'utf8')) as PgPassword;
+  if (!PASSWORD_ENCRYPTIONS.includes(v.passwordEncryption) || typeof v.password !== 'string' || v.password === '') {
+    throw new WalsimError('invalid_input', `${p} does not hold a password (expected {"passwordEncryption": "scram-sha-256"|"md5", "password": "…"})`);
+  }
+  return v;
 }
 
 export function readToken(clusterDir: string): string {

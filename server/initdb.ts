@@ -13,7 +13,7 @@ import { NodeStorage } from '../storage/node-storage.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { WalsimError } from '../common/errors.ts';
 import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
-import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig } from './cluster-files.ts';
+import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig, type PasswordEncryption } from './cluster-files.ts';
 import { writeControlFile } from './control-file.ts';
 import { STANDBY_SIGNAL, ServerNode } from './node.ts';
 import { DEFAULT_WAL_SETTINGS, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';
@@ -30,8 +30,10 @@ export interface InitOptions {
   listen: string;
   /** First PostgreSQL wire-protocol port (primary; the standbys take the next ones); absent: free ports. */
   pgPortBase?: number;
-  /** Password PostgreSQL-protocol clients must give (md5); absent: trust, loopback clients only. */
+  /** Password PostgreSQL-protocol clients must give; absent: trust, loopback clients only. */
   password?: string;
+  /** How they prove it (password_encryption); default scram-sha-256, PostgreSQL 14+'s default. */
+  passwordEncryption?: PasswordEncryption;
   /**
    * Names of the standbys to create, each streaming from the primary with application_name = its
    * name. Omitted: one standby named "standby" with application_name "walreceiver" (the seed's).
@@ -189,7 +191,9 @@ export async function initCluster(clusterDir: string, opts: InitOptions): Promis
 async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void> {
   const plan = plannedStandbys(opts);
   ensureToken(clusterDir);
-  if (opts.password !== undefined) writePgPassword(clusterDir, opts.password);
+  if (opts.password !== undefined) {
+    writePgPassword(clusterDir, { passwordEncryption: opts.passwordEncryption ?? 'scram-sha-256', password: opts.password });
+  }
   // Ports are picked one after the other; never hand the same one out twice.
   const nodes = 1 + plan.standbys.length;
   const taken = new Set<number>(opts.pgPortBase !== undefined ? Array.from({ length: nodes }, (_, i) => opts.pgPortBase! + i) : []);

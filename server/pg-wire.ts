@@ -5,6 +5,7 @@
  * Who does what. pg-gateway's `PostgresConnection` handles the start-up packet, the SSLRequest
  * refusal ('N'), md5 password authentication (challenge, check, 28P01) and encodes ErrorResponse,
  * ParameterStatus and ReadyForQuery. pg-gateway 0.2.4 cannot do the rest, so walsim does it here:
+ * - SCRAM-SHA-256 authentication (0.2.4 has no SASL), PostgreSQL 14+'s default;
  * - a frame guard in front of it: every message's length is checked against a limit before any of
  *   it is buffered, and start-up packets must be well formed (pg-gateway has no size limit, loops
  *   forever on a zero-length start-up packet and reads past unterminated strings);
@@ -24,7 +25,7 @@
  * its socket while it does (the socket is paused), so a client cannot queue unbounded work.
  */
 import * as net from 'node:net';
-import { randomInt, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { hashMd5Password, PostgresConnection, type BackendError, type PostgresConnectionOptions } from 'pg-gateway';
 import { assert, InvariantViolation } from '../common/assert.ts';
 import { isWalsimError, WalsimError } from '../common/errors.ts';
@@ -32,6 +33,7 @@ import type { Notice, QueryResult, SqlValue } from './control-protocol.ts';
 import { parseStatement, splitStatements, type Statement } from './sql-parser.ts';
 import { describeStatement, type PgTypeName, type ResultColumn } from './sql-functions.ts';
 import { PG_SERVER_VERSION } from './settings.ts';
+import type { PgPassword } from './cluster-files.ts';
 
 /** What a wire session needs from its node. */
 export interface PgWireBackend {
@@ -48,8 +50,8 @@ export interface PgWireBackend {
 export interface PgWireOptions {
   host: string;
   port: number;
-  /** md5 password every client must give; null = trust, and then loopback clients only. */
-  password: string | null;
+  /** The password every client must give and how (SCRAM-SHA-256 or md5); null = trust, loopback only. */
+  password: PgPassword | null;
   backend: PgWireBackend;
   /** max_connections (PostgreSQL's default 100). */
   maxConnections?: number;
@@ -172,6 +174,80 @@ function isLoopback(address: string | undefined): boolean {
   return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
+/**
+ * A SCRAM-SHA-256 verifier (RFC 5802/7677), computed once per server start like the one PostgreSQL
+ * stores in pg_authid: salt, iterations, StoredKey, ServerKey.
+ */
+export interface ScramVerifier {
+  salt: Buffer;
+  iterations: number;
+  storedKey: Buffer;
+  serverKey: Buffer;
+}
+
+const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
+
+export function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): ScramVerifier {
+  // walsim passes the password through as is (PostgreSQL applies SASLprep, a no-op for ASCII).
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  return {
+    salt, iterations,
+    storedKey: createHash('sha256').update(hmac(salted, 'Client Key')).digest(),
+    serverKey: hmac(salted, 'Server Key'),
+  };
+}
+
+/** One SCRAM-SHA-256 exchange (auth-scram.c): client-first → server-first → client-final → server-final. */
+class ScramExchange {
+  private clientFirstBare = '';
+  private serverFirst = '';
+  private nonce = '';
+  private gs2Header = '';
+  constructor(private readonly verifier: ScramVerifier) {}
+
+  /** SASLInitialResponse: mechanism, then client-first-message. Returns server-first-message. */
+  first(body: Buffer): string {
+    const r = new BodyReader(body, 'SASLInitialResponse');
+    const mechanism = r.cstring();
+    if (mechanism !== 'SCRAM-SHA-256') {
+      throw new FatalError('28000', `client selected an invalid SASL authentication mechanism "${mechanism}" (walsim offers SCRAM-SHA-256 only)`);
+    }
+    const len = r.int32();
+    if (len < 0) throw protocolViolation('malformed SCRAM message: the client-first-message is missing');
+    const message = r.bytes(len).toString('utf8');
+    r.end();
+    // gs2-header: "n,," (no channel binding) or "y,," (client could but server does not); "p=" needs TLS.
+    const m = /^([ny]),(?:a=[^,]*)?,(n=[^,]*,r=([^,]+)(?:,.*)?)$/.exec(message);
+    if (m === null) {
+      if (message.startsWith('p=')) throw new FatalError('28000', 'channel binding is not supported: walsim has no TLS (connect with channel_binding=disable)');
+      throw protocolViolation(`malformed SCRAM message: unexpected client-first-message "${message}"`);
+    }
+    this.gs2Header = message.slice(0, message.length - m[2]!.length);
+    this.clientFirstBare = m[2]!;
+    this.nonce = m[3]! + randomBytes(18).toString('base64');
+    this.serverFirst = `r=${this.nonce},s=${this.verifier.salt.toString('base64')},i=${this.verifier.iterations}`;
+    return this.serverFirst;
+  }
+
+  /** SASLResponse: client-final-message. Returns server-final-message, or null for a wrong password. */
+  final(body: Buffer): string | null {
+    const message = body.toString('utf8');
+    const m = /^c=([^,]*),r=([^,]*)(?:,.*)?,p=([A-Za-z0-9+/=]+)$/.exec(message);
+    if (m === null) throw protocolViolation('malformed SCRAM message: unexpected client-final-message');
+    if (Buffer.from(m[1]!, 'base64').toString('utf8') !== this.gs2Header) throw protocolViolation('malformed SCRAM message: unexpected channel-binding data');
+    if (m[2] !== this.nonce) throw protocolViolation('malformed SCRAM message: the nonce does not match');
+    const withoutProof = message.slice(0, message.lastIndexOf(',p='));
+    const authMessage = `${this.clientFirstBare},${this.serverFirst},${withoutProof}`;
+    const proof = Buffer.from(m[3]!, 'base64');
+    const signature = hmac(this.verifier.storedKey, authMessage);
+    if (proof.length !== signature.length) return null;
+    const clientKey = Buffer.alloc(proof.length);
+    for (let i = 0; i < proof.length; i++) clientKey[i] = proof[i]! ^ signature[i]!;
+    if (!timingSafeEqual(createHash('sha256').update(clientKey).digest(), this.verifier.storedKey)) return null;
+    return `v=${hmac(this.verifier.serverKey, authMessage).toString('base64')}`;
+  }
+}
+
 /** pg-gateway's connection with PostgreSQL's post-authentication sequence instead of its own. */
 class GatewayConnection extends PostgresConnection {
   afterAuthentication: () => void = () => {};
@@ -213,6 +289,10 @@ class PgWireSession {
   private readonly portals = new Map<string, Portal>();
   private running: AbortController | null = null;
   private readonly authTimer: NodeJS.Timeout;
+  /** SCRAM: the exchange in progress, and the start-up packet pg-gateway gets once it succeeds. */
+  private scram: ScramExchange | null = null;
+  private scramStartup: Buffer | null = null;
+  private scramFirstDone = false;
 
   constructor(
     private readonly socket: net.Socket,
@@ -220,10 +300,13 @@ class PgWireSession {
   ) {
     const opts: PostgresConnectionOptions = {
       serverVersion: PG_SERVER_VERSION,
-      authMode: server.opts.password === null ? 'none' : 'md5Password',
+      // SCRAM is done here (pg-gateway 0.2.4 has no SASL): pg-gateway sees the start-up packet only
+      // once the exchange succeeded, and then completes authentication without a password.
+      authMode: server.opts.password?.passwordEncryption === 'md5' ? 'md5Password' : 'none',
       validateCredentials: async (cred) => {
-        if (cred.authMode !== 'md5Password' || server.opts.password === null) return false;
-        const expected = Buffer.from(await hashMd5Password(cred.user, server.opts.password, cred.salt));
+        const pw = server.opts.password;
+        if (cred.authMode !== 'md5Password' || pw === null || pw.passwordEncryption !== 'md5') return false;
+        const expected = Buffer.from(await hashMd5Password(cred.user, pw.password, cred.salt));
         const given = Buffer.from(cred.hash);
         return expected.length === given.length && timingSafeEqual(expected, given);
       },
@@ -336,6 +419,7 @@ class PgWireSession {
     if (this.phase === 'auth') {
       if (type === 'X') return this.close();
       if (type !== 'p') throw protocolViolation(`expected password response, got message type "${type}"`);
+      if (this.scram !== null) return this.scramStep(frame.subarray(5));
       if (frame[frame.length - 1] !== 0) throw protocolViolation('invalid password packet: not NUL-terminated');
       await this.conn.handleData(Buffer.from(frame));
       return;
@@ -383,7 +467,33 @@ class PgWireSession {
     this.phase = 'auth';
     const forGateway = Buffer.from(packet);
     forGateway.writeInt32BE(3 << 16, 4); // pg-gateway accepts exactly 3.0
+    const verifier = this.server.scramVerifier;
+    if (verifier !== null) {
+      // AuthenticationSASL: the mechanisms we offer.
+      this.scram = new ScramExchange(verifier);
+      this.scramStartup = forGateway;
+      this.write(this.conn.writer.addInt32(10).addCString('SCRAM-SHA-256').addCString('').flush(code('R')));
+      return;
+    }
     await this.conn.handleData(forGateway);
+  }
+
+  /** A SASLInitialResponse or SASLResponse ('p') of the SCRAM exchange. */
+  private async scramStep(body: Buffer): Promise<void> {
+    const scram = this.scram!;
+    if (!this.scramFirstDone) {
+      const serverFirst = scram.first(body);
+      this.scramFirstDone = true;
+      this.write(this.conn.writer.addInt32(11).add(Buffer.from(serverFirst)).flush(code('R'))); // AuthenticationSASLContinue
+      return;
+    }
+    const serverFinal = scram.final(body);
+    if (serverFinal === null) throw new FatalError('28P01', `password authentication failed for user "${this.user}"`);
+    this.write(this.conn.writer.addInt32(12).add(Buffer.from(serverFinal)).flush(code('R'))); // AuthenticationSASLFinal
+    this.scram = null;
+    const startup = this.scramStartup!;
+    this.scramStartup = null;
+    await this.conn.handleData(startup); // pg-gateway (authMode none): AuthenticationOk and the rest
   }
 
   /** AuthenticationOk was sent: report parameters, the cancel key, and become ready. */
@@ -710,7 +820,11 @@ function textOf(v: SqlValue): string | null {
 class PgWireServer {
   private readonly sessions = new Set<PgWireSession>();
   private readonly admitted = new Set<PgWireSession>();
-  constructor(readonly opts: PgWireOptions) {}
+  /** Computed once, like the verifier PostgreSQL keeps in pg_authid. */
+  readonly scramVerifier: ScramVerifier | null;
+  constructor(readonly opts: PgWireOptions) {
+    this.scramVerifier = opts.password?.passwordEncryption === 'scram-sha-256' ? scramVerifier(opts.password.password) : null;
+  }
 
   accept(socket: net.Socket): void {
     const session = new PgWireSession(socket, this);

@@ -242,32 +242,69 @@ describe('hostile input on the PostgreSQL port', () => {
   });
 });
 
+/** A cluster whose PostgreSQL port requires `password`, proven with `passwordEncryption`. */
+async function passwordCluster(passwordEncryption: 'scram-sha-256' | 'md5'): Promise<ClusterHandle> {
+  const dir = await ClusterHandle.initTemp('walsim-pgpass-', {
+    sharedBuffers: '16MB', standbySharedBuffers: '16MB', synchronousCommit: 'remote_write', dropStrategy: 'cached-lookup',
+    thresholdDivisor: 32, forceOptimized: false, walSegmentSize: 1024 * 1024, listen: '127.0.0.1', password: 's3cret', passwordEncryption,
+  });
+  const c = new ClusterHandle(dir);
+  await c.startNode('primary');
+  return c;
+}
+
 describe('password authentication (cluster start --password)', () => {
-  let c: ClusterHandle;
+  let scram: ClusterHandle;
+  let md5: ClusterHandle;
 
   beforeAll(async () => {
-    const dir = await ClusterHandle.initTemp('walsim-pgpass-', {
-      sharedBuffers: '16MB', standbySharedBuffers: '16MB', synchronousCommit: 'remote_write', dropStrategy: 'cached-lookup',
-      thresholdDivisor: 32, forceOptimized: false, walSegmentSize: 1024 * 1024, listen: '127.0.0.1', password: 's3cret',
-    });
-    c = new ClusterHandle(dir);
-    await c.startNode('primary');
+    scram = await passwordCluster('scram-sha-256');
+    md5 = await passwordCluster('md5');
   });
   afterAll(async () => {
-    await c?.destroy();
+    await scram?.destroy();
+    await md5?.destroy();
   });
 
-  it('accepts the right password (md5) and refuses a wrong or missing one with 28P01', async () => {
-    const ok = new pg.Client({ host: '127.0.0.1', port: c.pgPort('primary'), user: 'alice', password: 's3cret' });
+  for (const method of ['scram-sha-256', 'md5'] as const) {
+    it(`${method}: accepts the right password and refuses a wrong one with 28P01`, async () => {
+      const port = (method === 'md5' ? md5 : scram).pgPort('primary');
+      const ok = new pg.Client({ host: '127.0.0.1', port, user: 'alice', password: 's3cret' });
+      await ok.connect();
+      expect((await ok.query('SELECT pg_is_in_recovery()')).rows).toEqual([{ pg_is_in_recovery: false }]);
+      await ok.end();
+      const wrong = new pg.Client({ host: '127.0.0.1', port, user: 'alice', password: 'nope' });
+      await expect(wrong.connect()).rejects.toMatchObject({ code: '28P01', message: 'password authentication failed for user "alice"' });
+      // The first authentication request names the method: 10 = SASL (SCRAM-SHA-256), 5 = MD5.
+      const x = await exchange(port, [startupPacket(USER), query('SELECT count(*) FROM t')], { gapMs: 50 });
+      expect(x.messages[0]!.type).toBe('R');
+      expect(x.messages[0]!.body.readInt32BE(0)).toBe(method === 'md5' ? 5 : 10);
+      if (method !== 'md5') expect(x.messages[0]!.body.subarray(4).toString()).toBe('SCRAM-SHA-256\0\0');
+      // A client that answers the challenge with a query instead of a password.
+      expect(errorOf(x)).toMatchObject({ S: 'FATAL', C: '08P01', M: 'expected password response, got message type "Q"' });
+      expect(x.closed).toBe(true);
+    });
+  }
+
+  it('scram-sha-256: refuses other mechanisms, channel binding and malformed exchanges', async () => {
+    const port = scram.pgPort('primary');
+    const sasl = (mechanism: string, data: string) => {
+      const d = Buffer.from(data);
+      const len = Buffer.alloc(4);
+      len.writeInt32BE(d.length);
+      return message('p', Buffer.concat([Buffer.from(`${mechanism}\0`), len, d]));
+    };
+    const plain = await exchange(port, [startupPacket(USER), sasl('PLAIN', 'n,,n=,r=abc')], { gapMs: 50 });
+    expect(errorOf(plain)).toMatchObject({ S: 'FATAL', C: '28000', M: expect.stringContaining('invalid SASL authentication mechanism "PLAIN"') });
+    const binding = await exchange(port, [startupPacket(USER), sasl('SCRAM-SHA-256', 'p=tls-server-end-point,,n=,r=abc')], { gapMs: 50 });
+    expect(errorOf(binding)).toMatchObject({ C: '28000', M: expect.stringContaining('channel binding is not supported') });
+    const garbage = await exchange(port, [startupPacket(USER), sasl('SCRAM-SHA-256', 'hello')], { gapMs: 50 });
+    expect(errorOf(garbage)).toMatchObject({ C: '08P01', M: expect.stringContaining('malformed SCRAM message') });
+    const badNonce = await exchange(port, [startupPacket(USER), sasl('SCRAM-SHA-256', 'n,,n=,r=abc'), message('p', 'c=biws,r=zzz,p=AAAA')], { gapMs: 50 });
+    expect(errorOf(badNonce)).toMatchObject({ C: '08P01', M: 'malformed SCRAM message: the nonce does not match' });
+    // Still serving.
+    const ok = new pg.Client({ host: '127.0.0.1', port, user: 'bob', password: 's3cret' });
     await ok.connect();
-    expect((await ok.query('SELECT pg_is_in_recovery()')).rows).toEqual([{ pg_is_in_recovery: false }]);
     await ok.end();
-    const wrong = new pg.Client({ host: '127.0.0.1', port: c.pgPort('primary'), user: 'alice', password: 'nope' });
-    await expect(wrong.connect()).rejects.toMatchObject({ code: '28P01', message: 'password authentication failed for user "alice"' });
-    // A client that answers the challenge with a query instead of a password.
-    const x = await exchange(c.pgPort('primary'), [startupPacket(USER), query('SELECT count(*) FROM t')], { gapMs: 50 });
-    expect(x.messages[0]!.type).toBe('R');
-    expect(errorOf(x)).toMatchObject({ S: 'FATAL', C: '08P01', M: 'expected password response, got message type "Q"' });
-    expect(x.closed).toBe(true);
   });
 });
