@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile, profileToJson } from '../storage/cost-model/profile.ts';
-import { parseCli, printJson, runCli, UsageError } from './cli.ts';
+import { parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
 import { defaultWorkDir, runSweep, summarise, type SweepSettings } from './experiment/sweep.ts';
 import { resultsDirName } from './report/write-results.ts';
@@ -28,12 +28,6 @@ const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DE
   Runs a fixed set of real PostgreSQL cells (Test B VACUUM, TRUNCATE, TRUNCATE of TOAST-able tables;
   Test A VACUUM of NBuffers/k pages), counts the same cells in walsim, fits the cost profile by
   non-negative least squares, and writes it: use it with --profile FILE.`;
-
-function positiveInt(text: string, what: string): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
-  return n;
-}
 
 const pct = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a');
 const sec = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a');

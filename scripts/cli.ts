@@ -65,3 +65,17 @@ export async function connectNode(clusterDir: string, name: NodeName): Promise<C
 export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value) + '\n');
 }
+
+/** A comma-separated option value (`--what a,b`): at least one item. */
+export function list(text: string, what: string): string[] {
+  const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (items.length === 0) throw new UsageError(`--${what} needs at least one value`);
+  return items;
+}
+
+/** An option value that must be a positive integer. */
+export function positiveInt(text: string, what: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
+  return n;
+}

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile } from '../storage/cost-model/profile.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
-import { parseCli, printJson, runCli, UsageError } from './cli.ts';
+import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
 import { destroyCluster } from './experiment/fresh-cluster.ts';
 import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
@@ -41,18 +41,6 @@ ${STRATEGIES_USAGE}
              [--standbys 1] (more: the measured standby is synchronous, standby2…N asynchronous extras)
              [--profile seed-001|FILE]  cost profile of the modeled PostgreSQL seconds beside the measured ones
              [--model-only]  no servers, no timing: count each cell in-process and report modeled seconds only`;
-
-function list(text: string, what: string): string[] {
-  const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-  if (items.length === 0) throw new UsageError(`--${what} needs at least one value`);
-  return items;
-}
-
-function positiveInt(text: string, what: string): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
-  return n;
-}
 
 runCli(async () => {
   const [kindArg, ...rest] = process.argv.slice(2);

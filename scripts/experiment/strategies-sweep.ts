@@ -11,7 +11,7 @@ import { DEFAULT_PROFILE, loadProfile } from '../../storage/cost-model/profile.t
 import { DROP_STRATEGIES } from '../../storage/drop.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { parseDropStrategy } from '../../server/settings.ts';
-import { parseCli, printJson, UsageError } from '../cli.ts';
+import { list, parseCli, positiveInt, printJson, UsageError } from '../cli.ts';
 import { renderStrategies, type StrategiesOutput } from '../report/strategies-report.ts';
 import { writeResultFiles } from '../report/write-results.ts';
 import { measureReadOnly, strategyMemory } from './readonly-workload.ts';
@@ -29,18 +29,6 @@ export const STRATEGIES_USAGE = `  strategies the seed debate replayed: every dr
 export interface ProgressSink {
   update(p: { done: number; total: number; weightDone: number; weightTotal: number; current: string; lastRecord: null }): void;
   stop(): void;
-}
-
-function list(text: string, what: string): string[] {
-  const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-  if (items.length === 0) throw new UsageError(`--${what} needs at least one value`);
-  return items;
-}
-
-function positiveInt(text: string, what: string): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
-  return n;
 }
 
 export async function strategiesSweep(args: string[], makeProgress: (total: number) => ProgressSink, usage: string): Promise<number> {
