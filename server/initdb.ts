@@ -5,7 +5,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as path from 'node:path';
 import { PRODUCTION_IMAGE_IO, type ImageIo } from '../storage/data-image.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
@@ -15,6 +14,7 @@ import { WalsimError } from '../common/errors.ts';
 import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig, type PasswordEncryption } from './cluster-files.ts';
 import { writeControlFile } from './control-file.ts';
+import { freePort } from './ports.ts';
 import { STANDBY_SIGNAL, ServerNode } from './node.ts';
 import { DEFAULT_WAL_SETTINGS, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
@@ -65,18 +65,6 @@ export function plannedStandbys(opts: Pick<InitOptions, 'standbys' | 'synchronou
   const ssn = opts.synchronousStandbyNames ?? opts.standbys.join(', ');
   parseSynchronousStandbyNames(ssn);
   return { standbys: opts.standbys.map((name) => ({ name, applicationName: name })), synchronousStandbyNames: ssn };
-}
-
-/** A free TCP port on the listen address (the server binds it at start). */
-export function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /**

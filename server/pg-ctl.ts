@@ -64,13 +64,13 @@ export async function stopNode(clusterDir: string, name: NodeName, mode: StopMod
   const pid = runningPid(clusterDir, name);
   if (pid === null) return false;
   process.kill(pid, SIGNAL_OF[mode]);
+  const dataDir = nodeDir(clusterDir, name);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return true;
-    }
+    // Gone = no longer a walsim server for this data directory. `kill(pid, 0)` alone is not enough:
+    // a server whose parent does not reap it (a container's init, a parent blocked in spawnSync)
+    // stays a zombie, which kill(0) still finds, while its command line is already empty.
+    if (!isWalsimServer(pid, dataDir)) return true;
     await sleep(20);
   }
   throw new WalsimError('timeout', `node "${name}" (pid ${pid}) did not shut down within ${timeoutMs / 1000} s${mode === 'smart' ? '; try --mode fast' : ''}`);

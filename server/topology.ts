@@ -21,7 +21,8 @@ import {
   alterSystem, listNodes, nodeDir, readNodeConfig, readPidFile, readToken, writeNodeConfig, type NodeConfig, type NodeName,
 } from './cluster-files.ts';
 import { readControlFile } from './control-file.ts';
-import { freePort, NODE_NAME_RE } from './initdb.ts';
+import { NODE_NAME_RE } from './initdb.ts';
+import { freePort } from './ports.ts';
 import { latestTimeline, STANDBY_SIGNAL } from './node.ts';
 import { runningPid, sleep, startNode, stopNode } from './pg-ctl.ts';
 import { formatConninfo } from './settings.ts';

@@ -13,7 +13,6 @@
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as path from 'node:path';
 import pg from 'pg';
 import { assert } from '../../common/assert.ts';
@@ -21,6 +20,7 @@ import { WalsimError } from '../../common/errors.ts';
 import { writeFileAtomic } from '../../common/durable-file.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pollUntil } from '../../server/poll.ts';
+import { freePort } from '../../server/ports.ts';
 import { findPgBin, pgServerUser, type PgProgram, type PgUser } from './pg-bin.ts';
 
 export type PgNodeName = 'primary' | 'standby';
@@ -79,18 +79,6 @@ export function readPgEngine(dir: string): PgEngineFile {
 
 export const pgDataDir = (dir: string, name: PgNodeName) => path.join(dir, name);
 export const pgLogPath = (dir: string, name: PgNodeName) => path.join(dir, `${name}.log`);
-
-/** A free TCP port on 127.0.0.1 (bound and released; PostgreSQL takes it right after). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export interface ProgramResult {
   code: number;
@@ -188,7 +176,7 @@ export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<
   }
   const engine: PgEngineFile = {
     engine: 'postgres', binDir: bin.dir, version: bin.version, major: bin.major, user,
-    ports: { primary: await freePort(), standby: await freePort() },
+    ports: { primary: await freePort('127.0.0.1'), standby: await freePort('127.0.0.1') },
     sharedBuffers: { primary: s.primarySharedBuffers, standby: s.sharedBuffers },
   };
   writeFileAtomic(path.join(dir, ENGINE_FILE), JSON.stringify(engine, null, 2) + '\n');

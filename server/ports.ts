@@ -1,0 +1,59 @@
+/**
+ * Choosing TCP ports for nodes that bind them later (walsim nodes at `cluster start`, real
+ * PostgreSQL at `pg_ctl start`).
+ *
+ * Why not `listen(0)`: the kernel hands out port 0 binds from the same ephemeral range it uses for
+ * the local side of outgoing connections. A port chosen that way at init and bound seconds later
+ * can meanwhile be taken by any client connection on the machine (seen as EADDRINUSE in the test
+ * suite under load). PostgreSQL avoids this with a fixed port (5432) outside that range; walsim
+ * picks a random port below the ephemeral range, checks that it binds now, and never hands the
+ * same port out twice in one process.
+ */
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import { WalsimError } from '../common/errors.ts';
+
+/** Ports handed out by this process (a port chosen but not yet bound must not be chosen again). */
+const handedOut = new Set<number>();
+
+/** The lowest port we use: above the well-known and most registered services. */
+const LOW = 20_000;
+
+/** The kernel's ephemeral range (Linux's default when /proc is unreadable). */
+export function ephemeralRange(): [number, number] {
+  try {
+    const [lo, hi] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(lo) && Number.isInteger(hi) && lo! > 0 && hi! >= lo!) return [lo!, hi!];
+  } catch {
+    // not Linux, or /proc not mounted
+  }
+  return [32_768, 60_999];
+}
+
+/** Does `port` bind on `host` now? Taken ports answer false; any other failure (EADDRNOTAVAIL: not a local address) is thrown as is. */
+function bindsNow(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' || e.code === 'EACCES' ? resolve(false) : reject(e)));
+    srv.listen({ port, host, exclusive: true }, () => srv.close(() => resolve(true)));
+  });
+}
+
+/** A TCP port on `host` that binds now and lies outside the kernel's ephemeral range. */
+export async function freePort(host: string): Promise<number> {
+  const [ephLo, ephHi] = ephemeralRange();
+  // Candidates: [LOW, ephLo) and (ephHi, 65535]; fall back to everything above LOW if both are empty.
+  const below = Math.max(0, ephLo - LOW);
+  const above = Math.max(0, 65_535 - ephHi);
+  const span = below + above;
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const r = Math.floor(Math.random() * (span > 0 ? span : 65_535 - LOW));
+    const port = span === 0 ? LOW + r : r < below ? LOW + r : ephHi + 1 + (r - below);
+    if (handedOut.has(port)) continue;
+    if (await bindsNow(port, host)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new WalsimError('io_error', `no free TCP port found on ${host} outside the ephemeral range ${ephLo}-${ephHi} after 200 attempts`);
+}
