@@ -13,7 +13,7 @@
  * acknowledged at once instead of at its next status message (wal_receiver_status_interval).
  * The positions released are the same, only earlier.
  */
-import { formatLsn } from '../wal/lsn.ts';
+import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import type { SyncRepQueue } from './syncrep.ts';
 import type { SyncRepConfig } from './sync-standby-names.ts';
 import { candidateStandbys, standbyPriority, syncRecPtr, syncStates, type SyncState, type WalSndInfo, type WalSndState } from './sync-standbys.ts';
@@ -35,6 +35,27 @@ export interface PgStatReplicationRow {
 export const PG_STAT_REPLICATION_COLUMNS: ReadonlyArray<keyof PgStatReplicationRow> = [
   'application_name', 'state', 'sent_lsn', 'write_lsn', 'flush_lsn', 'replay_lsn', 'sync_priority', 'sync_state', 'reply_time',
 ];
+
+/**
+ * One walsender past startup in a node's status (`NodeStatus.replication`): pg_stat_replication's
+ * row with LSNs always formatted, and the lags in bytes behind this node's flush LSN.
+ */
+export interface ReplicationStatusRow {
+  applicationName: string;
+  state: WalSndState;
+  sentLsn: string;
+  writeLsn: string;
+  flushLsn: string;
+  replayLsn: string;
+  writeLagBytes: number;
+  flushLagBytes: number;
+  replayLagBytes: number;
+  syncPriority: number;
+  syncState: SyncState;
+  cascading: boolean;
+  timelineEnds: number;
+  replyTime: string | null;
+}
 
 const lsnOrNull = (lsn: number) => (lsn === 0 ? null : formatLsn(lsn));
 
@@ -126,6 +147,31 @@ export class WalSenderSet {
         sync_state: st.state,
         reply_time: s.replyTime,
       };
+    });
+  }
+
+  /** Every walsender past startup, for status; lags are measured from `flushLsn` (this node's). */
+  statusRows(flushLsn: Lsn): ReplicationStatusRow[] {
+    const rows = this.rows();
+    return this.senders().flatMap((s, i) => {
+      const r = rows[i]!;
+      if (s.state === 'startup') return [];
+      return [{
+        applicationName: s.applicationName,
+        state: s.state,
+        sentLsn: formatLsn(s.sentLsn),
+        writeLsn: formatLsn(s.writeLsn),
+        flushLsn: formatLsn(s.flushLsn),
+        replayLsn: formatLsn(s.applyLsn),
+        writeLagBytes: flushLsn - s.writeLsn,
+        flushLagBytes: flushLsn - s.flushLsn,
+        replayLagBytes: flushLsn - s.applyLsn,
+        syncPriority: r.sync_priority,
+        syncState: r.sync_state,
+        cascading: s.cascading,
+        timelineEnds: s.timelineEnds,
+        replyTime: s.replyTime,
+      }];
     });
   }
 

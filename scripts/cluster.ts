@@ -230,7 +230,7 @@ async function cmdStatus(argv: string[]): Promise<number> {
     try {
       const c = await connectNode(clusterDir, name);
       try {
-        out[name] = { running: true, pid, ...(await c.status()), ...diverged };
+        out[name] = { running: true, ...(await c.status()), ...diverged };
       } finally {
         c.close();
       }

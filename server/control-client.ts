@@ -6,6 +6,7 @@ import WebSocket from 'ws';
 import { WalsimError } from '../common/errors.ts';
 import type { ControlReply, QueryResult, StopMode } from './control-protocol.ts';
 import type { NodeInspection } from './node.ts';
+import type { ServerStatus } from './node-status.ts';
 
 export class ControlClient {
   private nextId = 1; // 0 is the server's greeting
@@ -97,8 +98,8 @@ export class ControlClient {
     return this.request({ op: 'sql', sql }) as Promise<QueryResult>;
   }
 
-  status(): Promise<Record<string, unknown>> {
-    return this.request({ op: 'status' }) as Promise<Record<string, unknown>>;
+  status(): Promise<ServerStatus> {
+    return this.request({ op: 'status' }) as Promise<ServerStatus>;
   }
 
   inspect(): Promise<NodeInspection> {

@@ -12,6 +12,7 @@ import { InvariantViolation } from '../common/assert.ts';
 import { loadNodeConfig, pidFilePath, readPgPassword, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
 import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
+import type { ServerStatus } from './node-status.ts';
 import { wsConn } from './ws-conn.ts';
 import { startWsServer, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
 import { startPgWireServer, type PgWireHandle } from './pg-wire.ts';
@@ -155,7 +156,7 @@ function serveControl(ws: WebSocket): void {
     const run = async (): Promise<unknown> => {
       switch (req.op) {
         case 'sql': return node.execute(req.sql);
-        case 'status': return { ...node.status(), pid: process.pid, port: server.port, pgPort: wire?.port ?? null, dataDir };
+        case 'status': return { ...node.status(), pid: process.pid, port: server.port, pgPort: wire?.port ?? null, dataDir } satisfies ServerStatus;
         case 'inspect': return node.inspect();
         case 'basebackup': return node.baseBackup(path.resolve(req.targetDir));
         case 'fault': return node.injectFault(req.fault, req.holdMs);

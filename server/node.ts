@@ -49,6 +49,9 @@ import { executeRead } from './sql-functions.ts';
 import { wsReplicationDialer } from './ws-conn.ts';
 import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, walSettingsOf, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
 import { Checkpointer } from './checkpointer.ts';
+import type { NodeCommonStatus, NodeStatus } from './node-status.ts';
+import { primaryStatusOf } from '../primary/primary-status.ts';
+import { standbyStatusOf } from '../standby/standby-status.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
 
@@ -683,7 +686,7 @@ export class ServerNode {
     // CheckXLogRemoved: a checkpoint removed the segment the standby would start in.
     const startSegno = segmentOf(startLsn, this.config.walSegmentSize);
     if (startLsn < this.wal.flushLsn && startSegno <= this.checkpointer.lastRemovedSegno) {
-      return walSegmentRemovedMessage(startSegno, readTimelineHistory(this.dataDir, this.timeline), this.config.walSegmentSize);
+      return walSegmentRemovedMessage(startSegno, readTimelineHistory(this.dataDir, this.timeline, this.disk), this.config.walSegmentSize);
     }
     this.walsenders.startStreaming(self, this.inRecovery);
     if (applicationName !== '' && self.priority > 0) {
@@ -841,12 +844,11 @@ export class ServerNode {
   /** Status requests answered while a data image was being written (checkpoint or restartpoint). */
   private statusDuringImageWrite = 0;
 
-  status(): Record<string, unknown> {
+  status(): NodeStatus {
     if (this.storage.imageWriteInProgress) this.statusDuringImageWrite++;
     const drop = this.storage.dropStats;
     const snap = this.lifecycle.getSnapshot();
-    const base = {
-      role: this.inRecovery ? 'standby' : 'primary',
+    const common: NodeCommonStatus = {
       lifecycle: describeState(snap),
       failover: this.failoverReport(),
       inRecovery: this.inRecovery,
@@ -869,71 +871,13 @@ export class ServerNode {
         last: this.storage.lastImageWrite,
         statusAnsweredDuringWrite: this.statusDuringImageWrite,
       },
-      walFiles: listSegmentFiles(this.dataDir, this.config.walSegmentSize).length,
+      walFiles: listSegmentFiles(this.dataDir, this.config.walSegmentSize, this.disk).length,
+      replication: this.walsenders.statusRows(this.wal.flushLsn),
+      faultsInjected: { ...this.faultsInjected },
     };
-    if (!this.inRecovery) {
-      return {
-        ...base,
-        synchronousCommit: this.config.synchronousCommit,
-        syncWaiters: this.syncRep.waiting(),
-        // Commits flushed here whose wait for the synchronous standby has not ended: the
-        // "locally committed, not (yet) replicated" window; other sessions do not see them yet.
-        syncWaitingCommits: this.syncRep.waiters().map((w) => ({
-          xid: w.xid, commitEndLsn: formatLsn(w.lsn), waitFor: w.mode, waitingMs: this.clock.now() - w.sinceMs,
-        })),
-        replication: this.replicationStatus(),
-      };
-    }
-    const st = this.startup!;
-    return {
-      ...base,
-      replication: this.replicationStatus(),
-      upstream: this.config.primaryPort === null ? null : { host: this.config.primaryHost ?? '127.0.0.1', port: this.config.primaryPort, applicationName: this.config.applicationName },
-      receiveLsn: formatLsn(this.wal.flushLsn),
-      writeLsn: formatLsn(this.wal.writeLsn),
-      replayLsn: formatLsn(st.replayEndLsn),
-      pauseState: pauseStateOf(snap),
-      caughtUp: st.caughtUp && st.nextLsn >= this.wal.flushLsn,
-      recordsReplayed: st.recordsReplayed,
-      replayError: st.error,
-      receiverState: snap.matches('recovery')
-        ? (snap.value as { recovery: { receiver: string } }).recovery.receiver
-        : 'stopped',
-      receiverConnects: this.receiver?.connects ?? 0,
-      receiverLastError: this.receiver?.lastError ?? null,
-      receiverStartLsns: (this.receiver?.startLsns ?? []).map(formatLsn),
-      receiverTimelineSwitches: this.receiver?.timelineSwitches ?? 0,
-      receivedMessages: this.receiver?.receivedMessages ?? 0,
-      receivedBytes: this.receiver?.receivedBytes ?? 0,
-      walWriteFailures: this.receiver?.writeFailures ?? 0,
-      walWriteError: this.receiver?.writeError ?? null,
-      faultsInjected: this.faultsInjected,
-    };
-  }
-
-  /** pg_stat_replication as status: one entry per walsender past startup, with lags in bytes. */
-  private replicationStatus(): Array<Record<string, unknown>> {
-    const rows = this.walsenders.rows();
-    return this.walsenders.senders().flatMap((s, i) => {
-      const r = rows[i]!;
-      if (s.state === 'startup') return [];
-      return [{
-        applicationName: s.applicationName,
-        state: s.state,
-        sentLsn: formatLsn(s.sentLsn),
-        writeLsn: formatLsn(s.writeLsn),
-        flushLsn: formatLsn(s.flushLsn),
-        replayLsn: formatLsn(s.applyLsn),
-        writeLagBytes: this.wal.flushLsn - s.writeLsn,
-        flushLagBytes: this.wal.flushLsn - s.flushLsn,
-        replayLagBytes: this.wal.flushLsn - s.applyLsn,
-        syncPriority: r.sync_priority,
-        syncState: r.sync_state,
-        cascading: s.cascading,
-        timelineEnds: s.timelineEnds,
-        replyTime: s.replyTime,
-      }];
-    });
+    if (!this.inRecovery) return { ...common, ...primaryStatusOf(this.syncRep, this.config.synchronousCommit, this.clock.now()) };
+    const upstream = this.config.primaryPort === null ? null : { host: this.config.primaryHost ?? '127.0.0.1', port: this.config.primaryPort, applicationName: this.config.applicationName };
+    return { ...common, ...standbyStatusOf({ upstream, wal: this.wal, startup: this.startup!, receiver: this.receiver, lifecycle: snap }) };
   }
 
   /** Fast/smart shutdown work before exit. Immediate is handled by the process shell (no work). */

@@ -58,8 +58,9 @@ export async function waitStreaming(clusterDir: string, name: NodeName, timeoutM
   while (Date.now() < deadline) {
     try {
       const s = await withNode(clusterDir, name, (c) => c.status());
-      last = String(s.receiverState);
-      if (s.receiverState === 'streaming' || s.inRecovery === false) return;
+      if (s.role === 'primary') return;
+      last = s.receiverState;
+      if (s.receiverState === 'streaming') return;
     } catch (e) {
       last = (e as Error).message;
     }
@@ -200,7 +201,7 @@ export async function switchover(clusterDir: string, to: NodeName, timeoutMs = 6
   if (from === to) throw new WalsimError('invalid_input', `node "${to}" is already the primary`);
   const fromCfg = readNodeConfig(clusterDir, from);
   const toStatus = await withNode(clusterDir, to, (c) => c.status()).catch(() => null);
-  if (toStatus === null || toStatus.inRecovery !== true) throw new WalsimError('invalid_input', `switchover target "${to}" must be a running standby`);
+  if (toStatus === null || toStatus.role !== 'standby') throw new WalsimError('invalid_input', `switchover target "${to}" must be a running standby`);
   if (toCfg.primaryPort !== fromCfg.port || toStatus.receiverState !== 'streaming') {
     throw new WalsimError('invalid_input', `switchover target "${to}" must be streaming from the primary "${from}" (repoint it first)`);
   }
@@ -211,7 +212,8 @@ export async function switchover(clusterDir: string, to: NodeName, timeoutMs = 6
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const s = await withNode(clusterDir, to, (c) => c.status());
-    if (parseLsn(String(s.receiveLsn)) >= endLsn) break;
+    if (s.role !== 'standby') throw new WalsimError('invalid_input', `switchover: "${to}" left recovery before the switchover promoted it`);
+    if (parseLsn(s.receiveLsn) >= endLsn) break;
     if (Date.now() > deadline) {
       throw new WalsimError('timeout', `switchover: "${to}" received up to ${s.receiveLsn} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted`);
     }

@@ -56,7 +56,7 @@ export async function startFreshCluster(dir: string, s: FreshClusterSettings): P
     for (const name of extras) {
       const standby = await session.client(name, 'start the cluster first');
       const deadline = Date.now() + 60_000;
-      while ((await standby.status()).receiverState !== 'streaming') {
+      for (let st = await standby.status(); st.role !== 'standby' || st.receiverState !== 'streaming'; st = await standby.status()) {
         if (Date.now() > deadline) throw new WalsimError('timeout', `${name} in ${dir} is not streaming after 60 s`);
         await sleep(20);
       }

@@ -173,7 +173,8 @@ async function waitForStandby(s: ClusterSession, mode: 'flush' | 'replay', timeo
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const st = await standby.status();
-    const at = parseLsn(String(mode === 'replay' ? st.replayLsn : st.receiveLsn));
+    if (st.role !== 'standby') throw new WalsimError('invalid_input', 'the standby is not in recovery');
+    const at = parseLsn(mode === 'replay' ? st.replayLsn : st.receiveLsn);
     if (at >= target && (mode === 'flush' || st.caughtUp === true)) return;
     if (st.replayError) throw new WalsimError('invalid_wal', `standby replay stopped: ${JSON.stringify(st.replayError)}`);
     if (Date.now() > deadline) throw new WalsimError('timeout', `standby did not reach the primary's flush LSN (${mode}) within ${timeoutMs / 1000} s`);

@@ -146,7 +146,7 @@ describe('promotion', () => {
     });
     try {
       const target = String((await (await c.client('standby')).status()).flushLsn);
-      await c.pollUntil(async () => (await s2.status()).replayLsn === target, 's2 to replay the new writes');
+      await c.pollUntil(async () => { const st = await s2.status(); return st.role === 'standby' && st.replayLsn === target; }, 's2 to replay the new writes');
       expect((await s2.sql('SELECT count(*) FROM w')).rows[0]).toEqual({ count: 1 });
       expect((await s2.status()).timeline).toBe(2);
       const p = await (await c.client('standby')).inspect();
