@@ -184,6 +184,10 @@ export class Scheduler {
   /** Run events until simulated time reaches now + ms (then time is exactly there). */
   async runFor(ms: number): Promise<void> {
     const until = this.nowMs + ms;
+    // First let the work the caller started (a statement, a promotion) run up to its first wait on
+    // the scheduler: only then is its next event in the heap. Without this, simulated time would
+    // pass while that work sat in the microtask queue (CPU work taking simulated time).
+    await realImmediate();
     for (;;) {
       const next = this.nextAt();
       if (next === null || next > until) break;

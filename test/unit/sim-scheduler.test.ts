@@ -1,0 +1,46 @@
+/**
+ * The simulator's scheduler (sim/scheduler.ts): events run in (time, sequence) order, a killed
+ * owner's events never run, and work a caller starts runs up to its first wait before simulated
+ * time moves (else CPU work would take simulated time — a statement issued at t=40 that awaits a
+ * few promises before its first timer started at t=140 in an earlier version).
+ */
+import { describe, expect, it } from 'vitest';
+import { Scheduler } from '../../sim/scheduler.ts';
+
+describe('Scheduler', () => {
+  it('runs events in time order, then sequence order', async () => {
+    const s = new Scheduler();
+    const seen: string[] = [];
+    s.at(10, 'a', 'x', () => seen.push(`x@${s.now}`));
+    s.at(5, 'a', 'y', () => seen.push(`y@${s.now}`));
+    s.at(10, 'b', 'z', () => seen.push(`z@${s.now}`));
+    await s.runFor(20);
+    expect(seen).toEqual(['y@5', 'x@10', 'z@10']);
+    expect(s.now).toBe(20);
+  });
+
+  it('never runs the events of a killed owner', async () => {
+    const s = new Scheduler();
+    const seen: string[] = [];
+    s.at(1, 'n#1', 'a', () => seen.push('a'));
+    s.kill('n#1');
+    s.at(1, 'n#1', 'b', () => seen.push('b'));
+    s.at(1, 'n#2', 'c', () => seen.push('c'));
+    await s.runFor(5);
+    expect(seen).toEqual(['c']);
+  });
+
+  it('lets work started before runFor reach its first timer before time moves', async () => {
+    const s = new Scheduler();
+    const clock = s.clockFor('n#1');
+    let firedAt = -1;
+    const work = async () => {
+      for (let i = 0; i < 20; i++) await Promise.resolve(); // a chain of awaits (e.g. a checkpoint's)
+      await clock.sleep(0);
+      firedAt = s.now;
+    };
+    void work();
+    await s.runFor(100);
+    expect(firedAt).toBe(0);
+  });
+});
