@@ -23,10 +23,12 @@ export interface Notice {
  * - cut_replication (standby): destroy the walreceiver's socket (no close handshake), stay down holdMs;
  * - wal_write_fail (standby): every WAL segment write fails with ENOSPC for holdMs (a full disk);
  * - redo_fail (any node): the next record the node applies throws an InvariantViolation inside
- *   redo (a programmer error), which ends the process with FATAL.
+ *   redo (a programmer error), which ends the process with FATAL;
+ * - slow_disk (any node): every write and fsync of the node's disk takes latencyMs more for holdMs
+ *   (common/latency-disk.ts; the process stalls inside the call, as on a slow device).
  */
-export type FaultName = 'cut_replication' | 'wal_write_fail' | 'redo_fail';
-export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail', 'redo_fail'];
+export type FaultName = 'cut_replication' | 'wal_write_fail' | 'redo_fail' | 'slow_disk';
+export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail', 'redo_fail', 'slow_disk'];
 
 export type SqlValue = string | number | boolean | null;
 

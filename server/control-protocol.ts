@@ -4,6 +4,7 @@
  * gets a reply naming what was wrong and the connection stays usable.
  */
 import { WalsimError } from '../common/errors.ts';
+import { MAX_DISK_LATENCY_MS } from '../common/latency-disk.ts';
 import { STOP_MODES, FAULT_NAMES, type StopMode, type FaultName } from '../protocol/messages.ts';
 
 export { STOP_MODES, FAULT_NAMES, type StopMode, type FaultName, type SqlValue, type QueryResult, type Notice } from '../protocol/messages.ts';
@@ -13,7 +14,8 @@ export type ControlRequest =
   | { id: number; op: 'status' }
   | { id: number; op: 'inspect' }
   | { id: number; op: 'basebackup'; targetDir: string }
-  | { id: number; op: 'fault'; fault: FaultName; holdMs: number }
+  /** latencyMs: slow_disk only (default 100). */
+  | { id: number; op: 'fault'; fault: FaultName; holdMs: number; latencyMs?: number }
   | { id: number; op: 'stop'; mode: StopMode }
   | { id: number; op: 'promote'; wait: boolean; waitSeconds: number };
 
@@ -67,6 +69,13 @@ export function parseControlRequest(text: string): ControlRequest {
       }
       if (typeof holdMs !== 'number' || !Number.isInteger(holdMs) || holdMs < 0 || holdMs > 600_000) {
         throw bad('"holdMs" must be an integer between 0 and 600000');
+      }
+      if (v.latencyMs !== undefined) {
+        if (v.fault !== 'slow_disk') throw bad('"latencyMs" applies to the slow_disk fault only');
+        if (typeof v.latencyMs !== 'number' || !Number.isInteger(v.latencyMs) || v.latencyMs < 0 || v.latencyMs > MAX_DISK_LATENCY_MS) {
+          throw bad(`"latencyMs" must be an integer between 0 and ${MAX_DISK_LATENCY_MS}`);
+        }
+        return { id, op: 'fault', fault: v.fault, holdMs, latencyMs: v.latencyMs };
       }
       return { id, op: 'fault', fault: v.fault as FaultName, holdMs };
     }

@@ -13,6 +13,9 @@ import { loadNodeConfig, pidFilePath, readPgPassword, readToken, SERVER_MARKER, 
 import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
 import type { ServerStatus } from './node-status.ts';
+import { systemClock } from '../common/clock.ts';
+import { nodeDisk } from '../common/disk.ts';
+import { blockThread, LatencyDisk } from '../common/latency-disk.ts';
 import { wsConn } from './ws-conn.ts';
 import { startWsServer, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
 import { startPgWireServer, type PgWireHandle } from './pg-wire.ts';
@@ -159,7 +162,7 @@ function serveControl(ws: WebSocket): void {
         case 'status': return { ...node.status(), pid: process.pid, port: server.port, pgPort: wire?.port ?? null, dataDir } satisfies ServerStatus;
         case 'inspect': return node.inspect();
         case 'basebackup': return node.baseBackup(path.resolve(req.targetDir));
-        case 'fault': return node.injectFault(req.fault, req.holdMs);
+        case 'fault': return node.injectFault(req.fault, req.holdMs, req.latencyMs);
         case 'stop':
           setImmediate(() => stop(req.mode));
           return { stopping: req.mode };
@@ -197,7 +200,10 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('smart'));
   process.on('uncaughtException', fatal);
   process.on('unhandledRejection', fatal);
-  node = ServerNode.open({ dataDir, config, token, log, fatal });
+  // The production bindings: Node's clock and timers, node:fs behind the slow_disk fault's latency
+  // layer (a pass-through until the fault is injected), ws for replication (the default dialer).
+  const env = { clock: systemClock, disk: new LatencyDisk(nodeDisk, systemClock, blockThread) };
+  node = ServerNode.open({ dataDir, config, token, log, fatal, env });
   server = await startWsServer({
     host: config.listen,
     port: config.port,

@@ -9,6 +9,7 @@
  */
 import type { CheckpointerStats } from './checkpointer.ts';
 import type { FaultName } from '../protocol/messages.ts';
+import type { DiskLatencyCounters } from '../common/latency-disk.ts';
 import type { DropPath } from '../storage/drop.ts';
 import type { DropStrategy } from '../storage/drop.ts';
 import type { ImageWriteStats } from '../storage/node-storage.ts';
@@ -60,6 +61,8 @@ export interface NodeCommonStatus {
   replication: ReplicationStatusRow[];
   /** Faults injected so far, by name. */
   faultsInjected: Record<FaultName, number>;
+  /** The slow_disk fault's counters (common/latency-disk.ts); null when the disk has no latency layer. */
+  slowDisk: DiskLatencyCounters | null;
 }
 
 export type NodeStatus = NodeCommonStatus & (PrimaryStatus | StandbyStatus);

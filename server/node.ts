@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { assert, InvariantViolation } from '../common/assert.ts';
 import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
 import { nodeDisk, type Disk } from '../common/disk.ts';
+import { LatencyDisk } from '../common/latency-disk.ts';
 import type { Dialer, MessageConn } from '../common/transport.ts';
 import { writeFileSynced } from '../common/durable-file.ts';
 import { WalsimError, isWalsimError } from '../common/errors.ts';
@@ -316,13 +317,20 @@ export class ServerNode {
   }
 
   /** Faults injected so far, by name (status). */
-  readonly faultsInjected: Record<FaultName, number> = { cut_replication: 0, wal_write_fail: 0, redo_fail: 0 };
+  readonly faultsInjected: Record<FaultName, number> = { cut_replication: 0, wal_write_fail: 0, redo_fail: 0, slow_disk: 0 };
 
   /**
    * Fault injection for tests (standbys only): cut the walreceiver's connection and hold it down
-   * for holdMs, or make every WAL write fail with ENOSPC for holdMs (a full disk).
+   * for holdMs, or make every WAL write fail with ENOSPC for holdMs (a full disk); on any node,
+   * make every write and fsync latencyMs slower for holdMs (slow_disk, common/latency-disk.ts).
    */
-  injectFault(fault: FaultName, holdMs: number): { injected: FaultName } {
+  injectFault(fault: FaultName, holdMs: number, latencyMs = 100): { injected: FaultName } {
+    if (fault === 'slow_disk') {
+      if (!(this.disk instanceof LatencyDisk)) throw new WalsimError('invalid_input', 'slow_disk needs a disk with a latency layer (the server process binds one)');
+      this.disk.latency.set(latencyMs, latencyMs, holdMs, this.clock.monoMs());
+      this.faultsInjected[fault]++;
+      return { injected: fault };
+    }
     if (fault === 'redo_fail') {
       this.redoFaultArmed = true;
       this.faultsInjected[fault]++;
@@ -874,6 +882,7 @@ export class ServerNode {
       walFiles: listSegmentFiles(this.dataDir, this.config.walSegmentSize, this.disk).length,
       replication: this.walsenders.statusRows(this.wal.flushLsn),
       faultsInjected: { ...this.faultsInjected },
+      slowDisk: this.disk instanceof LatencyDisk ? { ...this.disk.latency.counters } : null,
     };
     if (!this.inRecovery) return { ...common, ...primaryStatusOf(this.syncRep, this.config.synchronousCommit, this.clock.now()) };
     const upstream = this.config.primaryPort === null ? null : { host: this.config.primaryHost ?? '127.0.0.1', port: this.config.primaryPort, applicationName: this.config.applicationName };
