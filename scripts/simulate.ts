@@ -59,13 +59,20 @@ interface Totals {
   acknowledged: number;
   lost: number;
   lostAllowed: number;
+  lostToCorruption: number;
   failovers: number;
+  /** Every failover's resume → read-write time in simulated ms, and modeled PostgreSQL seconds. */
+  failoverMs: number[];
+  failoverModeledS: number[];
   events: number;
   simMs: number;
 }
 
 function emptyTotals(): Totals {
-  return { seeds: 0, failed: [], violations: 0, faults: {}, acknowledged: 0, lost: 0, lostAllowed: 0, failovers: 0, events: 0, simMs: 0 };
+  return {
+    seeds: 0, failed: [], violations: 0, faults: {}, acknowledged: 0, lost: 0, lostAllowed: 0, lostToCorruption: 0, failovers: 0,
+    failoverMs: [], failoverModeledS: [], events: 0, simMs: 0,
+  };
 }
 
 function merge(into: Totals, t: Totals): void {
@@ -76,7 +83,10 @@ function merge(into: Totals, t: Totals): void {
   into.acknowledged += t.acknowledged;
   into.lost += t.lost;
   into.lostAllowed += t.lostAllowed;
+  into.lostToCorruption += t.lostToCorruption;
   into.failovers += t.failovers;
+  into.failoverMs.push(...t.failoverMs);
+  into.failoverModeledS.push(...t.failoverModeledS);
   into.events += t.events;
   into.simMs += t.simMs;
 }
@@ -88,7 +98,10 @@ async function runRange(from: number, n: number, onSeed: (seed: number, t: Total
     const r = await runSimulation(generateScenario(seed, steps));
     const t: Totals = {
       seeds: 1, failed: r.ok ? [] : [{ seed, violation: r.violations[0]! }], violations: r.violations.length, faults: r.faults,
-      acknowledged: r.acknowledged, lost: r.lost, lostAllowed: r.lostAllowed, failovers: r.failovers, events: r.events, simMs: r.simMs,
+      acknowledged: r.acknowledged, lost: r.lost, lostAllowed: r.lostAllowed, lostToCorruption: r.lostToCorruption, failovers: r.failovers,
+      failoverMs: r.failoverTimes.flatMap((f) => (f.failoverMs === null ? [] : [f.failoverMs])),
+      failoverModeledS: r.failoverTimes.flatMap((f) => (f.modeledS === null ? [] : [f.modeledS])),
+      events: r.events, simMs: r.simMs,
     };
     merge(totals, t);
     onSeed(seed, t);
@@ -161,17 +174,30 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
   };
   const totals = jobs > 1 ? await runJobs(from, n, jobs, onSeed) : await runRange(from, n, onSeed);
   const wallS = (performance.now() - t0) / 1000;
+  const q = (xs: number[], p: number) => {
+    if (xs.length === 0) return null;
+    const sorted = [...xs].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+  };
+  const failoverTime = {
+    simulatedMs: { median: q(totals.failoverMs, 0.5), p99: q(totals.failoverMs, 0.99), max: q(totals.failoverMs, 1) },
+    modeledS: { median: q(totals.failoverModeledS, 0.5), p99: q(totals.failoverModeledS, 0.99), max: q(totals.failoverModeledS, 1) },
+  };
   const summary = {
     seeds: totals.seeds, from, jobs, failedSeeds: totals.failed.map((f) => f.seed).sort((a, b) => a - b), violations: totals.violations,
     faults: totals.faults, acknowledged: totals.acknowledged, lost: totals.lost, lostAllowed: totals.lostAllowed,
-    failovers: totals.failovers, events: totals.events, simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
+    lostToCorruption: totals.lostToCorruption, failovers: totals.failovers, failoverTime, events: totals.events, simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
     wallSeconds: +wallS.toFixed(1), seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
   };
   if (values.json) console.log(JSON.stringify(summary));
   else {
     console.log(`${totals.seeds} seeds (${from}..${from + n - 1}) on ${jobs} job(s) in ${wallS.toFixed(1)} s (${summary.seedsPerSecond} seeds/s), ${summary.simulatedHours} simulated hours, ${totals.events} events`);
     console.log(`faults: ${Object.entries(totals.faults).sort().map(([k, v]) => `${k} ${v}`).join(', ')}`);
-    console.log(`acknowledged commits ${totals.acknowledged}, lost ${totals.lost} (allowed losses of asynchronous commits: ${totals.lostAllowed}), failovers ${totals.failovers}`);
+    console.log(`acknowledged commits ${totals.acknowledged}, lost ${totals.lost}; allowed losses (their level promised nothing: asynchronous, remote_write after a power loss, local at failover) ${totals.lostAllowed}; lost to WAL corruption (media fault, beyond the durability promise) ${totals.lostToCorruption}`);
+    const fmt = (x: number | null, unit: string, digits = 0) => (x === null ? 'n/a' : `${x.toFixed(digits)} ${unit}`);
+    console.log(`failovers ${totals.failovers}: resume → read-write median ${fmt(failoverTime.simulatedMs.median, 'simulated ms')}, ` +
+      `p99 ${fmt(failoverTime.simulatedMs.p99, 'ms')}, max ${fmt(failoverTime.simulatedMs.max, 'ms')}; ` +
+      `modeled PostgreSQL median ${fmt(failoverTime.modeledS.median === null ? null : failoverTime.modeledS.median * 1000, 'ms', 3)}, max ${fmt(failoverTime.modeledS.max === null ? null : failoverTime.modeledS.max * 1000, 'ms', 3)}`);
     console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
   }
   process.exitCode = totals.failed.length === 0 ? 0 : 1;

@@ -7,9 +7,9 @@
  *   surviving write may be torn (only a prefix of its bytes reached the platter).
  * - A directory entry (create, rename, remove) is durable only after fsync of its directory.
  * - A process crash loses nothing: the page cache outlives the process.
- * - Faults: ENOSPC for writes that extend a file under a path prefix (a full disk), a flipped
- *   byte (media corruption), and a hook run at every fsync (the simulator's slow disk advances
- *   simulated time there).
+ * - Faults: ENOSPC for writes that extend a file under a path prefix (a full disk) and a flipped
+ *   byte (media corruption). A slow disk is not this file's business: the simulator wraps the
+ *   disk in the same latency layer production uses (common/latency-disk.ts).
  *
  * One MemDisk per simulated machine. Deterministic: no clock, no randomness except the PRNG
  * passed to `powerLoss`; readdir is sorted.
@@ -103,8 +103,6 @@ export class MemDisk implements Disk {
   private nextFd = 3;
   /** Writes that extend a file under one of these prefixes fail with ENOSPC (a full disk). */
   readonly fullPrefixes = new Set<string>();
-  /** Called at every fsync (file or directory) with the path: the simulator's slow-disk hook. */
-  onFsync: ((p: string) => void) | null = null;
   readonly counters: MemDiskCounters = { writes: 0, bytesWritten: 0, fsyncs: 0, dirFsyncs: 0, enospc: 0 };
 
   // ------------------------------------------------------------------------- lookups
@@ -210,7 +208,6 @@ export class MemDisk implements Disk {
 
   fsync(fd: number): void {
     const f = this.fd(fd, 'fsync');
-    this.onFsync?.(f.path);
     f.file.fsync();
     this.counters.fsyncs++;
   }
@@ -222,7 +219,6 @@ export class MemDisk implements Disk {
 
   fsyncDir(p: string): void {
     const dir = this.dirAt(p, 'fsync');
-    this.onFsync?.(p);
     dir.synced = new Map(dir.entries);
     this.counters.dirFsyncs++;
   }

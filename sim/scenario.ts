@@ -27,10 +27,14 @@ export type SimCommand =
   | { op: 'partition'; ms: number }
   /** The standby's pg_wal is full for ms (writes that extend a file fail with ENOSPC). */
   | { op: 'diskFull'; ms: number }
-  /** Flip a byte inside a record the standby has flushed but not replayed (media corruption); the standby restarts at the next step. */
-  | { op: 'corrupt' }
-  /** Every fsync on a node takes latencyMs more for ms. */
-  | { op: 'slowDisk'; node: Role; latencyMs: number; ms: number }
+  /**
+   * Media corruption: flip a byte inside a WAL record on a node's disk. Standby: a record it has
+   * flushed but not replayed; it restarts at the next step. Primary: a record its crash recovery
+   * will read; the primary crashes at once and restarts after downMs (sim/README "Corruption").
+   */
+  | { op: 'corrupt'; node: Role; downMs: number }
+  /** A node's disk is slow for ms: every write takes up to writeMs more, every fsync up to latencyMs more. */
+  | { op: 'slowDisk'; node: Role; latencyMs: number; writeMs: number; ms: number }
   /** A node's wall clock steps by ms (NTP); simulated time does not. */
   | { op: 'clockJump'; node: Role; ms: number }
   /** Stop the primary (crash, power loss or immediate stop), promote the standby, rebuild the old primary as its standby. */
@@ -77,6 +81,9 @@ export function subSeed(seed: number, stream: string): number {
 /** The scenario of a seed: options and commands are a pure function of it. */
 export function generateScenario(seed: number, steps = 40): Scenario {
   const rng = new SeededRandom(subSeed(seed, 'scenario'));
+  // Parameters added after the first release of the generator come from their own stream, so the
+  // commands a seed drew before (and the regression seeds in test/sim) stay the same.
+  const ext = new SeededRandom(subSeed(seed, 'scenario-ext'));
   const options: SimOptions = {
     synchronousCommit: rng.pick(['off', 'local', 'remote_write', 'on', 'remote_apply'] as const),
     dropStrategy: {
@@ -118,8 +125,8 @@ export function generateScenario(seed: number, steps = 40): Scenario {
         kinds.push(() => ({ op: 'partition', ms: rng.int(10, 5000) }));
       }
       if (swarm.diskFull) kinds.push(() => ({ op: 'diskFull', ms: rng.int(10, 3000) }));
-      if (swarm.corruption) kinds.push(() => ({ op: 'corrupt' }));
-      if (swarm.slowDisk) kinds.push(() => ({ op: 'slowDisk', node: node(), latencyMs: rng.int(1, 200), ms: rng.int(100, 5000) }));
+      if (swarm.corruption) kinds.push(() => ({ op: 'corrupt', node: ext.chance(0.5) ? 'primary' : 'standby', downMs: ext.int(0, 2000) }));
+      if (swarm.slowDisk) kinds.push(() => ({ op: 'slowDisk', node: node(), latencyMs: rng.int(1, 200), writeMs: ext.int(0, 50), ms: rng.int(100, 5000) }));
       if (swarm.clockJumps) kinds.push(() => ({ op: 'clockJump', node: node(), ms: rng.pick([-1, 1]) * rng.int(1000, 3_600_000) }));
       if (swarm.failovers) kinds.push(() => ({ op: 'failover', how: rng.pick(['crash', 'power', 'immediate', 'fast'] as const) }));
       if (swarm.pauses) {
@@ -178,8 +185,10 @@ export function describeCommand(c: SimCommand): string {
     case 'stop': return `stop ${c.node} -m ${c.mode}, down ${c.downMs} ms`;
     case 'partition': return `partition ${c.ms} ms`;
     case 'diskFull': return `standby pg_wal full ${c.ms} ms`;
-    case 'corrupt': return 'flip a byte in a record the standby has not replayed';
-    case 'slowDisk': return `slow fsync on ${c.node}: +${c.latencyMs} ms for ${c.ms} ms`;
+    case 'corrupt': return c.node === 'standby'
+      ? 'flip a byte in a WAL record the standby has not replayed'
+      : `flip a byte in a WAL record the primary's crash recovery reads; crash it, down ${c.downMs} ms`;
+    case 'slowDisk': return `slow disk on ${c.node}: writes +${c.writeMs} ms, fsyncs +${c.latencyMs} ms (each 50–100%) for ${c.ms} ms`;
     case 'clockJump': return `wall clock of ${c.node} jumps ${c.ms} ms`;
     case 'failover': return `failover (primary: ${c.how})`;
     case 'wait': return `wait ${c.ms} ms`;

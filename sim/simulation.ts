@@ -16,9 +16,12 @@ import { isWalsimError } from '../common/errors.ts';
 import { InvariantViolation } from '../common/assert.ts';
 import { SeededRandom } from '../common/random.ts';
 import { fmix32 } from '../common/hash.ts';
-import { formatLsn, type Lsn } from '../wal/lsn.ts';
+import { formatLsn, parseLsn, type Lsn } from '../wal/lsn.ts';
 import { listSegmentFiles, readTimelineHistory, segmentOf, segmentOffset, walDir } from '../wal/segment.ts';
 import { readWal } from '../wal/wal-reader.ts';
+import type { WalRecord } from '../wal/records.ts';
+import { readDataImage } from '../storage/data-image.ts';
+import { DiskLatency, LatencyDisk } from '../common/latency-disk.ts';
 import { SIZE_OF_XLOG_RECORD } from '../wal/codec.ts';
 import { initdb } from '../server/initdb.ts';
 import { ServerNode, STANDBY_SIGNAL } from '../server/node.ts';
@@ -58,12 +61,34 @@ export interface SimResult {
   lost: number;
   /** Acknowledged commits gone where their level made no promise (asynchronous, power loss). */
   lostAllowed: number;
+  /**
+   * Acknowledged commits gone because a flipped byte destroyed a WAL record at or before their
+   * commit record (media corruption: beyond the durability promise, which assumes the disk
+   * returns what was fsynced). Reported apart from `lost`, never folded into it or into
+   * `lostAllowed`; a commit wholly before the corrupt record that is missing is still `lost`.
+   */
+  lostToCorruption: number;
+  /** Each failover's phases on the promoted node's clock (simulated ms) and modeled PostgreSQL time. */
+  failoverTimes: SimFailoverTime[];
   failovers: number;
   events: number;
   simMs: number;
   traceHash: string;
   trace?: string[];
 }
+
+export interface SimFailoverTime {
+  /** resume → read-write, and its phases, in simulated milliseconds (the node's injected clock). */
+  failoverMs: number | null;
+  replayMs: number | null;
+  endOfRecoveryMs: number | null;
+  openForWritesMs: number | null;
+  /** The cost model's PostgreSQL seconds for the same counts (null without a profile). */
+  modeledS: number | null;
+}
+
+/** Whether the ledger may lose a fact at a check. */
+type Verdict = 'must' | 'may' | 'corruption';
 
 /** One checkable consequence of an acknowledged statement. */
 interface Fact {
@@ -72,6 +97,11 @@ interface Fact {
   value: number;
   level: SynchronousCommit;
   ackAt: number;
+  /**
+   * Upper bound on the end LSN of its commit record: the highest commit end the acknowledging
+   * process had reported when the statement returned (exact unless commits overlapped).
+   */
+  commitEndMax: Lsn;
   /** Known to be on the primary's disk (survived a check there). */
   durableOnPrimary: boolean;
   /** Known to be on the standby's disk too (survived a failover or came with a base backup). */
@@ -88,7 +118,10 @@ interface Host {
   /** Restart (as its current role) at this simulated time, or null. */
   restartAt: number | null;
   lastPowerLossAt: number;
-  slowFsyncMs: number;
+  /** The machine's disk latency (slow disk fault), shared by its process incarnations. */
+  latency: DiskLatency;
+  /** Highest commit end LSN the current process incarnation reported (Fact.commitEndMax). */
+  maxCommitEnd: Lsn;
   /** LSN of a record whose bytes were flipped on this machine's disk and not yet healed by a restart. */
   corruptLsn: Lsn | null;
   /** The process incarnation that was running when the byte was flipped. */
@@ -117,6 +150,8 @@ export class Simulation {
   private readonly acknowledgedByLevel: Partial<Record<SynchronousCommit, number>> = {};
   private lost = 0;
   private lostAllowed = 0;
+  private lostToCorruption = 0;
+  private readonly failoverTimes: SimFailoverTime[] = [];
   private failovers = 0;
   private maxValueIssued = 0;
   private issueSeq = 0;
@@ -132,18 +167,18 @@ export class Simulation {
     this.net = new Network(this.sched, new SeededRandom(subSeed(seed, 'network')), { ...scenario.options.link });
     this.trace = opts.trace === true ? [] : null;
     this.sched.onEvent = (at, owner, label) => this.record(at, owner, label);
-    const host = (name: 'A' | 'B'): Host => ({
-      name, disk: new MemDisk(), incarnation: 0, owner: `${name}#0`, node: null, restartAt: null, lastPowerLossAt: -1, slowFsyncMs: 0,
-      corruptLsn: null, corruptOwner: '',
-    });
+    const host = (name: 'A' | 'B'): Host => {
+      const latency = new DiskLatency();
+      const spread = new SeededRandom(subSeed(seed, `latency-${name}`));
+      latency.spread = () => spread.float();
+      return {
+        name, disk: new MemDisk(), incarnation: 0, owner: `${name}#0`, node: null, restartAt: null, lastPowerLossAt: -1, latency,
+        maxCommitEnd: 0, corruptLsn: null, corruptOwner: '',
+      };
+    };
     this.hosts = { A: host('A'), B: host('B') };
     this.primary = this.hosts.A;
     this.standby = this.hosts.B;
-    for (const h of Object.values(this.hosts)) {
-      h.disk.onFsync = () => {
-        if (h.slowFsyncMs > 0) this.sched.advance(h.slowFsyncMs);
-      };
-    }
   }
 
   // ------------------------------------------------------------------------- trace
@@ -182,6 +217,16 @@ export class Simulation {
     };
   }
 
+  /** The running process of a role (tests inspect it), or null while it is down. */
+  nodeOf(role: Role): ServerNode | null {
+    return this.hostOf(role).node;
+  }
+
+  /** A machine's disk latency (tests read its counters). */
+  latencyOf(role: Role): DiskLatency {
+    return this.hostOf(role).latency;
+  }
+
   private other(h: Host): Host {
     return h === this.hosts.A ? this.hosts.B : this.hosts.A;
   }
@@ -217,7 +262,9 @@ export class Simulation {
             if (h.owner === owner) this.kill(h, false);
           });
         },
-        env: { clock, disk: h.disk },
+        // The slow-disk layer production uses, over the machine's in-memory disk: a synchronous
+        // write or fsync stalls by advancing simulated time inside the running event.
+        env: { clock, disk: new LatencyDisk(h.disk, clock, (ms) => this.sched.advance(ms), h.latency) },
         connect: this.net.dialer(h.name, owner, () => this.other(h).name),
       });
     } catch (e) {
@@ -226,7 +273,11 @@ export class Simulation {
     }
     h.node = node;
     this.net.listen(h.name, owner, (conn) => node.acceptReplication(conn));
-    node.onCommitAcknowledged = (endLsn) => this.checkSyncAck(node, endLsn);
+    h.maxCommitEnd = 0;
+    node.onCommitAcknowledged = (endLsn) => {
+      if (endLsn > h.maxCommitEnd) h.maxCommitEnd = endLsn;
+      this.checkSyncAck(node, endLsn);
+    };
     this.record(this.sched.now, 'sim', `start ${owner} as ${node.inRecovery ? 'standby' : 'primary'}`);
     const r = await this.settle(node.startRole(TOKEN), ACTION_MS);
     if (!r.done) this.violation(`${h.name} did not finish starting within ${ACTION_MS} ms`);
@@ -367,16 +418,15 @@ export class Simulation {
         return;
       }
       case 'corrupt':
-        return this.corrupt();
+        return c.node === 'standby' ? this.corruptStandby() : this.corruptPrimary(c.downMs);
       case 'slowDisk': {
-        this.countFault('slow disk');
-        const h = this.hostOf(c.node);
-        h.slowFsyncMs = c.latencyMs;
-        this.sched.at(c.ms, 'sim', 'disk fast again', () => (h.slowFsyncMs = 0));
+        this.countFault(`slow disk (${c.node})`);
+        // The hold runs on simulated time; it ends by itself (DiskLatency checks the clock).
+        this.hostOf(c.node).latency.set(c.writeMs, c.latencyMs, c.ms, this.sched.now);
         return;
       }
       case 'clockJump':
-        this.countFault('clock jump');
+        this.countFault(`clock jump (${c.node})`);
         this.sched.jumpWallClock(this.hostOf(c.node).owner, c.ms);
         return;
       case 'failover':
@@ -388,33 +438,83 @@ export class Simulation {
   }
 
   /**
+   * Flip one byte inside one of `recs` (drawn from the disk stream) in the newest segment file of
+   * `h` that holds it on timeline ≤ `tli`; the start LSN of the damaged record, or null if none fits.
+   */
+  private flipByteInRecord(h: Host, tli: number, recs: readonly WalRecord[], kind: string): Lsn | null {
+    if (recs.length === 0) return null;
+    const rec = recs[this.faultRng.int(0, recs.length - 1)]!;
+    const size = rec.endLsn - rec.lsn;
+    if (size <= SIZE_OF_XLOG_RECORD) return null;
+    const at = rec.lsn + SIZE_OF_XLOG_RECORD + this.faultRng.int(0, size - SIZE_OF_XLOG_RECORD - 1);
+    const segSize = this.scenario.options.walSegmentSize;
+    const files = listSegmentFiles(DATA_DIR, segSize, h.disk).filter((f) => f.segno === segmentOf(at, segSize) && f.tli <= tli);
+    const file = files[files.length - 1];
+    if (file === undefined) return null;
+    this.countFault(kind);
+    h.disk.flipByte(`${walDir(DATA_DIR)}/${file.name}`, segmentOffset(at, segSize), 1 << this.faultRng.int(0, 7));
+    this.record(this.sched.now, 'sim', `flipped a byte at ${formatLsn(at)} in the record at ${formatLsn(rec.lsn)} (${file.name} on ${h.name})`);
+    return rec.lsn;
+  }
+
+  /**
    * Media corruption on the standby: flip one byte inside a record it has flushed but not replayed.
    * Replay must stop at that record and never apply it (checked after every step); the standby is
    * restarted at the next step (crash recovery ends local WAL there and streaming fetches it again).
    */
-  private corrupt(): void {
+  private corruptStandby(): void {
     const h = this.standby;
     const n = h.node;
     if (n === null || !n.inRecovery || n.startup === null) return;
     const from = n.startup.nextLsn;
     const to = n.wal.flushLsn;
     if (from >= to) return;
-    const recs = [...readWal(DATA_DIR, from, { ...n.readOptions(), stopLsn: to })];
-    if (recs.length === 0) return;
-    const rec = recs[this.faultRng.int(0, recs.length - 1)]!;
-    const size = rec.endLsn - rec.lsn;
-    if (size <= SIZE_OF_XLOG_RECORD) return;
-    const at = rec.lsn + SIZE_OF_XLOG_RECORD + this.faultRng.int(0, size - SIZE_OF_XLOG_RECORD - 1);
-    const segSize = this.scenario.options.walSegmentSize;
-    const files = listSegmentFiles(DATA_DIR, segSize, h.disk).filter((f) => f.segno === segmentOf(at, segSize) && f.tli <= n.timeline);
-    const file = files[files.length - 1];
-    if (file === undefined) return;
-    this.countFault('corruption (standby WAL)');
-    h.disk.flipByte(`${walDir(DATA_DIR)}/${file.name}`, segmentOffset(at, segSize), 1 << this.faultRng.int(0, 7));
-    h.corruptLsn = rec.lsn;
+    const lsn = this.flipByteInRecord(h, n.timeline, [...readWal(DATA_DIR, from, { ...n.readOptions(), stopLsn: to })], 'corruption (standby WAL)');
+    if (lsn === null) return;
+    h.corruptLsn = lsn;
     h.corruptOwner = h.owner;
-    this.record(this.sched.now, 'sim', `flipped a byte at ${formatLsn(at)} in the record at ${formatLsn(rec.lsn)} (${file.name})`);
     h.restartAt = this.sched.now; // healed by a restart at the next step boundary
+  }
+
+  /**
+   * Media corruption on the primary: flip one byte inside a flushed WAL record that crash recovery
+   * will read (after the data image's REDO record), crash the primary at once (a process crash:
+   * nothing else is lost) and restart it after downMs. Like PostgreSQL, crash recovery takes the
+   * bad record for the end of WAL (checked: it replays nothing at or past it), so every commit at
+   * or past that record is gone from the primary although it was acknowledged — media corruption,
+   * beyond the durability promise: such facts count as `lostToCorruption`; a fact whose commit
+   * ended before the record must still hold. A standby that received WAL past the record holds a
+   * history the primary's new WAL contradicts (PostgreSQL would need pg_rewind or a new base
+   * backup): the operator stops it before restarting the primary and re-clones it afterwards.
+   */
+  private async corruptPrimary(downMs: number): Promise<void> {
+    const h = this.primary;
+    const n = h.node;
+    if (n === null || n.inRecovery) return;
+    const redo = readDataImage(DATA_DIR, h.disk).header.redoLsn;
+    if (redo >= n.wal.flushLsn) return;
+    const recs = [...readWal(DATA_DIR, redo, { ...n.readOptions(), stopLsn: n.wal.flushLsn })].filter((r) => r.lsn > redo);
+    const bad = this.flipByteInRecord(h, n.timeline, recs, 'corruption (primary WAL)');
+    if (bad === null) return;
+    const crashAt = this.sched.now;
+    this.kill(h, false);
+    h.restartAt = null;
+    const s = this.standby;
+    const sn = s.node;
+    // Received past the bad record, or unknown (down: its disk may hold anything the primary sent).
+    const diverged = sn === null || !sn.inRecovery || Math.max(sn.wal.writeLsn, sn.wal.flushLsn) > bad;
+    if (diverged && sn !== null) await this.stop(s, 'fast');
+    if (diverged) s.restartAt = null;
+    await this.sched.runFor(downMs);
+    await this.start(h);
+    const p = h.node;
+    if (p === null) return;
+    if (parseLsn(p.startupReplay.toLsn) > bad) {
+      this.violation(`${h.name}: crash recovery replayed to ${p.startupReplay.toLsn}, past the corrupt record at ${formatLsn(bad)}`);
+    }
+    await this.checkLedger(h, 'primary restart after WAL corruption', (f) =>
+      f.commitEndMax > bad ? 'corruption' : this.guaranteedAfterPrimaryCrash(f, crashAt) ? 'must' : 'may');
+    if (diverged) await this.rebuildStandby();
   }
 
   private expectedError(e: unknown, what: string): void {
@@ -440,7 +540,7 @@ export class Simulation {
         this.acknowledged++;
         this.acknowledgedByLevel[level] = (this.acknowledgedByLevel[level] ?? 0) + 1;
         this.record(this.sched.now, 'sim', `ack ${sql}`);
-        this.addFacts(sql, level, maxValue, seq);
+        this.addFacts(sql, level, maxValue, seq, h.maxCommitEnd);
       },
       (e: unknown) => {
         if (!this.pending.delete(p)) return;
@@ -475,9 +575,9 @@ export class Simulation {
     }
   }
 
-  private addFacts(sql: string, level: SynchronousCommit, maxValueBefore: number, seq: number): void {
+  private addFacts(sql: string, level: SynchronousCommit, maxValueBefore: number, seq: number, commitEndMax: Lsn): void {
     const fact = (kind: Fact['kind'], table: string, value = 0) => {
-      const f: Fact = { kind, table, value, level, ackAt: this.sched.now, durableOnPrimary: false, onStandby: false, sql };
+      const f: Fact = { kind, table, value, level, ackAt: this.sched.now, commitEndMax, durableOnPrimary: false, onStandby: false, sql };
       if (!this.supersessions.some((x) => x.seq > seq && x.covers(f))) this.ledger.push(f);
     };
     let m: RegExpExecArray | null;
@@ -515,6 +615,10 @@ export class Simulation {
     // The failover clock runs on the node's injected clock: its phases are simulated milliseconds
     // (waits and slow fsyncs take simulated time, CPU does not); the cost model gives modeled time.
     const fr = node.failoverReport();
+    this.failoverTimes.push({
+      failoverMs: fr?.failoverMs ?? null, replayMs: fr?.phases.replayMs ?? null, endOfRecoveryMs: fr?.phases.endOfRecoveryMs ?? null,
+      openForWritesMs: fr?.phases.openForWritesMs ?? null, modeledS: fr?.model?.failoverS ?? null,
+    });
     this.record(this.sched.now, 'sim', `promoted ${newPrimary.owner} on timeline ${node.timeline}; failover ${fr?.failoverMs ?? '?'} ms ` +
       `(replay ${fr?.phases.replayMs ?? '?'}, end of recovery ${fr?.phases.endOfRecoveryMs ?? '?'}, open for writes ${fr?.phases.openForWritesMs ?? '?'}); ` +
       `modeled ${fr?.model ? `${fr.model.failoverS.toFixed(6)} s (${fr.model.profile})` : 'n/a'}`);
@@ -534,9 +638,7 @@ export class Simulation {
       return;
     }
     dst.disk = new MemDisk();
-    dst.disk.onFsync = () => {
-      if (dst.slowFsyncMs > 0) this.sched.advance(dst.slowFsyncMs);
-    };
+    dst.corruptLsn = null;
     src.disk.copyTo(BACKUP_DIR, dst.disk, DATA_DIR);
     src.disk.rmrf(BACKUP_DIR);
     dst.disk.syncAll();
@@ -551,14 +653,15 @@ export class Simulation {
   }
 
   /** `promoted` is the host that was the standby until this failover. */
-  private guaranteedAfterFailover(f: Fact, promoted: Host): boolean {
-    if (f.onStandby) return true;
+  private guaranteedAfterFailover(f: Fact, promoted: Host): Verdict {
+    if (f.onStandby) return 'must';
     // Corrupt WAL the standby had not yet refetched: promotion ends recovery at the bad record, so
-    // commits after it are lost (RELIABILITY.md: "corrupt WAL on standby, promote").
-    if (promoted.corruptLsn !== null) return false;
-    if (f.level === 'on' || f.level === 'remote_apply') return true;
+    // commits at or past it are lost (RELIABILITY.md: "corrupt WAL on standby, promote") — to the
+    // corruption, not to a broken promise; commits before it keep their level's guarantee.
+    if (promoted.corruptLsn !== null && f.commitEndMax > promoted.corruptLsn) return 'corruption';
+    if (f.level === 'on' || f.level === 'remote_apply') return 'must';
     // remote_write: written to the standby's OS, so lost only if that machine lost power since.
-    return f.level === 'remote_write' && promoted.lastPowerLossAt < f.ackAt;
+    return f.level === 'remote_write' && promoted.lastPowerLossAt < f.ackAt ? 'must' : 'may';
   }
 
   private async holds(node: ServerNode, f: Fact): Promise<boolean> {
@@ -580,10 +683,11 @@ export class Simulation {
   }
 
   /**
-   * Check every fact on `h`: a guaranteed fact that does not hold is a lost acknowledged commit
-   * (violation); one that was not guaranteed is dropped from the ledger (allowed loss).
+   * Check every fact on `h`: a guaranteed fact ('must', or `true`) that does not hold is a lost
+   * acknowledged commit (violation); one that was not guaranteed ('may', `false`) is dropped from
+   * the ledger (allowed loss); one destroyed by media corruption ('corruption') too, counted apart.
    */
-  private async checkLedger(h: Host, when: string, guaranteed: (f: Fact) => boolean): Promise<void> {
+  private async checkLedger(h: Host, when: string, guaranteed: (f: Fact) => boolean | Verdict): Promise<void> {
     const node = h.node;
     if (node === null) return;
     for (let i = this.ledger.length - 1; i >= 0; i--) {
@@ -593,9 +697,13 @@ export class Simulation {
         if (when === 'failover') f.onStandby = true;
         continue;
       }
-      if (guaranteed(f)) {
+      const v = guaranteed(f);
+      if (v === true || v === 'must') {
         this.lost++;
         this.violation(`${when}: acknowledged commit lost on ${h.name} (synchronous_commit=${f.level}, acknowledged at t=${f.ackAt} ms): ${f.sql} [${f.kind} ${f.table} ${f.value}]`);
+      } else if (v === 'corruption') {
+        this.lostToCorruption++;
+        this.record(this.sched.now, 'sim', `${when}: lost to WAL corruption on ${h.name} (commit ends at or before ${formatLsn(f.commitEndMax)}): ${f.sql}`);
       } else {
         this.lostAllowed++;
       }
@@ -665,7 +773,7 @@ export class Simulation {
     this.net.healAll();
     for (const h of [this.primary, this.standby]) {
       h.disk.fullPrefixes.clear();
-      h.slowFsyncMs = 0;
+      h.latency.clear();
       if (h.node === null) await this.start(h);
     }
     const p = this.primary.node;
@@ -723,6 +831,8 @@ export class Simulation {
       acknowledgedByLevel: this.acknowledgedByLevel,
       lost: this.lost,
       lostAllowed: this.lostAllowed,
+      lostToCorruption: this.lostToCorruption,
+      failoverTimes: this.failoverTimes,
       failovers: this.failovers,
       events: this.sched.eventsRun,
       simMs: this.sched.now,

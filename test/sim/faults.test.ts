@@ -1,0 +1,136 @@
+/**
+ * The simulator's faults one at a time, on hand-written scenarios (sim/README "Faults"): a flipped
+ * byte in the primary's WAL (crash recovery ends WAL at the bad record; acknowledged commits at or
+ * past it count as lost to corruption, never as allowed losses, and the run still converges), a
+ * slow disk (the production latency layer over the in-memory disk: writes and fsyncs take
+ * simulated time), and failover phases reported on the promoted node's simulated clock with the
+ * cost model's PostgreSQL time beside them. Method: run the scenario, assert counters, the ledger's
+ * verdicts and the trace; every figure is deterministic, so exact values are asserted where stable.
+ */
+import { describe, expect, it } from 'vitest';
+import { Simulation, runSimulation } from '../../sim/simulation.ts';
+import { SIM_EPOCH_MS } from '../../sim/scheduler.ts';
+import type { Scenario, SimCommand, SimOptions } from '../../sim/scenario.ts';
+
+function scenario(seed: number, commands: SimCommand[], over: Partial<SimOptions> = {}): Scenario {
+  return {
+    seed,
+    options: {
+      synchronousCommit: 'on', dropStrategy: { primary: 'full-scan', standby: 'cached-lookup' }, sharedBuffers: '256kB',
+      walSegmentSize: 64 * 1024, link: { delayMinMs: 1, delayMaxMs: 5, cutDetectMs: 100 }, stepMs: 20, ...over,
+    },
+    commands,
+  };
+}
+
+const inserts = (table: string, from: number, n: number): SimCommand[] =>
+  Array.from({ length: n }, (_, i) => ({ op: 'sql', sql: `INSERT INTO ${table} VALUES (${from + i})` }));
+
+describe('primary WAL corruption', () => {
+  const commands: SimCommand[] = [
+    { op: 'sql', sql: 'CREATE TABLE t1 (c int)' },
+    { op: 'sql', sql: 'CHECKPOINT' },
+    ...inserts('t1', 1, 12),
+    { op: 'corrupt', node: 'primary', downMs: 300 },
+    ...inserts('t1', 100, 3),
+  ];
+
+  it('crash recovery ends WAL at the bad record; commits past it are lost to corruption, the rest hold, the cluster converges', async () => {
+    let withLoss = 0;
+    for (let seed = 1; seed <= 8; seed++) {
+      const r = await runSimulation(scenario(seed, commands), { trace: true });
+      expect(r.violations).toEqual([]);
+      expect(r.lost).toBe(0);
+      expect(r.faults['corruption (primary WAL)']).toBe(1);
+      const trace = r.trace!.join('\n');
+      // PostgreSQL's behaviour: the bad CRC is the end of WAL, said in the log, not an error.
+      expect(trace).toMatch(/A#2 LOG: {2}invalid record at \d+\/[0-9A-F]+ ends local WAL/);
+      const flipped = /flipped a byte at \S+ in the record at (\S+) \(\S+ on A\)/.exec(trace);
+      expect(flipped).not.toBeNull();
+      // Every commit the ledger gave up to the corruption ended past the bad record's start.
+      for (const m of trace.matchAll(/lost to WAL corruption on A \(commit ends at or before (\S+)\)/g)) {
+        expect(parseInt(m[1]!.replace('/', ''), 16)).toBeGreaterThan(parseInt(flipped![1]!.replace('/', ''), 16));
+      }
+      expect(r.lostToCorruption).toBe([...trace.matchAll(/lost to WAL corruption/g)].length);
+      if (r.lostToCorruption > 0) withLoss++;
+      // The commits after the restart are acknowledged and survive (the standby was re-cloned).
+      expect(trace).toMatch(/ack INSERT INTO t1 VALUES \(102\)/);
+    }
+    // Most draws hit a record before some acknowledged commit (a loss the ledger names honestly).
+    expect(withLoss).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('replays a corruption seed to the identical trace', async () => {
+    const a = await runSimulation(scenario(3, commands), { trace: true });
+    const b = await runSimulation(scenario(3, commands), { trace: true });
+    expect(b.trace).toEqual(a.trace);
+  });
+});
+
+describe('slow disk', () => {
+  it('delays writes and fsyncs on simulated time through the production latency layer, and ends with its hold', async () => {
+    const cmds: SimCommand[] = [
+      { op: 'sql', sql: 'CREATE TABLE s (c int)' },
+      { op: 'slowDisk', node: 'primary', writeMs: 20, latencyMs: 100, ms: 2000 },
+      ...inserts('s', 1, 5),
+      { op: 'wait', ms: 3000 },
+      ...inserts('s', 10, 5),
+    ];
+    const slow = new Simulation(scenario(5, cmds));
+    const r = await slow.run();
+    expect(r.violations).toEqual([]);
+    expect(r.faults['slow disk (primary)']).toBe(1);
+    const c = slow.latencyOf('primary').counters;
+    expect(c.delayedWrites).toBeGreaterThan(0);
+    expect(c.delayedFsyncs).toBeGreaterThan(0);
+    expect(slow.latencyOf('standby').counters.delayedMs).toBe(0);
+    // The same run without the fault takes less simulated time; with it, no more than the delays.
+    const fast = await runSimulation(scenario(5, cmds.filter((x) => x.op !== 'slowDisk')));
+    expect(fast.violations).toEqual([]);
+    expect(r.simMs).toBeGreaterThan(fast.simMs);
+    expect(r.acknowledged).toBe(fast.acknowledged);
+    // Each delay is 50–100 % of its latency (seeded spread), and replays exactly.
+    expect(c.delayedMs).toBeGreaterThanOrEqual(10 * c.delayedWrites + 50 * c.delayedFsyncs);
+    expect(c.delayedMs).toBeLessThanOrEqual(20 * c.delayedWrites + 100 * c.delayedFsyncs);
+    const again = new Simulation(scenario(5, cmds));
+    expect((await again.run()).traceHash).toBe(r.traceHash);
+    expect(again.latencyOf('primary').counters).toEqual(c);
+  });
+});
+
+describe('failover time', () => {
+  it('reports the phases on the promoted node\'s simulated clock, with modeled PostgreSQL time', async () => {
+    const cmds: SimCommand[] = [
+      { op: 'sql', sql: 'CREATE TABLE f (c int)' },
+      { op: 'pause' },
+      { op: 'sql', sql: 'INSERT INTO f SELECT generate_series(1, 3000)' },
+      { op: 'sql', sql: 'TRUNCATE f' },
+      // Every fsync of the standby's machine is slow: end of recovery and open for writes take simulated time.
+      { op: 'slowDisk', node: 'standby', writeMs: 0, latencyMs: 200, ms: 60_000 },
+      { op: 'failover', how: 'immediate' },
+      ...inserts('f', 5000, 2),
+    ];
+    const sim = new Simulation(scenario(11, cmds, { synchronousCommit: 'local' }));
+    const r = await sim.run();
+    expect(r.violations).toEqual([]);
+    expect(r.failovers).toBe(1);
+    const t = r.failoverTimes[0]!;
+    expect(t.failoverMs).toBe(t.replayMs! + t.endOfRecoveryMs! + t.openForWritesMs!);
+    expect(t.endOfRecoveryMs! + t.openForWritesMs!).toBeGreaterThanOrEqual(100); // at least one slow fsync (≥ 50 % of 200 ms)
+    expect(t.modeledS).toBeGreaterThan(0);
+    // The report's instants are on the simulated wall clock (epoch + simulated ms), not the real one.
+    const report = sim.nodeOf('primary')!.failoverReport()!;
+    const resumeAt = Date.parse(report.resumeAt!);
+    expect(resumeAt).toBeGreaterThanOrEqual(SIM_EPOCH_MS);
+    expect(resumeAt).toBeLessThanOrEqual(SIM_EPOCH_MS + r.simMs);
+    expect(Date.parse(report.promotedAt!) - resumeAt).toBe(t.failoverMs);
+  });
+});
+
+describe('node status on the simulated disk', () => {
+  it('counts WAL files on the node\'s own disk (not the real file system)', async () => {
+    const sim = new Simulation(scenario(1, []));
+    await sim.setup();
+    expect(sim.nodeOf('primary')!.status().walFiles).toBeGreaterThanOrEqual(1);
+  });
+});
