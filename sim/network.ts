@@ -134,7 +134,10 @@ export class Network {
     const d = this.delay();
     this.sched.at(d, owner, `net connect ${from}->${to}`, () => {
       const listener = this.listeners.get(to);
-      if (listener === undefined || listener.owner !== conn.server.owner || this.isPartitioned(from, to) || this.sched.isDead(listener.owner)) {
+      // Cut before it was established (a partition or a process exit while the SYN was in
+      // flight): it never opens. An open connection outside `conns` would escape later cuts.
+      const cutMeanwhile = !this.conns.has(conn);
+      if (cutMeanwhile || listener === undefined || listener.owner !== conn.server.owner || this.isPartitioned(from, to) || this.sched.isDead(listener.owner)) {
         this.counters.refused++;
         this.finish(conn.client, CLOSE_ABNORMAL, '', new Error(`connect ECONNREFUSED ${to}`));
         conn.server.closed = true;
