@@ -122,6 +122,8 @@ interface Host {
   latency: DiskLatency;
   /** Highest commit end LSN the current process incarnation reported (Fact.commitEndMax). */
   maxCommitEnd: Lsn;
+  /** `owner/timeline` whose history file SIM-3 has checked. */
+  historyCheckedFor: string;
   /** LSN of a record whose bytes were flipped on this machine's disk and not yet healed by a restart. */
   corruptLsn: Lsn | null;
   /** The process incarnation that was running when the byte was flipped. */
@@ -173,7 +175,7 @@ export class Simulation {
       latency.spread = () => spread.float();
       return {
         name, disk: new MemDisk(), incarnation: 0, owner: `${name}#0`, node: null, restartAt: null, lastPowerLossAt: -1, latency,
-        maxCommitEnd: 0, corruptLsn: null, corruptOwner: '',
+        maxCommitEnd: 0, historyCheckedFor: '', corruptLsn: null, corruptOwner: '',
       };
     };
     this.hosts = { A: host('A'), B: host('B') };
@@ -469,7 +471,11 @@ export class Simulation {
     const from = n.startup.nextLsn;
     const to = n.wal.flushLsn;
     if (from >= to) return;
-    const lsn = this.flipByteInRecord(h, n.timeline, [...readWal(DATA_DIR, from, { ...n.readOptions(), stopLsn: to })], 'corruption (standby WAL)');
+    // Only records the running startup process will still read from disk: bytes it already holds
+    // in memory replay intact, so the damage would not be seen before the next restart.
+    const readAhead = n.startup.readAheadLsn();
+    const recs = [...readWal(DATA_DIR, from, { ...n.readOptions(), stopLsn: to })].filter((r) => r.lsn >= readAhead);
+    const lsn = this.flipByteInRecord(h, n.timeline, recs, 'corruption (standby WAL)');
     if (lsn === null) return;
     h.corruptLsn = lsn;
     h.corruptOwner = h.owner;
@@ -734,10 +740,13 @@ export class Simulation {
     for (const h of [this.primary, this.standby]) {
       const n = h.node;
       if (n === null) continue;
-      const ins = n.inspect();
-      if (ins.orphanBuffers.length > 0) this.violation(`${where}: ${h.name} buffers hold dropped blocks ${ins.orphanBuffers.slice(0, 5).join(', ')}`);
+      const orphans = n.storage.orphanBuffers();
+      if (orphans.length > 0) this.violation(`${where}: ${h.name} buffers hold dropped blocks ${orphans.slice(0, 5).join(', ')}`);
       if (n.timeline !== n.wal.timeline) this.violation(`${where}: ${h.name} timeline ${n.timeline} but WAL on ${n.wal.timeline}`);
-      if (n.timeline > 1) {
+      // The history file is written once per timeline and the flush LSN only grows within a process:
+      // checked once per process incarnation and timeline (a power loss starts a new incarnation).
+      if (n.timeline > 1 && h.historyCheckedFor !== `${h.owner}/${n.timeline}`) {
+        h.historyCheckedFor = `${h.owner}/${n.timeline}`;
         try {
           const hist = readTimelineHistory(DATA_DIR, n.timeline, h.disk);
           const last = hist[hist.length - 2];
@@ -770,6 +779,7 @@ export class Simulation {
 
   /** Heal every fault, restart what is down, resume replay; the cluster must converge in bounded time. */
   async converge(): Promise<void> {
+    await this.restartDue(); // a standby whose WAL was just damaged is restarted, as at a step boundary
     this.net.healAll();
     for (const h of [this.primary, this.standby]) {
       h.disk.fullPrefixes.clear();

@@ -139,6 +139,18 @@ export class StartupProcess {
     await this.loop;
   }
 
+  /** The reader of the stretch being replayed (null while waiting or paused). */
+  private reader: WalReader | null = null;
+
+  /**
+   * Where replay will next read WAL from disk: bytes before this LSN are already in the reader's
+   * memory (like PostgreSQL's page buffer), so damage done to them on disk now is not seen by this
+   * process (its next crash recovery reads them again).
+   */
+  readAheadLsn(): Lsn {
+    return this.reader?.bufferedEndLsn ?? this.nextLsn;
+  }
+
   private waitForWakeup(): Promise<void> {
     return new Promise((resolve) => (this.wake = resolve));
   }
@@ -149,6 +161,7 @@ export class StartupProcess {
     const dropReader = () => {
       reader?.close();
       reader = null;
+      this.reader = null;
     };
     while (!this.stopping) {
       if (this.deps.pauseRequested()) {
@@ -175,6 +188,7 @@ export class StartupProcess {
       }
       const r: WalReader = reader ?? readWal(this.deps.dataDir, this.nextLsn, { ...this.deps.readOptions(), stopLsn: limit, expectedPrev: this.lastRecordLsn || undefined });
       reader = r;
+      this.reader = r;
       let sliceStart = this.clock.monoMs();
       for (;;) {
         while (this.held !== null) await this.held;

@@ -102,6 +102,11 @@ export class WalReader implements Iterable<WalRecord> {
     this.checkFirstPrev = opts.expectedPrev !== undefined;
   }
 
+  /** End of the WAL bytes this reader holds in memory: bytes before it are not read from disk again. */
+  get bufferedEndLsn(): Lsn {
+    return this.winStartLsn + this.winLen;
+  }
+
   [Symbol.iterator](): Iterator<WalRecord> {
     return {
       next: (): IteratorResult<WalRecord> => {
