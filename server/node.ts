@@ -937,11 +937,7 @@ export class ServerNode {
         buffered: pool.bufferedBlocks(rel).map((b) => `${b.fork}:${b.block}`),
       };
     });
-    const orphanBuffers: string[] = [];
-    for (const b of pool.bufferedBlocks()) {
-      if (!smgr.exists(b.rel, b.fork) || b.block >= smgr.diskNblocks(b.rel, b.fork)) orphanBuffers.push(`${b.rel}/${b.fork}/${b.block}`);
-    }
-    return { tables, orphanBuffers, relations: smgr.relations(), usedBuffers: pool.usedBuffers };
+    return { tables, orphanBuffers: this.storage.orphanBuffers(), relations: smgr.relations(), usedBuffers: pool.usedBuffers };
   }
 
   noteDrop(cb: ((r: DropResult) => void) | null): void {

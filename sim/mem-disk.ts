@@ -108,6 +108,8 @@ export class MemDisk implements Disk {
   // ------------------------------------------------------------------------- lookups
 
   private parts(p: string): string[] {
+    // Fast path: an absolute path without '.', '..', empty or trailing components is already normal.
+    if (p.length > 1 && p.charCodeAt(0) === 47 && !p.endsWith('/') && !p.includes('//') && !p.includes('/.')) return p.slice(1).split('/');
     const norm = path.posix.resolve('/', p);
     return norm === '/' ? [] : norm.slice(1).split('/');
   }

@@ -52,6 +52,18 @@ export class NodeStorage {
   }
 
   /** Recovery ended (promotion): not in recovery any more, and the strategy drops recovery-only state. */
+  /**
+   * Buffers holding a block that no longer exists (its relation fork is gone, or the block is past
+   * the fork's size): "rel/fork/block" each. Empty unless a drop missed a buffer.
+   */
+  orphanBuffers(): string[] {
+    const out: string[] = [];
+    for (const b of this.pool.bufferedBlocks()) {
+      if (!this.smgr.exists(b.rel, b.fork) || b.block >= this.smgr.diskNblocks(b.rel, b.fork)) out.push(`${b.rel}/${b.fork}/${b.block}`);
+    }
+    return out;
+  }
+
   endRecovery(): void {
     this.smgr.inRecovery = false;
     endOfRecovery(this.pool, this.dropSettings);

@@ -46,8 +46,11 @@ function rint(x: number): number {
   return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
 }
 
+/** The machine's memory, read once (os.totalmem() is a system call; the simulator opens nodes by the thousand). */
+let machineMemBytes: number | null = null;
+
 /** Bytes of typed arrays walsim lets a pool take: 75 % of this machine's memory minus 1 GiB. */
-export function maxSimulatedPoolBytes(totalMemBytes: number = os.totalmem()): number {
+export function maxSimulatedPoolBytes(totalMemBytes: number = (machineMemBytes ??= os.totalmem())): number {
   return Math.max(0, totalMemBytes * 0.75 - 2 ** 30);
 }
 

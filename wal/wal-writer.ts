@@ -55,8 +55,8 @@ export interface InsertResult {
 
 export class WalWriter {
   private readonly encoder = new RecordEncoder();
-  /** WAL bytes in [writeLsn, insertLsn). */
-  private readonly buffers = new ByteBuffer(1 << 20);
+  /** WAL bytes in [writeLsn, insertLsn); starts small and doubles as needed (up to walBuffersBytes and a record). */
+  private readonly buffers = new ByteBuffer(64 * 1024);
   private fd: number | null = null;
   private fdSegno = -1;
   private fdDirty = false;
