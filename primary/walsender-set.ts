@@ -126,6 +126,23 @@ export class WalSenderSet {
     this.release(undefined);
   }
 
+  /**
+   * The oldest WAL position a connected standby still needs: the lowest replay (apply) LSN a
+   * walsender past startup holds, 0 (keep everything) until a reconnected standby has replied;
+   * null when none is streaming. PostgreSQL keeps WAL for standbys only through replication slots
+   * (from the flush position); walsim has no slots and keeps it for every connected standby from
+   * its replay position, because a standby that finds a received record corrupt streams it again
+   * from there (RELIABILITY.md). A paused but connected standby therefore holds back removal.
+   */
+  keepLsn(): Lsn | null {
+    let keep: Lsn | null = null;
+    for (const s of this.senders()) {
+      if (s.state === 'startup') continue;
+      if (keep === null || s.applyLsn < keep) keep = s.applyLsn;
+    }
+    return keep;
+  }
+
   pumpAll(): void {
     for (const s of this.senders()) s.pump();
   }

@@ -23,7 +23,7 @@ import { readTimelineHistory, walDir } from '../wal/segment.ts';
 import { readWal } from '../wal/wal-reader.ts';
 import { findForkPoint, type ForkPoint } from '../wal/timeline-fork.ts';
 import { listNodes, nodeDir, readNodeConfig, type NodeName } from './cluster-files.ts';
-import { readControlFile } from './control-file.ts';
+import { readControlFile } from '../wal/control-file.ts';
 
 /** A commit record in the old node's WAL past the fork point. */
 export interface DivergedCommit {

@@ -13,7 +13,7 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { WalsimError } from '../common/errors.ts';
 import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig, type PasswordEncryption } from './cluster-files.ts';
-import { writeControlFile } from './control-file.ts';
+import { writeControlFile } from '../wal/control-file.ts';
 import { freePort } from './ports.ts';
 import { STANDBY_SIGNAL, ServerNode } from './node.ts';
 import { DEFAULT_WAL_SETTINGS, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';

@@ -1,8 +1,13 @@
 /**
- * A walsim server node: composes the engine (WAL, storage) with a role. A primary executes writes
- * and runs walsenders; a standby (standby.signal in its data directory) runs the walreceiver and
- * the startup process and answers read-only queries. Start-up is "load the last data image, then
- * replay local WAL from its REDO point"; after an unclean stop that replay is crash recovery.
+ * A walsim server node: the shell both roles share — storage, the WAL writer, pg_control and the
+ * timeline, the walsenders, the checkpointer's bookkeeping, the lifecycle machine, and the bindings
+ * of clock, disk and transport — plus the role in force, which the lifecycle machine creates and
+ * retires as actions: `recovery` creates the standby role (standby/standby-role.ts: startup
+ * process, walreceiver, restartpoints), `primary` creates the primary role
+ * (primary/primary-role.ts: executor, commits and synchronous replication, checkpoints), and
+ * promotion retires the standby role once END_OF_RECOVERY is written and the node is open for
+ * writes. Start-up is "load the last data image, then replay local WAL from its REDO point"; after
+ * an unclean stop that replay is crash recovery.
  *
  * Ordering rules: a record is inserted into WAL before its redo is applied locally; a walsender
  * sends only flushed WAL; a commit returns only after the flush/remote wait synchronous_commit
@@ -10,33 +15,36 @@
  */
 import * as path from 'node:path';
 import { assert, InvariantViolation } from '../common/assert.ts';
-import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
+import { systemClock, type Clock } from '../common/clock.ts';
 import { nodeDisk, type Disk } from '../common/disk.ts';
 import { LatencyDisk } from '../common/latency-disk.ts';
 import type { Dialer, MessageConn } from '../common/transport.ts';
 import { writeFileSynced } from '../common/durable-file.ts';
 import { WalsimError, isWalsimError } from '../common/errors.ts';
+import { Mutex } from '../common/mutex.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
-import type { ForkNumber, WalRecord, WalRecordBody, TransactionId, RelFileNumber } from '../wal/records.ts';
+import type { ForkNumber, WalRecord } from '../wal/records.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
 import { readWal, walSegmentRemovedMessage, type WalReadOptions } from '../wal/wal-reader.ts';
+import { readControlFile, writeControlFile, type ControlFile } from '../wal/control-file.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
-import { redo, replayRecordSteps } from '../storage/redo.ts';
+import { replayRecordSteps } from '../storage/redo.ts';
 import { runSteps } from '../storage/drop.ts';
 import { inProgressView, type XactStatusReader } from '../storage/clog.ts';
 import { parseSharedBuffers, formatSharedBuffers } from '../storage/shared-buffers.ts';
 import type { DropResult, DropSettings } from '../storage/drop.ts';
-import { executeWrite, heapPlannerOf, type ExecutorContext } from '../primary/executor.ts';
-import { SyncRepQueue, waitModeFor, type Notice } from '../primary/syncrep.ts';
+import { PrimaryRole } from '../primary/primary-role.ts';
+import { SyncRepQueue } from '../primary/syncrep.ts';
 import { WalSender } from '../primary/walsender.ts';
 import { WalSenderSet } from '../primary/walsender-set.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
-import { StartupProcess } from '../standby/startup.ts';
-import { WalReceiver } from '../standby/walreceiver.ts';
+import { StandbyRole, type Upstream } from '../standby/standby-role.ts';
+import type { StartupProcess } from '../standby/startup.ts';
+import type { WalReceiver } from '../standby/walreceiver.ts';
 import { createActor, type Actor } from 'xstate';
 import {
-  describeState, isInRecovery, lifecycleMachine, pauseStateOf, refusalOf, type LifecycleEvent,
+  describeState, isInRecovery, lifecycleMachine, refusalOf, type LifecycleEvent,
 } from '../standby/lifecycle-machine.ts';
 import { FailoverClock } from '../standby/failover-clock.ts';
 import { withModel, type FailoverReport } from '../standby/failover-report.ts';
@@ -45,14 +53,12 @@ import { defaultCostProfile } from '../storage/cost-model/profile.ts';
 import { listSegmentFiles, readTimelineHistory, segmentOf, writeTimelineHistoryFile, type TimelineHistoryEntry } from '../wal/segment.ts';
 import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
-import { readControlFile, writeControlFile, type ControlFile } from './control-file.ts';
 import { executeRead } from './sql-functions.ts';
 import { wsReplicationDialer } from './ws-conn.ts';
 import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, walSettingsOf, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
 import { Checkpointer } from './checkpointer.ts';
+import { NodeFaults } from './node-faults.ts';
 import type { NodeCommonStatus, NodeStatus } from './node-status.ts';
-import { primaryStatusOf } from '../primary/primary-status.ts';
-import { standbyStatusOf } from '../standby/standby-status.ts';
 
 export const STANDBY_SIGNAL = 'standby.signal';
 
@@ -79,16 +85,6 @@ export interface NodeInspection {
   orphanBuffers: string[];
   relations: number[];
   usedBuffers: number;
-}
-
-/** A FIFO mutex: write statements run one at a time (walsim has no concurrent writers). */
-class Mutex {
-  private tail: Promise<void> = Promise.resolve();
-  run<T>(fn: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(fn);
-    this.tail = result.then(() => undefined, () => undefined);
-    return result;
-  }
 }
 
 export interface NodeOptions {
@@ -142,27 +138,23 @@ export class ServerNode {
   /** Records replayed at start (crash recovery or catch-up from local WAL). */
   readonly startupReplay: { records: number; fromLsn: string; toLsn: string; crashRecovery: boolean };
 
-  // primary role
+  /**
+   * Every walsender of this node and the commits waiting for them: on a primary, and on a standby
+   * serving cascaded standbys (whose connections survive this node's promotion).
+   */
   readonly syncRep: SyncRepQueue;
-  /** Every walsender of this node: on a primary, and on a standby serving cascaded standbys. */
   readonly walsenders: WalSenderSet;
-  private readonly writeLock = new Mutex();
-  private asyncFlushTimer: TimerHandle | null = null;
-  /** WARNINGs for the write statement running now (a cancelled synchronous-replication wait). */
-  private statementNotices: Notice[] = [];
-  /** The cancel signal of the write statement running now (its commits' waits end on it). */
-  private writeSignal: AbortSignal | undefined;
-  /** Fault `redo_fail`: the next record this node applies throws an InvariantViolation. */
-  private redoFaultArmed = false;
-
+  /** Write statements, checkpoints and base backups take turns (walsim has no concurrent writers). */
+  private readonly exclusive = new Mutex();
   /** Automatic checkpoints and WAL removal (checkpoint_timeout, max_wal_size, wal_keep_size). */
   readonly checkpointer: Checkpointer;
-  /** End of the last checkpoint record this node wrote: no WAL since means a timed checkpoint is skipped. */
-  private lastCheckpointEnd: Lsn = 0;
+  readonly faults: NodeFaults;
 
-  // standby role
-  startup: StartupProcess | null = null;
-  receiver: WalReceiver | null = null;
+  /** The role in force: created and retired by lifecycle actions (exactly one outside `stopping`). */
+  private primaryRole: PrimaryRole | null = null;
+  private standbyRole: StandbyRole | null = null;
+  /** The token the walreceiver presents to its upstream (set when the role starts). */
+  private upstreamToken = '';
 
   private constructor(readonly opts: NodeOptions, storage: NodeStorage, wal: WalWriter, control: ControlFile, startupReplay: ServerNode['startupReplay']) {
     this.dataDir = opts.dataDir;
@@ -174,13 +166,10 @@ export class ServerNode {
     this.control = control;
     this.timeline = control.timeline;
     this.nBuffers = storage.pool.nBuffers;
+    this.faults = new NodeFaults(this.clock, this.disk, wal);
     this.failover = new FailoverClock(
       () => this.storage.dropStats, () => this.startup?.recordsReplayed ?? 0, () => replayCountsOf(this.storage), this.nBuffers, this.clock,
     );
-    this.lifecycle = createActor(lifecycleMachine.provide({ actions: this.lifecycleEffects() }), {
-      input: { inRecovery: this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) },
-    });
-    this.lifecycle.start();
     this.syncRep = new SyncRepQueue(() => this.clock.now());
     this.walsenders = new WalSenderSet(this.syncRep, parseSynchronousStandbyNames(opts.config.synchronousStandbyNames), opts.log);
     this.startupReplay = startupReplay;
@@ -191,11 +180,37 @@ export class ServerNode {
       segmentSize: this.config.walSegmentSize,
       settings: walSettingsOf(this.config),
       canCheckpoint: () => !this.inRecovery && this.shuttingDown === null,
-      walSinceLastCheckpoint: () => this.wal.insertLsn > this.lastCheckpointEnd,
+      walSinceLastCheckpoint: () => this.primaryRole?.walSinceLastCheckpoint() ?? false,
       redoLsn: () => this.control.redoLsn,
-      runCheckpoint: () => this.writeLock.run(() => this.checkpoint('CHECKPOINT_ONLINE')),
+      runCheckpoint: () => this.primary().requestedCheckpoint(),
       log: opts.log,
     });
+    // Last: entering the initial state creates the role, which needs everything above.
+    this.lifecycle = createActor(lifecycleMachine.provide({ actions: this.lifecycleEffects() }), {
+      input: { inRecovery: this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) },
+    });
+    this.lifecycle.start();
+  }
+
+  /** The standby role's startup process (null on a primary). */
+  get startup(): StartupProcess | null {
+    return this.standbyRole?.startup ?? null;
+  }
+
+  /** The standby role's walreceiver (null on a primary, or with no upstream). */
+  get receiver(): WalReceiver | null {
+    return this.standbyRole?.receiver ?? null;
+  }
+
+  /** The primary role; only called where the lifecycle state implies it exists. */
+  private primary(): PrimaryRole {
+    assert(this.primaryRole !== null, `INV-NODE-6: no primary role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`);
+    return this.primaryRole;
+  }
+
+  private standby(): StandbyRole {
+    assert(this.standbyRole !== null, `INV-NODE-6: no standby role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`);
+    return this.standbyRole;
   }
 
   /** pg_is_in_recovery(), read from the lifecycle machine. */
@@ -210,25 +225,35 @@ export class ServerNode {
   /** Side effects of lifecycle transitions (see standby/lifecycle-machine.ts). */
   private lifecycleEffects() {
     return {
-      requestReplayPause: () => this.startup?.wakeup(),
-      resumeReplay: () => this.startup?.wakeup(),
+      createStandbyRole: () => {
+        assert(this.standbyRole === null && this.primaryRole === null, 'INV-NODE-6: the standby role is created once, on a node with no role');
+        this.standbyRole = this.newStandbyRole();
+      },
+      createPrimaryRole: () => {
+        assert(this.primaryRole === null && this.standbyRole === null, 'INV-NODE-6: the primary role is created on a node with no role (promotion retires the standby role first)');
+        this.primaryRole = this.newPrimaryRole();
+      },
+      retireStandbyRole: () => {
+        // Replay finished and the walreceiver stopped at PROMOTE; the failover report captured the
+        // role's counters when the node opened for writes.
+        this.standbyRole = null;
+      },
+      requestReplayPause: () => this.standbyRole?.wakeReplay(),
+      resumeReplay: () => this.standbyRole?.wakeReplay(),
       recordResumeRequested: () => this.failover.resumeRequested(),
       recordReplayResumed: () => this.failover.mark('replayResumed'),
       recordPromoteRequested: () => {
         this.opts.log('LOG:  received promote request');
         this.failover.mark('promoteRequested');
       },
-      stopWalReceiver: () => {
-        // Finish replaying what was received, nothing more: the primary may be gone.
-        this.receiver?.stop();
-      },
-      wakeReplayForPromotion: () => this.startup?.wakeup(),
+      stopWalReceiver: () => this.standbyRole?.stopWalReceiver(),
+      wakeReplayForPromotion: () => this.standbyRole?.wakeReplay(),
       recordReplayCaughtUp: () => this.failover.mark('replayCaughtUp'),
       writeEndOfRecovery: () => this.writeEndOfRecovery(),
       openForWrites: () => this.openForWrites(),
       requestCheckpoint: () => {
         this.clock.defer(() => {
-          this.writeLock.run(() => this.checkpoint('CHECKPOINT_ONLINE')).then(
+          this.primary().requestedCheckpoint().then(
             () => {
               this.failover.mark('firstCheckpointDone');
               this.send({ type: 'CHECKPOINT_DONE' });
@@ -245,6 +270,71 @@ export class ServerNode {
     };
   }
 
+  private newPrimaryRole(): PrimaryRole {
+    return new PrimaryRole({
+      dataDir: this.dataDir,
+      clock: this.clock,
+      disk: this.disk,
+      storage: this.storage,
+      wal: this.wal,
+      lock: this.exclusive,
+      syncRep: this.syncRep,
+      walsenders: this.walsenders,
+      checkpointer: this.checkpointer,
+      synchronousCommit: () => this.config.synchronousCommit,
+      timeline: () => this.timeline,
+      updateControl: (patch) => this.updateControl(patch),
+      removeOldWal: (redoLsn, endLsn) => this.removeOldWal(redoLsn, endLsn),
+      injectedRedoFailure: (at) => this.faults.injectedRedoFailure(at),
+      commitAcknowledged: (endLsn) => this.onCommitAcknowledged?.(endLsn),
+      shuttingDown: () => this.shuttingDown !== null,
+      log: this.opts.log,
+    });
+  }
+
+  private newStandbyRole(): StandbyRole {
+    return new StandbyRole({
+      dataDir: this.dataDir,
+      clock: this.clock,
+      disk: this.disk,
+      storage: this.storage,
+      wal: this.wal,
+      upstream: () => this.upstream(),
+      dialer: (u) => this.opts.connect ?? wsReplicationDialer(u.host, u.port, this.upstreamToken),
+      timeline: () => this.timeline,
+      readOptions: () => this.readOptions(),
+      updateControl: (patch) => this.updateControl(patch),
+      removeOldWal: (redoLsn, endLsn) => this.removeOldWal(redoLsn, endLsn),
+      followTimeline: (tli, text, switchLsn) => this.followTimeline(tli, text, switchLsn),
+      walFlushed: () => this.walsenders.pumpAll(),
+      lifecycle: () => this.lifecycle.getSnapshot(),
+      notify: (event) => this.send(event),
+      redoFaultArmed: () => this.faults.redoFaultArmed(),
+      injectedRedoFailure: (at) => this.faults.injectedRedoFailure(at),
+      fatal: (e) => this.opts.fatal(e),
+      log: this.opts.log,
+    });
+  }
+
+  /** primary_conninfo in force; null when the node has no upstream. */
+  private upstream(): Upstream | null {
+    const c = this.config;
+    return c.primaryPort === null ? null : { host: c.primaryHost ?? '127.0.0.1', port: c.primaryPort, applicationName: c.applicationName };
+  }
+
+  private updateControl(patch: Partial<ControlFile>): void {
+    this.control = { ...this.control, ...patch };
+    writeControlFile(this.dataDir, this.control, this.disk, this.clock.now());
+  }
+
+  /**
+   * RemoveOldXlogFiles after a checkpoint or restartpoint with this REDO point, WAL ending at
+   * `endLsn`, keeping what a connected standby still needs (KeepLogSeg).
+   */
+  private removeOldWal(redoLsn: Lsn, endLsn: Lsn): void {
+    this.checkpointer.removeOldWal(redoLsn, endLsn, this.walsenders.keepLsn(), this.timeline);
+  }
+
   /** The newest timeline id with a history file or WAL segment here (findNewestTimeLine). */
   private newestTimeline(): TimeLineId {
     let newest = this.timeline;
@@ -258,13 +348,12 @@ export class ServerNode {
 
   /** End of recovery: stop replay, switch to a new timeline, log END_OF_RECOVERY and flush it. */
   private writeEndOfRecovery(): void {
-    const s = this.startup;
-    s?.finish();
-    if (s !== null && s.nextLsn < this.wal.insertLsn) {
+    const end = this.standby().finishReplay();
+    if (end.nextLsn < this.wal.insertLsn) {
       // Replay stopped before the end of received WAL (an invalid record): EndOfLog is the end of
       // the last valid record, so the new timeline branches there, not after the garbage.
-      this.opts.log(`LOG:  end of recovery at ${formatLsn(s.nextLsn)}, before the invalid WAL received up to ${formatLsn(this.wal.insertLsn)}`);
-      this.wal.truncate(s.nextLsn, s.lastRecordLsn);
+      this.opts.log(`LOG:  end of recovery at ${formatLsn(end.nextLsn)}, before the invalid WAL received up to ${formatLsn(this.wal.insertLsn)}`);
+      this.wal.truncate(end.nextLsn, end.lastRecordLsn);
     }
     const prevTimeline = this.timeline;
     const newTimeline = this.newestTimeline() + 1;
@@ -289,8 +378,7 @@ export class ServerNode {
     // restart the promoted node as a standby.
     this.disk.rmrf(path.join(this.dataDir, STANDBY_SIGNAL));
     this.disk.fsyncDir(this.dataDir);
-    this.control = { ...this.control, state: 'in production', timeline: this.timeline };
-    this.writeControl();
+    this.updateControl({ state: 'in production', timeline: this.timeline });
     this.failover.countOpenForWrites('controlFileUpdates');
     this.failover.mark('readWrite');
     this.checkpointer.start();
@@ -307,56 +395,29 @@ export class ServerNode {
     if (this.disk.exists(targetDir) && this.disk.readdir(targetDir).some((f) => f !== 'walsim.conf.json')) {
       throw new WalsimError('invalid_input', `base backup target "${targetDir}" exists and is not empty`, '58P02');
     }
-    return this.writeLock.run(async () => {
-      if (this.inRecovery) await this.restartpoint();
-      else await this.checkpoint('CHECKPOINT_ONLINE');
+    const copy = () => {
       copyDataDirectory(this.dataDir, targetDir, this.disk);
       writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '', undefined, this.disk);
       return { checkpointLsn: formatLsn(this.control.checkpointLsn), timeline: this.timeline };
+    };
+    return this.exclusive.run(async () => {
+      if (this.inRecovery) await this.standby().restartpoint();
+      else await this.primary().checkpoint('CHECKPOINT_ONLINE');
+      return copy();
     });
   }
 
-  /** Faults injected so far, by name (status). */
-  readonly faultsInjected: Record<FaultName, number> = { cut_replication: 0, wal_write_fail: 0, redo_fail: 0, slow_disk: 0 };
-
   /**
-   * Fault injection for tests (standbys only): cut the walreceiver's connection and hold it down
-   * for holdMs, or make every WAL write fail with ENOSPC for holdMs (a full disk); on any node,
-   * make every write and fsync latencyMs slower for holdMs (slow_disk, common/latency-disk.ts).
+   * Fault injection for tests: `redo_fail` and `slow_disk` on any node; `cut_replication` (cut the
+   * walreceiver's connection and hold it down for holdMs) and `wal_write_fail` (every WAL write
+   * fails with ENOSPC for holdMs, a full disk) on a standby with a walreceiver.
    */
   injectFault(fault: FaultName, holdMs: number, latencyMs = 100): { injected: FaultName } {
-    if (fault === 'slow_disk') {
-      if (!(this.disk instanceof LatencyDisk)) throw new WalsimError('invalid_input', 'slow_disk needs a disk with a latency layer (the server process binds one)');
-      this.disk.latency.set(latencyMs, latencyMs, holdMs, this.clock.monoMs());
-      this.faultsInjected[fault]++;
-      return { injected: fault };
-    }
-    if (fault === 'redo_fail') {
-      this.redoFaultArmed = true;
-      this.faultsInjected[fault]++;
-      return { injected: fault };
-    }
-    if (this.receiver === null || !this.inRecovery) throw new WalsimError('invalid_input', `${fault} needs a standby with a walreceiver`);
-    if (fault === 'cut_replication') this.receiver.cutConnection(holdMs);
-    if (fault === 'wal_write_fail') {
-      const until = this.clock.monoMs() + holdMs;
-      this.wal.writeFaultHook = () => {
-        if (this.clock.monoMs() >= until) {
-          this.wal.writeFaultHook = null;
-          return;
-        }
-        throw Object.assign(new Error('ENOSPC: no space left on device, write (injected fault)'), { code: 'ENOSPC' });
-      };
-    }
-    this.faultsInjected[fault]++;
-    return { injected: fault };
-  }
-
-  /** Fault `redo_fail`: throw (once) where the next record would be applied. */
-  private injectedRedoFailure(at: Lsn): void {
-    if (!this.redoFaultArmed) return;
-    this.redoFaultArmed = false;
-    throw new InvariantViolation(`INV-FAULT: injected redo failure applying the record ending at ${formatLsn(at)}`);
+    return this.faults.inject(fault, holdMs, latencyMs, () => {
+      const receiver = this.inRecovery ? this.receiver : null;
+      if (receiver === null) throw new WalsimError('invalid_input', `${fault} needs a standby with a walreceiver`);
+      return receiver;
+    });
   }
 
   /** The failover report, with the model of its counts under the default cost profile. */
@@ -425,89 +486,11 @@ export class ServerNode {
     runSteps(replayRecordSteps(storage, rec));
   }
 
-  /**
-   * A restartpoint before a replayed checkpoint record whose REDO is its own LSN: the image holds
-   * everything before the record, so replay may restart there; then old WAL goes. null for any
-   * other record. Replay waits for it; the event loop (clients, the walreceiver) does not.
-   */
-  private restartpointAt(rec: WalRecord): Promise<void> | null {
-    const body = rec.body;
-    if ((body.kind !== 'CHECKPOINT_ONLINE' && body.kind !== 'CHECKPOINT_SHUTDOWN') || body.redo !== rec.lsn) return null;
-    return this.storage.writeImage(this.dataDir, { redoLsn: rec.lsn, redoPrevLsn: rec.header.prev, timeline: this.timeline }, () => this.clock.yield(), { disk: this.disk, clock: this.clock })
-      .then(() => this.removeWalAfterRestartpoint(rec.lsn));
-  }
-
-  /** The startup process's redo of one record (with the `redo_fail` fault: fail inside the record). */
-  private *replaySteps(rec: WalRecord): Generator<void, void, void> {
-    if (this.redoFaultArmed) {
-      yield; // fail inside the record, as a long drop would, with the event loop running in between
-      this.injectedRedoFailure(rec.endLsn);
-    }
-    yield* replayRecordSteps(this.storage, rec);
-  }
-
-  /** Start the role: primary opens for writes (after an end-of-recovery checkpoint); standby streams. */
+  /** Start the role: a primary opens for writes (after an end-of-recovery checkpoint); a standby streams. */
   async startRole(upstreamToken: string): Promise<void> {
-    if (!this.inRecovery) {
-      this.storage.endRecovery();
-      if (this.startupReplay.crashRecovery) await this.checkpoint('CHECKPOINT_ONLINE');
-      this.control = { ...this.control, state: 'in production' };
-      this.writeControl();
-      this.checkpointer.start();
-      return;
-    }
-    this.control = { ...this.control, state: 'in archive recovery' };
-    this.writeControl();
-    const startup = new StartupProcess(
-      {
-        dataDir: this.dataDir,
-        clock: this.clock,
-        readOptions: () => this.readOptions(),
-        flushedUpTo: () => this.wal.flushLsn,
-        applySteps: (rec) => this.replaySteps(rec),
-        fatal: (e) => this.opts.fatal(e),
-        beforeRecord: (rec) => this.restartpointAt(rec),
-        onProgress: () => this.receiver?.sendStatus(),
-        pauseRequested: () => pauseStateOf(this.lifecycle.getSnapshot()) !== 'not paused',
-        confirmPause: () => this.send({ type: 'PAUSE_CONFIRMED' }),
-        caughtUp: () => this.send({ type: 'CAUGHT_UP' }),
-        replaying: () => this.send({ type: 'WAL_RECEIVED' }),
-        log: this.opts.log,
-      },
-      { nextLsn: this.wal.insertLsn, replayEndLsn: this.wal.insertLsn, lastRecordLsn: this.wal.lastRecordLsn },
-    );
-    this.startup = startup;
-    startup.start();
+    if (!this.inRecovery) return this.primary().start(this.startupReplay.crashRecovery);
     this.upstreamToken = upstreamToken;
-    this.startWalReceiver();
-  }
-
-  private upstreamToken = '';
-
-  /** Start the walreceiver towards primary_conninfo (none when the node has no upstream). */
-  private startWalReceiver(): void {
-    const startup = this.startup;
-    if (this.config.primaryPort === null || startup === null) return;
-    this.receiver = new WalReceiver({
-      connect: this.opts.connect ?? wsReplicationDialer(this.config.primaryHost ?? '127.0.0.1', this.config.primaryPort, this.upstreamToken),
-      clock: this.clock,
-      applicationName: this.config.applicationName,
-      wal: this.wal,
-      timeline: () => this.timeline,
-      applyLsn: () => startup.replayEndLsn,
-      onFlushed: () => {
-        startup.wakeup();
-        this.walsenders.pumpAll(); // cascading walsenders send what was just flushed
-      },
-      onNewTimeline: (tli, text, switchLsn) => this.followTimeline(tli, text, switchLsn),
-      onStateChange: (state) => {
-        if (state === 'streaming') this.send({ type: 'UPSTREAM_CONNECTED' });
-        else if (state === 'disconnected') this.send({ type: 'UPSTREAM_LOST' });
-        else if (state === 'connecting') this.send({ type: 'UPSTREAM_RETRY' });
-      },
-      log: this.opts.log,
-    });
-    this.receiver.start();
+    this.standby().start();
   }
 
   /**
@@ -522,137 +505,9 @@ export class ServerNode {
     this.wal.switchTimeline(tli);
     const prev = this.timeline;
     this.timeline = tli;
-    this.control = { ...this.control, timeline: tli };
-    this.writeControl();
+    this.updateControl({ timeline: tli });
     this.opts.log(`LOG:  switched from timeline ${prev} to ${tli} at ${formatLsn(switchLsn)}`);
     this.walsenders.pumpAll();
-  }
-
-  // ---------------------------------------------------------------- primary: WAL and commits
-
-  private executorContext(): ExecutorContext {
-    const st = this.storage;
-    return {
-      catalog: st.catalog,
-      heap: heapPlannerOf(st),
-      log: (body, xid) => this.logAndApply(body, xid),
-      commit: (xid, dropped) => this.commit(xid, dropped),
-      checkpoint: () => this.checkpoint('CHECKPOINT_ONLINE'),
-      yieldNow: async () => {
-        // The WAL writer's job: push WAL out during long statements so standbys keep up.
-        this.flushWal();
-        await this.clock.yield();
-      },
-    };
-  }
-
-  private logAndApply(body: WalRecordBody, xid: TransactionId): Lsn {
-    const { endLsn } = this.wal.insert(body, xid);
-    this.injectedRedoFailure(endLsn);
-    redo(this.storage, body, xid);
-    return endLsn;
-  }
-
-  /** XLogFlush, then wake walsenders; past CheckPointSegments of WAL, request a checkpoint. */
-  flushWal(): void {
-    if (this.wal.flushLsn < this.wal.insertLsn) this.wal.flush();
-    this.walsenders.pumpAll();
-    this.checkpointer.walFlushed(this.wal.flushLsn);
-  }
-
-  /**
-   * The oldest WAL position a connected standby still needs: the lowest replay (apply) LSN its
-   * walsender holds, 0 (keep everything) until a reconnected standby has replied. PostgreSQL keeps
-   * WAL for standbys only through replication slots (from the flush position); walsim has no slots
-   * and keeps it for every connected standby from its replay position, because a standby that
-   * finds a received record corrupt streams it again from there (RELIABILITY.md). A paused but
-   * connected standby therefore holds back removal on the primary. null when none is streaming.
-   */
-  private standbysKeepLsn(): Lsn | null {
-    let keep: Lsn | null = null;
-    for (const s of this.walsenders.senders()) {
-      if (s.state === 'startup') continue;
-      if (keep === null || s.applyLsn < keep) keep = s.applyLsn;
-    }
-    return keep;
-  }
-
-  private async commit(xid: TransactionId, droppedRels: RelFileNumber[]): Promise<void> {
-    const endLsn = this.logAndApply({ kind: 'XACT_COMMIT', xactTime: this.clock.now(), droppedRels }, xid);
-    const level = this.config.synchronousCommit;
-    // RecordTransactionCommit: flush unless synchronous_commit=off, and always when rels are dropped.
-    if (level !== 'off' || droppedRels.length > 0) this.flushWal();
-    else this.scheduleAsyncFlush();
-    const mode = waitModeFor(level);
-    if (mode !== null && this.syncRep.enabled) {
-      const waiting = this.syncRep.wait(endLsn, mode, xid);
-      if (this.writeSignal?.aborted) this.syncRep.cancel(xid); // cancelled before the wait began
-      const notice = await waiting;
-      if (notice !== null) this.statementNotices.push(notice);
-    }
-    this.onCommitAcknowledged?.(endLsn);
-  }
-
-  /** wal_writer_delay: asynchronous commits reach disk within 200 ms. */
-  private scheduleAsyncFlush(): void {
-    if (this.asyncFlushTimer) return;
-    this.asyncFlushTimer = this.clock.setTimeout(() => {
-      this.asyncFlushTimer = null;
-      this.flushWal();
-    }, 200);
-  }
-
-  /** CHECKPOINT on a primary: write the data image for REDO = here, then log the checkpoint record. */
-  async checkpoint(kind: 'CHECKPOINT_ONLINE' | 'CHECKPOINT_SHUTDOWN'): Promise<void> {
-    assert(!this.inRecovery && this.storage.smgr.inRecovery === false, 'INV-NODE-2: checkpoint records are written only by a primary');
-    // WAL before data: the image holds every change up to REDO, so that WAL must be durable first
-    // (asynchronous commits may have left it in the WAL buffers); else a power loss could leave an
-    // image ahead of the WAL that replay starts from.
-    this.flushWal();
-    const redoLsn = this.wal.insertLsn;
-    const prev = this.wal.lastRecordLsn;
-    // The write lock keeps statements out until the record is written; clients, walsenders and
-    // reads run while the image is written (only what changed since the last one, in steps).
-    await this.storage.writeImage(this.dataDir, { redoLsn, redoPrevLsn: prev, timeline: this.timeline }, () => this.clock.yield(), { disk: this.disk, clock: this.clock });
-    assert(this.wal.insertLsn === redoLsn, `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(this.wal.insertLsn)})`);
-    const cat = this.storage.catalog;
-    const { startLsn } = this.wal.insert({
-      kind, redo: redoLsn, timeline: this.timeline, prevTimeline: this.timeline,
-      nextXid: cat.nextXid, nextRelFileNumber: cat.nextRelFileNumber, time: this.clock.now(),
-    }, 0);
-    assert(startLsn === redoLsn, `INV-NODE-3: checkpoint record at ${formatLsn(startLsn)} but REDO ${formatLsn(redoLsn)}`);
-    this.flushWal();
-    this.control = { ...this.control, checkpointLsn: startLsn, redoLsn, state: kind === 'CHECKPOINT_SHUTDOWN' ? 'shut down' : 'in production' };
-    this.writeControl();
-    this.lastCheckpointEnd = this.wal.insertLsn;
-    // CreateCheckPoint: KeepLogSeg from the end of the checkpoint record, then RemoveOldXlogFiles.
-    this.checkpointer.removeOldWal(redoLsn, this.wal.insertLsn, this.standbysKeepLsn(), this.timeline);
-    if (kind === 'CHECKPOINT_ONLINE') this.checkpointer.start(); // checkpoint_timeout counts from here
-  }
-
-  /** Restartpoint on a standby at the current replay position (CHECKPOINT on a standby, shutdown). */
-  async restartpoint(): Promise<void> {
-    const s = this.startup;
-    if (s === null) return;
-    await s.holdReplay(async () => {
-      await this.storage.writeImage(this.dataDir, { redoLsn: s.nextLsn, redoPrevLsn: s.lastRecordLsn, timeline: this.timeline }, () => this.clock.yield(), { disk: this.disk, clock: this.clock });
-      this.control = { ...this.control, checkpointLsn: s.lastRecordLsn, redoLsn: s.nextLsn };
-      this.writeControl();
-      this.removeWalAfterRestartpoint(s.nextLsn);
-    });
-  }
-
-  private writeControl(): void {
-    writeControlFile(this.dataDir, this.control, this.disk, this.clock.now());
-  }
-
-  /**
-   * CreateRestartPoint: KeepLogSeg from the later of receive and replay (and what a cascaded
-   * standby streaming from this one still needs), then RemoveOldXlogFiles.
-   */
-  private removeWalAfterRestartpoint(redoLsn: Lsn): void {
-    const replayed = this.startup?.replayEndLsn ?? redoLsn;
-    this.checkpointer.removeOldWal(redoLsn, Math.max(this.wal.flushLsn, replayed, redoLsn), this.standbysKeepLsn(), this.timeline);
   }
 
   // ---------------------------------------------------------------- walsender side
@@ -727,7 +582,7 @@ export class ServerNode {
     const write = writeCommandName(stmt);
     if (write !== null) {
       if (this.inRecovery) throw new WalsimError('read_only', `cannot execute ${write} in a read-only transaction`, '25006');
-      return this.runWrite(() => executeWrite(this.executorContext(), stmt), signal);
+      return this.primary().runWrite(stmt, signal);
     }
     if (stmt.type === 'select_function' && stmt.fn === 'pg_promote') {
       const [wait = true, waitSeconds = 60] = stmt.args;
@@ -738,10 +593,10 @@ export class ServerNode {
     }
     if (stmt.type === 'checkpoint') {
       if (this.inRecovery) {
-        await this.restartpoint();
+        await this.standby().restartpoint();
         return { command: 'CHECKPOINT', columns: [], rows: [] };
       }
-      return this.runWrite(() => executeWrite(this.executorContext(), stmt), signal);
+      return this.primary().runWrite(stmt, signal);
     }
     if (stmt.type === 'alter_system') {
       if (!(RELOADABLE_SETTINGS as readonly string[]).includes(stmt.name)) {
@@ -758,35 +613,6 @@ export class ServerNode {
       return { command: 'SELECT 1', columns: ['pg_reload_conf'], rows: [{ pg_reload_conf: true }] };
     }
     return executeRead(this, stmt);
-  }
-
-  /**
-   * Run a write statement under the write lock. A statement still queued when a shutdown begins
-   * never starts (PostgreSQL's fast stop terminates every backend). WARNINGs raised while it ran
-   * (a cancelled synchronous-replication wait) travel with its result.
-   */
-  private runWrite(fn: () => Promise<QueryResult>, signal?: AbortSignal): Promise<QueryResult> {
-    return this.writeLock.run(async () => {
-      if (this.shuttingDown !== null) throw new WalsimError('shutting_down', 'terminating connection due to administrator command', '57P01');
-      // Cancelled while queued behind another write: it never starts.
-      if (signal?.aborted) throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
-      // Cancelled while running: walsim cannot roll a statement back, so only its commit's
-      // synchronous-replication wait ends (the commit stands, with PostgreSQL's WARNING). Writes run
-      // one at a time, so every waiter now is this statement's commit.
-      const cancelWait = () => { for (const w of this.syncRep.waiters()) this.syncRep.cancel(w.xid); };
-      signal?.addEventListener('abort', cancelWait);
-      this.statementNotices = [];
-      this.writeSignal = signal;
-      try {
-        const result = await fn();
-        const notices = this.statementNotices;
-        return notices.length > 0 ? { ...result, notices } : result;
-      } finally {
-        this.statementNotices = [];
-        this.writeSignal = undefined;
-        signal?.removeEventListener('abort', cancelWait);
-      }
-    });
   }
 
   /**
@@ -813,15 +639,9 @@ export class ServerNode {
     }
     if (next.synchronousCommit !== prev.synchronousCommit) this.opts.log(`LOG:  parameter "synchronous_commit" changed to "${next.synchronousCommit}"`);
     const upstreamChanged = next.primaryHost !== prev.primaryHost || next.primaryPort !== prev.primaryPort || next.applicationName !== prev.applicationName;
-    if (upstreamChanged && this.inRecovery && this.startup !== null) {
+    if (upstreamChanged && this.inRecovery && this.standbyRole !== null) {
       this.opts.log(`LOG:  parameter "primary_conninfo" changed; restarting the walreceiver`);
-      const old = this.receiver;
-      this.receiver = null;
-      if (old !== null) {
-        old.stop();
-        this.send({ type: 'UPSTREAM_LOST' });
-      }
-      this.startWalReceiver();
+      this.standbyRole.restartWalReceiver();
     }
   }
 
@@ -881,12 +701,11 @@ export class ServerNode {
       },
       walFiles: listSegmentFiles(this.dataDir, this.config.walSegmentSize, this.disk).length,
       replication: this.walsenders.statusRows(this.wal.flushLsn),
-      faultsInjected: { ...this.faultsInjected },
+      faultsInjected: { ...this.faults.injected },
       slowDisk: this.disk instanceof LatencyDisk ? { ...this.disk.latency.counters } : null,
     };
-    if (!this.inRecovery) return { ...common, ...primaryStatusOf(this.syncRep, this.config.synchronousCommit, this.clock.now()) };
-    const upstream = this.config.primaryPort === null ? null : { host: this.config.primaryHost ?? '127.0.0.1', port: this.config.primaryPort, applicationName: this.config.applicationName };
-    return { ...common, ...standbyStatusOf({ upstream, wal: this.wal, startup: this.startup!, receiver: this.receiver, lifecycle: snap }) };
+    // The role in force contributes its part (a standby stays one while it shuts down).
+    return { ...common, ...(this.primaryRole?.status() ?? this.standby().status()) };
   }
 
   /** Fast/smart shutdown work before exit. Immediate is handled by the process shell (no work). */
@@ -895,29 +714,8 @@ export class ServerNode {
     this.send({ type: 'STOP', mode });
     this.shuttingDown = mode;
     this.checkpointer.stop();
-    if (wasInRecovery) {
-      this.receiver?.stop();
-      await this.startup?.stop();
-      await this.restartpoint(); // shutdown restartpoint
-      this.control = { ...this.control, state: 'shut down in recovery' };
-      this.writeControl();
-      return;
-    }
-    // Sessions waiting for synchronous replication are terminated first (PostgreSQL's fast stop
-    // signals every backend; one waiting in SyncRepWaitForLSN warns and exits): each holds the
-    // write lock, so waiting for the lock first would wait for a standby that may never come.
-    this.syncRep.terminateAll();
-    // Let the running write statement finish, then the shutdown checkpoint.
-    await this.writeLock.run(async () => {
-      await this.checkpoint('CHECKPOINT_SHUTDOWN');
-    });
-    // Walsenders send the remaining WAL (incl. the shutdown checkpoint) and wait for the standby's flush.
-    const deadline = this.clock.monoMs() + 10_000;
-    const target = this.wal.flushLsn;
-    while (this.clock.monoMs() < deadline && this.walsenders.senders().some((s) => s.state !== 'startup' && s.flushLsn < target)) {
-      this.walsenders.pumpAll();
-      await this.clock.sleep(10);
-    }
+    if (wasInRecovery) await this.standby().shutdown();
+    else await this.primary().shutdown();
   }
 
   /**

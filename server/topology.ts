@@ -20,7 +20,7 @@ import { ControlClient } from './control-client.ts';
 import {
   alterSystem, listNodes, nodeDir, readNodeConfig, readPidFile, readToken, writeNodeConfig, type NodeConfig, type NodeName,
 } from './cluster-files.ts';
-import { readControlFile } from './control-file.ts';
+import { readControlFile } from '../wal/control-file.ts';
 import { NODE_NAME_RE } from './initdb.ts';
 import { freePort } from './ports.ts';
 import { latestTimeline, STANDBY_SIGNAL } from './node.ts';

@@ -5,6 +5,13 @@
  * END_OF_RECOVERY, opening for writes, requesting the first checkpoint — is an action of a
  * transition. The machine is pure: the node supplies action implementations with `provide()`.
  *
+ * The roles are actions too: entering `recovery` creates the standby role (startup process,
+ * walreceiver), entering `primary` creates the primary role (executor, commits, checkpoints), and
+ * END_OF_RECOVERY_WRITTEN retires the standby role after opening for writes — transition actions
+ * run before the entry actions of the target, so the primary role is created with the node
+ * already open for writes and no standby role left. `stopping` retires nothing: the role in force
+ * runs the shutdown.
+ *
  *   recovery (parallel)                         promoting                       primary
  *     receiver: connecting ⇄ streaming          replayingReceived               checkpointing
  *               ↘ disconnected ↗                  —CAUGHT_UP→ writingEndOfRecovery  —CHECKPOINT_DONE→ readWrite
@@ -51,6 +58,9 @@ export const lifecycleMachine = setup({
   types: {} as { events: LifecycleEvent; input: LifecycleInput; context: { startedInRecovery: boolean } },
   actions: {
     // Effects; the node provides the implementations. Defaults do nothing (pure model, tests).
+    createStandbyRole: () => {},
+    createPrimaryRole: () => {},
+    retireStandbyRole: () => {},
     requestReplayPause: () => {},
     resumeReplay: () => {},
     recordResumeRequested: () => {},
@@ -80,6 +90,7 @@ export const lifecycleMachine = setup({
     },
     recovery: {
       type: 'parallel',
+      entry: 'createStandbyRole',
       on: {
         PROMOTE: { target: 'promoting', actions: ['recordPromoteRequested', 'stopWalReceiver', 'wakeReplayForPromotion'] },
         STOP: STOP_BY_MODE,
@@ -142,12 +153,13 @@ export const lifecycleMachine = setup({
         },
         writingEndOfRecovery: {
           entry: 'writeEndOfRecovery',
-          on: { END_OF_RECOVERY_WRITTEN: { target: '#lifecycle.primary.checkpointing', actions: 'openForWrites' } },
+          on: { END_OF_RECOVERY_WRITTEN: { target: '#lifecycle.primary.checkpointing', actions: ['openForWrites', 'retireStandbyRole'] } },
         },
       },
     },
     primary: {
       initial: 'readWrite',
+      entry: 'createPrimaryRole',
       on: {
         STOP: STOP_BY_MODE,
       },

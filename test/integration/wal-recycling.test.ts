@@ -14,7 +14,7 @@ import { TestCluster } from '../helpers/cluster.ts';
 import { runScript } from '../helpers/cli.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import { listSegmentFiles, segmentFileName, segmentOf } from '../../wal/segment.ts';
-import { readControlFile } from '../../server/control-file.ts';
+import { readControlFile } from '../../wal/control-file.ts';
 import { ClusterHandle } from '../../server/cluster-handle.ts';
 
 /** walsim's smallest segment (64 kB), so that a test crosses many segments cheaply. */

@@ -25,9 +25,12 @@ function topFolderOf(file: string, spec: string): string | null {
   return path.relative(ROOT, path.resolve(ROOT, path.dirname(file), spec)).split(path.sep)[0]!;
 }
 
+/** The node shell: what both roles share (server/README.md, "Roles and the node shell"). */
+const NODE_SHELL = ['server/node.ts', 'server/node-faults.ts', 'server/node-status.ts', 'server/sql-functions.ts', 'server/checkpointer.ts'];
+
 /** Source files of the node core: everything a simulated node runs. */
 function coreSources(): string[] {
-  return [...sources('wal'), ...sources('storage'), ...sources('primary'), ...sources('standby'), 'server/node.ts', 'server/sql-functions.ts', 'server/checkpointer.ts']
+  return [...sources('wal'), ...sources('storage'), ...sources('primary'), ...sources('standby'), ...sources('protocol'), ...NODE_SHELL]
     // A benchmark entry point, and the loader of cost-profile files shipped with the code (read-only
     // configuration, the same bytes on every run): not state the node writes or times it keeps.
     .filter((f) => !f.endsWith('bench-codec.ts') && f !== path.join('storage', 'cost-model', 'profile.ts'));
@@ -113,6 +116,19 @@ describe('layering', () => {
 
   it('the SQL read functions take a narrow view of the node, not the node (no import circle)', () => {
     expect(importsOf('server/sql-functions.ts').filter((s) => s.endsWith('/node.ts'))).toEqual([]);
+  });
+
+  it('only the node shell creates the roles (the lifecycle machine\'s actions), never the process or CLIs', () => {
+    const bad: string[] = [];
+    for (const dir of ['common', 'wal', 'storage', 'protocol', 'primary', 'standby', 'server', 'scripts', 'sim']) {
+      for (const file of sources(dir)) {
+        for (const spec of importsOf(file)) {
+          if (!/\/(primary|standby)-role\.ts$/.test(spec) || file === 'server/node.ts') continue;
+          bad.push(`${file} -> ${spec}`);
+        }
+      }
+    }
+    expect(bad).toEqual([]);
   });
 
   it('primary/ and standby/ do not import each other', () => {

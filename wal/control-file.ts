@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { systemClock } from '../common/clock.ts';
 import { nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
 import { makeDir, writeFileAtomic } from '../common/durable-file.ts';
-import type { Lsn, TimeLineId } from '../wal/lsn.ts';
+import type { Lsn, TimeLineId } from './lsn.ts';
 
 export type DbState = 'starting up' | 'shut down' | 'shut down in recovery' | 'in crash recovery' | 'in archive recovery' | 'in production';
 
