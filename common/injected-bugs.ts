@@ -6,6 +6,10 @@
 export const injectedBugs = {
   /** Acknowledge synchronous_commit=remote_write commits without waiting for the standby's write. */
   ackRemoteWriteEarly: false,
+  /** The lifecycle machine's openForWrites action (promotion) throws an Error. */
+  lifecycleActionError: false,
+  /** The lifecycle machine's openForWrites action (promotion) throws an InvariantViolation. */
+  lifecycleActionInvariant: false,
 };
 
 export type InjectedBug = keyof typeof injectedBugs;

@@ -25,10 +25,14 @@ export interface Notice {
  * - redo_fail (any node): the next record the node applies throws an InvariantViolation inside
  *   redo (a programmer error), which ends the process with FATAL;
  * - slow_disk (any node): every write and fsync of the node's disk takes latencyMs more for holdMs
- *   (common/latency-disk.ts; the process stalls inside the call, as on a slow device).
+ *   (common/latency-disk.ts; the process stalls inside the call, as on a slow device);
+ * - lifecycle_action_error (any node): the next action of the lifecycle machine throws an Error
+ *   (EIO): the request that sent the event gets it, the process goes on;
+ * - lifecycle_action_invariant (any node): the next lifecycle action throws an InvariantViolation,
+ *   which ends the process with FATAL (standby/lifecycle-actor.ts).
  */
-export type FaultName = 'cut_replication' | 'wal_write_fail' | 'redo_fail' | 'slow_disk';
-export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail', 'redo_fail', 'slow_disk'];
+export type FaultName = 'cut_replication' | 'wal_write_fail' | 'redo_fail' | 'slow_disk' | 'lifecycle_action_error' | 'lifecycle_action_invariant';
+export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail', 'redo_fail', 'slow_disk', 'lifecycle_action_error', 'lifecycle_action_invariant'];
 
 export type SqlValue = string | number | boolean | null;
 

@@ -122,8 +122,11 @@ async function cleanStop(mode: 'smart' | 'fast'): Promise<void> {
 
 function stop(mode: StopMode): void {
   if (mode === 'immediate') {
-    node?.send({ type: 'STOP', mode });
-    immediateStop();
+    try {
+      node?.send({ type: 'STOP', mode });
+    } finally {
+      immediateStop();
+    }
   }
   void cleanStop(mode);
 }

@@ -42,10 +42,8 @@ import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 import { StandbyRole, type Upstream } from '../standby/standby-role.ts';
 import type { StartupProcess } from '../standby/startup.ts';
 import type { WalReceiver } from '../standby/walreceiver.ts';
-import { createActor, type Actor } from 'xstate';
-import {
-  describeState, isInRecovery, lifecycleMachine, refusalOf, type LifecycleEvent,
-} from '../standby/lifecycle-machine.ts';
+import { describeState, isInRecovery, refusalOf, type LifecycleEvent } from '../standby/lifecycle-machine.ts';
+import { LifecycleActor, type LifecycleActionError, type LifecycleActionName, type LifecycleActions } from '../standby/lifecycle-actor.ts';
 import { FailoverClock } from '../standby/failover-clock.ts';
 import { withModel, type FailoverReport } from '../standby/failover-report.ts';
 import { replayCountsOf } from '../storage/cost-model/counts.ts';
@@ -127,7 +125,7 @@ export class ServerNode {
   timeline: TimeLineId;
   control: ControlFile;
   /** The lifecycle machine: the single source of truth for recovery, pause and promotion state. */
-  readonly lifecycle: Actor<typeof lifecycleMachine>;
+  readonly lifecycle: LifecycleActor;
   readonly failover: FailoverClock;
   shuttingDown: StopMode | null = null;
   /**
@@ -186,10 +184,11 @@ export class ServerNode {
       log: opts.log,
     });
     // Last: entering the initial state creates the role, which needs everything above.
-    this.lifecycle = createActor(lifecycleMachine.provide({ actions: this.lifecycleEffects() }), {
-      input: { inRecovery: this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) },
-    });
-    this.lifecycle.start();
+    this.lifecycle = new LifecycleActor(
+      { inRecovery: this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) },
+      this.lifecycleEffects(),
+      (failure) => this.actionFailed(failure),
+    );
   }
 
   /** The standby role's startup process (null on a primary). */
@@ -218,13 +217,33 @@ export class ServerNode {
     return isInRecovery(this.lifecycle.getSnapshot());
   }
 
+  /** Send a lifecycle event for a requester: an action that failed throws here, to the requester. */
   send(event: LifecycleEvent): void {
     this.lifecycle.send(event);
   }
 
-  /** Side effects of lifecycle transitions (see standby/lifecycle-machine.ts). */
-  private lifecycleEffects() {
-    return {
+  /** A lifecycle event from the node's own processes: action failures are logged, not thrown. */
+  private notify(event: LifecycleEvent): void {
+    this.lifecycle.notify(event);
+  }
+
+  /**
+   * A lifecycle action threw. Every such failure is an internal error (the machine moved on, the
+   * effect did not happen); an InvariantViolation is FATAL — the process ends, and the next start
+   * is crash recovery. Anything else is also thrown to the event's requester, if any.
+   */
+  private actionFailed(failure: LifecycleActionError): void {
+    const cause = failure.cause;
+    this.opts.log(`ERROR:  internal error: ${failure.message}${cause instanceof Error && cause.stack ? `\n${cause.stack}` : ''}`);
+    if (cause instanceof InvariantViolation) this.opts.fatal(cause);
+  }
+
+  /**
+   * Side effects of lifecycle transitions (see standby/lifecycle-machine.ts); each runs after the
+   * test-only action faults had their chance to throw in its place.
+   */
+  private lifecycleEffects(): LifecycleActions {
+    const effects: LifecycleActions = {
       createStandbyRole: () => {
         assert(this.standbyRole === null && this.primaryRole === null, 'INV-NODE-6: the standby role is created once, on a node with no role');
         this.standbyRole = this.newStandbyRole();
@@ -256,7 +275,7 @@ export class ServerNode {
           this.primary().requestedCheckpoint().then(
             () => {
               this.failover.mark('firstCheckpointDone');
-              this.send({ type: 'CHECKPOINT_DONE' });
+              this.notify({ type: 'CHECKPOINT_DONE' });
             },
             (e: unknown) => {
               if (e instanceof InvariantViolation) this.opts.fatal(e);
@@ -268,6 +287,14 @@ export class ServerNode {
       recordCheckpointDone: () => {},
       beginShutdown: () => {},
     };
+    for (const name of Object.keys(effects) as LifecycleActionName[]) {
+      const effect = effects[name];
+      effects[name] = () => {
+        this.faults.beforeLifecycleAction(name);
+        effect();
+      };
+    }
+    return effects;
   }
 
   private newPrimaryRole(): PrimaryRole {
@@ -308,7 +335,7 @@ export class ServerNode {
       followTimeline: (tli, text, switchLsn) => this.followTimeline(tli, text, switchLsn),
       walFlushed: () => this.walsenders.pumpAll(),
       lifecycle: () => this.lifecycle.getSnapshot(),
-      notify: (event) => this.send(event),
+      notify: (event) => this.notify(event),
       redoFaultArmed: () => this.faults.redoFaultArmed(),
       injectedRedoFailure: (at) => this.faults.injectedRedoFailure(at),
       fatal: (e) => this.opts.fatal(e),
@@ -368,7 +395,7 @@ export class ServerNode {
     this.failover.newTimeline = newTimeline;
     this.failover.mark('endOfRecoveryWritten');
     this.opts.log(`LOG:  selected new timeline ID: ${newTimeline}`);
-    queueMicrotask(() => this.send({ type: 'END_OF_RECOVERY_WRITTEN' }));
+    queueMicrotask(() => this.notify({ type: 'END_OF_RECOVERY_WRITTEN' }));
   }
 
   /** The node accepts writes: sizes are no longer trusted (not in recovery), standby.signal goes. */
