@@ -15,7 +15,7 @@ import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig, type PasswordEncryption } from './cluster-files.ts';
 import { writeControlFile } from '../wal/control-file.ts';
 import { freePort } from './ports.ts';
-import { STANDBY_SIGNAL, ServerNode } from './node.ts';
+import { dropSettingsOf, STANDBY_SIGNAL } from './startup-replay.ts';
 import { DEFAULT_WAL_SETTINGS, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 
@@ -83,7 +83,7 @@ export async function initdb(
   makeDir(path.join(dataDir, 'global'), disk);
   const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
   // The data image does not depend on shared_buffers; a small pool is enough to write it.
-  const storage = NodeStorage.create(Math.min(nBuffers, 1024), ServerNode.dropSettingsOf(config));
+  const storage = NodeStorage.create(Math.min(nBuffers, 1024), dropSettingsOf(config));
   const wal = WalWriter.open(dataDir, { segmentSize: config.walSegmentSize, timeline: 1, disk });
   const redoLsn = wal.insertLsn;
   await storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 }, async () => {}, io);

@@ -20,20 +20,17 @@ import { nodeDisk, type Disk } from '../common/disk.ts';
 import { LatencyDisk } from '../common/latency-disk.ts';
 import type { Dialer, MessageConn } from '../common/transport.ts';
 import { writeFileSynced } from '../common/durable-file.ts';
-import { WalsimError, isWalsimError } from '../common/errors.ts';
+import { WalsimError } from '../common/errors.ts';
 import { Mutex } from '../common/mutex.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
-import { maxAlign } from '../wal/codec.ts';
-import type { ForkNumber, WalRecord } from '../wal/records.ts';
+import type { ForkNumber } from '../wal/records.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
-import { readWal, walSegmentRemovedMessage, type WalReadOptions } from '../wal/wal-reader.ts';
-import { readControlFile, writeControlFile, type ControlFile } from '../wal/control-file.ts';
+import { walSegmentRemovedMessage, type WalReadOptions } from '../wal/wal-reader.ts';
+import { writeControlFile, type ControlFile } from '../wal/control-file.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
-import { replayRecordSteps } from '../storage/redo.ts';
-import { runSteps } from '../storage/drop.ts';
 import { inProgressView, type XactStatusReader } from '../storage/clog.ts';
-import { parseSharedBuffers, formatSharedBuffers } from '../storage/shared-buffers.ts';
-import type { DropResult, DropSettings } from '../storage/drop.ts';
+import { formatSharedBuffers } from '../storage/shared-buffers.ts';
+import type { DropResult } from '../storage/drop.ts';
 import { PrimaryRole } from '../primary/primary-role.ts';
 import { SyncRepQueue } from '../primary/syncrep.ts';
 import { WalSender } from '../primary/walsender.ts';
@@ -56,27 +53,10 @@ import { wsReplicationDialer } from './ws-conn.ts';
 import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, walSettingsOf, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
 import { Checkpointer } from './checkpointer.ts';
 import { NodeFaults } from './node-faults.ts';
-import type { NodeCommonStatus, NodeStatus } from './node-status.ts';
+import type { NodeCommonStatus, NodeStatus, StartupReplayStatus } from './node-status.ts';
+import { replayLocalWal, STANDBY_SIGNAL } from './startup-replay.ts';
 
-export const STANDBY_SIGNAL = 'standby.signal';
-
-/** findNewestTimeLine for recovery: the newest timeline with a history file that contains `tli`. */
-export function latestTimeline(dataDir: string, tli: TimeLineId, disk: Disk = nodeDisk): TimeLineId {
-  let newest = tli;
-  let names: string[] = [];
-  try {
-    names = disk.readdir(path.join(dataDir, 'pg_wal'));
-  } catch {
-    return tli;
-  }
-  for (const f of names) {
-    const m = /^([0-9A-F]{8})\.history$/.exec(f);
-    if (!m) continue;
-    const t = parseInt(m[1]!, 16);
-    if (t > newest && readTimelineHistory(dataDir, t, disk).some((h) => h.tli === tli)) newest = t;
-  }
-  return newest;
-}
+export { STANDBY_SIGNAL };
 
 export interface NodeInspection {
   tables: Array<{ name: string; rel: number; rows: number; digest: string; forks: Array<number | null>; buffered: string[] }>;
@@ -134,7 +114,7 @@ export class ServerNode {
    */
   onCommitAcknowledged: ((endLsn: Lsn) => void) | null = null;
   /** Records replayed at start (crash recovery or catch-up from local WAL). */
-  readonly startupReplay: { records: number; fromLsn: string; toLsn: string; crashRecovery: boolean };
+  readonly startupReplay: StartupReplayStatus;
 
   /**
    * Every walsender of this node and the commits waiting for them: on a primary, and on a standby
@@ -154,7 +134,7 @@ export class ServerNode {
   /** The token the walreceiver presents to its upstream (set when the role starts). */
   private upstreamToken = '';
 
-  private constructor(readonly opts: NodeOptions, storage: NodeStorage, wal: WalWriter, control: ControlFile, startupReplay: ServerNode['startupReplay']) {
+  private constructor(readonly opts: NodeOptions, storage: NodeStorage, wal: WalWriter, control: ControlFile, startupReplay: StartupReplayStatus) {
     this.dataDir = opts.dataDir;
     this.config = opts.config;
     this.clock = (opts.env ?? PRODUCTION_ENV).clock;
@@ -457,60 +437,10 @@ export class ServerNode {
     return { timeline: this.timeline, segmentSize: this.config.walSegmentSize, disk: this.disk };
   }
 
-  static dropSettingsOf(config: NodeConfig): DropSettings {
-    return { strategy: config.dropStrategy, thresholdDivisor: config.thresholdDivisor, forceOptimized: config.forceOptimized };
-  }
-
   /** Load the data image, replay local WAL from its REDO point, open WAL for writing. */
   static open(opts: NodeOptions): ServerNode {
-    const { dataDir, config } = opts;
-    const env = opts.env ?? PRODUCTION_ENV;
-    let control = readControlFile(dataDir, env.disk);
-    if (env.disk.exists(path.join(dataDir, STANDBY_SIGNAL))) {
-      // recovery_target_timeline = 'latest': follow the newest timeline whose history holds ours.
-      const latest = latestTimeline(dataDir, control.timeline, env.disk);
-      if (latest !== control.timeline) {
-        opts.log(`LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`);
-        control = { ...control, timeline: latest };
-      }
-    }
-    const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
-    const { storage, header } = NodeStorage.loadImage(dataDir, nBuffers, ServerNode.dropSettingsOf(config), env.disk);
-    storage.smgr.inRecovery = true; // startup replay runs "in recovery" on every role
-    const crashRecovery = control.state !== 'shut down' && control.state !== 'shut down in recovery';
-    let nextLsn = header.redoLsn;
-    let lastRecordLsn = header.redoPrevLsn;
-    let endLsn = header.redoLsn;
-    let records = 0;
-    const reader = readWal(dataDir, header.redoLsn, { timeline: control.timeline, segmentSize: config.walSegmentSize, disk: env.disk });
-    for (const rec of reader) {
-      ServerNode.applyRecord(storage, rec);
-      lastRecordLsn = rec.lsn;
-      endLsn = rec.endLsn;
-      nextLsn = maxAlign(rec.endLsn);
-      records++;
-    }
-    if (isWalsimError(reader.endReason)) {
-      // Like PostgreSQL, an invalid record ends local WAL; a standby streams the rest again.
-      opts.log(`LOG:  invalid record at ${formatLsn(nextLsn)} ends local WAL: ${reader.endReason.message}`);
-    }
-    const wal = WalWriter.open(dataDir, {
-      segmentSize: config.walSegmentSize,
-      timeline: control.timeline,
-      startLsn: nextLsn,
-      prevLsn: lastRecordLsn,
-      disk: env.disk,
-    });
-    const node = new ServerNode(opts, storage, wal, control, {
-      records, fromLsn: formatLsn(header.redoLsn), toLsn: formatLsn(endLsn), crashRecovery,
-    });
-    opts.log(`LOG:  ${crashRecovery ? 'crash recovery' : 'startup'} replayed ${records} records from ${formatLsn(header.redoLsn)} to ${formatLsn(endLsn)}`);
-    return node;
-  }
-
-  /** Redo one record (start-up replay: no restartpoints). */
-  static applyRecord(storage: NodeStorage, rec: WalRecord): void {
-    runSteps(replayRecordSteps(storage, rec));
+    const r = replayLocalWal(opts.dataDir, opts.config, (opts.env ?? PRODUCTION_ENV).disk, opts.log);
+    return new ServerNode(opts, r.storage, r.wal, r.control, r.startupReplay);
   }
 
   /** Start the role: a primary opens for writes (after an end-of-recovery checkpoint); a standby streams. */

@@ -23,7 +23,7 @@ import {
 import { readControlFile } from '../wal/control-file.ts';
 import { NODE_NAME_RE } from './initdb.ts';
 import { freePort } from './ports.ts';
-import { latestTimeline, STANDBY_SIGNAL } from './node.ts';
+import { latestTimeline, STANDBY_SIGNAL } from './startup-replay.ts';
 import { runningPid, sleep, startNode, stopNode } from './pg-ctl.ts';
 import { formatConninfo } from './settings.ts';
 

@@ -26,7 +26,7 @@ function topFolderOf(file: string, spec: string): string | null {
 }
 
 /** The node shell: what both roles share (server/README.md, "Roles and the node shell"). */
-const NODE_SHELL = ['server/node.ts', 'server/node-faults.ts', 'server/node-status.ts', 'server/sql-functions.ts', 'server/checkpointer.ts'];
+const NODE_SHELL = ['server/node.ts', 'server/startup-replay.ts', 'server/node-faults.ts', 'server/node-status.ts', 'server/sql-functions.ts', 'server/checkpointer.ts'];
 
 /** Source files of the node core: everything a simulated node runs. */
 function coreSources(): string[] {
