@@ -12,10 +12,10 @@
  * Entry points: `PrimaryRole` (`start`, `runWrite`, `flushWal`, `checkpoint`, `requestedCheckpoint`,
  * `shutdown`, `status`, `walSinceLastCheckpoint`).
  */
-import { assert } from '../common/assert.ts';
+import { assert, InvariantViolation } from '../common/assert.ts';
 import type { Clock, TimerHandle } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
-import { WalsimError } from '../common/errors.ts';
+import { WalsimError, isWalsimError } from '../common/errors.ts';
 import type { Mutex } from '../common/mutex.ts';
 import type { QueryResult, SynchronousCommit } from '../protocol/messages.ts';
 import type { Statement } from '../protocol/sql-ast.ts';
@@ -61,6 +61,8 @@ export interface PrimaryRoleDeps {
   /** A shutdown has begun: no write statement starts any more. */
   shuttingDown(): boolean;
   log(message: string): void;
+  /** The process cannot go on (production: log FATAL and exit at once; the next start is crash recovery). */
+  fatal(error: unknown): void;
 }
 
 export class PrimaryRole {
@@ -142,16 +144,34 @@ export class PrimaryRole {
 
   /** WAL before data: insert the record, then apply it with the redo routine a standby uses. */
   private logAndApply(body: WalRecordBody, xid: TransactionId): Lsn {
-    const { endLsn } = this.deps.wal.insert(body, xid);
+    const { endLsn } = this.walIo(() => this.deps.wal.insert(body, xid));
     this.deps.injectedRedoFailure(endLsn);
     redo(this.deps.storage, body, xid);
     return endLsn;
   }
 
+  /**
+   * A WAL write or fsync failed (ENOSPC, EIO): what is on disk is unknown, so like PostgreSQL
+   * (XLogWrite: PANIC "could not write to file") the process ends at once and the next start runs
+   * crash recovery; the session sees its connection end, never an error for a commit that may
+   * stand. (Before: the raw ENOSPC went to the client while the statement's WAL stayed in the
+   * buffers, to be written by the next flush.)
+   */
+  private walIo<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      if (!(e instanceof InvariantViolation) && !isWalsimError(e)) {
+        this.deps.fatal(new Error(`PANIC:  could not write to WAL: ${(e as Error).message}`, { cause: e }));
+      }
+      throw e;
+    }
+  }
+
   /** XLogFlush, then wake walsenders; past CheckPointSegments of WAL, request a checkpoint. */
   flushWal(): void {
     const { wal } = this.deps;
-    if (wal.flushLsn < wal.insertLsn) wal.flush();
+    if (wal.flushLsn < wal.insertLsn) this.walIo(() => wal.flush());
     this.deps.walsenders.pumpAll();
     this.deps.checkpointer.walFlushed(wal.flushLsn);
   }

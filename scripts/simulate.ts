@@ -60,6 +60,7 @@ interface Totals {
   lost: number;
   lostAllowed: number;
   lostToCorruption: number;
+  panics: number;
   failovers: number;
   /** Every failover's resume → read-write time in simulated ms, and modeled PostgreSQL seconds. */
   failoverMs: number[];
@@ -70,7 +71,7 @@ interface Totals {
 
 function emptyTotals(): Totals {
   return {
-    seeds: 0, failed: [], violations: 0, faults: {}, acknowledged: 0, lost: 0, lostAllowed: 0, lostToCorruption: 0, failovers: 0,
+    seeds: 0, failed: [], violations: 0, faults: {}, acknowledged: 0, lost: 0, lostAllowed: 0, lostToCorruption: 0, panics: 0, failovers: 0,
     failoverMs: [], failoverModeledS: [], events: 0, simMs: 0,
   };
 }
@@ -84,6 +85,7 @@ function merge(into: Totals, t: Totals): void {
   into.lost += t.lost;
   into.lostAllowed += t.lostAllowed;
   into.lostToCorruption += t.lostToCorruption;
+  into.panics += t.panics;
   into.failovers += t.failovers;
   into.failoverMs.push(...t.failoverMs);
   into.failoverModeledS.push(...t.failoverModeledS);
@@ -98,7 +100,7 @@ async function runRange(from: number, n: number, onSeed: (seed: number, t: Total
     const r = await runSimulation(generateScenario(seed, steps));
     const t: Totals = {
       seeds: 1, failed: r.ok ? [] : [{ seed, violation: r.violations[0]! }], violations: r.violations.length, faults: r.faults,
-      acknowledged: r.acknowledged, lost: r.lost, lostAllowed: r.lostAllowed, lostToCorruption: r.lostToCorruption, failovers: r.failovers,
+      acknowledged: r.acknowledged, lost: r.lost, lostAllowed: r.lostAllowed, lostToCorruption: r.lostToCorruption, panics: r.panics, failovers: r.failovers,
       failoverMs: r.failoverTimes.flatMap((f) => (f.failoverMs === null ? [] : [f.failoverMs])),
       failoverModeledS: r.failoverTimes.flatMap((f) => (f.modeledS === null ? [] : [f.modeledS])),
       events: r.events, simMs: r.simMs,
@@ -186,7 +188,7 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
   const summary = {
     seeds: totals.seeds, from, jobs, failedSeeds: totals.failed.map((f) => f.seed).sort((a, b) => a - b), violations: totals.violations,
     faults: totals.faults, acknowledged: totals.acknowledged, lost: totals.lost, lostAllowed: totals.lostAllowed,
-    lostToCorruption: totals.lostToCorruption, failovers: totals.failovers, failoverTime, events: totals.events, simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
+    lostToCorruption: totals.lostToCorruption, panics: totals.panics, failovers: totals.failovers, failoverTime, events: totals.events, simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
     wallSeconds: +wallS.toFixed(1), seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
   };
   if (values.json) console.log(JSON.stringify(summary));
@@ -198,6 +200,7 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
     console.log(`failovers ${totals.failovers}: resume → read-write median ${fmt(failoverTime.simulatedMs.median, 'simulated ms')}, ` +
       `p99 ${fmt(failoverTime.simulatedMs.p99, 'ms')}, max ${fmt(failoverTime.simulatedMs.max, 'ms')}; ` +
       `modeled PostgreSQL median ${fmt(failoverTime.modeledS.median === null ? null : failoverTime.modeledS.median * 1000, 'ms', 3)}, max ${fmt(failoverTime.modeledS.max === null ? null : failoverTime.modeledS.max * 1000, 'ms', 3)}`);
+    console.log(`PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`);
     console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
   }
   process.exitCode = totals.failed.length === 0 ? 0 : 1;

@@ -296,6 +296,7 @@ export class ServerNode {
       commitAcknowledged: (endLsn) => this.onCommitAcknowledged?.(endLsn),
       shuttingDown: () => this.shuttingDown !== null,
       log: this.opts.log,
+      fatal: (e) => this.opts.fatal(e),
     });
   }
 

@@ -25,8 +25,11 @@ export type SimCommand =
   | { op: 'cut' }
   /** Partition primary and standby for ms. */
   | { op: 'partition'; ms: number }
-  /** The standby's pg_wal is full for ms (writes that extend a file fail with ENOSPC). */
-  | { op: 'diskFull'; ms: number }
+  /**
+   * A node's pg_wal is full for ms (writes that extend a file fail with ENOSPC): a standby's
+   * walreceiver retries; a primary PANICs at its next WAL write and restarts once space is free.
+   */
+  | { op: 'diskFull'; node: Role; ms: number }
   /**
    * Media corruption: flip a byte inside a WAL record on a node's disk. Standby: a record it has
    * flushed but not replayed; it restarts at the next step. Primary: a record its crash recovery
@@ -124,7 +127,7 @@ export function generateScenario(seed: number, steps = 40): Scenario {
         kinds.push(() => ({ op: 'cut' }));
         kinds.push(() => ({ op: 'partition', ms: rng.int(10, 5000) }));
       }
-      if (swarm.diskFull) kinds.push(() => ({ op: 'diskFull', ms: rng.int(10, 3000) }));
+      if (swarm.diskFull) kinds.push(() => ({ op: 'diskFull', ms: rng.int(10, 3000), node: ext.chance(0.3) ? 'primary' : 'standby' }));
       if (swarm.corruption) kinds.push(() => ({ op: 'corrupt', node: ext.chance(0.5) ? 'primary' : 'standby', downMs: ext.int(0, 2000) }));
       if (swarm.slowDisk) kinds.push(() => ({ op: 'slowDisk', node: node(), latencyMs: rng.int(1, 200), writeMs: ext.int(0, 50), ms: rng.int(100, 5000) }));
       if (swarm.clockJumps) kinds.push(() => ({ op: 'clockJump', node: node(), ms: rng.pick([-1, 1]) * rng.int(1000, 3_600_000) }));
@@ -184,7 +187,7 @@ export function describeCommand(c: SimCommand): string {
     case 'crash': return `crash ${c.node}${c.power ? ' (power loss)' : ''}, down ${c.downMs} ms`;
     case 'stop': return `stop ${c.node} -m ${c.mode}, down ${c.downMs} ms`;
     case 'partition': return `partition ${c.ms} ms`;
-    case 'diskFull': return `standby pg_wal full ${c.ms} ms`;
+    case 'diskFull': return `${c.node} pg_wal full ${c.ms} ms`;
     case 'corrupt': return c.node === 'standby'
       ? 'flip a byte in a WAL record the standby has not replayed'
       : `flip a byte in a WAL record the primary's crash recovery reads; crash it, down ${c.downMs} ms`;

@@ -86,6 +86,8 @@ export class Scheduler {
   eventsRun = 0;
   /** Upper bound on events per run (liveness: a livelock fails the seed instead of hanging). */
   eventBudget = 2_000_000;
+  /** Called with an exception thrown by an event (else it propagates out of step()). */
+  onUncaught: ((owner: string, err: unknown) => void) | null = null;
   /** Called before each event runs (the trace). */
   onEvent: ((at: number, owner: string, label: string) => void) | null = null;
 
@@ -162,7 +164,14 @@ export class Scheduler {
       if (++this.eventsRun > this.eventBudget) throw new EventBudgetExceeded(`more than ${this.eventBudget} events`);
       if (e.at > this.nowMs) this.nowMs = e.at;
       this.onEvent?.(this.nowMs, e.owner, e.label);
-      e.fn();
+      try {
+        e.fn();
+      } catch (err) {
+        // An exception escaping an event of a process ends that process in production (Node's
+        // uncaughtException); the owner of the simulation decides what it means.
+        if (this.onUncaught === null) throw err;
+        this.onUncaught(e.owner, err);
+      }
       await realImmediate(); // every microtask the event caused has run
       return true;
     }

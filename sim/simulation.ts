@@ -13,6 +13,7 @@
  * Entry point: `runSimulation(scenario, opts)` → SimResult.
  */
 import { isWalsimError } from '../common/errors.ts';
+import { isErrnoCode } from '../common/disk.ts';
 import { InvariantViolation } from '../common/assert.ts';
 import { SeededRandom } from '../common/random.ts';
 import { fmix32 } from '../common/hash.ts';
@@ -68,6 +69,8 @@ export interface SimResult {
    * `lostAllowed`; a commit wholly before the corrupt record that is missing is still `lost`.
    */
   lostToCorruption: number;
+  /** Processes that ended in an expected PANIC (a primary's WAL write on a full disk). */
+  panics: number;
   /** Each failover's phases on the promoted node's clock (simulated ms) and modeled PostgreSQL time. */
   failoverTimes: SimFailoverTime[];
   failovers: number;
@@ -124,6 +127,10 @@ interface Host {
   maxCommitEnd: Lsn;
   /** `owner/timeline` whose history file SIM-3 has checked. */
   historyCheckedFor: string;
+  /** Its pg_wal is full until then (simulated ms). */
+  fullUntil: number;
+  /** When its process ended in a PANIC (crash-recovery ledger check at the restart), or null. */
+  crashedAt: number | null;
   /** LSN of a record whose bytes were flipped on this machine's disk and not yet healed by a restart. */
   corruptLsn: Lsn | null;
   /** The process incarnation that was running when the byte was flipped. */
@@ -153,6 +160,9 @@ export class Simulation {
   private lost = 0;
   private lostAllowed = 0;
   private lostToCorruption = 0;
+  /** The process incarnation that last ended in an expected PANIC (a WAL write on a full disk). */
+  private panicked = '';
+  private panics = 0;
   private readonly failoverTimes: SimFailoverTime[] = [];
   private failovers = 0;
   private maxValueIssued = 0;
@@ -169,13 +179,19 @@ export class Simulation {
     this.net = new Network(this.sched, new SeededRandom(subSeed(seed, 'network')), { ...scenario.options.link });
     this.trace = opts.trace === true ? [] : null;
     this.sched.onEvent = (at, owner, label) => this.record(at, owner, label);
+    this.sched.onUncaught = (owner, err) => {
+      // The process that just PANICked rethrows its WAL write error on the way out (production has
+      // already exited inside fatal()); anything else would end a real server: a finding.
+      if (owner === this.panicked) return;
+      this.violation(`uncaught exception in ${owner} (the server process would die): ${(err as Error).stack ?? String(err)}`);
+    };
     const host = (name: 'A' | 'B'): Host => {
       const latency = new DiskLatency();
       const spread = new SeededRandom(subSeed(seed, `latency-${name}`));
       latency.spread = () => spread.float();
       return {
         name, disk: new MemDisk(), incarnation: 0, owner: `${name}#0`, node: null, restartAt: null, lastPowerLossAt: -1, latency,
-        maxCommitEnd: 0, historyCheckedFor: '', corruptLsn: null, corruptOwner: '',
+        maxCommitEnd: 0, historyCheckedFor: '', fullUntil: 0, crashedAt: null, corruptLsn: null, corruptOwner: '',
       };
     };
     this.hosts = { A: host('A'), B: host('B') };
@@ -242,6 +258,7 @@ export class Simulation {
   }
 
   private log(h: Host, owner: string, message: string): void {
+    if (this.sched.isDead(owner)) return; // a dead process says nothing more
     this.record(this.sched.now, owner, message);
     if (/INV-|FATAL|internal error/.test(message)) this.violation(`${h.name} logged: ${message}`);
   }
@@ -259,9 +276,24 @@ export class Simulation {
         dataDir: DATA_DIR, config: this.config(h), token: TOKEN, log: (m) => this.log(h, owner, m),
         // The process would exit non-zero (a redo failure): a finding, and the process is gone.
         fatal: (e) => {
-          this.violation(`${h.name} FATAL: ${(e as Error).stack ?? String(e)}`);
+          if (h.owner !== owner || this.sched.isDead(owner)) return;
+          if (isErrnoCode((e as Error).cause, 'ENOSPC') && h.disk.fullPrefixes.size > 0) {
+            // Expected: a WAL write failed on a full disk and the node PANICs, as PostgreSQL does.
+            // Its sessions see the connection end (outcome unknown); it restarts once space is free.
+            this.record(this.sched.now, owner, `exit after ${(e as Error).message}`);
+            this.panicked = owner;
+            this.panics++;
+            for (const p of [...this.pending]) if (p.owner === owner) this.pending.delete(p);
+          } else {
+            this.violation(`${h.name} FATAL: ${(e as Error).stack ?? String(e)}`);
+          }
           this.sched.at(0, 'sim', 'fatal exit', () => {
-            if (h.owner === owner) this.kill(h, false);
+            if (h.owner !== owner || h.node === null) return;
+            this.kill(h, false);
+            if (this.panicked === owner) {
+              h.crashedAt = this.sched.now;
+              h.restartAt = Math.max(this.sched.now, h.fullUntil);
+            }
           });
         },
         // The slow-disk layer production uses, over the machine's in-memory disk: a synchronous
@@ -303,9 +335,11 @@ export class Simulation {
   }
 
   /** pg_ctl stop -m mode. */
-  private async stop(h: Host, mode: 'smart' | 'fast' | 'immediate'): Promise<void> {
+  /** pg_ctl stop -m mode; false if the process ended in a PANIC instead (a crash, for the ledger). */
+  private async stop(h: Host, mode: 'smart' | 'fast' | 'immediate'): Promise<boolean> {
     const node = h.node;
-    if (node === null) return;
+    if (node === null) return true;
+    const owner = h.owner;
     if (mode !== 'immediate') {
       const r = await this.settle(node.shutdown(mode), ACTION_MS);
       if (!r.done && mode === 'smart') {
@@ -314,12 +348,21 @@ export class Simulation {
         this.record(this.sched.now, 'sim', `${h.name}: smart shutdown still waiting; fast shutdown requested`);
         return this.stop(h, 'fast');
       }
-      if (!r.done) this.violation(`${h.name}: ${mode} shutdown did not finish within ${ACTION_MS} ms`);
-      else if (r.error !== undefined) this.violation(`${h.name}: ${mode} shutdown failed: ${(r.error as Error).message}`);
-    } else {
-      node.send({ type: 'STOP', mode });
+      const panicked = this.panicked === owner; // a WAL write on a full disk during the shutdown checkpoint
+      if (!r.done && !panicked) this.violation(`${h.name}: ${mode} shutdown did not finish within ${ACTION_MS} ms`);
+      else if (r.error !== undefined && !panicked) this.violation(`${h.name}: ${mode} shutdown failed: ${(r.error as Error).message}`);
+      this.kill(h, false);
+      return !panicked;
     }
+    node.send({ type: 'STOP', mode });
     this.kill(h, false);
+    return true;
+  }
+
+  /** The operator starts a server only once its disk has space again. */
+  private async waitForSpace(h: Host): Promise<void> {
+    const wait = h.fullUntil - this.sched.now;
+    if (h.disk.fullPrefixes.size > 0 && wait > 0) await this.sched.runFor(wait);
   }
 
   // ------------------------------------------------------------------------- setup
@@ -350,7 +393,19 @@ export class Simulation {
       if (h.node !== null && h.corruptLsn !== null && h.owner === h.corruptOwner && h.restartAt !== null && h.restartAt <= this.sched.now) {
         await this.stop(h, 'fast'); // the operator restarts the standby whose replay stopped
       }
-      if (h.node === null && h.restartAt !== null && h.restartAt <= this.sched.now) await this.start(h);
+      // A server does not start on a full disk (PostgreSQL PANICs writing its first WAL): the
+      // operator starts it once space is free.
+      if (h.node === null && h.restartAt !== null && h.restartAt <= this.sched.now && h.disk.fullPrefixes.size === 0) await this.restart(h);
+    }
+  }
+
+  /** Start a host that is down; a primary that crashed (a PANIC) gets the crash-recovery ledger check. */
+  private async restart(h: Host): Promise<void> {
+    await this.start(h);
+    const crashedAt = h.crashedAt;
+    h.crashedAt = null;
+    if (crashedAt !== null && h === this.primary) {
+      await this.checkLedger(h, 'primary restart after a PANIC', (f) => this.guaranteedAfterPrimaryCrash(f, crashedAt));
     }
   }
 
@@ -380,6 +435,7 @@ export class Simulation {
         h.restartAt = this.sched.now + c.downMs;
         if (h === this.primary) {
           await this.sched.runFor(c.downMs);
+          await this.waitForSpace(h);
           await this.start(h);
           await this.checkLedger(h, 'primary restart', (f) => this.guaranteedAfterPrimaryCrash(f, crashAt));
         }
@@ -390,13 +446,14 @@ export class Simulation {
         if (h.node === null) return;
         this.countFault(`stop -m ${c.mode} (${c.node})`);
         const stopAt = this.sched.now;
-        await this.stop(h, c.mode);
+        const clean = await this.stop(h, c.mode);
         h.restartAt = this.sched.now + c.downMs;
         if (h === this.primary) {
           await this.sched.runFor(c.downMs);
+          await this.waitForSpace(h);
           await this.start(h);
           await this.checkLedger(h, `primary restart after stop -m ${c.mode}`, (f) =>
-            c.mode !== 'immediate' || this.guaranteedAfterPrimaryCrash(f, stopAt));
+            (c.mode !== 'immediate' && clean) || this.guaranteedAfterPrimaryCrash(f, stopAt));
         }
         return;
       }
@@ -412,10 +469,12 @@ export class Simulation {
         return;
       }
       case 'diskFull': {
-        this.countFault('disk full (standby pg_wal)');
-        const disk = this.standby.disk;
+        const h = this.hostOf(c.node);
+        this.countFault(`disk full (${c.node} pg_wal)`);
+        const disk = h.disk;
         const prefix = `${DATA_DIR}/pg_wal`;
         disk.fullPrefixes.add(prefix);
+        h.fullUntil = Math.max(h.fullUntil, this.sched.now + c.ms);
         this.sched.at(c.ms, 'sim', 'disk space freed', () => disk.fullPrefixes.delete(prefix));
         return;
       }
@@ -512,6 +571,7 @@ export class Simulation {
     if (diverged && sn !== null) await this.stop(s, 'fast');
     if (diverged) s.restartAt = null;
     await this.sched.runFor(downMs);
+    await this.waitForSpace(h);
     await this.start(h);
     const p = h.node;
     if (p === null) return;
@@ -784,7 +844,7 @@ export class Simulation {
     for (const h of [this.primary, this.standby]) {
       h.disk.fullPrefixes.clear();
       h.latency.clear();
-      if (h.node === null) await this.start(h);
+      if (h.node === null) await this.restart(h);
     }
     const p = this.primary.node;
     const s = this.standby.node;
@@ -842,6 +902,7 @@ export class Simulation {
       lost: this.lost,
       lostAllowed: this.lostAllowed,
       lostToCorruption: this.lostToCorruption,
+      panics: this.panics,
       failoverTimes: this.failoverTimes,
       failovers: this.failovers,
       events: this.sched.eventsRun,

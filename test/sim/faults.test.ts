@@ -134,3 +134,37 @@ describe('node status on the simulated disk', () => {
     expect(sim.nodeOf('primary')!.status().walFiles).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe('primary disk full', () => {
+  it('a WAL write on a full disk ends the primary in a PANIC; it restarts once space is free and keeps every acknowledged commit', async () => {
+    for (const level of ['off', 'on'] as const) {
+      const cmds: SimCommand[] = [
+        { op: 'sql', sql: 'CREATE TABLE d (c int)' },
+        ...inserts('d', 1, 3),
+        { op: 'wait', ms: 300 }, // past wal_writer_delay: even synchronous_commit=off commits are on disk
+        { op: 'diskFull', node: 'primary', ms: 700 },
+        ...inserts('d', 10, 3),
+        { op: 'wait', ms: 1000 },
+        ...inserts('d', 20, 3),
+      ];
+      const r = await runSimulation(scenario(21, cmds, { synchronousCommit: level }), { trace: true });
+      expect(r.violations).toEqual([]);
+      expect(r.lost).toBe(0);
+      expect(r.faults['disk full (primary pg_wal)']).toBe(1);
+      const trace = r.trace!.join('\n');
+      expect(trace).toMatch(/A#1 exit after PANIC: {2}could not write to WAL: ENOSPC: no space left on device/);
+      expect(trace).toMatch(/sim start A#2 as primary/);
+      // Every statement before the fault and after the restart was acknowledged (and survived: lost 0).
+      for (const v of [1, 2, 3, 20, 21, 22]) expect(trace).toContain(`ack INSERT INTO d VALUES (${v})`);
+      if (level === 'on') {
+        // The commit that hit the full disk got no answer: its session ended with the process.
+        expect(trace).not.toContain('ack INSERT INTO d VALUES (10)');
+      } else {
+        // off: acknowledged before its WAL was written; the PANIC at the background flush loses it,
+        // which synchronous_commit=off allows (counted as allowed losses).
+        expect(trace).toContain('ack INSERT INTO d VALUES (10)');
+        expect(r.lostAllowed).toBeGreaterThan(0);
+      }
+    }
+  });
+});

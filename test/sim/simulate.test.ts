@@ -1,6 +1,6 @@
 /**
  * Deterministic simulation of the whole cluster (sim/): seeded scenarios of the SQL subset with
- * crashes, power losses, stops of every mode, cuts, partitions, a full disk, flipped bytes in
+ * crashes, power losses, stops of every mode, cuts, partitions, a full pg_wal on either node, flipped bytes in
  * either node's WAL, a slow disk (writes and fsyncs), clock jumps and failovers, run on simulated
  * time, network and disk with the production node code. Method: run a block of seeds and require
  * zero invariant violations and zero lost acknowledged commits, with every fault kind drawn on
@@ -38,7 +38,7 @@ describe('simulation', () => {
       expect([...faultKinds]).toContain(k);
     }
     // …on either node where the fault atlas allows it.
-    for (const k of ['corruption (primary WAL)', 'corruption (standby WAL)', 'slow disk (primary)', 'slow disk (standby)', 'clock jump (primary)', 'clock jump (standby)']) {
+    for (const k of ['disk full (primary pg_wal)', 'disk full (standby pg_wal)', 'corruption (primary WAL)', 'corruption (standby WAL)', 'slow disk (primary)', 'slow disk (standby)', 'clock jump (primary)', 'clock jump (standby)']) {
       expect([...faultKindsByNode]).toContain(k);
     }
   }, 600_000);
