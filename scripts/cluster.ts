@@ -24,7 +24,7 @@ import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } fr
 import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './postgres/pg-cluster-cli.ts';
 import { withModel, type FailoverReport } from '../standby/failover-report.ts';
 import { defaultCostProfile, loadProfile } from '../storage/cost-model/profile.ts';
-import { formatModel } from './experiment/steps.ts';
+import { formatModel } from './experiment/walsim-engine.ts';
 
 const USAGE = `usage: npm run cluster -- <command> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]

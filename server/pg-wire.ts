@@ -98,6 +98,7 @@ const PG_TYPES: Record<PgTypeName, { oid: number; len: number }> = {
   text: { oid: 25, len: -1 },
   void: { oid: 2278, len: 4 },
   pg_lsn: { oid: 3220, len: 8 },
+  json: { oid: 114, len: -1 },
 };
 
 const code = (c: string) => c.charCodeAt(0);

@@ -17,6 +17,7 @@ import type { WalSenderSet } from '../primary/walsender-set.ts';
 import type { WalReceiver } from '../standby/walreceiver.ts';
 import type { LifecycleEvent, LifecycleSnapshot } from '../standby/lifecycle-machine.ts';
 import type { NodeConfig } from './cluster-files.ts';
+import type { FailoverReport } from '../standby/failover-report.ts';
 
 /**
  * What the read side needs of a node: a narrow view (ServerNode satisfies it), so this module does
@@ -36,6 +37,8 @@ export interface ReadContext {
   send(event: LifecycleEvent): void;
   /** The session's snapshot of transaction status (commits waiting for sync rep are in progress). */
   snapshotClog(): XactStatusReader;
+  /** The failover report of this node's promotion (null before one); walsim_failover_report(). */
+  failoverReport(): FailoverReport | null;
 }
 
 import type { Statement } from './sql-parser.ts';
@@ -43,7 +46,7 @@ import { formatMb, formatSeconds, PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } fro
 import { walSettingsOf } from './cluster-files.ts';
 
 /** PostgreSQL types of walsim's result columns (pg_type.typname). */
-export type PgTypeName = 'int8' | 'int4' | 'bool' | 'text' | 'pg_lsn' | 'void';
+export type PgTypeName = 'int8' | 'int4' | 'bool' | 'text' | 'pg_lsn' | 'void' | 'json';
 
 export interface ResultColumn {
   name: string;
@@ -65,7 +68,24 @@ const FUNCTION_RESULT_TYPES: Record<string, PgTypeName> = {
   pg_reload_conf: 'bool',
   version: 'text',
   current_setting: 'text',
+  pg_relation_size: 'int8',
+  // walsim's extension (no PostgreSQL function): the promotion's failover report as JSON.
+  walsim_failover_report: 'json',
 };
+
+/** Bytes of a heap page (BLCKSZ). */
+const BLCKSZ = 8192;
+
+/**
+ * A relation name given as text, as regclass input reads it: unquoted names fold to lower case,
+ * "quoted" ones keep their case; an optional pg_catalog./public. schema is accepted and ignored.
+ */
+function regclassName(text: string): string {
+  const parts = text.trim().match(/^(?:(?:pg_catalog|public)\.)?("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)$/);
+  if (parts === null) throw new WalsimError('invalid_input', `invalid name syntax`, '42602');
+  const name = parts[1]!;
+  return name.startsWith('"') ? name.slice(1, -1).replace(/""/g, '"') : name.toLowerCase();
+}
 
 function argTypes(args: Array<number | boolean | string>): string {
   return args.map((a) => (typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown')).join(', ');
@@ -283,6 +303,24 @@ function callFunction(node: ReadContext, fn: string, args: Array<number | boolea
     case 'version':
       noArgs();
       return `PostgreSQL ${PG_SERVER_VERSION} on ${process.arch}-${process.platform}, simulated by walsim on Node.js ${process.version}`;
+    case 'pg_relation_size': {
+      // pg_relation_size(relation regclass): the main fork's size in bytes (dbsize.c). The text
+      // argument goes through regclass input, so an unknown relation is 42P01 before anything runs.
+      const [name] = args;
+      if (typeof name !== 'string' || args.length !== 1) throw undefinedFunction(fn, args);
+      const relName = regclassName(name);
+      const rel = node.storage.catalog.lookup(relName);
+      if (rel === undefined) throw new WalsimError('undefined_table', `relation "${relName}" does not exist`, '42P01');
+      return node.storage.heap.nblocks(rel) * BLCKSZ;
+    }
+    case 'walsim_failover_report': {
+      // walsim's extension: the report `cluster promote --json` prints (phases, drop counters,
+      // exact counts, modeled seconds under the default profile), as json text; NULL before a
+      // promotion of this node.
+      noArgs();
+      const r = node.failoverReport();
+      return r === null ? null : JSON.stringify(r);
+    }
     case 'current_setting': {
       // current_setting(setting_name text [, missing_ok boolean])
       const [name, missingOk = false] = args;

@@ -9,11 +9,11 @@
  */
 import * as fs from 'node:fs';
 import { WalsimError } from '../../common/errors.ts';
-import { listNodes, readNodeConfig, writeNodeConfig } from '../../server/cluster-files.ts';
+import { ControlClient } from '../../server/control-client.ts';
+import { listNodes, nodeDir, readNodeConfig, readPidFile, readToken, writeNodeConfig } from '../../server/cluster-files.ts';
 import { initCluster } from '../../server/initdb.ts';
 import { sleep, startNode, stopNode } from '../../server/pg-ctl.ts';
 import type { DropStrategy, WalSettings } from '../../server/settings.ts';
-import { ClusterSession } from './steps.ts';
 
 export interface FreshClusterSettings {
   /** The standby's shared_buffers: the pool whose drops are measured. */
@@ -51,18 +51,17 @@ export async function startFreshCluster(dir: string, s: FreshClusterSettings): P
   for (const name of extras.slice(1)) writeNodeConfig(dir, { ...readNodeConfig(dir, name), sharedBuffers: s.primarySharedBuffers });
   await startNode(dir, 'primary');
   for (const name of extras) await startNode(dir, name);
-  const session = new ClusterSession(dir);
-  try {
-    for (const name of extras) {
-      const standby = await session.client(name, 'start the cluster first');
+  for (const name of extras) {
+    const c = await ControlClient.connect('127.0.0.1', readPidFile(nodeDir(dir, name))!.port, readToken(dir));
+    try {
       const deadline = Date.now() + 60_000;
-      for (let st = await standby.status(); st.role !== 'standby' || st.receiverState !== 'streaming'; st = await standby.status()) {
+      for (let st = await c.status(); st.role !== 'standby' || st.receiverState !== 'streaming'; st = await c.status()) {
         if (Date.now() > deadline) throw new WalsimError('timeout', `${name} in ${dir} is not streaming after 60 s`);
         await sleep(20);
       }
+    } finally {
+      c.close();
     }
-  } finally {
-    session.close();
   }
 }
 

@@ -1,8 +1,9 @@
 /**
  * What the step scripts remember between runs: which tables `create` made, what `insert` put in
  * them, whether `delete` and `vacuum`/`truncate` ran. Kept in `<cluster dir>/experiment.json`,
- * one entry per workload (`rel`, `multi`); everything else (is the primary running, is replay
- * paused, is the standby promoted) is read from the cluster itself when a step runs.
+ * one entry per workload (`rel`, `multi`), whatever the engine; everything else (is the primary
+ * running, is replay paused, is the standby promoted) is read from the cluster itself when a step
+ * runs.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -20,6 +21,13 @@ export interface WorkloadState {
   deleted: boolean;
   /** The drop step that ran while replay was paused. */
   dropStep: 'vacuum' | 'truncate' | null;
+  /**
+   * The standby's replay LSN when `pause` paused it, and the primary's flush LSN the standby had
+   * flushed when `stop` stopped the primary: the WAL replayed at failover (PostgreSQL's resume
+   * step runs pg_waldump over it). Null before those steps (and in files written before them).
+   */
+  pauseLsn?: string | null;
+  endLsn?: string | null;
 }
 
 type StateFile = Partial<Record<Workload, WorkloadState>>;

@@ -9,9 +9,9 @@ import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli.ts
 import { loadProfile } from '../../storage/cost-model/profile.ts';
 import { REL_SIZE_FORMS } from './rel-size.ts';
 import type { Workload } from './state.ts';
-import { runStep, StepOrderError, STEPS, type StepName } from './steps.ts';
+import pg from 'pg';
+import { runStep, StepOrderError, STEPS, openEngine, type StepName } from './steps.ts';
 import { isPgCluster } from '../postgres/pg-cluster.ts';
-import { runPgStep } from '../postgres/pg-steps.ts';
 
 function usage(workload: Workload): string {
   const what = workload === 'rel' ? 'one relation (seed 001 rel.sh)' : 'many one-block relations (seed 001 test.sh)';
@@ -69,9 +69,7 @@ export function stepMain(workload: Workload): void {
       if (values.profile !== undefined && step !== 'resume') throw new UsageError(`--profile applies to "npm run ${workload} -- resume" only`);
       // Load the profile before promoting, so a bad --profile changes nothing.
       const profile = values.profile === undefined ? undefined : loadProfile(values.profile);
-      const result = pgDir
-        ? await runPgStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast })
-        : await runStep(step, { clusterDir, workload, size: values.size, tables, waitSeconds, toast: values.toast, profile });
+      const result = await runStep(step, { clusterDir, engine: openEngine(clusterDir), workload, size: values.size, tables, waitSeconds, toast: values.toast, profile });
       const { lines, ...rest } = result;
       if (json) printJson(rest);
       else for (const l of lines) console.log(l);
@@ -82,10 +80,12 @@ export function stepMain(workload: Workload): void {
         console.error(`error: ${e.message}`);
         return 1;
       }
-      const kind = e instanceof StepOrderError ? 'order' : e instanceof UsageError ? 'usage' : e instanceof ControlError ? 'server' : isWalsimError(e) ? e.kind : 'internal';
+      // A server's ERROR: walsim's control endpoint (ControlError) or either engine's PostgreSQL port (pg's DatabaseError).
+      const server = e instanceof ControlError || e instanceof pg.DatabaseError;
+      const kind = e instanceof StepOrderError ? 'order' : e instanceof UsageError ? 'usage' : server ? 'server' : isWalsimError(e) ? e.kind : 'internal';
       const message = (e as Error).message;
       console.error(`error: ${message}`);
-      printJson({ error: { kind, message, ...(e instanceof StepOrderError ? { runFirst: e.runFirst } : {}), ...(e instanceof ControlError ? { code: e.code } : {}) } });
+      printJson({ error: { kind, message, ...(e instanceof StepOrderError ? { runFirst: e.runFirst } : {}), ...(server ? { code: (e as { code?: string }).code } : {}) } });
       return e instanceof UsageError ? 2 : 1;
     }
   }, USAGE);

@@ -1,28 +1,33 @@
 /**
- * The steps of seed 001's rel.sh (one relation) and test.sh (many one-block relations) against a
- * running walsim cluster: create, insert, delete, pause, vacuum, truncate, stop, resume, count.
- * Used by the `rel`/`multi` CLIs and, in-process, by the sweeps, so both run the same code.
+ * The steps of seed 001's rel.sh (one relation) and test.sh (many one-block relations), once, for
+ * every engine: create, insert, delete, pause, vacuum, truncate, stop, resume, count. Statements go
+ * through the `pg` client (node-postgres) to the engine's connection strings — a walsim node's
+ * PostgreSQL port or a real PostgreSQL server — and the engine (engine.ts) only creates, starts,
+ * stops and promotes nodes and observes the failover its own way. Used by the `rel`/`multi` CLIs
+ * and, in-process, by the sweeps and calibrate, so all of them run this code.
  *
- * Entry points: `runStep(step, options)`, `ClusterSession`, `StepOrderError`, `STEPS`.
+ * Entry points: `runStep(step, options)`, `StepSession`, `openEngine`, `StepOrderError`, `STEPS`.
  *
  * Order (the seed's procedure): create → insert → [delete] → pause → vacuum|truncate → stop →
  * resume; count any time after create. A step run out of order throws `StepOrderError` naming the
  * step to run first. State lives in the cluster (tables, pause state, which node runs) and in
- * `<cluster dir>/experiment.json` (see state.ts). All statements of a step go over ONE control
- * connection, and each table is vacuumed/truncated in its own statement, so replay sees one
- * transaction — one drop — per table, like test.sh.
+ * `<cluster dir>/experiment.json` (see state.ts). All statements of a step on a node go over ONE
+ * connection, each in its own transaction (simple-protocol queries, pipelined up to
+ * PIPELINE_DEPTH), and each table is vacuumed/truncated in its own statement, so replay sees one
+ * transaction — one drop — per table, like test.sh's one psql call per table.
  */
+import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
-import { ControlClient, ControlError } from '../../server/control-client.ts';
-import { isWalsimServer, nodeDir, readNodeConfig, readPidFile, readToken, type NodeName } from '../../server/cluster-files.ts';
-import { runningPid, sleep, stopNode } from '../../server/pg-ctl.ts';
+import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import { pollUntil, StopPolling } from '../../server/poll.ts';
+import type { CostProfile } from '../../storage/cost-model/profile.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import { withModel, type FailoverReport } from '../../standby/failover-report.ts';
-import type { ModeledFailover } from '../../storage/cost-model/model.ts';
-import { defaultCostProfile, type CostProfile } from '../../storage/cost-model/profile.ts';
-import { DROP_PATHS, type DropPath } from '../../storage/drop.ts';
+import type { AnyFailover, Engine, ExperimentNode } from './engine.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';
 import { readWorkloadState, tableNames, writeWorkloadState, type Workload, type WorkloadState } from './state.ts';
+import { connectPg, WalsimEngine } from './walsim-engine.ts';
+import { isPgCluster } from '../postgres/pg-cluster.ts';
+import { PgEngine } from '../postgres/pg-engine.ts';
 
 export const STEPS = ['create', 'insert', 'delete', 'pause', 'vacuum', 'truncate', 'stop', 'resume', 'count'] as const;
 export type StepName = (typeof STEPS)[number];
@@ -35,9 +40,16 @@ export class StepOrderError extends Error {
   }
 }
 
+/** The engine of the cluster in `dir`: the directory says which (postgres/pg-cluster.ts writes engine.json). */
+export function openEngine(dir: string): Engine {
+  return isPgCluster(dir) ? new PgEngine(dir) : new WalsimEngine(dir);
+}
+
 export interface StepOptions {
   clusterDir: string;
   workload: Workload;
+  /** The cluster's engine (default: `openEngine(clusterDir)`). */
+  engine?: Engine;
   /** insert (rel): NB/k, pages or bytes. Default NB/512. */
   size?: string;
   /** create (multi): number of one-block tables. Default 1000. */
@@ -47,8 +59,8 @@ export interface StepOptions {
   /** resume: how long promotion may take. */
   waitSeconds?: number;
   /** Reuse connections across steps (the sweeps); otherwise one session per step. */
-  session?: ClusterSession;
-  /** resume: the cost profile of the modeled seconds (default seed-001). */
+  session?: StepSession;
+  /** resume (walsim): the cost profile of the modeled seconds (default seed-001). */
   profile?: CostProfile;
 }
 
@@ -56,196 +68,172 @@ export interface StepOptions {
 export interface StepResult {
   step: StepName;
   workload: Workload;
+  engine: Engine['name'];
   elapsedMs: number;
   lines: string[];
   [key: string]: unknown;
 }
 
-export interface ResumeResult extends StepResult {
-  failoverMs: number;
-  resumeAt: string;
-  promotedAt: string;
-  phases: FailoverReport['phases'];
-  drop: FailoverReport['drop'];
-  recordsReplayed: number;
-  newTimeline: number | null;
-  promoted: boolean;
-  report: FailoverReport;
-  /** Modeled PostgreSQL seconds of this failover (storage/cost-model), profile named. */
-  model: ModeledFailover;
-}
+/** The resume step's result: the engine's failover account (walsim's or PostgreSQL's). */
+export type ResumeResult = StepResult & AnyFailover;
 
-const startHint = (dir: string) => `npm run cluster -- start --dir ${dir}`;
+/** Statements in flight on one connection: the server still runs them one after another, in order. */
+const PIPELINE_DEPTH = 32;
 
-/** Connections to the nodes of one cluster, opened on first use. */
-export class ClusterSession {
-  private readonly clients = new Map<NodeName, ControlClient>();
-  constructor(readonly clusterDir: string) {}
+/**
+ * The connections of the steps to the nodes of one cluster, opened on first use: one pipelined
+ * `pg` client per node, closed by `close` (the steps close the standby's before anything is
+ * replayed that a session could hold up).
+ */
+export class StepSession {
+  private readonly clients = new Map<ExperimentNode, pg.Client>();
+  constructor(readonly engine: Engine) {}
 
-  isRunning(name: NodeName): boolean {
-    try {
-      readNodeConfig(this.clusterDir, name);
-    } catch {
-      return false;
-    }
-    return runningPid(this.clusterDir, name) !== null;
+  get clusterDir(): string {
+    return this.engine.clusterDir;
   }
 
-  async client(name: NodeName, runFirst: string): Promise<ControlClient> {
-    const open = this.clients.get(name);
+  async client(node: ExperimentNode): Promise<pg.Client> {
+    const open = this.clients.get(node);
     if (open) return open;
-    let config;
-    try {
-      config = readNodeConfig(this.clusterDir, name);
-    } catch {
-      throw new StepOrderError(`no walsim cluster at ${this.clusterDir}; run "${startHint(this.clusterDir)}" first`, 'cluster start');
+    const e = this.engine;
+    if (!e.hasNode(node)) {
+      throw new StepOrderError(`no ${e.name === 'walsim' ? 'walsim' : 'PostgreSQL'} cluster at ${e.clusterDir}; run "${e.startCommand}" first`, 'cluster start');
     }
-    const dataDir = nodeDir(this.clusterDir, name);
-    const pid = readPidFile(dataDir);
-    if (pid === null || !isWalsimServer(pid.pid, dataDir)) {
-      throw new StepOrderError(`the ${name} of the cluster at ${this.clusterDir} is not running; ${runFirst}`, runFirst);
+    if (!(await e.isRunning(node))) {
+      throw new StepOrderError(
+        node === 'primary'
+          ? `the primary of the cluster at ${e.clusterDir} is not running; run "${e.startCommand}" first (a stopped primary means this experiment already ran its stop step; start a fresh cluster)`
+          : `the standby of the cluster at ${e.clusterDir} is not running; run "${e.startCommand}" first`,
+        'cluster start',
+      );
     }
-    const host = config.listen === '0.0.0.0' ? '127.0.0.1' : config.listen;
-    const c = await ControlClient.connect(host, pid.port, readToken(this.clusterDir));
-    this.clients.set(name, c);
+    const c = await connectPg(e.connectionString(node), 'walsim-experiment', true);
+    this.clients.set(node, c);
     return c;
   }
 
-  primary(): Promise<ControlClient> {
-    return this.client('primary', `run "${startHint(this.clusterDir)}" first (a stopped primary means this experiment already ran its stop step; start a fresh cluster)`);
+  /** The first column of the first row of `sql` on `node`. */
+  async scalar(node: ExperimentNode, sql: string): Promise<unknown> {
+    const r = await (await this.client(node)).query({ text: sql, rowMode: 'array' });
+    return r.rows[0]?.[0];
   }
 
-  standby(): Promise<ControlClient> {
-    return this.client('standby', `run "${startHint(this.clusterDir)}" first`);
+  /**
+   * Run each statement, in order, as its own transaction over the node's one connection. Up to
+   * PIPELINE_DEPTH are sent ahead (the server reads the next only after the previous finished);
+   * the first failure stops sending and is thrown. Returns the first column of each first row.
+   */
+  async runEach(node: ExperimentNode, statements: string[]): Promise<unknown[]> {
+    const c = await this.client(node);
+    const inFlight: Array<Promise<pg.QueryArrayResult>> = [];
+    const out: unknown[] = [];
+    for (const text of statements) {
+      if (inFlight.length >= PIPELINE_DEPTH) out.push((await inFlight.shift()!).rows[0]?.[0]);
+      const p = c.query({ text, rowMode: 'array' });
+      p.catch(() => {}); // observed when awaited below; avoids an unhandled rejection meanwhile
+      inFlight.push(p);
+    }
+    for (const p of inFlight) out.push((await p).rows[0]?.[0]);
+    return out;
   }
 
-  forget(name: NodeName): void {
-    this.clients.get(name)?.close();
-    this.clients.delete(name);
-  }
-
-  close(): void {
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
+  async close(node?: ExperimentNode): Promise<void> {
+    for (const [n, c] of [...this.clients]) {
+      if (node !== undefined && n !== node) continue;
+      this.clients.delete(n);
+      await c.end().catch(() => {});
+    }
   }
 }
 
-function orderError(workload: Workload, step: StepName | string, why: string): StepOrderError {
-  return new StepOrderError(`${why}; run "npm run ${workload} -- ${step}" first`, step);
+function orderError(s: StepSession, workload: Workload, step: string, why: string): StepOrderError {
+  return new StepOrderError(`${why}; run "npm run ${workload} -- ${step}${s.engine.stepFlag}" first`, step);
 }
 
-async function scalar(c: ControlClient, sql: string): Promise<unknown> {
-  const r = await c.sql(sql);
-  return r.rows[0]?.[r.columns[0]!];
+/** 42P01: the relation does not exist. */
+function isUndefinedTable(e: unknown): boolean {
+  return (e as { code?: unknown }).code === '42P01';
 }
 
-async function tableExists(c: ControlClient, name: string): Promise<boolean> {
+/** pg_relation_size(table) in pages, or null when the table does not exist on `node`. */
+async function relationPages(s: StepSession, node: ExperimentNode, table: string): Promise<number | null> {
   try {
-    await c.sql(`SELECT count(*) FROM ${name}`);
-    return true;
+    return Number(await s.scalar(node, `SELECT pg_relation_size('${table}')`)) / 8192;
   } catch (e) {
-    if (e instanceof ControlError && e.code === '42P01') return false;
+    if (isUndefinedTable(e)) return null;
     throw e;
   }
 }
 
 /** The workload's state, checked against the cluster: its first and last tables must exist. */
-async function requireCreated(s: ClusterSession, workload: Workload, node: 'primary' | 'standby'): Promise<WorkloadState> {
+async function requireCreated(s: StepSession, workload: Workload, node: ExperimentNode): Promise<WorkloadState> {
   const st = readWorkloadState(s.clusterDir, workload);
-  if (st === null) throw orderError(workload, 'create', `no ${workload} tables in the cluster at ${s.clusterDir}`);
-  const c = node === 'primary' ? await s.primary() : await s.standby();
+  if (st === null) throw orderError(s, workload, 'create', `no ${workload} tables in the cluster at ${s.clusterDir}`);
   const names = tableNames(workload, st.tables);
   for (const n of new Set([names[0]!, names[names.length - 1]!])) {
-    if (!(await tableExists(c, n))) throw orderError(workload, 'create', `table ${n} does not exist on the ${node}`);
+    if ((await relationPages(s, node, n)) === null) throw orderError(s, workload, 'create', `table ${n} does not exist on the ${node}`);
   }
   return st;
 }
 
-async function standbyNBuffers(s: ClusterSession): Promise<number> {
-  const st = await (await s.standby()).status();
-  return Number(st.nBuffers);
-}
-
-/** Wait until the standby has received (mode 'flush') or replayed everything the primary flushed. */
-async function waitForStandby(s: ClusterSession, mode: 'flush' | 'replay', timeoutMs = 600_000): Promise<void> {
-  const target = parseLsn(String((await (await s.primary()).status()).flushLsn));
-  const standby = await s.standby();
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const st = await standby.status();
-    if (st.role !== 'standby') throw new WalsimError('invalid_input', 'the standby is not in recovery');
-    const at = parseLsn(mode === 'replay' ? st.replayLsn : st.receiveLsn);
-    if (at >= target && (mode === 'flush' || st.caughtUp === true)) return;
-    if (st.replayError) throw new WalsimError('invalid_wal', `standby replay stopped: ${JSON.stringify(st.replayError)}`);
-    if (Date.now() > deadline) throw new WalsimError('timeout', `standby did not reach the primary's flush LSN (${mode}) within ${timeoutMs / 1000} s`);
-    await sleep(mode === 'replay' ? 20 : 5);
-  }
-}
-
-async function pauseState(s: ClusterSession): Promise<string> {
-  return String(await scalar(await s.standby(), 'SELECT pg_get_wal_replay_pause_state()'));
-}
-
-async function inRecovery(s: ClusterSession): Promise<boolean> {
-  return (await scalar(await s.standby(), 'SELECT pg_is_in_recovery()')) === true;
-}
-
-/** Statements in flight on the one connection: the server runs writes one at a time, in order. */
-const PIPELINE_DEPTH = 32;
+const pauseState = (s: StepSession) => s.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()').then(String);
+const inRecovery = (s: StepSession) => s.scalar('standby', 'SELECT pg_is_in_recovery()').then((v) => v === true);
+const lsnOf = async (s: StepSession, node: ExperimentNode, fn: string) => String(await s.scalar(node, `SELECT ${fn}()`));
 
 /**
- * Run each statement, in order, as its own transaction over one connection. Up to PIPELINE_DEPTH
- * are sent ahead (the server's write lock is FIFO, so they still execute one after another in
- * this order); the first failure stops sending and is thrown. Returns how many ran.
+ * Wait until the standby has flushed (`pg_last_wal_receive_lsn()`) or replayed
+ * (`pg_last_wal_replay_lsn()`) everything the primary flushed; returns that LSN.
  */
-async function runEach(c: ControlClient, statements: string[]): Promise<number> {
-  const inFlight: Array<Promise<unknown>> = [];
-  let done = 0;
-  for (const sql of statements) {
-    if (inFlight.length >= PIPELINE_DEPTH) {
-      await inFlight.shift();
-      done++;
+async function waitForStandby(s: StepSession, mode: 'flush' | 'replay', timeoutMs = 600_000): Promise<string> {
+  const target = await lsnOf(s, 'primary', 'pg_current_wal_flush_lsn');
+  const fn = mode === 'replay' ? 'pg_last_wal_replay_lsn' : 'pg_last_wal_receive_lsn';
+  let polls = 0;
+  await pollUntil(async () => {
+    // A walsim standby whose replay stopped on a redo error stays up: fail at once, not at the timeout.
+    if (mode === 'replay' && polls++ % 50 === 0) {
+      const failure = await s.engine.replayFailure('standby');
+      if (failure !== null) throw new StopPolling(`standby replay stopped: ${failure}`);
     }
-    const p = c.sql(sql);
-    p.catch(() => {}); // observed when awaited below; avoids an unhandled rejection meanwhile
-    inFlight.push(p);
-  }
-  for (const p of inFlight) {
-    await p;
-    done++;
-  }
-  return done;
+    return parseLsn(await lsnOf(s, 'standby', fn)) >= parseLsn(target);
+  }, `the standby's ${mode === 'replay' ? 'replay' : 'flush'} LSN to reach the primary's flush LSN ${target}`, timeoutMs, mode === 'replay' ? 20 : 5)
+    .catch((e: unknown) => {
+      if (e instanceof StopPolling) throw new WalsimError('invalid_wal', e.message);
+      throw new WalsimError('timeout', (e as Error).message);
+    });
+  return target;
 }
 
 const fmtInt = (n: number) => n.toLocaleString('en-US');
 
 // ------------------------------------------------------------------------------------- steps
 
-async function stepCreate(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {
+async function stepCreate(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const tables = o.workload === 'rel' ? 1 : (o.tables ?? 1000);
   if (!Number.isSafeInteger(tables) || tables < 1 || tables > 100_000) {
     throw new WalsimError('invalid_input', `--tables must be an integer from 1 to 100000, got ${o.tables}`);
   }
-  const c = await s.primary();
   const names = tableNames(o.workload, tables);
-  if (readWorkloadState(s.clusterDir, o.workload) !== null && (await tableExists(c, names[0]!))) {
+  if (readWorkloadState(s.clusterDir, o.workload) !== null && (await relationPages(s, 'primary', names[0]!)) !== null) {
     throw new StepOrderError(
-      `the ${o.workload} tables already exist in ${s.clusterDir}; the next step is "npm run ${o.workload} -- insert" ` +
+      `the ${o.workload} tables already exist in ${s.clusterDir}; the next step is "npm run ${o.workload} -- insert${s.engine.stepFlag}" ` +
         `(to start over, stop this cluster and start a fresh one with another --dir)`,
       'insert',
     );
   }
-  await runEach(c, names.map((n) => `CREATE TABLE ${n} (${o.toast ? 'c int, d text' : 'c int'})`));
-  writeWorkloadState(s.clusterDir, o.workload, { tables, pagesPerTable: null, sizeSpec: null, rowsPerTable: null, deleted: false, dropStep: null });
+  await s.runEach('primary', names.map((n) => `CREATE TABLE ${n} (${o.toast ? 'c int, d text' : 'c int'})`));
+  writeWorkloadState(s.clusterDir, o.workload, { tables, pagesPerTable: null, sizeSpec: null, rowsPerTable: null, deleted: false, dropStep: null, pauseLsn: null, endLsn: null });
   return { tables, toast: o.toast ?? false, lines: [`created ${fmtInt(tables)} table${tables === 1 ? '' : 's'} (${names[0]}${tables > 1 ? ` … ${names[tables - 1]}` : ''})${o.toast ? ', each with a TOAST table' : ''}`] };
 }
 
-async function stepInsert(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {
+async function stepInsert(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'primary');
   if (st.pagesPerTable !== null) {
     throw new StepOrderError(`${o.workload} rows are already inserted (${st.sizeSpec ?? st.pagesPerTable + ' pages'}); the next step is "delete" or "pause"`, 'delete');
   }
-  const nBuffers = await standbyNBuffers(s);
+  // The standby's pool is the one measured: its NBuffers sizes NB/k.
+  const nBuffers = parseSharedBuffers(String(await s.scalar('standby', "SELECT current_setting('shared_buffers')"))).nBuffers;
+  await s.close('standby');
   let pages: number;
   let spec: string;
   if (o.workload === 'multi') {
@@ -258,124 +246,97 @@ async function stepInsert(s: ClusterSession, o: StepOptions): Promise<Partial<St
     spec = size.spec;
   }
   const rows = rowsForPages(pages);
-  const c = await s.primary();
-  await runEach(c, tableNames(o.workload, st.tables).map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`));
-  writeWorkloadState(s.clusterDir, o.workload, { ...st, pagesPerTable: pages, sizeSpec: spec, rowsPerTable: rows });
+  const names = tableNames(o.workload, st.tables);
+  await s.runEach('primary', names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`));
+  // The server's own page count, which checks the rows-per-page arithmetic.
+  const realPages = (await relationPages(s, 'primary', names[0]!))!;
+  writeWorkloadState(s.clusterDir, o.workload, { ...st, pagesPerTable: realPages, sizeSpec: spec, rowsPerTable: rows });
   return {
-    size: spec, pagesPerTable: pages, rowsPerTable: rows, tables: st.tables, nBuffers,
-    lines: [`inserted ${fmtInt(rows)} rows (${fmtInt(pages)} page${pages === 1 ? '' : 's'}${spec !== String(pages) ? `, ${spec} of NBuffers ${fmtInt(nBuffers)}` : ''}) into each of ${fmtInt(st.tables)} table${st.tables === 1 ? '' : 's'}`],
+    size: spec, pagesPerTable: realPages, rowsPerTable: rows, tables: st.tables, nBuffers,
+    lines: [`inserted ${fmtInt(rows)} rows (${fmtInt(realPages)} page${realPages === 1 ? '' : 's'}${spec !== String(pages) ? `, ${spec} of NBuffers ${fmtInt(nBuffers)}` : ''}) into each of ${fmtInt(st.tables)} table${st.tables === 1 ? '' : 's'}`],
   };
 }
 
-async function stepDelete(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {
+async function stepDelete(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'primary');
-  if (st.pagesPerTable === null) throw orderError(o.workload, 'insert', 'no rows to delete');
-  if (st.dropStep !== null) throw orderError(o.workload, 'create', `the tables were already processed by ${st.dropStep}`);
-  await runEach(await s.primary(), tableNames(o.workload, st.tables).map((n) => `DELETE FROM ${n}`));
+  if (st.pagesPerTable === null) throw orderError(s, o.workload, 'insert', 'no rows to delete');
+  if (st.dropStep !== null) throw orderError(s, o.workload, 'create', `the tables were already processed by ${st.dropStep}`);
+  await s.runEach('primary', tableNames(o.workload, st.tables).map((n) => `DELETE FROM ${n}`));
   writeWorkloadState(s.clusterDir, o.workload, { ...st, deleted: true });
   return { tables: st.tables, lines: [`deleted all rows of ${fmtInt(st.tables)} table${st.tables === 1 ? '' : 's'}`] };
 }
 
-async function stepPause(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {
+async function stepPause(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'primary');
-  if (st.pagesPerTable === null) throw orderError(o.workload, 'insert', 'the tables are empty (pause comes after insert, and after delete for the VACUUM test)');
+  if (st.pagesPerTable === null) throw orderError(s, o.workload, 'insert', 'the tables are empty (pause comes after insert, and after delete for the VACUUM test)');
   if (!(await inRecovery(s))) throw new StepOrderError('the standby is already promoted; start a fresh cluster', 'cluster start');
   const state = await pauseState(s);
   if (state !== 'not paused') throw new StepOrderError(`replay is already ${state}; the next step is "vacuum" or "truncate"`, 'vacuum');
   // The seed checks the standby saw the DELETE (count = 0) before pausing: replay everything first.
   await waitForStandby(s, 'replay');
-  const standby = await s.standby();
-  await standby.sql('SELECT pg_wal_replay_pause()');
-  const deadline = Date.now() + 60_000;
-  while ((await pauseState(s)) !== 'paused') {
-    if (Date.now() > deadline) throw new WalsimError('timeout', 'replay did not pause within 60 s');
-    await sleep(5);
-  }
-  const replayLsn = String(await scalar(standby, 'SELECT pg_last_wal_replay_lsn()'));
+  await s.scalar('standby', 'SELECT pg_wal_replay_pause()');
+  await pollUntil(async () => (await pauseState(s)) === 'paused', 'replay to pause', 60_000, 5)
+    .catch((e: unknown) => { throw new WalsimError('timeout', (e as Error).message); });
+  const replayLsn = await lsnOf(s, 'standby', 'pg_last_wal_replay_lsn');
+  writeWorkloadState(s.clusterDir, o.workload, { ...st, pauseLsn: replayLsn });
   return { replayLsn, lines: [`standby replay paused at ${replayLsn}`] };
 }
 
-async function stepDrop(s: ClusterSession, o: StepOptions, step: 'vacuum' | 'truncate'): Promise<Partial<StepResult>> {
+async function stepDrop(s: StepSession, o: StepOptions, step: 'vacuum' | 'truncate'): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'primary');
-  if (st.pagesPerTable === null) throw orderError(o.workload, 'insert', 'the tables are empty');
-  if (step === 'vacuum' && !st.deleted) throw orderError(o.workload, 'delete', 'VACUUM truncates only empty pages: delete the rows first');
-  if (st.dropStep !== null) throw orderError(o.workload, 'stop', `${st.dropStep} already ran; the next step is "stop"`);
-  if ((await pauseState(s)) !== 'paused') throw orderError(o.workload, 'pause', "the standby's replay is not paused, so the drops would be replayed now instead of at failover");
+  if (st.pagesPerTable === null) throw orderError(s, o.workload, 'insert', 'the tables are empty');
+  if (step === 'vacuum' && !st.deleted) throw orderError(s, o.workload, 'delete', 'VACUUM truncates only empty pages: delete the rows first');
+  if (st.dropStep !== null) throw orderError(s, o.workload, 'stop', `${st.dropStep} already ran; the next step is "stop"`);
+  if ((await pauseState(s)) !== 'paused') throw orderError(s, o.workload, 'pause', "the standby's replay is not paused, so the drops would be replayed now instead of at failover");
+  await s.close('standby');
   const verb = step === 'vacuum' ? 'VACUUM' : 'TRUNCATE';
-  const n = await runEach(await s.primary(), tableNames(o.workload, st.tables).map((t) => `${verb} ${t}`));
+  const n = (await s.runEach('primary', tableNames(o.workload, st.tables).map((t) => `${verb} ${t}`))).length;
   writeWorkloadState(s.clusterDir, o.workload, { ...st, dropStep: step });
   return { statements: n, lines: [`${verb} of ${fmtInt(n)} table${n === 1 ? '' : 's'}, one transaction each (replay paused on the standby)`] };
 }
 
-async function stepStop(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {
+async function stepStop(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = readWorkloadState(s.clusterDir, o.workload);
-  if (st === null) throw orderError(o.workload, 'create', `no ${o.workload} experiment in ${s.clusterDir}`);
-  if (st.dropStep === null) throw new StepOrderError(`nothing to replay at failover yet; run "npm run ${o.workload} -- vacuum" (after delete) or "npm run ${o.workload} -- truncate" first`, 'vacuum');
-  if (!s.isRunning('primary')) throw new StepOrderError('the primary is not running (already stopped); the next step is "resume"', 'resume');
-  // The seed stops the primary after the statements finished: make sure the standby has the WAL.
-  await waitForStandby(s, 'flush');
-  s.forget('primary');
-  await stopNode(s.clusterDir, 'primary', 'immediate');
-  return { mode: 'immediate', lines: ['primary stopped (immediate, like pg_ctl stop -m immediate)'] };
-}
-
-async function stepResume(s: ClusterSession, o: StepOptions): Promise<Partial<ResumeResult>> {
-  const standby = await s.standby();
-  if (!(await inRecovery(s))) throw new StepOrderError('the standby is already promoted; start a fresh cluster for another run', 'cluster start');
-  if (s.isRunning('primary')) throw orderError(o.workload, 'stop', 'the primary is still running');
-  const state = await pauseState(s);
-  if (state === 'not paused') throw orderError(o.workload, 'pause', 'replay is not paused, so there is nothing held back to measure');
-  const waitSeconds = o.waitSeconds ?? 3600;
-  // The seed's rel.sh resume: resume replay, then promote at once; the server times both.
-  await standby.sql('SELECT pg_wal_replay_resume()');
-  const reply = (await standby.request({ op: 'promote', wait: true, waitSeconds })) as { promoted: boolean; failover: FailoverReport | null };
-  const served = reply.failover;
-  if (served === null || served.failoverMs === null || served.resumeAt === null || served.promotedAt === null) {
-    throw new WalsimError('timeout', `promotion did not finish within ${waitSeconds} s: ${JSON.stringify(served)}`);
+  if (st === null) throw orderError(s, o.workload, 'create', `no ${o.workload} experiment in ${s.clusterDir}`);
+  if (st.dropStep === null) {
+    throw new StepOrderError(`nothing to replay at failover yet; run "npm run ${o.workload} -- vacuum${s.engine.stepFlag}" (after delete) or "npm run ${o.workload} -- truncate${s.engine.stepFlag}" first`, 'vacuum');
   }
-  // The server models with the default profile; --profile re-prices the same counts.
-  const r = withModel(served, o.profile ?? defaultCostProfile());
-  return {
-    failoverMs: served.failoverMs, resumeAt: served.resumeAt, promotedAt: served.promotedAt, phases: r.phases, drop: r.drop,
-    recordsReplayed: r.recordsReplayed, newTimeline: r.newTimeline, promoted: reply.promoted, report: r, model: r.model!,
-    lines: formatFailover(r),
-  };
+  if (!(await s.engine.isRunning('primary'))) throw new StepOrderError('the primary is not running (already stopped); the next step is "resume"', 'resume');
+  // The seed stops the primary after the statements finished: make sure the standby has the WAL.
+  const endLsn = await waitForStandby(s, 'flush');
+  await s.close();
+  await s.engine.stop('primary', 'immediate');
+  writeWorkloadState(s.clusterDir, o.workload, { ...st, endLsn });
+  return { mode: 'immediate', endLsn, lines: ['primary stopped (immediate, like pg_ctl stop -m immediate)'] };
 }
 
-/** `full-scan 1, cached-lookup 0` plus the list paths when they ran. */
-function dropPathsText(drops: Record<DropPath, number>): string {
-  return DROP_PATHS.filter((p) => p === 'full-scan' || p === 'cached-lookup' || drops[p] > 0).map((p) => `${p} ${fmtInt(drops[p])}`).join(', ');
+async function stepResume(s: StepSession, o: StepOptions): Promise<AnyFailover> {
+  if (!(await inRecovery(s))) throw new StepOrderError('the standby is already promoted; start a fresh cluster for another run', 'cluster start');
+  if (await s.engine.isRunning('primary')) throw orderError(s, o.workload, 'stop', 'the primary is still running');
+  if ((await pauseState(s)) === 'not paused') throw orderError(s, o.workload, 'pause', 'replay is not paused, so there is nothing held back to measure');
+  const st = readWorkloadState(s.clusterDir, o.workload);
+  const receivedLsn = await lsnOf(s, 'standby', 'pg_last_wal_receive_lsn');
+  await s.close('standby');
+  const waitSeconds = o.waitSeconds ?? 3600;
+  const observer = await s.engine.prepareFailover({
+    workload: o.workload, pauseLsn: st?.pauseLsn ?? null, endLsn: st?.endLsn ?? null, receivedLsn, waitSeconds, profile: o.profile,
+  });
+  // The timed window (the seed's rel.sh resume): resume replay, then promote at once. No session of
+  // ours stays on the standby meanwhile.
+  const c = await s.client('standby');
+  const clientResumeMs = Date.now();
+  const row = (await c.query({ text: s.engine.resumeSql, rowMode: 'array' })).rows[0] ?? [];
+  await s.close('standby');
+  const promoteRequestedMs = Date.now();
+  await s.engine.promote('standby', waitSeconds);
+  const clientPromotedMs = Date.now();
+  const serverResumeMs = row.length > 1 ? Number(row[1]) * 1000 : null;
+  return observer.finish({ clientResumeMs, serverResumeMs, promoteRequestedMs, clientPromotedMs });
 }
 
-/** The resume step's human output: the seed's two timestamps, their difference, and why. */
-export function formatFailover(r: FailoverReport): string[] {
-  const ms = (v: number | null) => (v === null ? 'n/a' : `${(v / 1000).toFixed(3)} s`);
-  const d = r.drop;
-  return [
-    `resume:   ${r.resumeAt}  (SELECT pg_wal_replay_resume())`,
-    `promoted: ${r.promotedAt}  (read-write, timeline ${r.newTimeline ?? '?'})`,
-    `failover: ${ms(r.failoverMs)}  = replay ${ms(r.phases.replayMs)} + end of recovery ${ms(r.phases.endOfRecoveryMs)} + open for writes ${ms(r.phases.openForWritesMs)}` +
-      (r.phases.checkpointMs !== null ? `  (then checkpoint ${ms(r.phases.checkpointMs)})` : ''),
-    `replayed: ${fmtInt(r.recordsReplayed)} records; drops: ${dropPathsText(d.drops)}; ` +
-      `${fmtInt(d.scanned)} descriptors scanned, ${fmtInt(d.probes)} probes, ` +
-      (d.listSteps > 0 ? `${fmtInt(d.listSteps)} list steps, ` : '') + `${fmtInt(d.invalidated)} buffers invalidated, ` +
-      `${(d.ms / 1000).toFixed(3)} s inside drops`,
-    ...(r.model === null ? [] : [formatModel(r.model)]),
-  ];
-}
-
-/** One line: the modeled PostgreSQL seconds of a failover and their phases. */
-export function formatModel(m: ModeledFailover): string {
-  const s = (v: number) => `${v.toFixed(3)} s`;
-  return `modeled:  ${s(m.failoverS)} PostgreSQL (profile ${m.profile})  = replay ${s(m.phases.replayS)} + end of recovery ${s(m.phases.endOfRecoveryS)} + open for writes ${s(m.phases.openForWritesS)}` +
-    (m.polledS === null ? '' : `; ${s(m.polledS)} as the profile's promotion poll would read it`);
-}
-
-async function stepCount(s: ClusterSession, o: StepOptions): Promise<Partial<StepResult>> {
+async function stepCount(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'standby');
-  const c = await s.standby();
-  const counts: number[] = [];
-  for (const n of tableNames(o.workload, st.tables)) counts.push(Number(await scalar(c, `SELECT count(*) FROM ${n}`)));
+  const counts = (await s.runEach('standby', tableNames(o.workload, st.tables).map((n) => `SELECT count(*) FROM ${n}`))).map(Number);
   const total = counts.reduce((a, b) => a + b, 0);
   const nonEmpty = counts.filter((n) => n > 0).length;
   const lines = o.workload === 'rel'
@@ -386,10 +347,10 @@ async function stepCount(s: ClusterSession, o: StepOptions): Promise<Partial<Ste
 
 /** Run one step; the session (if not given) is opened and closed here. */
 export async function runStep(step: StepName, o: StepOptions): Promise<StepResult> {
-  const s = o.session ?? new ClusterSession(o.clusterDir);
+  const s = o.session ?? new StepSession(o.engine ?? openEngine(o.clusterDir));
   const t0 = performance.now();
   try {
-    let r: Partial<StepResult>;
+    let r: Partial<StepResult> | AnyFailover;
     switch (step) {
       case 'create': r = await stepCreate(s, o); break;
       case 'insert': r = await stepInsert(s, o); break;
@@ -401,9 +362,12 @@ export async function runStep(step: StepName, o: StepOptions): Promise<StepResul
       case 'resume': r = await stepResume(s, o); break;
       case 'count': r = await stepCount(s, o); break;
     }
-    return { step, workload: o.workload, elapsedMs: performance.now() - t0, lines: [], ...r };
+    return { step, workload: o.workload, engine: s.engine.name, elapsedMs: performance.now() - t0, lines: [], ...r };
   } finally {
-    if (o.session === undefined) s.close();
+    if (o.session === undefined) {
+      await s.close();
+      await s.engine.close();
+    }
   }
 }
 

@@ -25,17 +25,19 @@ import { modelFailover, type ModeledFailover } from '../../storage/cost-model/mo
 import type { CostProfile } from '../../storage/cost-model/profile.ts';
 import { countCellsInProcess } from './in-process.ts';
 import type { DropStrategy } from '../../server/settings.ts';
-import { destroyCluster, startFreshCluster } from './fresh-cluster.ts';
 import { parseRelSize } from './rel-size.ts';
-import { ClusterSession, runStep, type ResumeResult, type StepName } from './steps.ts';
-import { runPgCell } from '../postgres/pg-sweep.ts';
+import { runStep, StepSession, type ResumeResult, type StepName } from './steps.ts';
+import { ENGINE_NAMES, type EngineKind, type EngineName } from './engine.ts';
+import { WALSIM_ENGINE } from './walsim-engine.ts';
+import { PG_ENGINE } from '../postgres/pg-engine.ts';
 
 export type SweepKind = 'threshold' | 'multi';
 /** `truncate-toast`: TRUNCATE of tables that have a TOAST table (three relfilenodes dropped each). */
 export type Variant = 'vacuum' | 'truncate' | 'truncate-toast';
 /** Who runs the cell: walsim, or a real PostgreSQL primary + standby (scripts/postgres/). */
-export type Engine = 'walsim' | 'postgres';
-export const ENGINES: readonly Engine[] = ['walsim', 'postgres'];
+export type Engine = EngineName;
+export const ENGINES: readonly Engine[] = ENGINE_NAMES;
+const ENGINE_KINDS: Record<Engine, EngineKind> = { walsim: WALSIM_ENGINE, postgres: PG_ENGINE };
 
 export interface CellSpec {
   kind: SweepKind;
@@ -218,48 +220,62 @@ export function estimateCellSeconds(c: CellSpec): number {
   return 2.5 + c.tables * 0.005 + blocks * 25e-6 + dropWork;
 }
 
-/** The procedure of one run on a fresh cluster in `dir`. */
+/**
+ * The procedure of one run on a fresh cluster of the cell's engine, in its own directory under
+ * `workDir`: the same steps (steps.ts) for every engine, then the failover as a RunRecord; the
+ * cluster is stopped (immediate) and removed whatever happens.
+ */
 export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Promise<RunRecord> {
-  // PostgreSQL measures real seconds; the model prices walsim's counts, so its columns stay empty.
-  if (cell.engine === 'postgres') return { ...(await runPgCell(cell, run, s)), ...NO_MODEL };
+  const kind = ENGINE_KINDS[cell.engine];
   fs.mkdirSync(s.workDir, { recursive: true });
-  const dir = fs.mkdtempSync(path.join(s.workDir, 'cell-'));
+  fs.chmodSync(s.workDir, 0o755); // PostgreSQL's OS user must reach the cluster directories
+  const dir = fs.mkdtempSync(path.join(s.workDir, cell.engine === 'postgres' ? 'pg-cell-' : 'cell-'));
   const stepMs: Record<string, number> = {};
   try {
     let t = performance.now();
-    await startFreshCluster(dir, {
+    const engine = await kind.createCluster(dir, {
       sharedBuffers: cell.sharedBuffers, primarySharedBuffers: s.primarySharedBuffers, dropStrategy: cell.strategy,
-      forceOptimized: cell.forceOptimized, thresholdDivisor: s.thresholdDivisor, standbys: s.standbys ?? 1,
+      forceOptimized: cell.forceOptimized, thresholdDivisor: s.thresholdDivisor, standbys: s.standbys ?? 1, pgBin: s.pgBin,
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
     const drop = cell.variant === 'vacuum' ? 'vacuum' : 'truncate';
     const steps: StepName[] = ['create', 'insert', ...(drop === 'vacuum' ? ['delete' as const] : []), 'pause', drop, 'stop', 'resume'];
-    const session = new ClusterSession(dir);
+    const session = new StepSession(engine);
     let resume: ResumeResult | null = null;
     try {
       for (const step of steps) {
         t = performance.now();
         const r = await runStep(step, {
-          clusterDir: dir, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds, toast: cell.variant === 'truncate-toast', profile: s.profile,
+          clusterDir: dir, engine, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds, toast: cell.variant === 'truncate-toast', profile: s.profile,
           size: cell.kind === 'threshold' ? String(cell.pagesPerTable) : undefined,
         });
         stepMs[step] = performance.now() - t;
         if (step === 'resume') resume = r as ResumeResult;
       }
     } finally {
-      session.close();
+      await session.close();
+      await engine.close();
     }
     const r = resume!;
+    const measured = {
+      ...cell, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
+      openForWritesMs: r.phases.openForWritesMs, recordsReplayed: r.recordsReplayed, promoted: r.promoted, resumeAt: r.resumeAt, promotedAt: r.promotedAt, stepMs,
+    };
+    if (r.engine === 'postgres') {
+      // PostgreSQL measures real seconds and does not count its drops; the model prices walsim's counts, so its columns stay empty.
+      return {
+        ...measured, ...NO_MODEL, dropMs: NaN, dropsFullScan: NaN, dropsCachedLookup: NaN, scanned: NaN, probes: NaN, invalidated: NaN,
+        seedMethodMs: r.seedMethod.ms, walBytes: r.waldump.total.combinedBytes, stall: r.stall,
+      };
+    }
     return {
-      ...cell, mode: 'measured', ...modeledColumns(r.model), counts: r.report.counts, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
-      openForWritesMs: r.phases.openForWritesMs, recordsReplayed: r.recordsReplayed, dropMs: r.drop.ms,
+      ...measured, mode: 'measured', ...modeledColumns(r.model), counts: r.report.counts, dropMs: r.drop.ms,
       dropsFullScan: r.drop.drops['full-scan'], dropsCachedLookup: r.drop.drops['cached-lookup'],
       scanned: r.drop.scanned, probes: r.drop.probes, invalidated: r.drop.invalidated,
-      promoted: r.promoted, resumeAt: r.resumeAt, promotedAt: r.promotedAt, stepMs,
     };
   } finally {
-    await destroyCluster(dir);
+    await kind.destroyCluster(dir);
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * `--engine postgres` end to end on a real PostgreSQL primary + synchronous standby: one small cell
  * of seed 001's Test B (128MB, 20 tables with TOAST tables, TRUNCATE while replay is paused), run
- * through the step code, then the same order rules through the CLI. Skips, naming the reason, when
- * the PostgreSQL server binaries are absent.
+ * through the step code both engines share (the directory says PostgreSQL), then the same order
+ * rules through the CLI. Skips, naming the reason, when the PostgreSQL server binaries are absent.
  * Method: check what the server and pg_waldump report (settings, record counts, log instants in
  * order, rows), never how long anything took.
  */
@@ -10,7 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runScript } from '../helpers/cli.ts';
 import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
 import { initPgCluster, pgConnect } from '../../scripts/postgres/pg-cluster.ts';
-import { runPgStep, type PgResumeResult } from '../../scripts/postgres/pg-steps.ts';
+import { runStep, type StepName } from '../../scripts/experiment/steps.ts';
+import type { PgFailover } from '../../scripts/postgres/pg-engine.ts';
 import { waldumpCount } from '../../scripts/postgres/pg-waldump.ts';
 
 const reason = pgUnavailableReason();
@@ -43,6 +44,7 @@ describe.skipIf(reason !== null)(`real PostgreSQL${reason ? ` (skipped: ${reason
     expect(rep).toEqual([{ application_name: 'walreceiver', state: 'streaming', sync_state: 'sync' }]);
 
     const o = { clusterDir: dir, workload: 'multi' as const, tables: 20, toast: true };
+    const runPgStep = (step: StepName, opts: typeof o) => runStep(step, opts);
     expect((await runPgStep('create', o)).toast).toBe(true);
     expect((await runPgStep('insert', o)).pagesPerTable).toBe(1);
     // Out of order: truncate before pause names the step to run first.
@@ -50,7 +52,7 @@ describe.skipIf(reason !== null)(`real PostgreSQL${reason ? ` (skipped: ${reason
     await runPgStep('pause', o);
     await runPgStep('truncate', o);
     await runPgStep('stop', o);
-    const r = (await runPgStep('resume', o)) as PgResumeResult;
+    const r = (await runPgStep('resume', o)) as unknown as PgFailover;
 
     expect(r.promoted).toBe(true);
     expect(r.newTimeline).toBe(2);
