@@ -12,7 +12,7 @@ import { TestCluster } from '../helpers/cluster.ts';
 import { runScript } from '../helpers/cli.ts';
 
 /** pg_type OIDs PostgreSQL uses for these results. */
-const OID = { bool: 16, int8: 20, text: 25, void: 2278, pg_lsn: 3220 } as const;
+const OID = { bool: 16, int8: 20, text: 25, json: 114, void: 2278, pg_lsn: 3220 } as const;
 
 async function connect(c: TestCluster, node: 'primary' | 'standby', opts: Partial<pg.ClientConfig> = {}): Promise<pg.Client> {
   const client = new pg.Client({ host: '127.0.0.1', port: c.pgPort(node), user: 'postgres', database: 'postgres', ...opts });
@@ -113,6 +113,24 @@ describe('PostgreSQL wire protocol (node-postgres)', () => {
     expect(await q(primary, "SELECT current_setting('synchronous_commit')")).toEqual({ field: ['current_setting', OID.text], value: 'remote_write', command: 'SELECT' });
     expect((await q(primary, "SELECT current_setting('no_such_thing', true)")).value).toBe(null);
     expect((await q(primary, 'SELECT version()')).value).toMatch(/^PostgreSQL 15\.0 \(walsim\) /);
+    // walsim's extension: no promotion on this node yet.
+    expect(await q(standby, 'SELECT walsim_failover_report()')).toEqual({ field: ['walsim_failover_report', OID.json], value: null, command: 'SELECT' });
+  });
+
+  it('answers pg_relation_size() in bytes of the main fork, with regclass input\'s name rules', async () => {
+    await primary.query('CREATE TABLE rs (c int)');
+    await primary.query('CREATE TABLE rs_empty (c int, d text)');
+    await primary.query(`INSERT INTO rs SELECT generate_series(1, ${3 * 226})`);
+    const size = await primary.query("SELECT pg_relation_size('rs')");
+    expect(size.fields.map((f) => [f.name, f.dataTypeID])).toEqual([['pg_relation_size', OID.int8]]);
+    expect(size.rows).toEqual([{ pg_relation_size: String(3 * 8192) }]);
+    expect((await primary.query("SELECT pg_relation_size('RS')")).rows).toEqual([{ pg_relation_size: String(3 * 8192) }]); // unquoted: folded
+    expect((await primary.query("SELECT pg_relation_size('public.rs_empty')")).rows).toEqual([{ pg_relation_size: '0' }]);
+    expect(await sqlstateOf(primary.query(`SELECT pg_relation_size('"RS"')`))).toMatchObject({ code: '42P01', message: 'relation "RS" does not exist' });
+    expect(await sqlstateOf(primary.query("SELECT pg_relation_size('nope')"))).toMatchObject({ code: '42P01', message: 'relation "nope" does not exist' });
+    expect((await sqlstateOf(primary.query('SELECT pg_relation_size(1, 2)'))).code).toBe('42883');
+    await c.waitForCatchup('replay');
+    expect((await standby.query("SELECT pg_relation_size('rs')")).rows).toEqual([{ pg_relation_size: String(3 * 8192) }]);
   });
 
   it('gives the same results as the control endpoint (one executor)', async () => {
@@ -198,6 +216,12 @@ describe('PostgreSQL wire protocol (node-postgres)', () => {
     expect((await standby.query('SELECT count(*) FROM f')).rows).toEqual([{ count: '0' }]);
     expect((await standby.query('INSERT INTO f VALUES (1)')).rowCount).toBe(1);
     expect((await sqlstateOf(standby.query('SELECT pg_promote()'))).code).toBe('55000');
+    // walsim's extension: the failover report cluster promote --json prints, as json.
+    const report = (await standby.query('SELECT walsim_failover_report()')).rows[0].walsim_failover_report;
+    const served = (await c.status('standby')).failover;
+    expect(report).toMatchObject({ newTimeline: 2, failoverMs: served.failoverMs, resumeAt: served.resumeAt, promotedAt: served.promotedAt, counts: served.counts });
+    expect(report.failoverMs).toBeGreaterThan(0);
+    expect(report.model.profile).toBe('seed-001');
     await watcher.query('SELECT pg_is_in_recovery()'); // any round trip: the report comes before ReadyForQuery
     expect(reported).toEqual(['on', 'off']);
     await watcher.end();
