@@ -1,6 +1,7 @@
 /**
- * The read side of walsim's SQL: SELECT count(*), SHOW, current_setting(), version(), and the
- * recovery-information and recovery-control functions (xlogfuncs.c). State comes from the node;
+ * The read side of walsim's SQL: SELECT count(*), SHOW, current_setting(), version(),
+ * pg_relation_size(), walsim's own walsim_failover_report(), and the recovery-information and
+ * recovery-control functions (xlogfuncs.c). State comes from the node;
  * recovery and pause state come from its lifecycle machine. `describeStatement` gives every
  * statement's result columns with PostgreSQL's names and types before it runs (the wire protocol's
  * RowDescription); `executeRead` builds its results from the same description.
