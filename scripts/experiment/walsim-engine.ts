@@ -129,7 +129,7 @@ export class WalsimEngine implements Engine {
       this.control.set(node, c);
     }
     const s = await c.status();
-    return s.replayError ? JSON.stringify(s.replayError) : null;
+    return s.role === 'standby' && s.replayError ? JSON.stringify(s.replayError) : null;
   }
 
   async close(): Promise<void> {
