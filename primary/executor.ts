@@ -130,10 +130,18 @@ async function createTable(ctx: ExecutorContext, name: string, toastable: boolea
  * index but never the TOAST heap — the fork that makes PostgreSQL 14's drop full-scan.
  * Returns the two new relfilenumbers.
  */
-function createToastRelations(ctx: ExecutorContext, table: string, xid: TransactionId): RelFileNumber[] {
+/**
+ * New TOAST heap and index relfilenodes for `table`. `locked`: TRUNCATE's case — PostgreSQL opens
+ * the old TOAST heap with AccessExclusiveLock (ExecuteTruncateGuts) and reindex_relation locks its
+ * index the same way, and every AccessExclusiveLock on a relation is logged for standbys: three
+ * Standby/LOCK records per TOAST-able table (pg_waldump of a real TRUNCATE), not one.
+ */
+function createToastRelations(ctx: ExecutorContext, table: string, xid: TransactionId, locked?: { toast: RelFileNumber; index: RelFileNumber }): RelFileNumber[] {
+  if (locked) ctx.log({ kind: 'STANDBY_LOCK', rel: locked.toast }, xid);
   const toast = ctx.catalog.allocateRelFileNumber();
   ctx.log({ kind: 'SMGR_CREATE', rel: toast, fork: MAIN_FORKNUM }, xid);
   ctx.log({ kind: 'CATALOG_UPDATE', relname: toastTableName(table), rel: toast }, xid);
+  if (locked) ctx.log({ kind: 'STANDBY_LOCK', rel: locked.index }, xid);
   const index = ctx.catalog.allocateRelFileNumber();
   ctx.log({ kind: 'SMGR_CREATE', rel: index, fork: MAIN_FORKNUM }, xid);
   ctx.log({ kind: 'FPI', rel: index, fork: MAIN_FORKNUM, block: 0 }, xid);
@@ -297,7 +305,7 @@ async function truncateTables(ctx: ExecutorContext, names: string[]): Promise<Qu
     dropped.push(old);
     // A TOAST-able table gets new TOAST relfilenodes too: three relfilenodes dropped per table.
     if (toast) {
-      createToastRelations(ctx, name, xid);
+      createToastRelations(ctx, name, xid, toast);
       dropped.push(toast.toast, toast.index);
     }
   });

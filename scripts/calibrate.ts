@@ -1,6 +1,6 @@
 /**
- * `npm run calibrate [--pg-bin DIR] [--shared-buffers 128MB,1GB,4GB] [--runs 3] [--tables 200]
- * [--out FILE]`: run the calibration cells on real PostgreSQL (scripts/postgres/calibrate.ts), count
+ * `npm run calibrate [--pg-bin DIR] [--shared-buffers 128MB,1GB,4GB] [--runs 3] [--warmup 1]
+ * [--tables 200] [--out FILE]`: run the calibration cells on real PostgreSQL (scripts/postgres/calibrate.ts), count
  * the same cells in walsim, fit a cost profile to this machine, print measured vs fitted seconds
  * and write the profile (usable as `--profile FILE`).
  */
@@ -9,9 +9,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile, profileToJson } from '../storage/cost-model/profile.ts';
-import { parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
+import { nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
-import { defaultWorkDir, runSweep, summarise, type SweepSettings } from './experiment/sweep.ts';
+import { cellKey, defaultWorkDir, isStalled, runSweep, summarise, type SweepSettings } from './experiment/sweep.ts';
 import { resultsDirName } from './report/write-results.ts';
 import { markdownTable } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
@@ -22,12 +22,13 @@ import {
   planCalibration, walsimTwin,
 } from './postgres/calibrate.ts';
 
-const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3]
+const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3] [--warmup 1]
                                [--tables ${DEFAULT_CALIBRATION_TABLES}] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}] [--base ${DEFAULT_PROFILE}]
                                [--name NAME] [--out FILE] [--work-dir DIR] [--json]
   Runs a fixed set of real PostgreSQL cells (Test B VACUUM, TRUNCATE, TRUNCATE of TOAST-able tables;
   Test A VACUUM of NBuffers/k pages), counts the same cells in walsim, fits the cost profile by
-  non-negative least squares, and writes it: use it with --profile FILE.`;
+  non-negative least squares, and writes it: use it with --profile FILE. --warmup N passes over every
+  cell come first and are left out of the fit (their figures stay in the profile's fit.records).`;
 
 const pct = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a');
 const sec = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a');
@@ -38,6 +39,7 @@ runCli(async () => {
     'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
     'primary-shared-buffers': { type: 'string', default: '128MB' },
     runs: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '1' },
     tables: { type: 'string', default: String(DEFAULT_CALIBRATION_TABLES) },
     'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
     base: { type: 'string', default: DEFAULT_PROFILE },
@@ -51,6 +53,7 @@ runCli(async () => {
   if (sizes.length === 0) throw new UsageError('--shared-buffers needs at least one size');
   for (const s of [...sizes, values['primary-shared-buffers']!]) parseSharedBuffers(s);
   const runs = positiveInt(values.runs!, 'runs');
+  const warmupRuns = nonNegativeInt(values.warmup!, 'warmup');
   const tables = positiveInt(values.tables!, 'tables');
   const divisors = values['rel-sizes']!.split(',').map((s) => positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'));
   const pg = findPgBin(values['pg-bin']); // one-line error naming the package when absent
@@ -65,7 +68,7 @@ runCli(async () => {
     profile: baseProfile,
   };
   const plan = planCalibration(sizes, tables, divisors);
-  if (!values.json) console.log(`calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'} (${pg.version}); shared_buffers ${sizes.join(', ')}`);
+  if (!values.json) console.log(`calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pg.version}); shared_buffers ${sizes.join(', ')}`);
 
   const onSignal = () => {
     void (async () => {
@@ -76,10 +79,10 @@ runCli(async () => {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
 
-  const bar = progressBar(plan.length * runs, false);
+  const bar = progressBar(plan.length * (runs + warmupRuns), false);
   let records;
   try {
-    records = await runSweep(plan, runs, settings, (p) => bar.update(p));
+    records = await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
   } finally {
     bar.stop();
     fs.rmSync(settings.workDir, { recursive: true, force: true });
@@ -93,15 +96,20 @@ runCli(async () => {
     source: `npm run calibrate ${startedAt.toISOString()}: NNLS fit to ${cells.length} PostgreSQL cells`,
   });
   const fit = {
-    measuredAt: startedAt.toISOString(), wallSeconds, postgres: pg.version, runsPerCell: runs,
+    measuredAt: startedAt.toISOString(), wallSeconds, postgres: pg.version, runsPerCell: runs, warmupRunsPerCell: warmupRuns,
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? null, memoryBytes: os.totalmem() },
-    target: 'PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections", median of the runs without a promote stall',
+    target: 'PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections", median of the recorded runs without a promote stall (warm-up runs left out)',
     groups: report.groupSeconds,
     cells: report.cells.map((c) => ({
       label: c.label, runs: c.runs, stalls: c.stalls, measuredS: c.measuredS, fittedS: c.fittedS, residualS: c.residualS,
       residualPct: c.residualPct, leaveOneOutS: c.leaveOneOutS, leaveOneOutPct: c.leaveOneOutPct,
     })),
-    records: records.map((r) => ({ label: r.sharedBuffers + ' ' + (r.relSize ?? r.variant), run: r.run, failoverMs: r.failoverMs, seedMethodMs: r.seedMethodMs, stall: r.stall, walBytes: r.walBytes, recordsReplayed: r.recordsReplayed })),
+    records: records.map((r) => ({
+      label: r.sharedBuffers + ' ' + (r.relSize ?? r.variant), run: r.run, warmup: r.warmup === true, failoverMs: r.failoverMs, seedMethodMs: r.seedMethodMs,
+      replayMs: r.replayMs, endOfRecoveryMs: r.endOfRecoveryMs, openForWritesMs: r.openForWritesMs,
+      stall: r.stall, stalled: r.warmup !== true && isStalled(r, records.filter((o) => o.warmup !== true && cellKey(o) === cellKey(r))),
+      loadAvg1: r.loadAvg1, cpuPressure: r.cpuPressure, walBytes: r.walBytes, recordsReplayed: r.recordsReplayed,
+    })),
   };
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, profileToJson(report.profile, fit));

@@ -79,3 +79,10 @@ export function positiveInt(text: string, what: string): number {
   if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
   return n;
 }
+
+/** `--what N` with N ≥ 0. */
+export function nonNegativeInt(text: string, what: string): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${what} must be a non-negative integer, got "${text}"`);
+  return n;
+}

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile } from '../storage/cost-model/profile.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
-import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
+import { list, nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
 import { destroyCluster } from './experiment/fresh-cluster.ts';
 import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
@@ -40,6 +40,7 @@ ${STRATEGIES_USAGE}
              [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]
              [--standbys 1] (more: the measured standby is synchronous, standby2…N asynchronous extras)
              [--profile seed-001|FILE]  cost profile of the modeled PostgreSQL seconds beside the measured ones
+             [--warmup 0]  unrecorded passes over every cell before the measured runs (left out of every figure)
              [--model-only]  no servers, no timing: count each cell in-process and report modeled seconds only`;
 
 runCli(async () => {
@@ -59,6 +60,7 @@ runCli(async () => {
     variants: { type: 'string', default: 'vacuum,truncate' },
     strategies: { type: 'string', default: 'full-scan,cached-lookup' },
     runs: { type: 'string' },
+    warmup: { type: 'string', default: '0' },
     'threshold-divisor': { type: 'string', default: '32' },
     out: { type: 'string', default: 'results' },
     'work-dir': { type: 'string' },
@@ -78,6 +80,8 @@ runCli(async () => {
   const modelOnly = values['model-only']!;
   if (modelOnly && values.runs !== undefined) throw new UsageError('--runs does not apply to --model-only (modeled seconds are the same on every run)');
   const runs = modelOnly ? 1 : values.runs === undefined ? (kind === 'threshold' ? SEED_RUNS : DEFAULT_MULTI_RUNS) : positiveInt(values.runs, 'runs');
+  const warmupRuns = nonNegativeInt(values.warmup!, 'warmup');
+  if (modelOnly && warmupRuns > 0) throw new UsageError('--warmup does not apply to --model-only (nothing is timed)');
   const engines = list(values.engine!, 'engine').map((e) => {
     if (!(ENGINES as readonly string[]).includes(e)) throw new UsageError(`unknown engine "${e}" (accepted: ${ENGINES.join(', ')})`);
     return e as Engine;
@@ -112,12 +116,12 @@ runCli(async () => {
     described = { tables, variants, strategies };
   }
   const settingsOut = {
-    engines, sharedBuffers, ...described, runs, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor,
+    engines, sharedBuffers, ...described, runs, warmupRuns, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor,
     synchronousCommit: 'remote_write', standbys: settings.standbys, profile: profile.name, modelOnly,
   };
   const runsNote = modelOnly
     ? `model only: counts in-process, modeled PostgreSQL seconds (cost profile ${profile.name}), nothing measured`
-    : `${runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`}; modeled PostgreSQL seconds with cost profile ${profile.name}`;
+    : `${runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''}; modeled PostgreSQL seconds with cost profile ${profile.name}`;
   if (!json) console.log(`seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`);
 
   // Ctrl-C: stop the clusters this sweep started, then exit.
@@ -136,10 +140,10 @@ runCli(async () => {
   process.once('SIGTERM', onSignal);
 
   const startedAt = new Date();
-  const bar = progressBar(plan.length * runs, false);
+  const bar = progressBar(plan.length * (runs + warmupRuns), false);
   let records;
   try {
-    records = modelOnly ? await runSweepModelOnly(plan, settings, (p) => bar.update(p)) : await runSweep(plan, runs, settings, (p) => bar.update(p));
+    records = modelOnly ? await runSweepModelOnly(plan, settings, (p) => bar.update(p)) : await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
   } finally {
     bar.stop();
     fs.rmSync(settings.workDir, { recursive: true, force: true });

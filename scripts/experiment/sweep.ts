@@ -19,6 +19,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { assert } from '../../common/assert.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
 import { modelFailover, type ModeledFailover } from '../../storage/cost-model/model.ts';
@@ -116,6 +117,19 @@ export interface RunRecord extends CellSpec, ModeledColumns {
   stall?: boolean;
   /** The failover's exact event counts (what the modeled columns are computed from); null for the PostgreSQL engine. */
   counts: FailoverCounts | null;
+  /**
+   * An unrecorded warm-up run (`runSweep`'s `warmupRuns`): kept in the records so its figure stays
+   * visible, left out of every summary, median and fit.
+   */
+  warmup?: boolean;
+  /** The machine's 1-minute load average when the run ended (os.loadavg): other work competing for the CPUs. */
+  loadAvg1?: number;
+  /**
+   * Share of the run's wall time during which at least one task waited for a CPU (Linux pressure
+   * stall information, /proc/pressure/cpu "some"; absent where the kernel has none). High on a
+   * machine busy with other work: the run's seconds then measure the machine, not the engine.
+   */
+  cpuPressure?: number;
 }
 
 export interface CellSummary extends CellSpec, ModeledColumns {
@@ -300,11 +314,11 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-/** Average the runs of each cell, in plan order. */
+/** Average the runs of each cell, in plan order; warm-up runs are left out. */
 export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[] {
   return plan.map((cell) => {
     const key = cellKey(cell);
-    const rs = records.filter((r) => cellKey(r) === key);
+    const rs = records.filter((r) => cellKey(r) === key && r.warmup !== true);
     const mean = (f: (r: RunRecord) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
     const replays = rs.map((r) => r.replayMs).filter((v): v is number => v !== null);
     const clean = rs.filter((r) => !isStalled(r, rs));
@@ -347,20 +361,54 @@ export interface SweepProgress {
   lastRecord: RunRecord | null;
 }
 
-/** Run every cell `runs` times (interleaved), reporting progress before and after each run. */
+/** Cumulative microseconds in which some task waited for a CPU (/proc/pressure/cpu), or null. */
+export function cpuPressureTotalUs(text?: string): number | null {
+  let t = text;
+  if (t === undefined) {
+    try {
+      t = fs.readFileSync('/proc/pressure/cpu', 'utf8');
+    } catch {
+      return null;
+    }
+  }
+  const m = /^some .*\btotal=(\d+)/m.exec(t);
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * Run every cell `runs` times (interleaved), reporting progress before and after each run.
+ * `warmupRuns` passes over the whole plan come first and are marked `warmup` (summarise leaves them
+ * out): the first minutes of a measurement on a shared machine are not like the rest (a real
+ * calibration's first pass was up to 3× slower than its other two, every cell alike). `runOne`
+ * replaces `runCell` (tests).
+ */
 export async function runSweep(
   plan: CellSpec[], runs: number, settings: SweepSettings, onProgress: (p: SweepProgress) => void = () => {},
+  opts: { warmupRuns?: number; runOne?: typeof runCell } = {},
 ): Promise<RunRecord[]> {
+  const runOne = opts.runOne ?? runCell;
+  const warmups = opts.warmupRuns ?? 0;
+  assert(Number.isSafeInteger(warmups) && warmups >= 0, `warm-up runs must be a non-negative integer, got ${warmups}`);
   const records: RunRecord[] = [];
-  const total = plan.length * runs;
-  const weightTotal = plan.reduce((a, c) => a + estimateCellSeconds(c), 0) * runs;
+  const passes = warmups + runs;
+  const total = plan.length * passes;
+  const weightTotal = plan.reduce((a, c) => a + estimateCellSeconds(c), 0) * passes;
   let weightDone = 0;
-  for (let run = 1; run <= runs; run++) {
+  for (let pass = 1; pass <= passes; pass++) {
+    const warmup = pass <= warmups;
+    const run = warmup ? pass : pass - warmups;
     for (const cell of plan) {
-      const current = `${cellLabel(cell)}${runs > 1 ? ` run ${run}/${runs}` : ''}`;
+      const current = `${cellLabel(cell)}${warmup ? ` warm-up${warmups > 1 ? ` ${run}/${warmups}` : ''}` : runs > 1 ? ` run ${run}/${runs}` : ''}`;
       onProgress({ done: records.length, total, weightDone, weightTotal, current, lastRecord: records.at(-1) ?? null });
-      const rec = await runCell(cell, run, settings);
-      records.push(rec);
+      const p0 = cpuPressureTotalUs();
+      const t0 = performance.now();
+      const rec = await runOne(cell, run, settings);
+      const p1 = cpuPressureTotalUs();
+      const wallUs = (performance.now() - t0) * 1000;
+      records.push({
+        ...rec, ...(warmup ? { warmup: true } : {}), loadAvg1: os.loadavg()[0]!,
+        ...(p0 !== null && p1 !== null && wallUs > 0 ? { cpuPressure: Math.min(1, (p1 - p0) / wallUs) } : {}),
+      });
       weightDone += estimateCellSeconds(cell);
     }
   }

@@ -28,6 +28,7 @@ const CSV_COLUMNS = [
   'failoverMs', 'replayMs', 'endOfRecoveryMs', 'openForWritesMs', 'recordsReplayed', 'dropMs', 'dropsFullScan', 'dropsCachedLookup',
   'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs', 'engine', 'seedMethodMs', 'walBytes', 'stall',
   'mode', 'modelProfile', 'modeledS', 'modeledPolledS', 'modeledReplayS', 'modeledEndOfRecoveryS', 'modeledOpenForWritesS', 'modeledDropS',
+  'warmup', 'loadAvg1', 'cpuPressure',
 ];
 
 const strategyName = (c: CellSummary) =>

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
-import { summarise, type CellSpec, type RunRecord } from '../../scripts/experiment/sweep.ts';
+import { cpuPressureTotalUs, runSweep, summarise, type CellSpec, type RunRecord, type SweepSettings } from '../../scripts/experiment/sweep.ts';
 import { CALIBRATION_GROUPS, fitCalibration, walsimTwin } from '../../scripts/postgres/calibrate.ts';
 import { loadProfile, parseProfile, profileToJson } from '../../storage/cost-model/profile.ts';
 
@@ -68,5 +68,56 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
     expect(cells[0]!.runs).toBe(2);
     expect(cells[0]!.stalls).toBe(1);
     expect(cells[0]!.failoverMsMedian).toBe(records[0]!.failoverMs);
+  });
+
+  it('leaves warm-up runs out of the summary and of the fit\'s target', async () => {
+    // The 128MB Test B VACUUM cell of a real calibration: 910 ms (the first pass), then 571 and 252.
+    const cell = records[0]!;
+    const runs = [
+      { ...cell, run: 1, failoverMs: 910, stall: false, warmup: true },
+      { ...cell, run: 1, failoverMs: 571, stall: false },
+      { ...cell, run: 2, failoverMs: 252, stall: false },
+    ];
+    const [c] = summarise(plan.slice(0, 1), runs);
+    expect(c!.runs).toBe(2);
+    expect(c!.failoverMsMedian).toBe((571 + 252) / 2);
+    expect(c!.failoverMsMean).toBe((571 + 252) / 2);
+    expect(c!.failoverMsMax).toBe(571);
+    // A warm-up that stalled is neither a stall of the cell nor part of the stall rule's median.
+    const stalledWarmup = [{ ...runs[0]!, failoverMs: 6000, stall: true }, runs[1]!, runs[2]!];
+    expect(summarise(plan.slice(0, 1), stalledWarmup)[0]!.stalls).toBe(0);
+    // The fit's target for the cell is the recorded runs' median, whatever the warm-up measured.
+    const all = plan.map((p, i) => (i === 0 ? runs : [records[i]!])).flat() as RunRecord[];
+    const cells = summarise(plan, all);
+    const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
+    const fit = fitCalibration(cells, counts, base, meta);
+    expect(fit.cells[0]!.measuredS).toBe((571 + 252) / 2 / 1000);
+    const fitHotWarmup = fitCalibration(summarise(plan, all.map((r) => (r.warmup ? { ...r, failoverMs: 99_999 } : r))), counts, base, meta);
+    expect(fitHotWarmup).toEqual(fit);
+  }, 120_000);
+
+  it('runs the warm-up passes first, over every cell, and marks them', async () => {
+    const settings = { profile: base } as unknown as SweepSettings;
+    const calls: string[] = [];
+    const cells = plan.slice(0, 2);
+    const recs = await runSweep(cells, 2, settings, () => {}, {
+      warmupRuns: 1,
+      runOne: async (c, run) => {
+        calls.push(`${c.variant}@${c.sharedBuffers}#${run}`);
+        return { ...records.find((r) => r.variant === c.variant && r.sharedBuffers === c.sharedBuffers)!, run };
+      },
+    });
+    const ids = cells.map((c) => `${c.variant}@${c.sharedBuffers}`);
+    expect(calls).toEqual([`${ids[0]}#1`, `${ids[1]}#1`, `${ids[0]}#1`, `${ids[1]}#1`, `${ids[0]}#2`, `${ids[1]}#2`]);
+    expect(recs.map((r) => r.warmup === true)).toEqual([true, true, false, false, false, false]);
+    expect(recs.every((r) => typeof r.loadAvg1 === 'number')).toBe(true);
+    expect(summarise(cells, recs).map((c) => c.runs)).toEqual([2, 2]);
+    await expect(runSweep(cells, 1, settings, () => {}, { warmupRuns: -1, runOne: async () => records[0]! })).rejects.toThrow(/warm-up runs/);
+  });
+
+  it('reads the CPU pressure counter (Linux PSI) and tolerates its absence', () => {
+    const psi = 'some avg10=69.47 avg60=86.38 avg300=76.38 total=8337883359\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n';
+    expect(cpuPressureTotalUs(psi)).toBe(8337883359);
+    expect(cpuPressureTotalUs('garbage')).toBeNull();
   });
 });

@@ -78,6 +78,13 @@ describe('TOAST-able tables', () => {
     await c.sql('TRUNCATE t');
     const commit = c.logged.at(-1)!;
     expect(commit).toMatchObject({ kind: 'XACT_COMMIT', droppedRels: [oldT, before.toast, before.index] });
+    // PostgreSQL logs an AccessExclusiveLock for the heap, the TOAST heap and the TOAST index
+    // (three Standby/LOCK records per table in pg_waldump of a real TRUNCATE).
+    const truncation = c.logged.slice(c.logged.map((r) => r.kind === 'STANDBY_LOCK' && r.rel === oldT).lastIndexOf(true));
+    expect(truncation.map((r) => r.kind)).toEqual([
+      'STANDBY_LOCK', 'SMGR_CREATE', 'CATALOG_UPDATE', 'STANDBY_LOCK', 'SMGR_CREATE', 'CATALOG_UPDATE', 'STANDBY_LOCK', 'SMGR_CREATE', 'FPI', 'CATALOG_UPDATE', 'XACT_COMMIT',
+    ]);
+    expect(truncation.flatMap((r) => (r.kind === 'STANDBY_LOCK' ? [r.rel] : []))).toEqual([oldT, before.toast, before.index]);
     expect(c.primary.catalog.toastOf('t')).not.toEqual(before);
     expect(c.drops[0]!.at(-1)).toMatchObject({ path: 'full-scan', scanned: 4096, invalidated: 2 });
     expect(c.drops[1]!.at(-1)).toMatchObject({ path: 'cached-lookup', scanned: 0, probes: 2, invalidated: 2 });
