@@ -11,7 +11,7 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile, profileToJson } from '../storage/cost-model/profile.ts';
 import { nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
-import { cellKey, defaultWorkDir, isStalled, runSweep, summarise, type SweepSettings } from './experiment/sweep.ts';
+import { cellKey, defaultWorkDir, isStalled, median, runSweep, summarise, type SweepSettings } from './experiment/sweep.ts';
 import { resultsDirName } from './report/write-results.ts';
 import { markdownTable } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
@@ -119,9 +119,15 @@ runCli(async () => {
     return 0;
   }
   console.log('');
+  const runsOf = (c: (typeof report.cells)[number]) => records.filter((r) => cellKey(r) === cellKey(c.cell));
+  const warmupS = (c: (typeof report.cells)[number]) => median(runsOf(c).filter((r) => r.warmup === true).map((r) => r.failoverMs)) / 1000;
+  const pressure = (c: (typeof report.cells)[number]) => median(runsOf(c).filter((r) => r.warmup !== true && r.cpuPressure !== undefined).map((r) => r.cpuPressure!));
   console.log(markdownTable(
-    ['cell', 'runs', 'PostgreSQL s', 'fitted s', 'residual', 'left out: predicted s', 'error'],
-    report.cells.map((c) => [c.label, `${c.runs}${c.stalls ? ` (${c.stalls} stalled)` : ''}`, sec(c.measuredS), sec(c.fittedS), pct(c.residualPct), sec(c.leaveOneOutS), pct(c.leaveOneOutPct)]),
+    ['cell', 'runs', ...(warmupRuns ? ['warm-up s'] : []), 'PostgreSQL s', 'CPU pressure', 'fitted s', 'residual', 'left out: predicted s', 'error'],
+    report.cells.map((c) => [
+      c.label, `${c.runs}${c.stalls ? ` (${c.stalls} stalled)` : ''}`, ...(warmupRuns ? [sec(warmupS(c))] : []), sec(c.measuredS),
+      Number.isFinite(pressure(c)) ? `${Math.round(pressure(c) * 100)}%` : 'n/a', sec(c.fittedS), pct(c.residualPct), sec(c.leaveOneOutS), pct(c.leaveOneOutPct),
+    ]),
   ));
   console.log('');
   console.log(`fitted per event: ${Object.entries(report.groupSeconds).map(([g, s]) => `${g} ${s.toExponential(3)} s`).join(', ')}`);
