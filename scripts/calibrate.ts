@@ -107,7 +107,7 @@ runCli(async () => {
     records: records.map((r) => ({
       label: r.sharedBuffers + ' ' + (r.relSize ?? r.variant), run: r.run, warmup: r.warmup === true, failoverMs: r.failoverMs, seedMethodMs: r.seedMethodMs,
       replayMs: r.replayMs, endOfRecoveryMs: r.endOfRecoveryMs, openForWritesMs: r.openForWritesMs,
-      stall: r.stall, stalled: r.warmup !== true && isStalled(r, records.filter((o) => o.warmup !== true && cellKey(o) === cellKey(r))),
+      stall: r.stall, stalled: r.warmup !== true && isStalled(r, records.filter((o) => cellKey(o) === cellKey(r))),
       loadAvg1: r.loadAvg1, cpuPressure: r.cpuPressure, walBytes: r.walBytes, recordsReplayed: r.recordsReplayed,
     })),
   };

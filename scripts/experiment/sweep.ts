@@ -296,15 +296,21 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
 /**
  * A PostgreSQL run whose promote request slept out `wal_retrieve_retry_interval` (5 s): flagged by
  * the resume step when the request was noticed late, or — when the sleep came before replay logged
- * the end of WAL, which the flag cannot see — a run at least STALL_OUTLIER_MS slower than the median
- * of the cell's other runs (a real 4GB run took 5,045 ms where the other two took 89 and 53).
+ * the end of WAL, which the flag cannot see — a run at least STALL_OUTLIER_MS slower than the
+ * fastest other run of its cell (warm-up runs count as references) and at least twice as slow.
+ * Against the fastest run, not the median: a real calibration had two of three runs of a 45 ms cell
+ * stall (5,085 and 5,090 ms), which a median of the others cannot see; a real 4GB run took 5,045 ms
+ * where the other two took 89 and 53. "Twice as slow" keeps a long failover's ordinary spread (a
+ * 60 s cell 4 s slower) from counting.
  */
 export const STALL_OUTLIER_MS = 4000;
 export function isStalled(r: RunRecord, cellRuns: readonly RunRecord[]): boolean {
   if (r.engine !== 'postgres') return false;
   if (r.stall === true) return true;
-  const others = cellRuns.filter((o) => o !== r).map((o) => o.failoverMs);
-  return others.length >= 2 && r.failoverMs - median(others) >= STALL_OUTLIER_MS;
+  const others = cellRuns.filter((o) => o !== r).map((o) => o.failoverMs).filter(Number.isFinite);
+  if (others.length === 0) return false;
+  const fastest = Math.min(...others);
+  return r.failoverMs - fastest >= STALL_OUTLIER_MS && r.failoverMs >= 2 * fastest;
 }
 
 export function median(xs: number[]): number {
@@ -318,10 +324,11 @@ export function median(xs: number[]): number {
 export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[] {
   return plan.map((cell) => {
     const key = cellKey(cell);
-    const rs = records.filter((r) => cellKey(r) === key && r.warmup !== true);
+    const all = records.filter((r) => cellKey(r) === key);
+    const rs = all.filter((r) => r.warmup !== true);
     const mean = (f: (r: RunRecord) => number) => rs.reduce((a, r) => a + f(r), 0) / rs.length;
     const replays = rs.map((r) => r.replayMs).filter((v): v is number => v !== null);
-    const clean = rs.filter((r) => !isStalled(r, rs));
+    const clean = rs.filter((r) => !isStalled(r, all));
     const modeled = (f: (r: RunRecord) => number) => (rs.length ? mean(f) : NaN);
     const polled = rs.map((r) => r.modeledPolledS).filter((v): v is number => v !== null);
     return {

@@ -62,6 +62,23 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
     expect(summarise(plan.slice(0, 1), [910, 571, 252].map((ms, i) => ({ ...records[0]!, run: i + 1, failoverMs: ms, stall: false })))[0]!.stalls).toBe(0);
   });
 
+  it('catches two stalled runs of three, against the fastest run, warm-up included', () => {
+    // The 128MB Test A NB/512 cell of a real calibration: 5,085, 5,090 and 45 ms (warm-up 42 ms).
+    const at = (ms: number[], warmupMs?: number) => [
+      ...(warmupMs === undefined ? [] : [{ ...records[0]!, run: 1, failoverMs: warmupMs, stall: false, warmup: true }]),
+      ...ms.map((x, i) => ({ ...records[0]!, run: i + 1, failoverMs: x, stall: false })),
+    ];
+    const two = summarise(plan.slice(0, 1), at([5085, 5090, 45], 42))[0]!;
+    expect(two.stalls).toBe(2);
+    expect(two.failoverMsMedian).toBe(45);
+    // Only the warm-up was clean: the recorded runs are all stalls; the median falls back to them.
+    const all = summarise(plan.slice(0, 1), at([5085, 5090, 5070], 42))[0]!;
+    expect(all.stalls).toBe(3);
+    expect(all.failoverMsMedian).toBe(5085);
+    // A long failover's ordinary spread is not a stall: 60 s and 64.5 s.
+    expect(summarise(plan.slice(0, 1), at([60_000, 64_500, 61_000]))[0]!.stalls).toBe(0);
+  });
+
   it('leaves stalled runs out of the median the fit uses', () => {
     const stalled = records.map((r, i) => (i === 0 ? { ...r, run: 2, failoverMs: r.failoverMs + 5000, stall: true } : r));
     const cells = summarise(plan.slice(0, 1), [records[0]!, stalled[0]!]);
