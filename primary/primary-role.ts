@@ -1,6 +1,6 @@
 /**
  * The primary role of a node: write statements (the executor) one at a time under the node's
- * exclusive lock, WAL-before-data for every change, commits with their synchronous_commit flush and
+ * write lock, WAL-before-data for every change, commits with their synchronous_commit flush and
  * synchronous-replication wait, the WAL writer's background flush, checkpoints, and a primary's
  * fast/smart shutdown. The lifecycle machine creates it when the node enters `primary` (at start,
  * or when promotion opens the node for writes); it lives until the process ends.
@@ -43,8 +43,8 @@ export interface PrimaryRoleDeps {
   disk: Disk;
   storage: NodeStorage;
   wal: WalWriter;
-  /** The node's exclusive lock: write statements, checkpoints and base backups take turns. */
-  lock: Mutex;
+  /** The node's write lock: write statements, checkpoints and base backups take turns. */
+  writeLock: Mutex;
   syncRep: SyncRepQueue;
   walsenders: WalSenderSet;
   checkpointer: PrimaryCheckpointer;
@@ -97,13 +97,13 @@ export class PrimaryRole {
   }
 
   /**
-   * Run a write statement under the exclusive lock. A statement still queued when a shutdown
+   * Run a write statement under the write lock. A statement still queued when a shutdown
    * begins never starts (PostgreSQL's fast stop terminates every backend). WARNINGs raised while it
    * ran (a cancelled synchronous-replication wait) travel with its result.
    */
   runWrite(stmt: Statement, signal?: AbortSignal): Promise<QueryResult> {
     const { syncRep } = this.deps;
-    return this.deps.lock.run(async () => {
+    return this.deps.writeLock.run(async () => {
       if (this.deps.shuttingDown()) throw new WalsimError('shutting_down', 'terminating connection due to administrator command', '57P01');
       // Cancelled while queued behind another write: it never starts.
       if (signal?.aborted) throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
@@ -213,7 +213,7 @@ export class PrimaryRole {
     const redoLsn = wal.insertLsn;
     const prev = wal.lastRecordLsn;
     const timeline = this.deps.timeline();
-    // The exclusive lock keeps statements out until the record is written; clients, walsenders and
+    // The write lock keeps statements out until the record is written; clients, walsenders and
     // reads run while the image is written (only what changed since the last one, in steps).
     await storage.writeImage(this.deps.dataDir, { redoLsn, redoPrevLsn: prev, timeline }, () => clock.yield(), { disk: this.deps.disk, clock });
     assert(wal.insertLsn === redoLsn, `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(wal.insertLsn)})`);
@@ -233,13 +233,13 @@ export class PrimaryRole {
 
   /** A checkpoint after the running write statement (CHECKPOINT requests, the checkpointer). */
   requestedCheckpoint(): Promise<void> {
-    return this.deps.lock.run(() => this.checkpoint('CHECKPOINT_ONLINE'));
+    return this.deps.writeLock.run(() => this.checkpoint('CHECKPOINT_ONLINE'));
   }
 
   /**
    * Fast/smart shutdown of a primary: sessions waiting for synchronous replication are terminated
    * first (PostgreSQL's fast stop signals every backend; one waiting in SyncRepWaitForLSN warns
-   * and exits) — each holds the exclusive lock, so waiting for the lock first would wait for a
+   * and exits) — each holds the write lock, so waiting for the lock first would wait for a
    * standby that may never come; then the running write statement finishes and the shutdown
    * checkpoint is written; walsenders send the rest (incl. that checkpoint) and wait up to 10 s
    * for the standbys' flush.
@@ -247,7 +247,7 @@ export class PrimaryRole {
   async shutdown(): Promise<void> {
     const { walsenders, clock, wal } = this.deps;
     this.deps.syncRep.terminateAll();
-    await this.deps.lock.run(() => this.checkpoint('CHECKPOINT_SHUTDOWN'));
+    await this.deps.writeLock.run(() => this.checkpoint('CHECKPOINT_SHUTDOWN'));
     const deadline = clock.monoMs() + 10_000;
     const target = wal.flushLsn;
     while (clock.monoMs() < deadline && walsenders.senders().some((s) => s.state !== 'startup' && s.flushLsn < target)) {

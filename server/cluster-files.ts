@@ -203,10 +203,15 @@ export function applyAutoConf(base: NodeConfig, auto: AutoConf): NodeConfig {
   return c;
 }
 
+/** primary_conninfo of a configuration as host, port and application name; null without an upstream. */
+export function upstreamOf(c: NodeConfig): { host: string; port: number; applicationName: string } | null {
+  return c.primaryPort === null ? null : { host: c.primaryHost ?? '127.0.0.1', port: c.primaryPort, applicationName: c.applicationName };
+}
+
 /** SHOW primary_conninfo of a configuration. */
 export function primaryConninfoOf(c: NodeConfig): string {
-  if (c.primaryPort === null) return '';
-  return formatConninfo({ host: c.primaryHost ?? '127.0.0.1', port: c.primaryPort, applicationName: c.applicationName });
+  const u = upstreamOf(c);
+  return u === null ? '' : formatConninfo(u);
 }
 
 export function writeNodeConfig(clusterDir: string, config: NodeConfig): void {

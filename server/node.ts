@@ -36,7 +36,7 @@ import { SyncRepQueue } from '../primary/syncrep.ts';
 import { WalSender } from '../primary/walsender.ts';
 import { WalSenderSet } from '../primary/walsender-set.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
-import { StandbyRole, type Upstream } from '../standby/standby-role.ts';
+import { StandbyRole } from '../standby/standby-role.ts';
 import type { StartupProcess } from '../standby/startup.ts';
 import type { WalReceiver } from '../standby/walreceiver.ts';
 import { describeState, isInRecovery, refusalOf, type LifecycleEvent } from '../standby/lifecycle-machine.ts';
@@ -50,7 +50,7 @@ import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { executeRead } from './sql-functions.ts';
 import { wsReplicationDialer } from './ws-conn.ts';
-import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, walSettingsOf, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
+import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, upstreamOf, walSettingsOf, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
 import { Checkpointer } from './checkpointer.ts';
 import { NodeFaults } from './node-faults.ts';
 import type { NodeCommonStatus, NodeStatus, StartupReplayStatus } from './node-status.ts';
@@ -123,7 +123,7 @@ export class ServerNode {
   readonly syncRep: SyncRepQueue;
   readonly walsenders: WalSenderSet;
   /** Write statements, checkpoints and base backups take turns (walsim has no concurrent writers). */
-  private readonly exclusive = new Mutex();
+  private readonly writeLock = new Mutex();
   /** Automatic checkpoints and WAL removal (checkpoint_timeout, max_wal_size, wal_keep_size). */
   readonly checkpointer: Checkpointer;
   readonly faults: NodeFaults;
@@ -284,7 +284,7 @@ export class ServerNode {
       disk: this.disk,
       storage: this.storage,
       wal: this.wal,
-      lock: this.exclusive,
+      writeLock: this.writeLock,
       syncRep: this.syncRep,
       walsenders: this.walsenders,
       checkpointer: this.checkpointer,
@@ -307,7 +307,7 @@ export class ServerNode {
       disk: this.disk,
       storage: this.storage,
       wal: this.wal,
-      upstream: () => this.upstream(),
+      upstream: () => upstreamOf(this.config),
       dialer: (u) => this.opts.connect ?? wsReplicationDialer(u.host, u.port, this.upstreamToken),
       timeline: () => this.timeline,
       readOptions: () => this.readOptions(),
@@ -322,12 +322,6 @@ export class ServerNode {
       fatal: (e) => this.opts.fatal(e),
       log: this.opts.log,
     });
-  }
-
-  /** primary_conninfo in force; null when the node has no upstream. */
-  private upstream(): Upstream | null {
-    const c = this.config;
-    return c.primaryPort === null ? null : { host: c.primaryHost ?? '127.0.0.1', port: c.primaryPort, applicationName: c.applicationName };
   }
 
   private updateControl(patch: Partial<ControlFile>): void {
@@ -408,7 +402,7 @@ export class ServerNode {
       writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '', undefined, this.disk);
       return { checkpointLsn: formatLsn(this.control.checkpointLsn), timeline: this.timeline };
     };
-    return this.exclusive.run(async () => {
+    return this.writeLock.run(async () => {
       if (this.inRecovery) await this.standby().restartpoint();
       else await this.primary().checkpoint('CHECKPOINT_ONLINE');
       return copy();
