@@ -11,7 +11,7 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile, profileToJson } from '../storage/cost-model/profile.ts';
 import { nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
-import { cellKey, defaultWorkDir, isStalled, median, runSweep, summarise, type SweepSettings } from './experiment/sweep.ts';
+import { cellKey, defaultWorkDir, isStalled, median, runSweep, summarise, type RunRecord, type SweepSettings } from './experiment/sweep.ts';
 import { resultsDirName } from './report/write-results.ts';
 import { markdownTable } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
@@ -19,16 +19,18 @@ import { findPgBin } from './postgres/pg-bin.ts';
 import { destroyPgCluster } from './postgres/pg-cluster.ts';
 import {
   DEFAULT_CALIBRATION_REL_DIVISORS, DEFAULT_CALIBRATION_SIZES, DEFAULT_CALIBRATION_TABLES, fitCalibration, machineCache,
-  planCalibration, walsimTwin,
+  planCalibration, readStoredCalibration, recordsFromStored, storedLabel, walsimTwin,
 } from './postgres/calibrate.ts';
 
 const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3] [--warmup 1]
                                [--tables ${DEFAULT_CALIBRATION_TABLES}] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}] [--base ${DEFAULT_PROFILE}]
-                               [--name NAME] [--out FILE] [--work-dir DIR] [--json]
+                               [--name NAME] [--out FILE] [--work-dir DIR] [--json] [--refit FILE]
   Runs a fixed set of real PostgreSQL cells (Test B VACUUM, TRUNCATE, TRUNCATE of TOAST-able tables;
   Test A VACUUM of NBuffers/k pages), counts the same cells in walsim, fits the cost profile by
   non-negative least squares, and writes it: use it with --profile FILE. --warmup N passes over every
-  cell come first and are left out of the fit (their figures stay in the profile's fit.records).`;
+  cell come first and are left out of the fit (their figures stay in the profile's fit.records).
+  --refit FILE: no PostgreSQL run; fit again the measurements stored in a profile this command
+  wrote (its fit.records), with this version's counts, stall rule and groups.`;
 
 const pct = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a');
 const sec = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a');
@@ -47,57 +49,67 @@ runCli(async () => {
     out: { type: 'string' },
     'work-dir': { type: 'string' },
     json: { type: 'boolean', default: false },
+    refit: { type: 'string' },
   }, USAGE);
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
-  const sizes = values['shared-buffers']!.split(',').map((s) => s.trim()).filter(Boolean);
+  const refit = values.refit === undefined ? null : readStoredCalibration(path.resolve(values.refit));
+  const sizes = refit?.settings.sizes ?? values['shared-buffers']!.split(',').map((s) => s.trim()).filter(Boolean);
   if (sizes.length === 0) throw new UsageError('--shared-buffers needs at least one size');
   for (const s of [...sizes, values['primary-shared-buffers']!]) parseSharedBuffers(s);
-  const runs = positiveInt(values.runs!, 'runs');
-  const warmupRuns = nonNegativeInt(values.warmup!, 'warmup');
-  const tables = positiveInt(values.tables!, 'tables');
-  const divisors = values['rel-sizes']!.split(',').map((s) => positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'));
-  const pg = findPgBin(values['pg-bin']); // one-line error naming the package when absent
+  const runs = refit?.runs ?? positiveInt(values.runs!, 'runs');
+  const warmupRuns = refit?.warmupRuns ?? nonNegativeInt(values.warmup!, 'warmup');
+  const tables = refit?.settings.tables ?? positiveInt(values.tables!, 'tables');
+  const divisors = refit?.settings.relDivisors ?? values['rel-sizes']!.split(',').map((s) => positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'));
+  const pgVersion = refit?.postgres ?? findPgBin(values['pg-bin']).version; // one-line error naming the package when absent
   const baseProfile = loadProfile(values.base!);
   const base = { ...baseProfile, cache: machineCache(baseProfile) };
-  const startedAt = new Date();
-  const name = values.name ?? `calibrated-${resultsDirName(startedAt)}`;
+  const startedAt = refit ? new Date(refit.measuredAt) : new Date();
+  const name = values.name ?? `calibrated-${resultsDirName(startedAt)}${refit ? '-refit' : ''}`;
   const out = path.resolve(values.out ?? path.join('results', `${name}.json`));
   const settings: SweepSettings = {
-    primarySharedBuffers: values['primary-shared-buffers']!, thresholdDivisor: 32,
+    primarySharedBuffers: refit?.settings.primarySharedBuffers ?? values['primary-shared-buffers']!, thresholdDivisor: 32,
     workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()), waitSeconds: 3600, pgBin: values['pg-bin'],
     profile: baseProfile,
   };
   const plan = planCalibration(sizes, tables, divisors);
-  if (!values.json) console.log(`calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pg.version}); shared_buffers ${sizes.join(', ')}`);
-
-  const onSignal = () => {
-    void (async () => {
-      if (fs.existsSync(settings.workDir)) for (const d of fs.readdirSync(settings.workDir)) await destroyPgCluster(path.join(settings.workDir, d));
-      process.exit(130);
-    })();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-
-  const bar = progressBar(plan.length * (runs + warmupRuns), false);
-  let records;
-  try {
-    records = await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
-  } finally {
-    bar.stop();
-    fs.rmSync(settings.workDir, { recursive: true, force: true });
+  let records: RunRecord[];
+  let wallSeconds: number;
+  if (refit) {
+    records = recordsFromStored(refit.records, plan);
+    wallSeconds = refit.wallSeconds;
+    if (!values.json) console.log(`refit of ${values.refit}: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'} measured ${refit.measuredAt} (${pgVersion}); no PostgreSQL run`);
+  } else {
+    if (!values.json) console.log(`calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pgVersion}); shared_buffers ${sizes.join(', ')}`);
+    const onSignal = () => {
+      void (async () => {
+        if (fs.existsSync(settings.workDir)) for (const d of fs.readdirSync(settings.workDir)) await destroyPgCluster(path.join(settings.workDir, d));
+        process.exit(130);
+      })();
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    const bar = progressBar(plan.length * (runs + warmupRuns), false);
+    try {
+      records = await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
+    } finally {
+      bar.stop();
+      fs.rmSync(settings.workDir, { recursive: true, force: true });
+    }
+    wallSeconds = NaN;
   }
   const cells = summarise(plan, records);
   const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
-  const wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
+  if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
   const report = fitCalibration(cells, counts, base, {
     name,
-    description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pg.version}, ${startedAt.toISOString()}`,
-    source: `npm run calibrate ${startedAt.toISOString()}: NNLS fit to ${cells.length} PostgreSQL cells`,
+    description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pgVersion}, ${startedAt.toISOString()}${refit ? `, refitted ${new Date().toISOString()}` : ''}`,
+    source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
   });
   const fit = {
-    measuredAt: startedAt.toISOString(), wallSeconds, postgres: pg.version, runsPerCell: runs, warmupRunsPerCell: warmupRuns,
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? null, memoryBytes: os.totalmem() },
+    measuredAt: startedAt.toISOString(), wallSeconds, postgres: pgVersion, runsPerCell: runs, warmupRunsPerCell: warmupRuns,
+    settings: { sizes, tables, relDivisors: divisors, primarySharedBuffers: settings.primarySharedBuffers },
+    ...(refit ? { refittedAt: new Date().toISOString(), refittedFrom: path.resolve(values.refit!) } : {}),
+    machine: refit?.machine ?? { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? null, memoryBytes: os.totalmem() },
     target: 'PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections", median of the recorded runs without a promote stall (warm-up runs left out)',
     groups: report.groupSeconds,
     cells: report.cells.map((c) => ({
@@ -105,7 +117,7 @@ runCli(async () => {
       residualPct: c.residualPct, leaveOneOutS: c.leaveOneOutS, leaveOneOutPct: c.leaveOneOutPct,
     })),
     records: records.map((r) => ({
-      label: r.sharedBuffers + ' ' + (r.relSize ?? r.variant), run: r.run, warmup: r.warmup === true, failoverMs: r.failoverMs, seedMethodMs: r.seedMethodMs,
+      label: storedLabel(r), run: r.run, warmup: r.warmup === true, failoverMs: r.failoverMs, seedMethodMs: r.seedMethodMs,
       replayMs: r.replayMs, endOfRecoveryMs: r.endOfRecoveryMs, openForWritesMs: r.openForWritesMs,
       stall: r.stall, stalled: r.warmup !== true && isStalled(r, records.filter((o) => cellKey(o) === cellKey(r))),
       loadAvg1: r.loadAvg1, cpuPressure: r.cpuPressure, walBytes: r.walBytes, recordsReplayed: r.recordsReplayed,
@@ -132,6 +144,6 @@ runCli(async () => {
   console.log('');
   console.log(`fitted per event: ${Object.entries(report.groupSeconds).map(([g, s]) => `${g} ${s.toExponential(3)} s`).join(', ')}`);
   console.log(`leave-one-out: ${within} of ${report.cells.length} cells predicted within ±25% when left out of the fit`);
-  console.log(`finished in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`);
+  console.log(`${refit ? 'measured' : 'finished'} in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`);
   return 0;
 });

@@ -7,7 +7,8 @@
  * the profile's constants are fitted by non-negative least squares (storage/cost-model/fit.ts) to
  * PostgreSQL's median failover (log method; runs whose promote request stalled are left out).
  *
- * Entry points: `planCalibration`, `fitCalibration`, `CALIBRATION_GROUPS`, `CalibrationReport`.
+ * Entry points: `planCalibration`, `fitCalibration`, `CALIBRATION_GROUPS`, `CalibrationReport`,
+ * `readStoredCalibration` and `recordsFromStored` (`--refit`).
  *
  * The profile written carries, per cell, measured and fitted seconds, the residual, and the
  * leave-one-out prediction (fit without the cell, predict it): how well the profile predicts a
@@ -22,7 +23,8 @@ import { fitProfile, type FitGroup, type FitObservation } from '../../storage/co
 import { COST_CONSTANT_NAMES, type CostConstantName, type CostProfile } from '../../storage/cost-model/profile.ts';
 import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
 import { parseRelSize } from '../experiment/rel-size.ts';
-import type { CellSpec, CellSummary } from '../experiment/sweep.ts';
+import type { CellSpec, CellSummary, RunRecord } from '../experiment/sweep.ts';
+import { WalsimError } from '../../common/errors.ts';
 
 export const DEFAULT_CALIBRATION_SIZES = ['128MB', '1GB', '4GB'];
 export const DEFAULT_CALIBRATION_TABLES = 200;
@@ -65,7 +67,13 @@ export const CALIBRATION_GROUPS: FitGroup[] = [
   { name: 'record', constants: of((k) => k.startsWith('record.')) },
   { name: 'scan', constants: of((k) => /^scan\.(single|multi)\./.test(k) || k === 'scan.preCheckHit') },
   { name: 'lookup', constants: of((k) => k.startsWith('lookup.') || k === 'invalidate' || k === 'dropCall.fullScan' || k === 'dropCall.lookup') },
-  { name: 'smgr', constants: of((k) => k.startsWith('smgr.')) },
+  // A file created or unlinked changes a directory and allocates or frees an inode: journaled
+  // namespace changes. Extending, truncating or sizing a file touches one inode's size and extents.
+  // One tied constant for both under-priced TRUNCATE of TOAST-able tables (three files created and
+  // three unlinked per table) by 30–40 % in a real calibration; split, the fit prices a namespace
+  // operation at ~0.3 ms and a size operation at ~0.1 ms on this kind of machine.
+  { name: 'smgrNamespace', constants: ['smgr.create', 'smgr.unlink'] },
+  { name: 'smgrSize', constants: ['smgr.extend', 'smgr.truncate', 'smgr.nblocks'] },
   { name: 'controlFile', constants: ['controlFile.update'] },
   { name: 'endOfRecovery', constants: of((k) => k.startsWith('endOfRecovery.')) },
 ];
@@ -116,12 +124,13 @@ export function machineCache(base: CostProfile): CostProfile['cache'] {
  */
 export function fitCalibration(
   cells: CellSummary[], counts: FailoverCounts[], base: CostProfile, meta: { name: string; description: string; source: string },
+  groups: FitGroup[] = CALIBRATION_GROUPS,
 ): CalibrationReport {
   const usable = cells.map((c, i) => ({ c, counts: counts[i]! })).filter((x) => Number.isFinite(x.c.failoverMsMedian) && x.c.failoverMsMedian > 0);
   const obs: FitObservation[] = usable.map(({ c, counts: n }) => ({
     label: cellShortLabel(c), features: costFeatures(n, base, c.nBuffers), targetS: c.failoverMsMedian / 1000, weight: 1000 / c.failoverMsMedian,
   }));
-  const spec = { base: { ...base, promotionPoll: null }, groups: CALIBRATION_GROUPS, ...meta };
+  const spec = { base: { ...base, promotionPoll: null }, groups, ...meta };
   const all = fitProfile(obs, spec);
   const out: CalibrationCell[] = usable.map(({ c, counts: n }, i) => {
     const measuredS = c.failoverMsMedian / 1000;
@@ -135,4 +144,86 @@ export function fitCalibration(
     };
   });
   return { profile: all.profile, groupSeconds: all.groupSeconds, cells: out };
+}
+
+/** A run as `npm run calibrate` stores it in the profile's `fit.records`. */
+export interface StoredCalibrationRun {
+  label: string;
+  run: number;
+  warmup?: boolean;
+  failoverMs: number;
+  seedMethodMs?: number;
+  replayMs?: number | null;
+  endOfRecoveryMs?: number | null;
+  openForWritesMs?: number | null;
+  stall?: boolean;
+  loadAvg1?: number;
+  cpuPressure?: number;
+  walBytes?: number;
+  recordsReplayed?: number;
+}
+
+export interface StoredCalibration {
+  measuredAt: string;
+  wallSeconds: number;
+  postgres: string;
+  runs: number;
+  warmupRuns: number;
+  machine: unknown;
+  /** What the cell set was planned from (older files: inferred from the labels and the defaults). */
+  settings: { sizes: string[]; tables: number; relDivisors: number[]; primarySharedBuffers: string };
+  records: StoredCalibrationRun[];
+}
+
+/** The label a stored run carries: `<shared_buffers> <variant or NB/k>`. */
+export const storedLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>) => `${c.sharedBuffers} ${c.relSize ?? c.variant}`;
+
+/** Read the measurements of a profile written by `npm run calibrate` (for `--refit`). */
+export function readStoredCalibration(file: string): StoredCalibration {
+  let j: unknown;
+  try {
+    j = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new WalsimError('invalid_input', `cannot read calibration ${file}: ${(e as Error).message}`);
+  }
+  const fit = (j as { fit?: Record<string, unknown> } | null)?.fit;
+  const recs = fit?.records;
+  if (!fit || !Array.isArray(recs) || recs.length === 0) throw new WalsimError('invalid_input', `${file} has no fit.records: only a profile written by npm run calibrate can be refitted`);
+  for (const r of recs as Array<Record<string, unknown>>) {
+    if (typeof r.label !== 'string' || typeof r.run !== 'number' || typeof r.failoverMs !== 'number') {
+      throw new WalsimError('invalid_input', `${file}: a fit.records entry lacks label, run or failoverMs: ${JSON.stringify(r).slice(0, 200)}`);
+    }
+  }
+  const records = recs as StoredCalibrationRun[];
+  const s = fit.settings as StoredCalibration['settings'] | undefined;
+  const sizes = s?.sizes ?? [...new Set(records.map((r) => r.label.split(' ')[0]!))];
+  const divisors = s?.relDivisors ?? [...new Set(records.flatMap((r) => /NB\/(\d+)$/.exec(r.label)?.[1] ?? []).map(Number))];
+  return {
+    measuredAt: String(fit.measuredAt), wallSeconds: Number(fit.wallSeconds), postgres: String(fit.postgres),
+    runs: Number(fit.runsPerCell), warmupRuns: Number(fit.warmupRunsPerCell ?? 0), machine: fit.machine ?? null,
+    settings: {
+      sizes, tables: s?.tables ?? DEFAULT_CALIBRATION_TABLES,
+      relDivisors: divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
+      primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',
+    },
+    records,
+  };
+}
+
+/** Stored runs back as PostgreSQL RunRecords of the plan's cells (measured fields only; drop counters NaN). */
+export function recordsFromStored(stored: readonly StoredCalibrationRun[], plan: readonly CellSpec[]): RunRecord[] {
+  return stored.map((r) => {
+    const cell = plan.find((c) => storedLabel(c) === r.label);
+    if (!cell) throw new WalsimError('invalid_input', `stored run "${r.label}" matches no calibration cell (${plan.map(storedLabel).join(', ')})`);
+    return {
+      ...cell, mode: 'measured', counts: null, modelProfile: '', modeledS: NaN, modeledPolledS: null, modeledReplayS: NaN,
+      modeledEndOfRecoveryS: NaN, modeledOpenForWritesS: NaN, modeledDropS: NaN,
+      run: r.run, failoverMs: r.failoverMs, replayMs: r.replayMs ?? null, endOfRecoveryMs: r.endOfRecoveryMs ?? null, openForWritesMs: r.openForWritesMs ?? null,
+      recordsReplayed: r.recordsReplayed ?? NaN, dropMs: NaN, dropsFullScan: NaN, dropsCachedLookup: NaN, scanned: NaN, probes: NaN, invalidated: NaN,
+      promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
+      ...(r.seedMethodMs !== undefined ? { seedMethodMs: r.seedMethodMs } : {}), ...(r.walBytes !== undefined ? { walBytes: r.walBytes } : {}),
+      stall: r.stall === true, ...(r.warmup ? { warmup: true } : {}),
+      ...(r.loadAvg1 !== undefined ? { loadAvg1: r.loadAvg1 } : {}), ...(r.cpuPressure !== undefined ? { cpuPressure: r.cpuPressure } : {}),
+    };
+  });
 }
