@@ -12,17 +12,17 @@
  * Entry points: `PrimaryRole` (`start`, `runWrite`, `flushWal`, `checkpoint`, `requestedCheckpoint`,
  * `shutdown`, `status`, `walSinceLastCheckpoint`).
  */
-import { assert, InvariantViolation } from '../common/assert.ts';
+import { assert } from '../common/assert.ts';
 import type { Clock, TimerHandle } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
-import { WalsimError, isWalsimError } from '../common/errors.ts';
+import { WalsimError } from '../common/errors.ts';
 import type { Mutex } from '../common/mutex.ts';
 import type { QueryResult, SynchronousCommit } from '../protocol/messages.ts';
 import type { Statement } from '../protocol/sql-ast.ts';
 import type { ControlFile } from '../wal/control-file.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import type { RelFileNumber, TransactionId, WalRecordBody } from '../wal/records.ts';
-import type { WalWriter } from '../wal/wal-writer.ts';
+import { walIoOrPanic, type WalWriter } from '../wal/wal-writer.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { redo } from '../storage/redo.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from './executor.ts';
@@ -151,21 +151,12 @@ export class PrimaryRole {
   }
 
   /**
-   * A WAL write or fsync failed (ENOSPC, EIO): what is on disk is unknown, so like PostgreSQL
-   * (XLogWrite: PANIC "could not write to file") the process ends at once and the next start runs
-   * crash recovery; the session sees its connection end, never an error for a commit that may
-   * stand. (Before: the raw ENOSPC went to the client while the statement's WAL stayed in the
-   * buffers, to be written by the next flush.)
+   * A WAL write or fsync: its failure PANICs (`walIoOrPanic`); the session sees its connection end,
+   * never an error for a commit that may stand. (Before: the raw ENOSPC went to the client while
+   * the statement's WAL stayed in the buffers, to be written by the next flush.)
    */
   private walIo<T>(fn: () => T): T {
-    try {
-      return fn();
-    } catch (e) {
-      if (!(e instanceof InvariantViolation) && !isWalsimError(e)) {
-        this.deps.fatal(new Error(`PANIC:  could not write to WAL: ${(e as Error).message}`, { cause: e }));
-      }
-      throw e;
-    }
+    return walIoOrPanic(fn, this.deps.fatal);
   }
 
   /** XLogFlush, then wake walsenders; past CheckPointSegments of WAL, request a checkpoint. */

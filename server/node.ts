@@ -24,7 +24,7 @@ import { WalsimError } from '../common/errors.ts';
 import { Mutex } from '../common/mutex.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import type { ForkNumber } from '../wal/records.ts';
-import { WalWriter } from '../wal/wal-writer.ts';
+import { walIoOrPanic, type WalWriter } from '../wal/wal-writer.ts';
 import { walSegmentRemovedMessage, type WalReadOptions } from '../wal/wal-reader.ts';
 import { writeControlFile, type ControlFile } from '../wal/control-file.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
@@ -131,6 +131,8 @@ export class ServerNode {
   /** The role in force: created and retired by lifecycle actions (exactly one outside `stopping`). */
   private primaryRole: PrimaryRole | null = null;
   private standbyRole: StandbyRole | null = null;
+  /** fatal() was called: the process is ending (production never returns from it). */
+  private ending = false;
   /** The token the walreceiver presents to its upstream (set when the role starts). */
   private upstreamToken = '';
 
@@ -213,9 +215,20 @@ export class ServerNode {
    * is crash recovery. Anything else is also thrown to the event's requester, if any.
    */
   private actionFailed(failure: LifecycleActionError): void {
+    if (this.ending) return; // a PANIC or FATAL inside the action: the process is already on its way out
     const cause = failure.cause;
     this.opts.log(`ERROR:  internal error: ${failure.message}${cause instanceof Error && cause.stack ? `\n${cause.stack}` : ''}`);
-    if (cause instanceof InvariantViolation) this.opts.fatal(cause);
+    if (cause instanceof InvariantViolation) this.fatal(cause);
+  }
+
+  /**
+   * The process cannot go on (NodeOptions.fatal: production logs and exits at once). In the
+   * simulator the call returns and the error it came with is rethrown on the way out: nothing after
+   * it is reported again.
+   */
+  private fatal(error: unknown): void {
+    this.ending = true;
+    this.opts.fatal(error);
   }
 
   /**
@@ -258,7 +271,7 @@ export class ServerNode {
               this.notify({ type: 'CHECKPOINT_DONE' });
             },
             (e: unknown) => {
-              if (e instanceof InvariantViolation) this.opts.fatal(e);
+              if (e instanceof InvariantViolation) this.fatal(e);
               else this.opts.log(`LOG:  end-of-recovery checkpoint failed: ${(e as Error).message}`);
             },
           );
@@ -296,7 +309,7 @@ export class ServerNode {
       commitAcknowledged: (endLsn) => this.onCommitAcknowledged?.(endLsn),
       shuttingDown: () => this.shuttingDown !== null,
       log: this.opts.log,
-      fatal: (e) => this.opts.fatal(e),
+      fatal: (e) => this.fatal(e),
     });
   }
 
@@ -319,7 +332,7 @@ export class ServerNode {
       notify: (event) => this.notify(event),
       redoFaultArmed: () => this.faults.redoFaultArmed(),
       injectedRedoFailure: (at) => this.faults.injectedRedoFailure(at),
-      fatal: (e) => this.opts.fatal(e),
+      fatal: (e) => this.fatal(e),
       log: this.opts.log,
     });
   }
@@ -359,13 +372,15 @@ export class ServerNode {
     }
     const prevTimeline = this.timeline;
     const newTimeline = this.newestTimeline() + 1;
-    this.wal.switchTimeline(newTimeline, 'no recovery target specified');
+    // The first WAL this node writes itself: a failed write or fsync PANICs, as on a primary.
+    const walIo = <T>(fn: () => T): T => walIoOrPanic(fn, (e) => this.fatal(e));
+    walIo(() => this.wal.switchTimeline(newTimeline, 'no recovery target specified'));
     this.failover.countEndOfRecovery('timelineHistoryFiles');
     this.failover.countEndOfRecovery('walSegmentInits');
     this.timeline = newTimeline;
-    this.wal.insert({ kind: 'END_OF_RECOVERY', newTimeline, prevTimeline, time: this.clock.now() }, 0);
+    walIo(() => this.wal.insert({ kind: 'END_OF_RECOVERY', newTimeline, prevTimeline, time: this.clock.now() }, 0));
     this.failover.countEndOfRecovery('records');
-    this.wal.flush();
+    walIo(() => this.wal.flush());
     this.failover.countEndOfRecovery('walFlushes');
     this.failover.newTimeline = newTimeline;
     this.failover.mark('endOfRecoveryWritten');

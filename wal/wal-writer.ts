@@ -7,10 +7,10 @@
  * MAXALIGNed record boundaries (INV-WAL-3).
  */
 import * as path from 'node:path';
-import { assert } from '../common/assert.ts';
+import { assert, InvariantViolation } from '../common/assert.ts';
 import { nodeDisk, type Disk } from '../common/disk.ts';
 import { FILE_MODE, makeDir } from '../common/durable-file.ts';
-import { WalsimError } from '../common/errors.ts';
+import { isWalsimError, WalsimError } from '../common/errors.ts';
 import { ByteBuffer } from './byte-buffer.ts';
 import { decodeRecord, InvalidWalRecordError, RecordEncoder } from './codec.ts';
 import { assertValidLsn, formatLsn, InvalidLsn, type Lsn, type TimeLineId } from './lsn.ts';
@@ -51,6 +51,24 @@ export interface InsertResult {
   startLsn: Lsn;
   /** Where the next record starts (startLsn + MAXALIGN(xl_tot_len)); the LSN to flush for durability. */
   endLsn: Lsn;
+}
+
+/**
+ * Run a WAL write or fsync of a node that writes its own WAL (a primary, or the end of recovery).
+ * An I/O failure (ENOSPC, EIO) leaves what is on disk unknown, so like PostgreSQL's XLogWrite
+ * ("PANIC: could not write to file") the process ends: `fatal` is called with a PANIC error whose
+ * cause is the I/O error, then the error is rethrown. An InvariantViolation or a WalsimError passes
+ * through unchanged. (A walreceiver's failed write is not this: it truncates and streams again.)
+ */
+export function walIoOrPanic<T>(fn: () => T, fatal: (error: unknown) => void): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (!(e instanceof InvariantViolation) && !isWalsimError(e)) {
+      fatal(new Error(`PANIC:  could not write to WAL: ${(e as Error).message}`, { cause: e }));
+    }
+    throw e;
+  }
 }
 
 export class WalWriter {

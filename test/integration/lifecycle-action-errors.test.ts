@@ -58,4 +58,28 @@ describe('a lifecycle action that throws', () => {
     await c.waitForCatchup('replay');
     expect(await c.scalar('standby', 'SELECT count(*) FROM t')).toBe(100);
   });
+
+  it('a failed WAL write while promotion writes END_OF_RECOVERY PANICs, as a primary\'s WAL write does', async () => {
+    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
+    await c.sql('primary', 'CREATE TABLE t (c int)');
+    await c.waitForCatchup('replay');
+    await c.stopNode('primary', 'immediate');
+    await (await c.client('standby')).request({ op: 'fault', fault: 'wal_write_fail', holdMs: 600_000 });
+    const err = await settle(c.sql('standby', 'SELECT pg_promote()'));
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/connection closed/);
+    await c.pollUntil(async () => c.pid('standby') === null, 'standby process gone');
+    const log = c.serverLog('standby');
+    expect(log).toMatch(/FATAL: {2}Error: PANIC: {2}could not write to WAL: ENOSPC/);
+    expect(log).toMatch(/server process exiting with exit code 1/);
+    expect(log).not.toMatch(/internal error: lifecycle action/);
+    // The data directory restarts (crash recovery), still a standby: promotion never completed.
+    await c.startNode('standby');
+    const st = await c.status('standby');
+    expect(st.startupReplay.crashRecovery).toBe(true);
+    expect(st.inRecovery).toBe(true);
+    expect(await c.scalar('standby', 'SELECT pg_promote()')).toBe(true);
+    await c.sql('standby', 'INSERT INTO t VALUES (1)');
+    expect(await c.scalar('standby', 'SELECT count(*) FROM t')).toBe(1);
+  });
 });
