@@ -139,6 +139,15 @@ describe('npm run multi (one-block tables, cached-lookup)', () => {
     expect((await multi(dir, 'count')).json).toMatchObject({ totalRows: 0, nonEmptyTables: 0 });
   });
 
+  it('connects with the cluster\'s --password (the steps go through the PostgreSQL port)', async () => {
+    const pw = tempDir();
+    const start = await runScript('cluster.ts', ['start', '--dir', pw, '--shared-buffers', '16MB', '--password', 'p@ss/w:rd']);
+    expect(start.code, start.stderr).toBe(0);
+    expect((await multi(pw, 'create', '--tables', '2')).json).toMatchObject({ step: 'create', tables: 2 });
+    expect((await multi(pw, 'insert')).json).toMatchObject({ pagesPerTable: 1, tables: 2 });
+    expect((await multi(pw, 'count')).json).toMatchObject({ totalRows: 2 * 226, nonEmptyTables: 2 });
+  });
+
   it('says what to run first without a cluster, and refuses bad options', async () => {
     const empty = tempDir();
     const r = await multi(empty, 'resume');
