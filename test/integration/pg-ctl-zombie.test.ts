@@ -29,7 +29,7 @@ const isZombie = (pid: number): boolean => {
 
 describe('pg_ctl stop and unreaped servers', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-zombie-'));
-  const shells: number[] = [];
+  const shells: number[] = []; // the shells and their stand-ins, killed at the end
   afterAll(() => {
     for (const pid of shells) try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
     fs.rmSync(dir, { recursive: true, force: true });
@@ -46,6 +46,7 @@ describe('pg_ctl stop and unreaped servers', () => {
     shells.push(shell.pid!);
     await pollUntil(async () => fs.existsSync(pidOut) && fs.readFileSync(pidOut, 'utf8').trim() !== '', 'the stand-in server pid', 10_000);
     const pid = Number(fs.readFileSync(pidOut, 'utf8'));
+    shells.push(pid); // if the test fails before the stop, the stand-in must not outlive it
     // Until the forked shell has exec'd node, /proc/<pid>/cmdline is the shell's (whose script text
     // mentions the marker): wait for the stand-in's own command line, element by element.
     await pollUntil(async () => isWalsimServer(pid, dataDir), 'the stand-in server to run', 10_000);
