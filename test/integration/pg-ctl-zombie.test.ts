@@ -39,7 +39,9 @@ describe('pg_ctl stop and unreaped servers', () => {
     const dataDir = nodeDir(dir, 'primary');
     fs.mkdirSync(dataDir, { recursive: true });
     const pidOut = path.join(dir, 'child.pid');
-    const fake = `process.on('SIGINT', () => process.exit(0)); setInterval(() => {}, 1000)`;
+    const ready = path.join(dir, 'ready');
+    // Ready only once its SIGINT handler is installed: a signal that came earlier would be lost.
+    const fake = `process.on('SIGINT', () => process.exit(0)); require('fs').writeFileSync(${JSON.stringify(ready)}, '1'); setInterval(() => {}, 1000)`;
     const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     // The shell starts the stand-in, records its pid, then becomes `sleep`, which never waits for it.
     const shell = spawn('sh', ['-c', `${q(process.execPath)} -e ${q(fake)} ${SERVER_MARKER} --datadir ${q(path.resolve(dataDir))} & echo $! > ${q(pidOut)}; exec sleep 60`], { stdio: 'ignore' });
@@ -47,9 +49,12 @@ describe('pg_ctl stop and unreaped servers', () => {
     await pollUntil(async () => fs.existsSync(pidOut) && fs.readFileSync(pidOut, 'utf8').trim() !== '', 'the stand-in server pid', 10_000);
     const pid = Number(fs.readFileSync(pidOut, 'utf8'));
     shells.push(pid); // if the test fails before the stop, the stand-in must not outlive it
+    await pollUntil(async () => fs.existsSync(ready), 'the stand-in server to install its SIGINT handler', 10_000);
     // Until the forked shell has exec'd node, /proc/<pid>/cmdline is the shell's (whose script text
     // mentions the marker): wait for the stand-in's own command line, element by element.
     await pollUntil(async () => isWalsimServer(pid, dataDir), 'the stand-in server to run', 10_000);
+    // And until the shell has exec'd `sleep`, it would reap the stand-in itself: wait for that too.
+    await pollUntil(async () => fs.readFileSync(`/proc/${shell.pid}/cmdline`, 'utf8').split('\0')[0] === 'sleep', 'the shell to become sleep', 10_000);
     fs.writeFileSync(pidFilePath(dataDir), JSON.stringify({ pid, port: 1, role: 'primary', startedAt: new Date().toISOString(), marker: SERVER_MARKER }));
 
     const t0 = Date.now();
