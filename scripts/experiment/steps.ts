@@ -336,6 +336,13 @@ async function stepResume(s: StepSession, o: StepOptions): Promise<AnyFailover> 
 
 async function stepCount(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'standby');
+  // What the standby shows once it has replayed what the primary flushed. A commit acknowledged at
+  // remote_write (the seed's level) is written on the standby, not yet replayed: counting at once
+  // could miss it. Not while replay is paused (the count then shows the paused state on purpose),
+  // nor once the primary is stopped or the standby promoted.
+  if ((await s.engine.isRunning('primary')) && (await inRecovery(s)) && (await pauseState(s)) === 'not paused') {
+    await waitForStandby(s, 'replay');
+  }
   const counts = (await s.runEach('standby', tableNames(o.workload, st.tables).map((n) => `SELECT count(*) FROM ${n}`))).map(Number);
   const total = counts.reduce((a, b) => a + b, 0);
   const nonEmpty = counts.filter((n) => n > 0).length;
