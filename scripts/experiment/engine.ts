@@ -21,7 +21,7 @@
  *      PostgreSQL's standby log and the waldump of step 1.
  */
 import type { CostProfile } from '../../storage/cost-model/profile.ts';
-import type { DropStrategy } from '../../server/settings.ts';
+import type { FreshClusterSettings } from './fresh-cluster.ts';
 import type { Workload } from './state.ts';
 import type { WalsimFailover } from './walsim-engine.ts';
 import type { PgFailover } from '../postgres/pg-engine.ts';
@@ -111,17 +111,8 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-/** Settings of a fresh cluster for one sweep run. */
-export interface NewClusterSettings {
-  /** The standby's shared_buffers: the pool whose drops are measured. */
-  sharedBuffers: string;
-  primarySharedBuffers: string;
-  /** walsim only: the standby's drop path and its threshold (PostgreSQL 15 is cached-lookup, divisor 32). */
-  dropStrategy: DropStrategy;
-  forceOptimized: boolean;
-  thresholdDivisor: number;
-  /** walsim only: standbys streaming from the primary (the first is measured). */
-  standbys?: number;
+/** Settings of a fresh cluster for one sweep run: walsim's (drop path, threshold, standbys; PostgreSQL 15 is cached-lookup, divisor 32) plus `--pg-bin`. */
+export interface NewClusterSettings extends FreshClusterSettings {
   /** PostgreSQL only: `--pg-bin`. */
   pgBin?: string;
 }
