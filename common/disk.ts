@@ -69,14 +69,16 @@ export const nodeDisk: Disk = {
     }
   },
   exists: (p) => fs.existsSync(p),
-  mkdirp: (p, mode) => void fs.mkdirSync(p, mode === undefined ? { recursive: true } : { recursive: true, mode }),
+  mkdirp: (p, mode) =>
+    void fs.mkdirSync(p, mode === undefined ? { recursive: true } : { recursive: true, mode }),
   readdir: (p) => fs.readdirSync(p),
   size: (p) => fs.statSync(p).size,
   truncate: (p, length) => fs.truncateSync(p, length),
   rename: (from, to) => fs.renameSync(from, to),
   rmrf: (p) => fs.rmSync(p, { recursive: true, force: true }),
   readFile: (p) => new Uint8Array(fs.readFileSync(p)),
-  writeFile: (p, data, mode) => fs.writeFileSync(p, data, mode === undefined ? undefined : { mode }),
+  writeFile: (p, data, mode) =>
+    fs.writeFileSync(p, data, mode === undefined ? undefined : { mode }),
   copyTree: (from, to) => fs.cpSync(from, to, { recursive: true }),
   isDirectory: (p) => fs.statSync(p).isDirectory(),
   async openAsync(p, flags, mode) {
@@ -96,7 +98,9 @@ export const nodeDisk: Disk = {
  * The asynchronous operations of a disk that has only synchronous ones (the simulator's): each
  * completes in a resolved promise, so the caller still yields at the same points.
  */
-export function asyncOpsOf(disk: Pick<Disk, 'open' | 'write' | 'fsync' | 'close' | 'rename' | 'rmrf'>): Pick<Disk, 'openAsync' | 'renameAsync' | 'rmrfAsync'> {
+export function asyncOpsOf(
+  disk: Pick<Disk, 'open' | 'write' | 'fsync' | 'close' | 'rename' | 'rmrf'>,
+): Pick<Disk, 'openAsync' | 'renameAsync' | 'rmrfAsync'> {
   return {
     openAsync(p, flags, mode) {
       const fd = disk.open(p, flags, mode);

@@ -23,7 +23,12 @@ export function makeDir(dir: string, disk: Disk = nodeDisk): void {
 }
 
 /** Write `content` to `p` (replacing it) and fsync it. The directory entry is not synced. */
-export function writeFileSynced(p: string, content: string | Uint8Array, mode = FILE_MODE, disk: Disk = nodeDisk): void {
+export function writeFileSynced(
+  p: string,
+  content: string | Uint8Array,
+  mode = FILE_MODE,
+  disk: Disk = nodeDisk,
+): void {
   const bytes = typeof content === 'string' ? utf8.encode(content) : content;
   const fd = disk.open(p, 'w', mode);
   try {
@@ -41,7 +46,12 @@ export function fsyncDir(dir: string, disk: Disk = nodeDisk): void {
 }
 
 /** Write via a synced temp file and a rename (then fsync the directory): all or nothing. */
-export function writeFileAtomic(p: string, content: string | Uint8Array, mode = FILE_MODE, disk: Disk = nodeDisk): void {
+export function writeFileAtomic(
+  p: string,
+  content: string | Uint8Array,
+  mode = FILE_MODE,
+  disk: Disk = nodeDisk,
+): void {
   const tmp = `${p}.tmp${process.pid}`;
   writeFileSynced(tmp, content, mode, disk);
   disk.rename(tmp, p);

@@ -41,8 +41,14 @@ export class DiskLatency {
 
   /** Make writes and fsyncs slower by writeMs / fsyncMs for holdMs from `nowMonoMs`. */
   set(writeMs: number, fsyncMs: number, holdMs: number, nowMonoMs: number): void {
-    for (const [name, v] of [['writeMs', writeMs], ['fsyncMs', fsyncMs]] as const) {
-      if (!Number.isInteger(v) || v < 0 || v > MAX_DISK_LATENCY_MS) throw new RangeError(`${name} must be an integer between 0 and ${MAX_DISK_LATENCY_MS}, got ${v}`);
+    for (const [name, v] of [
+      ['writeMs', writeMs],
+      ['fsyncMs', fsyncMs],
+    ] as const) {
+      if (!Number.isInteger(v) || v < 0 || v > MAX_DISK_LATENCY_MS)
+        throw new RangeError(
+          `${name} must be an integer between 0 and ${MAX_DISK_LATENCY_MS}, got ${v}`,
+        );
     }
     this.writeMs = writeMs;
     this.fsyncMs = fsyncMs;

@@ -5,7 +5,10 @@ export class Mutex {
   /** Run `fn` after every function queued before it has settled; its result or error is returned. */
   run<T>(fn: () => Promise<T>): Promise<T> {
     const result = this.tail.then(fn);
-    this.tail = result.then(() => undefined, () => undefined);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
     return result;
   }
 }

@@ -8,7 +8,12 @@
  * transaction: it is validated before anything is logged, so a refused statement logs nothing.
  */
 import { WalsimError } from '../common/errors.ts';
-import { TOAST_NAMESPACE, toastIndexName, toastTableName, type Catalog } from '../storage/catalog.ts';
+import {
+  TOAST_NAMESPACE,
+  toastIndexName,
+  toastTableName,
+  type Catalog,
+} from '../storage/catalog.ts';
 import type { DeletePredicate, Statement } from '../protocol/sql-ast.ts';
 import {
   MAIN_FORKNUM,
@@ -29,9 +34,16 @@ export interface HeapPlanner {
   /** Line pointers in use on `block` (new tuples go at nitems + 1). */
   nitems(rel: RelFileNumber, block: number): number;
   /** Calls `cb` per page with visible tuples matching `pred`, offsets as [first, count, ...] ranges. */
-  forEachPageToDelete(rel: RelFileNumber, pred: DeletePredicate, cb: (block: number, offsets: number[]) => void): void;
+  forEachPageToDelete(
+    rel: RelFileNumber,
+    pred: DeletePredicate,
+    cb: (block: number, offsets: number[]) => void,
+  ): void;
   /** Calls `cb` per page with line pointers dead to everyone, and the newest xmax among them. */
-  forEachPageToPrune(rel: RelFileNumber, cb: (block: number, offsets: number[], latestRemovedXid: TransactionId) => void): void;
+  forEachPageToPrune(
+    rel: RelFileNumber,
+    cb: (block: number, offsets: number[], latestRemovedXid: TransactionId) => void,
+  ): void;
   /** Last page with a used line pointer + 1 (count_nondeletable_pages). */
   nonEmptyPages(rel: RelFileNumber): number;
 }
@@ -94,7 +106,10 @@ export async function executeWrite(ctx: ExecutorContext, stmt: Statement): Promi
     case 'delete':
       return deleteRows(ctx, relOf(ctx, stmt.name), stmt.predicate);
     case 'vacuum': {
-      const targets = stmt.name === null ? ctx.catalog.tables() : [[stmt.name, relOf(ctx, stmt.name)] as [string, number]];
+      const targets =
+        stmt.name === null
+          ? ctx.catalog.tables()
+          : [[stmt.name, relOf(ctx, stmt.name)] as [string, number]];
       for (const [, rel] of targets) await vacuumRel(ctx, rel);
       return done('VACUUM');
     }
@@ -108,12 +123,20 @@ export async function executeWrite(ctx: ExecutorContext, stmt: Statement): Promi
   }
 }
 
-async function createTable(ctx: ExecutorContext, name: string, toastable: boolean): Promise<QueryResult> {
+async function createTable(
+  ctx: ExecutorContext,
+  name: string,
+  toastable: boolean,
+): Promise<QueryResult> {
   if (ctx.catalog.lookup(name) !== undefined) {
     throw new WalsimError('duplicate_table', `relation "${name}" already exists`, '42P07');
   }
   if (name.startsWith(TOAST_NAMESPACE)) {
-    throw new WalsimError('invalid_input', `permission denied to create "${name}": the pg_toast schema is reserved`, '42501');
+    throw new WalsimError(
+      'invalid_input',
+      `permission denied to create "${name}": the pg_toast schema is reserved`,
+      '42501',
+    );
   }
   const xid = ctx.catalog.allocateXid();
   const rel = ctx.catalog.allocateRelFileNumber();
@@ -136,7 +159,12 @@ async function createTable(ctx: ExecutorContext, name: string, toastable: boolea
  * index the same way, and every AccessExclusiveLock on a relation is logged for standbys: three
  * Standby/LOCK records per TOAST-able table (pg_waldump of a real TRUNCATE), not one.
  */
-function createToastRelations(ctx: ExecutorContext, table: string, xid: TransactionId, locked?: { toast: RelFileNumber; index: RelFileNumber }): RelFileNumber[] {
+function createToastRelations(
+  ctx: ExecutorContext,
+  table: string,
+  xid: TransactionId,
+  locked?: { toast: RelFileNumber; index: RelFileNumber },
+): RelFileNumber[] {
   if (locked) ctx.log({ kind: 'STANDBY_LOCK', rel: locked.toast }, xid);
   const toast = ctx.catalog.allocateRelFileNumber();
   ctx.log({ kind: 'SMGR_CREATE', rel: toast, fork: MAIN_FORKNUM }, xid);
@@ -149,7 +177,11 @@ function createToastRelations(ctx: ExecutorContext, table: string, xid: Transact
   return [toast, index];
 }
 
-async function dropTable(ctx: ExecutorContext, name: string, ifExists: boolean): Promise<QueryResult> {
+async function dropTable(
+  ctx: ExecutorContext,
+  name: string,
+  ifExists: boolean,
+): Promise<QueryResult> {
   const rel = ctx.catalog.lookup(name);
   if (rel === undefined) {
     if (ifExists) return done('DROP TABLE');
@@ -197,7 +229,11 @@ function takeTuples(runs: number[], cursor: { i: number }, max: number): number[
   return out;
 }
 
-async function insertRuns(ctx: ExecutorContext, rel: RelFileNumber, runsIn: number[]): Promise<QueryResult> {
+async function insertRuns(
+  ctx: ExecutorContext,
+  rel: RelFileNumber,
+  runsIn: number[],
+): Promise<QueryResult> {
   const runs = runsIn.slice();
   let total = 0;
   for (let i = 1; i < runs.length; i += 2) total += runs[i]!;
@@ -218,9 +254,22 @@ async function insertRuns(ctx: ExecutorContext, rel: RelFileNumber, runsIn: numb
     let count = 0;
     for (let i = 1; i < pageRuns.length; i += 2) count += pageRuns[i]!;
     if (count === 1) {
-      ctx.log({ kind: 'HEAP_INSERT', rel, block, offset: nitems + 1, value: pageRuns[0]!, initPage }, xid);
+      ctx.log(
+        { kind: 'HEAP_INSERT', rel, block, offset: nitems + 1, value: pageRuns[0]!, initPage },
+        xid,
+      );
     } else {
-      ctx.log({ kind: 'HEAP2_MULTI_INSERT', rel, block, firstOffset: nitems + 1, runs: pageRuns, initPage }, xid);
+      ctx.log(
+        {
+          kind: 'HEAP2_MULTI_INSERT',
+          rel,
+          block,
+          firstOffset: nitems + 1,
+          runs: pageRuns,
+          initPage,
+        },
+        xid,
+      );
     }
     nitems += count;
     inserted += count;
@@ -254,7 +303,11 @@ function tupleCount(ranges: number[]): number {
   return n;
 }
 
-async function deleteRows(ctx: ExecutorContext, rel: RelFileNumber, pred: DeletePredicate): Promise<QueryResult> {
+async function deleteRows(
+  ctx: ExecutorContext,
+  rel: RelFileNumber,
+  pred: DeletePredicate,
+): Promise<QueryResult> {
   const work = new PageWorkList();
   ctx.heap.forEachPageToDelete(rel, pred, (block, offsets) => work.add(block, offsets));
   const xid = ctx.catalog.allocateXid();
@@ -271,11 +324,22 @@ async function deleteRows(ctx: ExecutorContext, rel: RelFileNumber, pred: Delete
 
 async function vacuumRel(ctx: ExecutorContext, rel: RelFileNumber): Promise<void> {
   const work = new PageWorkList();
-  ctx.heap.forEachPageToPrune(rel, (block, offsets, latestRemovedXid) => work.add(block, offsets, latestRemovedXid));
+  ctx.heap.forEachPageToPrune(rel, (block, offsets, latestRemovedXid) =>
+    work.add(block, offsets, latestRemovedXid),
+  );
   const xid = ctx.catalog.allocateXid();
   for (let i = 0; i < work.blocks.length; i++) {
     const block = work.blocks[i]!;
-    ctx.log({ kind: 'HEAP2_PRUNE', rel, block, latestRemovedXid: work.extra[i]!, offsets: work.offsetsOf(i) }, xid);
+    ctx.log(
+      {
+        kind: 'HEAP2_PRUNE',
+        rel,
+        block,
+        latestRemovedXid: work.extra[i]!,
+        offsets: work.offsetsOf(i),
+      },
+      xid,
+    );
     // The page has no dead tuples left: vacuum sets its visibility-map bit (XLOG_HEAP2_VISIBLE).
     ctx.log({ kind: 'HEAP2_VISIBLE', rel, block }, xid);
     if ((i + 1) % PAGES_PER_SLICE === 0) await ctx.yieldNow();

@@ -104,13 +104,21 @@ export class PrimaryRole {
   runWrite(stmt: Statement, signal?: AbortSignal): Promise<QueryResult> {
     const { syncRep } = this.deps;
     return this.deps.writeLock.run(async () => {
-      if (this.deps.shuttingDown()) throw new WalsimError('shutting_down', 'terminating connection due to administrator command', '57P01');
+      if (this.deps.shuttingDown())
+        throw new WalsimError(
+          'shutting_down',
+          'terminating connection due to administrator command',
+          '57P01',
+        );
       // Cancelled while queued behind another write: it never starts.
-      if (signal?.aborted) throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
+      if (signal?.aborted)
+        throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
       // Cancelled while running: walsim cannot roll a statement back, so only its commit's
       // synchronous-replication wait ends (the commit stands, with PostgreSQL's WARNING). Writes run
       // one at a time, so every waiter now is this statement's commit.
-      const cancelWait = () => { for (const w of syncRep.waiters()) syncRep.cancel(w.xid); };
+      const cancelWait = () => {
+        for (const w of syncRep.waiters()) syncRep.cancel(w.xid);
+      };
       signal?.addEventListener('abort', cancelWait);
       this.statementNotices = [];
       this.writeSignal = signal;
@@ -168,7 +176,10 @@ export class PrimaryRole {
   }
 
   private async commit(xid: TransactionId, droppedRels: RelFileNumber[]): Promise<void> {
-    const endLsn = this.logAndApply({ kind: 'XACT_COMMIT', xactTime: this.deps.clock.now(), droppedRels }, xid);
+    const endLsn = this.logAndApply(
+      { kind: 'XACT_COMMIT', xactTime: this.deps.clock.now(), droppedRels },
+      xid,
+    );
     const level = this.deps.synchronousCommit();
     // RecordTransactionCommit: flush unless synchronous_commit=off, and always when rels are dropped.
     if (level !== 'off' || droppedRels.length > 0) this.flushWal();
@@ -196,7 +207,10 @@ export class PrimaryRole {
   /** CHECKPOINT on a primary: write the data image for REDO = here, then log the checkpoint record. */
   async checkpoint(kind: 'CHECKPOINT_ONLINE' | 'CHECKPOINT_SHUTDOWN'): Promise<void> {
     const { storage, wal, clock } = this.deps;
-    assert(storage.smgr.inRecovery === false, 'INV-NODE-2: checkpoint records are written only by a primary');
+    assert(
+      storage.smgr.inRecovery === false,
+      'INV-NODE-2: checkpoint records are written only by a primary',
+    );
     // WAL before data: the image holds every change up to REDO, so that WAL must be durable first
     // (asynchronous commits may have left it in the WAL buffers); else a power loss could leave an
     // image ahead of the WAL that replay starts from.
@@ -206,16 +220,39 @@ export class PrimaryRole {
     const timeline = this.deps.timeline();
     // The write lock keeps statements out until the record is written; clients, walsenders and
     // reads run while the image is written (only what changed since the last one, in steps).
-    await storage.writeImage(this.deps.dataDir, { redoLsn, redoPrevLsn: prev, timeline }, () => clock.yield(), { disk: this.deps.disk, clock });
-    assert(wal.insertLsn === redoLsn, `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(wal.insertLsn)})`);
+    await storage.writeImage(
+      this.deps.dataDir,
+      { redoLsn, redoPrevLsn: prev, timeline },
+      () => clock.yield(),
+      { disk: this.deps.disk, clock },
+    );
+    assert(
+      wal.insertLsn === redoLsn,
+      `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(wal.insertLsn)})`,
+    );
     const cat = storage.catalog;
-    const { startLsn } = wal.insert({
-      kind, redo: redoLsn, timeline, prevTimeline: timeline,
-      nextXid: cat.nextXid, nextRelFileNumber: cat.nextRelFileNumber, time: clock.now(),
-    }, 0);
-    assert(startLsn === redoLsn, `INV-NODE-3: checkpoint record at ${formatLsn(startLsn)} but REDO ${formatLsn(redoLsn)}`);
+    const { startLsn } = wal.insert(
+      {
+        kind,
+        redo: redoLsn,
+        timeline,
+        prevTimeline: timeline,
+        nextXid: cat.nextXid,
+        nextRelFileNumber: cat.nextRelFileNumber,
+        time: clock.now(),
+      },
+      0,
+    );
+    assert(
+      startLsn === redoLsn,
+      `INV-NODE-3: checkpoint record at ${formatLsn(startLsn)} but REDO ${formatLsn(redoLsn)}`,
+    );
     this.flushWal();
-    this.deps.updateControl({ checkpointLsn: startLsn, redoLsn, state: kind === 'CHECKPOINT_SHUTDOWN' ? 'shut down' : 'in production' });
+    this.deps.updateControl({
+      checkpointLsn: startLsn,
+      redoLsn,
+      state: kind === 'CHECKPOINT_SHUTDOWN' ? 'shut down' : 'in production',
+    });
     this.lastCheckpointEnd = wal.insertLsn;
     // CreateCheckPoint: KeepLogSeg from the end of the checkpoint record, then RemoveOldXlogFiles.
     this.deps.removeOldWal(redoLsn, wal.insertLsn);
@@ -241,7 +278,10 @@ export class PrimaryRole {
     await this.deps.writeLock.run(() => this.checkpoint('CHECKPOINT_SHUTDOWN'));
     const deadline = clock.monoMs() + 10_000;
     const target = wal.flushLsn;
-    while (clock.monoMs() < deadline && walsenders.senders().some((s) => s.state !== 'startup' && s.flushLsn < target)) {
+    while (
+      clock.monoMs() < deadline &&
+      walsenders.senders().some((s) => s.state !== 'startup' && s.flushLsn < target)
+    ) {
       walsenders.pumpAll();
       await clock.sleep(10);
     }

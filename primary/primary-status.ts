@@ -28,13 +28,20 @@ export interface PrimaryStatus {
   syncWaitingCommits: SyncWaitingCommit[];
 }
 
-export function primaryStatusOf(syncRep: SyncRepQueue, synchronousCommit: SynchronousCommit, nowMs: number): PrimaryStatus {
+export function primaryStatusOf(
+  syncRep: SyncRepQueue,
+  synchronousCommit: SynchronousCommit,
+  nowMs: number,
+): PrimaryStatus {
   return {
     role: 'primary',
     synchronousCommit,
     syncWaiters: syncRep.waiting(),
     syncWaitingCommits: syncRep.waiters().map((w) => ({
-      xid: w.xid, commitEndLsn: formatLsn(w.lsn), waitFor: w.mode, waitingMs: nowMs - w.sinceMs,
+      xid: w.xid,
+      commitEndLsn: formatLsn(w.lsn),
+      waitFor: w.mode,
+      waitingMs: nowMs - w.sinceMs,
     })),
   };
 }

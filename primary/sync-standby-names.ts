@@ -26,7 +26,11 @@ export interface SyncRepConfig {
 }
 
 type TokenKind = 'NAME' | 'NUM' | 'ANY' | 'FIRST' | ',' | '(' | ')' | 'JUNK' | 'EOF';
-interface Token { kind: TokenKind; value: string; text: string }
+interface Token {
+  kind: TokenKind;
+  value: string;
+  text: string;
+}
 
 const SPACE = /[ \t\n\r\f\v]/;
 const isIdentStart = (c: string) => /[A-Za-z_]/.test(c) || c.charCodeAt(0) >= 0x80;
@@ -170,17 +174,30 @@ export function parseSynchronousStandbyNames(text: string): SyncRepConfig | null
     parsed = parseConfig(sc);
   } catch (e) {
     if (!(e instanceof ParseFailure)) throw e;
-    throw new WalsimError('syntax_error', `invalid value for parameter "synchronous_standby_names": "${text}"`, '42601', sc.error ?? 'synchronous_standby_names parser failed');
+    throw new WalsimError(
+      'syntax_error',
+      `invalid value for parameter "synchronous_standby_names": "${text}"`,
+      '42601',
+      sc.error ?? 'synchronous_standby_names parser failed',
+    );
   }
   const numSync = atoi(parsed.num);
   if (numSync <= 0) {
-    throw new WalsimError('invalid_input', `number of synchronous standbys (${numSync}) must be greater than zero`, '22023');
+    throw new WalsimError(
+      'invalid_input',
+      `number of synchronous standbys (${numSync}) must be greater than zero`,
+      '22023',
+    );
   }
   return { method: parsed.method, numSync, members: parsed.names };
 }
 
 /** The configuration written back in canonical form (for logs and status). */
 export function formatSyncRepConfig(c: SyncRepConfig): string {
-  const quote = (n: string) => (n === '*' || /^[A-Za-z_\x80-\uffff][A-Za-z_0-9$\x80-\uffff]*$/.test(n) && !/^(any|first)$/i.test(n) ? n : `"${n.replace(/"/g, '""')}"`);
+  const quote = (n: string) =>
+    n === '*' ||
+    (/^[A-Za-z_\x80-\uffff][A-Za-z_0-9$\x80-\uffff]*$/.test(n) && !/^(any|first)$/i.test(n))
+      ? n
+      : `"${n.replace(/"/g, '""')}"`;
   return `${c.method === 'priority' ? 'FIRST' : 'ANY'} ${c.numSync} (${c.members.map(quote).join(', ')})`;
 }

@@ -31,7 +31,11 @@ export interface WalSndInfo {
   apply: Lsn;
 }
 
-export interface SyncPositions { write: Lsn; flush: Lsn; apply: Lsn }
+export interface SyncPositions {
+  write: Lsn;
+  flush: Lsn;
+  apply: Lsn;
+}
 
 export type SyncState = 'sync' | 'potential' | 'async' | 'quorum';
 
@@ -40,7 +44,11 @@ export type SyncState = 'sync' | 'potential' | 'async' | 'quorum';
  * (case-insensitively, or '*'); 1 for every member under ANY; 0 if none matches, if synchronous
  * replication is off, or for a cascading walsender (synchronous cascading is not allowed).
  */
-export function standbyPriority(config: SyncRepConfig | null, applicationName: string, cascading = false): number {
+export function standbyPriority(
+  config: SyncRepConfig | null,
+  applicationName: string,
+  cascading = false,
+): number {
   if (cascading || config === null) return 0;
   const name = applicationName.toLowerCase();
   const i = config.members.findIndex((m) => m === '*' || m.toLowerCase() === name);
@@ -54,9 +62,14 @@ export function standbyPriority(config: SyncRepConfig | null, applicationName: s
  * candidates are returned; under FIRST, when there are more than num_sync, the num_sync with the
  * lowest priority value, ties broken by slot.
  */
-export function candidateStandbys(config: SyncRepConfig | null, senders: readonly WalSndInfo[]): WalSndInfo[] {
+export function candidateStandbys(
+  config: SyncRepConfig | null,
+  senders: readonly WalSndInfo[],
+): WalSndInfo[] {
   if (config === null) return [];
-  const c = senders.filter((s) => (s.state === 'streaming' || s.state === 'stopping') && s.priority !== 0 && s.flush !== 0);
+  const c = senders.filter(
+    (s) => (s.state === 'streaming' || s.state === 'stopping') && s.priority !== 0 && s.flush !== 0,
+  );
   if (config.method === 'priority' && c.length > config.numSync) {
     c.sort((a, b) => a.priority - b.priority || a.slot - b.slot);
     return c.slice(0, config.numSync);
@@ -73,7 +86,11 @@ export function candidateStandbys(config: SyncRepConfig | null, senders: readonl
  * PostgreSQL runs this in a walsender after its standby replied, and only if that walsender is a
  * candidate itself (am_sync); `replier` expresses that condition when given.
  */
-export function syncRecPtr(config: SyncRepConfig | null, senders: readonly WalSndInfo[], replier?: WalSndInfo): SyncPositions | null {
+export function syncRecPtr(
+  config: SyncRepConfig | null,
+  senders: readonly WalSndInfo[],
+  replier?: WalSndInfo,
+): SyncPositions | null {
   if (config === null) return null;
   const cands = candidateStandbys(config, senders);
   if (replier !== undefined && !cands.includes(replier)) return null;
@@ -103,7 +120,10 @@ export function syncRecPtr(config: SyncRepConfig | null, senders: readonly WalSn
  * standby without a valid flush position (yet) shows priority 0; priority 0 is 'async'; a member of
  * the candidate set is 'sync' (FIRST) or 'quorum' (ANY); any other listed standby is 'potential'.
  */
-export function syncStates(config: SyncRepConfig | null, senders: readonly WalSndInfo[]): Map<WalSndInfo, { priority: number; state: SyncState }> {
+export function syncStates(
+  config: SyncRepConfig | null,
+  senders: readonly WalSndInfo[],
+): Map<WalSndInfo, { priority: number; state: SyncState }> {
   const cands = new Set(candidateStandbys(config, senders));
   const out = new Map<WalSndInfo, { priority: number; state: SyncState }>();
   for (const s of senders) {

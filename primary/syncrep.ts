@@ -24,21 +24,29 @@ export type SyncRepWaitMode = 'write' | 'flush' | 'apply';
 /** Which standby position a commit waits for (SyncRepWaitMode in PostgreSQL). */
 export function waitModeFor(level: SynchronousCommit): SyncRepWaitMode | null {
   switch (level) {
-    case 'remote_write': return 'write';
-    case 'on': return 'flush';
-    case 'remote_apply': return 'apply';
-    default: return null; // off, local: no remote wait
+    case 'remote_write':
+      return 'write';
+    case 'on':
+      return 'flush';
+    case 'remote_apply':
+      return 'apply';
+    default:
+      return null; // off, local: no remote wait
   }
 }
 
 /** PostgreSQL's DETAIL for every cancelled or terminated wait (syncrep.c SyncRepWaitForLSN). */
-export const SYNC_REP_CANCEL_DETAIL = 'The transaction has already committed locally, but might not have been replicated to the standby.';
+export const SYNC_REP_CANCEL_DETAIL =
+  'The transaction has already committed locally, but might not have been replicated to the standby.';
 
 export type { Notice };
 
 /** The user cancelled the wait: the commit stands and returns, with this WARNING (SQLSTATE 01000). */
 export const SYNC_REP_USER_CANCEL: Notice = {
-  severity: 'WARNING', code: '01000', message: 'canceling wait for synchronous replication due to user request', detail: SYNC_REP_CANCEL_DETAIL,
+  severity: 'WARNING',
+  code: '01000',
+  message: 'canceling wait for synchronous replication due to user request',
+  detail: SYNC_REP_CANCEL_DETAIL,
 };
 
 /**
@@ -49,16 +57,37 @@ export const SYNC_REP_USER_CANCEL: Notice = {
 export class SyncRepTerminated extends WalsimError {
   readonly severity = 'WARNING';
   constructor() {
-    super('shutting_down', 'canceling the wait for synchronous replication and terminating connection due to administrator command', '57P01', SYNC_REP_CANCEL_DETAIL);
+    super(
+      'shutting_down',
+      'canceling the wait for synchronous replication and terminating connection due to administrator command',
+      '57P01',
+      SYNC_REP_CANCEL_DETAIL,
+    );
   }
 }
 
-interface Waiter { lsn: Lsn; xid: number; mode: SyncRepWaitMode; sinceMs: number; resolve(n: Notice | null): void; reject(e: Error): void }
+interface Waiter {
+  lsn: Lsn;
+  xid: number;
+  mode: SyncRepWaitMode;
+  sinceMs: number;
+  resolve(n: Notice | null): void;
+  reject(e: Error): void;
+}
 
 /** One waiting commit, for status. */
-export interface SyncRepWaiterInfo { xid: number; lsn: Lsn; mode: SyncRepWaitMode; sinceMs: number }
+export interface SyncRepWaiterInfo {
+  xid: number;
+  lsn: Lsn;
+  mode: SyncRepWaitMode;
+  sinceMs: number;
+}
 
-export interface StandbyPositions { write: Lsn; flush: Lsn; apply: Lsn }
+export interface StandbyPositions {
+  write: Lsn;
+  flush: Lsn;
+  apply: Lsn;
+}
 
 export class SyncRepQueue {
   private readonly queues: Record<SyncRepWaitMode, Waiter[]> = { write: [], flush: [], apply: [] };
@@ -105,7 +134,9 @@ export class SyncRepQueue {
 
   /** The waiting commits, oldest LSN first within each mode. */
   waiters(): SyncRepWaiterInfo[] {
-    return Object.values(this.queues).flat().map(({ xid, lsn, mode, sinceMs }) => ({ xid, lsn, mode, sinceMs }));
+    return Object.values(this.queues)
+      .flat()
+      .map(({ xid, lsn, mode, sinceMs }) => ({ xid, lsn, mode, sinceMs }));
   }
 
   private finish(w: Waiter): Waiter {
@@ -131,7 +162,8 @@ export class SyncRepQueue {
    */
   terminateAll(): void {
     this.terminated = true;
-    for (const q of Object.values(this.queues)) for (const w of q.splice(0)) this.finish(w).reject(new SyncRepTerminated());
+    for (const q of Object.values(this.queues))
+      for (const w of q.splice(0)) this.finish(w).reject(new SyncRepTerminated());
   }
 
   /**
@@ -156,7 +188,8 @@ export class SyncRepQueue {
    */
   releaseAll(): void {
     this.enabled = false;
-    for (const q of Object.values(this.queues)) for (const w of q.splice(0)) this.finish(w).resolve(null);
+    for (const q of Object.values(this.queues))
+      for (const w of q.splice(0)) this.finish(w).resolve(null);
   }
 
   waiting(): number {

@@ -16,7 +16,15 @@
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import type { SyncRepQueue } from './syncrep.ts';
 import type { SyncRepConfig } from './sync-standby-names.ts';
-import { candidateStandbys, standbyPriority, syncRecPtr, syncStates, type SyncState, type WalSndInfo, type WalSndState } from './sync-standbys.ts';
+import {
+  candidateStandbys,
+  standbyPriority,
+  syncRecPtr,
+  syncStates,
+  type SyncState,
+  type WalSndInfo,
+  type WalSndState,
+} from './sync-standbys.ts';
 import type { WalSender } from './walsender.ts';
 
 /** One row of pg_stat_replication (the columns walsim has; LSNs NULL while unknown). */
@@ -33,7 +41,15 @@ export interface PgStatReplicationRow {
 }
 
 export const PG_STAT_REPLICATION_COLUMNS: ReadonlyArray<keyof PgStatReplicationRow> = [
-  'application_name', 'state', 'sent_lsn', 'write_lsn', 'flush_lsn', 'replay_lsn', 'sync_priority', 'sync_state', 'reply_time',
+  'application_name',
+  'state',
+  'sent_lsn',
+  'write_lsn',
+  'flush_lsn',
+  'replay_lsn',
+  'sync_priority',
+  'sync_state',
+  'reply_time',
 ];
 
 /**
@@ -116,7 +132,8 @@ export class WalSenderSet {
   /** synchronous_standby_names reloaded: new priorities for every walsender, then release. */
   reload(config: SyncRepConfig | null): void {
     this.configValue = config;
-    for (const s of this.senders()) s.priority = standbyPriority(config, s.applicationName, s.cascading);
+    for (const s of this.senders())
+      s.priority = standbyPriority(config, s.applicationName, s.cascading);
     this.announced.clear();
     if (config === null) {
       this.queue.releaseAll();
@@ -173,30 +190,43 @@ export class WalSenderSet {
     return this.senders().flatMap((s, i) => {
       const r = rows[i]!;
       if (s.state === 'startup') return [];
-      return [{
-        applicationName: s.applicationName,
-        state: s.state,
-        sentLsn: formatLsn(s.sentLsn),
-        writeLsn: formatLsn(s.writeLsn),
-        flushLsn: formatLsn(s.flushLsn),
-        replayLsn: formatLsn(s.applyLsn),
-        writeLagBytes: flushLsn - s.writeLsn,
-        flushLagBytes: flushLsn - s.flushLsn,
-        replayLagBytes: flushLsn - s.applyLsn,
-        syncPriority: r.sync_priority,
-        syncState: r.sync_state,
-        cascading: s.cascading,
-        timelineEnds: s.timelineEnds,
-        replyTime: s.replyTime,
-      }];
+      return [
+        {
+          applicationName: s.applicationName,
+          state: s.state,
+          sentLsn: formatLsn(s.sentLsn),
+          writeLsn: formatLsn(s.writeLsn),
+          flushLsn: formatLsn(s.flushLsn),
+          replayLsn: formatLsn(s.applyLsn),
+          writeLagBytes: flushLsn - s.writeLsn,
+          flushLagBytes: flushLsn - s.flushLsn,
+          replayLagBytes: flushLsn - s.applyLsn,
+          syncPriority: r.sync_priority,
+          syncState: r.sync_state,
+          cascading: s.cascading,
+          timelineEnds: s.timelineEnds,
+          replyTime: s.replyTime,
+        },
+      ];
     });
   }
 
-  private snapshot(): { infos: WalSndInfo[]; byInfo: Map<WalSndInfo, WalSender>; bySender: Map<WalSender, WalSndInfo> } {
+  private snapshot(): {
+    infos: WalSndInfo[];
+    byInfo: Map<WalSndInfo, WalSender>;
+    bySender: Map<WalSender, WalSndInfo>;
+  } {
     const byInfo = new Map<WalSndInfo, WalSender>();
     const bySender = new Map<WalSender, WalSndInfo>();
     const infos = this.senders().map((s) => {
-      const info: WalSndInfo = { slot: s.slot, state: s.state, priority: s.priority, write: s.writeLsn, flush: s.flushLsn, apply: s.applyLsn };
+      const info: WalSndInfo = {
+        slot: s.slot,
+        state: s.state,
+        priority: s.priority,
+        write: s.writeLsn,
+        flush: s.flushLsn,
+        apply: s.applyLsn,
+      };
       byInfo.set(info, s);
       bySender.set(s, info);
       return info;
@@ -215,9 +245,11 @@ export class WalSenderSet {
     for (const s of cands) {
       if (this.announced.has(s)) continue;
       this.announced.add(s);
-      this.log(cfg.method === 'priority'
-        ? `LOG:  standby "${s.applicationName}" is now a synchronous standby with priority ${s.priority}`
-        : `LOG:  standby "${s.applicationName}" is now a candidate for quorum synchronous standby`);
+      this.log(
+        cfg.method === 'priority'
+          ? `LOG:  standby "${s.applicationName}" is now a synchronous standby with priority ${s.priority}`
+          : `LOG:  standby "${s.applicationName}" is now a candidate for quorum synchronous standby`,
+      );
     }
     const pos = syncRecPtr(cfg, infos, replier === undefined ? undefined : bySender.get(replier));
     if (pos !== null) this.queue.release(pos);

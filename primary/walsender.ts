@@ -18,7 +18,11 @@ import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { maxAlign } from '../wal/codec.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { readWalBytes, wholeRecordsLength, type WalReadOptions } from '../wal/wal-reader.ts';
-import { readTimelineHistoryFile, timelineHistoryFileName, type TimelineHistoryEntry } from '../wal/segment.ts';
+import {
+  readTimelineHistoryFile,
+  timelineHistoryFileName,
+  type TimelineHistoryEntry,
+} from '../wal/segment.ts';
 import { assert, InvariantViolation } from '../common/assert.ts';
 import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../protocol/messages.ts';
 
@@ -57,7 +61,12 @@ export interface WalSenderDeps {
   history(): readonly TimelineHistoryEntry[];
   readOptions(): WalReadOptions;
   /** Refuse a start position or timeline: return the error message, or null to accept. */
-  checkStart(startLsn: Lsn, timeline: TimeLineId, applicationName: string, sender: WalSender): string | null;
+  checkStart(
+    startLsn: Lsn,
+    timeline: TimeLineId,
+    applicationName: string,
+    sender: WalSender,
+  ): string | null;
   onReply(sender: WalSender): void;
   onClose(sender: WalSender): void;
   log(message: string): void;
@@ -97,11 +106,24 @@ export class WalSender {
         this.keepalive.cancel();
         this.deps.onClose(this);
       },
-      error: (e) => this.deps.log(`LOG:  walsender for "${this.applicationName || '?'}": connection error: ${e.message}`),
+      error: (e) =>
+        this.deps.log(
+          `LOG:  walsender for "${this.applicationName || '?'}": connection error: ${e.message}`,
+        ),
     });
-    this.keepalive = this.clock.setInterval(() => {
-      if (this.state !== 'startup') this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: this.clock.now(), replyRequested: false });
-    }, KEEPALIVE_MS, true);
+    this.keepalive = this.clock.setInterval(
+      () => {
+        if (this.state !== 'startup')
+          this.send({
+            type: 'PrimaryKeepalive',
+            walEnd: this.deps.flushedLsn(),
+            sendTime: this.clock.now(),
+            replyRequested: false,
+          });
+      },
+      KEEPALIVE_MS,
+      true,
+    );
   }
 
   private send(m: StreamMessage, cb?: (err?: Error) => void): void {
@@ -110,7 +132,11 @@ export class WalSender {
 
   private refuse(code: number, message: string): void {
     this.deps.log(`LOG:  walsender for "${this.applicationName || '?'}": ${message}`);
-    this.send({ type: 'Error', code: code === CLOSE_PROTOCOL_VIOLATION ? '08P01' : '55000', message });
+    this.send({
+      type: 'Error',
+      code: code === CLOSE_PROTOCOL_VIOLATION ? '08P01' : '55000',
+      message,
+    });
     this.conn.close(code, closeReason(message));
   }
 
@@ -124,15 +150,24 @@ export class WalSender {
       this.handleMessage(data, isBinary);
     } catch (e) {
       if (e instanceof InvariantViolation) throw e;
-      this.deps.log(`ERROR:  walsender for "${this.applicationName || '?'}": internal error handling a message: ${(e as Error).stack ?? String(e)}`);
-      this.refuse(CLOSE_PROTOCOL_VIOLATION, `internal error handling the message: ${(e as Error).message}`);
+      this.deps.log(
+        `ERROR:  walsender for "${this.applicationName || '?'}": internal error handling a message: ${(e as Error).stack ?? String(e)}`,
+      );
+      this.refuse(
+        CLOSE_PROTOCOL_VIOLATION,
+        `internal error handling the message: ${(e as Error).message}`,
+      );
     }
   }
 
   private handleMessage(data: Uint8Array, isBinary: boolean): void {
     let m: StreamMessage;
     try {
-      if (!isBinary) throw new WalsimError('protocol_violation', 'replication messages must be binary msgpack frames');
+      if (!isBinary)
+        throw new WalsimError(
+          'protocol_violation',
+          'replication messages must be binary msgpack frames',
+        );
       m = decodeMessage(data);
     } catch (e) {
       this.refuse(CLOSE_PROTOCOL_VIOLATION, (e as Error).message);
@@ -140,9 +175,15 @@ export class WalSender {
     }
     switch (m.type) {
       case 'START_REPLICATION': {
-        if (this.state !== 'startup') return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'START_REPLICATION sent twice on one connection');
+        if (this.state !== 'startup')
+          return this.refuse(
+            CLOSE_PROTOCOL_VIOLATION,
+            'START_REPLICATION sent twice on one connection',
+          );
         this.applicationName = m.applicationName;
-        const problem = this.checkTimeline(m.startLsn, m.timeline) ?? this.deps.checkStart(m.startLsn, m.timeline, m.applicationName, this);
+        const problem =
+          this.checkTimeline(m.startLsn, m.timeline) ??
+          this.deps.checkStart(m.startLsn, m.timeline, m.applicationName, this);
         if (problem !== null) return this.refuse(CLOSE_REPLICATION_REFUSED, problem);
         if (this.historicEnd !== null && m.startLsn === this.historicEnd.upto) {
           // Nothing of the old timeline left to send: end it at once (walsender.c sends the
@@ -157,40 +198,70 @@ export class WalSender {
         this.sentLsn = this.writeLsn = this.flushLsn = m.startLsn;
         this.applyLsn = 0;
         this.state = 'catchup';
-        this.deps.log(`LOG:  walsender: "${m.applicationName}" starts streaming at ${formatLsn(m.startLsn)}`);
+        this.deps.log(
+          `LOG:  walsender: "${m.applicationName}" starts streaming at ${formatLsn(m.startLsn)}`,
+        );
         this.pump();
         return;
       }
       case 'TIMELINE_HISTORY': {
-        const content = readTimelineHistoryFile(this.deps.dataDir, m.timeline, this.deps.readOptions().disk);
+        const content = readTimelineHistoryFile(
+          this.deps.dataDir,
+          m.timeline,
+          this.deps.readOptions().disk,
+        );
         const fileName = timelineHistoryFileName(m.timeline);
-        if (content === null) return this.refuse(CLOSE_REPLICATION_REFUSED, `could not open file "pg_wal/${fileName}": No such file or directory`);
+        if (content === null)
+          return this.refuse(
+            CLOSE_REPLICATION_REFUSED,
+            `could not open file "pg_wal/${fileName}": No such file or directory`,
+          );
         this.send({ type: 'TimelineHistoryReply', timeline: m.timeline, fileName, content });
         return;
       }
       case 'StandbyStatusUpdate': {
         // Between timelines (after EndOfTimeline) the standby may still report what it has.
-        if (this.state === 'startup' && this.timelineEnds === 0) return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'status update before START_REPLICATION');
-        if (m.writeLsn < this.writeLsn || m.flushLsn < this.flushLsn || m.applyLsn < this.applyLsn) {
-          return this.refuse(CLOSE_PROTOCOL_VIOLATION, `status update went backwards (write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)})`);
+        if (this.state === 'startup' && this.timelineEnds === 0)
+          return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'status update before START_REPLICATION');
+        if (
+          m.writeLsn < this.writeLsn ||
+          m.flushLsn < this.flushLsn ||
+          m.applyLsn < this.applyLsn
+        ) {
+          return this.refuse(
+            CLOSE_PROTOCOL_VIOLATION,
+            `status update went backwards (write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)})`,
+          );
         }
         // A standby replays only WAL it has flushed, and flushes only what it wrote, which it
         // received from us: apply <= flush <= write <= sent. A claim beyond that would release
         // synchronous commits that no standby holds.
         if (m.writeLsn > this.sentLsn || m.flushLsn > m.writeLsn || m.applyLsn > m.flushLsn) {
-          return this.refuse(CLOSE_PROTOCOL_VIOLATION, `status update claims WAL beyond what was sent (${formatLsn(this.sentLsn)}): ` +
-            `write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)} must satisfy apply <= flush <= write <= sent`);
+          return this.refuse(
+            CLOSE_PROTOCOL_VIOLATION,
+            `status update claims WAL beyond what was sent (${formatLsn(this.sentLsn)}): ` +
+              `write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)} must satisfy apply <= flush <= write <= sent`,
+          );
         }
         this.writeLsn = m.writeLsn;
         this.flushLsn = m.flushLsn;
         this.applyLsn = m.applyLsn;
         this.replyTime = new Date(m.sendTime).toISOString();
         this.deps.onReply(this);
-        if (m.replyRequested) this.send({ type: 'PrimaryKeepalive', walEnd: this.deps.flushedLsn(), sendTime: this.clock.now(), replyRequested: false });
+        if (m.replyRequested)
+          this.send({
+            type: 'PrimaryKeepalive',
+            walEnd: this.deps.flushedLsn(),
+            sendTime: this.clock.now(),
+            replyRequested: false,
+          });
         return;
       }
       default:
-        return this.refuse(CLOSE_PROTOCOL_VIOLATION, `unexpected ${m.type} message on the replication connection`);
+        return this.refuse(
+          CLOSE_PROTOCOL_VIOLATION,
+          `unexpected ${m.type} message on the replication connection`,
+        );
     }
   }
 
@@ -207,8 +278,10 @@ export class WalSender {
     const end = switchPointOf(tli, this.deps.history());
     if (end === null) return `requested timeline ${tli} is not in this server's history`;
     if (startLsn > end.upto) {
-      return `requested starting point ${formatLsn(startLsn)} on timeline ${tli} is not in this server's history; ` +
-        `this server's history forked from timeline ${tli} at ${formatLsn(end.upto)}`;
+      return (
+        `requested starting point ${formatLsn(startLsn)} on timeline ${tli} is not in this server's history; ` +
+        `this server's history forked from timeline ${tli} at ${formatLsn(end.upto)}`
+      );
     }
     this.historicEnd = end;
     return null;
@@ -220,7 +293,10 @@ export class WalSender {
       // The timeline being streamed became historic (promotion here, or a timeline switch of the
       // upstream this cascading standby follows): stream it up to its switch point only.
       const end = switchPointOf(this.streamTli, this.deps.history());
-      assert(end !== null, `INV-WALSND-2: streamed timeline ${this.streamTli} is not in the history of timeline ${this.deps.timeline()}`);
+      assert(
+        end !== null,
+        `INV-WALSND-2: streamed timeline ${this.streamTli} is not in the history of timeline ${this.deps.timeline()}`,
+      );
       this.historicEnd = end;
     }
     return this.historicEnd?.upto ?? this.deps.flushedLsn();
@@ -231,7 +307,9 @@ export class WalSender {
     const end = this.historicEnd!;
     this.send({ type: 'EndOfTimeline', timeline: end.nextTli, switchLsn: end.upto });
     this.timelineEnds++;
-    this.deps.log(`LOG:  walsender: "${this.applicationName}" reached the end of timeline ${this.streamTli} at ${formatLsn(end.upto)}; next timeline ${end.nextTli}`);
+    this.deps.log(
+      `LOG:  walsender: "${this.applicationName}" reached the end of timeline ${this.streamTli} at ${formatLsn(end.upto)}; next timeline ${end.nextTli}`,
+    );
     this.state = 'startup';
     this.historicEnd = null;
   }
@@ -260,12 +338,18 @@ export class WalSender {
       // promotion here ended recovery before the end of received WAL (an invalid record). The
       // standby holds WAL that is in no timeline of this server; PostgreSQL's walsender refuses it
       // at its next start the same way. It needs a new base backup.
-      this.refuse(CLOSE_REPLICATION_REFUSED, `standby "${this.applicationName}" has received WAL up to ${formatLsn(this.sentLsn)} on timeline ${this.streamTli}, ` +
-        `past where this server's history forked from it at ${formatLsn(flushed)}`);
+      this.refuse(
+        CLOSE_REPLICATION_REFUSED,
+        `standby "${this.applicationName}" has received WAL up to ${formatLsn(this.sentLsn)} on timeline ${this.streamTli}, ` +
+          `past where this server's history forked from it at ${formatLsn(flushed)}`,
+      );
       return;
     }
     // INV-WALSND-1: never past the flush LSN, nor past the end of a historic timeline.
-    assert(this.sentLsn <= flushed, `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past ${formatLsn(flushed)} on timeline ${this.streamTli}`);
+    assert(
+      this.sentLsn <= flushed,
+      `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past ${formatLsn(flushed)} on timeline ${this.streamTli}`,
+    );
     while (this.sentLsn < flushed && this.conn.bufferedAmount < MAX_QUEUED_BYTES) {
       const end = Math.min(flushed, this.sentLsn + MAX_SEND_BYTES);
       let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, this.deps.readOptions());
@@ -273,7 +357,12 @@ export class WalSender {
       if (n === 0) {
         // One record larger than MAX_SEND_BYTES: send it whole.
         const totLen = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
-        bytes = readWalBytes(this.deps.dataDir, this.sentLsn, Math.min(flushed, this.sentLsn + maxAlign(totLen)), this.deps.readOptions());
+        bytes = readWalBytes(
+          this.deps.dataDir,
+          this.sentLsn,
+          Math.min(flushed, this.sentLsn + maxAlign(totLen)),
+          this.deps.readOptions(),
+        );
         n = wholeRecordsLength(bytes);
         if (n === 0) break;
       }
@@ -281,7 +370,10 @@ export class WalSender {
       const walStart = this.sentLsn;
       this.sentLsn += n;
       // ws queues synchronously; fill up to the queue limit, then continue from the send callback.
-      this.send({ type: 'XLogData', walStart, walEnd: this.sentLsn, sendTime: this.clock.now(), data }, () => this.pump());
+      this.send(
+        { type: 'XLogData', walStart, walEnd: this.sentLsn, sendTime: this.clock.now(), data },
+        () => this.pump(),
+      );
     }
     if (this.sentLsn >= flushed && this.state === 'catchup') this.state = 'streaming';
     // Messages on one connection arrive in order: EndOfTimeline follows the last XLogData.
@@ -290,7 +382,10 @@ export class WalSender {
 }
 
 /** tliSwitchPoint: where timeline `tli` ends in `history`, and the timeline that follows; null if absent or current. */
-export function switchPointOf(tli: TimeLineId, history: readonly TimelineHistoryEntry[]): { upto: Lsn; nextTli: TimeLineId } | null {
+export function switchPointOf(
+  tli: TimeLineId,
+  history: readonly TimelineHistoryEntry[],
+): { upto: Lsn; nextTli: TimeLineId } | null {
   const i = history.findIndex((h) => h.tli === tli);
   if (i < 0 || history[i]!.endLsn === null) return null;
   return { upto: history[i]!.endLsn!, nextTli: history[i + 1]!.tli };

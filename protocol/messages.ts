@@ -31,8 +31,21 @@ export interface Notice {
  * - lifecycle_action_invariant (any node): the next lifecycle action throws an InvariantViolation,
  *   which ends the process with FATAL (standby/lifecycle-actor.ts).
  */
-export type FaultName = 'cut_replication' | 'wal_write_fail' | 'redo_fail' | 'slow_disk' | 'lifecycle_action_error' | 'lifecycle_action_invariant';
-export const FAULT_NAMES: readonly FaultName[] = ['cut_replication', 'wal_write_fail', 'redo_fail', 'slow_disk', 'lifecycle_action_error', 'lifecycle_action_invariant'];
+export type FaultName =
+  | 'cut_replication'
+  | 'wal_write_fail'
+  | 'redo_fail'
+  | 'slow_disk'
+  | 'lifecycle_action_error'
+  | 'lifecycle_action_invariant';
+export const FAULT_NAMES: readonly FaultName[] = [
+  'cut_replication',
+  'wal_write_fail',
+  'redo_fail',
+  'slow_disk',
+  'lifecycle_action_error',
+  'lifecycle_action_invariant',
+];
 
 export type SqlValue = string | number | boolean | null;
 

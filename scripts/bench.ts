@@ -27,7 +27,10 @@ import { measureWalCodec } from '../wal/bench-codec.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
 import { exitWithUsageIfHelp } from './cli.ts';
 
-exitWithUsageIfHelp(process.argv.slice(2), 'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--json]');
+exitWithUsageIfHelp(
+  process.argv.slice(2),
+  'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--json]',
+);
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -64,7 +67,9 @@ const LOOKUP: DropSettings = DEFAULT_DROP_SETTINGS;
 const threshold = dropFullScanThreshold(nBuffers, LOOKUP);
 const lookupBlocks = Math.max(1, Math.min(100_000, threshold - 1));
 
-log(`shared_buffers = ${formatSharedBuffers(nBuffers)} (${nBuffers} buffers), ${runs} runs, medians`);
+log(
+  `shared_buffers = ${formatSharedBuffers(nBuffers)} (${nBuffers} buffers), ${runs} runs, medians`,
+);
 
 // Pool construction.
 const rssBefore = process.memoryUsage().rss;
@@ -84,7 +89,8 @@ for (let r = 0; r < FILL_RELS && filled < nBuffers; r++) {
   const rel = FIRST_REL + r;
   smgr.create(rel, MAIN_FORKNUM);
   smgr.extend(rel, MAIN_FORKNUM, blocksPerRel - 1);
-  for (let b = 0; b < blocksPerRel && filled < nBuffers; b++, filled++) pool.accessBlock(rel, MAIN_FORKNUM, b);
+  for (let b = 0; b < blocksPerRel && filled < nBuffers; b++, filled++)
+    pool.accessBlock(rel, MAIN_FORKNUM, b);
 }
 const fillNsPerRead = (nowNs() - t) / filled;
 const rssAfterFill = process.memoryUsage().rss;
@@ -133,7 +139,8 @@ for (let k = 0; k < runs + 1; k++) {
   t = nowNs();
   const miss = dropRelFileNodeBuffers(pool, smgr, LOOKUP_REL, [MAIN_FORKNUM], [0], LOOKUP);
   const lookupMiss = nowNs() - t;
-  if (miss.invalidated !== 0 || miss.path !== 'cached-lookup') throw new Error('bench: second lookup drop found buffers');
+  if (miss.invalidated !== 0 || miss.path !== 'cached-lookup')
+    throw new Error('bench: second lookup drop found buffers');
   if (k === 0) continue; // warm-up round for the JIT
   seqNs.push(seq / nBuffers);
   ratios.push(scan / seq);
@@ -142,10 +149,14 @@ for (let k = 0; k < runs + 1; k++) {
   lookupMissNs.push(lookupMiss / Math.max(1, miss.probes));
 }
 if (scanResult.path !== 'full-scan' || scanResult.invalidated !== SCAN_REL_BLOCKS) {
-  throw new Error(`bench: full scan dropped ${scanResult.invalidated} buffers via ${scanResult.path}`);
+  throw new Error(
+    `bench: full scan dropped ${scanResult.invalidated} buffers via ${scanResult.path}`,
+  );
 }
 if (lookupResult.path !== 'cached-lookup' || lookupResult.invalidated !== lookupBlocks) {
-  throw new Error(`bench: lookup dropped ${lookupResult.invalidated} buffers via ${lookupResult.path}`);
+  throw new Error(
+    `bench: lookup dropped ${lookupResult.invalidated} buffers via ${lookupResult.path}`,
+  );
 }
 
 // The whole-relation drop of 1000 relations (seed Test B's DROP/TRUNCATE of 1000 tables), full scan.
@@ -191,13 +202,22 @@ const result = {
 const rows: Array<[string, string]> = [
   ['nbuffers', String(result.nbuffers)],
   ['bytes/buffer (typed arrays)', `${result.bytesPerBuffer}  (target ≤ 32)`],
-  ['RSS delta after init / fill', `${result.rssDeltaInitMiB} MiB / ${result.rssDeltaFilledMiB} MiB`],
+  [
+    'RSS delta after init / fill',
+    `${result.rssDeltaInitMiB} MiB / ${result.rssDeltaFilledMiB} MiB`,
+  ],
   ['pool init', `${result.poolInitMs} ms  (target < 1000 ms at 100GB)`],
   ['fill (readBuffer miss)', `${result.fillNsPerRead} ns/read`],
   ['sequential read', `${result.seqReadNsPerBuffer} ns/buffer`],
-  ['full-scan drop', `${result.fullScanNsPerBuffer} ns/buffer = ${result.fullScanMs} ms  (${result.fullScanToSeqRead} × seq; target ≤ 1.5)`],
+  [
+    'full-scan drop',
+    `${result.fullScanNsPerBuffer} ns/buffer = ${result.fullScanMs} ms  (${result.fullScanToSeqRead} × seq; target ≤ 1.5)`,
+  ],
   ['full scan, 1000 rels (bsearch)', `${result.fullScanBsearchNsPerBuffer} ns/buffer`],
-  ['lookup drop', `${result.lookupNsPerBlock} ns/block × ${lookupBlocks} = ${result.lookupMs} ms (threshold ${threshold})`],
+  [
+    'lookup drop',
+    `${result.lookupNsPerBlock} ns/block × ${lookupBlocks} = ${result.lookupMs} ms (threshold ${threshold})`,
+  ],
   ['lookup probe, block not buffered', `${result.lookupMissNsPerBlock} ns/block`],
   ['WAL encode', `${result.walEncodeRecordsPerSec} records/s`],
   ['WAL decode', `${result.walDecodeRecordsPerSec} records/s`],

@@ -11,15 +11,32 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile, profileToJson } from '../storage/cost-model/profile.ts';
 import { nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
-import { cellKey, defaultWorkDir, isStalled, median, runSweep, summarise, type RunRecord, type SweepSettings } from './experiment/sweep.ts';
+import {
+  cellKey,
+  defaultWorkDir,
+  isStalled,
+  median,
+  runSweep,
+  summarise,
+  type RunRecord,
+  type SweepSettings,
+} from './experiment/sweep.ts';
 import { resultsDirName } from './report/write-results.ts';
 import { markdownTable } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { destroyPgCluster } from './postgres/pg-cluster.ts';
 import {
-  DEFAULT_CALIBRATION_REL_DIVISORS, DEFAULT_CALIBRATION_SIZES, DEFAULT_CALIBRATION_TABLES, fitCalibration, machineCache,
-  planCalibration, readStoredCalibration, recordsFromStored, storedLabel, walsimTwin,
+  DEFAULT_CALIBRATION_REL_DIVISORS,
+  DEFAULT_CALIBRATION_SIZES,
+  DEFAULT_CALIBRATION_TABLES,
+  fitCalibration,
+  machineCache,
+  planCalibration,
+  readStoredCalibration,
+  recordsFromStored,
+  storedLabel,
+  walsimTwin,
 } from './postgres/calibrate.ts';
 
 const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3] [--warmup 1]
@@ -32,34 +49,49 @@ const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DE
   --refit FILE: no PostgreSQL run; fit again the measurements stored in a profile this command
   wrote (its fit.records), with this version's counts, stall rule and groups.`;
 
-const pct = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a');
+const pct = (x: number) =>
+  Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a';
 const sec = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a');
 
 runCli(async () => {
-  const { values, positionals } = parseCli(process.argv.slice(2), {
-    'pg-bin': { type: 'string' },
-    'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
-    'primary-shared-buffers': { type: 'string', default: '128MB' },
-    runs: { type: 'string', default: '3' },
-    warmup: { type: 'string', default: '1' },
-    tables: { type: 'string', default: String(DEFAULT_CALIBRATION_TABLES) },
-    'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
-    base: { type: 'string', default: DEFAULT_PROFILE },
-    name: { type: 'string' },
-    out: { type: 'string' },
-    'work-dir': { type: 'string' },
-    json: { type: 'boolean', default: false },
-    refit: { type: 'string' },
-  }, USAGE);
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
-  const refit = values.refit === undefined ? null : readStoredCalibration(path.resolve(values.refit));
-  const sizes = refit?.settings.sizes ?? values['shared-buffers']!.split(',').map((s) => s.trim()).filter(Boolean);
+  const { values, positionals } = parseCli(
+    process.argv.slice(2),
+    {
+      'pg-bin': { type: 'string' },
+      'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
+      'primary-shared-buffers': { type: 'string', default: '128MB' },
+      runs: { type: 'string', default: '3' },
+      warmup: { type: 'string', default: '1' },
+      tables: { type: 'string', default: String(DEFAULT_CALIBRATION_TABLES) },
+      'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
+      base: { type: 'string', default: DEFAULT_PROFILE },
+      name: { type: 'string' },
+      out: { type: 'string' },
+      'work-dir': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      refit: { type: 'string' },
+    },
+    USAGE,
+  );
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  const refit =
+    values.refit === undefined ? null : readStoredCalibration(path.resolve(values.refit));
+  const sizes =
+    refit?.settings.sizes ??
+    values['shared-buffers']!.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   if (sizes.length === 0) throw new UsageError('--shared-buffers needs at least one size');
   for (const s of [...sizes, values['primary-shared-buffers']!]) parseSharedBuffers(s);
   const runs = refit?.runs ?? positiveInt(values.runs!, 'runs');
   const warmupRuns = refit?.warmupRuns ?? nonNegativeInt(values.warmup!, 'warmup');
   const tables = refit?.settings.tables ?? positiveInt(values.tables!, 'tables');
-  const divisors = refit?.settings.relDivisors ?? values['rel-sizes']!.split(',').map((s) => positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'));
+  const divisors =
+    refit?.settings.relDivisors ??
+    values['rel-sizes']!.split(',').map((s) =>
+      positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'),
+    );
   const pgVersion = refit?.postgres ?? findPgBin(values['pg-bin']).version; // one-line error naming the package when absent
   const baseProfile = loadProfile(values.base!);
   const base = { ...baseProfile, cache: machineCache(baseProfile) };
@@ -67,8 +99,11 @@ runCli(async () => {
   const name = values.name ?? `calibrated-${resultsDirName(startedAt)}${refit ? '-refit' : ''}`;
   const out = path.resolve(values.out ?? path.join('results', `${name}.json`));
   const settings: SweepSettings = {
-    primarySharedBuffers: refit?.settings.primarySharedBuffers ?? values['primary-shared-buffers']!, thresholdDivisor: 32,
-    workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()), waitSeconds: 3600, pgBin: values['pg-bin'],
+    primarySharedBuffers: refit?.settings.primarySharedBuffers ?? values['primary-shared-buffers']!,
+    thresholdDivisor: 32,
+    workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
+    waitSeconds: 3600,
+    pgBin: values['pg-bin'],
     profile: baseProfile,
   };
   const plan = planCalibration(sizes, tables, divisors);
@@ -77,12 +112,20 @@ runCli(async () => {
   if (refit) {
     records = recordsFromStored(refit.records, plan);
     wallSeconds = refit.wallSeconds;
-    if (!values.json) console.log(`refit of ${values.refit}: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'} measured ${refit.measuredAt} (${pgVersion}); no PostgreSQL run`);
+    if (!values.json)
+      console.log(
+        `refit of ${values.refit}: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'} measured ${refit.measuredAt} (${pgVersion}); no PostgreSQL run`,
+      );
   } else {
-    if (!values.json) console.log(`calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pgVersion}); shared_buffers ${sizes.join(', ')}`);
+    if (!values.json)
+      console.log(
+        `calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pgVersion}); shared_buffers ${sizes.join(', ')}`,
+      );
     const onSignal = () => {
       void (async () => {
-        if (fs.existsSync(settings.workDir)) for (const d of fs.readdirSync(settings.workDir)) await destroyPgCluster(path.join(settings.workDir, d));
+        if (fs.existsSync(settings.workDir))
+          for (const d of fs.readdirSync(settings.workDir))
+            await destroyPgCluster(path.join(settings.workDir, d));
         process.exit(130);
       })();
     };
@@ -106,44 +149,127 @@ runCli(async () => {
     source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
   });
   const fit = {
-    measuredAt: startedAt.toISOString(), wallSeconds, postgres: pgVersion, runsPerCell: runs, warmupRunsPerCell: warmupRuns,
-    settings: { sizes, tables, relDivisors: divisors, primarySharedBuffers: settings.primarySharedBuffers },
-    ...(refit ? { refittedAt: new Date().toISOString(), refittedFrom: path.resolve(values.refit!) } : {}),
-    machine: refit?.machine ?? { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? null, memoryBytes: os.totalmem() },
-    target: 'PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections", median of the recorded runs without a promote stall (warm-up runs left out)',
+    measuredAt: startedAt.toISOString(),
+    wallSeconds,
+    postgres: pgVersion,
+    runsPerCell: runs,
+    warmupRunsPerCell: warmupRuns,
+    settings: {
+      sizes,
+      tables,
+      relDivisors: divisors,
+      primarySharedBuffers: settings.primarySharedBuffers,
+    },
+    ...(refit
+      ? { refittedAt: new Date().toISOString(), refittedFrom: path.resolve(values.refit!) }
+      : {}),
+    machine: refit?.machine ?? {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model ?? null,
+      memoryBytes: os.totalmem(),
+    },
+    target:
+      'PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections", median of the recorded runs without a promote stall (warm-up runs left out)',
     groups: report.groupSeconds,
     cells: report.cells.map((c) => ({
-      label: c.label, runs: c.runs, stalls: c.stalls, measuredS: c.measuredS, fittedS: c.fittedS, residualS: c.residualS,
-      residualPct: c.residualPct, leaveOneOutS: c.leaveOneOutS, leaveOneOutPct: c.leaveOneOutPct,
+      label: c.label,
+      runs: c.runs,
+      stalls: c.stalls,
+      measuredS: c.measuredS,
+      fittedS: c.fittedS,
+      residualS: c.residualS,
+      residualPct: c.residualPct,
+      leaveOneOutS: c.leaveOneOutS,
+      leaveOneOutPct: c.leaveOneOutPct,
     })),
     records: records.map((r) => ({
-      label: storedLabel(r), run: r.run, warmup: r.warmup === true, failoverMs: r.failoverMs, seedMethodMs: r.seedMethodMs,
-      replayMs: r.replayMs, endOfRecoveryMs: r.endOfRecoveryMs, openForWritesMs: r.openForWritesMs,
-      stall: r.stall, stalled: r.warmup !== true && isStalled(r, records.filter((o) => cellKey(o) === cellKey(r))),
-      loadAvg1: r.loadAvg1, cpuPressure: r.cpuPressure, walBytes: r.walBytes, recordsReplayed: r.recordsReplayed,
+      label: storedLabel(r),
+      run: r.run,
+      warmup: r.warmup === true,
+      failoverMs: r.failoverMs,
+      seedMethodMs: r.seedMethodMs,
+      replayMs: r.replayMs,
+      endOfRecoveryMs: r.endOfRecoveryMs,
+      openForWritesMs: r.openForWritesMs,
+      stall: r.stall,
+      stalled:
+        r.warmup !== true &&
+        isStalled(
+          r,
+          records.filter((o) => cellKey(o) === cellKey(r)),
+        ),
+      loadAvg1: r.loadAvg1,
+      cpuPressure: r.cpuPressure,
+      walBytes: r.walBytes,
+      recordsReplayed: r.recordsReplayed,
     })),
   };
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, profileToJson(report.profile, fit));
   const within = report.cells.filter((c) => Math.abs(c.leaveOneOutPct) <= 0.25).length;
   if (values.json) {
-    printJson({ profile: out, name, wallSeconds, groups: report.groupSeconds, cells: fit.cells, leaveOneOutWithin25Pct: within });
+    printJson({
+      profile: out,
+      name,
+      wallSeconds,
+      groups: report.groupSeconds,
+      cells: fit.cells,
+      leaveOneOutWithin25Pct: within,
+    });
     return 0;
   }
   console.log('');
-  const runsOf = (c: (typeof report.cells)[number]) => records.filter((r) => cellKey(r) === cellKey(c.cell));
-  const warmupS = (c: (typeof report.cells)[number]) => median(runsOf(c).filter((r) => r.warmup === true).map((r) => r.failoverMs)) / 1000;
-  const pressure = (c: (typeof report.cells)[number]) => median(runsOf(c).filter((r) => r.warmup !== true && r.cpuPressure !== undefined).map((r) => r.cpuPressure!));
-  console.log(markdownTable(
-    ['cell', 'runs', ...(warmupRuns ? ['warm-up s'] : []), 'PostgreSQL s', 'CPU pressure', 'fitted s', 'residual', 'left out: predicted s', 'error'],
-    report.cells.map((c) => [
-      c.label, `${c.runs}${c.stalls ? ` (${c.stalls} stalled)` : ''}`, ...(warmupRuns ? [sec(warmupS(c))] : []), sec(c.measuredS),
-      Number.isFinite(pressure(c)) ? `${Math.round(pressure(c) * 100)}%` : 'n/a', sec(c.fittedS), pct(c.residualPct), sec(c.leaveOneOutS), pct(c.leaveOneOutPct),
-    ]),
-  ));
+  const runsOf = (c: (typeof report.cells)[number]) =>
+    records.filter((r) => cellKey(r) === cellKey(c.cell));
+  const warmupS = (c: (typeof report.cells)[number]) =>
+    median(
+      runsOf(c)
+        .filter((r) => r.warmup === true)
+        .map((r) => r.failoverMs),
+    ) / 1000;
+  const pressure = (c: (typeof report.cells)[number]) =>
+    median(
+      runsOf(c)
+        .filter((r) => r.warmup !== true && r.cpuPressure !== undefined)
+        .map((r) => r.cpuPressure!),
+    );
+  console.log(
+    markdownTable(
+      [
+        'cell',
+        'runs',
+        ...(warmupRuns ? ['warm-up s'] : []),
+        'PostgreSQL s',
+        'CPU pressure',
+        'fitted s',
+        'residual',
+        'left out: predicted s',
+        'error',
+      ],
+      report.cells.map((c) => [
+        c.label,
+        `${c.runs}${c.stalls ? ` (${c.stalls} stalled)` : ''}`,
+        ...(warmupRuns ? [sec(warmupS(c))] : []),
+        sec(c.measuredS),
+        Number.isFinite(pressure(c)) ? `${Math.round(pressure(c) * 100)}%` : 'n/a',
+        sec(c.fittedS),
+        pct(c.residualPct),
+        sec(c.leaveOneOutS),
+        pct(c.leaveOneOutPct),
+      ]),
+    ),
+  );
   console.log('');
-  console.log(`fitted per event: ${Object.entries(report.groupSeconds).map(([g, s]) => `${g} ${s.toExponential(3)} s`).join(', ')}`);
-  console.log(`leave-one-out: ${within} of ${report.cells.length} cells predicted within ±25% when left out of the fit`);
-  console.log(`${refit ? 'measured' : 'finished'} in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`);
+  console.log(
+    `fitted per event: ${Object.entries(report.groupSeconds)
+      .map(([g, s]) => `${g} ${s.toExponential(3)} s`)
+      .join(', ')}`,
+  );
+  console.log(
+    `leave-one-out: ${within} of ${report.cells.length} cells predicted within ±25% when left out of the fit`,
+  );
+  console.log(
+    `${refit ? 'measured' : 'finished'} in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`,
+  );
   return 0;
 });

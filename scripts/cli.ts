@@ -6,13 +6,24 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import * as path from 'node:path';
 import { isWalsimError } from '../common/errors.ts';
 import { ControlClient, ControlError } from '../server/control-client.ts';
-import { isWalsimServer, nodeDir, readNodeConfig, readPidFile, readToken, type NodeName } from '../server/cluster-files.ts';
+import {
+  isWalsimServer,
+  nodeDir,
+  readNodeConfig,
+  readPidFile,
+  readToken,
+  type NodeName,
+} from '../server/cluster-files.ts';
 
 export const DEFAULT_CLUSTER_DIR = '.walsim';
 
 export class UsageError extends Error {}
 
-export function parseCli<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, usage: string) {
+export function parseCli<T extends NonNullable<ParseArgsConfig['options']>>(
+  argv: string[],
+  options: T,
+  usage: string,
+) {
   try {
     return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (e) {
@@ -38,7 +49,10 @@ export function runCli(main: () => Promise<number | void>, usage?: string): void
     (code) => process.exit(code ?? 0),
     (e: unknown) => {
       if (e instanceof UsageError) console.error(`error: ${e.message}`);
-      else if (e instanceof ControlError) console.error(`ERROR:  ${e.message}${e.detail === undefined ? '' : `\nDETAIL:  ${e.detail}`}`);
+      else if (e instanceof ControlError)
+        console.error(
+          `ERROR:  ${e.message}${e.detail === undefined ? '' : `\nDETAIL:  ${e.detail}`}`,
+        );
       else if (isWalsimError(e)) console.error(`error: ${e.message}`);
       else console.error(`error: ${(e as Error)?.stack ?? String(e)}`);
       process.exit(e instanceof UsageError ? 2 : 1);
@@ -56,9 +70,15 @@ export async function connectNode(clusterDir: string, name: NodeName): Promise<C
   const dataDir = nodeDir(clusterDir, name);
   const pid = readPidFile(dataDir);
   if (pid === null || !isWalsimServer(pid.pid, dataDir)) {
-    throw new UsageError(`node "${name}" of the cluster at ${clusterDir} is not running; start it with "npm run cluster -- start --dir ${clusterDir}"`);
+    throw new UsageError(
+      `node "${name}" of the cluster at ${clusterDir} is not running; start it with "npm run cluster -- start --dir ${clusterDir}"`,
+    );
   }
-  return ControlClient.connect(config.listen === '0.0.0.0' ? '127.0.0.1' : config.listen, pid.port, readToken(clusterDir));
+  return ControlClient.connect(
+    config.listen === '0.0.0.0' ? '127.0.0.1' : config.listen,
+    pid.port,
+    readToken(clusterDir),
+  );
 }
 
 /** Print `value` as the last line of stdout (the --json contract). */
@@ -68,7 +88,10 @@ export function printJson(value: unknown): void {
 
 /** A comma-separated option value (`--what a,b`): at least one item. */
 export function list(text: string, what: string): string[] {
-  const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const items = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   if (items.length === 0) throw new UsageError(`--${what} needs at least one value`);
   return items;
 }
@@ -76,13 +99,15 @@ export function list(text: string, what: string): string[] {
 /** An option value that must be a positive integer. */
 export function positiveInt(text: string, what: string): number {
   const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new UsageError(`--${what} must be a positive integer, got "${text}"`);
   return n;
 }
 
 /** `--what N` with N ≥ 0. */
 export function nonNegativeInt(text: string, what: string): number {
   const n = Number(text);
-  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${what} must be a non-negative integer, got "${text}"`);
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 0)
+    throw new UsageError(`--${what} must be a non-negative integer, got "${text}"`);
   return n;
 }

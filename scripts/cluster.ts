@@ -9,7 +9,15 @@ import { isIP } from 'node:net';
 import { checkSegmentSize } from '../wal/segment.ts';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { listNodes, nodeDir, PASSWORD_ENCRYPTIONS, readPidFile, RELOADABLE_SETTINGS, type NodeName, type PasswordEncryption } from '../server/cluster-files.ts';
+import {
+  listNodes,
+  nodeDir,
+  PASSWORD_ENCRYPTIONS,
+  readPidFile,
+  RELOADABLE_SETTINGS,
+  type NodeName,
+  type PasswordEncryption,
+} from '../server/cluster-files.ts';
 import { runningPid, startNode, stopNode } from '../server/pg-ctl.ts';
 import { divergence, supersededBy, type Divergence } from '../server/fencing.ts';
 import { isWalsimError, WalsimError } from '../common/errors.ts';
@@ -17,7 +25,13 @@ import { formatLsn } from '../wal/lsn.ts';
 import { STANDBY_SIGNAL } from '../server/node.ts';
 import { addStandby, rejoin, repoint, switchover, waitStreaming } from '../server/topology.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
-import { parseCheckpointTimeout, parseDropStrategy, parseMaxWalSize, parseSynchronousCommit, parseWalKeepSize } from '../server/settings.ts';
+import {
+  parseCheckpointTimeout,
+  parseDropStrategy,
+  parseMaxWalSize,
+  parseSynchronousCommit,
+  parseWalKeepSize,
+} from '../server/settings.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { StopMode } from '../server/control-protocol.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
@@ -44,47 +58,63 @@ const USAGE = `usage: npm run cluster -- <command> [options]
   promote [--node standby] [--no-wait] [--wait-seconds 60] [--profile seed-001|FILE] [--json] [--dir .walsim]
 ${PG_CLUSTER_USAGE}`;
 
-const isStandby = (clusterDir: string, name: NodeName) => fs.existsSync(path.join(nodeDir(clusterDir, name), STANDBY_SIGNAL));
+const isStandby = (clusterDir: string, name: NodeName) =>
+  fs.existsSync(path.join(nodeDir(clusterDir, name), STANDBY_SIGNAL));
 
 /** Node names standby1..N of --standbys N, or the --standby names; undefined for the seed's one "standby". */
-function standbyNamesOf(count: string | undefined, names: string[] | undefined): string[] | undefined {
-  if (count !== undefined && names !== undefined) throw new UsageError('give --standbys N or --standby NAME, not both');
+function standbyNamesOf(
+  count: string | undefined,
+  names: string[] | undefined,
+): string[] | undefined {
+  if (count !== undefined && names !== undefined)
+    throw new UsageError('give --standbys N or --standby NAME, not both');
   if (names !== undefined) return names;
   if (count === undefined) return undefined;
   const n = Number(count);
-  if (!/^\d+$/.test(count) || n < 0 || n > 16) throw new UsageError(`--standbys must be an integer from 0 to 16, got "${count}"`);
+  if (!/^\d+$/.test(count) || n < 0 || n > 16)
+    throw new UsageError(`--standbys must be an integer from 0 to 16, got "${count}"`);
   return Array.from({ length: n }, (_, i) => `standby${i + 1}`);
 }
 
 async function cmdStart(argv: string[]): Promise<number> {
-  const { values } = parseCli(argv, {
-    dir: { type: 'string' },
-    'shared-buffers': { type: 'string', default: '128MB' },
-    'standby-shared-buffers': { type: 'string' },
-    'synchronous-commit': { type: 'string', default: 'remote_write' },
-    'drop-strategy': { type: 'string', default: 'cached-lookup' },
-    'threshold-divisor': { type: 'string', default: '32' },
-    'force-optimized': { type: 'boolean', default: false },
-    'wal-segment-size': { type: 'string', default: '16MB' },
-    'checkpoint-timeout': { type: 'string', default: '5min' },
-    'max-wal-size': { type: 'string', default: '1GB' },
-    'wal-keep-size': { type: 'string', default: '0' },
-    listen: { type: 'string', default: '127.0.0.1' },
-    'pg-port': { type: 'string' },
-    password: { type: 'string' },
-    'password-encryption': { type: 'string', default: 'scram-sha-256' },
-    standbys: { type: 'string' },
-    standby: { type: 'string', multiple: true },
-    'synchronous-standby-names': { type: 'string' },
-    node: { type: 'string' },
-    json: { type: 'boolean', default: false },
-  }, USAGE);
+  const { values } = parseCli(
+    argv,
+    {
+      dir: { type: 'string' },
+      'shared-buffers': { type: 'string', default: '128MB' },
+      'standby-shared-buffers': { type: 'string' },
+      'synchronous-commit': { type: 'string', default: 'remote_write' },
+      'drop-strategy': { type: 'string', default: 'cached-lookup' },
+      'threshold-divisor': { type: 'string', default: '32' },
+      'force-optimized': { type: 'boolean', default: false },
+      'wal-segment-size': { type: 'string', default: '16MB' },
+      'checkpoint-timeout': { type: 'string', default: '5min' },
+      'max-wal-size': { type: 'string', default: '1GB' },
+      'wal-keep-size': { type: 'string', default: '0' },
+      listen: { type: 'string', default: '127.0.0.1' },
+      'pg-port': { type: 'string' },
+      password: { type: 'string' },
+      'password-encryption': { type: 'string', default: 'scram-sha-256' },
+      standbys: { type: 'string' },
+      standby: { type: 'string', multiple: true },
+      'synchronous-standby-names': { type: 'string' },
+      node: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    USAGE,
+  );
   const clusterDir = clusterDirOf(values.dir);
   const nodes = listNodes(clusterDir);
   if (values.node !== undefined) {
     // Start one node of an existing cluster (pg_ctl start -D that node).
-    if (nodes.length === 0) throw new UsageError(`no cluster at ${clusterDir}; create it with "npm run cluster -- start" (without --node) first`);
-    if (!nodes.includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${nodes.join(', ')})`);
+    if (nodes.length === 0)
+      throw new UsageError(
+        `no cluster at ${clusterDir}; create it with "npm run cluster -- start" (without --node) first`,
+      );
+    if (!nodes.includes(values.node))
+      throw new UsageError(
+        `no node "${values.node}" in ${clusterDir} (nodes: ${nodes.join(', ')})`,
+      );
     if (runningPid(clusterDir, values.node) !== null) {
       console.log(`${values.node}: already running (pid ${runningPid(clusterDir, values.node)})`);
       return 1;
@@ -93,17 +123,25 @@ async function cmdStart(argv: string[]): Promise<number> {
     if (isStandby(clusterDir, values.node)) await waitStreaming(clusterDir, values.node);
     const pgPort = readPidFile(nodeDir(clusterDir, values.node))?.pgPort ?? null;
     if (values.json) printJson({ dir: clusterDir, started: [{ name: values.node, port, pgPort }] });
-    else console.log(`${values.node}: started, listening on 127.0.0.1:${port} (control), PostgreSQL protocol on 127.0.0.1:${pgPort}`);
+    else
+      console.log(
+        `${values.node}: started, listening on 127.0.0.1:${port} (control), PostgreSQL protocol on 127.0.0.1:${pgPort}`,
+      );
     return 0;
   }
   const running = nodes.filter((n) => runningPid(clusterDir, n) !== null);
   if (running.length > 0 && running.length === nodes.length) {
-    console.log(`cluster at ${clusterDir} is already running (${running.map((n) => `${n} pid ${runningPid(clusterDir, n)}`).join(', ')})`);
+    console.log(
+      `cluster at ${clusterDir} is already running (${running.map((n) => `${n} pid ${runningPid(clusterDir, n)}`).join(', ')})`,
+    );
     return 1;
   }
   if (nodes.length === 0) {
     const divisor = Number(values['threshold-divisor']);
-    if (!Number.isInteger(divisor) || divisor < 1) throw new UsageError(`--threshold-divisor must be a positive integer, got "${values['threshold-divisor']}"`);
+    if (!Number.isInteger(divisor) || divisor < 1)
+      throw new UsageError(
+        `--threshold-divisor must be a positive integer, got "${values['threshold-divisor']}"`,
+      );
     const opts: InitOptions = {
       sharedBuffers: values['shared-buffers']!,
       standbySharedBuffers: values['standby-shared-buffers'] ?? values['shared-buffers']!,
@@ -114,8 +152,15 @@ async function cmdStart(argv: string[]): Promise<number> {
       walSegmentSize: parseSharedBuffers(values['wal-segment-size']!).bytes,
       listen: values.listen!,
       ...(values['pg-port'] !== undefined ? { pgPortBase: parsePort(values['pg-port']) } : {}),
-      ...(values.password !== undefined ? { password: parsePassword(values.password), passwordEncryption: parsePasswordEncryption(values['password-encryption']!) } : {}),
-      ...(values['synchronous-standby-names'] !== undefined ? { synchronousStandbyNames: values['synchronous-standby-names'] } : {}),
+      ...(values.password !== undefined
+        ? {
+            password: parsePassword(values.password),
+            passwordEncryption: parsePasswordEncryption(values['password-encryption']!),
+          }
+        : {}),
+      ...(values['synchronous-standby-names'] !== undefined
+        ? { synchronousStandbyNames: values['synchronous-standby-names'] }
+        : {}),
       wal: {
         checkpointTimeoutS: parseCheckpointTimeout(values['checkpoint-timeout']!),
         maxWalSizeMb: parseMaxWalSize(values['max-wal-size']!),
@@ -129,15 +174,21 @@ async function cmdStart(argv: string[]): Promise<number> {
     // Validate everything before initdb writes anything: a refused option leaves no half-made cluster.
     checkSegmentSize(opts.walSegmentSize);
     if (opts.wal!.maxWalSizeMb! * 1024 * 1024 < 2 * opts.walSegmentSize) {
-      throw new UsageError(`"max_wal_size" must be at least twice "wal_segment_size" (${values['max-wal-size']} < 2 × ${values['wal-segment-size']})`);
+      throw new UsageError(
+        `"max_wal_size" must be at least twice "wal_segment_size" (${values['max-wal-size']} < 2 × ${values['wal-segment-size']})`,
+      );
     }
-    if (isIP(opts.listen) === 0) throw new UsageError(`--listen must be an IP address (e.g. 127.0.0.1), got "${opts.listen}"`);
+    if (isIP(opts.listen) === 0)
+      throw new UsageError(`--listen must be an IP address (e.g. 127.0.0.1), got "${opts.listen}"`);
     await initCluster(clusterDir, opts);
   }
   const started: Array<{ name: string; port: number; pgPort: number | null }> = [];
   // Primaries first, so standbys find their upstream.
   const all = listNodes(clusterDir);
-  const order = [...all.filter((n) => !isStandby(clusterDir, n)), ...all.filter((n) => isStandby(clusterDir, n))];
+  const order = [
+    ...all.filter((n) => !isStandby(clusterDir, n)),
+    ...all.filter((n) => isStandby(clusterDir, n)),
+  ];
   // An old primary superseded by a promotion is refused (split brain); the other nodes still start.
   const refused: string[] = [];
   for (const name of order) {
@@ -155,8 +206,12 @@ async function cmdStart(argv: string[]): Promise<number> {
   for (const name of order) if (isStandby(clusterDir, name)) await waitStreaming(clusterDir, name);
   if (values.json) printJson({ dir: clusterDir, started });
   else {
-    for (const s of started) console.log(`${s.name}: started, listening on 127.0.0.1:${s.port} (control), PostgreSQL protocol on 127.0.0.1:${s.pgPort}`);
-    for (const s of started) console.log(`  psql -h 127.0.0.1 -p ${s.pgPort} -U postgres -X postgres    # ${s.name}`);
+    for (const s of started)
+      console.log(
+        `${s.name}: started, listening on 127.0.0.1:${s.port} (control), PostgreSQL protocol on 127.0.0.1:${s.pgPort}`,
+      );
+    for (const s of started)
+      console.log(`  psql -h 127.0.0.1 -p ${s.pgPort} -U postgres -X postgres    # ${s.name}`);
   }
   if (refused.length > 0) throw new WalsimError('split_brain', refused.join('\n'));
   return 0;
@@ -164,28 +219,48 @@ async function cmdStart(argv: string[]): Promise<number> {
 
 function parsePort(text: string): number {
   const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || n > 65534) throw new UsageError(`--pg-port must be a TCP port between 1 and 65534 (the standby takes the next one), got "${text}"`);
+  if (!/^\d+$/.test(text) || n < 1 || n > 65534)
+    throw new UsageError(
+      `--pg-port must be a TCP port between 1 and 65534 (the standby takes the next one), got "${text}"`,
+    );
   return n;
 }
 
 function parsePasswordEncryption(text: string): PasswordEncryption {
   if ((PASSWORD_ENCRYPTIONS as readonly string[]).includes(text)) return text as PasswordEncryption;
-  throw new UsageError(`--password-encryption must be one of ${PASSWORD_ENCRYPTIONS.join(', ')}, got "${text}"`);
+  throw new UsageError(
+    `--password-encryption must be one of ${PASSWORD_ENCRYPTIONS.join(', ')}, got "${text}"`,
+  );
 }
 
 function parsePassword(text: string): string {
-  if (text === '' || text.includes('\0')) throw new UsageError('--password must be a non-empty string without NUL bytes');
+  if (text === '' || text.includes('\0'))
+    throw new UsageError('--password must be a non-empty string without NUL bytes');
   return text;
 }
 
 async function cmdStop(argv: string[]): Promise<number> {
-  const { values } = parseCli(argv, { dir: { type: 'string' }, mode: { type: 'string', default: 'fast' }, node: { type: 'string' } }, USAGE);
+  const { values } = parseCli(
+    argv,
+    {
+      dir: { type: 'string' },
+      mode: { type: 'string', default: 'fast' },
+      node: { type: 'string' },
+    },
+    USAGE,
+  );
   const mode = values.mode as StopMode;
-  if (!['smart', 'fast', 'immediate'].includes(mode)) throw new UsageError(`invalid shutdown mode "${values.mode}" (accepted: smart, fast, immediate)`);
+  if (!['smart', 'fast', 'immediate'].includes(mode))
+    throw new UsageError(
+      `invalid shutdown mode "${values.mode}" (accepted: smart, fast, immediate)`,
+    );
   const clusterDir = clusterDirOf(values.dir);
   const nodes = values.node ? [values.node] : listNodes(clusterDir);
   if (nodes.length === 0) throw new UsageError(`no cluster at ${clusterDir}`);
-  if (values.node && !listNodes(clusterDir).includes(values.node)) throw new UsageError(`no node "${values.node}" in ${clusterDir} (nodes: ${listNodes(clusterDir).join(', ')})`);
+  if (values.node && !listNodes(clusterDir).includes(values.node))
+    throw new UsageError(
+      `no node "${values.node}" in ${clusterDir} (nodes: ${listNodes(clusterDir).join(', ')})`,
+    );
   // Primary first: a fast/smart stop sends its shutdown checkpoint to the standbys before exiting.
   nodes.sort((a, b) => Number(isStandby(clusterDir, a)) - Number(isStandby(clusterDir, b)));
   let stoppedAny = false;
@@ -208,21 +283,30 @@ function upstreamOf(st: Record<string, unknown>): string {
 
 /** "; standbys: s1 (sync), s2 (async)" from a node's pg_stat_replication. */
 function standbysOf(st: Record<string, unknown>): string {
-  const r = (st.replication as Array<{ applicationName: string; syncState: string }> | undefined) ?? [];
-  return r.length === 0 ? '' : `; standbys: ${r.map((x) => `${x.applicationName} (${x.syncState})`).join(', ')}`;
+  const r =
+    (st.replication as Array<{ applicationName: string; syncState: string }> | undefined) ?? [];
+  return r.length === 0
+    ? ''
+    : `; standbys: ${r.map((x) => `${x.applicationName} (${x.syncState})`).join(', ')}`;
 }
 
 async function cmdStatus(argv: string[]): Promise<number> {
-  const { values } = parseCli(argv, { dir: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
+  const { values } = parseCli(
+    argv,
+    { dir: { type: 'string' }, json: { type: 'boolean', default: false } },
+    USAGE,
+  );
   const clusterDir = clusterDirOf(values.dir);
   const nodes = listNodes(clusterDir);
-  if (nodes.length === 0) throw new UsageError(`no cluster at ${clusterDir}; run "npm run cluster -- start" first`);
+  if (nodes.length === 0)
+    throw new UsageError(`no cluster at ${clusterDir}; run "npm run cluster -- start" first`);
   const out: Record<string, unknown> = {};
   for (const name of nodes) {
     const pid = runningPid(clusterDir, name);
     // An old primary after a failover: the commits only it has (locally committed, not replicated).
     const newer = supersededBy(clusterDir, name);
-    const diverged = newer === null ? {} : { divergedFrom: divergence(clusterDir, name, newer.node) };
+    const diverged =
+      newer === null ? {} : { divergedFrom: divergence(clusterDir, name, newer.node) };
     if (pid === null) {
       out[name] = { running: false, ...diverged };
       continue;
@@ -244,12 +328,19 @@ async function cmdStatus(argv: string[]): Promise<number> {
       const st = s as Record<string, unknown>;
       const d = st.divergedFrom as Divergence | undefined;
       if (!st.running) console.log(`${name}: not running`);
-      else console.log(`${name}: running (pid ${st.pid}, port ${st.port}, PostgreSQL protocol port ${st.pgPort}), ${st.inRecovery ? 'in recovery' : 'read-write'}, ` +
-        (st.inRecovery ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState}${upstreamOf(st)})` : `insert ${st.insertLsn} flush ${st.flushLsn}`) +
-        `, timeline ${st.timeline}${standbysOf(st)}`);
+      else
+        console.log(
+          `${name}: running (pid ${st.pid}, port ${st.port}, PostgreSQL protocol port ${st.pgPort}), ${st.inRecovery ? 'in recovery' : 'read-write'}, ` +
+            (st.inRecovery
+              ? `receive ${st.receiveLsn} replay ${st.replayLsn} (${st.pauseState}, receiver ${st.receiverState}${upstreamOf(st)})`
+              : `insert ${st.insertLsn} flush ${st.flushLsn}`) +
+            `, timeline ${st.timeline}${standbysOf(st)}`,
+        );
       if (d !== undefined) {
-        console.log(`  old primary: "${d.newerNode}" was promoted to timeline ${d.newerTimeline}, forked at ${d.fork?.lsn != null ? formatLsn(d.fork.lsn) : '?'}; ` +
-          `${d.divergedBytes} bytes of WAL and ${d.commits.length} commit(s) exist only here (committed locally, not replicated)`);
+        console.log(
+          `  old primary: "${d.newerNode}" was promoted to timeline ${d.newerTimeline}, forked at ${d.fork?.lsn != null ? formatLsn(d.fork.lsn) : '?'}; ` +
+            `${d.divergedBytes} bytes of WAL and ${d.commits.length} commit(s) exist only here (committed locally, not replicated)`,
+        );
         for (const c of d.commits) console.log(`    xid ${c.xid} at ${c.lsn} (${c.time})`);
       }
     }
@@ -259,40 +350,74 @@ async function cmdStatus(argv: string[]): Promise<number> {
 
 /** pg_basebackup from a running node (a standby too: a cascade) + start a new standby streaming from it. */
 async function cmdAddStandby(argv: string[]): Promise<number> {
-  const { values } = parseCli(argv, {
-    dir: { type: 'string' }, name: { type: 'string' }, from: { type: 'string', default: 'primary' },
-    'shared-buffers': { type: 'string' }, json: { type: 'boolean', default: false },
-  }, USAGE);
+  const { values } = parseCli(
+    argv,
+    {
+      dir: { type: 'string' },
+      name: { type: 'string' },
+      from: { type: 'string', default: 'primary' },
+      'shared-buffers': { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    USAGE,
+  );
   const clusterDir = clusterDirOf(values.dir);
   if (values.name === undefined) throw new UsageError(`--name is required\n${USAGE}`);
   if (values['shared-buffers'] !== undefined) parseSharedBuffers(values['shared-buffers']);
   const r = await addStandby(clusterDir, values.name, values.from!, values['shared-buffers']);
   const pgPort = readPidFile(nodeDir(clusterDir, values.name))?.pgPort ?? null;
-  if (values.json) printJson({ name: values.name, port: r.port, pgPort, from: values.from, checkpointLsn: r.checkpointLsn, timeline: r.timeline });
-  else console.log(`${values.name}: base backup of ${values.from} at ${r.checkpointLsn} (timeline ${r.timeline}), streaming from ${values.from}, listening on 127.0.0.1:${r.port}, PostgreSQL protocol on 127.0.0.1:${pgPort}`);
+  if (values.json)
+    printJson({
+      name: values.name,
+      port: r.port,
+      pgPort,
+      from: values.from,
+      checkpointLsn: r.checkpointLsn,
+      timeline: r.timeline,
+    });
+  else
+    console.log(
+      `${values.name}: base backup of ${values.from} at ${r.checkpointLsn} (timeline ${r.timeline}), streaming from ${values.from}, listening on 127.0.0.1:${r.port}, PostgreSQL protocol on 127.0.0.1:${pgPort}`,
+    );
   return 0;
 }
 
 /** A standby streams from another node from now on (ALTER SYSTEM SET primary_conninfo + reload). */
 async function cmdRepoint(argv: string[]): Promise<number> {
-  const { values } = parseCli(argv, { dir: { type: 'string' }, node: { type: 'string' }, to: { type: 'string' } }, USAGE);
-  if (values.node === undefined || values.to === undefined) throw new UsageError(`--node and --to are required\n${USAGE}`);
+  const { values } = parseCli(
+    argv,
+    { dir: { type: 'string' }, node: { type: 'string' }, to: { type: 'string' } },
+    USAGE,
+  );
+  if (values.node === undefined || values.to === undefined)
+    throw new UsageError(`--node and --to are required\n${USAGE}`);
   const clusterDir = clusterDirOf(values.dir);
   const r = await repoint(clusterDir, values.node, values.to);
-  console.log(`${values.node}: primary_conninfo = '${r.conninfo}'${r.running ? ' (reloaded; the walreceiver restarted at its flush position)' : ' (applies at its next start)'}`);
+  console.log(
+    `${values.node}: primary_conninfo = '${r.conninfo}'${r.running ? ' (reloaded; the walreceiver restarted at its flush position)' : ' (applies at its next start)'}`,
+  );
   return 0;
 }
 
 /** ALTER SYSTEM SET name = 'value'; SELECT pg_reload_conf() on one node. */
 async function cmdSet(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCli(argv, { dir: { type: 'string' }, node: { type: 'string', default: 'primary' } }, USAGE);
-  if (positionals.length !== 2) throw new UsageError(`set takes a setting and a value, e.g. set synchronous_standby_names 'ANY 1 (s1, s2)'\n${USAGE}`);
+  const { values, positionals } = parseCli(
+    argv,
+    { dir: { type: 'string' }, node: { type: 'string', default: 'primary' } },
+    USAGE,
+  );
+  if (positionals.length !== 2)
+    throw new UsageError(
+      `set takes a setting and a value, e.g. set synchronous_standby_names 'ANY 1 (s1, s2)'\n${USAGE}`,
+    );
   const [name, value] = positionals as [string, string];
   const c = await connectNode(clusterDirOf(values.dir), values.node!);
   try {
     await c.sql(`ALTER SYSTEM SET ${name} = '${value.replace(/'/g, "''")}'`);
     await c.sql('SELECT pg_reload_conf()');
-    console.log(`${values.node}: ${name} = '${String((await c.sql(`SHOW ${name}`)).rows[0]![name])}'`);
+    console.log(
+      `${values.node}: ${name} = '${String((await c.sql(`SHOW ${name}`)).rows[0]![name])}'`,
+    );
   } finally {
     c.close();
   }
@@ -300,12 +425,18 @@ async function cmdSet(argv: string[]): Promise<number> {
 }
 
 async function cmdSwitchover(argv: string[]): Promise<number> {
-  const { values } = parseCli(argv, { dir: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
+  const { values } = parseCli(
+    argv,
+    { dir: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean', default: false } },
+    USAGE,
+  );
   if (values.to === undefined) throw new UsageError(`--to is required\n${USAGE}`);
   const r = await switchover(clusterDirOf(values.dir), values.to);
   if (values.json) printJson(r);
   else {
-    console.log(`${r.to}: promoted (timeline ${r.newTimeline}, switch point ${r.switchLsn}); synchronous_standby_names = '${r.synchronousStandbyNames}'`);
+    console.log(
+      `${r.to}: promoted (timeline ${r.newTimeline}, switch point ${r.switchLsn}); synchronous_standby_names = '${r.synchronousStandbyNames}'`,
+    );
     console.log(`${r.from}: stopped cleanly, rejoined as a standby of ${r.to}`);
     for (const n of r.repointed) console.log(`${n}: repointed to ${r.to}`);
   }
@@ -313,35 +444,76 @@ async function cmdSwitchover(argv: string[]): Promise<number> {
 }
 
 async function cmdRejoin(argv: string[]): Promise<number> {
-  const { values } = parseCli(argv, { dir: { type: 'string' }, node: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
-  if (values.node === undefined || values.to === undefined) throw new UsageError(`--node and --to are required\n${USAGE}`);
+  const { values } = parseCli(
+    argv,
+    {
+      dir: { type: 'string' },
+      node: { type: 'string' },
+      to: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    USAGE,
+  );
+  if (values.node === undefined || values.to === undefined)
+    throw new UsageError(`--node and --to are required\n${USAGE}`);
   const r = await rejoin(clusterDirOf(values.dir), values.node, values.to);
-  if (values.json) printJson({ node: values.node, to: values.to, port: r.port, oldEndLsn: r.oldEndLsn, oldTimeline: r.oldTimeline, newTimeline: r.newTimeline, forkLsn: r.verdict.fork?.lsn ?? null });
-  else console.log(`${values.node}: its WAL ends at ${r.oldEndLsn} on timeline ${r.oldTimeline}, not past the fork point; streaming from ${values.to} on timeline ${r.newTimeline}`);
+  if (values.json)
+    printJson({
+      node: values.node,
+      to: values.to,
+      port: r.port,
+      oldEndLsn: r.oldEndLsn,
+      oldTimeline: r.oldTimeline,
+      newTimeline: r.newTimeline,
+      forkLsn: r.verdict.fork?.lsn ?? null,
+    });
+  else
+    console.log(
+      `${values.node}: its WAL ends at ${r.oldEndLsn} on timeline ${r.oldTimeline}, not past the fork point; streaming from ${values.to} on timeline ${r.newTimeline}`,
+    );
   return 0;
 }
 
 /** pg_ctl promote: promote a standby and print the failover report. */
 async function cmdPromote(argv: string[]): Promise<number> {
-  const { values } = parseCli(argv, {
-    dir: { type: 'string' }, node: { type: 'string', default: 'standby' }, 'no-wait': { type: 'boolean', default: false },
-    'wait-seconds': { type: 'string', default: '60' }, json: { type: 'boolean', default: false },
-    profile: { type: 'string' },
-  }, USAGE);
+  const { values } = parseCli(
+    argv,
+    {
+      dir: { type: 'string' },
+      node: { type: 'string', default: 'standby' },
+      'no-wait': { type: 'boolean', default: false },
+      'wait-seconds': { type: 'string', default: '60' },
+      json: { type: 'boolean', default: false },
+      profile: { type: 'string' },
+    },
+    USAGE,
+  );
   const clusterDir = clusterDirOf(values.dir);
   // Load the cost profile first, so a bad --profile changes nothing.
   const profile = values.profile === undefined ? defaultCostProfile() : loadProfile(values.profile);
   const waitSeconds = Number(values['wait-seconds']);
-  if (!Number.isInteger(waitSeconds) || waitSeconds <= 0) throw new UsageError(`--wait-seconds must be a positive integer, got "${values['wait-seconds']}"`);
+  if (!Number.isInteger(waitSeconds) || waitSeconds <= 0)
+    throw new UsageError(
+      `--wait-seconds must be a positive integer, got "${values['wait-seconds']}"`,
+    );
   const c = await connectNode(clusterDir, values.node!);
   try {
-    const served = (await c.request({ op: 'promote', wait: !values['no-wait'], waitSeconds })) as { promoted: boolean; failover: FailoverReport | null };
+    const served = (await c.request({ op: 'promote', wait: !values['no-wait'], waitSeconds })) as {
+      promoted: boolean;
+      failover: FailoverReport | null;
+    };
     // The server models with the default profile; --profile re-prices the same counts.
-    const r = { ...served, failover: served.failover === null ? null : withModel(served.failover, profile) };
+    const r = {
+      ...served,
+      failover: served.failover === null ? null : withModel(served.failover, profile),
+    };
     if (values.json) printJson(r);
-    else if (!r.promoted) console.log(`${values.node}: server did not promote within ${waitSeconds} seconds`);
+    else if (!r.promoted)
+      console.log(`${values.node}: server did not promote within ${waitSeconds} seconds`);
     else {
-      console.log(`${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`);
+      console.log(
+        `${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`,
+      );
       if (r.failover?.model) console.log(formatModel(r.failover.model));
     }
     return r.promoted ? 0 : 1;
@@ -354,16 +526,27 @@ runCli(async () => {
   const [cmd, ...rest] = process.argv.slice(2);
   if (cmd !== undefined && wantsPgEngine(rest)) return pgClusterCommand(cmd, rest, USAGE);
   switch (cmd) {
-    case 'start': return cmdStart(rest);
-    case 'stop': return cmdStop(rest);
-    case 'status': return cmdStatus(rest);
-    case 'promote': return cmdPromote(rest);
-    case 'add-standby': return cmdAddStandby(rest);
-    case 'repoint': return cmdRepoint(rest);
-    case 'set': return cmdSet(rest);
-    case 'switchover': return cmdSwitchover(rest);
-    case 'rejoin': return cmdRejoin(rest);
+    case 'start':
+      return cmdStart(rest);
+    case 'stop':
+      return cmdStop(rest);
+    case 'status':
+      return cmdStatus(rest);
+    case 'promote':
+      return cmdPromote(rest);
+    case 'add-standby':
+      return cmdAddStandby(rest);
+    case 'repoint':
+      return cmdRepoint(rest);
+    case 'set':
+      return cmdSet(rest);
+    case 'switchover':
+      return cmdSwitchover(rest);
+    case 'rejoin':
+      return cmdRejoin(rest);
     default:
-      throw new UsageError(cmd === undefined ? `missing command\n${USAGE}` : `unknown command "${cmd}"\n${USAGE}`);
+      throw new UsageError(
+        cmd === undefined ? `missing command\n${USAGE}` : `unknown command "${cmd}"\n${USAGE}`,
+      );
   }
 }, USAGE);

@@ -71,8 +71,20 @@ interface Totals {
 
 function emptyTotals(): Totals {
   return {
-    seeds: 0, failed: [], violations: 0, faults: {}, acknowledged: 0, lost: 0, lostAllowed: 0, lostToCorruption: 0, panics: 0, failovers: 0,
-    failoverMs: [], failoverModeledS: [], events: 0, simMs: 0,
+    seeds: 0,
+    failed: [],
+    violations: 0,
+    faults: {},
+    acknowledged: 0,
+    lost: 0,
+    lostAllowed: 0,
+    lostToCorruption: 0,
+    panics: 0,
+    failovers: 0,
+    failoverMs: [],
+    failoverModeledS: [],
+    events: 0,
+    simMs: 0,
   };
 }
 
@@ -94,16 +106,29 @@ function merge(into: Totals, t: Totals): void {
 }
 
 /** Run seeds in this process; `onSeed` sees each result (progress, failures). */
-async function runRange(from: number, n: number, onSeed: (seed: number, t: Totals) => void): Promise<Totals> {
+async function runRange(
+  from: number,
+  n: number,
+  onSeed: (seed: number, t: Totals) => void,
+): Promise<Totals> {
   const totals = emptyTotals();
   for (let seed = from; seed < from + n; seed++) {
     const r = await runSimulation(generateScenario(seed, steps));
     const t: Totals = {
-      seeds: 1, failed: r.ok ? [] : [{ seed, violation: r.violations[0]! }], violations: r.violations.length, faults: r.faults,
-      acknowledged: r.acknowledged, lost: r.lost, lostAllowed: r.lostAllowed, lostToCorruption: r.lostToCorruption, panics: r.panics, failovers: r.failovers,
+      seeds: 1,
+      failed: r.ok ? [] : [{ seed, violation: r.violations[0]! }],
+      violations: r.violations.length,
+      faults: r.faults,
+      acknowledged: r.acknowledged,
+      lost: r.lost,
+      lostAllowed: r.lostAllowed,
+      lostToCorruption: r.lostToCorruption,
+      panics: r.panics,
+      failovers: r.failovers,
       failoverMs: r.failoverTimes.flatMap((f) => (f.failoverMs === null ? [] : [f.failoverMs])),
       failoverModeledS: r.failoverTimes.flatMap((f) => (f.modeledS === null ? [] : [f.modeledS])),
-      events: r.events, simMs: r.simMs,
+      events: r.events,
+      simMs: r.simMs,
     };
     merge(totals, t);
     onSeed(seed, t);
@@ -112,7 +137,12 @@ async function runRange(from: number, n: number, onSeed: (seed: number, t: Total
 }
 
 /** One child process per job, each on a contiguous block of seeds; totals are merged. */
-function runJobs(from: number, n: number, jobs: number, onSeed: (seed: number, t: Totals) => void): Promise<Totals> {
+function runJobs(
+  from: number,
+  n: number,
+  jobs: number,
+  onSeed: (seed: number, t: Totals) => void,
+): Promise<Totals> {
   const totals = emptyTotals();
   const script = fileURLToPath(import.meta.url);
   const per = Math.ceil(n / jobs);
@@ -121,26 +151,43 @@ function runJobs(from: number, n: number, jobs: number, onSeed: (seed: number, t
     const start = from + j * per;
     const count = Math.min(per, from + n - start);
     if (count <= 0) break;
-    const args = ['--import', 'tsx', script, '--worker', '--from', String(start), '--seeds', String(count), '--steps', String(steps)];
+    const args = [
+      '--import',
+      'tsx',
+      script,
+      '--worker',
+      '--from',
+      String(start),
+      '--seeds',
+      String(count),
+      '--steps',
+      String(steps),
+    ];
     if (bug !== undefined) args.push('--inject-bug', bug);
-    children.push(new Promise<void>((resolve, reject) => {
-      const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-      let buf = '';
-      child.stdout.setEncoding('utf8');
-      child.stdout.on('data', (chunk: string) => {
-        buf += chunk;
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          const msg = JSON.parse(line) as { seed: number; t: Totals };
-          merge(totals, msg.t);
-          onSeed(msg.seed, msg.t);
-        }
-      });
-      child.on('error', reject);
-      child.on('exit', (code) => (code === 0 || code === 1 ? resolve() : reject(new Error(`simulation worker exited with ${code}`))));
-    }));
+    children.push(
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+        let buf = '';
+        child.stdout.setEncoding('utf8');
+        child.stdout.on('data', (chunk: string) => {
+          buf += chunk;
+          let nl: number;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl);
+            buf = buf.slice(nl + 1);
+            const msg = JSON.parse(line) as { seed: number; t: Totals };
+            merge(totals, msg.t);
+            onSeed(msg.seed, msg.t);
+          }
+        });
+        child.on('error', reject);
+        child.on('exit', (code) =>
+          code === 0 || code === 1
+            ? resolve()
+            : reject(new Error(`simulation worker exited with ${code}`)),
+        );
+      }),
+    );
   }
   return Promise.all(children).then(() => totals);
 }
@@ -151,12 +198,16 @@ async function one(seed: number): Promise<void> {
   if (values.trace) for (const line of r.trace ?? []) console.log(line);
   if (values.json) console.log(JSON.stringify({ ...r, trace: undefined }));
   else {
-    console.log(`seed ${seed}: ${r.ok ? 'ok' : 'FAILED'}; ${r.steps} steps, ${r.events} events, ${r.simMs} simulated ms, ${r.acknowledged} acknowledged, lost ${r.lost}, trace ${r.traceHash}`);
+    console.log(
+      `seed ${seed}: ${r.ok ? 'ok' : 'FAILED'}; ${r.steps} steps, ${r.events} events, ${r.simMs} simulated ms, ${r.acknowledged} acknowledged, lost ${r.lost}, trace ${r.traceHash}`,
+    );
     for (const v of r.violations) console.log(`  violation: ${v}`);
   }
   if (!r.ok && values.shrink) {
     const small = await shrinkScenario(scenario);
-    console.log(`shrunk to ${small.commands.length} of ${scenario.commands.length} commands (options ${JSON.stringify(small.options)}):`);
+    console.log(
+      `shrunk to ${small.commands.length} of ${scenario.commands.length} commands (options ${JSON.stringify(small.options)}):`,
+    );
     for (const c of small.commands) console.log(`  ${describeCommand(c)}`);
   }
   process.exitCode = r.ok ? 0 : 1;
@@ -172,7 +223,8 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
       console.log(`seed ${seed} FAILED: ${f.violation}`);
       console.log(`  replay: npm run simulate -- --seed ${seed} --trace`);
     }
-    if (done % 500 === 0) console.log(`${done}/${n} seeds, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    if (done % 500 === 0)
+      console.log(`${done}/${n} seeds, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   };
   const totals = jobs > 1 ? await runJobs(from, n, jobs, onSeed) : await runRange(from, n, onSeed);
   const wallS = (performance.now() - t0) / 1000;
@@ -182,25 +234,60 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
     return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
   };
   const failoverTime = {
-    simulatedMs: { median: q(totals.failoverMs, 0.5), p99: q(totals.failoverMs, 0.99), max: q(totals.failoverMs, 1) },
-    modeledS: { median: q(totals.failoverModeledS, 0.5), p99: q(totals.failoverModeledS, 0.99), max: q(totals.failoverModeledS, 1) },
+    simulatedMs: {
+      median: q(totals.failoverMs, 0.5),
+      p99: q(totals.failoverMs, 0.99),
+      max: q(totals.failoverMs, 1),
+    },
+    modeledS: {
+      median: q(totals.failoverModeledS, 0.5),
+      p99: q(totals.failoverModeledS, 0.99),
+      max: q(totals.failoverModeledS, 1),
+    },
   };
   const summary = {
-    seeds: totals.seeds, from, jobs, failedSeeds: totals.failed.map((f) => f.seed).sort((a, b) => a - b), violations: totals.violations,
-    faults: totals.faults, acknowledged: totals.acknowledged, lost: totals.lost, lostAllowed: totals.lostAllowed,
-    lostToCorruption: totals.lostToCorruption, panics: totals.panics, failovers: totals.failovers, failoverTime, events: totals.events, simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
-    wallSeconds: +wallS.toFixed(1), seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
+    seeds: totals.seeds,
+    from,
+    jobs,
+    failedSeeds: totals.failed.map((f) => f.seed).sort((a, b) => a - b),
+    violations: totals.violations,
+    faults: totals.faults,
+    acknowledged: totals.acknowledged,
+    lost: totals.lost,
+    lostAllowed: totals.lostAllowed,
+    lostToCorruption: totals.lostToCorruption,
+    panics: totals.panics,
+    failovers: totals.failovers,
+    failoverTime,
+    events: totals.events,
+    simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
+    wallSeconds: +wallS.toFixed(1),
+    seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
   };
   if (values.json) console.log(JSON.stringify(summary));
   else {
-    console.log(`${totals.seeds} seeds (${from}..${from + n - 1}) on ${jobs} job(s) in ${wallS.toFixed(1)} s (${summary.seedsPerSecond} seeds/s), ${summary.simulatedHours} simulated hours, ${totals.events} events`);
-    console.log(`faults: ${Object.entries(totals.faults).sort().map(([k, v]) => `${k} ${v}`).join(', ')}`);
-    console.log(`acknowledged commits ${totals.acknowledged}, lost ${totals.lost}; allowed losses (their level promised nothing: asynchronous, remote_write after a power loss, local at failover) ${totals.lostAllowed}; lost to WAL corruption (media fault, beyond the durability promise) ${totals.lostToCorruption}`);
-    const fmt = (x: number | null, unit: string, digits = 0) => (x === null ? 'n/a' : `${x.toFixed(digits)} ${unit}`);
-    console.log(`failovers ${totals.failovers}: resume → read-write median ${fmt(failoverTime.simulatedMs.median, 'simulated ms')}, ` +
-      `p99 ${fmt(failoverTime.simulatedMs.p99, 'ms')}, max ${fmt(failoverTime.simulatedMs.max, 'ms')}; ` +
-      `modeled PostgreSQL median ${fmt(failoverTime.modeledS.median === null ? null : failoverTime.modeledS.median * 1000, 'ms', 3)}, max ${fmt(failoverTime.modeledS.max === null ? null : failoverTime.modeledS.max * 1000, 'ms', 3)}`);
-    console.log(`PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`);
+    console.log(
+      `${totals.seeds} seeds (${from}..${from + n - 1}) on ${jobs} job(s) in ${wallS.toFixed(1)} s (${summary.seedsPerSecond} seeds/s), ${summary.simulatedHours} simulated hours, ${totals.events} events`,
+    );
+    console.log(
+      `faults: ${Object.entries(totals.faults)
+        .sort()
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
+    console.log(
+      `acknowledged commits ${totals.acknowledged}, lost ${totals.lost}; allowed losses (their level promised nothing: asynchronous, remote_write after a power loss, local at failover) ${totals.lostAllowed}; lost to WAL corruption (media fault, beyond the durability promise) ${totals.lostToCorruption}`,
+    );
+    const fmt = (x: number | null, unit: string, digits = 0) =>
+      x === null ? 'n/a' : `${x.toFixed(digits)} ${unit}`;
+    console.log(
+      `failovers ${totals.failovers}: resume → read-write median ${fmt(failoverTime.simulatedMs.median, 'simulated ms')}, ` +
+        `p99 ${fmt(failoverTime.simulatedMs.p99, 'ms')}, max ${fmt(failoverTime.simulatedMs.max, 'ms')}; ` +
+        `modeled PostgreSQL median ${fmt(failoverTime.modeledS.median === null ? null : failoverTime.modeledS.median * 1000, 'ms', 3)}, max ${fmt(failoverTime.modeledS.max === null ? null : failoverTime.modeledS.max * 1000, 'ms', 3)}`,
+    );
+    console.log(
+      `PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`,
+    );
     console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
   }
   process.exitCode = totals.failed.length === 0 ? 0 : 1;
@@ -208,9 +295,15 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
 
 if (values.worker) {
   // A job of the parent: one JSON line per seed on stdout.
-  await runRange(int('from', values.from, 1), int('seeds', values.seeds, 1), (seed, t) => console.log(JSON.stringify({ seed, t })));
+  await runRange(int('from', values.from, 1), int('seeds', values.seeds, 1), (seed, t) =>
+    console.log(JSON.stringify({ seed, t })),
+  );
 } else if (values.seed !== undefined) {
   await one(int('seed', values.seed, 0));
 } else {
-  await many(int('from', values.from, 1), int('seeds', values.seeds, 100), Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))));
+  await many(
+    int('from', values.from, 1),
+    int('seeds', values.seeds, 100),
+    Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))),
+  );
 }

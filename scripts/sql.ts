@@ -11,7 +11,9 @@ const USAGE = 'usage: npm run sql -- [--node primary|standby] [--dir DIR] [--jso
 /** psql's aligned format: header, dashes, rows, "(n rows)"; command tag for non-SELECTs. */
 export function formatAligned(r: QueryResult): string {
   if (r.columns.length === 0) return r.command;
-  const cells = r.rows.map((row) => r.columns.map((c) => (row[c] === null || row[c] === undefined ? '' : String(row[c]))));
+  const cells = r.rows.map((row) =>
+    r.columns.map((c) => (row[c] === null || row[c] === undefined ? '' : String(row[c]))),
+  );
   const widths = r.columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
   const center = (s: string, w: number) => {
     const left = Math.floor((w - s.length) / 2);
@@ -20,7 +22,14 @@ export function formatAligned(r: QueryResult): string {
   const lines = [
     ' ' + r.columns.map((c, i) => center(c, widths[i]!)).join(' | ') + ' ',
     r.columns.map((_, i) => '-'.repeat(widths[i]! + 2)).join('+'),
-    ...cells.map((row) => ' ' + row.map((v, i) => (/^-?\d+$/.test(v) ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))).join(' | ') + ' '),
+    ...cells.map(
+      (row) =>
+        ' ' +
+        row
+          .map((v, i) => (/^-?\d+$/.test(v) ? v.padStart(widths[i]!) : v.padEnd(widths[i]!)))
+          .join(' | ') +
+        ' ',
+    ),
     `(${r.rows.length} row${r.rows.length === 1 ? '' : 's'})`,
   ];
   return lines.join('\n');
@@ -29,14 +38,20 @@ export function formatAligned(r: QueryResult): string {
 runCli(async () => {
   const { values, positionals } = parseCli(
     process.argv.slice(2),
-    { node: { type: 'string', default: 'primary' }, dir: { type: 'string' }, json: { type: 'boolean', default: false } },
+    {
+      node: { type: 'string', default: 'primary' },
+      dir: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
     USAGE,
   );
-  if (positionals.length !== 1) throw new UsageError(`expected exactly one statement, got ${positionals.length}\n${USAGE}`);
+  if (positionals.length !== 1)
+    throw new UsageError(`expected exactly one statement, got ${positionals.length}\n${USAGE}`);
   const client = await connectNode(clusterDirOf(values.dir), values.node!);
   try {
     const result = await client.sql(positionals[0]!);
-    if (values.json) printJson({ columns: result.columns, rows: result.rows, command: result.command });
+    if (values.json)
+      printJson({ columns: result.columns, rows: result.rows, command: result.command });
     else console.log(formatAligned(result));
     return 0;
   } catch (e) {

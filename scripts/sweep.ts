@@ -9,13 +9,33 @@ import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile } from '../storage/cost-model/profile.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
-import { list, nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
+import {
+  list,
+  nonNegativeInt,
+  parseCli,
+  positiveInt,
+  printJson,
+  runCli,
+  UsageError,
+} from './cli.ts';
 import { destroyCluster } from './experiment/fresh-cluster.ts';
 import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import {
-  DEFAULT_REL_DIVISORS, DEFAULT_SHARED_BUFFERS, defaultWorkDir, ENGINES, planMulti, planThreshold, runSweep, runSweepModelOnly, summarise,
-  type CellSpec, type Engine, type SweepKind, type SweepSettings, type Variant,
+  DEFAULT_REL_DIVISORS,
+  DEFAULT_SHARED_BUFFERS,
+  defaultWorkDir,
+  ENGINES,
+  planMulti,
+  planThreshold,
+  runSweep,
+  runSweepModelOnly,
+  summarise,
+  type CellSpec,
+  type Engine,
+  type SweepKind,
+  type SweepSettings,
+  type Variant,
 } from './experiment/sweep.ts';
 import { computeCrossover } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
@@ -45,50 +65,72 @@ ${STRATEGIES_USAGE}
 
 runCli(async () => {
   const [kindArg, ...rest] = process.argv.slice(2);
-  if (kindArg === 'strategies') return strategiesSweep(rest, (total) => progressBar(total, false), USAGE);
+  if (kindArg === 'strategies')
+    return strategiesSweep(rest, (total) => progressBar(total, false), USAGE);
   if (kindArg !== 'threshold' && kindArg !== 'multi') {
-    throw new UsageError(`${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold, multi or strategies)\n${USAGE}`);
+    throw new UsageError(
+      `${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold, multi or strategies)\n${USAGE}`,
+    );
   }
   const kind: SweepKind = kindArg;
-  const { values, positionals } = parseCli(rest, {
-    'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
-    'primary-shared-buffers': { type: 'string', default: '128MB' },
-    'rel-sizes': { type: 'string', default: DEFAULT_REL_DIVISORS.join(',') },
-    'force-optimized': { type: 'boolean', default: true },
-    'no-force-optimized': { type: 'boolean', default: false },
-    tables: { type: 'string', default: '1000' },
-    variants: { type: 'string', default: 'vacuum,truncate' },
-    strategies: { type: 'string', default: 'full-scan,cached-lookup' },
-    runs: { type: 'string' },
-    warmup: { type: 'string', default: '0' },
-    'threshold-divisor': { type: 'string', default: '32' },
-    out: { type: 'string', default: 'results' },
-    'work-dir': { type: 'string' },
-    'wait-seconds': { type: 'string', default: '3600' },
-    standbys: { type: 'string', default: '1' },
-    json: { type: 'boolean', default: false },
-    engine: { type: 'string', default: 'walsim' },
-    'pg-bin': { type: 'string' },
-    profile: { type: 'string', default: DEFAULT_PROFILE },
-    'model-only': { type: 'boolean', default: false },
-  }, USAGE);
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  const { values, positionals } = parseCli(
+    rest,
+    {
+      'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
+      'primary-shared-buffers': { type: 'string', default: '128MB' },
+      'rel-sizes': { type: 'string', default: DEFAULT_REL_DIVISORS.join(',') },
+      'force-optimized': { type: 'boolean', default: true },
+      'no-force-optimized': { type: 'boolean', default: false },
+      tables: { type: 'string', default: '1000' },
+      variants: { type: 'string', default: 'vacuum,truncate' },
+      strategies: { type: 'string', default: 'full-scan,cached-lookup' },
+      runs: { type: 'string' },
+      warmup: { type: 'string', default: '0' },
+      'threshold-divisor': { type: 'string', default: '32' },
+      out: { type: 'string', default: 'results' },
+      'work-dir': { type: 'string' },
+      'wait-seconds': { type: 'string', default: '3600' },
+      standbys: { type: 'string', default: '1' },
+      json: { type: 'boolean', default: false },
+      engine: { type: 'string', default: 'walsim' },
+      'pg-bin': { type: 'string' },
+      profile: { type: 'string', default: DEFAULT_PROFILE },
+      'model-only': { type: 'boolean', default: false },
+    },
+    USAGE,
+  );
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
   const json = values.json!;
   const sharedBuffers = list(values['shared-buffers']!, 'shared-buffers');
   for (const sb of [...sharedBuffers, values['primary-shared-buffers']!]) parseSharedBuffers(sb);
   const profile = loadProfile(values.profile!);
   const modelOnly = values['model-only']!;
-  if (modelOnly && values.runs !== undefined) throw new UsageError('--runs does not apply to --model-only (modeled seconds are the same on every run)');
-  const runs = modelOnly ? 1 : values.runs === undefined ? (kind === 'threshold' ? SEED_RUNS : DEFAULT_MULTI_RUNS) : positiveInt(values.runs, 'runs');
+  if (modelOnly && values.runs !== undefined)
+    throw new UsageError(
+      '--runs does not apply to --model-only (modeled seconds are the same on every run)',
+    );
+  const runs = modelOnly
+    ? 1
+    : values.runs === undefined
+      ? kind === 'threshold'
+        ? SEED_RUNS
+        : DEFAULT_MULTI_RUNS
+      : positiveInt(values.runs, 'runs');
   const warmupRuns = nonNegativeInt(values.warmup!, 'warmup');
-  if (modelOnly && warmupRuns > 0) throw new UsageError('--warmup does not apply to --model-only (nothing is timed)');
+  if (modelOnly && warmupRuns > 0)
+    throw new UsageError('--warmup does not apply to --model-only (nothing is timed)');
   const engines = list(values.engine!, 'engine').map((e) => {
-    if (!(ENGINES as readonly string[]).includes(e)) throw new UsageError(`unknown engine "${e}" (accepted: ${ENGINES.join(', ')})`);
+    if (!(ENGINES as readonly string[]).includes(e))
+      throw new UsageError(`unknown engine "${e}" (accepted: ${ENGINES.join(', ')})`);
     return e as Engine;
   });
   // Fail before any cell runs when PostgreSQL is asked for and absent.
   if (engines.includes('postgres')) findPgBin(values['pg-bin']);
-  if (modelOnly && engines.includes('postgres')) throw new UsageError('--model-only models walsim\'s counts; it does not run PostgreSQL (drop --engine postgres)');
+  if (modelOnly && engines.includes('postgres'))
+    throw new UsageError(
+      "--model-only models walsim's counts; it does not run PostgreSQL (drop --engine postgres)",
+    );
   const settings: SweepSettings = {
     primarySharedBuffers: values['primary-shared-buffers']!,
     thresholdDivisor: positiveInt(values['threshold-divisor']!, 'threshold-divisor'),
@@ -101,28 +143,45 @@ runCli(async () => {
   let plan: CellSpec[];
   let described: Record<string, unknown>;
   if (kind === 'threshold') {
-    const divisors = list(values['rel-sizes']!, 'rel-sizes').map((s) => positiveInt(s.replace(/^NB\//i, ''), 'rel-sizes'));
+    const divisors = list(values['rel-sizes']!, 'rel-sizes').map((s) =>
+      positiveInt(s.replace(/^NB\//i, ''), 'rel-sizes'),
+    );
     const forced = !values['no-force-optimized'];
     plan = planThreshold(sharedBuffers, divisors, forced, engines);
     described = { relSizes: divisors.map((k) => `NB/${k}`), forceOptimized: forced };
   } else {
     const tables = positiveInt(values.tables!, 'tables');
     const variants = list(values.variants!, 'variants').map((v) => {
-      if (v !== 'vacuum' && v !== 'truncate' && v !== 'truncate-toast') throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate, truncate-toast)`);
+      if (v !== 'vacuum' && v !== 'truncate' && v !== 'truncate-toast')
+        throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate, truncate-toast)`);
       return v as Variant;
     });
-    const strategies = list(values.strategies!, 'strategies').map((s) => parseDropStrategy(s) as DropStrategy);
+    const strategies = list(values.strategies!, 'strategies').map(
+      (s) => parseDropStrategy(s) as DropStrategy,
+    );
     plan = planMulti(sharedBuffers, tables, variants, strategies, engines);
     described = { tables, variants, strategies };
   }
   const settingsOut = {
-    engines, sharedBuffers, ...described, runs, warmupRuns, primarySharedBuffers: settings.primarySharedBuffers, thresholdDivisor: settings.thresholdDivisor,
-    synchronousCommit: 'remote_write', standbys: settings.standbys, profile: profile.name, modelOnly,
+    engines,
+    sharedBuffers,
+    ...described,
+    runs,
+    warmupRuns,
+    primarySharedBuffers: settings.primarySharedBuffers,
+    thresholdDivisor: settings.thresholdDivisor,
+    synchronousCommit: 'remote_write',
+    standbys: settings.standbys,
+    profile: profile.name,
+    modelOnly,
   };
   const runsNote = modelOnly
     ? `model only: counts in-process, modeled PostgreSQL seconds (cost profile ${profile.name}), nothing measured`
     : `${runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''}; modeled PostgreSQL seconds with cost profile ${profile.name}`;
-  if (!json) console.log(`seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`);
+  if (!json)
+    console.log(
+      `seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`,
+    );
 
   // Ctrl-C: stop the clusters this sweep started, then exit.
   const onSignal = () => {
@@ -143,7 +202,9 @@ runCli(async () => {
   const bar = progressBar(plan.length * (runs + warmupRuns), false);
   let records;
   try {
-    records = modelOnly ? await runSweepModelOnly(plan, settings, (p) => bar.update(p)) : await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
+    records = modelOnly
+      ? await runSweepModelOnly(plan, settings, (p) => bar.update(p))
+      : await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
   } finally {
     bar.stop();
     fs.rmSync(settings.workDir, { recursive: true, force: true });
@@ -151,14 +212,29 @@ runCli(async () => {
   const finishedAt = new Date();
   const cells = summarise(plan, records);
   const output: SweepOutput = {
-    kind, startedAt: startedAt.toISOString(), finishedAt: finishedAt.toISOString(),
-    wallSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1000, settings: settingsOut, records, cells,
+    kind,
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    wallSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1000,
+    settings: settingsOut,
+    records,
+    cells,
   };
   const written = writeResults(values.out!, output);
   if (json) {
     printJson({
-      kind, dir: written.dir, files: written.files, wallSeconds: output.wallSeconds, settings: settingsOut, cells,
-      ...(kind === 'threshold' ? { ...(modelOnly ? {} : { crossover: computeCrossover(cells) }), modeledCrossover: computeCrossover(cells, 'modeled') } : {}),
+      kind,
+      dir: written.dir,
+      files: written.files,
+      wallSeconds: output.wallSeconds,
+      settings: settingsOut,
+      cells,
+      ...(kind === 'threshold'
+        ? {
+            ...(modelOnly ? {} : { crossover: computeCrossover(cells) }),
+            modeledCrossover: computeCrossover(cells, 'modeled'),
+          }
+        : {}),
     });
   } else {
     console.log('');

@@ -12,7 +12,13 @@ import { nodeDisk, type Disk } from '../common/disk.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import { formatLsn } from '../wal/lsn.ts';
 import { segmentFileName, segmentOf } from '../wal/segment.ts';
-import { checkpointNeeded, checkpointSegments, lastRemovableSegment, oldestSegment, removeOldSegments } from '../wal/wal-retention.ts';
+import {
+  checkpointNeeded,
+  checkpointSegments,
+  lastRemovableSegment,
+  oldestSegment,
+  removeOldSegments,
+} from '../wal/wal-retention.ts';
 import type { WalSettings } from './settings.ts';
 
 export type CheckpointCause = 'time' | 'xlog';
@@ -61,7 +67,10 @@ export class Checkpointer {
     this.clock = deps.clock ?? systemClock;
     this.disk = deps.disk ?? nodeDisk;
     this.stats = {
-      timedCheckpoints: 0, walVolumeCheckpoints: 0, walFilesRemoved: 0, lastRemovedSegment: null,
+      timedCheckpoints: 0,
+      walVolumeCheckpoints: 0,
+      walFilesRemoved: 0,
+      lastRemovedSegment: null,
       checkpointSegments: checkpointSegments(deps.settings.maxWalSizeMb, deps.segmentSize),
     };
     // After a restart, segments below the oldest file present are gone (RemoveOldXlogFiles ran).
@@ -72,11 +81,15 @@ export class Checkpointer {
   /** Arm checkpoint_timeout (primary: after start-up, after promotion, after each checkpoint). */
   start(): void {
     this.stop();
-    this.timer = this.clock.setTimeout(() => {
-      this.timer = null;
-      if (this.deps.canCheckpoint() && this.deps.walSinceLastCheckpoint()) this.request('time');
-      else this.start();
-    }, this.deps.settings.checkpointTimeoutS * 1000, true);
+    this.timer = this.clock.setTimeout(
+      () => {
+        this.timer = null;
+        if (this.deps.canCheckpoint() && this.deps.walSinceLastCheckpoint()) this.request('time');
+        else this.start();
+      },
+      this.deps.settings.checkpointTimeoutS * 1000,
+      true,
+    );
   }
 
   stop(): void {
@@ -87,7 +100,14 @@ export class Checkpointer {
   /** XLogWrite's check after WAL reached `flushLsn`: request a checkpoint past CheckPointSegments. */
   walFlushed(flushLsn: Lsn): void {
     if (this.pending || !this.deps.canCheckpoint()) return;
-    if (checkpointNeeded(this.deps.redoLsn(), segmentOf(flushLsn, this.deps.segmentSize), this.deps.segmentSize, this.stats.checkpointSegments)) {
+    if (
+      checkpointNeeded(
+        this.deps.redoLsn(),
+        segmentOf(flushLsn, this.deps.segmentSize),
+        this.deps.segmentSize,
+        this.stats.checkpointSegments,
+      )
+    ) {
       this.request('xlog');
     }
   }
@@ -123,14 +143,22 @@ export class Checkpointer {
    * standby, null for none). Returns the file names removed.
    */
   removeOldWal(redoLsn: Lsn, endLsn: Lsn, keepLsn: Lsn | null, timeline: number): string[] {
-    const last = lastRemovableSegment(redoLsn, endLsn, keepLsn, this.deps.settings.walKeepSizeMb, this.deps.segmentSize);
+    const last = lastRemovableSegment(
+      redoLsn,
+      endLsn,
+      keepLsn,
+      this.deps.settings.walKeepSizeMb,
+      this.deps.segmentSize,
+    );
     if (last <= this.lastRemovedSegno) return [];
     const removed = removeOldSegments(this.deps.dataDir, last, this.deps.segmentSize, this.disk);
     this.lastRemovedSegno = last;
     this.stats.walFilesRemoved += removed.length;
     this.stats.lastRemovedSegment = segmentFileName(timeline, last, this.deps.segmentSize);
     if (removed.length > 0) {
-      this.deps.log(`LOG:  removed ${removed.length} WAL file(s) up to ${removed[removed.length - 1]} (REDO ${formatLsn(redoLsn)}${keepLsn !== null ? `, a standby needs ${formatLsn(keepLsn)}` : ''})`);
+      this.deps.log(
+        `LOG:  removed ${removed.length} WAL file(s) up to ${removed[removed.length - 1]} (REDO ${formatLsn(redoLsn)}${keepLsn !== null ? `, a standby needs ${formatLsn(keepLsn)}` : ''})`,
+      );
     }
     return removed;
   }

@@ -20,7 +20,15 @@ import { nodeDisk, type Disk } from '../common/disk.ts';
 import { FILE_MODE, makeDir, writeFileAtomic } from '../common/durable-file.ts';
 
 export { writeFileAtomic };
-import { DEFAULT_WAL_SETTINGS, formatConninfo, parseConninfo, parseSynchronousCommit, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';
+import {
+  DEFAULT_WAL_SETTINGS,
+  formatConninfo,
+  parseConninfo,
+  parseSynchronousCommit,
+  type DropStrategy,
+  type SynchronousCommit,
+  type WalSettings,
+} from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 
 export type NodeName = string; // 'primary', 'standby', 'standby2', ...
@@ -74,7 +82,8 @@ export interface PidFile {
  */
 export function copyDataDirectory(fromDir: string, toDir: string, disk: Disk = nodeDisk): void {
   makeDir(toDir, disk);
-  for (const entry of ['pg_wal', 'base', 'global']) disk.copyTree(path.join(fromDir, entry), path.join(toDir, entry));
+  for (const entry of ['pg_wal', 'base', 'global'])
+    disk.copyTree(path.join(fromDir, entry), path.join(toDir, entry));
 }
 
 export function nodeDir(clusterDir: string, name: NodeName): string {
@@ -123,8 +132,15 @@ export function readPgPassword(clusterDir: string): PgPassword | null {
   const p = pgPasswordPath(clusterDir);
   if (!fs.existsSync(p)) return null;
   const v = JSON.parse(fs.readFileSync(p, 'utf8')) as PgPassword;
-  if (!PASSWORD_ENCRYPTIONS.includes(v.passwordEncryption) || typeof v.password !== 'string' || v.password === '') {
-    throw new WalsimError('invalid_input', `${p} does not hold a password (expected {"passwordEncryption": "scram-sha-256"|"md5", "password": "…"})`);
+  if (
+    !PASSWORD_ENCRYPTIONS.includes(v.passwordEncryption) ||
+    typeof v.password !== 'string' ||
+    v.password === ''
+  ) {
+    throw new WalsimError(
+      'invalid_input',
+      `${p} does not hold a password (expected {"passwordEncryption": "scram-sha-256"|"md5", "password": "…"})`,
+    );
   }
   return v;
 }
@@ -132,7 +148,10 @@ export function readPgPassword(clusterDir: string): PgPassword | null {
 export function readToken(clusterDir: string): string {
   const p = tokenPath(clusterDir);
   if (!fs.existsSync(p)) {
-    throw new WalsimError('not_connected', `no cluster at ${clusterDir} (token file missing); run "npm run cluster -- start" first`);
+    throw new WalsimError(
+      'not_connected',
+      `no cluster at ${clusterDir} (token file missing); run "npm run cluster -- start" first`,
+    );
   }
   return fs.readFileSync(p, 'utf8').trim();
 }
@@ -145,14 +164,19 @@ export function configPath(clusterDir: string, name: NodeName): string {
 export function readNodeConfig(clusterDir: string, name: NodeName): NodeConfig {
   const p = configPath(clusterDir, name);
   if (!fs.existsSync(p)) {
-    throw new WalsimError('not_connected', `no node "${name}" in ${clusterDir}; run "npm run cluster -- start" first`);
+    throw new WalsimError(
+      'not_connected',
+      `no node "${name}" in ${clusterDir}; run "npm run cluster -- start" first`,
+    );
   }
   return loadNodeConfig(nodeDir(clusterDir, name));
 }
 
 /** readNodeConfig by data directory (the server reads its own at start and at pg_reload_conf()). */
 export function loadNodeConfig(dataDir: string): NodeConfig {
-  const base = JSON.parse(fs.readFileSync(path.join(dataDir, 'walsim.conf.json'), 'utf8')) as NodeConfig;
+  const base = JSON.parse(
+    fs.readFileSync(path.join(dataDir, 'walsim.conf.json'), 'utf8'),
+  ) as NodeConfig;
   return applyAutoConf(base, readAutoConf(dataDir));
 }
 
@@ -160,7 +184,11 @@ export function loadNodeConfig(dataDir: string): NodeConfig {
 // ALTER SYSTEM (postgresql.auto.conf)
 
 /** Settings walsim can change with ALTER SYSTEM and apply with pg_reload_conf() (all PGC_SIGHUP or less). */
-export const RELOADABLE_SETTINGS = ['synchronous_standby_names', 'primary_conninfo', 'synchronous_commit'] as const;
+export const RELOADABLE_SETTINGS = [
+  'synchronous_standby_names',
+  'primary_conninfo',
+  'synchronous_commit',
+] as const;
 export type ReloadableSetting = (typeof RELOADABLE_SETTINGS)[number];
 export type AutoConf = Partial<Record<ReloadableSetting, string>>;
 
@@ -192,20 +220,30 @@ export function alterSystem(dataDir: string, name: ReloadableSetting, value: str
 
 export function applyAutoConf(base: NodeConfig, auto: AutoConf): NodeConfig {
   const c = { ...base };
-  if (auto.synchronous_standby_names !== undefined) c.synchronousStandbyNames = auto.synchronous_standby_names;
-  if (auto.synchronous_commit !== undefined) c.synchronousCommit = parseSynchronousCommit(auto.synchronous_commit);
+  if (auto.synchronous_standby_names !== undefined)
+    c.synchronousStandbyNames = auto.synchronous_standby_names;
+  if (auto.synchronous_commit !== undefined)
+    c.synchronousCommit = parseSynchronousCommit(auto.synchronous_commit);
   if (auto.primary_conninfo !== undefined) {
     const ci = parseConninfo(auto.primary_conninfo);
     c.primaryPort = ci.port;
-    c.primaryHost = ci.port === null ? null : ci.host ?? '127.0.0.1';
+    c.primaryHost = ci.port === null ? null : (ci.host ?? '127.0.0.1');
     if (ci.applicationName !== null) c.applicationName = ci.applicationName;
   }
   return c;
 }
 
 /** primary_conninfo of a configuration as host, port and application name; null without an upstream. */
-export function upstreamOf(c: NodeConfig): { host: string; port: number; applicationName: string } | null {
-  return c.primaryPort === null ? null : { host: c.primaryHost ?? '127.0.0.1', port: c.primaryPort, applicationName: c.applicationName };
+export function upstreamOf(
+  c: NodeConfig,
+): { host: string; port: number; applicationName: string } | null {
+  return c.primaryPort === null
+    ? null
+    : {
+        host: c.primaryHost ?? '127.0.0.1',
+        port: c.primaryPort,
+        applicationName: c.applicationName,
+      };
 }
 
 /** SHOW primary_conninfo of a configuration. */

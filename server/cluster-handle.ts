@@ -9,7 +9,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ControlClient } from './control-client.ts';
 import type { QueryResult, SqlValue, StopMode } from './control-protocol.ts';
-import { listNodes, nodeDir, readNodeConfig, readPidFile, readToken, type NodeName } from './cluster-files.ts';
+import {
+  listNodes,
+  nodeDir,
+  readNodeConfig,
+  readPidFile,
+  readToken,
+  type NodeName,
+} from './cluster-files.ts';
 import { initCluster, type InitOptions } from './initdb.ts';
 import { runningPid, sleep, startNode, stopNode } from './pg-ctl.ts';
 import { parseLsn } from '../wal/lsn.ts';
@@ -118,7 +125,8 @@ export class ClusterHandle {
   /** The node's PostgreSQL wire-protocol port (psql, node-postgres), from its postmaster.pid. */
   pgPort(name: NodeName): number {
     const pgPort = readPidFile(this.dataDir(name))?.pgPort;
-    if (pgPort === undefined) throw new Error(`node ${name} is not running (no PostgreSQL port in its postmaster.pid)`);
+    if (pgPort === undefined)
+      throw new Error(`node ${name} is not running (no PostgreSQL port in its postmaster.pid)`);
     return pgPort;
   }
 
@@ -136,7 +144,11 @@ export class ClusterHandle {
   }
 
   /** Poll `fn` until true. Errors thrown by fn count as "not yet", except StopPolling. */
-  pollUntil(fn: () => Promise<boolean>, what: string, timeoutMs = this.pollTimeoutMs): Promise<void> {
+  pollUntil(
+    fn: () => Promise<boolean>,
+    what: string,
+    timeoutMs = this.pollTimeoutMs,
+  ): Promise<void> {
     return pollUntil(fn, what, timeoutMs);
   }
 
@@ -144,11 +156,16 @@ export class ClusterHandle {
    * Wait until a standby's write/flush/replay position reaches its upstream's flush LSN (the
    * primary's, or a cascading standby's receive LSN).
    */
-  async waitForCatchup(mode: 'write' | 'flush' | 'replay' = 'replay', standby: NodeName = 'standby', upstream: NodeName = 'primary'): Promise<void> {
+  async waitForCatchup(
+    mode: 'write' | 'flush' | 'replay' = 'replay',
+    standby: NodeName = 'standby',
+    upstream: NodeName = 'primary',
+  ): Promise<void> {
     const target = parseLsn(String((await this.status(upstream)).flushLsn));
     await this.pollUntil(async () => {
       const s = await this.status(standby);
-      if (mode === 'replay' && s.replayError) throw new ReplayStopped(`standby replay stopped: ${JSON.stringify(s.replayError)}`);
+      if (mode === 'replay' && s.replayError)
+        throw new ReplayStopped(`standby replay stopped: ${JSON.stringify(s.replayError)}`);
       const at = mode === 'replay' ? s.replayLsn : mode === 'write' ? s.writeLsn : s.receiveLsn;
       return parseLsn(String(at)) >= target && (mode !== 'replay' || s.caughtUp === true);
     }, `${standby} ${mode} to reach ${upstream} flush`);
@@ -158,7 +175,8 @@ export class ClusterHandle {
   async startAll(): Promise<void> {
     const nodes = listNodes(this.dir);
     const standby = (n: NodeName) => fs.existsSync(path.join(this.dataDir(n), STANDBY_SIGNAL));
-    for (const n of [...nodes.filter((n) => !standby(n)), ...nodes.filter(standby)]) if (this.pid(n) === null) await this.startNode(n);
+    for (const n of [...nodes.filter((n) => !standby(n)), ...nodes.filter(standby)])
+      if (this.pid(n) === null) await this.startNode(n);
     for (const n of nodes.filter(standby)) await waitStreaming(this.dir, n);
   }
 

@@ -10,7 +10,10 @@ import type { ServerStatus } from './node-status.ts';
 
 export class ControlClient {
   private nextId = 1; // 0 is the server's greeting
-  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve(v: unknown): void; reject(e: Error): void }
+  >();
   private closedReason: string | null = null;
 
   private constructor(private readonly ws: WebSocket) {
@@ -28,11 +31,20 @@ export class ControlClient {
       if (!p) return;
       this.pending.delete(id);
       if (reply.ok) p.resolve(reply.result);
-      else p.reject(new ControlError(reply.error.code, reply.error.message, reply.error.detail, reply.error.severity ?? 'ERROR'));
+      else
+        p.reject(
+          new ControlError(
+            reply.error.code,
+            reply.error.message,
+            reply.error.detail,
+            reply.error.severity ?? 'ERROR',
+          ),
+        );
     });
     ws.on('close', (code, reason) => {
       this.closedReason = `connection closed (${code}${reason.length ? ': ' + reason.toString() : ''})`;
-      for (const p of this.pending.values()) p.reject(new WalsimError('not_connected', this.closedReason));
+      for (const p of this.pending.values())
+        p.reject(new WalsimError('not_connected', this.closedReason));
       this.pending.clear();
     });
   }
@@ -41,7 +53,12 @@ export class ControlClient {
    * Connect and wait for the server's greeting (reply id 0), which it sends only after the token
    * was accepted; a refused token arrives as close code 4001 instead.
    */
-  static connect(host: string, port: number, token: string, timeoutMs = 10_000): Promise<ControlClient> {
+  static connect(
+    host: string,
+    port: number,
+    token: string,
+    timeoutMs = 10_000,
+  ): Promise<ControlClient> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(`ws://${host}:${port}/control`, {
         headers: { authorization: `Bearer ${token}` },
@@ -70,12 +87,22 @@ export class ControlClient {
       ws.once('close', (code, reason) => {
         if (settled) return;
         settled = true;
-        reject(new WalsimError(code === 4001 ? 'auth_failed' : 'not_connected', `server closed the connection (${code}): ${reason.toString()}`));
+        reject(
+          new WalsimError(
+            code === 4001 ? 'auth_failed' : 'not_connected',
+            `server closed the connection (${code}): ${reason.toString()}`,
+          ),
+        );
       });
       ws.once('error', (err) => {
         if (settled) return;
         settled = true;
-        reject(new WalsimError('not_connected', `could not connect to server at ${host}:${port}: ${err.message}`));
+        reject(
+          new WalsimError(
+            'not_connected',
+            `could not connect to server at ${host}:${port}: ${err.message}`,
+          ),
+        );
       });
     });
   }
@@ -86,7 +113,8 @@ export class ControlClient {
   }
 
   request(body: Record<string, unknown>): Promise<unknown> {
-    if (this.closedReason !== null) return Promise.reject(new WalsimError('not_connected', this.closedReason));
+    if (this.closedReason !== null)
+      return Promise.reject(new WalsimError('not_connected', this.closedReason));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });

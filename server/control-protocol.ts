@@ -7,7 +7,15 @@ import { WalsimError } from '../common/errors.ts';
 import { MAX_DISK_LATENCY_MS } from '../common/latency-disk.ts';
 import { STOP_MODES, FAULT_NAMES, type StopMode, type FaultName } from '../protocol/messages.ts';
 
-export { STOP_MODES, FAULT_NAMES, type StopMode, type FaultName, type SqlValue, type QueryResult, type Notice } from '../protocol/messages.ts';
+export {
+  STOP_MODES,
+  FAULT_NAMES,
+  type StopMode,
+  type FaultName,
+  type SqlValue,
+  type QueryResult,
+  type Notice,
+} from '../protocol/messages.ts';
 
 export type ControlRequest =
   | { id: number; op: 'sql'; sql: string }
@@ -50,7 +58,8 @@ export function parseControlRequest(text: string): ControlRequest {
   } catch {
     throw bad('frame is not valid JSON');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad('frame is not a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw bad('frame is not a JSON object');
   const v = value as Record<string, unknown>;
   if (typeof v.id !== 'number' || !Number.isSafeInteger(v.id)) throw bad('"id" must be an integer');
   const id = v.id;
@@ -67,12 +76,22 @@ export function parseControlRequest(text: string): ControlRequest {
       if (typeof v.fault !== 'string' || !(FAULT_NAMES as readonly string[]).includes(v.fault)) {
         throw bad(`"fault" must be one of ${FAULT_NAMES.join(', ')}`);
       }
-      if (typeof holdMs !== 'number' || !Number.isInteger(holdMs) || holdMs < 0 || holdMs > 600_000) {
+      if (
+        typeof holdMs !== 'number' ||
+        !Number.isInteger(holdMs) ||
+        holdMs < 0 ||
+        holdMs > 600_000
+      ) {
         throw bad('"holdMs" must be an integer between 0 and 600000');
       }
       if (v.latencyMs !== undefined) {
         if (v.fault !== 'slow_disk') throw bad('"latencyMs" applies to the slow_disk fault only');
-        if (typeof v.latencyMs !== 'number' || !Number.isInteger(v.latencyMs) || v.latencyMs < 0 || v.latencyMs > MAX_DISK_LATENCY_MS) {
+        if (
+          typeof v.latencyMs !== 'number' ||
+          !Number.isInteger(v.latencyMs) ||
+          v.latencyMs < 0 ||
+          v.latencyMs > MAX_DISK_LATENCY_MS
+        ) {
           throw bad(`"latencyMs" must be an integer between 0 and ${MAX_DISK_LATENCY_MS}`);
         }
         return { id, op: 'fault', fault: v.fault, holdMs, latencyMs: v.latencyMs };
@@ -80,7 +99,8 @@ export function parseControlRequest(text: string): ControlRequest {
       return { id, op: 'fault', fault: v.fault as FaultName, holdMs };
     }
     case 'basebackup':
-      if (typeof v.targetDir !== 'string' || v.targetDir === '') throw bad('"targetDir" must be a non-empty string');
+      if (typeof v.targetDir !== 'string' || v.targetDir === '')
+        throw bad('"targetDir" must be a non-empty string');
       return { id, op: 'basebackup', targetDir: v.targetDir };
     case 'stop': {
       const mode = v.mode ?? 'fast';
@@ -99,7 +119,9 @@ export function parseControlRequest(text: string): ControlRequest {
       return { id, op: 'promote', wait, waitSeconds };
     }
     default:
-      throw bad(`unknown op ${JSON.stringify(v.op)} (expected sql, status, inspect, basebackup, fault, stop or promote)`);
+      throw bad(
+        `unknown op ${JSON.stringify(v.op)} (expected sql, status, inspect, basebackup, fault, stop or promote)`,
+      );
   }
 }
 

@@ -71,8 +71,20 @@ export function divergence(clusterDir: string, name: NodeName, newer: NodeName):
   const newerDir = nodeDir(clusterDir, newer);
   const timeline = timelineOf(dir);
   const newerTimeline = timelineOf(newerDir);
-  const fork = findForkPoint(readTimelineHistory(dir, timeline), readTimelineHistory(newerDir, newerTimeline));
-  const out: Divergence = { node: name, timeline, newerNode: newer, newerTimeline, fork, divergedBytes: 0, commits: [], readError: null };
+  const fork = findForkPoint(
+    readTimelineHistory(dir, timeline),
+    readTimelineHistory(newerDir, newerTimeline),
+  );
+  const out: Divergence = {
+    node: name,
+    timeline,
+    newerNode: newer,
+    newerTimeline,
+    fork,
+    divergedBytes: 0,
+    commits: [],
+    readError: null,
+  };
   if (fork === null || fork.lsn === null) return out;
   const segmentSize = readNodeConfig(clusterDir, name).walSegmentSize;
   let end: Lsn = fork.lsn;
@@ -81,7 +93,11 @@ export function divergence(clusterDir: string, name: NodeName, newer: NodeName):
     for (const rec of reader) {
       end = rec.endLsn;
       if (rec.body.kind === 'XACT_COMMIT') {
-        out.commits.push({ xid: rec.header.xid, lsn: formatLsn(rec.lsn), time: new Date(rec.body.xactTime).toISOString() });
+        out.commits.push({
+          xid: rec.header.xid,
+          lsn: formatLsn(rec.lsn),
+          time: new Date(rec.body.xactTime).toISOString(),
+        });
       }
     }
   } catch (e) {
@@ -94,18 +110,30 @@ export function divergence(clusterDir: string, name: NodeName, newer: NodeName):
 }
 
 function describeCommits(d: Divergence): string {
-  if (d.readError !== null) return ` (its WAL past the fork point could not be read: ${d.readError})`;
-  if (d.commits.length === 0) return d.divergedBytes > 0 ? ` Its WAL goes ${d.divergedBytes} bytes past the fork point, with no commit in them.` : '';
-  const shown = d.commits.slice(0, 5).map((c) => `xid ${c.xid} at ${c.lsn} (${c.time})`).join(', ');
-  return ` ${d.commits.length} commit${d.commits.length === 1 ? '' : 's'} exist${d.commits.length === 1 ? 's' : ''} only on "${d.node}"` +
-    ` (committed locally, never replicated to "${d.newerNode}"): ${shown}${d.commits.length > 5 ? ', …' : ''}.`;
+  if (d.readError !== null)
+    return ` (its WAL past the fork point could not be read: ${d.readError})`;
+  if (d.commits.length === 0)
+    return d.divergedBytes > 0
+      ? ` Its WAL goes ${d.divergedBytes} bytes past the fork point, with no commit in them.`
+      : '';
+  const shown = d.commits
+    .slice(0, 5)
+    .map((c) => `xid ${c.xid} at ${c.lsn} (${c.time})`)
+    .join(', ');
+  return (
+    ` ${d.commits.length} commit${d.commits.length === 1 ? '' : 's'} exist${d.commits.length === 1 ? 's' : ''} only on "${d.node}"` +
+    ` (committed locally, never replicated to "${d.newerNode}"): ${shown}${d.commits.length > 5 ? ', …' : ''}.`
+  );
 }
 
 /**
  * The node on the newest timeline later than `name`'s, when `name` would start as a primary (no
  * standby.signal): then another node was promoted after it and `name` is an old primary.
  */
-export function supersededBy(clusterDir: string, name: NodeName): { node: NodeName; timeline: TimeLineId } | null {
+export function supersededBy(
+  clusterDir: string,
+  name: NodeName,
+): { node: NodeName; timeline: TimeLineId } | null {
   const dir = nodeDir(clusterDir, name);
   if (fs.existsSync(path.join(dir, 'standby.signal'))) return null;
   const mine = timelineOf(dir);
@@ -113,7 +141,8 @@ export function supersededBy(clusterDir: string, name: NodeName): { node: NodeNa
   for (const other of listNodes(clusterDir)) {
     if (other === name) continue;
     const tli = timelineOf(nodeDir(clusterDir, other));
-    if (tli > mine && (newest === null || tli > newest.timeline)) newest = { node: other, timeline: tli };
+    if (tli > mine && (newest === null || tli > newest.timeline))
+      newest = { node: other, timeline: tli };
   }
   return newest;
 }
@@ -128,13 +157,16 @@ export function splitBrainRefusal(clusterDir: string, name: NodeName): string | 
   const mine = timelineOf(nodeDir(clusterDir, name));
   const d = divergence(clusterDir, name, newest.node);
   const where = d.fork?.lsn != null ? ` at ${formatLsn(d.fork.lsn)}` : '';
-  const way = d.readError === null && d.divergedBytes === 0
-    ? `Its WAL ends at the fork point, so it can follow "${newest.node}" as a standby: ` +
-      `"npm run cluster -- rejoin --node ${name} --to ${newest.node}".`
-    : `It cannot rejoin "${newest.node}" as a standby (PostgreSQL would need pg_rewind, which walsim does not implement): ` +
-      `keep its directory for inspection or remove it, and add a standby of "${newest.node}" with ` +
-      `"npm run cluster -- add-standby --name NAME --from ${newest.node}".`;
-  return `node "${name}" was a primary on timeline ${mine}, but node "${newest.node}" has since been promoted ` +
+  const way =
+    d.readError === null && d.divergedBytes === 0
+      ? `Its WAL ends at the fork point, so it can follow "${newest.node}" as a standby: ` +
+        `"npm run cluster -- rejoin --node ${name} --to ${newest.node}".`
+      : `It cannot rejoin "${newest.node}" as a standby (PostgreSQL would need pg_rewind, which walsim does not implement): ` +
+        `keep its directory for inspection or remove it, and add a standby of "${newest.node}" with ` +
+        `"npm run cluster -- add-standby --name NAME --from ${newest.node}".`;
+  return (
+    `node "${name}" was a primary on timeline ${mine}, but node "${newest.node}" has since been promoted ` +
     `(timeline ${newest.timeline}, forked off timeline ${d.fork?.timeline ?? '?'}${where}); starting "${name}" as a primary ` +
-    `would give the cluster two read-write primaries (split brain), so it is refused.${describeCommits(d)} ${way}`;
+    `would give the cluster two read-write primaries (split brain), so it is refused.${describeCommits(d)} ${way}`
+  );
 }

@@ -12,11 +12,24 @@ import { NodeStorage } from '../storage/node-storage.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { WalsimError } from '../common/errors.ts';
 import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
-import { copyDataDirectory, ensureToken, nodeDir, writeNodeConfig, writePgPassword, type NodeConfig, type PasswordEncryption } from './cluster-files.ts';
+import {
+  copyDataDirectory,
+  ensureToken,
+  nodeDir,
+  writeNodeConfig,
+  writePgPassword,
+  type NodeConfig,
+  type PasswordEncryption,
+} from './cluster-files.ts';
 import { writeControlFile } from '../wal/control-file.ts';
 import { freePort } from './ports.ts';
 import { dropSettingsOf, STANDBY_SIGNAL } from './startup-replay.ts';
-import { DEFAULT_WAL_SETTINGS, type DropStrategy, type SynchronousCommit, type WalSettings } from './settings.ts';
+import {
+  DEFAULT_WAL_SETTINGS,
+  type DropStrategy,
+  type SynchronousCommit,
+  type WalSettings,
+} from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 
 export interface InitOptions {
@@ -49,22 +62,36 @@ export interface InitOptions {
 export const NODE_NAME_RE = /^[a-z][a-z0-9_]{0,30}$/;
 
 /** The standbys initCluster creates and the primary's synchronous_standby_names, validated. */
-export function plannedStandbys(opts: Pick<InitOptions, 'standbys' | 'synchronousStandbyNames'>): { standbys: Array<{ name: string; applicationName: string }>; synchronousStandbyNames: string } {
+export function plannedStandbys(opts: Pick<InitOptions, 'standbys' | 'synchronousStandbyNames'>): {
+  standbys: Array<{ name: string; applicationName: string }>;
+  synchronousStandbyNames: string;
+} {
   if (opts.standbys === undefined) {
     const ssn = opts.synchronousStandbyNames ?? 'walreceiver';
     parseSynchronousStandbyNames(ssn);
-    return { standbys: [{ name: 'standby', applicationName: 'walreceiver' }], synchronousStandbyNames: ssn };
+    return {
+      standbys: [{ name: 'standby', applicationName: 'walreceiver' }],
+      synchronousStandbyNames: ssn,
+    };
   }
   const seen = new Set<string>();
   for (const n of opts.standbys) {
-    if (!NODE_NAME_RE.test(n)) throw new WalsimError('invalid_input', `standby name must be a lower-case identifier (a-z, 0-9, _; at most 31 characters), got "${n}"`);
-    if (n === 'primary') throw new WalsimError('invalid_input', 'a standby cannot be named "primary"');
+    if (!NODE_NAME_RE.test(n))
+      throw new WalsimError(
+        'invalid_input',
+        `standby name must be a lower-case identifier (a-z, 0-9, _; at most 31 characters), got "${n}"`,
+      );
+    if (n === 'primary')
+      throw new WalsimError('invalid_input', 'a standby cannot be named "primary"');
     if (seen.has(n)) throw new WalsimError('invalid_input', `standby "${n}" is named twice`);
     seen.add(n);
   }
   const ssn = opts.synchronousStandbyNames ?? opts.standbys.join(', ');
   parseSynchronousStandbyNames(ssn);
-  return { standbys: opts.standbys.map((name) => ({ name, applicationName: name })), synchronousStandbyNames: ssn };
+  return {
+    standbys: opts.standbys.map((name) => ({ name, applicationName: name })),
+    synchronousStandbyNames: ssn,
+  };
 }
 
 /**
@@ -87,16 +114,34 @@ export async function initdb(
   const wal = WalWriter.open(dataDir, { segmentSize: config.walSegmentSize, timeline: 1, disk });
   const redoLsn = wal.insertLsn;
   await storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 }, async () => {}, io);
-  const { startLsn } = wal.insert({
-    kind: 'CHECKPOINT_SHUTDOWN', redo: redoLsn, timeline: 1, prevTimeline: 1,
-    nextXid: storage.catalog.nextXid, nextRelFileNumber: storage.catalog.nextRelFileNumber, time: nowMs,
-  }, 0);
+  const { startLsn } = wal.insert(
+    {
+      kind: 'CHECKPOINT_SHUTDOWN',
+      redo: redoLsn,
+      timeline: 1,
+      prevTimeline: 1,
+      nextXid: storage.catalog.nextXid,
+      nextRelFileNumber: storage.catalog.nextRelFileNumber,
+      time: nowMs,
+    },
+    0,
+  );
   wal.flush();
   wal.close();
-  writeControlFile(dataDir, {
-    systemIdentifier,
-    state: 'shut down', timeline: 1, checkpointLsn: startLsn, redoLsn, walSegmentSize: config.walSegmentSize, time: '',
-  }, disk, nowMs);
+  writeControlFile(
+    dataDir,
+    {
+      systemIdentifier,
+      state: 'shut down',
+      timeline: 1,
+      checkpointLsn: startLsn,
+      redoLsn,
+      walSegmentSize: config.walSegmentSize,
+      time: '',
+    },
+    disk,
+    nowMs,
+  );
 }
 
 /** pg_basebackup of a stopped primary: copy its data directory and mark the copy a standby. */
@@ -112,7 +157,10 @@ const LISTED_ENTRIES_MAX = 10;
  * What `dir` holds, as paths relative to it (depth first, sorted), at most `max` of them and the
  * total count; a missing directory holds nothing.
  */
-export function listDirectoryEntries(dir: string, max = LISTED_ENTRIES_MAX): { listed: string[]; total: number } {
+export function listDirectoryEntries(
+  dir: string,
+  max = LISTED_ENTRIES_MAX,
+): { listed: string[]; total: number } {
   const listed: string[] = [];
   let total = 0;
   const walk = (rel: string): void => {
@@ -180,18 +228,26 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
   const plan = plannedStandbys(opts);
   ensureToken(clusterDir);
   if (opts.password !== undefined) {
-    writePgPassword(clusterDir, { passwordEncryption: opts.passwordEncryption ?? 'scram-sha-256', password: opts.password });
+    writePgPassword(clusterDir, {
+      passwordEncryption: opts.passwordEncryption ?? 'scram-sha-256',
+      password: opts.password,
+    });
   }
   // Ports are picked one after the other; never hand the same one out twice.
   const nodes = 1 + plan.standbys.length;
-  const taken = new Set<number>(opts.pgPortBase !== undefined ? Array.from({ length: nodes }, (_, i) => opts.pgPortBase! + i) : []);
+  const taken = new Set<number>(
+    opts.pgPortBase !== undefined
+      ? Array.from({ length: nodes }, (_, i) => opts.pgPortBase! + i)
+      : [],
+  );
   const free = async (): Promise<number> => {
     for (;;) {
       const port = await freePort(opts.listen);
-      if (!taken.has(port)) return taken.add(port), port;
+      if (!taken.has(port)) return (taken.add(port), port);
     }
   };
-  const pgPort = async (offset: number) => (opts.pgPortBase !== undefined ? opts.pgPortBase + offset : free());
+  const pgPort = async (offset: number) =>
+    opts.pgPortBase !== undefined ? opts.pgPortBase + offset : free();
   const common = {
     listen: opts.listen,
     dropStrategy: opts.dropStrategy,
@@ -203,16 +259,31 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
     wal: { ...DEFAULT_WAL_SETTINGS, ...opts.wal },
   };
   const primary: NodeConfig = {
-    ...common, name: 'primary', role: 'primary', port: await free(), pgPort: await pgPort(0), sharedBuffers: opts.sharedBuffers,
-    synchronousStandbyNames: plan.synchronousStandbyNames, primaryHost: null, primaryPort: null, applicationName: 'primary',
+    ...common,
+    name: 'primary',
+    role: 'primary',
+    port: await free(),
+    pgPort: await pgPort(0),
+    sharedBuffers: opts.sharedBuffers,
+    synchronousStandbyNames: plan.synchronousStandbyNames,
+    primaryHost: null,
+    primaryPort: null,
+    applicationName: 'primary',
   };
   const primaryDir = nodeDir(clusterDir, 'primary');
   await initdb(primaryDir, primary);
   writeNodeConfig(clusterDir, primary);
   for (const [i, sb] of plan.standbys.entries()) {
     const standby: NodeConfig = {
-      ...common, name: sb.name, role: 'standby', port: await free(), pgPort: await pgPort(1 + i), sharedBuffers: opts.standbySharedBuffers,
-      synchronousStandbyNames: '', primaryHost: opts.listen === '0.0.0.0' ? '127.0.0.1' : opts.listen, primaryPort: primary.port,
+      ...common,
+      name: sb.name,
+      role: 'standby',
+      port: await free(),
+      pgPort: await pgPort(1 + i),
+      sharedBuffers: opts.standbySharedBuffers,
+      synchronousStandbyNames: '',
+      primaryHost: opts.listen === '0.0.0.0' ? '127.0.0.1' : opts.listen,
+      primaryPort: primary.port,
       applicationName: sb.applicationName,
     };
     baseBackup(primaryDir, nodeDir(clusterDir, sb.name));

@@ -9,15 +9,35 @@ import { parseArgs } from 'node:util';
 import type WebSocket from 'ws';
 import { isWalsimError } from '../common/errors.ts';
 import { InvariantViolation } from '../common/assert.ts';
-import { loadNodeConfig, pidFilePath, readPgPassword, readToken, SERVER_MARKER, writeFileAtomic, type NodeConfig, type PidFile } from './cluster-files.ts';
-import { CONTROL_MAX_PAYLOAD, parseControlRequest, requestIdOf, type ControlReply, type StopMode } from './control-protocol.ts';
+import {
+  loadNodeConfig,
+  pidFilePath,
+  readPgPassword,
+  readToken,
+  SERVER_MARKER,
+  writeFileAtomic,
+  type NodeConfig,
+  type PidFile,
+} from './cluster-files.ts';
+import {
+  CONTROL_MAX_PAYLOAD,
+  parseControlRequest,
+  requestIdOf,
+  type ControlReply,
+  type StopMode,
+} from './control-protocol.ts';
 import { ServerNode } from './node.ts';
 import type { ServerStatus } from './node-status.ts';
 import { systemClock } from '../common/clock.ts';
 import { nodeDisk } from '../common/disk.ts';
 import { blockThread, LatencyDisk } from '../common/latency-disk.ts';
 import { wsConn } from './ws-conn.ts';
-import { startWsServer, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, type WsServerHandle } from './ws-server.ts';
+import {
+  startWsServer,
+  CLOSE_PROTOCOL_VIOLATION,
+  CLOSE_SHUTTING_DOWN,
+  type WsServerHandle,
+} from './ws-server.ts';
 import { startPgWireServer, type PgWireHandle } from './pg-wire.ts';
 
 /** Largest frame the walsender side accepts from a standby (ws maxPayload). */
@@ -34,7 +54,8 @@ if (positionals[0] !== SERVER_MARKER || !values.datadir || !values['cluster-dir'
 }
 const dataDir = path.resolve(values.datadir);
 const clusterDir = path.resolve(values['cluster-dir']);
-const log = (message: string) => console.log(`${new Date().toISOString()} [${process.pid}] ${message}`);
+const log = (message: string) =>
+  console.log(`${new Date().toISOString()} [${process.pid}] ${message}`);
 
 let node: ServerNode;
 let server: WsServerHandle;
@@ -112,7 +133,8 @@ async function cleanStop(mode: 'smart' | 'fast'): Promise<void> {
   } catch (e) {
     log(`LOG:  shutdown error: ${(e as Error).stack}`);
   }
-  for (const ws of server.sockets()) ws.close(CLOSE_SHUTTING_DOWN, 'the database system is shutting down');
+  for (const ws of server.sockets())
+    ws.close(CLOSE_SHUTTING_DOWN, 'the database system is shutting down');
   await wire?.close();
   await server.close();
   removePidFile();
@@ -140,7 +162,13 @@ function serveControl(ws: WebSocket): void {
   controlSessions.add(ws);
   ws.on('close', () => controlSessions.delete(ws));
   // Greeting (reply id 0): tells the client its token was accepted.
-  ws.send(JSON.stringify({ id: 0, ok: true, result: { server: 'walsim', role: node.inRecovery ? 'standby' : 'primary' } } satisfies ControlReply));
+  ws.send(
+    JSON.stringify({
+      id: 0,
+      ok: true,
+      result: { server: 'walsim', role: node.inRecovery ? 'standby' : 'primary' },
+    } satisfies ControlReply),
+  );
   ws.on('message', (data, isBinary) => {
     const text = isBinary ? '' : data.toString();
     const reply = (r: ControlReply) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(r));
@@ -155,17 +183,32 @@ function serveControl(ws: WebSocket): void {
     try {
       req = parseControlRequest(text);
     } catch (e) {
-      reply({ id: requestIdOf(text), ok: false, error: { code: '08P01', message: (e as Error).message } });
+      reply({
+        id: requestIdOf(text),
+        ok: false,
+        error: { code: '08P01', message: (e as Error).message },
+      });
       return;
     }
     const id = req.id;
     const run = async (): Promise<unknown> => {
       switch (req.op) {
-        case 'sql': return node.execute(req.sql);
-        case 'status': return { ...node.status(), pid: process.pid, port: server.port, pgPort: wire?.port ?? null, dataDir } satisfies ServerStatus;
-        case 'inspect': return node.inspect();
-        case 'basebackup': return node.baseBackup(path.resolve(req.targetDir));
-        case 'fault': return node.injectFault(req.fault, req.holdMs, req.latencyMs);
+        case 'sql':
+          return node.execute(req.sql);
+        case 'status':
+          return {
+            ...node.status(),
+            pid: process.pid,
+            port: server.port,
+            pgPort: wire?.port ?? null,
+            dataDir,
+          } satisfies ServerStatus;
+        case 'inspect':
+          return node.inspect();
+        case 'basebackup':
+          return node.baseBackup(path.resolve(req.targetDir));
+        case 'fault':
+          return node.injectFault(req.fault, req.holdMs, req.latencyMs);
         case 'stop':
           setImmediate(() => stop(req.mode));
           return { stopping: req.mode };
@@ -181,12 +224,29 @@ function serveControl(ws: WebSocket): void {
         if (e instanceof InvariantViolation) fatal(e);
         if (isWalsimError(e)) {
           const severity = (e as { severity?: 'WARNING' }).severity;
-          reply({ id, ok: false, error: { code: e.sqlstate, message: e.message, ...(e.detail ? { detail: e.detail } : {}), ...(severity ? { severity } : {}) } });
+          reply({
+            id,
+            ok: false,
+            error: {
+              code: e.sqlstate,
+              message: e.message,
+              ...(e.detail ? { detail: e.detail } : {}),
+              ...(severity ? { severity } : {}),
+            },
+          });
           // A synchronous-replication wait ended by fast shutdown: PostgreSQL warns, then ends the session.
-          if (severity === 'WARNING' && e.kind === 'shutting_down') ws.close(CLOSE_SHUTTING_DOWN, 'terminating connection due to administrator command');
+          if (severity === 'WARNING' && e.kind === 'shutting_down')
+            ws.close(CLOSE_SHUTTING_DOWN, 'terminating connection due to administrator command');
         } else {
           log(`ERROR:  internal error: ${(e as Error).stack}`);
-          reply({ id, ok: false, error: { code: (e as { code?: string }).code ?? 'XX000', message: (e as Error).message } });
+          reply({
+            id,
+            ok: false,
+            error: {
+              code: (e as { code?: string }).code ?? 'XX000',
+              message: (e as Error).message,
+            },
+          });
         }
       },
     );
@@ -234,9 +294,18 @@ async function main(): Promise<void> {
   });
   node.config.pgPort = wire.port; // SHOW port
   await node.startRole(token);
-  const pid: PidFile = { pid: process.pid, port: server.port, pgPort: wire.port, role: node.inRecovery ? 'standby' : 'primary', startedAt: new Date().toISOString(), marker: SERVER_MARKER };
+  const pid: PidFile = {
+    pid: process.pid,
+    port: server.port,
+    pgPort: wire.port,
+    role: node.inRecovery ? 'standby' : 'primary',
+    startedAt: new Date().toISOString(),
+    marker: SERVER_MARKER,
+  };
   writeFileAtomic(pidFilePath(dataDir), JSON.stringify(pid) + '\n');
-  log(`LOG:  ${pid.role} listening on ${config.listen}:${server.port} (control) and ${config.listen}:${wire.port} (PostgreSQL protocol), shared_buffers=${config.sharedBuffers} (${node.nBuffers} buffers)`);
+  log(
+    `LOG:  ${pid.role} listening on ${config.listen}:${server.port} (control) and ${config.listen}:${wire.port} (PostgreSQL protocol), shared_buffers=${config.sharedBuffers} (${node.nBuffers} buffers)`,
+  );
 }
 
 main().catch((e: unknown) => {

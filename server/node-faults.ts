@@ -21,14 +21,23 @@ import type { WalWriter } from '../wal/wal-writer.ts';
 export class NodeFaults {
   /** Faults injected so far, by name (status). */
   readonly injected: Record<FaultName, number> = {
-    cut_replication: 0, wal_write_fail: 0, redo_fail: 0, slow_disk: 0, lifecycle_action_error: 0, lifecycle_action_invariant: 0,
+    cut_replication: 0,
+    wal_write_fail: 0,
+    redo_fail: 0,
+    slow_disk: 0,
+    lifecycle_action_error: 0,
+    lifecycle_action_invariant: 0,
   };
   /** Fault `redo_fail`: the next record this node applies throws an InvariantViolation. */
   private redoArmed = false;
   /** Faults `lifecycle_action_*`: what the next lifecycle action throws instead of running. */
   private actionArmed: 'error' | 'invariant' | null = null;
 
-  constructor(private readonly clock: Clock, private readonly disk: Disk, private readonly wal: WalWriter) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly disk: Disk,
+    private readonly wal: WalWriter,
+  ) {}
 
   /**
    * Inject `fault`. `receiver` is the standby's walreceiver (it throws, naming the fault, when the
@@ -36,9 +45,18 @@ export class NodeFaults {
    * with ENOSPC for holdMs (a full disk). `slow_disk`: writes and fsyncs take latencyMs more for
    * holdMs, on a disk with a latency layer (the server process binds one).
    */
-  inject(fault: FaultName, holdMs: number, latencyMs: number, receiver: () => { cutConnection(holdMs: number): void }): { injected: FaultName } {
+  inject(
+    fault: FaultName,
+    holdMs: number,
+    latencyMs: number,
+    receiver: () => { cutConnection(holdMs: number): void },
+  ): { injected: FaultName } {
     if (fault === 'slow_disk') {
-      if (!(this.disk instanceof LatencyDisk)) throw new WalsimError('invalid_input', 'slow_disk needs a disk with a latency layer (the server process binds one)');
+      if (!(this.disk instanceof LatencyDisk))
+        throw new WalsimError(
+          'invalid_input',
+          'slow_disk needs a disk with a latency layer (the server process binds one)',
+        );
       this.disk.latency.set(latencyMs, latencyMs, holdMs, this.clock.monoMs());
     } else if (fault === 'redo_fail') this.redoArmed = true;
     else if (fault === 'lifecycle_action_error') this.actionArmed = 'error';
@@ -52,7 +70,9 @@ export class NodeFaults {
           this.wal.writeFaultHook = null;
           return;
         }
-        throw Object.assign(new Error('ENOSPC: no space left on device, write (injected fault)'), { code: 'ENOSPC' });
+        throw Object.assign(new Error('ENOSPC: no space left on device, write (injected fault)'), {
+          code: 'ENOSPC',
+        });
       };
     }
     this.injected[fault]++;
@@ -67,7 +87,9 @@ export class NodeFaults {
   injectedRedoFailure(at: Lsn): void {
     if (!this.redoArmed) return;
     this.redoArmed = false;
-    throw new InvariantViolation(`INV-FAULT: injected redo failure applying the record ending at ${formatLsn(at)}`);
+    throw new InvariantViolation(
+      `INV-FAULT: injected redo failure applying the record ending at ${formatLsn(at)}`,
+    );
   }
 
   /**
@@ -77,10 +99,21 @@ export class NodeFaults {
   beforeLifecycleAction(name: string): void {
     const armed = this.actionArmed;
     this.actionArmed = null;
-    const planted = name !== 'openForWrites' ? null
-      : injectedBugs.lifecycleActionInvariant ? 'invariant' : injectedBugs.lifecycleActionError ? 'error' : null;
+    const planted =
+      name !== 'openForWrites'
+        ? null
+        : injectedBugs.lifecycleActionInvariant
+          ? 'invariant'
+          : injectedBugs.lifecycleActionError
+            ? 'error'
+            : null;
     const kind = armed ?? planted;
-    if (kind === 'invariant') throw new InvariantViolation(`INV-FAULT: injected failure of lifecycle action ${name}`);
-    if (kind === 'error') throw Object.assign(new Error(`EIO: i/o error (injected failure of lifecycle action ${name})`), { code: 'EIO' });
+    if (kind === 'invariant')
+      throw new InvariantViolation(`INV-FAULT: injected failure of lifecycle action ${name}`);
+    if (kind === 'error')
+      throw Object.assign(
+        new Error(`EIO: i/o error (injected failure of lifecycle action ${name})`),
+        { code: 'EIO' },
+      );
   }
 }

@@ -68,4 +68,9 @@ export interface NodeCommonStatus {
 export type NodeStatus = NodeCommonStatus & (PrimaryStatus | StandbyStatus);
 
 /** The control endpoint's `status` reply: the node's status and its process. */
-export type ServerStatus = NodeStatus & { pid: number; port: number; pgPort: number | null; dataDir: string };
+export type ServerStatus = NodeStatus & {
+  pid: number;
+  port: number;
+  pgPort: number | null;
+  dataDir: string;
+};

@@ -39,18 +39,43 @@ import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 import { StandbyRole } from '../standby/standby-role.ts';
 import type { StartupProcess } from '../standby/startup.ts';
 import type { WalReceiver } from '../standby/walreceiver.ts';
-import { describeState, isInRecovery, refusalOf, type LifecycleEvent } from '../standby/lifecycle-machine.ts';
-import { LifecycleActor, type LifecycleActionError, type LifecycleActionName, type LifecycleActions } from '../standby/lifecycle-actor.ts';
+import {
+  describeState,
+  isInRecovery,
+  refusalOf,
+  type LifecycleEvent,
+} from '../standby/lifecycle-machine.ts';
+import {
+  LifecycleActor,
+  type LifecycleActionError,
+  type LifecycleActionName,
+  type LifecycleActions,
+} from '../standby/lifecycle-actor.ts';
 import { FailoverClock } from '../standby/failover-clock.ts';
 import { withModel, type FailoverReport } from '../standby/failover-report.ts';
 import { replayCountsOf } from '../storage/cost-model/counts.ts';
 import { defaultCostProfile } from '../storage/cost-model/profile.ts';
-import { listSegmentFiles, readTimelineHistory, segmentOf, writeTimelineHistoryFile, type TimelineHistoryEntry } from '../wal/segment.ts';
+import {
+  listSegmentFiles,
+  readTimelineHistory,
+  segmentOf,
+  writeTimelineHistoryFile,
+  type TimelineHistoryEntry,
+} from '../wal/segment.ts';
 import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { executeRead } from './sql-functions.ts';
 import { wsReplicationDialer } from './ws-conn.ts';
-import { alterSystem, copyDataDirectory, loadNodeConfig, RELOADABLE_SETTINGS, upstreamOf, walSettingsOf, type NodeConfig, type ReloadableSetting } from './cluster-files.ts';
+import {
+  alterSystem,
+  copyDataDirectory,
+  loadNodeConfig,
+  RELOADABLE_SETTINGS,
+  upstreamOf,
+  walSettingsOf,
+  type NodeConfig,
+  type ReloadableSetting,
+} from './cluster-files.ts';
 import { Checkpointer } from './checkpointer.ts';
 import { NodeFaults } from './node-faults.ts';
 import type { NodeCommonStatus, NodeStatus, StartupReplayStatus } from './node-status.ts';
@@ -59,7 +84,14 @@ import { replayLocalWal, STANDBY_SIGNAL } from './startup-replay.ts';
 export { STANDBY_SIGNAL };
 
 export interface NodeInspection {
-  tables: Array<{ name: string; rel: number; rows: number; digest: string; forks: Array<number | null>; buffered: string[] }>;
+  tables: Array<{
+    name: string;
+    rel: number;
+    rows: number;
+    digest: string;
+    forks: Array<number | null>;
+    buffered: string[];
+  }>;
   orphanBuffers: string[];
   relations: number[];
   usedBuffers: number;
@@ -136,7 +168,13 @@ export class ServerNode {
   /** The token the walreceiver presents to its upstream (set when the role starts). */
   private upstreamToken = '';
 
-  private constructor(readonly opts: NodeOptions, storage: NodeStorage, wal: WalWriter, control: ControlFile, startupReplay: StartupReplayStatus) {
+  private constructor(
+    readonly opts: NodeOptions,
+    storage: NodeStorage,
+    wal: WalWriter,
+    control: ControlFile,
+    startupReplay: StartupReplayStatus,
+  ) {
     this.dataDir = opts.dataDir;
     this.config = opts.config;
     this.clock = (opts.env ?? PRODUCTION_ENV).clock;
@@ -148,10 +186,18 @@ export class ServerNode {
     this.nBuffers = storage.pool.nBuffers;
     this.faults = new NodeFaults(this.clock, this.disk, wal);
     this.failover = new FailoverClock(
-      () => this.storage.dropStats, () => this.startup?.recordsReplayed ?? 0, () => replayCountsOf(this.storage), this.nBuffers, this.clock,
+      () => this.storage.dropStats,
+      () => this.startup?.recordsReplayed ?? 0,
+      () => replayCountsOf(this.storage),
+      this.nBuffers,
+      this.clock,
     );
     this.syncRep = new SyncRepQueue(() => this.clock.now());
-    this.walsenders = new WalSenderSet(this.syncRep, parseSynchronousStandbyNames(opts.config.synchronousStandbyNames), opts.log);
+    this.walsenders = new WalSenderSet(
+      this.syncRep,
+      parseSynchronousStandbyNames(opts.config.synchronousStandbyNames),
+      opts.log,
+    );
     this.startupReplay = startupReplay;
     this.checkpointer = new Checkpointer({
       dataDir: this.dataDir,
@@ -185,12 +231,18 @@ export class ServerNode {
 
   /** The primary role; only called where the lifecycle state implies it exists. */
   private primary(): PrimaryRole {
-    assert(this.primaryRole !== null, `INV-NODE-6: no primary role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`);
+    assert(
+      this.primaryRole !== null,
+      `INV-NODE-6: no primary role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
+    );
     return this.primaryRole;
   }
 
   private standby(): StandbyRole {
-    assert(this.standbyRole !== null, `INV-NODE-6: no standby role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`);
+    assert(
+      this.standbyRole !== null,
+      `INV-NODE-6: no standby role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
+    );
     return this.standbyRole;
   }
 
@@ -217,7 +269,9 @@ export class ServerNode {
   private actionFailed(failure: LifecycleActionError): void {
     if (this.ending) return; // a PANIC or FATAL inside the action: the process is already on its way out
     const cause = failure.cause;
-    this.opts.log(`ERROR:  internal error: ${failure.message}${cause instanceof Error && cause.stack ? `\n${cause.stack}` : ''}`);
+    this.opts.log(
+      `ERROR:  internal error: ${failure.message}${cause instanceof Error && cause.stack ? `\n${cause.stack}` : ''}`,
+    );
     if (cause instanceof InvariantViolation) this.fatal(cause);
   }
 
@@ -238,11 +292,17 @@ export class ServerNode {
   private lifecycleEffects(): LifecycleActions {
     const effects: LifecycleActions = {
       createStandbyRole: () => {
-        assert(this.standbyRole === null && this.primaryRole === null, 'INV-NODE-6: the standby role is created once, on a node with no role');
+        assert(
+          this.standbyRole === null && this.primaryRole === null,
+          'INV-NODE-6: the standby role is created once, on a node with no role',
+        );
         this.standbyRole = this.newStandbyRole();
       },
       createPrimaryRole: () => {
-        assert(this.primaryRole === null && this.standbyRole === null, 'INV-NODE-6: the primary role is created on a node with no role (promotion retires the standby role first)');
+        assert(
+          this.primaryRole === null && this.standbyRole === null,
+          'INV-NODE-6: the primary role is created on a node with no role (promotion retires the standby role first)',
+        );
         this.primaryRole = this.newPrimaryRole();
       },
       retireStandbyRole: () => {
@@ -265,16 +325,19 @@ export class ServerNode {
       openForWrites: () => this.openForWrites(),
       requestCheckpoint: () => {
         this.clock.defer(() => {
-          this.primary().requestedCheckpoint().then(
-            () => {
-              this.failover.mark('firstCheckpointDone');
-              this.notify({ type: 'CHECKPOINT_DONE' });
-            },
-            (e: unknown) => {
-              if (e instanceof InvariantViolation) this.fatal(e);
-              else this.opts.log(`LOG:  end-of-recovery checkpoint failed: ${(e as Error).message}`);
-            },
-          );
+          this.primary()
+            .requestedCheckpoint()
+            .then(
+              () => {
+                this.failover.mark('firstCheckpointDone');
+                this.notify({ type: 'CHECKPOINT_DONE' });
+              },
+              (e: unknown) => {
+                if (e instanceof InvariantViolation) this.fatal(e);
+                else
+                  this.opts.log(`LOG:  end-of-recovery checkpoint failed: ${(e as Error).message}`);
+              },
+            );
         });
       },
       recordCheckpointDone: () => {},
@@ -357,7 +420,8 @@ export class ServerNode {
       const m = /^([0-9A-F]{8})\.history$/.exec(f);
       if (m) newest = Math.max(newest, parseInt(m[1]!, 16));
     }
-    for (const seg of listSegmentFiles(this.dataDir, this.config.walSegmentSize, this.disk)) newest = Math.max(newest, seg.tli);
+    for (const seg of listSegmentFiles(this.dataDir, this.config.walSegmentSize, this.disk))
+      newest = Math.max(newest, seg.tli);
     return newest;
   }
 
@@ -367,7 +431,9 @@ export class ServerNode {
     if (end.nextLsn < this.wal.insertLsn) {
       // Replay stopped before the end of received WAL (an invalid record): EndOfLog is the end of
       // the last valid record, so the new timeline branches there, not after the garbage.
-      this.opts.log(`LOG:  end of recovery at ${formatLsn(end.nextLsn)}, before the invalid WAL received up to ${formatLsn(this.wal.insertLsn)}`);
+      this.opts.log(
+        `LOG:  end of recovery at ${formatLsn(end.nextLsn)}, before the invalid WAL received up to ${formatLsn(this.wal.insertLsn)}`,
+      );
       this.wal.truncate(end.nextLsn, end.lastRecordLsn);
     }
     const prevTimeline = this.timeline;
@@ -378,7 +444,12 @@ export class ServerNode {
     this.failover.countEndOfRecovery('timelineHistoryFiles');
     this.failover.countEndOfRecovery('walSegmentInits');
     this.timeline = newTimeline;
-    walIo(() => this.wal.insert({ kind: 'END_OF_RECOVERY', newTimeline, prevTimeline, time: this.clock.now() }, 0));
+    walIo(() =>
+      this.wal.insert(
+        { kind: 'END_OF_RECOVERY', newTimeline, prevTimeline, time: this.clock.now() },
+        0,
+      ),
+    );
     this.failover.countEndOfRecovery('records');
     walIo(() => this.wal.flush());
     this.failover.countEndOfRecovery('walFlushes');
@@ -409,8 +480,15 @@ export class ServerNode {
    * standby. The copy streams the rest from whichever node it is pointed at.
    */
   async baseBackup(targetDir: string): Promise<{ checkpointLsn: string; timeline: TimeLineId }> {
-    if (this.disk.exists(targetDir) && this.disk.readdir(targetDir).some((f) => f !== 'walsim.conf.json')) {
-      throw new WalsimError('invalid_input', `base backup target "${targetDir}" exists and is not empty`, '58P02');
+    if (
+      this.disk.exists(targetDir) &&
+      this.disk.readdir(targetDir).some((f) => f !== 'walsim.conf.json')
+    ) {
+      throw new WalsimError(
+        'invalid_input',
+        `base backup target "${targetDir}" exists and is not empty`,
+        '58P02',
+      );
     }
     const copy = () => {
       copyDataDirectory(this.dataDir, targetDir, this.disk);
@@ -432,7 +510,8 @@ export class ServerNode {
   injectFault(fault: FaultName, holdMs: number, latencyMs = 100): { injected: FaultName } {
     return this.faults.inject(fault, holdMs, latencyMs, () => {
       const receiver = this.inRecovery ? this.receiver : null;
-      if (receiver === null) throw new WalsimError('invalid_input', `${fault} needs a standby with a walreceiver`);
+      if (receiver === null)
+        throw new WalsimError('invalid_input', `${fault} needs a standby with a walreceiver`);
       return receiver;
     });
   }
@@ -449,7 +528,12 @@ export class ServerNode {
 
   /** Load the data image, replay local WAL from its REDO point, open WAL for writing. */
   static open(opts: NodeOptions): ServerNode {
-    const r = replayLocalWal(opts.dataDir, opts.config, (opts.env ?? PRODUCTION_ENV).disk, opts.log);
+    const r = replayLocalWal(
+      opts.dataDir,
+      opts.config,
+      (opts.env ?? PRODUCTION_ENV).disk,
+      opts.log,
+    );
     return new ServerNode(opts, r.storage, r.wal, r.control, r.startupReplay);
   }
 
@@ -467,7 +551,10 @@ export class ServerNode {
    */
   private followTimeline(tli: TimeLineId, historyText: string, switchLsn: Lsn): void {
     assert(this.inRecovery, 'INV-NODE-5: only a standby follows an upstream timeline');
-    assert(this.wal.flushLsn === switchLsn && this.wal.insertLsn === switchLsn, `INV-NODE-5: timeline switch at ${formatLsn(switchLsn)} but WAL ends at ${formatLsn(this.wal.insertLsn)}`);
+    assert(
+      this.wal.flushLsn === switchLsn && this.wal.insertLsn === switchLsn,
+      `INV-NODE-5: timeline switch at ${formatLsn(switchLsn)} but WAL ends at ${formatLsn(this.wal.insertLsn)}`,
+    );
     writeTimelineHistoryFile(this.dataDir, tli, historyText, this.disk);
     this.wal.switchTimeline(tli);
     const prev = this.timeline;
@@ -491,7 +578,8 @@ export class ServerNode {
       timeline: () => this.timeline,
       history: () => this.history(),
       readOptions: () => this.readOptions(),
-      checkStart: (startLsn, timeline, applicationName, self) => this.checkStartReplication(startLsn, timeline, applicationName, self),
+      checkStart: (startLsn, timeline, applicationName, self) =>
+        this.checkStartReplication(startLsn, timeline, applicationName, self),
       onReply: (s) => this.walsenders.onReply(s),
       onClose: (s) => this.walsenders.remove(s),
       log: this.opts.log,
@@ -503,12 +591,21 @@ export class ServerNode {
 
   /** The history of the current timeline (readTimeLineHistory), cached per timeline. */
   history(): readonly TimelineHistoryEntry[] {
-    if (this.historyCache?.tli !== this.timeline) this.historyCache = { tli: this.timeline, entries: readTimelineHistory(this.dataDir, this.timeline, this.disk) };
+    if (this.historyCache?.tli !== this.timeline)
+      this.historyCache = {
+        tli: this.timeline,
+        entries: readTimelineHistory(this.dataDir, this.timeline, this.disk),
+      };
     return this.historyCache.entries;
   }
 
   /** The walsender's timeline checks passed; these are the node's (walsender.c StartReplication). */
-  private checkStartReplication(startLsn: Lsn, timeline: TimeLineId, applicationName: string, self: WalSender): string | null {
+  private checkStartReplication(
+    startLsn: Lsn,
+    timeline: TimeLineId,
+    applicationName: string,
+    self: WalSender,
+  ): string | null {
     if (this.shuttingDown !== null) return 'the database system is shutting down';
     if (timeline === this.timeline && startLsn > this.wal.flushLsn) {
       return `requested starting point ${formatLsn(startLsn)} is ahead of the WAL flush position of this server ${formatLsn(this.wal.flushLsn)}`;
@@ -516,14 +613,22 @@ export class ServerNode {
     // CheckXLogRemoved: a checkpoint removed the segment the standby would start in.
     const startSegno = segmentOf(startLsn, this.config.walSegmentSize);
     if (startLsn < this.wal.flushLsn && startSegno <= this.checkpointer.lastRemovedSegno) {
-      return walSegmentRemovedMessage(startSegno, readTimelineHistory(this.dataDir, this.timeline, this.disk), this.config.walSegmentSize);
+      return walSegmentRemovedMessage(
+        startSegno,
+        readTimelineHistory(this.dataDir, this.timeline, this.disk),
+        this.config.walSegmentSize,
+      );
     }
     this.walsenders.startStreaming(self, this.inRecovery);
     if (applicationName !== '' && self.priority > 0) {
       // walsim refuses a second synchronous candidate under a name already streaming (PostgreSQL
       // accepts it and orders the two by slot): a stray client must not speak for a standby.
       for (const s of this.walsenders.senders()) {
-        if (s !== self && s.state !== 'startup' && s.applicationName.toLowerCase() === applicationName.toLowerCase()) {
+        if (
+          s !== self &&
+          s.state !== 'startup' &&
+          s.applicationName.toLowerCase() === applicationName.toLowerCase()
+        ) {
           return `a standby named "${applicationName}" is already streaming`;
         }
       }
@@ -545,18 +650,32 @@ export class ServerNode {
   /** Run one statement. `signal` is a cancel request (pg_cancel_backend); waits end on it with 57014. */
   async execute(sql: string, signal?: AbortSignal): Promise<QueryResult> {
     const stmt = parseStatement(sql);
-    if (this.shuttingDown !== null) throw new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
+    if (this.shuttingDown !== null)
+      throw new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
     const write = writeCommandName(stmt);
     if (write !== null) {
-      if (this.inRecovery) throw new WalsimError('read_only', `cannot execute ${write} in a read-only transaction`, '25006');
+      if (this.inRecovery)
+        throw new WalsimError(
+          'read_only',
+          `cannot execute ${write} in a read-only transaction`,
+          '25006',
+        );
       return this.primary().runWrite(stmt, signal);
     }
     if (stmt.type === 'select_function' && stmt.fn === 'pg_promote') {
       const [wait = true, waitSeconds = 60] = stmt.args;
       if (typeof wait !== 'boolean' || typeof waitSeconds !== 'number') {
-        throw new WalsimError('invalid_input', 'function pg_promote takes (wait boolean, wait_seconds integer)', '42883');
+        throw new WalsimError(
+          'invalid_input',
+          'function pg_promote takes (wait boolean, wait_seconds integer)',
+          '42883',
+        );
       }
-      return { command: 'SELECT 1', columns: ['pg_promote'], rows: [{ pg_promote: await this.promote(wait, waitSeconds, signal) }] };
+      return {
+        command: 'SELECT 1',
+        columns: ['pg_promote'],
+        rows: [{ pg_promote: await this.promote(wait, waitSeconds, signal) }],
+      };
     }
     if (stmt.type === 'checkpoint') {
       if (this.inRecovery) {
@@ -567,15 +686,31 @@ export class ServerNode {
     }
     if (stmt.type === 'alter_system') {
       if (!(RELOADABLE_SETTINGS as readonly string[]).includes(stmt.name)) {
-        const known = ['shared_buffers', 'wal_segment_size', 'hot_standby', 'autovacuum'].includes(stmt.name);
-        if (known) throw new WalsimError('invalid_input', `walsim cannot change "${stmt.name}" with ALTER SYSTEM (it can: ${RELOADABLE_SETTINGS.join(', ')})`, '0A000');
-        throw new WalsimError('invalid_input', `unrecognized configuration parameter "${stmt.name}"`, '42704');
+        const known = ['shared_buffers', 'wal_segment_size', 'hot_standby', 'autovacuum'].includes(
+          stmt.name,
+        );
+        if (known)
+          throw new WalsimError(
+            'invalid_input',
+            `walsim cannot change "${stmt.name}" with ALTER SYSTEM (it can: ${RELOADABLE_SETTINGS.join(', ')})`,
+            '0A000',
+          );
+        throw new WalsimError(
+          'invalid_input',
+          `unrecognized configuration parameter "${stmt.name}"`,
+          '42704',
+        );
       }
       alterSystem(this.dataDir, stmt.name as ReloadableSetting, stmt.value);
       return { command: 'ALTER SYSTEM', columns: [], rows: [] };
     }
     if (stmt.type === 'select_function' && stmt.fn === 'pg_reload_conf') {
-      if (stmt.args.length > 0) throw new WalsimError('invalid_input', 'function pg_reload_conf() takes no arguments', '42883');
+      if (stmt.args.length > 0)
+        throw new WalsimError(
+          'invalid_input',
+          'function pg_reload_conf() takes no arguments',
+          '42883',
+        );
       this.reloadConfig();
       return { command: 'SELECT 1', columns: ['pg_reload_conf'], rows: [{ pg_reload_conf: true }] };
     }
@@ -594,18 +729,26 @@ export class ServerNode {
     try {
       next = loadNodeConfig(this.dataDir);
     } catch (e) {
-      this.opts.log(`LOG:  configuration file contains errors; unaffected changes were applied: ${(e as Error).message}`);
+      this.opts.log(
+        `LOG:  configuration file contains errors; unaffected changes were applied: ${(e as Error).message}`,
+      );
       return;
     }
     const prev = this.config;
     this.config = next;
     this.opts.log('LOG:  received SIGHUP, reloading configuration files');
     if (next.synchronousStandbyNames !== prev.synchronousStandbyNames) {
-      this.opts.log(`LOG:  parameter "synchronous_standby_names" changed to "${next.synchronousStandbyNames}"`);
+      this.opts.log(
+        `LOG:  parameter "synchronous_standby_names" changed to "${next.synchronousStandbyNames}"`,
+      );
       this.walsenders.reload(parseSynchronousStandbyNames(next.synchronousStandbyNames));
     }
-    if (next.synchronousCommit !== prev.synchronousCommit) this.opts.log(`LOG:  parameter "synchronous_commit" changed to "${next.synchronousCommit}"`);
-    const upstreamChanged = next.primaryHost !== prev.primaryHost || next.primaryPort !== prev.primaryPort || next.applicationName !== prev.applicationName;
+    if (next.synchronousCommit !== prev.synchronousCommit)
+      this.opts.log(`LOG:  parameter "synchronous_commit" changed to "${next.synchronousCommit}"`);
+    const upstreamChanged =
+      next.primaryHost !== prev.primaryHost ||
+      next.primaryPort !== prev.primaryPort ||
+      next.applicationName !== prev.applicationName;
     if (upstreamChanged && this.inRecovery && this.standbyRole !== null) {
       this.opts.log(`LOG:  parameter "primary_conninfo" changed; restarting the walreceiver`);
       this.standbyRole.restartWalReceiver();
@@ -619,7 +762,11 @@ export class ServerNode {
    */
   async promote(wait = true, waitSeconds = 60, signal?: AbortSignal): Promise<boolean> {
     if (!Number.isInteger(waitSeconds) || waitSeconds <= 0) {
-      throw new WalsimError('invalid_input', '"wait_seconds" must not be negative or zero', '22023');
+      throw new WalsimError(
+        'invalid_input',
+        '"wait_seconds" must not be negative or zero',
+        '22023',
+      );
     }
     const refused = refusalOf(this.lifecycle.getSnapshot(), 'PROMOTE');
     if (refused) throw refused;
@@ -627,7 +774,8 @@ export class ServerNode {
     if (!wait) return true;
     for (let i = 0; i < waitSeconds * 10; i++) {
       if (!this.inRecovery) return true;
-      if (signal?.aborted) throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
+      if (signal?.aborted)
+        throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
       await this.clock.sleep(i === 0 ? 1 : 100);
     }
     this.opts.log(`WARNING:  server did not promote within ${waitSeconds} seconds`);
@@ -652,8 +800,12 @@ export class ServerNode {
       nBuffers: this.nBuffers,
       dropStrategy: this.config.dropStrategy,
       drop: {
-        drops: { ...drop.drops }, scanned: drop.scanned, probes: drop.probes, invalidated: drop.invalidated,
-        bsearchScans: drop.bsearchScans, elapsedMsByPath: { ...drop.elapsedMsByPath },
+        drops: { ...drop.drops },
+        scanned: drop.scanned,
+        probes: drop.probes,
+        invalidated: drop.invalidated,
+        bsearchScans: drop.bsearchScans,
+        elapsedMsByPath: { ...drop.elapsedMsByPath },
       },
       startupReplay: this.startupReplay,
       insertLsn: formatLsn(this.wal.insertLsn),
@@ -693,16 +845,24 @@ export class ServerNode {
   inspect(): NodeInspection {
     const { heap, clog, smgr, pool, catalog } = this.storage;
     const tables = catalog.tables().map(([name, rel]) => {
-      const forks = [0, 1, 2, 3].map((f) => (smgr.exists(rel, f as ForkNumber) ? smgr.diskNblocks(rel, f as ForkNumber) : null));
+      const forks = [0, 1, 2, 3].map((f) =>
+        smgr.exists(rel, f as ForkNumber) ? smgr.diskNblocks(rel, f as ForkNumber) : null,
+      );
       return {
-        name, rel,
+        name,
+        rel,
         rows: heap.hasRelation(rel) ? heap.countVisible(rel, clog) : 0,
         digest: heap.hasRelation(rel) ? heap.contentDigest(rel, clog) : '',
         forks,
         buffered: pool.bufferedBlocks(rel).map((b) => `${b.fork}:${b.block}`),
       };
     });
-    return { tables, orphanBuffers: this.storage.orphanBuffers(), relations: smgr.relations(), usedBuffers: pool.usedBuffers };
+    return {
+      tables,
+      orphanBuffers: this.storage.orphanBuffers(),
+      relations: smgr.relations(),
+      usedBuffers: pool.usedBuffers,
+    };
   }
 
   noteDrop(cb: ((r: DropResult) => void) | null): void {

@@ -9,12 +9,22 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WalsimError } from '../common/errors.ts';
 import { FILE_MODE } from '../common/durable-file.ts';
-import { isWalsimServer, nodeDir, readPidFile, SERVER_MARKER, type NodeName } from './cluster-files.ts';
+import {
+  isWalsimServer,
+  nodeDir,
+  readPidFile,
+  SERVER_MARKER,
+  type NodeName,
+} from './cluster-files.ts';
 import type { StopMode } from './control-protocol.ts';
 import { splitBrainRefusal } from './fencing.ts';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SIGNAL_OF: Record<StopMode, NodeJS.Signals> = { smart: 'SIGTERM', fast: 'SIGINT', immediate: 'SIGQUIT' };
+const SIGNAL_OF: Record<StopMode, NodeJS.Signals> = {
+  smart: 'SIGTERM',
+  fast: 'SIGINT',
+  immediate: 'SIGQUIT',
+};
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -30,16 +40,30 @@ export function runningPid(clusterDir: string, name: NodeName): number | null {
  * Start one node's server process in the background and wait until it accepts connections.
  * Refuses (WalsimError 'split_brain') to start an old primary after another node was promoted.
  */
-export async function startNode(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<number> {
+export async function startNode(
+  clusterDir: string,
+  name: NodeName,
+  timeoutMs = 60_000,
+): Promise<number> {
   const dataDir = nodeDir(clusterDir, name);
   const refusal = splitBrainRefusal(clusterDir, name);
   if (refusal !== null) throw new WalsimError('split_brain', refusal, '55000');
   const stalePid = readPidFile(dataDir);
-  if (stalePid !== null && !isWalsimServer(stalePid.pid, dataDir)) fs.rmSync(path.join(dataDir, 'postmaster.pid'), { force: true });
+  if (stalePid !== null && !isWalsimServer(stalePid.pid, dataDir))
+    fs.rmSync(path.join(dataDir, 'postmaster.pid'), { force: true });
   const log = fs.openSync(path.join(dataDir, 'server.log'), 'a', FILE_MODE);
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', path.join(PROJECT_ROOT, 'server', 'main.ts'), SERVER_MARKER, '--datadir', path.resolve(dataDir), '--cluster-dir', clusterDir],
+    [
+      '--import',
+      'tsx',
+      path.join(PROJECT_ROOT, 'server', 'main.ts'),
+      SERVER_MARKER,
+      '--datadir',
+      path.resolve(dataDir),
+      '--cluster-dir',
+      clusterDir,
+    ],
     { cwd: PROJECT_ROOT, detached: true, stdio: ['ignore', log, log] },
   );
   fs.closeSync(log);
@@ -51,16 +75,32 @@ export async function startNode(clusterDir: string, name: NodeName, timeoutMs = 
     const pid = readPidFile(dataDir);
     if (pid !== null && pid.pid === child.pid) return pid.port;
     if (exited !== null) {
-      const tail = fs.readFileSync(path.join(dataDir, 'server.log'), 'utf8').trim().split('\n').slice(-5).join('\n');
-      throw new WalsimError('io_error', `node "${name}" exited during start (code ${exited}); see ${path.join(dataDir, 'server.log')}:\n${tail}`);
+      const tail = fs
+        .readFileSync(path.join(dataDir, 'server.log'), 'utf8')
+        .trim()
+        .split('\n')
+        .slice(-5)
+        .join('\n');
+      throw new WalsimError(
+        'io_error',
+        `node "${name}" exited during start (code ${exited}); see ${path.join(dataDir, 'server.log')}:\n${tail}`,
+      );
     }
     await sleep(50);
   }
-  throw new WalsimError('timeout', `node "${name}" did not start within ${timeoutMs / 1000} s; see ${path.join(dataDir, 'server.log')}`);
+  throw new WalsimError(
+    'timeout',
+    `node "${name}" did not start within ${timeoutMs / 1000} s; see ${path.join(dataDir, 'server.log')}`,
+  );
 }
 
 /** pg_ctl stop: signal, then wait until the process is gone. */
-export async function stopNode(clusterDir: string, name: NodeName, mode: StopMode, timeoutMs = 60_000): Promise<boolean> {
+export async function stopNode(
+  clusterDir: string,
+  name: NodeName,
+  mode: StopMode,
+  timeoutMs = 60_000,
+): Promise<boolean> {
   const pid = runningPid(clusterDir, name);
   if (pid === null) return false;
   process.kill(pid, SIGNAL_OF[mode]);
@@ -73,6 +113,8 @@ export async function stopNode(clusterDir: string, name: NodeName, mode: StopMod
     if (!isWalsimServer(pid, dataDir)) return true;
     await sleep(20);
   }
-  throw new WalsimError('timeout', `node "${name}" (pid ${pid}) did not shut down within ${timeoutMs / 1000} s${mode === 'smart' ? '; try --mode fast' : ''}`);
+  throw new WalsimError(
+    'timeout',
+    `node "${name}" (pid ${pid}) did not shut down within ${timeoutMs / 1000} s${mode === 'smart' ? '; try --mode fast' : ''}`,
+  );
 }
-

@@ -25,8 +25,20 @@
  * its socket while it does (the socket is paused), so a client cannot queue unbounded work.
  */
 import * as net from 'node:net';
-import { createHash, createHmac, pbkdf2Sync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
-import { hashMd5Password, PostgresConnection, type BackendError, type PostgresConnectionOptions } from 'pg-gateway';
+import {
+  createHash,
+  createHmac,
+  pbkdf2Sync,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+} from 'node:crypto';
+import {
+  hashMd5Password,
+  PostgresConnection,
+  type BackendError,
+  type PostgresConnectionOptions,
+} from 'pg-gateway';
 import { assert, InvariantViolation } from '../common/assert.ts';
 import { isWalsimError, WalsimError } from '../common/errors.ts';
 import type { Notice, QueryResult, SqlValue } from './control-protocol.ts';
@@ -84,10 +96,20 @@ const WRITE_HIGH_WATER = 1 << 20;
 
 /** Frontend message types (protocol-message-formats) and the largest body each may have. */
 const MESSAGE_LIMITS: Record<string, number> = {
-  Q: QUERY_MESSAGE_LIMIT, P: QUERY_MESSAGE_LIMIT, B: QUERY_MESSAGE_LIMIT,
-  D: SMALL_MESSAGE_LIMIT, E: SMALL_MESSAGE_LIMIT, C: SMALL_MESSAGE_LIMIT, S: SMALL_MESSAGE_LIMIT,
-  H: SMALL_MESSAGE_LIMIT, X: SMALL_MESSAGE_LIMIT, F: SMALL_MESSAGE_LIMIT, p: SMALL_MESSAGE_LIMIT,
-  d: QUERY_MESSAGE_LIMIT, c: SMALL_MESSAGE_LIMIT, f: SMALL_MESSAGE_LIMIT,
+  Q: QUERY_MESSAGE_LIMIT,
+  P: QUERY_MESSAGE_LIMIT,
+  B: QUERY_MESSAGE_LIMIT,
+  D: SMALL_MESSAGE_LIMIT,
+  E: SMALL_MESSAGE_LIMIT,
+  C: SMALL_MESSAGE_LIMIT,
+  S: SMALL_MESSAGE_LIMIT,
+  H: SMALL_MESSAGE_LIMIT,
+  X: SMALL_MESSAGE_LIMIT,
+  F: SMALL_MESSAGE_LIMIT,
+  p: SMALL_MESSAGE_LIMIT,
+  d: QUERY_MESSAGE_LIMIT,
+  c: SMALL_MESSAGE_LIMIT,
+  f: SMALL_MESSAGE_LIMIT,
 };
 
 /** pg_type OIDs and lengths of walsim's result types. */
@@ -105,7 +127,10 @@ const code = (c: string) => c.charCodeAt(0);
 
 /** A protocol error that ends the session (FATAL). */
 class FatalError extends Error {
-  constructor(readonly sqlstate: string, message: string) {
+  constructor(
+    readonly sqlstate: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -117,9 +142,13 @@ function protocolViolation(message: string): FatalError {
 /** Bounds-checked reader of one message body; a malformed body is a protocol violation. */
 class BodyReader {
   private off = 0;
-  constructor(private readonly b: Buffer, private readonly what: string) {}
+  constructor(
+    private readonly b: Buffer,
+    private readonly what: string,
+  ) {}
   private need(n: number): void {
-    if (this.off + n > this.b.length) throw protocolViolation(`invalid ${this.what} message: ends early`);
+    if (this.off + n > this.b.length)
+      throw protocolViolation(`invalid ${this.what} message: ends early`);
   }
   byte(): string {
     this.need(1);
@@ -145,19 +174,24 @@ class BodyReader {
   }
   cstring(): string {
     const end = this.b.indexOf(0, this.off);
-    if (end < 0) throw protocolViolation(`invalid ${this.what} message: string is not NUL-terminated`);
+    if (end < 0)
+      throw protocolViolation(`invalid ${this.what} message: string is not NUL-terminated`);
     const v = this.b.toString('utf8', this.off, end);
     this.off = end + 1;
     return v;
   }
   end(): void {
-    if (this.off !== this.b.length) throw protocolViolation(`invalid ${this.what} message: ${this.b.length - this.off} trailing bytes`);
+    if (this.off !== this.b.length)
+      throw protocolViolation(
+        `invalid ${this.what} message: ${this.b.length - this.off} trailing bytes`,
+      );
   }
 }
 
 /** The start-up packet's parameters (pairs of NUL-terminated strings, then a NUL). */
 function parseStartupParameters(body: Buffer): Map<string, string> {
-  if (body.length === 0 || body[body.length - 1] !== 0) throw protocolViolation('invalid startup packet layout: expected terminator as last byte');
+  if (body.length === 0 || body[body.length - 1] !== 0)
+    throw protocolViolation('invalid startup packet layout: expected terminator as last byte');
   const r = new BodyReader(body.subarray(0, body.length - 1), 'startup');
   const params = new Map<string, string>();
   let left = body.length - 1;
@@ -188,11 +222,16 @@ export interface ScramVerifier {
 
 const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
 
-export function scramVerifier(password: string, salt = randomBytes(16), iterations = 4096): ScramVerifier {
+export function scramVerifier(
+  password: string,
+  salt = randomBytes(16),
+  iterations = 4096,
+): ScramVerifier {
   // walsim passes the password through as is (PostgreSQL applies SASLprep, a no-op for ASCII).
   const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
   return {
-    salt, iterations,
+    salt,
+    iterations,
     storedKey: createHash('sha256').update(hmac(salted, 'Client Key')).digest(),
     serverKey: hmac(salted, 'Server Key'),
   };
@@ -211,17 +250,27 @@ class ScramExchange {
     const r = new BodyReader(body, 'SASLInitialResponse');
     const mechanism = r.cstring();
     if (mechanism !== 'SCRAM-SHA-256') {
-      throw new FatalError('28000', `client selected an invalid SASL authentication mechanism "${mechanism}" (walsim offers SCRAM-SHA-256 only)`);
+      throw new FatalError(
+        '28000',
+        `client selected an invalid SASL authentication mechanism "${mechanism}" (walsim offers SCRAM-SHA-256 only)`,
+      );
     }
     const len = r.int32();
-    if (len < 0) throw protocolViolation('malformed SCRAM message: the client-first-message is missing');
+    if (len < 0)
+      throw protocolViolation('malformed SCRAM message: the client-first-message is missing');
     const message = r.bytes(len).toString('utf8');
     r.end();
     // gs2-header: "n,," (no channel binding) or "y,," (client could but server does not); "p=" needs TLS.
     const m = /^([ny]),(?:a=[^,]*)?,(n=[^,]*,r=([^,]+)(?:,.*)?)$/.exec(message);
     if (m === null) {
-      if (message.startsWith('p=')) throw new FatalError('28000', 'channel binding is not supported: walsim has no TLS (connect with channel_binding=disable)');
-      throw protocolViolation(`malformed SCRAM message: unexpected client-first-message "${message}"`);
+      if (message.startsWith('p='))
+        throw new FatalError(
+          '28000',
+          'channel binding is not supported: walsim has no TLS (connect with channel_binding=disable)',
+        );
+      throw protocolViolation(
+        `malformed SCRAM message: unexpected client-first-message "${message}"`,
+      );
     }
     this.gs2Header = message.slice(0, message.length - m[2]!.length);
     this.clientFirstBare = m[2]!;
@@ -234,9 +283,12 @@ class ScramExchange {
   final(body: Buffer): string | null {
     const message = body.toString('utf8');
     const m = /^c=([^,]*),r=([^,]*)(?:,.*)?,p=([A-Za-z0-9+/=]+)$/.exec(message);
-    if (m === null) throw protocolViolation('malformed SCRAM message: unexpected client-final-message');
-    if (Buffer.from(m[1]!, 'base64').toString('utf8') !== this.gs2Header) throw protocolViolation('malformed SCRAM message: unexpected channel-binding data');
-    if (m[2] !== this.nonce) throw protocolViolation('malformed SCRAM message: the nonce does not match');
+    if (m === null)
+      throw protocolViolation('malformed SCRAM message: unexpected client-final-message');
+    if (Buffer.from(m[1]!, 'base64').toString('utf8') !== this.gs2Header)
+      throw protocolViolation('malformed SCRAM message: unexpected channel-binding data');
+    if (m[2] !== this.nonce)
+      throw protocolViolation('malformed SCRAM message: the nonce does not match');
     const withoutProof = message.slice(0, message.lastIndexOf(',p='));
     const authMessage = `${this.clientFirstBare},${this.serverFirst},${withoutProof}`;
     const proof = Buffer.from(m[3]!, 'base64');
@@ -244,7 +296,8 @@ class ScramExchange {
     if (proof.length !== signature.length) return null;
     const clientKey = Buffer.alloc(proof.length);
     for (let i = 0; i < proof.length; i++) clientKey[i] = proof[i]! ^ signature[i]!;
-    if (!timingSafeEqual(createHash('sha256').update(clientKey).digest(), this.verifier.storedKey)) return null;
+    if (!timingSafeEqual(createHash('sha256').update(clientKey).digest(), this.verifier.storedKey))
+      return null;
     return `v=${hmac(this.verifier.serverKey, authMessage).toString('base64')}`;
   }
 }
@@ -306,7 +359,8 @@ class PgWireSession {
       authMode: server.opts.password?.passwordEncryption === 'md5' ? 'md5Password' : 'none',
       validateCredentials: async (cred) => {
         const pw = server.opts.password;
-        if (cred.authMode !== 'md5Password' || pw === null || pw.passwordEncryption !== 'md5') return false;
+        if (cred.authMode !== 'md5Password' || pw === null || pw.passwordEncryption !== 'md5')
+          return false;
         const expected = Buffer.from(await hashMd5Password(cred.user, pw.password, cred.salt));
         const given = Buffer.from(cred.hash);
         return expected.length === given.length && timingSafeEqual(expected, given);
@@ -321,7 +375,8 @@ class PgWireSession {
     socket.on('error', () => {});
     socket.on('close', () => this.onClose());
     this.authTimer = setTimeout(() => {
-      if (this.phase === 'startup' || this.phase === 'auth') this.fatal(new FatalError('08006', 'canceling authentication due to timeout'));
+      if (this.phase === 'startup' || this.phase === 'auth')
+        this.fatal(new FatalError('08006', 'canceling authentication due to timeout'));
     }, server.opts.authTimeoutMs ?? 60_000);
     this.authTimer.unref();
   }
@@ -345,7 +400,9 @@ class PgWireSession {
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
     // Before authentication a client has nothing to pipeline: a start-up packet and a password.
     if (this.phase !== 'ready' && this.buf.length > 2 * MAX_STARTUP_PACKET_LENGTH) {
-      this.fatal(protocolViolation(`client sent ${this.buf.length} bytes before authentication completed`));
+      this.fatal(
+        protocolViolation(`client sent ${this.buf.length} bytes before authentication completed`),
+      );
       return;
     }
     void this.pump();
@@ -380,7 +437,9 @@ class PgWireSession {
       if (e instanceof InvariantViolation) this.server.opts.backend.fatal(e);
       if (e instanceof FatalError) this.fatal(e);
       else {
-        this.server.opts.backend.log(`ERROR:  wire protocol internal error: ${(e as Error).stack ?? String(e)}`);
+        this.server.opts.backend.log(
+          `ERROR:  wire protocol internal error: ${(e as Error).stack ?? String(e)}`,
+        );
         this.fatal(new FatalError('XX000', `internal error: ${(e as Error).message}`));
       }
     } finally {
@@ -397,7 +456,9 @@ class PgWireSession {
       if (b.length < 4) return null;
       const len = b.readInt32BE(0);
       if (len < 8 || len > MAX_STARTUP_PACKET_LENGTH) {
-        throw protocolViolation(`invalid length of startup packet: ${len} (accepted: 8 to ${MAX_STARTUP_PACKET_LENGTH})`);
+        throw protocolViolation(
+          `invalid length of startup packet: ${len} (accepted: 8 to ${MAX_STARTUP_PACKET_LENGTH})`,
+        );
       }
       if (b.length < len) return null;
       this.buf = b.subarray(len);
@@ -407,21 +468,34 @@ class PgWireSession {
     const type = String.fromCharCode(b[0]!);
     const len = b.readInt32BE(1);
     const limit = MESSAGE_LIMITS[type];
-    if (limit === undefined) throw protocolViolation(`invalid frontend message type ${b[0]} (${JSON.stringify(type)})`);
-    if (len < 4) throw protocolViolation(`invalid message length ${len} for message type "${type}"`);
-    if (len - 4 > limit) throw protocolViolation(`message of type "${type}" is ${len - 4} bytes, larger than the limit of ${limit} bytes`);
+    if (limit === undefined)
+      throw protocolViolation(`invalid frontend message type ${b[0]} (${JSON.stringify(type)})`);
+    if (len < 4)
+      throw protocolViolation(`invalid message length ${len} for message type "${type}"`);
+    if (len - 4 > limit)
+      throw protocolViolation(
+        `message of type "${type}" is ${len - 4} bytes, larger than the limit of ${limit} bytes`,
+      );
     if (b.length < 1 + len) return null;
     this.buf = b.subarray(1 + len);
     return { type, frame: b.subarray(0, 1 + len) };
   }
 
-  private async handleFrame({ type, frame }: { type: string | null; frame: Buffer }): Promise<void> {
+  private async handleFrame({
+    type,
+    frame,
+  }: {
+    type: string | null;
+    frame: Buffer;
+  }): Promise<void> {
     if (type === null) return this.handleStartupPacket(frame);
     if (this.phase === 'auth') {
       if (type === 'X') return this.close();
-      if (type !== 'p') throw protocolViolation(`expected password response, got message type "${type}"`);
+      if (type !== 'p')
+        throw protocolViolation(`expected password response, got message type "${type}"`);
       if (this.scram !== null) return this.scramStep(frame.subarray(5));
-      if (frame[frame.length - 1] !== 0) throw protocolViolation('invalid password packet: not NUL-terminated');
+      if (frame[frame.length - 1] !== 0)
+        throw protocolViolation('invalid password packet: not NUL-terminated');
       await this.conn.handleData(Buffer.from(frame));
       return;
     }
@@ -432,9 +506,14 @@ class PgWireSession {
     const len = packet.length;
     const requestCode = packet.readInt32BE(4);
     if (requestCode === SSL_REQUEST_CODE || requestCode === GSSENC_REQUEST_CODE) {
-      if (len !== 8) throw protocolViolation(`invalid length of ${requestCode === SSL_REQUEST_CODE ? 'SSL' : 'GSSENC'} request packet: ${len}`);
-      if (++this.negotiations > 2) throw protocolViolation('too many encryption negotiation requests');
-      if (requestCode === SSL_REQUEST_CODE) await this.conn.handleData(Buffer.from(packet)); // pg-gateway answers 'N'
+      if (len !== 8)
+        throw protocolViolation(
+          `invalid length of ${requestCode === SSL_REQUEST_CODE ? 'SSL' : 'GSSENC'} request packet: ${len}`,
+        );
+      if (++this.negotiations > 2)
+        throw protocolViolation('too many encryption negotiation requests');
+      if (requestCode === SSL_REQUEST_CODE)
+        await this.conn.handleData(Buffer.from(packet)); // pg-gateway answers 'N'
       else this.write('N'); // walsim has no GSSAPI encryption either
       return;
     }
@@ -447,15 +526,23 @@ class PgWireSession {
     }
     const major = requestCode >>> 16;
     const minor = requestCode & 0xffff;
-    if (major !== 3) throw new FatalError('0A000', `unsupported frontend protocol ${major}.${minor}: server supports 3.0 to 3.0`);
+    if (major !== 3)
+      throw new FatalError(
+        '0A000',
+        `unsupported frontend protocol ${major}.${minor}: server supports 3.0 to 3.0`,
+      );
     const params = parseStartupParameters(packet.subarray(8));
     const user = params.get('user') ?? '';
-    if (user === '') throw new FatalError('28000', 'no PostgreSQL user name specified in startup packet');
+    if (user === '')
+      throw new FatalError('28000', 'no PostgreSQL user name specified in startup packet');
     this.user = user;
     this.applicationName = params.get('application_name') ?? '';
     const replication = (params.get('replication') ?? 'false').toLowerCase();
     if (!['false', 'off', 'no', '0'].includes(replication)) {
-      throw new FatalError('0A000', 'walsim does not accept replication connections on its PostgreSQL port: its standbys stream over walsim\'s own replication endpoint (pg_basebackup, pg_receivewal and logical replication are not supported)');
+      throw new FatalError(
+        '0A000',
+        "walsim does not accept replication connections on its PostgreSQL port: its standbys stream over walsim's own replication endpoint (pg_basebackup, pg_receivewal and logical replication are not supported)",
+      );
     }
     this.server.admit(this);
     const unrecognized = [...params.keys()].filter((k) => k.startsWith('_pq_.'));
@@ -473,7 +560,9 @@ class PgWireSession {
       // AuthenticationSASL: the mechanisms we offer.
       this.scram = new ScramExchange(verifier);
       this.scramStartup = forGateway;
-      this.write(this.conn.writer.addInt32(10).addCString('SCRAM-SHA-256').addCString('').flush(code('R')));
+      this.write(
+        this.conn.writer.addInt32(10).addCString('SCRAM-SHA-256').addCString('').flush(code('R')),
+      );
       return;
     }
     await this.conn.handleData(forGateway);
@@ -489,7 +578,8 @@ class PgWireSession {
       return;
     }
     const serverFinal = scram.final(body);
-    if (serverFinal === null) throw new FatalError('28P01', `password authentication failed for user "${this.user}"`);
+    if (serverFinal === null)
+      throw new FatalError('28P01', `password authentication failed for user "${this.user}"`);
     this.write(this.conn.writer.addInt32(12).add(Buffer.from(serverFinal)).flush(code('R'))); // AuthenticationSASLFinal
     this.scram = null;
     const startup = this.scramStartup!;
@@ -545,23 +635,37 @@ class PgWireSession {
         r.end();
         return this.simpleQuery(sql);
       }
-      case 'P': return this.extended(() => this.parse(body));
-      case 'B': return this.extended(() => this.bind(body));
-      case 'D': return this.extended(() => this.describe(body));
-      case 'E': return this.extended(() => this.execute(body));
-      case 'C': return this.extended(() => this.closeObject(body));
+      case 'P':
+        return this.extended(() => this.parse(body));
+      case 'B':
+        return this.extended(() => this.bind(body));
+      case 'D':
+        return this.extended(() => this.describe(body));
+      case 'E':
+        return this.extended(() => this.execute(body));
+      case 'C':
+        return this.extended(() => this.closeObject(body));
       case 'S':
         this.skipTillSync = false;
         this.portals.clear(); // the implicit transaction ends: its portals go
         this.readyForQuery();
         return;
-      case 'H': return; // Flush: replies are written as they are made
-      case 'X': return this.close();
+      case 'H':
+        return; // Flush: replies are written as they are made
+      case 'X':
+        return this.close();
       case 'F':
-        this.sendError({ severity: 'ERROR', code: '0A000', message: 'walsim does not support the function call protocol' });
+        this.sendError({
+          severity: 'ERROR',
+          code: '0A000',
+          message: 'walsim does not support the function call protocol',
+        });
         this.readyForQuery();
         return;
-      case 'd': case 'c': case 'f': return; // copy messages outside COPY are ignored, as PostgreSQL does
+      case 'd':
+      case 'c':
+      case 'f':
+        return; // copy messages outside COPY are ignored, as PostgreSQL does
       default:
         throw protocolViolation(`invalid frontend message type "${type}" after authentication`);
     }
@@ -588,7 +692,12 @@ class PgWireSession {
       if (stmts.length > 1) {
         // Several statements form one implicit transaction block (exec_simple_query).
         const vacuum = stmts.find((s) => s.type === 'vacuum');
-        if (vacuum) throw new WalsimError('invalid_input', 'VACUUM cannot run inside a transaction block', '25001');
+        if (vacuum)
+          throw new WalsimError(
+            'invalid_input',
+            'VACUUM cannot run inside a transaction block',
+            '25001',
+          );
       }
     } catch (e) {
       this.sendStatementError(e);
@@ -619,7 +728,8 @@ class PgWireSession {
     try {
       const result = await this.server.opts.backend.execute(sql, ac.signal);
       assert(
-        result.columns.length === columns.length && result.columns.every((c, i) => c === columns[i]!.name),
+        result.columns.length === columns.length &&
+          result.columns.every((c, i) => c === columns[i]!.name),
         `INV-WIRE-1: result columns ${JSON.stringify(result.columns)} differ from the described ${JSON.stringify(columns.map((c) => c.name))}`,
       );
       return result;
@@ -635,12 +745,26 @@ class PgWireSession {
     const nParams = r.int16();
     for (let i = 0; i < nParams; i++) r.int32(); // declared parameter types: walsim statements take none
     r.end();
-    if (name !== '' && this.prepared.has(name)) throw new WalsimError('invalid_input', `prepared statement "${name}" already exists`, '42P05');
+    if (name !== '' && this.prepared.has(name))
+      throw new WalsimError(
+        'invalid_input',
+        `prepared statement "${name}" already exists`,
+        '42P05',
+      );
     if (name !== '' && this.prepared.size >= MAX_NAMED_OBJECTS) {
-      throw new WalsimError('invalid_input', `too many prepared statements (walsim allows ${MAX_NAMED_OBJECTS} per session)`, '53400');
+      throw new WalsimError(
+        'invalid_input',
+        `too many prepared statements (walsim allows ${MAX_NAMED_OBJECTS} per session)`,
+        '53400',
+      );
     }
     const pieces = splitStatements(sql);
-    if (pieces.length > 1) throw new WalsimError('syntax_error', 'cannot insert multiple commands into a prepared statement', '42601');
+    if (pieces.length > 1)
+      throw new WalsimError(
+        'syntax_error',
+        'cannot insert multiple commands into a prepared statement',
+        '42601',
+      );
     const stmt = pieces.length === 0 ? null : parseStatement(pieces[0]!);
     this.prepared.set(name, { sql, stmt, columns: stmt === null ? [] : describeStatement(stmt) });
     this.write(this.conn.writer.flush(code('1'))); // ParseComplete
@@ -662,13 +786,35 @@ class PgWireSession {
     for (let i = 0; i < nResultFormats; i++) resultFormats.push(r.int16());
     r.end();
     const prepared = this.prepared.get(stmtName);
-    if (prepared === undefined) throw new WalsimError('invalid_input', `prepared statement "${stmtName}" does not exist`, '26000');
+    if (prepared === undefined)
+      throw new WalsimError(
+        'invalid_input',
+        `prepared statement "${stmtName}" does not exist`,
+        '26000',
+      );
     if (nParams !== 0) {
-      throw new WalsimError('protocol_violation', `bind message supplies ${nParams} parameters, but prepared statement "${stmtName}" requires 0`, '08P01');
+      throw new WalsimError(
+        'protocol_violation',
+        `bind message supplies ${nParams} parameters, but prepared statement "${stmtName}" requires 0`,
+        '08P01',
+      );
     }
-    if (resultFormats.some((f) => f !== 0)) throw new WalsimError('invalid_input', 'walsim sends results in text format only (format code 0)', '0A000');
-    if (portalName !== '' && !this.portals.has(portalName) && this.portals.size >= MAX_NAMED_OBJECTS) {
-      throw new WalsimError('invalid_input', `too many portals (walsim allows ${MAX_NAMED_OBJECTS} per session)`, '53400');
+    if (resultFormats.some((f) => f !== 0))
+      throw new WalsimError(
+        'invalid_input',
+        'walsim sends results in text format only (format code 0)',
+        '0A000',
+      );
+    if (
+      portalName !== '' &&
+      !this.portals.has(portalName) &&
+      this.portals.size >= MAX_NAMED_OBJECTS
+    ) {
+      throw new WalsimError(
+        'invalid_input',
+        `too many portals (walsim allows ${MAX_NAMED_OBJECTS} per session)`,
+        '53400',
+      );
     }
     this.portals.set(portalName, { prepared, result: null, sent: 0 });
     this.write(this.conn.writer.flush(code('2'))); // BindComplete
@@ -682,12 +828,18 @@ class PgWireSession {
     let columns: ResultColumn[];
     if (kind === 'S') {
       const p = this.prepared.get(name);
-      if (p === undefined) throw new WalsimError('invalid_input', `prepared statement "${name}" does not exist`, '26000');
+      if (p === undefined)
+        throw new WalsimError(
+          'invalid_input',
+          `prepared statement "${name}" does not exist`,
+          '26000',
+        );
       this.write(this.conn.writer.addInt16(0).flush(code('t'))); // ParameterDescription: none
       columns = p.columns;
     } else if (kind === 'P') {
       const p = this.portals.get(name);
-      if (p === undefined) throw new WalsimError('invalid_input', `portal "${name}" does not exist`, '34000');
+      if (p === undefined)
+        throw new WalsimError('invalid_input', `portal "${name}" does not exist`, '34000');
       columns = p.prepared.columns;
     } else {
       throw protocolViolation(`invalid DESCRIBE message subtype ${JSON.stringify(kind)}`);
@@ -702,7 +854,8 @@ class PgWireSession {
     const maxRows = r.int32();
     r.end();
     const portal = this.portals.get(name);
-    if (portal === undefined) throw new WalsimError('invalid_input', `portal "${name}" does not exist`, '34000');
+    if (portal === undefined)
+      throw new WalsimError('invalid_input', `portal "${name}" does not exist`, '34000');
     const { prepared } = portal;
     if (prepared.stmt === null) {
       this.write(this.conn.writer.flush(code('I'))); // EmptyQueryResponse
@@ -714,7 +867,8 @@ class PgWireSession {
     const n = maxRows > 0 ? Math.min(maxRows, left) : left;
     this.sendRows(prepared.columns, result, portal.sent, n);
     portal.sent += n;
-    if (portal.sent < result.rows.length) this.write(this.conn.writer.flush(code('s'))); // PortalSuspended
+    if (portal.sent < result.rows.length)
+      this.write(this.conn.writer.flush(code('s'))); // PortalSuspended
     else {
       this.sendNotices(result.notices);
       this.sendCommandComplete(result.command);
@@ -736,12 +890,23 @@ class PgWireSession {
     const w = this.conn.writer.addInt16(columns.length);
     for (const c of columns) {
       const t = PG_TYPES[c.type];
-      w.addCString(c.name).addInt32(0).addInt16(0).addInt32(t.oid).addInt16(t.len).addInt32(-1).addInt16(0);
+      w.addCString(c.name)
+        .addInt32(0)
+        .addInt16(0)
+        .addInt32(t.oid)
+        .addInt16(t.len)
+        .addInt32(-1)
+        .addInt16(0);
     }
     this.write(w.flush(code('T')));
   }
 
-  private sendRows(columns: ResultColumn[], result: QueryResult, from: number, count: number): void {
+  private sendRows(
+    columns: ResultColumn[],
+    result: QueryResult,
+    from: number,
+    count: number,
+  ): void {
     for (let i = from; i < from + count; i++) {
       const row = result.rows[i]!;
       const w = this.conn.writer.addInt16(columns.length);
@@ -765,7 +930,14 @@ class PgWireSession {
   private sendNotices(notices: Notice[] | undefined): void {
     for (const n of notices ?? []) {
       const w = this.conn.writer;
-      w.addString('S').addCString(n.severity).addString('V').addCString(n.severity).addString('C').addCString(n.code).addString('M').addCString(n.message);
+      w.addString('S')
+        .addCString(n.severity)
+        .addString('V')
+        .addCString(n.severity)
+        .addString('C')
+        .addCString(n.code)
+        .addString('M')
+        .addCString(n.message);
       if (n.detail !== undefined) w.addString('D').addCString(n.detail);
       this.write(w.addCString('').flush(code('N')));
     }
@@ -785,11 +957,23 @@ class PgWireSession {
       if ((e as { severity?: string }).severity === 'WARNING') {
         // A fast shutdown ended a synchronous-replication wait: PostgreSQL warns and drops the
         // connection without a command tag (the commit may or may not have reached the standby).
-        this.sendNotices([{ severity: 'WARNING', code: e.sqlstate, message: e.message, ...(e.detail !== undefined ? { detail: e.detail } : {}) }]);
+        this.sendNotices([
+          {
+            severity: 'WARNING',
+            code: e.sqlstate,
+            message: e.message,
+            ...(e.detail !== undefined ? { detail: e.detail } : {}),
+          },
+        ]);
         this.close();
         return;
       }
-      this.sendError({ severity: 'ERROR', code: e.sqlstate, message: e.message, ...(e.detail !== undefined ? { detail: e.detail } : {}) });
+      this.sendError({
+        severity: 'ERROR',
+        code: e.sqlstate,
+        message: e.message,
+        ...(e.detail !== undefined ? { detail: e.detail } : {}),
+      });
       return;
     }
     this.server.opts.backend.log(`ERROR:  internal error: ${(e as Error).stack ?? String(e)}`);
@@ -824,21 +1008,31 @@ class PgWireServer {
   /** Computed once, like the verifier PostgreSQL keeps in pg_authid. */
   readonly scramVerifier: ScramVerifier | null;
   constructor(readonly opts: PgWireOptions) {
-    this.scramVerifier = opts.password?.passwordEncryption === 'scram-sha-256' ? scramVerifier(opts.password.password) : null;
+    this.scramVerifier =
+      opts.password?.passwordEncryption === 'scram-sha-256'
+        ? scramVerifier(opts.password.password)
+        : null;
   }
 
   accept(socket: net.Socket): void {
     const session = new PgWireSession(socket, this);
     this.sessions.add(session);
     if (this.opts.password === null && !isLoopback(socket.remoteAddress)) {
-      session.fatal(new FatalError('28000', `no pg_hba.conf entry for host "${socket.remoteAddress}": walsim trusts loopback clients only; start the cluster with --password to accept others`));
+      session.fatal(
+        new FatalError(
+          '28000',
+          `no pg_hba.conf entry for host "${socket.remoteAddress}": walsim trusts loopback clients only; start the cluster with --password to accept others`,
+        ),
+      );
     }
   }
 
   /** A start-up packet arrived: the server-wide checks PostgreSQL's postmaster makes. */
   admit(session: PgWireSession): void {
-    if (this.opts.backend.shuttingDown()) throw new FatalError('57P03', 'the database system is shutting down');
-    if (this.admitted.size >= (this.opts.maxConnections ?? 100)) throw new FatalError('53300', 'sorry, too many clients already');
+    if (this.opts.backend.shuttingDown())
+      throw new FatalError('57P03', 'the database system is shutting down');
+    if (this.admitted.size >= (this.opts.maxConnections ?? 100))
+      throw new FatalError('53300', 'sorry, too many clients already');
     this.admitted.add(session);
   }
 
@@ -865,7 +1059,9 @@ class PgWireServer {
 export async function startPgWireServer(opts: PgWireOptions): Promise<PgWireHandle> {
   const wire = new PgWireServer(opts);
   const server = net.createServer((socket) => wire.accept(socket));
-  server.on('error', (e) => opts.backend.log(`LOG:  PostgreSQL protocol listener error: ${e.message}`));
+  server.on('error', (e) =>
+    opts.backend.log(`LOG:  PostgreSQL protocol listener error: ${e.message}`),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => {

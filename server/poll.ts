@@ -9,7 +9,12 @@
 export class StopPolling extends Error {}
 
 /** Poll `fn` until true. Errors thrown by fn count as "not yet", except StopPolling. */
-export async function pollUntil(fn: () => Promise<boolean>, what: string, timeoutMs: number, intervalMs = 25): Promise<void> {
+export async function pollUntil(
+  fn: () => Promise<boolean>,
+  what: string,
+  timeoutMs: number,
+  intervalMs = 25,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown = null;
   while (Date.now() < deadline) {
@@ -21,5 +26,7 @@ export async function pollUntil(fn: () => Promise<boolean>, what: string, timeou
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`,
+  );
 }

@@ -22,7 +22,11 @@ const LOW = 20_000;
 /** The kernel's ephemeral range (Linux's default when /proc is unreadable). */
 export function ephemeralRange(): [number, number] {
   try {
-    const [lo, hi] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    const [lo, hi] = fs
+      .readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
     if (Number.isInteger(lo) && Number.isInteger(hi) && lo! > 0 && hi! >= lo!) return [lo!, hi!];
   } catch {
     // not Linux, or /proc not mounted
@@ -34,7 +38,9 @@ export function ephemeralRange(): [number, number] {
 function bindsNow(port: number, host: string): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
-    srv.once('error', (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' || e.code === 'EACCES' ? resolve(false) : reject(e)));
+    srv.once('error', (e: NodeJS.ErrnoException) =>
+      e.code === 'EADDRINUSE' || e.code === 'EACCES' ? resolve(false) : reject(e),
+    );
     srv.listen({ port, host, exclusive: true }, () => srv.close(() => resolve(true)));
   });
 }
@@ -55,5 +61,8 @@ export async function freePort(host: string): Promise<number> {
       return port;
     }
   }
-  throw new WalsimError('io_error', `no free TCP port found on ${host} outside the ephemeral range ${ephLo}-${ephHi} after 200 attempts`);
+  throw new WalsimError(
+    'io_error',
+    `no free TCP port found on ${host} outside the ephemeral range ${ephLo}-${ephHi} after 200 attempts`,
+  );
 }

@@ -12,12 +12,19 @@ export const PG_SERVER_VERSION_NUM = 150000;
 
 export type { SynchronousCommit } from '../protocol/messages.ts';
 import type { SynchronousCommit } from '../protocol/messages.ts';
-export const SYNCHRONOUS_COMMIT_VALUES: readonly SynchronousCommit[] = ['off', 'local', 'remote_write', 'on', 'remote_apply'];
+export const SYNCHRONOUS_COMMIT_VALUES: readonly SynchronousCommit[] = [
+  'off',
+  'local',
+  'remote_write',
+  'on',
+  'remote_apply',
+];
 
 export { DROP_STRATEGIES, type DropStrategy } from '../storage/drop.ts';
 
 export function parseSynchronousCommit(text: string): SynchronousCommit {
-  if ((SYNCHRONOUS_COMMIT_VALUES as readonly string[]).includes(text)) return text as SynchronousCommit;
+  if ((SYNCHRONOUS_COMMIT_VALUES as readonly string[]).includes(text))
+    return text as SynchronousCommit;
   throw new WalsimError(
     'invalid_input',
     `invalid value for parameter "synchronous_commit": "${text}" (accepted: ${SYNCHRONOUS_COMMIT_VALUES.join(', ')})`,
@@ -26,13 +33,30 @@ export function parseSynchronousCommit(text: string): SynchronousCommit {
 
 export function parseDropStrategy(text: string): DropStrategy {
   if ((DROP_STRATEGIES as readonly string[]).includes(text)) return text as DropStrategy;
-  throw new WalsimError('invalid_input', `invalid drop strategy "${text}" (accepted: ${DROP_STRATEGIES.join(', ')})`);
+  throw new WalsimError(
+    'invalid_input',
+    `invalid drop strategy "${text}" (accepted: ${DROP_STRATEGIES.join(', ')})`,
+  );
 }
 
 /** primary_conninfo, as far as walsim's walreceiver uses it. */
-export interface Conninfo { host: string | null; port: number | null; applicationName: string | null }
+export interface Conninfo {
+  host: string | null;
+  port: number | null;
+  applicationName: string | null;
+}
 
-const CONNINFO_KEYS = ['host', 'hostaddr', 'port', 'application_name', 'user', 'dbname', 'password', 'sslmode', 'connect_timeout'];
+const CONNINFO_KEYS = [
+  'host',
+  'hostaddr',
+  'port',
+  'application_name',
+  'user',
+  'dbname',
+  'password',
+  'sslmode',
+  'connect_timeout',
+];
 
 /**
  * Parse a libpq keyword/value connection string (`host=127.0.0.1 port=5433 application_name=s2`;
@@ -43,7 +67,10 @@ export function parseConninfo(text: string): Conninfo {
   const out: Conninfo = { host: null, port: null, applicationName: null };
   let i = 0;
   const bad = (why: string): never => {
-    throw new WalsimError('invalid_input', `invalid value for parameter "primary_conninfo": "${text}" (${why})`);
+    throw new WalsimError(
+      'invalid_input',
+      `invalid value for parameter "primary_conninfo": "${text}" (${why})`,
+    );
   };
   while (i < text.length) {
     while (i < text.length && /\s/.test(text[i]!)) i++;
@@ -59,8 +86,15 @@ export function parseConninfo(text: string): Conninfo {
       for (;;) {
         if (i >= text.length) bad('unterminated quoted string in connection info string');
         const c = text[i]!;
-        if (c === '\\') { value += text[i + 1] ?? ''; i += 2; continue; }
-        if (c === "'") { i++; break; }
+        if (c === '\\') {
+          value += text[i + 1] ?? '';
+          i += 2;
+          continue;
+        }
+        if (c === "'") {
+          i++;
+          break;
+        }
         value += c;
         i++;
       }
@@ -81,7 +115,8 @@ export function parseConninfo(text: string): Conninfo {
 
 /** The conninfo text for a host, port and application_name (values quoted when needed). */
 export function formatConninfo(c: Conninfo): string {
-  const q = (v: string) => (/^[^\s'\\]+$/.test(v) ? v : `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`);
+  const q = (v: string) =>
+    /^[^\s'\\]+$/.test(v) ? v : `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   const parts: string[] = [];
   if (c.host !== null) parts.push(`host=${q(c.host)}`);
   if (c.port !== null) parts.push(`port=${c.port}`);
@@ -103,39 +138,79 @@ export interface WalSettings {
   walKeepSizeMb: number;
 }
 
-export const DEFAULT_WAL_SETTINGS: Readonly<WalSettings> = { checkpointTimeoutS: 300, maxWalSizeMb: 1024, walKeepSizeMb: 0 };
+export const DEFAULT_WAL_SETTINGS: Readonly<WalSettings> = {
+  checkpointTimeoutS: 300,
+  maxWalSizeMb: 1024,
+  walKeepSizeMb: 0,
+};
 
-const MEMORY_UNITS_MB: Readonly<Record<string, number>> = { kB: 1 / 1024, MB: 1, GB: 1024, TB: 1024 * 1024 };
-const TIME_UNITS_S: Readonly<Record<string, number>> = { ms: 1 / 1000, s: 1, min: 60, h: 3600, d: 86400 };
+const MEMORY_UNITS_MB: Readonly<Record<string, number>> = {
+  kB: 1 / 1024,
+  MB: 1,
+  GB: 1024,
+  TB: 1024 * 1024,
+};
+const TIME_UNITS_S: Readonly<Record<string, number>> = {
+  ms: 1 / 1000,
+  s: 1,
+  min: 60,
+  h: 3600,
+  d: 86400,
+};
 
-function parseWithUnit(name: string, text: string, units: Readonly<Record<string, number>>, baseUnit: string): number {
+function parseWithUnit(
+  name: string,
+  text: string,
+  units: Readonly<Record<string, number>>,
+  baseUnit: string,
+): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
   const unitNames = Object.keys(units).join(', ');
-  if (!m) throw new WalsimError('invalid_input', `invalid value for parameter "${name}": "${text}" (expected a number with an optional unit: ${unitNames}; no unit means ${baseUnit})`);
+  if (!m)
+    throw new WalsimError(
+      'invalid_input',
+      `invalid value for parameter "${name}": "${text}" (expected a number with an optional unit: ${unitNames}; no unit means ${baseUnit})`,
+    );
   const unit = m[2] === '' ? baseUnit : m[2]!;
   const factor = units[unit];
-  if (factor === undefined) throw new WalsimError('invalid_input', `invalid value for parameter "${name}": "${text}": unknown unit "${unit}" (valid units: ${unitNames}; units are case-sensitive)`);
+  if (factor === undefined)
+    throw new WalsimError(
+      'invalid_input',
+      `invalid value for parameter "${name}": "${text}": unknown unit "${unit}" (valid units: ${unitNames}; units are case-sensitive)`,
+    );
   return Math.round(Number(m[1]) * factor);
 }
 
 /** checkpoint_timeout: 30s .. 1d, like PostgreSQL. Returns seconds. */
 export function parseCheckpointTimeout(text: string): number {
   const s = parseWithUnit('checkpoint_timeout', text, TIME_UNITS_S, 's');
-  if (s < 30 || s > 86400) throw new WalsimError('invalid_input', `${s} s is outside the valid range for parameter "checkpoint_timeout" (30 s .. 86400 s)`);
+  if (s < 30 || s > 86400)
+    throw new WalsimError(
+      'invalid_input',
+      `${s} s is outside the valid range for parameter "checkpoint_timeout" (30 s .. 86400 s)`,
+    );
   return s;
 }
 
 /** max_wal_size: at least 2 MB (PostgreSQL also requires 2 segments: checked against the segment size). Returns MB. */
 export function parseMaxWalSize(text: string): number {
   const mb = parseWithUnit('max_wal_size', text, MEMORY_UNITS_MB, 'MB');
-  if (mb < 2 || mb > 2 ** 31 - 1) throw new WalsimError('invalid_input', `${mb} MB is outside the valid range for parameter "max_wal_size" (2 MB .. ${2 ** 31 - 1} MB)`);
+  if (mb < 2 || mb > 2 ** 31 - 1)
+    throw new WalsimError(
+      'invalid_input',
+      `${mb} MB is outside the valid range for parameter "max_wal_size" (2 MB .. ${2 ** 31 - 1} MB)`,
+    );
   return mb;
 }
 
 /** wal_keep_size: 0 or more MB. Returns MB. */
 export function parseWalKeepSize(text: string): number {
   const mb = parseWithUnit('wal_keep_size', text, MEMORY_UNITS_MB, 'MB');
-  if (mb > 2 ** 31 - 1) throw new WalsimError('invalid_input', `${mb} MB is outside the valid range for parameter "wal_keep_size" (0 .. ${2 ** 31 - 1} MB)`);
+  if (mb > 2 ** 31 - 1)
+    throw new WalsimError(
+      'invalid_input',
+      `${mb} MB is outside the valid range for parameter "wal_keep_size" (0 .. ${2 ** 31 - 1} MB)`,
+    );
   return mb;
 }
 

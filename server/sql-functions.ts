@@ -82,18 +82,28 @@ const BLCKSZ = 8192;
  * "quoted" ones keep their case; an optional pg_catalog./public. schema is accepted and ignored.
  */
 function regclassName(text: string): string {
-  const parts = text.trim().match(/^(?:(?:pg_catalog|public)\.)?("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)$/);
+  const parts = text
+    .trim()
+    .match(/^(?:(?:pg_catalog|public)\.)?("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)$/);
   if (parts === null) throw new WalsimError('invalid_input', `invalid name syntax`, '42602');
   const name = parts[1]!;
   return name.startsWith('"') ? name.slice(1, -1).replace(/""/g, '"') : name.toLowerCase();
 }
 
 function argTypes(args: Array<number | boolean | string>): string {
-  return args.map((a) => (typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown')).join(', ');
+  return args
+    .map((a) =>
+      typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown',
+    )
+    .join(', ');
 }
 
 function undefinedFunction(fn: string, args: Array<number | boolean | string>): WalsimError {
-  return new WalsimError('invalid_input', `function ${fn}(${argTypes(args)}) does not exist`, '42883');
+  return new WalsimError(
+    'invalid_input',
+    `function ${fn}(${argTypes(args)}) does not exist`,
+    '42883',
+  );
 }
 
 /**
@@ -125,30 +135,45 @@ import { PG_STAT_REPLICATION_COLUMNS } from '../primary/walsender-set.ts';
 /** Columns of the system views walsim has, with their types (system_views.sql). */
 const VIEW_COLUMNS: Record<string, ResultColumn[]> = {
   pg_stat_replication: PG_STAT_REPLICATION_COLUMNS.map((name) => ({
-    name, type: name.endsWith('_lsn') ? 'pg_lsn' : name === 'sync_priority' ? 'int4' : 'text',
+    name,
+    type: name.endsWith('_lsn') ? 'pg_lsn' : name === 'sync_priority' ? 'int4' : 'text',
   })),
   pg_stat_wal_receiver: [
-    { name: 'status', type: 'text' }, { name: 'receive_start_lsn', type: 'pg_lsn' }, { name: 'written_lsn', type: 'pg_lsn' },
-    { name: 'flushed_lsn', type: 'pg_lsn' }, { name: 'received_tli', type: 'int4' }, { name: 'sender_host', type: 'text' },
-    { name: 'sender_port', type: 'int4' }, { name: 'conninfo', type: 'text' },
+    { name: 'status', type: 'text' },
+    { name: 'receive_start_lsn', type: 'pg_lsn' },
+    { name: 'written_lsn', type: 'pg_lsn' },
+    { name: 'flushed_lsn', type: 'pg_lsn' },
+    { name: 'received_tli', type: 'int4' },
+    { name: 'sender_host', type: 'text' },
+    { name: 'sender_port', type: 'int4' },
+    { name: 'conninfo', type: 'text' },
   ],
 };
 
 function viewColumns(view: string): ResultColumn[] {
   const cols = VIEW_COLUMNS[view];
-  if (cols === undefined) throw new WalsimError('undefined_table', `relation "${view}" does not exist`, '42P01');
+  if (cols === undefined)
+    throw new WalsimError('undefined_table', `relation "${view}" does not exist`, '42P01');
   return cols;
 }
 
-function selectedColumns(all: ResultColumn[], columns: string[] | '*', orderBy: string | null): ResultColumn[] {
+function selectedColumns(
+  all: ResultColumn[],
+  columns: string[] | '*',
+  orderBy: string | null,
+): ResultColumn[] {
   for (const c of [...(columns === '*' ? [] : columns), ...(orderBy === null ? [] : [orderBy])]) {
-    if (!all.some((x) => x.name === c)) throw new WalsimError('invalid_input', `column "${c}" does not exist`, '42703');
+    if (!all.some((x) => x.name === c))
+      throw new WalsimError('invalid_input', `column "${c}" does not exist`, '42703');
   }
   return columns === '*' ? all : columns.map((c) => all.find((x) => x.name === c)!);
 }
 
 /** The system views walsim has, each as rows of column → value. */
-function viewRows(node: ReadContext, view: string): { columns: readonly string[]; rows: Array<Record<string, SqlValue>> } {
+function viewRows(
+  node: ReadContext,
+  view: string,
+): { columns: readonly string[]; rows: Array<Record<string, SqlValue>> } {
   const columns = viewColumns(view).map((c) => c.name);
   switch (view) {
     case 'pg_stat_replication':
@@ -159,16 +184,23 @@ function viewRows(node: ReadContext, view: string): { columns: readonly string[]
       const start = r.startLsns[r.startLsns.length - 1];
       return {
         columns,
-        rows: [{
-          status: r.state === 'streaming' ? 'streaming' : r.state === 'stopped' ? 'stopping' : 'waiting',
-          receive_start_lsn: start === undefined ? null : formatLsn(start),
-          written_lsn: formatLsn(node.wal.writeLsn),
-          flushed_lsn: formatLsn(node.wal.flushLsn),
-          received_tli: node.timeline,
-          sender_host: node.config.primaryHost,
-          sender_port: node.config.primaryPort,
-          conninfo: primaryConninfoOf(node.config),
-        }],
+        rows: [
+          {
+            status:
+              r.state === 'streaming'
+                ? 'streaming'
+                : r.state === 'stopped'
+                  ? 'stopping'
+                  : 'waiting',
+            receive_start_lsn: start === undefined ? null : formatLsn(start),
+            written_lsn: formatLsn(node.wal.writeLsn),
+            flushed_lsn: formatLsn(node.wal.flushLsn),
+            received_tli: node.timeline,
+            sender_host: node.config.primaryHost,
+            sender_port: node.config.primaryPort,
+            conninfo: primaryConninfoOf(node.config),
+          },
+        ],
       };
     }
     default:
@@ -177,7 +209,12 @@ function viewRows(node: ReadContext, view: string): { columns: readonly string[]
 }
 
 /** SELECT * | cols FROM view [ORDER BY col]: rows in the view's order (slot order for walsenders). */
-function selectView(node: ReadContext, view: string, columns: string[] | '*', orderBy: string | null): QueryResult {
+function selectView(
+  node: ReadContext,
+  view: string,
+  columns: string[] | '*',
+  orderBy: string | null,
+): QueryResult {
   const v = viewRows(node, view);
   const cols = selectedColumns(viewColumns(view), columns, orderBy).map((c) => c.name);
   let rows = v.rows;
@@ -201,11 +238,16 @@ function selectView(node: ReadContext, view: string, columns: string[] | '*', or
 export function executeRead(node: ReadContext, stmt: Statement): QueryResult {
   const [column] = describeStatement(stmt);
   // PostgreSQL's command tags: SHOW for SHOW, SELECT 1 for a one-row SELECT.
-  const one = (value: SqlValue): QueryResult => ({ command: stmt.type === 'show' ? 'SHOW' : 'SELECT 1', columns: [column!.name], rows: [{ [column!.name]: value }] });
+  const one = (value: SqlValue): QueryResult => ({
+    command: stmt.type === 'show' ? 'SHOW' : 'SELECT 1',
+    columns: [column!.name],
+    rows: [{ [column!.name]: value }],
+  });
   switch (stmt.type) {
     case 'select_count': {
       const rel = node.storage.catalog.lookup(stmt.name);
-      if (rel === undefined) throw new WalsimError('undefined_table', `relation "${stmt.name}" does not exist`, '42P01');
+      if (rel === undefined)
+        throw new WalsimError('undefined_table', `relation "${stmt.name}" does not exist`, '42P01');
       // The session's snapshot: commits still waiting for synchronous replication are in progress.
       const { heap } = node.storage;
       const clog = node.snapshotClog();
@@ -230,47 +272,81 @@ export function executeRead(node: ReadContext, stmt: Statement): QueryResult {
 /** SHOW and current_setting(): walsim's settings and the read-only ones PostgreSQL reports. */
 function showSetting(node: ReadContext, name: string): string {
   switch (name) {
-    case 'server_version': return PG_SERVER_VERSION;
-    case 'server_version_num': return String(PG_SERVER_VERSION_NUM);
+    case 'server_version':
+      return PG_SERVER_VERSION;
+    case 'server_version_num':
+      return String(PG_SERVER_VERSION_NUM);
     case 'in_hot_standby':
-    case 'transaction_read_only': return node.inRecovery ? 'on' : 'off';
-    case 'default_transaction_read_only': return 'off';
+    case 'transaction_read_only':
+      return node.inRecovery ? 'on' : 'off';
+    case 'default_transaction_read_only':
+      return 'off';
     case 'server_encoding':
-    case 'client_encoding': return 'UTF8';
+    case 'client_encoding':
+      return 'UTF8';
     case 'standard_conforming_strings':
-    case 'integer_datetimes': return 'on';
-    case 'full_page_writes': return 'off';
-    case 'wal_level': return 'replica';
-    case 'max_connections': return '100';
-    case 'port': return String(node.config.pgPort ?? 0);
-    case 'listen_addresses': return node.config.listen;
-    case 'shared_buffers': return formatSharedBuffers(node.nBuffers);
-    case 'synchronous_commit': return node.config.synchronousCommit;
-    case 'synchronous_standby_names': return node.config.synchronousStandbyNames;
-    case 'primary_conninfo': return primaryConninfoOf(node.config);
-    case 'wal_segment_size': return `${node.config.walSegmentSize / (1024 * 1024)}MB`;
-    case 'hot_standby': return 'on';
-    case 'autovacuum': return 'off';
-    case 'walsim.drop_strategy': return node.config.dropStrategy;
-    case 'checkpoint_timeout': return formatSeconds(walSettingsOf(node.config).checkpointTimeoutS);
-    case 'max_wal_size': return formatMb(walSettingsOf(node.config).maxWalSizeMb);
-    case 'wal_keep_size': return formatMb(walSettingsOf(node.config).walKeepSizeMb);
-    default: throw new WalsimError('invalid_input', `unrecognized configuration parameter "${name}"`, '42704');
+    case 'integer_datetimes':
+      return 'on';
+    case 'full_page_writes':
+      return 'off';
+    case 'wal_level':
+      return 'replica';
+    case 'max_connections':
+      return '100';
+    case 'port':
+      return String(node.config.pgPort ?? 0);
+    case 'listen_addresses':
+      return node.config.listen;
+    case 'shared_buffers':
+      return formatSharedBuffers(node.nBuffers);
+    case 'synchronous_commit':
+      return node.config.synchronousCommit;
+    case 'synchronous_standby_names':
+      return node.config.synchronousStandbyNames;
+    case 'primary_conninfo':
+      return primaryConninfoOf(node.config);
+    case 'wal_segment_size':
+      return `${node.config.walSegmentSize / (1024 * 1024)}MB`;
+    case 'hot_standby':
+      return 'on';
+    case 'autovacuum':
+      return 'off';
+    case 'walsim.drop_strategy':
+      return node.config.dropStrategy;
+    case 'checkpoint_timeout':
+      return formatSeconds(walSettingsOf(node.config).checkpointTimeoutS);
+    case 'max_wal_size':
+      return formatMb(walSettingsOf(node.config).maxWalSizeMb);
+    case 'wal_keep_size':
+      return formatMb(walSettingsOf(node.config).walKeepSizeMb);
+    default:
+      throw new WalsimError(
+        'invalid_input',
+        `unrecognized configuration parameter "${name}"`,
+        '42704',
+      );
   }
 }
 
 function requireRecovery(node: ReadContext): void {
-  if (!node.inRecovery) throw new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
+  if (!node.inRecovery)
+    throw new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
 }
 
-function callFunction(node: ReadContext, fn: string, args: Array<number | boolean | string>): SqlValue {
+function callFunction(
+  node: ReadContext,
+  fn: string,
+  args: Array<number | boolean | string>,
+): SqlValue {
   const noArgs = () => {
-    if (args.length > 0) throw new WalsimError('invalid_input', `function ${fn}() takes no arguments`, '42883');
+    if (args.length > 0)
+      throw new WalsimError('invalid_input', `function ${fn}() takes no arguments`, '42883');
   };
   switch (fn) {
     case 'pg_current_wal_lsn':
       noArgs();
-      if (node.inRecovery) throw new WalsimError('not_in_recovery', 'recovery is in progress', '55000');
+      if (node.inRecovery)
+        throw new WalsimError('not_in_recovery', 'recovery is in progress', '55000');
       return formatLsn(node.wal.insertLsn);
     case 'pg_current_wal_flush_lsn':
       noArgs();
@@ -311,7 +387,8 @@ function callFunction(node: ReadContext, fn: string, args: Array<number | boolea
       if (typeof name !== 'string' || args.length !== 1) throw undefinedFunction(fn, args);
       const relName = regclassName(name);
       const rel = node.storage.catalog.lookup(relName);
-      if (rel === undefined) throw new WalsimError('undefined_table', `relation "${relName}" does not exist`, '42P01');
+      if (rel === undefined)
+        throw new WalsimError('undefined_table', `relation "${relName}" does not exist`, '42P01');
       return node.storage.heap.nblocks(rel) * BLCKSZ;
     }
     case 'walsim_failover_report': {
@@ -325,7 +402,8 @@ function callFunction(node: ReadContext, fn: string, args: Array<number | boolea
     case 'current_setting': {
       // current_setting(setting_name text [, missing_ok boolean])
       const [name, missingOk = false] = args;
-      if (typeof name !== 'string' || typeof missingOk !== 'boolean' || args.length > 2) throw undefinedFunction(fn, args);
+      if (typeof name !== 'string' || typeof missingOk !== 'boolean' || args.length > 2)
+        throw undefinedFunction(fn, args);
       try {
         return showSetting(node, name.toLowerCase());
       } catch (e) {

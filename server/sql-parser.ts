@@ -30,14 +30,21 @@ import type { DeletePredicate, Statement } from '../protocol/sql-ast.ts';
 /** Statements that write and so are refused on a node in recovery, with their command tag. */
 export function writeCommandName(stmt: Statement): string | null {
   switch (stmt.type) {
-    case 'create_table': return 'CREATE TABLE';
-    case 'drop_table': return 'DROP TABLE';
+    case 'create_table':
+      return 'CREATE TABLE';
+    case 'drop_table':
+      return 'DROP TABLE';
     case 'insert_series':
-    case 'insert_values': return 'INSERT';
-    case 'delete': return 'DELETE';
-    case 'vacuum': return 'VACUUM';
-    case 'truncate': return 'TRUNCATE TABLE';
-    default: return null;
+    case 'insert_values':
+      return 'INSERT';
+    case 'delete':
+      return 'DELETE';
+    case 'vacuum':
+      return 'VACUUM';
+    case 'truncate':
+      return 'TRUNCATE TABLE';
+    default:
+      return null;
   }
 }
 
@@ -56,20 +63,28 @@ function tokenize(sql: string): Token[] {
   let i = 0;
   while (i < sql.length) {
     const c = sql[i]!;
-    if (/\s/.test(c)) { i++; continue; }
-    if (c === '-' && sql[i + 1] === '-') { while (i < sql.length && sql[i] !== '\n') i++; continue; }
+    if (/\s/.test(c)) {
+      i++;
+      continue;
+    }
+    if (c === '-' && sql[i + 1] === '-') {
+      while (i < sql.length && sql[i] !== '\n') i++;
+      continue;
+    }
     if (/[A-Za-z_]/.test(c)) {
       let j = i + 1;
       while (j < sql.length && /[A-Za-z0-9_$]/.test(sql[j]!)) j++;
       tokens.push({ kind: 'word', text: sql.slice(i, j).toLowerCase(), pos: i });
-      i = j; continue;
+      i = j;
+      continue;
     }
     if (c === '"') {
       const j = sql.indexOf('"', i + 1);
       if (j < 0) throw syntaxError(`unterminated quoted identifier at or near "${sql.slice(i)}"`);
       if (j === i + 1) throw syntaxError('zero-length delimited identifier at or near """"');
       tokens.push({ kind: 'ident', text: sql.slice(i + 1, j), pos: i });
-      i = j + 1; continue;
+      i = j + 1;
+      continue;
     }
     if (c === "'") {
       // Standard strings: '' inside is one quote.
@@ -79,21 +94,34 @@ function tokenize(sql: string): Token[] {
         const k = sql.indexOf("'", j);
         if (k < 0) throw syntaxError(`unterminated quoted string at or near "${sql.slice(i)}"`);
         text += sql.slice(j, k);
-        if (sql[k + 1] === "'") { text += "'"; j = k + 2; continue; }
+        if (sql[k + 1] === "'") {
+          text += "'";
+          j = k + 2;
+          continue;
+        }
         j = k + 1;
         break;
       }
       tokens.push({ kind: 'string', text, pos: i });
-      i = j; continue;
+      i = j;
+      continue;
     }
     if (/[0-9]/.test(c) || (c === '-' && /[0-9]/.test(sql[i + 1] ?? ''))) {
       let j = i + 1;
       while (j < sql.length && /[0-9]/.test(sql[j]!)) j++;
-      if (sql[j] === '.') throw syntaxError(`walsim supports integer literals only, at or near "${sql.slice(i, j + 2)}"`);
+      if (sql[j] === '.')
+        throw syntaxError(
+          `walsim supports integer literals only, at or near "${sql.slice(i, j + 2)}"`,
+        );
       tokens.push({ kind: 'number', text: sql.slice(i, j), pos: i });
-      i = j; continue;
+      i = j;
+      continue;
     }
-    if ('(),;*<>=.'.includes(c)) { tokens.push({ kind: 'punct', text: c, pos: i }); i++; continue; }
+    if ('(),;*<>=.'.includes(c)) {
+      tokens.push({ kind: 'punct', text: c, pos: i });
+      i++;
+      continue;
+    }
     throw syntaxError(`syntax error at or near "${c}"`);
   }
   return tokens;
@@ -103,8 +131,12 @@ class Parser {
   private i = 0;
   constructor(private readonly tokens: Token[]) {}
 
-  peek(): Token | undefined { return this.tokens[this.i]; }
-  atEnd(): boolean { return this.i >= this.tokens.length; }
+  peek(): Token | undefined {
+    return this.tokens[this.i];
+  }
+  atEnd(): boolean {
+    return this.i >= this.tokens.length;
+  }
 
   near(): string {
     const t = this.peek();
@@ -124,13 +156,15 @@ class Parser {
   }
 
   word(w: string): void {
-    if (!this.isWord(w)) throw syntaxError(`syntax error ${this.near()} (expected ${w.toUpperCase()})`);
+    if (!this.isWord(w))
+      throw syntaxError(`syntax error ${this.near()} (expected ${w.toUpperCase()})`);
     this.i++;
   }
 
   punct(p: string): void {
     const t = this.peek();
-    if (!t || t.kind !== 'punct' || t.text !== p) throw syntaxError(`syntax error ${this.near()} (expected "${p}")`);
+    if (!t || t.kind !== 'punct' || t.text !== p)
+      throw syntaxError(`syntax error ${this.near()} (expected "${p}")`);
     this.i++;
   }
 
@@ -141,20 +175,30 @@ class Parser {
 
   identifier(what: string): string {
     const t = this.peek();
-    if (!t || (t.kind !== 'word' && t.kind !== 'ident')) throw syntaxError(`syntax error ${this.near()} (expected ${what})`);
+    if (!t || (t.kind !== 'word' && t.kind !== 'ident'))
+      throw syntaxError(`syntax error ${this.near()} (expected ${what})`);
     this.i++;
     if (t.text.length >= NAMEDATALEN) {
-      throw new WalsimError('invalid_input', `identifier "${t.text}" is longer than ${NAMEDATALEN - 1} characters`, '42622');
+      throw new WalsimError(
+        'invalid_input',
+        `identifier "${t.text}" is longer than ${NAMEDATALEN - 1} characters`,
+        '42622',
+      );
     }
     return t.text;
   }
 
   int4(): number {
     const t = this.next();
-    if (t.kind !== 'number') throw syntaxError(`syntax error at or near "${t.text}" (expected an integer)`);
+    if (t.kind !== 'number')
+      throw syntaxError(`syntax error at or near "${t.text}" (expected an integer)`);
     const n = Number(t.text);
     if (!Number.isInteger(n) || n < INT4_MIN || n > INT4_MAX) {
-      throw new WalsimError('invalid_input', `value "${t.text}" is out of range for type integer`, '22003');
+      throw new WalsimError(
+        'invalid_input',
+        `value "${t.text}" is out of range for type integer`,
+        '22003',
+      );
     }
     return n;
   }
@@ -180,7 +224,11 @@ export function parseStatement(sql: string): Statement {
       const column = p.identifier('a column name');
       const type = p.identifier('a column type');
       if (type !== 'int' && type !== 'integer' && type !== 'int4') {
-        throw new WalsimError('invalid_input', `walsim tables have one int column; type "${type}" is not supported`, '0A000');
+        throw new WalsimError(
+          'invalid_input',
+          `walsim tables have one int column; type "${type}" is not supported`,
+          '0A000',
+        );
       }
       let toastColumn: string | null = null;
       if (p.isPunct(',')) {
@@ -194,7 +242,12 @@ export function parseStatement(sql: string): Statement {
             '0A000',
           );
         }
-        if (toastColumn === column) throw new WalsimError('invalid_input', `column "${column}" specified more than once`, '42701');
+        if (toastColumn === column)
+          throw new WalsimError(
+            'invalid_input',
+            `column "${column}" specified more than once`,
+            '42701',
+          );
       }
       p.punct(')');
       stmt = { type: 'create_table', name, column, toastColumn };
@@ -203,7 +256,11 @@ export function parseStatement(sql: string): Statement {
     case 'drop': {
       p.word('table');
       let ifExists = false;
-      if (p.isWord('if')) { p.word('if'); p.word('exists'); ifExists = true; }
+      if (p.isWord('if')) {
+        p.word('if');
+        p.word('exists');
+        ifExists = true;
+      }
       stmt = { type: 'drop_table', name: p.identifier('a table name'), ifExists };
       break;
     }
@@ -245,7 +302,10 @@ export function parseStatement(sql: string): Statement {
     case 'truncate': {
       if (p.isWord('table')) p.word('table');
       const names = [p.identifier('a table name')];
-      while (p.isPunct(',')) { p.next(); names.push(p.identifier('a table name')); }
+      while (p.isPunct(',')) {
+        p.next();
+        names.push(p.identifier('a table name'));
+      }
       stmt = { type: 'truncate', names };
       break;
     }
@@ -270,8 +330,15 @@ export function parseStatement(sql: string): Statement {
       if (p.isWord('to')) p.word('to');
       else p.punct('=');
       const v = p.next();
-      if (v.kind === 'word' && v.text === 'default') stmt = { type: 'alter_system', name, value: null };
-      else if (v.kind === 'string' || v.kind === 'number' || v.kind === 'word' || v.kind === 'ident') stmt = { type: 'alter_system', name, value: v.text };
+      if (v.kind === 'word' && v.text === 'default')
+        stmt = { type: 'alter_system', name, value: null };
+      else if (
+        v.kind === 'string' ||
+        v.kind === 'number' ||
+        v.kind === 'word' ||
+        v.kind === 'ident'
+      )
+        stmt = { type: 'alter_system', name, value: v.text };
       else throw syntaxError(`syntax error at or near "${v.text}"`);
       break;
     }
@@ -289,7 +356,9 @@ function parseWhere(p: Parser): DeletePredicate {
   p.identifier('a column name');
   const op = p.next();
   if (op.kind !== 'punct' || !['<', '>', '='].includes(op.text)) {
-    throw syntaxError(`syntax error at or near "${op.text}" (walsim supports col < n, col > n, col = n)`);
+    throw syntaxError(
+      `syntax error at or near "${op.text}" (walsim supports col < n, col > n, col = n)`,
+    );
   }
   return { op: op.text as '<' | '>' | '=', value: p.int4() };
 }
@@ -299,18 +368,31 @@ function parseSelectView(p: Parser, first: string | '*'): Statement {
   let columns: string[] | '*' = '*';
   if (first !== '*') {
     columns = [first];
-    while (p.isPunct(',')) { p.next(); columns.push(p.identifier('a column name')); }
+    while (p.isPunct(',')) {
+      p.next();
+      columns.push(p.identifier('a column name'));
+    }
   }
   p.word('from');
   let view = p.identifier('a relation name');
-  if (view === 'pg_catalog' && p.isPunct('.')) { p.next(); view = p.identifier('a relation name'); }
+  if (view === 'pg_catalog' && p.isPunct('.')) {
+    p.next();
+    view = p.identifier('a relation name');
+  }
   let orderBy: string | null = null;
-  if (p.isWord('order')) { p.word('order'); p.word('by'); orderBy = p.identifier('a column name'); }
+  if (p.isWord('order')) {
+    p.word('order');
+    p.word('by');
+    orderBy = p.identifier('a column name');
+  }
   return { type: 'select_view', view, columns, orderBy };
 }
 
 function parseSelect(p: Parser): Statement {
-  if (p.isPunct('*')) { p.next(); return parseSelectView(p, '*'); }
+  if (p.isPunct('*')) {
+    p.next();
+    return parseSelectView(p, '*');
+  }
   let fn = p.identifier('a function name, a column or count(*)');
   if (fn === 'pg_catalog' && p.isPunct('.')) {
     // Clients qualify built-ins (libpq: SELECT pg_catalog.pg_is_in_recovery()).
@@ -332,7 +414,8 @@ function parseSelect(p: Parser): Statement {
       const t = p.next();
       if (t.kind === 'number') args.push(Number(t.text));
       else if (t.kind === 'string') args.push(t.text);
-      else if (t.kind === 'word' && (t.text === 'true' || t.text === 'false')) args.push(t.text === 'true');
+      else if (t.kind === 'word' && (t.text === 'true' || t.text === 'false'))
+        args.push(t.text === 'true');
       else throw syntaxError(`syntax error at or near "${t.text}"`);
     } while (p.isPunct(',') && (p.next(), true));
   }

@@ -27,7 +27,11 @@ import type { StartupReplayStatus } from './node-status.ts';
 export const STANDBY_SIGNAL = 'standby.signal';
 
 /** findNewestTimeLine for recovery: the newest timeline with a history file that contains `tli`. */
-export function latestTimeline(dataDir: string, tli: TimeLineId, disk: Disk = nodeDisk): TimeLineId {
+export function latestTimeline(
+  dataDir: string,
+  tli: TimeLineId,
+  disk: Disk = nodeDisk,
+): TimeLineId {
   let newest = tli;
   let names: string[] = [];
   try {
@@ -45,7 +49,11 @@ export function latestTimeline(dataDir: string, tli: TimeLineId, disk: Disk = no
 }
 
 export function dropSettingsOf(config: NodeConfig): DropSettings {
-  return { strategy: config.dropStrategy, thresholdDivisor: config.thresholdDivisor, forceOptimized: config.forceOptimized };
+  return {
+    strategy: config.dropStrategy,
+    thresholdDivisor: config.thresholdDivisor,
+    forceOptimized: config.forceOptimized,
+  };
 }
 
 export interface LocalWalReplay {
@@ -56,25 +64,41 @@ export interface LocalWalReplay {
 }
 
 /** Load the data image, replay local WAL from its REDO point, open WAL for writing at its end. */
-export function replayLocalWal(dataDir: string, config: NodeConfig, disk: Disk, log: (message: string) => void): LocalWalReplay {
+export function replayLocalWal(
+  dataDir: string,
+  config: NodeConfig,
+  disk: Disk,
+  log: (message: string) => void,
+): LocalWalReplay {
   let control = readControlFile(dataDir, disk);
   if (disk.exists(path.join(dataDir, STANDBY_SIGNAL))) {
     // recovery_target_timeline = 'latest': follow the newest timeline whose history holds ours.
     const latest = latestTimeline(dataDir, control.timeline, disk);
     if (latest !== control.timeline) {
-      log(`LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`);
+      log(
+        `LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`,
+      );
       control = { ...control, timeline: latest };
     }
   }
   const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
-  const { storage, header } = NodeStorage.loadImage(dataDir, nBuffers, dropSettingsOf(config), disk);
+  const { storage, header } = NodeStorage.loadImage(
+    dataDir,
+    nBuffers,
+    dropSettingsOf(config),
+    disk,
+  );
   storage.smgr.inRecovery = true; // startup replay runs "in recovery" on every role
   const crashRecovery = control.state !== 'shut down' && control.state !== 'shut down in recovery';
   let nextLsn = header.redoLsn;
   let lastRecordLsn = header.redoPrevLsn;
   let endLsn = header.redoLsn;
   let records = 0;
-  const reader = readWal(dataDir, header.redoLsn, { timeline: control.timeline, segmentSize: config.walSegmentSize, disk });
+  const reader = readWal(dataDir, header.redoLsn, {
+    timeline: control.timeline,
+    segmentSize: config.walSegmentSize,
+    disk,
+  });
   for (const rec of reader) {
     runSteps(replayRecordSteps(storage, rec)); // no restartpoints during start-up replay
     lastRecordLsn = rec.lsn;
@@ -84,9 +108,29 @@ export function replayLocalWal(dataDir: string, config: NodeConfig, disk: Disk, 
   }
   if (isWalsimError(reader.endReason)) {
     // Like PostgreSQL, an invalid record ends local WAL; a standby streams the rest again.
-    log(`LOG:  invalid record at ${formatLsn(nextLsn)} ends local WAL: ${reader.endReason.message}`);
+    log(
+      `LOG:  invalid record at ${formatLsn(nextLsn)} ends local WAL: ${reader.endReason.message}`,
+    );
   }
-  const wal = WalWriter.open(dataDir, { segmentSize: config.walSegmentSize, timeline: control.timeline, startLsn: nextLsn, prevLsn: lastRecordLsn, disk });
-  log(`LOG:  ${crashRecovery ? 'crash recovery' : 'startup'} replayed ${records} records from ${formatLsn(header.redoLsn)} to ${formatLsn(endLsn)}`);
-  return { storage, wal, control, startupReplay: { records, fromLsn: formatLsn(header.redoLsn), toLsn: formatLsn(endLsn), crashRecovery } };
+  const wal = WalWriter.open(dataDir, {
+    segmentSize: config.walSegmentSize,
+    timeline: control.timeline,
+    startLsn: nextLsn,
+    prevLsn: lastRecordLsn,
+    disk,
+  });
+  log(
+    `LOG:  ${crashRecovery ? 'crash recovery' : 'startup'} replayed ${records} records from ${formatLsn(header.redoLsn)} to ${formatLsn(endLsn)}`,
+  );
+  return {
+    storage,
+    wal,
+    control,
+    startupReplay: {
+      records,
+      fromLsn: formatLsn(header.redoLsn),
+      toLsn: formatLsn(endLsn),
+      crashRecovery,
+    },
+  };
 }

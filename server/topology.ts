@@ -15,10 +15,21 @@ import { formatLsn, parseLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { findEndOfWal } from '../wal/wal-reader.ts';
 import { readTimelineHistory } from '../wal/segment.ts';
 import { checkRejoin, type RejoinVerdict } from '../wal/timeline-fork.ts';
-import { parseSynchronousStandbyNames, formatSyncRepConfig } from '../primary/sync-standby-names.ts';
+import {
+  parseSynchronousStandbyNames,
+  formatSyncRepConfig,
+} from '../primary/sync-standby-names.ts';
 import { ControlClient } from './control-client.ts';
 import {
-  alterSystem, listNodes, nodeDir, readNodeConfig, readPidFile, readToken, writeNodeConfig, type NodeConfig, type NodeName,
+  alterSystem,
+  listNodes,
+  nodeDir,
+  readNodeConfig,
+  readPidFile,
+  readToken,
+  writeNodeConfig,
+  type NodeConfig,
+  type NodeName,
 } from './cluster-files.ts';
 import { readControlFile } from '../wal/control-file.ts';
 import { NODE_NAME_RE } from './initdb.ts';
@@ -31,10 +42,19 @@ function hostOf(c: NodeConfig): string {
   return c.listen === '0.0.0.0' ? '127.0.0.1' : c.listen;
 }
 
-async function withNode<T>(clusterDir: string, name: NodeName, fn: (c: ControlClient) => Promise<T>): Promise<T> {
+async function withNode<T>(
+  clusterDir: string,
+  name: NodeName,
+  fn: (c: ControlClient) => Promise<T>,
+): Promise<T> {
   const pid = readPidFile(nodeDir(clusterDir, name));
-  if (pid === null || runningPid(clusterDir, name) === null) throw new WalsimError('not_connected', `node "${name}" is not running`);
-  const c = await ControlClient.connect(hostOf(readNodeConfig(clusterDir, name)), pid.port, readToken(clusterDir));
+  if (pid === null || runningPid(clusterDir, name) === null)
+    throw new WalsimError('not_connected', `node "${name}" is not running`);
+  const c = await ControlClient.connect(
+    hostOf(readNodeConfig(clusterDir, name)),
+    pid.port,
+    readToken(clusterDir),
+  );
   try {
     return await fn(c);
   } finally {
@@ -44,15 +64,23 @@ async function withNode<T>(clusterDir: string, name: NodeName, fn: (c: ControlCl
 
 function requireNode(clusterDir: string, name: NodeName): NodeConfig {
   if (!listNodes(clusterDir).includes(name)) {
-    throw new WalsimError('invalid_input', `no node "${name}" in ${clusterDir} (nodes: ${listNodes(clusterDir).join(', ')})`);
+    throw new WalsimError(
+      'invalid_input',
+      `no node "${name}" in ${clusterDir} (nodes: ${listNodes(clusterDir).join(', ')})`,
+    );
   }
   return readNodeConfig(clusterDir, name);
 }
 
-const isStandbyDir = (clusterDir: string, name: NodeName) => fs.existsSync(path.join(nodeDir(clusterDir, name), STANDBY_SIGNAL));
+const isStandbyDir = (clusterDir: string, name: NodeName) =>
+  fs.existsSync(path.join(nodeDir(clusterDir, name), STANDBY_SIGNAL));
 
 /** Wait until a standby's walreceiver streams (or the node is out of recovery). */
-export async function waitStreaming(clusterDir: string, name: NodeName, timeoutMs = 60_000): Promise<void> {
+export async function waitStreaming(
+  clusterDir: string,
+  name: NodeName,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
@@ -66,7 +94,10 @@ export async function waitStreaming(clusterDir: string, name: NodeName, timeoutM
     }
     await sleep(100);
   }
-  throw new WalsimError('timeout', `standby "${name}" is not streaming after ${timeoutMs / 1000} s (last state: ${last})`);
+  throw new WalsimError(
+    'timeout',
+    `standby "${name}" is not streaming after ${timeoutMs / 1000} s (last state: ${last})`,
+  );
 }
 
 /** primary_conninfo naming `to` as upstream, with the standby's application_name. */
@@ -79,17 +110,35 @@ function conninfoTo(clusterDir: string, to: NodeName, applicationName: string): 
  * pg_basebackup from any running node (a primary, or a standby: the new standby then cascades
  * from it), then start the copy as a standby streaming from that node.
  */
-export async function addStandby(clusterDir: string, name: NodeName, from: NodeName, sharedBuffers?: string): Promise<{ port: number; checkpointLsn: string; timeline: TimeLineId }> {
-  if (!NODE_NAME_RE.test(name)) throw new WalsimError('invalid_input', `--name must be a lower-case identifier, got "${name}"`);
-  if (listNodes(clusterDir).includes(name)) throw new WalsimError('invalid_input', `node "${name}" already exists in ${clusterDir}`);
+export async function addStandby(
+  clusterDir: string,
+  name: NodeName,
+  from: NodeName,
+  sharedBuffers?: string,
+): Promise<{ port: number; checkpointLsn: string; timeline: TimeLineId }> {
+  if (!NODE_NAME_RE.test(name))
+    throw new WalsimError('invalid_input', `--name must be a lower-case identifier, got "${name}"`);
+  if (listNodes(clusterDir).includes(name))
+    throw new WalsimError('invalid_input', `node "${name}" already exists in ${clusterDir}`);
   const source = requireNode(clusterDir, from);
-  if (runningPid(clusterDir, from) === null) throw new WalsimError('invalid_input', `node "${from}" is not running; start it first`);
-  const backup = await withNode(clusterDir, from, (c) => c.request({ op: 'basebackup', targetDir: nodeDir(clusterDir, name) })) as { checkpointLsn: string; timeline: TimeLineId };
+  if (runningPid(clusterDir, from) === null)
+    throw new WalsimError('invalid_input', `node "${from}" is not running; start it first`);
+  const backup = (await withNode(clusterDir, from, (c) =>
+    c.request({ op: 'basebackup', targetDir: nodeDir(clusterDir, name) }),
+  )) as { checkpointLsn: string; timeline: TimeLineId };
   // A base backup carries the source's ALTER SYSTEM settings file only if copied; it is not (like
   // pg_basebackup -R writing a fresh primary_conninfo): the new node's settings are written here.
   writeNodeConfig(clusterDir, {
-    ...source, name, role: 'standby', port: await freePort(source.listen), pgPort: await freePort(source.listen), sharedBuffers: sharedBuffers ?? source.sharedBuffers,
-    synchronousStandbyNames: '', primaryHost: hostOf(source), primaryPort: source.port, applicationName: name,
+    ...source,
+    name,
+    role: 'standby',
+    port: await freePort(source.listen),
+    pgPort: await freePort(source.listen),
+    sharedBuffers: sharedBuffers ?? source.sharedBuffers,
+    synchronousStandbyNames: '',
+    primaryHost: hostOf(source),
+    primaryPort: source.port,
+    applicationName: name,
   });
   const port = await startNode(clusterDir, name);
   await waitStreaming(clusterDir, name);
@@ -101,11 +150,20 @@ export async function addStandby(clusterDir: string, name: NodeName, from: NodeN
  * it runs (the walreceiver restarts at its flush LSN: nothing lost, nothing received twice), or the
  * setting alone when it is stopped.
  */
-export async function repoint(clusterDir: string, node: NodeName, to: NodeName): Promise<{ running: boolean; conninfo: string }> {
+export async function repoint(
+  clusterDir: string,
+  node: NodeName,
+  to: NodeName,
+): Promise<{ running: boolean; conninfo: string }> {
   const cfg = requireNode(clusterDir, node);
   requireNode(clusterDir, to);
-  if (node === to) throw new WalsimError('invalid_input', `node "${node}" cannot stream from itself`);
-  if (!isStandbyDir(clusterDir, node)) throw new WalsimError('invalid_input', `node "${node}" is not a standby (no ${STANDBY_SIGNAL}); only a standby has an upstream`);
+  if (node === to)
+    throw new WalsimError('invalid_input', `node "${node}" cannot stream from itself`);
+  if (!isStandbyDir(clusterDir, node))
+    throw new WalsimError(
+      'invalid_input',
+      `node "${node}" is not a standby (no ${STANDBY_SIGNAL}); only a standby has an upstream`,
+    );
   const conninfo = conninfoTo(clusterDir, to, cfg.applicationName);
   if (runningPid(clusterDir, node) !== null) {
     await withNode(clusterDir, node, async (c) => {
@@ -119,15 +177,25 @@ export async function repoint(clusterDir: string, node: NodeName, to: NodeName):
 }
 
 /** A stopped node's end of WAL (where its next record would start) and timeline, read from disk. */
-export function walEndOf(clusterDir: string, name: NodeName): { endLsn: Lsn; timeline: TimeLineId } {
+export function walEndOf(
+  clusterDir: string,
+  name: NodeName,
+): { endLsn: Lsn; timeline: TimeLineId } {
   const dir = nodeDir(clusterDir, name);
   const control = readControlFile(dir);
-  const timeline = isStandbyDir(clusterDir, name) ? latestTimeline(dir, control.timeline) : control.timeline;
+  const timeline = isStandbyDir(clusterDir, name)
+    ? latestTimeline(dir, control.timeline)
+    : control.timeline;
   const end = findEndOfWal(dir, control.redoLsn, { timeline, segmentSize: control.walSegmentSize });
   return { endLsn: end.endLsn, timeline };
 }
 
-export interface RejoinReport { verdict: RejoinVerdict; oldEndLsn: string; oldTimeline: TimeLineId; newTimeline: TimeLineId }
+export interface RejoinReport {
+  verdict: RejoinVerdict;
+  oldEndLsn: string;
+  oldTimeline: TimeLineId;
+  newTimeline: TimeLineId;
+}
 
 /** May stopped node `old` follow `to`? Its WAL end against the fork point in `to`'s history. */
 export function rejoinVerdict(clusterDir: string, old: NodeName, to: NodeName): RejoinReport {
@@ -135,13 +203,22 @@ export function rejoinVerdict(clusterDir: string, old: NodeName, to: NodeName): 
   requireNode(clusterDir, to);
   if (old === to) throw new WalsimError('invalid_input', `node "${old}" cannot rejoin itself`);
   if (runningPid(clusterDir, old) !== null) {
-    throw new WalsimError('invalid_input', `node "${old}" is running; stop it first (cluster stop --node ${old})`);
+    throw new WalsimError(
+      'invalid_input',
+      `node "${old}" is running; stop it first (cluster stop --node ${old})`,
+    );
   }
   const { endLsn, timeline } = walEndOf(clusterDir, old);
   const toDir = nodeDir(clusterDir, to);
   const toControl = readControlFile(toDir);
-  const toTli = isStandbyDir(clusterDir, to) ? latestTimeline(toDir, toControl.timeline) : toControl.timeline;
-  const verdict = checkRejoin(readTimelineHistory(nodeDir(clusterDir, old), timeline), endLsn, readTimelineHistory(toDir, toTli));
+  const toTli = isStandbyDir(clusterDir, to)
+    ? latestTimeline(toDir, toControl.timeline)
+    : toControl.timeline;
+  const verdict = checkRejoin(
+    readTimelineHistory(nodeDir(clusterDir, old), timeline),
+    endLsn,
+    readTimelineHistory(toDir, toTli),
+  );
   return { verdict, oldEndLsn: formatLsn(endLsn), oldTimeline: timeline, newTimeline: toTli };
 }
 
@@ -150,16 +227,25 @@ export function rejoinVerdict(clusterDir: string, old: NodeName, to: NodeName): 
  * if its WAL does not extend past the fork point: standby.signal, primary_conninfo, start, stream.
  * It then receives the rest of the old timeline up to the switch point and follows the new one.
  */
-export async function rejoin(clusterDir: string, old: NodeName, to: NodeName): Promise<RejoinReport & { port: number }> {
+export async function rejoin(
+  clusterDir: string,
+  old: NodeName,
+  to: NodeName,
+): Promise<RejoinReport & { port: number }> {
   const report = rejoinVerdict(clusterDir, old, to);
   if (!report.verdict.ok) {
-    throw new WalsimError('invalid_input', `cannot rejoin "${old}" as a standby of "${to}": ${report.verdict.message}`);
+    throw new WalsimError(
+      'invalid_input',
+      `cannot rejoin "${old}" as a standby of "${to}": ${report.verdict.message}`,
+    );
   }
   const dir = nodeDir(clusterDir, old);
   const cfg = readNodeConfig(clusterDir, old);
   fs.writeFileSync(path.join(dir, STANDBY_SIGNAL), '');
   alterSystem(dir, 'primary_conninfo', conninfoTo(clusterDir, to, cfg.applicationName));
-  const base = JSON.parse(fs.readFileSync(path.join(dir, 'walsim.conf.json'), 'utf8')) as NodeConfig;
+  const base = JSON.parse(
+    fs.readFileSync(path.join(dir, 'walsim.conf.json'), 'utf8'),
+  ) as NodeConfig;
   writeNodeConfig(clusterDir, { ...base, role: 'standby' });
   const port = await startNode(clusterDir, old);
   await waitStreaming(clusterDir, old);
@@ -171,7 +257,8 @@ export function handOverNames(text: string, from: string, to: string): string {
   const cfg = parseSynchronousStandbyNames(text);
   if (cfg === null) return '';
   const members = cfg.members.map((m) => (m.toLowerCase() === from.toLowerCase() ? to : m));
-  if (cfg.method === 'priority' && cfg.numSync === 1 && !text.includes('(')) return members.join(', ');
+  if (cfg.method === 'priority' && cfg.numSync === 1 && !text.includes('('))
+    return members.join(', ');
   return formatSyncRepConfig({ ...cfg, members });
 }
 
@@ -191,44 +278,82 @@ export interface SwitchoverReport {
  * everything, carry synchronous_standby_names over, promote `to`, rejoin the old primary as its
  * standby on the new timeline, and repoint the old primary's other standbys to `to`.
  */
-export async function switchover(clusterDir: string, to: NodeName, timeoutMs = 60_000): Promise<SwitchoverReport> {
+export async function switchover(
+  clusterDir: string,
+  to: NodeName,
+  timeoutMs = 60_000,
+): Promise<SwitchoverReport> {
   const toCfg = requireNode(clusterDir, to);
   const running = listNodes(clusterDir).filter((n) => runningPid(clusterDir, n) !== null);
   const primaries: NodeName[] = [];
-  for (const n of running) if ((await withNode(clusterDir, n, (c) => c.status())).inRecovery === false) primaries.push(n);
-  if (primaries.length !== 1) throw new WalsimError('invalid_input', `switchover needs exactly one running primary, found ${primaries.length} (${primaries.join(', ') || 'none'})`);
+  for (const n of running)
+    if ((await withNode(clusterDir, n, (c) => c.status())).inRecovery === false) primaries.push(n);
+  if (primaries.length !== 1)
+    throw new WalsimError(
+      'invalid_input',
+      `switchover needs exactly one running primary, found ${primaries.length} (${primaries.join(', ') || 'none'})`,
+    );
   const from = primaries[0]!;
   if (from === to) throw new WalsimError('invalid_input', `node "${to}" is already the primary`);
   const fromCfg = readNodeConfig(clusterDir, from);
   const toStatus = await withNode(clusterDir, to, (c) => c.status()).catch(() => null);
-  if (toStatus === null || toStatus.role !== 'standby') throw new WalsimError('invalid_input', `switchover target "${to}" must be a running standby`);
+  if (toStatus === null || toStatus.role !== 'standby')
+    throw new WalsimError('invalid_input', `switchover target "${to}" must be a running standby`);
   if (toCfg.primaryPort !== fromCfg.port || toStatus.receiverState !== 'streaming') {
-    throw new WalsimError('invalid_input', `switchover target "${to}" must be streaming from the primary "${from}" (repoint it first)`);
+    throw new WalsimError(
+      'invalid_input',
+      `switchover target "${to}" must be streaming from the primary "${from}" (repoint it first)`,
+    );
   }
-  const siblings = running.filter((n) => n !== from && n !== to && readNodeConfig(clusterDir, n).primaryPort === fromCfg.port);
+  const siblings = running.filter(
+    (n) => n !== from && n !== to && readNodeConfig(clusterDir, n).primaryPort === fromCfg.port,
+  );
 
   await stopNode(clusterDir, from, 'fast');
   const { endLsn } = walEndOf(clusterDir, from);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const s = await withNode(clusterDir, to, (c) => c.status());
-    if (s.role !== 'standby') throw new WalsimError('invalid_input', `switchover: "${to}" left recovery before the switchover promoted it`);
+    if (s.role !== 'standby')
+      throw new WalsimError(
+        'invalid_input',
+        `switchover: "${to}" left recovery before the switchover promoted it`,
+      );
     if (parseLsn(s.receiveLsn) >= endLsn) break;
     if (Date.now() > deadline) {
-      throw new WalsimError('timeout', `switchover: "${to}" received up to ${s.receiveLsn} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted`);
+      throw new WalsimError(
+        'timeout',
+        `switchover: "${to}" received up to ${s.receiveLsn} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted`,
+      );
     }
     await sleep(50);
   }
-  const names = handOverNames(fromCfg.synchronousStandbyNames, toCfg.applicationName, fromCfg.applicationName);
+  const names = handOverNames(
+    fromCfg.synchronousStandbyNames,
+    toCfg.applicationName,
+    fromCfg.applicationName,
+  );
   await withNode(clusterDir, to, async (c) => {
     await c.sql(`ALTER SYSTEM SET synchronous_standby_names = '${names.replace(/'/g, "''")}'`);
     await c.sql('SELECT pg_reload_conf()');
-    const r = (await c.request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
-    if (!r.promoted) throw new WalsimError('timeout', `switchover: "${to}" did not promote within 60 seconds`);
+    const r = (await c.request({ op: 'promote', wait: true, waitSeconds: 60 })) as {
+      promoted: boolean;
+    };
+    if (!r.promoted)
+      throw new WalsimError('timeout', `switchover: "${to}" did not promote within 60 seconds`);
   });
-  const toBase = JSON.parse(fs.readFileSync(path.join(nodeDir(clusterDir, to), 'walsim.conf.json'), 'utf8')) as NodeConfig;
+  const toBase = JSON.parse(
+    fs.readFileSync(path.join(nodeDir(clusterDir, to), 'walsim.conf.json'), 'utf8'),
+  ) as NodeConfig;
   writeNodeConfig(clusterDir, { ...toBase, role: 'primary' });
   const rj = await rejoin(clusterDir, from, to);
   for (const s of siblings) await repoint(clusterDir, s, to);
-  return { from, to, switchLsn: formatLsn(endLsn), newTimeline: rj.newTimeline, repointed: siblings, synchronousStandbyNames: names };
+  return {
+    from,
+    to,
+    switchLsn: formatLsn(endLsn),
+    newTimeline: rj.newTimeline,
+    repointed: siblings,
+    synchronousStandbyNames: names,
+  };
 }

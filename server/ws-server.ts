@@ -9,7 +9,12 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 import { CLOSE_AUTH_FAILED } from '../protocol/messages.ts';
-export { CLOSE_AUTH_FAILED, CLOSE_PROTOCOL_VIOLATION, CLOSE_SHUTTING_DOWN, CLOSE_REPLICATION_REFUSED } from '../protocol/messages.ts';
+export {
+  CLOSE_AUTH_FAILED,
+  CLOSE_PROTOCOL_VIOLATION,
+  CLOSE_SHUTTING_DOWN,
+  CLOSE_REPLICATION_REFUSED,
+} from '../protocol/messages.ts';
 
 export type Endpoint = 'replication' | 'control';
 
@@ -48,8 +53,16 @@ export async function startWsServer(opts: WsServerOptions): Promise<WsServerHand
     res.end('walsim speaks WebSocket on /replication and /control\n');
   });
   const wssByEndpoint: Record<Endpoint, WebSocketServer> = {
-    replication: new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload.replication, perMessageDeflate: false }),
-    control: new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload.control, perMessageDeflate: false }),
+    replication: new WebSocketServer({
+      noServer: true,
+      maxPayload: opts.maxPayload.replication,
+      perMessageDeflate: false,
+    }),
+    control: new WebSocketServer({
+      noServer: true,
+      maxPayload: opts.maxPayload.control,
+      perMessageDeflate: false,
+    }),
   };
   server.on('upgrade', (req, socket, head) => {
     socket.on('error', () => socket.destroy());
@@ -57,13 +70,20 @@ export async function startWsServer(opts: WsServerOptions): Promise<WsServerHand
     const endpoint = url.pathname.replace(/^\//, '') as Endpoint;
     const wss = wssByEndpoint[endpoint];
     if (wss === undefined) {
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\nunknown endpoint; use /replication or /control\n');
+      socket.end(
+        'HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\nunknown endpoint; use /replication or /control\n',
+      );
       return;
     }
     const given = tokenOf(req, url);
     wss.handleUpgrade(req, socket, head, (ws) => {
       if (!tokenMatches(opts.token, given)) {
-        ws.close(CLOSE_AUTH_FAILED, given === null ? 'authentication failed: no token given' : 'authentication failed: wrong token');
+        ws.close(
+          CLOSE_AUTH_FAILED,
+          given === null
+            ? 'authentication failed: no token given'
+            : 'authentication failed: wrong token',
+        );
         return;
       }
       opts.onConnection(endpoint, ws, req);

@@ -18,7 +18,8 @@ import * as path from 'node:path';
 import { asyncOpsOf, type AsyncFile, type Disk, type OpenFlags } from '../common/disk.ts';
 import type { SeededRandom } from '../common/random.ts';
 
-type Pending = { kind: 'write'; pos: number; bytes: Uint8Array } | { kind: 'truncate'; len: number };
+type Pending =
+  { kind: 'write'; pos: number; bytes: Uint8Array } | { kind: 'truncate'; len: number };
 
 class MemFile {
   readonly kind = 'file';
@@ -65,7 +66,8 @@ class MemFile {
     for (let i = 0; i < keep; i++) {
       const op = ops[i]!;
       if (op.kind === 'truncate') this.setLength(op.len);
-      else if (i === keep - 1 && rng !== null && rng.chance(0.5)) this.writeAt(op.pos, op.bytes.subarray(0, rng.int(0, op.bytes.length)));
+      else if (i === keep - 1 && rng !== null && rng.chance(0.5))
+        this.writeAt(op.pos, op.bytes.subarray(0, rng.int(0, op.bytes.length)));
       else this.writeAt(op.pos, op.bytes);
     }
     this.fsync();
@@ -103,13 +105,26 @@ export class MemDisk implements Disk {
   private nextFd = 3;
   /** Writes that extend a file under one of these prefixes fail with ENOSPC (a full disk). */
   readonly fullPrefixes = new Set<string>();
-  readonly counters: MemDiskCounters = { writes: 0, bytesWritten: 0, fsyncs: 0, dirFsyncs: 0, enospc: 0 };
+  readonly counters: MemDiskCounters = {
+    writes: 0,
+    bytesWritten: 0,
+    fsyncs: 0,
+    dirFsyncs: 0,
+    enospc: 0,
+  };
 
   // ------------------------------------------------------------------------- lookups
 
   private parts(p: string): string[] {
     // Fast path: an absolute path without '.', '..', empty or trailing components is already normal.
-    if (p.length > 1 && p.charCodeAt(0) === 47 && !p.endsWith('/') && !p.includes('//') && !p.includes('/.')) return p.slice(1).split('/');
+    if (
+      p.length > 1 &&
+      p.charCodeAt(0) === 47 &&
+      !p.endsWith('/') &&
+      !p.includes('//') &&
+      !p.includes('/.')
+    )
+      return p.slice(1).split('/');
     const norm = path.posix.resolve('/', p);
     return norm === '/' ? [] : norm.slice(1).split('/');
   }
@@ -167,7 +182,8 @@ export class MemDisk implements Disk {
     if (flags === 'w') {
       const { dir, name } = this.parentOf(p, 'open');
       const existing = dir.entries.get(name);
-      if (existing !== undefined && existing.kind === 'dir') throw errno('EISDIR', 'open', p, 'illegal operation on a directory');
+      if (existing !== undefined && existing.kind === 'dir')
+        throw errno('EISDIR', 'open', p, 'illegal operation on a directory');
       if (existing === undefined) {
         file = new MemFile();
         dir.entries.set(name, file);
@@ -331,7 +347,8 @@ export class MemDisk implements Disk {
       return;
     }
     target.mkdirp(to);
-    for (const [name, child] of src.entries) this.copyNodeInto(child, target, path.posix.join(to, name));
+    for (const [name, child] of src.entries)
+      this.copyNodeInto(child, target, path.posix.join(to, name));
   }
 
   /** Make everything durable (initdb and pg_basebackup end with a sync of the whole tree). */
@@ -374,7 +391,8 @@ export class MemDisk implements Disk {
   /** Media corruption: flip bits of one byte of a file, durable copy included. */
   flipByte(p: string, offset: number, mask = 0xff): void {
     const file = this.fileAt(p, 'corrupt');
-    if (offset >= file.len) throw new RangeError(`flipByte: offset ${offset} beyond ${p} (${file.len} bytes)`);
+    if (offset >= file.len)
+      throw new RangeError(`flipByte: offset ${offset} beyond ${p} (${file.len} bytes)`);
     file.data[offset] = file.data[offset]! ^ mask;
     if (offset < file.synced.length) file.synced[offset] = file.synced[offset]! ^ mask;
   }

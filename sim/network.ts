@@ -83,7 +83,13 @@ class Endpoint implements MessageConn {
 class Connection {
   readonly client: Endpoint;
   readonly server: Endpoint;
-  constructor(net: Network, readonly from: string, fromOwner: string, readonly to: string, toOwner: string) {
+  constructor(
+    net: Network,
+    readonly from: string,
+    fromOwner: string,
+    readonly to: string,
+    toOwner: string,
+  ) {
     this.client = new Endpoint(net, from, fromOwner, this);
     this.server = new Endpoint(net, to, toOwner, this);
     this.client.peer = this.server;
@@ -92,10 +98,20 @@ class Connection {
 }
 
 export class Network {
-  private readonly listeners = new Map<string, { owner: string; accept(conn: MessageConn): void }>();
+  private readonly listeners = new Map<
+    string,
+    { owner: string; accept(conn: MessageConn): void }
+  >();
   private readonly partitions = new Set<string>();
   private readonly conns = new Set<Connection>();
-  readonly counters: NetworkCounters = { connects: 0, refused: 0, messages: 0, bytes: 0, cuts: 0, partitions: 0 };
+  readonly counters: NetworkCounters = {
+    connects: 0,
+    refused: 0,
+    messages: 0,
+    bytes: 0,
+    cuts: 0,
+    partitions: 0,
+  };
 
   constructor(
     private readonly sched: Scheduler,
@@ -137,7 +153,13 @@ export class Network {
       // Cut before it was established (a partition or a process exit while the SYN was in
       // flight): it never opens. An open connection outside `conns` would escape later cuts.
       const cutMeanwhile = !this.conns.has(conn);
-      if (cutMeanwhile || listener === undefined || listener.owner !== conn.server.owner || this.isPartitioned(from, to) || this.sched.isDead(listener.owner)) {
+      if (
+        cutMeanwhile ||
+        listener === undefined ||
+        listener.owner !== conn.server.owner ||
+        this.isPartitioned(from, to) ||
+        this.sched.isDead(listener.owner)
+      ) {
         this.counters.refused++;
         this.finish(conn.client, CLOSE_ABNORMAL, '', new Error(`connect ECONNREFUSED ${to}`));
         conn.server.closed = true;
@@ -179,12 +201,17 @@ export class Network {
     from.open = false;
     const arrival = Math.max(this.sched.now + this.delay(), from.lastArrival);
     const epoch = from.epoch;
-    this.sched.at(arrival - this.sched.now, to.owner, `net close ${from.host}->${to.host} ${code}`, () => {
-      if (epoch !== from.epoch) return;
-      this.finish(to, code, reason);
-      this.finish(from, code, reason);
-      this.conns.delete(from.conn);
-    });
+    this.sched.at(
+      arrival - this.sched.now,
+      to.owner,
+      `net close ${from.host}->${to.host} ${code}`,
+      () => {
+        if (epoch !== from.epoch) return;
+        this.finish(to, code, reason);
+        this.finish(from, code, reason);
+        this.conns.delete(from.conn);
+      },
+    );
   }
 
   private finish(e: Endpoint, code: number, reason: string, err?: Error): void {
@@ -216,7 +243,9 @@ export class Network {
       e.open = false;
       if (e === by) this.finish(e, CLOSE_ABNORMAL, '');
       else {
-        this.sched.at(this.profile.cutDetectMs, e.owner, `net cut ${why}`, () => this.finish(e, CLOSE_ABNORMAL, ''));
+        this.sched.at(this.profile.cutDetectMs, e.owner, `net cut ${why}`, () =>
+          this.finish(e, CLOSE_ABNORMAL, ''),
+        );
       }
     }
   }
@@ -225,7 +254,10 @@ export class Network {
   cutBetween(a: string, b: string | null, why: string): number {
     let n = 0;
     for (const c of [...this.conns]) {
-      if ((c.from === a && (b === null || c.to === b)) || (c.to === a && (b === null || c.from === b))) {
+      if (
+        (c.from === a && (b === null || c.to === b)) ||
+        (c.to === a && (b === null || c.from === b))
+      ) {
         this.cut(c, why);
         n++;
       }

@@ -121,17 +121,55 @@ export function generateScenario(seed: number, steps = 40): Scenario {
     const faultChance = 0.3;
     if (rng.chance(faultChance)) {
       const kinds: Array<() => SimCommand | null> = [];
-      if (swarm.crashes) kinds.push(() => ({ op: 'crash', node: node(), power: rng.chance(0.5), downMs: rng.int(0, 3000) }));
-      if (swarm.stops) kinds.push(() => ({ op: 'stop', node: node(), mode: rng.pick(['smart', 'fast', 'immediate'] as const), downMs: rng.int(0, 2000) }));
+      if (swarm.crashes)
+        kinds.push(() => ({
+          op: 'crash',
+          node: node(),
+          power: rng.chance(0.5),
+          downMs: rng.int(0, 3000),
+        }));
+      if (swarm.stops)
+        kinds.push(() => ({
+          op: 'stop',
+          node: node(),
+          mode: rng.pick(['smart', 'fast', 'immediate'] as const),
+          downMs: rng.int(0, 2000),
+        }));
       if (swarm.network) {
         kinds.push(() => ({ op: 'cut' }));
         kinds.push(() => ({ op: 'partition', ms: rng.int(10, 5000) }));
       }
-      if (swarm.diskFull) kinds.push(() => ({ op: 'diskFull', ms: rng.int(10, 3000), node: ext.chance(0.3) ? 'primary' : 'standby' }));
-      if (swarm.corruption) kinds.push(() => ({ op: 'corrupt', node: ext.chance(0.5) ? 'primary' : 'standby', downMs: ext.int(0, 2000) }));
-      if (swarm.slowDisk) kinds.push(() => ({ op: 'slowDisk', node: node(), latencyMs: rng.int(1, 200), writeMs: ext.int(0, 50), ms: rng.int(100, 5000) }));
-      if (swarm.clockJumps) kinds.push(() => ({ op: 'clockJump', node: node(), ms: rng.pick([-1, 1]) * rng.int(1000, 3_600_000) }));
-      if (swarm.failovers) kinds.push(() => ({ op: 'failover', how: rng.pick(['crash', 'power', 'immediate', 'fast'] as const) }));
+      if (swarm.diskFull)
+        kinds.push(() => ({
+          op: 'diskFull',
+          ms: rng.int(10, 3000),
+          node: ext.chance(0.3) ? 'primary' : 'standby',
+        }));
+      if (swarm.corruption)
+        kinds.push(() => ({
+          op: 'corrupt',
+          node: ext.chance(0.5) ? 'primary' : 'standby',
+          downMs: ext.int(0, 2000),
+        }));
+      if (swarm.slowDisk)
+        kinds.push(() => ({
+          op: 'slowDisk',
+          node: node(),
+          latencyMs: rng.int(1, 200),
+          writeMs: ext.int(0, 50),
+          ms: rng.int(100, 5000),
+        }));
+      if (swarm.clockJumps)
+        kinds.push(() => ({
+          op: 'clockJump',
+          node: node(),
+          ms: rng.pick([-1, 1]) * rng.int(1000, 3_600_000),
+        }));
+      if (swarm.failovers)
+        kinds.push(() => ({
+          op: 'failover',
+          how: rng.pick(['crash', 'power', 'immediate', 'fast'] as const),
+        }));
       if (swarm.pauses) {
         kinds.push(() => ({ op: 'pause' }));
         kinds.push(() => ({ op: 'resume' }));
@@ -153,9 +191,15 @@ export function generateScenario(seed: number, steps = 40): Scenario {
       const n = rng.pick([1, 3, 50, 500, 3000]);
       if (n <= 3) {
         const vals = Array.from({ length: n }, () => nextValue++);
-        commands.push({ op: 'sql', sql: `INSERT INTO ${t} VALUES ${vals.map((v) => `(${v})`).join(', ')}` });
+        commands.push({
+          op: 'sql',
+          sql: `INSERT INTO ${t} VALUES ${vals.map((v) => `(${v})`).join(', ')}`,
+        });
       } else {
-        commands.push({ op: 'sql', sql: `INSERT INTO ${t} SELECT generate_series(${nextValue}, ${nextValue + n - 1})` });
+        commands.push({
+          op: 'sql',
+          sql: `INSERT INTO ${t} SELECT generate_series(${nextValue}, ${nextValue + n - 1})`,
+        });
         nextValue += n;
       }
     } else if (r < 0.6) {
@@ -183,18 +227,29 @@ export function generateScenario(seed: number, steps = 40): Scenario {
 /** One line per command, for the trace and the shrinker's output. */
 export function describeCommand(c: SimCommand): string {
   switch (c.op) {
-    case 'sql': return `sql ${c.sql}`;
-    case 'crash': return `crash ${c.node}${c.power ? ' (power loss)' : ''}, down ${c.downMs} ms`;
-    case 'stop': return `stop ${c.node} -m ${c.mode}, down ${c.downMs} ms`;
-    case 'partition': return `partition ${c.ms} ms`;
-    case 'diskFull': return `${c.node} pg_wal full ${c.ms} ms`;
-    case 'corrupt': return c.node === 'standby'
-      ? 'flip a byte in a WAL record the standby has not replayed'
-      : `flip a byte in a WAL record the primary's crash recovery reads; crash it, down ${c.downMs} ms`;
-    case 'slowDisk': return `slow disk on ${c.node}: writes +${c.writeMs} ms, fsyncs +${c.latencyMs} ms (each 50–100%) for ${c.ms} ms`;
-    case 'clockJump': return `wall clock of ${c.node} jumps ${c.ms} ms`;
-    case 'failover': return `failover (primary: ${c.how})`;
-    case 'wait': return `wait ${c.ms} ms`;
-    default: return c.op;
+    case 'sql':
+      return `sql ${c.sql}`;
+    case 'crash':
+      return `crash ${c.node}${c.power ? ' (power loss)' : ''}, down ${c.downMs} ms`;
+    case 'stop':
+      return `stop ${c.node} -m ${c.mode}, down ${c.downMs} ms`;
+    case 'partition':
+      return `partition ${c.ms} ms`;
+    case 'diskFull':
+      return `${c.node} pg_wal full ${c.ms} ms`;
+    case 'corrupt':
+      return c.node === 'standby'
+        ? 'flip a byte in a WAL record the standby has not replayed'
+        : `flip a byte in a WAL record the primary's crash recovery reads; crash it, down ${c.downMs} ms`;
+    case 'slowDisk':
+      return `slow disk on ${c.node}: writes +${c.writeMs} ms, fsyncs +${c.latencyMs} ms (each 50–100%) for ${c.ms} ms`;
+    case 'clockJump':
+      return `wall clock of ${c.node} jumps ${c.ms} ms`;
+    case 'failover':
+      return `failover (primary: ${c.how})`;
+    case 'wait':
+      return `wait ${c.ms} ms`;
+    default:
+      return c.op;
   }
 }

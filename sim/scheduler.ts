@@ -98,7 +98,14 @@ export class Scheduler {
 
   /** Schedule `fn` at now + delayMs on behalf of `owner`. */
   at(delayMs: number, owner: string, label: string, fn: () => void): TimerHandle {
-    const e: SimEvent = { at: this.nowMs + Math.max(0, delayMs), seq: this.seq++, owner, label, fn, cancelled: false };
+    const e: SimEvent = {
+      at: this.nowMs + Math.max(0, delayMs),
+      seq: this.seq++,
+      owner,
+      label,
+      fn,
+      cancelled: false,
+    };
     if (this.dead.has(owner)) e.cancelled = true;
     this.heap.push(e);
     return { cancel: () => void (e.cancelled = true) };
@@ -161,7 +168,8 @@ export class Scheduler {
       const e = this.heap.pop();
       if (e === undefined) return false;
       if (e.cancelled || this.dead.has(e.owner)) continue;
-      if (++this.eventsRun > this.eventBudget) throw new EventBudgetExceeded(`more than ${this.eventBudget} events`);
+      if (++this.eventsRun > this.eventBudget)
+        throw new EventBudgetExceeded(`more than ${this.eventBudget} events`);
       if (e.at > this.nowMs) this.nowMs = e.at;
       this.onEvent?.(this.nowMs, e.owner, e.label);
       try {

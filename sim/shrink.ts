@@ -13,8 +13,11 @@ export async function shrinkScenario(scenario: Scenario, maxRuns = 400): Promise
   let chunk = Math.max(1, Math.floor(best.commands.length / 2));
   while (chunk >= 1 && runs < maxRuns) {
     let removed = false;
-    for (let at = 0; at < best.commands.length && runs < maxRuns; ) {
-      const candidate: Scenario = { ...best, commands: [...best.commands.slice(0, at), ...best.commands.slice(at + chunk)] };
+    for (let at = 0; at < best.commands.length && runs < maxRuns;) {
+      const candidate: Scenario = {
+        ...best,
+        commands: [...best.commands.slice(0, at), ...best.commands.slice(at + chunk)],
+      };
       runs++;
       if (await fails(candidate)) {
         best = candidate;

@@ -18,7 +18,13 @@ import { InvariantViolation } from '../common/assert.ts';
 import { SeededRandom } from '../common/random.ts';
 import { fmix32 } from '../common/hash.ts';
 import { formatLsn, parseLsn, type Lsn } from '../wal/lsn.ts';
-import { listSegmentFiles, readTimelineHistory, segmentOf, segmentOffset, walDir } from '../wal/segment.ts';
+import {
+  listSegmentFiles,
+  readTimelineHistory,
+  segmentOf,
+  segmentOffset,
+  walDir,
+} from '../wal/segment.ts';
 import { readWal } from '../wal/wal-reader.ts';
 import type { WalRecord } from '../wal/records.ts';
 import { readDataImage } from '../storage/data-image.ts';
@@ -173,25 +179,44 @@ export class Simulation {
   readonly trace: string[] | null;
   private stepsRun = 0;
 
-  constructor(readonly scenario: Scenario, private readonly opts: SimRunOptions = {}) {
+  constructor(
+    readonly scenario: Scenario,
+    private readonly opts: SimRunOptions = {},
+  ) {
     const seed = scenario.seed;
     this.faultRng = new SeededRandom(subSeed(seed, 'disk'));
-    this.net = new Network(this.sched, new SeededRandom(subSeed(seed, 'network')), { ...scenario.options.link });
+    this.net = new Network(this.sched, new SeededRandom(subSeed(seed, 'network')), {
+      ...scenario.options.link,
+    });
     this.trace = opts.trace === true ? [] : null;
     this.sched.onEvent = (at, owner, label) => this.record(at, owner, label);
     this.sched.onUncaught = (owner, err) => {
       // The process that just PANICked rethrows its WAL write error on the way out (production has
       // already exited inside fatal()); anything else would end a real server: a finding.
       if (owner === this.panicked) return;
-      this.violation(`uncaught exception in ${owner} (the server process would die): ${(err as Error).stack ?? String(err)}`);
+      this.violation(
+        `uncaught exception in ${owner} (the server process would die): ${(err as Error).stack ?? String(err)}`,
+      );
     };
     const host = (name: 'A' | 'B'): Host => {
       const latency = new DiskLatency();
       const spread = new SeededRandom(subSeed(seed, `latency-${name}`));
       latency.spread = () => spread.float();
       return {
-        name, disk: new MemDisk(), incarnation: 0, owner: `${name}#0`, node: null, restartAt: null, lastPowerLossAt: -1, latency,
-        maxCommitEnd: 0, historyCheckedFor: '', fullUntil: 0, crashedAt: null, corruptLsn: null, corruptOwner: '',
+        name,
+        disk: new MemDisk(),
+        incarnation: 0,
+        owner: `${name}#0`,
+        node: null,
+        restartAt: null,
+        lastPowerLossAt: -1,
+        latency,
+        maxCommitEnd: 0,
+        historyCheckedFor: '',
+        fullUntil: 0,
+        crashedAt: null,
+        corruptLsn: null,
+        corruptOwner: '',
       };
     };
     this.hosts = { A: host('A'), B: host('B') };
@@ -223,15 +248,22 @@ export class Simulation {
   private config(h: Host): NodeConfig {
     const o = this.scenario.options;
     return {
-      name: h.name, role: h === this.primary ? 'primary' : 'standby', listen: '127.0.0.1', port: 0,
+      name: h.name,
+      role: h === this.primary ? 'primary' : 'standby',
+      listen: '127.0.0.1',
+      port: 0,
       sharedBuffers: o.sharedBuffers,
       dropStrategy: h === this.hosts.A ? o.dropStrategy.primary : o.dropStrategy.standby,
-      thresholdDivisor: 32, forceOptimized: false,
+      thresholdDivisor: 32,
+      forceOptimized: false,
       synchronousCommit: o.synchronousCommit,
       // Both nodes list the standby's name, so a promoted standby waits for its own new standby.
       synchronousStandbyNames: 'walreceiver',
-      primaryHost: null, primaryPort: 1, applicationName: 'walreceiver',
-      walSegmentSize: o.walSegmentSize, hotStandby: true,
+      primaryHost: null,
+      primaryPort: 1,
+      applicationName: 'walreceiver',
+      walSegmentSize: o.walSegmentSize,
+      hotStandby: true,
     };
   }
 
@@ -250,9 +282,21 @@ export class Simulation {
   }
 
   /** Wait (in simulated time) for a promise the nodes will settle; false if it did not within ms. */
-  private async settle<T>(p: Promise<T>, ms: number): Promise<{ done: boolean; value?: T; error?: unknown }> {
+  private async settle<T>(
+    p: Promise<T>,
+    ms: number,
+  ): Promise<{ done: boolean; value?: T; error?: unknown }> {
     const out: { done: boolean; value?: T; error?: unknown } = { done: false };
-    p.then((v) => { out.done = true; out.value = v; }, (e: unknown) => { out.done = true; out.error = e; });
+    p.then(
+      (v) => {
+        out.done = true;
+        out.value = v;
+      },
+      (e: unknown) => {
+        out.done = true;
+        out.error = e;
+      },
+    );
     await this.sched.runUntil(() => out.done, ms);
     return out;
   }
@@ -273,7 +317,10 @@ export class Simulation {
     let node: ServerNode;
     try {
       node = ServerNode.open({
-        dataDir: DATA_DIR, config: this.config(h), token: TOKEN, log: (m) => this.log(h, owner, m),
+        dataDir: DATA_DIR,
+        config: this.config(h),
+        token: TOKEN,
+        log: (m) => this.log(h, owner, m),
         // The process would exit non-zero (a redo failure): a finding, and the process is gone.
         fatal: (e) => {
           if (h.owner !== owner || this.sched.isDead(owner)) return;
@@ -298,7 +345,10 @@ export class Simulation {
         },
         // The slow-disk layer production uses, over the machine's in-memory disk: a synchronous
         // write or fsync stalls by advancing simulated time inside the running event.
-        env: { clock, disk: new LatencyDisk(h.disk, clock, (ms) => this.sched.advance(ms), h.latency) },
+        env: {
+          clock,
+          disk: new LatencyDisk(h.disk, clock, (ms) => this.sched.advance(ms), h.latency),
+        },
         connect: this.net.dialer(h.name, owner, () => this.other(h).name),
       });
     } catch (e) {
@@ -312,10 +362,15 @@ export class Simulation {
       if (endLsn > h.maxCommitEnd) h.maxCommitEnd = endLsn;
       this.checkSyncAck(node, endLsn);
     };
-    this.record(this.sched.now, 'sim', `start ${owner} as ${node.inRecovery ? 'standby' : 'primary'}`);
+    this.record(
+      this.sched.now,
+      'sim',
+      `start ${owner} as ${node.inRecovery ? 'standby' : 'primary'}`,
+    );
     const r = await this.settle(node.startRole(TOKEN), ACTION_MS);
     if (!r.done) this.violation(`${h.name} did not finish starting within ${ACTION_MS} ms`);
-    else if (r.error !== undefined) this.violation(`${h.name} failed to start its role: ${(r.error as Error).message}`);
+    else if (r.error !== undefined)
+      this.violation(`${h.name} failed to start its role: ${(r.error as Error).message}`);
   }
 
   /** The process dies: its events stop, its sockets reset, the disk keeps what the fault allows. */
@@ -345,12 +400,18 @@ export class Simulation {
       if (!r.done && mode === 'smart') {
         // A smart stop waits for sessions, and a session waiting for an unreachable synchronous
         // standby never ends (as in PostgreSQL): the operator then asks for a fast stop.
-        this.record(this.sched.now, 'sim', `${h.name}: smart shutdown still waiting; fast shutdown requested`);
+        this.record(
+          this.sched.now,
+          'sim',
+          `${h.name}: smart shutdown still waiting; fast shutdown requested`,
+        );
         return this.stop(h, 'fast');
       }
       const panicked = this.panicked === owner; // a WAL write on a full disk during the shutdown checkpoint
-      if (!r.done && !panicked) this.violation(`${h.name}: ${mode} shutdown did not finish within ${ACTION_MS} ms`);
-      else if (r.error !== undefined && !panicked) this.violation(`${h.name}: ${mode} shutdown failed: ${(r.error as Error).message}`);
+      if (!r.done && !panicked)
+        this.violation(`${h.name}: ${mode} shutdown did not finish within ${ACTION_MS} ms`);
+      else if (r.error !== undefined && !panicked)
+        this.violation(`${h.name}: ${mode} shutdown failed: ${(r.error as Error).message}`);
       this.kill(h, false);
       return !panicked;
     }
@@ -372,8 +433,17 @@ export class Simulation {
     const a = this.hosts.A;
     const b = this.hosts.B;
     a.disk.mkdirp(DATA_DIR);
-    const r = await this.settle(initdb(DATA_DIR, this.config(a), { disk: a.disk, clock: this.sched.clockFor('sim') }, String(this.scenario.seed)), ACTION_MS);
-    if (!r.done || r.error !== undefined) throw new Error(`initdb failed: ${r.done ? (r.error as Error).message : 'did not finish'}`);
+    const r = await this.settle(
+      initdb(
+        DATA_DIR,
+        this.config(a),
+        { disk: a.disk, clock: this.sched.clockFor('sim') },
+        String(this.scenario.seed),
+      ),
+      ACTION_MS,
+    );
+    if (!r.done || r.error !== undefined)
+      throw new Error(`initdb failed: ${r.done ? (r.error as Error).message : 'did not finish'}`);
     a.disk.syncAll();
     a.disk.copyTo(DATA_DIR, b.disk, DATA_DIR);
     b.disk.writeFile(`${DATA_DIR}/${STANDBY_SIGNAL}`, '');
@@ -390,12 +460,24 @@ export class Simulation {
 
   private async restartDue(): Promise<void> {
     for (const h of [this.primary, this.standby]) {
-      if (h.node !== null && h.corruptLsn !== null && h.owner === h.corruptOwner && h.restartAt !== null && h.restartAt <= this.sched.now) {
+      if (
+        h.node !== null &&
+        h.corruptLsn !== null &&
+        h.owner === h.corruptOwner &&
+        h.restartAt !== null &&
+        h.restartAt <= this.sched.now
+      ) {
         await this.stop(h, 'fast'); // the operator restarts the standby whose replay stopped
       }
       // A server does not start on a full disk (PostgreSQL PANICs writing its first WAL): the
       // operator starts it once space is free.
-      if (h.node === null && h.restartAt !== null && h.restartAt <= this.sched.now && h.disk.fullPrefixes.size === 0) await this.restart(h);
+      if (
+        h.node === null &&
+        h.restartAt !== null &&
+        h.restartAt <= this.sched.now &&
+        h.disk.fullPrefixes.size === 0
+      )
+        await this.restart(h);
     }
   }
 
@@ -405,7 +487,9 @@ export class Simulation {
     const crashedAt = h.crashedAt;
     h.crashedAt = null;
     if (crashedAt !== null && h === this.primary) {
-      await this.checkLedger(h, 'primary restart after a PANIC', (f) => this.guaranteedAfterPrimaryCrash(f, crashedAt));
+      await this.checkLedger(h, 'primary restart after a PANIC', (f) =>
+        this.guaranteedAfterPrimaryCrash(f, crashedAt),
+      );
     }
   }
 
@@ -415,7 +499,8 @@ export class Simulation {
 
   async exec(c: SimCommand): Promise<void> {
     switch (c.op) {
-      case 'sql': return this.issue(c.sql);
+      case 'sql':
+        return this.issue(c.sql);
       case 'pause':
       case 'resume':
       case 'restartpoint': {
@@ -437,7 +522,9 @@ export class Simulation {
           await this.sched.runFor(c.downMs);
           await this.waitForSpace(h);
           await this.start(h);
-          await this.checkLedger(h, 'primary restart', (f) => this.guaranteedAfterPrimaryCrash(f, crashAt));
+          await this.checkLedger(h, 'primary restart', (f) =>
+            this.guaranteedAfterPrimaryCrash(f, crashAt),
+          );
         }
         return;
       }
@@ -452,8 +539,11 @@ export class Simulation {
           await this.sched.runFor(c.downMs);
           await this.waitForSpace(h);
           await this.start(h);
-          await this.checkLedger(h, `primary restart after stop -m ${c.mode}`, (f) =>
-            (c.mode !== 'immediate' && clean) || this.guaranteedAfterPrimaryCrash(f, stopAt));
+          await this.checkLedger(
+            h,
+            `primary restart after stop -m ${c.mode}`,
+            (f) => (c.mode !== 'immediate' && clean) || this.guaranteedAfterPrimaryCrash(f, stopAt),
+          );
         }
         return;
       }
@@ -502,19 +592,34 @@ export class Simulation {
    * Flip one byte inside one of `recs` (drawn from the disk stream) in the newest segment file of
    * `h` that holds it on timeline ≤ `tli`; the start LSN of the damaged record, or null if none fits.
    */
-  private flipByteInRecord(h: Host, tli: number, recs: readonly WalRecord[], kind: string): Lsn | null {
+  private flipByteInRecord(
+    h: Host,
+    tli: number,
+    recs: readonly WalRecord[],
+    kind: string,
+  ): Lsn | null {
     if (recs.length === 0) return null;
     const rec = recs[this.faultRng.int(0, recs.length - 1)]!;
     const size = rec.endLsn - rec.lsn;
     if (size <= SIZE_OF_XLOG_RECORD) return null;
     const at = rec.lsn + SIZE_OF_XLOG_RECORD + this.faultRng.int(0, size - SIZE_OF_XLOG_RECORD - 1);
     const segSize = this.scenario.options.walSegmentSize;
-    const files = listSegmentFiles(DATA_DIR, segSize, h.disk).filter((f) => f.segno === segmentOf(at, segSize) && f.tli <= tli);
+    const files = listSegmentFiles(DATA_DIR, segSize, h.disk).filter(
+      (f) => f.segno === segmentOf(at, segSize) && f.tli <= tli,
+    );
     const file = files[files.length - 1];
     if (file === undefined) return null;
     this.countFault(kind);
-    h.disk.flipByte(`${walDir(DATA_DIR)}/${file.name}`, segmentOffset(at, segSize), 1 << this.faultRng.int(0, 7));
-    this.record(this.sched.now, 'sim', `flipped a byte at ${formatLsn(at)} in the record at ${formatLsn(rec.lsn)} (${file.name} on ${h.name})`);
+    h.disk.flipByte(
+      `${walDir(DATA_DIR)}/${file.name}`,
+      segmentOffset(at, segSize),
+      1 << this.faultRng.int(0, 7),
+    );
+    this.record(
+      this.sched.now,
+      'sim',
+      `flipped a byte at ${formatLsn(at)} in the record at ${formatLsn(rec.lsn)} (${file.name} on ${h.name})`,
+    );
     return rec.lsn;
   }
 
@@ -533,7 +638,9 @@ export class Simulation {
     // Only records the running startup process will still read from disk: bytes it already holds
     // in memory replay intact, so the damage would not be seen before the next restart.
     const readAhead = n.startup.readAheadLsn();
-    const recs = [...readWal(DATA_DIR, from, { ...n.readOptions(), stopLsn: to })].filter((r) => r.lsn >= readAhead);
+    const recs = [...readWal(DATA_DIR, from, { ...n.readOptions(), stopLsn: to })].filter(
+      (r) => r.lsn >= readAhead,
+    );
     const lsn = this.flipByteInRecord(h, n.timeline, recs, 'corruption (standby WAL)');
     if (lsn === null) return;
     h.corruptLsn = lsn;
@@ -558,7 +665,9 @@ export class Simulation {
     if (n === null || n.inRecovery) return;
     const redo = readDataImage(DATA_DIR, h.disk).header.redoLsn;
     if (redo >= n.wal.flushLsn) return;
-    const recs = [...readWal(DATA_DIR, redo, { ...n.readOptions(), stopLsn: n.wal.flushLsn })].filter((r) => r.lsn > redo);
+    const recs = [
+      ...readWal(DATA_DIR, redo, { ...n.readOptions(), stopLsn: n.wal.flushLsn }),
+    ].filter((r) => r.lsn > redo);
     const bad = this.flipByteInRecord(h, n.timeline, recs, 'corruption (primary WAL)');
     if (bad === null) return;
     const crashAt = this.sched.now;
@@ -567,7 +676,8 @@ export class Simulation {
     const s = this.standby;
     const sn = s.node;
     // Received past the bad record, or unknown (down: its disk may hold anything the primary sent).
-    const diverged = sn === null || !sn.inRecovery || Math.max(sn.wal.writeLsn, sn.wal.flushLsn) > bad;
+    const diverged =
+      sn === null || !sn.inRecovery || Math.max(sn.wal.writeLsn, sn.wal.flushLsn) > bad;
     if (diverged && sn !== null) await this.stop(s, 'fast');
     if (diverged) s.restartAt = null;
     await this.sched.runFor(downMs);
@@ -576,16 +686,24 @@ export class Simulation {
     const p = h.node;
     if (p === null) return;
     if (parseLsn(p.startupReplay.toLsn) > bad) {
-      this.violation(`${h.name}: crash recovery replayed to ${p.startupReplay.toLsn}, past the corrupt record at ${formatLsn(bad)}`);
+      this.violation(
+        `${h.name}: crash recovery replayed to ${p.startupReplay.toLsn}, past the corrupt record at ${formatLsn(bad)}`,
+      );
     }
     await this.checkLedger(h, 'primary restart after WAL corruption', (f) =>
-      f.commitEndMax > bad ? 'corruption' : this.guaranteedAfterPrimaryCrash(f, crashAt) ? 'must' : 'may');
+      f.commitEndMax > bad
+        ? 'corruption'
+        : this.guaranteedAfterPrimaryCrash(f, crashAt)
+          ? 'must'
+          : 'may',
+    );
     if (diverged) await this.rebuildStandby();
   }
 
   private expectedError(e: unknown, what: string): void {
     if (e instanceof InvariantViolation) this.violation(`${what}: ${e.message}`);
-    else if (!isWalsimError(e)) this.violation(`${what}: unexpected error ${(e as Error).stack ?? String(e)}`);
+    else if (!isWalsimError(e))
+      this.violation(`${what}: unexpected error ${(e as Error).stack ?? String(e)}`);
   }
 
   /** Issue a write statement on the primary; the ledger learns its facts when it is acknowledged. */
@@ -597,7 +715,9 @@ export class Simulation {
     this.supersede(sql, seq);
     const level = this.scenario.options.synchronousCommit;
     const maxValue = this.maxValueIssued;
-    if (sql.startsWith('INSERT')) for (const m of sql.matchAll(/(?<![a-z_])\d+/g)) this.maxValueIssued = Math.max(this.maxValueIssued, Number(m[0]));
+    if (sql.startsWith('INSERT'))
+      for (const m of sql.matchAll(/(?<![a-z_])\d+/g))
+        this.maxValueIssued = Math.max(this.maxValueIssued, Number(m[0]));
     const p: Pending = { seq, sql, host: h, owner: h.owner };
     this.pending.add(p);
     node.execute(sql).then(
@@ -623,7 +743,8 @@ export class Simulation {
   private supersede(sql: string, seq: number): void {
     let m: RegExpExecArray | null;
     const drop = (pred: (f: Fact) => boolean) => {
-      for (let i = this.ledger.length - 1; i >= 0; i--) if (pred(this.ledger[i]!)) this.ledger.splice(i, 1);
+      for (let i = this.ledger.length - 1; i >= 0; i--)
+        if (pred(this.ledger[i]!)) this.ledger.splice(i, 1);
       this.supersessions.push({ seq, covers: pred });
       let oldest = seq;
       for (const p of this.pending) oldest = Math.min(oldest, p.seq);
@@ -641,15 +762,35 @@ export class Simulation {
     }
   }
 
-  private addFacts(sql: string, level: SynchronousCommit, maxValueBefore: number, seq: number, commitEndMax: Lsn): void {
+  private addFacts(
+    sql: string,
+    level: SynchronousCommit,
+    maxValueBefore: number,
+    seq: number,
+    commitEndMax: Lsn,
+  ): void {
     const fact = (kind: Fact['kind'], table: string, value = 0) => {
-      const f: Fact = { kind, table, value, level, ackAt: this.sched.now, commitEndMax, durableOnPrimary: false, onStandby: false, sql };
+      const f: Fact = {
+        kind,
+        table,
+        value,
+        level,
+        ackAt: this.sched.now,
+        commitEndMax,
+        durableOnPrimary: false,
+        onStandby: false,
+        sql,
+      };
       if (!this.supersessions.some((x) => x.seq > seq && x.covers(f))) this.ledger.push(f);
     };
     let m: RegExpExecArray | null;
     if ((m = /^CREATE TABLE (\w+)/.exec(sql))) fact('tableExists', m[1]!);
-    else if ((m = /^INSERT INTO (\w+) (?:VALUES \((\d+)\)|SELECT generate_series\((\d+),)/.exec(sql))) fact('present', m[1]!, Number(m[2] ?? m[3]));
-    else if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql))) fact('absentBelow', m[1]!, Number(m[2]));
+    else if (
+      (m = /^INSERT INTO (\w+) (?:VALUES \((\d+)\)|SELECT generate_series\((\d+),)/.exec(sql))
+    )
+      fact('present', m[1]!, Number(m[2] ?? m[3]));
+    else if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql)))
+      fact('absentBelow', m[1]!, Number(m[2]));
     else if ((m = /^TRUNCATE (\w+)$/.exec(sql))) fact('absentBelow', m[1]!, maxValueBefore + 1);
     else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) fact('tableGone', m[1]!);
   }
@@ -672,7 +813,9 @@ export class Simulation {
     const node = newPrimary.node;
     const r = await this.settle(node.promote(true, 60), ACTION_MS + 10_000);
     if (!r.done || r.error !== undefined || r.value !== true) {
-      this.violation(`promotion of ${newPrimary.name} failed: ${r.done ? String((r.error as Error | undefined)?.message ?? r.value) : 'did not finish'}`);
+      this.violation(
+        `promotion of ${newPrimary.name} failed: ${r.done ? String((r.error as Error | undefined)?.message ?? r.value) : 'did not finish'}`,
+      );
       return;
     }
     this.failovers++;
@@ -682,13 +825,22 @@ export class Simulation {
     // (waits and slow fsyncs take simulated time, CPU does not); the cost model gives modeled time.
     const fr = node.failoverReport();
     this.failoverTimes.push({
-      failoverMs: fr?.failoverMs ?? null, replayMs: fr?.phases.replayMs ?? null, endOfRecoveryMs: fr?.phases.endOfRecoveryMs ?? null,
-      openForWritesMs: fr?.phases.openForWritesMs ?? null, modeledS: fr?.model?.failoverS ?? null,
+      failoverMs: fr?.failoverMs ?? null,
+      replayMs: fr?.phases.replayMs ?? null,
+      endOfRecoveryMs: fr?.phases.endOfRecoveryMs ?? null,
+      openForWritesMs: fr?.phases.openForWritesMs ?? null,
+      modeledS: fr?.model?.failoverS ?? null,
     });
-    this.record(this.sched.now, 'sim', `promoted ${newPrimary.owner} on timeline ${node.timeline}; failover ${fr?.failoverMs ?? '?'} ms ` +
-      `(replay ${fr?.phases.replayMs ?? '?'}, end of recovery ${fr?.phases.endOfRecoveryMs ?? '?'}, open for writes ${fr?.phases.openForWritesMs ?? '?'}); ` +
-      `modeled ${fr?.model ? `${fr.model.failoverS.toFixed(6)} s (${fr.model.profile})` : 'n/a'}`);
-    await this.checkLedger(newPrimary, 'failover', (f) => this.guaranteedAfterFailover(f, newPrimary));
+    this.record(
+      this.sched.now,
+      'sim',
+      `promoted ${newPrimary.owner} on timeline ${node.timeline}; failover ${fr?.failoverMs ?? '?'} ms ` +
+        `(replay ${fr?.phases.replayMs ?? '?'}, end of recovery ${fr?.phases.endOfRecoveryMs ?? '?'}, open for writes ${fr?.phases.openForWritesMs ?? '?'}); ` +
+        `modeled ${fr?.model ? `${fr.model.failoverS.toFixed(6)} s (${fr.model.profile})` : 'n/a'}`,
+    );
+    await this.checkLedger(newPrimary, 'failover', (f) =>
+      this.guaranteedAfterFailover(f, newPrimary),
+    );
     newPrimary.corruptLsn = null; // promotion truncated WAL at the bad record
     await this.rebuildStandby();
   }
@@ -700,7 +852,9 @@ export class Simulation {
     if (src.node === null) return;
     const r = await this.settle(src.node.baseBackup(BACKUP_DIR), ACTION_MS);
     if (!r.done || r.error !== undefined) {
-      this.violation(`base backup from ${src.name} failed: ${r.done ? (r.error as Error).message : 'did not finish'}`);
+      this.violation(
+        `base backup from ${src.name} failed: ${r.done ? (r.error as Error).message : 'did not finish'}`,
+      );
       return;
     }
     dst.disk = new MemDisk();
@@ -741,10 +895,14 @@ export class Simulation {
       }
     };
     switch (f.kind) {
-      case 'present': return ((await count(` WHERE c = ${f.value}`)) ?? 0) >= 1;
-      case 'absentBelow': return ((await count(` WHERE c < ${f.value}`)) ?? 0) === 0;
-      case 'tableExists': return (await count('')) !== null;
-      case 'tableGone': return (await count('')) === null;
+      case 'present':
+        return ((await count(` WHERE c = ${f.value}`)) ?? 0) >= 1;
+      case 'absentBelow':
+        return ((await count(` WHERE c < ${f.value}`)) ?? 0) === 0;
+      case 'tableExists':
+        return (await count('')) !== null;
+      case 'tableGone':
+        return (await count('')) === null;
     }
   }
 
@@ -753,7 +911,11 @@ export class Simulation {
    * acknowledged commit (violation); one that was not guaranteed ('may', `false`) is dropped from
    * the ledger (allowed loss); one destroyed by media corruption ('corruption') too, counted apart.
    */
-  private async checkLedger(h: Host, when: string, guaranteed: (f: Fact) => boolean | Verdict): Promise<void> {
+  private async checkLedger(
+    h: Host,
+    when: string,
+    guaranteed: (f: Fact) => boolean | Verdict,
+  ): Promise<void> {
     const node = h.node;
     if (node === null) return;
     for (let i = this.ledger.length - 1; i >= 0; i--) {
@@ -766,10 +928,16 @@ export class Simulation {
       const v = guaranteed(f);
       if (v === true || v === 'must') {
         this.lost++;
-        this.violation(`${when}: acknowledged commit lost on ${h.name} (synchronous_commit=${f.level}, acknowledged at t=${f.ackAt} ms): ${f.sql} [${f.kind} ${f.table} ${f.value}]`);
+        this.violation(
+          `${when}: acknowledged commit lost on ${h.name} (synchronous_commit=${f.level}, acknowledged at t=${f.ackAt} ms): ${f.sql} [${f.kind} ${f.table} ${f.value}]`,
+        );
       } else if (v === 'corruption') {
         this.lostToCorruption++;
-        this.record(this.sched.now, 'sim', `${when}: lost to WAL corruption on ${h.name} (commit ends at or before ${formatLsn(f.commitEndMax)}): ${f.sql}`);
+        this.record(
+          this.sched.now,
+          'sim',
+          `${when}: lost to WAL corruption on ${h.name} (commit ends at or before ${formatLsn(f.commitEndMax)}): ${f.sql}`,
+        );
       } else {
         this.lostAllowed++;
       }
@@ -785,9 +953,16 @@ export class Simulation {
     // A dead standby's in-flight replies are lost with its connections, so a live standby on the
     // same timeline is the one that confirmed; with none alive there is nothing to compare.
     if (sb === null || !sb.inRecovery || sb.timeline !== primary.timeline) return;
-    const pos = level === 'remote_write' ? sb.wal.writeLsn : level === 'on' ? sb.wal.flushLsn : (sb.startup?.replayEndLsn ?? 0);
+    const pos =
+      level === 'remote_write'
+        ? sb.wal.writeLsn
+        : level === 'on'
+          ? sb.wal.flushLsn
+          : (sb.startup?.replayEndLsn ?? 0);
     if (pos < endLsn) {
-      this.violation(`commit ending at ${formatLsn(endLsn)} acknowledged under synchronous_commit=${level}, but the standby's ${level === 'remote_write' ? 'write' : level === 'on' ? 'flush' : 'replay'} LSN is ${formatLsn(pos)}`);
+      this.violation(
+        `commit ending at ${formatLsn(endLsn)} acknowledged under synchronous_commit=${level}, but the standby's ${level === 'remote_write' ? 'write' : level === 'on' ? 'flush' : 'replay'} LSN is ${formatLsn(pos)}`,
+      );
     }
   }
 
@@ -801,8 +976,12 @@ export class Simulation {
       const n = h.node;
       if (n === null) continue;
       const orphans = n.storage.orphanBuffers();
-      if (orphans.length > 0) this.violation(`${where}: ${h.name} buffers hold dropped blocks ${orphans.slice(0, 5).join(', ')}`);
-      if (n.timeline !== n.wal.timeline) this.violation(`${where}: ${h.name} timeline ${n.timeline} but WAL on ${n.wal.timeline}`);
+      if (orphans.length > 0)
+        this.violation(
+          `${where}: ${h.name} buffers hold dropped blocks ${orphans.slice(0, 5).join(', ')}`,
+        );
+      if (n.timeline !== n.wal.timeline)
+        this.violation(`${where}: ${h.name} timeline ${n.timeline} but WAL on ${n.wal.timeline}`);
       // The history file is written once per timeline and the flush LSN only grows within a process:
       // checked once per process incarnation and timeline (a power loss starts a new incarnation).
       if (n.timeline > 1 && h.historyCheckedFor !== `${h.owner}/${n.timeline}`) {
@@ -811,27 +990,45 @@ export class Simulation {
           const hist = readTimelineHistory(DATA_DIR, n.timeline, h.disk);
           const last = hist[hist.length - 2];
           if (last === undefined || last.endLsn === null || last.endLsn > n.wal.flushLsn) {
-            this.violation(`${where}: ${h.name} history of timeline ${n.timeline} ends its parent after the flush LSN`);
+            this.violation(
+              `${where}: ${h.name} history of timeline ${n.timeline} ends its parent after the flush LSN`,
+            );
           }
         } catch (e) {
-          this.violation(`${where}: ${h.name} history of timeline ${n.timeline} unreadable: ${(e as Error).message}`);
+          this.violation(
+            `${where}: ${h.name} history of timeline ${n.timeline} unreadable: ${(e as Error).message}`,
+          );
         }
       }
-      if (h.corruptLsn !== null && h.owner === h.corruptOwner && n.inRecovery && n.startup !== null && n.startup.nextLsn > h.corruptLsn) {
-        this.violation(`${where}: ${h.name} replayed past the corrupt record at ${formatLsn(h.corruptLsn)} (next ${formatLsn(n.startup.nextLsn)})`);
+      if (
+        h.corruptLsn !== null &&
+        h.owner === h.corruptOwner &&
+        n.inRecovery &&
+        n.startup !== null &&
+        n.startup.nextLsn > h.corruptLsn
+      ) {
+        this.violation(
+          `${where}: ${h.name} replayed past the corrupt record at ${formatLsn(h.corruptLsn)} (next ${formatLsn(n.startup.nextLsn)})`,
+        );
       }
       // Healed once a restarted process (crash recovery ended local WAL at the bad record) has
       // streamed and flushed past it again.
-      if (h.corruptLsn !== null && h.owner !== h.corruptOwner && n.wal.flushLsn > h.corruptLsn) h.corruptLsn = null;
+      if (h.corruptLsn !== null && h.owner !== h.corruptOwner && n.wal.flushLsn > h.corruptLsn)
+        h.corruptLsn = null;
       if (n.inRecovery && n.startup !== null && n.startup.replayEndLsn > n.wal.flushLsn) {
-        this.violation(`${where}: ${h.name} replayed to ${formatLsn(n.startup.replayEndLsn)} past its flushed WAL ${formatLsn(n.wal.flushLsn)}`);
+        this.violation(
+          `${where}: ${h.name} replayed to ${formatLsn(n.startup.replayEndLsn)} past its flushed WAL ${formatLsn(n.wal.flushLsn)}`,
+        );
       }
     }
     if (p !== null && s !== null && s.inRecovery && !p.inRecovery && s.timeline === p.timeline) {
       if (s.wal.flushLsn > p.wal.flushLsn) {
-        this.violation(`${where}: standby flushed ${formatLsn(s.wal.flushLsn)}, ahead of the primary's flush ${formatLsn(p.wal.flushLsn)}`);
+        this.violation(
+          `${where}: standby flushed ${formatLsn(s.wal.flushLsn)}, ahead of the primary's flush ${formatLsn(p.wal.flushLsn)}`,
+        );
       }
-      if (s.timeline > p.timeline) this.violation(`${where}: standby on timeline ${s.timeline}, primary on ${p.timeline}`);
+      if (s.timeline > p.timeline)
+        this.violation(`${where}: standby on timeline ${s.timeline}, primary on ${p.timeline}`);
     }
   }
 
@@ -854,10 +1051,16 @@ export class Simulation {
       if (r.error !== undefined) this.expectedError(r.error, 'resume');
     }
     const caughtUp = () =>
-      this.pending.size === 0 && s.startup !== null && s.receiver?.state === 'streaming' &&
-      s.startup.nextLsn >= p.wal.flushLsn && s.wal.flushLsn === p.wal.flushLsn && p.wal.flushLsn === p.wal.insertLsn;
+      this.pending.size === 0 &&
+      s.startup !== null &&
+      s.receiver?.state === 'streaming' &&
+      s.startup.nextLsn >= p.wal.flushLsn &&
+      s.wal.flushLsn === p.wal.flushLsn &&
+      p.wal.flushLsn === p.wal.insertLsn;
     if (!(await this.sched.runUntil(caughtUp, CONVERGE_MS))) {
-      this.violation(`no convergence within ${CONVERGE_MS} ms: ${this.pending.size} statements pending, primary flush ${formatLsn(p.wal.flushLsn)}, standby flush ${formatLsn(s.wal.flushLsn)} replay ${formatLsn(s.startup?.nextLsn ?? 0)}, receiver ${s.receiver?.state}`);
+      this.violation(
+        `no convergence within ${CONVERGE_MS} ms: ${this.pending.size} statements pending, primary flush ${formatLsn(p.wal.flushLsn)}, standby flush ${formatLsn(s.wal.flushLsn)} replay ${formatLsn(s.startup?.nextLsn ?? 0)}, receiver ${s.receiver?.state}`,
+      );
       return;
     }
     this.checkInvariants('after convergence');
@@ -866,7 +1069,10 @@ export class Simulation {
     const a = p.inspect();
     const b = s.inspect();
     const tables = (x: typeof a) => JSON.stringify(x.tables.map((t) => [t.name, t.rows, t.digest]));
-    if (tables(a) !== tables(b)) this.violation(`after convergence the nodes differ: primary ${tables(a)} standby ${tables(b)}`);
+    if (tables(a) !== tables(b))
+      this.violation(
+        `after convergence the nodes differ: primary ${tables(a)} standby ${tables(b)}`,
+      );
   }
 
   // ------------------------------------------------------------------------- run
@@ -874,7 +1080,11 @@ export class Simulation {
   async run(): Promise<SimResult> {
     const stop = this.opts.stopAtViolation ?? true;
     try {
-      this.record(0, 'sim', `seed ${this.scenario.seed} options ${JSON.stringify(this.scenario.options)}`);
+      this.record(
+        0,
+        'sim',
+        `seed ${this.scenario.seed} options ${JSON.stringify(this.scenario.options)}`,
+      );
       await this.setup();
       const cmds = this.scenario.commands;
       for (let i = 0; i < cmds.length && !(stop && this.violations.length > 0); i++) {
@@ -913,10 +1123,16 @@ export class Simulation {
   }
 }
 
-export async function runSimulation(scenario: Scenario, opts: SimRunOptions = {}): Promise<SimResult> {
+export async function runSimulation(
+  scenario: Scenario,
+  opts: SimRunOptions = {},
+): Promise<SimResult> {
   const sim = new Simulation(scenario, opts);
   // An exception escaping the node code would end a real server process: a violation here.
-  const onUncaught = (e: unknown) => sim.violations.push(`uncaught exception (the server process would die): ${(e as Error).stack ?? String(e)}`);
+  const onUncaught = (e: unknown) =>
+    sim.violations.push(
+      `uncaught exception (the server process would die): ${(e as Error).stack ?? String(e)}`,
+    );
   process.on('uncaughtException', onUncaught);
   process.on('unhandledRejection', onUncaught);
   try {

@@ -5,7 +5,10 @@
 import { systemClock, type Clock } from '../common/clock.ts';
 import { DROP_PATHS, type DropPath } from '../storage/drop.ts';
 import {
-  diffReplayCounts, type EndOfRecoveryCounts, type OpenForWritesCounts, type ReplayCounts,
+  diffReplayCounts,
+  type EndOfRecoveryCounts,
+  type OpenForWritesCounts,
+  type ReplayCounts,
 } from '../storage/cost-model/counts.ts';
 import type { FailoverReport, FailoverTimestamps, Instant } from './failover-report.ts';
 
@@ -20,16 +23,33 @@ export interface DropCounterSource {
 }
 
 type Baseline = {
-  scanned: number; probes: number; invalidated: number; listSteps: number; hashBuilds: number;
-  drops: Record<DropPath, number>; ms: Record<DropPath, number>; records: number;
+  scanned: number;
+  probes: number;
+  invalidated: number;
+  listSteps: number;
+  hashBuilds: number;
+  drops: Record<DropPath, number>;
+  ms: Record<DropPath, number>;
+  records: number;
   counts: ReplayCounts;
 };
 
-function perPath(end: Record<DropPath, number>, start: Record<DropPath, number>): Record<DropPath, number> {
-  return Object.fromEntries(DROP_PATHS.map((p) => [p, end[p] - start[p]])) as Record<DropPath, number>;
+function perPath(
+  end: Record<DropPath, number>,
+  start: Record<DropPath, number>,
+): Record<DropPath, number> {
+  return Object.fromEntries(DROP_PATHS.map((p) => [p, end[p] - start[p]])) as Record<
+    DropPath,
+    number
+  >;
 }
 
-const noEndOfRecovery = (): EndOfRecoveryCounts => ({ timelineHistoryFiles: 0, walSegmentInits: 0, records: 0, walFlushes: 0 });
+const noEndOfRecovery = (): EndOfRecoveryCounts => ({
+  timelineHistoryFiles: 0,
+  walSegmentInits: 0,
+  records: 0,
+  walFlushes: 0,
+});
 const noOpenForWrites = (): OpenForWritesCounts => ({ controlFileUpdates: 0 });
 
 function now(clock: Clock): Instant {
@@ -71,16 +91,26 @@ export class FailoverClock {
 
   private static empty(): FailoverTimestamps {
     return {
-      resumeRequested: null, replayResumed: null, promoteRequested: null, replayCaughtUp: null,
-      endOfRecoveryWritten: null, readWrite: null, firstCheckpointDone: null,
+      resumeRequested: null,
+      replayResumed: null,
+      promoteRequested: null,
+      replayCaughtUp: null,
+      endOfRecoveryWritten: null,
+      readWrite: null,
+      firstCheckpointDone: null,
     };
   }
 
   private capture(): Baseline {
     const d = this.drops();
     return {
-      scanned: d.scanned, probes: d.probes, invalidated: d.invalidated, listSteps: d.listSteps, hashBuilds: d.hashBuilds,
-      drops: { ...d.drops }, ms: { ...d.elapsedMsByPath },
+      scanned: d.scanned,
+      probes: d.probes,
+      invalidated: d.invalidated,
+      listSteps: d.listSteps,
+      hashBuilds: d.hashBuilds,
+      drops: { ...d.drops },
+      ms: { ...d.elapsedMsByPath },
       records: this.recordsReplayed(),
       counts: this.replayCounts(),
     };

@@ -75,6 +75,12 @@ export interface FailoverReport {
 }
 
 /** The report with its `model` computed from its counts with `profile` (null: no model). */
-export function withModel(report: Omit<FailoverReport, 'model'>, profile: CostProfile | null): FailoverReport {
-  return { ...report, model: profile === null ? null : modelFailover(report.counts, profile, report.nBuffers) };
+export function withModel(
+  report: Omit<FailoverReport, 'model'>,
+  profile: CostProfile | null,
+): FailoverReport {
+  return {
+    ...report,
+    model: profile === null ? null : modelFailover(report.counts, profile, report.nBuffers),
+  };
 }

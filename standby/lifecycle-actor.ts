@@ -15,7 +15,12 @@
  * Entry points: `LifecycleActor` (`send`, `notify`, `getSnapshot`), `LifecycleActionError`.
  */
 import { createActor, type Actor } from 'xstate';
-import { lifecycleMachine, type LifecycleEvent, type LifecycleInput, type LifecycleSnapshot } from './lifecycle-machine.ts';
+import {
+  lifecycleMachine,
+  type LifecycleEvent,
+  type LifecycleInput,
+  type LifecycleSnapshot,
+} from './lifecycle-machine.ts';
 
 /** The names of the machine's actions: what a node implements. */
 export type LifecycleActionName = keyof typeof lifecycleMachine.implementations.actions;
@@ -23,8 +28,14 @@ export type LifecycleActions = Record<LifecycleActionName, () => void>;
 
 /** An action threw: which action, on which event, and the error it threw (`cause`). */
 export class LifecycleActionError extends Error {
-  constructor(readonly action: LifecycleActionName, readonly event: LifecycleEvent['type'] | 'start', override readonly cause: unknown) {
-    super(`lifecycle action "${action}" on ${event === 'start' ? 'the start of the machine' : event} failed: ${cause instanceof Error ? cause.message : String(cause)}`);
+  constructor(
+    readonly action: LifecycleActionName,
+    readonly event: LifecycleEvent['type'] | 'start',
+    override readonly cause: unknown,
+  ) {
+    super(
+      `lifecycle action "${action}" on ${event === 'start' ? 'the start of the machine' : event} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+    );
     this.name = 'LifecycleActionError';
   }
 }
@@ -39,7 +50,11 @@ export class LifecycleActor {
    */
   private current: LifecycleEvent['type'] | 'start' = 'start';
 
-  constructor(input: LifecycleInput, actions: LifecycleActions, private readonly onFailure: (failure: LifecycleActionError) => void) {
+  constructor(
+    input: LifecycleInput,
+    actions: LifecycleActions,
+    private readonly onFailure: (failure: LifecycleActionError) => void,
+  ) {
     const guarded = {} as LifecycleActions;
     for (const name of Object.keys(actions) as LifecycleActionName[]) {
       guarded[name] = () => {

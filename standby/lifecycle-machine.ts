@@ -55,7 +55,11 @@ const STOP_BY_MODE = [
 ] as const;
 
 export const lifecycleMachine = setup({
-  types: {} as { events: LifecycleEvent; input: LifecycleInput; context: { startedInRecovery: boolean } },
+  types: {} as {
+    events: LifecycleEvent;
+    input: LifecycleInput;
+    context: { startedInRecovery: boolean };
+  },
   actions: {
     // Effects; the node provides the implementations. Defaults do nothing (pure model, tests).
     createStandbyRole: () => {},
@@ -92,7 +96,10 @@ export const lifecycleMachine = setup({
       type: 'parallel',
       entry: 'createStandbyRole',
       on: {
-        PROMOTE: { target: 'promoting', actions: ['recordPromoteRequested', 'stopWalReceiver', 'wakeReplayForPromotion'] },
+        PROMOTE: {
+          target: 'promoting',
+          actions: ['recordPromoteRequested', 'stopWalReceiver', 'wakeReplayForPromotion'],
+        },
         STOP: STOP_BY_MODE,
       },
       states: {
@@ -125,13 +132,19 @@ export const lifecycleMachine = setup({
               on: {
                 PAUSE_CONFIRMED: 'paused',
                 PAUSE: {},
-                RESUME: { target: 'running', actions: ['recordResumeRequested', 'resumeReplay', 'recordReplayResumed'] },
+                RESUME: {
+                  target: 'running',
+                  actions: ['recordResumeRequested', 'resumeReplay', 'recordReplayResumed'],
+                },
               },
             },
             paused: {
               on: {
                 PAUSE: {},
-                RESUME: { target: 'running', actions: ['recordResumeRequested', 'resumeReplay', 'recordReplayResumed'] },
+                RESUME: {
+                  target: 'running',
+                  actions: ['recordResumeRequested', 'resumeReplay', 'recordReplayResumed'],
+                },
               },
             },
           },
@@ -153,7 +166,12 @@ export const lifecycleMachine = setup({
         },
         writingEndOfRecovery: {
           entry: 'writeEndOfRecovery',
-          on: { END_OF_RECOVERY_WRITTEN: { target: '#lifecycle.primary.checkpointing', actions: ['openForWrites', 'retireStandbyRole'] } },
+          on: {
+            END_OF_RECOVERY_WRITTEN: {
+              target: '#lifecycle.primary.checkpointing',
+              actions: ['openForWrites', 'retireStandbyRole'],
+            },
+          },
         },
       },
     },
@@ -221,12 +239,16 @@ export function describeState(s: LifecycleSnapshot): string {
  * "standby promotion is ongoing" once promotion was triggered; pg_promote on a primary: "recovery
  * is not in progress".
  */
-export function refusalOf(s: LifecycleSnapshot, event: 'PAUSE' | 'RESUME' | 'PROMOTE'): WalsimError | null {
+export function refusalOf(
+  s: LifecycleSnapshot,
+  event: 'PAUSE' | 'RESUME' | 'PROMOTE',
+): WalsimError | null {
   if (s.matches('recovery')) return null;
   if (s.matches('promoting')) {
     if (event === 'PROMOTE') return null; // already triggered: pg_promote waits for it
     return new WalsimError('promotion_ongoing', 'standby promotion is ongoing', '55000');
   }
-  if (s.matches('stopping')) return new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
+  if (s.matches('stopping'))
+    return new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
   return new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
 }

@@ -172,13 +172,24 @@ export class StandbyRole {
    */
   private restartpointAt(rec: WalRecord): Promise<void> | null {
     const body = rec.body;
-    if ((body.kind !== 'CHECKPOINT_ONLINE' && body.kind !== 'CHECKPOINT_SHUTDOWN') || body.redo !== rec.lsn) return null;
-    return this.writeImage(rec.lsn, rec.header.prev).then(() => this.removeWalAfterRestartpoint(rec.lsn));
+    if (
+      (body.kind !== 'CHECKPOINT_ONLINE' && body.kind !== 'CHECKPOINT_SHUTDOWN') ||
+      body.redo !== rec.lsn
+    )
+      return null;
+    return this.writeImage(rec.lsn, rec.header.prev).then(() =>
+      this.removeWalAfterRestartpoint(rec.lsn),
+    );
   }
 
   private writeImage(redoLsn: Lsn, redoPrevLsn: Lsn): Promise<unknown> {
     const { clock, disk } = this.deps;
-    return this.deps.storage.writeImage(this.deps.dataDir, { redoLsn, redoPrevLsn, timeline: this.deps.timeline() }, () => clock.yield(), { disk, clock });
+    return this.deps.storage.writeImage(
+      this.deps.dataDir,
+      { redoLsn, redoPrevLsn, timeline: this.deps.timeline() },
+      () => clock.yield(),
+      { disk, clock },
+    );
   }
 
   /** Restartpoint at the current replay position (CHECKPOINT on a standby, shutdown, base backup). */
@@ -196,7 +207,10 @@ export class StandbyRole {
    * standby streaming from this one still needs), then RemoveOldXlogFiles.
    */
   private removeWalAfterRestartpoint(redoLsn: Lsn): void {
-    this.deps.removeOldWal(redoLsn, Math.max(this.deps.wal.flushLsn, this.startup.replayEndLsn, redoLsn));
+    this.deps.removeOldWal(
+      redoLsn,
+      Math.max(this.deps.wal.flushLsn, this.startup.replayEndLsn, redoLsn),
+    );
   }
 
   /** Fast/smart shutdown of a standby: stop receiving and replaying, then the shutdown restartpoint. */
@@ -208,6 +222,12 @@ export class StandbyRole {
   }
 
   status(): StandbyStatus {
-    return standbyStatusOf({ upstream: this.deps.upstream(), wal: this.deps.wal, startup: this.startup, receiver: this.receiver, lifecycle: this.deps.lifecycle() });
+    return standbyStatusOf({
+      upstream: this.deps.upstream(),
+      wal: this.deps.wal,
+      startup: this.startup,
+      receiver: this.receiver,
+      lifecycle: this.deps.lifecycle(),
+    });
   }
 }

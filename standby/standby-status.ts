@@ -6,7 +6,11 @@
  * Entry points: `StandbyStatus`, `standbyStatusOf`.
  */
 import { formatLsn } from '../wal/lsn.ts';
-import { pauseStateOf, type LifecycleSnapshot, type RecoveryPauseState } from './lifecycle-machine.ts';
+import {
+  pauseStateOf,
+  type LifecycleSnapshot,
+  type RecoveryPauseState,
+} from './lifecycle-machine.ts';
 import type { ReplayError, StartupProcess } from './startup.ts';
 import type { WalReceiver } from './walreceiver.ts';
 import type { Lsn } from '../wal/lsn.ts';
@@ -39,7 +43,10 @@ export interface StandbyStatus {
 export interface StandbyStatusSource {
   upstream: StandbyStatus['upstream'];
   wal: { readonly writeLsn: Lsn; readonly flushLsn: Lsn };
-  startup: Pick<StartupProcess, 'replayEndLsn' | 'nextLsn' | 'caughtUp' | 'recordsReplayed' | 'error'>;
+  startup: Pick<
+    StartupProcess,
+    'replayEndLsn' | 'nextLsn' | 'caughtUp' | 'recordsReplayed' | 'error'
+  >;
   receiver: WalReceiver | null;
   lifecycle: LifecycleSnapshot;
 }
@@ -57,7 +64,8 @@ export function standbyStatusOf(src: StandbyStatusSource): StandbyStatus {
     recordsReplayed: st.recordsReplayed,
     replayError: st.error,
     receiverState: snap.matches('recovery')
-      ? (snap.value as { recovery: { receiver: 'connecting' | 'streaming' | 'disconnected' } }).recovery.receiver
+      ? (snap.value as { recovery: { receiver: 'connecting' | 'streaming' | 'disconnected' } })
+          .recovery.receiver
       : 'stopped',
     receiverConnects: r?.connects ?? 0,
     receiverLastError: r?.lastError ?? null,

@@ -87,7 +87,10 @@ export class StartupProcess {
   start(): void {
     assert(this.loop === null, 'INV-STARTUP-1: startup process started twice');
     this.loop = this.run().catch((e: unknown) => {
-      this.error = { lsn: formatLsn(this.nextLsn), message: `replay failed: ${(e as Error).message}` };
+      this.error = {
+        lsn: formatLsn(this.nextLsn),
+        message: `replay failed: ${(e as Error).message}`,
+      };
       this.deps.log(`FATAL:  ${this.error.message} (record at ${this.error.lsn})`);
       // Nobody may wait for a record boundary that will never come.
       for (const w of this.boundaryWaiters.splice(0)) w();
@@ -186,7 +189,13 @@ export class StartupProcess {
         this.caughtUp = false;
         this.deps.replaying();
       }
-      const r: WalReader = reader ?? readWal(this.deps.dataDir, this.nextLsn, { ...this.deps.readOptions(), stopLsn: limit, expectedPrev: this.lastRecordLsn || undefined });
+      const r: WalReader =
+        reader ??
+        readWal(this.deps.dataDir, this.nextLsn, {
+          ...this.deps.readOptions(),
+          stopLsn: limit,
+          expectedPrev: this.lastRecordLsn || undefined,
+        });
       reader = r;
       this.reader = r;
       let sliceStart = this.clock.monoMs();
@@ -203,7 +212,10 @@ export class StartupProcess {
           }
           break;
         }
-        assert(rec.lsn === this.nextLsn, `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(rec.lsn)}`);
+        assert(
+          rec.lsn === this.nextLsn,
+          `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(rec.lsn)}`,
+        );
         // A record is applied completely before anything else happens to storage, but a long drop
         // gives the event loop turns in between (status and pause requests are answered).
         this.inRecord = true;

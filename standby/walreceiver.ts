@@ -115,15 +115,16 @@ export class WalReceiver {
     this.ws = ws;
     ws.setHandlers({
       open: () => {
-      this.connects++;
-      this.pendingTimeline = null;
-      this.startStreaming('started');
+        this.connects++;
+        this.pendingTimeline = null;
+        this.startStreaming('started');
       },
       message: (data) => this.onMessage(ws, data),
       close: (code, reason) => {
         if (this.ws === ws) this.ws = null;
         if (this.state === 'stopped') return;
-        this.lastError = this.writeError ?? `connection closed (${code}${reason.length ? ': ' + reason : ''})`;
+        this.lastError =
+          this.writeError ?? `connection closed (${code}${reason.length ? ': ' + reason : ''})`;
         this.state = 'disconnected';
         this.scheduleReconnect();
       },
@@ -138,8 +139,15 @@ export class WalReceiver {
     const startLsn = this.deps.wal.flushLsn;
     this.startLsns.push(startLsn);
     if (this.startLsns.length > 32) this.startLsns.shift();
-    this.send({ type: 'START_REPLICATION', startLsn, timeline: this.deps.timeline(), applicationName: this.deps.applicationName });
-    this.deps.log(`LOG:  ${verb} streaming WAL from primary at ${formatLsn(startLsn)} on timeline ${this.deps.timeline()}`);
+    this.send({
+      type: 'START_REPLICATION',
+      startLsn,
+      timeline: this.deps.timeline(),
+      applicationName: this.deps.applicationName,
+    });
+    this.deps.log(
+      `LOG:  ${verb} streaming WAL from primary at ${formatLsn(startLsn)} on timeline ${this.deps.timeline()}`,
+    );
     // "Send initial reply/feedback messages" (WalReceiverMain): the upstream learns this standby's
     // positions at once, so pg_stat_replication shows them before any WAL flows.
     this.sendStatus();
@@ -162,7 +170,14 @@ export class WalReceiver {
   /** Standby status update: write, flush and apply positions. */
   sendStatus(replyRequested = false): void {
     const wal = this.deps.wal;
-    this.send({ type: 'StandbyStatusUpdate', writeLsn: wal.writeLsn, flushLsn: wal.flushLsn, applyLsn: this.deps.applyLsn(), sendTime: this.clock.now(), replyRequested });
+    this.send({
+      type: 'StandbyStatusUpdate',
+      writeLsn: wal.writeLsn,
+      flushLsn: wal.flushLsn,
+      applyLsn: this.deps.applyLsn(),
+      sendTime: this.clock.now(),
+      replyRequested,
+    });
   }
 
   /**
@@ -175,7 +190,9 @@ export class WalReceiver {
       this.handleMessage(ws, data);
     } catch (e) {
       if (this.flushing || e instanceof InvariantViolation) throw e; // PANIC / FATAL
-      this.deps.log(`ERROR:  walreceiver: internal error handling a message: ${(e as Error).stack ?? String(e)}`);
+      this.deps.log(
+        `ERROR:  walreceiver: internal error handling a message: ${(e as Error).stack ?? String(e)}`,
+      );
       ws.close(4002, 'internal error handling a message');
     }
   }
@@ -195,7 +212,9 @@ export class WalReceiver {
       case 'XLogData': {
         const wal = this.deps.wal;
         if (m.walStart !== wal.flushLsn) {
-          this.deps.log(`LOG:  XLogData starts at ${formatLsn(m.walStart)}, expected ${formatLsn(wal.flushLsn)}; reconnecting`);
+          this.deps.log(
+            `LOG:  XLogData starts at ${formatLsn(m.walStart)}, expected ${formatLsn(wal.flushLsn)}; reconnecting`,
+          );
           ws.close(4002, 'unexpected WAL start position');
           return;
         }
@@ -215,7 +234,9 @@ export class WalReceiver {
           // stream it again after the backoff. Nothing after the flush LSN is ever replayed.
           this.writeFailures++;
           this.writeError = `could not write to WAL segment at ${formatLsn(m.walStart)}: ${(e as Error).message}`;
-          this.deps.log(`LOG:  ${this.writeError}; will retry streaming from ${formatLsn(wal.flushLsn)}`);
+          this.deps.log(
+            `LOG:  ${this.writeError}; will retry streaming from ${formatLsn(wal.flushLsn)}`,
+          );
           wal.truncate(wal.flushLsn, wal.lastFlushedRecordLsn);
           this.lastError = this.writeError;
           ws.terminate();
@@ -244,9 +265,13 @@ export class WalReceiver {
       case 'EndOfTimeline': {
         // "replication terminated by primary server": everything up to the switch point is here.
         const flushed = this.deps.wal.flushLsn;
-        this.deps.log(`LOG:  end of WAL reached on timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)}`);
+        this.deps.log(
+          `LOG:  end of WAL reached on timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)}`,
+        );
         if (m.switchLsn !== flushed || m.timeline <= this.deps.timeline()) {
-          this.deps.log(`LOG:  upstream ended timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)} (next ${m.timeline}) but this node has flushed up to ${formatLsn(flushed)}; reconnecting`);
+          this.deps.log(
+            `LOG:  upstream ended timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)} (next ${m.timeline}) but this node has flushed up to ${formatLsn(flushed)}; reconnecting`,
+          );
           ws.close(4002, 'unexpected end of timeline');
           return;
         }

@@ -27,7 +27,8 @@ export const NUM_BUFFER_PARTITIONS = 128;
 
 /** Smallest power of two ≥ 1.5 × nBuffers (and ≥ 16): the number of slots for a pool of nBuffers. */
 export function bufTableCapacity(nBuffers: number): number {
-  if (!(Number.isSafeInteger(nBuffers) && nBuffers > 0)) fail(`INV-BUF-4: bad nBuffers ${nBuffers}`);
+  if (!(Number.isSafeInteger(nBuffers) && nBuffers > 0))
+    fail(`INV-BUF-4: bad nBuffers ${nBuffers}`);
   const wanted = Math.ceil(nBuffers * 1.5);
   let capacity = 16;
   while (capacity < wanted) capacity *= 2;
@@ -126,9 +127,14 @@ export class BufTable {
   insert(rel: number, fork: number, block: number, hash: number, bufId: number): number {
     const { slots, mask, tagRel, tagFork, tagBlock } = this;
     if (!(tagRel[bufId] === rel && tagFork[bufId] === fork && tagBlock[bufId] === block)) {
-      fail(`INV-BUF-1: buffer ${bufId} must carry tag ${rel}/${fork}/${block} before it is inserted`);
+      fail(
+        `INV-BUF-1: buffer ${bufId} must carry tag ${rel}/${fork}/${block} before it is inserted`,
+      );
     }
-    assert(this.count < this.nBuffers, 'INV-BUF-2: buffer mapping table holds more entries than NBuffers');
+    assert(
+      this.count < this.nBuffers,
+      'INV-BUF-2: buffer mapping table holds more entries than NBuffers',
+    );
     let i = hash & mask;
     for (;;) {
       const entry = slots[i];
@@ -138,7 +144,8 @@ export class BufTable {
         return -1;
       }
       const id = entry - 1;
-      if (id !== bufId && tagRel[id] === rel && tagBlock[id] === block && tagFork[id] === fork) return id;
+      if (id !== bufId && tagRel[id] === rel && tagBlock[id] === block && tagFork[id] === fork)
+        return id;
       if (!(id !== bufId)) fail(`INV-BUF-2: buffer ${bufId} is already in the mapping table`);
       i = (i + 1) & mask;
     }
@@ -153,7 +160,10 @@ export class BufTable {
     let i = hash & mask;
     for (let probes = 0; ; probes++) {
       const entry = slots[i];
-      assert(entry !== 0 && probes < this.capacity, 'INV-BUF-2: shared buffer hash table corrupted');
+      assert(
+        entry !== 0 && probes < this.capacity,
+        'INV-BUF-2: shared buffer hash table corrupted',
+      );
       const id = entry - 1;
       if (tagRel[id] === rel && tagBlock[id] === block && tagFork[id] === fork) break;
       i = (i + 1) & mask;
@@ -196,11 +206,13 @@ export class BufTable {
       live++;
       let k = hashBufferTag(tagRel[id], tagFork[id], tagBlock[id]) & mask;
       while (k !== s) {
-        if (!(slots[k] !== 0)) fail(`INV-BUF-2: entry for buffer ${id} in slot ${s} is cut off from its home slot`);
+        if (!(slots[k] !== 0))
+          fail(`INV-BUF-2: entry for buffer ${id} in slot ${s} is cut off from its home slot`);
         k = (k + 1) & mask;
       }
       visit(id);
     }
-    if (!(live === this.count)) fail(`INV-BUF-2: mapping table count ${this.count} but ${live} live slots`);
+    if (!(live === this.count))
+      fail(`INV-BUF-2: mapping table count ${this.count} but ${live} live slots`);
   }
 }

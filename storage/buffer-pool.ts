@@ -107,7 +107,8 @@ function assertTag(rel: number, fork: number, block: number): void {
   if (!(Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff)) {
     fail(`INV-BUF-3: relfilenumber ${rel} is not a valid (non-zero uint32) relation`);
   }
-  if (!(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM)) fail(`INV-BUF-3: bad fork ${fork}`);
+  if (!(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM))
+    fail(`INV-BUF-3: bad fork ${fork}`);
   if (!(Number.isInteger(block) && block >= 0 && block < InvalidBlockNumber)) {
     fail(`INV-BUF-3: bad block number ${block}`);
   }
@@ -138,7 +139,13 @@ export class BufferPool {
   completePasses = 0;
 
   readonly counters: BufferPoolCounters = {
-    hits: 0, misses: 0, evictions: 0, writes: 0, invalidations: 0, discardedDirty: 0, sweepTicks: 0,
+    hits: 0,
+    misses: 0,
+    evictions: 0,
+    writes: 0,
+    invalidations: 0,
+    discardedDirty: 0,
+    sweepTicks: 0,
   };
   private readonly onWriteDirty: BufferPoolOptions['onWriteDirty'];
 
@@ -168,8 +175,14 @@ export class BufferPool {
   /** Bytes held in typed arrays: descriptors plus mapping table. */
   get byteLength(): number {
     return (
-      this.tagRel.byteLength + this.tagFork.byteLength + this.tagBlock.byteLength + this.flags.byteLength +
-      this.usageCount.byteLength + this.refCount.byteLength + this.freeNext.byteLength + this.table.byteLength +
+      this.tagRel.byteLength +
+      this.tagFork.byteLength +
+      this.tagBlock.byteLength +
+      this.flags.byteLength +
+      this.usageCount.byteLength +
+      this.refCount.byteLength +
+      this.freeNext.byteLength +
+      this.table.byteLength +
       (this.relationLists?.byteLength ?? 0)
     );
   }
@@ -207,7 +220,8 @@ export class BufferPool {
       const oldHash = hashBufferTag(this.tagRel[id], this.tagFork[id], this.tagBlock[id]);
       // PostgreSQL takes both partition locks (in address order; once if they coincide).
       this.table.lockExclusive(oldHash);
-      if (bufMappingPartition(oldHash) !== bufMappingPartition(newHash)) this.table.lockExclusive(newHash);
+      if (bufMappingPartition(oldHash) !== bufMappingPartition(newHash))
+        this.table.lockExclusive(newHash);
       this.table.delete(this.tagRel[id], this.tagFork[id], this.tagBlock[id], oldHash);
       if (this.tagObserver !== null) this.tagObserver.untagged(id, this.tagRel[id]);
     } else {
@@ -217,7 +231,8 @@ export class BufferPool {
     this.tagFork[id] = fork;
     this.tagBlock[id] = block;
     const existing = this.table.insert(rel, fork, block, newHash, id);
-    if (!(existing < 0)) fail(`INV-BUF-2: tag ${rel}/${fork}/${block} already mapped to buffer ${existing}`);
+    if (!(existing < 0))
+      fail(`INV-BUF-2: tag ${rel}/${fork}/${block} already mapped to buffer ${existing}`);
     if (this.tagObserver !== null) this.tagObserver.tagged(id, rel);
     this.flags[id] = BM_TAG_VALID | BM_VALID | BM_PERMANENT;
     this.usageCount[id] = 1;
@@ -228,8 +243,10 @@ export class BufferPool {
   /** PinBuffer on an already valid buffer: refcount + 1, usage count + 1 up to the maximum. */
   pin(id: number): void {
     this.assertBufId(id);
-    if (!((this.flags[id] & BM_TAG_VALID) !== 0)) fail(`INV-BUF-5: pinning buffer ${id} which has no tag`);
-    if (!(this.refCount[id] < MAX_REFCOUNT)) fail(`INV-BUF-5: buffer ${id} pinned ${MAX_REFCOUNT} times`);
+    if (!((this.flags[id] & BM_TAG_VALID) !== 0))
+      fail(`INV-BUF-5: pinning buffer ${id} which has no tag`);
+    if (!(this.refCount[id] < MAX_REFCOUNT))
+      fail(`INV-BUF-5: buffer ${id} pinned ${MAX_REFCOUNT} times`);
     this.refCount[id]++;
     if (this.usageCount[id] < BM_MAX_USAGE_COUNT) this.usageCount[id]++;
   }
@@ -252,7 +269,8 @@ export class BufferPool {
   markDirty(id: number): void {
     this.assertBufId(id);
     if (!(this.refCount[id] > 0)) fail(`INV-BUF-5: MarkBufferDirty on unpinned buffer ${id}`);
-    if (!((this.flags[id] & BM_VALID) !== 0)) fail(`INV-BUF-5: MarkBufferDirty on invalid buffer ${id}`);
+    if (!((this.flags[id] & BM_VALID) !== 0))
+      fail(`INV-BUF-5: MarkBufferDirty on invalid buffer ${id}`);
     this.flags[id] |= BM_DIRTY | BM_JUST_DIRTIED;
   }
 
@@ -264,7 +282,8 @@ export class BufferPool {
   invalidate(id: number): void {
     this.assertBufId(id);
     const f = this.flags[id];
-    if (!(this.refCount[id] === 0)) fail(`INV-BUF-5: buffer is pinned in InvalidateBuffer (buffer ${id})`);
+    if (!(this.refCount[id] === 0))
+      fail(`INV-BUF-5: buffer is pinned in InvalidateBuffer (buffer ${id})`);
     if (f & BM_TAG_VALID) {
       const rel = this.tagRel[id];
       const fork = this.tagFork[id];
@@ -334,7 +353,8 @@ export class BufferPool {
    * FREENEXT_NOT_IN_LIST, none of them pinned or tagged. Costs O(NBuffers); for tests.
    */
   checkConsistency(): void {
-    const { nBuffers, flags, tagRel, tagFork, tagBlock, usageCount, refCount, freeNext, table } = this;
+    const { nBuffers, flags, tagRel, tagFork, tagBlock, usageCount, refCount, freeNext, table } =
+      this;
     let tagged = 0;
     for (let id = 0; id < nBuffers; id++) {
       const f = flags[id];
@@ -344,18 +364,27 @@ export class BufferPool {
         const hash = hashBufferTag(tagRel[id], tagFork[id], tagBlock[id]);
         const mapped = table.lookup(tagRel[id], tagFork[id], tagBlock[id], hash);
         if (!(mapped === id)) fail(`INV-BUF-2: buffer ${id} tag maps to ${mapped}`);
-        if (!(usageCount[id] <= BM_MAX_USAGE_COUNT)) fail(`INV-BUF-7: usage count ${usageCount[id]} > max`);
+        if (!(usageCount[id] <= BM_MAX_USAGE_COUNT))
+          fail(`INV-BUF-7: usage count ${usageCount[id]} > max`);
       } else {
-        if (!(f === 0 && tagRel[id] === 0 && tagFork[id] === 0 && tagBlock[id] === 0 && usageCount[id] === 0)) {
+        if (!(
+          f === 0 &&
+          tagRel[id] === 0 &&
+          tagFork[id] === 0 &&
+          tagBlock[id] === 0 &&
+          usageCount[id] === 0
+        )) {
           fail(`INV-BUF-3: untagged buffer ${id} has state (rel ${tagRel[id]}, flags ${f})`);
         }
         if (!(refCount[id] === 0)) fail(`INV-BUF-5: untagged buffer ${id} is pinned`);
       }
     }
     table.checkIntegrity((id) => {
-      if (!((flags[id] & BM_TAG_VALID) !== 0)) fail(`INV-BUF-2: mapping points at untagged buffer ${id}`);
+      if (!((flags[id] & BM_TAG_VALID) !== 0))
+        fail(`INV-BUF-2: mapping points at untagged buffer ${id}`);
     });
-    if (!(table.count === tagged)) fail(`INV-BUF-2: ${table.count} mapping entries for ${tagged} tagged buffers`);
+    if (!(table.count === tagged))
+      fail(`INV-BUF-2: ${table.count} mapping entries for ${tagged} tagged buffers`);
     let onList = 0;
     for (let id = 0; id < nBuffers; id++) if (freeNext[id] !== FREENEXT_NOT_IN_LIST) onList++;
     let walked = 0;
@@ -366,7 +395,8 @@ export class BufferPool {
       walked++;
       last = id;
     }
-    if (!(walked === onList)) fail(`INV-BUF-4: freelist chain has ${walked} buffers, ${onList} marked as listed`);
+    if (!(walked === onList))
+      fail(`INV-BUF-4: freelist chain has ${walked} buffers, ${onList} marked as listed`);
     if (this.tagObserver instanceof RelBufferLists) {
       this.tagObserver.checkIntegrity(tagRel, (id) => (flags[id] & BM_TAG_VALID) !== 0);
     }
@@ -428,6 +458,7 @@ export class BufferPool {
   }
 
   private assertBufId(id: number): void {
-    if (!(Number.isInteger(id) && id >= 0 && id < this.nBuffers)) fail(`INV-BUF-4: bad buffer id ${id}`);
+    if (!(Number.isInteger(id) && id >= 0 && id < this.nBuffers))
+      fail(`INV-BUF-4: bad buffer id ${id}`);
   }
 }

@@ -21,7 +21,8 @@ export interface CatalogSnapshot {
 /** Schema of TOAST tables and their indexes. */
 export const TOAST_NAMESPACE = 'pg_toast.';
 export const toastTableName = (table: string): string => `${TOAST_NAMESPACE}pg_toast_${table}`;
-export const toastIndexName = (table: string): string => `${TOAST_NAMESPACE}pg_toast_${table}_index`;
+export const toastIndexName = (table: string): string =>
+  `${TOAST_NAMESPACE}pg_toast_${table}_index`;
 
 export class Catalog {
   private readonly byName = new Map<string, RelFileNumber>();
@@ -47,7 +48,10 @@ export class Catalog {
     const toast = this.byName.get(toastTableName(name));
     const index = this.byName.get(toastIndexName(name));
     if (toast === undefined && index === undefined) return undefined;
-    assert(toast !== undefined && index !== undefined, `INV-CATALOG-2: table ${name} has half a TOAST table`);
+    assert(
+      toast !== undefined && index !== undefined,
+      `INV-CATALOG-2: table ${name} has half a TOAST table`,
+    );
     return { toast, index };
   }
 
@@ -91,13 +95,20 @@ export class Catalog {
   }
 
   snapshot(): CatalogSnapshot {
-    return { tables: this.entries(), nextXid: this.nextXid, nextRelFileNumber: this.nextRelFileNumber };
+    return {
+      tables: this.entries(),
+      nextXid: this.nextXid,
+      nextRelFileNumber: this.nextRelFileNumber,
+    };
   }
 
   static fromSnapshot(s: CatalogSnapshot): Catalog {
     const c = new Catalog();
     for (const [name, rel] of s.tables) c.set(name, rel);
-    assert(s.nextXid >= FirstNormalTransactionId, 'INV-CATALOG-1: nextXid below FirstNormalTransactionId');
+    assert(
+      s.nextXid >= FirstNormalTransactionId,
+      'INV-CATALOG-1: nextXid below FirstNormalTransactionId',
+    );
     c.nextXid = s.nextXid;
     c.nextRelFileNumber = Math.max(c.nextRelFileNumber, s.nextRelFileNumber);
     return c;

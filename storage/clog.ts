@@ -49,9 +49,14 @@ export type XactStatusReader = Pick<Clog, 'statusCode'>;
  * a committed transaction in the proc array until its synchronous-replication wait ends, so every
  * other snapshot still sees it running. Returns `clog` itself when the set is empty.
  */
-export function inProgressView(clog: XactStatusReader, inProgress: ReadonlySet<number>): XactStatusReader {
+export function inProgressView(
+  clog: XactStatusReader,
+  inProgress: ReadonlySet<number>,
+): XactStatusReader {
   if (inProgress.size === 0) return clog;
-  return { statusCode: (xid: number) => (inProgress.has(xid) ? XACT_IN_PROGRESS : clog.statusCode(xid)) };
+  return {
+    statusCode: (xid: number) => (inProgress.has(xid) ? XACT_IN_PROGRESS : clog.statusCode(xid)),
+  };
 }
 
 export class Clog {

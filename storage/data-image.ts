@@ -165,8 +165,19 @@ export async function writeDataImage(
   if (fresh) fsyncDir(dataDir, disk);
   const gen = state.generation + 1;
   const stats: ImageWriteStats = {
-    generation: gen, relationsWritten: 0, relationsChanged: 0, relationsCompacted: 0, relationsDropped: 0, relations: 0,
-    filesWritten: 0, fsyncs: 0, bytesWritten: 0, filesRemoved: 0, buffersWritten: 0, pauses: 0, longestStepMs: 0,
+    generation: gen,
+    relationsWritten: 0,
+    relationsChanged: 0,
+    relationsCompacted: 0,
+    relationsDropped: 0,
+    relations: 0,
+    filesWritten: 0,
+    fsyncs: 0,
+    bytesWritten: 0,
+    filesRemoved: 0,
+    buffersWritten: 0,
+    pauses: 0,
+    longestStepMs: 0,
   };
   let sliceStart = clock.monoMs();
   /** Every await gives the event loop a turn: account for the synchronous stretch before it. */
@@ -207,7 +218,8 @@ export async function writeDataImage(
     stats.relationsChanged = toWrite.length;
     stats.relationsDropped = dropped.length;
     const compactPacks = new Set<number>();
-    for (const [pack, live] of liveAfter) if (live > 0 && live * 2 < state.packTotal.get(pack)!) compactPacks.add(pack);
+    for (const [pack, live] of liveAfter)
+      if (live > 0 && live * 2 < state.packTotal.get(pack)!) compactPacks.add(pack);
     if (compactPacks.size > 0) {
       for (const [rel, e] of state.entries) {
         if (compactPacks.has(e.pack) && !changed.has(rel)) {
@@ -240,7 +252,8 @@ export async function writeDataImage(
           offset += bytes.length;
           pending.push(bytes);
           pendingBytes += bytes.length;
-          if (pendingBytes >= PACK_WRITE_BYTES || clock.monoMs() - sliceStart >= SLICE_MS) await writePending();
+          if (pendingBytes >= PACK_WRITE_BYTES || clock.monoMs() - sliceStart >= SLICE_MS)
+            await writePending();
         }
         await writePending();
         await turn(fh.sync());
@@ -255,7 +268,10 @@ export async function writeDataImage(
 
     // The index of every relation (old entries carried over, new ones placed, dropped ones gone).
     const droppedSet = new Set(dropped);
-    const total = state.entries.size - dropped.length + [...placed.keys()].filter((r) => !state.entries.has(r)).length;
+    const total =
+      state.entries.size -
+      dropped.length +
+      [...placed.keys()].filter((r) => !state.entries.has(r)).length;
     const index = new Float64Array(total * 4);
     let i = 0;
     const put = (rel: RelFileNumber, e: ImageEntry): void => {
@@ -282,7 +298,12 @@ export async function writeDataImage(
         await maybePause();
       }
     };
-    const files = { index: `index.${gen}`, smgr: `smgr.${gen}`, clog: `pg_xact.${gen}`, catalogTables: `catalog.${gen}` };
+    const files = {
+      index: `index.${gen}`,
+      smgr: `smgr.${gen}`,
+      clog: `pg_xact.${gen}`,
+      catalogTables: `catalog.${gen}`,
+    };
     const contents: Array<[string, Uint8Array | string]> = [
       [files.index, new Uint8Array(index.buffer)],
       [files.smgr, await drive(src.smgrSteps())],
@@ -297,7 +318,12 @@ export async function writeDataImage(
       stats.bytesWritten += data.length;
     }
     const full: DataImageHeader = {
-      ...header, catalog: { tables: [], ...src.catalogCounters() }, writtenAt: new Date(clock.now()).toISOString(), format: 2, generation: gen, ...files,
+      ...header,
+      catalog: { tables: [], ...src.catalogCounters() },
+      writtenAt: new Date(clock.now()).toISOString(),
+      format: 2,
+      generation: gen,
+      ...files,
     };
     const tmp = path.join(base, `${HEADER_FILE}.tmp`);
     await turn(writeSynced(disk, tmp, JSON.stringify(full)));
@@ -326,7 +352,8 @@ export async function writeDataImage(
     state.files = Object.values(files);
     if (state.legacyFiles.length > 0) {
       // The first format-2 image: the format-1 swap directories go too.
-      for (const dir of ['base.old', 'base.new']) await turn(disk.rmrfAsync(path.join(dataDir, dir)));
+      for (const dir of ['base.old', 'base.new'])
+        await turn(disk.rmrfAsync(path.join(dataDir, dir)));
     }
     state.legacyFiles = [];
     for (const name of obsolete) {
@@ -343,7 +370,10 @@ export async function writeDataImage(
 }
 
 /** Read the image of `dataDir`: its header, every relation's bytes, smgr and CLOG bytes, and the state. */
-export function readDataImage(dataDir: string, disk: Disk = nodeDisk): {
+export function readDataImage(
+  dataDir: string,
+  disk: Disk = nodeDisk,
+): {
   header: DataImageHeader;
   relations: Array<[RelFileNumber, Uint8Array]>;
   smgr: Uint8Array;
@@ -354,18 +384,39 @@ export function readDataImage(dataDir: string, disk: Disk = nodeDisk): {
   // Format 1: a crash between the two renames of the directory swap leaves only base.old.
   if (!disk.exists(path.join(base, HEADER_FILE))) base = path.join(dataDir, 'base.old');
   const headerPath = path.join(base, HEADER_FILE);
-  assert(disk.exists(headerPath), `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`);
+  assert(
+    disk.exists(headerPath),
+    `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`,
+  );
   const header = JSON.parse(readTextFile(disk, headerPath)) as DataImageHeader;
   const read = (name: string) => disk.readFile(path.join(base, name));
   if (header.format !== 2) {
     const rels = header.relations ?? [];
     const state = ImageState.empty();
     state.legacyFiles = [...rels.map(String), 'smgr', 'pg_xact'];
-    return { header, relations: rels.map((rel) => [rel, read(String(rel))]), smgr: read('smgr'), clog: read('pg_xact'), state };
+    return {
+      header,
+      relations: rels.map((rel) => [rel, read(String(rel))]),
+      smgr: read('smgr'),
+      clog: read('pg_xact'),
+      state,
+    };
   }
   const index = new Float64Array(read(header.index!).slice().buffer);
-  const state = new ImageState(header.generation!, new Map(), new Map(), new Map(), [header.index!, header.smgr!, header.clog!, header.catalogTables!], []);
-  header.catalog = { ...header.catalog, tables: JSON.parse(readTextFile(disk, path.join(base, header.catalogTables!))) as CatalogSnapshot['tables'] };
+  const state = new ImageState(
+    header.generation!,
+    new Map(),
+    new Map(),
+    new Map(),
+    [header.index!, header.smgr!, header.clog!, header.catalogTables!],
+    [],
+  );
+  header.catalog = {
+    ...header.catalog,
+    tables: JSON.parse(
+      readTextFile(disk, path.join(base, header.catalogTables!)),
+    ) as CatalogSnapshot['tables'],
+  };
   const packs = new Map<number, Uint8Array>();
   const relations: Array<[RelFileNumber, Uint8Array]> = [];
   for (let i = 0; i < index.length; i += 4) {
@@ -375,7 +426,10 @@ export function readDataImage(dataDir: string, disk: Disk = nodeDisk): {
       bytes = read(`rels.${pack}`);
       packs.set(pack, bytes);
     }
-    assert(offset + length <= bytes.length, `INV-IMAGE-2: relation ${rel} lies beyond the end of rels.${pack}`);
+    assert(
+      offset + length <= bytes.length,
+      `INV-IMAGE-2: relation ${rel} lies beyond the end of rels.${pack}`,
+    );
     relations.push([rel, bytes.subarray(offset, offset + length)]);
     state.entries.set(rel, { pack, offset, length });
     state.packLive.set(pack, (state.packLive.get(pack) ?? 0) + 1);

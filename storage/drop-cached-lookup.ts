@@ -29,19 +29,41 @@ export class LookupDropper {
   constructor(private readonly pool: BufferPool) {}
 
   /** FindAndDropRelFileNodeBuffers: probe blocks firstDelBlock .. nForkBlock - 1 of one fork. */
-  findBuffers(rel: RelFileNumber, fork: ForkNumber, nForkBlock: BlockNumber, firstDelBlock: BlockNumber): void {
+  findBuffers(
+    rel: RelFileNumber,
+    fork: ForkNumber,
+    nForkBlock: BlockNumber,
+    firstDelBlock: BlockNumber,
+  ): void {
     this.probeRange(rel, fork, firstDelBlock, nForkBlock, firstDelBlock);
   }
 
   /** The same probes, yielding every LOOKUP_CHUNK_PROBES blocks. */
-  *findBuffersSteps(rel: RelFileNumber, fork: ForkNumber, nForkBlock: BlockNumber, firstDelBlock: BlockNumber): Generator<void, void, void> {
+  *findBuffersSteps(
+    rel: RelFileNumber,
+    fork: ForkNumber,
+    nForkBlock: BlockNumber,
+    firstDelBlock: BlockNumber,
+  ): Generator<void, void, void> {
     for (let from = firstDelBlock; from < nForkBlock; from += LOOKUP_CHUNK_PROBES) {
       if (from > firstDelBlock) yield;
-      this.probeRange(rel, fork, from, Math.min(nForkBlock, from + LOOKUP_CHUNK_PROBES), firstDelBlock);
+      this.probeRange(
+        rel,
+        fork,
+        from,
+        Math.min(nForkBlock, from + LOOKUP_CHUNK_PROBES),
+        firstDelBlock,
+      );
     }
   }
 
-  private probeRange(rel: RelFileNumber, fork: ForkNumber, fromBlock: BlockNumber, toBlock: BlockNumber, firstDelBlock: BlockNumber): void {
+  private probeRange(
+    rel: RelFileNumber,
+    fork: ForkNumber,
+    fromBlock: BlockNumber,
+    toBlock: BlockNumber,
+    firstDelBlock: BlockNumber,
+  ): void {
     const { pool } = this;
     const table = pool.table;
     for (let curBlock = fromBlock; curBlock < toBlock; curBlock++) {
@@ -51,7 +73,11 @@ export class LookupDropper {
       this.probes++;
       if (id < 0) continue;
       this.headerLocks++;
-      if (pool.tagRel[id] === rel && pool.tagFork[id] === fork && pool.tagBlock[id] >= firstDelBlock) {
+      if (
+        pool.tagRel[id] === rel &&
+        pool.tagFork[id] === fork &&
+        pool.tagBlock[id] >= firstDelBlock
+      ) {
         this.victims.push(id);
       }
     }
@@ -80,7 +106,10 @@ export class LookupDropper {
  * yielding every LOOKUP_CHUNK_PROBES invalidations (INV-BUF-8: every strategy that finds its
  * buffers by other means than the full scan invalidates them in the full scan's order).
  */
-export function* invalidateInIdOrderSteps(pool: BufferPool, victims: readonly number[]): Generator<void, number, void> {
+export function* invalidateInIdOrderSteps(
+  pool: BufferPool,
+  victims: readonly number[],
+): Generator<void, number, void> {
   const ids = Int32Array.from(victims).sort();
   let invalidated = 0;
   for (let k = 0; k < ids.length; k++) {

@@ -31,7 +31,11 @@ function recheckAndInvalidate(
   firstDelBlock: readonly BlockNumber[],
 ): boolean {
   for (let j = 0; j < forks.length; j++) {
-    if (pool.tagRel[id] === rel && pool.tagFork[id] === forks[j] && pool.tagBlock[id] >= firstDelBlock[j]!) {
+    if (
+      pool.tagRel[id] === rel &&
+      pool.tagFork[id] === forks[j] &&
+      pool.tagBlock[id] >= firstDelBlock[j]!
+    ) {
       pool.invalidate(id);
       return true;
     }
@@ -79,11 +83,24 @@ export function* fullScanDropRelFileNodeBuffersSteps(
   chunk = SCAN_CHUNK_BUFFERS,
 ): Generator<void, FullScanCounters, void> {
   const acc = { headerLocks: 0, invalidated: 0 };
-  for (let id = 0; id < pool.nBuffers; ) {
+  for (let id = 0; id < pool.nBuffers;) {
     if (id > 0) yield;
-    id = scanRangeForRel(pool, rel, forks, firstDelBlock, id, Math.min(pool.nBuffers, id + chunk), acc);
+    id = scanRangeForRel(
+      pool,
+      rel,
+      forks,
+      firstDelBlock,
+      id,
+      Math.min(pool.nBuffers, id + chunk),
+      acc,
+    );
   }
-  return { scanned: pool.nBuffers, headerLocks: acc.headerLocks, invalidated: acc.invalidated, matcher: 'single' };
+  return {
+    scanned: pool.nBuffers,
+    headerLocks: acc.headerLocks,
+    invalidated: acc.invalidated,
+    matcher: 'single',
+  };
 }
 
 /**
@@ -108,9 +125,14 @@ function scanRangeForRel(
   // buffer). The semantics are those of the plain per-buffer pre-check.
   for (; id + 8 <= nBuffers; id += 8) {
     const anyMatch =
-      Number(tagRel[id] === rel) | Number(tagRel[id + 1] === rel) | Number(tagRel[id + 2] === rel) |
-      Number(tagRel[id + 3] === rel) | Number(tagRel[id + 4] === rel) | Number(tagRel[id + 5] === rel) |
-      Number(tagRel[id + 6] === rel) | Number(tagRel[id + 7] === rel);
+      Number(tagRel[id] === rel) |
+      Number(tagRel[id + 1] === rel) |
+      Number(tagRel[id + 2] === rel) |
+      Number(tagRel[id + 3] === rel) |
+      Number(tagRel[id + 4] === rel) |
+      Number(tagRel[id + 5] === rel) |
+      Number(tagRel[id + 6] === rel) |
+      Number(tagRel[id + 7] === rel);
     if (anyMatch === 0) continue;
     for (let k = id; k < id + 8; k++) {
       if (tagRel[k] !== rel) continue;
@@ -153,7 +175,10 @@ function containsSorted(sorted: Uint32Array, value: number): boolean {
  * relation is in `rels` (any fork, any block). The pre-check compares linearly against up to
  * RELS_BSEARCH_THRESHOLD relations and binary-searches a sorted copy above that.
  */
-export function fullScanDropRelsAllBuffers(pool: BufferPool, rels: readonly RelFileNumber[]): FullScanCounters {
+export function fullScanDropRelsAllBuffers(
+  pool: BufferPool,
+  rels: readonly RelFileNumber[],
+): FullScanCounters {
   return runSteps(fullScanDropRelsAllBuffersSteps(pool, rels));
 }
 
@@ -167,11 +192,16 @@ export function* fullScanDropRelsAllBuffersSteps(
   const useBsearch = nodes.length > RELS_BSEARCH_THRESHOLD;
   if (useBsearch) nodes.sort();
   const acc = { headerLocks: 0, invalidated: 0 };
-  for (let id = 0; id < pool.nBuffers; ) {
+  for (let id = 0; id < pool.nBuffers;) {
     if (id > 0) yield;
     id = scanRangeForRels(pool, nodes, useBsearch, id, Math.min(pool.nBuffers, id + chunk), acc);
   }
-  return { scanned: pool.nBuffers, headerLocks: acc.headerLocks, invalidated: acc.invalidated, matcher: useBsearch ? 'bsearch' : 'linear' };
+  return {
+    scanned: pool.nBuffers,
+    headerLocks: acc.headerLocks,
+    invalidated: acc.invalidated,
+    matcher: useBsearch ? 'bsearch' : 'linear',
+  };
 }
 
 /**

@@ -41,7 +41,10 @@ function* collectFromList(
     if (steps > 0 && steps % LOOKUP_CHUNK_PROBES === 0) yield;
     steps++;
     // The locked re-check: the list says `rel`, the header must agree.
-    assert(tagRel[id] === rel && (pool.flags[id] & BM_TAG_VALID) !== 0, `INV-LIST-2: buffer ${id} on ${rel}'s list has another tag`);
+    assert(
+      tagRel[id] === rel && (pool.flags[id] & BM_TAG_VALID) !== 0,
+      `INV-LIST-2: buffer ${id} on ${rel}'s list has another tag`,
+    );
     if (forks === null || firstDelBlock === null) {
       victims.push(id);
       continue;
@@ -78,7 +81,8 @@ export function* listDropRelsAllBuffersSteps(
 ): Generator<void, ListWalkCounters, void> {
   const victims: number[] = [];
   let listSteps = 0;
-  for (const rel of new Set(rels)) listSteps += yield* collectFromList(pool, lists, rel, null, null, victims);
+  for (const rel of new Set(rels))
+    listSteps += yield* collectFromList(pool, lists, rel, null, null, victims);
   const invalidated = yield* invalidateInIdOrderSteps(pool, victims);
   return { listSteps, headerLocks: listSteps, invalidated };
 }
@@ -96,8 +100,13 @@ export function recoveryHashOf(pool: BufferPool): RelBufferLists | null {
  * SCAN_CHUNK_BUFFERS descriptors; nothing else may change the pool meanwhile (as for a stepped
  * full scan). Returns the lists, descriptors scanned and buffers inserted.
  */
-export function* buildRecoveryHashSteps(pool: BufferPool): Generator<void, { lists: RelBufferLists; scanned: number; inserted: number }, void> {
-  assert(pool.tagObserver === null, 'INV-DROP-3: the recovery hash needs a pool without another tag observer');
+export function* buildRecoveryHashSteps(
+  pool: BufferPool,
+): Generator<void, { lists: RelBufferLists; scanned: number; inserted: number }, void> {
+  assert(
+    pool.tagObserver === null,
+    'INV-DROP-3: the recovery hash needs a pool without another tag observer',
+  );
   const lists = new RelBufferLists(pool.nBuffers);
   const { tagRel, flags, nBuffers } = pool;
   let inserted = 0;

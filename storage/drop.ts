@@ -35,9 +35,17 @@ import {
 } from '../wal/records.ts';
 import type { BufferPool, BufferPoolOptions } from './buffer-pool.ts';
 import { LookupDropper } from './drop-cached-lookup.ts';
-import { fullScanDropRelFileNodeBuffersSteps, fullScanDropRelsAllBuffersSteps, runSteps } from './drop-full-scan.ts';
 import {
-  buildRecoveryHashSteps, listDropRelFileNodeBuffersSteps, listDropRelsAllBuffersSteps, recoveryHashOf, releaseRecoveryHash,
+  fullScanDropRelFileNodeBuffersSteps,
+  fullScanDropRelsAllBuffersSteps,
+  runSteps,
+} from './drop-full-scan.ts';
+import {
+  buildRecoveryHashSteps,
+  listDropRelFileNodeBuffersSteps,
+  listDropRelsAllBuffersSteps,
+  recoveryHashOf,
+  releaseRecoveryHash,
 } from './drop-rel-list.ts';
 export { runSteps } from './drop-full-scan.ts';
 import type { StorageManager } from './smgr.ts';
@@ -45,12 +53,24 @@ import type { StorageManager } from './smgr.ts';
 export { RELS_BSEARCH_THRESHOLD } from './drop-full-scan.ts';
 
 /** The drop strategies a node can run (`--drop-strategy`). */
-export type DropStrategy = 'full-scan' | 'cached-lookup' | 'rel-list' | 'recovery-hash' | 'cache-at-create';
-export const DROP_STRATEGIES: readonly DropStrategy[] = ['full-scan', 'cached-lookup', 'rel-list', 'recovery-hash', 'cache-at-create'];
+export type DropStrategy =
+  'full-scan' | 'cached-lookup' | 'rel-list' | 'recovery-hash' | 'cache-at-create';
+export const DROP_STRATEGIES: readonly DropStrategy[] = [
+  'full-scan',
+  'cached-lookup',
+  'rel-list',
+  'recovery-hash',
+  'cache-at-create',
+];
 
 /** How one drop found its buffers. `cache-at-create` takes the cached-lookup or full-scan path. */
 export type DropPath = 'full-scan' | 'cached-lookup' | 'rel-list' | 'recovery-hash';
-export const DROP_PATHS: readonly DropPath[] = ['full-scan', 'cached-lookup', 'rel-list', 'recovery-hash'];
+export const DROP_PATHS: readonly DropPath[] = [
+  'full-scan',
+  'cached-lookup',
+  'rel-list',
+  'recovery-hash',
+];
 
 export interface DropSettings {
   strategy: DropStrategy;
@@ -94,11 +114,18 @@ export interface DropStrategyImpl {
   /** smgrcreate in recovery caches size 0 for a fork it creates. */
   readonly cachesSizeAtCreate: boolean;
   dropRelFileNodeBuffersSteps(
-    pool: BufferPool, smgr: StorageManager, rel: RelFileNumber, forks: readonly ForkNumber[],
-    firstDelBlock: readonly BlockNumber[], settings: DropSettings,
+    pool: BufferPool,
+    smgr: StorageManager,
+    rel: RelFileNumber,
+    forks: readonly ForkNumber[],
+    firstDelBlock: readonly BlockNumber[],
+    settings: DropSettings,
   ): Generator<void, DropResult, void>;
   dropRelsAllBuffersSteps(
-    pool: BufferPool, smgr: StorageManager, rels: readonly RelFileNumber[], settings: DropSettings,
+    pool: BufferPool,
+    smgr: StorageManager,
+    rels: readonly RelFileNumber[],
+    settings: DropSettings,
   ): Generator<void, DropResult, void>;
   /** Recovery ended (promotion): release recovery-only state. */
   endOfRecovery(pool: BufferPool): void;
@@ -114,25 +141,47 @@ export function dropFullScanThreshold(nBuffers: number, settings: DropSettings):
 }
 
 function emptyResult(path: DropPath): DropResult {
-  return { path, scanned: 0, probes: 0, invalidated: 0, nBlocksToInvalidate: null, headerLocks: 0, matcher: null, listSteps: 0, hashInserts: 0 };
+  return {
+    path,
+    scanned: 0,
+    probes: 0,
+    invalidated: 0,
+    nBlocksToInvalidate: null,
+    headerLocks: 0,
+    matcher: null,
+    listSteps: 0,
+    hashInserts: 0,
+  };
 }
 
 function* fullScanOneSteps(
-  pool: BufferPool, rel: RelFileNumber, forks: readonly ForkNumber[], firstDelBlock: readonly BlockNumber[], nBlocksToInvalidate: number | null,
+  pool: BufferPool,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  firstDelBlock: readonly BlockNumber[],
+  nBlocksToInvalidate: number | null,
 ): Generator<void, DropResult, void> {
   const c = yield* fullScanDropRelFileNodeBuffersSteps(pool, rel, forks, firstDelBlock);
   return { ...emptyResult('full-scan'), nBlocksToInvalidate, ...c };
 }
 
-function* fullScanAllSteps(pool: BufferPool, rels: readonly RelFileNumber[], nBlocksToInvalidate: number | null): Generator<void, DropResult, void> {
+function* fullScanAllSteps(
+  pool: BufferPool,
+  rels: readonly RelFileNumber[],
+  nBlocksToInvalidate: number | null,
+): Generator<void, DropResult, void> {
   const c = yield* fullScanDropRelsAllBuffersSteps(pool, rels);
   return { ...emptyResult('full-scan'), nBlocksToInvalidate, ...c };
 }
 
 /** PG14's DropRelFileNodeBuffers: lookup path iff every size is cached and the total is below the threshold. */
 function* cachedLookupOneSteps(
-  pool: BufferPool, smgr: StorageManager, rel: RelFileNumber, forks: readonly ForkNumber[],
-  firstDelBlock: readonly BlockNumber[], settings: DropSettings,
+  pool: BufferPool,
+  smgr: StorageManager,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  firstDelBlock: readonly BlockNumber[],
+  settings: DropSettings,
 ): Generator<void, DropResult, void> {
   let nBlocksToInvalidate: number | null = 0;
   const nForkBlock: number[] = [];
@@ -150,14 +199,24 @@ function* cachedLookupOneSteps(
     return yield* fullScanOneSteps(pool, rel, forks, firstDelBlock, nBlocksToInvalidate);
   }
   const dropper = new LookupDropper(pool);
-  for (let i = 0; i < forks.length; i++) yield* dropper.findBuffersSteps(rel, forks[i]!, nForkBlock[i]!, firstDelBlock[i]!);
+  for (let i = 0; i < forks.length; i++)
+    yield* dropper.findBuffersSteps(rel, forks[i]!, nForkBlock[i]!, firstDelBlock[i]!);
   const invalidated = yield* dropper.invalidateFoundSteps();
-  return { ...emptyResult('cached-lookup'), probes: dropper.probes, invalidated, nBlocksToInvalidate, headerLocks: dropper.headerLocks };
+  return {
+    ...emptyResult('cached-lookup'),
+    probes: dropper.probes,
+    invalidated,
+    nBlocksToInvalidate,
+    headerLocks: dropper.headerLocks,
+  };
 }
 
 /** PG14's DropRelFileNodesAllBuffers: every existing fork cached and the total below the threshold. */
 function* cachedLookupAllSteps(
-  pool: BufferPool, smgr: StorageManager, rels: readonly RelFileNumber[], settings: DropSettings,
+  pool: BufferPool,
+  smgr: StorageManager,
+  rels: readonly RelFileNumber[],
+  settings: DropSettings,
 ): Generator<void, DropResult, void> {
   let nBlocksToInvalidate: number | null = 0;
   // block[i][j]: cached size of fork j of rels[i], InvalidBlockNumber when the fork does not exist.
@@ -177,16 +236,24 @@ function* cachedLookupAllSteps(
       nBlocksToInvalidate += n;
     }
   }
-  if (!useLookupPath(nBlocksToInvalidate, pool.nBuffers, settings)) return yield* fullScanAllSteps(pool, rels, nBlocksToInvalidate);
+  if (!useLookupPath(nBlocksToInvalidate, pool.nBuffers, settings))
+    return yield* fullScanAllSteps(pool, rels, nBlocksToInvalidate);
   const dropper = new LookupDropper(pool);
   for (let i = 0; i < rels.length; i++) {
     for (let j = 0; j <= MAX_FORKNUM; j++) {
       const n = block[i]![j]!;
-      if (n !== InvalidBlockNumber) yield* dropper.findBuffersSteps(rels[i]!, j as ForkNumber, n, 0);
+      if (n !== InvalidBlockNumber)
+        yield* dropper.findBuffersSteps(rels[i]!, j as ForkNumber, n, 0);
     }
   }
   const invalidated = yield* dropper.invalidateFoundSteps();
-  return { ...emptyResult('cached-lookup'), probes: dropper.probes, invalidated, nBlocksToInvalidate, headerLocks: dropper.headerLocks };
+  return {
+    ...emptyResult('cached-lookup'),
+    probes: dropper.probes,
+    invalidated,
+    nBlocksToInvalidate,
+    headerLocks: dropper.headerLocks,
+  };
 }
 
 function useLookupPath(total: number | null, nBuffers: number, settings: DropSettings): boolean {
@@ -197,31 +264,51 @@ function useLookupPath(total: number | null, nBuffers: number, settings: DropSet
 const noRecoveryState = (): void => {};
 
 const FULL_SCAN: DropStrategyImpl = {
-  name: 'full-scan', needsRelationLists: false, cachesSizeAtCreate: false,
-  dropRelFileNodeBuffersSteps: (pool, _smgr, rel, forks, firstDelBlock) => fullScanOneSteps(pool, rel, forks, firstDelBlock, null),
+  name: 'full-scan',
+  needsRelationLists: false,
+  cachesSizeAtCreate: false,
+  dropRelFileNodeBuffersSteps: (pool, _smgr, rel, forks, firstDelBlock) =>
+    fullScanOneSteps(pool, rel, forks, firstDelBlock, null),
   dropRelsAllBuffersSteps: (pool, _smgr, rels) => fullScanAllSteps(pool, rels, null),
   endOfRecovery: noRecoveryState,
 };
 
 const CACHED_LOOKUP: DropStrategyImpl = {
-  name: 'cached-lookup', needsRelationLists: false, cachesSizeAtCreate: false,
+  name: 'cached-lookup',
+  needsRelationLists: false,
+  cachesSizeAtCreate: false,
   dropRelFileNodeBuffersSteps: cachedLookupOneSteps,
   dropRelsAllBuffersSteps: cachedLookupAllSteps,
   endOfRecovery: noRecoveryState,
 };
 
-const CACHE_AT_CREATE: DropStrategyImpl = { ...CACHED_LOOKUP, name: 'cache-at-create', cachesSizeAtCreate: true };
+const CACHE_AT_CREATE: DropStrategyImpl = {
+  ...CACHED_LOOKUP,
+  name: 'cache-at-create',
+  cachesSizeAtCreate: true,
+};
 
 function relationListsOf(pool: BufferPool) {
   const lists = pool.relationLists;
-  assert(lists !== null, 'INV-DROP-3: the rel-list strategy needs a pool built with relationLists (poolOptionsFor)');
+  assert(
+    lists !== null,
+    'INV-DROP-3: the rel-list strategy needs a pool built with relationLists (poolOptionsFor)',
+  );
   return lists;
 }
 
 const REL_LIST: DropStrategyImpl = {
-  name: 'rel-list', needsRelationLists: true, cachesSizeAtCreate: false,
+  name: 'rel-list',
+  needsRelationLists: true,
+  cachesSizeAtCreate: false,
   *dropRelFileNodeBuffersSteps(pool, _smgr, rel, forks, firstDelBlock) {
-    const c = yield* listDropRelFileNodeBuffersSteps(pool, relationListsOf(pool), rel, forks, firstDelBlock);
+    const c = yield* listDropRelFileNodeBuffersSteps(
+      pool,
+      relationListsOf(pool),
+      rel,
+      forks,
+      firstDelBlock,
+    );
     return { ...emptyResult('rel-list'), ...c };
   },
   *dropRelsAllBuffersSteps(pool, _smgr, rels) {
@@ -243,7 +330,9 @@ function* recoveryHashSteps(pool: BufferPool, smgr: StorageManager) {
 }
 
 const RECOVERY_HASH: DropStrategyImpl = {
-  name: 'recovery-hash', needsRelationLists: false, cachesSizeAtCreate: false,
+  name: 'recovery-hash',
+  needsRelationLists: false,
+  cachesSizeAtCreate: false,
   *dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, firstDelBlock) {
     const h = yield* recoveryHashSteps(pool, smgr);
     if (h === null) return yield* fullScanOneSteps(pool, rel, forks, firstDelBlock, null);
@@ -275,7 +364,10 @@ export function dropStrategyImpl(name: DropStrategy): DropStrategyImpl {
 }
 
 /** Pool options a node running `settings` needs (rel-list: relation lists from the first allocation). */
-export function poolOptionsFor(settings: DropSettings, options: BufferPoolOptions = {}): BufferPoolOptions {
+export function poolOptionsFor(
+  settings: DropSettings,
+  options: BufferPoolOptions = {},
+): BufferPoolOptions {
   return { ...options, relationLists: dropStrategyImpl(settings.strategy).needsRelationLists };
 }
 
@@ -308,10 +400,20 @@ export function* dropRelFileNodeBuffersSteps(
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): Generator<void, DropResult, void> {
   assert(rel > 0, `INV-DROP-2: bad relfilenumber ${rel}`);
-  assert(forks.length > 0 && forks.length === firstDelBlock.length, 'INV-DROP-2: forks/firstDelBlock mismatch');
+  assert(
+    forks.length > 0 && forks.length === firstDelBlock.length,
+    'INV-DROP-2: forks/firstDelBlock mismatch',
+  );
   const writesBefore = pool.counters.writes;
   dropFullScanThreshold(pool.nBuffers, settings);
-  const result = yield* dropStrategyImpl(settings.strategy).dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, firstDelBlock, settings);
+  const result = yield* dropStrategyImpl(settings.strategy).dropRelFileNodeBuffersSteps(
+    pool,
+    smgr,
+    rel,
+    forks,
+    firstDelBlock,
+    settings,
+  );
   assert(pool.counters.writes === writesBefore, 'INV-BUF-6: a dropped buffer was written');
   return result;
 }
@@ -342,7 +444,8 @@ export function* dropRelFileNodesAllBuffersSteps(
   const impl = dropStrategyImpl(settings.strategy);
   if (rels.length === 0) {
     // PostgreSQL returns at once; vacuously every fork is cached and nothing is to drop.
-    const path: DropPath = settings.strategy === 'cache-at-create' ? 'cached-lookup' : settings.strategy;
+    const path: DropPath =
+      settings.strategy === 'cache-at-create' ? 'cached-lookup' : settings.strategy;
     return { ...emptyResult(path), nBlocksToInvalidate: 0 };
   }
   const result = yield* impl.dropRelsAllBuffersSteps(pool, smgr, rels, settings);
@@ -356,9 +459,15 @@ export function* dropRelFileNodesAllBuffersSteps(
  * cached, so a later drop of a fork that replay never wrote can take the lookup path (the 2026
  * pgsql-hackers proposal). Returns whether the file was created.
  */
-export function smgrcreate(smgr: StorageManager, rel: RelFileNumber, fork: ForkNumber, settings: DropSettings = DEFAULT_DROP_SETTINGS): boolean {
+export function smgrcreate(
+  smgr: StorageManager,
+  rel: RelFileNumber,
+  fork: ForkNumber,
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): boolean {
   const created = smgr.create(rel, fork);
-  if (created && smgr.inRecovery && dropStrategyImpl(settings.strategy).cachesSizeAtCreate) smgr.cacheCreatedEmpty(rel, fork);
+  if (created && smgr.inRecovery && dropStrategyImpl(settings.strategy).cachesSizeAtCreate)
+    smgr.cacheCreatedEmpty(rel, fork);
   return created;
 }
 
@@ -421,7 +530,10 @@ export function* smgrdounlinkallSteps(
  * Run a stepped operation, adding to `out.ms` only the time spent inside its steps (not the time
  * the caller spends elsewhere between them).
  */
-export function* timedSteps<T>(steps: Generator<void, T, void>, out: { ms: number }): Generator<void, T, void> {
+export function* timedSteps<T>(
+  steps: Generator<void, T, void>,
+  out: { ms: number },
+): Generator<void, T, void> {
   let t = performance.now();
   for (;;) {
     const r = steps.next();
@@ -434,8 +546,18 @@ export function* timedSteps<T>(steps: Generator<void, T, void>, out: { ms: numbe
 
 /** Cumulative drop counters, per path. */
 export class DropStats {
-  readonly drops: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
-  readonly invalidatedByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
+  readonly drops: Record<DropPath, number> = {
+    'full-scan': 0,
+    'cached-lookup': 0,
+    'rel-list': 0,
+    'recovery-hash': 0,
+  };
+  readonly invalidatedByPath: Record<DropPath, number> = {
+    'full-scan': 0,
+    'cached-lookup': 0,
+    'rel-list': 0,
+    'recovery-hash': 0,
+  };
   scanned = 0;
   probes = 0;
   invalidated = 0;
@@ -451,13 +573,27 @@ export class DropStats {
    * Descriptors scanned, by pre-check: 'single' is DropRelFileNodeBuffers's loop, 'linear' and
    * 'bsearch' DropRelFileNodesAllBuffers's (the cost model prices them separately).
    */
-  readonly scannedByMatcher: Record<'single' | 'linear' | 'bsearch', number> = { single: 0, linear: 0, bsearch: 0 };
+  readonly scannedByMatcher: Record<'single' | 'linear' | 'bsearch', number> = {
+    single: 0,
+    linear: 0,
+    bsearch: 0,
+  };
   /** Header locks by path: pre-check hits of full scans, mapping hits of lookups, list elements. */
-  readonly headerLocksByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
+  readonly headerLocksByPath: Record<DropPath, number> = {
+    'full-scan': 0,
+    'cached-lookup': 0,
+    'rel-list': 0,
+    'recovery-hash': 0,
+  };
   /** Descriptors visited by recovery-hash builds (part of `scanned`; no pre-check matcher). */
   hashBuildScanned = 0;
   /** Time spent inside drops (busy time, not counting event-loop turns between steps), per path. */
-  readonly elapsedMsByPath: Record<DropPath, number> = { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 };
+  readonly elapsedMsByPath: Record<DropPath, number> = {
+    'full-scan': 0,
+    'cached-lookup': 0,
+    'rel-list': 0,
+    'recovery-hash': 0,
+  };
 
   add(result: DropResult, elapsedMs = 0): void {
     this.elapsedMsByPath[result.path] += elapsedMs;

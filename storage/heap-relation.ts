@@ -58,7 +58,12 @@ let outRuns = 0;
  * continuous (INV-HEAP-4): same state, and for used runs same xmin/xmax and consecutive values.
  */
 function emit(
-  offset: number, count: number, unused: number, value: number, xmin: number, xmax: number,
+  offset: number,
+  count: number,
+  unused: number,
+  value: number,
+  xmin: number,
+  xmax: number,
 ): void {
   const last = outRuns - 1;
   if (
@@ -110,9 +115,15 @@ export class HeapRelation {
   /** Bytes held by the typed arrays (capacity, not length). */
   memoryBytes(): number {
     return (
-      this.pageNitems.byteLength + this.pageRunStart.byteLength + this.pageRunCount.byteLength +
-      this.runOffset.byteLength + this.runCount.byteLength + this.runUnused.byteLength +
-      this.runValue.byteLength + this.runXmin.byteLength + this.runXmax.byteLength
+      this.pageNitems.byteLength +
+      this.pageRunStart.byteLength +
+      this.pageRunCount.byteLength +
+      this.runOffset.byteLength +
+      this.runCount.byteLength +
+      this.runUnused.byteLength +
+      this.runValue.byteLength +
+      this.runXmin.byteLength +
+      this.runXmax.byteLength
     );
   }
 
@@ -171,7 +182,8 @@ export class HeapRelation {
     let start = this.pageRunStart[block]!;
     let added = 0;
     for (let k = 0; k < nranges; k++) added += rangeCount[k]!;
-    if (nitems + added > TUPLES_PER_PAGE) fail(`INV-HEAP-1: block ${block} would hold ${nitems + added} items`);
+    if (nitems + added > TUPLES_PER_PAGE)
+      fail(`INV-HEAP-1: block ${block} would hold ${nitems + added} items`);
     const atEnd = count === 0 || start + count === this.slabLength;
     if (!atEnd && !(nranges === 1 && this.extendsRun(start + count - 1, 0, xmin))) return false;
     if (count === 0) start = this.slabLength;
@@ -333,8 +345,12 @@ export class HeapRelation {
 
   private resizeSlab(capacity: number): void {
     const old = {
-      o: this.runOffset, c: this.runCount, u: this.runUnused,
-      v: this.runValue, n: this.runXmin, x: this.runXmax,
+      o: this.runOffset,
+      c: this.runCount,
+      u: this.runUnused,
+      v: this.runValue,
+      n: this.runXmin,
+      x: this.runXmax,
     };
     this.allocateSlab(capacity);
     const len = this.slabLength;
@@ -387,8 +403,12 @@ export class HeapRelation {
    */
   compact(): void {
     const old = {
-      o: this.runOffset, c: this.runCount, u: this.runUnused,
-      v: this.runValue, n: this.runXmin, x: this.runXmax,
+      o: this.runOffset,
+      c: this.runCount,
+      u: this.runUnused,
+      v: this.runValue,
+      n: this.runXmin,
+      x: this.runXmax,
     };
     const live = this.liveRuns();
     this.allocateSlab(Math.max(INITIAL_SLAB_RUNS, Math.ceil(live * 1.5)));
@@ -486,7 +506,8 @@ export class HeapRelation {
       const mergeable =
         this.runUnused[prev] === this.runUnused[i] &&
         (this.runUnused[i] === 1 ||
-          (this.runXmin[prev] === this.runXmin[i] && this.runXmax[prev] === this.runXmax[i] &&
+          (this.runXmin[prev] === this.runXmin[i] &&
+            this.runXmax[prev] === this.runXmax[i] &&
             this.runValue[prev]! + this.runCount[prev]! === this.runValue[i]));
       if (mergeable) fail(`INV-HEAP-4: ${where}: runs ${prev} and ${i} should have been merged`);
     }

@@ -93,8 +93,17 @@ import { TUPLES_PER_PAGE } from '../wal/records.ts';
 import { deserializeHeapRelation, serializeHeapRelation } from './heap-codec.ts';
 import { ContentHasher } from './heap-digest.ts';
 import {
-  fail, FIRST_NORMAL_XID, HeapRelation, INT32_MAX, INT32_MIN, MODE_DELETE, MODE_INSERT, MODE_PRUNE,
-  rangeCount, rangeOffset, rangeValue,
+  fail,
+  FIRST_NORMAL_XID,
+  HeapRelation,
+  INT32_MAX,
+  INT32_MIN,
+  MODE_DELETE,
+  MODE_INSERT,
+  MODE_PRUNE,
+  rangeCount,
+  rangeOffset,
+  rangeValue,
 } from './heap-relation.ts';
 
 /** lazy vacuum truncation thresholds (vacuumlazy.c). */
@@ -108,8 +117,10 @@ export const REL_TRUNCATE_FRACTION = 16;
  */
 export function shouldAttemptTruncation(relPages: number, nonEmptyPages: number): boolean {
   assert(
-    Number.isInteger(relPages) && Number.isInteger(nonEmptyPages) &&
-      nonEmptyPages >= 0 && nonEmptyPages <= relPages,
+    Number.isInteger(relPages) &&
+      Number.isInteger(nonEmptyPages) &&
+      nonEmptyPages >= 0 &&
+      nonEmptyPages <= relPages,
     `INV-HEAP-1: nonempty pages ${nonEmptyPages} outside relation of ${relPages} pages`,
   );
   const possiblyFreeable = relPages - nonEmptyPages;
@@ -122,8 +133,7 @@ export function shouldAttemptTruncation(relPages: number, nonEmptyPages: number)
 
 /** DELETE's WHERE clause on the one int column: `c < v`, `c > v`, `c = v`, or no WHERE. */
 export type DeletePredicate =
-  | { op: '<' | '>' | '='; value: number }
-  | { op: 'all'; value?: undefined };
+  { op: '<' | '>' | '='; value: number } | { op: 'all'; value?: undefined };
 
 /**
  * Called once per page that has something to do, in block order. `offsets` is a fresh
@@ -134,7 +144,9 @@ export type DeletePredicate =
 export type PageDeleteCallback = (block: BlockNumber, offsets: number[]) => void;
 /** As PageDeleteCallback; latestRemovedXid is the newest committed xmax removed (0 if none). */
 export type PagePruneCallback = (
-  block: BlockNumber, offsets: number[], latestRemovedXid: TransactionId,
+  block: BlockNumber,
+  offsets: number[],
+  latestRemovedXid: TransactionId,
 ) => void;
 
 /** One run as tests and debugging see it. */
@@ -166,10 +178,13 @@ function loadOffsetRanges(offsets: number[], nitems: number, rel: number, block:
   for (let i = 0; i < n; i++) {
     const off = offsets[2 * i]!;
     const cnt = offsets[2 * i + 1]!;
-    if (
-      !(Number.isInteger(off) && Number.isInteger(cnt) && off >= 1 && cnt >= 1 &&
-        off + cnt - 1 <= nitems)
-    ) {
+    if (!(
+      Number.isInteger(off) &&
+      Number.isInteger(cnt) &&
+      off >= 1 &&
+      cnt >= 1 &&
+      off + cnt - 1 <= nitems
+    )) {
       fail(
         `INV-HEAP-6: relation ${rel} block ${block}: range (${off}, ${cnt}) is not within ` +
           `line pointers 1..${nitems}`,
@@ -224,10 +239,13 @@ function loadInsertRuns(firstOffset: number, runs: number[], rel: number, block:
   for (let i = 0; i < n; i++) {
     const value = runs[2 * i]!;
     const cnt = runs[2 * i + 1]!;
-    if (
-      !(Number.isInteger(value) && Number.isInteger(cnt) && cnt >= 1 &&
-        value >= INT32_MIN && value + cnt - 1 <= INT32_MAX)
-    ) {
+    if (!(
+      Number.isInteger(value) &&
+      Number.isInteger(cnt) &&
+      cnt >= 1 &&
+      value >= INT32_MIN &&
+      value + cnt - 1 <= INT32_MAX
+    )) {
       fail(
         `INV-HEAP-7: relation ${rel} block ${block}: run (${value}, ${cnt}) is not a ` +
           `non-empty run of int4 values`,
@@ -287,7 +305,7 @@ export class HeapStore {
   }
 
   dropRelation(rel: RelFileNumber): void {
-    if (!(this.rels.delete(rel))) {
+    if (!this.rels.delete(rel)) {
       fail(`INV-HEAP-1: cannot drop relation ${rel}: it does not exist`);
     }
     this.changedRels.add(rel);
@@ -324,8 +342,12 @@ export class HeapStore {
    * block = nblocks, which adds the page.
    */
   applyMultiInsert(
-    rel: RelFileNumber, block: BlockNumber, firstOffset: number, runs: number[],
-    xmin: TransactionId, initPage: boolean,
+    rel: RelFileNumber,
+    block: BlockNumber,
+    firstOffset: number,
+    runs: number[],
+    xmin: TransactionId,
+    initPage: boolean,
   ): void {
     const r = this.changed(rel);
     const nranges = loadInsertRuns(firstOffset, runs, rel, block);
@@ -334,8 +356,12 @@ export class HeapStore {
 
   /** HEAP_INSERT: one tuple at `offset`. Same rules as applyMultiInsert. */
   applyInsert(
-    rel: RelFileNumber, block: BlockNumber, offset: number, value: number,
-    xmin: TransactionId, initPage: boolean,
+    rel: RelFileNumber,
+    block: BlockNumber,
+    offset: number,
+    value: number,
+    xmin: TransactionId,
+    initPage: boolean,
   ): void {
     const r = this.changed(rel);
     if (!(Number.isInteger(offset) && offset >= 1 && offset <= TUPLES_PER_PAGE)) {
@@ -354,8 +380,13 @@ export class HeapStore {
   }
 
   private insertRanges(
-    r: HeapRelation, rel: number, block: number, firstOffset: number, nranges: number,
-    xmin: number, initPage: boolean,
+    r: HeapRelation,
+    rel: number,
+    block: number,
+    firstOffset: number,
+    nranges: number,
+    xmin: number,
+    initPage: boolean,
   ): void {
     assertNormalXid(xmin, rel, block, 'xmin');
     if (initPage) {
@@ -391,7 +422,10 @@ export class HeapStore {
 
   /** HEAP_DELETE: the listed line pointers (ranges, all used) get xmax. */
   applyDelete(
-    rel: RelFileNumber, block: BlockNumber, offsets: number[], xmax: TransactionId,
+    rel: RelFileNumber,
+    block: BlockNumber,
+    offsets: number[],
+    xmax: TransactionId,
   ): void {
     const r = this.changed(rel);
     this.assertBlock(r, rel, block);
@@ -430,7 +464,10 @@ export class HeapStore {
 
   /** For each page with visible tuples matching `pred`, their line pointers (PageDeleteCallback). */
   forEachPageToDelete(
-    rel: RelFileNumber, pred: DeletePredicate, clog: XactStatusReader, cb: PageDeleteCallback,
+    rel: RelFileNumber,
+    pred: DeletePredicate,
+    clog: XactStatusReader,
+    cb: PageDeleteCallback,
   ): void {
     const r = this.rel(rel);
     const [lo, hi] = predicateBounds(pred);
@@ -515,7 +552,10 @@ export class HeapStore {
     const r = this.rel(rel);
     const { runOffset, runCount, runUnused, runValue, runXmin, runXmax } = r;
     const hasher = new ContentHasher();
-    let segBlock = -1, segOffset = 0, segValue = 0, segCount = 0;
+    let segBlock = -1,
+      segOffset = 0,
+      segValue = 0,
+      segCount = 0;
     const flush = (): void => {
       if (segCount === 0) return;
       hasher.word(segBlock);
@@ -570,8 +610,12 @@ export class HeapStore {
     const start = r.pageRunStart[block]!;
     for (let i = start; i < start + r.pageRunCount[block]!; i++) {
       out.push({
-        offset: r.runOffset[i]!, count: r.runCount[i]!, unused: r.runUnused[i] === 1,
-        firstValue: r.runValue[i]!, xmin: r.runXmin[i]!, xmax: r.runXmax[i]!,
+        offset: r.runOffset[i]!,
+        count: r.runCount[i]!,
+        unused: r.runUnused[i] === 1,
+        firstValue: r.runValue[i]!,
+        xmin: r.runXmin[i]!,
+        xmax: r.runXmax[i]!,
       });
     }
     return out;

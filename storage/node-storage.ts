@@ -11,14 +11,29 @@ import { BufferPool } from './buffer-pool.ts';
 import { Catalog } from './catalog.ts';
 import { Clog } from './clog.ts';
 import {
-  DropStats, endOfRecovery, poolOptionsFor, smgrdounlinkallSteps, smgrtruncateSteps, type DropResult, type DropSettings,
+  DropStats,
+  endOfRecovery,
+  poolOptionsFor,
+  smgrdounlinkallSteps,
+  smgrtruncateSteps,
+  type DropResult,
+  type DropSettings,
 } from './drop.ts';
 import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
 import { ReplayCounters } from './cost-model/counts.ts';
 import type { ForkNumber, RelFileNumber } from '../wal/records.ts';
 import { nodeDisk, type Disk } from '../common/disk.ts';
-import { ImageState, PRODUCTION_IMAGE_IO, readDataImage, writeDataImage, type DataImageHeader, type ImageIo, type ImageSource, type ImageWriteStats } from './data-image.ts';
+import {
+  ImageState,
+  PRODUCTION_IMAGE_IO,
+  readDataImage,
+  writeDataImage,
+  type DataImageHeader,
+  type ImageIo,
+  type ImageSource,
+  type ImageWriteStats,
+} from './data-image.ts';
 
 export type { DataImageHeader, ImageWriteStats } from './data-image.ts';
 
@@ -39,11 +54,22 @@ export class NodeStorage {
   ) {}
 
   static create(nBuffers: number, dropSettings: DropSettings): NodeStorage {
-    return new NodeStorage(new BufferPool(nBuffers, poolOptionsFor(dropSettings)), new StorageManager(), new HeapStore(), new Clog(), new Catalog(), dropSettings);
+    return new NodeStorage(
+      new BufferPool(nBuffers, poolOptionsFor(dropSettings)),
+      new StorageManager(),
+      new HeapStore(),
+      new Clog(),
+      new Catalog(),
+      dropSettings,
+    );
   }
 
   /** smgrtruncate in steps (yields inside long scans; see storage/drop-full-scan.ts). */
-  smgrtruncateSteps(rel: RelFileNumber, forks: ForkNumber[], nblocks: number[]): Generator<void, DropResult, void> {
+  smgrtruncateSteps(
+    rel: RelFileNumber,
+    forks: ForkNumber[],
+    nblocks: number[],
+  ): Generator<void, DropResult, void> {
     return smgrtruncateSteps(this.pool, this.smgr, rel, forks, nblocks, this.dropSettings);
   }
 
@@ -59,7 +85,8 @@ export class NodeStorage {
   orphanBuffers(): string[] {
     const out: string[] = [];
     for (const b of this.pool.bufferedBlocks()) {
-      if (!this.smgr.exists(b.rel, b.fork) || b.block >= this.smgr.diskNblocks(b.rel, b.fork)) out.push(`${b.rel}/${b.fork}/${b.block}`);
+      if (!this.smgr.exists(b.rel, b.fork) || b.block >= this.smgr.diskNblocks(b.rel, b.fork))
+        out.push(`${b.rel}/${b.fork}/${b.block}`);
     }
     return out;
   }
@@ -97,7 +124,14 @@ export class NodeStorage {
     const run = async (): Promise<ImageWriteStats> => {
       this.imageWriteInProgress = true;
       try {
-        const stats = await writeDataImage(dataDir, header, this.imageSource(), this.imageState, pause, io);
+        const stats = await writeDataImage(
+          dataDir,
+          header,
+          this.imageSource(),
+          this.imageState,
+          pause,
+          io,
+        );
         this.lastImageWrite = stats;
         this.imagesWritten++;
         return stats;
@@ -121,12 +155,20 @@ export class NodeStorage {
       smgrSteps: () => this.smgr.serializeSteps(),
       serializeClog: () => this.clog.serialize(),
       catalogTablesSteps: () => this.catalog.tablesJsonSteps(),
-      catalogCounters: () => ({ nextXid: this.catalog.nextXid, nextRelFileNumber: this.catalog.nextRelFileNumber }),
+      catalogCounters: () => ({
+        nextXid: this.catalog.nextXid,
+        nextRelFileNumber: this.catalog.nextRelFileNumber,
+      }),
     };
   }
 
   /** Load the data image of `dataDir` (a restart: empty buffer pool, no cached sizes). */
-  static loadImage(dataDir: string, nBuffers: number, dropSettings: DropSettings, disk: Disk = nodeDisk): { storage: NodeStorage; header: DataImageHeader } {
+  static loadImage(
+    dataDir: string,
+    nBuffers: number,
+    dropSettings: DropSettings,
+    disk: Disk = nodeDisk,
+  ): { storage: NodeStorage; header: DataImageHeader } {
     const image = readDataImage(dataDir, disk);
     const heap = new HeapStore();
     for (const [rel, bytes] of image.relations) heap.deserializeRelation(rel, bytes);
@@ -135,7 +177,14 @@ export class NodeStorage {
     if (image.header.format !== 2) heap.markChanged(image.relations.map(([rel]) => rel));
     const smgr = StorageManager.deserialize(image.smgr);
     const clog = Clog.deserialize(image.clog);
-    const storage = new NodeStorage(new BufferPool(nBuffers, poolOptionsFor(dropSettings)), smgr, heap, clog, Catalog.fromSnapshot(image.header.catalog), dropSettings);
+    const storage = new NodeStorage(
+      new BufferPool(nBuffers, poolOptionsFor(dropSettings)),
+      smgr,
+      heap,
+      clog,
+      Catalog.fromSnapshot(image.header.catalog),
+      dropSettings,
+    );
     storage.imageState = image.state;
     return { storage, header: image.header };
   }

@@ -47,7 +47,12 @@ export function vmBlocksFor(heapBlocks: number): number {
 }
 
 /** XLogReadBufferExtended + MarkBufferDirty + release. */
-function touchBlockForRedo(st: NodeStorage, rel: RelFileNumber, fork: ForkNumber, block: number): void {
+function touchBlockForRedo(
+  st: NodeStorage,
+  rel: RelFileNumber,
+  fork: ForkNumber,
+  block: number,
+): void {
   const { smgr, pool } = st;
   if (!smgr.exists(rel, fork)) smgr.create(rel, fork);
   let n = smgr.nblocks(rel, fork);
@@ -78,7 +83,10 @@ export function redo(st: NodeStorage, body: WalRecordBody, xid: TransactionId): 
  * (storage/cost-model/counts.ts), then apply it in steps. The one replay entry point, so replay
  * in a server and replay in-process (the sweeps' model-only mode) count the same.
  */
-export function* replayRecordSteps(st: NodeStorage, rec: ReplayedRecord): Generator<void, void, void> {
+export function* replayRecordSteps(
+  st: NodeStorage,
+  rec: ReplayedRecord,
+): Generator<void, void, void> {
   st.replayCounters.observe(rec);
   yield* redoSteps(st, rec.body, rec.header.xid);
 }
@@ -88,12 +96,17 @@ export function* replayRecordSteps(st: NodeStorage, rec: ReplayedRecord): Genera
  * can serve other requests during a long drop. The record is applied completely before the
  * generator finishes; nothing else may change this node's storage in between.
  */
-export function* redoSteps(st: NodeStorage, body: WalRecordBody, xid: TransactionId): Generator<void, void, void> {
+export function* redoSteps(
+  st: NodeStorage,
+  body: WalRecordBody,
+  xid: TransactionId,
+): Generator<void, void, void> {
   if (xid !== 0) st.catalog.observeXid(xid);
   switch (body.kind) {
     case 'SMGR_CREATE':
       smgrcreate(st.smgr, body.rel, body.fork, st.dropSettings);
-      if (body.fork === MAIN_FORKNUM && !st.heap.hasRelation(body.rel)) st.heap.createRelation(body.rel);
+      if (body.fork === MAIN_FORKNUM && !st.heap.hasRelation(body.rel))
+        st.heap.createRelation(body.rel);
       return;
     case 'CATALOG_UPDATE':
       st.catalog.set(body.relname, body.rel);
@@ -107,8 +120,16 @@ export function* redoSteps(st: NodeStorage, body: WalRecordBody, xid: Transactio
     case 'HEAP2_MULTI_INSERT': {
       touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
       ensureHeapPage(st, body.rel, body.block);
-      st.heap.applyMultiInsert(body.rel, body.block, body.firstOffset, body.runs, xid, body.initPage);
-      if (st.heap.nitems(body.rel, body.block) >= FSM_REPORT_NITEMS) recordFreeSpace(st, body.rel, body.block);
+      st.heap.applyMultiInsert(
+        body.rel,
+        body.block,
+        body.firstOffset,
+        body.runs,
+        xid,
+        body.initPage,
+      );
+      if (st.heap.nitems(body.rel, body.block) >= FSM_REPORT_NITEMS)
+        recordFreeSpace(st, body.rel, body.block);
       return;
     }
     case 'HEAP_DELETE':
@@ -121,7 +142,12 @@ export function* redoSteps(st: NodeStorage, body: WalRecordBody, xid: Transactio
       recordFreeSpace(st, body.rel, body.block);
       return;
     case 'HEAP2_VISIBLE':
-      touchBlockForRedo(st, body.rel, VISIBILITYMAP_FORKNUM, Math.floor(body.block / HEAPBLOCKS_PER_VM_PAGE));
+      touchBlockForRedo(
+        st,
+        body.rel,
+        VISIBILITYMAP_FORKNUM,
+        Math.floor(body.block / HEAPBLOCKS_PER_VM_PAGE),
+      );
       return;
     case 'FPI':
       // xlog_redo's XLOG_FPI: restore the page image (reads the block, so replay sizes the fork).
@@ -155,7 +181,12 @@ export function* redoSteps(st: NodeStorage, body: WalRecordBody, xid: Transactio
 }
 
 /** smgr_redo for XLOG_SMGR_TRUNCATE (on a primary: RelationTruncate's smgr part). */
-function* redoTruncate(st: NodeStorage, rel: RelFileNumber, blkno: number, flags: number): Generator<void, void, void> {
+function* redoTruncate(
+  st: NodeStorage,
+  rel: RelFileNumber,
+  blkno: number,
+  flags: number,
+): Generator<void, void, void> {
   const { smgr } = st;
   // In case a later record drops the relation, replay goes on best-effort: make sure MAIN exists.
   if (!smgr.exists(rel, MAIN_FORKNUM)) smgr.create(rel, MAIN_FORKNUM);

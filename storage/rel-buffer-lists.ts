@@ -60,7 +60,9 @@ export class RelBufferLists {
   }
 
   get byteLength(): number {
-    return this.next.byteLength + this.prev.byteLength + this.relKey.byteLength + this.relHead.byteLength;
+    return (
+      this.next.byteLength + this.prev.byteLength + this.relKey.byteLength + this.relHead.byteLength
+    );
   }
 
   /** Slot holding `rel`, or the empty slot where it would go (relKey 0 there). */
@@ -113,7 +115,8 @@ export class RelBufferLists {
       next[p] = n;
     } else {
       const s = this.slotOf(rel);
-      if (!(this.relKey[s] === rel && this.relHead[s] === id)) fail(`INV-LIST-2: buffer ${id} is not the head of ${rel}'s list`);
+      if (!(this.relKey[s] === rel && this.relHead[s] === id))
+        fail(`INV-LIST-2: buffer ${id} is not the head of ${rel}'s list`);
       if (n !== LIST_END) this.relHead[s] = n;
       else this.deleteSlot(s);
     }
@@ -161,7 +164,8 @@ export class RelBufferLists {
     const expected = new Map<number, number>();
     for (let id = 0; id < nBuffers; id++) {
       if (isTagged(id)) expected.set(tagRel[id], (expected.get(tagRel[id]) ?? 0) + 1);
-      else if (!(next[id] === LIST_END && prev[id] === LIST_END)) fail(`INV-LIST-2: untagged buffer ${id} is linked`);
+      else if (!(next[id] === LIST_END && prev[id] === LIST_END))
+        fail(`INV-LIST-2: untagged buffer ${id} is linked`);
     }
     let live = 0;
     for (let s = 0; s < this.capacity; s++) {
@@ -170,23 +174,29 @@ export class RelBufferLists {
       live++;
       let k = fmix32(rel) & this.mask;
       while (k !== s) {
-        if (!(this.relKey[k] !== 0)) fail(`INV-LIST-1: relation ${rel} in slot ${s} is cut off from its home slot`);
+        if (!(this.relKey[k] !== 0))
+          fail(`INV-LIST-1: relation ${rel} in slot ${s} is cut off from its home slot`);
         k = (k + 1) & this.mask;
       }
       let n = 0;
       let before = LIST_END;
       for (let id = this.relHead[s]; id !== LIST_END; id = next[id]) {
         if (!(n < nBuffers)) fail(`INV-LIST-2: list of ${rel} is cyclic`);
-        if (!(prev[id] === before)) fail(`INV-LIST-2: buffer ${id} prev link ${prev[id]} ≠ ${before}`);
-        if (!(isTagged(id) && tagRel[id] === rel)) fail(`INV-LIST-2: buffer ${id} on ${rel}'s list has tag rel ${tagRel[id]}`);
+        if (!(prev[id] === before))
+          fail(`INV-LIST-2: buffer ${id} prev link ${prev[id]} ≠ ${before}`);
+        if (!(isTagged(id) && tagRel[id] === rel))
+          fail(`INV-LIST-2: buffer ${id} on ${rel}'s list has tag rel ${tagRel[id]}`);
         before = id;
         n++;
       }
       if (!(n > 0)) fail(`INV-LIST-1: relation ${rel} has an entry but an empty list`);
-      if (!(expected.get(rel) === n)) fail(`INV-LIST-2: list of ${rel} has ${n} buffers, ${expected.get(rel) ?? 0} are tagged`);
+      if (!(expected.get(rel) === n))
+        fail(`INV-LIST-2: list of ${rel} has ${n} buffers, ${expected.get(rel) ?? 0} are tagged`);
     }
     if (!(live === this.count && live === expected.size)) {
-      fail(`INV-LIST-1: ${live} relation entries, count ${this.count}, ${expected.size} relations buffered`);
+      fail(
+        `INV-LIST-1: ${live} relation entries, count ${this.count}, ${expected.size} relations buffered`,
+      );
     }
   }
 }

@@ -50,7 +50,9 @@ function rint(x: number): number {
 let machineMemBytes: number | null = null;
 
 /** Bytes of typed arrays walsim lets a pool take: 75 % of this machine's memory minus 1 GiB. */
-export function maxSimulatedPoolBytes(totalMemBytes: number = (machineMemBytes ??= os.totalmem())): number {
+export function maxSimulatedPoolBytes(
+  totalMemBytes: number = (machineMemBytes ??= os.totalmem()),
+): number {
   return Math.max(0, totalMemBytes * 0.75 - 2 ** 30);
 }
 
@@ -106,7 +108,11 @@ export function parseSharedBuffers(
     if (smaller) value = rint(value / smaller.blocks) * smaller.blocks;
   }
   const nBuffers = rint(value);
-  if (!Number.isSafeInteger(nBuffers) || nBuffers < MIN_SHARED_BUFFERS || nBuffers > MAX_SHARED_BUFFERS) {
+  if (
+    !Number.isSafeInteger(nBuffers) ||
+    nBuffers < MIN_SHARED_BUFFERS ||
+    nBuffers > MAX_SHARED_BUFFERS
+  ) {
     throw invalid(
       text,
       `${nBuffers} 8kB is outside the valid range for parameter "shared_buffers" ` +
@@ -133,7 +139,11 @@ export function parseSharedBuffers(
 /** SHOW shared_buffers: the largest unit that divides the size exactly ('128MB', '100GB', '1TB'). */
 export function formatSharedBuffers(nBuffers: number): string {
   const bytes = nBuffers * BLCKSZ;
-  for (const [unit, size] of [['TB', 2 ** 40], ['GB', 2 ** 30], ['MB', 2 ** 20]] as const) {
+  for (const [unit, size] of [
+    ['TB', 2 ** 40],
+    ['GB', 2 ** 30],
+    ['MB', 2 ** 20],
+  ] as const) {
     if (bytes % size === 0) return `${bytes / size}${unit}`;
   }
   return `${bytes / 1024}kB`;

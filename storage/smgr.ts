@@ -55,11 +55,13 @@ const SERIAL_HEADER_BYTES = 12;
 const SERIAL_REL_BYTES = 4 + 1 + 4 * NFORKS;
 
 function assertRel(rel: number): void {
-  if (!(Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff)) fail(`INV-STORAGE-0: bad relfilenumber ${rel}`);
+  if (!(Number.isInteger(rel) && rel > 0 && rel <= 0xffffffff))
+    fail(`INV-STORAGE-0: bad relfilenumber ${rel}`);
 }
 
 function assertFork(fork: number): void {
-  if (!(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM)) fail(`INV-STORAGE-0: bad fork ${fork}`);
+  if (!(Number.isInteger(fork) && fork >= 0 && fork <= MAX_FORKNUM))
+    fail(`INV-STORAGE-0: bad fork ${fork}`);
 }
 
 /** The file name PostgreSQL would report (base/<db>/<relfilenumber>[_fork]); database oid 5 is walsim's. */
@@ -87,7 +89,13 @@ export interface SmgrFileOps {
 }
 
 export function emptySmgrFileOps(): SmgrFileOps {
-  return { create: [0, 0, 0, 0], extend: [0, 0, 0, 0], truncate: [0, 0, 0, 0], unlink: [0, 0, 0, 0], nblocks: [0, 0, 0, 0] };
+  return {
+    create: [0, 0, 0, 0],
+    extend: [0, 0, 0, 0],
+    truncate: [0, 0, 0, 0],
+    unlink: [0, 0, 0, 0],
+    nblocks: [0, 0, 0, 0],
+  };
 }
 
 export class StorageManager {
@@ -184,7 +192,9 @@ export class StorageManager {
     if (cache === undefined || cache[fork] === InvalidBlockNumber) return InvalidBlockNumber;
     const value = cache[fork];
     if (!(this.exists(rel, fork) && value >= this.diskNblocks(rel, fork))) {
-      fail(`INV-STORAGE-7: cached size ${value} of ${relpath(rel, fork as ForkNumber)} is below its disk size`);
+      fail(
+        `INV-STORAGE-7: cached size ${value} of ${relpath(rel, fork as ForkNumber)} is below its disk size`,
+      );
     }
     return value;
   }
@@ -199,7 +209,9 @@ export class StorageManager {
   extend(rel: RelFileNumber, fork: ForkNumber, blocknum: BlockNumber): void {
     const size = this.diskNblocks(rel, fork);
     if (!(Number.isInteger(blocknum) && blocknum >= size && blocknum < MAX_NBLOCKS)) {
-      fail(`INV-STORAGE-4: extend of ${relpath(rel, fork)} at block ${blocknum} but it has ${size} blocks`);
+      fail(
+        `INV-STORAGE-4: extend of ${relpath(rel, fork)} at block ${blocknum} but it has ${size} blocks`,
+      );
     }
     this.disk.get(rel)![fork] = blocknum + 1;
     this.fileOps.extend[fork]!++;
@@ -213,14 +225,19 @@ export class StorageManager {
    * left alone), then store the new size in the cache. Buffers are the caller's business
    * (drop.ts smgrtruncate drops them first).
    */
-  truncateForks(rel: RelFileNumber, forks: readonly ForkNumber[], nblocks: readonly BlockNumber[]): void {
+  truncateForks(
+    rel: RelFileNumber,
+    forks: readonly ForkNumber[],
+    nblocks: readonly BlockNumber[],
+  ): void {
     assert(forks.length === nblocks.length, 'INV-STORAGE-5: forks and nblocks differ in length');
     const cache = this.cached(rel);
     for (let i = 0; i < forks.length; i++) {
       const fork = forks[i]!;
       const target = nblocks[i]!;
       const size = this.diskNblocks(rel, fork);
-      if (!(Number.isInteger(target) && target >= 0 && target <= MAX_NBLOCKS)) fail(`INV-STORAGE-5: bad size ${target}`);
+      if (!(Number.isInteger(target) && target >= 0 && target <= MAX_NBLOCKS))
+        fail(`INV-STORAGE-5: bad size ${target}`);
       cache[fork] = InvalidBlockNumber;
       if (target > size) {
         if (!this.recovery) {
@@ -243,7 +260,9 @@ export class StorageManager {
    */
   cacheCreatedEmpty(rel: RelFileNumber, fork: ForkNumber): void {
     if (!(this.recovery && this.diskNblocks(rel, fork) === 0)) {
-      fail(`INV-STORAGE-8: caching size 0 of ${relpath(rel, fork)} needs recovery and an empty fork`);
+      fail(
+        `INV-STORAGE-8: caching size 0 of ${relpath(rel, fork)} needs recovery and an empty fork`,
+      );
     }
     this.cached(rel)[fork] = 0;
   }
@@ -274,8 +293,10 @@ export class StorageManager {
       for (let fork = 0; fork <= MAX_FORKNUM; fork++) {
         if (cache[fork] === InvalidBlockNumber) continue;
         const f = fork as ForkNumber;
-        if (!(this.exists(rel, f))) fail(`INV-STORAGE-7: ${relpath(rel, f)} is cached but does not exist`);
-        if (!(cache[fork] >= this.diskNblocks(rel, f))) fail(`INV-STORAGE-7: ${relpath(rel, f)} cached below disk size`);
+        if (!this.exists(rel, f))
+          fail(`INV-STORAGE-7: ${relpath(rel, f)} is cached but does not exist`);
+        if (!(cache[fork] >= this.diskNblocks(rel, f)))
+          fail(`INV-STORAGE-7: ${relpath(rel, f)} cached below disk size`);
       }
     }
   }
@@ -322,9 +343,11 @@ export class StorageManager {
     if (bytes.byteLength < SERIAL_HEADER_BYTES) throw bad('too short');
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     if (view.getUint32(0, true) !== SERIAL_MAGIC) throw bad('bad magic number');
-    if (view.getUint32(4, true) !== SERIAL_VERSION) throw bad(`unsupported version ${view.getUint32(4, true)}`);
+    if (view.getUint32(4, true) !== SERIAL_VERSION)
+      throw bad(`unsupported version ${view.getUint32(4, true)}`);
     const count = view.getUint32(8, true);
-    if (bytes.byteLength !== SERIAL_HEADER_BYTES + count * SERIAL_REL_BYTES) throw bad('length mismatch');
+    if (bytes.byteLength !== SERIAL_HEADER_BYTES + count * SERIAL_REL_BYTES)
+      throw bad('length mismatch');
     const smgr = new StorageManager();
     let off = SERIAL_HEADER_BYTES;
     let prev = 0;

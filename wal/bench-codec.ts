@@ -30,13 +30,23 @@ export function realisticRecordMix(count: number, rel = 16384): WalRecordBody[] 
       out.push({ kind: 'XACT_COMMIT', xactTime: 1_700_000_000_000 + i, droppedRels: [] });
     } else if (r < 22) {
       out.push({
-        kind: 'HEAP2_MULTI_INSERT', rel, block: i, firstOffset: 1, runs: [i * TUPLES_PER_PAGE + 1, TUPLES_PER_PAGE],
+        kind: 'HEAP2_MULTI_INSERT',
+        rel,
+        block: i,
+        firstOffset: 1,
+        runs: [i * TUPLES_PER_PAGE + 1, TUPLES_PER_PAGE],
         initPage: true,
       });
     } else if (r < 27) {
       out.push({ kind: 'HEAP_DELETE', rel, block: i, offsets: [1, 113] });
     } else {
-      out.push({ kind: 'HEAP2_PRUNE', rel, block: i, latestRemovedXid: 1000 + i, offsets: [1, 113] });
+      out.push({
+        kind: 'HEAP2_PRUNE',
+        rel,
+        block: i,
+        latestRemovedXid: 1000 + i,
+        offsets: [1, 113],
+      });
     }
   }
   return out;
@@ -95,5 +105,8 @@ export function measureWalCodec(opts: WalCodecBenchOptions = {}): WalCodecBenchR
     for (let b = 0; b < batches; b++) decoded += decodeBatch();
     decodeRates.push(decoded / ((performance.now() - t0) / 1000));
   }
-  return { walEncodeRecordsPerSec: Math.round(median(encodeRates)), walDecodeRecordsPerSec: Math.round(median(decodeRates)) };
+  return {
+    walEncodeRecordsPerSec: Math.round(median(encodeRates)),
+    walDecodeRecordsPerSec: Math.round(median(decodeRates)),
+  };
 }

@@ -7,7 +7,10 @@ export class ByteBuffer {
   length = 0;
 
   constructor(capacityBytes = 64 * 1024) {
-    assert(Number.isSafeInteger(capacityBytes) && capacityBytes > 0, `INV-WAL-3: bad capacity ${capacityBytes}`);
+    assert(
+      Number.isSafeInteger(capacityBytes) && capacityBytes > 0,
+      `INV-WAL-3: bad capacity ${capacityBytes}`,
+    );
     this.bytes = new Uint8Array(capacityBytes);
   }
 

@@ -100,9 +100,12 @@ export function isInvalidWalRecordError(e: unknown): e is InvalidWalRecordError 
 // ---------------------------------------------------------------------------------------------
 // Payload shape
 
-type FieldType = 'u32' | 'lsn' | 'int' | 'time' | 'bool' | 'fork' | 'string' | 'u32list' | 'runs' | 'ranges';
+type FieldType =
+  'u32' | 'lsn' | 'int' | 'time' | 'bool' | 'fork' | 'string' | 'u32list' | 'runs' | 'ranges';
 type BodyOf<K extends WalRecordKind> = Extract<WalRecordBody, { kind: K }>;
-type FieldSpec<K extends WalRecordKind> = ReadonlyArray<readonly [Exclude<keyof BodyOf<K>, 'kind'>, FieldType]>;
+type FieldSpec<K extends WalRecordKind> = ReadonlyArray<
+  readonly [Exclude<keyof BodyOf<K>, 'kind'>, FieldType]
+>;
 
 const CHECKPOINT_FIELDS = [
   ['redo', 'lsn'],
@@ -120,22 +123,68 @@ const CHECKPOINT_FIELDS = [
 export const BODY_FIELDS: { readonly [K in WalRecordKind]: FieldSpec<K> } = {
   CHECKPOINT_SHUTDOWN: CHECKPOINT_FIELDS,
   CHECKPOINT_ONLINE: CHECKPOINT_FIELDS,
-  END_OF_RECOVERY: [['newTimeline', 'u32'], ['prevTimeline', 'u32'], ['time', 'time']],
-  NOOP: [],
-  FPI: [['rel', 'u32'], ['fork', 'fork'], ['block', 'u32']],
-  XACT_COMMIT: [['xactTime', 'time'], ['droppedRels', 'u32list']],
-  XACT_ABORT: [['xactTime', 'time'], ['droppedRels', 'u32list']],
-  SMGR_CREATE: [['rel', 'u32'], ['fork', 'fork']],
-  SMGR_TRUNCATE: [['rel', 'u32'], ['blkno', 'u32'], ['flags', 'u32']],
-  CATALOG_UPDATE: [['relname', 'string'], ['rel', 'u32']],
-  STANDBY_LOCK: [['rel', 'u32']],
-  HEAP_INSERT: [['rel', 'u32'], ['block', 'u32'], ['offset', 'u32'], ['value', 'int'], ['initPage', 'bool']],
-  HEAP_DELETE: [['rel', 'u32'], ['block', 'u32'], ['offsets', 'ranges']],
-  HEAP2_MULTI_INSERT: [
-    ['rel', 'u32'], ['block', 'u32'], ['firstOffset', 'u32'], ['runs', 'runs'], ['initPage', 'bool'],
+  END_OF_RECOVERY: [
+    ['newTimeline', 'u32'],
+    ['prevTimeline', 'u32'],
+    ['time', 'time'],
   ],
-  HEAP2_PRUNE: [['rel', 'u32'], ['block', 'u32'], ['latestRemovedXid', 'u32'], ['offsets', 'ranges']],
-  HEAP2_VISIBLE: [['rel', 'u32'], ['block', 'u32']],
+  NOOP: [],
+  FPI: [
+    ['rel', 'u32'],
+    ['fork', 'fork'],
+    ['block', 'u32'],
+  ],
+  XACT_COMMIT: [
+    ['xactTime', 'time'],
+    ['droppedRels', 'u32list'],
+  ],
+  XACT_ABORT: [
+    ['xactTime', 'time'],
+    ['droppedRels', 'u32list'],
+  ],
+  SMGR_CREATE: [
+    ['rel', 'u32'],
+    ['fork', 'fork'],
+  ],
+  SMGR_TRUNCATE: [
+    ['rel', 'u32'],
+    ['blkno', 'u32'],
+    ['flags', 'u32'],
+  ],
+  CATALOG_UPDATE: [
+    ['relname', 'string'],
+    ['rel', 'u32'],
+  ],
+  STANDBY_LOCK: [['rel', 'u32']],
+  HEAP_INSERT: [
+    ['rel', 'u32'],
+    ['block', 'u32'],
+    ['offset', 'u32'],
+    ['value', 'int'],
+    ['initPage', 'bool'],
+  ],
+  HEAP_DELETE: [
+    ['rel', 'u32'],
+    ['block', 'u32'],
+    ['offsets', 'ranges'],
+  ],
+  HEAP2_MULTI_INSERT: [
+    ['rel', 'u32'],
+    ['block', 'u32'],
+    ['firstOffset', 'u32'],
+    ['runs', 'runs'],
+    ['initPage', 'bool'],
+  ],
+  HEAP2_PRUNE: [
+    ['rel', 'u32'],
+    ['block', 'u32'],
+    ['latestRemovedXid', 'u32'],
+    ['offsets', 'ranges'],
+  ],
+  HEAP2_VISIBLE: [
+    ['rel', 'u32'],
+    ['block', 'u32'],
+  ],
 };
 
 /**
@@ -168,7 +217,9 @@ function checkField(v: unknown, type: FieldType): string | null {
     case 'u32':
       return isU32(v) ? null : 'an unsigned 32-bit integer';
     case 'lsn':
-      return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? null : 'an LSN (safe non-negative integer)';
+      return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+        ? null
+        : 'an LSN (safe non-negative integer)';
     case 'int':
       return Number.isSafeInteger(v) ? null : 'a safe integer';
     case 'time':
@@ -181,12 +232,14 @@ function checkField(v: unknown, type: FieldType): string | null {
       return typeof v === 'string' ? null : 'a string';
     case 'u32list': {
       if (!Array.isArray(v)) return 'an array of unsigned 32-bit integers';
-      for (let i = 0; i < v.length; i++) if (!isU32(v[i])) return `an array of unsigned 32-bit integers (element ${i})`;
+      for (let i = 0; i < v.length; i++)
+        if (!isU32(v[i])) return `an array of unsigned 32-bit integers (element ${i})`;
       return null;
     }
     case 'runs': {
       // [firstValue, count, ...]: values are any safe integer, counts >= 1.
-      if (!Array.isArray(v) || (v.length & 1) !== 0) return 'an even-length array of [firstValue, count] runs';
+      if (!Array.isArray(v) || (v.length & 1) !== 0)
+        return 'an even-length array of [firstValue, count] runs';
       for (let i = 0; i < v.length; i += 2) {
         if (!Number.isSafeInteger(v[i])) return `runs with safe-integer values (element ${i})`;
         const count: unknown = v[i + 1];
@@ -196,7 +249,8 @@ function checkField(v: unknown, type: FieldType): string | null {
     }
     case 'ranges': {
       // [firstOffset, count, ...] of 1-based line pointers.
-      if (!Array.isArray(v) || (v.length & 1) !== 0) return 'an even-length array of [firstOffset, count] ranges';
+      if (!Array.isArray(v) || (v.length & 1) !== 0)
+        return 'an even-length array of [firstOffset, count] ranges';
       for (let i = 0; i < v.length; i++) {
         const x: unknown = v[i];
         if (!isU32(x) || x === 0) return `ranges of positive 32-bit integers (element ${i})`;
@@ -242,7 +296,13 @@ function isTime(v: unknown): boolean {
 function isWellFormedBody(o: Record<string, unknown>): boolean {
   switch (o.kind) {
     case 'HEAP2_MULTI_INSERT':
-      return isU32(o.rel) && isU32(o.block) && isU32(o.firstOffset) && isRuns(o.runs) && typeof o.initPage === 'boolean';
+      return (
+        isU32(o.rel) &&
+        isU32(o.block) &&
+        isU32(o.firstOffset) &&
+        isRuns(o.runs) &&
+        typeof o.initPage === 'boolean'
+      );
     case 'HEAP_DELETE':
       return isU32(o.rel) && isU32(o.block) && isRanges(o.offsets);
     case 'HEAP2_PRUNE':
@@ -252,7 +312,10 @@ function isWellFormedBody(o: Record<string, unknown>): boolean {
       return isTime(o.xactTime) && isU32List(o.droppedRels);
     case 'HEAP_INSERT':
       return (
-        isU32(o.rel) && isU32(o.block) && isU32(o.offset) && Number.isSafeInteger(o.value) &&
+        isU32(o.rel) &&
+        isU32(o.block) &&
+        isU32(o.offset) &&
+        Number.isSafeInteger(o.value) &&
         typeof o.initPage === 'boolean'
       );
     case 'HEAP2_VISIBLE':
@@ -264,7 +327,8 @@ function isWellFormedBody(o: Record<string, unknown>): boolean {
 
 /** What is wrong with `body` as a WalRecordBody, or null when it has the right shape. */
 export function describeRecordBodyProblem(body: unknown): string | null {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'payload is not an object';
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return 'payload is not an object';
   const o = body as Record<string, unknown>;
   if (isWellFormedBody(o)) return null;
   return describeProblemSlow(o);
@@ -280,7 +344,8 @@ function describeProblemSlow(o: Record<string, unknown>): string | null {
     const name = fields[i]![0];
     const type = fields[i]![1];
     const problem = checkField(o[name], type);
-    if (problem !== null) return `${kind}.${name} must be ${problem}, got ${describeValue(o[name])}`;
+    if (problem !== null)
+      return `${kind}.${name} must be ${problem}, got ${describeValue(o[name])}`;
   }
   return null;
 }
@@ -316,12 +381,21 @@ export function recordInfo(body: WalRecordBody): number {
 }
 
 /** The kind for each valid (rmid << 8 | xl_info), including XLOG_HEAP_INIT_PAGE variants. */
-const KIND_BY_RMID_INFO: (WalRecordKind | undefined)[] = new Array<WalRecordKind | undefined>(65536).fill(undefined);
-for (const [kind, { rmid, info }] of Object.entries(RMGR_INFO) as [WalRecordKind, { rmid: number; info: number }][]) {
+const KIND_BY_RMID_INFO: (WalRecordKind | undefined)[] = new Array<WalRecordKind | undefined>(
+  65536,
+).fill(undefined);
+for (const [kind, { rmid, info }] of Object.entries(RMGR_INFO) as [
+  WalRecordKind,
+  { rmid: number; info: number },
+][]) {
   const key = (rmid << 8) | info;
-  assert(KIND_BY_RMID_INFO[key] === undefined, `INV-WAL-1: kinds ${kind} and ${KIND_BY_RMID_INFO[key]} share rmid/info`);
+  assert(
+    KIND_BY_RMID_INFO[key] === undefined,
+    `INV-WAL-1: kinds ${kind} and ${KIND_BY_RMID_INFO[key]} share rmid/info`,
+  );
   KIND_BY_RMID_INFO[key] = kind;
-  if (kind === 'HEAP_INSERT' || kind === 'HEAP2_MULTI_INSERT') KIND_BY_RMID_INFO[key | XLOG_HEAP_INIT_PAGE] = kind;
+  if (kind === 'HEAP_INSERT' || kind === 'HEAP2_MULTI_INSERT')
+    KIND_BY_RMID_INFO[key | XLOG_HEAP_INIT_PAGE] = kind;
 }
 
 /** KNOWN_RMID[rmid] is 1 for the resource managers walsim writes. */
@@ -377,15 +451,21 @@ export class RecordEncoder {
     // Assertions are written `if (!ok) assert(false, ...)` on this path so that the message
     // template is only built on failure.
     const problem = describeRecordBodyProblem(body);
-    if (problem !== null) assert(false, `INV-WAL-1: refusing to encode a malformed record body: ${problem}`);
+    if (problem !== null)
+      assert(false, `INV-WAL-1: refusing to encode a malformed record body: ${problem}`);
     if (!isU32(xid)) assert(false, `INV-WAL-1: xid ${xid} is not an unsigned 32-bit integer`);
-    if (!(Number.isSafeInteger(prev) && prev >= 0)) assert(false, `INV-WAL-1: prev ${prev} is not an LSN`);
+    if (!(Number.isSafeInteger(prev) && prev >= 0))
+      assert(false, `INV-WAL-1: prev ${prev} is not an LSN`);
     // REUSE_BUFFER_MODE returns msgpackr's whole target buffer with the frame at [start, end).
-    const packed = this.packr.pack(body, REUSE_BUFFER_MODE) as unknown as Uint8Array & { start: number; end: number };
+    const packed = this.packr.pack(body, REUSE_BUFFER_MODE) as unknown as Uint8Array & {
+      start: number;
+      end: number;
+    };
     const pStart = packed.start;
     const pEnd = packed.end;
     const totalLength = SIZE_OF_XLOG_RECORD + (pEnd - pStart);
-    if (totalLength > MAX_RECORD_LENGTH) assert(false, `INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
+    if (totalLength > MAX_RECORD_LENGTH)
+      assert(false, `INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
     const space = (totalLength + 7) & ~7;
     out.reserve(space);
     const b = out.bytes;
@@ -452,7 +532,11 @@ export function readRecordHeader(
     throw new InvalidWalRecordError(lsn, 'zero', 'record length is zero: end of WAL');
   }
   if (avail < SIZE_OF_XLOG_RECORD) {
-    throw new InvalidWalRecordError(lsn, 'truncated', `only ${avail} bytes available, header needs ${SIZE_OF_XLOG_RECORD}`);
+    throw new InvalidWalRecordError(
+      lsn,
+      'truncated',
+      `only ${avail} bytes available, header needs ${SIZE_OF_XLOG_RECORD}`,
+    );
   }
   const totalLength = readU32(buf, offset);
   if (totalLength < SIZE_OF_XLOG_RECORD || totalLength > MAX_RECORD_LENGTH) {
@@ -471,7 +555,11 @@ export function readRecordHeader(
   }
   const hi = readU32(buf, offset + 12);
   if (hi >= MAX_PREV_HI) {
-    throw new InvalidWalRecordError(lsn, 'bad_header', `xl_prev high word ${hi} is beyond walsim's 2^53 LSN limit`);
+    throw new InvalidWalRecordError(
+      lsn,
+      'bad_header',
+      `xl_prev high word ${hi} is beyond walsim's 2^53 LSN limit`,
+    );
   }
   if (expectedPrev !== undefined) {
     const prev = hi * TWO_32 + readU32(buf, offset + 8);
@@ -506,7 +594,11 @@ function unpackPayload(buf: Uint8Array, start: number, end: number, lsn: Lsn): u
     }
     return sharedUnpackr.unpack(buf, { start, end });
   } catch (e) {
-    throw new InvalidWalRecordError(lsn, 'bad_payload', `payload is not valid msgpack: ${(e as Error).message.slice(0, 100)}`);
+    throw new InvalidWalRecordError(
+      lsn,
+      'bad_payload',
+      `payload is not valid msgpack: ${(e as Error).message.slice(0, 100)}`,
+    );
   }
 }
 
@@ -533,7 +625,12 @@ export function decodeRecord(
     );
   }
   for (let i = offset + totalLength; i < offset + space; i++) {
-    if (buf[i] !== 0) throw new InvalidWalRecordError(lsn, 'bad_header', 'alignment padding after the record is not zero');
+    if (buf[i] !== 0)
+      throw new InvalidWalRecordError(
+        lsn,
+        'bad_header',
+        'alignment padding after the record is not zero',
+      );
   }
   const storedCrc = readU32(buf, offset + XL_CRC_OFFSET);
   let crc = crc32cUpdate(CRC32C_INIT, buf, offset + SIZE_OF_XLOG_RECORD, offset + totalLength);
@@ -559,7 +656,8 @@ export function decodeRecord(
   if (
     headerKind === undefined ||
     headerKind !== body.kind ||
-    ((body.kind === 'HEAP2_MULTI_INSERT' || body.kind === 'HEAP_INSERT') && body.initPage !== initFlag)
+    ((body.kind === 'HEAP2_MULTI_INSERT' || body.kind === 'HEAP_INSERT') &&
+      body.initPage !== initFlag)
   ) {
     throw new InvalidWalRecordError(
       lsn,

@@ -9,7 +9,13 @@ import { nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
 import { makeDir, writeFileAtomic } from '../common/durable-file.ts';
 import type { Lsn, TimeLineId } from './lsn.ts';
 
-export type DbState = 'starting up' | 'shut down' | 'shut down in recovery' | 'in crash recovery' | 'in archive recovery' | 'in production';
+export type DbState =
+  | 'starting up'
+  | 'shut down'
+  | 'shut down in recovery'
+  | 'in crash recovery'
+  | 'in archive recovery'
+  | 'in production';
 
 export interface ControlFile {
   systemIdentifier: string;
@@ -30,7 +36,17 @@ export function readControlFile(dataDir: string, disk: Disk = nodeDisk): Control
   return JSON.parse(readTextFile(disk, controlFilePath(dataDir))) as ControlFile;
 }
 
-export function writeControlFile(dataDir: string, c: ControlFile, disk: Disk = nodeDisk, nowMs = systemClock.now()): void {
+export function writeControlFile(
+  dataDir: string,
+  c: ControlFile,
+  disk: Disk = nodeDisk,
+  nowMs = systemClock.now(),
+): void {
   makeDir(path.dirname(controlFilePath(dataDir)), disk);
-  writeFileAtomic(controlFilePath(dataDir), JSON.stringify({ ...c, time: new Date(nowMs).toISOString() }, null, 2) + '\n', undefined, disk);
+  writeFileAtomic(
+    controlFilePath(dataDir),
+    JSON.stringify({ ...c, time: new Date(nowMs).toISOString() }, null, 2) + '\n',
+    undefined,
+    disk,
+  );
 }

@@ -17,7 +17,10 @@ export const InvalidLsn: Lsn = 0;
 const TWO_32 = 0x1_0000_0000;
 
 export function assertValidLsn(lsn: Lsn, what = 'LSN'): void {
-  assert(Number.isSafeInteger(lsn) && lsn >= 0, `INV-WAL-LSN: ${what} ${lsn} is not a safe non-negative integer`);
+  assert(
+    Number.isSafeInteger(lsn) && lsn >= 0,
+    `INV-WAL-LSN: ${what} ${lsn} is not a safe non-negative integer`,
+  );
 }
 
 /** PostgreSQL's `%X/%X` (LSN_FORMAT_ARGS): upper 32 bits, slash, lower 32 bits, uppercase hex. */
@@ -32,11 +35,19 @@ export function formatLsn(lsn: Lsn): string {
 export function parseLsn(text: string): Lsn {
   const m = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/.exec(text.trim());
   if (!m) {
-    throw new WalsimError('invalid_input', `invalid input syntax for type pg_lsn: "${text}"`, '22P02');
+    throw new WalsimError(
+      'invalid_input',
+      `invalid input syntax for type pg_lsn: "${text}"`,
+      '22P02',
+    );
   }
   const lsn = parseInt(m[1]!, 16) * TWO_32 + parseInt(m[2]!, 16);
   if (!Number.isSafeInteger(lsn)) {
-    throw new WalsimError('invalid_input', `pg_lsn "${text}" is beyond walsim's 2^53-byte WAL limit`, '22003');
+    throw new WalsimError(
+      'invalid_input',
+      `pg_lsn "${text}" is beyond walsim's 2^53-byte WAL limit`,
+      '22003',
+    );
   }
   return lsn;
 }

@@ -40,7 +40,12 @@ export const RM_STANDBY_ID = 8;
 export const RM_HEAP2_ID = 9;
 export const RM_HEAP_ID = 10;
 export const RMGR_NAMES: Record<number, string> = {
-  0: 'XLOG', 1: 'Transaction', 2: 'Storage', 8: 'Standby', 9: 'Heap2', 10: 'Heap',
+  0: 'XLOG',
+  1: 'Transaction',
+  2: 'Storage',
+  8: 'Standby',
+  9: 'Heap2',
+  10: 'Heap',
 };
 
 /** xl_smgr_truncate.flags (storage_xlog.h). */
@@ -83,12 +88,32 @@ export type WalRecordBody =
   // Standby rmgr: AccessExclusiveLock taken on the primary (VACUUM truncation, TRUNCATE, DROP).
   | { kind: 'STANDBY_LOCK'; rel: RelFileNumber }
   // Heap rmgr. initPage: XLOG_HEAP_INIT_PAGE, the record (re)initialises the page.
-  | { kind: 'HEAP_INSERT'; rel: RelFileNumber; block: BlockNumber; offset: number; value: number; initPage: boolean }
+  | {
+      kind: 'HEAP_INSERT';
+      rel: RelFileNumber;
+      block: BlockNumber;
+      offset: number;
+      value: number;
+      initPage: boolean;
+    }
   | { kind: 'HEAP_DELETE'; rel: RelFileNumber; block: BlockNumber; offsets: number[] }
   // Heap2 rmgr
-  | { kind: 'HEAP2_MULTI_INSERT'; rel: RelFileNumber; block: BlockNumber; firstOffset: number; runs: number[]; initPage: boolean }
+  | {
+      kind: 'HEAP2_MULTI_INSERT';
+      rel: RelFileNumber;
+      block: BlockNumber;
+      firstOffset: number;
+      runs: number[];
+      initPage: boolean;
+    }
   /** Vacuum's per-page cleanup: the listed line pointers become unused (prune + second heap pass in one). */
-  | { kind: 'HEAP2_PRUNE'; rel: RelFileNumber; block: BlockNumber; latestRemovedXid: TransactionId; offsets: number[] }
+  | {
+      kind: 'HEAP2_PRUNE';
+      rel: RelFileNumber;
+      block: BlockNumber;
+      latestRemovedXid: TransactionId;
+      offsets: number[];
+    }
   /** Page became all-visible: sets the page's bit in the visibility map fork (touches the VM block). */
   | { kind: 'HEAP2_VISIBLE'; rel: RelFileNumber; block: BlockNumber };
 

@@ -77,7 +77,10 @@ export function segmentFileName(tli: TimeLineId, segno: number, segmentSize: num
 }
 
 /** XLogFromFileName: null when `name` is not a 24-hex-digit segment file name. */
-export function parseSegmentFileName(name: string, segmentSize: number): { tli: TimeLineId; segno: number } | null {
+export function parseSegmentFileName(
+  name: string,
+  segmentSize: number,
+): { tli: TimeLineId; segno: number } | null {
   if (!/^[0-9A-F]{24}$/.test(name)) return null;
   const tli = parseInt(name.slice(0, 8), 16);
   const hi = parseInt(name.slice(8, 16), 16);
@@ -88,7 +91,11 @@ export function parseSegmentFileName(name: string, segmentSize: number): { tli: 
 }
 
 /** Segment files in `<dataDir>/pg_wal`, sorted by (segno, tli). */
-export function listSegmentFiles(dataDir: string, segmentSize: number, disk: Disk = nodeDisk): { name: string; tli: TimeLineId; segno: number }[] {
+export function listSegmentFiles(
+  dataDir: string,
+  segmentSize: number,
+  disk: Disk = nodeDisk,
+): { name: string; tli: TimeLineId; segno: number }[] {
   let names: string[];
   try {
     names = disk.readdir(walDir(dataDir));
@@ -123,11 +130,18 @@ export function timelineHistoryFileName(tli: TimeLineId): string {
  * Parse history file text (lines `parentTLI<TAB>switchpoint<TAB>reason`, '#' comments) of
  * timeline `tli`. Returns entries oldest first, ending with `tli` itself (open-ended).
  */
-export function parseTimelineHistory(text: string, tli: TimeLineId, fileName = timelineHistoryFileName(tli)): TimelineHistoryEntry[] {
+export function parseTimelineHistory(
+  text: string,
+  tli: TimeLineId,
+  fileName = timelineHistoryFileName(tli),
+): TimelineHistoryEntry[] {
   const entries: TimelineHistoryEntry[] = [];
   let prevEnd = 0;
   const bad = (line: number, why: string): never => {
-    throw new WalsimError('invalid_wal', `invalid data in history file "${fileName}" line ${line}: ${why}`);
+    throw new WalsimError(
+      'invalid_wal',
+      `invalid data in history file "${fileName}" line ${line}: ${why}`,
+    );
   };
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
@@ -144,21 +158,29 @@ export function parseTimelineHistory(text: string, tli: TimeLineId, fileName = t
       bad(i + 1, `"${fields[1]}" is not a switch point`);
     }
     const last = entries[entries.length - 1];
-    if (parent < 1 || (last !== undefined && parent <= last.tli)) bad(i + 1, 'timeline IDs must be in increasing sequence');
+    if (parent < 1 || (last !== undefined && parent <= last.tli))
+      bad(i + 1, 'timeline IDs must be in increasing sequence');
     if (switchLsn < prevEnd) bad(i + 1, 'switch points must be in increasing sequence');
     entries.push({ tli: parent, beginLsn: prevEnd, endLsn: switchLsn });
     prevEnd = switchLsn;
   }
   const last = entries[entries.length - 1];
   if (last !== undefined && tli <= last.tli) {
-    throw new WalsimError('invalid_wal', `invalid data in history file "${fileName}": timeline IDs must be less than child timeline's ID`);
+    throw new WalsimError(
+      'invalid_wal',
+      `invalid data in history file "${fileName}": timeline IDs must be less than child timeline's ID`,
+    );
   }
   entries.push({ tli, beginLsn: prevEnd, endLsn: null });
   return entries;
 }
 
 /** The raw text of `%08X.history` for `tli`, or null if there is none. */
-export function readTimelineHistoryFile(dataDir: string, tli: TimeLineId, disk: Disk = nodeDisk): string | null {
+export function readTimelineHistoryFile(
+  dataDir: string,
+  tli: TimeLineId,
+  disk: Disk = nodeDisk,
+): string | null {
   try {
     return readTextFile(disk, path.join(walDir(dataDir), timelineHistoryFileName(tli)));
   } catch (e) {
@@ -171,14 +193,21 @@ export function readTimelineHistoryFile(dataDir: string, tli: TimeLineId, disk: 
  * readTimeLineHistory: the history of `tli`, oldest first, ending with `tli`. Timeline 1 (or any
  * timeline without a history file) is a single open-ended entry beginning at 0.
  */
-export function readTimelineHistory(dataDir: string, tli: TimeLineId, disk: Disk = nodeDisk): TimelineHistoryEntry[] {
+export function readTimelineHistory(
+  dataDir: string,
+  tli: TimeLineId,
+  disk: Disk = nodeDisk,
+): TimelineHistoryEntry[] {
   const text = readTimelineHistoryFile(dataDir, tli, disk);
   if (text === null) return [{ tli, beginLsn: 0, endLsn: null }];
   return parseTimelineHistory(text, tli);
 }
 
 /** File text for a history: one line per ended timeline of `entries` (PostgreSQL's format). */
-export function formatTimelineHistory(entries: readonly TimelineHistoryEntry[], reasons: readonly string[] = []): string {
+export function formatTimelineHistory(
+  entries: readonly TimelineHistoryEntry[],
+  reasons: readonly string[] = [],
+): string {
   let text = '';
   entries.forEach((e, i) => {
     if (e.endLsn === null) return;
@@ -202,17 +231,33 @@ export function writeTimelineHistory(
   disk: Disk = nodeDisk,
 ): void {
   const parent = parentHistory[parentHistory.length - 1];
-  assert(parent !== undefined && parent.endLsn === null, 'INV-WAL-5: parent history must end with its open timeline');
-  assert(newTli > parent.tli, `INV-WAL-5: new timeline ${newTli} must be above parent ${parent.tli}`);
-  assert(switchLsn >= parent.beginLsn, `INV-WAL-5: switch point ${formatLsn(switchLsn)} before the parent's start`);
+  assert(
+    parent !== undefined && parent.endLsn === null,
+    'INV-WAL-5: parent history must end with its open timeline',
+  );
+  assert(
+    newTli > parent.tli,
+    `INV-WAL-5: new timeline ${newTli} must be above parent ${parent.tli}`,
+  );
+  assert(
+    switchLsn >= parent.beginLsn,
+    `INV-WAL-5: switch point ${formatLsn(switchLsn)} before the parent's start`,
+  );
   const parentText = readTimelineHistoryFile(dataDir, parent.tli, disk);
   const reasonLine = reason.replace(/[\r\n]+/g, ' ');
-  const text = (parentText ?? formatTimelineHistory(parentHistory)) + `${parent.tli}\t${formatLsn(switchLsn)}\t${reasonLine}\n`;
+  const text =
+    (parentText ?? formatTimelineHistory(parentHistory)) +
+    `${parent.tli}\t${formatLsn(switchLsn)}\t${reasonLine}\n`;
   writeTimelineHistoryFile(dataDir, newTli, text, disk);
 }
 
 /** Store history file text verbatim (a standby saving what TIMELINE_HISTORY returned). Validates it first. */
-export function writeTimelineHistoryFile(dataDir: string, tli: TimeLineId, text: string, disk: Disk = nodeDisk): void {
+export function writeTimelineHistoryFile(
+  dataDir: string,
+  tli: TimeLineId,
+  text: string,
+  disk: Disk = nodeDisk,
+): void {
   parseTimelineHistory(text, tli);
   const dir = walDir(dataDir);
   makeDir(dir, disk);

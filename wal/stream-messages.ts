@@ -55,21 +55,54 @@ type FieldKind = 'lsn' | 'tli' | 'time' | 'bool' | 'string' | 'bytes' | 'sqlstat
 
 /** Field order on the wire, per type. The mapped type keeps this in step with the union. */
 const MESSAGE_FIELDS: {
-  readonly [T in StreamMessageType]: ReadonlyArray<readonly [Exclude<keyof Extract<StreamMessage, { type: T }>, 'type'>, FieldKind]>;
+  readonly [T in StreamMessageType]: ReadonlyArray<
+    readonly [Exclude<keyof Extract<StreamMessage, { type: T }>, 'type'>, FieldKind]
+  >;
 } = {
   IDENTIFY_SYSTEM: [],
-  IdentifySystemReply: [['systemId', 'systemId'], ['timeline', 'tli'], ['xlogpos', 'lsn']],
-  START_REPLICATION: [['startLsn', 'lsn'], ['timeline', 'tli'], ['applicationName', 'string']],
-  XLogData: [['walStart', 'lsn'], ['walEnd', 'lsn'], ['sendTime', 'time'], ['data', 'bytes']],
-  PrimaryKeepalive: [['walEnd', 'lsn'], ['sendTime', 'time'], ['replyRequested', 'bool']],
-  StandbyStatusUpdate: [
-    ['writeLsn', 'lsn'], ['flushLsn', 'lsn'], ['applyLsn', 'lsn'], ['sendTime', 'time'], ['replyRequested', 'bool'],
+  IdentifySystemReply: [
+    ['systemId', 'systemId'],
+    ['timeline', 'tli'],
+    ['xlogpos', 'lsn'],
   ],
-  EndOfTimeline: [['timeline', 'tli'], ['switchLsn', 'lsn']],
+  START_REPLICATION: [
+    ['startLsn', 'lsn'],
+    ['timeline', 'tli'],
+    ['applicationName', 'string'],
+  ],
+  XLogData: [
+    ['walStart', 'lsn'],
+    ['walEnd', 'lsn'],
+    ['sendTime', 'time'],
+    ['data', 'bytes'],
+  ],
+  PrimaryKeepalive: [
+    ['walEnd', 'lsn'],
+    ['sendTime', 'time'],
+    ['replyRequested', 'bool'],
+  ],
+  StandbyStatusUpdate: [
+    ['writeLsn', 'lsn'],
+    ['flushLsn', 'lsn'],
+    ['applyLsn', 'lsn'],
+    ['sendTime', 'time'],
+    ['replyRequested', 'bool'],
+  ],
+  EndOfTimeline: [
+    ['timeline', 'tli'],
+    ['switchLsn', 'lsn'],
+  ],
   TIMELINE_HISTORY: [['timeline', 'tli']],
-  TimelineHistoryReply: [['timeline', 'tli'], ['fileName', 'string'], ['content', 'string']],
+  TimelineHistoryReply: [
+    ['timeline', 'tli'],
+    ['fileName', 'string'],
+    ['content', 'string'],
+  ],
   CopyDone: [],
-  Error: [['code', 'sqlstate'], ['message', 'string']],
+  Error: [
+    ['code', 'sqlstate'],
+    ['message', 'string'],
+  ],
 };
 
 /** Largest |time| a JavaScript Date represents (ECMAScript TimeClip). */
@@ -85,13 +118,19 @@ function violation(message: string): WalsimError {
 function checkField(kind: FieldKind, v: unknown): string | null {
   switch (kind) {
     case 'lsn':
-      return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? null : 'an LSN (a safe non-negative integer)';
+      return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+        ? null
+        : 'an LSN (a safe non-negative integer)';
     case 'tli':
-      return typeof v === 'number' && v >>> 0 === v && v >= 1 ? null : 'a timeline ID (1 .. 2^32-1)';
+      return typeof v === 'number' && v >>> 0 === v && v >= 1
+        ? null
+        : 'a timeline ID (1 .. 2^32-1)';
     case 'time':
       // Milliseconds since 1970 within the range of a JavaScript Date (TimeClip: |t| <= 8.64e15),
       // so a receiver can always turn it into a timestamp.
-      return typeof v === 'number' && Number.isFinite(v) && Math.abs(v) <= MAX_TIME_MS ? null : 'a time in ms since 1970 within +-8.64e15';
+      return typeof v === 'number' && Number.isFinite(v) && Math.abs(v) <= MAX_TIME_MS
+        ? null
+        : 'a time in ms since 1970 within +-8.64e15';
     case 'bool':
       return typeof v === 'boolean' ? null : 'a boolean';
     case 'string':
@@ -101,7 +140,9 @@ function checkField(kind: FieldKind, v: unknown): string | null {
     case 'sqlstate':
       return typeof v === 'string' && /^[0-9A-Z]{5}$/.test(v) ? null : 'a 5-character SQLSTATE';
     case 'systemId':
-      return typeof v === 'string' && /^[0-9]{1,20}$/.test(v) ? null : 'a decimal system identifier';
+      return typeof v === 'string' && /^[0-9]{1,20}$/.test(v)
+        ? null
+        : 'a decimal system identifier';
   }
 }
 
@@ -110,7 +151,13 @@ function describe(v: unknown): string {
   if (v instanceof Uint8Array) return `${v.length} bytes`;
   if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
   if (typeof v === 'bigint') return `bigint ${v}`;
-  return typeof v === 'object' ? (v === null ? 'null' : Array.isArray(v) ? 'an array' : 'an object') : String(v);
+  return typeof v === 'object'
+    ? v === null
+      ? 'null'
+      : Array.isArray(v)
+        ? 'an array'
+        : 'an object'
+    : String(v);
 }
 
 function fieldsOf(type: string): ReadonlyArray<readonly [string, FieldKind]> | undefined {
@@ -122,12 +169,14 @@ function fieldsOf(type: string): ReadonlyArray<readonly [string, FieldKind]> | u
 /** One binary frame for `m`. Asserts (as a protocol_violation) that `m` itself is well formed. */
 export function encodeMessage(m: StreamMessage): Uint8Array {
   const fields = fieldsOf(m.type);
-  if (fields === undefined) throw violation(`cannot encode unknown message type ${describe(m.type)}`);
+  if (fields === undefined)
+    throw violation(`cannot encode unknown message type ${describe(m.type)}`);
   const o = m as unknown as Record<string, unknown>;
   const arr: unknown[] = [m.type];
   for (const [name, kind] of fields) {
     const problem = checkField(kind, o[name]);
-    if (problem !== null) throw violation(`${m.type}.${name} must be ${problem}, got ${describe(o[name])}`);
+    if (problem !== null)
+      throw violation(`${m.type}.${name} must be ${problem}, got ${describe(o[name])}`);
     arr.push(o[name]);
   }
   return packr.pack(arr);
@@ -142,9 +191,11 @@ export function decodeMessage(bytes: Uint8Array): StreamMessage {
   } catch (e) {
     throw violation(`frame is not valid msgpack (${(e as Error).message.slice(0, 80)})`);
   }
-  if (!Array.isArray(raw) || raw.length === 0) throw violation(`frame is ${describe(raw)}, expected [type, ...fields]`);
+  if (!Array.isArray(raw) || raw.length === 0)
+    throw violation(`frame is ${describe(raw)}, expected [type, ...fields]`);
   const type: unknown = raw[0];
-  if (typeof type !== 'string') throw violation(`message type is ${describe(type)}, expected a string`);
+  if (typeof type !== 'string')
+    throw violation(`message type is ${describe(type)}, expected a string`);
   const fields = fieldsOf(type);
   if (fields === undefined) throw violation(`unknown message type ${describe(type)}`);
   if (raw.length !== fields.length + 1) {

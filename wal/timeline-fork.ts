@@ -27,9 +27,18 @@ export interface ForkPoint {
  * timeline beginning at the same LSN; the last such entry is the common ancestor and the fork point
  * is the smaller of its two end LSNs (an open end counts as infinite). null if nothing is shared.
  */
-export function findForkPoint(a: readonly TimelineHistoryEntry[], b: readonly TimelineHistoryEntry[]): ForkPoint | null {
+export function findForkPoint(
+  a: readonly TimelineHistoryEntry[],
+  b: readonly TimelineHistoryEntry[],
+): ForkPoint | null {
   let i = 0;
-  while (i < a.length && i < b.length && a[i]!.tli === b[i]!.tli && a[i]!.beginLsn === b[i]!.beginLsn) i++;
+  while (
+    i < a.length &&
+    i < b.length &&
+    a[i]!.tli === b[i]!.tli &&
+    a[i]!.beginLsn === b[i]!.beginLsn
+  )
+    i++;
   if (i === 0) return null;
   const ea = a[i - 1]!.endLsn;
   const eb = b[i - 1]!.endLsn;
@@ -46,21 +55,30 @@ export type RejoinVerdict =
  * start — follow a node with history `newHistory`? Allowed when it does not extend past the fork
  * point; otherwise refused with the number of bytes that diverged.
  */
-export function checkRejoin(oldHistory: readonly TimelineHistoryEntry[], oldEndLsn: Lsn, newHistory: readonly TimelineHistoryEntry[]): RejoinVerdict {
+export function checkRejoin(
+  oldHistory: readonly TimelineHistoryEntry[],
+  oldEndLsn: Lsn,
+  newHistory: readonly TimelineHistoryEntry[],
+): RejoinVerdict {
   const oldTli = oldHistory[oldHistory.length - 1]!.tli;
   const newTli = newHistory[newHistory.length - 1]!.tli;
   const fork = findForkPoint(oldHistory, newHistory);
   if (fork === null) {
     return {
-      ok: false, fork, divergedBytes: null,
+      ok: false,
+      fork,
+      divergedBytes: null,
       message: `timeline ${oldTli} and timeline ${newTli} have no common ancestor: the nodes are not from the same cluster history; PostgreSQL would need a new base backup`,
     };
   }
   if (fork.lsn === null || oldEndLsn <= fork.lsn) return { ok: true, fork };
   const divergedBytes = oldEndLsn - fork.lsn;
   return {
-    ok: false, fork, divergedBytes,
-    message: `its WAL on timeline ${oldTli} ends at ${formatLsn(oldEndLsn)}, ${divergedBytes} bytes past ${formatLsn(fork.lsn)}, ` +
+    ok: false,
+    fork,
+    divergedBytes,
+    message:
+      `its WAL on timeline ${oldTli} ends at ${formatLsn(oldEndLsn)}, ${divergedBytes} bytes past ${formatLsn(fork.lsn)}, ` +
       `where timeline ${newTli} forked off timeline ${fork.timeline} (history file of timeline ${newTli}); ` +
       `those ${divergedBytes} bytes exist only on this node, so it cannot follow timeline ${newTli}: ` +
       `PostgreSQL would need pg_rewind (or a new base backup) first`,

@@ -91,7 +91,10 @@ export class WalReader implements Iterable<WalRecord> {
   ) {
     checkSegmentSize(opts.segmentSize);
     assertValidLsn(fromLsn, 'fromLsn');
-    assert(fromLsn % 8 === 0, `INV-WAL-2: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`);
+    assert(
+      fromLsn % 8 === 0,
+      `INV-WAL-2: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`,
+    );
     this.segmentSize = opts.segmentSize;
     this.disk = opts.disk ?? nodeDisk;
     this.history = opts.history ?? readTimelineHistory(dataDir, opts.timeline, this.disk);
@@ -121,10 +124,12 @@ export class WalReader implements Iterable<WalRecord> {
     if (this.endReason !== null) return null;
     const lsn = this.endLsn;
     if (lsn >= this.stopLsn) return this.finish('end_of_wal');
-    if (!this.ensure(lsn, SIZE_OF_XLOG_RECORD) && this.available(lsn) < 4) return this.finish('end_of_wal');
+    if (!this.ensure(lsn, SIZE_OF_XLOG_RECORD) && this.available(lsn) < 4)
+      return this.finish('end_of_wal');
     const off = lsn - this.winStartLsn;
     const winEnd = this.winLen;
-    const expectedPrev = this.checkFirstPrev || this.recordCount > 0 ? this.lastRecordLsn : undefined;
+    const expectedPrev =
+      this.checkFirstPrev || this.recordCount > 0 ? this.lastRecordLsn : undefined;
     let totalLength: number;
     try {
       totalLength = readRecordHeader(this.win, off, lsn, expectedPrev, winEnd);
@@ -200,7 +205,11 @@ export class WalReader implements Iterable<WalRecord> {
     const at = this.winStartLsn + this.winLen;
     const segno = segmentOf(at, this.segmentSize);
     const offset = segmentOffset(at, this.segmentSize);
-    const toRead = Math.min(this.segmentSize - offset, Math.max(want - at, READ_CHUNK_BYTES), this.stopLsn - at);
+    const toRead = Math.min(
+      this.segmentSize - offset,
+      Math.max(want - at, READ_CHUNK_BYTES),
+      this.stopLsn - at,
+    );
     if (this.winLen + toRead > this.win.length) {
       let cap = this.win.length * 2;
       while (cap < this.winLen + toRead) cap *= 2;
@@ -223,7 +232,9 @@ export class WalReader implements Iterable<WalRecord> {
     if (this.fdSegno === segno) return this.fd;
     this.close();
     const dir = walDir(this.dataDir);
-    const chosen = chooseSegmentFile(this.dataDir, segno, this.history, this.segmentSize, (name) => this.disk.exists(path.join(dir, name)));
+    const chosen = chooseSegmentFile(this.dataDir, segno, this.history, this.segmentSize, (name) =>
+      this.disk.exists(path.join(dir, name)),
+    );
     if (chosen === null) return null;
     this.fileBySegno.set(segno, chosen.name);
     this.fd = this.disk.open(path.join(dir, chosen.name), 'r');
@@ -234,7 +245,8 @@ export class WalReader implements Iterable<WalRecord> {
 
 function readRecordLengthOrZero(buf: Uint8Array, off: number, end: number): number {
   if (end - off < 4) return 0;
-  const len = (buf[off]! | (buf[off + 1]! << 8) | (buf[off + 2]! << 16) | (buf[off + 3]! << 24)) >>> 0;
+  const len =
+    (buf[off]! | (buf[off + 1]! << 8) | (buf[off + 2]! << 16) | (buf[off + 3]! << 24)) >>> 0;
   return len <= MAX_RECORD_LENGTH ? len : 0;
 }
 
@@ -264,14 +276,23 @@ export function findEndOfWal(dataDir: string, fromLsn: Lsn, opts: WalReadOptions
     // only the end position matters
   }
   assert(reader.endReason !== null, 'INV-WAL-7: reader stopped without a reason');
-  return { endLsn: reader.endLsn, lastRecordLsn: reader.lastRecordLsn, records: reader.recordCount, endReason: reader.endReason };
+  return {
+    endLsn: reader.endLsn,
+    lastRecordLsn: reader.lastRecordLsn,
+    records: reader.recordCount,
+    endReason: reader.endReason,
+  };
 }
 
 /**
  * WalSndSegmentOpen's error for a segment file that is gone (removed by a checkpoint), naming the
  * file of the timeline the history assigns to `segno`.
  */
-export function walSegmentRemovedMessage(segno: number, history: readonly TimelineHistoryEntry[], segmentSize: number): string {
+export function walSegmentRemovedMessage(
+  segno: number,
+  history: readonly TimelineHistoryEntry[],
+  segmentSize: number,
+): string {
   let tli = history[history.length - 1]!.tli;
   for (let i = history.length - 1; i >= 0; i--) {
     tli = history[i]!.tli;
@@ -296,7 +317,10 @@ export function readWalBytes(
   checkSegmentSize(opts.segmentSize);
   assertValidLsn(startLsn, 'startLsn');
   assertValidLsn(endLsn, 'endLsn');
-  assert(startLsn <= endLsn, `INV-WAL-7: readWalBytes range ${formatLsn(startLsn)}..${formatLsn(endLsn)} is reversed`);
+  assert(
+    startLsn <= endLsn,
+    `INV-WAL-7: readWalBytes range ${formatLsn(startLsn)}..${formatLsn(endLsn)} is reversed`,
+  );
   const history = opts.history ?? readTimelineHistory(dataDir, opts.timeline, disk);
   const out = new Uint8Array(endLsn - startLsn);
   let at = startLsn;
@@ -304,8 +328,11 @@ export function readWalBytes(
     const segno = segmentOf(at, opts.segmentSize);
     const offset = segmentOffset(at, opts.segmentSize);
     const n = Math.min(endLsn - at, opts.segmentSize - offset);
-    const chosen = chooseSegmentFile(dataDir, segno, history, opts.segmentSize, (name) => disk.exists(path.join(dir, name)));
-    if (chosen === null) throw new WalsimError('io_error', walSegmentRemovedMessage(segno, history, opts.segmentSize));
+    const chosen = chooseSegmentFile(dataDir, segno, history, opts.segmentSize, (name) =>
+      disk.exists(path.join(dir, name)),
+    );
+    if (chosen === null)
+      throw new WalsimError('io_error', walSegmentRemovedMessage(segno, history, opts.segmentSize));
     const fd = disk.open(path.join(dir, chosen.name), 'r');
     try {
       let got = 0;

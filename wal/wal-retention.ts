@@ -32,7 +32,12 @@ export function checkpointSegments(maxWalSizeMb: number, segmentSize: number): n
 }
 
 /** XLogCheckpointNeeded: has WAL reached segment `newSegno`, far enough past the REDO point? */
-export function checkpointNeeded(redoLsn: Lsn, newSegno: number, segmentSize: number, segments: number): boolean {
+export function checkpointNeeded(
+  redoLsn: Lsn,
+  newSegno: number,
+  segmentSize: number,
+  segments: number,
+): boolean {
   return newSegno >= segmentOf(redoLsn, segmentSize) + (segments - 1);
 }
 
@@ -43,13 +48,20 @@ export function checkpointNeeded(redoLsn: Lsn, newSegno: number, segmentSize: nu
  * (`keepLsn`, null when none: PostgreSQL's replication-slot minimum, see README) and wal_keep_size.
  * Returns -1 (or less) when nothing may go.
  */
-export function lastRemovableSegment(redoLsn: Lsn, recptr: Lsn, keepLsn: Lsn | null, walKeepSizeMb: number, segmentSize: number): number {
+export function lastRemovableSegment(
+  redoLsn: Lsn,
+  recptr: Lsn,
+  keepLsn: Lsn | null,
+  walKeepSizeMb: number,
+  segmentSize: number,
+): number {
   assert(redoLsn <= recptr, 'INV-WAL-9: the REDO point is never after the end of WAL');
   const currSegno = segmentOf(recptr, segmentSize);
   let segno = currSegno;
   if (keepLsn !== null && keepLsn < recptr) segno = segmentOf(keepLsn, segmentSize);
   const keepSegs = Math.floor((walKeepSizeMb * MB) / segmentSize);
-  if (keepSegs > 0 && currSegno - segno < keepSegs) segno = currSegno <= keepSegs ? 1 : currSegno - keepSegs;
+  if (keepSegs > 0 && currSegno - segno < keepSegs)
+    segno = currSegno <= keepSegs ? 1 : currSegno - keepSegs;
   // Never newer than the REDO point's segment: replay after a crash starts there.
   return Math.min(segno, segmentOf(redoLsn, segmentSize)) - 1;
 }
@@ -58,7 +70,12 @@ export function lastRemovableSegment(redoLsn: Lsn, recptr: Lsn, keepLsn: Lsn | n
  * RemoveOldXlogFiles: unlink every segment file (of any timeline) numbered `lastRemovable` or
  * less; timeline history files stay. Returns the names removed, oldest first.
  */
-export function removeOldSegments(dataDir: string, lastRemovable: number, segmentSize: number, disk: Disk = nodeDisk): string[] {
+export function removeOldSegments(
+  dataDir: string,
+  lastRemovable: number,
+  segmentSize: number,
+  disk: Disk = nodeDisk,
+): string[] {
   const removed: string[] = [];
   for (const seg of listSegmentFiles(dataDir, segmentSize, disk)) {
     if (seg.segno > lastRemovable) break; // sorted by segno
@@ -70,7 +87,11 @@ export function removeOldSegments(dataDir: string, lastRemovable: number, segmen
 }
 
 /** The oldest segment number present in pg_wal (any timeline), or null when there is none. */
-export function oldestSegment(dataDir: string, segmentSize: number, disk: Disk = nodeDisk): number | null {
+export function oldestSegment(
+  dataDir: string,
+  segmentSize: number,
+  disk: Disk = nodeDisk,
+): number | null {
   const segs = listSegmentFiles(dataDir, segmentSize, disk);
   return segs.length === 0 ? null : segs[0]!.segno;
 }

@@ -115,7 +115,10 @@ export class WalWriter {
    */
   static open(dataDir: string, opts: WalWriterOptions): WalWriter {
     checkSegmentSize(opts.segmentSize);
-    assert(opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1, `INV-WAL-5: bad timeline ${opts.timeline}`);
+    assert(
+      opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1,
+      `INV-WAL-5: bad timeline ${opts.timeline}`,
+    );
     const segmentSize = opts.segmentSize;
     const disk = opts.disk ?? nodeDisk;
     makeDir(walDir(dataDir), disk);
@@ -132,13 +135,30 @@ export class WalWriter {
       prevLsn = InvalidLsn;
     }
     assertValidLsn(startLsn, 'startLsn');
-    assert(startLsn % 8 === 0 && startLsn > 0, `INV-WAL-2: startLsn ${formatLsn(startLsn)} is not a MAXALIGNed record boundary`);
+    assert(
+      startLsn % 8 === 0 && startLsn > 0,
+      `INV-WAL-2: startLsn ${formatLsn(startLsn)} is not a MAXALIGNed record boundary`,
+    );
     if (prevLsn === undefined) {
-      assert(startLsn === firstRecordLsn(segmentSize), `INV-WAL-4: prevLsn is required when opening WAL at ${formatLsn(startLsn)}`);
+      assert(
+        startLsn === firstRecordLsn(segmentSize),
+        `INV-WAL-4: prevLsn is required when opening WAL at ${formatLsn(startLsn)}`,
+      );
       prevLsn = InvalidLsn;
     }
-    assert(prevLsn < startLsn, `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before startLsn ${formatLsn(startLsn)}`);
-    const w = new WalWriter(dataDir, segmentSize, opts.timeline, startLsn, prevLsn, opts.walBuffersBytes ?? 16 * 1024 * 1024, disk);
+    assert(
+      prevLsn < startLsn,
+      `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before startLsn ${formatLsn(startLsn)}`,
+    );
+    const w = new WalWriter(
+      dataDir,
+      segmentSize,
+      opts.timeline,
+      startLsn,
+      prevLsn,
+      opts.walBuffersBytes ?? 16 * 1024 * 1024,
+      disk,
+    );
     w.prepareSegmentAt(startLsn);
     return w;
   }
@@ -167,7 +187,8 @@ export class WalWriter {
     const before = this.buffers.length;
     this.encoder.append(this.buffers, body, xid, this.lastRecord);
     const endLsn = startLsn + (this.buffers.length - before);
-    if (endLsn % 8 !== 0) assert(false, `INV-WAL-2: record at ${formatLsn(startLsn)} ends off MAXALIGN`);
+    if (endLsn % 8 !== 0)
+      assert(false, `INV-WAL-2: record at ${formatLsn(startLsn)} ends off MAXALIGN`);
     this.insertPos = endLsn;
     this.lastRecord = startLsn;
     if (this.buffers.length > this.walBuffersBytes) this.write();
@@ -212,7 +233,10 @@ export class WalWriter {
     assert(!this.closed, 'INV-WAL-3: write on a closed WAL writer');
     const bytes = this.buffers.bytes;
     const total = this.buffers.length;
-    assert(this.writePos + total === this.insertPos, 'INV-WAL-3: WAL buffers do not span [writeLsn, insertLsn)');
+    assert(
+      this.writePos + total === this.insertPos,
+      'INV-WAL-3: WAL buffers do not span [writeLsn, insertLsn)',
+    );
     let done = 0;
     while (done < total) {
       const segno = segmentOf(this.writePos, this.segmentSize);
@@ -221,7 +245,8 @@ export class WalWriter {
       const fd = this.segmentFd(segno, offset);
       this.writeFaultHook?.(n);
       let written = 0;
-      while (written < n) written += this.disk.write(fd, bytes, done + written, n - written, offset + written);
+      while (written < n)
+        written += this.disk.write(fd, bytes, done + written, n - written, offset + written);
       this.fdDirty = true;
       done += n;
       this.writePos += n;
@@ -258,8 +283,14 @@ export class WalWriter {
   truncate(endLsn: Lsn, prevLsn: Lsn): void {
     assert(!this.closed, 'INV-WAL-3: truncate on a closed WAL writer');
     assertValidLsn(endLsn, 'endLsn');
-    assert(endLsn % 8 === 0 && endLsn <= this.flushPos, `INV-WAL-3: truncate to ${formatLsn(endLsn)} beyond flush ${formatLsn(this.flushPos)}`);
-    assert(prevLsn < endLsn, `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before ${formatLsn(endLsn)}`);
+    assert(
+      endLsn % 8 === 0 && endLsn <= this.flushPos,
+      `INV-WAL-3: truncate to ${formatLsn(endLsn)} beyond flush ${formatLsn(this.flushPos)}`,
+    );
+    assert(
+      prevLsn < endLsn,
+      `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before ${formatLsn(endLsn)}`,
+    );
     this.buffers.clear();
     this.closeSegment(false);
     this.insertPos = this.writePos = this.flushPos = endLsn;
@@ -274,11 +305,21 @@ export class WalWriter {
    * segment holding a copy of the bytes before the switch point. Later writes go to newTli files.
    */
   switchTimeline(newTli: TimeLineId, reason = 'no recovery target specified'): void {
-    assert(newTli >>> 0 === newTli && newTli > this.tli, `INV-WAL-5: new timeline ${newTli} must be above ${this.tli}`);
+    assert(
+      newTli >>> 0 === newTli && newTli > this.tli,
+      `INV-WAL-5: new timeline ${newTli} must be above ${this.tli}`,
+    );
     this.flush();
     const switchLsn = this.insertPos;
     if (readTimelineHistoryFile(this.dataDir, newTli, this.disk) === null) {
-      writeTimelineHistory(this.dataDir, newTli, readTimelineHistory(this.dataDir, this.tli, this.disk), switchLsn, reason, this.disk);
+      writeTimelineHistory(
+        this.dataDir,
+        newTli,
+        readTimelineHistory(this.dataDir, this.tli, this.disk),
+        switchLsn,
+        reason,
+        this.disk,
+      );
     }
     const history = readTimelineHistory(this.dataDir, newTli, this.disk);
     const parent = history[history.length - 2];
@@ -362,13 +403,18 @@ export class WalWriter {
       const prefix = new Uint8Array(offset);
       const history = readTimelineHistory(this.dataDir, this.tli, this.disk);
       const dir = walDir(this.dataDir);
-      const src = chooseSegmentFile(this.dataDir, segno, history, this.segmentSize, (name) => this.disk.exists(path.join(dir, name)));
+      const src = chooseSegmentFile(this.dataDir, segno, history, this.segmentSize, (name) =>
+        this.disk.exists(path.join(dir, name)),
+      );
       if (src !== null) {
         const fd = this.disk.open(path.join(dir, src.name), 'r');
         try {
           const n = this.disk.read(fd, prefix, 0, offset, 0);
           if (n < offset) {
-            throw new WalsimError('invalid_wal', `WAL segment file ${src.name} is too short to copy up to ${formatLsn(lsn)}`);
+            throw new WalsimError(
+              'invalid_wal',
+              `WAL segment file ${src.name} is too short to copy up to ${formatLsn(lsn)}`,
+            );
           }
         } finally {
           this.disk.close(fd);
@@ -386,6 +432,9 @@ export class WalWriter {
       this.disk.rename(tmp, p);
       fsyncDir(walDir(this.dataDir), this.disk);
     }
-    assert(this.disk.size(p) === offset, `INV-WAL-6: ${path.basename(p)} must end at ${formatLsn(lsn)}`);
+    assert(
+      this.disk.size(p) === offset,
+      `INV-WAL-6: ${path.basename(p)} must end at ${formatLsn(lsn)}`,
+    );
   }
 }

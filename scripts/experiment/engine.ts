@@ -66,7 +66,12 @@ export interface EngineFailover {
   failoverMs: number;
   resumeAt: string;
   promotedAt: string;
-  phases: { replayMs: number | null; endOfRecoveryMs: number | null; openForWritesMs: number | null; checkpointMs: number | null };
+  phases: {
+    replayMs: number | null;
+    endOfRecoveryMs: number | null;
+    openForWritesMs: number | null;
+    checkpointMs: number | null;
+  };
   recordsReplayed: number;
   newTimeline: number | null;
   promoted: boolean;

@@ -18,7 +18,12 @@ import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
 import { fitProfile, type FitGroup, type FitObservation } from '../../storage/cost-model/fit.ts';
 import { costFeatures, modelFailover } from '../../storage/cost-model/model.ts';
 import {
-  COST_CONSTANT_NAMES, constantPer, PROFILE_FORMAT, PROFILES_DIR, type CostConstantName, type CostProfile,
+  COST_CONSTANT_NAMES,
+  constantPer,
+  PROFILE_FORMAT,
+  PROFILES_DIR,
+  type CostConstantName,
+  type CostProfile,
 } from '../../storage/cost-model/profile.ts';
 import { markdownTable } from '../report/tables.ts';
 import { SEED_DIVISORS, SEED_SIZES, type SeedCell } from './seed-001.ts';
@@ -35,34 +40,61 @@ const RECORDS = COST_CONSTANT_NAMES.filter((k) => k.startsWith('record.'));
 /** The constants seed 001 can tell apart, each group sharing one fitted value. */
 export const SEED_FIT_GROUPS: FitGroup[] = [
   { name: 'PostgreSQL record', constants: RECORDS },
-  { name: 'smgr file operation', constants: ['smgr.create', 'smgr.extend', 'smgr.truncate', 'smgr.unlink'] },
+  {
+    name: 'smgr file operation',
+    constants: ['smgr.create', 'smgr.extend', 'smgr.truncate', 'smgr.unlink'],
+  },
   { name: 'pg_control update', constants: ['controlFile.update'] },
   { name: 'lookup probe', constants: ['lookup.probe'] },
   { name: 'DropRelFileNodeBuffers descriptor (cache)', constants: ['scan.single.cache'] },
   { name: 'DropRelFileNodeBuffers descriptor (memory)', constants: ['scan.single.memory'] },
   { name: 'DropRelFileNodesAllBuffers descriptor (cache)', constants: ['scan.multi.cache'] },
   { name: 'DropRelFileNodesAllBuffers descriptor (memory)', constants: ['scan.multi.memory'] },
-  { name: 'end-of-recovery step', constants: ['endOfRecovery.timelineHistoryFile', 'endOfRecovery.walSegmentInit', 'endOfRecovery.record', 'endOfRecovery.walFlush'] },
+  {
+    name: 'end-of-recovery step',
+    constants: [
+      'endOfRecovery.timelineHistoryFile',
+      'endOfRecovery.walSegmentInit',
+      'endOfRecovery.record',
+      'endOfRecovery.walFlush',
+    ],
+  },
 ];
 
 /** Why each constant outside the groups has the value it has (0 unless derived after the fit). */
 const FIXED_SOURCES: Partial<Record<CostConstantName, string>> = {
-  walByte: "0: walsim's bytes are not PostgreSQL's; the per-record constant carries a record's cost",
-  'scan.preCheckHit': '0: in every seed cell one pre-check hit per dropped page, collinear with the per-page records; folded into them',
+  walByte:
+    "0: walsim's bytes are not PostgreSQL's; the per-record constant carries a record's cost",
+  'scan.preCheckHit':
+    '0: in every seed cell one pre-check hit per dropped page, collinear with the per-page records; folded into them',
   'lookup.hit': '0: in every seed cell one hit per probe; folded into lookup.probe',
-  invalidate: '0: one per dropped page in both columns of every seed cell, collinear with the per-page records; folded into them',
-  'dropCall.fullScan': '0: one per table in every seed cell, collinear with the per-table records; folded into them',
-  'dropCall.lookup': '0: one per table in every seed cell, collinear with the per-table records; folded into them',
-  'smgr.nblocks': '0: an lseek, microseconds; below seed 001\'s 0.1 s resolution',
-  'dropCall.relList': '0: not a PostgreSQL path (seed 000 design); no per-call cost beyond its list steps',
-  'dropCall.recoveryHash': '0: not a PostgreSQL path (seed 000 design); no per-call cost beyond its list steps and build',
+  invalidate:
+    '0: one per dropped page in both columns of every seed cell, collinear with the per-page records; folded into them',
+  'dropCall.fullScan':
+    '0: one per table in every seed cell, collinear with the per-table records; folded into them',
+  'dropCall.lookup':
+    '0: one per table in every seed cell, collinear with the per-table records; folded into them',
+  'smgr.nblocks': "0: an lseek, microseconds; below seed 001's 0.1 s resolution",
+  'dropCall.relList':
+    '0: not a PostgreSQL path (seed 000 design); no per-call cost beyond its list steps',
+  'dropCall.recoveryHash':
+    '0: not a PostgreSQL path (seed 000 design); no per-call cost beyond its list steps and build',
 };
 
 /** Not PostgreSQL paths: priced like the PostgreSQL work they resemble, after the fit. */
 const DERIVED: Partial<Record<CostConstantName, { from: CostConstantName; why: string }>> = {
-  'list.step': { from: 'lookup.probe', why: 'a dependent memory access + header lock per element, priced as a lookup probe' },
-  'scan.hashBuild.cache': { from: 'scan.single.cache', why: 'one pass over the descriptors, priced as DropRelFileNodeBuffers\'s loop' },
-  'scan.hashBuild.memory': { from: 'scan.single.memory', why: 'one pass over the descriptors, priced as DropRelFileNodeBuffers\'s loop' },
+  'list.step': {
+    from: 'lookup.probe',
+    why: 'a dependent memory access + header lock per element, priced as a lookup probe',
+  },
+  'scan.hashBuild.cache': {
+    from: 'scan.single.cache',
+    why: "one pass over the descriptors, priced as DropRelFileNodeBuffers's loop",
+  },
+  'scan.hashBuild.memory': {
+    from: 'scan.single.memory',
+    why: "one pass over the descriptors, priced as DropRelFileNodeBuffers's loop",
+  },
   'hashBuild.insert': { from: 'lookup.probe', why: 'a hash insert, priced as a hash probe' },
 };
 
@@ -70,16 +102,24 @@ const POLL = { quantumS: 0.1, offsetS: 0.006 };
 
 export function baseProfile(): CostProfile {
   const constants = {} as CostProfile['constants'];
-  for (const k of COST_CONSTANT_NAMES) constants[k] = { seconds: 0, per: constantPer(k), source: FIXED_SOURCES[k] ?? 'fitted' };
+  for (const k of COST_CONSTANT_NAMES)
+    constants[k] = { seconds: 0, per: constantPer(k), source: FIXED_SOURCES[k] ?? 'fitted' };
   return {
     format: PROFILE_FORMAT,
     name: 'seed-001',
-    description: 'PostgreSQL 14-dev (January 2021) on the seed 001 machine (Xeon E5-2637 v4, XFS, RHEL 7.2), fitted by weighted NNLS to every cell of seed 001\'s Test A and Test B tables (npm run fit-seed; storage/cost-model/README.md)',
+    description:
+      "PostgreSQL 14-dev (January 2021) on the seed 001 machine (Xeon E5-2637 v4, XFS, RHEL 7.2), fitted by weighted NNLS to every cell of seed 001's Test A and Test B tables (npm run fit-seed; storage/cost-model/README.md)",
     cache: {
-      llcBytes: 15 * 1024 * 1024, descriptorBytes: 64,
-      source: 'Xeon E5-2637 v4: 15 MB last-level cache per socket (Intel specification); BufferDescPadded is 64 bytes (buf_internals.h, BUFFERDESC_PAD_TO_SIZE on 64-bit)',
+      llcBytes: 15 * 1024 * 1024,
+      descriptorBytes: 64,
+      source:
+        'Xeon E5-2637 v4: 15 MB last-level cache per socket (Intel specification); BufferDescPadded is 64 bytes (buf_internals.h, BUFFERDESC_PAD_TO_SIZE on 64-bit)',
     },
-    promotionPoll: { ...POLL, source: 'seed 001 times promotion with a 100 ms poll (pg_ctl promote, WAITS_PER_SEC 10); its figures are 0.1 × n + 0.006 s' },
+    promotionPoll: {
+      ...POLL,
+      source:
+        'seed 001 times promotion with a 100 ms poll (pg_ctl promote, WAITS_PER_SEC 10); its figures are 0.1 × n + 0.006 s',
+    },
     constants,
   };
 }
@@ -92,15 +132,35 @@ export function seedTarget(seedS: number): number {
 const weightOf = (target: number) => 1 / Math.max(target, 0.1);
 
 /** Fit the seed-001 profile to `cells` (all of them, or a training subset). */
-export function fitSeed001(cells: readonly CountedSeedCell[], source = 'weighted NNLS fit to seed 001 Test A and Test B (every cell)'): CostProfile {
+export function fitSeed001(
+  cells: readonly CountedSeedCell[],
+  source = 'weighted NNLS fit to seed 001 Test A and Test B (every cell)',
+): CostProfile {
   const base = baseProfile();
   const observations: FitObservation[] = cells.map((c) => {
     const targetS = seedTarget(c.seedS);
-    return { label: c.label, features: costFeatures(c.counts, base, c.cell.nBuffers), targetS, weight: weightOf(targetS) };
+    return {
+      label: c.label,
+      features: costFeatures(c.counts, base, c.cell.nBuffers),
+      targetS,
+      weight: weightOf(targetS),
+    };
   });
-  const { profile } = fitProfile(observations, { base, groups: SEED_FIT_GROUPS, name: base.name, description: base.description, source });
-  for (const [k, d] of Object.entries(DERIVED) as Array<[CostConstantName, { from: CostConstantName; why: string }]>) {
-    profile.constants[k] = { ...profile.constants[k], seconds: profile.constants[d.from].seconds, source: `= ${d.from} (${d.why}); not in seed 001` };
+  const { profile } = fitProfile(observations, {
+    base,
+    groups: SEED_FIT_GROUPS,
+    name: base.name,
+    description: base.description,
+    source,
+  });
+  for (const [k, d] of Object.entries(DERIVED) as Array<
+    [CostConstantName, { from: CostConstantName; why: string }]
+  >) {
+    profile.constants[k] = {
+      ...profile.constants[k],
+      seconds: profile.constants[d.from].seconds,
+      source: `= ${d.from} (${d.why}); not in seed 001`,
+    };
   }
   return profile;
 }
@@ -123,12 +183,21 @@ export function compare(cells: readonly CountedSeedCell[], profile: CostProfile)
     const m = modelFailover(c.counts, profile, c.cell.nBuffers);
     const polledS = m.polledS!;
     const residualS = polledS - c.seedS;
-    return { label: c.label, seedS: c.seedS, modeledS: m.failoverS, polledS, residualS, withinBound: Math.abs(residualS) <= Math.max(0.15, 0.15 * c.seedS) };
+    return {
+      label: c.label,
+      seedS: c.seedS,
+      modeledS: m.failoverS,
+      polledS,
+      residualS,
+      withinBound: Math.abs(residualS) <= Math.max(0.15, 0.15 * c.seedS),
+    };
   });
 }
 
 /** Leave-one-size-out: fit on three shared_buffers sizes, predict every cell of the fourth. */
-export function crossValidate(cells: readonly CountedSeedCell[]): Array<{ heldOut: string; rows: CellComparison[] }> {
+export function crossValidate(
+  cells: readonly CountedSeedCell[],
+): Array<{ heldOut: string; rows: CellComparison[] }> {
   return SEED_SIZES.map((sb) => {
     const train = cells.filter((c) => c.cell.sharedBuffers !== sb);
     const test = cells.filter((c) => c.cell.sharedBuffers === sb);
@@ -142,24 +211,65 @@ const signed = (v: number) => (v >= 0 ? '+' : '') + v.toFixed(3);
 /** Markdown: fitted constants, the comparison per cell, and the cross-validation. */
 export function fitReportMarkdown(cells: readonly CountedSeedCell[], profile: CostProfile): string {
   const rows = compare(cells, profile);
-  const constants = markdownTable(['group', 'seconds per event', 'constants'],
-    SEED_FIT_GROUPS.map((g) => [g.name, profile.constants[g.constants[0]!].seconds.toExponential(3), g.constants.length > 3 ? `${g.constants.length} constants` : g.constants.join(', ')]));
-  const table = (pred: (l: string) => boolean, r: CellComparison[]) => markdownTable(
-    ['cell', 'seed s', 'modeled s', 'as polled', 'residual', 'within bound'],
-    r.filter((x) => pred(x.label)).map((x) => [x.label, s3(x.seedS), s3(x.modeledS), s3(x.polledS), signed(x.residualS), x.withinBound ? 'yes' : '**no**']),
+  const constants = markdownTable(
+    ['group', 'seconds per event', 'constants'],
+    SEED_FIT_GROUPS.map((g) => [
+      g.name,
+      profile.constants[g.constants[0]!].seconds.toExponential(3),
+      g.constants.length > 3 ? `${g.constants.length} constants` : g.constants.join(', '),
+    ]),
   );
+  const table = (pred: (l: string) => boolean, r: CellComparison[]) =>
+    markdownTable(
+      ['cell', 'seed s', 'modeled s', 'as polled', 'residual', 'within bound'],
+      r
+        .filter((x) => pred(x.label))
+        .map((x) => [
+          x.label,
+          s3(x.seedS),
+          s3(x.modeledS),
+          s3(x.polledS),
+          signed(x.residualS),
+          x.withinBound ? 'yes' : '**no**',
+        ]),
+    );
   const cv = crossValidate(cells);
-  const cvTable = markdownTable(['held-out size', 'cells', 'within bound', 'max abs residual s', 'worst cell'],
+  const cvTable = markdownTable(
+    ['held-out size', 'cells', 'within bound', 'max abs residual s', 'worst cell'],
     cv.map(({ heldOut, rows: r }) => {
       const worst = r.reduce((a, b) => (Math.abs(b.residualS) > Math.abs(a.residualS) ? b : a));
-      return [heldOut, String(r.length), String(r.filter((x) => x.withinBound).length), s3(Math.abs(worst.residualS)), `${worst.label} (seed ${s3(worst.seedS)}, predicted ${s3(worst.polledS)})`];
-    }));
-  const cvCells = cv.map(({ heldOut, rows: r }) => [`#### Held out: ${heldOut}`, '', table(() => true, r)].join('\n')).join('\n\n');
+      return [
+        heldOut,
+        String(r.length),
+        String(r.filter((x) => x.withinBound).length),
+        s3(Math.abs(worst.residualS)),
+        `${worst.label} (seed ${s3(worst.seedS)}, predicted ${s3(worst.polledS)})`,
+      ];
+    }),
+  );
+  const cvCells = cv
+    .map(({ heldOut, rows: r }) =>
+      [`#### Held out: ${heldOut}`, '', table(() => true, r)].join('\n'),
+    )
+    .join('\n\n');
   return [
-    '### Fitted constants', '', constants, '',
-    '### Test A (one relation of NBuffers/k pages, VACUUM)', '', table((l) => l.startsWith('A '), rows), '',
-    '### Test B (1000 one-block relations)', '', table((l) => l.startsWith('B '), rows), '',
-    '### Leave-one-size-out cross-validation', '', cvTable, '', cvCells,
+    '### Fitted constants',
+    '',
+    constants,
+    '',
+    '### Test A (one relation of NBuffers/k pages, VACUUM)',
+    '',
+    table((l) => l.startsWith('A '), rows),
+    '',
+    '### Test B (1000 one-block relations)',
+    '',
+    table((l) => l.startsWith('B '), rows),
+    '',
+    '### Leave-one-size-out cross-validation',
+    '',
+    cvTable,
+    '',
+    cvCells,
   ].join('\n');
 }
 
@@ -167,38 +277,75 @@ export function fitReportMarkdown(cells: readonly CountedSeedCell[], profile: Co
  * The seed's tables beside the modeled ones (as the seed's poll reads them), for BENCHMARKS.md:
  * Test A patched and master grids, the regressions and crossover at 100GB, Test B per variant.
  */
-export function seedComparisonMarkdown(cells: readonly CountedSeedCell[], profile: CostProfile): string {
-  const m = new Map(cells.map((c) => [c.label, { seed: c.seedS, mod: modelFailover(c.counts, profile, c.cell.nBuffers) }]));
-  const get = (label: string) => m.get(label)!;
-  const gridA = (strategy: string) => markdownTable(
-    ['rel_size', ...SEED_SIZES.flatMap((sb) => [`${sb} seed`, 'modeled'])],
-    SEED_DIVISORS.map((k) => [`NB/${k}`, ...SEED_SIZES.flatMap((sb) => {
-      const x = get(`A ${sb} NB/${k} ${strategy}`);
-      return [s3(x.seed), s3(x.mod.polledS!)];
-    })]),
+export function seedComparisonMarkdown(
+  cells: readonly CountedSeedCell[],
+  profile: CostProfile,
+): string {
+  const m = new Map(
+    cells.map((c) => [
+      c.label,
+      { seed: c.seedS, mod: modelFailover(c.counts, profile, c.cell.nBuffers) },
+    ]),
   );
+  const get = (label: string) => m.get(label)!;
+  const gridA = (strategy: string) =>
+    markdownTable(
+      ['rel_size', ...SEED_SIZES.flatMap((sb) => [`${sb} seed`, 'modeled'])],
+      SEED_DIVISORS.map((k) => [
+        `NB/${k}`,
+        ...SEED_SIZES.flatMap((sb) => {
+          const x = get(`A ${sb} NB/${k} ${strategy}`);
+          return [s3(x.seed), s3(x.mod.polledS!)];
+        }),
+      ]),
+    );
   const pct = (a: number, b: number) => `${(((a - b) / b) * 100).toFixed(1)}%`;
   const regA = markdownTable(
     ['rel_size', '20GB seed', '20GB modeled', '100GB seed', '100GB modeled'],
-    SEED_DIVISORS.map((k) => [`NB/${k}`, ...(['20GB', '100GB'] as const).flatMap((sb) => {
-      const o = get(`A ${sb} NB/${k} cached-lookup`);
-      const f = get(`A ${sb} NB/${k} full-scan`);
-      return [pct(o.seed, f.seed), pct(o.mod.failoverS, f.mod.failoverS)];
-    })]),
+    SEED_DIVISORS.map((k) => [
+      `NB/${k}`,
+      ...(['20GB', '100GB'] as const).flatMap((sb) => {
+        const o = get(`A ${sb} NB/${k} cached-lookup`);
+        const f = get(`A ${sb} NB/${k} full-scan`);
+        return [pct(o.seed, f.seed), pct(o.mod.failoverS, f.mod.failoverS)];
+      }),
+    ]),
   );
-  const gridB = (variant: string) => markdownTable(
-    ['s_b', 'Master seed', 'Master modeled', 'error', 'Patched seed', 'Patched modeled'],
-    SEED_SIZES.map((sb) => {
-      const ma = get(`B ${sb} ${variant} full-scan`);
-      const pa = get(`B ${sb} ${variant} cached-lookup`);
-      return [sb, s3(ma.seed), s3(ma.mod.polledS!), pct(ma.mod.polledS!, ma.seed), s3(pa.seed), s3(pa.mod.polledS!)];
-    }),
-  );
+  const gridB = (variant: string) =>
+    markdownTable(
+      ['s_b', 'Master seed', 'Master modeled', 'error', 'Patched seed', 'Patched modeled'],
+      SEED_SIZES.map((sb) => {
+        const ma = get(`B ${sb} ${variant} full-scan`);
+        const pa = get(`B ${sb} ${variant} cached-lookup`);
+        return [
+          sb,
+          s3(ma.seed),
+          s3(ma.mod.polledS!),
+          pct(ma.mod.polledS!, ma.seed),
+          s3(pa.seed),
+          s3(pa.mod.polledS!),
+        ];
+      }),
+    );
   return [
-    '#### Test A, optimized path forced ("patched"): seed vs modeled seconds (as polled)', '', gridA('cached-lookup'), '',
-    '#### Test A, full scan ("master"): seed vs modeled seconds (as polled)', '', gridA('full-scan'), '',
-    '#### Test A, % regression (optimized − full) / full: seed vs modeled (modeled unquantized)', '', regA, '',
-    '#### Test B, VACUUM of 1000 one-block relations', '', gridB('vacuum'), '',
-    '#### Test B, TRUNCATE of 1000 one-block relations', '', gridB('truncate'),
+    '#### Test A, optimized path forced ("patched"): seed vs modeled seconds (as polled)',
+    '',
+    gridA('cached-lookup'),
+    '',
+    '#### Test A, full scan ("master"): seed vs modeled seconds (as polled)',
+    '',
+    gridA('full-scan'),
+    '',
+    '#### Test A, % regression (optimized − full) / full: seed vs modeled (modeled unquantized)',
+    '',
+    regA,
+    '',
+    '#### Test B, VACUUM of 1000 one-block relations',
+    '',
+    gridB('vacuum'),
+    '',
+    '#### Test B, TRUNCATE of 1000 one-block relations',
+    '',
+    gridB('truncate'),
   ].join('\n');
 }

@@ -10,7 +10,14 @@
 import * as fs from 'node:fs';
 import { WalsimError } from '../../common/errors.ts';
 import { ControlClient } from '../../server/control-client.ts';
-import { listNodes, nodeDir, readNodeConfig, readPidFile, readToken, writeNodeConfig } from '../../server/cluster-files.ts';
+import {
+  listNodes,
+  nodeDir,
+  readNodeConfig,
+  readPidFile,
+  readToken,
+  writeNodeConfig,
+} from '../../server/cluster-files.ts';
 import { initCluster } from '../../server/initdb.ts';
 import { sleep, startNode, stopNode } from '../../server/pg-ctl.ts';
 import type { DropStrategy, WalSettings } from '../../server/settings.ts';
@@ -28,13 +35,19 @@ export interface FreshClusterSettings {
 }
 
 /** The seed's postgresql.conf: checkpoint_timeout = 30min, max_wal_size = 20GB. */
-export const SEED_WAL_SETTINGS: WalSettings = { checkpointTimeoutS: 30 * 60, maxWalSizeMb: 20 * 1024, walKeepSizeMb: 0 };
+export const SEED_WAL_SETTINGS: WalSettings = {
+  checkpointTimeoutS: 30 * 60,
+  maxWalSizeMb: 20 * 1024,
+  walKeepSizeMb: 0,
+};
 
 /** Initialise `dir` (must not hold a cluster) and start both nodes with the seed's settings. */
 export async function startFreshCluster(dir: string, s: FreshClusterSettings): Promise<void> {
-  if (listNodes(dir).length > 0) throw new WalsimError('invalid_input', `${dir} already holds a cluster`);
+  if (listNodes(dir).length > 0)
+    throw new WalsimError('invalid_input', `${dir} already holds a cluster`);
   const n = s.standbys ?? 1;
-  if (!Number.isInteger(n) || n < 1) throw new WalsimError('invalid_input', `standbys must be a positive integer, got ${n}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new WalsimError('invalid_input', `standbys must be a positive integer, got ${n}`);
   const extras = ['standby', ...Array.from({ length: n - 1 }, (_, i) => `standby${i + 2}`)];
   await initCluster(dir, {
     sharedBuffers: s.primarySharedBuffers,
@@ -48,15 +61,25 @@ export async function startFreshCluster(dir: string, s: FreshClusterSettings): P
     ...(n > 1 ? { standbys: extras, synchronousStandbyNames: 'standby' } : {}),
     wal: SEED_WAL_SETTINGS,
   });
-  for (const name of extras.slice(1)) writeNodeConfig(dir, { ...readNodeConfig(dir, name), sharedBuffers: s.primarySharedBuffers });
+  for (const name of extras.slice(1))
+    writeNodeConfig(dir, { ...readNodeConfig(dir, name), sharedBuffers: s.primarySharedBuffers });
   await startNode(dir, 'primary');
   for (const name of extras) await startNode(dir, name);
   for (const name of extras) {
-    const c = await ControlClient.connect('127.0.0.1', readPidFile(nodeDir(dir, name))!.port, readToken(dir));
+    const c = await ControlClient.connect(
+      '127.0.0.1',
+      readPidFile(nodeDir(dir, name))!.port,
+      readToken(dir),
+    );
     try {
       const deadline = Date.now() + 60_000;
-      for (let st = await c.status(); st.role !== 'standby' || st.receiverState !== 'streaming'; st = await c.status()) {
-        if (Date.now() > deadline) throw new WalsimError('timeout', `${name} in ${dir} is not streaming after 60 s`);
+      for (
+        let st = await c.status();
+        st.role !== 'standby' || st.receiverState !== 'streaming';
+        st = await c.status()
+      ) {
+        if (Date.now() > deadline)
+          throw new WalsimError('timeout', `${name} in ${dir} is not streaming after 60 s`);
         await sleep(20);
       }
     } finally {

@@ -27,7 +27,11 @@ import { WalsimError } from '../../common/errors.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../../primary/executor.ts';
 import { parseStatement } from '../../server/sql-parser.ts';
 import {
-  diffReplayCounts, promotionStepCounts, replayCountsOf, type FailoverCounts, type ReplayCounts,
+  diffReplayCounts,
+  promotionStepCounts,
+  replayCountsOf,
+  type FailoverCounts,
+  type ReplayCounts,
 } from '../../storage/cost-model/counts.ts';
 import { runSteps } from '../../storage/drop.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
@@ -115,7 +119,9 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
   const names = tableNames(c.kind === 'threshold' ? 'rel' : 'multi', c.tables);
   const rows = rowsForPages(c.pagesPerTable);
   const before = [
-    ...names.map((n) => `CREATE TABLE ${n} (${c.variant === 'truncate-toast' ? 'c int, d text' : 'c int'})`),
+    ...names.map(
+      (n) => `CREATE TABLE ${n} (${c.variant === 'truncate-toast' ? 'c int, d text' : 'c int'})`,
+    ),
     ...names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`),
     ...(c.variant === 'vacuum' ? names.map((n) => `DELETE FROM ${n}`) : []),
   ];
@@ -128,7 +134,9 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
  * workload run together.
  */
 export async function countCellsInProcess(
-  cells: readonly CellSpec[], s: InProcessSettings, onGroupDone: (cellsDone: number, label: string) => void = () => {},
+  cells: readonly CellSpec[],
+  s: InProcessSettings,
+  onGroupDone: (cellsDone: number, label: string) => void = () => {},
 ): Promise<FailoverCounts[]> {
   const out = new Array<FailoverCounts>(cells.length);
   const groups = new Map<string, number[]>();
@@ -139,9 +147,13 @@ export async function countCellsInProcess(
   let done = 0;
   for (const idx of groups.values()) {
     const first = cells[idx[0]!]!;
-    const standbys = idx.map((i) => NodeStorage.create(cells[i]!.nBuffers, {
-      strategy: cells[i]!.strategy, thresholdDivisor: s.thresholdDivisor, forceOptimized: cells[i]!.forceOptimized,
-    }));
+    const standbys = idx.map((i) =>
+      NodeStorage.create(cells[i]!.nBuffers, {
+        strategy: cells[i]!.strategy,
+        thresholdDivisor: s.thresholdDivisor,
+        forceOptimized: cells[i]!.forceOptimized,
+      }),
+    );
     const cluster = new InProcessCluster(standbys);
     const { before, failover } = statements(first);
     await cluster.run(before);
@@ -150,7 +162,10 @@ export async function countCellsInProcess(
     await cluster.run(failover);
     const atEnd = cluster.snapshot();
     idx.forEach((cellIndex, j) => {
-      out[cellIndex] = { replay: diffReplayCounts(atPause[j]!, atEnd[j]!), ...promotionStepCounts() };
+      out[cellIndex] = {
+        replay: diffReplayCounts(atPause[j]!, atEnd[j]!),
+        ...promotionStepCounts(),
+      };
     });
     done += idx.length;
     onGroupDone(done, workloadKey(first));

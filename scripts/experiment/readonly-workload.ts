@@ -88,7 +88,12 @@ function median(xs: number[]): number {
 /** One pool per strategy, warmed, timed chunk by chunk. */
 class WarmPool {
   readonly pool: BufferPool;
-  constructor(readonly strategy: DropStrategy, nBuffers: number, dataSetBlocks: number, warm: Int32Array) {
+  constructor(
+    readonly strategy: DropStrategy,
+    nBuffers: number,
+    dataSetBlocks: number,
+    warm: Int32Array,
+  ) {
     this.pool = new BufferPool(nBuffers, poolOptionsFor({ ...DEFAULT_DROP_SETTINGS, strategy }));
     // Every block once (the pool ends up full of the last NBuffers), then random reads until the
     // usage counts settle.
@@ -110,9 +115,12 @@ class WarmPool {
     for (let i = 0; i < chunk.length; i++) pool.accessBlock(REL, 0, chunk[i]!);
     const c = process.cpuUsage(c0);
     return {
-      elapsedMs: (c.user + c.system) / 1000, reads: chunk.length, hits: pool.counters.hits - hits0,
+      elapsedMs: (c.user + c.system) / 1000,
+      reads: chunk.length,
+      hits: pool.counters.hits - hits0,
       allocations: pool.counters.misses - misses0,
-      listMaintenanceOps: (lists?.maintenanceOps ?? 0) - ops0, listTableProbes: (lists?.tableProbes ?? 0) - probes0,
+      listMaintenanceOps: (lists?.maintenanceOps ?? 0) - ops0,
+      listTableProbes: (lists?.tableProbes ?? 0) - probes0,
     };
   }
 }
@@ -124,7 +132,10 @@ function blockSequence(rng: SeededRandom, n: number, dataSetBlocks: number): Int
 }
 
 /** Run the workload for every hit ratio and strategy; returns every run and the per-cell medians. */
-export function measureReadOnly(o: ReadOnlyOptions): { runs: ReadOnlyRun[]; cells: ReadOnlyCell[] } {
+export function measureReadOnly(o: ReadOnlyOptions): {
+  runs: ReadOnlyRun[];
+  cells: ReadOnlyCell[];
+} {
   const runs: ReadOnlyRun[] = [];
   const cells: ReadOnlyCell[] = [];
   const total = o.hitRatios.length * o.strategies.length * (o.rounds + 2);
@@ -162,16 +173,27 @@ export function measureReadOnly(o: ReadOnlyOptions): { runs: ReadOnlyRun[]; cell
       const allocations = rs.reduce((a, r) => a + r.allocations, 0);
       const reads = rs.reduce((a, r) => a + r.reads, 0);
       // Paired per round: X's time over cached-lookup's on the same chunk, minutes apart at most.
-      const ratios = base && strategy !== 'cached-lookup' ? rs.map((r, k) => r.elapsedMs / base[k]!.elapsedMs) : null;
+      const ratios =
+        base && strategy !== 'cached-lookup'
+          ? rs.map((r, k) => r.elapsedMs / base[k]!.elapsedMs)
+          : null;
       cells.push({
-        strategy, nBuffers: o.nBuffers, targetHitRatio: h, dataSetBlocks,
+        strategy,
+        nBuffers: o.nBuffers,
+        targetHitRatio: h,
+        dataSetBlocks,
         hitRatio: rs.reduce((a, r) => a + r.hits, 0) / reads,
-        rounds: rs.length, elapsedMsMedian: med, elapsedMsMin: Math.min(...ms), elapsedMsMax: Math.max(...ms),
+        rounds: rs.length,
+        elapsedMsMedian: med,
+        elapsedMsMin: Math.min(...ms),
+        elapsedMsMax: Math.max(...ms),
         readsPerSec: o.reads / (med / 1000),
         allocationsPerSec: allocations / rs.length / (med / 1000),
         regressionVsCachedLookup: ratios === null ? null : median(ratios) - 1,
-        listMaintenanceOpsPerAllocation: allocations > 0 ? rs.reduce((a, r) => a + r.listMaintenanceOps, 0) / allocations : 0,
-        listTableProbesPerAllocation: allocations > 0 ? rs.reduce((a, r) => a + r.listTableProbes, 0) / allocations : 0,
+        listMaintenanceOpsPerAllocation:
+          allocations > 0 ? rs.reduce((a, r) => a + r.listMaintenanceOps, 0) / allocations : 0,
+        listTableProbesPerAllocation:
+          allocations > 0 ? rs.reduce((a, r) => a + r.listTableProbes, 0) / allocations : 0,
       });
     }
   }
@@ -190,18 +212,29 @@ export interface StrategyMemory {
 }
 
 /** Memory each strategy adds to a pool of `nBuffers` (exact typed-array sizes, see rel-buffer-lists.ts). */
-export function strategyMemory(nBuffers: number, strategies: readonly DropStrategy[]): StrategyMemory[] {
+export function strategyMemory(
+  nBuffers: number,
+  strategies: readonly DropStrategy[],
+): StrategyMemory[] {
   const pool = DESCRIPTOR_BYTES_PER_BUFFER * nBuffers + 4 * bufTableCapacity(nBuffers);
   return strategies.map((strategy) => {
-    const lists = strategy === 'rel-list' || strategy === 'recovery-hash' ? relBufferListsBytes(nBuffers) : 0;
+    const lists =
+      strategy === 'rel-list' || strategy === 'recovery-hash' ? relBufferListsBytes(nBuffers) : 0;
     const where =
-      strategy === 'rel-list' ? 'shared memory, always (links + relation table sized for one relation per buffer)'
-        : strategy === 'recovery-hash' ? "startup process's local memory, from its first drop until promotion"
-          : strategy === 'cache-at-create' ? 'none per buffer (one more cached size per created fork)'
+      strategy === 'rel-list'
+        ? 'shared memory, always (links + relation table sized for one relation per buffer)'
+        : strategy === 'recovery-hash'
+          ? "startup process's local memory, from its first drop until promotion"
+          : strategy === 'cache-at-create'
+            ? 'none per buffer (one more cached size per created fork)'
             : 'none';
     return {
-      strategy, nBuffers, poolBytesPerBuffer: pool / nBuffers,
-      addedBytesPerBuffer: lists / nBuffers, addedBytes: lists, where,
+      strategy,
+      nBuffers,
+      poolBytesPerBuffer: pool / nBuffers,
+      addedBytesPerBuffer: lists / nBuffers,
+      addedBytes: lists,
+      where,
     };
   });
 }

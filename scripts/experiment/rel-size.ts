@@ -25,7 +25,13 @@ export interface RelSize {
   divisor: number | null;
 }
 
-const UNIT_BYTES: Record<string, number> = { B: 1, kB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 };
+const UNIT_BYTES: Record<string, number> = {
+  B: 1,
+  kB: 1024,
+  MB: 1024 ** 2,
+  GB: 1024 ** 3,
+  TB: 1024 ** 4,
+};
 
 /** Rows of `INSERT … generate_series(1, rows)` that fill exactly `pages` heap pages. */
 export function rowsForPages(pages: number): number {
@@ -33,7 +39,10 @@ export function rowsForPages(pages: number): number {
 }
 
 function refuse(text: string, why: string): WalsimError {
-  return new WalsimError('invalid_input', `invalid relation size "${text}": ${why}; ${REL_SIZE_FORMS}`);
+  return new WalsimError(
+    'invalid_input',
+    `invalid relation size "${text}": ${why}; ${REL_SIZE_FORMS}`,
+  );
 }
 
 export function parseRelSize(text: string, nBuffers: number): RelSize {
@@ -44,10 +53,12 @@ export function parseRelSize(text: string, nBuffers: number): RelSize {
   let m: RegExpMatchArray | null;
   if ((m = /^NB\s*\/\s*(\d+)$/i.exec(t))) {
     divisor = Number(m[1]);
-    if (!Number.isSafeInteger(divisor) || divisor < 1) throw refuse(text, 'the divisor must be a positive integer');
+    if (!Number.isSafeInteger(divisor) || divisor < 1)
+      throw refuse(text, 'the divisor must be a positive integer');
     pages = Math.floor(nBuffers / divisor);
     spec = `NB/${divisor}`;
-    if (pages < 1) throw refuse(text, `NBuffers/${divisor} = ${nBuffers}/${divisor} is less than one page`);
+    if (pages < 1)
+      throw refuse(text, `NBuffers/${divisor} = ${nBuffers}/${divisor} is less than one page`);
   } else if ((m = /^(\d+)$/.exec(t))) {
     pages = Number(m[1]);
     spec = String(pages);
@@ -58,10 +69,14 @@ export function parseRelSize(text: string, nBuffers: number): RelSize {
   } else {
     throw refuse(text, 'not a size');
   }
-  if (!Number.isSafeInteger(pages) || pages < 1) throw refuse(text, 'the relation needs at least one page');
+  if (!Number.isSafeInteger(pages) || pages < 1)
+    throw refuse(text, 'the relation needs at least one page');
   const rows = rowsForPages(pages);
   if (rows > INT4_MAX) {
-    throw refuse(text, `${pages} pages need ${rows} rows, beyond the int column's maximum ${INT4_MAX} (at most ${Math.floor(INT4_MAX / TUPLES_PER_PAGE)} pages)`);
+    throw refuse(
+      text,
+      `${pages} pages need ${rows} rows, beyond the int column's maximum ${INT4_MAX} (at most ${Math.floor(INT4_MAX / TUPLES_PER_PAGE)} pages)`,
+    );
   }
   return { spec, pages, rows, divisor };
 }

@@ -15,7 +15,10 @@ export const SEED_SIZES = ['128MB', '1GB', '20GB', '100GB'] as const;
 export const SEED_DIVISORS = [512, 256, 128, 64, 32, 16, 8] as const;
 
 /** Test A, "[PATCHED]" (optimized path forced) and "MASTER" tables: rows NB/k, columns SEED_SIZES. */
-export const SEED_TEST_A: Record<'cached-lookup' | 'full-scan', Record<number, readonly number[]>> = {
+export const SEED_TEST_A: Record<
+  'cached-lookup' | 'full-scan',
+  Record<number, readonly number[]>
+> = {
   'cached-lookup': {
     512: [0.106, 0.106, 0.106, 0.206],
     256: [0.106, 0.106, 0.106, 0.306],
@@ -37,7 +40,10 @@ export const SEED_TEST_A: Record<'cached-lookup' | 'full-scan', Record<number, r
 };
 
 /** Test B: per variant, [master, patched] seconds per SEED_SIZES. */
-export const SEED_TEST_B: Record<'vacuum' | 'truncate', { master: readonly number[]; patched: readonly number[] }> = {
+export const SEED_TEST_B: Record<
+  'vacuum' | 'truncate',
+  { master: readonly number[]; patched: readonly number[] }
+> = {
   vacuum: { master: [0.306, 0.506, 14.522, 66.564], patched: [0.306, 0.306, 0.306, 0.306] },
   truncate: { master: [0.206, 0.506, 16.476, 88.261], patched: [0.206, 0.206, 0.206, 0.206] },
 };
@@ -60,8 +66,17 @@ export function seedCells(): SeedCell[] {
       for (const strategy of ['cached-lookup', 'full-scan'] as const) {
         out.push({
           cell: {
-            kind: 'threshold', engine: 'walsim', sharedBuffers: sb, nBuffers, strategy, forceOptimized: strategy === 'cached-lookup',
-            variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1,
+            kind: 'threshold',
+            engine: 'walsim',
+            sharedBuffers: sb,
+            nBuffers,
+            strategy,
+            forceOptimized: strategy === 'cached-lookup',
+            variant: 'vacuum',
+            relSize: size.spec,
+            relDivisor: k,
+            pagesPerTable: size.pages,
+            tables: 1,
           },
           seedS: SEED_TEST_A[strategy][k]![col]!,
           label: `A ${sb} NB/${k} ${strategy}`,
@@ -71,7 +86,19 @@ export function seedCells(): SeedCell[] {
     for (const variant of ['vacuum', 'truncate'] as const) {
       for (const strategy of ['full-scan', 'cached-lookup'] as const) {
         out.push({
-          cell: { kind: 'multi', engine: 'walsim', sharedBuffers: sb, nBuffers, strategy, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables: 1000 },
+          cell: {
+            kind: 'multi',
+            engine: 'walsim',
+            sharedBuffers: sb,
+            nBuffers,
+            strategy,
+            forceOptimized: false,
+            variant,
+            relSize: null,
+            relDivisor: null,
+            pagesPerTable: 1,
+            tables: 1000,
+          },
           seedS: SEED_TEST_B[variant][strategy === 'full-scan' ? 'master' : 'patched'][col]!,
           label: `B ${sb} ${variant} ${strategy}`,
         });

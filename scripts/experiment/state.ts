@@ -50,7 +50,11 @@ export function readWorkloadState(clusterDir: string, workload: Workload): Workl
   return readAll(clusterDir)[workload] ?? null;
 }
 
-export function writeWorkloadState(clusterDir: string, workload: Workload, state: WorkloadState): void {
+export function writeWorkloadState(
+  clusterDir: string,
+  workload: Workload,
+  state: WorkloadState,
+): void {
   const all = readAll(clusterDir);
   all[workload] = state;
   writeFileAtomic(stateFilePath(clusterDir), JSON.stringify(all, null, 2) + '\n');

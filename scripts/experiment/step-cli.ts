@@ -14,7 +14,10 @@ import { runStep, StepOrderError, STEPS, openEngine, type StepName } from './ste
 import { isPgCluster } from '../postgres/pg-cluster.ts';
 
 function usage(workload: Workload): string {
-  const what = workload === 'rel' ? 'one relation (seed 001 rel.sh)' : 'many one-block relations (seed 001 test.sh)';
+  const what =
+    workload === 'rel'
+      ? 'one relation (seed 001 rel.sh)'
+      : 'many one-block relations (seed 001 test.sh)';
   return `usage: npm run ${workload} -- <step> [--dir .walsim] [--engine walsim|postgres] [--json]${workload === 'rel' ? ' [--size NB/512]' : ' [--tables 1000] [--toast]'}
   ${what}; run against the cluster of "npm run cluster -- start" (--engine postgres: of
   "npm run cluster -- start --engine postgres", a real PostgreSQL primary + standby).
@@ -38,38 +41,71 @@ export function stepMain(workload: Workload): void {
     const argv = process.argv.slice(2);
     json = argv.includes('--json');
     try {
-      const { values, positionals } = parseCli(argv, {
-        dir: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        size: { type: 'string' },
-        tables: { type: 'string' },
-        'wait-seconds': { type: 'string' },
-        engine: { type: 'string' },
-        toast: { type: 'boolean', default: false },
-        profile: { type: 'string' },
-      }, USAGE);
-      if (positionals.length !== 1) throw new UsageError(`${positionals.length === 0 ? 'missing step' : 'expected one step'}\n${USAGE}`);
+      const { values, positionals } = parseCli(
+        argv,
+        {
+          dir: { type: 'string' },
+          json: { type: 'boolean', default: false },
+          size: { type: 'string' },
+          tables: { type: 'string' },
+          'wait-seconds': { type: 'string' },
+          engine: { type: 'string' },
+          toast: { type: 'boolean', default: false },
+          profile: { type: 'string' },
+        },
+        USAGE,
+      );
+      if (positionals.length !== 1)
+        throw new UsageError(
+          `${positionals.length === 0 ? 'missing step' : 'expected one step'}\n${USAGE}`,
+        );
       const step = positionals[0] as StepName;
-      if (!(STEPS as readonly string[]).includes(step)) throw new UsageError(`unknown step "${positionals[0]}" (steps: ${STEPS.join(', ')})\n${USAGE}`);
-      if (values.size !== undefined && (workload !== 'rel' || step !== 'insert')) throw new UsageError(`--size applies to "npm run rel -- insert" only`);
-      if (values.tables !== undefined && (workload !== 'multi' || step !== 'create')) throw new UsageError(`--tables applies to "npm run multi -- create" only`);
+      if (!(STEPS as readonly string[]).includes(step))
+        throw new UsageError(
+          `unknown step "${positionals[0]}" (steps: ${STEPS.join(', ')})\n${USAGE}`,
+        );
+      if (values.size !== undefined && (workload !== 'rel' || step !== 'insert'))
+        throw new UsageError(`--size applies to "npm run rel -- insert" only`);
+      if (values.tables !== undefined && (workload !== 'multi' || step !== 'create'))
+        throw new UsageError(`--tables applies to "npm run multi -- create" only`);
       const tables = values.tables === undefined ? undefined : Number(values.tables);
-      if (tables !== undefined && (!Number.isSafeInteger(tables) || tables < 1)) throw new UsageError(`--tables must be a positive integer, got "${values.tables}"`);
-      const waitSeconds = values['wait-seconds'] === undefined ? undefined : Number(values['wait-seconds']);
-      if (waitSeconds !== undefined && (!Number.isSafeInteger(waitSeconds) || waitSeconds < 1)) throw new UsageError(`--wait-seconds must be a positive integer`);
+      if (tables !== undefined && (!Number.isSafeInteger(tables) || tables < 1))
+        throw new UsageError(`--tables must be a positive integer, got "${values.tables}"`);
+      const waitSeconds =
+        values['wait-seconds'] === undefined ? undefined : Number(values['wait-seconds']);
+      if (waitSeconds !== undefined && (!Number.isSafeInteger(waitSeconds) || waitSeconds < 1))
+        throw new UsageError(`--wait-seconds must be a positive integer`);
       const clusterDir = clusterDirOf(values.dir);
-      if (values.engine !== undefined && values.engine !== 'walsim' && values.engine !== 'postgres') throw new UsageError(`unknown engine "${values.engine}" (walsim or postgres)`);
+      if (values.engine !== undefined && values.engine !== 'walsim' && values.engine !== 'postgres')
+        throw new UsageError(`unknown engine "${values.engine}" (walsim or postgres)`);
       // The cluster directory says which engine it holds; --engine only has to agree with it.
       const pgDir = isPgCluster(clusterDir);
       if (values.engine === 'postgres' && !pgDir) {
-        throw new StepOrderError(`no PostgreSQL cluster at ${clusterDir}; run "npm run cluster -- start --engine postgres --dir ${clusterDir}" first`, 'cluster start');
+        throw new StepOrderError(
+          `no PostgreSQL cluster at ${clusterDir}; run "npm run cluster -- start --engine postgres --dir ${clusterDir}" first`,
+          'cluster start',
+        );
       }
-      if (values.engine === 'walsim' && pgDir) throw new UsageError(`${clusterDir} holds a PostgreSQL cluster (--engine postgres), not a walsim one`);
-      if (values.toast && (workload !== 'multi' || step !== 'create')) throw new UsageError('--toast applies to "npm run multi -- create" only');
-      if (values.profile !== undefined && step !== 'resume') throw new UsageError(`--profile applies to "npm run ${workload} -- resume" only`);
+      if (values.engine === 'walsim' && pgDir)
+        throw new UsageError(
+          `${clusterDir} holds a PostgreSQL cluster (--engine postgres), not a walsim one`,
+        );
+      if (values.toast && (workload !== 'multi' || step !== 'create'))
+        throw new UsageError('--toast applies to "npm run multi -- create" only');
+      if (values.profile !== undefined && step !== 'resume')
+        throw new UsageError(`--profile applies to "npm run ${workload} -- resume" only`);
       // Load the profile before promoting, so a bad --profile changes nothing.
       const profile = values.profile === undefined ? undefined : loadProfile(values.profile);
-      const result = await runStep(step, { clusterDir, engine: openEngine(clusterDir), workload, size: values.size, tables, waitSeconds, toast: values.toast, profile });
+      const result = await runStep(step, {
+        clusterDir,
+        engine: openEngine(clusterDir),
+        workload,
+        size: values.size,
+        tables,
+        waitSeconds,
+        toast: values.toast,
+        profile,
+      });
       const { lines, ...rest } = result;
       if (json) printJson(rest);
       else for (const l of lines) console.log(l);
@@ -82,10 +118,26 @@ export function stepMain(workload: Workload): void {
       }
       // A server's ERROR: walsim's control endpoint (ControlError) or either engine's PostgreSQL port (pg's DatabaseError).
       const server = e instanceof ControlError || e instanceof pg.DatabaseError;
-      const kind = e instanceof StepOrderError ? 'order' : e instanceof UsageError ? 'usage' : server ? 'server' : isWalsimError(e) ? e.kind : 'internal';
+      const kind =
+        e instanceof StepOrderError
+          ? 'order'
+          : e instanceof UsageError
+            ? 'usage'
+            : server
+              ? 'server'
+              : isWalsimError(e)
+                ? e.kind
+                : 'internal';
       const message = (e as Error).message;
       console.error(`error: ${message}`);
-      printJson({ error: { kind, message, ...(e instanceof StepOrderError ? { runFirst: e.runFirst } : {}), ...(server ? { code: (e as { code?: string }).code } : {}) } });
+      printJson({
+        error: {
+          kind,
+          message,
+          ...(e instanceof StepOrderError ? { runFirst: e.runFirst } : {}),
+          ...(server ? { code: (e as { code?: string }).code } : {}),
+        },
+      });
       return e instanceof UsageError ? 2 : 1;
     }
   }, USAGE);

@@ -24,17 +24,36 @@ import type { CostProfile } from '../../storage/cost-model/profile.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import type { AnyFailover, Engine, ExperimentNode } from './engine.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';
-import { readWorkloadState, tableNames, writeWorkloadState, type Workload, type WorkloadState } from './state.ts';
+import {
+  readWorkloadState,
+  tableNames,
+  writeWorkloadState,
+  type Workload,
+  type WorkloadState,
+} from './state.ts';
 import { connectPg, WalsimEngine } from './walsim-engine.ts';
 import { isPgCluster } from '../postgres/pg-cluster.ts';
 import { PgEngine } from '../postgres/pg-engine.ts';
 
-export const STEPS = ['create', 'insert', 'delete', 'pause', 'vacuum', 'truncate', 'stop', 'resume', 'count'] as const;
+export const STEPS = [
+  'create',
+  'insert',
+  'delete',
+  'pause',
+  'vacuum',
+  'truncate',
+  'stop',
+  'resume',
+  'count',
+] as const;
 export type StepName = (typeof STEPS)[number];
 
 /** A step run out of order: the message says which step (or command) to run first. */
 export class StepOrderError extends Error {
-  constructor(message: string, readonly runFirst: string) {
+  constructor(
+    message: string,
+    readonly runFirst: string,
+  ) {
     super(message);
     this.name = 'StepOrderError';
   }
@@ -98,7 +117,10 @@ export class StepSession {
     if (open) return open;
     const e = this.engine;
     if (!e.hasNode(node)) {
-      throw new StepOrderError(`no ${e.name === 'walsim' ? 'walsim' : 'PostgreSQL'} cluster at ${e.clusterDir}; run "${e.startCommand}" first`, 'cluster start');
+      throw new StepOrderError(
+        `no ${e.name === 'walsim' ? 'walsim' : 'PostgreSQL'} cluster at ${e.clusterDir}; run "${e.startCommand}" first`,
+        'cluster start',
+      );
     }
     if (!(await e.isRunning(node))) {
       throw new StepOrderError(
@@ -148,7 +170,10 @@ export class StepSession {
 }
 
 function orderError(s: StepSession, workload: Workload, step: string, why: string): StepOrderError {
-  return new StepOrderError(`${why}; run "npm run ${workload} -- ${step}${s.engine.stepFlag}" first`, step);
+  return new StepOrderError(
+    `${why}; run "npm run ${workload} -- ${step}${s.engine.stepFlag}" first`,
+    step,
+  );
 }
 
 /** 42P01: the relation does not exist. */
@@ -157,7 +182,11 @@ function isUndefinedTable(e: unknown): boolean {
 }
 
 /** pg_relation_size(table) in pages, or null when the table does not exist on `node`. */
-async function relationPages(s: StepSession, node: ExperimentNode, table: string): Promise<number | null> {
+async function relationPages(
+  s: StepSession,
+  node: ExperimentNode,
+  table: string,
+): Promise<number | null> {
   try {
     return Number(await s.scalar(node, `SELECT pg_relation_size('${table}')`)) / 8192;
   } catch (e) {
@@ -167,40 +196,62 @@ async function relationPages(s: StepSession, node: ExperimentNode, table: string
 }
 
 /** The workload's state, checked against the cluster: its first and last tables must exist. */
-async function requireCreated(s: StepSession, workload: Workload, node: ExperimentNode): Promise<WorkloadState> {
+async function requireCreated(
+  s: StepSession,
+  workload: Workload,
+  node: ExperimentNode,
+): Promise<WorkloadState> {
   const st = readWorkloadState(s.clusterDir, workload);
-  if (st === null) throw orderError(s, workload, 'create', `no ${workload} tables in the cluster at ${s.clusterDir}`);
+  if (st === null)
+    throw orderError(
+      s,
+      workload,
+      'create',
+      `no ${workload} tables in the cluster at ${s.clusterDir}`,
+    );
   const names = tableNames(workload, st.tables);
   for (const n of new Set([names[0]!, names[names.length - 1]!])) {
-    if ((await relationPages(s, node, n)) === null) throw orderError(s, workload, 'create', `table ${n} does not exist on the ${node}`);
+    if ((await relationPages(s, node, n)) === null)
+      throw orderError(s, workload, 'create', `table ${n} does not exist on the ${node}`);
   }
   return st;
 }
 
-const pauseState = (s: StepSession) => s.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()').then(String);
-const inRecovery = (s: StepSession) => s.scalar('standby', 'SELECT pg_is_in_recovery()').then((v) => v === true);
-const lsnOf = async (s: StepSession, node: ExperimentNode, fn: string) => String(await s.scalar(node, `SELECT ${fn}()`));
+const pauseState = (s: StepSession) =>
+  s.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()').then(String);
+const inRecovery = (s: StepSession) =>
+  s.scalar('standby', 'SELECT pg_is_in_recovery()').then((v) => v === true);
+const lsnOf = async (s: StepSession, node: ExperimentNode, fn: string) =>
+  String(await s.scalar(node, `SELECT ${fn}()`));
 
 /**
  * Wait until the standby has flushed (`pg_last_wal_receive_lsn()`) or replayed
  * (`pg_last_wal_replay_lsn()`) everything the primary flushed; returns that LSN.
  */
-async function waitForStandby(s: StepSession, mode: 'flush' | 'replay', timeoutMs = 600_000): Promise<string> {
+async function waitForStandby(
+  s: StepSession,
+  mode: 'flush' | 'replay',
+  timeoutMs = 600_000,
+): Promise<string> {
   const target = await lsnOf(s, 'primary', 'pg_current_wal_flush_lsn');
   const fn = mode === 'replay' ? 'pg_last_wal_replay_lsn' : 'pg_last_wal_receive_lsn';
   let polls = 0;
-  await pollUntil(async () => {
-    // A walsim standby whose replay stopped on a redo error stays up: fail at once, not at the timeout.
-    if (mode === 'replay' && polls++ % 50 === 0) {
-      const failure = await s.engine.replayFailure('standby');
-      if (failure !== null) throw new StopPolling(`standby replay stopped: ${failure}`);
-    }
-    return parseLsn(await lsnOf(s, 'standby', fn)) >= parseLsn(target);
-  }, `the standby's ${mode === 'replay' ? 'replay' : 'flush'} LSN to reach the primary's flush LSN ${target}`, timeoutMs, mode === 'replay' ? 20 : 5)
-    .catch((e: unknown) => {
-      if (e instanceof StopPolling) throw new WalsimError('invalid_wal', e.message);
-      throw new WalsimError('timeout', (e as Error).message);
-    });
+  await pollUntil(
+    async () => {
+      // A walsim standby whose replay stopped on a redo error stays up: fail at once, not at the timeout.
+      if (mode === 'replay' && polls++ % 50 === 0) {
+        const failure = await s.engine.replayFailure('standby');
+        if (failure !== null) throw new StopPolling(`standby replay stopped: ${failure}`);
+      }
+      return parseLsn(await lsnOf(s, 'standby', fn)) >= parseLsn(target);
+    },
+    `the standby's ${mode === 'replay' ? 'replay' : 'flush'} LSN to reach the primary's flush LSN ${target}`,
+    timeoutMs,
+    mode === 'replay' ? 20 : 5,
+  ).catch((e: unknown) => {
+    if (e instanceof StopPolling) throw new WalsimError('invalid_wal', e.message);
+    throw new WalsimError('timeout', (e as Error).message);
+  });
   return target;
 }
 
@@ -211,33 +262,66 @@ const fmtInt = (n: number) => n.toLocaleString('en-US');
 async function stepCreate(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const tables = o.workload === 'rel' ? 1 : (o.tables ?? 1000);
   if (!Number.isSafeInteger(tables) || tables < 1 || tables > 100_000) {
-    throw new WalsimError('invalid_input', `--tables must be an integer from 1 to 100000, got ${o.tables}`);
+    throw new WalsimError(
+      'invalid_input',
+      `--tables must be an integer from 1 to 100000, got ${o.tables}`,
+    );
   }
   const names = tableNames(o.workload, tables);
-  if (readWorkloadState(s.clusterDir, o.workload) !== null && (await relationPages(s, 'primary', names[0]!)) !== null) {
+  if (
+    readWorkloadState(s.clusterDir, o.workload) !== null &&
+    (await relationPages(s, 'primary', names[0]!)) !== null
+  ) {
     throw new StepOrderError(
       `the ${o.workload} tables already exist in ${s.clusterDir}; the next step is "npm run ${o.workload} -- insert${s.engine.stepFlag}" ` +
         `(to start over, stop this cluster and start a fresh one with another --dir)`,
       'insert',
     );
   }
-  await s.runEach('primary', names.map((n) => `CREATE TABLE ${n} (${o.toast ? 'c int, d text' : 'c int'})`));
-  writeWorkloadState(s.clusterDir, o.workload, { tables, pagesPerTable: null, sizeSpec: null, rowsPerTable: null, deleted: false, dropStep: null, pauseLsn: null, endLsn: null });
-  return { tables, toast: o.toast ?? false, lines: [`created ${fmtInt(tables)} table${tables === 1 ? '' : 's'} (${names[0]}${tables > 1 ? ` … ${names[tables - 1]}` : ''})${o.toast ? ', each with a TOAST table' : ''}`] };
+  await s.runEach(
+    'primary',
+    names.map((n) => `CREATE TABLE ${n} (${o.toast ? 'c int, d text' : 'c int'})`),
+  );
+  writeWorkloadState(s.clusterDir, o.workload, {
+    tables,
+    pagesPerTable: null,
+    sizeSpec: null,
+    rowsPerTable: null,
+    deleted: false,
+    dropStep: null,
+    pauseLsn: null,
+    endLsn: null,
+  });
+  return {
+    tables,
+    toast: o.toast ?? false,
+    lines: [
+      `created ${fmtInt(tables)} table${tables === 1 ? '' : 's'} (${names[0]}${tables > 1 ? ` … ${names[tables - 1]}` : ''})${o.toast ? ', each with a TOAST table' : ''}`,
+    ],
+  };
 }
 
 async function stepInsert(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'primary');
   if (st.pagesPerTable !== null) {
-    throw new StepOrderError(`${o.workload} rows are already inserted (${st.sizeSpec ?? st.pagesPerTable + ' pages'}); the next step is "delete" or "pause"`, 'delete');
+    throw new StepOrderError(
+      `${o.workload} rows are already inserted (${st.sizeSpec ?? st.pagesPerTable + ' pages'}); the next step is "delete" or "pause"`,
+      'delete',
+    );
   }
   // The standby's pool is the one measured: its NBuffers sizes NB/k.
-  const nBuffers = parseSharedBuffers(String(await s.scalar('standby', "SELECT current_setting('shared_buffers')"))).nBuffers;
+  const nBuffers = parseSharedBuffers(
+    String(await s.scalar('standby', "SELECT current_setting('shared_buffers')")),
+  ).nBuffers;
   await s.close('standby');
   let pages: number;
   let spec: string;
   if (o.workload === 'multi') {
-    if (o.size !== undefined) throw new WalsimError('invalid_input', 'multi tables are one block each; --size applies to "npm run rel" only');
+    if (o.size !== undefined)
+      throw new WalsimError(
+        'invalid_input',
+        'multi tables are one block each; --size applies to "npm run rel" only',
+      );
     pages = 1;
     spec = '1';
   } else {
@@ -247,79 +331,180 @@ async function stepInsert(s: StepSession, o: StepOptions): Promise<Partial<StepR
   }
   const rows = rowsForPages(pages);
   const names = tableNames(o.workload, st.tables);
-  await s.runEach('primary', names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`));
+  await s.runEach(
+    'primary',
+    names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`),
+  );
   // The server's own page count, which checks the rows-per-page arithmetic.
   const realPages = (await relationPages(s, 'primary', names[0]!))!;
-  writeWorkloadState(s.clusterDir, o.workload, { ...st, pagesPerTable: realPages, sizeSpec: spec, rowsPerTable: rows });
+  writeWorkloadState(s.clusterDir, o.workload, {
+    ...st,
+    pagesPerTable: realPages,
+    sizeSpec: spec,
+    rowsPerTable: rows,
+  });
   return {
-    size: spec, pagesPerTable: realPages, rowsPerTable: rows, tables: st.tables, nBuffers,
-    lines: [`inserted ${fmtInt(rows)} rows (${fmtInt(realPages)} page${realPages === 1 ? '' : 's'}${spec !== String(pages) ? `, ${spec} of NBuffers ${fmtInt(nBuffers)}` : ''}) into each of ${fmtInt(st.tables)} table${st.tables === 1 ? '' : 's'}`],
+    size: spec,
+    pagesPerTable: realPages,
+    rowsPerTable: rows,
+    tables: st.tables,
+    nBuffers,
+    lines: [
+      `inserted ${fmtInt(rows)} rows (${fmtInt(realPages)} page${realPages === 1 ? '' : 's'}${spec !== String(pages) ? `, ${spec} of NBuffers ${fmtInt(nBuffers)}` : ''}) into each of ${fmtInt(st.tables)} table${st.tables === 1 ? '' : 's'}`,
+    ],
   };
 }
 
 async function stepDelete(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'primary');
   if (st.pagesPerTable === null) throw orderError(s, o.workload, 'insert', 'no rows to delete');
-  if (st.dropStep !== null) throw orderError(s, o.workload, 'create', `the tables were already processed by ${st.dropStep}`);
-  await s.runEach('primary', tableNames(o.workload, st.tables).map((n) => `DELETE FROM ${n}`));
+  if (st.dropStep !== null)
+    throw orderError(
+      s,
+      o.workload,
+      'create',
+      `the tables were already processed by ${st.dropStep}`,
+    );
+  await s.runEach(
+    'primary',
+    tableNames(o.workload, st.tables).map((n) => `DELETE FROM ${n}`),
+  );
   writeWorkloadState(s.clusterDir, o.workload, { ...st, deleted: true });
-  return { tables: st.tables, lines: [`deleted all rows of ${fmtInt(st.tables)} table${st.tables === 1 ? '' : 's'}`] };
+  return {
+    tables: st.tables,
+    lines: [`deleted all rows of ${fmtInt(st.tables)} table${st.tables === 1 ? '' : 's'}`],
+  };
 }
 
 async function stepPause(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'primary');
-  if (st.pagesPerTable === null) throw orderError(s, o.workload, 'insert', 'the tables are empty (pause comes after insert, and after delete for the VACUUM test)');
-  if (!(await inRecovery(s))) throw new StepOrderError('the standby is already promoted; start a fresh cluster', 'cluster start');
+  if (st.pagesPerTable === null)
+    throw orderError(
+      s,
+      o.workload,
+      'insert',
+      'the tables are empty (pause comes after insert, and after delete for the VACUUM test)',
+    );
+  if (!(await inRecovery(s)))
+    throw new StepOrderError(
+      'the standby is already promoted; start a fresh cluster',
+      'cluster start',
+    );
   const state = await pauseState(s);
-  if (state !== 'not paused') throw new StepOrderError(`replay is already ${state}; the next step is "vacuum" or "truncate"`, 'vacuum');
+  if (state !== 'not paused')
+    throw new StepOrderError(
+      `replay is already ${state}; the next step is "vacuum" or "truncate"`,
+      'vacuum',
+    );
   // The seed checks the standby saw the DELETE (count = 0) before pausing: replay everything first.
   await waitForStandby(s, 'replay');
   await s.scalar('standby', 'SELECT pg_wal_replay_pause()');
-  await pollUntil(async () => (await pauseState(s)) === 'paused', 'replay to pause', 60_000, 5)
-    .catch((e: unknown) => { throw new WalsimError('timeout', (e as Error).message); });
+  await pollUntil(
+    async () => (await pauseState(s)) === 'paused',
+    'replay to pause',
+    60_000,
+    5,
+  ).catch((e: unknown) => {
+    throw new WalsimError('timeout', (e as Error).message);
+  });
   const replayLsn = await lsnOf(s, 'standby', 'pg_last_wal_replay_lsn');
   writeWorkloadState(s.clusterDir, o.workload, { ...st, pauseLsn: replayLsn });
   return { replayLsn, lines: [`standby replay paused at ${replayLsn}`] };
 }
 
-async function stepDrop(s: StepSession, o: StepOptions, step: 'vacuum' | 'truncate'): Promise<Partial<StepResult>> {
+async function stepDrop(
+  s: StepSession,
+  o: StepOptions,
+  step: 'vacuum' | 'truncate',
+): Promise<Partial<StepResult>> {
   const st = await requireCreated(s, o.workload, 'primary');
   if (st.pagesPerTable === null) throw orderError(s, o.workload, 'insert', 'the tables are empty');
-  if (step === 'vacuum' && !st.deleted) throw orderError(s, o.workload, 'delete', 'VACUUM truncates only empty pages: delete the rows first');
-  if (st.dropStep !== null) throw orderError(s, o.workload, 'stop', `${st.dropStep} already ran; the next step is "stop"`);
-  if ((await pauseState(s)) !== 'paused') throw orderError(s, o.workload, 'pause', "the standby's replay is not paused, so the drops would be replayed now instead of at failover");
+  if (step === 'vacuum' && !st.deleted)
+    throw orderError(
+      s,
+      o.workload,
+      'delete',
+      'VACUUM truncates only empty pages: delete the rows first',
+    );
+  if (st.dropStep !== null)
+    throw orderError(s, o.workload, 'stop', `${st.dropStep} already ran; the next step is "stop"`);
+  if ((await pauseState(s)) !== 'paused')
+    throw orderError(
+      s,
+      o.workload,
+      'pause',
+      "the standby's replay is not paused, so the drops would be replayed now instead of at failover",
+    );
   await s.close('standby');
   const verb = step === 'vacuum' ? 'VACUUM' : 'TRUNCATE';
-  const n = (await s.runEach('primary', tableNames(o.workload, st.tables).map((t) => `${verb} ${t}`))).length;
+  const n = (
+    await s.runEach(
+      'primary',
+      tableNames(o.workload, st.tables).map((t) => `${verb} ${t}`),
+    )
+  ).length;
   writeWorkloadState(s.clusterDir, o.workload, { ...st, dropStep: step });
-  return { statements: n, lines: [`${verb} of ${fmtInt(n)} table${n === 1 ? '' : 's'}, one transaction each (replay paused on the standby)`] };
+  return {
+    statements: n,
+    lines: [
+      `${verb} of ${fmtInt(n)} table${n === 1 ? '' : 's'}, one transaction each (replay paused on the standby)`,
+    ],
+  };
 }
 
 async function stepStop(s: StepSession, o: StepOptions): Promise<Partial<StepResult>> {
   const st = readWorkloadState(s.clusterDir, o.workload);
-  if (st === null) throw orderError(s, o.workload, 'create', `no ${o.workload} experiment in ${s.clusterDir}`);
+  if (st === null)
+    throw orderError(s, o.workload, 'create', `no ${o.workload} experiment in ${s.clusterDir}`);
   if (st.dropStep === null) {
-    throw new StepOrderError(`nothing to replay at failover yet; run "npm run ${o.workload} -- vacuum${s.engine.stepFlag}" (after delete) or "npm run ${o.workload} -- truncate${s.engine.stepFlag}" first`, 'vacuum');
+    throw new StepOrderError(
+      `nothing to replay at failover yet; run "npm run ${o.workload} -- vacuum${s.engine.stepFlag}" (after delete) or "npm run ${o.workload} -- truncate${s.engine.stepFlag}" first`,
+      'vacuum',
+    );
   }
-  if (!(await s.engine.isRunning('primary'))) throw new StepOrderError('the primary is not running (already stopped); the next step is "resume"', 'resume');
+  if (!(await s.engine.isRunning('primary')))
+    throw new StepOrderError(
+      'the primary is not running (already stopped); the next step is "resume"',
+      'resume',
+    );
   // The seed stops the primary after the statements finished: make sure the standby has the WAL.
   const endLsn = await waitForStandby(s, 'flush');
   await s.close();
   await s.engine.stop('primary', 'immediate');
   writeWorkloadState(s.clusterDir, o.workload, { ...st, endLsn });
-  return { mode: 'immediate', endLsn, lines: ['primary stopped (immediate, like pg_ctl stop -m immediate)'] };
+  return {
+    mode: 'immediate',
+    endLsn,
+    lines: ['primary stopped (immediate, like pg_ctl stop -m immediate)'],
+  };
 }
 
 async function stepResume(s: StepSession, o: StepOptions): Promise<AnyFailover> {
-  if (!(await inRecovery(s))) throw new StepOrderError('the standby is already promoted; start a fresh cluster for another run', 'cluster start');
-  if (await s.engine.isRunning('primary')) throw orderError(s, o.workload, 'stop', 'the primary is still running');
-  if ((await pauseState(s)) === 'not paused') throw orderError(s, o.workload, 'pause', 'replay is not paused, so there is nothing held back to measure');
+  if (!(await inRecovery(s)))
+    throw new StepOrderError(
+      'the standby is already promoted; start a fresh cluster for another run',
+      'cluster start',
+    );
+  if (await s.engine.isRunning('primary'))
+    throw orderError(s, o.workload, 'stop', 'the primary is still running');
+  if ((await pauseState(s)) === 'not paused')
+    throw orderError(
+      s,
+      o.workload,
+      'pause',
+      'replay is not paused, so there is nothing held back to measure',
+    );
   const st = readWorkloadState(s.clusterDir, o.workload);
   const receivedLsn = await lsnOf(s, 'standby', 'pg_last_wal_receive_lsn');
   await s.close('standby');
   const waitSeconds = o.waitSeconds ?? 3600;
   const observer = await s.engine.prepareFailover({
-    workload: o.workload, pauseLsn: st?.pauseLsn ?? null, endLsn: st?.endLsn ?? null, receivedLsn, waitSeconds, profile: o.profile,
+    workload: o.workload,
+    pauseLsn: st?.pauseLsn ?? null,
+    endLsn: st?.endLsn ?? null,
+    receivedLsn,
+    waitSeconds,
+    profile: o.profile,
   });
   // The timed window (the seed's rel.sh resume): resume replay, then promote at once. No session of
   // ours stays on the standby meanwhile.
@@ -340,16 +525,35 @@ async function stepCount(s: StepSession, o: StepOptions): Promise<Partial<StepRe
   // remote_write (the seed's level) is written on the standby, not yet replayed: counting at once
   // could miss it. Not while replay is paused (the count then shows the paused state on purpose),
   // nor once the primary is stopped or the standby promoted.
-  if ((await s.engine.isRunning('primary')) && (await inRecovery(s)) && (await pauseState(s)) === 'not paused') {
+  if (
+    (await s.engine.isRunning('primary')) &&
+    (await inRecovery(s)) &&
+    (await pauseState(s)) === 'not paused'
+  ) {
     await waitForStandby(s, 'replay');
   }
-  const counts = (await s.runEach('standby', tableNames(o.workload, st.tables).map((n) => `SELECT count(*) FROM ${n}`))).map(Number);
+  const counts = (
+    await s.runEach(
+      'standby',
+      tableNames(o.workload, st.tables).map((n) => `SELECT count(*) FROM ${n}`),
+    )
+  ).map(Number);
   const total = counts.reduce((a, b) => a + b, 0);
   const nonEmpty = counts.filter((n) => n > 0).length;
-  const lines = o.workload === 'rel'
-    ? [`rel_t: ${fmtInt(total)} rows on the standby`]
-    : [`${fmtInt(total)} rows in ${fmtInt(st.tables)} tables on the standby (${fmtInt(nonEmpty)} non-empty)`];
-  return { node: 'standby', tables: st.tables, totalRows: total, nonEmptyTables: nonEmpty, counts, lines };
+  const lines =
+    o.workload === 'rel'
+      ? [`rel_t: ${fmtInt(total)} rows on the standby`]
+      : [
+          `${fmtInt(total)} rows in ${fmtInt(st.tables)} tables on the standby (${fmtInt(nonEmpty)} non-empty)`,
+        ];
+  return {
+    node: 'standby',
+    tables: st.tables,
+    totalRows: total,
+    nonEmptyTables: nonEmpty,
+    counts,
+    lines,
+  };
 }
 
 /** Run one step; the session (if not given) is opened and closed here. */
@@ -359,17 +563,42 @@ export async function runStep(step: StepName, o: StepOptions): Promise<StepResul
   try {
     let r: Partial<StepResult> | AnyFailover;
     switch (step) {
-      case 'create': r = await stepCreate(s, o); break;
-      case 'insert': r = await stepInsert(s, o); break;
-      case 'delete': r = await stepDelete(s, o); break;
-      case 'pause': r = await stepPause(s, o); break;
-      case 'vacuum': r = await stepDrop(s, o, 'vacuum'); break;
-      case 'truncate': r = await stepDrop(s, o, 'truncate'); break;
-      case 'stop': r = await stepStop(s, o); break;
-      case 'resume': r = await stepResume(s, o); break;
-      case 'count': r = await stepCount(s, o); break;
+      case 'create':
+        r = await stepCreate(s, o);
+        break;
+      case 'insert':
+        r = await stepInsert(s, o);
+        break;
+      case 'delete':
+        r = await stepDelete(s, o);
+        break;
+      case 'pause':
+        r = await stepPause(s, o);
+        break;
+      case 'vacuum':
+        r = await stepDrop(s, o, 'vacuum');
+        break;
+      case 'truncate':
+        r = await stepDrop(s, o, 'truncate');
+        break;
+      case 'stop':
+        r = await stepStop(s, o);
+        break;
+      case 'resume':
+        r = await stepResume(s, o);
+        break;
+      case 'count':
+        r = await stepCount(s, o);
+        break;
     }
-    return { step, workload: o.workload, engine: s.engine.name, elapsedMs: performance.now() - t0, lines: [], ...r };
+    return {
+      step,
+      workload: o.workload,
+      engine: s.engine.name,
+      elapsedMs: performance.now() - t0,
+      lines: [],
+      ...r,
+    };
   } finally {
     if (o.session === undefined) {
       await s.close();

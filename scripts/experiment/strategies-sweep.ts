@@ -27,35 +27,57 @@ export const STRATEGIES_USAGE = `  strategies the seed debate replayed: every dr
 
 /** What sweep.ts's progress bar takes. */
 export interface ProgressSink {
-  update(p: { done: number; total: number; weightDone: number; weightTotal: number; current: string; lastRecord: null }): void;
+  update(p: {
+    done: number;
+    total: number;
+    weightDone: number;
+    weightTotal: number;
+    current: string;
+    lastRecord: null;
+  }): void;
   stop(): void;
 }
 
-export async function strategiesSweep(args: string[], makeProgress: (total: number) => ProgressSink, usage: string): Promise<number> {
-  const { values, positionals } = parseCli(args, {
-    'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
-    tables: { type: 'string', default: '1000' },
-    workloads: { type: 'string', default: STRATEGY_WORKLOADS.join(',') },
-    strategies: { type: 'string', default: DROP_STRATEGIES.join(',') },
-    runs: { type: 'string', default: '1' },
-    'threshold-divisor': { type: 'string', default: '32' },
-    profile: { type: 'string', default: DEFAULT_PROFILE },
-    'readonly-shared-buffers': { type: 'string', default: '1GB' },
-    'hit-ratios': { type: 'string', default: '0.5,0.9,0.99' },
-    'readonly-reads': { type: 'string', default: '30000' },
-    'readonly-rounds': { type: 'string', default: '40' },
-    out: { type: 'string', default: 'results' },
-    json: { type: 'boolean', default: false },
-  }, usage);
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n${usage}`);
+export async function strategiesSweep(
+  args: string[],
+  makeProgress: (total: number) => ProgressSink,
+  usage: string,
+): Promise<number> {
+  const { values, positionals } = parseCli(
+    args,
+    {
+      'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
+      tables: { type: 'string', default: '1000' },
+      workloads: { type: 'string', default: STRATEGY_WORKLOADS.join(',') },
+      strategies: { type: 'string', default: DROP_STRATEGIES.join(',') },
+      runs: { type: 'string', default: '1' },
+      'threshold-divisor': { type: 'string', default: '32' },
+      profile: { type: 'string', default: DEFAULT_PROFILE },
+      'readonly-shared-buffers': { type: 'string', default: '1GB' },
+      'hit-ratios': { type: 'string', default: '0.5,0.9,0.99' },
+      'readonly-reads': { type: 'string', default: '30000' },
+      'readonly-rounds': { type: 'string', default: '40' },
+      out: { type: 'string', default: 'results' },
+      json: { type: 'boolean', default: false },
+    },
+    usage,
+  );
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}"\n${usage}`);
   const sharedBuffers = list(values['shared-buffers']!, 'shared-buffers');
   for (const sb of sharedBuffers) parseSharedBuffers(sb);
   const readOnlySb = values['readonly-shared-buffers']!;
   const readOnlyNBuffers = parseSharedBuffers(readOnlySb).nBuffers;
-  const strategies = [...new Set(list(values.strategies!, 'strategies').map((s) => parseDropStrategy(s)))];
-  if (!strategies.includes('cached-lookup')) throw new UsageError('--strategies must include cached-lookup (the baseline of the read-only regression)');
+  const strategies = [
+    ...new Set(list(values.strategies!, 'strategies').map((s) => parseDropStrategy(s))),
+  ];
+  if (!strategies.includes('cached-lookup'))
+    throw new UsageError(
+      '--strategies must include cached-lookup (the baseline of the read-only regression)',
+    );
   const workloads = list(values.workloads!, 'workloads').map((w) => {
-    if (!(STRATEGY_WORKLOADS as readonly string[]).includes(w)) throw new UsageError(`unknown workload "${w}" (accepted: ${STRATEGY_WORKLOADS.join(', ')})`);
+    if (!(STRATEGY_WORKLOADS as readonly string[]).includes(w))
+      throw new UsageError(`unknown workload "${w}" (accepted: ${STRATEGY_WORKLOADS.join(', ')})`);
     return w as StrategyWorkload;
   });
   const hitRatios = list(values['hit-ratios']!, 'hit-ratios').map((h) => {
@@ -76,12 +98,23 @@ export async function strategiesSweep(args: string[], makeProgress: (total: numb
   }
   const json = values.json!;
   const settings = {
-    sharedBuffers, tables, workloads, strategies, runs, thresholdDivisor, profile: profile.name,
-    readOnlySharedBuffers: readOnlySb, hitRatios, readOnlyReads: reads, readOnlyRounds: rounds,
+    sharedBuffers,
+    tables,
+    workloads,
+    strategies,
+    runs,
+    thresholdDivisor,
+    profile: profile.name,
+    readOnlySharedBuffers: readOnlySb,
+    hitRatios,
+    readOnlyReads: reads,
+    readOnlyRounds: rounds,
   };
   if (!json) {
-    console.log(`strategy lab: ${strategies.length} strategies × ${workloads.length} workloads × shared_buffers ${sharedBuffers.join(', ')} ` +
-      `(${tables} tables, ${runs} run${runs === 1 ? '' : 's'}); read-only at ${readOnlySb}, hit ratios ${hitRatios.join(', ')}`);
+    console.log(
+      `strategy lab: ${strategies.length} strategies × ${workloads.length} workloads × shared_buffers ${sharedBuffers.join(', ')} ` +
+        `(${tables} tables, ${runs} run${runs === 1 ? '' : 's'}); read-only at ${readOnlySb}, hit ratios ${hitRatios.join(', ')}`,
+    );
   }
   const groups = sharedBuffers.length * workloads.length * runs;
   const roSteps = hitRatios.length * strategies.length * (rounds + 2);
@@ -92,27 +125,68 @@ export async function strategiesSweep(args: string[], makeProgress: (total: numb
   let readOnly;
   try {
     failover = await runStrategyFailovers({
-      sharedBuffers, workloads, strategies, tables, runs, thresholdDivisor, profile,
-      onProgress: (done, _t, label) => bar.update({ done, total, weightDone: done, weightTotal: total, current: label, lastRecord: null }),
+      sharedBuffers,
+      workloads,
+      strategies,
+      tables,
+      runs,
+      thresholdDivisor,
+      profile,
+      onProgress: (done, _t, label) =>
+        bar.update({
+          done,
+          total,
+          weightDone: done,
+          weightTotal: total,
+          current: label,
+          lastRecord: null,
+        }),
     });
     readOnly = measureReadOnly({
-      nBuffers: readOnlyNBuffers, hitRatios, strategies, reads, rounds,
-      onMeasured: (done, _t, label) => bar.update({ done: groups + done, total, weightDone: groups + done, weightTotal: total, current: label, lastRecord: null }),
+      nBuffers: readOnlyNBuffers,
+      hitRatios,
+      strategies,
+      reads,
+      rounds,
+      onMeasured: (done, _t, label) =>
+        bar.update({
+          done: groups + done,
+          total,
+          weightDone: groups + done,
+          weightTotal: total,
+          current: label,
+          lastRecord: null,
+        }),
     });
   } finally {
     bar.stop();
   }
-  const memorySizes = [...new Set([...sharedBuffers.map((sb) => parseSharedBuffers(sb).nBuffers), 13_107_200])].sort((a, b) => a - b);
+  const memorySizes = [
+    ...new Set([...sharedBuffers.map((sb) => parseSharedBuffers(sb).nBuffers), 13_107_200]),
+  ].sort((a, b) => a - b);
   const finishedAt = new Date();
   const output: StrategiesOutput = {
-    startedAt: startedAt.toISOString(), finishedAt: finishedAt.toISOString(),
-    wallSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1000, settings, profile: profile.name,
-    failover, readOnly: { ...readOnly, sharedBuffers: readOnlySb },
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    wallSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1000,
+    settings,
+    profile: profile.name,
+    failover,
+    readOnly: { ...readOnly, sharedBuffers: readOnlySb },
     memory: memorySizes.flatMap((n) => strategyMemory(n, strategies)),
   };
   const written = writeResultFiles(values.out!, output.startedAt, renderStrategies(output));
   if (json) {
-    printJson({ kind: 'strategies', dir: written.dir, files: written.files, wallSeconds: output.wallSeconds, settings, failover: failover.cells, readOnly: readOnly.cells, memory: output.memory });
+    printJson({
+      kind: 'strategies',
+      dir: written.dir,
+      files: written.files,
+      wallSeconds: output.wallSeconds,
+      settings,
+      failover: failover.cells,
+      readOnly: readOnly.cells,
+      memory: output.memory,
+    });
   } else {
     console.log('');
     console.log(fs.readFileSync(path.join(written.dir, 'tables.md'), 'utf8').trimEnd());

@@ -23,7 +23,11 @@
  */
 import type { DropStrategy } from '../../storage/drop.ts';
 import { DROP_PATHS, type DropPath } from '../../storage/drop.ts';
-import { diffReplayCounts, promotionStepCounts, type FailoverCounts } from '../../storage/cost-model/counts.ts';
+import {
+  diffReplayCounts,
+  promotionStepCounts,
+  type FailoverCounts,
+} from '../../storage/cost-model/counts.ts';
 import { modelFailover } from '../../storage/cost-model/model.ts';
 import type { CostProfile } from '../../storage/cost-model/profile.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
@@ -32,7 +36,12 @@ import { InProcessCluster } from './in-process.ts';
 import { tableNames } from './state.ts';
 
 export type StrategyWorkload = 'vacuum' | 'vacuum-toast' | 'truncate' | 'truncate-toast';
-export const STRATEGY_WORKLOADS: readonly StrategyWorkload[] = ['vacuum', 'vacuum-toast', 'truncate', 'truncate-toast'];
+export const STRATEGY_WORKLOADS: readonly StrategyWorkload[] = [
+  'vacuum',
+  'vacuum-toast',
+  'truncate',
+  'truncate-toast',
+];
 
 export const WORKLOAD_TITLES: Record<StrategyWorkload, string> = {
   vacuum: 'VACUUM, int-only tables',
@@ -65,19 +74,27 @@ export interface StrategyFailoverRun {
   invalidated: number;
 }
 
-export interface StrategyFailoverCell extends Omit<StrategyFailoverRun, 'run' | 'replayMs' | 'dropMs'> {
+export interface StrategyFailoverCell extends Omit<
+  StrategyFailoverRun,
+  'run' | 'replayMs' | 'dropMs'
+> {
   runs: number;
   replayMsMedian: number;
   dropMsMedian: number;
 }
 
-function statements(workload: StrategyWorkload, tables: number): { before: string[]; failover: string[] } {
+function statements(
+  workload: StrategyWorkload,
+  tables: number,
+): { before: string[]; failover: string[] } {
   const names = tableNames('multi', tables);
   const toast = workload.endsWith('-toast');
   const vacuum = workload.startsWith('vacuum');
   return {
     before: [
-      ...names.map((n) => (toast ? `CREATE TABLE ${n} (c int, d text)` : `CREATE TABLE ${n} (c int)`)),
+      ...names.map((n) =>
+        toast ? `CREATE TABLE ${n} (c int, d text)` : `CREATE TABLE ${n} (c int)`,
+      ),
       ...names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, 1)`),
       ...(vacuum ? names.map((n) => `DELETE FROM ${n}`) : []),
     ],
@@ -103,15 +120,28 @@ export interface StrategyFailoverOptions {
 }
 
 /** One workload at one size, every strategy in lockstep; returns one run per strategy. */
-async function runGroup(sb: string, workload: StrategyWorkload, o: StrategyFailoverOptions, run: number): Promise<StrategyFailoverRun[]> {
+async function runGroup(
+  sb: string,
+  workload: StrategyWorkload,
+  o: StrategyFailoverOptions,
+  run: number,
+): Promise<StrategyFailoverRun[]> {
   const { nBuffers } = parseSharedBuffers(sb);
-  const standbys = o.strategies.map((strategy) => NodeStorage.create(nBuffers, { strategy, thresholdDivisor: o.thresholdDivisor, forceOptimized: false }));
+  const standbys = o.strategies.map((strategy) =>
+    NodeStorage.create(nBuffers, {
+      strategy,
+      thresholdDivisor: o.thresholdDivisor,
+      forceOptimized: false,
+    }),
+  );
   const cluster = new InProcessCluster(standbys);
   const { before, failover } = statements(workload, o.tables);
   await cluster.run(before);
   cluster.frameRecords = true;
   const atPause = cluster.snapshot();
-  const dropMs0 = standbys.map((s) => DROP_PATHS.reduce((a, p) => a + s.dropStats.elapsedMsByPath[p], 0));
+  const dropMs0 = standbys.map((s) =>
+    DROP_PATHS.reduce((a, p) => a + s.dropStats.elapsedMsByPath[p], 0),
+  );
   cluster.replayMs = standbys.map(() => 0);
   await cluster.run(failover);
   const replayMs = cluster.replayMs;
@@ -124,26 +154,43 @@ async function runGroup(sb: string, workload: StrategyWorkload, o: StrategyFailo
     const d = replay.drops;
     const st = standbys[j]!;
     return {
-      sharedBuffers: sb, nBuffers, workload, strategy, tables: o.tables, run,
-      replayMs: replayMs[j]!, dropMs: DROP_PATHS.reduce((a, p) => a + st.dropStats.elapsedMsByPath[p], 0) - dropMs0[j]!,
-      modeledS: m.failoverS, modeledPolledS: m.polledS, modeledReplayS: m.phases.replayS,
+      sharedBuffers: sb,
+      nBuffers,
+      workload,
+      strategy,
+      tables: o.tables,
+      run,
+      replayMs: replayMs[j]!,
+      dropMs: DROP_PATHS.reduce((a, p) => a + st.dropStats.elapsedMsByPath[p], 0) - dropMs0[j]!,
+      modeledS: m.failoverS,
+      modeledPolledS: m.polledS,
+      modeledReplayS: m.phases.replayS,
       records: Object.values(replay.records).reduce((a: number, n) => a + (n ?? 0), 0),
       drops: { ...d.calls },
       scanned: d.scannedByMatcher.single + d.scannedByMatcher.linear + d.scannedByMatcher.bsearch,
-      hashBuildScanned: d.hashBuildScanned, probes: d.probes, listSteps: d.listSteps, invalidated: d.invalidated,
+      hashBuildScanned: d.hashBuildScanned,
+      probes: d.probes,
+      listSteps: d.listSteps,
+      invalidated: d.invalidated,
     };
   });
 }
 
 /** Every (shared_buffers, workload) group `runs` times; runs and per-cell medians in plan order. */
-export async function runStrategyFailovers(o: StrategyFailoverOptions): Promise<{ runs: StrategyFailoverRun[]; cells: StrategyFailoverCell[] }> {
+export async function runStrategyFailovers(
+  o: StrategyFailoverOptions,
+): Promise<{ runs: StrategyFailoverRun[]; cells: StrategyFailoverCell[] }> {
   const runs: StrategyFailoverRun[] = [];
   const total = o.sharedBuffers.length * o.workloads.length * o.runs;
   let done = 0;
   for (let run = 1; run <= o.runs; run++) {
     for (const sb of o.sharedBuffers) {
       for (const workload of o.workloads) {
-        o.onProgress?.(done, total, `s_b=${sb} ${o.tables} tables ${workload}${o.runs > 1 ? ` run ${run}/${o.runs}` : ''}`);
+        o.onProgress?.(
+          done,
+          total,
+          `s_b=${sb} ${o.tables} tables ${workload}${o.runs > 1 ? ` run ${run}/${o.runs}` : ''}`,
+        );
         runs.push(...(await runGroup(sb, workload, o, run)));
         done++;
       }
@@ -154,9 +201,16 @@ export async function runStrategyFailovers(o: StrategyFailoverOptions): Promise<
   for (const sb of o.sharedBuffers) {
     for (const workload of o.workloads) {
       for (const strategy of o.strategies) {
-        const rs = runs.filter((r) => r.sharedBuffers === sb && r.workload === workload && r.strategy === strategy);
+        const rs = runs.filter(
+          (r) => r.sharedBuffers === sb && r.workload === workload && r.strategy === strategy,
+        );
         const { run: _run, replayMs: _r, dropMs: _d, ...first } = rs[0]!;
-        cells.push({ ...first, runs: rs.length, replayMsMedian: median(rs.map((r) => r.replayMs)), dropMsMedian: median(rs.map((r) => r.dropMs)) });
+        cells.push({
+          ...first,
+          runs: rs.length,
+          replayMsMedian: median(rs.map((r) => r.replayMs)),
+          dropMsMedian: median(rs.map((r) => r.dropMs)),
+        });
       }
     }
   }

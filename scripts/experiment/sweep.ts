@@ -75,14 +75,26 @@ export interface ModeledColumns {
 export type MeasuredRunRecord = Omit<RunRecord, keyof ModeledColumns | 'mode' | 'counts'>;
 
 const NO_MODEL: ModeledColumns & Pick<RunRecord, 'mode' | 'counts'> = {
-  mode: 'measured', counts: null, modelProfile: '', modeledS: NaN, modeledPolledS: null, modeledReplayS: NaN,
-  modeledEndOfRecoveryS: NaN, modeledOpenForWritesS: NaN, modeledDropS: NaN,
+  mode: 'measured',
+  counts: null,
+  modelProfile: '',
+  modeledS: NaN,
+  modeledPolledS: null,
+  modeledReplayS: NaN,
+  modeledEndOfRecoveryS: NaN,
+  modeledOpenForWritesS: NaN,
+  modeledDropS: NaN,
 };
 
 export function modeledColumns(m: ModeledFailover): ModeledColumns {
   return {
-    modelProfile: m.profile, modeledS: m.failoverS, modeledPolledS: m.polledS, modeledReplayS: m.phases.replayS,
-    modeledEndOfRecoveryS: m.phases.endOfRecoveryS, modeledOpenForWritesS: m.phases.openForWritesS, modeledDropS: m.replay.dropsS,
+    modelProfile: m.profile,
+    modeledS: m.failoverS,
+    modeledPolledS: m.polledS,
+    modeledReplayS: m.phases.replayS,
+    modeledEndOfRecoveryS: m.phases.endOfRecoveryS,
+    modeledOpenForWritesS: m.phases.openForWritesS,
+    modeledDropS: m.replay.dropsS,
   };
 }
 
@@ -172,28 +184,63 @@ export const DEFAULT_SHARED_BUFFERS = ['128MB', '1GB', '20GB', '100GB'];
 export const DEFAULT_REL_DIVISORS = [512, 256, 128, 64, 32, 16, 8];
 
 export function cellKey(c: CellSpec): string {
-  return [c.engine, c.kind, c.sharedBuffers, c.variant, c.relSize ?? `${c.tables}x1`, c.strategy + (c.forceOptimized ? '+forced' : '')].join(' ');
+  return [
+    c.engine,
+    c.kind,
+    c.sharedBuffers,
+    c.variant,
+    c.relSize ?? `${c.tables}x1`,
+    c.strategy + (c.forceOptimized ? '+forced' : ''),
+  ].join(' ');
 }
 
 export function cellLabel(c: CellSpec): string {
-  const what = c.kind === 'threshold' ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)` : `${c.tables} tables ${c.variant.toUpperCase()}`;
+  const what =
+    c.kind === 'threshold'
+      ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)`
+      : `${c.tables} tables ${c.variant.toUpperCase()}`;
   if (c.engine === 'postgres') return `s_b=${c.sharedBuffers} ${what} PostgreSQL`;
   return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}`;
 }
 
 /** Test A cells: shared_buffers × NB/k × {cached-lookup forced (or not), full-scan}. */
-export function planThreshold(sharedBuffers: string[], divisors: number[], forceOptimized: boolean, engines: readonly Engine[] = ['walsim']): CellSpec[] {
+export function planThreshold(
+  sharedBuffers: string[],
+  divisors: number[],
+  forceOptimized: boolean,
+  engines: readonly Engine[] = ['walsim'],
+): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sharedBuffers) {
     const { nBuffers } = parseSharedBuffers(sb);
     for (const k of divisors) {
       const size = parseRelSize(`NB/${k}`, nBuffers);
-      const base = { kind: 'threshold', sharedBuffers: sb, nBuffers, variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1 } as const;
+      const base = {
+        kind: 'threshold',
+        sharedBuffers: sb,
+        nBuffers,
+        variant: 'vacuum',
+        relSize: size.spec,
+        relDivisor: k,
+        pagesPerTable: size.pages,
+        tables: 1,
+      } as const;
       // PostgreSQL 15 is the cached-lookup path, unpatched: its threshold decides.
-      if (engines.includes('postgres')) cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup', forceOptimized: false });
+      if (engines.includes('postgres'))
+        cells.push({
+          ...base,
+          engine: 'postgres',
+          strategy: 'cached-lookup',
+          forceOptimized: false,
+        });
       if (!engines.includes('walsim')) continue;
       for (const strategy of ['cached-lookup', 'full-scan'] as const) {
-        cells.push({ ...base, engine: 'walsim', strategy, forceOptimized: strategy === 'cached-lookup' && forceOptimized });
+        cells.push({
+          ...base,
+          engine: 'walsim',
+          strategy,
+          forceOptimized: strategy === 'cached-lookup' && forceOptimized,
+        });
       }
     }
   }
@@ -201,13 +248,30 @@ export function planThreshold(sharedBuffers: string[], divisors: number[], force
 }
 
 /** Test B cells: shared_buffers × variant × strategy. */
-export function planMulti(sharedBuffers: string[], tables: number, variants: Variant[], strategies: DropStrategy[], engines: readonly Engine[] = ['walsim']): CellSpec[] {
+export function planMulti(
+  sharedBuffers: string[],
+  tables: number,
+  variants: Variant[],
+  strategies: DropStrategy[],
+  engines: readonly Engine[] = ['walsim'],
+): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sharedBuffers) {
     const { nBuffers } = parseSharedBuffers(sb);
     for (const variant of variants) {
-      const base = { kind: 'multi', sharedBuffers: sb, nBuffers, forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables } as const;
-      if (engines.includes('postgres')) cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup' });
+      const base = {
+        kind: 'multi',
+        sharedBuffers: sb,
+        nBuffers,
+        forceOptimized: false,
+        variant,
+        relSize: null,
+        relDivisor: null,
+        pagesPerTable: 1,
+        tables,
+      } as const;
+      if (engines.includes('postgres'))
+        cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup' });
       if (!engines.includes('walsim')) continue;
       for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
     }
@@ -225,11 +289,20 @@ export function estimateCellSeconds(c: CellSpec): number {
     // initdb + base backup + two starts, statements, rows, and full scans of ~5 ns a descriptor
     // where PostgreSQL takes them (TOAST TRUNCATE, or relations of NBuffers/32 and more).
     const full = c.variant === 'truncate-toast' || c.pagesPerTable >= c.nBuffers / 32;
-    return 6 + c.tables * 0.012 + c.tables * c.pagesPerTable * 40e-6 + (full ? c.tables * c.nBuffers * 5e-9 : 0) + c.nBuffers * 2e-7;
+    return (
+      6 +
+      c.tables * 0.012 +
+      c.tables * c.pagesPerTable * 40e-6 +
+      (full ? c.tables * c.nBuffers * 5e-9 : 0) +
+      c.nBuffers * 2e-7
+    );
   }
   const drops = c.tables;
   const blocks = c.tables * c.pagesPerTable;
-  const lookup = c.strategy === 'cached-lookup' && c.variant !== 'truncate-toast' && (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
+  const lookup =
+    c.strategy === 'cached-lookup' &&
+    c.variant !== 'truncate-toast' &&
+    (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
   const dropWork = lookup ? blocks * 2.5e-6 : drops * c.nBuffers * 2.3e-9;
   return 2.5 + c.tables * 0.005 + blocks * 25e-6 + dropWork;
 }
@@ -243,25 +316,47 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
   const kind = ENGINE_KINDS[cell.engine];
   fs.mkdirSync(s.workDir, { recursive: true });
   fs.chmodSync(s.workDir, 0o755); // PostgreSQL's OS user must reach the cluster directories
-  const dir = fs.mkdtempSync(path.join(s.workDir, cell.engine === 'postgres' ? 'pg-cell-' : 'cell-'));
+  const dir = fs.mkdtempSync(
+    path.join(s.workDir, cell.engine === 'postgres' ? 'pg-cell-' : 'cell-'),
+  );
   const stepMs: Record<string, number> = {};
   try {
     let t = performance.now();
     const engine = await kind.createCluster(dir, {
-      sharedBuffers: cell.sharedBuffers, primarySharedBuffers: s.primarySharedBuffers, dropStrategy: cell.strategy,
-      forceOptimized: cell.forceOptimized, thresholdDivisor: s.thresholdDivisor, standbys: s.standbys ?? 1, pgBin: s.pgBin,
+      sharedBuffers: cell.sharedBuffers,
+      primarySharedBuffers: s.primarySharedBuffers,
+      dropStrategy: cell.strategy,
+      forceOptimized: cell.forceOptimized,
+      thresholdDivisor: s.thresholdDivisor,
+      standbys: s.standbys ?? 1,
+      pgBin: s.pgBin,
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
     const drop = cell.variant === 'vacuum' ? 'vacuum' : 'truncate';
-    const steps: StepName[] = ['create', 'insert', ...(drop === 'vacuum' ? ['delete' as const] : []), 'pause', drop, 'stop', 'resume'];
+    const steps: StepName[] = [
+      'create',
+      'insert',
+      ...(drop === 'vacuum' ? ['delete' as const] : []),
+      'pause',
+      drop,
+      'stop',
+      'resume',
+    ];
     const session = new StepSession(engine);
     let resume: ResumeResult | null = null;
     try {
       for (const step of steps) {
         t = performance.now();
         const r = await runStep(step, {
-          clusterDir: dir, engine, workload, session, tables: cell.tables, waitSeconds: s.waitSeconds, toast: cell.variant === 'truncate-toast', profile: s.profile,
+          clusterDir: dir,
+          engine,
+          workload,
+          session,
+          tables: cell.tables,
+          waitSeconds: s.waitSeconds,
+          toast: cell.variant === 'truncate-toast',
+          profile: s.profile,
           size: cell.kind === 'threshold' ? String(cell.pagesPerTable) : undefined,
         });
         stepMs[step] = performance.now() - t;
@@ -273,20 +368,45 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     }
     const r = resume!;
     const measured = {
-      ...cell, run, failoverMs: r.failoverMs, replayMs: r.phases.replayMs, endOfRecoveryMs: r.phases.endOfRecoveryMs,
-      openForWritesMs: r.phases.openForWritesMs, recordsReplayed: r.recordsReplayed, promoted: r.promoted, resumeAt: r.resumeAt, promotedAt: r.promotedAt, stepMs,
+      ...cell,
+      run,
+      failoverMs: r.failoverMs,
+      replayMs: r.phases.replayMs,
+      endOfRecoveryMs: r.phases.endOfRecoveryMs,
+      openForWritesMs: r.phases.openForWritesMs,
+      recordsReplayed: r.recordsReplayed,
+      promoted: r.promoted,
+      resumeAt: r.resumeAt,
+      promotedAt: r.promotedAt,
+      stepMs,
     };
     if (r.engine === 'postgres') {
       // PostgreSQL measures real seconds and does not count its drops; the model prices walsim's counts, so its columns stay empty.
       return {
-        ...measured, ...NO_MODEL, dropMs: NaN, dropsFullScan: NaN, dropsCachedLookup: NaN, scanned: NaN, probes: NaN, invalidated: NaN,
-        seedMethodMs: r.seedMethod.ms, walBytes: r.waldump.total.combinedBytes, stall: r.stall,
+        ...measured,
+        ...NO_MODEL,
+        dropMs: NaN,
+        dropsFullScan: NaN,
+        dropsCachedLookup: NaN,
+        scanned: NaN,
+        probes: NaN,
+        invalidated: NaN,
+        seedMethodMs: r.seedMethod.ms,
+        walBytes: r.waldump.total.combinedBytes,
+        stall: r.stall,
       };
     }
     return {
-      ...measured, mode: 'measured', ...modeledColumns(r.model), counts: r.report.counts, dropMs: r.drop.ms,
-      dropsFullScan: r.drop.drops['full-scan'], dropsCachedLookup: r.drop.drops['cached-lookup'],
-      scanned: r.drop.scanned, probes: r.drop.probes, invalidated: r.drop.invalidated,
+      ...measured,
+      mode: 'measured',
+      ...modeledColumns(r.model),
+      counts: r.report.counts,
+      dropMs: r.drop.ms,
+      dropsFullScan: r.drop.drops['full-scan'],
+      dropsCachedLookup: r.drop.drops['cached-lookup'],
+      scanned: r.drop.scanned,
+      probes: r.drop.probes,
+      invalidated: r.drop.invalidated,
     };
   } finally {
     await kind.destroyCluster(dir);
@@ -307,7 +427,10 @@ export const STALL_OUTLIER_MS = 4000;
 export function isStalled(r: RunRecord, cellRuns: readonly RunRecord[]): boolean {
   if (r.engine !== 'postgres') return false;
   if (r.stall === true) return true;
-  const others = cellRuns.filter((o) => o !== r).map((o) => o.failoverMs).filter(Number.isFinite);
+  const others = cellRuns
+    .filter((o) => o !== r)
+    .map((o) => o.failoverMs)
+    .filter(Number.isFinite);
   if (others.length === 0) return false;
   const fastest = Math.min(...others);
   return r.failoverMs - fastest >= STALL_OUTLIER_MS && r.failoverMs >= 2 * fastest;
@@ -332,7 +455,8 @@ export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[]
     const modeled = (f: (r: RunRecord) => number) => (rs.length ? mean(f) : NaN);
     const polled = rs.map((r) => r.modeledPolledS).filter((v): v is number => v !== null);
     return {
-      ...cell, runs: rs.length,
+      ...cell,
+      runs: rs.length,
       modelProfile: rs[0]?.modelProfile ?? '',
       modeledS: modeled((r) => r.modeledS),
       modeledPolledS: polled.length ? polled.reduce((a, b) => a + b, 0) / polled.length : null,
@@ -340,11 +464,19 @@ export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[]
       modeledEndOfRecoveryS: modeled((r) => r.modeledEndOfRecoveryS),
       modeledOpenForWritesS: modeled((r) => r.modeledOpenForWritesS),
       modeledDropS: modeled((r) => r.modeledDropS),
-      ...(cell.engine === 'walsim' && rs.length ? { modeledMsMean: modeled((r) => r.modeledS) * 1000 } : {}),
+      ...(cell.engine === 'walsim' && rs.length
+        ? { modeledMsMean: modeled((r) => r.modeledS) * 1000 }
+        : {}),
       failoverMsMean: rs.length ? mean((r) => r.failoverMs) : NaN,
       failoverMsMedian: median((clean.length ? clean : rs).map((r) => r.failoverMs)),
       stalls: rs.length - clean.length,
-      ...(cell.engine === 'postgres' ? { seedMethodMsMedian: median((clean.length ? clean : rs).map((r) => r.seedMethodMs ?? NaN)) } : {}),
+      ...(cell.engine === 'postgres'
+        ? {
+            seedMethodMsMedian: median(
+              (clean.length ? clean : rs).map((r) => r.seedMethodMs ?? NaN),
+            ),
+          }
+        : {}),
       failoverMsMin: Math.min(...rs.map((r) => r.failoverMs)),
       failoverMsMax: Math.max(...rs.map((r) => r.failoverMs)),
       replayMsMean: replays.length ? replays.reduce((a, b) => a + b, 0) / replays.length : null,
@@ -390,12 +522,18 @@ export function cpuPressureTotalUs(text?: string): number | null {
  * replaces `runCell` (tests).
  */
 export async function runSweep(
-  plan: CellSpec[], runs: number, settings: SweepSettings, onProgress: (p: SweepProgress) => void = () => {},
+  plan: CellSpec[],
+  runs: number,
+  settings: SweepSettings,
+  onProgress: (p: SweepProgress) => void = () => {},
   opts: { warmupRuns?: number; runOne?: typeof runCell } = {},
 ): Promise<RunRecord[]> {
   const runOne = opts.runOne ?? runCell;
   const warmups = opts.warmupRuns ?? 0;
-  assert(Number.isSafeInteger(warmups) && warmups >= 0, `warm-up runs must be a non-negative integer, got ${warmups}`);
+  assert(
+    Number.isSafeInteger(warmups) && warmups >= 0,
+    `warm-up runs must be a non-negative integer, got ${warmups}`,
+  );
   const records: RunRecord[] = [];
   const passes = warmups + runs;
   const total = plan.length * passes;
@@ -406,20 +544,38 @@ export async function runSweep(
     const run = warmup ? pass : pass - warmups;
     for (const cell of plan) {
       const current = `${cellLabel(cell)}${warmup ? ` warm-up${warmups > 1 ? ` ${run}/${warmups}` : ''}` : runs > 1 ? ` run ${run}/${runs}` : ''}`;
-      onProgress({ done: records.length, total, weightDone, weightTotal, current, lastRecord: records.at(-1) ?? null });
+      onProgress({
+        done: records.length,
+        total,
+        weightDone,
+        weightTotal,
+        current,
+        lastRecord: records.at(-1) ?? null,
+      });
       const p0 = cpuPressureTotalUs();
       const t0 = performance.now();
       const rec = await runOne(cell, run, settings);
       const p1 = cpuPressureTotalUs();
       const wallUs = (performance.now() - t0) * 1000;
       records.push({
-        ...rec, ...(warmup ? { warmup: true } : {}), loadAvg1: os.loadavg()[0]!,
-        ...(p0 !== null && p1 !== null && wallUs > 0 ? { cpuPressure: Math.min(1, (p1 - p0) / wallUs) } : {}),
+        ...rec,
+        ...(warmup ? { warmup: true } : {}),
+        loadAvg1: os.loadavg()[0]!,
+        ...(p0 !== null && p1 !== null && wallUs > 0
+          ? { cpuPressure: Math.min(1, (p1 - p0) / wallUs) }
+          : {}),
       });
       weightDone += estimateCellSeconds(cell);
     }
   }
-  onProgress({ done: records.length, total, weightDone, weightTotal, current: 'done', lastRecord: records.at(-1) ?? null });
+  onProgress({
+    done: records.length,
+    total,
+    weightDone,
+    weightTotal,
+    current: 'done',
+    lastRecord: records.at(-1) ?? null,
+  });
   return records;
 }
 
@@ -429,20 +585,57 @@ export async function runSweep(
  * fields NaN.
  */
 export async function runSweepModelOnly(
-  plan: CellSpec[], settings: Pick<SweepSettings, 'thresholdDivisor' | 'profile'>, onProgress: (p: SweepProgress) => void = () => {},
+  plan: CellSpec[],
+  settings: Pick<SweepSettings, 'thresholdDivisor' | 'profile'>,
+  onProgress: (p: SweepProgress) => void = () => {},
 ): Promise<RunRecord[]> {
   const total = plan.length;
-  onProgress({ done: 0, total, weightDone: 0, weightTotal: total, current: 'counting in-process', lastRecord: null });
-  const counts = await countCellsInProcess(plan, { thresholdDivisor: settings.thresholdDivisor }, (done, label) =>
-    onProgress({ done, total, weightDone: done, weightTotal: total, current: label, lastRecord: null }));
+  onProgress({
+    done: 0,
+    total,
+    weightDone: 0,
+    weightTotal: total,
+    current: 'counting in-process',
+    lastRecord: null,
+  });
+  const counts = await countCellsInProcess(
+    plan,
+    { thresholdDivisor: settings.thresholdDivisor },
+    (done, label) =>
+      onProgress({
+        done,
+        total,
+        weightDone: done,
+        weightTotal: total,
+        current: label,
+        lastRecord: null,
+      }),
+  );
   return plan.map((cell, i) => ({
-    ...cell, mode: 'model-only', ...modeledColumns(modelFailover(counts[i]!, settings.profile, cell.nBuffers)), counts: counts[i]!,
-    run: 1, failoverMs: NaN, replayMs: null, endOfRecoveryMs: null, openForWritesMs: null,
-    recordsReplayed: Object.values(counts[i]!.replay.records).reduce((a, b) => a + b, 0), dropMs: NaN,
-    dropsFullScan: counts[i]!.replay.drops.calls['full-scan'], dropsCachedLookup: counts[i]!.replay.drops.calls['cached-lookup'],
-    scanned: counts[i]!.replay.drops.scannedByMatcher.single + counts[i]!.replay.drops.scannedByMatcher.linear + counts[i]!.replay.drops.scannedByMatcher.bsearch + counts[i]!.replay.drops.hashBuildScanned,
-    probes: counts[i]!.replay.drops.probes, invalidated: counts[i]!.replay.drops.invalidated,
-    promoted: false, resumeAt: '', promotedAt: '', stepMs: {},
+    ...cell,
+    mode: 'model-only',
+    ...modeledColumns(modelFailover(counts[i]!, settings.profile, cell.nBuffers)),
+    counts: counts[i]!,
+    run: 1,
+    failoverMs: NaN,
+    replayMs: null,
+    endOfRecoveryMs: null,
+    openForWritesMs: null,
+    recordsReplayed: Object.values(counts[i]!.replay.records).reduce((a, b) => a + b, 0),
+    dropMs: NaN,
+    dropsFullScan: counts[i]!.replay.drops.calls['full-scan'],
+    dropsCachedLookup: counts[i]!.replay.drops.calls['cached-lookup'],
+    scanned:
+      counts[i]!.replay.drops.scannedByMatcher.single +
+      counts[i]!.replay.drops.scannedByMatcher.linear +
+      counts[i]!.replay.drops.scannedByMatcher.bsearch +
+      counts[i]!.replay.drops.hashBuildScanned,
+    probes: counts[i]!.replay.drops.probes,
+    invalidated: counts[i]!.replay.drops.invalidated,
+    promoted: false,
+    resumeAt: '',
+    promotedAt: '',
+    stepMs: {},
   }));
 }
 

@@ -11,13 +11,27 @@
 import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { ControlClient } from '../../server/control-client.ts';
-import { nodeDir, readNodeConfig, readPgPassword, readPidFile, readToken } from '../../server/cluster-files.ts';
+import {
+  nodeDir,
+  readNodeConfig,
+  readPgPassword,
+  readPidFile,
+  readToken,
+} from '../../server/cluster-files.ts';
 import { runningPid, startNode, stopNode } from '../../server/pg-ctl.ts';
 import { withModel, type FailoverReport } from '../../standby/failover-report.ts';
 import type { ModeledFailover } from '../../storage/cost-model/model.ts';
 import { defaultCostProfile } from '../../storage/cost-model/profile.ts';
 import { DROP_PATHS, type DropPath } from '../../storage/drop.ts';
-import type { Engine, EngineFailover, EngineKind, ExperimentNode, FailoverObserver, FailoverWindow, NewClusterSettings } from './engine.ts';
+import type {
+  Engine,
+  EngineFailover,
+  EngineKind,
+  ExperimentNode,
+  FailoverObserver,
+  FailoverWindow,
+  NewClusterSettings,
+} from './engine.ts';
 import { destroyCluster, startFreshCluster } from './fresh-cluster.ts';
 
 /** walsim's account of a failover: the server's report, its drop counters and modeled seconds. */
@@ -32,8 +46,16 @@ export interface WalsimFailover extends EngineFailover {
 const fmtInt = (n: number) => n.toLocaleString('en-US');
 
 /** A pg client to `connectionString` (errors surface on the next query, not as 'error' events). */
-export async function connectPg(connectionString: string, applicationName = 'walsim-experiment', pipeline = false): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString, application_name: applicationName, pipeline } as pg.ClientConfig);
+export async function connectPg(
+  connectionString: string,
+  applicationName = 'walsim-experiment',
+  pipeline = false,
+): Promise<pg.Client> {
+  const c = new pg.Client({
+    connectionString,
+    application_name: applicationName,
+    pipeline,
+  } as pg.ClientConfig);
   c.on('error', () => {});
   await c.connect();
   return c;
@@ -67,10 +89,15 @@ export class WalsimEngine implements Engine {
 
   connectionString(node: ExperimentNode): string {
     const pid = readPidFile(nodeDir(this.clusterDir, node));
-    if (pid === null || pid.pgPort === undefined) throw new WalsimError('not_connected', `node "${node}" of the cluster at ${this.clusterDir} is not running`);
+    if (pid === null || pid.pgPort === undefined)
+      throw new WalsimError(
+        'not_connected',
+        `node "${node}" of the cluster at ${this.clusterDir} is not running`,
+      );
     const host = this.hostOf(node);
     const password = readPgPassword(this.clusterDir);
-    const auth = password === null ? 'postgres' : `postgres:${encodeURIComponent(password.password)}`;
+    const auth =
+      password === null ? 'postgres' : `postgres:${encodeURIComponent(password.password)}`;
     return `postgresql://${auth}@${host.includes(':') ? `[${host}]` : host}:${pid.pgPort}/postgres`;
   }
 
@@ -93,9 +120,11 @@ export class WalsimEngine implements Engine {
   private promoteClient: pg.Client | null = null;
 
   async promote(node: ExperimentNode, waitSeconds: number): Promise<void> {
-    const c = this.promoteClient ?? (this.promoteClient = await connectPg(this.connectionString(node)));
+    const c =
+      this.promoteClient ?? (this.promoteClient = await connectPg(this.connectionString(node)));
     const r = await c.query({ text: `SELECT pg_promote(true, ${waitSeconds})`, rowMode: 'array' });
-    if (r.rows[0]?.[0] !== true) throw new WalsimError('timeout', `the ${node} did not promote within ${waitSeconds} s`);
+    if (r.rows[0]?.[0] !== true)
+      throw new WalsimError('timeout', `the ${node} did not promote within ${waitSeconds} s`);
   }
 
   async prepareFailover(w: FailoverWindow): Promise<FailoverObserver> {
@@ -104,16 +133,36 @@ export class WalsimEngine implements Engine {
     return {
       finish: async () => {
         const c = this.promoteClient!;
-        const served = (await c.query({ text: 'SELECT walsim_failover_report()', rowMode: 'array' })).rows[0]?.[0] as FailoverReport | null;
+        const served = (
+          await c.query({ text: 'SELECT walsim_failover_report()', rowMode: 'array' })
+        ).rows[0]?.[0] as FailoverReport | null;
         await this.close();
-        if (served === null || served === undefined || served.failoverMs === null || served.resumeAt === null || served.promotedAt === null) {
-          throw new WalsimError('timeout', `promotion did not finish within ${w.waitSeconds} s: ${JSON.stringify(served)}`);
+        if (
+          served === null ||
+          served === undefined ||
+          served.failoverMs === null ||
+          served.resumeAt === null ||
+          served.promotedAt === null
+        ) {
+          throw new WalsimError(
+            'timeout',
+            `promotion did not finish within ${w.waitSeconds} s: ${JSON.stringify(served)}`,
+          );
         }
         // The server models with the default profile; --profile re-prices the same counts.
         const r = withModel(served, w.profile ?? defaultCostProfile());
         return {
-          engine: 'walsim', failoverMs: served.failoverMs, resumeAt: served.resumeAt, promotedAt: served.promotedAt, phases: r.phases,
-          drop: r.drop, recordsReplayed: r.recordsReplayed, newTimeline: r.newTimeline, promoted: true, report: r, model: r.model!,
+          engine: 'walsim',
+          failoverMs: served.failoverMs,
+          resumeAt: served.resumeAt,
+          promotedAt: served.promotedAt,
+          phases: r.phases,
+          drop: r.drop,
+          recordsReplayed: r.recordsReplayed,
+          newTimeline: r.newTimeline,
+          promoted: true,
+          report: r,
+          model: r.model!,
           lines: formatFailover(r),
         };
       },
@@ -153,7 +202,9 @@ export const WALSIM_ENGINE: EngineKind = {
 
 /** `full-scan 1, cached-lookup 0` plus the list paths when they ran. */
 function dropPathsText(drops: Record<DropPath, number>): string {
-  return DROP_PATHS.filter((p) => p === 'full-scan' || p === 'cached-lookup' || drops[p] > 0).map((p) => `${p} ${fmtInt(drops[p])}`).join(', ');
+  return DROP_PATHS.filter((p) => p === 'full-scan' || p === 'cached-lookup' || drops[p] > 0)
+    .map((p) => `${p} ${fmtInt(drops[p])}`)
+    .join(', ');
 }
 
 /** The resume step's human output: the seed's two timestamps, their difference, and why. */
@@ -167,7 +218,8 @@ export function formatFailover(r: FailoverReport): string[] {
       (r.phases.checkpointMs !== null ? `  (then checkpoint ${ms(r.phases.checkpointMs)})` : ''),
     `replayed: ${fmtInt(r.recordsReplayed)} records; drops: ${dropPathsText(d.drops)}; ` +
       `${fmtInt(d.scanned)} descriptors scanned, ${fmtInt(d.probes)} probes, ` +
-      (d.listSteps > 0 ? `${fmtInt(d.listSteps)} list steps, ` : '') + `${fmtInt(d.invalidated)} buffers invalidated, ` +
+      (d.listSteps > 0 ? `${fmtInt(d.listSteps)} list steps, ` : '') +
+      `${fmtInt(d.invalidated)} buffers invalidated, ` +
       `${(d.ms / 1000).toFixed(3)} s inside drops`,
     ...(r.model === null ? [] : [formatModel(r.model)]),
   ];
@@ -176,6 +228,8 @@ export function formatFailover(r: FailoverReport): string[] {
 /** One line: the modeled PostgreSQL seconds of a failover and their phases. */
 export function formatModel(m: ModeledFailover): string {
   const s = (v: number) => `${v.toFixed(3)} s`;
-  return `modeled:  ${s(m.failoverS)} PostgreSQL (profile ${m.profile})  = replay ${s(m.phases.replayS)} + end of recovery ${s(m.phases.endOfRecoveryS)} + open for writes ${s(m.phases.openForWritesS)}` +
-    (m.polledS === null ? '' : `; ${s(m.polledS)} as the profile's promotion poll would read it`);
+  return (
+    `modeled:  ${s(m.failoverS)} PostgreSQL (profile ${m.profile})  = replay ${s(m.phases.replayS)} + end of recovery ${s(m.phases.endOfRecoveryS)} + open for writes ${s(m.phases.openForWritesS)}` +
+    (m.polledS === null ? '' : `; ${s(m.polledS)} as the profile's promotion poll would read it`)
+  );
 }

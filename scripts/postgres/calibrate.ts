@@ -20,7 +20,11 @@ import * as os from 'node:os';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { costFeatures, modelFailover } from '../../storage/cost-model/model.ts';
 import { fitProfile, type FitGroup, type FitObservation } from '../../storage/cost-model/fit.ts';
-import { COST_CONSTANT_NAMES, type CostConstantName, type CostProfile } from '../../storage/cost-model/profile.ts';
+import {
+  COST_CONSTANT_NAMES,
+  type CostConstantName,
+  type CostProfile,
+} from '../../storage/cost-model/profile.ts';
 import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
 import { parseRelSize } from '../experiment/rel-size.ts';
 import type { CellSpec, CellSummary, RunRecord } from '../experiment/sweep.ts';
@@ -33,17 +37,45 @@ export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 8];
 export const CALIBRATION_MAX_REL_PAGES = 16_384;
 
 /** The fixed cell set (PostgreSQL engine; walsim counts come from the same specs). */
-export function planCalibration(sizes: string[], tables: number, divisors: number[] = DEFAULT_CALIBRATION_REL_DIVISORS): CellSpec[] {
+export function planCalibration(
+  sizes: string[],
+  tables: number,
+  divisors: number[] = DEFAULT_CALIBRATION_REL_DIVISORS,
+): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sizes) {
     const { nBuffers } = parseSharedBuffers(sb);
     for (const variant of ['vacuum', 'truncate', 'truncate-toast'] as const) {
-      cells.push({ kind: 'multi', engine: 'postgres', sharedBuffers: sb, nBuffers, strategy: 'cached-lookup', forceOptimized: false, variant, relSize: null, relDivisor: null, pagesPerTable: 1, tables });
+      cells.push({
+        kind: 'multi',
+        engine: 'postgres',
+        sharedBuffers: sb,
+        nBuffers,
+        strategy: 'cached-lookup',
+        forceOptimized: false,
+        variant,
+        relSize: null,
+        relDivisor: null,
+        pagesPerTable: 1,
+        tables,
+      });
     }
     for (const k of divisors) {
       const size = parseRelSize(`NB/${k}`, nBuffers);
       if (size.pages > CALIBRATION_MAX_REL_PAGES) continue;
-      cells.push({ kind: 'threshold', engine: 'postgres', sharedBuffers: sb, nBuffers, strategy: 'cached-lookup', forceOptimized: false, variant: 'vacuum', relSize: size.spec, relDivisor: k, pagesPerTable: size.pages, tables: 1 });
+      cells.push({
+        kind: 'threshold',
+        engine: 'postgres',
+        sharedBuffers: sb,
+        nBuffers,
+        strategy: 'cached-lookup',
+        forceOptimized: false,
+        variant: 'vacuum',
+        relSize: size.spec,
+        relDivisor: k,
+        pagesPerTable: size.pages,
+        tables: 1,
+      });
     }
   }
   return cells;
@@ -65,8 +97,20 @@ const of = (pred: (k: CostConstantName) => boolean) => COST_CONSTANT_NAMES.filte
  */
 export const CALIBRATION_GROUPS: FitGroup[] = [
   { name: 'record', constants: of((k) => k.startsWith('record.')) },
-  { name: 'scan', constants: of((k) => /^scan\.(single|multi)\./.test(k) || k === 'scan.preCheckHit') },
-  { name: 'lookup', constants: of((k) => k.startsWith('lookup.') || k === 'invalidate' || k === 'dropCall.fullScan' || k === 'dropCall.lookup') },
+  {
+    name: 'scan',
+    constants: of((k) => /^scan\.(single|multi)\./.test(k) || k === 'scan.preCheckHit'),
+  },
+  {
+    name: 'lookup',
+    constants: of(
+      (k) =>
+        k.startsWith('lookup.') ||
+        k === 'invalidate' ||
+        k === 'dropCall.fullScan' ||
+        k === 'dropCall.lookup',
+    ),
+  },
   // A file created or unlinked changes a directory and allocates or frees an inode: journaled
   // namespace changes. Extending, truncating or sizing a file touches one inode's size and extents.
   // One tied constant for both under-priced TRUNCATE of TOAST-able tables (three files created and
@@ -100,7 +144,10 @@ export interface CalibrationReport {
 }
 
 export function cellShortLabel(c: CellSpec): string {
-  const what = c.kind === 'threshold' ? `Test A VACUUM ${c.relSize}` : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
+  const what =
+    c.kind === 'threshold'
+      ? `Test A VACUUM ${c.relSize}`
+      : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
   return `${c.sharedBuffers} ${what}`;
 }
 
@@ -110,7 +157,12 @@ export function machineCache(base: CostProfile): CostProfile['cache'] {
     try {
       const text = fs.readFileSync(`/sys/devices/system/cpu/cpu0/cache/${idx}/size`, 'utf8').trim();
       const m = /^(\d+)([KM])$/.exec(text);
-      if (m) return { ...base.cache, llcBytes: Number(m[1]) * (m[2] === 'M' ? 1 << 20 : 1024), source: `this machine: ${os.cpus()[0]?.model ?? 'cpu'}, last-level cache ${text} (sysfs ${idx})` };
+      if (m)
+        return {
+          ...base.cache,
+          llcBytes: Number(m[1]) * (m[2] === 'M' ? 1 << 20 : 1024),
+          source: `this machine: ${os.cpus()[0]?.model ?? 'cpu'}, last-level cache ${text} (sysfs ${idx})`,
+        };
     } catch {
       /* try the next level */
     }
@@ -123,12 +175,20 @@ export function machineCache(base: CostProfile): CostProfile['cache'] {
  * each cell to predict it.
  */
 export function fitCalibration(
-  cells: CellSummary[], counts: FailoverCounts[], base: CostProfile, meta: { name: string; description: string; source: string },
+  cells: CellSummary[],
+  counts: FailoverCounts[],
+  base: CostProfile,
+  meta: { name: string; description: string; source: string },
   groups: FitGroup[] = CALIBRATION_GROUPS,
 ): CalibrationReport {
-  const usable = cells.map((c, i) => ({ c, counts: counts[i]! })).filter((x) => Number.isFinite(x.c.failoverMsMedian) && x.c.failoverMsMedian > 0);
+  const usable = cells
+    .map((c, i) => ({ c, counts: counts[i]! }))
+    .filter((x) => Number.isFinite(x.c.failoverMsMedian) && x.c.failoverMsMedian > 0);
   const obs: FitObservation[] = usable.map(({ c, counts: n }) => ({
-    label: cellShortLabel(c), features: costFeatures(n, base, c.nBuffers), targetS: c.failoverMsMedian / 1000, weight: 1000 / c.failoverMsMedian,
+    label: cellShortLabel(c),
+    features: costFeatures(n, base, c.nBuffers),
+    targetS: c.failoverMsMedian / 1000,
+    weight: 1000 / c.failoverMsMedian,
   }));
   const spec = { base: { ...base, promotionPoll: null }, groups, ...meta };
   const all = fitProfile(obs, spec);
@@ -136,11 +196,21 @@ export function fitCalibration(
     const measuredS = c.failoverMsMedian / 1000;
     const fittedS = modelFailover(n, all.profile, c.nBuffers).failoverS;
     const others = obs.filter((_, j) => j !== i);
-    const loo = others.length > 0 ? modelFailover(n, fitProfile(others, spec).profile, c.nBuffers).failoverS : NaN;
+    const loo =
+      others.length > 0
+        ? modelFailover(n, fitProfile(others, spec).profile, c.nBuffers).failoverS
+        : NaN;
     return {
-      label: obs[i]!.label, cell: c, runs: c.runs, stalls: c.stalls, measuredS, fittedS,
-      residualS: fittedS - measuredS, residualPct: (fittedS - measuredS) / measuredS,
-      leaveOneOutS: loo, leaveOneOutPct: (loo - measuredS) / measuredS,
+      label: obs[i]!.label,
+      cell: c,
+      runs: c.runs,
+      stalls: c.stalls,
+      measuredS,
+      fittedS,
+      residualS: fittedS - measuredS,
+      residualPct: (fittedS - measuredS) / measuredS,
+      leaveOneOutS: loo,
+      leaveOneOutPct: (loo - measuredS) / measuredS,
     };
   });
   return { profile: all.profile, groupSeconds: all.groupSeconds, cells: out };
@@ -171,12 +241,18 @@ export interface StoredCalibration {
   warmupRuns: number;
   machine: unknown;
   /** What the cell set was planned from (older files: inferred from the labels and the defaults). */
-  settings: { sizes: string[]; tables: number; relDivisors: number[]; primarySharedBuffers: string };
+  settings: {
+    sizes: string[];
+    tables: number;
+    relDivisors: number[];
+    primarySharedBuffers: string;
+  };
   records: StoredCalibrationRun[];
 }
 
 /** The label a stored run carries: `<shared_buffers> <variant or NB/k>`. */
-export const storedLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>) => `${c.sharedBuffers} ${c.relSize ?? c.variant}`;
+export const storedLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>) =>
+  `${c.sharedBuffers} ${c.relSize ?? c.variant}`;
 
 /** Read the measurements of a profile written by `npm run calibrate` (for `--refit`). */
 export function readStoredCalibration(file: string): StoredCalibration {
@@ -184,26 +260,48 @@ export function readStoredCalibration(file: string): StoredCalibration {
   try {
     j = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (e) {
-    throw new WalsimError('invalid_input', `cannot read calibration ${file}: ${(e as Error).message}`);
+    throw new WalsimError(
+      'invalid_input',
+      `cannot read calibration ${file}: ${(e as Error).message}`,
+    );
   }
   const fit = (j as { fit?: Record<string, unknown> } | null)?.fit;
   const recs = fit?.records;
-  if (!fit || !Array.isArray(recs) || recs.length === 0) throw new WalsimError('invalid_input', `${file} has no fit.records: only a profile written by npm run calibrate can be refitted`);
+  if (!fit || !Array.isArray(recs) || recs.length === 0)
+    throw new WalsimError(
+      'invalid_input',
+      `${file} has no fit.records: only a profile written by npm run calibrate can be refitted`,
+    );
   for (const r of recs as Array<Record<string, unknown>>) {
-    if (typeof r.label !== 'string' || typeof r.run !== 'number' || typeof r.failoverMs !== 'number') {
-      throw new WalsimError('invalid_input', `${file}: a fit.records entry lacks label, run or failoverMs: ${JSON.stringify(r).slice(0, 200)}`);
+    if (
+      typeof r.label !== 'string' ||
+      typeof r.run !== 'number' ||
+      typeof r.failoverMs !== 'number'
+    ) {
+      throw new WalsimError(
+        'invalid_input',
+        `${file}: a fit.records entry lacks label, run or failoverMs: ${JSON.stringify(r).slice(0, 200)}`,
+      );
     }
   }
   const records = recs as StoredCalibrationRun[];
   const s = fit.settings as StoredCalibration['settings'] | undefined;
   const sizes = s?.sizes ?? [...new Set(records.map((r) => r.label.split(' ')[0]!))];
-  const divisors = s?.relDivisors ?? [...new Set(records.flatMap((r) => /NB\/(\d+)$/.exec(r.label)?.[1] ?? []).map(Number))];
+  const divisors = s?.relDivisors ?? [
+    ...new Set(records.flatMap((r) => /NB\/(\d+)$/.exec(r.label)?.[1] ?? []).map(Number)),
+  ];
   return {
-    measuredAt: String(fit.measuredAt), wallSeconds: Number(fit.wallSeconds), postgres: String(fit.postgres),
-    runs: Number(fit.runsPerCell), warmupRuns: Number(fit.warmupRunsPerCell ?? 0), machine: fit.machine ?? null,
+    measuredAt: String(fit.measuredAt),
+    wallSeconds: Number(fit.wallSeconds),
+    postgres: String(fit.postgres),
+    runs: Number(fit.runsPerCell),
+    warmupRuns: Number(fit.warmupRunsPerCell ?? 0),
+    machine: fit.machine ?? null,
     settings: {
-      sizes, tables: s?.tables ?? DEFAULT_CALIBRATION_TABLES,
-      relDivisors: divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
+      sizes,
+      tables: s?.tables ?? DEFAULT_CALIBRATION_TABLES,
+      relDivisors:
+        divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
       primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',
     },
     records,
@@ -211,19 +309,50 @@ export function readStoredCalibration(file: string): StoredCalibration {
 }
 
 /** Stored runs back as PostgreSQL RunRecords of the plan's cells (measured fields only; drop counters NaN). */
-export function recordsFromStored(stored: readonly StoredCalibrationRun[], plan: readonly CellSpec[]): RunRecord[] {
+export function recordsFromStored(
+  stored: readonly StoredCalibrationRun[],
+  plan: readonly CellSpec[],
+): RunRecord[] {
   return stored.map((r) => {
     const cell = plan.find((c) => storedLabel(c) === r.label);
-    if (!cell) throw new WalsimError('invalid_input', `stored run "${r.label}" matches no calibration cell (${plan.map(storedLabel).join(', ')})`);
+    if (!cell)
+      throw new WalsimError(
+        'invalid_input',
+        `stored run "${r.label}" matches no calibration cell (${plan.map(storedLabel).join(', ')})`,
+      );
     return {
-      ...cell, mode: 'measured', counts: null, modelProfile: '', modeledS: NaN, modeledPolledS: null, modeledReplayS: NaN,
-      modeledEndOfRecoveryS: NaN, modeledOpenForWritesS: NaN, modeledDropS: NaN,
-      run: r.run, failoverMs: r.failoverMs, replayMs: r.replayMs ?? null, endOfRecoveryMs: r.endOfRecoveryMs ?? null, openForWritesMs: r.openForWritesMs ?? null,
-      recordsReplayed: r.recordsReplayed ?? NaN, dropMs: NaN, dropsFullScan: NaN, dropsCachedLookup: NaN, scanned: NaN, probes: NaN, invalidated: NaN,
-      promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
-      ...(r.seedMethodMs !== undefined ? { seedMethodMs: r.seedMethodMs } : {}), ...(r.walBytes !== undefined ? { walBytes: r.walBytes } : {}),
-      stall: r.stall === true, ...(r.warmup ? { warmup: true } : {}),
-      ...(r.loadAvg1 !== undefined ? { loadAvg1: r.loadAvg1 } : {}), ...(r.cpuPressure !== undefined ? { cpuPressure: r.cpuPressure } : {}),
+      ...cell,
+      mode: 'measured',
+      counts: null,
+      modelProfile: '',
+      modeledS: NaN,
+      modeledPolledS: null,
+      modeledReplayS: NaN,
+      modeledEndOfRecoveryS: NaN,
+      modeledOpenForWritesS: NaN,
+      modeledDropS: NaN,
+      run: r.run,
+      failoverMs: r.failoverMs,
+      replayMs: r.replayMs ?? null,
+      endOfRecoveryMs: r.endOfRecoveryMs ?? null,
+      openForWritesMs: r.openForWritesMs ?? null,
+      recordsReplayed: r.recordsReplayed ?? NaN,
+      dropMs: NaN,
+      dropsFullScan: NaN,
+      dropsCachedLookup: NaN,
+      scanned: NaN,
+      probes: NaN,
+      invalidated: NaN,
+      promoted: true,
+      resumeAt: '',
+      promotedAt: '',
+      stepMs: {},
+      ...(r.seedMethodMs !== undefined ? { seedMethodMs: r.seedMethodMs } : {}),
+      ...(r.walBytes !== undefined ? { walBytes: r.walBytes } : {}),
+      stall: r.stall === true,
+      ...(r.warmup ? { warmup: true } : {}),
+      ...(r.loadAvg1 !== undefined ? { loadAvg1: r.loadAvg1 } : {}),
+      ...(r.cpuPressure !== undefined ? { cpuPressure: r.cpuPressure } : {}),
     };
   });
 }

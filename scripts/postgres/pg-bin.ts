@@ -34,7 +34,8 @@ export interface PgBin {
 
 function majorDirs(): string[] {
   if (!fs.existsSync(DEBIAN_LIB)) return [];
-  return fs.readdirSync(DEBIAN_LIB)
+  return fs
+    .readdirSync(DEBIAN_LIB)
     .filter((d) => /^\d+$/.test(d) && fs.existsSync(path.join(DEBIAN_LIB, d, 'bin', 'postgres')))
     .sort((a, b) => Number(b) - Number(a))
     .map((d) => path.join(DEBIAN_LIB, d, 'bin'));
@@ -63,10 +64,15 @@ export function findPgBin(dir?: string): PgBin {
   try {
     version = execFileSync(path.join(bin, 'postgres'), ['--version'], { encoding: 'utf8' }).trim();
   } catch (e) {
-    throw new PgMissingError(`${path.join(bin, 'postgres')} --version failed: ${(e as Error).message.split('\n')[0]}`);
+    throw new PgMissingError(
+      `${path.join(bin, 'postgres')} --version failed: ${(e as Error).message.split('\n')[0]}`,
+    );
   }
   const m = /\(PostgreSQL\)\s+(\d+)/.exec(version);
-  if (m === null) throw new PgMissingError(`cannot read the version of ${path.join(bin, 'postgres')}: "${version}"`);
+  if (m === null)
+    throw new PgMissingError(
+      `cannot read the version of ${path.join(bin, 'postgres')}: "${version}"`,
+    );
   return { dir: bin, major: Number(m[1]), version, path: (p) => path.join(bin, p) };
 }
 
@@ -82,9 +88,14 @@ export interface PgUser {
  */
 export function pgServerUser(name = 'postgres'): PgUser | null {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return null;
-  const line = fs.readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${name}:`));
+  const line = fs
+    .readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${name}:`));
   if (line === undefined) {
-    throw new PgMissingError(`running as root, but there is no "${name}" OS user to run PostgreSQL as (the Debian package "postgresql-15" creates it)`);
+    throw new PgMissingError(
+      `running as root, but there is no "${name}" OS user to run PostgreSQL as (the Debian package "postgresql-15" creates it)`,
+    );
   }
   const f = line.split(':');
   return { name, uid: Number(f[2]), gid: Number(f[3]) };

@@ -7,7 +7,14 @@
  */
 import * as fs from 'node:fs';
 import { parseCli, printJson, clusterDirOf, UsageError } from '../cli.ts';
-import { initPgCluster, isPgCluster, pgConnectionString, pgCtl, pgNodeRunning, readPgEngine } from './pg-cluster.ts';
+import {
+  initPgCluster,
+  isPgCluster,
+  pgConnectionString,
+  pgCtl,
+  pgNodeRunning,
+  readPgEngine,
+} from './pg-cluster.ts';
 
 export const PG_CLUSTER_USAGE = `  --engine postgres: a real PostgreSQL primary + synchronous standby (seed 001's settings)
   start   --engine postgres [--pg-bin DIR] [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--dir .walsim]
@@ -20,38 +27,72 @@ export function wantsPgEngine(argv: string[]): boolean {
   if (i >= 0 && argv[i + 1] === 'postgres') return true;
   if (argv.includes('--engine=postgres')) return true;
   const d = argv.indexOf('--dir');
-  const dir = clusterDirOf(d >= 0 ? argv[d + 1] : argv.find((a) => a.startsWith('--dir='))?.slice(6));
+  const dir = clusterDirOf(
+    d >= 0 ? argv[d + 1] : argv.find((a) => a.startsWith('--dir='))?.slice(6),
+  );
   return isPgCluster(dir);
 }
 
-export async function pgClusterCommand(cmd: string, argv: string[], usage: string): Promise<number> {
-  const { values } = parseCli(argv, {
-    dir: { type: 'string' }, engine: { type: 'string' }, 'pg-bin': { type: 'string' },
-    'shared-buffers': { type: 'string', default: '128MB' }, 'standby-shared-buffers': { type: 'string' },
-    mode: { type: 'string', default: 'fast' }, node: { type: 'string' }, json: { type: 'boolean', default: false },
-  }, usage);
-  if (values.engine !== undefined && values.engine !== 'postgres') throw new UsageError(`this directory holds a PostgreSQL cluster; --engine ${values.engine} does not apply`);
+export async function pgClusterCommand(
+  cmd: string,
+  argv: string[],
+  usage: string,
+): Promise<number> {
+  const { values } = parseCli(
+    argv,
+    {
+      dir: { type: 'string' },
+      engine: { type: 'string' },
+      'pg-bin': { type: 'string' },
+      'shared-buffers': { type: 'string', default: '128MB' },
+      'standby-shared-buffers': { type: 'string' },
+      mode: { type: 'string', default: 'fast' },
+      node: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    usage,
+  );
+  if (values.engine !== undefined && values.engine !== 'postgres')
+    throw new UsageError(
+      `this directory holds a PostgreSQL cluster; --engine ${values.engine} does not apply`,
+    );
   const dir = clusterDirOf(values.dir);
   switch (cmd) {
     case 'start': {
       if (isPgCluster(dir)) {
-        for (const n of ['primary', 'standby'] as const) if (!(await pgNodeRunning(dir, n))) await pgCtl(dir, n, 'start');
+        for (const n of ['primary', 'standby'] as const)
+          if (!(await pgNodeRunning(dir, n))) await pgCtl(dir, n, 'start');
       } else {
-        if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) throw new UsageError(`${dir} is not empty; choose a fresh --dir for a PostgreSQL cluster`);
-        await initPgCluster(dir, { sharedBuffers: values['standby-shared-buffers'] ?? values['shared-buffers']!, primarySharedBuffers: values['shared-buffers']!, pgBin: values['pg-bin'] });
+        if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
+          throw new UsageError(
+            `${dir} is not empty; choose a fresh --dir for a PostgreSQL cluster`,
+          );
+        await initPgCluster(dir, {
+          sharedBuffers: values['standby-shared-buffers'] ?? values['shared-buffers']!,
+          primarySharedBuffers: values['shared-buffers']!,
+          pgBin: values['pg-bin'],
+        });
       }
       const e = readPgEngine(dir);
       if (values.json) printJson({ dir, engine: 'postgres', version: e.version, ports: e.ports });
-      else for (const n of ['primary', 'standby'] as const) console.log(`${n}: started (${e.version.replace(/^postgres /, '')}), listening on 127.0.0.1:${e.ports[n]}  (psql "${pgConnectionString(dir, n)}")`);
+      else
+        for (const n of ['primary', 'standby'] as const)
+          console.log(
+            `${n}: started (${e.version.replace(/^postgres /, '')}), listening on 127.0.0.1:${e.ports[n]}  (psql "${pgConnectionString(dir, n)}")`,
+          );
       return 0;
     }
     case 'stop': {
       const mode = values.mode as 'smart' | 'fast' | 'immediate';
-      if (!['smart', 'fast', 'immediate'].includes(mode)) throw new UsageError(`invalid shutdown mode "${values.mode}" (accepted: smart, fast, immediate)`);
+      if (!['smart', 'fast', 'immediate'].includes(mode))
+        throw new UsageError(
+          `invalid shutdown mode "${values.mode}" (accepted: smart, fast, immediate)`,
+        );
       const nodes = values.node ? [values.node] : ['primary', 'standby'];
       let stopped = false;
       for (const n of nodes) {
-        if (n !== 'primary' && n !== 'standby') throw new UsageError(`no node "${n}" (nodes: primary, standby)`);
+        if (n !== 'primary' && n !== 'standby')
+          throw new UsageError(`no node "${n}" (nodes: primary, standby)`);
         if (await pgNodeRunning(dir, n)) {
           await pgCtl(dir, n, 'stop', { mode });
           console.log(`${n}: stopped (${mode})`);
@@ -63,13 +104,23 @@ export async function pgClusterCommand(cmd: string, argv: string[], usage: strin
     case 'status': {
       const e = readPgEngine(dir);
       const nodes: Record<string, unknown> = {};
-      for (const n of ['primary', 'standby'] as const) nodes[n] = { running: await pgNodeRunning(dir, n), port: e.ports[n], sharedBuffers: e.sharedBuffers[n] };
+      for (const n of ['primary', 'standby'] as const)
+        nodes[n] = {
+          running: await pgNodeRunning(dir, n),
+          port: e.ports[n],
+          sharedBuffers: e.sharedBuffers[n],
+        };
       if (values.json) printJson({ dir, engine: 'postgres', version: e.version, nodes });
-      else for (const [n, s] of Object.entries(nodes)) console.log(`${n}: ${(s as { running: boolean }).running ? 'running' : 'not running'} (port ${e.ports[n as 'primary']})`);
+      else
+        for (const [n, s] of Object.entries(nodes))
+          console.log(
+            `${n}: ${(s as { running: boolean }).running ? 'running' : 'not running'} (port ${e.ports[n as 'primary']})`,
+          );
       return 0;
     }
     default:
-      throw new UsageError(`"${cmd}" is not available with --engine postgres (start, stop, status; promotion is the resume step)`);
+      throw new UsageError(
+        `"${cmd}" is not available with --engine postgres (start, stop, status; promotion is the resume step)`,
+      );
   }
 }
-

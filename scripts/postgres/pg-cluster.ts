@@ -73,7 +73,11 @@ export function isPgCluster(dir: string): boolean {
 
 export function readPgEngine(dir: string): PgEngineFile {
   const p = path.join(dir, ENGINE_FILE);
-  if (!fs.existsSync(p)) throw new WalsimError('invalid_input', `no PostgreSQL cluster at ${dir} (no ${ENGINE_FILE}); start one with --engine postgres`);
+  if (!fs.existsSync(p))
+    throw new WalsimError(
+      'invalid_input',
+      `no PostgreSQL cluster at ${dir} (no ${ENGINE_FILE}); start one with --engine postgres`,
+    );
   return JSON.parse(fs.readFileSync(p, 'utf8')) as PgEngineFile;
 }
 
@@ -92,45 +96,78 @@ export interface ProgramResult {
  * event loop. A non-zero exit throws unless `allowFail`.
  */
 export function runPgProgram(
-  engine: Pick<PgEngineFile, 'binDir' | 'user'>, program: PgProgram, args: string[],
+  engine: Pick<PgEngineFile, 'binDir' | 'user'>,
+  program: PgProgram,
+  args: string[],
   opts: { cwd?: string; allowFail?: boolean; timeoutMs?: number } = {},
 ): Promise<ProgramResult> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    execFile(path.join(engine.binDir, program), args, {
-      cwd: opts.cwd ?? '/',
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-      timeout: opts.timeoutMs ?? 0,
-      env: { ...process.env, LC_ALL: 'C', PGTZ: 'UTC', ...(engine.user ? { HOME: '/tmp', USER: engine.user.name } : {}) },
-      ...(engine.user ? { uid: engine.user.uid, gid: engine.user.gid } : {}),
-    }, (err, stdout, stderr) => {
-      const wallMs = performance.now() - t0;
-      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1;
-      if (code !== 0 && !opts.allowFail) {
-        reject(new WalsimError('io_error', `${program} ${args.join(' ')} failed (exit ${code}): ${(stderr || err?.message || '').trim().split('\n').slice(-3).join(' | ')}`));
-        return;
-      }
-      resolve({ code, stdout, stderr, wallMs });
-    });
+    execFile(
+      path.join(engine.binDir, program),
+      args,
+      {
+        cwd: opts.cwd ?? '/',
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: opts.timeoutMs ?? 0,
+        env: {
+          ...process.env,
+          LC_ALL: 'C',
+          PGTZ: 'UTC',
+          ...(engine.user ? { HOME: '/tmp', USER: engine.user.name } : {}),
+        },
+        ...(engine.user ? { uid: engine.user.uid, gid: engine.user.gid } : {}),
+      },
+      (err, stdout, stderr) => {
+        const wallMs = performance.now() - t0;
+        const code =
+          err === null
+            ? 0
+            : typeof (err as { code?: unknown }).code === 'number'
+              ? (err as { code: number }).code
+              : -1;
+        if (code !== 0 && !opts.allowFail) {
+          reject(
+            new WalsimError(
+              'io_error',
+              `${program} ${args.join(' ')} failed (exit ${code}): ${(stderr || err?.message || '').trim().split('\n').slice(-3).join(' | ')}`,
+            ),
+          );
+          return;
+        }
+        resolve({ code, stdout, stderr, wallMs });
+      },
+    );
   });
 }
 
 function confLines(settings: Record<string, string>): string {
-  return Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join('\n') + '\n';
+  return (
+    Object.entries(settings)
+      .map(([k, v]) => `${k} = ${v}`)
+      .join('\n') + '\n'
+  );
 }
 
 /** pg_ctl start|stop|status|promote for one node. */
 export async function pgCtl(
-  dir: string, name: PgNodeName, action: 'start' | 'stop' | 'status' | 'promote',
+  dir: string,
+  name: PgNodeName,
+  action: 'start' | 'stop' | 'status' | 'promote',
   opts: { mode?: 'smart' | 'fast' | 'immediate'; timeoutS?: number; allowFail?: boolean } = {},
 ): Promise<ProgramResult> {
   const engine = readPgEngine(dir);
   const args = [action, '-D', pgDataDir(dir, name)];
-  if (action === 'start') args.push('-l', pgLogPath(dir, name), '-w', '-t', String(opts.timeoutS ?? 120));
-  if (action === 'stop') args.push('-m', opts.mode ?? 'fast', '-w', '-t', String(opts.timeoutS ?? 120));
+  if (action === 'start')
+    args.push('-l', pgLogPath(dir, name), '-w', '-t', String(opts.timeoutS ?? 120));
+  if (action === 'stop')
+    args.push('-m', opts.mode ?? 'fast', '-w', '-t', String(opts.timeoutS ?? 120));
   if (action === 'promote') args.push('-w', '-t', String(opts.timeoutS ?? 3600));
-  return runPgProgram(engine, 'pg_ctl', args, { cwd: dir, allowFail: opts.allowFail ?? action === 'status' });
+  return runPgProgram(engine, 'pg_ctl', args, {
+    cwd: dir,
+    allowFail: opts.allowFail ?? action === 'status',
+  });
 }
 
 /** pg_ctl status: 0 = running, 3 = not running. */
@@ -140,9 +177,19 @@ export async function pgNodeRunning(dir: string, name: PgNodeName): Promise<bool
 }
 
 /** A connection to one node as the superuser (`application_name` says who we are). */
-export async function pgConnect(dir: string, name: PgNodeName, role = 'walsim-experiment'): Promise<pg.Client> {
+export async function pgConnect(
+  dir: string,
+  name: PgNodeName,
+  role = 'walsim-experiment',
+): Promise<pg.Client> {
   const engine = readPgEngine(dir);
-  const c = new pg.Client({ host: '127.0.0.1', port: engine.ports[name], user: 'postgres', database: 'postgres', application_name: role });
+  const c = new pg.Client({
+    host: '127.0.0.1',
+    port: engine.ports[name],
+    user: 'postgres',
+    database: 'postgres',
+    application_name: role,
+  });
   c.on('error', () => {}); // a server stopped under us surfaces on the next query
   await c.connect();
   return c;
@@ -162,42 +209,106 @@ export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<
   parseSharedBuffers(s.primarySharedBuffers);
   const bin = findPgBin(s.pgBin);
   const user = pgServerUser();
-  assert(user !== null || process.getuid?.() !== 0, 'INV-SCRIPTS-6 PostgreSQL servers never run as root');
-  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) throw new WalsimError('invalid_input', `${dir} is not empty; a PostgreSQL cluster needs a fresh directory`);
+  assert(
+    user !== null || process.getuid?.() !== 0,
+    'INV-SCRIPTS-6 PostgreSQL servers never run as root',
+  );
+  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
+    throw new WalsimError(
+      'invalid_input',
+      `${dir} is not empty; a PostgreSQL cluster needs a fresh directory`,
+    );
   fs.mkdirSync(dir, { recursive: true });
   if (user) {
     fs.chownSync(dir, user.uid, user.gid);
     // The server user must be able to reach the directory through its parents.
     try {
-      await runPgProgram({ binDir: bin.dir, user }, 'pg_ctl', ['status', '-D', dir], { cwd: dir, allowFail: true });
+      await runPgProgram({ binDir: bin.dir, user }, 'pg_ctl', ['status', '-D', dir], {
+        cwd: dir,
+        allowFail: true,
+      });
     } catch (e) {
-      throw new WalsimError('invalid_input', `the "${user.name}" OS user cannot enter ${dir}; choose a directory it can reach: ${(e as Error).message}`);
+      throw new WalsimError(
+        'invalid_input',
+        `the "${user.name}" OS user cannot enter ${dir}; choose a directory it can reach: ${(e as Error).message}`,
+      );
     }
   }
   const engine: PgEngineFile = {
-    engine: 'postgres', binDir: bin.dir, version: bin.version, major: bin.major, user,
+    engine: 'postgres',
+    binDir: bin.dir,
+    version: bin.version,
+    major: bin.major,
+    user,
     ports: { primary: await freePort('127.0.0.1'), standby: await freePort('127.0.0.1') },
     sharedBuffers: { primary: s.primarySharedBuffers, standby: s.sharedBuffers },
   };
   writeFileAtomic(path.join(dir, ENGINE_FILE), JSON.stringify(engine, null, 2) + '\n');
   try {
     const primary = pgDataDir(dir, 'primary');
-    await runPgProgram(engine, 'initdb', ['-D', primary, '-U', 'postgres', '-A', 'trust', '--locale=C', '-E', 'UTF8', '--no-sync'], { cwd: dir });
-    fs.appendFileSync(path.join(primary, 'postgresql.conf'), '\n# walsim --engine postgres (seed 001 settings)\n' +
-      confLines({ ...SEED_SETTINGS, ...HARNESS_SETTINGS, port: String(engine.ports.primary), shared_buffers: s.primarySharedBuffers }));
+    await runPgProgram(
+      engine,
+      'initdb',
+      ['-D', primary, '-U', 'postgres', '-A', 'trust', '--locale=C', '-E', 'UTF8', '--no-sync'],
+      { cwd: dir },
+    );
+    fs.appendFileSync(
+      path.join(primary, 'postgresql.conf'),
+      '\n# walsim --engine postgres (seed 001 settings)\n' +
+        confLines({
+          ...SEED_SETTINGS,
+          ...HARNESS_SETTINGS,
+          port: String(engine.ports.primary),
+          shared_buffers: s.primarySharedBuffers,
+        }),
+    );
     await pgCtl(dir, 'primary', 'start');
     const standby = pgDataDir(dir, 'standby');
-    await runPgProgram(engine, 'pg_basebackup', ['-D', standby, '-R', '-X', 'stream', '-c', 'fast', '-h', '127.0.0.1', '-p', String(engine.ports.primary), '-U', 'postgres', '--no-sync'], { cwd: dir });
+    await runPgProgram(
+      engine,
+      'pg_basebackup',
+      [
+        '-D',
+        standby,
+        '-R',
+        '-X',
+        'stream',
+        '-c',
+        'fast',
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(engine.ports.primary),
+        '-U',
+        'postgres',
+        '--no-sync',
+      ],
+      { cwd: dir },
+    );
     // The seed: synchronous_commit/synchronous_standby_names are for the primary only.
-    fs.appendFileSync(path.join(standby, 'postgresql.conf'), '\n# the standby\n' +
-      confLines({ port: String(engine.ports.standby), shared_buffers: s.sharedBuffers, synchronous_standby_names: "''" }));
+    fs.appendFileSync(
+      path.join(standby, 'postgresql.conf'),
+      '\n# the standby\n' +
+        confLines({
+          port: String(engine.ports.standby),
+          shared_buffers: s.sharedBuffers,
+          synchronous_standby_names: "''",
+        }),
+    );
     await pgCtl(dir, 'standby', 'start');
     const c = await pgConnect(dir, 'primary');
     try {
-      await pollUntil(async () => {
-        const r = await c.query("SELECT state, sync_state FROM pg_stat_replication WHERE application_name = 'walreceiver'");
-        return r.rows[0]?.state === 'streaming' && r.rows[0]?.sync_state === 'sync';
-      }, 'the standby to stream as the synchronous standby "walreceiver"', 120_000, 50);
+      await pollUntil(
+        async () => {
+          const r = await c.query(
+            "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = 'walreceiver'",
+          );
+          return r.rows[0]?.state === 'streaming' && r.rows[0]?.sync_state === 'sync';
+        },
+        'the standby to stream as the synchronous standby "walreceiver"',
+        120_000,
+        50,
+      );
     } finally {
       await c.end();
     }
@@ -212,7 +323,8 @@ export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<
 export async function stopPgCluster(dir: string): Promise<void> {
   if (!isPgCluster(dir)) return;
   for (const name of ['primary', 'standby'] as const) {
-    if (await pgNodeRunning(dir, name)) await pgCtl(dir, name, 'stop', { mode: 'immediate', allowFail: true });
+    if (await pgNodeRunning(dir, name))
+      await pgCtl(dir, name, 'stop', { mode: 'immediate', allowFail: true });
   }
 }
 

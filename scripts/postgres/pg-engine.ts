@@ -26,8 +26,28 @@ import * as path from 'node:path';
 import { WalsimError } from '../../common/errors.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import type { Engine, EngineFailover, EngineKind, ExperimentNode, FailoverInstants, FailoverObserver, FailoverWindow, NewClusterSettings } from '../experiment/engine.ts';
-import { destroyPgCluster, initPgCluster, isPgCluster, pgConnectionString, pgCtl, pgDataDir, pgLogPath, pgNodeRunning, readPgEngine, runPgProgram } from './pg-cluster.ts';
+import type {
+  Engine,
+  EngineFailover,
+  EngineKind,
+  ExperimentNode,
+  FailoverInstants,
+  FailoverObserver,
+  FailoverWindow,
+  NewClusterSettings,
+} from '../experiment/engine.ts';
+import {
+  destroyPgCluster,
+  initPgCluster,
+  isPgCluster,
+  pgConnectionString,
+  pgCtl,
+  pgDataDir,
+  pgLogPath,
+  pgNodeRunning,
+  readPgEngine,
+  runPgProgram,
+} from './pg-cluster.ts';
 import { parsePgLog, promotionTimeline, type PromotionTimeline } from './pg-log.ts';
 import { parseWaldumpStats, type WaldumpStats } from './pg-waldump.ts';
 
@@ -52,7 +72,8 @@ const fmtInt = (n: number) => n.toLocaleString('en-US');
 export class PgEngine implements Engine {
   readonly name = 'postgres' as const;
   readonly stepFlag = ' --engine postgres';
-  readonly resumeSql = 'SELECT pg_wal_replay_resume(), extract(epoch FROM clock_timestamp())::float8';
+  readonly resumeSql =
+    'SELECT pg_wal_replay_resume(), extract(epoch FROM clock_timestamp())::float8';
 
   constructor(readonly clusterDir: string) {}
 
@@ -81,39 +102,74 @@ export class PgEngine implements Engine {
   }
 
   async promote(node: ExperimentNode, waitSeconds: number): Promise<void> {
-    const r = await pgCtl(this.clusterDir, node, 'promote', { timeoutS: waitSeconds, allowFail: true });
-    if (r.code !== 0) throw new WalsimError('timeout', `pg_ctl promote failed: ${(r.stderr || r.stdout).trim()}`);
+    const r = await pgCtl(this.clusterDir, node, 'promote', {
+      timeoutS: waitSeconds,
+      allowFail: true,
+    });
+    if (r.code !== 0)
+      throw new WalsimError('timeout', `pg_ctl promote failed: ${(r.stderr || r.stdout).trim()}`);
   }
 
   /** pg_waldump --stats=record over [from, to) of the standby's timeline-1 WAL. */
   private async waldump(from: string, to: string): Promise<WaldumpStats> {
     const engine = readPgEngine(this.clusterDir);
-    const r = await runPgProgram(engine, 'pg_waldump', ['--stats=record', '-p', path.join(pgDataDir(this.clusterDir, 'standby'), 'pg_wal'), '-t', '1', '-s', from, '-e', to], { cwd: this.clusterDir });
+    const r = await runPgProgram(
+      engine,
+      'pg_waldump',
+      [
+        '--stats=record',
+        '-p',
+        path.join(pgDataDir(this.clusterDir, 'standby'), 'pg_wal'),
+        '-t',
+        '1',
+        '-s',
+        from,
+        '-e',
+        to,
+      ],
+      { cwd: this.clusterDir },
+    );
     return parseWaldumpStats(r.stdout);
   }
 
   async prepareFailover(w: FailoverWindow): Promise<FailoverObserver> {
     const from = w.pauseLsn ?? w.receivedLsn;
-    const to = w.endLsn !== null && parseLsn(w.endLsn) <= parseLsn(w.receivedLsn) ? w.endLsn : w.receivedLsn;
+    const to =
+      w.endLsn !== null && parseLsn(w.endLsn) <= parseLsn(w.receivedLsn) ? w.endLsn : w.receivedLsn;
     const stats = await this.waldump(from, to);
     return { finish: (instants) => this.observe(instants, stats, to) };
   }
 
-  private async observe(i: FailoverInstants, stats: WaldumpStats, endLsn: string): Promise<PgFailover> {
-    if (i.serverResumeMs === null) throw new WalsimError('invalid_input', 'the resume statement returned no clock_timestamp()');
+  private async observe(
+    i: FailoverInstants,
+    stats: WaldumpStats,
+    endLsn: string,
+  ): Promise<PgFailover> {
+    if (i.serverResumeMs === null)
+      throw new WalsimError('invalid_input', 'the resume statement returned no clock_timestamp()');
     const resumeEpochMs = i.serverResumeMs;
     const logPath = pgLogPath(this.clusterDir, 'standby');
     const since = Math.floor(resumeEpochMs);
     let t: PromotionTimeline = promotionTimeline([], 0);
-    await pollUntil(async () => {
-      t = promotionTimeline(parsePgLog(fs.readFileSync(logPath, 'utf8')), since);
-      return t.readyAt !== null;
-    }, '"database system is ready to accept connections" in the standby log', 60_000, 20);
+    await pollUntil(
+      async () => {
+        t = promotionTimeline(parsePgLog(fs.readFileSync(logPath, 'utf8')), since);
+        return t.readyAt !== null;
+      },
+      '"database system is ready to accept connections" in the standby log',
+      60_000,
+      20,
+    );
     // The promotion's checkpoint request is logged around the same instant; give it a moment.
-    await pollUntil(async () => {
-      t = promotionTimeline(parsePgLog(fs.readFileSync(logPath, 'utf8')), since);
-      return t.checkpointStartAt !== null;
-    }, 'the checkpoint promotion requests', 5_000, 20).catch(() => {});
+    await pollUntil(
+      async () => {
+        t = promotionTimeline(parsePgLog(fs.readFileSync(logPath, 'utf8')), since);
+        return t.checkpointStartAt !== null;
+      },
+      'the checkpoint promotion requests',
+      5_000,
+      20,
+    ).catch(() => {});
     const ready = t.readyAt!;
     const diff = (a: number | null, b: number | null) => (a === null || b === null ? null : a - b);
     const noticeFrom = Math.max(i.promoteRequestedMs, t.endOfWalAt ?? i.promoteRequestedMs);
@@ -129,9 +185,18 @@ export class PgEngine implements Engine {
         openForWritesMs: diff(ready, t.archiveRecoveryCompleteAt),
         checkpointMs: null,
       },
-      seedMethod: { ms: i.clientPromotedMs - i.clientResumeMs, resumeAt: new Date(i.clientResumeMs).toISOString(), promotedAt: new Date(i.clientPromotedMs).toISOString() },
-      log: t, stall: promoteNoticeMs !== null && promoteNoticeMs > STALL_MS, promoteNoticeMs,
-      recordsReplayed: stats.total.count, waldump: stats, newTimeline: t.newTimeline, promoted: true,
+      seedMethod: {
+        ms: i.clientPromotedMs - i.clientResumeMs,
+        resumeAt: new Date(i.clientResumeMs).toISOString(),
+        promotedAt: new Date(i.clientPromotedMs).toISOString(),
+      },
+      log: t,
+      stall: promoteNoticeMs !== null && promoteNoticeMs > STALL_MS,
+      promoteNoticeMs,
+      recordsReplayed: stats.total.count,
+      waldump: stats,
+      newTimeline: t.newTimeline,
+      promoted: true,
     };
     return { ...result, lines: formatPgFailover(result, endLsn) };
   }
@@ -148,7 +213,11 @@ export class PgEngine implements Engine {
 export const PG_ENGINE: EngineKind = {
   name: 'postgres',
   async createCluster(dir: string, s: NewClusterSettings): Promise<PgEngine> {
-    await initPgCluster(dir, { sharedBuffers: s.sharedBuffers, primarySharedBuffers: s.primarySharedBuffers, pgBin: s.pgBin });
+    await initPgCluster(dir, {
+      sharedBuffers: s.sharedBuffers,
+      primarySharedBuffers: s.primarySharedBuffers,
+      pgBin: s.pgBin,
+    });
     return new PgEngine(dir);
   },
   destroyCluster: destroyPgCluster,
@@ -156,13 +225,21 @@ export const PG_ENGINE: EngineKind = {
 
 export function formatPgFailover(r: Omit<PgFailover, 'lines'>, endLsn?: string): string[] {
   const sec = (ms: number | null) => (ms === null ? 'n/a' : `${(ms / 1000).toFixed(3)} s`);
-  const top = [...r.waldump.rows].sort((a, b) => b.count - a.count).slice(0, 6).map((x) => `${x.rmgr}/${x.type ?? '*'} ${fmtInt(x.count)}`);
+  const top = [...r.waldump.rows]
+    .sort((a, b) => b.count - a.count)
+    .slice(0, 6)
+    .map((x) => `${x.rmgr}/${x.type ?? '*'} ${fmtInt(x.count)}`);
   return [
     `resume:   ${r.resumeAt}  (clock_timestamp() after pg_wal_replay_resume())`,
     `promoted: ${r.promotedAt}  ("database system is ready to accept connections", timeline ${r.newTimeline ?? '?'})`,
     `failover: ${sec(r.failoverMs)}  = replay ${sec(r.phases.replayMs)} + end of recovery ${sec(r.phases.endOfRecoveryMs)} + open for writes ${sec(r.phases.openForWritesMs)}` +
-      (r.log.checkpointStartAt !== null ? `  (checkpoint requested ${sec(r.log.checkpointStartAt - Date.parse(r.resumeAt))} after resume)` : ''),
-    `seed's method (pg_ctl promote -w, 100 ms polling): ${sec(r.seedMethod.ms)}` + (r.stall ? `  STALL: the promote request waited ${sec(r.promoteNoticeMs)} (wal_retrieve_retry_interval)` : ''),
+      (r.log.checkpointStartAt !== null
+        ? `  (checkpoint requested ${sec(r.log.checkpointStartAt - Date.parse(r.resumeAt))} after resume)`
+        : ''),
+    `seed's method (pg_ctl promote -w, 100 ms polling): ${sec(r.seedMethod.ms)}` +
+      (r.stall
+        ? `  STALL: the promote request waited ${sec(r.promoteNoticeMs)} (wal_retrieve_retry_interval)`
+        : ''),
     `replayed: ${fmtInt(r.waldump.total.count)} records, ${fmtInt(r.waldump.total.combinedBytes)} bytes of WAL (${r.waldump.from} → ${endLsn ?? r.waldump.to}; pg_waldump): ${top.join(', ')}`,
   ];
 }

@@ -28,7 +28,8 @@ export function parsePgLog(text: string): PgLogLine[] {
     const m = LINE.exec(raw);
     if (m !== null) {
       const atMs = Date.parse(`${m[1]}T${m[2]}Z`);
-      if (!Number.isFinite(atMs)) throw new WalsimError('invalid_input', `bad timestamp in log line: ${raw}`);
+      if (!Number.isFinite(atMs))
+        throw new WalsimError('invalid_input', `bad timestamp in log line: ${raw}`);
       out.push({ atMs, pid: Number(m[3]), level: m[4]!, message: m[5]! });
     } else if (raw.startsWith('\t') && out.length > 0) {
       out[out.length - 1]!.message += ' ' + raw.trim();
@@ -56,7 +57,8 @@ export interface PromotionTimeline {
 }
 
 /** Messages with which the startup process reports the end of the WAL it has (xlogreader.c). */
-const END_OF_WAL = /^(invalid record length at|record with incorrect prev-link|invalid magic number|invalid resource manager ID|record with invalid length at|contrecord is requested|incorrect resource manager data checksum|invalid info bits|unexpected pageaddr)/;
+const END_OF_WAL =
+  /^(invalid record length at|record with incorrect prev-link|invalid magic number|invalid resource manager ID|record with invalid length at|contrecord is requested|incorrect resource manager data checksum|invalid info bits|unexpected pageaddr)/;
 const LSN = /([0-9A-F]+\/[0-9A-F]+)/;
 
 /**
@@ -65,8 +67,16 @@ const LSN = /([0-9A-F]+\/[0-9A-F]+)/;
  */
 export function promotionTimeline(lines: PgLogLine[], sinceMs: number): PromotionTimeline {
   const t: PromotionTimeline = {
-    endOfWalAt: null, endOfWalLsn: null, promoteReceivedAt: null, redoDoneAt: null, redoDoneLsn: null,
-    newTimelineAt: null, newTimeline: null, archiveRecoveryCompleteAt: null, checkpointStartAt: null, readyAt: null,
+    endOfWalAt: null,
+    endOfWalLsn: null,
+    promoteReceivedAt: null,
+    redoDoneAt: null,
+    redoDoneLsn: null,
+    newTimelineAt: null,
+    newTimeline: null,
+    archiveRecoveryCompleteAt: null,
+    checkpointStartAt: null,
+    readyAt: null,
   };
   for (const l of lines) {
     if (l.atMs < sinceMs || l.level !== 'LOG') continue;
@@ -74,7 +84,10 @@ export function promotionTimeline(lines: PgLogLine[], sinceMs: number): Promotio
     if (t.promoteReceivedAt === null && t.endOfWalAt === null && END_OF_WAL.test(msg)) {
       t.endOfWalAt = l.atMs;
       t.endOfWalLsn = LSN.exec(msg)?.[1] ?? null;
-    } else if (t.promoteReceivedAt === null && (msg === 'received promote request' || msg.startsWith('promote trigger file found'))) {
+    } else if (
+      t.promoteReceivedAt === null &&
+      (msg === 'received promote request' || msg.startsWith('promote trigger file found'))
+    ) {
       t.promoteReceivedAt = l.atMs;
     } else if (t.redoDoneAt === null && msg.startsWith('redo done at ')) {
       t.redoDoneAt = l.atMs;
@@ -84,9 +97,17 @@ export function promotionTimeline(lines: PgLogLine[], sinceMs: number): Promotio
       t.newTimeline = Number(msg.slice('selected new timeline ID: '.length));
     } else if (t.archiveRecoveryCompleteAt === null && msg === 'archive recovery complete') {
       t.archiveRecoveryCompleteAt = l.atMs;
-    } else if (t.checkpointStartAt === null && t.redoDoneAt !== null && /^checkpoint starting: .*\bforce\b/.test(msg)) {
+    } else if (
+      t.checkpointStartAt === null &&
+      t.redoDoneAt !== null &&
+      /^checkpoint starting: .*\bforce\b/.test(msg)
+    ) {
       t.checkpointStartAt = l.atMs;
-    } else if (t.readyAt === null && t.redoDoneAt !== null && msg === 'database system is ready to accept connections') {
+    } else if (
+      t.readyAt === null &&
+      t.redoDoneAt !== null &&
+      msg === 'database system is ready to accept connections'
+    ) {
       t.readyAt = l.atMs;
     }
   }

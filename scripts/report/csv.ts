@@ -12,6 +12,9 @@ export function csvField(v: unknown): string {
 
 export function toCsv(records: ReadonlyArray<Record<string, unknown>>, columns?: string[]): string {
   const cols = columns ?? [...new Set(records.flatMap((r) => Object.keys(r)))];
-  const lines = [cols.map(csvField).join(','), ...records.map((r) => cols.map((c) => csvField(r[c])).join(','))];
+  const lines = [
+    cols.map(csvField).join(','),
+    ...records.map((r) => cols.map((c) => csvField(r[c])).join(',')),
+  ];
   return lines.join('\r\n') + '\r\n';
 }

@@ -33,10 +33,23 @@ export interface LineChartSpec {
   height?: number;
 }
 
-const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
+const COLORS = [
+  '#1f77b4',
+  '#d62728',
+  '#2ca02c',
+  '#ff7f0e',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#17becf',
+];
 
 function esc(s: string): string {
-  return s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+  return s
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;');
 }
 
 /** Short number label: 1, 20, 0.5, 1k, 2.5M, 1e-4. */
@@ -56,10 +69,11 @@ export function logTicks(min: number, max: number): number[] {
   const hi = Math.ceil(Math.log10(max));
   const steps = hi - lo <= 2 ? [1, 2, 5] : [1];
   const ticks: number[] = [];
-  for (let e = lo; e <= hi; e++) for (const m of steps) {
-    const v = m * 10 ** e;
-    if (v >= min * 0.999 && v <= max * 1.001) ticks.push(Number(v.toPrecision(12)));
-  }
+  for (let e = lo; e <= hi; e++)
+    for (const m of steps) {
+      const v = m * 10 ** e;
+      if (v >= min * 0.999 && v <= max * 1.001) ticks.push(Number(v.toPrecision(12)));
+    }
   return ticks;
 }
 
@@ -69,7 +83,8 @@ export function niceLinearTicks(min: number, max: number, count = 5): number[] {
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => span / s <= count) ?? 10 * mag;
   const ticks: number[] = [];
-  for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step)
+    ticks.push(Number(v.toPrecision(12)));
   return ticks;
 }
 
@@ -78,19 +93,32 @@ interface Axis {
   ticks: Array<{ value: number; label: string }>;
 }
 
-function makeAxis(values: number[], log: boolean, pxFrom: number, pxTo: number, fixed?: Array<{ value: number; label: string }>): Axis {
+function makeAxis(
+  values: number[],
+  log: boolean,
+  pxFrom: number,
+  pxTo: number,
+  fixed?: Array<{ value: number; label: string }>,
+): Axis {
   let min = Math.min(...values);
   let max = Math.max(...values);
   if (log) {
-    if (min === max) { min /= 2; max *= 2; }
+    if (min === max) {
+      min /= 2;
+      max *= 2;
+    }
     // Pad to whole decades only when the data spans little, so the lines keep room to show.
     const lmin = Math.log10(min) - 0.1;
     const lmax = Math.log10(max) + 0.1;
     const toPx = (v: number) => pxFrom + ((Math.log10(v) - lmin) / (lmax - lmin)) * (pxTo - pxFrom);
-    const ticks = fixed ?? logTicks(10 ** lmin, 10 ** lmax).map((v) => ({ value: v, label: shortNumber(v) }));
+    const ticks =
+      fixed ?? logTicks(10 ** lmin, 10 ** lmax).map((v) => ({ value: v, label: shortNumber(v) }));
     return { toPx, ticks };
   }
-  if (min === max) { min -= 1; max += 1; }
+  if (min === max) {
+    min -= 1;
+    max += 1;
+  }
   if (min > 0 && min < max / 3) min = 0;
   const pad = (max - min) * 0.05;
   const lo = min - pad;
@@ -108,24 +136,48 @@ export function lineChart(spec: LineChartSpec): string {
   const W = (spec.width ?? 720) + (right - 200);
   const H = spec.height ?? 440;
   const m = { left: 80, right, top: 44, bottom: 64 };
-  const ok = (p: ChartPoint) => Number.isFinite(p.x) && Number.isFinite(p.y) && (!spec.xLog || p.x > 0) && (!spec.yLog || p.y > 0);
-  const series = spec.series.map((s) => ({ ...s, points: s.points.filter(ok).sort((a, b) => a.x - b.x) }));
+  const ok = (p: ChartPoint) =>
+    Number.isFinite(p.x) &&
+    Number.isFinite(p.y) &&
+    (!spec.xLog || p.x > 0) &&
+    (!spec.yLog || p.y > 0);
+  const series = spec.series.map((s) => ({
+    ...s,
+    points: s.points.filter(ok).sort((a, b) => a.x - b.x),
+  }));
   const all = series.flatMap((s) => s.points);
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
-  out.push(`<text x="${W / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${esc(spec.title)}</text>`);
+  out.push(
+    `<text x="${W / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${esc(spec.title)}</text>`,
+  );
   const x0 = m.left;
   const x1 = W - m.right;
   const y0 = H - m.bottom;
   const y1 = m.top;
   if (all.length === 0) {
-    out.push(`<text x="${(x0 + x1) / 2}" y="${(y0 + y1) / 2}" text-anchor="middle">no data</text></svg>`);
+    out.push(
+      `<text x="${(x0 + x1) / 2}" y="${(y0 + y1) / 2}" text-anchor="middle">no data</text></svg>`,
+    );
     return out.join('\n') + '\n';
   }
   const xFixed = spec.xTicks?.filter((t) => !spec.xLog || t.value > 0);
-  const xa = makeAxis([...all.map((p) => p.x), ...(xFixed ?? []).map((t) => t.value)], spec.xLog ?? false, x0, x1, xFixed);
-  const ya = makeAxis(all.map((p) => p.y), spec.yLog ?? false, y0, y1);
+  const xa = makeAxis(
+    [...all.map((p) => p.x), ...(xFixed ?? []).map((t) => t.value)],
+    spec.xLog ?? false,
+    x0,
+    x1,
+    xFixed,
+  );
+  const ya = makeAxis(
+    all.map((p) => p.y),
+    spec.yLog ?? false,
+    y0,
+    y1,
+  );
   const f = (v: number) => v.toFixed(1);
   // Grid and ticks.
   for (const t of ya.ticks) {
@@ -142,17 +194,29 @@ export function lineChart(spec: LineChartSpec): string {
   }
   out.push(`<line x1="${x0}" y1="${y0}" x2="${x1}" y2="${y0}" stroke="black"/>`);
   out.push(`<line x1="${x0}" y1="${y0}" x2="${x0}" y2="${y1}" stroke="black"/>`);
-  out.push(`<text x="${(x0 + x1) / 2}" y="${H - 20}" text-anchor="middle">${esc(spec.xLabel)}${spec.xLog ? ' (log scale)' : ''}</text>`);
-  out.push(`<text transform="translate(20 ${(y0 + y1) / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}${spec.yLog ? ' (log scale)' : ''}</text>`);
+  out.push(
+    `<text x="${(x0 + x1) / 2}" y="${H - 20}" text-anchor="middle">${esc(spec.xLabel)}${spec.xLog ? ' (log scale)' : ''}</text>`,
+  );
+  out.push(
+    `<text transform="translate(20 ${(y0 + y1) / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}${spec.yLog ? ' (log scale)' : ''}</text>`,
+  );
   // Series.
   series.forEach((s, i) => {
     const color = s.color ?? COLORS[i % COLORS.length]!;
     const pts = s.points.map((p) => `${f(xa.toPx(p.x))},${f(ya.toPx(p.y))}`);
     const dash = s.dashed ? ' stroke-dasharray="6 4"' : '';
-    if (pts.length > 1) out.push(`<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="2"${dash} points="${pts.join(' ')}"/>`);
-    for (const p of s.points) out.push(`<circle cx="${f(xa.toPx(p.x))}" cy="${f(ya.toPx(p.y))}" r="3.5" fill="${color}"><title>${esc(`${s.name}: ${shortNumber(p.x)}, ${shortNumber(p.y)}`)}</title></circle>`);
+    if (pts.length > 1)
+      out.push(
+        `<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="2"${dash} points="${pts.join(' ')}"/>`,
+      );
+    for (const p of s.points)
+      out.push(
+        `<circle cx="${f(xa.toPx(p.x))}" cy="${f(ya.toPx(p.y))}" r="3.5" fill="${color}"><title>${esc(`${s.name}: ${shortNumber(p.x)}, ${shortNumber(p.y)}`)}</title></circle>`,
+      );
     const ly = y1 + 10 + i * 20;
-    out.push(`<line x1="${x1 + 16}" y1="${ly}" x2="${x1 + 40}" y2="${ly}" stroke="${color}" stroke-width="2"${dash}/>`);
+    out.push(
+      `<line x1="${x1 + 16}" y1="${ly}" x2="${x1 + 40}" y2="${ly}" stroke="${color}" stroke-width="2"${dash}/>`,
+    );
     out.push(`<text x="${x1 + 46}" y="${ly + 4}">${esc(s.name)}</text>`);
   });
   out.push('</svg>');

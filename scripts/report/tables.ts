@@ -10,10 +10,17 @@
 import type { CellSummary, Variant } from '../experiment/sweep.ts';
 
 /** A Markdown table; `align` per column: 'l' or 'r' (default 'r' except the first column). */
-export function markdownTable(headers: string[], rows: string[][], align?: Array<'l' | 'r'>): string {
+export function markdownTable(
+  headers: string[],
+  rows: string[][],
+  align?: Array<'l' | 'r'>,
+): string {
   const al = align ?? headers.map((_, i) => (i === 0 ? 'l' : 'r'));
-  const widths = headers.map((h, i) => Math.max(h.length, 3, ...rows.map((r) => (r[i] ?? '').length)));
-  const cell = (s: string, i: number) => (al[i] === 'r' ? s.padStart(widths[i]!) : s.padEnd(widths[i]!));
+  const widths = headers.map((h, i) =>
+    Math.max(h.length, 3, ...rows.map((r) => (r[i] ?? '').length)),
+  );
+  const cell = (s: string, i: number) =>
+    al[i] === 'r' ? s.padStart(widths[i]!) : s.padEnd(widths[i]!);
   const line = (cells: string[]) => `| ${cells.map(cell).join(' | ')} |`;
   const rule = `| ${widths.map((w, i) => (al[i] === 'r' ? '-'.repeat(w - 1) + ':' : '-'.repeat(w))).join(' | ')} |`;
   return [line(headers), rule, ...rows.map(line)].join('\n');
@@ -26,8 +33,18 @@ export function formatSeconds(ms: number | null | undefined): string {
 }
 
 /** (a − b) / b as a percentage with 3 decimals (the seed's format), or n/a. */
-export function regression(optimizedMs: number | undefined, fullMs: number | undefined): number | null {
-  if (optimizedMs === undefined || fullMs === undefined || !Number.isFinite(optimizedMs) || !Number.isFinite(fullMs) || fullMs <= 0) return null;
+export function regression(
+  optimizedMs: number | undefined,
+  fullMs: number | undefined,
+): number | null {
+  if (
+    optimizedMs === undefined ||
+    fullMs === undefined ||
+    !Number.isFinite(optimizedMs) ||
+    !Number.isFinite(fullMs) ||
+    fullMs <= 0
+  )
+    return null;
   return (optimizedMs - fullMs) / fullMs;
 }
 
@@ -52,7 +69,12 @@ export interface Crossover {
   /** The smallest NB/k at which it was slower; null if never. */
   smallestLosing: string | null;
   /** Every size, smallest first: did the optimized path win? */
-  wins: Array<{ relSize: string; pages: number; regression: number | null; optimizedWins: boolean | null }>;
+  wins: Array<{
+    relSize: string;
+    pages: number;
+    regression: number | null;
+    optimizedWins: boolean | null;
+  }>;
 }
 
 /** Which seconds a table or crossover reads: walsim's measured ones or the modeled PostgreSQL ones. */
@@ -74,13 +96,19 @@ export function computeCrossover(cells: CellSummary[], metric: Metric = 'measure
   const th = cells.filter((c) => c.kind === 'threshold' && c.engine === 'walsim');
   return unique(th.map((c) => c.sharedBuffers)).map((sb) => {
     const here = th.filter((c) => c.sharedBuffers === sb);
-    const sizes = unique(here.map((c) => c.relSize!)).map((rs) => here.find((c) => c.relSize === rs)!)
+    const sizes = unique(here.map((c) => c.relSize!))
+      .map((rs) => here.find((c) => c.relSize === rs)!)
       .sort((a, b) => a.pagesPerTable - b.pagesPerTable);
     const wins = sizes.map((s) => {
       const opt = find(here, (c) => c.relSize === s.relSize && c.strategy === 'cached-lookup');
       const full = find(here, (c) => c.relSize === s.relSize && c.strategy === 'full-scan');
       const r = regression(cellMs(opt, metric), cellMs(full, metric));
-      return { relSize: s.relSize!, pages: s.pagesPerTable, regression: r, optimizedWins: r === null ? null : r < 0 };
+      return {
+        relSize: s.relSize!,
+        pages: s.pagesPerTable,
+        regression: r,
+        optimizedWins: r === null ? null : r < 0,
+      };
     });
     // The seed's reading: the optimized path wins from the smallest size up to some NB/k and
     // regresses beyond it. Take the wins contiguous from the smallest size, so a noisy win above
@@ -89,7 +117,8 @@ export function computeCrossover(cells: CellSummary[], metric: Metric = 'measure
     const winning = firstNonWin < 0 ? wins : wins.slice(0, firstNonWin);
     const losing = wins.filter((w) => w.optimizedWins === false);
     return {
-      sharedBuffers: sb, nBuffers: here[0]!.nBuffers,
+      sharedBuffers: sb,
+      nBuffers: here[0]!.nBuffers,
       largestWinning: winning.at(-1)?.relSize ?? null,
       largestWinningPages: winning.at(-1)?.pages ?? null,
       smallestLosing: losing[0]?.relSize ?? null,
@@ -117,9 +146,20 @@ export interface ThresholdTables {
 
 function crossoverTable(cross: Crossover[]): string {
   return markdownTable(
-    ['shared_buffers', 'NBuffers', 'largest NB/k where optimized wins', 'pages', 'smallest NB/k where it loses'],
-    cross.map((x) => [x.sharedBuffers, x.nBuffers.toLocaleString('en-US'), x.largestWinning ?? 'none',
-      x.largestWinningPages?.toLocaleString('en-US') ?? '-', x.smallestLosing ?? 'none']),
+    [
+      'shared_buffers',
+      'NBuffers',
+      'largest NB/k where optimized wins',
+      'pages',
+      'smallest NB/k where it loses',
+    ],
+    cross.map((x) => [
+      x.sharedBuffers,
+      x.nBuffers.toLocaleString('en-US'),
+      x.largestWinning ?? 'none',
+      x.largestWinningPages?.toLocaleString('en-US') ?? '-',
+      x.smallestLosing ?? 'none',
+    ]),
   );
 }
 
@@ -131,13 +171,38 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
   const get = (sb: string, rs: string, strategy: string) =>
     th.find((c) => c.sharedBuffers === sb && c.relSize === rs && c.strategy === strategy);
   const headers = ['rel_size', ...sbs];
-  const grid = (f: (sb: string, rs: string) => string) => markdownTable(headers, sizes.map((rs) => [rs, ...sbs.map((sb) => f(sb, rs))]));
-  const regressionT = grid((sb, rs) => formatRegression(regression(get(sb, rs, 'cached-lookup')?.failoverMsMean, get(sb, rs, 'full-scan')?.failoverMsMean)));
-  const modeledRegression = grid((sb, rs) => formatRegression(regression(cellMs(get(sb, rs, 'cached-lookup'), 'modeled'), cellMs(get(sb, rs, 'full-scan'), 'modeled'))));
-  const modeledOptimized = grid((sb, rs) => formatSeconds(cellMs(get(sb, rs, 'cached-lookup'), 'modeled')));
-  const modeledFullScan = grid((sb, rs) => formatSeconds(cellMs(get(sb, rs, 'full-scan'), 'modeled')));
-  const polled = (c: CellSummary | undefined) => formatSeconds(c?.modeledPolledS == null ? null : c.modeledPolledS * 1000);
-  const modeledPolled = grid((sb, rs) => `${polled(get(sb, rs, 'cached-lookup'))} / ${polled(get(sb, rs, 'full-scan'))}`);
+  const grid = (f: (sb: string, rs: string) => string) =>
+    markdownTable(
+      headers,
+      sizes.map((rs) => [rs, ...sbs.map((sb) => f(sb, rs))]),
+    );
+  const regressionT = grid((sb, rs) =>
+    formatRegression(
+      regression(
+        get(sb, rs, 'cached-lookup')?.failoverMsMean,
+        get(sb, rs, 'full-scan')?.failoverMsMean,
+      ),
+    ),
+  );
+  const modeledRegression = grid((sb, rs) =>
+    formatRegression(
+      regression(
+        cellMs(get(sb, rs, 'cached-lookup'), 'modeled'),
+        cellMs(get(sb, rs, 'full-scan'), 'modeled'),
+      ),
+    ),
+  );
+  const modeledOptimized = grid((sb, rs) =>
+    formatSeconds(cellMs(get(sb, rs, 'cached-lookup'), 'modeled')),
+  );
+  const modeledFullScan = grid((sb, rs) =>
+    formatSeconds(cellMs(get(sb, rs, 'full-scan'), 'modeled')),
+  );
+  const polled = (c: CellSummary | undefined) =>
+    formatSeconds(c?.modeledPolledS == null ? null : c.modeledPolledS * 1000);
+  const modeledPolled = grid(
+    (sb, rs) => `${polled(get(sb, rs, 'cached-lookup'))} / ${polled(get(sb, rs, 'full-scan'))}`,
+  );
   const modeledCrossover = crossoverTable(computeCrossover(cells, 'modeled'));
   const profile = th[0]?.modelProfile ?? '?';
   const optimized = grid((sb, rs) => formatSeconds(get(sb, rs, 'cached-lookup')?.failoverMsMean));
@@ -151,34 +216,92 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
   const forced = th.some((c) => c.strategy === 'cached-lookup' && c.forceOptimized);
   const runs = unique(th.map((c) => c.runs));
   const modeledMd = [
-    `### Modeled PostgreSQL seconds (cost profile ${profile})`, '',
-    'From the exact counts of each failover (storage/cost-model/README.md); identical on every run.', '',
-    `#### M1. Modeled % regression: (optimized − full-scan) / full-scan`, '', modeledRegression, '',
-    `#### M2. Modeled optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`, '', modeledOptimized, '',
-    `#### M3. Modeled full scan (pre-PG14 "master"), failover seconds`, '', modeledFullScan, '',
-    `#### M4. Modeled, as the profile's promotion poll reads them (optimized / full scan)`, '', modeledPolled, '',
-    `#### Modeled crossover`, '', modeledCrossover,
+    `### Modeled PostgreSQL seconds (cost profile ${profile})`,
+    '',
+    'From the exact counts of each failover (storage/cost-model/README.md); identical on every run.',
+    '',
+    `#### M1. Modeled % regression: (optimized − full-scan) / full-scan`,
+    '',
+    modeledRegression,
+    '',
+    `#### M2. Modeled optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`,
+    '',
+    modeledOptimized,
+    '',
+    `#### M3. Modeled full scan (pre-PG14 "master"), failover seconds`,
+    '',
+    modeledFullScan,
+    '',
+    `#### M4. Modeled, as the profile's promotion poll reads them (optimized / full scan)`,
+    '',
+    modeledPolled,
+    '',
+    `#### Modeled crossover`,
+    '',
+    modeledCrossover,
   ];
   if (isModelOnly(cells)) {
-    return { regression: regressionT, optimized, fullScan, dropOnly, crossover, modeledRegression, modeledOptimized, modeledFullScan, modeledPolled, modeledCrossover, markdown: modeledMd.join('\n') };
+    return {
+      regression: regressionT,
+      optimized,
+      fullScan,
+      dropOnly,
+      crossover,
+      modeledRegression,
+      modeledOptimized,
+      modeledFullScan,
+      modeledPolled,
+      modeledCrossover,
+      markdown: modeledMd.join('\n'),
+    };
   }
   const markdown = [
-    `### 1. % regression: (optimized − full-scan) / full-scan`, '',
-    `Average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}; negative = the lookup path is faster.`, '',
-    regressionT, '',
-    `### 2. Optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`, '', optimized, '',
-    `### 3. Full scan (pre-PG14 "master"), failover seconds`, '', fullScan, '',
-    `### 4. Inside the buffer drop only, seconds (optimized / full scan)`, '',
-    'The busy time of the drop itself during the failover, without the replay of the VACUUM\'s other records.', '',
-    dropOnly, '',
-    `### Crossover`, '', crossover, '',
+    `### 1. % regression: (optimized − full-scan) / full-scan`,
+    '',
+    `Average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}; negative = the lookup path is faster.`,
+    '',
+    regressionT,
+    '',
+    `### 2. Optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`,
+    '',
+    optimized,
+    '',
+    `### 3. Full scan (pre-PG14 "master"), failover seconds`,
+    '',
+    fullScan,
+    '',
+    `### 4. Inside the buffer drop only, seconds (optimized / full scan)`,
+    '',
+    "The busy time of the drop itself during the failover, without the replay of the VACUUM's other records.",
+    '',
+    dropOnly,
+    '',
+    `### Crossover`,
+    '',
+    crossover,
+    '',
     ...modeledMd,
   ].join('\n');
-  return { regression: regressionT, optimized, fullScan, dropOnly, crossover, modeledRegression, modeledOptimized, modeledFullScan, modeledPolled, modeledCrossover, markdown };
+  return {
+    regression: regressionT,
+    optimized,
+    fullScan,
+    dropOnly,
+    crossover,
+    modeledRegression,
+    modeledOptimized,
+    modeledFullScan,
+    modeledPolled,
+    modeledCrossover,
+    markdown,
+  };
 }
 
 /** Test B: one table per variant, rows shared_buffers, Master | Patched | %reg. */
-export function multiTables(cells: CellSummary[]): { byVariant: Partial<Record<Variant, string>>; markdown: string } {
+export function multiTables(cells: CellSummary[]): {
+  byVariant: Partial<Record<Variant, string>>;
+  markdown: string;
+} {
   const mc = cells.filter((c) => c.kind === 'multi' && c.engine === 'walsim');
   const byVariant: Partial<Record<Variant, string>> = {};
   const parts: string[] = [];
@@ -187,35 +310,80 @@ export function multiTables(cells: CellSummary[]): { byVariant: Partial<Record<V
   for (const variant of unique(mc.map((c) => c.variant))) {
     const here = mc.filter((c) => c.variant === variant);
     // The seed debate's other strategies (--strategies rel-list,…) get a column each.
-    const others = unique(here.map((c) => c.strategy)).filter((s) => s !== 'full-scan' && s !== 'cached-lookup');
+    const others = unique(here.map((c) => c.strategy)).filter(
+      (s) => s !== 'full-scan' && s !== 'cached-lookup',
+    );
     const rows = unique(here.map((c) => c.sharedBuffers)).map((sb) => {
       const master = here.find((c) => c.sharedBuffers === sb && c.strategy === 'full-scan');
       const patched = here.find((c) => c.sharedBuffers === sb && c.strategy === 'cached-lookup');
-      const modeled = [formatSeconds(cellMs(master, 'modeled')), formatSeconds(cellMs(patched, 'modeled')),
+      const modeled = [
+        formatSeconds(cellMs(master, 'modeled')),
+        formatSeconds(cellMs(patched, 'modeled')),
         formatRegression(regression(cellMs(patched, 'modeled'), cellMs(master, 'modeled')), 2),
-        ...others.map((s) => formatSeconds(cellMs(here.find((c) => c.sharedBuffers === sb && c.strategy === s), 'modeled')))];
+        ...others.map((s) =>
+          formatSeconds(
+            cellMs(
+              here.find((c) => c.sharedBuffers === sb && c.strategy === s),
+              'modeled',
+            ),
+          ),
+        ),
+      ];
       if (modelOnly) return [sb, ...modeled];
-      return [sb, formatSeconds(master?.failoverMsMean), formatSeconds(patched?.failoverMsMean),
+      return [
+        sb,
+        formatSeconds(master?.failoverMsMean),
+        formatSeconds(patched?.failoverMsMean),
         formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2),
-        ...others.map((s) => formatSeconds(here.find((c) => c.sharedBuffers === sb && c.strategy === s)?.failoverMsMean)), ...modeled];
+        ...others.map((s) =>
+          formatSeconds(
+            here.find((c) => c.sharedBuffers === sb && c.strategy === s)?.failoverMsMean,
+          ),
+        ),
+        ...modeled,
+      ];
     });
-    const modeledHeaders = ['Master modeled', 'Patched modeled', '%reg modeled', ...others.map((s) => `${s} modeled`)];
-    const table = markdownTable(modelOnly ? ['s_b', ...modeledHeaders] : ['s_b', 'Master (full-scan)', 'Patched (cached-lookup)', '%reg', ...others, ...modeledHeaders], rows);
+    const modeledHeaders = [
+      'Master modeled',
+      'Patched modeled',
+      '%reg modeled',
+      ...others.map((s) => `${s} modeled`),
+    ];
+    const table = markdownTable(
+      modelOnly
+        ? ['s_b', ...modeledHeaders]
+        : [
+            's_b',
+            'Master (full-scan)',
+            'Patched (cached-lookup)',
+            '%reg',
+            ...others,
+            ...modeledHeaders,
+          ],
+      rows,
+    );
     byVariant[variant] = table;
     const tables = here[0]!.tables;
     const runs = unique(here.map((c) => c.runs));
     parts.push(
-      `### ${variant.toUpperCase()} recovery performance for ${tables} relation${tables === 1 ? '' : 's'}`, '',
+      `### ${variant.toUpperCase()} recovery performance for ${tables} relation${tables === 1 ? '' : 's'}`,
+      '',
       modelOnly
         ? `Modeled PostgreSQL failover seconds (cost profile ${profile}; model only, nothing measured); %reg = (patched − master) / master.`
-        : `Failover seconds measured by walsim, average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, and modeled PostgreSQL seconds (cost profile ${profile}); %reg = (patched − master) / master.`, '',
-      table, '',
+        : `Failover seconds measured by walsim, average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, and modeled PostgreSQL seconds (cost profile ${profile}); %reg = (patched − master) / master.`,
+      '',
+      table,
+      '',
     );
   }
   return { byVariant, markdown: parts.join('\n').trimEnd() };
 }
 
-const VARIANT_TITLE: Record<Variant, string> = { vacuum: 'VACUUM', truncate: 'TRUNCATE', 'truncate-toast': 'TRUNCATE (tables with a TOAST table)' };
+const VARIANT_TITLE: Record<Variant, string> = {
+  vacuum: 'VACUUM',
+  truncate: 'TRUNCATE',
+  'truncate-toast': 'TRUNCATE (tables with a TOAST table)',
+};
 
 /** A cell's label in a side-by-side table: which engine, and how its seconds were obtained. */
 function pgNote(c: CellSummary | undefined): string {
@@ -236,31 +404,67 @@ export function sideBySideTables(cells: CellSummary[]): string {
   const modeled = (c: CellSummary | undefined) => formatSeconds(c?.modeledMsMean);
   const hasModel = ws.some((c) => c.modeledMsMean !== undefined);
   const strategies = unique(ws.map((c) => c.strategy + (c.forceOptimized ? '+forced' : '')));
-  const headers = (first: string) => [first, 'PostgreSQL', 'PostgreSQL (seed method)',
-    ...strategies.map((s) => `walsim measured ${s}`), ...(hasModel ? strategies.map((s) => `walsim modeled ${s}`) : [])];
+  const headers = (first: string) => [
+    first,
+    'PostgreSQL',
+    'PostgreSQL (seed method)',
+    ...strategies.map((s) => `walsim measured ${s}`),
+    ...(hasModel ? strategies.map((s) => `walsim modeled ${s}`) : []),
+  ];
   const rowFor = (first: string, pgc: CellSummary | undefined, wcs: CellSummary[]) => {
-    const by = (s: string) => wcs.find((c) => c.strategy + (c.forceOptimized ? '+forced' : '') === s);
+    const by = (s: string) =>
+      wcs.find((c) => c.strategy + (c.forceOptimized ? '+forced' : '') === s);
     const seed = pgc?.seedMethodMsMedian;
-    return [first, pgNote(pgc), formatSeconds(seed), ...strategies.map((s) => formatSeconds(by(s)?.failoverMsMean)),
-      ...(hasModel ? strategies.map((s) => modeled(by(s))) : [])];
+    return [
+      first,
+      pgNote(pgc),
+      formatSeconds(seed),
+      ...strategies.map((s) => formatSeconds(by(s)?.failoverMsMean)),
+      ...(hasModel ? strategies.map((s) => modeled(by(s))) : []),
+    ];
   };
   const parts: string[] = [];
   const runs = unique(pgCells.map((c) => c.runs));
-  const note = `Failover seconds. PostgreSQL: median of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, resume (clock_timestamp()) → "ready to accept connections" in the standby's log; ` +
+  const note =
+    `Failover seconds. PostgreSQL: median of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, resume (clock_timestamp()) → "ready to accept connections" in the standby's log; ` +
     `seed method: pg_ctl promote -w as the seed timed it (100 ms polling). walsim measured: its own clock, mean; modeled: the cost profile.`;
   if (pgCells[0]!.kind === 'multi') {
     for (const variant of unique(pgCells.map((c) => c.variant))) {
       const pv = pgCells.filter((c) => c.variant === variant);
       const rows = unique(pv.map((c) => c.sharedBuffers)).map((sb) =>
-        rowFor(sb, pv.find((c) => c.sharedBuffers === sb), ws.filter((c) => c.variant === variant && c.sharedBuffers === sb)));
-      parts.push(`### ${VARIANT_TITLE[variant]} of ${pv[0]!.tables} relations: PostgreSQL and walsim`, '', note, '', markdownTable(headers('s_b'), rows), '');
+        rowFor(
+          sb,
+          pv.find((c) => c.sharedBuffers === sb),
+          ws.filter((c) => c.variant === variant && c.sharedBuffers === sb),
+        ),
+      );
+      parts.push(
+        `### ${VARIANT_TITLE[variant]} of ${pv[0]!.tables} relations: PostgreSQL and walsim`,
+        '',
+        note,
+        '',
+        markdownTable(headers('s_b'), rows),
+        '',
+      );
     }
   } else {
     for (const sb of unique(pgCells.map((c) => c.sharedBuffers))) {
       const pv = pgCells.filter((c) => c.sharedBuffers === sb);
       const rows = unique(pv.map((c) => c.relSize!)).map((rs) =>
-        rowFor(rs, pv.find((c) => c.relSize === rs), ws.filter((c) => c.sharedBuffers === sb && c.relSize === rs)));
-      parts.push(`### VACUUM of one relation at shared_buffers=${sb}: PostgreSQL and walsim`, '', note, '', markdownTable(headers('rel_size'), rows), '');
+        rowFor(
+          rs,
+          pv.find((c) => c.relSize === rs),
+          ws.filter((c) => c.sharedBuffers === sb && c.relSize === rs),
+        ),
+      );
+      parts.push(
+        `### VACUUM of one relation at shared_buffers=${sb}: PostgreSQL and walsim`,
+        '',
+        note,
+        '',
+        markdownTable(headers('rel_size'), rows),
+        '',
+      );
     }
   }
   return parts.join('\n').trimEnd();

@@ -11,7 +11,13 @@ import type { CellSummary, RunRecord, SweepKind } from '../experiment/sweep.ts';
 import { toCsv } from './csv.ts';
 import { STRATEGY_COLORS } from './strategies-report.ts';
 import { lineChart, type ChartSeries } from './svg-chart.ts';
-import { computeCrossover, isModelOnly, multiTables, sideBySideTables, thresholdTables } from './tables.ts';
+import {
+  computeCrossover,
+  isModelOnly,
+  multiTables,
+  sideBySideTables,
+  thresholdTables,
+} from './tables.ts';
 
 export interface SweepOutput {
   kind: SweepKind;
@@ -24,16 +30,54 @@ export interface SweepOutput {
 }
 
 const CSV_COLUMNS = [
-  'kind', 'sharedBuffers', 'nBuffers', 'variant', 'relSize', 'pagesPerTable', 'tables', 'strategy', 'forceOptimized', 'run',
-  'failoverMs', 'replayMs', 'endOfRecoveryMs', 'openForWritesMs', 'recordsReplayed', 'dropMs', 'dropsFullScan', 'dropsCachedLookup',
-  'scanned', 'probes', 'invalidated', 'promoted', 'resumeAt', 'promotedAt', 'stepMs', 'engine', 'seedMethodMs', 'walBytes', 'stall',
-  'mode', 'modelProfile', 'modeledS', 'modeledPolledS', 'modeledReplayS', 'modeledEndOfRecoveryS', 'modeledOpenForWritesS', 'modeledDropS',
-  'warmup', 'loadAvg1', 'cpuPressure',
+  'kind',
+  'sharedBuffers',
+  'nBuffers',
+  'variant',
+  'relSize',
+  'pagesPerTable',
+  'tables',
+  'strategy',
+  'forceOptimized',
+  'run',
+  'failoverMs',
+  'replayMs',
+  'endOfRecoveryMs',
+  'openForWritesMs',
+  'recordsReplayed',
+  'dropMs',
+  'dropsFullScan',
+  'dropsCachedLookup',
+  'scanned',
+  'probes',
+  'invalidated',
+  'promoted',
+  'resumeAt',
+  'promotedAt',
+  'stepMs',
+  'engine',
+  'seedMethodMs',
+  'walBytes',
+  'stall',
+  'mode',
+  'modelProfile',
+  'modeledS',
+  'modeledPolledS',
+  'modeledReplayS',
+  'modeledEndOfRecoveryS',
+  'modeledOpenForWritesS',
+  'modeledDropS',
+  'warmup',
+  'loadAvg1',
+  'cpuPressure',
 ];
 
 const strategyName = (c: CellSummary) =>
-  c.strategy === 'full-scan' ? 'full-scan (master)'
-    : c.strategy === 'cached-lookup' ? `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)` : c.strategy;
+  c.strategy === 'full-scan'
+    ? 'full-scan (master)'
+    : c.strategy === 'cached-lookup'
+      ? `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)`
+      : c.strategy;
 
 const defaultY = (c: CellSummary) => c.failoverMsMean / 1000;
 
@@ -45,22 +89,42 @@ function seriesBy(
   const pg = cells.filter((c) => c.engine === 'postgres');
   cells = cells.filter((c) => c.engine === 'walsim');
   const names = [...new Set(cells.map(strategyName))];
-  const pgSeries: ChartSeries[] = pg.length === 0 ? [] : [{
-    name: 'PostgreSQL (median)', color: '#2ca02c',
-    points: pg.map((c) => ({ x: x(c), y: y === defaultY ? c.failoverMsMedian / 1000 : y(c) })).filter((p) => Number.isFinite(p.y)),
-  }];
-  const modeled = cells.filter((c) => c.modeledMsMean !== undefined && Number.isFinite(c.modeledMsMean));
+  const pgSeries: ChartSeries[] =
+    pg.length === 0
+      ? []
+      : [
+          {
+            name: 'PostgreSQL (median)',
+            color: '#2ca02c',
+            points: pg
+              .map((c) => ({ x: x(c), y: y === defaultY ? c.failoverMsMedian / 1000 : y(c) }))
+              .filter((p) => Number.isFinite(p.y)),
+          },
+        ];
+  const modeled = cells.filter(
+    (c) => c.modeledMsMean !== undefined && Number.isFinite(c.modeledMsMean),
+  );
   const modelSeries: ChartSeries[] = [...new Set(modeled.map(strategyName))].map((name) => ({
-    name: `${name}, modeled PostgreSQL (${modeled[0]!.modelProfile})`, dashed: true,
+    name: `${name}, modeled PostgreSQL (${modeled[0]!.modelProfile})`,
+    dashed: true,
     color: STRATEGY_COLORS[modeled.find((c) => strategyName(c) === name)!.strategy],
-    points: modeled.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: c.modeledMsMean! / 1000 })),
+    points: modeled
+      .filter((c) => strategyName(c) === name)
+      .map((c) => ({ x: x(c), y: c.modeledMsMean! / 1000 })),
   }));
-  return [...pgSeries, ...names.map((name) => ({
-    name,
-    // The same colour for a strategy in every chart (measured solid, modeled dashed).
-    color: STRATEGY_COLORS[cells.find((c) => strategyName(c) === name)!.strategy],
-    points: cells.filter((c) => strategyName(c) === name).map((c) => ({ x: x(c), y: y(c) })).filter((p) => Number.isFinite(p.y)),
-  })), ...(y === defaultY ? modelSeries : [])].filter((s) => s.points.length > 0);
+  return [
+    ...pgSeries,
+    ...names.map((name) => ({
+      name,
+      // The same colour for a strategy in every chart (measured solid, modeled dashed).
+      color: STRATEGY_COLORS[cells.find((c) => strategyName(c) === name)!.strategy],
+      points: cells
+        .filter((c) => strategyName(c) === name)
+        .map((c) => ({ x: x(c), y: y(c) }))
+        .filter((p) => Number.isFinite(p.y)),
+    })),
+    ...(y === defaultY ? modelSeries : []),
+  ].filter((s) => s.points.length > 0);
 }
 
 /**
@@ -74,8 +138,11 @@ function failoverSeries(cells: CellSummary[], x: (c: CellSummary) => number): Ch
 /** Every file of the results directory, by name. */
 export function renderResults(o: SweepOutput): Record<string, string> {
   const files: Record<string, string> = {};
-  const sbTicks = (cells: CellSummary[]) =>
-    [...new Map(cells.map((c) => [c.nBuffers, { value: c.nBuffers, label: c.sharedBuffers }])).values()];
+  const sbTicks = (cells: CellSummary[]) => [
+    ...new Map(
+      cells.map((c) => [c.nBuffers, { value: c.nBuffers, label: c.sharedBuffers }]),
+    ).values(),
+  ];
   let tablesMd: string;
   let extra: Record<string, unknown> = {};
   const side = sideBySideTables(o.cells);
@@ -86,29 +153,55 @@ export function renderResults(o: SweepOutput): Record<string, string> {
       const cells = o.cells.filter((c) => c.variant === variant);
       files[`chart-${variant}.svg`] = lineChart({
         title: `${variant.toUpperCase()} of ${cells[0]!.tables} one-block relations: failover time`,
-        xLabel: 'shared_buffers', yLabel: 'failover seconds', xLog: true, yLog: true,
-        xTicks: sbTicks(cells), series: failoverSeries(cells, (c) => c.nBuffers),
+        xLabel: 'shared_buffers',
+        yLabel: 'failover seconds',
+        xLog: true,
+        yLog: true,
+        xTicks: sbTicks(cells),
+        series: failoverSeries(cells, (c) => c.nBuffers),
       });
     }
   } else {
     const t = thresholdTables(o.cells);
     tablesMd = [t.markdown, side].filter((x) => x.length > 0).join('\n\n');
-    extra = { ...(isModelOnly(o.cells) ? {} : { crossover: computeCrossover(o.cells) }), modeledCrossover: computeCrossover(o.cells, 'modeled') };
+    extra = {
+      ...(isModelOnly(o.cells) ? {} : { crossover: computeCrossover(o.cells) }),
+      modeledCrossover: computeCrossover(o.cells, 'modeled'),
+    };
     for (const sb of [...new Set(o.cells.map((c) => c.sharedBuffers))]) {
       const cells = o.cells.filter((c) => c.sharedBuffers === sb);
       files[`chart-threshold-${sb}.svg`] = lineChart({
         title: `VACUUM of one relation, shared_buffers=${sb}: failover time`,
-        xLabel: 'relation size (pages; NB/k)', yLabel: 'failover seconds', xLog: true, yLog: true,
-        xTicks: [...new Map(cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }])).values()],
+        xLabel: 'relation size (pages; NB/k)',
+        yLabel: 'failover seconds',
+        xLog: true,
+        yLog: true,
+        xTicks: [
+          ...new Map(
+            cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }]),
+          ).values(),
+        ],
         series: failoverSeries(cells, (c) => c.pagesPerTable),
       });
       // The drop alone: what the two paths differ in, without the VACUUM's replay around it.
-      if (!isModelOnly(cells)) files[`chart-threshold-drop-${sb}.svg`] = lineChart({
-        title: `VACUUM of one relation, shared_buffers=${sb}: time inside the buffer drop`,
-        xLabel: 'relation size (pages; NB/k)', yLabel: 'seconds inside the drop', xLog: true, yLog: true,
-        xTicks: [...new Map(cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }])).values()],
-        series: seriesBy(cells, (c) => c.pagesPerTable, (c) => c.dropMsMean / 1000),
-      });
+      if (!isModelOnly(cells))
+        files[`chart-threshold-drop-${sb}.svg`] = lineChart({
+          title: `VACUUM of one relation, shared_buffers=${sb}: time inside the buffer drop`,
+          xLabel: 'relation size (pages; NB/k)',
+          yLabel: 'seconds inside the drop',
+          xLog: true,
+          yLog: true,
+          xTicks: [
+            ...new Map(
+              cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }]),
+            ).values(),
+          ],
+          series: seriesBy(
+            cells,
+            (c) => c.pagesPerTable,
+            (c) => c.dropMsMean / 1000,
+          ),
+        });
     }
     // Time vs shared_buffers too, for the smallest and largest relation sizes.
     const sizes = [...new Set(o.cells.map((c) => c.relDivisor!))].sort((a, b) => b - a);
@@ -117,27 +210,63 @@ export function renderResults(o: SweepOutput): Record<string, string> {
     const series: ChartSeries[] = [];
     // Two relation sizes × two strategies: the size keeps the default palette, so drop the strategy colour.
     for (const k of pick) {
-      for (const s of failoverSeries(cells.filter((c) => c.relDivisor === k), (c) => c.nBuffers)) series.push({ name: `NB/${k} ${s.name}`, points: s.points, dashed: s.dashed });
+      for (const s of failoverSeries(
+        cells.filter((c) => c.relDivisor === k),
+        (c) => c.nBuffers,
+      ))
+        series.push({ name: `NB/${k} ${s.name}`, points: s.points, dashed: s.dashed });
     }
     files['chart-threshold-vs-shared-buffers.svg'] = lineChart({
-      title: 'VACUUM of one relation of NBuffers/k pages: failover time', xLabel: 'shared_buffers', yLabel: 'failover seconds',
-      xLog: true, yLog: true, xTicks: sbTicks(cells), series,
+      title: 'VACUUM of one relation of NBuffers/k pages: failover time',
+      xLabel: 'shared_buffers',
+      yLabel: 'failover seconds',
+      xLog: true,
+      yLog: true,
+      xTicks: sbTicks(cells),
+      series,
     });
   }
-  const title = o.kind === 'multi' ? "Seed 001 Test B (test.sh): failover after many one-block drops" : 'Seed 001 Test A (rel.sh): threshold of the optimized drop path';
+  const title =
+    o.kind === 'multi'
+      ? 'Seed 001 Test B (test.sh): failover after many one-block drops'
+      : 'Seed 001 Test A (rel.sh): threshold of the optimized drop path';
   files['tables.md'] = [
-    `## ${title}`, '',
-    `walsim, ${o.startedAt} → ${o.finishedAt} (${o.wallSeconds.toFixed(0)} s). Settings: ${Object.entries(o.settings).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(', ')}.`, '',
-    tablesMd, '',
+    `## ${title}`,
+    '',
+    `walsim, ${o.startedAt} → ${o.finishedAt} (${o.wallSeconds.toFixed(0)} s). Settings: ${Object.entries(
+      o.settings,
+    )
+      .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
+      .join(', ')}.`,
+    '',
+    tablesMd,
+    '',
   ].join('\n');
-  files['results.json'] = JSON.stringify({ kind: o.kind, startedAt: o.startedAt, finishedAt: o.finishedAt, wallSeconds: o.wallSeconds, settings: o.settings, cells: o.cells, ...extra, runs: o.records }, null, 2) + '\n';
+  files['results.json'] =
+    JSON.stringify(
+      {
+        kind: o.kind,
+        startedAt: o.startedAt,
+        finishedAt: o.finishedAt,
+        wallSeconds: o.wallSeconds,
+        settings: o.settings,
+        cells: o.cells,
+        ...extra,
+        runs: o.records,
+      },
+      null,
+      2,
+    ) + '\n';
   files['results.csv'] = toCsv(o.records as unknown as Array<Record<string, unknown>>, CSV_COLUMNS);
   return files;
 }
 
 /** `2026-01-06T10-04-05Z`: an ISO time usable as a directory name. */
 export function resultsDirName(d: Date): string {
-  return d.toISOString().replace(/\.\d+Z$/, 'Z').replaceAll(':', '-');
+  return d
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replaceAll(':', '-');
 }
 
 /** Write the files into a new `<base>/<timestamp>[-n]/`; return its path and the file names. */
@@ -146,7 +275,11 @@ export function writeResults(base: string, o: SweepOutput): { dir: string; files
 }
 
 /** Write rendered files (any sweep's) into a new `<base>/<timestamp of startedAt>[-n]/`. */
-export function writeResultFiles(base: string, startedAt: string, files: Record<string, string>): { dir: string; files: string[] } {
+export function writeResultFiles(
+  base: string,
+  startedAt: string,
+  files: Record<string, string>,
+): { dir: string; files: string[] } {
   const name = resultsDirName(new Date(startedAt));
   let dir = path.resolve(base, name);
   for (let i = 2; fs.existsSync(dir); i++) dir = path.resolve(base, `${name}-${i}`);

@@ -20,13 +20,22 @@ import { maxAlign } from '../../wal/codec.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import { readWal } from '../../wal/wal-reader.ts';
 import { segmentFileName, segmentOf, segmentOffset, walDir } from '../../wal/segment.ts';
-import { DROP_STRATEGIES, type SynchronousCommit, type DropStrategy } from '../../server/settings.ts';
+import {
+  DROP_STRATEGIES,
+  type SynchronousCommit,
+  type DropStrategy,
+} from '../../server/settings.ts';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FatalCheck, TortureCluster } from './cluster.ts';
 import { Model } from './model.ts';
 
-export const FAULT_KINDS = ['cut_replication', 'kill_standby', 'wal_write_fail', 'corrupt_wal'] as const;
+export const FAULT_KINDS = [
+  'cut_replication',
+  'kill_standby',
+  'wal_write_fail',
+  'corrupt_wal',
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number] | 'crash_primary';
 
 export interface SeedOptions {
@@ -65,14 +74,34 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
   // Every drop strategy, the seed debate's alternatives included: they must survive the same faults.
   const dropStrategy = rng.pick<DropStrategy>(DROP_STRATEGIES);
   const result: SeedResult = {
-    seed: o.seed, ok: false, level, acked: 0, lost: 0, expectedErrors: {},
-    faults: { cut_replication: 0, kill_standby: 0, wal_write_fail: 0, corrupt_wal: 0, crash_primary: 0 },
+    seed: o.seed,
+    ok: false,
+    level,
+    acked: 0,
+    lost: 0,
+    expectedErrors: {},
+    faults: {
+      cut_replication: 0,
+      kill_standby: 0,
+      wal_write_fail: 0,
+      corrupt_wal: 0,
+      crash_primary: 0,
+    },
   };
-  const expected = (name: string) => (result.expectedErrors[name] = (result.expectedErrors[name] ?? 0) + 1);
-  o.log(`seed ${o.seed}: synchronous_commit=${level} standby shared_buffers=${standbySharedBuffers} ${dropStrategy}`);
+  const expected = (name: string) =>
+    (result.expectedErrors[name] = (result.expectedErrors[name] ?? 0) + 1);
+  o.log(
+    `seed ${o.seed}: synchronous_commit=${level} standby shared_buffers=${standbySharedBuffers} ${dropStrategy}`,
+  );
   const c = await TortureCluster.create({
-    sharedBuffers: '16MB', standbySharedBuffers, synchronousCommit: level, dropStrategy, thresholdDivisor: 32,
-    forceOptimized: false, walSegmentSize: SEGMENT_SIZE, listen: '127.0.0.1',
+    sharedBuffers: '16MB',
+    standbySharedBuffers,
+    synchronousCommit: level,
+    dropStrategy,
+    thresholdDivisor: 32,
+    forceOptimized: false,
+    walSegmentSize: SEGMENT_SIZE,
+    listen: '127.0.0.1',
     // A killed standby reconnects from its flush LSN, at most one statement's WAL (< 1 segment)
     // behind; 2 segments of wal_keep_size keep that across a CHECKPOINT run meanwhile, as a
     // PostgreSQL standby without a slot needs. Older WAL is removed, so removal is exercised.
@@ -82,7 +111,10 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
   try {
     await c.startNode('primary');
     await c.startNode('standby');
-    await c.pollUntil(async () => (await c.status('standby')).receiverState === 'streaming', 'standby streaming');
+    await c.pollUntil(
+      async () => (await c.status('standby')).receiverState === 'streaming',
+      'standby streaming',
+    );
     const model = new Model();
     let paused = false;
     let tableNo = 0;
@@ -97,16 +129,32 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     };
     const ledgerInsert = (): Statement => {
       const n = ledgerNext++;
-      return { sql: `INSERT INTO ledger VALUES (${n})`, apply: () => { model.insert('ledger', n, n); ledgerAcked = n; } };
+      return {
+        sql: `INSERT INTO ledger VALUES (${n})`,
+        apply: () => {
+          model.insert('ledger', n, n);
+          ledgerAcked = n;
+        },
+      };
     };
     await exec({ sql: 'CREATE TABLE ledger (c int)', apply: () => model.create('ledger') });
 
     /** A random write statement (never blocks on its own). */
     const randomStatement = (): Statement => {
       const tables = userTables();
-      const kind = tables.length === 0 ? 'create' : rng.weighted({
-        create: tables.length < 6 ? 2 : 0, insert: 6, values: 2, ledger: 5, delete: 3, vacuum: 3, truncate: 1, checkpoint: 1,
-      });
+      const kind =
+        tables.length === 0
+          ? 'create'
+          : rng.weighted({
+              create: tables.length < 6 ? 2 : 0,
+              insert: 6,
+              values: 2,
+              ledger: 5,
+              delete: 3,
+              vacuum: 3,
+              truncate: 1,
+              checkpoint: 1,
+            });
       const t = tables.length > 0 ? rng.pick(tables) : '';
       switch (kind) {
         case 'create': {
@@ -116,18 +164,27 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
         case 'insert': {
           const lo = rng.int(1, 5000);
           const hi = lo + rng.pick([1, 10, 226, 1000, 4000]) - 1;
-          return { sql: `INSERT INTO ${t} SELECT generate_series(${lo}, ${hi})`, apply: () => model.insert(t, lo, hi) };
+          return {
+            sql: `INSERT INTO ${t} SELECT generate_series(${lo}, ${hi})`,
+            apply: () => model.insert(t, lo, hi),
+          };
         }
         case 'values': {
           const vs = Array.from({ length: rng.int(1, 4) }, () => rng.int(1, 9000));
-          return { sql: `INSERT INTO ${t} VALUES ${vs.map((v) => `(${v})`).join(', ')}`, apply: () => vs.forEach((v) => model.insert(t, v, v)) };
+          return {
+            sql: `INSERT INTO ${t} VALUES ${vs.map((v) => `(${v})`).join(', ')}`,
+            apply: () => vs.forEach((v) => model.insert(t, v, v)),
+          };
         }
         case 'ledger':
           return ledgerInsert();
         case 'delete': {
           const op = rng.pick(['>', '<', 'all'] as const);
           const k = rng.int(1, 6000);
-          return { sql: `DELETE FROM ${t}${op === 'all' ? '' : ` WHERE c ${op} ${k}`}`, apply: () => model.delete(t, op, k) };
+          return {
+            sql: `DELETE FROM ${t}${op === 'all' ? '' : ` WHERE c ${op} ${k}`}`,
+            apply: () => model.delete(t, op, k),
+          };
         }
         case 'vacuum':
           return { sql: rng.chance(0.3) ? 'VACUUM' : `VACUUM ${t}`, apply: () => {} };
@@ -140,8 +197,16 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
 
     const setPaused = async (want: boolean) => {
       if (want === paused) return;
-      await c.sql('standby', want ? 'SELECT pg_wal_replay_pause()' : 'SELECT pg_wal_replay_resume()');
-      if (want) await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'pause');
+      await c.sql(
+        'standby',
+        want ? 'SELECT pg_wal_replay_pause()' : 'SELECT pg_wal_replay_resume()',
+      );
+      if (want)
+        await c.pollUntil(
+          async () =>
+            (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused',
+          'pause',
+        );
       paused = want;
     };
 
@@ -150,18 +215,36 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
       await setPaused(false);
       await c.waitForCatchup('replay');
       const [ps, ss] = [await c.status('primary'), await c.status('standby')];
-      if (maxAlign(parseLsn(ss.replayLsn)) !== parseLsn(ps.flushLsn)) throw new FatalCheck(`I2 (${why}): standby replayed to ${ss.replayLsn}, primary flushed ${ps.flushLsn}`);
+      if (maxAlign(parseLsn(ss.replayLsn)) !== parseLsn(ps.flushLsn))
+        throw new FatalCheck(
+          `I2 (${why}): standby replayed to ${ss.replayLsn}, primary flushed ${ps.flushLsn}`,
+        );
       const p = await (await c.client('primary')).inspect();
       const s = await (await c.client('standby')).inspect();
       const strip = (x: typeof p) => JSON.stringify(x.tables.map(({ buffered: _, ...t }) => t));
-      if (strip(p) !== strip(s)) throw new FatalCheck(`I2 (${why}): standby differs from primary at ${ps.flushLsn}:\n  primary ${strip(p)}\n  standby ${strip(s)}`);
-      for (const [node, x] of [['primary', p], ['standby', s]] as const) {
-        if (x.orphanBuffers.length > 0) throw new FatalCheck(`I3 (${why}): ${node} buffers hold dropped blocks ${x.orphanBuffers.slice(0, 5).join(', ')}`);
+      if (strip(p) !== strip(s))
+        throw new FatalCheck(
+          `I2 (${why}): standby differs from primary at ${ps.flushLsn}:\n  primary ${strip(p)}\n  standby ${strip(s)}`,
+        );
+      for (const [node, x] of [
+        ['primary', p],
+        ['standby', s],
+      ] as const) {
+        if (x.orphanBuffers.length > 0)
+          throw new FatalCheck(
+            `I3 (${why}): ${node} buffers hold dropped blocks ${x.orphanBuffers.slice(0, 5).join(', ')}`,
+          );
       }
       for (const t of p.tables) {
-        if (t.rows !== model.count(t.name)) throw new FatalCheck(`I2 (${why}): table ${t.name} has ${t.rows} rows, model says ${model.count(t.name)}`);
+        if (t.rows !== model.count(t.name))
+          throw new FatalCheck(
+            `I2 (${why}): table ${t.name} has ${t.rows} rows, model says ${model.count(t.name)}`,
+          );
       }
-      if (p.tables.length !== model.names().length) throw new FatalCheck(`I2 (${why}): ${p.tables.length} tables, model has ${model.names().length}`);
+      if (p.tables.length !== model.names().length)
+        throw new FatalCheck(
+          `I2 (${why}): ${p.tables.length} tables, model has ${model.names().length}`,
+        );
     };
 
     /** Flip a byte in a not yet replayed record on the standby; replay must stop exactly there. */
@@ -169,19 +252,34 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
       await setPaused(true);
       const inFlight = [randomStatement(), ledgerInsert()];
       // Under remote_apply these commits wait for replay, which is paused: run them in the background.
-      const running = (async () => { for (const st of inFlight) await exec(st); })();
+      const running = (async () => {
+        for (const st of inFlight) await exec(st);
+      })();
       if (level === 'remote_apply') {
         // The first commit waits for an apply that cannot happen yet: its WAL is flushed.
-        await c.pollUntil(async () => (await c.status('primary')).syncWaiters > 0, 'a commit waiting for apply');
+        await c.pollUntil(
+          async () => (await c.status('primary')).syncWaiters > 0,
+          'a commit waiting for apply',
+        );
       } else {
         await running;
       }
       const target = parseLsn((await c.status('primary')).flushLsn);
-      await c.pollUntil(async () => parseLsn((await c.status('standby')).receiveLsn) >= target, 'standby flush');
+      await c.pollUntil(
+        async () => parseLsn((await c.status('standby')).receiveLsn) >= target,
+        'standby flush',
+      );
       const ss = await c.status('standby');
       const from = maxAlign(parseLsn(ss.replayLsn));
-      const recs = [...readWal(c.dataDir('standby'), from, { timeline: 1, segmentSize: SEGMENT_SIZE, stopLsn: parseLsn(ss.receiveLsn) })];
-      if (recs.length === 0) throw new FatalCheck(`corrupt_wal: no unreplayed record after ${formatLsn(from)}`);
+      const recs = [
+        ...readWal(c.dataDir('standby'), from, {
+          timeline: 1,
+          segmentSize: SEGMENT_SIZE,
+          stopLsn: parseLsn(ss.receiveLsn),
+        }),
+      ];
+      if (recs.length === 0)
+        throw new FatalCheck(`corrupt_wal: no unreplayed record after ${formatLsn(from)}`);
       const rec = rng.pick(recs);
       const at = rec.lsn + 25;
       const file = segmentFileName(1, segmentOf(at, SEGMENT_SIZE), SEGMENT_SIZE);
@@ -192,12 +290,18 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
       fs.writeSync(fd, b, 0, 1, segmentOffset(at, SEGMENT_SIZE));
       fs.closeSync(fd);
       await setPaused(false);
-      await c.pollUntil(async () => (await c.status('standby')).replayError !== null, 'replay to stop at the flipped record');
+      await c.pollUntil(
+        async () => (await c.status('standby')).replayError !== null,
+        'replay to stop at the flipped record',
+      );
       const err = (await c.status('standby')).replayError as { lsn: string; message: string };
       if (err.lsn !== formatLsn(rec.lsn) || !err.message.includes(file)) {
-        throw new FatalCheck(`I4: replay error ${JSON.stringify(err)} does not name the flipped record ${formatLsn(rec.lsn)} in ${file}`);
+        throw new FatalCheck(
+          `I4: replay error ${JSON.stringify(err)} does not name the flipped record ${formatLsn(rec.lsn)} in ${file}`,
+        );
       }
-      if (parseLsn((await c.status('standby')).replayLsn) > rec.lsn) throw new FatalCheck('I4: replay went past the flipped record');
+      if (parseLsn((await c.status('standby')).replayLsn) > rec.lsn)
+        throw new FatalCheck('I4: replay went past the flipped record');
       expected('invalid_wal');
       // Heal: a restart ends local WAL at the bad record and streams it again from the primary.
       await c.stopNode('standby', 'fast');
@@ -226,7 +330,8 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
           await c.kill('standby');
           await c.startNode('standby'); // over the stale postmaster.pid
           paused = false;
-          if (!(await c.status('standby')).startupReplay.crashRecovery) throw new FatalCheck('kill_standby: restart did not run crash recovery');
+          if (!(await c.status('standby')).startupReplay.crashRecovery)
+            throw new FatalCheck('kill_standby: restart did not run crash recovery');
           break;
         }
       }
@@ -269,31 +374,52 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
     else await c.stopNode('primary', 'immediate');
     await writer;
     if (!isWalsimError(writerError) || writerError.kind !== 'not_connected') {
-      throw new FatalCheck(`I4: the commit in flight at the crash failed with ${String(writerError)}, expected a lost connection`);
+      throw new FatalCheck(
+        `I4: the commit in flight at the crash failed with ${String(writerError)}, expected a lost connection`,
+      );
     }
     expected('not_connected');
-    const promoted = (await (await c.client('standby')).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
+    const promoted = (await (
+      await c.client('standby')
+    ).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
     if (!promoted.promoted) throw new FatalCheck('promotion did not finish');
     // I1: every acknowledged ledger value, at most one more (the commit in flight), nothing else.
-    const kept = Number(await c.scalar('standby', `SELECT count(*) FROM ledger WHERE c < ${ledgerAcked + 1}`));
+    const kept = Number(
+      await c.scalar('standby', `SELECT count(*) FROM ledger WHERE c < ${ledgerAcked + 1}`),
+    );
     const total = Number(await c.scalar('standby', 'SELECT count(*) FROM ledger'));
     result.lost = ledgerAcked - kept;
-    if (total > kept + 1) throw new FatalCheck(`I1: ledger has ${total} rows, only ${kept} acknowledged (+1 in flight)`);
+    if (total > kept + 1)
+      throw new FatalCheck(
+        `I1: ledger has ${total} rows, only ${kept} acknowledged (+1 in flight)`,
+      );
     const s = await (await c.client('standby')).inspect();
     for (const t of s.tables) {
       const want = model.count(t.name) + (t.name === 'ledger' ? total - kept : 0);
       if (t.rows !== want) {
         result.lost += t.name === 'ledger' ? 0 : 1;
-        throw new FatalCheck(`I1: promoted table ${t.name} has ${t.rows} rows, acknowledged statements left ${want}`);
+        throw new FatalCheck(
+          `I1: promoted table ${t.name} has ${t.rows} rows, acknowledged statements left ${want}`,
+        );
       }
     }
-    if (s.orphanBuffers.length > 0) throw new FatalCheck(`I3: promoted node buffers hold dropped blocks ${s.orphanBuffers.slice(0, 5).join(', ')}`);
-    if (result.lost > 0) throw new FatalCheck(`I1: ${result.lost} acknowledged commits lost (synchronous_commit=${level})`);
+    if (s.orphanBuffers.length > 0)
+      throw new FatalCheck(
+        `I3: promoted node buffers hold dropped blocks ${s.orphanBuffers.slice(0, 5).join(', ')}`,
+      );
+    if (result.lost > 0)
+      throw new FatalCheck(
+        `I1: ${result.lost} acknowledged commits lost (synchronous_commit=${level})`,
+      );
     await c.sql('standby', 'INSERT INTO ledger VALUES (0)'); // the promoted node takes writes
     // I4: no programmer error or fatal error anywhere.
     for (const node of ['primary', 'standby'] as const) {
-      const bad = c.serverLog(node).split('\n').filter((l) => /FATAL|InvariantViolation|internal error|PANIC/.test(l));
-      if (bad.length > 0) throw new FatalCheck(`I4: ${node} logged: ${bad.slice(0, 3).join(' | ')}`);
+      const bad = c
+        .serverLog(node)
+        .split('\n')
+        .filter((l) => /FATAL|InvariantViolation|internal error|PANIC/.test(l));
+      if (bad.length > 0)
+        throw new FatalCheck(`I4: ${node} logged: ${bad.slice(0, 3).join(' | ')}`);
     }
     result.ok = true;
     return result;

@@ -60,26 +60,42 @@ function tuples(ranges: readonly number[]): number {
  * The PostgreSQL records one walsim record stands for, given what its transaction logged before.
  * Calls `add(kind, n)` per PostgreSQL record kind. See README "Record mix".
  */
-export function pgRecordsFor(body: WalRecordBody, xact: Readonly<XactShape> | undefined, add: (k: PgRecordKind, n: number) => void): void {
+export function pgRecordsFor(
+  body: WalRecordBody,
+  xact: Readonly<XactShape> | undefined,
+  add: (k: PgRecordKind, n: number) => void,
+): void {
   switch (body.kind) {
-    case 'CHECKPOINT_SHUTDOWN': return add('XLOG_CHECKPOINT_SHUTDOWN', 1);
-    case 'CHECKPOINT_ONLINE': return add('XLOG_CHECKPOINT_ONLINE', 1);
-    case 'NOOP': return add('XLOG_NOOP', 1);
-    case 'END_OF_RECOVERY': return add('XLOG_END_OF_RECOVERY', 1);
-    case 'FPI': return add('XLOG_FPI', 1);
-    case 'SMGR_CREATE': return add('SMGR_CREATE', 1);
-    case 'SMGR_TRUNCATE': return add('SMGR_TRUNCATE', 1);
-    case 'STANDBY_LOCK': return add('STANDBY_LOCK', 1);
+    case 'CHECKPOINT_SHUTDOWN':
+      return add('XLOG_CHECKPOINT_SHUTDOWN', 1);
+    case 'CHECKPOINT_ONLINE':
+      return add('XLOG_CHECKPOINT_ONLINE', 1);
+    case 'NOOP':
+      return add('XLOG_NOOP', 1);
+    case 'END_OF_RECOVERY':
+      return add('XLOG_END_OF_RECOVERY', 1);
+    case 'FPI':
+      return add('XLOG_FPI', 1);
+    case 'SMGR_CREATE':
+      return add('SMGR_CREATE', 1);
+    case 'SMGR_TRUNCATE':
+      return add('SMGR_TRUNCATE', 1);
+    case 'STANDBY_LOCK':
+      return add('STANDBY_LOCK', 1);
     // INSERT … SELECT and INSERT … VALUES log one heap_insert per row in PostgreSQL (multi-insert is COPY's).
-    case 'HEAP_INSERT': return add('HEAP_INSERT', 1);
-    case 'HEAP2_MULTI_INSERT': return add('HEAP_INSERT', tuples(body.runs));
+    case 'HEAP_INSERT':
+      return add('HEAP_INSERT', 1);
+    case 'HEAP2_MULTI_INSERT':
+      return add('HEAP_INSERT', tuples(body.runs));
     // heap_delete logs one record per row.
-    case 'HEAP_DELETE': return add('HEAP_DELETE', tuples(body.offsets));
+    case 'HEAP_DELETE':
+      return add('HEAP_DELETE', tuples(body.offsets));
     // walsim's prune is PostgreSQL's two passes over a table without indexes: PRUNE, then VACUUM.
     case 'HEAP2_PRUNE':
       add('HEAP2_PRUNE', 1);
       return add('HEAP2_VACUUM', 1);
-    case 'HEAP2_VISIBLE': return add('HEAP2_VISIBLE', 1);
+    case 'HEAP2_VISIBLE':
+      return add('HEAP2_VISIBLE', 1);
     // A pg_class row changed (CREATE/DROP/TRUNCATE): a non-HOT heap update plus one insert per index.
     case 'CATALOG_UPDATE':
       add('HEAP_UPDATE', 1);
@@ -94,7 +110,10 @@ export function pgRecordsFor(body: WalRecordBody, xact: Readonly<XactShape> | un
     }
     default: {
       const never: never = body;
-      assert(false, `INV-COST-1: no PostgreSQL record mapping for ${(never as { kind: string }).kind}`);
+      assert(
+        false,
+        `INV-COST-1: no PostgreSQL record mapping for ${(never as { kind: string }).kind}`,
+      );
     }
   }
 }
@@ -136,7 +155,12 @@ export class ReplayCounters {
       return;
     }
     const s = shape ?? { vacuum: false, lock: false };
-    if (body.kind === 'HEAP2_PRUNE' || body.kind === 'HEAP2_VISIBLE' || body.kind === 'SMGR_TRUNCATE') s.vacuum = true;
+    if (
+      body.kind === 'HEAP2_PRUNE' ||
+      body.kind === 'HEAP2_VISIBLE' ||
+      body.kind === 'SMGR_TRUNCATE'
+    )
+      s.vacuum = true;
     if (body.kind === 'STANDBY_LOCK') s.lock = true;
     if (shape === undefined) {
       // A transaction whose commit never comes (primary crashed) must not grow the map forever.
@@ -234,12 +258,21 @@ export function replayCountsOf(st: CountedStorage): ReplayCounts {
       hashBuildScanned: d.hashBuildScanned,
       hashInserts: d.hashInserts,
     },
-    smgr: { create: [...ops.create], extend: [...ops.extend], truncate: [...ops.truncate], unlink: [...ops.unlink], nblocks: [...ops.nblocks] },
+    smgr: {
+      create: [...ops.create],
+      extend: [...ops.extend],
+      truncate: [...ops.truncate],
+      unlink: [...ops.unlink],
+      nblocks: [...ops.nblocks],
+    },
     controlFileUpdates: r.minRecoveryPointUpdates,
   };
 }
 
-function diffMap<K extends string>(a: Partial<Record<K, number>>, b: Partial<Record<K, number>>): Partial<Record<K, number>> {
+function diffMap<K extends string>(
+  a: Partial<Record<K, number>>,
+  b: Partial<Record<K, number>>,
+): Partial<Record<K, number>> {
   const out: Partial<Record<K, number>> = {};
   for (const k of Object.keys(b) as K[]) {
     const v = (b[k] ?? 0) - (a[k] ?? 0);
@@ -259,7 +292,10 @@ export function diffReplayCounts(earlier: ReplayCounts, later: ReplayCounts): Re
     pgRecords: diffMap(earlier.pgRecords, later.pgRecords),
     walBytes: later.walBytes - earlier.walBytes,
     drops: {
-      calls: Object.fromEntries(DROP_PATHS.map((p) => [p, b.calls[p] - a.calls[p]])) as Record<DropPath, number>,
+      calls: Object.fromEntries(DROP_PATHS.map((p) => [p, b.calls[p] - a.calls[p]])) as Record<
+        DropPath,
+        number
+      >,
       scannedByMatcher: {
         single: b.scannedByMatcher.single - a.scannedByMatcher.single,
         linear: b.scannedByMatcher.linear - a.scannedByMatcher.linear,
@@ -286,12 +322,27 @@ export function diffReplayCounts(earlier: ReplayCounts, later: ReplayCounts): Re
 
 export function emptyReplayCounts(): ReplayCounts {
   return {
-    records: {}, pgRecords: {}, walBytes: 0,
+    records: {},
+    pgRecords: {},
+    walBytes: 0,
     drops: {
-      calls: { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 }, scannedByMatcher: { single: 0, linear: 0, bsearch: 0 },
-      preCheckHits: 0, probes: 0, lookupHits: 0, invalidated: 0, listSteps: 0, hashBuildScanned: 0, hashInserts: 0,
+      calls: { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 },
+      scannedByMatcher: { single: 0, linear: 0, bsearch: 0 },
+      preCheckHits: 0,
+      probes: 0,
+      lookupHits: 0,
+      invalidated: 0,
+      listSteps: 0,
+      hashBuildScanned: 0,
+      hashInserts: 0,
     },
-    smgr: { create: [0, 0, 0, 0], extend: [0, 0, 0, 0], truncate: [0, 0, 0, 0], unlink: [0, 0, 0, 0], nblocks: [0, 0, 0, 0] },
+    smgr: {
+      create: [0, 0, 0, 0],
+      extend: [0, 0, 0, 0],
+      truncate: [0, 0, 0, 0],
+      unlink: [0, 0, 0, 0],
+      nblocks: [0, 0, 0, 0],
+    },
     controlFileUpdates: 0,
   };
 }

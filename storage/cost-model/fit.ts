@@ -53,9 +53,15 @@ export function nnls(A: number[][], b: number[], maxIter = 500): number[] {
   const m = A.length;
   assert(m === b.length && m > 0, 'INV-FIT-1: A and b must have the same, non-zero number of rows');
   const n = A[0]!.length;
-  for (const row of A) assert(row.length === n && row.every(Number.isFinite), 'INV-FIT-1: A must be a finite rectangular matrix');
+  for (const row of A)
+    assert(
+      row.length === n && row.every(Number.isFinite),
+      'INV-FIT-1: A must be a finite rectangular matrix',
+    );
   assert(b.every(Number.isFinite), 'INV-FIT-1: b must be finite');
-  const norms = Array.from({ length: n }, (_, j) => Math.sqrt(A.reduce((s, r) => s + r[j]! * r[j]!, 0)));
+  const norms = Array.from({ length: n }, (_, j) =>
+    Math.sqrt(A.reduce((s, r) => s + r[j]! * r[j]!, 0)),
+  );
   const S = A.map((r) => r.map((v, j) => (norms[j]! > 0 ? v / norms[j]! : 0)));
   const x = new Array<number>(n).fill(0);
   const passive = new Array<boolean>(n).fill(false);
@@ -65,7 +71,8 @@ export function nnls(A: number[][], b: number[], maxIter = 500): number[] {
     const res = residual();
     const w = Array.from({ length: n }, (_, j) => S.reduce((s, r, i) => s + r[j]! * res[i]!, 0));
     let best = -1;
-    for (let j = 0; j < n; j++) if (!passive[j] && norms[j]! > 0 && w[j]! > tol && (best < 0 || w[j]! > w[best]!)) best = j;
+    for (let j = 0; j < n; j++)
+      if (!passive[j] && norms[j]! > 0 && w[j]! > tol && (best < 0 || w[j]! > w[best]!)) best = j;
     if (best < 0) break;
     passive[best] = true;
     for (let inner = 0; inner < maxIter; inner++) {
@@ -82,10 +89,11 @@ export function nnls(A: number[][], b: number[], maxIter = 500): number[] {
         if (z[i]! <= 0) alpha = Math.min(alpha, x[j]! / (x[j]! - z[i]!));
       });
       P.forEach((j, i) => (x[j] = x[j]! + alpha * (z[i]! - x[j]!)));
-      for (const j of P) if (x[j]! <= 1e-15) {
-        x[j] = 0;
-        passive[j] = false;
-      }
+      for (const j of P)
+        if (x[j]! <= 1e-15) {
+          x[j] = 0;
+          passive[j] = false;
+        }
     }
   }
   return x.map((v, j) => (norms[j]! > 0 ? v / norms[j]! : 0));
@@ -95,7 +103,8 @@ export function nnls(A: number[][], b: number[], maxIter = 500): number[] {
 export function flattenFeatures(f: CostFeatures): Partial<Record<CostConstantName, number>> {
   const out: Partial<Record<CostConstantName, number>> = {};
   for (const phase of Object.values(f)) {
-    for (const [k, n] of Object.entries(phase) as Array<[CostConstantName, number]>) out[k] = (out[k] ?? 0) + n;
+    for (const [k, n] of Object.entries(phase) as Array<[CostConstantName, number]>)
+      out[k] = (out[k] ?? 0) + n;
   }
   return out;
 }
@@ -135,22 +144,32 @@ export interface FitResult {
 
 /** Fit the groups' values by weighted NNLS; every other constant stays at the base value. */
 export function fitProfile(observations: readonly FitObservation[], spec: FitSpec): FitResult {
-  if (observations.length === 0) throw new WalsimError('invalid_input', 'fitProfile needs at least one observation');
+  if (observations.length === 0)
+    throw new WalsimError('invalid_input', 'fitProfile needs at least one observation');
   const seen = new Set<string>();
   for (const g of spec.groups) {
     for (const c of g.constants) {
-      if (!COST_CONSTANT_NAMES.includes(c)) throw new WalsimError('invalid_input', `fit group "${g.name}": unknown constant "${c}"`);
-      if (seen.has(c)) throw new WalsimError('invalid_input', `fit group "${g.name}": constant "${c}" is in two groups`);
+      if (!COST_CONSTANT_NAMES.includes(c))
+        throw new WalsimError('invalid_input', `fit group "${g.name}": unknown constant "${c}"`);
+      if (seen.has(c))
+        throw new WalsimError(
+          'invalid_input',
+          `fit group "${g.name}": constant "${c}" is in two groups`,
+        );
       seen.add(c);
     }
   }
   const A: number[][] = [];
   const b: number[] = [];
   for (const o of observations) {
-    assert(Number.isFinite(o.targetS) && o.weight > 0, `INV-FIT-2: observation ${o.label} needs a finite target and a positive weight`);
+    assert(
+      Number.isFinite(o.targetS) && o.weight > 0,
+      `INV-FIT-2: observation ${o.label} needs a finite target and a positive weight`,
+    );
     const f = flattenFeatures(o.features);
     let fixed = 0;
-    for (const [k, n] of Object.entries(f) as Array<[CostConstantName, number]>) if (!seen.has(k)) fixed += n * spec.base.constants[k].seconds;
+    for (const [k, n] of Object.entries(f) as Array<[CostConstantName, number]>)
+      if (!seen.has(k)) fixed += n * spec.base.constants[k].seconds;
     A.push(spec.groups.map((g) => o.weight * g.constants.reduce((s, c) => s + (f[c] ?? 0), 0)));
     b.push(o.weight * (o.targetS - fixed));
   }
@@ -159,7 +178,15 @@ export function fitProfile(observations: readonly FitObservation[], spec: FitSpe
   const groupSeconds: Record<string, number> = {};
   spec.groups.forEach((g, i) => {
     groupSeconds[g.name] = x[i]!;
-    for (const c of g.constants) constants[c] = { ...constants[c], seconds: x[i]!, source: `${spec.source} (group ${g.name})` };
+    for (const c of g.constants)
+      constants[c] = {
+        ...constants[c],
+        seconds: x[i]!,
+        source: `${spec.source} (group ${g.name})`,
+      };
   });
-  return { profile: { ...spec.base, name: spec.name, description: spec.description, constants }, groupSeconds };
+  return {
+    profile: { ...spec.base, name: spec.name, description: spec.description, constants },
+    groupSeconds,
+  };
 }

@@ -25,12 +25,19 @@ export type CostFeatures = Record<Phase, Partial<Record<CostConstantName, number
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 
 /** Does the descriptor array of `nBuffers` buffers fit in the profile's last-level cache? */
-export function descriptorsFitInCache(profile: Pick<CostProfile, 'cache'>, nBuffers: number): boolean {
+export function descriptorsFitInCache(
+  profile: Pick<CostProfile, 'cache'>,
+  nBuffers: number,
+): boolean {
   return nBuffers * profile.cache.descriptorBytes <= profile.cache.llcBytes;
 }
 
 /** The replay phase's features. */
-export function replayFeatures(c: ReplayCounts, profile: Pick<CostProfile, 'cache'>, nBuffers: number): Partial<Record<CostConstantName, number>> {
+export function replayFeatures(
+  c: ReplayCounts,
+  profile: Pick<CostProfile, 'cache'>,
+  nBuffers: number,
+): Partial<Record<CostConstantName, number>> {
   const f: Partial<Record<CostConstantName, number>> = {};
   for (const k of PG_RECORD_KINDS) {
     const n = c.pgRecords[k] ?? 0;
@@ -62,8 +69,15 @@ export function replayFeatures(c: ReplayCounts, profile: Pick<CostProfile, 'cach
 }
 
 /** Every phase's features: the design-matrix row of one failover. */
-export function costFeatures(counts: FailoverCounts, profile: Pick<CostProfile, 'cache'>, nBuffers: number): CostFeatures {
-  assert(Number.isSafeInteger(nBuffers) && nBuffers > 0, `INV-COST-2: NBuffers ${nBuffers} must be a positive integer`);
+export function costFeatures(
+  counts: FailoverCounts,
+  profile: Pick<CostProfile, 'cache'>,
+  nBuffers: number,
+): CostFeatures {
+  assert(
+    Number.isSafeInteger(nBuffers) && nBuffers > 0,
+    `INV-COST-2: NBuffers ${nBuffers} must be a positive integer`,
+  );
   const e = counts.endOfRecovery;
   return {
     replay: replayFeatures(counts.replay, profile, nBuffers),
@@ -80,7 +94,10 @@ export function costFeatures(counts: FailoverCounts, profile: Pick<CostProfile, 
 function price(features: Partial<Record<CostConstantName, number>>, profile: CostProfile): number {
   let s = 0;
   for (const [k, n] of Object.entries(features) as Array<[CostConstantName, number]>) {
-    assert(Number.isFinite(n) && n >= 0, `INV-COST-3: count for ${k} must be a non-negative number, got ${n}`);
+    assert(
+      Number.isFinite(n) && n >= 0,
+      `INV-COST-3: count for ${k} must be a non-negative number, got ${n}`,
+    );
     s += n * profile.constants[k].seconds;
   }
   return s;
@@ -114,21 +131,40 @@ export interface ModeledFailover {
 }
 
 /** The poll's reading of a failover of `seconds` (pg_ctl promote checks every 100 ms). */
-export function polledSeconds(seconds: number, poll: NonNullable<CostProfile['promotionPoll']>): number {
+export function polledSeconds(
+  seconds: number,
+  poll: NonNullable<CostProfile['promotionPoll']>,
+): number {
   // The tiny epsilon keeps an exact multiple (0.3 s) from rounding up through float error.
   const n = Math.max(1, Math.ceil(seconds / poll.quantumS - 1e-9));
   return poll.offsetS + n * poll.quantumS;
 }
 
 /** Modeled seconds of one replay span (e.g. a `rel`/`multi` step's replay) alone. */
-export function modelReplay(counts: ReplayCounts, profile: CostProfile, nBuffers: number): { seconds: number; breakdown: ReplayBreakdown } {
+export function modelReplay(
+  counts: ReplayCounts,
+  profile: CostProfile,
+  nBuffers: number,
+): { seconds: number; breakdown: ReplayBreakdown } {
   const f = replayFeatures(counts, profile, nBuffers);
   const part = (pred: (k: string) => boolean) =>
-    price(Object.fromEntries(Object.entries(f).filter(([k]) => pred(k))) as Partial<Record<CostConstantName, number>>, profile);
+    price(
+      Object.fromEntries(Object.entries(f).filter(([k]) => pred(k))) as Partial<
+        Record<CostConstantName, number>
+      >,
+      profile,
+    );
   const breakdown: ReplayBreakdown = {
     recordsS: part((k) => k.startsWith('record.') || k === 'walByte'),
-    dropsS: part((k) => k.startsWith('scan.') || k.startsWith('lookup.') || k === 'invalidate' || k.startsWith('dropCall.')
-      || k.startsWith('list.') || k.startsWith('hashBuild.')),
+    dropsS: part(
+      (k) =>
+        k.startsWith('scan.') ||
+        k.startsWith('lookup.') ||
+        k === 'invalidate' ||
+        k.startsWith('dropCall.') ||
+        k.startsWith('list.') ||
+        k.startsWith('hashBuild.'),
+    ),
     smgrS: part((k) => k.startsWith('smgr.')),
     controlFileS: part((k) => k === 'controlFile.update'),
   };
@@ -139,7 +175,11 @@ export function modelReplay(counts: ReplayCounts, profile: CostProfile, nBuffers
  * Modeled PostgreSQL seconds of a failover, per phase. Pure: counts + profile + NBuffers (the
  * standby's shared_buffers in buffers) → seconds.
  */
-export function modelFailover(counts: FailoverCounts, profile: CostProfile, nBuffers: number): ModeledFailover {
+export function modelFailover(
+  counts: FailoverCounts,
+  profile: CostProfile,
+  nBuffers: number,
+): ModeledFailover {
   const f = costFeatures(counts, profile, nBuffers);
   const replay = modelReplay(counts.replay, profile, nBuffers);
   const phases = {
@@ -151,7 +191,8 @@ export function modelFailover(counts: FailoverCounts, profile: CostProfile, nBuf
   return {
     profile: profile.name,
     failoverS,
-    polledS: profile.promotionPoll === null ? null : polledSeconds(failoverS, profile.promotionPoll),
+    polledS:
+      profile.promotionPoll === null ? null : polledSeconds(failoverS, profile.promotionPoll),
     phases,
     replay: replay.breakdown,
   };

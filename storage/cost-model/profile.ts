@@ -20,30 +20,40 @@ export const DEFAULT_PROFILE = 'seed-001';
 /** Constants that are not per-record, with the event each is per. */
 export const OTHER_CONSTANTS = {
   walByte: 'byte of walsim WAL replayed',
-  'scan.single.cache': 'descriptor visited by DropRelFileNodeBuffers, descriptor array within the last-level cache',
-  'scan.single.memory': 'descriptor visited by DropRelFileNodeBuffers, descriptor array larger than the last-level cache',
-  'scan.multi.cache': 'descriptor visited by DropRelFileNodesAllBuffers, descriptor array within the last-level cache',
-  'scan.multi.memory': 'descriptor visited by DropRelFileNodesAllBuffers, descriptor array larger than the last-level cache',
+  'scan.single.cache':
+    'descriptor visited by DropRelFileNodeBuffers, descriptor array within the last-level cache',
+  'scan.single.memory':
+    'descriptor visited by DropRelFileNodeBuffers, descriptor array larger than the last-level cache',
+  'scan.multi.cache':
+    'descriptor visited by DropRelFileNodesAllBuffers, descriptor array within the last-level cache',
+  'scan.multi.memory':
+    'descriptor visited by DropRelFileNodesAllBuffers, descriptor array larger than the last-level cache',
   'scan.preCheckHit': 'full-scan pre-check hit (buffer header lock + re-check)',
-  'lookup.probe': 'mapping-table probe of the lookup path (BufTableHashCode + partition lock + BufTableLookup)',
+  'lookup.probe':
+    'mapping-table probe of the lookup path (BufTableHashCode + partition lock + BufTableLookup)',
   'lookup.hit': 'probe that found a buffer (buffer header lock + re-check)',
   invalidate: 'buffer invalidated (InvalidateBuffer: mapping delete, freelist)',
   'dropCall.fullScan': 'drop call that took the full scan (per call)',
   'dropCall.lookup': 'drop call that took the lookup path (per call)',
   'dropCall.relList': 'drop call that walked a relation list (rel-list strategy, per call)',
-  'dropCall.recoveryHash': 'drop call that used the recovery hash (recovery-hash strategy, per call)',
+  'dropCall.recoveryHash':
+    'drop call that used the recovery hash (recovery-hash strategy, per call)',
   'list.step': 'relation-list element walked by rel-list / recovery-hash (header lock + re-check)',
-  'scan.hashBuild.cache': 'descriptor visited by the recovery hash build, descriptor array within the last-level cache',
-  'scan.hashBuild.memory': 'descriptor visited by the recovery hash build, descriptor array larger than the last-level cache',
+  'scan.hashBuild.cache':
+    'descriptor visited by the recovery hash build, descriptor array within the last-level cache',
+  'scan.hashBuild.memory':
+    'descriptor visited by the recovery hash build, descriptor array larger than the last-level cache',
   'hashBuild.insert': 'buffer inserted into the recovery hash by its build',
   'smgr.create': 'fork file created (mdcreate)',
   'smgr.extend': 'block appended (mdextend)',
   'smgr.truncate': 'fork file truncated (mdtruncate)',
   'smgr.unlink': 'fork file removed (mdunlink)',
   'smgr.nblocks': 'fork size asked of the file (mdnblocks: lseek)',
-  'controlFile.update': 'pg_control rewrite + fsync (minRecoveryPoint during replay; DB_IN_PRODUCTION at promotion)',
+  'controlFile.update':
+    'pg_control rewrite + fsync (minRecoveryPoint during replay; DB_IN_PRODUCTION at promotion)',
   'endOfRecovery.timelineHistoryFile': 'timeline history file written + fsynced',
-  'endOfRecovery.walSegmentInit': 'WAL segment initialised on the new timeline (XLogInitNewTimeline copy)',
+  'endOfRecovery.walSegmentInit':
+    'WAL segment initialised on the new timeline (XLogInitNewTimeline copy)',
   'endOfRecovery.record': 'record written at end of recovery (XLOG_END_OF_RECOVERY)',
   'endOfRecovery.walFlush': 'WAL flush at end of recovery',
 } as const;
@@ -58,7 +68,9 @@ export const COST_CONSTANT_NAMES: readonly CostConstantName[] = [
 
 /** What one constant is per (for the docs and the profile's `per` field). */
 export function constantPer(name: CostConstantName): string {
-  return name.startsWith('record.') ? `PostgreSQL ${name.slice(7)} record replayed` : OTHER_CONSTANTS[name as keyof typeof OTHER_CONSTANTS];
+  return name.startsWith('record.')
+    ? `PostgreSQL ${name.slice(7)} record replayed`
+    : OTHER_CONSTANTS[name as keyof typeof OTHER_CONSTANTS];
 }
 
 export interface CostConstant {
@@ -97,38 +109,63 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function num(origin: string, v: unknown, where: string, positive = false): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (positive && v === 0)) {
-    throw bad(origin, `${where} must be a ${positive ? 'positive' : 'non-negative'} finite number, got ${JSON.stringify(v)}`);
+    throw bad(
+      origin,
+      `${where} must be a ${positive ? 'positive' : 'non-negative'} finite number, got ${JSON.stringify(v)}`,
+    );
   }
   return v;
 }
 
 function str(origin: string, v: unknown, where: string): string {
-  if (typeof v !== 'string') throw bad(origin, `${where} must be a string, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'string')
+    throw bad(origin, `${where} must be a string, got ${JSON.stringify(v)}`);
   return v;
 }
 
 /** Validate a parsed profile; `origin` names it in errors (a file path or profile name). */
 export function parseProfile(json: unknown, origin: string): CostProfile {
   if (!isObject(json)) throw bad(origin, 'must be a JSON object');
-  if (json.format !== PROFILE_FORMAT) throw bad(origin, `"format" must be "${PROFILE_FORMAT}", got ${JSON.stringify(json.format)}`);
-  const known = new Set(['format', 'name', 'description', 'cache', 'promotionPoll', 'constants', 'fit']);
+  if (json.format !== PROFILE_FORMAT)
+    throw bad(origin, `"format" must be "${PROFILE_FORMAT}", got ${JSON.stringify(json.format)}`);
+  const known = new Set([
+    'format',
+    'name',
+    'description',
+    'cache',
+    'promotionPoll',
+    'constants',
+    'fit',
+  ]);
   for (const k of Object.keys(json)) if (!known.has(k)) throw bad(origin, `unknown field "${k}"`);
   const name = str(origin, json.name, '"name"');
-  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw bad(origin, `"name" must be letters, digits, ".", "_" or "-", got ${JSON.stringify(name)}`);
+  if (!/^[A-Za-z0-9._-]+$/.test(name))
+    throw bad(
+      origin,
+      `"name" must be letters, digits, ".", "_" or "-", got ${JSON.stringify(name)}`,
+    );
   const cache = json.cache;
-  if (!isObject(cache)) throw bad(origin, '"cache" must be an object {llcBytes, descriptorBytes, source}');
+  if (!isObject(cache))
+    throw bad(origin, '"cache" must be an object {llcBytes, descriptorBytes, source}');
   const poll = json.promotionPoll;
-  if (poll !== null && !isObject(poll)) throw bad(origin, '"promotionPoll" must be null or an object {quantumS, offsetS, source}');
+  if (poll !== null && !isObject(poll))
+    throw bad(origin, '"promotionPoll" must be null or an object {quantumS, offsetS, source}');
   const constants = json.constants;
   if (!isObject(constants)) throw bad(origin, '"constants" must be an object');
   const names = new Set<string>(COST_CONSTANT_NAMES);
-  for (const k of Object.keys(constants)) if (!names.has(k)) throw bad(origin, `unknown constant "${k}" (known: ${COST_CONSTANT_NAMES.join(', ')})`);
+  for (const k of Object.keys(constants))
+    if (!names.has(k))
+      throw bad(origin, `unknown constant "${k}" (known: ${COST_CONSTANT_NAMES.join(', ')})`);
   const out = {} as Record<CostConstantName, CostConstant>;
   for (const k of COST_CONSTANT_NAMES) {
     const c = constants[k];
     if (c === undefined) throw bad(origin, `constant "${k}" is missing`);
     if (!isObject(c)) throw bad(origin, `constant "${k}" must be an object {seconds, per, source}`);
-    out[k] = { seconds: num(origin, c.seconds, `constants["${k}"].seconds`), per: str(origin, c.per ?? constantPer(k), `constants["${k}"].per`), source: str(origin, c.source, `constants["${k}"].source`) };
+    out[k] = {
+      seconds: num(origin, c.seconds, `constants["${k}"].seconds`),
+      per: str(origin, c.per ?? constantPer(k), `constants["${k}"].per`),
+      source: str(origin, c.source, `constants["${k}"].source`),
+    };
   }
   return {
     format: PROFILE_FORMAT,
@@ -139,11 +176,14 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
       descriptorBytes: num(origin, cache.descriptorBytes, 'cache.descriptorBytes', true),
       source: str(origin, cache.source ?? '', 'cache.source'),
     },
-    promotionPoll: poll === null || poll === undefined ? null : {
-      quantumS: num(origin, poll.quantumS, 'promotionPoll.quantumS', true),
-      offsetS: num(origin, poll.offsetS, 'promotionPoll.offsetS'),
-      source: str(origin, poll.source ?? '', 'promotionPoll.source'),
-    },
+    promotionPoll:
+      poll === null || poll === undefined
+        ? null
+        : {
+            quantumS: num(origin, poll.quantumS, 'promotionPoll.quantumS', true),
+            offsetS: num(origin, poll.offsetS, 'promotionPoll.offsetS'),
+            source: str(origin, poll.source ?? '', 'promotionPoll.source'),
+          },
     constants: out,
   };
 }
@@ -152,7 +192,11 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
 export const PROFILES_DIR = path.join(import.meta.dirname, 'profiles');
 
 export function builtinProfileNames(): string[] {
-  return fs.readdirSync(PROFILES_DIR).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort();
+  return fs
+    .readdirSync(PROFILES_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.slice(0, -5))
+    .sort();
 }
 
 /**
@@ -160,12 +204,16 @@ export function builtinProfileNames(): string[] {
  * ending in `.json`).
  */
 export function loadProfile(nameOrFile: string = DEFAULT_PROFILE): CostProfile {
-  const isFile = nameOrFile.includes('/') || nameOrFile.includes(path.sep) || nameOrFile.endsWith('.json');
+  const isFile =
+    nameOrFile.includes('/') || nameOrFile.includes(path.sep) || nameOrFile.endsWith('.json');
   let file: string;
   if (isFile) file = path.resolve(nameOrFile);
   else {
     if (!builtinProfileNames().includes(nameOrFile)) {
-      throw new WalsimError('invalid_input', `unknown cost profile "${nameOrFile}" (shipped: ${builtinProfileNames().join(', ')}; or give a file path)`);
+      throw new WalsimError(
+        'invalid_input',
+        `unknown cost profile "${nameOrFile}" (shipped: ${builtinProfileNames().join(', ')}; or give a file path)`,
+      );
     }
     file = path.join(PROFILES_DIR, `${nameOrFile}.json`);
   }
@@ -173,13 +221,19 @@ export function loadProfile(nameOrFile: string = DEFAULT_PROFILE): CostProfile {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    throw new WalsimError('invalid_input', `cannot read cost profile "${nameOrFile}": ${(e as Error).message}`);
+    throw new WalsimError(
+      'invalid_input',
+      `cannot read cost profile "${nameOrFile}": ${(e as Error).message}`,
+    );
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new WalsimError('invalid_input', `cost profile "${nameOrFile}" is not valid JSON: ${(e as Error).message}`);
+    throw new WalsimError(
+      'invalid_input',
+      `cost profile "${nameOrFile}" is not valid JSON: ${(e as Error).message}`,
+    );
   }
   return parseProfile(json, isFile ? file : nameOrFile);
 }
@@ -188,7 +242,21 @@ export function loadProfile(nameOrFile: string = DEFAULT_PROFILE): CostProfile {
 export function profileToJson(p: CostProfile, fit?: unknown): string {
   const constants: Record<string, CostConstant> = {};
   for (const k of COST_CONSTANT_NAMES) constants[k] = p.constants[k];
-  return JSON.stringify({ format: p.format, name: p.name, description: p.description, cache: p.cache, promotionPoll: p.promotionPoll, constants, ...(fit === undefined ? {} : { fit }) }, null, 2) + '\n';
+  return (
+    JSON.stringify(
+      {
+        format: p.format,
+        name: p.name,
+        description: p.description,
+        cache: p.cache,
+        promotionPoll: p.promotionPoll,
+        constants,
+        ...(fit === undefined ? {} : { fit }),
+      },
+      null,
+      2,
+    ) + '\n'
+  );
 }
 
 let defaultProfile: CostProfile | undefined;

@@ -15,7 +15,12 @@ export interface WalFileOptions {
 }
 
 /** The valid records of `dataDir` from `fromLsn` (a record boundary) up to `toLsn` (exclusive end). */
-export function recordsIn(dataDir: string, fromLsn: Lsn, toLsn: Lsn, opts: WalFileOptions): WalRecord[] {
+export function recordsIn(
+  dataDir: string,
+  fromLsn: Lsn,
+  toLsn: Lsn,
+  opts: WalFileOptions,
+): WalRecord[] {
   const out: WalRecord[] = [];
   for (const rec of readWal(dataDir, fromLsn, { ...opts, stopLsn: toLsn })) out.push(rec);
   return out;

@@ -21,8 +21,14 @@ beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-cli-'));
   cluster = path.join(tmp, 'c');
   await initCluster(cluster, {
-    sharedBuffers: '16MB', standbySharedBuffers: '16MB', synchronousCommit: 'remote_write', dropStrategy: 'cached-lookup',
-    thresholdDivisor: 32, forceOptimized: false, walSegmentSize: 1 << 20, listen: '127.0.0.1',
+    sharedBuffers: '16MB',
+    standbySharedBuffers: '16MB',
+    synchronousCommit: 'remote_write',
+    dropStrategy: 'cached-lookup',
+    thresholdDivisor: 32,
+    forceOptimized: false,
+    walSegmentSize: 1 << 20,
+    listen: '127.0.0.1',
   });
 });
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -38,8 +44,16 @@ function expectOneLineError(r: CliRun, pattern: RegExp): void {
 }
 
 function writePidFile(node: string, pid: number): void {
-  fs.writeFileSync(path.join(cluster, node, 'postmaster.pid'),
-    JSON.stringify({ pid, port: 1, role: node === 'primary' ? 'primary' : 'standby', startedAt: new Date().toISOString(), marker: SERVER_MARKER }) + '\n');
+  fs.writeFileSync(
+    path.join(cluster, node, 'postmaster.pid'),
+    JSON.stringify({
+      pid,
+      port: 1,
+      role: node === 'primary' ? 'primary' : 'standby',
+      startedAt: new Date().toISOString(),
+      marker: SERVER_MARKER,
+    }) + '\n',
+  );
 }
 
 describe('CLI errors', () => {
@@ -63,8 +77,20 @@ describe('CLI errors', () => {
   });
 
   it('answers --help and -h with the usage on stdout and exit 0, running nothing', async () => {
-    const scripts = ['cluster.ts', 'sql.ts', 'rel.ts', 'multi.ts', 'sweep.ts', 'torture.ts', 'bench.ts'];
-    const runs = await Promise.all([...scripts.map((s) => runScript(s, ['--help'])), runScript('sweep.ts', ['multi', '-h']), runScript('cluster.ts', ['start', '--help'])]);
+    const scripts = [
+      'cluster.ts',
+      'sql.ts',
+      'rel.ts',
+      'multi.ts',
+      'sweep.ts',
+      'torture.ts',
+      'bench.ts',
+    ];
+    const runs = await Promise.all([
+      ...scripts.map((s) => runScript(s, ['--help'])),
+      runScript('sweep.ts', ['multi', '-h']),
+      runScript('cluster.ts', ['start', '--help']),
+    ]);
     for (const [i, r] of runs.entries()) {
       expect(r.code, `${scripts[i] ?? 'sub-command'}: ${r.stderr}`).toBe(0);
       expect(r.stdout).toMatch(/^usage: npm run (cluster|sql|rel|multi|sweep|torture|bench) -- /);
@@ -74,8 +100,17 @@ describe('CLI errors', () => {
   });
 
   it('cluster start --node needs an existing cluster', async () => {
-    const r = await runScript('cluster.ts', ['start', '--node', 'primary', '--dir', path.join(tmp, 'none')]);
-    expectOneLineError(r, /no cluster at .*none; create it with "npm run cluster -- start" \(without --node\) first/);
+    const r = await runScript('cluster.ts', [
+      'start',
+      '--node',
+      'primary',
+      '--dir',
+      path.join(tmp, 'none'),
+    ]);
+    expectOneLineError(
+      r,
+      /no cluster at .*none; create it with "npm run cluster -- start" \(without --node\) first/,
+    );
     expect(fs.existsSync(path.join(tmp, 'none'))).toBe(false);
   });
 
@@ -94,7 +129,10 @@ describe('CLI errors', () => {
       runScript('multi.ts', ['create', '--tables', 'many', '--dir', cluster]),
       runScript('cluster.ts', ['promote', '--wait-seconds', '0', '--dir', cluster]),
     ]);
-    expectOneLineError(runs[0]!, /invalid value for parameter "shared_buffers": "12XB": unknown unit "XB"/);
+    expectOneLineError(
+      runs[0]!,
+      /invalid value for parameter "shared_buffers": "12XB": unknown unit "XB"/,
+    );
     expectOneLineError(runs[1]!, /"64kB": .* outside the valid range/);
     expectOneLineError(runs[2]!, /invalid value for parameter "shared_buffers": "-1MB"/);
     expectOneLineError(runs[3]!, /WAL segment size must be a power of two/);
@@ -103,7 +141,10 @@ describe('CLI errors', () => {
     expectOneLineError(runs[6]!, /--threshold-divisor must be a positive integer/);
     expectOneLineError(runs[7]!, /--listen must be an IP address/);
     // The step order is checked first; a bad --size on an existing table is steps.test.ts ('NB/x').
-    expectOneLineError(runs[8]!, /no rel tables in the cluster at .*run "npm run rel -- create" first/);
+    expectOneLineError(
+      runs[8]!,
+      /no rel tables in the cluster at .*run "npm run rel -- create" first/,
+    );
     expectOneLineError(runs[9]!, /--tables must be a positive integer/);
     expectOneLineError(runs[10]!, /--wait-seconds must be a positive integer/);
     // Nothing half-made: no token, no node directory.
@@ -149,9 +190,18 @@ describe('CLI errors', () => {
       expectOneLineError(sql, /node "standby" of the cluster at .* is not running/);
       const status = await runScript('cluster.ts', ['status', '--json', '--dir', cluster]);
       expect(status.code).toBe(0);
-      expect(status.json.nodes).toEqual({ primary: { running: false }, standby: { running: false } });
+      expect(status.json.nodes).toEqual({
+        primary: { running: false },
+        standby: { running: false },
+      });
       fs.writeFileSync(path.join(cluster, 'primary', 'postmaster.pid'), '{"pid": 1, "po'); // half-written
-      const garbage = await runScript('cluster.ts', ['stop', '--node', 'primary', '--dir', cluster]);
+      const garbage = await runScript('cluster.ts', [
+        'stop',
+        '--node',
+        'primary',
+        '--dir',
+        cluster,
+      ]);
       expect(garbage.code).toBe(1);
       expect(garbage.stdout).toContain('primary: not running');
       expect(() => process.kill(1, 0)).not.toThrow();

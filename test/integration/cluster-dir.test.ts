@@ -19,8 +19,14 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-dir-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 const OPTS: InitOptions = {
-  sharedBuffers: '16MB', standbySharedBuffers: '16MB', synchronousCommit: 'remote_write', dropStrategy: 'cached-lookup',
-  thresholdDivisor: 32, forceOptimized: false, walSegmentSize: 1 << 20, listen: '127.0.0.1',
+  sharedBuffers: '16MB',
+  standbySharedBuffers: '16MB',
+  synchronousCommit: 'remote_write',
+  dropStrategy: 'cached-lookup',
+  thresholdDivisor: 32,
+  forceOptimized: false,
+  walSegmentSize: 1 << 20,
+  listen: '127.0.0.1',
 };
 
 /** Every entry under `dir` with its mode and (for files) content, sorted. */
@@ -30,7 +36,11 @@ function snapshot(dir: string): Array<[string, string, string]> {
     for (const name of fs.readdirSync(path.join(dir, rel)).sort()) {
       const p = path.join(rel, name);
       const st = fs.statSync(path.join(dir, p));
-      out.push([p, (st.mode & 0o777).toString(8), st.isDirectory() ? '<dir>' : fs.readFileSync(path.join(dir, p), 'utf8')]);
+      out.push([
+        p,
+        (st.mode & 0o777).toString(8),
+        st.isDirectory() ? '<dir>' : fs.readFileSync(path.join(dir, p), 'utf8'),
+      ]);
       if (st.isDirectory()) walk(p);
     }
   };
@@ -53,7 +63,9 @@ describe('cluster directory', () => {
     expect(r.code, r.stdout + r.stderr).not.toBe(0);
     const first = r.stderr.split('\n')[0]!;
     expect(first).toMatch(/^error: directory ".*foreign" exists but is not empty/);
-    expect(first).toContain('found: notes.txt, primary/, primary/base/, primary/base/important.txt, token');
+    expect(first).toContain(
+      'found: notes.txt, primary/, primary/base/, primary/base/important.txt, token',
+    );
     expect(r.stderr).not.toMatch(/^\s+at /m);
     expect(snapshot(dir)).toEqual(before); // same files, contents and modes: nothing adopted or deleted
     expect(fs.readdirSync(tmp).sort()).toEqual(siblingsBefore); // no temporary sibling left behind
@@ -86,11 +98,19 @@ describe('cluster directory', () => {
       await c.destroy(true);
     }
     const entries = snapshot(dir);
-    expect(entries.map(([p]) => p)).toEqual(expect.arrayContaining([
-      'token', 'primary/server.log', 'primary/global/pg_control', 'primary/base/image.json', 'standby/standby.signal',
-    ]));
+    expect(entries.map(([p]) => p)).toEqual(
+      expect.arrayContaining([
+        'token',
+        'primary/server.log',
+        'primary/global/pg_control',
+        'primary/base/image.json',
+        'standby/standby.signal',
+      ]),
+    );
     expect((fs.statSync(dir).mode & 0o777).toString(8)).toBe('700');
-    const wrong = entries.filter(([, mode, content]) => mode !== (content === '<dir>' ? '700' : '600'));
+    const wrong = entries.filter(
+      ([, mode, content]) => mode !== (content === '<dir>' ? '700' : '600'),
+    );
     expect(wrong.map(([p, mode]) => `${p} ${mode}`)).toEqual([]);
   });
 });

@@ -14,7 +14,13 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
 import type { Engine, EngineKind } from '../../scripts/experiment/engine.ts';
-import { runStep, StepOrderError, StepSession, type StepName, type StepResult } from '../../scripts/experiment/steps.ts';
+import {
+  runStep,
+  StepOrderError,
+  StepSession,
+  type StepName,
+  type StepResult,
+} from '../../scripts/experiment/steps.ts';
 import type { Workload } from '../../scripts/experiment/state.ts';
 import { WALSIM_ENGINE } from '../../scripts/experiment/walsim-engine.ts';
 import { PG_ENGINE } from '../../scripts/postgres/pg-engine.ts';
@@ -27,22 +33,63 @@ afterAll(async () => {
   await pgDirs.removeAll();
 });
 
-const SETTINGS = { sharedBuffers: '32MB', primarySharedBuffers: '32MB', dropStrategy: 'cached-lookup', forceOptimized: false, thresholdDivisor: 32 } as const;
+const SETTINGS = {
+  sharedBuffers: '32MB',
+  primarySharedBuffers: '32MB',
+  dropStrategy: 'cached-lookup',
+  forceOptimized: false,
+  thresholdDivisor: 32,
+} as const;
 
 /** The keys every engine's step JSON has (resume: the shared failover shape; each engine adds its own). */
 const SHARED_KEYS: Record<StepName, string[]> = {
   create: ['step', 'workload', 'engine', 'elapsedMs', 'tables', 'toast'],
-  insert: ['step', 'workload', 'engine', 'elapsedMs', 'size', 'pagesPerTable', 'rowsPerTable', 'tables', 'nBuffers'],
+  insert: [
+    'step',
+    'workload',
+    'engine',
+    'elapsedMs',
+    'size',
+    'pagesPerTable',
+    'rowsPerTable',
+    'tables',
+    'nBuffers',
+  ],
   delete: ['step', 'workload', 'engine', 'elapsedMs', 'tables'],
   pause: ['step', 'workload', 'engine', 'elapsedMs', 'replayLsn'],
   vacuum: ['step', 'workload', 'engine', 'elapsedMs', 'statements'],
   truncate: ['step', 'workload', 'engine', 'elapsedMs', 'statements'],
   stop: ['step', 'workload', 'engine', 'elapsedMs', 'mode', 'endLsn'],
-  resume: ['step', 'workload', 'engine', 'elapsedMs', 'failoverMs', 'resumeAt', 'promotedAt', 'phases', 'recordsReplayed', 'newTimeline', 'promoted'],
-  count: ['step', 'workload', 'engine', 'elapsedMs', 'node', 'tables', 'totalRows', 'nonEmptyTables', 'counts'],
+  resume: [
+    'step',
+    'workload',
+    'engine',
+    'elapsedMs',
+    'failoverMs',
+    'resumeAt',
+    'promotedAt',
+    'phases',
+    'recordsReplayed',
+    'newTimeline',
+    'promoted',
+  ],
+  count: [
+    'step',
+    'workload',
+    'engine',
+    'elapsedMs',
+    'node',
+    'tables',
+    'totalRows',
+    'nonEmptyTables',
+    'counts',
+  ],
 };
 /** What each engine's resume adds to the shared shape. */
-const ENGINE_RESUME_KEYS = { walsim: ['drop', 'report', 'model'], postgres: ['seedMethod', 'log', 'stall', 'promoteNoticeMs', 'waldump'] };
+const ENGINE_RESUME_KEYS = {
+  walsim: ['drop', 'report', 'model'],
+  postgres: ['seedMethod', 'log', 'stall', 'promoteNoticeMs', 'waldump'],
+};
 
 interface Transcript {
   /** Each step's result without its human lines (what --json prints). */
@@ -52,10 +99,24 @@ interface Transcript {
 }
 
 /** Test A then Test B on fresh clusters of one engine, every step through runStep. */
-async function script(kind: EngineKind, fresh: () => string): Promise<Record<Workload, Transcript>> {
-  const sequences: Record<Workload, { steps: StepName[]; o: { size?: string; tables?: number; toast?: boolean }; early: StepName }> = {
-    rel: { steps: ['create', 'insert', 'count', 'delete', 'pause', 'vacuum', 'stop', 'resume', 'count'], o: { size: 'NB/64' }, early: 'vacuum' },
-    multi: { steps: ['create', 'insert', 'pause', 'truncate', 'count', 'stop', 'resume', 'count'], o: { tables: 8, toast: true }, early: 'truncate' },
+async function script(
+  kind: EngineKind,
+  fresh: () => string,
+): Promise<Record<Workload, Transcript>> {
+  const sequences: Record<
+    Workload,
+    { steps: StepName[]; o: { size?: string; tables?: number; toast?: boolean }; early: StepName }
+  > = {
+    rel: {
+      steps: ['create', 'insert', 'count', 'delete', 'pause', 'vacuum', 'stop', 'resume', 'count'],
+      o: { size: 'NB/64' },
+      early: 'vacuum',
+    },
+    multi: {
+      steps: ['create', 'insert', 'pause', 'truncate', 'count', 'stop', 'resume', 'count'],
+      o: { tables: 8, toast: true },
+      early: 'truncate',
+    },
   };
   const out = {} as Record<Workload, Transcript>;
   for (const workload of ['rel', 'multi'] as const) {
@@ -68,11 +129,27 @@ async function script(kind: EngineKind, fresh: () => string): Promise<Record<Wor
     try {
       for (const step of steps) {
         if (step === 'pause') {
-          const e = await runStep(early, { clusterDir: dir, engine, session, workload, ...o }).catch((x: unknown) => x);
+          const e = await runStep(early, {
+            clusterDir: dir,
+            engine,
+            session,
+            workload,
+            ...o,
+          }).catch((x: unknown) => x);
           expect(e).toBeInstanceOf(StepOrderError);
-          t.orderError = { message: (e as StepOrderError).message, runFirst: (e as StepOrderError).runFirst };
+          t.orderError = {
+            message: (e as StepOrderError).message,
+            runFirst: (e as StepOrderError).runFirst,
+          };
         }
-        const r = await runStep(step, { clusterDir: dir, engine, session, workload, waitSeconds: 120, ...(step === 'create' || step === 'insert' ? o : {}) });
+        const r = await runStep(step, {
+          clusterDir: dir,
+          engine,
+          session,
+          workload,
+          waitSeconds: 120,
+          ...(step === 'create' || step === 'insert' ? o : {}),
+        });
         t.lines.push(r.lines);
         t.results.push({ ...r, lines: [] });
       }
@@ -92,23 +169,51 @@ function engineIndependent(t: Transcript) {
   return {
     results: t.results.map((r) => {
       const shared = Object.fromEntries(SHARED_KEYS[r.step].map((k) => [k, r[k]]));
-      for (const k of ['engine', 'elapsedMs', 'replayLsn', 'endLsn', 'failoverMs', 'resumeAt', 'promotedAt', 'phases', 'recordsReplayed']) delete shared[k];
+      for (const k of [
+        'engine',
+        'elapsedMs',
+        'replayLsn',
+        'endLsn',
+        'failoverMs',
+        'resumeAt',
+        'promotedAt',
+        'phases',
+        'recordsReplayed',
+      ])
+        delete shared[k];
       return shared;
     }),
-    lines: t.lines.map((ls, i) => (t.results[i]!.step === 'resume' ? ls.length > 0 : ls.map((l) => l.replace(LSN, 'LSN')))),
-    orderError: { ...t.orderError, message: t.orderError.message.replace(' --engine postgres', '') },
+    lines: t.lines.map((ls, i) =>
+      t.results[i]!.step === 'resume' ? ls.length > 0 : ls.map((l) => l.replace(LSN, 'LSN')),
+    ),
+    orderError: {
+      ...t.orderError,
+      message: t.orderError.message.replace(' --engine postgres', ''),
+    },
   };
 }
 
 function checkShape(t: Transcript, engine: 'walsim' | 'postgres'): void {
   for (const r of t.results) {
     const extra = r.step === 'resume' ? ENGINE_RESUME_KEYS[engine] : [];
-    expect(Object.keys(r).filter((k) => k !== 'lines').sort(), `${engine} ${r.step}`).toEqual([...SHARED_KEYS[r.step], ...extra].sort());
+    expect(
+      Object.keys(r)
+        .filter((k) => k !== 'lines')
+        .sort(),
+      `${engine} ${r.step}`,
+    ).toEqual([...SHARED_KEYS[r.step], ...extra].sort());
     expect(r.engine).toBe(engine);
     if (r.step === 'resume') {
-      expect(Object.keys(r.phases as object).sort()).toEqual(['checkpointMs', 'endOfRecoveryMs', 'openForWritesMs', 'replayMs']);
+      expect(Object.keys(r.phases as object).sort()).toEqual([
+        'checkpointMs',
+        'endOfRecoveryMs',
+        'openForWritesMs',
+        'replayMs',
+      ]);
       expect(r.failoverMs).toBeGreaterThan(0);
-      expect(Date.parse(String(r.promotedAt))).toBeGreaterThanOrEqual(Date.parse(String(r.resumeAt)));
+      expect(Date.parse(String(r.promotedAt))).toBeGreaterThanOrEqual(
+        Date.parse(String(r.resumeAt)),
+      );
     }
   }
 }
@@ -124,26 +229,66 @@ beforeAll(async () => {
 }, 240_000);
 
 describe('the one step implementation on walsim', () => {
-  it('gives the shared JSON shape, the seed\'s counts and walsim\'s failover account', () => {
+  it("gives the shared JSON shape, the seed's counts and walsim's failover account", () => {
     for (const w of ['rel', 'multi'] as const) checkShape(walsim[w], 'walsim');
     const rel = engineIndependent(walsim.rel);
     expect(rel.results).toEqual([
       { step: 'create', workload: 'rel', tables: 1, toast: false },
-      { step: 'insert', workload: 'rel', size: 'NB/64', pagesPerTable: 64, rowsPerTable: 64 * 226, tables: 1, nBuffers: 4096 },
-      { step: 'count', workload: 'rel', node: 'standby', tables: 1, totalRows: 64 * 226, nonEmptyTables: 1, counts: [64 * 226] },
+      {
+        step: 'insert',
+        workload: 'rel',
+        size: 'NB/64',
+        pagesPerTable: 64,
+        rowsPerTable: 64 * 226,
+        tables: 1,
+        nBuffers: 4096,
+      },
+      {
+        step: 'count',
+        workload: 'rel',
+        node: 'standby',
+        tables: 1,
+        totalRows: 64 * 226,
+        nonEmptyTables: 1,
+        counts: [64 * 226],
+      },
       { step: 'delete', workload: 'rel', tables: 1 },
       { step: 'pause', workload: 'rel' },
       { step: 'vacuum', workload: 'rel', statements: 1 },
       { step: 'stop', workload: 'rel', mode: 'immediate' },
       { step: 'resume', workload: 'rel', newTimeline: 2, promoted: true },
-      { step: 'count', workload: 'rel', node: 'standby', tables: 1, totalRows: 0, nonEmptyTables: 0, counts: [0] },
+      {
+        step: 'count',
+        workload: 'rel',
+        node: 'standby',
+        tables: 1,
+        totalRows: 0,
+        nonEmptyTables: 0,
+        counts: [0],
+      },
     ]);
-    expect(rel.orderError).toEqual({ message: expect.stringContaining('run "npm run rel -- pause" first'), runFirst: 'pause' });
+    expect(rel.orderError).toEqual({
+      message: expect.stringContaining('run "npm run rel -- pause" first'),
+      runFirst: 'pause',
+    });
     const multi = engineIndependent(walsim.multi);
-    expect(multi.results.map((r) => r.step)).toEqual(['create', 'insert', 'pause', 'truncate', 'count', 'stop', 'resume', 'count']);
+    expect(multi.results.map((r) => r.step)).toEqual([
+      'create',
+      'insert',
+      'pause',
+      'truncate',
+      'count',
+      'stop',
+      'resume',
+      'count',
+    ]);
     expect(multi.results[3]).toEqual({ step: 'truncate', workload: 'multi', statements: 8 });
     expect(multi.results[4]).toMatchObject({ totalRows: 8 * 226, nonEmptyTables: 8 });
-    expect(multi.results[7]).toMatchObject({ totalRows: 0, nonEmptyTables: 0, counts: Array(8).fill(0) });
+    expect(multi.results[7]).toMatchObject({
+      totalRows: 0,
+      nonEmptyTables: 0,
+      counts: Array(8).fill(0),
+    });
     // walsim's account: the drops it replayed at failover (a TOAST-able TRUNCATE drops a relation
     // whose size replay never cached, so each is a full scan), priced by the model.
     const resume = walsim.multi.results[6]!;
@@ -152,13 +297,18 @@ describe('the one step implementation on walsim', () => {
   });
 });
 
-describe.skipIf(reason !== null)(`the one step implementation on real PostgreSQL${reason ? ` (skipped: ${reason})` : ''}`, () => {
-  it('gives the same JSON shape, counts, human lines and order errors as on walsim', async () => {
-    const pg = await script(PG_ENGINE, () => pgDirs.fresh('engine-steps'));
-    for (const w of ['rel', 'multi'] as const) {
-      checkShape(pg[w], 'postgres');
-      expect(engineIndependent(pg[w]), w).toEqual(engineIndependent(walsim[w]));
-      expect(pg[w].orderError.message).toContain(`run "npm run ${w} -- pause --engine postgres" first`);
-    }
-  }, 300_000);
-});
+describe.skipIf(reason !== null)(
+  `the one step implementation on real PostgreSQL${reason ? ` (skipped: ${reason})` : ''}`,
+  () => {
+    it('gives the same JSON shape, counts, human lines and order errors as on walsim', async () => {
+      const pg = await script(PG_ENGINE, () => pgDirs.fresh('engine-steps'));
+      for (const w of ['rel', 'multi'] as const) {
+        checkShape(pg[w], 'postgres');
+        expect(engineIndependent(pg[w]), w).toEqual(engineIndependent(walsim[w]));
+        expect(pg[w].orderError.message).toContain(
+          `run "npm run ${w} -- pause --engine postgres" first`,
+        );
+      }
+    }, 300_000);
+  },
+);

@@ -17,7 +17,11 @@ afterEach(async () => {
   cluster = null;
 });
 
-const settle = <T>(p: Promise<T>): Promise<T | Error> => p.then((v) => v, (e: Error) => e);
+const settle = <T>(p: Promise<T>): Promise<T | Error> =>
+  p.then(
+    (v) => v,
+    (e: Error) => e,
+  );
 
 function firstErrorLine(r: CliRun): string {
   return r.stderr.split('\n')[0]!;
@@ -30,10 +34,18 @@ describe('failover: fencing the old primary and the locally-committed window', (
     await c.sql('primary', 'INSERT INTO v VALUES (0)');
     await c.waitForCatchup('replay');
     // The standby's connection stays down: the next commit is flushed on the primary and waits.
-    await (await c.client('standby')).request({ op: 'fault', fault: 'cut_replication', holdMs: 600_000 });
+    await (
+      await c.client('standby')
+    ).request({ op: 'fault', fault: 'cut_replication', holdMs: 600_000 });
     const waiting = settle(c.sql('primary', 'INSERT INTO v VALUES (1)'));
-    await c.pollUntil(async () => (await c.status('primary')).syncWaiters === 1, 'commit waiting for the standby');
-    const window = (await c.status('primary')).syncWaitingCommits as Array<{ xid: number; waitFor: string }>;
+    await c.pollUntil(
+      async () => (await c.status('primary')).syncWaiters === 1,
+      'commit waiting for the standby',
+    );
+    const window = (await c.status('primary')).syncWaitingCommits as Array<{
+      xid: number;
+      waitFor: string;
+    }>;
     expect(window).toHaveLength(1);
     expect(window[0]!.waitFor).toBe('flush');
     const xid = window[0]!.xid;
@@ -55,10 +67,16 @@ describe('failover: fencing the old primary and the locally-committed window', (
     const all = await runScript('cluster.ts', ['start', '--dir', c.dir]);
     expect(all.code).toBe(1);
     const refusal = firstErrorLine(all);
-    expect(refusal).toMatch(/^error: node "primary" was a primary on timeline 1, but node "standby" has since been promoted \(timeline 2, forked off timeline 1 at \d+\/[0-9A-F]+\)/);
+    expect(refusal).toMatch(
+      /^error: node "primary" was a primary on timeline 1, but node "standby" has since been promoted \(timeline 2, forked off timeline 1 at \d+\/[0-9A-F]+\)/,
+    );
     expect(refusal).toMatch(/split brain/);
-    expect(refusal).toContain(`1 commit exists only on "primary" (committed locally, never replicated to "standby"): xid ${xid} at `);
-    expect(refusal).toMatch(/It cannot rejoin "standby" as a standby \(PostgreSQL would need pg_rewind, which walsim does not implement\)/);
+    expect(refusal).toContain(
+      `1 commit exists only on "primary" (committed locally, never replicated to "standby"): xid ${xid} at `,
+    );
+    expect(refusal).toMatch(
+      /It cannot rejoin "standby" as a standby \(PostgreSQL would need pg_rewind, which walsim does not implement\)/,
+    );
     expect(all.stderr).not.toMatch(/^\s+at /m);
     expect(c.pid('primary')).toBeNull();
     const one = await runScript('cluster.ts', ['start', '--node', 'primary', '--dir', c.dir]);
@@ -71,7 +89,13 @@ describe('failover: fencing the old primary and the locally-committed window', (
     expect(st.code).toBe(0);
     expect(st.json.nodes.primary).toMatchObject({
       running: false,
-      divergedFrom: { node: 'primary', timeline: 1, newerNode: 'standby', newerTimeline: 2, commits: [{ xid }] },
+      divergedFrom: {
+        node: 'primary',
+        timeline: 1,
+        newerNode: 'standby',
+        newerTimeline: 2,
+        commits: [{ xid }],
+      },
     });
     expect(st.json.nodes.standby.divergedFrom).toBeUndefined();
 
@@ -88,6 +112,8 @@ describe('failover: fencing the old primary and the locally-committed window', (
     expect(running.stdout).toMatch(/standby: already running/);
     const unknown = await runScript('cluster.ts', ['start', '--node', 'nosuch', '--dir', c.dir]);
     expect(unknown.code).toBe(2);
-    expect(firstErrorLine(unknown)).toBe(`error: no node "nosuch" in ${c.dir} (nodes: primary, standby)`);
+    expect(firstErrorLine(unknown)).toBe(
+      `error: no node "nosuch" in ${c.dir} (nodes: primary, standby)`,
+    );
   });
 });

@@ -14,7 +14,11 @@ afterEach(async () => {
   cluster = null;
 });
 
-const settle = <T>(p: Promise<T>): Promise<T | Error> => p.then((v) => v, (e: Error) => e);
+const settle = <T>(p: Promise<T>): Promise<T | Error> =>
+  p.then(
+    (v) => v,
+    (e: Error) => e,
+  );
 
 describe('an exception inside redo is FATAL', () => {
   it('standby: the startup process fails inside a record, the server exits 1, a restart replays and catches up', async () => {
@@ -43,13 +47,18 @@ describe('an exception inside redo is FATAL', () => {
     expect((err as { code?: string }).code).not.toBe('XX000'); // the session ends with the process
     expect((err as Error).message).toMatch(/connection closed/);
     await c.pollUntil(async () => c.pid('primary') === null, 'primary process gone');
-    expect(c.serverLog('primary')).toMatch(/FATAL: {2}InvariantViolation: INV-FAULT: injected redo failure/);
+    expect(c.serverLog('primary')).toMatch(
+      /FATAL: {2}InvariantViolation: INV-FAULT: injected redo failure/,
+    );
     await c.startNode('primary');
     expect((await c.status('primary')).startupReplay.crashRecovery).toBe(true);
     // The failed statement never committed; the node works again and the standby follows.
     expect(await c.scalar('primary', 'SELECT count(*) FROM t')).toBe(2);
     await c.sql('primary', 'INSERT INTO t VALUES (4)');
-    await c.pollUntil(async () => (await c.status('standby')).receiverState === 'streaming', 'standby streaming again');
+    await c.pollUntil(
+      async () => (await c.status('standby')).receiverState === 'streaming',
+      'standby streaming again',
+    );
     await c.waitForCatchup('replay');
     expect(await c.scalar('standby', 'SELECT count(*) FROM t')).toBe(3);
   });

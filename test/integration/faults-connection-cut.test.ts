@@ -30,14 +30,21 @@ describe('replication connection cut mid-batch', () => {
     await c.sql('primary', 'CREATE TABLE big (c int)');
     // A stream of commits, each waiting for the standby's flush (synchronous_commit=on).
     const insert = (async () => {
-      for (let i = 0; i < 200; i++) await c.sql('primary', `INSERT INTO big SELECT generate_series(${i * 2000 + 1}, ${(i + 1) * 2000})`);
+      for (let i = 0; i < 200; i++)
+        await c.sql(
+          'primary',
+          `INSERT INTO big SELECT generate_series(${i * 2000 + 1}, ${(i + 1) * 2000})`,
+        );
       done = true;
     })();
     let cutsMidStatement = 0;
     for (let i = 0; i < 6; i++) {
       const seen = (await c.status('standby')).receivedMessages;
       // Cut only once new WAL is arriving, i.e. while batches are on the wire.
-      await c.pollUntil(async () => done || (await c.status('standby')).receivedMessages > seen, 'WAL arriving');
+      await c.pollUntil(
+        async () => done || (await c.status('standby')).receivedMessages > seen,
+        'WAL arriving',
+      );
       if (done) break;
       await standby.request({ op: 'fault', fault: 'cut_replication', holdMs: i * 50 });
       cutsMidStatement++;
@@ -55,11 +62,15 @@ describe('replication connection cut mid-batch', () => {
     // accepted add up to exactly the WAL between the first start and the final flush position.
     const starts = (s.receiverStartLsns as string[]).map(parseLsn);
     expect(starts).toHaveLength(1 + cutsMidStatement);
-    for (let i = 1; i < starts.length; i++) expect(starts[i]!).toBeGreaterThanOrEqual(starts[i - 1]!);
+    for (let i = 1; i < starts.length; i++)
+      expect(starts[i]!).toBeGreaterThanOrEqual(starts[i - 1]!);
     const flush = parseLsn(s.receiveLsn);
     expect(s.receivedBytes).toBe(flush - firstStart);
     // Replayed records = records in the WAL from where replay began to where it ended.
-    const inWal = recordsIn(c.dataDir('standby'), maxAlign(firstStart), flush, { timeline: 1, segmentSize: 1 << 20 });
+    const inWal = recordsIn(c.dataDir('standby'), maxAlign(firstStart), flush, {
+      timeline: 1,
+      segmentSize: 1 << 20,
+    });
     expect(s.recordsReplayed).toBe(inWal.length);
     expect(maxAlign(inWal.at(-1)!.endLsn)).toBe(flush);
     const p = await (await c.client('primary')).inspect();
@@ -75,14 +86,25 @@ describe('replication connection cut mid-batch', () => {
     const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_apply' }));
     await c.sql('primary', 'CREATE TABLE a (c int)');
     await c.sql('standby', 'SELECT pg_wal_replay_pause()');
-    await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+    await c.pollUntil(
+      async () =>
+        (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused',
+      'paused',
+    );
     let acked = false;
-    const insert = c.sql('primary', 'INSERT INTO a VALUES (1)').then(() => (acked = true), (e: Error) => e);
+    const insert = c.sql('primary', 'INSERT INTO a VALUES (1)').then(
+      () => (acked = true),
+      (e: Error) => e,
+    );
     await c.waitForCatchup('flush');
     await (await c.client('standby')).request({ op: 'fault', fault: 'cut_replication', holdMs: 0 });
     await c.pollUntil(async () => {
       const p = await c.status('primary');
-      return (await c.status('standby')).receiverConnects === 2 && p.replication.length === 1 && p.replication[0].state === 'streaming';
+      return (
+        (await c.status('standby')).receiverConnects === 2 &&
+        p.replication.length === 1 &&
+        p.replication[0].state === 'streaming'
+      );
     }, 'standby reconnected');
     const p = await c.status('primary');
     expect(p.syncWaiters).toBe(1);

@@ -27,15 +27,27 @@ afterEach(async () => {
 });
 
 /** Pause replay, commit rows 1..n one per statement, flip a byte in row k's HEAP_INSERT on the standby. */
-async function corruptRow(c: TestCluster, n: number, k: number): Promise<{ bad: WalRecord; file: string; pausedAt: number }> {
+async function corruptRow(
+  c: TestCluster,
+  n: number,
+  k: number,
+): Promise<{ bad: WalRecord; file: string; pausedAt: number }> {
   await c.sql('primary', 'CREATE TABLE r (c int)');
   await c.waitForCatchup('replay');
   await c.sql('standby', 'SELECT pg_wal_replay_pause()');
-  await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+  await c.pollUntil(
+    async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused',
+    'paused',
+  );
   const pausedAt = parseLsn((await c.status('standby')).replayLsn);
   for (let i = 1; i <= n; i++) await c.sql('primary', `INSERT INTO r VALUES (${i})`);
   await c.waitForCatchup('flush');
-  const recs = recordsIn(c.dataDir('standby'), maxAlign(pausedAt), parseLsn((await c.status('standby')).receiveLsn), WAL);
+  const recs = recordsIn(
+    c.dataDir('standby'),
+    maxAlign(pausedAt),
+    parseLsn((await c.status('standby')).receiveLsn),
+    WAL,
+  );
   const inserts = recs.filter((r) => r.body.kind === 'HEAP_INSERT');
   expect(inserts).toHaveLength(n);
   const bad = inserts[k - 1]!;
@@ -65,7 +77,9 @@ describe('corrupt WAL on the standby', () => {
     expect(later.replayLsn).toBe(s.replayLsn);
     expect(await c.scalar('standby', 'SELECT count(*) FROM r')).toBe(7);
     expect(await c.scalar('standby', 'SELECT pg_is_in_recovery()')).toBe(true);
-    expect(fs.readFileSync(path.join(c.dataDir('standby'), 'server.log'), 'utf8')).toContain(`replay stopped: invalid WAL record at ${formatLsn(bad.lsn)}`);
+    expect(fs.readFileSync(path.join(c.dataDir('standby'), 'server.log'), 'utf8')).toContain(
+      `replay stopped: invalid WAL record at ${formatLsn(bad.lsn)}`,
+    );
   });
 
   it('a restart heals the standby: local WAL ends at the bad record and is streamed again', async () => {
@@ -80,7 +94,9 @@ describe('corrupt WAL on the standby', () => {
     expect(await c.scalar('standby', 'SELECT count(*) FROM r')).toBe(12);
     const p = await (await c.client('primary')).inspect();
     const q = await (await c.client('standby')).inspect();
-    expect(q.tables.map(({ buffered: _, ...t }) => t)).toEqual(p.tables.map(({ buffered: _, ...t }) => t));
+    expect(q.tables.map(({ buffered: _, ...t }) => t)).toEqual(
+      p.tables.map(({ buffered: _, ...t }) => t),
+    );
   });
 
   it('promotion ends recovery at the last valid record; the new timeline does not start after garbage', async () => {
@@ -89,7 +105,9 @@ describe('corrupt WAL on the standby', () => {
     await c.sql('standby', 'SELECT pg_wal_replay_resume()');
     await c.pollUntil(async () => (await c.status('standby')).replayError !== null, 'replay error');
     await c.stopNode('primary', 'immediate');
-    const promoted = (await (await c.client('standby')).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
+    const promoted = (await (
+      await c.client('standby')
+    ).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
     expect(promoted.promoted).toBe(true);
     // The switch point of timeline 2 is the bad record's start (EndOfLog), not the received end.
     const history = readTimelineHistory(c.dataDir('standby'), 2);
@@ -104,7 +122,10 @@ describe('corrupt WAL on the standby', () => {
     expect(s.timeline).toBe(2);
     expect(await c.scalar('standby', 'SELECT count(*) FROM r')).toBe(5);
     // Every record from the branch point on is readable on timeline 2, up to the flushed end.
-    const recs = recordsIn(c.dataDir('standby'), bad.lsn, parseLsn(s.flushLsn), { timeline: 2, segmentSize: SEG });
+    const recs = recordsIn(c.dataDir('standby'), bad.lsn, parseLsn(s.flushLsn), {
+      timeline: 2,
+      segmentSize: SEG,
+    });
     expect(recs[0]!.body.kind).toBe('END_OF_RECOVERY');
     expect(recs.at(-1)!.endLsn).toBeLessThanOrEqual(parseLsn(s.flushLsn));
     expect(maxAlign(recs.at(-1)!.endLsn)).toBe(parseLsn(s.flushLsn));

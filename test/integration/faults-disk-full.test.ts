@@ -26,12 +26,21 @@ describe('standby disk full', () => {
     await c.sql('primary', 'INSERT INTO d SELECT generate_series(1, 1000)');
     await c.waitForCatchup('replay');
     const before = await c.status('standby');
-    await (await c.client('standby')).request({ op: 'fault', fault: 'wal_write_fail', holdMs: 1500 });
+    await (
+      await c.client('standby')
+    ).request({ op: 'fault', fault: 'wal_write_fail', holdMs: 1500 });
     let acked = false;
-    const insert = c.sql('primary', 'INSERT INTO d SELECT generate_series(1001, 21000)').then(() => (acked = true));
-    await c.pollUntil(async () => (await c.status('standby')).walWriteFailures >= 2, 'failed writes retried');
+    const insert = c
+      .sql('primary', 'INSERT INTO d SELECT generate_series(1001, 21000)')
+      .then(() => (acked = true));
+    await c.pollUntil(
+      async () => (await c.status('standby')).walWriteFailures >= 2,
+      'failed writes retried',
+    );
     const during = await c.status('standby');
-    expect(during.walWriteError).toMatch(/^could not write to WAL segment at \d+\/[0-9A-F]+: ENOSPC: no space left on device/);
+    expect(during.walWriteError).toMatch(
+      /^could not write to WAL segment at \d+\/[0-9A-F]+: ENOSPC: no space left on device/,
+    );
     expect(during.receiverLastError).toMatch(/ENOSPC/);
     expect(during.receiveLsn).toBe(before.receiveLsn); // nothing half-written counts as received
     expect(during.replayError).toBeNull();
@@ -45,7 +54,9 @@ describe('standby disk full', () => {
     expect(after.receiverConnects).toBeGreaterThan(before.receiverConnects); // reconnected
     expect(after.faultsInjected.wal_write_fail).toBe(1);
     // Every accepted byte was appended exactly once, contiguously from the first start position.
-    expect(after.receivedBytes).toBe(parseLsn(after.receiveLsn) - parseLsn(after.receiverStartLsns[0]));
+    expect(after.receivedBytes).toBe(
+      parseLsn(after.receiveLsn) - parseLsn(after.receiverStartLsns[0]),
+    );
     const p = await (await c.client('primary')).inspect();
     expect(strip((await (await c.client('standby')).inspect()).tables)).toEqual(strip(p.tables));
     // No damage on disk: a crash restart replays the local WAL and still equals the primary.
@@ -60,8 +71,8 @@ describe('standby disk full', () => {
 
   it('refuses the fault on a primary (faults are standby-side)', async () => {
     const c = (cluster = await TestCluster.start());
-    await expect((await c.client('primary')).request({ op: 'fault', fault: 'wal_write_fail', holdMs: 10 })).rejects.toThrow(
-      'wal_write_fail needs a standby with a walreceiver',
-    );
+    await expect(
+      (await c.client('primary')).request({ op: 'fault', fault: 'wal_write_fail', holdMs: 10 }),
+    ).rejects.toThrow('wal_write_fail needs a standby with a walreceiver');
   });
 });

@@ -26,12 +26,18 @@ afterEach(async () => {
  * stream), before the promotion: the old primary may be restarted there, since once the standby
  * is promoted walsim refuses to start the old primary (split brain).
  */
-async function crashDuringCommits(level: SynchronousCommit, beforePromote?: (c: TestCluster, acked: number) => Promise<void>) {
+async function crashDuringCommits(
+  level: SynchronousCommit,
+  beforePromote?: (c: TestCluster, acked: number) => Promise<void>,
+) {
   const c = (cluster = await TestCluster.start({ synchronousCommit: level }));
   await c.sql('primary', 'CREATE TABLE acks (c int)');
   // With synchronous_commit=off even the CREATE reaches the standby only after the WAL writer's
   // flush (≤ 200 ms): wait until the table is there, so that only the inserts are at stake.
-  await c.pollUntil(async () => (await c.scalar('standby', 'SELECT count(*) FROM acks')) === 0, 'table on the standby');
+  await c.pollUntil(
+    async () => (await c.scalar('standby', 'SELECT count(*) FROM acks')) === 0,
+    'table on the standby',
+  );
   const primary = await c.client('primary');
   let acked = 0;
   let attempted = 0;
@@ -50,18 +56,30 @@ async function crashDuringCommits(level: SynchronousCommit, beforePromote?: (c: 
   await c.kill('primary');
   await writer;
   // The standby cannot receive anything more; what it has flushed now is what it must keep.
-  await c.pollUntil(async () => (await c.status('standby')).receiverState !== 'streaming', 'standby notices');
+  await c.pollUntil(
+    async () => (await c.status('standby')).receiverState !== 'streaming',
+    'standby notices',
+  );
   const flushedAtKill = parseLsn((await c.status('standby')).receiveLsn);
   if (beforePromote) {
-    await (await c.client('standby')).request({ op: 'fault', fault: 'cut_replication', holdMs: 600_000 });
+    await (
+      await c.client('standby')
+    ).request({ op: 'fault', fault: 'cut_replication', holdMs: 600_000 });
     await beforePromote(c, acked);
   }
-  const r = (await (await c.client('standby')).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
+  const r = (await (
+    await c.client('standby')
+  ).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
   expect(r.promoted).toBe(true);
-  expect(readTimelineHistory(c.dataDir('standby'), 2)[0]).toMatchObject({ tli: 1, endLsn: flushedAtKill });
+  expect(readTimelineHistory(c.dataDir('standby'), 2)[0]).toMatchObject({
+    tli: 1,
+    endLsn: flushedAtKill,
+  });
   const present = Number(await c.scalar('standby', 'SELECT count(*) FROM acks'));
   // Exactly the prefix 1..present: no gap, no duplicate, nothing that was never attempted.
-  expect(await c.scalar('standby', `SELECT count(*) FROM acks WHERE c < ${present + 1}`)).toBe(present);
+  expect(await c.scalar('standby', `SELECT count(*) FROM acks WHERE c < ${present + 1}`)).toBe(
+    present,
+  );
   expect(present).toBeLessThanOrEqual(attempted);
   return { c, acked, attempted, present, lost: Math.max(0, acked - present) };
 }
@@ -80,12 +98,22 @@ describe('primary SIGKILL during synchronous commits', () => {
     it(`may lose acknowledged commits not yet streamed, and nothing else (synchronous_commit=${level})`, async () => {
       // `local` made each acknowledged commit durable on the primary's own disk: crash recovery of
       // the old primary (as a lone server: the standby cannot stream from it) finds all of them.
-      const durableOnOldPrimary = level !== 'local' ? undefined : async (c: TestCluster, ackedAtKill: number) => {
-        await c.startNode('primary');
-        expect(Number(await c.scalar('primary', `SELECT count(*) FROM acks WHERE c < ${ackedAtKill + 1}`))).toBe(ackedAtKill);
-        expect((await c.status('primary')).startupReplay.crashRecovery).toBe(true);
-        await c.stopNode('primary', 'immediate');
-      };
+      const durableOnOldPrimary =
+        level !== 'local'
+          ? undefined
+          : async (c: TestCluster, ackedAtKill: number) => {
+              await c.startNode('primary');
+              expect(
+                Number(
+                  await c.scalar(
+                    'primary',
+                    `SELECT count(*) FROM acks WHERE c < ${ackedAtKill + 1}`,
+                  ),
+                ),
+              ).toBe(ackedAtKill);
+              expect((await c.status('primary')).startupReplay.crashRecovery).toBe(true);
+              await c.stopNode('primary', 'immediate');
+            };
       const { acked, present, lost } = await crashDuringCommits(level, durableOnOldPrimary);
       // What is missing is a suffix of the acknowledged commits (the prefix check above) — the
       // WAL the standby had not received when the primary died. Nothing is reordered or doubled.

@@ -26,7 +26,11 @@ describe('slow disk', () => {
     await c.waitForCatchup('replay');
     const primary = await c.client('primary');
     const standby = await c.client('standby');
-    expect((await c.status('primary')).slowDisk).toEqual({ delayedWrites: 0, delayedFsyncs: 0, delayedMs: 0 });
+    expect((await c.status('primary')).slowDisk).toEqual({
+      delayedWrites: 0,
+      delayedFsyncs: 0,
+      delayedMs: 0,
+    });
 
     // Primary: the commit's WAL write and fsync wait 30 ms each.
     await primary.request({ op: 'fault', fault: 'slow_disk', holdMs: 600_000, latencyMs: 30 });
@@ -73,12 +77,12 @@ describe('slow disk', () => {
   it('refuses a latency out of range or on another fault, naming it', async () => {
     const c = (cluster = await TestCluster.start());
     const primary = await c.client('primary');
-    await expect(primary.request({ op: 'fault', fault: 'slow_disk', holdMs: 10, latencyMs: 5000 })).rejects.toThrow(
-      '"latencyMs" must be an integer between 0 and 1000',
-    );
-    await expect(primary.request({ op: 'fault', fault: 'redo_fail', holdMs: 0, latencyMs: 5 })).rejects.toThrow(
-      '"latencyMs" applies to the slow_disk fault only',
-    );
+    await expect(
+      primary.request({ op: 'fault', fault: 'slow_disk', holdMs: 10, latencyMs: 5000 }),
+    ).rejects.toThrow('"latencyMs" must be an integer between 0 and 1000');
+    await expect(
+      primary.request({ op: 'fault', fault: 'redo_fail', holdMs: 0, latencyMs: 5 }),
+    ).rejects.toThrow('"latencyMs" applies to the slow_disk fault only');
     expect((await c.status('primary')).faultsInjected.slow_disk).toBe(0);
     expect((await primary.status()).role).toBe('primary'); // the connection stays usable
   });

@@ -24,7 +24,10 @@ const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered:
 describe('standby SIGKILL mid-replay', () => {
   it('restarts from its restartpoint and local WAL, catches up, equals the primary', async () => {
     const c = (cluster = await TestCluster.start({
-      sharedBuffers: '16MB', standbySharedBuffers: '8GB', dropStrategy: 'full-scan', synchronousCommit: 'remote_write',
+      sharedBuffers: '16MB',
+      standbySharedBuffers: '8GB',
+      dropStrategy: 'full-scan',
+      synchronousCommit: 'remote_write',
     }));
     const TABLES = 60;
     for (let i = 0; i < TABLES; i++) {
@@ -33,7 +36,11 @@ describe('standby SIGKILL mid-replay', () => {
     }
     await c.waitForCatchup('replay');
     await c.sql('standby', 'SELECT pg_wal_replay_pause()');
-    await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+    await c.pollUntil(
+      async () =>
+        (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused',
+      'paused',
+    );
     const before = await c.status('standby');
     // Backlog: truncations (each commit drops a relfilenumber: a full scan of 1,048,576 descriptors),
     // a checkpoint in the middle (a restartpoint on the standby), and more truncations.
@@ -48,7 +55,11 @@ describe('standby SIGKILL mid-replay', () => {
     const dropsBefore = before.drop.drops['full-scan'];
     await c.sql('standby', 'SELECT pg_wal_replay_resume()');
     // Kill once the restartpoint is behind replay and drops are under way, before the end.
-    await c.pollUntil(async () => (await c.status('standby')).drop.drops['full-scan'] >= dropsBefore + TABLES + 5, 'drops under way', 60_000);
+    await c.pollUntil(
+      async () => (await c.status('standby')).drop.drops['full-scan'] >= dropsBefore + TABLES + 5,
+      'drops under way',
+      60_000,
+    );
     const mid = await c.status('standby');
     const killedPid = await c.kill('standby');
     expect(mid.caughtUp).toBe(false);
@@ -80,7 +91,10 @@ describe('standby SIGKILL mid-replay', () => {
     let acked = 0;
     const writer = (async () => {
       for (let i = 1; !stop; i++) {
-        await c.sql('primary', `INSERT INTO s SELECT generate_series(${(i - 1) * 1000 + 1}, ${i * 1000})`);
+        await c.sql(
+          'primary',
+          `INSERT INTO s SELECT generate_series(${(i - 1) * 1000 + 1}, ${i * 1000})`,
+        );
         acked = i;
       }
     })();

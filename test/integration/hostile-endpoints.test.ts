@@ -15,10 +15,19 @@ import { readPidFile, readToken } from '../../server/cluster-files.ts';
 import { encodeMessage, type StreamMessage } from '../../wal/stream-messages.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
-interface Closed { code: number; reason: string; received: unknown[] }
+interface Closed {
+  code: number;
+  reason: string;
+  received: unknown[];
+}
 
 /** Open an endpoint, send `frames` in order (after `open`), resolve with the close code and reason. */
-function attack(url: string, headers: Record<string, string>, frames: Array<Buffer | string>, gapMs = 0): Promise<Closed> {
+function attack(
+  url: string,
+  headers: Record<string, string>,
+  frames: Array<Buffer | string>,
+  gapMs = 0,
+): Promise<Closed> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { headers, perMessageDeflate: false, maxPayload: 64 << 20 });
     const received: unknown[] = [];
@@ -53,7 +62,11 @@ describe('hostile input on the endpoints', () => {
     auth = { authorization: `Bearer ${readToken(c.dir)}` };
     const p = await c.status('primary');
     flushLsn = parseLsn(p.flushLsn);
-    before = { primary: p, standby: await c.status('standby'), tables: (await (await c.client('primary')).inspect()).tables };
+    before = {
+      primary: p,
+      standby: await c.status('standby'),
+      tables: (await (await c.client('primary')).inspect()).tables,
+    };
   });
   afterAll(async () => {
     await c?.destroy();
@@ -62,8 +75,22 @@ describe('hostile input on the endpoints', () => {
   const repl = () => `ws://127.0.0.1:${port}/replication`;
   const control = () => `ws://127.0.0.1:${port}/control`;
   const start = (over: Partial<Extract<StreamMessage, { type: 'START_REPLICATION' }>> = {}) =>
-    msg({ type: 'START_REPLICATION', startLsn: flushLsn, timeline: 1, applicationName: 'intruder', ...over });
-  const status = (lsn: number) => msg({ type: 'StandbyStatusUpdate', writeLsn: lsn, flushLsn: lsn, applyLsn: lsn, sendTime: Date.now(), replyRequested: false });
+    msg({
+      type: 'START_REPLICATION',
+      startLsn: flushLsn,
+      timeline: 1,
+      applicationName: 'intruder',
+      ...over,
+    });
+  const status = (lsn: number) =>
+    msg({
+      type: 'StandbyStatusUpdate',
+      writeLsn: lsn,
+      flushLsn: lsn,
+      applyLsn: lsn,
+      sendTime: Date.now(),
+      replyRequested: false,
+    });
 
   it('replication endpoint: garbage bytes and valid msgpack of the wrong shape are protocol violations (4002)', async () => {
     const garbage = await attack(repl(), auth, [Buffer.from([0xc1, 0x00, 0xff, 0xde, 0xad])]);
@@ -73,14 +100,34 @@ describe('hostile input on the endpoints', () => {
     expect(notAMessage).toMatchObject({ code: 4002 });
     expect(notAMessage.reason).toMatch(/invalid replication message/);
     // Well-formed, but a primary-to-standby message: a standby never sends XLogData.
-    const wrongType = await attack(repl(), auth, [msg({ type: 'XLogData', walStart: flushLsn, walEnd: flushLsn, sendTime: 0, data: new Uint8Array(0) })]);
-    expect(wrongType).toMatchObject({ code: 4002, reason: 'unexpected XLogData message on the replication connection' });
+    const wrongType = await attack(repl(), auth, [
+      msg({
+        type: 'XLogData',
+        walStart: flushLsn,
+        walEnd: flushLsn,
+        sendTime: 0,
+        data: new Uint8Array(0),
+      }),
+    ]);
+    expect(wrongType).toMatchObject({
+      code: 4002,
+      reason: 'unexpected XLogData message on the replication connection',
+    });
     const text = await attack(repl(), auth, ['{"type":"START_REPLICATION"}']);
-    expect(text).toMatchObject({ code: 4002, reason: 'replication messages must be binary msgpack frames' });
+    expect(text).toMatchObject({
+      code: 4002,
+      reason: 'replication messages must be binary msgpack frames',
+    });
     const statusFirst = await attack(repl(), auth, [status(flushLsn)]);
-    expect(statusFirst).toMatchObject({ code: 4002, reason: 'status update before START_REPLICATION' });
+    expect(statusFirst).toMatchObject({
+      code: 4002,
+      reason: 'status update before START_REPLICATION',
+    });
     const twice = await attack(repl(), auth, [start(), start()], 20);
-    expect(twice).toMatchObject({ code: 4002, reason: 'START_REPLICATION sent twice on one connection' });
+    expect(twice).toMatchObject({
+      code: 4002,
+      reason: 'START_REPLICATION sent twice on one connection',
+    });
   });
 
   it('replication endpoint: an oversized frame is refused by maxPayload (1009)', async () => {
@@ -88,7 +135,13 @@ describe('hostile input on the endpoints', () => {
     // ws closes with 1009 (RFC 6455 "message too big") before buffering the frame; it sends no
     // reason text with this code, the server logs one.
     expect(r.code).toBe(1009);
-    await c.pollUntil(async () => fs.readFileSync(`${c.dataDir('primary')}/server.log`, 'utf8').includes('Max payload size exceeded'), 'log line');
+    await c.pollUntil(
+      async () =>
+        fs
+          .readFileSync(`${c.dataDir('primary')}/server.log`, 'utf8')
+          .includes('Max payload size exceeded'),
+      'log line',
+    );
   });
 
   it('refuses START_REPLICATION from the future, on an unknown timeline, or under a taken name (4004)', async () => {
@@ -96,9 +149,15 @@ describe('hostile input on the endpoints', () => {
     expect(future.code).toBe(4004);
     expect(future.reason).toMatch(/requested starting point .* is ahead of the WAL flush position/);
     const tli = await attack(repl(), auth, [start({ timeline: 7 })]);
-    expect(tli).toMatchObject({ code: 4004, reason: "requested timeline 7 is not in this server's history" });
+    expect(tli).toMatchObject({
+      code: 4004,
+      reason: "requested timeline 7 is not in this server's history",
+    });
     const dup = await attack(repl(), auth, [start({ applicationName: 'walreceiver' })]);
-    expect(dup).toMatchObject({ code: 4004, reason: 'a standby named "walreceiver" is already streaming' });
+    expect(dup).toMatchObject({
+      code: 4004,
+      reason: 'a standby named "walreceiver" is already streaming',
+    });
   });
 
   it('closes a connection whose status update goes backwards or claims unsent WAL (4002)', async () => {
@@ -124,20 +183,43 @@ describe('hostile input on the endpoints', () => {
   it('refuses a status update whose apply or flush position is ahead of what it flushed or wrote (issue 9 item 2)', async () => {
     // A bogus apply position would release remote_apply commits no standby has replayed.
     const mk = (write: number, flush: number, apply: number) =>
-      msg({ type: 'StandbyStatusUpdate', writeLsn: write, flushLsn: flush, applyLsn: apply, sendTime: Date.now(), replyRequested: false });
-    const applyAhead = await attack(repl(), auth, [start(), mk(flushLsn, flushLsn, 2 ** 53 - 1)], 20);
+      msg({
+        type: 'StandbyStatusUpdate',
+        writeLsn: write,
+        flushLsn: flush,
+        applyLsn: apply,
+        sendTime: Date.now(),
+        replyRequested: false,
+      });
+    const applyAhead = await attack(
+      repl(),
+      auth,
+      [start(), mk(flushLsn, flushLsn, 2 ** 53 - 1)],
+      20,
+    );
     expect(applyAhead.code).toBe(4002);
     expect(applyAhead.reason).toMatch(/status update claims WAL beyond what was sent/);
-    const applyPastFlush = await attack(repl(), auth, [start(), mk(flushLsn, flushLsn, flushLsn + 8)], 20);
+    const applyPastFlush = await attack(
+      repl(),
+      auth,
+      [start(), mk(flushLsn, flushLsn, flushLsn + 8)],
+      20,
+    );
     expect(applyPastFlush.code).toBe(4002);
     expect(applyPastFlush.reason).toMatch(/status update claims WAL beyond what was sent/);
     // The log names all three positions and the rule.
-    await c.pollUntil(async () => c.serverLog('primary').includes('must satisfy apply <= flush <= write <= sent'), 'log line');
+    await c.pollUntil(
+      async () => c.serverLog('primary').includes('must satisfy apply <= flush <= write <= sent'),
+      'log line',
+    );
   });
 
   it('control endpoint: binary garbage, msgpack and oversized frames are refused with a close reason', async () => {
     const garbage = await attack(control(), auth, [Buffer.from([0x00, 0x01, 0xfe])]);
-    expect(garbage).toMatchObject({ code: 4002, reason: 'invalid control request: frames must be JSON text' });
+    expect(garbage).toMatchObject({
+      code: 4002,
+      reason: 'invalid control request: frames must be JSON text',
+    });
     // The greeting and then the error reply (id null) arrive before the close.
     expect(garbage.received.map((d) => JSON.parse(String(d)).ok)).toEqual([true, false]);
     const mp = await attack(control(), auth, [pack({ id: 1, op: 'status' })]);
@@ -148,13 +230,21 @@ describe('hostile input on the endpoints', () => {
 
   it('refuses missing, empty and wrong tokens on both endpoints (4001)', async () => {
     for (const url of [repl(), control()]) {
-      expect(await attack(url, {}, [])).toEqual({ code: 4001, reason: 'authentication failed: no token given', received: [] });
+      expect(await attack(url, {}, [])).toEqual({
+        code: 4001,
+        reason: 'authentication failed: no token given',
+        received: [],
+      });
       expect((await attack(url, { authorization: 'Bearer ' }, [])).code).toBe(4001);
-      expect((await attack(url, { authorization: 'Bearer 0' + readToken(c.dir).slice(1) }, [])).code).toBe(4001);
+      expect(
+        (await attack(url, { authorization: 'Bearer 0' + readToken(c.dir).slice(1) }, [])).code,
+      ).toBe(4001);
       expect((await attack(`${url}?token=guess`, {}, [])).code).toBe(4001);
     }
     // Refused before any message: a replication attempt with a bad token never reaches the walsender.
-    expect((await attack(repl(), { authorization: 'Bearer nope' }, [start()])).received).toEqual([]);
+    expect((await attack(repl(), { authorization: 'Bearer nope' }, [start()])).received).toEqual(
+      [],
+    );
   });
 
   it('token file is mode 0600 and servers listen on 127.0.0.1 only', async () => {
@@ -162,8 +252,13 @@ describe('hostile input on the endpoints', () => {
     for (const name of ['primary', 'standby'] as const) {
       const p = readPidFile(c.dataDir(name))!.port;
       const hexPort = p.toString(16).toUpperCase().padStart(4, '0');
-      const listening = fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)
-        .map((l) => l.trim().split(/\s+/)).filter((f) => f[3] === '0A' && f[1]?.endsWith(`:${hexPort}`)).map((f) => f[1]);
+      const listening = fs
+        .readFileSync('/proc/net/tcp', 'utf8')
+        .split('\n')
+        .slice(1)
+        .map((l) => l.trim().split(/\s+/))
+        .filter((f) => f[3] === '0A' && f[1]?.endsWith(`:${hexPort}`))
+        .map((f) => f[1]);
       expect(listening).toEqual([`0100007F:${hexPort}`]); // 127.0.0.1, not 0.0.0.0
       expect(c.config(name).listen).toBe('127.0.0.1');
     }
@@ -179,7 +274,11 @@ describe('hostile input on the endpoints', () => {
     expect(s.receiverConnects).toBe(before.standby.receiverConnects); // never disconnected
     expect((await (await c.client('primary')).inspect()).tables).toEqual(before.tables);
     expect(p.replication).toHaveLength(1);
-    expect(p.replication[0]).toMatchObject({ applicationName: 'walreceiver', state: 'streaming', syncState: 'sync' });
+    expect(p.replication[0]).toMatchObject({
+      applicationName: 'walreceiver',
+      state: 'streaming',
+      syncState: 'sync',
+    });
     // remote_apply commit still works through the real standby.
     await c.sql('primary', 'INSERT INTO t VALUES (1)');
     expect(await c.scalar('standby', 'SELECT count(*) FROM t')).toBe(301);

@@ -14,7 +14,11 @@ afterEach(async () => {
   cluster = null;
 });
 
-const settle = <T>(p: Promise<T>): Promise<T | Error> => p.then((v) => v, (e: Error) => e);
+const settle = <T>(p: Promise<T>): Promise<T | Error> =>
+  p.then(
+    (v) => v,
+    (e: Error) => e,
+  );
 
 describe('a lifecycle action that throws', () => {
   it('an Error goes to the requester; the server keeps running, replicating and taking events', async () => {
@@ -22,14 +26,22 @@ describe('a lifecycle action that throws', () => {
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
     const pid = c.pid('standby');
-    await (await c.client('standby')).request({ op: 'fault', fault: 'lifecycle_action_error', holdMs: 0 });
+    await (
+      await c.client('standby')
+    ).request({ op: 'fault', fault: 'lifecycle_action_error', holdMs: 0 });
     const err = await settle(c.sql('standby', 'SELECT pg_wal_replay_pause()'));
     expect(err).toBeInstanceOf(Error);
-    expect((err as Error).message).toMatch(/EIO: i\/o error \(injected failure of lifecycle action requestReplayPause\)/);
-    expect(c.serverLog('standby')).toMatch(/ERROR: {2}internal error: lifecycle action "requestReplayPause" on PAUSE failed/);
+    expect((err as Error).message).toMatch(
+      /EIO: i\/o error \(injected failure of lifecycle action requestReplayPause\)/,
+    );
+    expect(c.serverLog('standby')).toMatch(
+      /ERROR: {2}internal error: lifecycle action "requestReplayPause" on PAUSE failed/,
+    );
     // Same process, machine still running: the transition stood, later events are taken.
     expect(c.pid('standby')).toBe(pid);
-    expect(await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')).not.toBe('not paused');
+    expect(await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')).not.toBe(
+      'not paused',
+    );
     await c.sql('standby', 'SELECT pg_wal_replay_resume()');
     expect(await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')).toBe('not paused');
     await c.sql('primary', 'INSERT INTO t SELECT generate_series(1, 100)');
@@ -44,13 +56,17 @@ describe('a lifecycle action that throws', () => {
     const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
-    await (await c.client('standby')).request({ op: 'fault', fault: 'lifecycle_action_invariant', holdMs: 0 });
+    await (
+      await c.client('standby')
+    ).request({ op: 'fault', fault: 'lifecycle_action_invariant', holdMs: 0 });
     const err = await settle(c.sql('standby', 'SELECT pg_wal_replay_pause()'));
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(/connection closed/); // the session ends with the process
     await c.pollUntil(async () => c.pid('standby') === null, 'standby process gone');
     const log = c.serverLog('standby');
-    expect(log).toMatch(/FATAL: {2}InvariantViolation: INV-FAULT: injected failure of lifecycle action requestReplayPause/);
+    expect(log).toMatch(
+      /FATAL: {2}InvariantViolation: INV-FAULT: injected failure of lifecycle action requestReplayPause/,
+    );
     expect(log).toMatch(/server process exiting with exit code 1/);
     await c.startNode('standby');
     expect((await c.status('standby')).startupReplay.crashRecovery).toBe(true);
@@ -59,12 +75,14 @@ describe('a lifecycle action that throws', () => {
     expect(await c.scalar('standby', 'SELECT count(*) FROM t')).toBe(100);
   });
 
-  it('a failed WAL write while promotion writes END_OF_RECOVERY PANICs, as a primary\'s WAL write does', async () => {
+  it("a failed WAL write while promotion writes END_OF_RECOVERY PANICs, as a primary's WAL write does", async () => {
     const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
     await c.stopNode('primary', 'immediate');
-    await (await c.client('standby')).request({ op: 'fault', fault: 'wal_write_fail', holdMs: 600_000 });
+    await (
+      await c.client('standby')
+    ).request({ op: 'fault', fault: 'wal_write_fail', holdMs: 600_000 });
     const err = await settle(c.sql('standby', 'SELECT pg_promote()'));
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(/connection closed/);

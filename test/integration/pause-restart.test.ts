@@ -25,26 +25,40 @@ describe('pause, resume and restart', () => {
     expect(await c.scalar('standby', 'SELECT pg_is_wal_replay_paused()')).toBe(false);
     await c.sql('standby', 'SELECT pg_wal_replay_pause()');
     expect(await c.scalar('standby', 'SELECT pg_is_wal_replay_paused()')).toBe(true);
-    await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+    await c.pollUntil(
+      async () =>
+        (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused',
+      'paused',
+    );
     const replayLsn = await c.scalar('standby', 'SELECT pg_last_wal_replay_lsn()');
-    const receiveBefore = parseLsn(String(await c.scalar('standby', 'SELECT pg_last_wal_receive_lsn()')));
+    const receiveBefore = parseLsn(
+      String(await c.scalar('standby', 'SELECT pg_last_wal_receive_lsn()')),
+    );
     // remote_write commits keep returning while the standby is paused.
     await c.sql('primary', 'INSERT INTO t SELECT generate_series(1001, 50000)');
     await c.sql('primary', 'DELETE FROM t WHERE c < 500');
     await c.waitForCatchup('flush');
-    expect(parseLsn(String(await c.scalar('standby', 'SELECT pg_last_wal_receive_lsn()')))).toBeGreaterThan(receiveBefore);
+    expect(
+      parseLsn(String(await c.scalar('standby', 'SELECT pg_last_wal_receive_lsn()'))),
+    ).toBeGreaterThan(receiveBefore);
     expect(await c.scalar('standby', 'SELECT pg_last_wal_replay_lsn()')).toBe(replayLsn);
     expect(await c.scalar('standby', 'SELECT count(*) FROM t')).toBe(1000);
     await c.sql('standby', 'SELECT pg_wal_replay_resume()');
     await c.waitForCatchup('replay');
     expect(await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')).toBe('not paused');
     expect(await c.scalar('standby', 'SELECT count(*) FROM t')).toBe(50000 - 499);
-    expect(await c.scalar('standby', 'SELECT pg_last_wal_replay_lsn()')).toBe(await c.scalar('primary', 'SELECT pg_current_wal_lsn()'));
+    expect(await c.scalar('standby', 'SELECT pg_last_wal_replay_lsn()')).toBe(
+      await c.scalar('primary', 'SELECT pg_current_wal_lsn()'),
+    );
   });
 
   it('pause functions fail on a primary: recovery is not in progress', async () => {
-    await expect(c.sql('primary', 'SELECT pg_wal_replay_pause()')).rejects.toThrow('recovery is not in progress');
-    await expect(c.sql('primary', 'SELECT pg_wal_replay_resume()')).rejects.toThrow('recovery is not in progress');
+    await expect(c.sql('primary', 'SELECT pg_wal_replay_pause()')).rejects.toThrow(
+      'recovery is not in progress',
+    );
+    await expect(c.sql('primary', 'SELECT pg_wal_replay_resume()')).rejects.toThrow(
+      'recovery is not in progress',
+    );
     expect(await c.scalar('primary', 'SELECT pg_is_in_recovery()')).toBe(false);
     expect(await c.scalar('standby', 'SELECT pg_is_in_recovery()')).toBe(true);
   });
@@ -69,7 +83,10 @@ describe('pause, resume and restart', () => {
     expect(await c.stopNode('standby', 'fast')).toBe(true); // shutdown restartpoint at the replay position
     expect(await c.scalar('primary', 'SELECT count(*) FROM r')).toBe(2000); // the primary keeps serving
     await c.startNode('standby');
-    await c.pollUntil(async () => (await c.status('standby')).receiverState === 'streaming', 'standby streaming again');
+    await c.pollUntil(
+      async () => (await c.status('standby')).receiverState === 'streaming',
+      'standby streaming again',
+    );
     expect((await c.status('standby')).startupReplay.records).toBe(0);
     // After the restart r's sizes are not cached: the same drop must take the full scan.
     d0 = (await c.status('standby')).drop;
@@ -83,8 +100,9 @@ describe('pause, resume and restart', () => {
     await c.waitForCatchup('replay');
     const p = await (await c.client('primary')).inspect();
     const s = await (await c.client('standby')).inspect();
-    expect(s.tables.map(({ name, rows, digest, forks }) => ({ name, rows, digest, forks })))
-      .toEqual(p.tables.map(({ name, rows, digest, forks }) => ({ name, rows, digest, forks })));
+    expect(
+      s.tables.map(({ name, rows, digest, forks }) => ({ name, rows, digest, forks })),
+    ).toEqual(p.tables.map(({ name, rows, digest, forks }) => ({ name, rows, digest, forks })));
     expect(s.orphanBuffers).toEqual([]);
     expect(await c.scalar('standby', 'SELECT count(*) FROM r')).toBe(3);
     expect(s.tables.find((t) => t.name === 'r')!.forks[0]).toBe(1);

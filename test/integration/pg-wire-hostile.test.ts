@@ -29,7 +29,8 @@ interface Exchange {
 function parseBackend(data: Buffer, oneByteAnswers: number): BackendMessage[] {
   const out: BackendMessage[] = [];
   let off = 0;
-  for (; off < Math.min(oneByteAnswers, data.length); off++) out.push({ type: String.fromCharCode(data[off]!), body: Buffer.alloc(0) });
+  for (; off < Math.min(oneByteAnswers, data.length); off++)
+    out.push({ type: String.fromCharCode(data[off]!), body: Buffer.alloc(0) });
   while (off + 5 <= data.length) {
     const type = String.fromCharCode(data[off]!);
     const len = data.readInt32BE(off + 1);
@@ -54,7 +55,11 @@ function parseBackend(data: Buffer, oneByteAnswers: number): BackendMessage[] {
  * Send `chunks` to the port (with `gapMs` between them), collect what comes back until the server
  * closes or `until` is satisfied.
  */
-function exchange(port: number, chunks: Buffer[], opts: { until?: (m: BackendMessage[]) => boolean; gapMs?: number; oneByteAnswers?: number } = {}): Promise<Exchange> {
+function exchange(
+  port: number,
+  chunks: Buffer[],
+  opts: { until?: (m: BackendMessage[]) => boolean; gapMs?: number; oneByteAnswers?: number } = {},
+): Promise<Exchange> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let data = Buffer.alloc(0);
@@ -69,7 +74,11 @@ function exchange(port: number, chunks: Buffer[], opts: { until?: (m: BackendMes
     const timer = setTimeout(() => {
       done = true;
       socket.destroy();
-      reject(new Error(`no close and no expected reply within 20 s; got ${JSON.stringify(parseBackend(data, 0).map((m) => m.type))}`));
+      reject(
+        new Error(
+          `no close and no expected reply within 20 s; got ${JSON.stringify(parseBackend(data, 0).map((m) => m.type))}`,
+        ),
+      );
     }, 20_000);
     socket.on('data', (d) => {
       data = Buffer.concat([data, d]);
@@ -129,26 +138,51 @@ describe('hostile input on the PostgreSQL port', () => {
   it('refuses start-up packets of a bad length or layout, and foreign protocols', async () => {
     const http = await exchange(port, [Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')]);
     expect(http.closed).toBe(true);
-    expect(errorOf(http)).toMatchObject({ S: 'FATAL', C: '08P01', M: expect.stringContaining('invalid length of startup packet') });
+    expect(errorOf(http)).toMatchObject({
+      S: 'FATAL',
+      C: '08P01',
+      M: expect.stringContaining('invalid length of startup packet'),
+    });
     // pg-gateway alone would loop forever on a zero length; the guard refuses it first.
     const zero = await exchange(port, [Buffer.alloc(8)]);
-    expect(errorOf(zero)).toMatchObject({ C: '08P01', M: expect.stringContaining('invalid length of startup packet: 0') });
+    expect(errorOf(zero)).toMatchObject({
+      C: '08P01',
+      M: expect.stringContaining('invalid length of startup packet: 0'),
+    });
     // Refused on the header alone: the 1 MB body is never buffered.
     const big = Buffer.alloc(8);
     big.writeInt32BE(1 << 20, 0);
-    expect(errorOf(await exchange(port, [big]))).toMatchObject({ C: '08P01', M: expect.stringContaining('invalid length of startup packet: 1048576') });
+    expect(errorOf(await exchange(port, [big]))).toMatchObject({
+      C: '08P01',
+      M: expect.stringContaining('invalid length of startup packet: 1048576'),
+    });
     const unterminated = startupPacket(USER).subarray(0, -2); // ends inside the last value
     unterminated.writeInt32BE(unterminated.length, 0);
-    expect(errorOf(await exchange(port, [unterminated]))).toMatchObject({ C: '08P01', M: expect.stringContaining('terminator') });
+    expect(errorOf(await exchange(port, [unterminated]))).toMatchObject({
+      C: '08P01',
+      M: expect.stringContaining('terminator'),
+    });
     const noUser = await exchange(port, [startupPacket({ database: 'postgres' })]);
-    expect(errorOf(noUser)).toMatchObject({ S: 'FATAL', C: '28000', M: 'no PostgreSQL user name specified in startup packet' });
+    expect(errorOf(noUser)).toMatchObject({
+      S: 'FATAL',
+      C: '28000',
+      M: 'no PostgreSQL user name specified in startup packet',
+    });
   });
 
   it('speaks 3.0 only: 2.0 is refused, 3.1 is negotiated down', async () => {
     const v2 = await exchange(port, [startupPacket(USER, 2 << 16)]);
     expect(v2.closed).toBe(true);
-    expect(errorOf(v2)).toMatchObject({ S: 'FATAL', C: '0A000', M: 'unsupported frontend protocol 2.0: server supports 3.0 to 3.0' });
-    const v31 = await exchange(port, [startupPacket({ ...USER, '_pq_.compression': 'on' }, (3 << 16) | 1)], { until: readyFor });
+    expect(errorOf(v2)).toMatchObject({
+      S: 'FATAL',
+      C: '0A000',
+      M: 'unsupported frontend protocol 2.0: server supports 3.0 to 3.0',
+    });
+    const v31 = await exchange(
+      port,
+      [startupPacket({ ...USER, '_pq_.compression': 'on' }, (3 << 16) | 1)],
+      { until: readyFor },
+    );
     const negotiate = v31.messages.find((m) => m.type === 'v')!;
     expect(negotiate.body.readInt32BE(0)).toBe(0); // newest minor version we support
     expect(v31.messages.at(-1)!.type).toBe('Z');
@@ -160,9 +194,15 @@ describe('hostile input on the PostgreSQL port', () => {
     ssl.writeInt32BE(80877103, 4);
     const gss = Buffer.from(ssl);
     gss.writeInt32BE(80877104, 4);
-    const x = await exchange(port, [ssl, gss, startupPacket(USER), query('SELECT count(*) FROM t')], {
-      until: (ms) => ms.filter((m) => m.type === 'Z').length === 2, oneByteAnswers: 2, gapMs: 50,
-    });
+    const x = await exchange(
+      port,
+      [ssl, gss, startupPacket(USER), query('SELECT count(*) FROM t')],
+      {
+        until: (ms) => ms.filter((m) => m.type === 'Z').length === 2,
+        oneByteAnswers: 2,
+        gapMs: 50,
+      },
+    );
     expect(x.messages.slice(0, 2).map((m) => m.type)).toEqual(['N', 'N']);
     expect(x.messages.some((m) => m.type === 'D' && m.body.toString().includes('10'))).toBe(true);
   });
@@ -170,7 +210,11 @@ describe('hostile input on the PostgreSQL port', () => {
   it('refuses replication connections with a clear error', async () => {
     const x = await exchange(port, [startupPacket({ ...USER, replication: 'true' })]);
     expect(x.closed).toBe(true);
-    expect(errorOf(x)).toMatchObject({ S: 'FATAL', C: '0A000', M: expect.stringContaining('does not accept replication connections') });
+    expect(errorOf(x)).toMatchObject({
+      S: 'FATAL',
+      C: '0A000',
+      M: expect.stringContaining('does not accept replication connections'),
+    });
     const db = await exchange(port, [startupPacket({ ...USER, replication: 'database' })]);
     expect(errorOf(db)).toMatchObject({ C: '0A000' });
   });
@@ -181,41 +225,98 @@ describe('hostile input on the PostgreSQL port', () => {
     hugeQuery.writeInt32BE(64 << 20, 1);
     const huge = await exchange(port, [startupPacket(USER), hugeQuery], { gapMs: 50 });
     expect(huge.closed).toBe(true);
-    expect(errorOf(huge)).toMatchObject({ S: 'FATAL', C: '08P01', M: 'message of type "Q" is 67108860 bytes, larger than the limit of 1048576 bytes' });
+    expect(errorOf(huge)).toMatchObject({
+      S: 'FATAL',
+      C: '08P01',
+      M: 'message of type "Q" is 67108860 bytes, larger than the limit of 1048576 bytes',
+    });
     const bigSync = Buffer.alloc(5);
     bigSync.write('S', 0);
     bigSync.writeInt32BE(20_004, 1);
-    expect(errorOf(await exchange(port, [startupPacket(USER), bigSync], { gapMs: 50 }))).toMatchObject({ C: '08P01', M: expect.stringContaining('limit of 10000') });
+    expect(
+      errorOf(await exchange(port, [startupPacket(USER), bigSync], { gapMs: 50 })),
+    ).toMatchObject({ C: '08P01', M: expect.stringContaining('limit of 10000') });
     const short = Buffer.from([0x51, 0, 0, 0, 2]);
-    expect(errorOf(await exchange(port, [startupPacket(USER), short], { gapMs: 50 }))).toMatchObject({ C: '08P01', M: 'invalid message length 2 for message type "Q"' });
+    expect(
+      errorOf(await exchange(port, [startupPacket(USER), short], { gapMs: 50 })),
+    ).toMatchObject({ C: '08P01', M: 'invalid message length 2 for message type "Q"' });
     const unknown = await exchange(port, [startupPacket(USER), message('z', 'abc')], { gapMs: 50 });
     expect(unknown.closed).toBe(true);
-    expect(errorOf(unknown)).toMatchObject({ S: 'FATAL', C: '08P01', M: 'invalid frontend message type 122 ("z")' });
+    expect(errorOf(unknown)).toMatchObject({
+      S: 'FATAL',
+      C: '08P01',
+      M: 'invalid frontend message type 122 ("z")',
+    });
   });
 
   it('refuses malformed message bodies without reading past them', async () => {
-    const noNul = await exchange(port, [startupPacket(USER), message('Q', 'SELECT count(*) FROM t')], { gapMs: 50 });
-    expect(errorOf(noNul)).toMatchObject({ S: 'FATAL', C: '08P01', M: 'invalid Query message: string is not NUL-terminated' });
-    const shortBind = await exchange(port, [startupPacket(USER), message('B', Buffer.from([0, 0, 0, 5]))], { gapMs: 50 });
-    expect(errorOf(shortBind)).toMatchObject({ S: 'FATAL', C: '08P01', M: 'invalid Bind message: ends early' });
-    const badDescribe = await exchange(port, [startupPacket(USER), message('D', 'Xname\0')], { gapMs: 50 });
-    expect(errorOf(badDescribe)).toMatchObject({ C: '08P01', M: 'invalid DESCRIBE message subtype "X"' });
+    const noNul = await exchange(
+      port,
+      [startupPacket(USER), message('Q', 'SELECT count(*) FROM t')],
+      { gapMs: 50 },
+    );
+    expect(errorOf(noNul)).toMatchObject({
+      S: 'FATAL',
+      C: '08P01',
+      M: 'invalid Query message: string is not NUL-terminated',
+    });
+    const shortBind = await exchange(
+      port,
+      [startupPacket(USER), message('B', Buffer.from([0, 0, 0, 5]))],
+      { gapMs: 50 },
+    );
+    expect(errorOf(shortBind)).toMatchObject({
+      S: 'FATAL',
+      C: '08P01',
+      M: 'invalid Bind message: ends early',
+    });
+    const badDescribe = await exchange(port, [startupPacket(USER), message('D', 'Xname\0')], {
+      gapMs: 50,
+    });
+    expect(errorOf(badDescribe)).toMatchObject({
+      C: '08P01',
+      M: 'invalid DESCRIBE message subtype "X"',
+    });
   });
 
   it('answers what it does not support with an ERROR and keeps the session', async () => {
-    const x = await exchange(port, [startupPacket(USER), message('F', Buffer.alloc(10)), message('d', 'junk'), query('SELECT count(*) FROM t')], {
-      until: (ms) => ms.filter((m) => m.type === 'Z').length === 3, gapMs: 50,
+    const x = await exchange(
+      port,
+      [
+        startupPacket(USER),
+        message('F', Buffer.alloc(10)),
+        message('d', 'junk'),
+        query('SELECT count(*) FROM t'),
+      ],
+      {
+        until: (ms) => ms.filter((m) => m.type === 'Z').length === 3,
+        gapMs: 50,
+      },
+    );
+    expect(errorOf(x)).toMatchObject({
+      S: 'ERROR',
+      C: '0A000',
+      M: 'walsim does not support the function call protocol',
     });
-    expect(errorOf(x)).toMatchObject({ S: 'ERROR', C: '0A000', M: 'walsim does not support the function call protocol' });
-    expect(x.messages.filter((m) => m.type === 'C').map((m) => m.body.toString('utf8', 0, m.body.length - 1))).toEqual(['SELECT 1']);
+    expect(
+      x.messages
+        .filter((m) => m.type === 'C')
+        .map((m) => m.body.toString('utf8', 0, m.body.length - 1)),
+    ).toEqual(['SELECT 1']);
   });
 
   it('serves a client that sends its bytes one at a time', async () => {
-    const all = Buffer.concat([startupPacket(USER), query('SELECT count(*) FROM t; SHOW synchronous_commit'), message('X')]);
+    const all = Buffer.concat([
+      startupPacket(USER),
+      query('SELECT count(*) FROM t; SHOW synchronous_commit'),
+      message('X'),
+    ]);
     const bytes = [...all].map((b) => Buffer.from([b]));
     const x = await exchange(port, bytes, { gapMs: 1 });
     expect(x.closed).toBe(true);
-    expect(x.messages.filter((m) => m.type === 'D').map((m) => m.body.toString('utf8', 6))).toEqual(['10', 'remote_write']);
+    expect(x.messages.filter((m) => m.type === 'D').map((m) => m.body.toString('utf8', 6))).toEqual(
+      ['10', 'remote_write'],
+    );
     expect(x.messages.some((m) => m.type === 'E')).toBe(false);
   });
 
@@ -229,7 +330,10 @@ describe('hostile input on the PostgreSQL port', () => {
     expect(x).toEqual({ messages: [], closed: true });
     const bad = Buffer.from(cancel.subarray(0, 12));
     bad.writeInt32BE(12, 0);
-    expect(errorOf(await exchange(port, [bad]))).toMatchObject({ C: '08P01', M: 'invalid length of cancel request packet: 12' });
+    expect(errorOf(await exchange(port, [bad]))).toMatchObject({
+      C: '08P01',
+      M: 'invalid length of cancel request packet: 12',
+    });
   });
 
   it('is still the same process and still answers over both endpoints', async () => {
@@ -243,10 +347,20 @@ describe('hostile input on the PostgreSQL port', () => {
 });
 
 /** A cluster whose PostgreSQL port requires `password`, proven with `passwordEncryption`. */
-async function passwordCluster(passwordEncryption: 'scram-sha-256' | 'md5'): Promise<ClusterHandle> {
+async function passwordCluster(
+  passwordEncryption: 'scram-sha-256' | 'md5',
+): Promise<ClusterHandle> {
   const dir = await ClusterHandle.initTemp('walsim-pgpass-', {
-    sharedBuffers: '16MB', standbySharedBuffers: '16MB', synchronousCommit: 'remote_write', dropStrategy: 'cached-lookup',
-    thresholdDivisor: 32, forceOptimized: false, walSegmentSize: 1024 * 1024, listen: '127.0.0.1', password: 's3cret', passwordEncryption,
+    sharedBuffers: '16MB',
+    standbySharedBuffers: '16MB',
+    synchronousCommit: 'remote_write',
+    dropStrategy: 'cached-lookup',
+    thresholdDivisor: 32,
+    forceOptimized: false,
+    walSegmentSize: 1024 * 1024,
+    listen: '127.0.0.1',
+    password: 's3cret',
+    passwordEncryption,
   });
   const c = new ClusterHandle(dir);
   await c.startNode('primary');
@@ -271,17 +385,29 @@ describe('password authentication (cluster start --password)', () => {
       const port = (method === 'md5' ? md5 : scram).pgPort('primary');
       const ok = new pg.Client({ host: '127.0.0.1', port, user: 'alice', password: 's3cret' });
       await ok.connect();
-      expect((await ok.query('SELECT pg_is_in_recovery()')).rows).toEqual([{ pg_is_in_recovery: false }]);
+      expect((await ok.query('SELECT pg_is_in_recovery()')).rows).toEqual([
+        { pg_is_in_recovery: false },
+      ]);
       await ok.end();
       const wrong = new pg.Client({ host: '127.0.0.1', port, user: 'alice', password: 'nope' });
-      await expect(wrong.connect()).rejects.toMatchObject({ code: '28P01', message: 'password authentication failed for user "alice"' });
+      await expect(wrong.connect()).rejects.toMatchObject({
+        code: '28P01',
+        message: 'password authentication failed for user "alice"',
+      });
       // The first authentication request names the method: 10 = SASL (SCRAM-SHA-256), 5 = MD5.
-      const x = await exchange(port, [startupPacket(USER), query('SELECT count(*) FROM t')], { gapMs: 50 });
+      const x = await exchange(port, [startupPacket(USER), query('SELECT count(*) FROM t')], {
+        gapMs: 50,
+      });
       expect(x.messages[0]!.type).toBe('R');
       expect(x.messages[0]!.body.readInt32BE(0)).toBe(method === 'md5' ? 5 : 10);
-      if (method !== 'md5') expect(x.messages[0]!.body.subarray(4).toString()).toBe('SCRAM-SHA-256\0\0');
+      if (method !== 'md5')
+        expect(x.messages[0]!.body.subarray(4).toString()).toBe('SCRAM-SHA-256\0\0');
       // A client that answers the challenge with a query instead of a password.
-      expect(errorOf(x)).toMatchObject({ S: 'FATAL', C: '08P01', M: 'expected password response, got message type "Q"' });
+      expect(errorOf(x)).toMatchObject({
+        S: 'FATAL',
+        C: '08P01',
+        M: 'expected password response, got message type "Q"',
+      });
       expect(x.closed).toBe(true);
     });
   }
@@ -294,14 +420,43 @@ describe('password authentication (cluster start --password)', () => {
       len.writeInt32BE(d.length);
       return message('p', Buffer.concat([Buffer.from(`${mechanism}\0`), len, d]));
     };
-    const plain = await exchange(port, [startupPacket(USER), sasl('PLAIN', 'n,,n=,r=abc')], { gapMs: 50 });
-    expect(errorOf(plain)).toMatchObject({ S: 'FATAL', C: '28000', M: expect.stringContaining('invalid SASL authentication mechanism "PLAIN"') });
-    const binding = await exchange(port, [startupPacket(USER), sasl('SCRAM-SHA-256', 'p=tls-server-end-point,,n=,r=abc')], { gapMs: 50 });
-    expect(errorOf(binding)).toMatchObject({ C: '28000', M: expect.stringContaining('channel binding is not supported') });
-    const garbage = await exchange(port, [startupPacket(USER), sasl('SCRAM-SHA-256', 'hello')], { gapMs: 50 });
-    expect(errorOf(garbage)).toMatchObject({ C: '08P01', M: expect.stringContaining('malformed SCRAM message') });
-    const badNonce = await exchange(port, [startupPacket(USER), sasl('SCRAM-SHA-256', 'n,,n=,r=abc'), message('p', 'c=biws,r=zzz,p=AAAA')], { gapMs: 50 });
-    expect(errorOf(badNonce)).toMatchObject({ C: '08P01', M: 'malformed SCRAM message: the nonce does not match' });
+    const plain = await exchange(port, [startupPacket(USER), sasl('PLAIN', 'n,,n=,r=abc')], {
+      gapMs: 50,
+    });
+    expect(errorOf(plain)).toMatchObject({
+      S: 'FATAL',
+      C: '28000',
+      M: expect.stringContaining('invalid SASL authentication mechanism "PLAIN"'),
+    });
+    const binding = await exchange(
+      port,
+      [startupPacket(USER), sasl('SCRAM-SHA-256', 'p=tls-server-end-point,,n=,r=abc')],
+      { gapMs: 50 },
+    );
+    expect(errorOf(binding)).toMatchObject({
+      C: '28000',
+      M: expect.stringContaining('channel binding is not supported'),
+    });
+    const garbage = await exchange(port, [startupPacket(USER), sasl('SCRAM-SHA-256', 'hello')], {
+      gapMs: 50,
+    });
+    expect(errorOf(garbage)).toMatchObject({
+      C: '08P01',
+      M: expect.stringContaining('malformed SCRAM message'),
+    });
+    const badNonce = await exchange(
+      port,
+      [
+        startupPacket(USER),
+        sasl('SCRAM-SHA-256', 'n,,n=,r=abc'),
+        message('p', 'c=biws,r=zzz,p=AAAA'),
+      ],
+      { gapMs: 50 },
+    );
+    expect(errorOf(badNonce)).toMatchObject({
+      C: '08P01',
+      M: 'malformed SCRAM message: the nonce does not match',
+    });
     // Still serving.
     const ok = new pg.Client({ host: '127.0.0.1', port, user: 'bob', password: 's3cret' });
     await ok.connect();

@@ -19,10 +19,20 @@ afterAll(() => dirs.removeAll());
 
 describe('--pg-bin pointing nowhere', () => {
   it('fails with one line naming the Debian package', async () => {
-    const r = await runScript('cluster.ts', ['start', '--engine', 'postgres', '--pg-bin', '/nonexistent/bin', '--dir', dirs.fresh('nobin')]);
+    const r = await runScript('cluster.ts', [
+      'start',
+      '--engine',
+      'postgres',
+      '--pg-bin',
+      '/nonexistent/bin',
+      '--dir',
+      dirs.fresh('nobin'),
+    ]);
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/lacks initdb, pg_ctl, pg_basebackup, postgres, pg_waldump.*"postgresql-15"/);
+    expect(r.stderr).toMatch(
+      /lacks initdb, pg_ctl, pg_basebackup, postgres, pg_waldump.*"postgresql-15"/,
+    );
   });
 });
 
@@ -31,16 +41,28 @@ describe.skipIf(reason !== null)(`real PostgreSQL${reason ? ` (skipped: ${reason
     const dir = dirs.fresh('cell');
     await initPgCluster(dir, { sharedBuffers: '128MB', primarySharedBuffers: '128MB' });
     const c = await pgConnect(dir, 'primary');
-    const settings = Object.fromEntries((await c.query(
-      "SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'synchronous_standby_names', 'autovacuum', 'full_page_writes', 'max_locks_per_transaction', 'listen_addresses')",
-    )).rows.map((r) => [r.name, r.setting]));
-    const rep = (await c.query('SELECT application_name, state, sync_state FROM pg_stat_replication')).rows;
+    const settings = Object.fromEntries(
+      (
+        await c.query(
+          "SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'synchronous_standby_names', 'autovacuum', 'full_page_writes', 'max_locks_per_transaction', 'listen_addresses')",
+        )
+      ).rows.map((r) => [r.name, r.setting]),
+    );
+    const rep = (
+      await c.query('SELECT application_name, state, sync_state FROM pg_stat_replication')
+    ).rows;
     await c.end();
     expect(settings).toEqual({
-      autovacuum: 'off', full_page_writes: 'off', listen_addresses: '127.0.0.1', max_locks_per_transaction: '10000',
-      synchronous_commit: 'remote_write', synchronous_standby_names: 'walreceiver',
+      autovacuum: 'off',
+      full_page_writes: 'off',
+      listen_addresses: '127.0.0.1',
+      max_locks_per_transaction: '10000',
+      synchronous_commit: 'remote_write',
+      synchronous_standby_names: 'walreceiver',
     });
-    expect(rep).toEqual([{ application_name: 'walreceiver', state: 'streaming', sync_state: 'sync' }]);
+    expect(rep).toEqual([
+      { application_name: 'walreceiver', state: 'streaming', sync_state: 'sync' },
+    ]);
 
     const o = { clusterDir: dir, workload: 'multi' as const, tables: 20, toast: true };
     expect((await runStep('create', o)).toast).toBe(true);
@@ -63,7 +85,14 @@ describe.skipIf(reason !== null)(`real PostgreSQL${reason ? ` (skipped: ${reason
     expect(r.log.redoDoneLsn).not.toBeNull();
     // Instants in the order PostgreSQL goes through them.
     const t = r.log;
-    const order = [Date.parse(r.resumeAt) - 1, t.promoteReceivedAt!, t.redoDoneAt!, t.newTimelineAt!, t.archiveRecoveryCompleteAt!, t.readyAt!];
+    const order = [
+      Date.parse(r.resumeAt) - 1,
+      t.promoteReceivedAt!,
+      t.redoDoneAt!,
+      t.newTimelineAt!,
+      t.archiveRecoveryCompleteAt!,
+      t.readyAt!,
+    ];
     expect(order.every((v) => Number.isFinite(v))).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(r.failoverMs).toBeGreaterThan(0);
@@ -74,13 +103,34 @@ describe.skipIf(reason !== null)(`real PostgreSQL${reason ? ` (skipped: ${reason
 
   it('refuses steps out of order through the CLI, naming the step to run first', async () => {
     const dir = dirs.fresh('cli');
-    const start = await runScript('cluster.ts', ['start', '--engine', 'postgres', '--dir', dir, '--json']);
+    const start = await runScript('cluster.ts', [
+      'start',
+      '--engine',
+      'postgres',
+      '--dir',
+      dir,
+      '--json',
+    ]);
     expect(start.code, start.stderr).toBe(0);
     expect(start.json.engine).toBe('postgres');
-    const r = await runScript('multi.ts', ['pause', '--dir', dir, '--engine', 'postgres', '--json']);
+    const r = await runScript('multi.ts', [
+      'pause',
+      '--dir',
+      dir,
+      '--engine',
+      'postgres',
+      '--json',
+    ]);
     expect(r.code).toBe(1);
     expect(r.json.error).toMatchObject({ kind: 'order', runFirst: 'create' });
-    const walsimOnly = await runScript('multi.ts', ['create', '--dir', dir, '--engine', 'walsim', '--json']);
+    const walsimOnly = await runScript('multi.ts', [
+      'create',
+      '--dir',
+      dir,
+      '--engine',
+      'walsim',
+      '--json',
+    ]);
     expect(walsimOnly.json.error.message).toMatch(/holds a PostgreSQL cluster/);
     const stop = await runScript('cluster.ts', ['stop', '--dir', dir, '--mode', 'immediate']);
     expect(stop.code, stop.stderr).toBe(0);

@@ -15,34 +15,63 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pgUnavailableReason } from '../helpers/postgres.ts';
 import { defaultCostProfile } from '../../storage/cost-model/profile.ts';
-import { planMulti, planThreshold, runCell, type RunRecord, type SweepSettings } from '../../scripts/experiment/sweep.ts';
+import {
+  planMulti,
+  planThreshold,
+  runCell,
+  type RunRecord,
+  type SweepSettings,
+} from '../../scripts/experiment/sweep.ts';
 
 const reason = pgUnavailableReason();
 const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-pg-fidelity-'));
 afterAll(() => fs.rmSync(workDir, { recursive: true, force: true }));
-const settings: SweepSettings = { primarySharedBuffers: '128MB', thresholdDivisor: 32, workDir, waitSeconds: 600, profile: defaultCostProfile() };
+const settings: SweepSettings = {
+  primarySharedBuffers: '128MB',
+  thresholdDivisor: 32,
+  workDir,
+  waitSeconds: 600,
+  profile: defaultCostProfile(),
+};
 const TABLES = 300;
 
-describe.skipIf(reason !== null)(`real PostgreSQL fidelity${reason ? ` (skipped: ${reason})` : ''}`, () => {
-  it('TOAST TRUNCATE grows with NBuffers; int-only TRUNCATE and VACUUM stay flat', async () => {
-    const plan = planMulti(['128MB', '4GB'], TABLES, ['vacuum', 'truncate', 'truncate-toast'], ['cached-lookup'], ['postgres']);
-    const r: Record<string, RunRecord> = {};
-    for (const c of plan) r[`${c.variant} ${c.sharedBuffers}`] = await runCell(c, 1, settings);
-    const growth = (v: string) => r[`${v} 4GB`]!.replayMs! - r[`${v} 128MB`]!.replayMs!;
-    const extraDescriptors = TABLES * (524_288 - 16_384);
-    expect(growth('truncate-toast') - growth('truncate')).toBeGreaterThan(extraDescriptors * 1e-6);
-    expect(growth('truncate-toast')).toBeGreaterThan(3 * Math.max(growth('vacuum'), 0));
-    // The WAL replayed does not depend on shared_buffers, up to the records background processes
-    // log meanwhile, e.g. the bgwriter's Standby/RUNNING_XACTS (a real run differed by one record).
-    for (const v of ['vacuum', 'truncate', 'truncate-toast']) {
-      expect(Math.abs(r[`${v} 4GB`]!.recordsReplayed - r[`${v} 128MB`]!.recordsReplayed), v).toBeLessThanOrEqual(5);
-    }
-  }, 600_000);
+describe.skipIf(reason !== null)(
+  `real PostgreSQL fidelity${reason ? ` (skipped: ${reason})` : ''}`,
+  () => {
+    it('TOAST TRUNCATE grows with NBuffers; int-only TRUNCATE and VACUUM stay flat', async () => {
+      const plan = planMulti(
+        ['128MB', '4GB'],
+        TABLES,
+        ['vacuum', 'truncate', 'truncate-toast'],
+        ['cached-lookup'],
+        ['postgres'],
+      );
+      const r: Record<string, RunRecord> = {};
+      for (const c of plan) r[`${c.variant} ${c.sharedBuffers}`] = await runCell(c, 1, settings);
+      const growth = (v: string) => r[`${v} 4GB`]!.replayMs! - r[`${v} 128MB`]!.replayMs!;
+      const extraDescriptors = TABLES * (524_288 - 16_384);
+      expect(growth('truncate-toast') - growth('truncate')).toBeGreaterThan(
+        extraDescriptors * 1e-6,
+      );
+      expect(growth('truncate-toast')).toBeGreaterThan(3 * Math.max(growth('vacuum'), 0));
+      // The WAL replayed does not depend on shared_buffers, up to the records background processes
+      // log meanwhile, e.g. the bgwriter's Standby/RUNNING_XACTS (a real run differed by one record).
+      for (const v of ['vacuum', 'truncate', 'truncate-toast']) {
+        expect(
+          Math.abs(r[`${v} 4GB`]!.recordsReplayed - r[`${v} 128MB`]!.recordsReplayed),
+          v,
+        ).toBeLessThanOrEqual(5);
+      }
+    }, 600_000);
 
-  it('Test A: VACUUM replay of NB/8 at 1GB replays ~64× the records of NB/512 and takes longer', async () => {
-    const plan = planThreshold(['1GB'], [512, 8], false, ['postgres']);
-    const [small, big] = [await runCell(plan[0]!, 1, settings), await runCell(plan[1]!, 1, settings)];
-    expect(big.recordsReplayed / small.recordsReplayed).toBeGreaterThan(32);
-    expect(big.replayMs!).toBeGreaterThan(small.replayMs!);
-  }, 600_000);
-});
+    it('Test A: VACUUM replay of NB/8 at 1GB replays ~64× the records of NB/512 and takes longer', async () => {
+      const plan = planThreshold(['1GB'], [512, 8], false, ['postgres']);
+      const [small, big] = [
+        await runCell(plan[0]!, 1, settings),
+        await runCell(plan[1]!, 1, settings),
+      ];
+      expect(big.recordsReplayed / small.recordsReplayed).toBeGreaterThan(32);
+      expect(big.replayMs!).toBeGreaterThan(small.replayMs!);
+    }, 600_000);
+  },
+);

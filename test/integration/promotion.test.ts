@@ -19,10 +19,15 @@ afterEach(async () => {
   cluster = null;
 });
 
-async function resumeAndPromote(c: TestCluster): Promise<{ promoted: boolean; failover: FailoverReport }> {
+async function resumeAndPromote(
+  c: TestCluster,
+): Promise<{ promoted: boolean; failover: FailoverReport }> {
   const standby = await c.client('standby');
   await standby.sql('SELECT pg_wal_replay_resume()');
-  return (await standby.request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean; failover: FailoverReport };
+  return (await standby.request({ op: 'promote', wait: true, waitSeconds: 60 })) as {
+    promoted: boolean;
+    failover: FailoverReport;
+  };
 }
 
 describe('promotion', () => {
@@ -34,10 +39,15 @@ describe('promotion', () => {
       await c.sql('primary', `CREATE TABLE t${i} (c int)`);
       await c.sql('primary', `INSERT INTO t${i} SELECT generate_series(1, 226)`);
     }
-    for (const t of ['big', 't0', 't1', 't2', 't3', 't4']) await c.sql('primary', `DELETE FROM ${t}`);
+    for (const t of ['big', 't0', 't1', 't2', 't3', 't4'])
+      await c.sql('primary', `DELETE FROM ${t}`);
     expect(await c.scalar('standby', 'SELECT count(*) FROM big')).toBe(0);
     await c.sql('standby', 'SELECT pg_wal_replay_pause()');
-    await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+    await c.pollUntil(
+      async () =>
+        (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused',
+      'paused',
+    );
     await c.sql('primary', 'VACUUM');
     await c.waitForCatchup('flush');
     expect(await c.stopNode('primary', 'immediate')).toBe(true);
@@ -54,7 +64,10 @@ describe('promotion', () => {
     // The report: phases are consecutive spans that add up to the failover time.
     expect(failover.failoverMs).not.toBeNull();
     const p = failover.phases;
-    expect(p.replayMs! + p.endOfRecoveryMs! + p.openForWritesMs!).toBeCloseTo(failover.failoverMs!, 6);
+    expect(p.replayMs! + p.endOfRecoveryMs! + p.openForWritesMs!).toBeCloseTo(
+      failover.failoverMs!,
+      6,
+    );
     expect(failover.newTimeline).toBe(2);
     expect(failover.recordsReplayed).toBeGreaterThan(6 * 2); // prunes + visibles + truncations + commits
     expect(failover.drop.drops['cached-lookup'] + failover.drop.drops['full-scan']).toBe(6); // one truncation per table
@@ -64,13 +77,21 @@ describe('promotion', () => {
     expect(fs.existsSync(path.join(c.dataDir('standby'), 'pg_wal', '00000002.history'))).toBe(true);
     expect(fs.existsSync(path.join(c.dataDir('standby'), 'standby.signal'))).toBe(false);
     // Promotion resets recovery state: pause and resume now fail as on any primary.
-    await expect(c.sql('standby', 'SELECT pg_wal_replay_pause()')).rejects.toThrow('recovery is not in progress');
-    await c.pollUntil(async () => (await c.status('standby')).failover?.phases.checkpointMs != null, 'first checkpoint');
+    await expect(c.sql('standby', 'SELECT pg_wal_replay_pause()')).rejects.toThrow(
+      'recovery is not in progress',
+    );
+    await c.pollUntil(
+      async () => (await c.status('standby')).failover?.phases.checkpointMs != null,
+      'first checkpoint',
+    );
   });
 
   for (const level of ['remote_write', 'on', 'remote_apply'] as SynchronousCommit[]) {
     it(`loses no acknowledged commit when the primary stops mid-stream (synchronous_commit=${level})`, async () => {
-      const c = (cluster = await TestCluster.start({ sharedBuffers: '16MB', synchronousCommit: level }));
+      const c = (cluster = await TestCluster.start({
+        sharedBuffers: '16MB',
+        synchronousCommit: level,
+      }));
       await c.sql('primary', 'CREATE TABLE acks (c int)');
       const primary = await c.client('primary');
       let acked = 0;
@@ -88,7 +109,9 @@ describe('promotion', () => {
       await c.pollUntil(async () => acked >= 150, '150 acknowledged commits');
       // Cut the standby off for a while, then stop the primary mid-stream: commits acknowledged
       // after the cut would be lost if the primary did not wait for the standby.
-      await (await c.client('standby')).request({ op: 'fault', fault: 'cut_replication', holdMs: 2000 });
+      await (
+        await c.client('standby')
+      ).request({ op: 'fault', fault: 'cut_replication', holdMs: 2000 });
       const ackedAtCut = acked;
       await new Promise((r) => setTimeout(r, 300));
       expect(acked - ackedAtCut).toBeLessThanOrEqual(1); // at most the commit in flight at the cut
@@ -98,7 +121,9 @@ describe('promotion', () => {
       const { promoted } = await resumeAndPromote(c);
       expect(promoted).toBe(true);
       // Every acknowledged row 1..acked is on the promoted node.
-      expect(await c.scalar('standby', `SELECT count(*) FROM acks WHERE c < ${acked + 1}`)).toBe(acked);
+      expect(await c.scalar('standby', `SELECT count(*) FROM acks WHERE c < ${acked + 1}`)).toBe(
+        acked,
+      );
     });
   }
 
@@ -133,7 +158,23 @@ describe('promotion', () => {
     await c.stopNode('primary', 'immediate');
     expect((await resumeAndPromote(c)).promoted).toBe(true);
     await c.sql('standby', 'INSERT INTO w SELECT generate_series(1001, 2000)');
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/cluster.ts', 'add-standby', '--dir', c.dir, '--name', 's2', '--from', 'standby', '--json'], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'scripts/cluster.ts',
+        'add-standby',
+        '--dir',
+        c.dir,
+        '--name',
+        's2',
+        '--from',
+        'standby',
+        '--json',
+      ],
+      { encoding: 'utf8' },
+    );
     expect(r.status, r.stderr).toBe(0);
     const added = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
     expect(added.timeline).toBe(2);
@@ -142,16 +183,28 @@ describe('promotion', () => {
     await c.sql('standby', 'INSERT INTO w VALUES (7)');
     const s2 = await import('../../server/control-client.ts').then(async ({ ControlClient }) => {
       const { readPidFile, readToken } = await import('../../server/cluster-files.ts');
-      return ControlClient.connect('127.0.0.1', readPidFile(path.join(c.dir, 's2'))!.port, readToken(c.dir));
+      return ControlClient.connect(
+        '127.0.0.1',
+        readPidFile(path.join(c.dir, 's2'))!.port,
+        readToken(c.dir),
+      );
     });
     try {
       const target = String((await (await c.client('standby')).status()).flushLsn);
-      await c.pollUntil(async () => { const st = await s2.status(); return st.role === 'standby' && st.replayLsn === target; }, 's2 to replay the new writes');
+      await c.pollUntil(async () => {
+        const st = await s2.status();
+        return st.role === 'standby' && st.replayLsn === target;
+      }, 's2 to replay the new writes');
       expect((await s2.sql('SELECT count(*) FROM w')).rows[0]).toEqual({ count: 1 });
       expect((await s2.status()).timeline).toBe(2);
       const p = await (await c.client('standby')).inspect();
       const q = await s2.inspect();
-      expect(q.tables).toEqual(p.tables.map((t) => ({ ...t, buffered: q.tables.find((x) => x.name === t.name)!.buffered })));
+      expect(q.tables).toEqual(
+        p.tables.map((t) => ({
+          ...t,
+          buffered: q.tables.find((x) => x.name === t.name)!.buffered,
+        })),
+      );
     } finally {
       s2.close();
     }

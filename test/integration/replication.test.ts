@@ -22,13 +22,18 @@ async function workload(c: TestCluster): Promise<void> {
   await c.sql('primary', 'CHECKPOINT');
   for (let i = 0; i < 50; i++) {
     if (i % 3 === 0) await c.sql('primary', `DELETE FROM t${i}`);
-    else if (i % 3 === 1) await c.sql('primary', `DELETE FROM t${i} WHERE c > ${Math.floor((sizes[i % sizes.length]! * 2) / 3)}`);
+    else if (i % 3 === 1)
+      await c.sql(
+        'primary',
+        `DELETE FROM t${i} WHERE c > ${Math.floor((sizes[i % sizes.length]! * 2) / 3)}`,
+      );
     else await c.sql('primary', `DELETE FROM t${i} WHERE c = 5`);
   }
   await c.sql('primary', 'VACUUM');
   await c.sql('primary', 'TRUNCATE t1, t2, t3');
   await c.sql('primary', 'TRUNCATE TABLE t10');
-  for (const i of [1, 2, 10, 12]) await c.sql('primary', `INSERT INTO t${i} SELECT generate_series(100, 600)`);
+  for (const i of [1, 2, 10, 12])
+    await c.sql('primary', `INSERT INTO t${i} SELECT generate_series(100, 600)`);
   await c.sql('primary', 'DROP TABLE t49');
   // A TOAST-able table: its TRUNCATE drops heap, TOAST table and TOAST index (never written).
   await c.sql('primary', 'CREATE TABLE tt (c int, d text)');
@@ -39,7 +44,9 @@ async function workload(c: TestCluster): Promise<void> {
   await c.sql('primary', 'VACUUM t12');
 }
 
-async function runWorkload(strategy: DropStrategy): Promise<{ primary: NodeInspection; standby: NodeInspection; drop: Record<string, any> }> {
+async function runWorkload(
+  strategy: DropStrategy,
+): Promise<{ primary: NodeInspection; standby: NodeInspection; drop: Record<string, any> }> {
   const c = await TestCluster.start({ sharedBuffers: '16MB', dropStrategy: strategy });
   try {
     await workload(c);
@@ -96,18 +103,22 @@ describe('replay correctness', () => {
     ['rel-list', 'rel-list'],
     ['recovery-hash', 'recovery-hash'],
     ['cache-at-create', 'cached-lookup'],
-  ] as const)('%s gives the identical standby state, dropping by its own path', async (strategy, path) => {
-    const r = await runWorkload(strategy);
-    expect(r.standby.tables).toEqual(r.primary.tables);
-    expect(r.standby.orphanBuffers).toEqual([]);
-    expect(r.standby.relations).toEqual(r.primary.relations);
-    expect(r.drop.drops[path]).toBeGreaterThan(0);
-    if (strategy !== 'cache-at-create') expect(r.drop.drops['full-scan']).toBe(0); // replay is all in recovery
-    const ref = results['cached-lookup'];
-    if (ref) {
-      expect(strip(r.standby)).toEqual(strip(ref.standby));
-      // cache-at-create: the TOAST-able TRUNCATE no longer full-scans.
-      if (strategy === 'cache-at-create') expect(r.drop.drops['full-scan']).toBeLessThan(ref.drop.drops['full-scan']);
-    }
-  });
+  ] as const)(
+    '%s gives the identical standby state, dropping by its own path',
+    async (strategy, path) => {
+      const r = await runWorkload(strategy);
+      expect(r.standby.tables).toEqual(r.primary.tables);
+      expect(r.standby.orphanBuffers).toEqual([]);
+      expect(r.standby.relations).toEqual(r.primary.relations);
+      expect(r.drop.drops[path]).toBeGreaterThan(0);
+      if (strategy !== 'cache-at-create') expect(r.drop.drops['full-scan']).toBe(0); // replay is all in recovery
+      const ref = results['cached-lookup'];
+      if (ref) {
+        expect(strip(r.standby)).toEqual(strip(ref.standby));
+        // cache-at-create: the TOAST-able TRUNCATE no longer full-scans.
+        if (strategy === 'cache-at-create')
+          expect(r.drop.drops['full-scan']).toBeLessThan(ref.drop.drops['full-scan']);
+      }
+    },
+  );
 });

@@ -31,7 +31,8 @@ describe('stop modes', () => {
     await c?.destroy();
   });
 
-  const connect = () => ControlClient.connect('127.0.0.1', readPidFile(c.dataDir('primary'))!.port, readToken(c.dir));
+  const connect = () =>
+    ControlClient.connect('127.0.0.1', readPidFile(c.dataDir('primary'))!.port, readToken(c.dir));
 
   it('smart waits for open sessions, refuses new ones, then shuts down with a checkpoint the standby gets', async () => {
     await c.stopNode('primary', 'fast'); // drop the harness's cached session
@@ -39,7 +40,13 @@ describe('stop modes', () => {
     // The standby reconnects with backoff (up to 2 s): only a connected standby can receive the
     // shutdown checkpoint, so wait for it before the smart stop (the test raced it before).
     const probe = await connect(); // not the harness's cached session: smart would wait for it
-    await c.pollUntil(async () => ((await probe.status()).replication as Array<{ state: string }>).some((r) => r.state === 'streaming'), 'standby streaming again');
+    await c.pollUntil(
+      async () =>
+        ((await probe.status()).replication as Array<{ state: string }>).some(
+          (r) => r.state === 'streaming',
+        ),
+      'standby streaming again',
+    );
     probe.close();
     const session = await connect();
     const pid = c.pid('primary')!;
@@ -51,7 +58,9 @@ describe('stop modes', () => {
     await expect(connect()).rejects.toThrow(/shutting down/);
     session.close();
     await c.pollUntil(async () => !alive(pid), 'the primary to exit after its last session ended');
-    const control = JSON.parse(readFileSync(path.join(c.dataDir('primary'), 'global', 'pg_control'), 'utf8'));
+    const control = JSON.parse(
+      readFileSync(path.join(c.dataDir('primary'), 'global', 'pg_control'), 'utf8'),
+    );
     expect(control.state).toBe('shut down');
     // The walsender delivered the shutdown checkpoint before exiting.
     const s = await c.status('standby');

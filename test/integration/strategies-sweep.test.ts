@@ -15,17 +15,48 @@ afterAll(() => fs.rmSync(out, { recursive: true, force: true }));
 describe('npm run sweep -- strategies', () => {
   it('runs every strategy and writes the tables, CSVs, JSON and charts', async () => {
     const r = await runScript('sweep.ts', [
-      'strategies', '--shared-buffers', '16MB', '--tables', '8', '--readonly-shared-buffers', '512kB',
-      '--readonly-reads', '500', '--readonly-rounds', '2', '--out', out, '--json',
+      'strategies',
+      '--shared-buffers',
+      '16MB',
+      '--tables',
+      '8',
+      '--readonly-shared-buffers',
+      '512kB',
+      '--readonly-reads',
+      '500',
+      '--readonly-rounds',
+      '2',
+      '--out',
+      out,
+      '--json',
     ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.json).toMatchObject({ kind: 'strategies' });
     expect(r.json.failover).toHaveLength(4 * 5);
-    const toast = r.json.failover.filter((c: { workload: string }) => c.workload === 'truncate-toast');
-    expect(toast.find((c: { strategy: string }) => c.strategy === 'cached-lookup').drops['full-scan']).toBe(8);
-    expect(toast.find((c: { strategy: string }) => c.strategy === 'cache-at-create').drops['full-scan']).toBe(0);
-    expect(r.json.files).toEqual(expect.arrayContaining(['tables.md', 'results.csv', 'results.json', 'readonly.csv', 'memory.csv', 'chart-memory.svg', 'chart-readonly-regression.svg', 'chart-failover-modeled-truncate-toast.svg']));
-    expect(fs.readFileSync(path.join(r.json.dir, 'tables.md'), 'utf8')).toContain('## The seed debate, replayed');
+    const toast = r.json.failover.filter(
+      (c: { workload: string }) => c.workload === 'truncate-toast',
+    );
+    expect(
+      toast.find((c: { strategy: string }) => c.strategy === 'cached-lookup').drops['full-scan'],
+    ).toBe(8);
+    expect(
+      toast.find((c: { strategy: string }) => c.strategy === 'cache-at-create').drops['full-scan'],
+    ).toBe(0);
+    expect(r.json.files).toEqual(
+      expect.arrayContaining([
+        'tables.md',
+        'results.csv',
+        'results.json',
+        'readonly.csv',
+        'memory.csv',
+        'chart-memory.svg',
+        'chart-readonly-regression.svg',
+        'chart-failover-modeled-truncate-toast.svg',
+      ]),
+    );
+    expect(fs.readFileSync(path.join(r.json.dir, 'tables.md'), 'utf8')).toContain(
+      '## The seed debate, replayed',
+    );
   });
 
   it('refuses bad options with one line naming the option', async () => {
@@ -34,7 +65,11 @@ describe('npm run sweep -- strategies', () => {
     expect(bad.stderr.split('\n')[0]).toMatch(/--hit-ratios: "2" is not in \(0, 1\]/);
     const noBase = await runScript('sweep.ts', ['strategies', '--strategies', 'rel-list']);
     expect(noBase.stderr.split('\n')[0]).toMatch(/must include cached-lookup/);
-    const badStrategy = await runScript('sweep.ts', ['strategies', '--strategies', 'cached-lookup,dlist']);
+    const badStrategy = await runScript('sweep.ts', [
+      'strategies',
+      '--strategies',
+      'cached-lookup,dlist',
+    ]);
     expect(badStrategy.stderr.split('\n')[0]).toMatch(/invalid drop strategy "dlist"/);
   });
 });

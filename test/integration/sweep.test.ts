@@ -22,10 +22,14 @@ type Counts = Record<string, unknown>;
  * servers) must give every cell exactly the counts the real clusters' failover reports gave.
  */
 async function expectModelOnlyCountsEqual(args: string[], realDir: string): Promise<void> {
-  const real = JSON.parse(fs.readFileSync(path.join(realDir, 'results.json'), 'utf8')) as { runs: Array<Counts & { counts: Counts }> };
+  const real = JSON.parse(fs.readFileSync(path.join(realDir, 'results.json'), 'utf8')) as {
+    runs: Array<Counts & { counts: Counts }>;
+  };
   const r = await runScript('sweep.ts', [...args, '--model-only', '--out', out, '--json'], 240_000);
   expect(r.code, r.stderr).toBe(0);
-  const mo = JSON.parse(fs.readFileSync(path.join(r.json.dir, 'results.json'), 'utf8')) as { runs: Array<Counts & { counts: Counts }> };
+  const mo = JSON.parse(fs.readFileSync(path.join(r.json.dir, 'results.json'), 'utf8')) as {
+    runs: Array<Counts & { counts: Counts }>;
+  };
   expect(mo.runs).toHaveLength(real.runs.length);
   const key = (x: Counts) => [x.sharedBuffers, x.variant, x.relSize, x.strategy].join(' ');
   for (const run of real.runs) {
@@ -48,7 +52,22 @@ function checkFiles(dir: string, charts: string[]): void {
 
 describe('npm run sweep', () => {
   it('multi: VACUUM and TRUNCATE × both strategies × 2 sizes, tables, CSV and charts', async () => {
-    const r = await runScript('sweep.ts', ['multi', '--shared-buffers', '16MB,32MB', '--tables', '6', '--runs', '1', '--out', out, '--json'], 240_000);
+    const r = await runScript(
+      'sweep.ts',
+      [
+        'multi',
+        '--shared-buffers',
+        '16MB,32MB',
+        '--tables',
+        '6',
+        '--runs',
+        '1',
+        '--out',
+        out,
+        '--json',
+      ],
+      240_000,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('runs | '); // the progress bar
     const j = r.json;
@@ -74,13 +93,39 @@ describe('npm run sweep', () => {
     expect(csv[0]).toMatch(/^kind,sharedBuffers,nBuffers,variant,/);
     const md = fs.readFileSync(path.join(j.dir, 'tables.md'), 'utf8');
     expect(md).toContain('### VACUUM recovery performance for 6 relations');
-    expect(md).toMatch(/\| 32MB +\| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \|/);
+    expect(md).toMatch(
+      /\| 32MB +\| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \| +\d+\.\d{3} \| +\d+\.\d{3} \| +-?\d+\.\d{2}% \|/,
+    );
     for (const c of j.cells) expect(c).toMatchObject({ modelProfile: 'seed-001' });
-    await expectModelOnlyCountsEqual(['multi', '--shared-buffers', '16MB,32MB', '--tables', '6'], j.dir);
+    await expectModelOnlyCountsEqual(
+      ['multi', '--shared-buffers', '16MB,32MB', '--tables', '6'],
+      j.dir,
+    );
   }, 300_000); // a real sweep of 8 cells plus its --model-only twin
 
   it('--standbys 3: the measured standby is synchronous, two extra walsenders stream; the same exact drop counters', async () => {
-    const r = await runScript('sweep.ts', ['multi', '--shared-buffers', '16MB', '--tables', '6', '--variants', 'truncate', '--strategies', 'cached-lookup', '--runs', '1', '--standbys', '3', '--out', out, '--json'], 240_000);
+    const r = await runScript(
+      'sweep.ts',
+      [
+        'multi',
+        '--shared-buffers',
+        '16MB',
+        '--tables',
+        '6',
+        '--variants',
+        'truncate',
+        '--strategies',
+        'cached-lookup',
+        '--runs',
+        '1',
+        '--standbys',
+        '3',
+        '--out',
+        out,
+        '--json',
+      ],
+      240_000,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(r.json.settings.standbys).toBe(3);
     expect(r.json.cells).toHaveLength(1);
@@ -88,7 +133,22 @@ describe('npm run sweep', () => {
   });
 
   it('threshold: forced lookup vs full scan per NB/k, the crossover and per-size charts', async () => {
-    const r = await runScript('sweep.ts', ['threshold', '--shared-buffers', '16MB,32MB', '--rel-sizes', '64,8', '--runs', '1', '--out', out, '--json'], 240_000);
+    const r = await runScript(
+      'sweep.ts',
+      [
+        'threshold',
+        '--shared-buffers',
+        '16MB,32MB',
+        '--rel-sizes',
+        '64,8',
+        '--runs',
+        '1',
+        '--out',
+        out,
+        '--json',
+      ],
+      240_000,
+    );
     expect(r.code, r.stderr).toBe(0);
     const j = r.json;
     expect(j.cells).toHaveLength(2 * 2 * 2);
@@ -103,18 +163,42 @@ describe('npm run sweep', () => {
       }
       expect(c.invalidated).toBeGreaterThanOrEqual(c.pagesPerTable);
     }
-    expect(j.crossover.map((x: { sharedBuffers: string }) => x.sharedBuffers)).toEqual(['16MB', '32MB']);
-    checkFiles(j.dir, ['chart-threshold-16MB.svg', 'chart-threshold-32MB.svg', 'chart-threshold-drop-16MB.svg', 'chart-threshold-drop-32MB.svg', 'chart-threshold-vs-shared-buffers.svg']);
+    expect(j.crossover.map((x: { sharedBuffers: string }) => x.sharedBuffers)).toEqual([
+      '16MB',
+      '32MB',
+    ]);
+    checkFiles(j.dir, [
+      'chart-threshold-16MB.svg',
+      'chart-threshold-32MB.svg',
+      'chart-threshold-drop-16MB.svg',
+      'chart-threshold-drop-32MB.svg',
+      'chart-threshold-vs-shared-buffers.svg',
+    ]);
     const md = fs.readFileSync(path.join(j.dir, 'tables.md'), 'utf8');
-    for (const h of ['### 1. % regression', '### 2. Optimized', '### 3. Full scan', '### Crossover', '#### Modeled crossover']) expect(md).toContain(h);
-    expect(j.modeledCrossover.map((x: { sharedBuffers: string }) => x.sharedBuffers)).toEqual(['16MB', '32MB']);
-    await expectModelOnlyCountsEqual(['threshold', '--shared-buffers', '16MB,32MB', '--rel-sizes', '64,8'], j.dir);
+    for (const h of [
+      '### 1. % regression',
+      '### 2. Optimized',
+      '### 3. Full scan',
+      '### Crossover',
+      '#### Modeled crossover',
+    ])
+      expect(md).toContain(h);
+    expect(j.modeledCrossover.map((x: { sharedBuffers: string }) => x.sharedBuffers)).toEqual([
+      '16MB',
+      '32MB',
+    ]);
+    await expectModelOnlyCountsEqual(
+      ['threshold', '--shared-buffers', '16MB,32MB', '--rel-sizes', '64,8'],
+      j.dir,
+    );
   }, 300_000); // a real sweep of 8 cells plus its --model-only twin
 
   it('refuses unknown sweeps and options with the usage', async () => {
     const r = await runScript('sweep.ts', ['multi', '--variants', 'drop']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('unknown variant "drop" (accepted: vacuum, truncate, truncate-toast)');
+    expect(r.stderr).toContain(
+      'unknown variant "drop" (accepted: vacuum, truncate, truncate-toast)',
+    );
     expect((await runScript('sweep.ts', ['everything'])).stderr).toContain('usage: npm run sweep');
   });
 });

@@ -17,10 +17,15 @@ afterEach(async () => {
   cluster = null;
 });
 
-const DETAIL = 'The transaction has already committed locally, but might not have been replicated to the standby.';
+const DETAIL =
+  'The transaction has already committed locally, but might not have been replicated to the standby.';
 
 /** The statement's outcome without throwing: its result or its error. */
-const settle = <T>(p: Promise<T>): Promise<T | Error> => p.then((v) => v, (e: Error) => e);
+const settle = <T>(p: Promise<T>): Promise<T | Error> =>
+  p.then(
+    (v) => v,
+    (e: Error) => e,
+  );
 
 describe('a commit waiting for synchronous replication', () => {
   for (const level of ['remote_write', 'on', 'remote_apply'] as SynchronousCommit[]) {
@@ -31,13 +36,22 @@ describe('a commit waiting for synchronous replication', () => {
       // remote_write / on: the standby is down.
       if (level === 'remote_apply') {
         await c.sql('standby', 'SELECT pg_wal_replay_pause()');
-        await c.pollUntil(async () => (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused', 'paused');
+        await c.pollUntil(
+          async () =>
+            (await c.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()')) === 'paused',
+          'paused',
+        );
       } else {
         await c.stopNode('standby', 'fast');
       }
       let acked = false;
-      const waiting = settle(c.sql('primary', 'INSERT INTO v VALUES (1)').then((r) => ((acked = true), r)));
-      await c.pollUntil(async () => (await c.status('primary')).syncWaiters === 1, 'commit waiting for the standby');
+      const waiting = settle(
+        c.sql('primary', 'INSERT INTO v VALUES (1)').then((r) => ((acked = true), r)),
+      );
+      await c.pollUntil(
+        async () => (await c.status('primary')).syncWaiters === 1,
+        'commit waiting for the standby',
+      );
       const p = await c.status('primary');
       const mode = { remote_write: 'write', on: 'flush', remote_apply: 'apply' }[level as string];
       expect(p.syncWaitingCommits).toMatchObject([{ waitFor: mode }]);
@@ -45,7 +59,8 @@ describe('a commit waiting for synchronous replication', () => {
       const other = await ControlClient.connect('127.0.0.1', p.port as number, readToken(c.dir));
       expect((await other.sql('SELECT count(*) FROM v')).rows[0]).toEqual({ count: 0 });
       expect((await other.sql('SELECT count(*) FROM v WHERE c = 1')).rows[0]).toEqual({ count: 0 });
-      if (level === 'remote_apply') expect(await c.scalar('standby', 'SELECT count(*) FROM v')).toBe(0);
+      if (level === 'remote_apply')
+        expect(await c.scalar('standby', 'SELECT count(*) FROM v')).toBe(0);
       expect(acked).toBe(false);
       // The standby comes back: the commit is acknowledged and visible everywhere.
       if (level === 'remote_apply') await c.sql('standby', 'SELECT pg_wal_replay_resume()');
@@ -53,7 +68,8 @@ describe('a commit waiting for synchronous replication', () => {
       expect(await waiting).toMatchObject({ command: 'INSERT 0 1' });
       expect((await other.sql('SELECT count(*) FROM v')).rows[0]).toEqual({ count: 1 });
       expect((await c.status('primary')).syncWaitingCommits).toEqual([]);
-      if (level === 'remote_apply') expect(await c.scalar('standby', 'SELECT count(*) FROM v')).toBe(1);
+      if (level === 'remote_apply')
+        expect(await c.scalar('standby', 'SELECT count(*) FROM v')).toBe(1);
       other.close();
     });
   }
@@ -63,18 +79,31 @@ describe('a commit waiting for synchronous replication', () => {
     await c.sql('primary', 'CREATE TABLE v (c int)');
     await c.stopNode('standby', 'fast');
     const waiting = settle(c.sql('primary', 'INSERT INTO v VALUES (1)'));
-    await c.pollUntil(async () => (await c.status('primary')).syncWaiters === 1, 'commit waiting for the standby');
+    await c.pollUntil(
+      async () => (await c.status('primary')).syncWaiters === 1,
+      'commit waiting for the standby',
+    );
     // A second write queues behind the first (writes run one at a time) on its own session.
-    const other = await ControlClient.connect('127.0.0.1', (await c.status('primary')).port as number, readToken(c.dir));
+    const other = await ControlClient.connect(
+      '127.0.0.1',
+      (await c.status('primary')).port as number,
+      readToken(c.dir),
+    );
     const queued = settle(other.sql('INSERT INTO v VALUES (2)'));
     expect(await c.stopNode('primary', 'fast')).toBe(true);
     const err = await waiting;
     expect(err).toBeInstanceOf(ControlError);
     expect(err).toMatchObject({
-      code: '57P01', severity: 'WARNING', detail: DETAIL,
-      message: 'canceling the wait for synchronous replication and terminating connection due to administrator command',
+      code: '57P01',
+      severity: 'WARNING',
+      detail: DETAIL,
+      message:
+        'canceling the wait for synchronous replication and terminating connection due to administrator command',
     });
-    expect(await queued).toMatchObject({ code: '57P01', message: 'terminating connection due to administrator command' });
+    expect(await queued).toMatchObject({
+      code: '57P01',
+      message: 'terminating connection due to administrator command',
+    });
     other.close();
     await c.startNode('primary');
     // Committed locally before the wait: after the restart the row is there; the queued one never ran.

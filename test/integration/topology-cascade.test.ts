@@ -15,7 +15,9 @@ afterAll(async () => {
 });
 
 async function digests(node: string) {
-  return (await (await c.client(node)).inspect()).tables.map((t) => `${t.name}:${t.rows}:${t.digest}`);
+  return (await (await c.client(node)).inspect()).tables.map(
+    (t) => `${t.name}:${t.rows}:${t.digest}`,
+  );
 }
 
 describe('cascade P -> S1 -> S2', () => {
@@ -24,13 +26,19 @@ describe('cascade P -> S1 -> S2', () => {
     c = await TestCluster.start({ standbys: ['s1'], synchronousStandbyNames: '' });
     const added = await c.addStandby('s2', 's1');
     expect(added.timeline).toBe(1);
-    expect((await c.status('s2')).upstream).toMatchObject({ port: c.config('s1').port, applicationName: 's2' });
+    expect((await c.status('s2')).upstream).toMatchObject({
+      port: c.config('s1').port,
+      applicationName: 's2',
+    });
 
     await c.sql('primary', 'CREATE TABLE t (c int)');
     let violations = 0;
     let samples = 0;
     for (let i = 0; i < 20; i++) {
-      await c.sql('primary', `INSERT INTO t SELECT generate_series(${i * 2000 + 1}, ${(i + 1) * 2000})`);
+      await c.sql(
+        'primary',
+        `INSERT INTO t SELECT generate_series(${i * 2000 + 1}, ${(i + 1) * 2000})`,
+      );
       // Read S2 first: S1's flush LSN only grows, so S2 <= S1 must hold at the later read too.
       const s2 = parseLsn(String((await c.status('s2')).receiveLsn));
       const s1 = parseLsn(String((await c.status('s1')).receiveLsn));
@@ -45,10 +53,26 @@ describe('cascade P -> S1 -> S2', () => {
     expect(await digests('s2')).toEqual(await digests('primary'));
 
     // The primary serves s1 only; s1 serves s2 as an asynchronous cascaded standby.
-    const p = await c.sql('primary', 'SELECT application_name, state, sync_priority, sync_state FROM pg_stat_replication');
-    expect(p.rows).toEqual([{ application_name: 's1', state: 'streaming', sync_priority: 0, sync_state: 'async' }]);
-    const s1 = await c.sql('s1', 'SELECT application_name, state, sync_priority, sync_state, flush_lsn FROM pg_stat_replication');
-    expect(s1.rows).toEqual([{ application_name: 's2', state: 'streaming', sync_priority: 0, sync_state: 'async', flush_lsn: (await c.status('s1')).receiveLsn }]);
+    const p = await c.sql(
+      'primary',
+      'SELECT application_name, state, sync_priority, sync_state FROM pg_stat_replication',
+    );
+    expect(p.rows).toEqual([
+      { application_name: 's1', state: 'streaming', sync_priority: 0, sync_state: 'async' },
+    ]);
+    const s1 = await c.sql(
+      's1',
+      'SELECT application_name, state, sync_priority, sync_state, flush_lsn FROM pg_stat_replication',
+    );
+    expect(s1.rows).toEqual([
+      {
+        application_name: 's2',
+        state: 'streaming',
+        sync_priority: 0,
+        sync_state: 'async',
+        flush_lsn: (await c.status('s1')).receiveLsn,
+      },
+    ]);
   });
 
   it('stopping S1 stalls only S2, which catches up after S1 restarts', async () => {
@@ -69,8 +93,20 @@ describe('cascade P -> S1 -> S2', () => {
     const before = await c.status('s2');
     const flushAt = before.receiveLsn;
     const r = await c.repoint('s2', 'primary');
-    expect(r).toEqual({ running: true, conninfo: `host=127.0.0.1 port=${c.config('primary').port} application_name=s2` });
-    await c.pollUntil(async () => (await c.sql('primary', 'SELECT application_name FROM pg_stat_replication ORDER BY application_name')).rows.length === 2, 'primary serves s1 and s2');
+    expect(r).toEqual({
+      running: true,
+      conninfo: `host=127.0.0.1 port=${c.config('primary').port} application_name=s2`,
+    });
+    await c.pollUntil(
+      async () =>
+        (
+          await c.sql(
+            'primary',
+            'SELECT application_name FROM pg_stat_replication ORDER BY application_name',
+          )
+        ).rows.length === 2,
+      'primary serves s1 and s2',
+    );
     await c.sql('primary', 'INSERT INTO t SELECT generate_series(50001, 60000)');
     await c.waitForCatchup('replay', 's2', 'primary');
     const after = await c.status('s2');
@@ -81,7 +117,9 @@ describe('cascade P -> S1 -> S2', () => {
     expect(await c.scalar('s2', 'SELECT count(*) FROM t')).toBe(60000);
     expect(await digests('s2')).toEqual(await digests('primary'));
     expect(await c.scalar('s2', 'SHOW primary_conninfo')).toBe(r.conninfo);
-    expect((await c.sql('s1', 'SELECT application_name FROM pg_stat_replication')).rows).toEqual([]);
+    expect((await c.sql('s1', 'SELECT application_name FROM pg_stat_replication')).rows).toEqual(
+      [],
+    );
   });
 
   it('S1 promoted: S2 (repointed back to S1) follows timeline 2 without restarting its walreceiver; an old base backup follows too', async () => {
@@ -95,7 +133,9 @@ describe('cascade P -> S1 -> S2', () => {
     await c.stopNode('primary', 'immediate');
     const connectsBefore = (await c.status('s2')).receiverConnects;
 
-    const promoted = (await (await c.client('s1')).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
+    const promoted = (await (
+      await c.client('s1')
+    ).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
     expect(promoted.promoted).toBe(true);
     expect((await c.status('s1')).timeline).toBe(2);
     await c.sql('s1', 'INSERT INTO t SELECT generate_series(61001, 62000)');
@@ -104,11 +144,14 @@ describe('cascade P -> S1 -> S2', () => {
     expect(s2.timeline).toBe(2);
     expect(s2.receiverConnects).toBe(connectsBefore); // same connection
     expect(s2.receiverTimelineSwitches).toBe(1);
-    expect((await c.sql('s2', 'SELECT received_tli FROM pg_stat_wal_receiver')).rows).toEqual([{ received_tli: 2 }]);
+    expect((await c.sql('s2', 'SELECT received_tli FROM pg_stat_wal_receiver')).rows).toEqual([
+      { received_tli: 2 },
+    ]);
     expect(await c.scalar('s2', 'SELECT count(*) FROM t')).toBe(62000);
     expect(await digests('s2')).toEqual(await digests('s1'));
     // S1 now lists s2 as a regular (non-cascading) walsender.
-    const rows = (await c.sql('s1', 'SELECT application_name, state FROM pg_stat_replication')).rows;
+    const rows = (await c.sql('s1', 'SELECT application_name, state FROM pg_stat_replication'))
+      .rows;
     expect(rows).toEqual([{ application_name: 's2', state: 'streaming' }]);
 
     // The old base backup (timeline 1, behind the switch point) streams from S1 and follows.

@@ -21,18 +21,37 @@ afterEach(async () => {
 });
 
 async function digests(cl: TestCluster, node: string) {
-  return (await (await cl.client(node)).inspect()).tables.map((t) => `${t.name}:${t.rows}:${t.digest}`);
+  return (await (await cl.client(node)).inspect()).tables.map(
+    (t) => `${t.name}:${t.rows}:${t.digest}`,
+  );
 }
 
 describe('switchover', () => {
   it('promotes the target, rejoins the old primary and repoints the sibling: equal data on timeline 2, then back on 3', async () => {
-    const cl = (c = await TestCluster.start({ standbys: ['s1', 's2'], synchronousStandbyNames: 's1', synchronousCommit: 'on' }));
+    const cl = (c = await TestCluster.start({
+      standbys: ['s1', 's2'],
+      synchronousStandbyNames: 's1',
+      synchronousCommit: 'on',
+    }));
     await cl.sql('primary', 'CREATE TABLE t (c int)');
     await cl.sql('primary', 'INSERT INTO t SELECT generate_series(1, 20000)');
-    const run = await runScript('cluster.ts', ['switchover', '--to', 's1', '--json', '--dir', cl.dir]);
+    const run = await runScript('cluster.ts', [
+      'switchover',
+      '--to',
+      's1',
+      '--json',
+      '--dir',
+      cl.dir,
+    ]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.json).toMatchObject({ from: 'primary', to: 's1', newTimeline: 2, repointed: ['s2'], synchronousStandbyNames: 'primary' });
+    expect(run.json).toMatchObject({
+      from: 'primary',
+      to: 's1',
+      newTimeline: 2,
+      repointed: ['s2'],
+      synchronousStandbyNames: 'primary',
+    });
 
     expect(await cl.scalar('s1', 'SELECT pg_is_in_recovery()')).toBe(false);
     expect(await cl.scalar('primary', 'SELECT pg_is_in_recovery()')).toBe(true);
@@ -46,7 +65,12 @@ describe('switchover', () => {
     expect(await digests(cl, 'primary')).toEqual(want);
     expect(await digests(cl, 's2')).toEqual(want);
     expect(await cl.scalar('primary', 'SELECT count(*) FROM t')).toBe(25000);
-    const rows = (await cl.sql('s1', 'SELECT application_name, sync_priority, sync_state FROM pg_stat_replication ORDER BY application_name')).rows;
+    const rows = (
+      await cl.sql(
+        's1',
+        'SELECT application_name, sync_priority, sync_state FROM pg_stat_replication ORDER BY application_name',
+      )
+    ).rows;
     expect(rows).toEqual([
       { application_name: 'primary', sync_priority: 1, sync_state: 'sync' },
       { application_name: 's2', sync_priority: 0, sync_state: 'async' },
@@ -54,7 +78,13 @@ describe('switchover', () => {
 
     // And back: the old primary becomes the primary again, on timeline 3.
     const back = await cl.switchover('primary');
-    expect(back).toMatchObject({ from: 's1', to: 'primary', newTimeline: 3, repointed: ['s2'], synchronousStandbyNames: 's1' });
+    expect(back).toMatchObject({
+      from: 's1',
+      to: 'primary',
+      newTimeline: 3,
+      repointed: ['s2'],
+      synchronousStandbyNames: 's1',
+    });
     await cl.sql('primary', 'INSERT INTO t SELECT generate_series(25001, 26000)');
     await cl.waitForCatchup('replay', 's1', 'primary');
     await cl.waitForCatchup('replay', 's2', 'primary');
@@ -80,14 +110,22 @@ describe('rejoin after a failover', () => {
     await (await cl.client('standby')).request({ op: 'promote', wait: true, waitSeconds: 60 });
     expect(await cl.scalar('standby', 'SELECT count(*) FROM t')).toBe(1000);
 
-    const run = await runScript('cluster.ts', ['rejoin', '--node', 'primary', '--to', 'standby', '--dir', cl.dir]);
+    const run = await runScript('cluster.ts', [
+      'rejoin',
+      '--node',
+      'primary',
+      '--to',
+      'standby',
+      '--dir',
+      cl.dir,
+    ]);
     expect(run.code).toBe(1);
     const diverged = endAt - forkAt;
     expect(diverged).toBeGreaterThan(0);
     expect(run.stderr.trim()).toBe(
       `error: cannot rejoin "primary" as a standby of "standby": its WAL on timeline 1 ends at ${fmt(endAt)}, ${diverged} bytes past ${fmt(forkAt)}, ` +
-      `where timeline 2 forked off timeline 1 (history file of timeline 2); those ${diverged} bytes exist only on this node, so it cannot follow timeline 2: ` +
-      'PostgreSQL would need pg_rewind (or a new base backup) first',
+        `where timeline 2 forked off timeline 1 (history file of timeline 2); those ${diverged} bytes exist only on this node, so it cannot follow timeline 2: ` +
+        'PostgreSQL would need pg_rewind (or a new base backup) first',
     );
     // Nothing changed: not marked a standby, not started.
     expect(fs.existsSync(path.join(cl.dataDir('primary'), 'standby.signal'))).toBe(false);
@@ -114,5 +152,7 @@ describe('rejoin after a failover', () => {
 });
 
 function fmt(lsn: number): string {
-  return `${Math.floor(lsn / 2 ** 32).toString(16).toUpperCase()}/${(lsn % 2 ** 32).toString(16).toUpperCase()}`;
+  return `${Math.floor(lsn / 2 ** 32)
+    .toString(16)
+    .toUpperCase()}/${(lsn % 2 ** 32).toString(16).toUpperCase()}`;
 }

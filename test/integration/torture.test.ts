@@ -11,11 +11,21 @@ import { runScript } from '../helpers/cli.ts';
 
 describe('torture (fixed seeds)', () => {
   it('seeds 1-3: every invariant holds, every fault kind injected, nothing acknowledged is lost', async () => {
-    const r = await runScript('torture.ts', ['--seeds', '3', '--from', '1', '--ops', '30', '--json', '--quiet'], 150_000);
+    const r = await runScript(
+      'torture.ts',
+      ['--seeds', '3', '--from', '1', '--ops', '30', '--json', '--quiet'],
+      150_000,
+    );
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.json).toMatchObject({ seeds: 3, from: 1, lost: 0, failed: [] });
     expect(r.json.acked).toBeGreaterThan(100);
-    for (const kind of ['cut_replication', 'kill_standby', 'wal_write_fail', 'corrupt_wal', 'crash_primary']) {
+    for (const kind of [
+      'cut_replication',
+      'kill_standby',
+      'wal_write_fail',
+      'corrupt_wal',
+      'crash_primary',
+    ]) {
       expect(r.json.faultsByKind[kind], kind).toBeGreaterThan(0);
     }
     expect(r.stdout).toMatch(/^seed 1: ok \(/m);

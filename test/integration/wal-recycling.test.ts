@@ -31,9 +31,18 @@ function segnos(cluster: TestCluster, node: string): number[] {
 }
 
 /** Insert batches until the primary's WAL reaches `segments` more segments than now. */
-async function writeSegments(cluster: TestCluster, table: string, segments: number, rows = 100_000): Promise<void> {
+async function writeSegments(
+  cluster: TestCluster,
+  table: string,
+  segments: number,
+  rows = 100_000,
+): Promise<void> {
   const start = segmentOf(parseLsn(String((await cluster.status('primary')).flushLsn)), SEG);
-  for (let i = 0; segmentOf(parseLsn(String((await cluster.status('primary')).flushLsn)), SEG) < start + segments; i++) {
+  for (
+    let i = 0;
+    segmentOf(parseLsn(String((await cluster.status('primary')).flushLsn)), SEG) < start + segments;
+    i++
+  ) {
     await cluster.sql('primary', `INSERT INTO ${table} SELECT generate_series(1, ${rows})`);
     expect(i).toBeLessThan(100);
   }
@@ -65,7 +74,12 @@ describe('WAL recycling', () => {
     // Its restartpoint at the replayed checkpoint record removed its own WAL before that REDO point.
     expect(s.checkpointer.walFilesRemoved).toBeGreaterThan(0);
     expect(segnos(c, 'standby')[0]).toBe(segmentOf(redo1, SEG));
-    const content = async (node: string) => (await (await c!.client(node)).inspect()).tables.map(({ name, rows, digest }) => ({ name, rows, digest }));
+    const content = async (node: string) =>
+      (await (await c!.client(node)).inspect()).tables.map(({ name, rows, digest }) => ({
+        name,
+        rows,
+        digest,
+      }));
     expect(await content('standby')).toEqual(await content('primary'));
     // The standby has replayed everything: the next checkpoint keeps only its own REDO segment on.
     await c.sql('primary', 'CHECKPOINT');
@@ -73,7 +87,7 @@ describe('WAL recycling', () => {
     expect(segnos(c, 'primary')[0]).toBe(segmentOf(redo2, SEG));
   });
 
-  it('a standby asking for a removed segment gets PostgreSQL\'s error', async () => {
+  it("a standby asking for a removed segment gets PostgreSQL's error", async () => {
     c = await TestCluster.start({ synchronousCommit: 'local', walSegmentSize: SEG });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
@@ -84,15 +98,27 @@ describe('WAL recycling', () => {
     expect(segnos(c, 'primary')[0]).toBeGreaterThan(segmentOf(standbyFlush, SEG));
     await c.startNode('standby');
     const wanted = segmentFileName(1, segmentOf(standbyFlush, SEG), SEG);
-    await c.pollUntil(async () => String((await c!.status('standby')).receiverLastError).includes('has already been removed'), 'the refusal');
+    await c.pollUntil(
+      async () =>
+        String((await c!.status('standby')).receiverLastError).includes('has already been removed'),
+      'the refusal',
+    );
     const s = await c.status('standby');
-    expect(s.receiverLastError).toContain(`requested WAL segment ${wanted} has already been removed`);
+    expect(s.receiverLastError).toContain(
+      `requested WAL segment ${wanted} has already been removed`,
+    );
     expect(s.receiverState).not.toBe('streaming');
-    expect(c.serverLog('primary')).toContain(`requested WAL segment ${wanted} has already been removed`);
+    expect(c.serverLog('primary')).toContain(
+      `requested WAL segment ${wanted} has already been removed`,
+    );
   });
 
   it('wal_keep_size keeps segments for a standby that was down', async () => {
-    c = await TestCluster.start({ synchronousCommit: 'local', walSegmentSize: SEG, wal: { walKeepSizeMb: 1 } });
+    c = await TestCluster.start({
+      synchronousCommit: 'local',
+      walSegmentSize: SEG,
+      wal: { walKeepSizeMb: 1 },
+    });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await writeSegments(c, 't', 12);
     await c.waitForCatchup('replay');
@@ -109,11 +135,18 @@ describe('WAL recycling', () => {
 
   it('max_wal_size requests checkpoints that bound pg_wal', async () => {
     // 2 MB of max_wal_size with 64 kB segments: CheckPointSegments = floor(32 / 1.9) = 16.
-    c = await TestCluster.start({ synchronousCommit: 'remote_write', walSegmentSize: SEG, wal: { maxWalSizeMb: 2 } });
+    c = await TestCluster.start({
+      synchronousCommit: 'remote_write',
+      walSegmentSize: SEG,
+      wal: { maxWalSizeMb: 2 },
+    });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await writeSegments(c, 't', 48, 400_000);
     await c.waitForCatchup('replay');
-    await c.pollUntil(async () => (await c!.status('primary')).checkpointer.walVolumeCheckpoints >= 2, 'checkpoints by WAL volume');
+    await c.pollUntil(
+      async () => (await c!.status('primary')).checkpointer.walVolumeCheckpoints >= 2,
+      'checkpoints by WAL volume',
+    );
     const p = await c.status('primary');
     expect(p.checkpointer.checkpointSegments).toBe(16);
     expect(p.checkpointer.timedCheckpoints).toBe(0);
@@ -125,13 +158,35 @@ describe('WAL recycling', () => {
     expect(s.checkpointer.walFilesRemoved).toBeGreaterThan(0);
   });
 
-  it('cluster start accepts the seed\'s checkpoint_timeout = 30min and max_wal_size = 20GB and refuses bad values', async () => {
-    const dir = path.join(fs.mkdtempSync(path.join((await import('node:os')).tmpdir(), 'walsim-walset-')), 'c');
-    const bad = await runScript('cluster.ts', ['start', '--dir', dir, '--checkpoint-timeout', '10s']);
-    expect(bad.stderr.split('\n')[0]).toMatch(/^error: 10 s is outside the valid range for parameter "checkpoint_timeout"/);
+  it("cluster start accepts the seed's checkpoint_timeout = 30min and max_wal_size = 20GB and refuses bad values", async () => {
+    const dir = path.join(
+      fs.mkdtempSync(path.join((await import('node:os')).tmpdir(), 'walsim-walset-')),
+      'c',
+    );
+    const bad = await runScript('cluster.ts', [
+      'start',
+      '--dir',
+      dir,
+      '--checkpoint-timeout',
+      '10s',
+    ]);
+    expect(bad.stderr.split('\n')[0]).toMatch(
+      /^error: 10 s is outside the valid range for parameter "checkpoint_timeout"/,
+    );
     expect(fs.existsSync(dir)).toBe(false);
-    const start = await runScript('cluster.ts', ['start', '--dir', dir, '--shared-buffers', '16MB', '--wal-segment-size', '1MB',
-      '--checkpoint-timeout', '30min', '--max-wal-size', '20GB']);
+    const start = await runScript('cluster.ts', [
+      'start',
+      '--dir',
+      dir,
+      '--shared-buffers',
+      '16MB',
+      '--wal-segment-size',
+      '1MB',
+      '--checkpoint-timeout',
+      '30min',
+      '--max-wal-size',
+      '20GB',
+    ]);
     try {
       expect(start.code, start.stderr).toBe(0);
       const h = new ClusterHandle(dir);

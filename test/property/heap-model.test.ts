@@ -9,7 +9,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Clog } from '../../storage/clog.ts';
-import { HeapStore, shouldAttemptTruncation, type DeletePredicate } from '../../storage/heap-store.ts';
+import {
+  HeapStore,
+  shouldAttemptTruncation,
+  type DeletePredicate,
+} from '../../storage/heap-store.ts';
 import { TUPLES_PER_PAGE } from '../../wal/records.ts';
 
 type Lp = { unused: true } | { unused: false; value: number; xmin: number; xmax: number };
@@ -19,7 +23,15 @@ type Op =
   | { kind: 'append'; rel: number; pieces: Array<[number, number]>; xid: number; single: boolean }
   | { kind: 'reuse'; rel: number; pick: number; value: number; xid: number }
   | { kind: 'deletePlanned'; rel: number; pred: DeletePredicate; xid: number }
-  | { kind: 'deleteRange'; rel: number; pick: number; start: number; len: number; xid: number; reverse: boolean }
+  | {
+      kind: 'deleteRange';
+      rel: number;
+      pick: number;
+      start: number;
+      len: number;
+      xid: number;
+      reverse: boolean;
+    }
   | { kind: 'prunePlanned'; rel: number }
   | { kind: 'pruneRange'; rel: number; pick: number; start: number; len: number }
   | { kind: 'finish'; pick: number; commit: boolean }
@@ -32,30 +44,87 @@ const RELS = [16384, 16385];
 const relArb = fc.constantFrom(...RELS);
 const xidArb = fc.nat(20);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({
-    kind: fc.constant('append' as const), rel: relArb,
-    pieces: fc.array(fc.tuple(fc.integer({ min: -20, max: 40 }), fc.integer({ min: 1, max: 120 })), { minLength: 1, maxLength: 4 }),
-    xid: xidArb, single: fc.boolean(),
-  }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('reuse' as const), rel: relArb, pick: fc.nat(), value: fc.integer({ min: -5, max: 50 }), xid: xidArb }) },
-  { weight: 3, arbitrary: fc.record({
-    kind: fc.constant('deletePlanned' as const), rel: relArb, xid: xidArb,
-    pred: fc.oneof(
-      fc.record({ op: fc.constantFrom('<' as const, '>' as const, '=' as const), value: fc.integer({ min: -20, max: 160 }) }),
-      fc.constant({ op: 'all' as const }),
-    ),
-  }) },
-  { weight: 3, arbitrary: fc.record({
-    kind: fc.constant('deleteRange' as const), rel: relArb, pick: fc.nat(), start: fc.nat(), len: fc.integer({ min: 1, max: 230 }),
-    xid: xidArb, reverse: fc.boolean(),
-  }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('append' as const),
+      rel: relArb,
+      pieces: fc.array(
+        fc.tuple(fc.integer({ min: -20, max: 40 }), fc.integer({ min: 1, max: 120 })),
+        { minLength: 1, maxLength: 4 },
+      ),
+      xid: xidArb,
+      single: fc.boolean(),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('reuse' as const),
+      rel: relArb,
+      pick: fc.nat(),
+      value: fc.integer({ min: -5, max: 50 }),
+      xid: xidArb,
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('deletePlanned' as const),
+      rel: relArb,
+      xid: xidArb,
+      pred: fc.oneof(
+        fc.record({
+          op: fc.constantFrom('<' as const, '>' as const, '=' as const),
+          value: fc.integer({ min: -20, max: 160 }),
+        }),
+        fc.constant({ op: 'all' as const }),
+      ),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('deleteRange' as const),
+      rel: relArb,
+      pick: fc.nat(),
+      start: fc.nat(),
+      len: fc.integer({ min: 1, max: 230 }),
+      xid: xidArb,
+      reverse: fc.boolean(),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('prunePlanned' as const), rel: relArb }) },
-  { weight: 2, arbitrary: fc.record({
-    kind: fc.constant('pruneRange' as const), rel: relArb, pick: fc.nat(), start: fc.nat(), len: fc.integer({ min: 1, max: 230 }),
-  }) },
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('finish' as const), pick: fc.nat(), commit: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('truncate' as const), rel: relArb, pick: fc.nat() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('extend' as const), rel: relArb, by: fc.integer({ min: 0, max: 2 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('pruneRange' as const),
+      rel: relArb,
+      pick: fc.nat(),
+      start: fc.nat(),
+      len: fc.integer({ min: 1, max: 230 }),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('finish' as const),
+      pick: fc.nat(),
+      commit: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('truncate' as const), rel: relArb, pick: fc.nat() }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('extend' as const),
+      rel: relArb,
+      by: fc.integer({ min: 0, max: 2 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('roundTrip' as const), rel: relArb }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('recreate' as const), rel: relArb }) },
 );
@@ -96,17 +165,26 @@ class World {
   }
 
   dead(lp: Lp): boolean {
-    return !lp.unused && (this.clog.status(lp.xmin) === 'aborted' || (lp.xmax !== 0 && this.committed(lp.xmax)));
+    return (
+      !lp.unused &&
+      (this.clog.status(lp.xmin) === 'aborted' || (lp.xmax !== 0 && this.committed(lp.xmax)))
+    );
   }
 
   apply(op: Op): void {
     switch (op.kind) {
-      case 'append': return this.append(op.rel, op.pieces, this.xid(op.xid), op.single);
-      case 'reuse': return this.reuse(op);
-      case 'deletePlanned': return this.deletePlanned(op.rel, op.pred, op.xid);
-      case 'deleteRange': return this.deleteRange(op);
-      case 'prunePlanned': return this.prunePlanned(op.rel);
-      case 'pruneRange': return this.pruneRange(op);
+      case 'append':
+        return this.append(op.rel, op.pieces, this.xid(op.xid), op.single);
+      case 'reuse':
+        return this.reuse(op);
+      case 'deletePlanned':
+        return this.deletePlanned(op.rel, op.pred, op.xid);
+      case 'deleteRange':
+        return this.deleteRange(op);
+      case 'prunePlanned':
+        return this.prunePlanned(op.rel);
+      case 'pruneRange':
+        return this.pruneRange(op);
       case 'finish': {
         if (this.inProgress.length === 0) return;
         const [xid] = this.inProgress.splice(op.pick % this.inProgress.length, 1);
@@ -144,7 +222,9 @@ class World {
   /** The executor's insert: fill the last page, then start new ones with initPage. */
   private append(rel: number, pieces: Array<[number, number]>, xid: number, single: boolean): void {
     const pages = this.model.get(rel)!;
-    const values = pieces.flatMap(([first, count]) => Array.from({ length: count }, (_, i) => first + i));
+    const values = pieces.flatMap(([first, count]) =>
+      Array.from({ length: count }, (_, i) => first + i),
+    );
     let at = 0;
     while (at < values.length) {
       let block = pages.length - 1;
@@ -158,7 +238,11 @@ class World {
         initPage = true;
       }
       const page = pages[block]!;
-      const take = Math.min(TUPLES_PER_PAGE - page.length, values.length - at, single ? 1 : Infinity);
+      const take = Math.min(
+        TUPLES_PER_PAGE - page.length,
+        values.length - at,
+        single ? 1 : Infinity,
+      );
       const chunk = values.slice(at, at + take);
       const firstOffset = page.length + 1;
       if (single) {
@@ -166,7 +250,8 @@ class World {
       } else {
         const runs: number[] = [];
         for (const v of chunk) {
-          if (runs.length > 0 && runs[runs.length - 2]! + runs[runs.length - 1]! === v) runs[runs.length - 1]!++;
+          if (runs.length > 0 && runs[runs.length - 2]! + runs[runs.length - 1]! === v)
+            runs[runs.length - 1]!++;
           else runs.push(v, 1);
         }
         this.store.applyMultiInsert(rel, block, firstOffset, runs, xid, initPage);
@@ -178,7 +263,9 @@ class World {
 
   private reuse(op: Extract<Op, { kind: 'reuse' }>): void {
     const slots: Array<[number, number]> = [];
-    this.model.get(op.rel)!.forEach((page, b) => page.forEach((lp, i) => lp.unused && slots.push([b, i])));
+    this.model
+      .get(op.rel)!
+      .forEach((page, b) => page.forEach((lp, i) => lp.unused && slots.push([b, i])));
     if (slots.length === 0) return;
     const [block, index] = slots[op.pick % slots.length]!;
     const xid = this.xid(op.xid);
@@ -188,10 +275,13 @@ class World {
 
   private deletePlanned(rel: number, pred: DeletePredicate, xidPick: number): void {
     const matches = (v: number): boolean =>
-      pred.op === 'all' || (pred.op === '<' ? v < pred.value : pred.op === '>' ? v > pred.value : v === pred.value);
+      pred.op === 'all' ||
+      (pred.op === '<' ? v < pred.value : pred.op === '>' ? v > pred.value : v === pred.value);
     const expected = this.plan(rel, (lp) => this.visible(lp) && matches(lp.value));
     const got: Array<[number, number[]]> = [];
-    this.store.forEachPageToDelete(rel, pred, this.clog, (block, offsets) => got.push([block, offsets]));
+    this.store.forEachPageToDelete(rel, pred, this.clog, (block, offsets) =>
+      got.push([block, offsets]),
+    );
     expect(got).toEqual(expected);
     if (got.length === 0) return;
     const xid = this.xid(xidPick);
@@ -218,13 +308,20 @@ class World {
   private prunePlanned(rel: number): void {
     const expected = this.plan(rel, (lp) => this.dead(lp));
     const got: Array<[number, number[], number]> = [];
-    this.store.forEachPageToPrune(rel, this.clog, (block, offsets, latest) => got.push([block, offsets, latest]));
+    this.store.forEachPageToPrune(rel, this.clog, (block, offsets, latest) =>
+      got.push([block, offsets, latest]),
+    );
     expect(got.map(([b, o]) => [b, o])).toEqual(expected);
     for (const [block, offsets, latest] of got) {
       let newest = 0;
       forEachOffset(offsets, (off) => {
         const lp = this.model.get(rel)![block]![off - 1]!;
-        if (!lp.unused && lp.xmax !== 0 && this.committed(lp.xmax) && this.clog.status(lp.xmin) !== 'aborted') {
+        if (
+          !lp.unused &&
+          lp.xmax !== 0 &&
+          this.committed(lp.xmax) &&
+          this.clog.status(lp.xmin) !== 'aborted'
+        ) {
           newest = Math.max(newest, lp.xmax);
         }
       });
@@ -246,7 +343,12 @@ class World {
   }
 
   /** Ranges of the used line pointers in [start, start+len) of a page with some, else null. */
-  private pickRanges(rel: number, pick: number, start: number, len: number): [number, number[]] | null {
+  private pickRanges(
+    rel: number,
+    pick: number,
+    start: number,
+    len: number,
+  ): [number, number[]] | null {
     const pages = this.model.get(rel)!;
     const candidates = pages.flatMap((page, b) => (page.some((lp) => !lp.unused) ? [b] : []));
     if (candidates.length === 0) return null;
@@ -254,7 +356,8 @@ class World {
     const page = pages[block]!;
     const from = start % page.length;
     const offsets: number[] = [];
-    for (let i = from; i < Math.min(page.length, from + len); i++) if (!page[i]!.unused) pushOffset(offsets, i + 1);
+    for (let i = from; i < Math.min(page.length, from + len); i++)
+      if (!page[i]!.unused) pushOffset(offsets, i + 1);
     return offsets.length === 0 ? null : [block, offsets];
   }
 
@@ -276,13 +379,17 @@ class World {
       store.checkInvariants(rel);
       expect(store.nblocks(rel)).toBe(pages.length);
       const lps = pages.map((_, b) => expandRuns(store, rel, b));
-      expect(lps).toEqual(pages.map((page) => page.map((lp) => (lp.unused ? { unused: true } : { ...lp }))));
+      expect(lps).toEqual(
+        pages.map((page) => page.map((lp) => (lp.unused ? { unused: true } : { ...lp }))),
+      );
       let lastUsed = 0;
       pages.forEach((page, b) => page.some((lp) => !lp.unused) && (lastUsed = b + 1));
       expect(store.nonEmptyPages(rel)).toBe(lastUsed);
       expect(typeof shouldAttemptTruncation(pages.length, lastUsed)).toBe('boolean');
       const visible: Array<[number, number, number]> = [];
-      pages.forEach((page, b) => page.forEach((lp, i) => this.visible(lp) && visible.push([b, i + 1, lp.value])));
+      pages.forEach((page, b) =>
+        page.forEach((lp, i) => this.visible(lp) && visible.push([b, i + 1, lp.value])),
+      );
       expect(store.countVisible(rel, clog)).toBe(visible.length);
       expect(store.visibleValues(rel, clog)).toEqual(visible.map((t) => t[2]));
       const content = JSON.stringify(visible);
@@ -299,7 +406,11 @@ function expandRuns(store: HeapStore, rel: number, block: number): Lp[] {
   const out: Lp[] = [];
   for (const r of store.pageRuns(rel, block)) {
     for (let i = 0; i < r.count; i++) {
-      out.push(r.unused ? { unused: true } : { unused: false, value: r.firstValue + i, xmin: r.xmin, xmax: r.xmax });
+      out.push(
+        r.unused
+          ? { unused: true }
+          : { unused: false, value: r.firstValue + i, xmin: r.xmin, xmax: r.xmax },
+      );
     }
   }
   return out;
@@ -312,7 +423,8 @@ function pushOffset(ranges: number[], off: number): void {
 }
 
 function forEachOffset(ranges: number[], fn: (off: number) => void): void {
-  for (let i = 0; i < ranges.length; i += 2) for (let j = 0; j < ranges[i + 1]!; j++) fn(ranges[i]! + j);
+  for (let i = 0; i < ranges.length; i += 2)
+    for (let j = 0; j < ranges[i + 1]!; j++) fn(ranges[i]! + j);
 }
 
 function reversePairs(ranges: number[]): number[] {

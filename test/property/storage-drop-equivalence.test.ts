@@ -14,7 +14,14 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BufferPool } from '../../storage/buffer-pool.ts';
 import {
-  DEFAULT_DROP_SETTINGS, DropStats, endOfRecovery, poolOptionsFor, smgrcreate, smgrdounlinkall, smgrtruncate, type DropSettings,
+  DEFAULT_DROP_SETTINGS,
+  DropStats,
+  endOfRecovery,
+  poolOptionsFor,
+  smgrcreate,
+  smgrdounlinkall,
+  smgrtruncate,
+  type DropSettings,
 } from '../../storage/drop.ts';
 import { StorageManager } from '../../storage/smgr.ts';
 import { LookupDropper } from '../../storage/drop-cached-lookup.ts';
@@ -25,7 +32,15 @@ const RELS = [16384, 16385, 16386, 16387];
 type Cmd =
   | { op: 'create'; rel: number; fork: ForkNumber }
   | { op: 'extend'; rel: number; fork: ForkNumber; count: number; viaCache: boolean }
-  | { op: 'read'; rel: number; fork: ForkNumber; at: number; dirty: boolean; repeat: number; tail: boolean }
+  | {
+      op: 'read';
+      rel: number;
+      fork: ForkNumber;
+      at: number;
+      dirty: boolean;
+      repeat: number;
+      tail: boolean;
+    }
   | { op: 'truncate'; rel: number; forkMask: number; at: number; beyond: boolean; tail: boolean }
   | { op: 'drop'; relMask: number }
   | { op: 'recovery'; on: boolean; promote: boolean }
@@ -38,20 +53,35 @@ const fork = fc.constantFrom<ForkNumber>(0, 0, 0, 0, 0, 1, 2, 3);
 const cmd: fc.Arbitrary<Cmd> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('create' as const), rel, fork }), weight: 3 },
   {
-    arbitrary: fc.record({ op: fc.constant('extend' as const), rel, fork, count: fc.integer({ min: 1, max: 24 }), viaCache: fc.boolean() }),
+    arbitrary: fc.record({
+      op: fc.constant('extend' as const),
+      rel,
+      fork,
+      count: fc.integer({ min: 1, max: 24 }),
+      viaCache: fc.boolean(),
+    }),
     weight: 4,
   },
   {
     arbitrary: fc.record({
-      op: fc.constant('read' as const), rel, fork, at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
-      dirty: fc.boolean(), repeat: fc.integer({ min: 1, max: 12 }), tail: fc.boolean(),
+      op: fc.constant('read' as const),
+      rel,
+      fork,
+      at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+      dirty: fc.boolean(),
+      repeat: fc.integer({ min: 1, max: 12 }),
+      tail: fc.boolean(),
     }),
     weight: 12,
   },
   {
     arbitrary: fc.record({
-      op: fc.constant('truncate' as const), rel, forkMask: fc.integer({ min: 1, max: 15 }),
-      at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), beyond: fc.boolean(), tail: fc.boolean(),
+      op: fc.constant('truncate' as const),
+      rel,
+      forkMask: fc.integer({ min: 1, max: 15 }),
+      at: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+      beyond: fc.boolean(),
+      tail: fc.boolean(),
     }),
     weight: 3,
   },
@@ -63,9 +93,21 @@ const cmd: fc.Arbitrary<Cmd> = fc.oneof(
     }),
     weight: 1,
   },
-  { arbitrary: fc.record({ op: fc.constant('recovery' as const), on: fc.boolean(), promote: fc.boolean() }), weight: 1 },
   {
-    arbitrary: fc.record({ op: fc.constant('cache' as const), rel, fork, action: fc.constantFrom('reset' as const, 'close' as const, 'touch' as const) }),
+    arbitrary: fc.record({
+      op: fc.constant('recovery' as const),
+      on: fc.boolean(),
+      promote: fc.boolean(),
+    }),
+    weight: 1,
+  },
+  {
+    arbitrary: fc.record({
+      op: fc.constant('cache' as const),
+      rel,
+      fork,
+      action: fc.constantFrom('reset' as const, 'close' as const, 'touch' as const),
+    }),
     weight: 2,
   },
   { arbitrary: fc.constant({ op: 'checkpoint' as const }), weight: 1 },
@@ -82,19 +124,29 @@ interface Node {
 }
 
 function newPool(nBuffers: number, written: string[], settings: DropSettings): BufferPool {
-  return new BufferPool(nBuffers, poolOptionsFor(settings, { onWriteDirty: (r, f, b) => written.push(`${r}/${f}/${b}`) }));
+  return new BufferPool(
+    nBuffers,
+    poolOptionsFor(settings, { onWriteDirty: (r, f, b) => written.push(`${r}/${f}/${b}`) }),
+  );
 }
 
 function makeNode(nBuffers: number, settings: DropSettings, recovery: boolean): Node {
   const written: string[] = [];
   const smgr = new StorageManager();
   smgr.inRecovery = recovery;
-  return { settings, pool: newPool(nBuffers, written, settings), smgr, written, stats: new DropStats() };
+  return {
+    settings,
+    pool: newPool(nBuffers, written, settings),
+    smgr,
+    written,
+    stats: new DropStats(),
+  };
 }
 
 function existingForks(smgr: StorageManager, r: number): ForkNumber[] {
   const out: ForkNumber[] = [];
-  for (let f = 0; f <= MAX_FORKNUM; f++) if (smgr.exists(r, f as ForkNumber)) out.push(f as ForkNumber);
+  for (let f = 0; f <= MAX_FORKNUM; f++)
+    if (smgr.exists(r, f as ForkNumber)) out.push(f as ForkNumber);
   return out;
 }
 
@@ -119,7 +171,9 @@ function apply(node: Node, c: Cmd): void {
       if (size === 0) return;
       for (let k = 0; k < c.repeat; k++) {
         // Tail reads hit the last blocks, the ones a truncation drops first.
-        const block = c.tail ? (size - 1 - k + size * 12) % size : Math.floor(c.at * size + k * 7) % size;
+        const block = c.tail
+          ? (size - 1 - k + size * 12) % size
+          : Math.floor(c.at * size + k * 7) % size;
         const id = pool.readBuffer(c.rel, c.fork, block);
         if (c.dirty && k % 2 === 0) pool.markDirty(id);
         pool.releaseBuffer(id);
@@ -140,14 +194,20 @@ function apply(node: Node, c: Cmd): void {
       node.stats.add(r);
       for (const t of pool.bufferedBlocks(c.rel)) {
         const i = forks.indexOf(t.fork);
-        expect(i < 0 || t.block < nblocks[i]!, `truncated block ${t.rel}/${t.fork}/${t.block} still buffered`).toBe(true);
+        expect(
+          i < 0 || t.block < nblocks[i]!,
+          `truncated block ${t.rel}/${t.fork}/${t.block} still buffered`,
+        ).toBe(true);
       }
       return;
     }
     case 'drop': {
-      const rels = RELS.filter((_, i) => (c.relMask >> i) & 1).filter((r) => existingForks(smgr, r).length > 0);
+      const rels = RELS.filter((_, i) => (c.relMask >> i) & 1).filter(
+        (r) => existingForks(smgr, r).length > 0,
+      );
       node.stats.add(smgrdounlinkall(pool, smgr, rels, settings));
-      for (const r of rels) expect(pool.bufferedBlocks(r), `dropped relation ${r} still buffered`).toEqual([]);
+      for (const r of rels)
+        expect(pool.bufferedBlocks(r), `dropped relation ${r} still buffered`).toEqual([]);
       return;
     }
     case 'recovery':
@@ -178,14 +238,26 @@ function apply(node: Node, c: Cmd): void {
 function snapshot(node: Node) {
   const { pool, smgr } = node;
   const cached: number[] = [];
-  for (const r of RELS) for (let f = 0; f <= MAX_FORKNUM; f++) cached.push(smgr.peekCachedNblocks(r, f as ForkNumber));
+  for (const r of RELS)
+    for (let f = 0; f <= MAX_FORKNUM; f++) cached.push(smgr.peekCachedNblocks(r, f as ForkNumber));
   return {
-    tagRel: pool.tagRel.slice(), tagFork: pool.tagFork.slice(), tagBlock: pool.tagBlock.slice(),
-    flags: pool.flags.slice(), usage: pool.usageCount.slice(), refCount: pool.refCount.slice(),
-    freeNext: pool.freeNext.slice(), slots: pool.table.slots.slice(),
-    firstFree: pool.firstFreeBuffer, lastFree: pool.lastFreeBuffer, hand: pool.nextVictimBuffer,
-    passes: pool.completePasses, counters: { ...pool.counters }, written: node.written.slice(),
-    disk: smgr.serialize(), cached, recovery: smgr.inRecovery,
+    tagRel: pool.tagRel.slice(),
+    tagFork: pool.tagFork.slice(),
+    tagBlock: pool.tagBlock.slice(),
+    flags: pool.flags.slice(),
+    usage: pool.usageCount.slice(),
+    refCount: pool.refCount.slice(),
+    freeNext: pool.freeNext.slice(),
+    slots: pool.table.slots.slice(),
+    firstFree: pool.firstFreeBuffer,
+    lastFree: pool.lastFreeBuffer,
+    hand: pool.nextVictimBuffer,
+    passes: pool.completePasses,
+    counters: { ...pool.counters },
+    written: node.written.slice(),
+    disk: smgr.serialize(),
+    cached,
+    recovery: smgr.inRecovery,
   };
 }
 
@@ -198,7 +270,11 @@ function expectSameSnapshot(actual: Snapshot, ref: Snapshot, what: string): void
     const a = actual[k];
     const b = ref[k];
     if (ArrayBuffer.isView(a) && ArrayBuffer.isView(b)) {
-      same &&= Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
+      same &&=
+        Buffer.compare(
+          Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+          Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+        ) === 0;
     } else {
       same &&= JSON.stringify(a) === JSON.stringify(b);
     }
@@ -215,17 +291,52 @@ function checkBlocksBelowDiskSize(node: Node): void {
   }
 }
 
-type PathsSeen = Record<'full-scan' | 'cached-lookup' | 'lookupInvalidations' | 'relListInvalidations' | 'hashBuilds' | 'hashWalkInvalidations' | 'cacheAtCreateLookups', number>;
+type PathsSeen = Record<
+  | 'full-scan'
+  | 'cached-lookup'
+  | 'lookupInvalidations'
+  | 'relListInvalidations'
+  | 'hashBuilds'
+  | 'hashWalkInvalidations'
+  | 'cacheAtCreateLookups',
+  number
+>;
 
 /** One property run: the workload in lockstep on one node per strategy, compared after every step. */
-function runLockstep(nBuffers: number, thresholdDivisor: number, recovery: boolean, cmds: Cmd[], pathsSeen: PathsSeen): void {
+function runLockstep(
+  nBuffers: number,
+  thresholdDivisor: number,
+  recovery: boolean,
+  cmds: Cmd[],
+  pathsSeen: PathsSeen,
+): void {
   const nodes = [
-    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'full-scan', thresholdDivisor }, recovery),
+    makeNode(
+      nBuffers,
+      { ...DEFAULT_DROP_SETTINGS, strategy: 'full-scan', thresholdDivisor },
+      recovery,
+    ),
     makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, thresholdDivisor }, recovery),
-    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, thresholdDivisor, forceOptimized: true }, recovery),
-    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'rel-list', thresholdDivisor }, recovery),
-    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'recovery-hash', thresholdDivisor }, recovery),
-    makeNode(nBuffers, { ...DEFAULT_DROP_SETTINGS, strategy: 'cache-at-create', thresholdDivisor }, recovery),
+    makeNode(
+      nBuffers,
+      { ...DEFAULT_DROP_SETTINGS, thresholdDivisor, forceOptimized: true },
+      recovery,
+    ),
+    makeNode(
+      nBuffers,
+      { ...DEFAULT_DROP_SETTINGS, strategy: 'rel-list', thresholdDivisor },
+      recovery,
+    ),
+    makeNode(
+      nBuffers,
+      { ...DEFAULT_DROP_SETTINGS, strategy: 'recovery-hash', thresholdDivisor },
+      recovery,
+    ),
+    makeNode(
+      nBuffers,
+      { ...DEFAULT_DROP_SETTINGS, strategy: 'cache-at-create', thresholdDivisor },
+      recovery,
+    ),
   ];
   const cacheAtCreate = nodes[5]!;
   // Every relation starts with a main fork, as after CREATE TABLE.
@@ -238,18 +349,23 @@ function runLockstep(nBuffers: number, thresholdDivisor: number, recovery: boole
       checkBlocksBelowDiskSize(node);
     }
     const ref = snapshot(nodes[0]!);
-    for (const node of nodes.slice(1, 5)) expectSameSnapshot(snapshot(node), ref, node.settings.strategy);
+    for (const node of nodes.slice(1, 5))
+      expectSameSnapshot(snapshot(node), ref, node.settings.strategy);
     // cache-at-create caches sizes the others do not; everything else must be the same.
     expectSameSnapshot({ ...snapshot(cacheAtCreate), cached: ref.cached }, ref, 'cache-at-create');
   }
   expect(nodes[0]!.stats.drops['cached-lookup']).toBe(0);
   pathsSeen['full-scan'] += nodes[1]!.stats.drops['full-scan'];
-  pathsSeen['cached-lookup'] += nodes[1]!.stats.drops['cached-lookup'] + nodes[2]!.stats.drops['cached-lookup'];
-  pathsSeen.lookupInvalidations += nodes[1]!.stats.invalidatedByPath['cached-lookup'] + nodes[2]!.stats.invalidatedByPath['cached-lookup'];
+  pathsSeen['cached-lookup'] +=
+    nodes[1]!.stats.drops['cached-lookup'] + nodes[2]!.stats.drops['cached-lookup'];
+  pathsSeen.lookupInvalidations +=
+    nodes[1]!.stats.invalidatedByPath['cached-lookup'] +
+    nodes[2]!.stats.invalidatedByPath['cached-lookup'];
   pathsSeen.relListInvalidations += nodes[3]!.stats.invalidatedByPath['rel-list'];
   pathsSeen.hashBuilds += nodes[4]!.stats.hashBuilds;
   pathsSeen.hashWalkInvalidations += nodes[4]!.stats.invalidatedByPath['recovery-hash'];
-  pathsSeen.cacheAtCreateLookups += cacheAtCreate.stats.drops['cached-lookup'] - nodes[1]!.stats.drops['cached-lookup'];
+  pathsSeen.cacheAtCreateLookups +=
+    cacheAtCreate.stats.drops['cached-lookup'] - nodes[1]!.stats.drops['cached-lookup'];
   expect(nodes[3]!.stats.drops['rel-list']).toBe(nodes[0]!.stats.drops['full-scan']);
 }
 
@@ -263,9 +379,19 @@ const runArb = fc.tuple(
 
 describe('drop strategies are equivalent', () => {
   it('every strategy leaves identical pools and storage', () => {
-    const pathsSeen: PathsSeen = { 'full-scan': 0, 'cached-lookup': 0, lookupInvalidations: 0, relListInvalidations: 0, hashBuilds: 0, hashWalkInvalidations: 0, cacheAtCreateLookups: 0 };
+    const pathsSeen: PathsSeen = {
+      'full-scan': 0,
+      'cached-lookup': 0,
+      lookupInvalidations: 0,
+      relListInvalidations: 0,
+      hashBuilds: 0,
+      hashWalkInvalidations: 0,
+      cacheAtCreateLookups: 0,
+    };
     fc.assert(
-      fc.property(runArb, ([nBuffers, thresholdDivisor, recovery, cmds]) => runLockstep(nBuffers, thresholdDivisor, recovery, cmds, pathsSeen)),
+      fc.property(runArb, ([nBuffers, thresholdDivisor, recovery, cmds]) =>
+        runLockstep(nBuffers, thresholdDivisor, recovery, cmds, pathsSeen),
+      ),
       { numRuns: 200 },
     );
     console.log(`drop paths taken by the PG14 strategies: ${JSON.stringify(pathsSeen)}`);
@@ -292,7 +418,14 @@ describe('drop strategies are equivalent', () => {
  * the probe count (covered by storage-drop.test.ts's `probes == blocks to drop`) but no state.
  */
 describe('mutations of the lookup path are caught', () => {
-  type ProbeRange = (this: LookupDropper, rel: number, fork: ForkNumber, from: number, to: number, firstDelBlock: number) => void;
+  type ProbeRange = (
+    this: LookupDropper,
+    rel: number,
+    fork: ForkNumber,
+    from: number,
+    to: number,
+    firstDelBlock: number,
+  ) => void;
   const proto = LookupDropper.prototype as unknown as { probeRange: ProbeRange };
   const original = proto.probeRange;
   afterEach(() => {
@@ -305,16 +438,32 @@ describe('mutations of the lookup path are caught', () => {
     'the last block (nForkBlock - 1) is not probed': function (rel, fork, from, to, first) {
       original.call(this, rel, fork, from, to - 1, first);
     },
-    'the header re-check uses > firstDelBlock instead of >=': function (rel, fork, from, to, first) {
+    'the header re-check uses > firstDelBlock instead of >=': function (
+      rel,
+      fork,
+      from,
+      to,
+      first,
+    ) {
       original.call(this, rel, fork, from, to, first + 1);
     },
   };
   for (const [name, mutant] of Object.entries(mutants)) {
     it(`catches: ${name}`, () => {
       proto.probeRange = mutant;
-      const paths: PathsSeen = { 'full-scan': 0, 'cached-lookup': 0, lookupInvalidations: 0, relListInvalidations: 0, hashBuilds: 0, hashWalkInvalidations: 0, cacheAtCreateLookups: 0 };
+      const paths: PathsSeen = {
+        'full-scan': 0,
+        'cached-lookup': 0,
+        lookupInvalidations: 0,
+        relListInvalidations: 0,
+        hashBuilds: 0,
+        hashWalkInvalidations: 0,
+        cacheAtCreateLookups: 0,
+      };
       const r = fc.check(
-        fc.property(runArb, ([nBuffers, thresholdDivisor, recovery, cmds]) => runLockstep(nBuffers, thresholdDivisor, recovery, cmds, paths)),
+        fc.property(runArb, ([nBuffers, thresholdDivisor, recovery, cmds]) =>
+          runLockstep(nBuffers, thresholdDivisor, recovery, cmds, paths),
+        ),
         { numRuns: 200, seed: 20261201, endOnFailure: true },
       );
       expect(r.failed, `mutant "${name}" survived ${r.numRuns} runs`).toBe(true);

@@ -7,7 +7,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeRecord, describeRecordBodyProblem, encodeRecord, InvalidWalRecordError, BODY_FIELDS, validateRecordBody } from '../../wal/codec.ts';
+import {
+  decodeRecord,
+  describeRecordBodyProblem,
+  encodeRecord,
+  InvalidWalRecordError,
+  BODY_FIELDS,
+  validateRecordBody,
+} from '../../wal/codec.ts';
 import { WalWriter } from '../../wal/wal-writer.ts';
 import { readWal } from '../../wal/wal-reader.ts';
 import { segmentFileName, segmentOf, walDir } from '../../wal/segment.ts';
@@ -24,25 +31,83 @@ const u32 = fc.nat({ max: 0xffffffff });
 const rel = fc.integer({ min: 16384, max: 20000 });
 const lsn = fc.nat({ max: Number.MAX_SAFE_INTEGER });
 // -0 is excluded: msgpack writes it as the integer 0, which is the same instant.
-const time = fc.oneof(fc.nat({ max: 2 ** 45 }), fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => !Object.is(x, -0)));
-const ranges = fc.array(fc.tuple(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 300 })), { maxLength: 20 }).map((a) => a.flat());
-const runs = fc.array(fc.tuple(fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), fc.integer({ min: 1, max: 226 })), { maxLength: 10 }).map((a) => a.flat());
+const time = fc.oneof(
+  fc.nat({ max: 2 ** 45 }),
+  fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => !Object.is(x, -0)),
+);
+const ranges = fc
+  .array(fc.tuple(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 300 })), {
+    maxLength: 20,
+  })
+  .map((a) => a.flat());
+const runs = fc
+  .array(
+    fc.tuple(fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), fc.integer({ min: 1, max: 226 })),
+    { maxLength: 10 },
+  )
+  .map((a) => a.flat());
 const fork = fc.constantFrom(0 as const, 1 as const, 2 as const, 3 as const);
 
 const bodyArb: fc.Arbitrary<WalRecordBody> = fc.oneof(
-  fc.record({ kind: fc.constantFrom('CHECKPOINT_SHUTDOWN' as const, 'CHECKPOINT_ONLINE' as const), redo: lsn, timeline: u32, prevTimeline: u32, nextXid: u32, nextRelFileNumber: u32, time }),
-  fc.record({ kind: fc.constant('END_OF_RECOVERY' as const), newTimeline: u32, prevTimeline: u32, time }),
+  fc.record({
+    kind: fc.constantFrom('CHECKPOINT_SHUTDOWN' as const, 'CHECKPOINT_ONLINE' as const),
+    redo: lsn,
+    timeline: u32,
+    prevTimeline: u32,
+    nextXid: u32,
+    nextRelFileNumber: u32,
+    time,
+  }),
+  fc.record({
+    kind: fc.constant('END_OF_RECOVERY' as const),
+    newTimeline: u32,
+    prevTimeline: u32,
+    time,
+  }),
   fc.constant({ kind: 'NOOP' as const }),
   fc.record({ kind: fc.constant('FPI' as const), rel, fork, block: u32 }),
-  fc.record({ kind: fc.constantFrom('XACT_COMMIT' as const, 'XACT_ABORT' as const), xactTime: time, droppedRels: fc.array(u32, { maxLength: 5 }) }),
+  fc.record({
+    kind: fc.constantFrom('XACT_COMMIT' as const, 'XACT_ABORT' as const),
+    xactTime: time,
+    droppedRels: fc.array(u32, { maxLength: 5 }),
+  }),
   fc.record({ kind: fc.constant('SMGR_CREATE' as const), rel, fork }),
-  fc.record({ kind: fc.constant('SMGR_TRUNCATE' as const), rel, blkno: u32, flags: fc.integer({ min: 0, max: 7 }) }),
-  fc.record({ kind: fc.constant('CATALOG_UPDATE' as const), relname: fc.string({ maxLength: 64 }), rel: u32 }),
+  fc.record({
+    kind: fc.constant('SMGR_TRUNCATE' as const),
+    rel,
+    blkno: u32,
+    flags: fc.integer({ min: 0, max: 7 }),
+  }),
+  fc.record({
+    kind: fc.constant('CATALOG_UPDATE' as const),
+    relname: fc.string({ maxLength: 64 }),
+    rel: u32,
+  }),
   fc.record({ kind: fc.constant('STANDBY_LOCK' as const), rel }),
-  fc.record({ kind: fc.constant('HEAP_INSERT' as const), rel, block: u32, offset: fc.integer({ min: 1, max: 291 }), value: fc.maxSafeInteger(), initPage: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('HEAP_INSERT' as const),
+    rel,
+    block: u32,
+    offset: fc.integer({ min: 1, max: 291 }),
+    value: fc.maxSafeInteger(),
+    initPage: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant('HEAP_DELETE' as const), rel, block: u32, offsets: ranges }),
-  fc.record({ kind: fc.constant('HEAP2_MULTI_INSERT' as const), rel, block: u32, firstOffset: fc.integer({ min: 1, max: 226 }), runs, initPage: fc.boolean() }),
-  fc.record({ kind: fc.constant('HEAP2_PRUNE' as const), rel, block: u32, latestRemovedXid: u32, offsets: ranges }),
+  fc.record({
+    kind: fc.constant('HEAP2_MULTI_INSERT' as const),
+    rel,
+    block: u32,
+    firstOffset: fc.integer({ min: 1, max: 226 }),
+    runs,
+    initPage: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant('HEAP2_PRUNE' as const),
+    rel,
+    block: u32,
+    latestRemovedXid: u32,
+    offsets: ranges,
+  }),
   fc.record({ kind: fc.constant('HEAP2_VISIBLE' as const), rel, block: u32 }),
 );
 
@@ -63,25 +128,35 @@ function decodeOrTypedError(buf: Uint8Array, at: number): 'ok' | InvalidWalRecor
 describe('WAL codec properties', () => {
   it('random record sequences round-trip through segment files, with writes and flushes anywhere', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(bodyArb, u32, fc.constantFrom('none', 'write', 'flush')), { minLength: 1, maxLength: 300 }), (ops) => {
-        const dir = tempDataDir();
-        dirs.push(dir);
-        const w = WalWriter.open(dir, { segmentSize: 64 * 1024, timeline: 1, walBuffersBytes: 8192 });
-        const lsns = ops.map(([b, xid, action]) => {
-          const r = w.insert(b, xid);
-          if (action === 'write') w.write();
-          if (action === 'flush') w.flush();
-          return r.startLsn;
-        });
-        w.close();
-        const reader = readWal(dir, lsns[0]!, { timeline: 1, segmentSize: 64 * 1024 });
-        const recs = [...reader];
-        expect(reader.endReason).toBe('end_of_wal');
-        expect(recs.map((r) => r.lsn)).toEqual(lsns);
-        expect(recs.map((r) => r.body)).toEqual(ops.map(([b]) => b));
-        expect(recs.map((r) => r.header.xid)).toEqual(ops.map(([, x]) => x));
-        removeDir(dir);
-      }),
+      fc.property(
+        fc.array(fc.tuple(bodyArb, u32, fc.constantFrom('none', 'write', 'flush')), {
+          minLength: 1,
+          maxLength: 300,
+        }),
+        (ops) => {
+          const dir = tempDataDir();
+          dirs.push(dir);
+          const w = WalWriter.open(dir, {
+            segmentSize: 64 * 1024,
+            timeline: 1,
+            walBuffersBytes: 8192,
+          });
+          const lsns = ops.map(([b, xid, action]) => {
+            const r = w.insert(b, xid);
+            if (action === 'write') w.write();
+            if (action === 'flush') w.flush();
+            return r.startLsn;
+          });
+          w.close();
+          const reader = readWal(dir, lsns[0]!, { timeline: 1, segmentSize: 64 * 1024 });
+          const recs = [...reader];
+          expect(reader.endReason).toBe('end_of_wal');
+          expect(recs.map((r) => r.lsn)).toEqual(lsns);
+          expect(recs.map((r) => r.body)).toEqual(ops.map(([b]) => b));
+          expect(recs.map((r) => r.header.xid)).toEqual(ops.map(([, x]) => x));
+          removeDir(dir);
+        },
+      ),
       { ...params, numRuns: 25 },
     );
   });
@@ -130,7 +205,10 @@ describe('WAL codec properties', () => {
     const seg = 64 * 1024;
     const w = WalWriter.open(dir, { segmentSize: seg, timeline: 1 });
     const lsns: number[] = [];
-    for (let i = 0; i < 40; i++) lsns.push(w.insert({ kind: 'XACT_COMMIT', xactTime: i, droppedRels: [i, i + 1] }, i).startLsn);
+    for (let i = 0; i < 40; i++)
+      lsns.push(
+        w.insert({ kind: 'XACT_COMMIT', xactTime: i, droppedRels: [i, i + 1] }, i).startLsn,
+      );
     w.close();
     const file = path.join(walDir(dir), segmentFileName(1, segmentOf(lsns[0]!, seg), seg));
     const full = fs.readFileSync(file);
@@ -140,26 +218,44 @@ describe('WAL codec properties', () => {
       const reader = readWal(dir, lsns[0]!, { timeline: 1, segmentSize: seg });
       const n = [...reader].length;
       expect(reader.endReason).toBe('end_of_wal');
-      expect(n).toBe(lsns.filter((l, k) => (lsns[k + 1] ?? w.insertLsn) - seg <= cut && l >= 0).length);
+      expect(n).toBe(
+        lsns.filter((l, k) => (lsns[k + 1] ?? w.insertLsn) - seg <= cut && l >= 0).length,
+      );
     }
   });
 
   it('validateRecordBody refuses any non-record value with a typed error only', () => {
     fc.assert(
-      fc.property(fc.anything({ withBigInt: true, withMap: true, withTypedArray: true, withNullPrototype: true }), (v) => {
-        try {
-          validateRecordBody(v);
-        } catch (e) {
-          expect(e).toBeInstanceOf(InvalidWalRecordError);
-        }
-      }),
+      fc.property(
+        fc.anything({
+          withBigInt: true,
+          withMap: true,
+          withTypedArray: true,
+          withNullPrototype: true,
+        }),
+        (v) => {
+          try {
+            validateRecordBody(v);
+          } catch (e) {
+            expect(e).toBeInstanceOf(InvalidWalRecordError);
+          }
+        },
+      ),
       { ...params, numRuns: 500 },
     );
   });
 
   it('the hot-path shape check agrees with the generic one on random mutations', () => {
-    const values = fc.oneof(fc.constant(undefined), fc.constant(null), fc.boolean(), fc.integer(), fc.double(), fc.string(),
-      fc.array(fc.integer({ min: -3, max: 300 }), { maxLength: 5 }), fc.constantFrom(2 ** 32, -1, 0, 2 ** 53));
+    const values = fc.oneof(
+      fc.constant(undefined),
+      fc.constant(null),
+      fc.boolean(),
+      fc.integer(),
+      fc.double(),
+      fc.string(),
+      fc.array(fc.integer({ min: -3, max: 300 }), { maxLength: 5 }),
+      fc.constantFrom(2 ** 32, -1, 0, 2 ** 53),
+    );
     fc.assert(
       fc.property(bodyArb, fc.nat(), values, (body, which, value) => {
         const fields = BODY_FIELDS[body.kind];
@@ -168,7 +264,9 @@ describe('WAL codec properties', () => {
         const mutated = { ...body, [name]: value } as Record<string, unknown>;
         const problem = describeRecordBodyProblem(mutated);
         // Re-run the generic check alone by hiding the kind from the fast path's switch.
-        const generic = describeRecordBodyProblem(Object.assign(Object.create({ kind: body.kind }), mutated, { kind: body.kind }));
+        const generic = describeRecordBodyProblem(
+          Object.assign(Object.create({ kind: body.kind }), mutated, { kind: body.kind }),
+        );
         expect(problem === null).toBe(generic === null);
       }),
       { ...params, numRuns: 500 },
@@ -177,20 +275,67 @@ describe('WAL codec properties', () => {
 });
 
 /** Stream-message times: within a JavaScript Date's range (decodeMessage refuses anything else). */
-const streamTime = fc.oneof(fc.nat({ max: 2 ** 45 }), fc.double({ min: -8.64e15, max: 8.64e15, noNaN: true }).filter((x) => !Object.is(x, -0)));
+const streamTime = fc.oneof(
+  fc.nat({ max: 2 ** 45 }),
+  fc.double({ min: -8.64e15, max: 8.64e15, noNaN: true }).filter((x) => !Object.is(x, -0)),
+);
 
 const messageArb: fc.Arbitrary<StreamMessage> = fc.oneof(
   fc.constant({ type: 'IDENTIFY_SYSTEM' as const }),
-  fc.record({ type: fc.constant('IdentifySystemReply' as const), systemId: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }).map(String), timeline: fc.integer({ min: 1, max: 2 ** 32 - 1 }), xlogpos: lsn }),
-  fc.record({ type: fc.constant('START_REPLICATION' as const), startLsn: lsn, timeline: fc.integer({ min: 1, max: 100 }), applicationName: fc.string() }),
-  fc.record({ type: fc.constant('XLogData' as const), walStart: lsn, walEnd: lsn, sendTime: streamTime, data: fc.uint8Array({ maxLength: 300 }) }),
-  fc.record({ type: fc.constant('PrimaryKeepalive' as const), walEnd: lsn, sendTime: streamTime, replyRequested: fc.boolean() }),
-  fc.record({ type: fc.constant('StandbyStatusUpdate' as const), writeLsn: lsn, flushLsn: lsn, applyLsn: lsn, sendTime: streamTime, replyRequested: fc.boolean() }),
-  fc.record({ type: fc.constant('EndOfTimeline' as const), timeline: fc.integer({ min: 1, max: 100 }), switchLsn: lsn }),
-  fc.record({ type: fc.constant('TIMELINE_HISTORY' as const), timeline: fc.integer({ min: 1, max: 100 }) }),
-  fc.record({ type: fc.constant('TimelineHistoryReply' as const), timeline: fc.integer({ min: 1, max: 100 }), fileName: fc.string(), content: fc.string() }),
+  fc.record({
+    type: fc.constant('IdentifySystemReply' as const),
+    systemId: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }).map(String),
+    timeline: fc.integer({ min: 1, max: 2 ** 32 - 1 }),
+    xlogpos: lsn,
+  }),
+  fc.record({
+    type: fc.constant('START_REPLICATION' as const),
+    startLsn: lsn,
+    timeline: fc.integer({ min: 1, max: 100 }),
+    applicationName: fc.string(),
+  }),
+  fc.record({
+    type: fc.constant('XLogData' as const),
+    walStart: lsn,
+    walEnd: lsn,
+    sendTime: streamTime,
+    data: fc.uint8Array({ maxLength: 300 }),
+  }),
+  fc.record({
+    type: fc.constant('PrimaryKeepalive' as const),
+    walEnd: lsn,
+    sendTime: streamTime,
+    replyRequested: fc.boolean(),
+  }),
+  fc.record({
+    type: fc.constant('StandbyStatusUpdate' as const),
+    writeLsn: lsn,
+    flushLsn: lsn,
+    applyLsn: lsn,
+    sendTime: streamTime,
+    replyRequested: fc.boolean(),
+  }),
+  fc.record({
+    type: fc.constant('EndOfTimeline' as const),
+    timeline: fc.integer({ min: 1, max: 100 }),
+    switchLsn: lsn,
+  }),
+  fc.record({
+    type: fc.constant('TIMELINE_HISTORY' as const),
+    timeline: fc.integer({ min: 1, max: 100 }),
+  }),
+  fc.record({
+    type: fc.constant('TimelineHistoryReply' as const),
+    timeline: fc.integer({ min: 1, max: 100 }),
+    fileName: fc.string(),
+    content: fc.string(),
+  }),
   fc.constant({ type: 'CopyDone' as const }),
-  fc.record({ type: fc.constant('Error' as const), code: fc.constantFrom('08P01', '55000', 'XX001'), message: fc.string() }),
+  fc.record({
+    type: fc.constant('Error' as const),
+    code: fc.constantFrom('08P01', '55000', 'XX001'),
+    message: fc.string(),
+  }),
 );
 
 /** A message with its binary data as a plain array, for comparisons. */
@@ -213,7 +358,10 @@ describe('stream message properties', () => {
       fc.property(messageArb, fc.nat(), fc.integer({ min: 0, max: 255 }), (m, pos, mask) => {
         const frame = encodeMessage(m);
         const i = pos % frame.length;
-        for (const bytes of [frame.subarray(0, i), Uint8Array.from(frame, (b, k) => (k === i ? b ^ mask : b))]) {
+        for (const bytes of [
+          frame.subarray(0, i),
+          Uint8Array.from(frame, (b, k) => (k === i ? b ^ mask : b)),
+        ]) {
           let back: StreamMessage | null = null;
           try {
             back = decodeMessage(bytes);
@@ -224,7 +372,8 @@ describe('stream message properties', () => {
           // Whatever was accepted is a valid message: it encodes and decodes to itself, and its time
           // (if any) is a valid Date (a walsender formats the standby's sendTime as replyTime).
           if (back !== null) expect(plain(decodeMessage(encodeMessage(back)))).toEqual(plain(back));
-          if (back !== null && 'sendTime' in back) expect(() => new Date(back.sendTime).toISOString()).not.toThrow();
+          if (back !== null && 'sendTime' in back)
+            expect(() => new Date(back.sendTime).toISOString()).not.toThrow();
         }
       }),
       { ...params, numRuns: 500 },

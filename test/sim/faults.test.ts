@@ -16,15 +16,23 @@ function scenario(seed: number, commands: SimCommand[], over: Partial<SimOptions
   return {
     seed,
     options: {
-      synchronousCommit: 'on', dropStrategy: { primary: 'full-scan', standby: 'cached-lookup' }, sharedBuffers: '256kB',
-      walSegmentSize: 64 * 1024, link: { delayMinMs: 1, delayMaxMs: 5, cutDetectMs: 100 }, stepMs: 20, ...over,
+      synchronousCommit: 'on',
+      dropStrategy: { primary: 'full-scan', standby: 'cached-lookup' },
+      sharedBuffers: '256kB',
+      walSegmentSize: 64 * 1024,
+      link: { delayMinMs: 1, delayMaxMs: 5, cutDetectMs: 100 },
+      stepMs: 20,
+      ...over,
     },
     commands,
   };
 }
 
 const inserts = (table: string, from: number, n: number): SimCommand[] =>
-  Array.from({ length: n }, (_, i) => ({ op: 'sql', sql: `INSERT INTO ${table} VALUES (${from + i})` }));
+  Array.from({ length: n }, (_, i) => ({
+    op: 'sql',
+    sql: `INSERT INTO ${table} VALUES (${from + i})`,
+  }));
 
 describe('primary WAL corruption', () => {
   const commands: SimCommand[] = [
@@ -48,8 +56,12 @@ describe('primary WAL corruption', () => {
       const flipped = /flipped a byte at \S+ in the record at (\S+) \(\S+ on A\)/.exec(trace);
       expect(flipped).not.toBeNull();
       // Every commit the ledger gave up to the corruption ended past the bad record's start.
-      for (const m of trace.matchAll(/lost to WAL corruption on A \(commit ends at or before (\S+)\)/g)) {
-        expect(parseInt(m[1]!.replace('/', ''), 16)).toBeGreaterThan(parseInt(flipped![1]!.replace('/', ''), 16));
+      for (const m of trace.matchAll(
+        /lost to WAL corruption on A \(commit ends at or before (\S+)\)/g,
+      )) {
+        expect(parseInt(m[1]!.replace('/', ''), 16)).toBeGreaterThan(
+          parseInt(flipped![1]!.replace('/', ''), 16),
+        );
       }
       expect(r.lostToCorruption).toBe([...trace.matchAll(/lost to WAL corruption/g)].length);
       if (r.lostToCorruption > 0) withLoss++;
@@ -85,7 +97,12 @@ describe('slow disk', () => {
     expect(c.delayedFsyncs).toBeGreaterThan(0);
     expect(slow.latencyOf('standby').counters.delayedMs).toBe(0);
     // The same run without the fault takes less simulated time; with it, no more than the delays.
-    const fast = await runSimulation(scenario(5, cmds.filter((x) => x.op !== 'slowDisk')));
+    const fast = await runSimulation(
+      scenario(
+        5,
+        cmds.filter((x) => x.op !== 'slowDisk'),
+      ),
+    );
     expect(fast.violations).toEqual([]);
     expect(r.simMs).toBeGreaterThan(fast.simMs);
     expect(r.acknowledged).toBe(fast.acknowledged);
@@ -99,7 +116,7 @@ describe('slow disk', () => {
 });
 
 describe('failover time', () => {
-  it('reports the phases on the promoted node\'s simulated clock, with modeled PostgreSQL time', async () => {
+  it("reports the phases on the promoted node's simulated clock, with modeled PostgreSQL time", async () => {
     const cmds: SimCommand[] = [
       { op: 'sql', sql: 'CREATE TABLE f (c int)' },
       { op: 'pause' },
@@ -128,7 +145,7 @@ describe('failover time', () => {
 });
 
 describe('node status on the simulated disk', () => {
-  it('counts WAL files on the node\'s own disk (not the real file system)', async () => {
+  it("counts WAL files on the node's own disk (not the real file system)", async () => {
     const sim = new Simulation(scenario(1, []));
     await sim.setup();
     expect(sim.nodeOf('primary')!.status().walFiles).toBeGreaterThanOrEqual(1);
@@ -147,15 +164,20 @@ describe('primary disk full', () => {
         { op: 'wait', ms: 1000 },
         ...inserts('d', 20, 3),
       ];
-      const r = await runSimulation(scenario(21, cmds, { synchronousCommit: level }), { trace: true });
+      const r = await runSimulation(scenario(21, cmds, { synchronousCommit: level }), {
+        trace: true,
+      });
       expect(r.violations).toEqual([]);
       expect(r.lost).toBe(0);
       expect(r.faults['disk full (primary pg_wal)']).toBe(1);
       const trace = r.trace!.join('\n');
-      expect(trace).toMatch(/A#1 exit after PANIC: {2}could not write to WAL: ENOSPC: no space left on device/);
+      expect(trace).toMatch(
+        /A#1 exit after PANIC: {2}could not write to WAL: ENOSPC: no space left on device/,
+      );
       expect(trace).toMatch(/sim start A#2 as primary/);
       // Every statement before the fault and after the restart was acknowledged (and survived: lost 0).
-      for (const v of [1, 2, 3, 20, 21, 22]) expect(trace).toContain(`ack INSERT INTO d VALUES (${v})`);
+      for (const v of [1, 2, 3, 20, 21, 22])
+        expect(trace).toContain(`ack INSERT INTO d VALUES (${v})`);
       if (level === 'on') {
         // The commit that hit the full disk got no answer: its session ended with the process.
         expect(trace).not.toContain('ack INSERT INTO d VALUES (10)');

@@ -27,7 +27,9 @@ describe('planted bug', () => {
       }
     }
     expect(found).not.toBeNull();
-    expect(violation).toMatch(/acknowledged under synchronous_commit=remote_write, but the standby's write LSN is/);
+    expect(violation).toMatch(
+      /acknowledged under synchronous_commit=remote_write, but the standby's write LSN is/,
+    );
     const a = await runSimulation(generateScenario(found!), { trace: true });
     const b = await runSimulation(generateScenario(found!), { trace: true });
     expect(a.ok).toBe(false);
@@ -41,6 +43,7 @@ describe('planted bug', () => {
   }, 300_000);
 
   it('the same seeds pass without the planted bug', async () => {
-    for (let seed = 1; seed <= 20; seed++) expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
+    for (let seed = 1; seed <= 20; seed++)
+      expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
   }, 120_000);
 });

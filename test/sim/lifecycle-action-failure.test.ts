@@ -28,14 +28,18 @@ describe('a throwing lifecycle action in the simulator', () => {
   it('an Error is a violation naming the action (the node logged an internal error)', async () => {
     injectedBugs.lifecycleActionError = true;
     const r = await firstFailure();
-    expect(r.violations[0]).toMatch(/internal error: lifecycle action "openForWrites" on END_OF_RECOVERY_WRITTEN failed: EIO/);
+    expect(r.violations[0]).toMatch(
+      /internal error: lifecycle action "openForWrites" on END_OF_RECOVERY_WRITTEN failed: EIO/,
+    );
     expect(r.violations.filter((v) => /uncaught/.test(v))).toEqual([]);
   });
 
-  it('an InvariantViolation is the node\'s FATAL exit, a violation naming the action', async () => {
+  it("an InvariantViolation is the node's FATAL exit, a violation naming the action", async () => {
     injectedBugs.lifecycleActionInvariant = true;
     const r = await firstFailure();
-    expect(r.violations.join('\n')).toMatch(/FATAL: InvariantViolation: INV-FAULT: injected failure of lifecycle action openForWrites/);
+    expect(r.violations.join('\n')).toMatch(
+      /FATAL: InvariantViolation: INV-FAULT: injected failure of lifecycle action openForWrites/,
+    );
     expect(r.violations.filter((v) => /uncaught/.test(v))).toEqual([]);
   });
 });

@@ -28,17 +28,42 @@ describe('simulation', () => {
         faultKinds.add(k.replace(/ \(.*\)$/, ''));
         faultKindsByNode.add(k);
       }
-      if (!r.ok) failures.push(`seed ${seed}: ${r.violations[0]} (replay: npm run simulate -- --seed ${seed} --trace)`);
+      if (!r.ok)
+        failures.push(
+          `seed ${seed}: ${r.violations[0]} (replay: npm run simulate -- --seed ${seed} --trace)`,
+        );
     }
     expect(failures).toEqual([]);
     expect(lost).toBe(0);
     // The run did something: commits were acknowledged and every fault family was drawn.
     expect(acknowledged).toBeGreaterThan(CI_SEEDS * 5);
-    for (const k of ['crash', 'power loss', 'stop -m fast', 'stop -m smart', 'stop -m immediate', 'connection cut', 'partition', 'disk full', 'corruption', 'slow disk', 'clock jump', 'failover']) {
+    for (const k of [
+      'crash',
+      'power loss',
+      'stop -m fast',
+      'stop -m smart',
+      'stop -m immediate',
+      'connection cut',
+      'partition',
+      'disk full',
+      'corruption',
+      'slow disk',
+      'clock jump',
+      'failover',
+    ]) {
       expect([...faultKinds]).toContain(k);
     }
     // …on either node where the fault atlas allows it.
-    for (const k of ['disk full (primary pg_wal)', 'disk full (standby pg_wal)', 'corruption (primary WAL)', 'corruption (standby WAL)', 'slow disk (primary)', 'slow disk (standby)', 'clock jump (primary)', 'clock jump (standby)']) {
+    for (const k of [
+      'disk full (primary pg_wal)',
+      'disk full (standby pg_wal)',
+      'corruption (primary WAL)',
+      'corruption (standby WAL)',
+      'slow disk (primary)',
+      'slow disk (standby)',
+      'clock jump (primary)',
+      'clock jump (standby)',
+    ]) {
       expect([...faultKindsByNode]).toContain(k);
     }
   }, 600_000);
@@ -55,7 +80,8 @@ describe('simulation', () => {
    * process already held in memory was taken for one it would read).
    */
   it('the seeds that found bugs pass', async () => {
-    for (const seed of [149, 169, 626, 1672, 2146, 2454]) expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
+    for (const seed of [149, 169, 626, 1672, 2146, 2454])
+      expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
   }, 120_000);
 
   it('replays a seed exactly: same events in the same order, same trace', async () => {

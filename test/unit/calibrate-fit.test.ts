@@ -10,19 +10,70 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
-import { cpuPressureTotalUs, runSweep, summarise, type CellSpec, type RunRecord, type SweepSettings } from '../../scripts/experiment/sweep.ts';
-import { CALIBRATION_GROUPS, fitCalibration, planCalibration, readStoredCalibration, recordsFromStored, walsimTwin } from '../../scripts/postgres/calibrate.ts';
+import {
+  cpuPressureTotalUs,
+  runSweep,
+  summarise,
+  type CellSpec,
+  type RunRecord,
+  type SweepSettings,
+} from '../../scripts/experiment/sweep.ts';
+import {
+  CALIBRATION_GROUPS,
+  fitCalibration,
+  planCalibration,
+  readStoredCalibration,
+  recordsFromStored,
+  walsimTwin,
+} from '../../scripts/postgres/calibrate.ts';
 import { loadProfile, parseProfile, profileToJson } from '../../storage/cost-model/profile.ts';
 
 const FIX = path.resolve(import.meta.dirname, '../fixtures/postgres/sweep-runs-50-tables.json');
-const fixture = JSON.parse(fs.readFileSync(FIX, 'utf8')) as { runs: Array<Record<string, unknown>> };
+const fixture = JSON.parse(fs.readFileSync(FIX, 'utf8')) as {
+  runs: Array<Record<string, unknown>>;
+};
 const nan = (v: unknown) => (v === null || v === undefined ? NaN : (v as number));
 const records = fixture.runs.map((r) => ({
-  ...r, dropMs: NaN, dropsFullScan: NaN, dropsCachedLookup: NaN, scanned: NaN, probes: NaN, invalidated: NaN,
-  replayMs: nan(r.replayMs), promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
+  ...r,
+  dropMs: NaN,
+  dropsFullScan: NaN,
+  dropsCachedLookup: NaN,
+  scanned: NaN,
+  probes: NaN,
+  invalidated: NaN,
+  replayMs: nan(r.replayMs),
+  promoted: true,
+  resumeAt: '',
+  promotedAt: '',
+  stepMs: {},
 })) as unknown as RunRecord[];
-const plan: CellSpec[] = records.map(({ kind, engine, sharedBuffers, nBuffers, strategy, forceOptimized, variant, relSize, relDivisor, pagesPerTable, tables }) =>
-  ({ kind, engine, sharedBuffers, nBuffers, strategy, forceOptimized, variant, relSize, relDivisor, pagesPerTable, tables }));
+const plan: CellSpec[] = records.map(
+  ({
+    kind,
+    engine,
+    sharedBuffers,
+    nBuffers,
+    strategy,
+    forceOptimized,
+    variant,
+    relSize,
+    relDivisor,
+    pagesPerTable,
+    tables,
+  }) => ({
+    kind,
+    engine,
+    sharedBuffers,
+    nBuffers,
+    strategy,
+    forceOptimized,
+    variant,
+    relSize,
+    relDivisor,
+    pagesPerTable,
+    tables,
+  }),
+);
 const base = loadProfile('seed-001');
 const meta = { name: 'fixture-fit', description: 'fit to the fixture', source: 'test' };
 
@@ -33,7 +84,9 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
     const a = fitCalibration(cells, counts, base, meta);
     const b = fitCalibration(cells, counts, base, meta);
     expect(b).toEqual(a);
-    expect(Object.keys(a.groupSeconds).sort()).toEqual(CALIBRATION_GROUPS.map((g) => g.name).sort());
+    expect(Object.keys(a.groupSeconds).sort()).toEqual(
+      CALIBRATION_GROUPS.map((g) => g.name).sort(),
+    );
     expect(Object.values(a.groupSeconds).every((s) => s >= 0 && Number.isFinite(s))).toBe(true);
     expect(a.profile.promotionPoll).toBeNull();
     expect(a.cells.map((c) => c.measuredS)).toEqual(cells.map((c) => c.failoverMsMedian / 1000));
@@ -56,27 +109,50 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
     // The TOAST cells pay a full scan per table: the fit prices descriptors, and their fitted time
     // grows with NBuffers while int-only TRUNCATE (lookups) does not move through the scan constant.
     expect(a.groupSeconds.scan).toBeGreaterThan(0);
-    const fitted = (variant: string, sb: string) => a.cells.find((c) => c.cell.variant === variant && c.cell.sharedBuffers === sb)!.fittedS;
-    expect(fitted('truncate-toast', '1GB') - fitted('truncate-toast', '128MB')).toBeGreaterThan(fitted('truncate', '1GB') - fitted('truncate', '128MB'));
+    const fitted = (variant: string, sb: string) =>
+      a.cells.find((c) => c.cell.variant === variant && c.cell.sharedBuffers === sb)!.fittedS;
+    expect(fitted('truncate-toast', '1GB') - fitted('truncate-toast', '128MB')).toBeGreaterThan(
+      fitted('truncate', '1GB') - fitted('truncate', '128MB'),
+    );
     // The written profile loads back as a valid walsim-cost-profile/1.
-    const again = parseProfile(JSON.parse(profileToJson(a.profile, { cells: a.cells.length })), 'fixture-fit.json');
+    const again = parseProfile(
+      JSON.parse(profileToJson(a.profile, { cells: a.cells.length })),
+      'fixture-fit.json',
+    );
     expect(again.constants['scan.multi.cache'].seconds).toBe(a.groupSeconds.scan);
   }, 120_000);
 
-  it('counts a run 5 s slower than the cell\'s other runs as a stall even when unflagged', () => {
+  it("counts a run 5 s slower than the cell's other runs as a stall even when unflagged", () => {
     // The 4GB Test A NB/512 cell of a real calibration: 89, 5,045 and 53 ms.
-    const runs = [89, 5045, 53].map((ms, i) => ({ ...records[0]!, run: i + 1, failoverMs: ms, stall: false }));
+    const runs = [89, 5045, 53].map((ms, i) => ({
+      ...records[0]!,
+      run: i + 1,
+      failoverMs: ms,
+      stall: false,
+    }));
     const cells = summarise(plan.slice(0, 1), runs);
     expect(cells[0]!.stalls).toBe(1);
     expect(cells[0]!.failoverMsMedian).toBe(71);
     // Three ordinary runs: none excluded.
-    expect(summarise(plan.slice(0, 1), [910, 571, 252].map((ms, i) => ({ ...records[0]!, run: i + 1, failoverMs: ms, stall: false })))[0]!.stalls).toBe(0);
+    expect(
+      summarise(
+        plan.slice(0, 1),
+        [910, 571, 252].map((ms, i) => ({
+          ...records[0]!,
+          run: i + 1,
+          failoverMs: ms,
+          stall: false,
+        })),
+      )[0]!.stalls,
+    ).toBe(0);
   });
 
   it('catches two stalled runs of three, against the fastest run, warm-up included', () => {
     // The 128MB Test A NB/512 cell of a real calibration: 5,085, 5,090 and 45 ms (warm-up 42 ms).
     const at = (ms: number[], warmupMs?: number) => [
-      ...(warmupMs === undefined ? [] : [{ ...records[0]!, run: 1, failoverMs: warmupMs, stall: false, warmup: true }]),
+      ...(warmupMs === undefined
+        ? []
+        : [{ ...records[0]!, run: 1, failoverMs: warmupMs, stall: false, warmup: true }]),
       ...ms.map((x, i) => ({ ...records[0]!, run: i + 1, failoverMs: x, stall: false })),
     ];
     const two = summarise(plan.slice(0, 1), at([5085, 5090, 45], 42))[0]!;
@@ -91,14 +167,16 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
   });
 
   it('leaves stalled runs out of the median the fit uses', () => {
-    const stalled = records.map((r, i) => (i === 0 ? { ...r, run: 2, failoverMs: r.failoverMs + 5000, stall: true } : r));
+    const stalled = records.map((r, i) =>
+      i === 0 ? { ...r, run: 2, failoverMs: r.failoverMs + 5000, stall: true } : r,
+    );
     const cells = summarise(plan.slice(0, 1), [records[0]!, stalled[0]!]);
     expect(cells[0]!.runs).toBe(2);
     expect(cells[0]!.stalls).toBe(1);
     expect(cells[0]!.failoverMsMedian).toBe(records[0]!.failoverMs);
   });
 
-  it('leaves warm-up runs out of the summary and of the fit\'s target', async () => {
+  it("leaves warm-up runs out of the summary and of the fit's target", async () => {
     // The 128MB Test B VACUUM cell of a real calibration: 910 ms (the first pass), then 571 and 252.
     const cell = records[0]!;
     const runs = [
@@ -120,7 +198,15 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
     const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
     const fit = fitCalibration(cells, counts, base, meta);
     expect(fit.cells[0]!.measuredS).toBe((571 + 252) / 2 / 1000);
-    const fitHotWarmup = fitCalibration(summarise(plan, all.map((r) => (r.warmup ? { ...r, failoverMs: 99_999 } : r))), counts, base, meta);
+    const fitHotWarmup = fitCalibration(
+      summarise(
+        plan,
+        all.map((r) => (r.warmup ? { ...r, failoverMs: 99_999 } : r)),
+      ),
+      counts,
+      base,
+      meta,
+    );
     expect(fitHotWarmup).toEqual(fit);
   }, 120_000);
 
@@ -132,43 +218,74 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
       warmupRuns: 1,
       runOne: async (c, run) => {
         calls.push(`${c.variant}@${c.sharedBuffers}#${run}`);
-        return { ...records.find((r) => r.variant === c.variant && r.sharedBuffers === c.sharedBuffers)!, run };
+        return {
+          ...records.find((r) => r.variant === c.variant && r.sharedBuffers === c.sharedBuffers)!,
+          run,
+        };
       },
     });
     const ids = cells.map((c) => `${c.variant}@${c.sharedBuffers}`);
-    expect(calls).toEqual([`${ids[0]}#1`, `${ids[1]}#1`, `${ids[0]}#1`, `${ids[1]}#1`, `${ids[0]}#2`, `${ids[1]}#2`]);
+    expect(calls).toEqual([
+      `${ids[0]}#1`,
+      `${ids[1]}#1`,
+      `${ids[0]}#1`,
+      `${ids[1]}#1`,
+      `${ids[0]}#2`,
+      `${ids[1]}#2`,
+    ]);
     expect(recs.map((r) => r.warmup === true)).toEqual([true, true, false, false, false, false]);
     expect(recs.every((r) => typeof r.loadAvg1 === 'number')).toBe(true);
     expect(summarise(cells, recs).map((c) => c.runs)).toEqual([2, 2]);
-    await expect(runSweep(cells, 1, settings, () => {}, { warmupRuns: -1, runOne: async () => records[0]! })).rejects.toThrow(/warm-up runs/);
+    await expect(
+      runSweep(cells, 1, settings, () => {}, { warmupRuns: -1, runOne: async () => records[0]! }),
+    ).rejects.toThrow(/warm-up runs/);
   });
 
   it('reads the CPU pressure counter (Linux PSI) and tolerates its absence', () => {
-    const psi = 'some avg10=69.47 avg60=86.38 avg300=76.38 total=8337883359\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n';
+    const psi =
+      'some avg10=69.47 avg60=86.38 avg300=76.38 total=8337883359\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n';
     expect(cpuPressureTotalUs(psi)).toBe(8337883359);
     expect(cpuPressureTotalUs('garbage')).toBeNull();
   });
 
   it('refits a stored calibration: the same cells, runs, warm-ups and stalls as when it was measured', async () => {
     // A real npm run calibrate (17 cells, 3 runs after a warm-up pass, 2026-12-01 12:10 UTC).
-    const file = path.resolve(import.meta.dirname, '../fixtures/postgres/calibration-17-cells.json');
+    const file = path.resolve(
+      import.meta.dirname,
+      '../fixtures/postgres/calibration-17-cells.json',
+    );
     const stored = readStoredCalibration(file);
-    expect(stored.settings).toEqual({ sizes: ['128MB', '1GB', '4GB'], tables: 200, relDivisors: [512, 64, 8], primarySharedBuffers: '128MB' });
+    expect(stored.settings).toEqual({
+      sizes: ['128MB', '1GB', '4GB'],
+      tables: 200,
+      relDivisors: [512, 64, 8],
+      primarySharedBuffers: '128MB',
+    });
     expect([stored.runs, stored.warmupRuns]).toEqual([3, 1]);
-    const cplan = planCalibration(stored.settings.sizes, stored.settings.tables, stored.settings.relDivisors);
+    const cplan = planCalibration(
+      stored.settings.sizes,
+      stored.settings.tables,
+      stored.settings.relDivisors,
+    );
     expect(cplan).toHaveLength(17);
     const recs = recordsFromStored(stored.records, cplan);
     expect(recs.filter((r) => r.warmup)).toHaveLength(17);
     const cells = summarise(cplan, recs);
     // The medians and stall counts the measuring run reported, cell by cell.
-    const j = JSON.parse(fs.readFileSync(file, 'utf8')) as { fit: { cells: Array<{ label: string; runs: number; stalls: number; measuredS: number }> } };
-    expect(cells.map((c) => [c.runs, c.stalls, c.failoverMsMedian / 1000])).toEqual(j.fit.cells.map((c) => [c.runs, c.stalls, c.measuredS]));
+    const j = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+      fit: { cells: Array<{ label: string; runs: number; stalls: number; measuredS: number }> };
+    };
+    expect(cells.map((c) => [c.runs, c.stalls, c.failoverMsMedian / 1000])).toEqual(
+      j.fit.cells.map((c) => [c.runs, c.stalls, c.measuredS]),
+    );
     // Warm-up 5,039 ms of the 4GB NB/512 cell (a stall) is in the records but in no median.
     expect(stored.records.some((r) => r.warmup && r.failoverMs > 5000)).toBe(true);
     const counts = await countCellsInProcess(cplan.map(walsimTwin), { thresholdDivisor: 32 });
     const fit = fitCalibration(cells, counts, base, meta);
     expect(Object.values(fit.groupSeconds).every((v) => v >= 0)).toBe(true);
-    expect(() => recordsFromStored([{ label: '2GB vacuum', run: 1, failoverMs: 1 }], cplan)).toThrow(/matches no calibration cell/);
+    expect(() =>
+      recordsFromStored([{ label: '2GB vacuum', run: 1, failoverMs: 1 }], cplan),
+    ).toThrow(/matches no calibration cell/);
     expect(() => readStoredCalibration(FIX)).toThrow(/no fit.records/);
   }, 120_000);
 });

@@ -10,20 +10,39 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  emptyReplayCounts, pgRecordsFor, promotionStepCounts, ReplayCounters, type FailoverCounts, type PgRecordKind,
+  emptyReplayCounts,
+  pgRecordsFor,
+  promotionStepCounts,
+  ReplayCounters,
+  type FailoverCounts,
+  type PgRecordKind,
 } from '../../storage/cost-model/counts.ts';
 import { fitProfile, nnls } from '../../storage/cost-model/fit.ts';
 import { costFeatures, modelFailover, polledSeconds } from '../../storage/cost-model/model.ts';
 import {
-  builtinProfileNames, COST_CONSTANT_NAMES, loadProfile, parseProfile, profileToJson, type CostConstantName, type CostProfile,
+  builtinProfileNames,
+  COST_CONSTANT_NAMES,
+  loadProfile,
+  parseProfile,
+  profileToJson,
+  type CostConstantName,
+  type CostProfile,
 } from '../../storage/cost-model/profile.ts';
 
-function profileWith(values: Partial<Record<CostConstantName, number>>, llcBytes = 1 << 20): CostProfile {
+function profileWith(
+  values: Partial<Record<CostConstantName, number>>,
+  llcBytes = 1 << 20,
+): CostProfile {
   const constants = {} as CostProfile['constants'];
-  for (const k of COST_CONSTANT_NAMES) constants[k] = { seconds: values[k] ?? 0, per: 'x', source: 'test' };
+  for (const k of COST_CONSTANT_NAMES)
+    constants[k] = { seconds: values[k] ?? 0, per: 'x', source: 'test' };
   return {
-    format: 'walsim-cost-profile/1', name: 'test', description: '', cache: { llcBytes, descriptorBytes: 64, source: 'test' },
-    promotionPoll: { quantumS: 0.1, offsetS: 0.006, source: 'test' }, constants,
+    format: 'walsim-cost-profile/1',
+    name: 'test',
+    description: '',
+    cache: { llcBytes, descriptorBytes: 64, source: 'test' },
+    promotionPoll: { quantumS: 0.1, offsetS: 0.006, source: 'test' },
+    constants,
   };
 }
 
@@ -36,8 +55,12 @@ function counts(edit: (c: FailoverCounts) => void): FailoverCounts {
 describe('modelFailover', () => {
   it('is the sum of constant × count per phase', () => {
     const p = profileWith({
-      'record.HEAP2_PRUNE': 1e-6, 'lookup.probe': 3e-7, 'controlFile.update': 1e-3, 'smgr.truncate': 2e-5,
-      'endOfRecovery.walSegmentInit': 0.01, 'endOfRecovery.walFlush': 0.002,
+      'record.HEAP2_PRUNE': 1e-6,
+      'lookup.probe': 3e-7,
+      'controlFile.update': 1e-3,
+      'smgr.truncate': 2e-5,
+      'endOfRecovery.walSegmentInit': 0.01,
+      'endOfRecovery.walFlush': 0.002,
     });
     const c = counts((c) => {
       c.replay.pgRecords.HEAP2_PRUNE = 1000;
@@ -50,7 +73,10 @@ describe('modelFailover', () => {
     expect(m.phases.replayS).toBeCloseTo(1000 * 1e-6 + 2000 * 3e-7 + 3e-3 + 3 * 2e-5, 15);
     expect(m.phases.endOfRecoveryS).toBeCloseTo(0.012, 15);
     expect(m.phases.openForWritesS).toBeCloseTo(1e-3, 15);
-    expect(m.failoverS).toBeCloseTo(m.phases.replayS + m.phases.endOfRecoveryS + m.phases.openForWritesS, 15);
+    expect(m.failoverS).toBeCloseTo(
+      m.phases.replayS + m.phases.endOfRecoveryS + m.phases.openForWritesS,
+      15,
+    );
     expect(m.replay.dropsS).toBeCloseTo(6e-4, 15);
     expect(m.replay.recordsS).toBeCloseTo(1e-3, 15);
   });
@@ -72,7 +98,13 @@ describe('modelFailover', () => {
   });
 
   it('refuses a non-positive NBuffers', () => {
-    expect(() => modelFailover(counts(() => {}), profileWith({}), 0)).toThrow(/INV-COST-2/);
+    expect(() =>
+      modelFailover(
+        counts(() => {}),
+        profileWith({}),
+        0,
+      ),
+    ).toThrow(/INV-COST-2/);
   });
 });
 
@@ -88,25 +120,40 @@ describe('cost profiles', () => {
   });
 
   it('refuses malformed profiles naming what is wrong', () => {
-    const good = JSON.parse(profileToJson(profileWith({}))) as Record<string, unknown> & { constants: Record<string, unknown> };
+    const good = JSON.parse(profileToJson(profileWith({}))) as Record<string, unknown> & {
+      constants: Record<string, unknown>;
+    };
     const edit = (f: (j: typeof good) => void) => {
       const j = structuredClone(good);
       f(j);
       return () => parseProfile(j, 'x.json');
     };
-    expect(edit((j) => delete j.constants['lookup.probe'])).toThrow(/constant "lookup.probe" is missing/);
-    expect(edit((j) => (j.constants['lookup.prob'] = { seconds: 1, source: '' }))).toThrow(/unknown constant "lookup.prob"/);
-    expect(edit((j) => (j.constants['lookup.probe'] = { seconds: -1, source: '' }))).toThrow(/lookup.probe.*non-negative/);
-    expect(edit((j) => (j.constants['lookup.probe'] = { seconds: 'fast', source: '' }))).toThrow(/lookup.probe/);
+    expect(edit((j) => delete j.constants['lookup.probe'])).toThrow(
+      /constant "lookup.probe" is missing/,
+    );
+    expect(edit((j) => (j.constants['lookup.prob'] = { seconds: 1, source: '' }))).toThrow(
+      /unknown constant "lookup.prob"/,
+    );
+    expect(edit((j) => (j.constants['lookup.probe'] = { seconds: -1, source: '' }))).toThrow(
+      /lookup.probe.*non-negative/,
+    );
+    expect(edit((j) => (j.constants['lookup.probe'] = { seconds: 'fast', source: '' }))).toThrow(
+      /lookup.probe/,
+    );
     expect(edit((j) => (j.format = 'v2'))).toThrow(/"format"/);
     expect(edit((j) => (j.extra = 1))).toThrow(/unknown field "extra"/);
     expect(edit((j) => (j.cache = { llcBytes: 1, descriptorBytes: 0 }))).toThrow(/descriptorBytes/);
-    expect(() => loadProfile('no-such-profile')).toThrow(/unknown cost profile "no-such-profile".*seed-001/);
+    expect(() => loadProfile('no-such-profile')).toThrow(
+      /unknown cost profile "no-such-profile".*seed-001/,
+    );
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-profile-'));
     fs.writeFileSync(path.join(dir, 'broken.json'), '{ not json');
     expect(() => loadProfile(path.join(dir, 'broken.json'))).toThrow(/not valid JSON/);
     expect(() => loadProfile(path.join(dir, 'absent.json'))).toThrow(/cannot read cost profile/);
-    fs.writeFileSync(path.join(dir, 'mine.json'), profileToJson({ ...profileWith({ 'lookup.probe': 2e-7 }), name: 'mine' }));
+    fs.writeFileSync(
+      path.join(dir, 'mine.json'),
+      profileToJson({ ...profileWith({ 'lookup.probe': 2e-7 }), name: 'mine' }),
+    );
     expect(loadProfile(path.join(dir, 'mine.json')).constants['lookup.probe'].seconds).toBe(2e-7);
     fs.rmSync(dir, { recursive: true });
   });
@@ -114,7 +161,13 @@ describe('cost profiles', () => {
 
 describe('nnls and fitProfile', () => {
   it('recovers non-negative coefficients exactly from consistent data', () => {
-    const A = [[1, 0, 2], [0, 1, 1], [1, 1, 0], [3, 1, 1], [2, 5, 1]];
+    const A = [
+      [1, 0, 2],
+      [0, 1, 1],
+      [1, 1, 0],
+      [3, 1, 1],
+      [2, 5, 1],
+    ];
     const x = [0.5, 0, 2];
     const b = A.map((r) => r.reduce((s, v, j) => s + v * x[j]!, 0));
     nnls(A, b).forEach((v, j) => expect(v).toBeCloseTo(x[j]!, 9));
@@ -122,7 +175,11 @@ describe('nnls and fitProfile', () => {
 
   it('never returns a negative coefficient', () => {
     // Unconstrained least squares would make the second coefficient negative.
-    const A = [[1, 1], [1, 2], [1, 3]];
+    const A = [
+      [1, 1],
+      [1, 2],
+      [1, 3],
+    ];
     const b = [3, 2, 1];
     const x = nnls(A, b);
     expect(x[1]).toBe(0);
@@ -130,18 +187,38 @@ describe('nnls and fitProfile', () => {
   });
 
   it('fits tied groups and keeps every other constant at the base value', () => {
-    const truth = profileWith({ 'record.HEAP2_PRUNE': 2e-6, 'record.HEAP2_VACUUM': 2e-6, 'lookup.probe': 4e-7, 'controlFile.update': 1e-3 });
+    const truth = profileWith({
+      'record.HEAP2_PRUNE': 2e-6,
+      'record.HEAP2_VACUUM': 2e-6,
+      'lookup.probe': 4e-7,
+      'controlFile.update': 1e-3,
+    });
     const base = profileWith({ 'controlFile.update': 1e-3 });
-    const cells = [100, 1000, 5000].flatMap((pages) => [true, false].map((lookup) => counts((c) => {
-      c.replay.pgRecords.HEAP2_PRUNE = pages;
-      c.replay.pgRecords.HEAP2_VACUUM = pages;
-      c.replay.drops.probes = lookup ? pages : 0;
-      c.replay.controlFileUpdates = 1;
-    })));
-    const obs = cells.map((c, i) => ({ label: String(i), features: costFeatures(c, truth, 1000), targetS: modelFailover(c, truth, 1000).failoverS, weight: 1 }));
+    const cells = [100, 1000, 5000].flatMap((pages) =>
+      [true, false].map((lookup) =>
+        counts((c) => {
+          c.replay.pgRecords.HEAP2_PRUNE = pages;
+          c.replay.pgRecords.HEAP2_VACUUM = pages;
+          c.replay.drops.probes = lookup ? pages : 0;
+          c.replay.controlFileUpdates = 1;
+        }),
+      ),
+    );
+    const obs = cells.map((c, i) => ({
+      label: String(i),
+      features: costFeatures(c, truth, 1000),
+      targetS: modelFailover(c, truth, 1000).failoverS,
+      weight: 1,
+    }));
     const r = fitProfile(obs, {
-      base, name: 'fitted', description: '', source: 'fit',
-      groups: [{ name: 'vacuum records', constants: ['record.HEAP2_PRUNE', 'record.HEAP2_VACUUM'] }, { name: 'probe', constants: ['lookup.probe'] }],
+      base,
+      name: 'fitted',
+      description: '',
+      source: 'fit',
+      groups: [
+        { name: 'vacuum records', constants: ['record.HEAP2_PRUNE', 'record.HEAP2_VACUUM'] },
+        { name: 'probe', constants: ['lookup.probe'] },
+      ],
     });
     expect(r.groupSeconds['vacuum records']).toBeCloseTo(2e-6, 12);
     expect(r.groupSeconds.probe).toBeCloseTo(4e-7, 12);
@@ -152,11 +229,39 @@ describe('nnls and fitProfile', () => {
 
   it('refuses unknown or doubly grouped constants', () => {
     const base = profileWith({});
-    const obs = [{ label: 'a', features: costFeatures(counts(() => {}), base, 10), targetS: 1, weight: 1 }];
-    expect(() => fitProfile(obs, { base, name: 'x', description: '', source: '', groups: [{ name: 'g', constants: ['nope' as CostConstantName] }] })).toThrow(/unknown constant "nope"/);
-    expect(() => fitProfile(obs, {
-      base, name: 'x', description: '', source: '', groups: [{ name: 'g', constants: ['walByte'] }, { name: 'h', constants: ['walByte'] }],
-    })).toThrow(/in two groups/);
+    const obs = [
+      {
+        label: 'a',
+        features: costFeatures(
+          counts(() => {}),
+          base,
+          10,
+        ),
+        targetS: 1,
+        weight: 1,
+      },
+    ];
+    expect(() =>
+      fitProfile(obs, {
+        base,
+        name: 'x',
+        description: '',
+        source: '',
+        groups: [{ name: 'g', constants: ['nope' as CostConstantName] }],
+      }),
+    ).toThrow(/unknown constant "nope"/);
+    expect(() =>
+      fitProfile(obs, {
+        base,
+        name: 'x',
+        description: '',
+        source: '',
+        groups: [
+          { name: 'g', constants: ['walByte'] },
+          { name: 'h', constants: ['walByte'] },
+        ],
+      }),
+    ).toThrow(/in two groups/);
   });
 });
 
@@ -175,7 +280,15 @@ describe('record mix: walsim records as the PostgreSQL records they stand for', 
       { kind: 'SMGR_TRUNCATE', rel: 16384, blkno: 0, flags: 7 },
       { kind: 'XACT_COMMIT', xactTime: 0, droppedRels: [] },
     ]);
-    expect(r.pgRecords).toEqual({ HEAP2_PRUNE: 1, HEAP2_VACUUM: 1, HEAP2_VISIBLE: 1, STANDBY_LOCK: 1, SMGR_TRUNCATE: 1, HEAP_INPLACE: 1, XACT_COMMIT: 1 });
+    expect(r.pgRecords).toEqual({
+      HEAP2_PRUNE: 1,
+      HEAP2_VACUUM: 1,
+      HEAP2_VISIBLE: 1,
+      STANDBY_LOCK: 1,
+      SMGR_TRUNCATE: 1,
+      HEAP_INPLACE: 1,
+      XACT_COMMIT: 1,
+    });
     expect(Object.values(r.pgRecords).reduce((a, b) => a + b, 0)).toBe(7);
     expect(r.walBytes).toBe(50);
     expect(r.records.HEAP2_PRUNE).toBe(1);
@@ -188,16 +301,40 @@ describe('record mix: walsim records as the PostgreSQL records they stand for', 
       { kind: 'CATALOG_UPDATE', relname: 't', rel: 16385 },
       { kind: 'XACT_COMMIT', xactTime: 0, droppedRels: [16384] },
     ]);
-    expect(t.pgRecords).toEqual({ STANDBY_LOCK: 1, SMGR_CREATE: 1, HEAP_UPDATE: 1, BTREE_INSERT_LEAF: 3, XACT_COMMIT: 1 });
-    const v = mix([{ kind: 'HEAP2_PRUNE', rel: 16384, block: 0, latestRemovedXid: 5, offsets: [1, 2] }, { kind: 'XACT_COMMIT', xactTime: 0, droppedRels: [] }]);
+    expect(t.pgRecords).toEqual({
+      STANDBY_LOCK: 1,
+      SMGR_CREATE: 1,
+      HEAP_UPDATE: 1,
+      BTREE_INSERT_LEAF: 3,
+      XACT_COMMIT: 1,
+    });
+    const v = mix([
+      { kind: 'HEAP2_PRUNE', rel: 16384, block: 0, latestRemovedXid: 5, offsets: [1, 2] },
+      { kind: 'XACT_COMMIT', xactTime: 0, droppedRels: [] },
+    ]);
     expect(v.pgRecords).toEqual({ HEAP2_PRUNE: 1, HEAP2_VACUUM: 1, HEAP_INPLACE: 1 });
   });
 
   it('row-at-a-time DML: a page of inserts or deletes is one record per row', () => {
     const seen: Partial<Record<PgRecordKind, number>> = {};
     const add = (k: PgRecordKind, n: number) => (seen[k] = (seen[k] ?? 0) + n);
-    pgRecordsFor({ kind: 'HEAP2_MULTI_INSERT', rel: 1, block: 0, firstOffset: 1, runs: [1, 200, 500, 26], initPage: true }, undefined, add);
-    pgRecordsFor({ kind: 'HEAP_DELETE', rel: 1, block: 0, offsets: [1, 100, 150, 10] }, undefined, add);
+    pgRecordsFor(
+      {
+        kind: 'HEAP2_MULTI_INSERT',
+        rel: 1,
+        block: 0,
+        firstOffset: 1,
+        runs: [1, 200, 500, 26],
+        initPage: true,
+      },
+      undefined,
+      add,
+    );
+    pgRecordsFor(
+      { kind: 'HEAP_DELETE', rel: 1, block: 0, offsets: [1, 100, 150, 10] },
+      undefined,
+      add,
+    );
     expect(seen).toEqual({ HEAP_INSERT: 226, HEAP_DELETE: 110 });
   });
 });

@@ -17,8 +17,12 @@ import { loadProfile } from '../../storage/cost-model/profile.ts';
 const SIZES = ['128MB', '1GB', '4GB'];
 const NBUFFERS = [16_384, 131_072, 524_288];
 const profile = loadProfile('seed-001');
-const scanned = (c: FailoverCounts) => c.replay.drops.scannedByMatcher.single + c.replay.drops.scannedByMatcher.linear + c.replay.drops.scannedByMatcher.bsearch;
-const records = (c: FailoverCounts) => Object.values(c.replay.pgRecords).reduce((a, b) => a + (b ?? 0), 0);
+const scanned = (c: FailoverCounts) =>
+  c.replay.drops.scannedByMatcher.single +
+  c.replay.drops.scannedByMatcher.linear +
+  c.replay.drops.scannedByMatcher.bsearch;
+const records = (c: FailoverCounts) =>
+  Object.values(c.replay.pgRecords).reduce((a, b) => a + (b ?? 0), 0);
 
 describe('Test B on walsim, 1000 one-block relations, PostgreSQL 15 drop path', () => {
   const plan = planMulti(SIZES, 1000, ['vacuum', 'truncate', 'truncate-toast'], ['cached-lookup']);
@@ -54,7 +58,9 @@ describe('Test B on walsim, 1000 one-block relations, PostgreSQL 15 drop path', 
 
 describe('Test A on walsim: replay tracks the relation size', () => {
   it('VACUUM of NB/512, NB/64, NB/8 at 1GB replays proportionally more records', async () => {
-    const plan = planThreshold(['1GB'], [512, 64, 8], false).filter((c) => c.strategy === 'cached-lookup');
+    const plan = planThreshold(['1GB'], [512, 64, 8], false).filter(
+      (c) => c.strategy === 'cached-lookup',
+    );
     const n = await countCellsInProcess(plan, { thresholdDivisor: 32 });
     const recs = n.map(records);
     expect(recs[0]!).toBeLessThan(recs[1]!);

@@ -22,7 +22,11 @@ describe('Clog', () => {
     clog.setAborted(4);
     clog.setCommitted(6);
     expect([3, 4, 5, 6, 7].map((x) => clog.status(x))).toEqual([
-      'committed', 'aborted', 'in_progress', 'committed', 'in_progress',
+      'committed',
+      'aborted',
+      'in_progress',
+      'committed',
+      'in_progress',
     ]);
     expect(clog.isCommitted(6)).toBe(true);
     expect(clog.isAborted(4)).toBe(true);
@@ -59,7 +63,8 @@ describe('Clog', () => {
 
   it('refuses to set special or malformed xids (INV-CLOG-2)', () => {
     const clog = new Clog();
-    for (const xid of [0, 1, 2, -5, 3.5, 2 ** 32]) expect(() => clog.setCommitted(xid)).toThrow(/INV-CLOG-2/);
+    for (const xid of [0, 1, 2, -5, 3.5, 2 ** 32])
+      expect(() => clog.setCommitted(xid)).toThrow(/INV-CLOG-2/);
   });
 
   it('round-trips through serialize/deserialize', () => {
@@ -69,7 +74,8 @@ describe('Clog', () => {
       else if (xid % 3 === 1) clog.setAborted(xid);
     }
     const copy = Clog.deserialize(clog.serialize());
-    const statuses = (c: Clog): string[] => Array.from({ length: 20_010 }, (_, xid) => c.status(xid));
+    const statuses = (c: Clog): string[] =>
+      Array.from({ length: 20_010 }, (_, xid) => c.status(xid));
     expect(statuses(copy)).toEqual(statuses(clog));
     expect(copy.xidLimitExclusive).toBe(clog.xidLimitExclusive);
     expect(copy.serialize()).toEqual(clog.serialize());
@@ -89,10 +95,19 @@ describe('Clog', () => {
     };
     for (const e of [
       bad((b) => b.subarray(0, 8)),
-      bad((b) => { b[0] = 0; return b; }),
+      bad((b) => {
+        b[0] = 0;
+        return b;
+      }),
       bad((b) => b.subarray(0, b.length - 1)),
-      bad((b) => { b[16 + 1] = 0xff; return b; }), // status code 3
-      bad((b) => { b[16] = 0b01; return b; }), // a status for xid 0
+      bad((b) => {
+        b[16 + 1] = 0xff;
+        return b;
+      }), // status code 3
+      bad((b) => {
+        b[16] = 0b01;
+        return b;
+      }), // a status for xid 0
     ]) {
       expect(e).toBeInstanceOf(WalsimError);
       expect((e as WalsimError).kind).toBe('io_error');

@@ -16,8 +16,10 @@ const MB = 1024 * 1024;
 
 function mem(): string {
   const m = process.memoryUsage();
-  return `rss ${(m.rss / MB).toFixed(0)} MB, heapUsed ${(m.heapUsed / MB).toFixed(0)} MB, ` +
-    `arrayBuffers ${(m.arrayBuffers / MB).toFixed(0)} MB`;
+  return (
+    `rss ${(m.rss / MB).toFixed(0)} MB, heapUsed ${(m.heapUsed / MB).toFixed(0)} MB, ` +
+    `arrayBuffers ${(m.arrayBuffers / MB).toFixed(0)} MB`
+  );
 }
 
 describe('heap store at seed-001 scale', () => {

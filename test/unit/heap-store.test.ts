@@ -8,8 +8,12 @@ import { InvariantViolation } from '../../common/assert.ts';
 import { WalsimError } from '../../common/errors.ts';
 import { Clog } from '../../storage/clog.ts';
 import {
-  HeapStore, REL_TRUNCATE_FRACTION, REL_TRUNCATE_MINIMUM, shouldAttemptTruncation,
-  type DeletePredicate, type HeapRunInfo,
+  HeapStore,
+  REL_TRUNCATE_FRACTION,
+  REL_TRUNCATE_MINIMUM,
+  shouldAttemptTruncation,
+  type DeletePredicate,
+  type HeapRunInfo,
 } from '../../storage/heap-store.ts';
 import { TUPLES_PER_PAGE } from '../../wal/records.ts';
 
@@ -27,7 +31,13 @@ beforeEach(() => {
   store.createRelation(REL);
 });
 
-function run(offset: number, count: number, firstValue: number, xmin: number, xmax = 0): HeapRunInfo {
+function run(
+  offset: number,
+  count: number,
+  firstValue: number,
+  xmin: number,
+  xmax = 0,
+): HeapRunInfo {
   return { offset, count, unused: false, firstValue, xmin, xmax };
 }
 function unusedRun(offset: number, count: number): HeapRunInfo {
@@ -105,7 +115,11 @@ describe('applyMultiInsert / applyInsert', () => {
     expect(store.pageRuns(REL, 0)).toEqual([run(1, 150, 1, X1)]);
     store.applyMultiInsert(REL, 0, 151, [151, 10], X2, false);
     store.applyInsert(REL, 0, 161, 7, X2, false);
-    expect(store.pageRuns(REL, 0)).toEqual([run(1, 150, 1, X1), run(151, 10, 151, X2), run(161, 1, 7, X2)]);
+    expect(store.pageRuns(REL, 0)).toEqual([
+      run(1, 150, 1, X1),
+      run(151, 10, 151, X2),
+      run(161, 1, 7, X2),
+    ]);
     expect(store.freeSlots(REL, 0)).toBe(226 - 161);
   });
 
@@ -132,7 +146,9 @@ describe('applyMultiInsert / applyInsert', () => {
 
   it('refuses initPage on a non-empty page, off offset 1, or past nblocks (INV-HEAP-6)', () => {
     store.applyMultiInsert(REL, 0, 1, [1, 5], X1, true);
-    expect(() => store.applyMultiInsert(REL, 0, 1, [1, 5], X1, true)).toThrow(/initPage on a page with 5/);
+    expect(() => store.applyMultiInsert(REL, 0, 1, [1, 5], X1, true)).toThrow(
+      /initPage on a page with 5/,
+    );
     expect(() => store.applyMultiInsert(REL, 1, 2, [1, 5], X1, true)).toThrow(/offset 1/);
     expect(() => store.applyMultiInsert(REL, 2, 1, [1, 5], X1, true)).toThrow(/beyond nblocks/);
     expect(() => store.applyInsert(REL, 1, 1, 1, X1, false)).toThrow(/not below nblocks/);
@@ -154,7 +170,12 @@ describe('applyMultiInsert / applyInsert', () => {
   it('accepts int4 extremes', () => {
     store.applyMultiInsert(REL, 0, 1, [-(2 ** 31), 2, 2 ** 31 - 2, 2], X1, true);
     clog.setCommitted(X1);
-    expect(store.visibleValues(REL, clog)).toEqual([-(2 ** 31), -(2 ** 31) + 1, 2 ** 31 - 2, 2 ** 31 - 1]);
+    expect(store.visibleValues(REL, clog)).toEqual([
+      -(2 ** 31),
+      -(2 ** 31) + 1,
+      2 ** 31 - 2,
+      2 ** 31 - 1,
+    ]);
   });
 
   it('reuses an unused line pointer inside the page, but never overwrites a used one', () => {
@@ -164,9 +185,16 @@ describe('applyMultiInsert / applyInsert', () => {
     clog.setCommitted(X2);
     store.applyPrune(REL, 0, [3, 2]);
     expect(store.pageRuns(REL, 0)).toEqual([run(1, 2, 1, X1), unusedRun(3, 2), run(5, 6, 5, X1)]);
-    expect(() => store.applyInsert(REL, 0, 5, 99, X3, false)).toThrow(/insert over a used line pointer/);
+    expect(() => store.applyInsert(REL, 0, 5, 99, X3, false)).toThrow(
+      /insert over a used line pointer/,
+    );
     store.applyInsert(REL, 0, 4, 99, X3, false);
-    expect(store.pageRuns(REL, 0)).toEqual([run(1, 2, 1, X1), unusedRun(3, 1), run(4, 1, 99, X3), run(5, 6, 5, X1)]);
+    expect(store.pageRuns(REL, 0)).toEqual([
+      run(1, 2, 1, X1),
+      unusedRun(3, 1),
+      run(4, 1, 99, X3),
+      run(5, 6, 5, X1),
+    ]);
     // A multi-insert may fill the last unused slot and run on past nitems.
     store.applyMultiInsert(REL, 0, 3, [3, 1], X1, false);
     expect(store.pageRuns(REL, 0)[0]).toEqual(run(1, 3, 1, X1));
@@ -179,9 +207,15 @@ describe('applyMultiInsert / applyInsert', () => {
     store.applyDelete(REL, 0, [8, 2], X2);
     clog.setCommitted(X2);
     store.applyPrune(REL, 0, [8, 2]);
-    expect(() => store.applyMultiInsert(REL, 0, 8, [500, 3], X3, false)).toThrow(/offset 10: insert over a used/);
+    expect(() => store.applyMultiInsert(REL, 0, 8, [500, 3], X3, false)).toThrow(
+      /offset 10: insert over a used/,
+    );
     store.applyMultiInsert(REL, 0, 8, [500, 2], X3, false);
-    expect(store.pageRuns(REL, 0)).toEqual([run(1, 7, 1, X1), run(8, 2, 500, X3), run(10, 1, 10, X1)]);
+    expect(store.pageRuns(REL, 0)).toEqual([
+      run(1, 7, 1, X1),
+      run(8, 2, 500, X3),
+      run(10, 1, 10, X1),
+    ]);
     expect(store.nitems(REL, 0)).toBe(10);
   });
 });
@@ -192,7 +226,11 @@ describe('applyDelete', () => {
   it('sets xmax on the listed ranges, splitting runs, and a whole-page delete stays one run', () => {
     store.applyDelete(REL, 0, [10, 5, 100, 1], X2);
     expect(store.pageRuns(REL, 0)).toEqual([
-      run(1, 9, 1, X1), run(10, 5, 10, X1, X2), run(15, 85, 15, X1), run(100, 1, 100, X1, X2), run(101, 126, 101, X1),
+      run(1, 9, 1, X1),
+      run(10, 5, 10, X1, X2),
+      run(15, 85, 15, X1),
+      run(100, 1, 100, X1, X2),
+      run(101, 126, 101, X1),
     ]);
     store.applyDelete(REL, 1, [1, 226], X2);
     expect(store.pageRuns(REL, 1)).toEqual([run(1, 226, 227, X1, X2)]);
@@ -212,7 +250,9 @@ describe('applyDelete', () => {
   });
 
   it('refuses line pointers that do not exist or are unused', () => {
-    expect(() => store.applyDelete(REL, 0, [220, 10], X2)).toThrow(/not within line pointers 1..226/);
+    expect(() => store.applyDelete(REL, 0, [220, 10], X2)).toThrow(
+      /not within line pointers 1..226/,
+    );
     expect(() => store.applyDelete(REL, 0, [0, 1], X2)).toThrow(InvariantViolation);
     expect(() => store.applyDelete(REL, 0, [], X2)).toThrow(/no line pointers/);
     expect(() => store.applyDelete(REL, 0, [1, 1], 0)).toThrow(/xmax 0/);
@@ -277,10 +317,17 @@ describe('planning', () => {
     expect(collectDeletes({ op: '>', value: 676 })).toEqual([[2, [225, 2]]]);
     expect(collectDeletes({ op: '=', value: 227 })).toEqual([[1, [1, 1]]]);
     expect(collectDeletes({ op: '=', value: 227.5 })).toEqual([]);
-    expect(collectDeletes({ op: 'all' })).toEqual([[0, [1, 226]], [1, [1, 226]], [2, [1, 226]]]);
+    expect(collectDeletes({ op: 'all' })).toEqual([
+      [0, [1, 226]],
+      [1, [1, 226]],
+      [2, [1, 226]],
+    ]);
     store.applyDelete(REL, 1, [1, 226], X2);
     clog.setCommitted(X2);
-    expect(collectDeletes({ op: '>', value: 200 })).toEqual([[0, [201, 26]], [2, [1, 226]]]);
+    expect(collectDeletes({ op: '>', value: 200 })).toEqual([
+      [0, [201, 26]],
+      [2, [1, 226]],
+    ]);
   });
 
   it('skips uncommitted and aborted inserts, keeps tuples whose delete aborted', () => {
@@ -301,7 +348,8 @@ describe('planning', () => {
     // 6000 pages of three runs. Deleting one value moves every page's runs (five now) to the
     // slab end; pruning everything then empties pages in place until garbage exceeds the live
     // rows and the slab is compacted in the middle of the prune iteration.
-    for (let b = 0; b < 6000; b++) store.applyMultiInsert(REL, b, 1, [0, 10, 100, 10, 1000, 10], X1, true);
+    for (let b = 0; b < 6000; b++)
+      store.applyMultiInsert(REL, b, 1, [0, 10, 100, 10, 1000, 10], X1, true);
     clog.setCommitted(X1);
     const seen = new Set<string>();
     let pages = 0;
@@ -345,7 +393,9 @@ describe('planning', () => {
     clog.setCommitted(7);
     clog.setCommitted(8);
     const plans: unknown[] = [];
-    store.forEachPageToPrune(REL, clog, (block, offsets, latest) => plans.push([block, offsets, latest]));
+    store.forEachPageToPrune(REL, clog, (block, offsets, latest) =>
+      plans.push([block, offsets, latest]),
+    );
     // Block 1's deleter (9) is still in progress: nothing to prune there.
     expect(plans).toEqual([[0, [1, 4, 11, 10], 8]]);
   });
@@ -453,11 +503,23 @@ describe('persistence', () => {
     const bytes = store.serializeRelation(REL);
     const cases: Array<(b: Uint8Array) => Uint8Array> = [
       (b) => b.subarray(0, 10),
-      (b) => { b[0] = 1; return b; },
+      (b) => {
+        b[0] = 1;
+        return b;
+      },
       (b) => b.subarray(0, b.length - 1),
-      (b) => { b[b.length - 4] = 200; return b; }, // nitems of block 0 no longer matches its run
-      (b) => { b[16 + 8] = 0; return b; }, // xmin of run 0 becomes 0 (INV-HEAP-7)
-      (b) => { b[16 + 8] = 9; return b; }, // xmin of run 0 becomes 9: still a valid file
+      (b) => {
+        b[b.length - 4] = 200;
+        return b;
+      }, // nitems of block 0 no longer matches its run
+      (b) => {
+        b[16 + 8] = 0;
+        return b;
+      }, // xmin of run 0 becomes 0 (INV-HEAP-7)
+      (b) => {
+        b[16 + 8] = 9;
+        return b;
+      }, // xmin of run 0 becomes 9: still a valid file
     ];
     const kinds = cases.map((mutate) => {
       try {

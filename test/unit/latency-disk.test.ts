@@ -91,7 +91,11 @@ describe('LatencyDisk', () => {
     const b = new LatencyDisk(mem, sched.clockFor('n#2'), () => {}, shared);
     a.latency.set(1, 2, 50, 0);
     expect(b.latency.fsyncMs).toBe(2);
-    expect(() => shared.set(1001, 0, 10, 0)).toThrow('writeMs must be an integer between 0 and 1000, got 1001');
-    expect(() => shared.set(0, -1, 10, 0)).toThrow('fsyncMs must be an integer between 0 and 1000, got -1');
+    expect(() => shared.set(1001, 0, 10, 0)).toThrow(
+      'writeMs must be an integer between 0 and 1000, got 1001',
+    );
+    expect(() => shared.set(0, -1, 10, 0)).toThrow(
+      'fsyncMs must be an integer between 0 and 1000, got -1',
+    );
   });
 });

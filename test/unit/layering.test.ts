@@ -10,14 +10,17 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 function sources(dir: string): string[] {
-  return fs.readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+  return fs
+    .readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.ts'))
     .map((f) => path.join(dir, f));
 }
 
 function importsOf(file: string): string[] {
   const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+  return [...text.matchAll(/^\s*(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm)].map(
+    (m) => m[1]!,
+  );
 }
 
 function topFolderOf(file: string, spec: string): string | null {
@@ -26,20 +29,42 @@ function topFolderOf(file: string, spec: string): string | null {
 }
 
 /** The node shell: what both roles share (server/README.md, "Roles and the node shell"). */
-const NODE_SHELL = ['server/node.ts', 'server/startup-replay.ts', 'server/node-faults.ts', 'server/node-status.ts', 'server/sql-functions.ts', 'server/checkpointer.ts'];
+const NODE_SHELL = [
+  'server/node.ts',
+  'server/startup-replay.ts',
+  'server/node-faults.ts',
+  'server/node-status.ts',
+  'server/sql-functions.ts',
+  'server/checkpointer.ts',
+];
 
 /** Source files of the node core: everything a simulated node runs. */
 function coreSources(): string[] {
-  return [...sources('wal'), ...sources('storage'), ...sources('primary'), ...sources('standby'), ...sources('protocol'), ...NODE_SHELL]
-    // A benchmark entry point, and the loader of cost-profile files shipped with the code (read-only
-    // configuration, the same bytes on every run): not state the node writes or times it keeps.
-    .filter((f) => !f.endsWith('bench-codec.ts') && f !== path.join('storage', 'cost-model', 'profile.ts'));
+  return (
+    [
+      ...sources('wal'),
+      ...sources('storage'),
+      ...sources('primary'),
+      ...sources('standby'),
+      ...sources('protocol'),
+      ...NODE_SHELL,
+    ]
+      // A benchmark entry point, and the loader of cost-profile files shipped with the code (read-only
+      // configuration, the same bytes on every run): not state the node writes or times it keeps.
+      .filter(
+        (f) =>
+          !f.endsWith('bench-codec.ts') && f !== path.join('storage', 'cost-model', 'profile.ts'),
+      )
+  );
 }
 
 /** Calls and imports that bypass the injected clock, timers, disk and transport. */
 const NONDETERMINISM: Array<[RegExp, string]> = [
   [/\bDate\.now\(|new Date\(\)/, 'the wall clock (use Clock.now)'],
-  [/(?<![.\w])(setTimeout|setInterval|setImmediate|clearTimeout|clearInterval)\(/, 'timers (use Clock)'],
+  [
+    /(?<![.\w])(setTimeout|setInterval|setImmediate|clearTimeout|clearInterval)\(/,
+    'timers (use Clock)',
+  ],
   [/\bMath\.random\(/, 'Math.random (use a seeded PRNG)'],
   [/from\s+['"](node:)?fs['"]/, 'node:fs (use Disk)'],
   [/from\s+['"]ws['"]/, 'ws (use MessageConn / Dialer)'],
@@ -53,9 +78,11 @@ describe('layering', () => {
       const lines = fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n');
       lines.forEach((line, i) => {
         if (/^\s*(\*|\/\/|\/\*)/.test(line)) return; // comments
-        for (const [re, what] of NONDETERMINISM) if (re.test(line)) bad.push(`${file}:${i + 1} uses ${what}`);
+        for (const [re, what] of NONDETERMINISM)
+          if (re.test(line)) bad.push(`${file}:${i + 1} uses ${what}`);
         // performance.now is allowed only to measure busy time inside drops (a benchmark figure).
-        if (/performance\.now\(/.test(line) && file !== 'storage/drop.ts') bad.push(`${file}:${i + 1} uses performance.now (use Clock.monoMs)`);
+        if (/performance\.now\(/.test(line) && file !== 'storage/drop.ts')
+          bad.push(`${file}:${i + 1} uses performance.now (use Clock.monoMs)`);
       });
     }
     expect(bad).toEqual([]);
@@ -64,7 +91,9 @@ describe('layering', () => {
   it('only scripts/ and tests import the simulator (sim/)', () => {
     const bad: string[] = [];
     for (const dir of ['common', 'wal', 'storage', 'primary', 'standby', 'server']) {
-      for (const file of sources(dir)) for (const spec of importsOf(file)) if (topFolderOf(file, spec) === 'sim') bad.push(`${file} -> ${spec}`);
+      for (const file of sources(dir))
+        for (const spec of importsOf(file))
+          if (topFolderOf(file, spec) === 'sim') bad.push(`${file} -> ${spec}`);
     }
     expect(bad).toEqual([]);
   });
@@ -85,8 +114,13 @@ describe('layering', () => {
     for (const file of [...sources('wal'), ...sources('storage')]) {
       for (const spec of importsOf(file)) {
         const top = topFolderOf(file, spec);
-        if (top !== null && !['common', 'wal', 'storage'].includes(top)) bad.push(`${file} -> ${spec}`);
-        if (/^(node:)?(net|http|https|child_process|worker_threads|timers)(\/|$)/.test(spec) || spec === 'ws') bad.push(`${file} -> ${spec}`);
+        if (top !== null && !['common', 'wal', 'storage'].includes(top))
+          bad.push(`${file} -> ${spec}`);
+        if (
+          /^(node:)?(net|http|https|child_process|worker_threads|timers)(\/|$)/.test(spec) ||
+          spec === 'ws'
+        )
+          bad.push(`${file} -> ${spec}`);
       }
     }
     expect(bad).toEqual([]);
@@ -97,7 +131,8 @@ describe('layering', () => {
     for (const file of sources('protocol')) {
       for (const spec of importsOf(file)) {
         const top = topFolderOf(file, spec);
-        if (top !== null && !['common', 'wal', 'storage', 'protocol'].includes(top)) bad.push(`${file} -> ${spec}`);
+        if (top !== null && !['common', 'wal', 'storage', 'protocol'].includes(top))
+          bad.push(`${file} -> ${spec}`);
       }
     }
     expect(bad).toEqual([]);
@@ -118,9 +153,19 @@ describe('layering', () => {
     expect(importsOf('server/sql-functions.ts').filter((s) => s.endsWith('/node.ts'))).toEqual([]);
   });
 
-  it('only the node shell creates the roles (the lifecycle machine\'s actions), never the process or CLIs', () => {
+  it("only the node shell creates the roles (the lifecycle machine's actions), never the process or CLIs", () => {
     const bad: string[] = [];
-    for (const dir of ['common', 'wal', 'storage', 'protocol', 'primary', 'standby', 'server', 'scripts', 'sim']) {
+    for (const dir of [
+      'common',
+      'wal',
+      'storage',
+      'protocol',
+      'primary',
+      'standby',
+      'server',
+      'scripts',
+      'sim',
+    ]) {
       for (const file of sources(dir)) {
         for (const spec of importsOf(file)) {
           if (!/\/(primary|standby)-role\.ts$/.test(spec) || file === 'server/node.ts') continue;
@@ -133,9 +178,13 @@ describe('layering', () => {
 
   it('primary/ and standby/ do not import each other', () => {
     const bad: string[] = [];
-    for (const [from, forbidden] of [['primary', 'standby'], ['standby', 'primary']] as const) {
+    for (const [from, forbidden] of [
+      ['primary', 'standby'],
+      ['standby', 'primary'],
+    ] as const) {
       for (const file of sources(from)) {
-        for (const spec of importsOf(file)) if (topFolderOf(file, spec) === forbidden) bad.push(`${file} -> ${spec}`);
+        for (const spec of importsOf(file))
+          if (topFolderOf(file, spec) === forbidden) bad.push(`${file} -> ${spec}`);
       }
     }
     expect(bad).toEqual([]);

@@ -8,14 +8,30 @@ import { describe, expect, it } from 'vitest';
 import { createActor, transition, type AnyStateNode } from 'xstate';
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
 import {
-  describeState, isInRecovery, lifecycleMachine, pauseStateOf, refusalOf, type LifecycleEvent, type LifecycleSnapshot,
+  describeState,
+  isInRecovery,
+  lifecycleMachine,
+  pauseStateOf,
+  refusalOf,
+  type LifecycleEvent,
+  type LifecycleSnapshot,
 } from '../../standby/lifecycle-machine.ts';
 
 const EVENTS: LifecycleEvent[] = [
-  { type: 'PAUSE' }, { type: 'PAUSE_CONFIRMED' }, { type: 'RESUME' }, { type: 'PROMOTE' },
-  { type: 'WAL_RECEIVED' }, { type: 'CAUGHT_UP' }, { type: 'UPSTREAM_LOST' }, { type: 'UPSTREAM_CONNECTED' },
-  { type: 'UPSTREAM_RETRY' }, { type: 'END_OF_RECOVERY_WRITTEN' }, { type: 'CHECKPOINT_DONE' },
-  { type: 'STOP', mode: 'smart' }, { type: 'STOP', mode: 'fast' }, { type: 'STOP', mode: 'immediate' },
+  { type: 'PAUSE' },
+  { type: 'PAUSE_CONFIRMED' },
+  { type: 'RESUME' },
+  { type: 'PROMOTE' },
+  { type: 'WAL_RECEIVED' },
+  { type: 'CAUGHT_UP' },
+  { type: 'UPSTREAM_LOST' },
+  { type: 'UPSTREAM_CONNECTED' },
+  { type: 'UPSTREAM_RETRY' },
+  { type: 'END_OF_RECOVERY_WRITTEN' },
+  { type: 'CHECKPOINT_DONE' },
+  { type: 'STOP', mode: 'smart' },
+  { type: 'STOP', mode: 'fast' },
+  { type: 'STOP', mode: 'immediate' },
 ];
 
 function allStateNodes(node: AnyStateNode): AnyStateNode[] {
@@ -34,30 +50,37 @@ describe('lifecycle machine', () => {
   it('reaches every state node from a standby start or a primary start', () => {
     const seen = new Set<string>();
     for (const inRecovery of [true, false]) {
-      for (const v of Object.values(walk({ inRecovery }))) for (const id of stateIdsOf(v.state)) seen.add(id);
+      for (const v of Object.values(walk({ inRecovery })))
+        for (const id of stateIdsOf(v.state)) seen.add(id);
     }
     // 'starting' is transient: its eventless transition picks recovery or primary before any event.
-    const all = allStateNodes(lifecycleMachine.root).map((n) => n.id).filter((id) => id !== 'lifecycle.starting');
+    const all = allStateNodes(lifecycleMachine.root)
+      .map((n) => n.id)
+      .filter((id) => id !== 'lifecycle.starting');
     expect([...all].filter((id) => !seen.has(id))).toEqual([]);
   });
 
   it('fires every declared transition on some path', () => {
     const declared = new Set<unknown>();
     for (const node of allStateNodes(lifecycleMachine.root)) {
-      for (const [eventType, transitions] of node.transitions) if (eventType !== '') for (const t of transitions) declared.add(t);
+      for (const [eventType, transitions] of node.transitions)
+        if (eventType !== '') for (const t of transitions) declared.add(t);
     }
     const fired = new Set<unknown>();
     for (const inRecovery of [true, false]) {
       for (const v of Object.values(walk({ inRecovery }))) {
         for (const t of Object.values(v.transitions) as Array<{ event: LifecycleEvent }>) {
-          for (const def of lifecycleMachine.getTransitionData(v.state as never, t.event as never)) fired.add(def);
+          for (const def of lifecycleMachine.getTransitionData(v.state as never, t.event as never))
+            fired.add(def);
         }
       }
     }
-    const missing = [...declared].filter((t) => !fired.has(t)).map((t) => {
-      const d = t as unknown as { source: AnyStateNode; eventType: string };
-      return `${d.source.id} on ${d.eventType}`;
-    });
+    const missing = [...declared]
+      .filter((t) => !fired.has(t))
+      .map((t) => {
+        const d = t as unknown as { source: AnyStateNode; eventType: string };
+        return `${d.source.id} on ${d.eventType}`;
+      });
     expect(missing).toEqual([]);
     expect(fired.size).toBe(declared.size);
   });
@@ -108,22 +131,47 @@ describe('lifecycle machine', () => {
     expect(paths.length).toBeGreaterThan(0);
     for (const p of paths) {
       const types = p.steps.map((s) => s.event.type);
-      for (const t of ['PROMOTE', 'CAUGHT_UP', 'END_OF_RECOVERY_WRITTEN', 'CHECKPOINT_DONE']) expect(types).toContain(t);
+      for (const t of ['PROMOTE', 'CAUGHT_UP', 'END_OF_RECOVERY_WRITTEN', 'CHECKPOINT_DONE'])
+        expect(types).toContain(t);
     }
   });
 
   it('runs the effects of each transition once, in order', () => {
     const calls: string[] = [];
-    const rec = (name: string) => () => { calls.push(name); };
+    const rec = (name: string) => () => {
+      calls.push(name);
+    };
     const m = lifecycleMachine.provide({
       actions: {
-        requestReplayPause: rec('pause'), resumeReplay: rec('resume'), recordPromoteRequested: rec('promoteRequested'),
-        stopWalReceiver: rec('stopReceiver'), wakeReplayForPromotion: rec('wake'), writeEndOfRecovery: rec('endOfRecovery'),
-        openForWrites: rec('openForWrites'), requestCheckpoint: rec('checkpoint'),
+        requestReplayPause: rec('pause'),
+        resumeReplay: rec('resume'),
+        recordPromoteRequested: rec('promoteRequested'),
+        stopWalReceiver: rec('stopReceiver'),
+        wakeReplayForPromotion: rec('wake'),
+        writeEndOfRecovery: rec('endOfRecovery'),
+        openForWrites: rec('openForWrites'),
+        requestCheckpoint: rec('checkpoint'),
       },
     });
     const a = createActor(m, { input: { inRecovery: true } }).start();
-    for (const type of ['PAUSE', 'PAUSE_CONFIRMED', 'RESUME', 'PROMOTE', 'CAUGHT_UP', 'END_OF_RECOVERY_WRITTEN'] as const) a.send({ type });
-    expect(calls).toEqual(['pause', 'resume', 'promoteRequested', 'stopReceiver', 'wake', 'endOfRecovery', 'openForWrites', 'checkpoint']);
+    for (const type of [
+      'PAUSE',
+      'PAUSE_CONFIRMED',
+      'RESUME',
+      'PROMOTE',
+      'CAUGHT_UP',
+      'END_OF_RECOVERY_WRITTEN',
+    ] as const)
+      a.send({ type });
+    expect(calls).toEqual([
+      'pause',
+      'resume',
+      'promoteRequested',
+      'stopReceiver',
+      'wake',
+      'endOfRecovery',
+      'openForWrites',
+      'checkpoint',
+    ]);
   });
 });

@@ -18,15 +18,20 @@ describe('parsePgLog', () => {
     const lines = parsePgLog(read('standby-promote-truncate-20-toast.log'));
     const redo = lines.find((l) => l.message.startsWith('redo done at'))!;
     expect(redo).toEqual({
-      atMs: at('2026-12-01 08:05:32.793'), pid: 9976, level: 'LOG',
-      message: 'redo done at 0/3088278 system usage: CPU: user: 0.02 s, system: 0.00 s, elapsed: 6.23 s',
+      atMs: at('2026-12-01 08:05:32.793'),
+      pid: 9976,
+      level: 'LOG',
+      message:
+        'redo done at 0/3088278 system usage: CPU: user: 0.02 s, system: 0.00 s, elapsed: 6.23 s',
     });
   });
 
   it('appends tab-indented continuation lines to the message they belong to', () => {
     const lines = parsePgLog(read('standby-promote-truncate-20-toast.log'));
     const fatal = lines.find((l) => l.level === 'FATAL')!;
-    expect(fatal.message).toContain('server closed the connection unexpectedly This probably means the server terminated abnormally');
+    expect(fatal.message).toContain(
+      'server closed the connection unexpectedly This probably means the server terminated abnormally',
+    );
     expect(lines.every((l) => Number.isFinite(l.atMs) && l.pid > 0)).toBe(true);
   });
 });
@@ -37,10 +42,13 @@ describe('promotionTimeline', () => {
   it('finds every instant of the promotion after the resume', () => {
     const t = promotionTimeline(lines, at('2026-12-01 08:05:32.765'));
     expect(t).toEqual({
-      endOfWalAt: at('2026-12-01 08:05:32.793'), endOfWalLsn: '0/3088388',
+      endOfWalAt: at('2026-12-01 08:05:32.793'),
+      endOfWalLsn: '0/3088388',
       promoteReceivedAt: at('2026-12-01 08:05:32.793'),
-      redoDoneAt: at('2026-12-01 08:05:32.793'), redoDoneLsn: '0/3088278',
-      newTimelineAt: at('2026-12-01 08:05:32.798'), newTimeline: 2,
+      redoDoneAt: at('2026-12-01 08:05:32.793'),
+      redoDoneLsn: '0/3088278',
+      newTimelineAt: at('2026-12-01 08:05:32.798'),
+      newTimeline: 2,
       archiveRecoveryCompleteAt: at('2026-12-01 08:05:32.832'),
       checkpointStartAt: at('2026-12-01 08:05:32.837'),
       readyAt: at('2026-12-01 08:05:32.844'),
@@ -61,8 +69,20 @@ describe('parseWaldumpStats', () => {
     const s = parseWaldumpStats(read('waldump-stats-record-truncate-20-toast.txt'));
     expect(s.from).toBe('0/307F618');
     expect(s.to).toBe('0/3088388');
-    expect(s.total).toEqual({ count: 435, recordBytes: 33061, fpiBytes: 1760, combinedBytes: 34821 });
-    expect(s.rows).toContainEqual({ rmgr: 'Transaction', type: 'COMMIT', count: 20, recordBytes: 5320, fpiBytes: 0, combinedBytes: 5320 });
+    expect(s.total).toEqual({
+      count: 435,
+      recordBytes: 33061,
+      fpiBytes: 1760,
+      combinedBytes: 34821,
+    });
+    expect(s.rows).toContainEqual({
+      rmgr: 'Transaction',
+      type: 'COMMIT',
+      count: 20,
+      recordBytes: 5320,
+      fpiBytes: 0,
+      combinedBytes: 5320,
+    });
     // Each TRUNCATE of a table with a TOAST table creates three new relfilenodes.
     expect(waldumpCount(s, 'Storage', 'CREATE')).toBe(3 * waldumpCount(s, 'Transaction', 'COMMIT'));
     expect(s.rows.every((r) => r.count > 0)).toBe(true);
@@ -72,14 +92,24 @@ describe('parseWaldumpStats', () => {
     const s = parseWaldumpStats(read('waldump-stats-rmgr-truncate-20-toast.txt'));
     expect(s.total.count).toBe(435);
     expect(s.rows.map((r) => [r.rmgr, r.type, r.count])).toEqual([
-      ['XLOG', null, 20], ['Transaction', null, 20], ['Storage', null, 60], ['Standby', null, 60],
-      ['Heap2', null, 18], ['Heap', null, 64], ['Btree', null, 193],
+      ['XLOG', null, 20],
+      ['Transaction', null, 20],
+      ['Storage', null, 60],
+      ['Standby', null, 60],
+      ['Heap2', null, 18],
+      ['Heap', null, 64],
+      ['Btree', null, 193],
     ]);
   });
 
   it('refuses text that is not pg_waldump --stats output, and rows that do not add up', () => {
-    expect(() => parseWaldumpStats('pg_waldump: error: could not find file "000000010000000000000003"')).toThrow(/not pg_waldump --stats output/);
-    const text = read('waldump-stats-record-truncate-20-toast.txt').replace('Transaction/COMMIT                            20', 'Transaction/COMMIT                            21');
+    expect(() =>
+      parseWaldumpStats('pg_waldump: error: could not find file "000000010000000000000003"'),
+    ).toThrow(/not pg_waldump --stats output/);
+    const text = read('waldump-stats-record-truncate-20-toast.txt').replace(
+      'Transaction/COMMIT                            20',
+      'Transaction/COMMIT                            21',
+    );
     expect(() => parseWaldumpStats(text)).toThrow(/add up to 436 records, its Total says 435/);
   });
 });

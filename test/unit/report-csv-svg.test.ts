@@ -22,11 +22,32 @@ describe('CSV', () => {
 
 describe('SVG line chart', () => {
   const svg = lineChart({
-    title: 'Failover <test>', xLabel: 'shared_buffers', yLabel: 'seconds', xLog: true, yLog: true,
-    xTicks: [{ value: 16384, label: '128MB' }, { value: 13107200, label: '100GB' }],
+    title: 'Failover <test>',
+    xLabel: 'shared_buffers',
+    yLabel: 'seconds',
+    xLog: true,
+    yLog: true,
+    xTicks: [
+      { value: 16384, label: '128MB' },
+      { value: 13107200, label: '100GB' },
+    ],
     series: [
-      { name: 'full-scan', points: [{ x: 16384, y: 0.3 }, { x: 131072, y: 0.5 }, { x: 13107200, y: 66 }] },
-      { name: 'cached-lookup', points: [{ x: 16384, y: 0.3 }, { x: 13107200, y: 0.3 }, { x: 100, y: 0 }] },
+      {
+        name: 'full-scan',
+        points: [
+          { x: 16384, y: 0.3 },
+          { x: 131072, y: 0.5 },
+          { x: 13107200, y: 66 },
+        ],
+      },
+      {
+        name: 'cached-lookup',
+        points: [
+          { x: 16384, y: 0.3 },
+          { x: 13107200, y: 0.3 },
+          { x: 100, y: 0 },
+        ],
+      },
     ],
   });
 
@@ -44,8 +65,17 @@ describe('SVG line chart', () => {
   });
 
   it('places equal y values at equal heights and larger values higher', () => {
-    const pts = [...svg.matchAll(/<circle cx="([\d.]+)" cy="([\d.]+)"/g)].map((m) => ({ x: Number(m[1]), y: Number(m[2]) }));
-    const [a, b, c, d, e] = pts as [typeof pts[0], typeof pts[0], typeof pts[0], typeof pts[0], typeof pts[0]];
+    const pts = [...svg.matchAll(/<circle cx="([\d.]+)" cy="([\d.]+)"/g)].map((m) => ({
+      x: Number(m[1]),
+      y: Number(m[2]),
+    }));
+    const [a, b, c, d, e] = pts as [
+      (typeof pts)[0],
+      (typeof pts)[0],
+      (typeof pts)[0],
+      (typeof pts)[0],
+      (typeof pts)[0],
+    ];
     expect(a.y).toBeCloseTo(d.y);
     expect(d.y).toBeCloseTo(e.y);
     expect(c.y).toBeLessThan(b.y); // 66 s above 0.5 s (SVG y grows downwards)
@@ -64,7 +94,11 @@ describe('SVG line chart', () => {
 
 describe('relation sizes', () => {
   it('accepts NB/k, pages and bytes', () => {
-    expect(parseRelSize('NB/8', 13_107_200)).toMatchObject({ pages: 1_638_400, rows: 1_638_400 * 226, divisor: 8 });
+    expect(parseRelSize('NB/8', 13_107_200)).toMatchObject({
+      pages: 1_638_400,
+      rows: 1_638_400 * 226,
+      divisor: 8,
+    });
     expect(parseRelSize('nb/512', 16384)).toMatchObject({ pages: 32, spec: 'NB/512' });
     expect(parseRelSize('4096', 16384).pages).toBe(4096);
     expect(parseRelSize('200MB', 16384).pages).toBe(25_600);
@@ -82,26 +116,69 @@ describe('relation sizes', () => {
 
 describe('results files', () => {
   it('writes results.json, results.csv, tables.md and one chart per variant', () => {
-    const plan = planMulti(['16MB', '32MB'], 5, ['vacuum', 'truncate'], ['full-scan', 'cached-lookup']);
+    const plan = planMulti(
+      ['16MB', '32MB'],
+      5,
+      ['vacuum', 'truncate'],
+      ['full-scan', 'cached-lookup'],
+    );
     const records: RunRecord[] = plan.map((c, i) => ({
-      ...c, run: 1, failoverMs: 10 + i, replayMs: 9, endOfRecoveryMs: 0.5, openForWritesMs: 0.5, recordsReplayed: 20, dropMs: 2,
-      dropsFullScan: c.strategy === 'full-scan' ? 5 : 0, dropsCachedLookup: c.strategy === 'full-scan' ? 0 : 5,
-      scanned: 0, probes: 0, invalidated: 5, promoted: true, resumeAt: 'a', promotedAt: 'b', stepMs: { start: 1 },
-      mode: 'measured' as const, counts: { replay: emptyReplayCounts(), ...promotionStepCounts() },
-      modelProfile: 'test', modeledS: 0.2 + i / 100, modeledPolledS: 0.306, modeledReplayS: 0.19, modeledEndOfRecoveryS: 0.005,
-      modeledOpenForWritesS: 0.005, modeledDropS: 0.01,
+      ...c,
+      run: 1,
+      failoverMs: 10 + i,
+      replayMs: 9,
+      endOfRecoveryMs: 0.5,
+      openForWritesMs: 0.5,
+      recordsReplayed: 20,
+      dropMs: 2,
+      dropsFullScan: c.strategy === 'full-scan' ? 5 : 0,
+      dropsCachedLookup: c.strategy === 'full-scan' ? 0 : 5,
+      scanned: 0,
+      probes: 0,
+      invalidated: 5,
+      promoted: true,
+      resumeAt: 'a',
+      promotedAt: 'b',
+      stepMs: { start: 1 },
+      mode: 'measured' as const,
+      counts: { replay: emptyReplayCounts(), ...promotionStepCounts() },
+      modelProfile: 'test',
+      modeledS: 0.2 + i / 100,
+      modeledPolledS: 0.306,
+      modeledReplayS: 0.19,
+      modeledEndOfRecoveryS: 0.005,
+      modeledOpenForWritesS: 0.005,
+      modeledDropS: 0.01,
     }));
     const files = renderResults({
-      kind: 'multi', startedAt: '2026-01-06T10:04:05.123Z', finishedAt: '2026-01-06T10:05:00.000Z', wallSeconds: 55,
-      settings: { runs: 1 }, records, cells: summarise(plan, records),
+      kind: 'multi',
+      startedAt: '2026-01-06T10:04:05.123Z',
+      finishedAt: '2026-01-06T10:05:00.000Z',
+      wallSeconds: 55,
+      settings: { runs: 1 },
+      records,
+      cells: summarise(plan, records),
     });
-    expect(Object.keys(files).sort()).toEqual(['chart-truncate.svg', 'chart-vacuum.svg', 'results.csv', 'results.json', 'tables.md']);
+    expect(Object.keys(files).sort()).toEqual([
+      'chart-truncate.svg',
+      'chart-vacuum.svg',
+      'results.csv',
+      'results.json',
+      'tables.md',
+    ]);
     expect(files['results.csv']!.split('\r\n')).toHaveLength(1 + plan.length + 1);
     expect(JSON.parse(files['results.json']!).cells).toHaveLength(plan.length);
     expect(resultsDirName(new Date('2026-01-06T10:04:05.123Z'))).toBe('2026-01-06T10-04-05Z');
     // The modeled columns sit beside the measured ones in every output.
     const header = files['results.csv']!.split('\r\n')[0]!.split(',');
-    for (const col of ['failoverMs', 'modelProfile', 'modeledS', 'modeledPolledS', 'modeledReplayS']) expect(header).toContain(col);
+    for (const col of [
+      'failoverMs',
+      'modelProfile',
+      'modeledS',
+      'modeledPolledS',
+      'modeledReplayS',
+    ])
+      expect(header).toContain(col);
     expect(JSON.parse(files['results.json']!).cells[0].modeledS).toBeCloseTo(0.2, 12);
     expect(files['tables.md']).toMatch(/Master modeled \| Patched modeled/);
     expect(files['chart-vacuum.svg']).toMatch(/modeled PostgreSQL \(test\)/);

@@ -5,19 +5,56 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CellSummary } from '../../scripts/experiment/sweep.ts';
-import { planMulti, planThreshold, summarise, type RunRecord } from '../../scripts/experiment/sweep.ts';
+import {
+  planMulti,
+  planThreshold,
+  summarise,
+  type RunRecord,
+} from '../../scripts/experiment/sweep.ts';
 import { emptyReplayCounts, promotionStepCounts } from '../../storage/cost-model/counts.ts';
-import { computeCrossover, formatRegression, formatSeconds, markdownTable, multiTables, regression, sideBySideTables, thresholdTables } from '../../scripts/report/tables.ts';
+import {
+  computeCrossover,
+  formatRegression,
+  formatSeconds,
+  markdownTable,
+  multiTables,
+  regression,
+  sideBySideTables,
+  thresholdTables,
+} from '../../scripts/report/tables.ts';
 
 function cellsWith(
-  plan: ReturnType<typeof planThreshold>, ms: (c: CellSummary) => number, modeledMs: (c: CellSummary) => number = ms,
+  plan: ReturnType<typeof planThreshold>,
+  ms: (c: CellSummary) => number,
+  modeledMs: (c: CellSummary) => number = ms,
 ): CellSummary[] {
   const records: RunRecord[] = plan.map((c) => ({
-    ...c, mode: 'measured', run: 1, failoverMs: ms(c as CellSummary), replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0, dropMs: 1,
-    dropsFullScan: 0, dropsCachedLookup: 0, scanned: 0, probes: 0, invalidated: 0, promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
+    ...c,
+    mode: 'measured',
+    run: 1,
+    failoverMs: ms(c as CellSummary),
+    replayMs: null,
+    endOfRecoveryMs: null,
+    openForWritesMs: null,
+    recordsReplayed: 0,
+    dropMs: 1,
+    dropsFullScan: 0,
+    dropsCachedLookup: 0,
+    scanned: 0,
+    probes: 0,
+    invalidated: 0,
+    promoted: true,
+    resumeAt: '',
+    promotedAt: '',
+    stepMs: {},
     counts: { replay: emptyReplayCounts(), ...promotionStepCounts() },
-    modelProfile: 'test', modeledS: modeledMs(c as CellSummary) / 1000, modeledPolledS: null, modeledReplayS: 0,
-    modeledEndOfRecoveryS: 0, modeledOpenForWritesS: 0, modeledDropS: 0,
+    modelProfile: 'test',
+    modeledS: modeledMs(c as CellSummary) / 1000,
+    modeledPolledS: null,
+    modeledReplayS: 0,
+    modeledEndOfRecoveryS: 0,
+    modeledOpenForWritesS: 0,
+    modeledDropS: 0,
   }));
   return summarise(plan, records);
 }
@@ -25,13 +62,22 @@ function cellsWith(
 describe('Test A tables', () => {
   // Full scan: 100 ms + NBuffers × 2 ns; lookup: 100 ms + 60 ns per page (crossover near NB/30).
   const plan = planThreshold(['128MB', '100GB'], [512, 64, 32, 16, 8], true);
-  const cells = cellsWith(plan, (c) => 100 + (c.strategy === 'full-scan' ? c.nBuffers * 2e-6 : c.pagesPerTable * 60e-6));
+  const cells = cellsWith(
+    plan,
+    (c) => 100 + (c.strategy === 'full-scan' ? c.nBuffers * 2e-6 : c.pagesPerTable * 60e-6),
+  );
 
   it('plans both strategies per size, the lookup one forced', () => {
     expect(plan).toHaveLength(2 * 5 * 2);
-    expect(plan.filter((c) => c.strategy === 'cached-lookup').every((c) => c.forceOptimized)).toBe(true);
-    expect(plan.filter((c) => c.strategy === 'full-scan').every((c) => !c.forceOptimized)).toBe(true);
-    expect(plan.find((c) => c.sharedBuffers === '100GB' && c.relDivisor === 8)!.pagesPerTable).toBe(1_638_400);
+    expect(plan.filter((c) => c.strategy === 'cached-lookup').every((c) => c.forceOptimized)).toBe(
+      true,
+    );
+    expect(plan.filter((c) => c.strategy === 'full-scan').every((c) => !c.forceOptimized)).toBe(
+      true,
+    );
+    expect(plan.find((c) => c.sharedBuffers === '100GB' && c.relDivisor === 8)!.pagesPerTable).toBe(
+      1_638_400,
+    );
   });
 
   it('computes % regression as (optimized − full) / full', () => {
@@ -45,7 +91,13 @@ describe('Test A tables', () => {
     const t = thresholdTables(cells);
     const lines = t.regression.split('\n');
     expect(lines[0]).toMatch(/^\| rel_size \| +128MB \| +100GB \|$/);
-    expect(lines.slice(2).map((l) => l.split('|')[1]!.trim())).toEqual(['NB/512', 'NB/64', 'NB/32', 'NB/16', 'NB/8']);
+    expect(lines.slice(2).map((l) => l.split('|')[1]!.trim())).toEqual([
+      'NB/512',
+      'NB/64',
+      'NB/32',
+      'NB/16',
+      'NB/8',
+    ]);
     // 100GB NB/8: optimized 100 + 1,638,400 × 60e-6 = 198.3 ms; full 100 + 26.2 = 126.2 ms.
     expect(t.optimized).toContain('0.198');
     expect(t.fullScan).toContain('0.126');
@@ -63,11 +115,15 @@ describe('Test A tables', () => {
     const small = x.find((c) => c.sharedBuffers === '128MB')!;
     expect(small.largestWinning).toBe('NB/32');
     expect(small.largestWinningPages).toBe(512);
-    expect(thresholdTables(cells).crossover).toMatch(/\| 100GB +\| 13,107,200 \| +NB\/32 \| 409,600 \| +NB\/16 \|/);
+    expect(thresholdTables(cells).crossover).toMatch(
+      /\| 100GB +\| 13,107,200 \| +NB\/32 \| 409,600 \| +NB\/16 \|/,
+    );
   });
 
   it('ignores a win above a loss (noise): the threshold is where wins stop', () => {
-    const noisy = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 100 : c.relDivisor === 64 || c.relDivisor === 8 ? 110 : 90));
+    const noisy = cellsWith(plan, (c) =>
+      c.strategy === 'full-scan' ? 100 : c.relDivisor === 64 || c.relDivisor === 8 ? 110 : 90,
+    );
     const x = computeCrossover(noisy).find((c) => c.sharedBuffers === '100GB')!;
     expect(x.largestWinning).toBe('NB/512');
     expect(x.smallestLosing).toBe('NB/64');
@@ -80,27 +136,50 @@ describe('Test A tables', () => {
 });
 
 describe('Test B tables', () => {
-  const plan = planMulti(['128MB', '1GB', '20GB', '100GB'], 1000, ['vacuum', 'truncate'], ['full-scan', 'cached-lookup']);
-  const cells = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 1000 * c.nBuffers * 2e-6 + 300 : 306));
+  const plan = planMulti(
+    ['128MB', '1GB', '20GB', '100GB'],
+    1000,
+    ['vacuum', 'truncate'],
+    ['full-scan', 'cached-lookup'],
+  );
+  const cells = cellsWith(plan, (c) =>
+    c.strategy === 'full-scan' ? 1000 * c.nBuffers * 2e-6 + 300 : 306,
+  );
 
   it('prints one table per variant: s_b, master, patched, %reg, then the same modeled', () => {
     const t = multiTables(cells);
     const vac = t.byVariant.vacuum!.split('\n');
-    expect(vac[0]).toMatch(/^\| s_b +\| Master \(full-scan\) \| Patched \(cached-lookup\) \| +%reg \| Master modeled \| Patched modeled \| %reg modeled \|$/);
+    expect(vac[0]).toMatch(
+      /^\| s_b +\| Master \(full-scan\) \| Patched \(cached-lookup\) \| +%reg \| Master modeled \| Patched modeled \| %reg modeled \|$/,
+    );
     expect(vac).toHaveLength(2 + 4);
     // 100GB: master 1000 × 13,107,200 × 2e-6 + 300 = 26,514 ms (modeled the same here).
-    expect(vac[5]).toMatch(/^\| 100GB +\| +26\.514 \| +0\.306 \| +-98\.85% \| +26\.514 \| +0\.306 \| +-98\.85% \|$/);
+    expect(vac[5]).toMatch(
+      /^\| 100GB +\| +26\.514 \| +0\.306 \| +-98\.85% \| +26\.514 \| +0\.306 \| +-98\.85% \|$/,
+    );
     expect(t.markdown).toContain('cost profile test');
     expect(t.markdown).toContain('### VACUUM recovery performance for 1000 relations');
     expect(t.markdown).toContain('### TRUNCATE recovery performance for 1000 relations');
   });
 
-  it('gives the seed debate\'s other strategies a column each', () => {
-    const all = cellsWith(planMulti(['1GB'], 10, ['vacuum'], ['full-scan', 'cached-lookup', 'rel-list', 'cache-at-create']), (c) => (c.strategy === 'rel-list' ? 7 : 5));
+  it("gives the seed debate's other strategies a column each", () => {
+    const all = cellsWith(
+      planMulti(
+        ['1GB'],
+        10,
+        ['vacuum'],
+        ['full-scan', 'cached-lookup', 'rel-list', 'cache-at-create'],
+      ),
+      (c) => (c.strategy === 'rel-list' ? 7 : 5),
+    );
     const vac = multiTables(all).byVariant.vacuum!.split('\n');
     // Measured columns, then the modeled ones (modeled = measured in this fixture).
-    expect(vac[0]).toMatch(/\| +%reg \| rel-list \| cache-at-create \| Master modeled \| Patched modeled \| %reg modeled \| rel-list modeled \| cache-at-create modeled \|$/);
-    expect(vac[2]).toMatch(/\| +0\.007 \| +0\.005 \| +0\.005 \| +0\.005 \| +0\.00% \| +0\.007 \| +0\.005 \|$/);
+    expect(vac[0]).toMatch(
+      /\| +%reg \| rel-list \| cache-at-create \| Master modeled \| Patched modeled \| %reg modeled \| rel-list modeled \| cache-at-create modeled \|$/,
+    );
+    expect(vac[2]).toMatch(
+      /\| +0\.007 \| +0\.005 \| +0\.005 \| +0\.005 \| +0\.00% \| +0\.007 \| +0\.005 \|$/,
+    );
   });
 
   it('leaves %reg n/a when only one strategy ran', () => {
@@ -109,7 +188,11 @@ describe('Test B tables', () => {
   });
 
   it('model-only: the modeled columns alone', () => {
-    const mo = cellsWith(plan, () => NaN, (c) => (c.strategy === 'full-scan' ? 5000 : 300));
+    const mo = cellsWith(
+      plan,
+      () => NaN,
+      (c) => (c.strategy === 'full-scan' ? 5000 : 300),
+    );
     const vac = multiTables(mo).byVariant.vacuum!.split('\n');
     expect(vac[0]).toMatch(/^\| s_b +\| Master modeled \| Patched modeled \| %reg modeled \|$/);
     expect(vac[2]).toMatch(/^\| 128MB +\| +5\.000 \| +0\.300 \| +-94\.00% \|$/);
@@ -120,8 +203,11 @@ describe('Test B tables', () => {
 describe('Test A modeled tables and crossover', () => {
   const plan = planThreshold(['100GB'], [512, 64, 32, 16, 8], true);
   // Measured: the lookup always wins; modeled: it loses from NB/16 on.
-  const cells = cellsWith(plan, (c) => (c.strategy === 'full-scan' ? 1e6 : 1),
-    (c) => (c.strategy === 'full-scan' ? 100 + 13_107_200 * 5e-6 : 100 + c.pagesPerTable * 0.3e-3));
+  const cells = cellsWith(
+    plan,
+    (c) => (c.strategy === 'full-scan' ? 1e6 : 1),
+    (c) => (c.strategy === 'full-scan' ? 100 + 13_107_200 * 5e-6 : 100 + c.pagesPerTable * 0.3e-3),
+  );
 
   it('computes the crossover from modeled seconds separately from the measured one', () => {
     expect(computeCrossover(cells)[0]!.largestWinning).toBe('NB/8');
@@ -132,9 +218,17 @@ describe('Test A modeled tables and crossover', () => {
 
   it('prints the modeled tables after the measured ones; model-only prints only them', () => {
     const t = thresholdTables(cells);
-    expect(t.markdown).toMatch(/### 1\. % regression[\s\S]*### Modeled PostgreSQL seconds \(cost profile test\)[\s\S]*#### Modeled crossover/);
+    expect(t.markdown).toMatch(
+      /### 1\. % regression[\s\S]*### Modeled PostgreSQL seconds \(cost profile test\)[\s\S]*#### Modeled crossover/,
+    );
     expect(t.modeledCrossover).toMatch(/\| 100GB +\| +13,107,200 \| +NB\/64 /);
-    const mo = thresholdTables(cellsWith(plan, () => NaN, (c) => (c.strategy === 'full-scan' ? 200 : 100)));
+    const mo = thresholdTables(
+      cellsWith(
+        plan,
+        () => NaN,
+        (c) => (c.strategy === 'full-scan' ? 200 : 100),
+      ),
+    );
     expect(mo.markdown).not.toContain('### 1. % regression');
     expect(mo.markdown).toContain('#### M1. Modeled % regression');
   });
@@ -142,7 +236,15 @@ describe('Test A modeled tables and crossover', () => {
 
 describe('formatting', () => {
   it('right-aligns numbers in Markdown tables', () => {
-    expect(markdownTable(['a', 'b'], [['x', '1'], ['yy', '10']])).toBe('| a   |   b |\n| --- | --: |\n| x   |   1 |\n| yy  |  10 |');
+    expect(
+      markdownTable(
+        ['a', 'b'],
+        [
+          ['x', '1'],
+          ['yy', '10'],
+        ],
+      ),
+    ).toBe('| a   |   b |\n| --- | --: |\n| x   |   1 |\n| yy  |  10 |');
   });
   it('prints seconds with three decimals like the seed', () => {
     expect(formatSeconds(106.4)).toBe('0.106');
@@ -152,32 +254,84 @@ describe('formatting', () => {
 });
 
 describe('PostgreSQL side by side', () => {
-  const plan = planMulti(['128MB', '1GB'], 200, ['truncate', 'truncate-toast'], ['full-scan', 'cached-lookup'], ['walsim', 'postgres']);
+  const plan = planMulti(
+    ['128MB', '1GB'],
+    200,
+    ['truncate', 'truncate-toast'],
+    ['full-scan', 'cached-lookup'],
+    ['walsim', 'postgres'],
+  );
   // PostgreSQL: two runs per cell, the second one stalled by 5 s (left out of the median).
-  const records: RunRecord[] = plan.flatMap((c) => [1, 2].map((run) => ({
-    ...c, run, failoverMs: (c.engine === 'postgres' ? 400 : 100) + (run === 2 && c.engine === 'postgres' ? 5000 : 0) + (c.sharedBuffers === '1GB' ? 50 : 0),
-    replayMs: null, endOfRecoveryMs: null, openForWritesMs: null, recordsReplayed: 0, dropMs: 1, dropsFullScan: 0, dropsCachedLookup: 0,
-    scanned: 0, probes: 0, invalidated: 0, promoted: true, resumeAt: '', promotedAt: '', stepMs: {},
-    ...(c.engine === 'postgres' ? { seedMethodMs: 500, stall: run === 2 } : {}),
-    mode: 'measured' as const, counts: null, modelProfile: c.engine === 'walsim' ? 'test' : '',
-    modeledS: c.engine === 'walsim' ? 0.3 : NaN, modeledPolledS: null, modeledReplayS: NaN, modeledEndOfRecoveryS: NaN,
-    modeledOpenForWritesS: NaN, modeledDropS: NaN,
-  })));
+  const records: RunRecord[] = plan.flatMap((c) =>
+    [1, 2].map((run) => ({
+      ...c,
+      run,
+      failoverMs:
+        (c.engine === 'postgres' ? 400 : 100) +
+        (run === 2 && c.engine === 'postgres' ? 5000 : 0) +
+        (c.sharedBuffers === '1GB' ? 50 : 0),
+      replayMs: null,
+      endOfRecoveryMs: null,
+      openForWritesMs: null,
+      recordsReplayed: 0,
+      dropMs: 1,
+      dropsFullScan: 0,
+      dropsCachedLookup: 0,
+      scanned: 0,
+      probes: 0,
+      invalidated: 0,
+      promoted: true,
+      resumeAt: '',
+      promotedAt: '',
+      stepMs: {},
+      ...(c.engine === 'postgres' ? { seedMethodMs: 500, stall: run === 2 } : {}),
+      mode: 'measured' as const,
+      counts: null,
+      modelProfile: c.engine === 'walsim' ? 'test' : '',
+      modeledS: c.engine === 'walsim' ? 0.3 : NaN,
+      modeledPolledS: null,
+      modeledReplayS: NaN,
+      modeledEndOfRecoveryS: NaN,
+      modeledOpenForWritesS: NaN,
+      modeledDropS: NaN,
+    })),
+  );
   const cells = summarise(plan, records);
 
   it('puts PostgreSQL (median without stalls), its seed-method figure and walsim per strategy in one table per variant', () => {
     const md = sideBySideTables(cells);
     expect(md).toContain('### TRUNCATE of 200 relations: PostgreSQL and walsim');
-    expect(md).toContain('### TRUNCATE (tables with a TOAST table) of 200 relations: PostgreSQL and walsim');
+    expect(md).toContain(
+      '### TRUNCATE (tables with a TOAST table) of 200 relations: PostgreSQL and walsim',
+    );
     const lines = md.split('\n');
     const header = lines.find((l) => l.startsWith('| s_b'))!;
-    expect(header.split("|").map((s) => s.trim()).filter(Boolean)).toEqual(["s_b", "PostgreSQL", "PostgreSQL (seed method)", "walsim measured full-scan", "walsim measured cached-lookup", "walsim modeled full-scan", "walsim modeled cached-lookup"]);
+    expect(
+      header
+        .split('|')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ).toEqual([
+      's_b',
+      'PostgreSQL',
+      'PostgreSQL (seed method)',
+      'walsim measured full-scan',
+      'walsim measured cached-lookup',
+      'walsim modeled full-scan',
+      'walsim modeled cached-lookup',
+    ]);
     // walsim cells carry modeled seconds (0.3 s here): the modeled columns follow the measured ones.
-    expect(lines).toContainEqual(expect.stringMatching(/^\| 1GB +\| +0\.450 \(1 stall excluded\) \| +0\.500 \| +0\.150 \| +0\.150 \| +0\.300 \| +0\.300 \|$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^\| 1GB +\| +0\.450 \(1 stall excluded\) \| +0\.500 \| +0\.150 \| +0\.150 \| +0\.300 \| +0\.300 \|$/,
+      ),
+    );
   });
 
   it('keeps the walsim-only tables free of PostgreSQL cells', () => {
-    expect(multiTables(cells).byVariant.truncate).toMatch(/\| 128MB +\| +0\.100 \| +0\.100 \| +0\.00% \|/);
+    expect(multiTables(cells).byVariant.truncate).toMatch(
+      /\| 128MB +\| +0\.100 \| +0\.100 \| +0\.00% \|/,
+    );
     expect(sideBySideTables(cells.filter((c) => c.engine === 'walsim'))).toBe('');
   });
 });

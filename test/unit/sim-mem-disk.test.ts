@@ -134,7 +134,11 @@ describe('data images on a disk that loses power', () => {
       const d = new MemDisk();
       d.mkdirp('/n');
       d.syncAll();
-      const st = NodeStorage.create(16, { strategy: 'full-scan', thresholdDivisor: 32, forceOptimized: false });
+      const st = NodeStorage.create(16, {
+        strategy: 'full-scan',
+        thresholdDivisor: 32,
+        forceOptimized: false,
+      });
       const io = { disk: d, clock: new Scheduler().clockFor('t') };
       await st.writeImage('/n', { redoLsn: 40, redoPrevLsn: 0, timeline: 1 }, async () => {}, io);
       await st.writeImage('/n', { redoLsn: 80, redoPrevLsn: 40, timeline: 1 }, async () => {}, io);

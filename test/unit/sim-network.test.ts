@@ -17,7 +17,10 @@ function pair(link = { delayMinMs: 1, delayMaxMs: 30, cutDetectMs: 100 }) {
   const got: string[] = [];
   net.listen('A', 'A#1', (conn) => {
     accepted.push(conn);
-    conn.setHandlers({ message: (d) => got.push(`A got ${d[0]}`), close: (code) => got.push(`A closed ${code}`) });
+    conn.setHandlers({
+      message: (d) => got.push(`A got ${d[0]}`),
+      close: (code) => got.push(`A closed ${code}`),
+    });
   });
   const dial = net.dialer('B', 'B#1', () => 'A');
   return { sched, net, accepted, got, dial };
@@ -27,7 +30,13 @@ describe('sim Network', () => {
   it('delivers in order on one connection', async () => {
     const { sched, got, dial } = pair();
     const c = dial();
-    c.setHandlers({ open: () => { for (let i = 0; i < 10; i++) c.send(new Uint8Array([i])); }, message: () => {}, close: () => {} });
+    c.setHandlers({
+      open: () => {
+        for (let i = 0; i < 10; i++) c.send(new Uint8Array([i]));
+      },
+      message: () => {},
+      close: () => {},
+    });
     await sched.runFor(1000);
     expect(got).toEqual(Array.from({ length: 10 }, (_, i) => `A got ${i}`));
   });
@@ -36,7 +45,12 @@ describe('sim Network', () => {
     const { sched, net, accepted, dial } = pair();
     const events: string[] = [];
     const c = dial();
-    c.setHandlers({ open: () => events.push('open'), message: () => {}, error: (e) => events.push(e.message), close: (code) => events.push(`closed ${code}`) });
+    c.setHandlers({
+      open: () => events.push('open'),
+      message: () => {},
+      error: (e) => events.push(e.message),
+      close: (code) => events.push(`closed ${code}`),
+    });
     expect(net.cutBetween('A', 'B', 'cut')).toBe(1);
     await sched.runFor(1000);
     expect(accepted).toEqual([]);

@@ -7,16 +7,23 @@ import { parseStatement, splitStatements } from '../../server/sql-parser.ts';
 
 describe('splitStatements', () => {
   it('splits at top-level semicolons and drops empty statements', () => {
-    expect(splitStatements('SELECT count(*) FROM t; SHOW port;')).toEqual(['SELECT count(*) FROM t', ' SHOW port']);
+    expect(splitStatements('SELECT count(*) FROM t; SHOW port;')).toEqual([
+      'SELECT count(*) FROM t',
+      ' SHOW port',
+    ]);
     expect(splitStatements(';; ;\n-- only a comment\n')).toEqual([]);
     expect(splitStatements('')).toEqual([]);
   });
 
   it('keeps semicolons inside quotes and comments', () => {
-    expect(splitStatements("SELECT current_setting('a;b'); SELECT count(*) FROM \"x;y\"")).toEqual([
-      "SELECT current_setting('a;b')", ' SELECT count(*) FROM "x;y"',
+    expect(splitStatements('SELECT current_setting(\'a;b\'); SELECT count(*) FROM "x;y"')).toEqual([
+      "SELECT current_setting('a;b')",
+      ' SELECT count(*) FROM "x;y"',
     ]);
-    expect(splitStatements('VACUUM -- not here; nor here\n; CHECKPOINT')).toEqual(['VACUUM -- not here; nor here\n', ' CHECKPOINT']);
+    expect(splitStatements('VACUUM -- not here; nor here\n; CHECKPOINT')).toEqual([
+      'VACUUM -- not here; nor here\n',
+      ' CHECKPOINT',
+    ]);
   });
 
   it('leaves an unterminated quote to the parser, which names it', () => {
@@ -26,6 +33,10 @@ describe('splitStatements', () => {
   });
 
   it('accepts pg_catalog-qualified functions', () => {
-    expect(parseStatement('SELECT pg_catalog.pg_is_in_recovery()')).toEqual({ type: 'select_function', fn: 'pg_is_in_recovery', args: [] });
+    expect(parseStatement('SELECT pg_catalog.pg_is_in_recovery()')).toEqual({
+      type: 'select_function',
+      fn: 'pg_is_in_recovery',
+      args: [],
+    });
   });
 });

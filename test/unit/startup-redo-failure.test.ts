@@ -28,33 +28,38 @@ describe('startup process: an exception inside redo', () => {
     let failed!: () => void;
     const fatalCalled = new Promise<void>((r) => (failed = r));
     let n = 0;
-    const startup = new StartupProcess({
-      dataDir: dir,
-      readOptions: () => ({ timeline: 1, segmentSize }),
-      flushedUpTo: () => wal.flushLsn,
-      *applySteps(rec: WalRecord) {
-        if (++n === 2) {
-          yield; // half-applied: a long drop gives the event loop turns here
-          throw new InvariantViolation('INV-TEST: redo failed');
-        }
-        applied.push(rec.lsn);
+    const startup = new StartupProcess(
+      {
+        dataDir: dir,
+        readOptions: () => ({ timeline: 1, segmentSize }),
+        flushedUpTo: () => wal.flushLsn,
+        *applySteps(rec: WalRecord) {
+          if (++n === 2) {
+            yield; // half-applied: a long drop gives the event loop turns here
+            throw new InvariantViolation('INV-TEST: redo failed');
+          }
+          applied.push(rec.lsn);
+        },
+        fatal: (e) => {
+          fatalErrors.push(e);
+          failed();
+        },
+        onProgress: () => {},
+        pauseRequested: () => false,
+        confirmPause: () => {},
+        caughtUp: () => {},
+        replaying: () => {},
+        log: () => {},
       },
-      fatal: (e) => {
-        fatalErrors.push(e);
-        failed();
-      },
-      onProgress: () => {},
-      pauseRequested: () => false,
-      confirmPause: () => {},
-      caughtUp: () => {},
-      replaying: () => {},
-      log: () => {},
-    }, { nextLsn: start, replayEndLsn: start, lastRecordLsn: 0 });
+      { nextLsn: start, replayEndLsn: start, lastRecordLsn: 0 },
+    );
     startup.start();
     await fatalCalled;
     // A restartpoint or a fast stop waits for a record boundary: it must come, not hang.
     const hung = () => new Promise((r) => setTimeout(() => r('hung'), 2000));
-    expect(await Promise.race([startup.atRecordBoundary().then(() => 'boundary'), hung()])).toBe('boundary');
+    expect(await Promise.race([startup.atRecordBoundary().then(() => 'boundary'), hung()])).toBe(
+      'boundary',
+    );
     expect(await Promise.race([startup.stop().then(() => 'stopped'), hung()])).toBe('stopped');
     expect(applied).toEqual([start]);
     expect(startup.recordsReplayed).toBe(1);

@@ -36,7 +36,8 @@ function makeTable(nBuffers = 16) {
 /** Blocks whose home slot (in a table of `capacity`) is `home`. */
 function blocksWithHome(capacity: number, home: number, count: number): number[] {
   const out: number[] = [];
-  for (let b = 0; out.length < count; b++) if ((hashBufferTag(REL, 0, b) & (capacity - 1)) === home) out.push(b);
+  for (let b = 0; out.length < count; b++)
+    if ((hashBufferTag(REL, 0, b) & (capacity - 1)) === home) out.push(b);
   return out;
 }
 
@@ -75,8 +76,16 @@ describe('BufTable', () => {
   it('backward-shifts a colliding cluster on delete, in every deletion order, across the wrap', () => {
     const capacity = bufTableCapacity(16);
     for (const home of [5, capacity - 1]) {
-      const blocks = [...blocksWithHome(capacity, home, 4), ...blocksWithHome(capacity, (home + 1) % capacity, 2)];
-      const orders = [[0, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [1, 4, 0, 5, 3, 2], [2, 0, 5, 1, 4, 3]];
+      const blocks = [
+        ...blocksWithHome(capacity, home, 4),
+        ...blocksWithHome(capacity, (home + 1) % capacity, 2),
+      ];
+      const orders = [
+        [0, 1, 2, 3, 4, 5],
+        [5, 4, 3, 2, 1, 0],
+        [1, 4, 0, 5, 3, 2],
+        [2, 0, 5, 1, 4, 3],
+      ];
       for (const order of orders) {
         const t = makeTable();
         blocks.forEach((b, id) => expect(t.put(id, b)).toBe(-1));

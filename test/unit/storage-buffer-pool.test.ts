@@ -134,7 +134,9 @@ describe('BufferPool', () => {
     pool.accessBlock(REL, 1, 0);
     pool.accessBlock(REL, 0, 7);
     expect(pool.bufferedBlocks().map((t) => [t.rel, t.fork, t.block])).toEqual([
-      [REL, 0, 7], [REL, 1, 0], [REL + 1, 0, 2],
+      [REL, 0, 7],
+      [REL, 1, 0],
+      [REL + 1, 0, 2],
     ]);
     expect(pool.bufferedBlocks(REL + 1)).toHaveLength(1);
   });

@@ -13,7 +13,11 @@ import { NodeStorage } from '../../storage/node-storage.ts';
 import type { DropSettings } from '../../storage/drop.ts';
 import { runSteps } from '../../storage/drop-full-scan.ts';
 
-const SETTINGS = { strategy: 'cached-lookup', thresholdDivisor: 32, forceOptimized: false } as DropSettings;
+const SETTINGS = {
+  strategy: 'cached-lookup',
+  thresholdDivisor: 32,
+  forceOptimized: false,
+} as DropSettings;
 const noPause = async () => {};
 let dir = '';
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -29,7 +33,15 @@ function storageWith(rels: number): NodeStorage {
 }
 
 function contentOf(st: NodeStorage): string {
-  return JSON.stringify(st.heap.relations().map((r) => [r, st.heap.nblocks(r), Buffer.from(st.heap.serializeRelation(r)).toString('base64')]));
+  return JSON.stringify(
+    st.heap
+      .relations()
+      .map((r) => [
+        r,
+        st.heap.nblocks(r),
+        Buffer.from(st.heap.serializeRelation(r)).toString('base64'),
+      ]),
+  );
 }
 
 const header = (n: number) => ({ redoLsn: n << 20, redoPrevLsn: 0, timeline: 1 });
@@ -39,14 +51,31 @@ describe('data image', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-image-'));
     const st = storageWith(300);
     const a = await st.writeImage(dir, header(1), noPause);
-    expect(a).toMatchObject({ relationsChanged: 300, relationsWritten: 300, relations: 300, filesWritten: 6, fsyncs: 7 });
+    expect(a).toMatchObject({
+      relationsChanged: 300,
+      relationsWritten: 300,
+      relations: 300,
+      filesWritten: 6,
+      fsyncs: 7,
+    });
     const b = await st.writeImage(dir, header(2), noPause);
-    expect(b).toMatchObject({ relationsChanged: 0, relationsWritten: 0, relations: 300, filesWritten: 5 }); // no pack
+    expect(b).toMatchObject({
+      relationsChanged: 0,
+      relationsWritten: 0,
+      relations: 300,
+      filesWritten: 5,
+    }); // no pack
     st.heap.extendTo(20007, 4);
     st.heap.dropRelation(20008);
     st.catalog.set('t8', 0);
     const c = await st.writeImage(dir, header(3), noPause);
-    expect(c).toMatchObject({ relationsChanged: 1, relationsWritten: 1, relationsDropped: 1, relations: 299, filesWritten: 6 });
+    expect(c).toMatchObject({
+      relationsChanged: 1,
+      relationsWritten: 1,
+      relationsDropped: 1,
+      relations: 299,
+      filesWritten: 6,
+    });
     const { storage, header: h } = NodeStorage.loadImage(dir, 1024, SETTINGS);
     expect(h.redoLsn).toBe(3 << 20);
     expect(contentOf(storage)).toBe(contentOf(st));
@@ -54,7 +83,8 @@ describe('data image', () => {
     expect(storage.catalog.lookup('t7')).toBe(20007);
     // Files on disk: image.json, the first pack, the third pack, and generation 3's four files.
     expect(fs.readdirSync(path.join(dir, 'base')).sort()).toEqual(
-      ['catalog.3', 'image.json', 'index.3', 'pg_xact.3', 'rels.1', 'rels.3', 'smgr.3'].sort());
+      ['catalog.3', 'image.json', 'index.3', 'pg_xact.3', 'rels.1', 'rels.3', 'smgr.3'].sort(),
+    );
     // After a load, nothing counts as changed.
     expect((await storage.writeImage(dir, header(4), noPause)).relationsWritten).toBe(0);
   });
@@ -68,7 +98,12 @@ describe('data image', () => {
     st.heap.extendTo(20005, 1);
     const c = await st.writeImage(dir, header(3), noPause); // 4 of 10 live in rels.1: moved
     expect(c).toMatchObject({ relationsChanged: 1, relationsCompacted: 4, relationsWritten: 5 });
-    expect(fs.readdirSync(path.join(dir, 'base')).filter((f) => f.startsWith('rels.')).sort()).toEqual(['rels.2', 'rels.3']);
+    expect(
+      fs
+        .readdirSync(path.join(dir, 'base'))
+        .filter((f) => f.startsWith('rels.'))
+        .sort(),
+    ).toEqual(['rels.2', 'rels.3']);
     expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS).storage)).toBe(contentOf(st));
   });
 
@@ -101,15 +136,31 @@ describe('data image', () => {
     st.heap.extendTo(20002, 3);
     const base = path.join(dir, 'base');
     fs.mkdirSync(base, { recursive: true });
-    for (const rel of st.heap.relations()) fs.writeFileSync(path.join(base, String(rel)), st.heap.serializeRelation(rel));
+    for (const rel of st.heap.relations())
+      fs.writeFileSync(path.join(base, String(rel)), st.heap.serializeRelation(rel));
     fs.writeFileSync(path.join(base, 'smgr'), st.smgr.serialize());
     fs.writeFileSync(path.join(base, 'pg_xact'), st.clog.serialize());
-    fs.writeFileSync(path.join(base, 'image.json'), JSON.stringify({ ...header(5), catalog: st.catalog.snapshot(), relations: st.heap.relations(), writtenAt: '' }));
+    fs.writeFileSync(
+      path.join(base, 'image.json'),
+      JSON.stringify({
+        ...header(5),
+        catalog: st.catalog.snapshot(),
+        relations: st.heap.relations(),
+        writtenAt: '',
+      }),
+    );
     const loaded = NodeStorage.loadImage(dir, 1024, SETTINGS).storage;
     expect(contentOf(loaded)).toBe(contentOf(st));
     const w = await loaded.writeImage(dir, header(6), noPause);
     expect(w.relationsWritten).toBe(4);
-    expect(fs.readdirSync(base).sort()).toEqual(['catalog.1', 'image.json', 'index.1', 'pg_xact.1', 'rels.1', 'smgr.1']);
+    expect(fs.readdirSync(base).sort()).toEqual([
+      'catalog.1',
+      'image.json',
+      'index.1',
+      'pg_xact.1',
+      'rels.1',
+      'smgr.1',
+    ]);
     expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS).storage)).toBe(contentOf(st));
   });
 });

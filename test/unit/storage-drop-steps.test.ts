@@ -7,7 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { BufferPool } from '../../storage/buffer-pool.ts';
 import { StorageManager } from '../../storage/smgr.ts';
 import {
-  fullScanDropRelFileNodeBuffersSteps, fullScanDropRelsAllBuffersSteps, fullScanDropRelFileNodeBuffers, fullScanDropRelsAllBuffers,
+  fullScanDropRelFileNodeBuffersSteps,
+  fullScanDropRelsAllBuffersSteps,
+  fullScanDropRelFileNodeBuffers,
+  fullScanDropRelsAllBuffers,
   HEADER_LOCKS_PER_STEP,
 } from '../../storage/drop-full-scan.ts';
 import { LOOKUP_CHUNK_PROBES } from '../../storage/drop-cached-lookup.ts';
@@ -26,7 +29,8 @@ function drain<T>(g: Generator<void, T, void>): { value: T; yields: number } {
 /** A pool whose buffers interleave relations 16384..16386 (so each chunk holds some of each). */
 function twinPool(): BufferPool {
   const pool = new BufferPool(3000);
-  for (let b = 0; b < 1000; b++) for (let r = 0; r < 3; r++) pool.accessBlock(16384 + r, MAIN_FORKNUM, b);
+  for (let b = 0; b < 1000; b++)
+    for (let r = 0; r < 3; r++) pool.accessBlock(16384 + r, MAIN_FORKNUM, b);
   return pool;
 }
 
@@ -34,7 +38,9 @@ describe('stepped drops', () => {
   it('a chunked single-relation scan yields between chunks and equals the one-pass scan', () => {
     const a = twinPool();
     const b = twinPool();
-    const stepped = drain(fullScanDropRelFileNodeBuffersSteps(a, 16385, [MAIN_FORKNUM], [400], 512));
+    const stepped = drain(
+      fullScanDropRelFileNodeBuffersSteps(a, 16385, [MAIN_FORKNUM], [400], 512),
+    );
     const onePass = fullScanDropRelFileNodeBuffers(b, 16385, [MAIN_FORKNUM], [400]);
     expect(stepped.yields).toBe(5); // 3000 buffers in chunks of 512
     expect(stepped.value).toEqual(onePass);
@@ -65,8 +71,18 @@ describe('stepped drops', () => {
       pool.accessBlock(16384, MAIN_FORKNUM, blk);
     }
     smgr.nblocks(16384, MAIN_FORKNUM); // cache the size, as replay does
-    const { value, yields } = drain(dropRelFileNodeBuffersSteps(pool, smgr, 16384, [MAIN_FORKNUM], [0], { strategy: 'cached-lookup', thresholdDivisor: 32, forceOptimized: true }));
-    expect(value).toMatchObject({ path: 'cached-lookup', probes: 3 * LOOKUP_CHUNK_PROBES, invalidated: 3 * LOOKUP_CHUNK_PROBES });
+    const { value, yields } = drain(
+      dropRelFileNodeBuffersSteps(pool, smgr, 16384, [MAIN_FORKNUM], [0], {
+        strategy: 'cached-lookup',
+        thresholdDivisor: 32,
+        forceOptimized: true,
+      }),
+    );
+    expect(value).toMatchObject({
+      path: 'cached-lookup',
+      probes: 3 * LOOKUP_CHUNK_PROBES,
+      invalidated: 3 * LOOKUP_CHUNK_PROBES,
+    });
     expect(yields).toBe(2 + 2); // probes in 3 chunks, invalidations in 3 chunks
     expect(pool.usedBuffers).toBe(0);
     pool.checkConsistency();
@@ -83,7 +99,9 @@ describe('stepped drops', () => {
     const a = make();
     const b = make();
     // One chunk covers the whole pool, so every yield comes from the budget.
-    const single = drain(fullScanDropRelFileNodeBuffersSteps(a, 16384, [MAIN_FORKNUM], [0], 1 << 20));
+    const single = drain(
+      fullScanDropRelFileNodeBuffersSteps(a, 16384, [MAIN_FORKNUM], [0], 1 << 20),
+    );
     expect(single.yields).toBe(3);
     expect(single.value).toEqual(fullScanDropRelFileNodeBuffers(b, 16384, [MAIN_FORKNUM], [0]));
     expect(a.bufferedBlocks()).toEqual(b.bufferedBlocks());

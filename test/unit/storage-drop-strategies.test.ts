@@ -8,7 +8,14 @@
 import { describe, expect, it } from 'vitest';
 import { BufferPool } from '../../storage/buffer-pool.ts';
 import {
-  DEFAULT_DROP_SETTINGS, DropStats, endOfRecovery, poolOptionsFor, smgrcreate, smgrdounlinkall, smgrtruncate, type DropSettings,
+  DEFAULT_DROP_SETTINGS,
+  DropStats,
+  endOfRecovery,
+  poolOptionsFor,
+  smgrcreate,
+  smgrdounlinkall,
+  smgrtruncate,
+  type DropSettings,
 } from '../../storage/drop.ts';
 import { recoveryHashOf } from '../../storage/drop-rel-list.ts';
 import { RelBufferLists, relBufferListsBytes } from '../../storage/rel-buffer-lists.ts';
@@ -18,7 +25,10 @@ import { FSM_FORKNUM, MAIN_FORKNUM } from '../../wal/records.ts';
 
 const N = 1024;
 const REL = 16384;
-const settings = (strategy: DropSettings['strategy']): DropSettings => ({ ...DEFAULT_DROP_SETTINGS, strategy });
+const settings = (strategy: DropSettings['strategy']): DropSettings => ({
+  ...DEFAULT_DROP_SETTINGS,
+  strategy,
+});
 
 function node(strategy: DropSettings['strategy'], recovery = true) {
   const s = settings(strategy);
@@ -27,7 +37,12 @@ function node(strategy: DropSettings['strategy'], recovery = true) {
   return { s, smgr, pool: new BufferPool(N, poolOptionsFor(s)) };
 }
 
-function fill(n: ReturnType<typeof node>, rel: number, blocks: number, fork: 0 | 1 = MAIN_FORKNUM): void {
+function fill(
+  n: ReturnType<typeof node>,
+  rel: number,
+  blocks: number,
+  fork: 0 | 1 = MAIN_FORKNUM,
+): void {
   smgrcreate(n.smgr, rel, fork, n.s);
   n.smgr.nblocks(rel, fork);
   for (let b = 0; b < blocks; b++) {
@@ -37,13 +52,20 @@ function fill(n: ReturnType<typeof node>, rel: number, blocks: number, fork: 0 |
 }
 
 describe('rel-list', () => {
-  it('walks only the relation\'s own buffers, every fork, and scans nothing', () => {
+  it("walks only the relation's own buffers, every fork, and scans nothing", () => {
     const n = node('rel-list');
     fill(n, REL, 40);
     fill(n, REL, 5, FSM_FORKNUM);
     fill(n, REL + 1, 300);
     const r = smgrtruncate(n.pool, n.smgr, REL, [MAIN_FORKNUM], [30], n.s);
-    expect(r).toMatchObject({ path: 'rel-list', scanned: 0, probes: 0, listSteps: 45, headerLocks: 45, invalidated: 10 });
+    expect(r).toMatchObject({
+      path: 'rel-list',
+      scanned: 0,
+      probes: 0,
+      listSteps: 45,
+      headerLocks: 45,
+      invalidated: 10,
+    });
     const d = smgrdounlinkall(n.pool, n.smgr, [REL, REL + 1], n.s);
     expect(d).toMatchObject({ path: 'rel-list', scanned: 0, listSteps: 335, invalidated: 335 });
     expect(n.pool.relationLists!.count).toBe(0);
@@ -80,7 +102,13 @@ describe('recovery-hash', () => {
     stats.add(smgrdounlinkall(n.pool, n.smgr, [REL + 1], n.s));
     fill(n, REL + 9, 7); // replay's own reads keep the hash current
     stats.add(smgrdounlinkall(n.pool, n.smgr, [REL + 9], n.s));
-    expect(stats).toMatchObject({ hashBuilds: 1, hashInserts: 40, scanned: N, listSteps: 27, invalidated: 27 });
+    expect(stats).toMatchObject({
+      hashBuilds: 1,
+      hashInserts: 40,
+      scanned: N,
+      listSteps: 27,
+      invalidated: 27,
+    });
     expect(stats.drops['recovery-hash']).toBe(3);
     n.pool.checkConsistency();
   });
@@ -93,7 +121,11 @@ describe('recovery-hash', () => {
     endOfRecovery(n.pool, n.s);
     n.smgr.inRecovery = false;
     expect(n.pool.tagObserver).toBeNull();
-    expect(smgrdounlinkall(n.pool, n.smgr, [REL + 1], n.s)).toMatchObject({ path: 'full-scan', scanned: N, invalidated: 10 });
+    expect(smgrdounlinkall(n.pool, n.smgr, [REL + 1], n.s)).toMatchObject({
+      path: 'full-scan',
+      scanned: N,
+      invalidated: 10,
+    });
   });
 
   it('a drop outside recovery releases a hash that was not released', () => {
@@ -117,8 +149,19 @@ describe('cache-at-create', () => {
   }
 
   it('cached-lookup full-scans for a created but never written fork; cache-at-create probes', () => {
-    expect(toastLike('cached-lookup').r).toMatchObject({ path: 'full-scan', scanned: N, nBlocksToInvalidate: null, invalidated: 2 });
-    expect(toastLike('cache-at-create').r).toMatchObject({ path: 'cached-lookup', scanned: 0, probes: 2, nBlocksToInvalidate: 2, invalidated: 2 });
+    expect(toastLike('cached-lookup').r).toMatchObject({
+      path: 'full-scan',
+      scanned: N,
+      nBlocksToInvalidate: null,
+      invalidated: 2,
+    });
+    expect(toastLike('cache-at-create').r).toMatchObject({
+      path: 'cached-lookup',
+      scanned: 0,
+      probes: 2,
+      nBlocksToInvalidate: 2,
+      invalidated: 2,
+    });
   });
 
   it('caches size 0 only for a fork created in recovery', () => {

@@ -18,7 +18,12 @@ import {
   type DropSettings,
 } from '../../storage/drop.ts';
 import { StorageManager } from '../../storage/smgr.ts';
-import { FSM_FORKNUM, MAIN_FORKNUM, VISIBILITYMAP_FORKNUM, type ForkNumber } from '../../wal/records.ts';
+import {
+  FSM_FORKNUM,
+  MAIN_FORKNUM,
+  VISIBILITYMAP_FORKNUM,
+  type ForkNumber,
+} from '../../wal/records.ts';
 
 const N = 1024;
 const REL = 16384;
@@ -38,7 +43,12 @@ function setup(recovery = true): Setup {
   return { pool: new BufferPool(N), smgr };
 }
 
-function addRel({ pool, smgr }: Setup, rel: number, blocks: number, fork: ForkNumber = MAIN_FORKNUM): void {
+function addRel(
+  { pool, smgr }: Setup,
+  rel: number,
+  blocks: number,
+  fork: ForkNumber = MAIN_FORKNUM,
+): void {
   smgr.create(rel, fork);
   smgr.nblocks(rel, fork);
   for (let b = 0; b < blocks; b++) {
@@ -58,7 +68,13 @@ describe('dropRelFileNodeBuffers via smgrtruncate', () => {
     addRel(s, REL, 100);
     addRel(s, REL + 1, 50);
     const r = smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [69], LOOKUP);
-    expect(r).toMatchObject({ path: 'cached-lookup', scanned: 0, probes: 31, invalidated: 31, nBlocksToInvalidate: 31 });
+    expect(r).toMatchObject({
+      path: 'cached-lookup',
+      scanned: 0,
+      probes: 31,
+      invalidated: 31,
+      nBlocksToInvalidate: 31,
+    });
     expect(s.pool.bufferedBlocks(REL).map((t) => t.block)).toEqual([...Array(69).keys()]);
     expect(s.pool.bufferedBlocks(REL + 1)).toHaveLength(50);
     expect(s.pool.table.sharedLockCount).toBeGreaterThanOrEqual(31);
@@ -70,7 +86,13 @@ describe('dropRelFileNodeBuffers via smgrtruncate', () => {
     const s = setup();
     addRel(s, REL, 100);
     const r = smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [68], LOOKUP);
-    expect(r).toMatchObject({ path: 'full-scan', scanned: N, probes: 0, invalidated: 32, nBlocksToInvalidate: 32 });
+    expect(r).toMatchObject({
+      path: 'full-scan',
+      scanned: N,
+      probes: 0,
+      invalidated: 32,
+      nBlocksToInvalidate: 32,
+    });
     expect(r.headerLocks).toBe(100); // every buffer of the relation passes the rnode-only pre-check
   });
 
@@ -85,7 +107,15 @@ describe('dropRelFileNodeBuffers via smgrtruncate', () => {
     addRel(s2, REL, 3, FSM_FORKNUM);
     const r2 = smgrtruncate(s2.pool, s2.smgr, REL, [MAIN_FORKNUM, FSM_FORKNUM], [71, 1], LOOKUP);
     expect(r2).toMatchObject({ path: 'cached-lookup', probes: 31, invalidated: 31 });
-    expect(s2.pool.bufferedBlocks(REL).map((t) => [t.fork, t.block]).slice(-2)).toEqual([[0, 70], [1, 0]]);
+    expect(
+      s2.pool
+        .bufferedBlocks(REL)
+        .map((t) => [t.fork, t.block])
+        .slice(-2),
+    ).toEqual([
+      [0, 70],
+      [1, 0],
+    ]);
   });
 
   it('scans when a listed fork has no cached size', () => {
@@ -93,9 +123,18 @@ describe('dropRelFileNodeBuffers via smgrtruncate', () => {
     addRel(s, REL, 10);
     s.smgr.close(REL); // e.g. a standby restart: nothing cached
     const r = smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [5], LOOKUP);
-    expect(r).toMatchObject({ path: 'full-scan', scanned: N, nBlocksToInvalidate: null, invalidated: 5, matcher: 'single' });
+    expect(r).toMatchObject({
+      path: 'full-scan',
+      scanned: N,
+      nBlocksToInvalidate: null,
+      invalidated: 5,
+      matcher: 'single',
+    });
     // smgrtruncate cached the new size: the next truncation may take the lookup path.
-    expect(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [2], LOOKUP)).toMatchObject({ path: 'cached-lookup', probes: 3 });
+    expect(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [2], LOOKUP)).toMatchObject({
+      path: 'cached-lookup',
+      probes: 3,
+    });
   });
 
   it('scans on a primary (not in recovery) even with every size cached', () => {
@@ -110,7 +149,10 @@ describe('dropRelFileNodeBuffers via smgrtruncate', () => {
     const s = setup();
     addRel(s, REL, 100);
     expect(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [0], FORCE)).toMatchObject({
-      path: 'cached-lookup', probes: 100, invalidated: 100, nBlocksToInvalidate: 100,
+      path: 'cached-lookup',
+      probes: 100,
+      invalidated: 100,
+      nBlocksToInvalidate: 100,
     });
     s.smgr.close(REL);
     expect(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [0], FORCE).path).toBe('full-scan');
@@ -120,7 +162,12 @@ describe('dropRelFileNodeBuffers via smgrtruncate', () => {
     const s = setup();
     addRel(s, REL, 10);
     const r = smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [9], SCAN);
-    expect(r).toMatchObject({ path: 'full-scan', scanned: N, invalidated: 1, nBlocksToInvalidate: null });
+    expect(r).toMatchObject({
+      path: 'full-scan',
+      scanned: N,
+      invalidated: 1,
+      nBlocksToInvalidate: null,
+    });
   });
 
   it('a cached size below the cut wraps in 32-bit arithmetic and forces the scan', () => {
@@ -154,7 +201,13 @@ describe('dropRelFileNodesAllBuffers via smgrdounlinkall', () => {
     addRel(s, REL + 1, 2, VISIBILITYMAP_FORKNUM);
     addRel(s, REL + 2, 3);
     const r = smgrdounlinkall(s.pool, s.smgr, [REL, REL + 1], LOOKUP);
-    expect(r).toMatchObject({ path: 'cached-lookup', scanned: 0, probes: 17, invalidated: 17, nBlocksToInvalidate: 17 });
+    expect(r).toMatchObject({
+      path: 'cached-lookup',
+      scanned: 0,
+      probes: 17,
+      invalidated: 17,
+      nBlocksToInvalidate: 17,
+    });
     expect(s.pool.bufferedBlocks().map((t) => t.rel)).toEqual([REL + 2, REL + 2, REL + 2]);
     expect(s.smgr.exists(REL, MAIN_FORKNUM)).toBe(false);
     expect(s.smgr.isOpen(REL)).toBe(false);
@@ -166,13 +219,21 @@ describe('dropRelFileNodesAllBuffers via smgrdounlinkall', () => {
     addRel(s, REL, 10);
     s.smgr.create(REL, FSM_FORKNUM); // exists, never sized by replay
     const r = smgrdounlinkall(s.pool, s.smgr, [REL], LOOKUP);
-    expect(r).toMatchObject({ path: 'full-scan', scanned: N, invalidated: 10, nBlocksToInvalidate: null, matcher: 'linear' });
+    expect(r).toMatchObject({
+      path: 'full-scan',
+      scanned: N,
+      invalidated: 10,
+      nBlocksToInvalidate: null,
+      matcher: 'linear',
+    });
   });
 
   it('scans when the grand total reaches the threshold', () => {
     const s = setup();
     for (let i = 0; i < 4; i++) addRel(s, REL + i, 8);
-    expect(dropRelFileNodesAllBuffers(s.pool, s.smgr, [REL, REL + 1, REL + 2, REL + 3], LOOKUP).path).toBe('full-scan');
+    expect(
+      dropRelFileNodesAllBuffers(s.pool, s.smgr, [REL, REL + 1, REL + 2, REL + 3], LOOKUP).path,
+    ).toBe('full-scan');
     const t = setup();
     for (let i = 0; i < 4; i++) addRel(t, REL + i, 8);
     t.pool.accessBlock(REL + 9, MAIN_FORKNUM, 0);
@@ -193,7 +254,9 @@ describe('dropRelFileNodesAllBuffers via smgrdounlinkall', () => {
       expect(r.matcher).toBe(n > RELS_BSEARCH_THRESHOLD ? 'bsearch' : 'linear');
       expect(stats.bsearchScans).toBe(n > RELS_BSEARCH_THRESHOLD ? 1 : 0);
       expect(r.invalidated).toBe(Math.min(2 * n, N - 3));
-      expect(s.pool.bufferedBlocks().every((t) => t.rel === 99_999 || !rels.includes(t.rel))).toBe(true);
+      expect(s.pool.bufferedBlocks().every((t) => t.rel === 99_999 || !rels.includes(t.rel))).toBe(
+        true,
+      );
       s.pool.checkConsistency();
     }
   });
@@ -208,12 +271,20 @@ describe('dropRelFileNodesAllBuffers via smgrdounlinkall', () => {
     for (let b = 0; b < 4; b++) pool.accessBlock(REL, MAIN_FORKNUM, b);
     expect(smgrdounlinkall(pool, smgr, [REL], LOOKUP).path).toBe('full-scan');
     smgr.nblocks(REL + 1, MAIN_FORKNUM); // replay touched it
-    expect(smgrdounlinkall(pool, smgr, [REL + 1], LOOKUP)).toMatchObject({ path: 'cached-lookup', probes: 4, invalidated: 0 });
+    expect(smgrdounlinkall(pool, smgr, [REL + 1], LOOKUP)).toMatchObject({
+      path: 'cached-lookup',
+      probes: 4,
+      invalidated: 0,
+    });
   });
 
   it('treats an empty list as nothing to do', () => {
     const s = setup();
-    expect(smgrdounlinkall(s.pool, s.smgr, [], LOOKUP)).toMatchObject({ scanned: 0, probes: 0, invalidated: 0 });
+    expect(smgrdounlinkall(s.pool, s.smgr, [], LOOKUP)).toMatchObject({
+      scanned: 0,
+      probes: 0,
+      invalidated: 0,
+    });
   });
 });
 
@@ -224,7 +295,12 @@ describe('DropStats', () => {
     const stats = new DropStats();
     stats.add(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [90], LOOKUP));
     stats.add(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [10], LOOKUP));
-    expect(stats.drops).toEqual({ 'full-scan': 1, 'cached-lookup': 1, 'rel-list': 0, 'recovery-hash': 0 });
+    expect(stats.drops).toEqual({
+      'full-scan': 1,
+      'cached-lookup': 1,
+      'rel-list': 0,
+      'recovery-hash': 0,
+    });
     expect(stats).toMatchObject({ scanned: N, probes: 10, invalidated: 90 });
   });
 });

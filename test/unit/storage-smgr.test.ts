@@ -6,7 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { WalsimError } from '../../common/errors.ts';
 import { StorageManager } from '../../storage/smgr.ts';
-import { FSM_FORKNUM, INIT_FORKNUM, InvalidBlockNumber, MAIN_FORKNUM, VISIBILITYMAP_FORKNUM } from '../../wal/records.ts';
+import {
+  FSM_FORKNUM,
+  INIT_FORKNUM,
+  InvalidBlockNumber,
+  MAIN_FORKNUM,
+  VISIBILITYMAP_FORKNUM,
+} from '../../wal/records.ts';
 
 const REL = 16384;
 

@@ -9,7 +9,10 @@ import { checkRejoin, findForkPoint } from '../../wal/timeline-fork.ts';
 
 const tl1 = parseTimelineHistory('', 1);
 const tl2 = parseTimelineHistory('1\t0/3000060\tno recovery target specified\n', 2);
-const tl3 = parseTimelineHistory('1\t0/3000060\tno recovery target specified\n2\t0/5000000\tno recovery target specified\n', 3);
+const tl3 = parseTimelineHistory(
+  '1\t0/3000060\tno recovery target specified\n2\t0/5000000\tno recovery target specified\n',
+  3,
+);
 /** A sibling of timeline 2: another standby promoted from timeline 1 at an earlier point. */
 const tl4sibling = parseTimelineHistory('1\t0/2800000\tno recovery target specified\n', 4);
 
@@ -36,7 +39,10 @@ describe('findForkPoint (findCommonAncestorTimeline)', () => {
 
 describe('checkRejoin', () => {
   it('allows an old primary whose WAL ends at or before the fork point', () => {
-    expect(checkRejoin(tl1, 0x3000060, tl2)).toEqual({ ok: true, fork: { timeline: 1, lsn: 0x3000060 } });
+    expect(checkRejoin(tl1, 0x3000060, tl2)).toEqual({
+      ok: true,
+      fork: { timeline: 1, lsn: 0x3000060 },
+    });
     expect(checkRejoin(tl1, 0x2000028, tl2).ok).toBe(true);
     expect(checkRejoin(tl2, 0x7000000, tl2).ok).toBe(true);
     expect(checkRejoin(tl2, 0x4000000, tl3).ok).toBe(true);
@@ -49,14 +55,18 @@ describe('checkRejoin', () => {
     expect(v.divergedBytes).toBe(8);
     expect(v.message).toBe(
       'its WAL on timeline 1 ends at 0/3000068, 8 bytes past 0/3000060, where timeline 2 forked off timeline 1 ' +
-      '(history file of timeline 2); those 8 bytes exist only on this node, so it cannot follow timeline 2: ' +
-      'PostgreSQL would need pg_rewind (or a new base backup) first',
+        '(history file of timeline 2); those 8 bytes exist only on this node, so it cannot follow timeline 2: ' +
+        'PostgreSQL would need pg_rewind (or a new base backup) first',
     );
   });
 
   it('refuses a node on a sibling branch that wrote past the earlier switch point', () => {
     const v = checkRejoin(tl4sibling, 0x2900000, tl2);
-    expect(v).toMatchObject({ ok: false, divergedBytes: 0x100000, fork: { timeline: 1, lsn: 0x2800000 } });
+    expect(v).toMatchObject({
+      ok: false,
+      divergedBytes: 0x100000,
+      fork: { timeline: 1, lsn: 0x2800000 },
+    });
   });
 
   it('refuses a node on a newer timeline than the one it would follow, past the switch', () => {

@@ -33,12 +33,14 @@ function cluster(standbyStrategies: Array<DropSettings['strategy']>) {
     heap: {
       nblocks: (rel) => primary.heap.nblocks(rel),
       nitems: (rel, block) => primary.heap.nitems(rel, block),
-      forEachPageToDelete: (rel, pred, cb) => primary.heap.forEachPageToDelete(rel, pred, primary.clog, cb),
+      forEachPageToDelete: (rel, pred, cb) =>
+        primary.heap.forEachPageToDelete(rel, pred, primary.clog, cb),
       forEachPageToPrune: (rel, cb) => primary.heap.forEachPageToPrune(rel, primary.clog, cb),
       nonEmptyPages: (rel) => primary.heap.nonEmptyPages(rel),
     },
     log,
-    commit: async (xid: number, droppedRels: RelFileNumber[]) => void log({ kind: 'XACT_COMMIT', xactTime: 0, droppedRels }, xid),
+    commit: async (xid: number, droppedRels: RelFileNumber[]) =>
+      void log({ kind: 'XACT_COMMIT', xactTime: 0, droppedRels }, xid),
     checkpoint: async () => {},
     yieldNow: async () => {},
   };
@@ -48,10 +50,19 @@ function cluster(standbyStrategies: Array<DropSettings['strategy']>) {
 
 describe('TOAST-able tables', () => {
   it('parse: one int column plus an optional text or bytea column', () => {
-    expect(parseStatement('CREATE TABLE t (c int, d text)')).toEqual({ type: 'create_table', name: 't', column: 'c', toastColumn: 'd' });
+    expect(parseStatement('CREATE TABLE t (c int, d text)')).toEqual({
+      type: 'create_table',
+      name: 't',
+      column: 'c',
+      toastColumn: 'd',
+    });
     expect(parseStatement('create table t (c int)')).toMatchObject({ toastColumn: null });
-    expect(() => parseStatement('CREATE TABLE t (c int, d float)')).toThrow(/TOAST-able column \(text, bytea\); type "float"/);
-    expect(() => parseStatement('CREATE TABLE t (c int, c text)')).toThrow(/specified more than once/);
+    expect(() => parseStatement('CREATE TABLE t (c int, d float)')).toThrow(
+      /TOAST-able column \(text, bytea\); type "float"/,
+    );
+    expect(() => parseStatement('CREATE TABLE t (c int, c text)')).toThrow(
+      /specified more than once/,
+    );
   });
 
   it('CREATE TABLE logs the TOAST table and index; replay sizes the index, not the TOAST heap', async () => {
@@ -60,7 +71,16 @@ describe('TOAST-able tables', () => {
     const st = c.standbys[0]!;
     const toast = st.catalog.toastOf('t')!;
     expect(st.catalog.tables().map(([n]) => n)).toEqual(['t']);
-    expect(c.logged.map((b) => b.kind)).toEqual(['SMGR_CREATE', 'CATALOG_UPDATE', 'SMGR_CREATE', 'CATALOG_UPDATE', 'SMGR_CREATE', 'FPI', 'CATALOG_UPDATE', 'XACT_COMMIT']);
+    expect(c.logged.map((b) => b.kind)).toEqual([
+      'SMGR_CREATE',
+      'CATALOG_UPDATE',
+      'SMGR_CREATE',
+      'CATALOG_UPDATE',
+      'SMGR_CREATE',
+      'FPI',
+      'CATALOG_UPDATE',
+      'XACT_COMMIT',
+    ]);
     expect(st.smgr.diskNblocks(toast.toast, 0)).toBe(0);
     expect(st.smgr.nblocksCached(toast.toast, 0)).toBe(0xffffffff);
     expect(st.smgr.nblocksCached(toast.index, 0)).toBe(1);
@@ -77,18 +97,47 @@ describe('TOAST-able tables', () => {
     const oldT = c.primary.catalog.lookup('t')!;
     await c.sql('TRUNCATE t');
     const commit = c.logged.at(-1)!;
-    expect(commit).toMatchObject({ kind: 'XACT_COMMIT', droppedRels: [oldT, before.toast, before.index] });
+    expect(commit).toMatchObject({
+      kind: 'XACT_COMMIT',
+      droppedRels: [oldT, before.toast, before.index],
+    });
     // PostgreSQL logs an AccessExclusiveLock for the heap, the TOAST heap and the TOAST index
     // (three Standby/LOCK records per table in pg_waldump of a real TRUNCATE).
-    const truncation = c.logged.slice(c.logged.map((r) => r.kind === 'STANDBY_LOCK' && r.rel === oldT).lastIndexOf(true));
+    const truncation = c.logged.slice(
+      c.logged.map((r) => r.kind === 'STANDBY_LOCK' && r.rel === oldT).lastIndexOf(true),
+    );
     expect(truncation.map((r) => r.kind)).toEqual([
-      'STANDBY_LOCK', 'SMGR_CREATE', 'CATALOG_UPDATE', 'STANDBY_LOCK', 'SMGR_CREATE', 'CATALOG_UPDATE', 'STANDBY_LOCK', 'SMGR_CREATE', 'FPI', 'CATALOG_UPDATE', 'XACT_COMMIT',
+      'STANDBY_LOCK',
+      'SMGR_CREATE',
+      'CATALOG_UPDATE',
+      'STANDBY_LOCK',
+      'SMGR_CREATE',
+      'CATALOG_UPDATE',
+      'STANDBY_LOCK',
+      'SMGR_CREATE',
+      'FPI',
+      'CATALOG_UPDATE',
+      'XACT_COMMIT',
     ]);
-    expect(truncation.flatMap((r) => (r.kind === 'STANDBY_LOCK' ? [r.rel] : []))).toEqual([oldT, before.toast, before.index]);
+    expect(truncation.flatMap((r) => (r.kind === 'STANDBY_LOCK' ? [r.rel] : []))).toEqual([
+      oldT,
+      before.toast,
+      before.index,
+    ]);
     expect(c.primary.catalog.toastOf('t')).not.toEqual(before);
     expect(c.drops[0]!.at(-1)).toMatchObject({ path: 'full-scan', scanned: 4096, invalidated: 2 });
-    expect(c.drops[1]!.at(-1)).toMatchObject({ path: 'cached-lookup', scanned: 0, probes: 2, invalidated: 2 });
-    expect(c.drops[2]!.at(-1)).toMatchObject({ path: 'rel-list', scanned: 0, listSteps: 2, invalidated: 2 });
+    expect(c.drops[1]!.at(-1)).toMatchObject({
+      path: 'cached-lookup',
+      scanned: 0,
+      probes: 2,
+      invalidated: 2,
+    });
+    expect(c.drops[2]!.at(-1)).toMatchObject({
+      path: 'rel-list',
+      scanned: 0,
+      listSteps: 2,
+      invalidated: 2,
+    });
     // An int-only table takes the lookup path either way.
     await c.sql('TRUNCATE u');
     expect(c.drops[0]!.at(-1)).toMatchObject({ path: 'cached-lookup', probes: 1 });
@@ -100,11 +149,15 @@ describe('TOAST-able tables', () => {
     await c.sql('CREATE TABLE t (c int, bytes bytea)');
     const toast = c.primary.catalog.toastOf('t')!;
     await c.sql('DROP TABLE t');
-    expect(c.logged.at(-1)).toMatchObject({ droppedRels: [expect.any(Number), toast.toast, toast.index] });
+    expect(c.logged.at(-1)).toMatchObject({
+      droppedRels: [expect.any(Number), toast.toast, toast.index],
+    });
     expect(c.primary.catalog.toastOf('t')).toBeUndefined();
     expect(c.standbys[0]!.smgr.relations()).toEqual([]);
     await c.sql('CREATE TABLE t (c int)'); // the name is free again, without TOAST
     expect(c.primary.catalog.toastOf('t')).toBeUndefined();
-    await expect(c.sql('CREATE TABLE "pg_toast.x" (c int)')).rejects.toThrow(/pg_toast schema is reserved/);
+    await expect(c.sql('CREATE TABLE "pg_toast.x" (c int)')).rejects.toThrow(
+      /pg_toast schema is reserved/,
+    );
   });
 });

@@ -10,7 +10,12 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatConninfo, parseConninfo } from '../../server/settings.ts';
 import { parseStatement } from '../../server/sql-parser.ts';
-import { alterSystem, loadNodeConfig, primaryConninfoOf, type NodeConfig } from '../../server/cluster-files.ts';
+import {
+  alterSystem,
+  loadNodeConfig,
+  primaryConninfoOf,
+  type NodeConfig,
+} from '../../server/cluster-files.ts';
 import { SyncRepQueue } from '../../primary/syncrep.ts';
 import { WalSenderSet } from '../../primary/walsender-set.ts';
 import { parseSynchronousStandbyNames } from '../../primary/sync-standby-names.ts';
@@ -20,10 +25,20 @@ import { WalsimError } from '../../common/errors.ts';
 
 describe('primary_conninfo', () => {
   it('parses keyword=value pairs, quoted values with escapes, and formats them back', () => {
-    expect(parseConninfo("host=127.0.0.1 port=5433 application_name=s2")).toEqual({ host: '127.0.0.1', port: 5433, applicationName: 's2' });
-    expect(parseConninfo("  port = 7  application_name='a b\\'c' user=x ")).toEqual({ host: null, port: 7, applicationName: "a b'c" });
+    expect(parseConninfo('host=127.0.0.1 port=5433 application_name=s2')).toEqual({
+      host: '127.0.0.1',
+      port: 5433,
+      applicationName: 's2',
+    });
+    expect(parseConninfo("  port = 7  application_name='a b\\'c' user=x ")).toEqual({
+      host: null,
+      port: 7,
+      applicationName: "a b'c",
+    });
     expect(parseConninfo('')).toEqual({ host: null, port: null, applicationName: null });
-    expect(formatConninfo({ host: '127.0.0.1', port: 5433, applicationName: "a b'c" })).toBe("host=127.0.0.1 port=5433 application_name='a b\\'c'");
+    expect(formatConninfo({ host: '127.0.0.1', port: 5433, applicationName: "a b'c" })).toBe(
+      "host=127.0.0.1 port=5433 application_name='a b\\'c'",
+    );
   });
 
   it('refuses what libpq refuses', () => {
@@ -35,20 +50,48 @@ describe('primary_conninfo', () => {
 });
 
 describe('SQL for topologies', () => {
-  it('ALTER SYSTEM SET / TO / DEFAULT / RESET, with \'\' inside strings', () => {
-    expect(parseStatement("ALTER SYSTEM SET synchronous_standby_names = 'ANY 1 (\"a\", b)'")).toEqual({ type: 'alter_system', name: 'synchronous_standby_names', value: 'ANY 1 ("a", b)' });
-    expect(parseStatement("alter system set primary_conninfo to 'application_name=''x'''")).toEqual({ type: 'alter_system', name: 'primary_conninfo', value: "application_name='x'" });
-    expect(parseStatement('ALTER SYSTEM SET synchronous_commit = on')).toEqual({ type: 'alter_system', name: 'synchronous_commit', value: 'on' });
-    expect(parseStatement('ALTER SYSTEM SET synchronous_commit TO DEFAULT')).toEqual({ type: 'alter_system', name: 'synchronous_commit', value: null });
-    expect(parseStatement('ALTER SYSTEM RESET synchronous_standby_names;')).toEqual({ type: 'alter_system', name: 'synchronous_standby_names', value: null });
+  it("ALTER SYSTEM SET / TO / DEFAULT / RESET, with '' inside strings", () => {
+    expect(
+      parseStatement('ALTER SYSTEM SET synchronous_standby_names = \'ANY 1 ("a", b)\''),
+    ).toEqual({ type: 'alter_system', name: 'synchronous_standby_names', value: 'ANY 1 ("a", b)' });
+    expect(parseStatement("alter system set primary_conninfo to 'application_name=''x'''")).toEqual(
+      { type: 'alter_system', name: 'primary_conninfo', value: "application_name='x'" },
+    );
+    expect(parseStatement('ALTER SYSTEM SET synchronous_commit = on')).toEqual({
+      type: 'alter_system',
+      name: 'synchronous_commit',
+      value: 'on',
+    });
+    expect(parseStatement('ALTER SYSTEM SET synchronous_commit TO DEFAULT')).toEqual({
+      type: 'alter_system',
+      name: 'synchronous_commit',
+      value: null,
+    });
+    expect(parseStatement('ALTER SYSTEM RESET synchronous_standby_names;')).toEqual({
+      type: 'alter_system',
+      name: 'synchronous_standby_names',
+      value: null,
+    });
     expect(() => parseStatement('ALTER SYSTEM SET x')).toThrow(WalsimError);
   });
 
   it('SELECT columns or * FROM a view, optionally qualified, with ORDER BY', () => {
-    expect(parseStatement('SELECT application_name, sync_state FROM pg_stat_replication ORDER BY application_name')).toEqual({
-      type: 'select_view', view: 'pg_stat_replication', columns: ['application_name', 'sync_state'], orderBy: 'application_name',
+    expect(
+      parseStatement(
+        'SELECT application_name, sync_state FROM pg_stat_replication ORDER BY application_name',
+      ),
+    ).toEqual({
+      type: 'select_view',
+      view: 'pg_stat_replication',
+      columns: ['application_name', 'sync_state'],
+      orderBy: 'application_name',
     });
-    expect(parseStatement('select * from pg_catalog.pg_stat_wal_receiver')).toEqual({ type: 'select_view', view: 'pg_stat_wal_receiver', columns: '*', orderBy: null });
+    expect(parseStatement('select * from pg_catalog.pg_stat_wal_receiver')).toEqual({
+      type: 'select_view',
+      view: 'pg_stat_wal_receiver',
+      columns: '*',
+      orderBy: null,
+    });
     expect(parseStatement('SELECT count(*) FROM t').type).toBe('select_count');
   });
 });
@@ -57,14 +100,29 @@ describe('ALTER SYSTEM file', () => {
   it('overrides walsim.conf.json, validates before writing, and RESET falls back', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-unit-'));
     try {
-      const base = { name: 's2', synchronousStandbyNames: '', synchronousCommit: 'remote_write', primaryHost: '127.0.0.1', primaryPort: 1000, applicationName: 's2' } as unknown as NodeConfig;
+      const base = {
+        name: 's2',
+        synchronousStandbyNames: '',
+        synchronousCommit: 'remote_write',
+        primaryHost: '127.0.0.1',
+        primaryPort: 1000,
+        applicationName: 's2',
+      } as unknown as NodeConfig;
       fs.writeFileSync(path.join(dir, 'walsim.conf.json'), JSON.stringify(base));
       alterSystem(dir, 'primary_conninfo', 'host=127.0.0.1 port=2000 application_name=s2');
       alterSystem(dir, 'synchronous_standby_names', 'FIRST 2 (a, b)');
-      expect(() => alterSystem(dir, 'synchronous_standby_names', 'FIRST 2')).toThrow('invalid value for parameter "synchronous_standby_names": "FIRST 2"');
-      expect(() => alterSystem(dir, 'synchronous_commit', 'maybe')).toThrow('invalid value for parameter "synchronous_commit"');
+      expect(() => alterSystem(dir, 'synchronous_standby_names', 'FIRST 2')).toThrow(
+        'invalid value for parameter "synchronous_standby_names": "FIRST 2"',
+      );
+      expect(() => alterSystem(dir, 'synchronous_commit', 'maybe')).toThrow(
+        'invalid value for parameter "synchronous_commit"',
+      );
       const c = loadNodeConfig(dir);
-      expect(c).toMatchObject({ primaryPort: 2000, synchronousStandbyNames: 'FIRST 2 (a, b)', synchronousCommit: 'remote_write' });
+      expect(c).toMatchObject({
+        primaryPort: 2000,
+        synchronousStandbyNames: 'FIRST 2 (a, b)',
+        synchronousCommit: 'remote_write',
+      });
       expect(primaryConninfoOf(c)).toBe('host=127.0.0.1 port=2000 application_name=s2');
       alterSystem(dir, 'primary_conninfo', null);
       expect(loadNodeConfig(dir).primaryPort).toBe(1000);
@@ -78,7 +136,20 @@ describe('ALTER SYSTEM file', () => {
 
 /** A stand-in for a walsender: the fields the set reads and writes. */
 function fakeSender(applicationName: string, state: WalSender['state'] = 'streaming'): WalSender {
-  return { applicationName, state, slot: -1, priority: 0, cascading: false, sentLsn: 0, writeLsn: 0, flushLsn: 0, applyLsn: 0, replyTime: null, timelineEnds: 0, pump() {} } as unknown as WalSender;
+  return {
+    applicationName,
+    state,
+    slot: -1,
+    priority: 0,
+    cascading: false,
+    sentLsn: 0,
+    writeLsn: 0,
+    flushLsn: 0,
+    applyLsn: 0,
+    replyTime: null,
+    timelineEnds: 0,
+    pump() {},
+  } as unknown as WalSender;
 }
 
 function reply(set: WalSenderSet, s: WalSender, lsn: number): void {
@@ -105,7 +176,10 @@ describe('WalSenderSet', () => {
     expect(done).toBe(false);
     set.remove(a); // s1 gone: s2 is synchronous and already has 900
     await w;
-    expect(log).toEqual(['LOG:  standby "s1" is now a synchronous standby with priority 1', 'LOG:  standby "s2" is now a synchronous standby with priority 2']);
+    expect(log).toEqual([
+      'LOG:  standby "s1" is now a synchronous standby with priority 1',
+      'LOG:  standby "s2" is now a synchronous standby with priority 2',
+    ]);
     const c = fakeSender('s3');
     set.add(c);
     expect(c.slot).toBe(0); // the freed slot
@@ -123,7 +197,11 @@ describe('WalSenderSet', () => {
     reply(set, a, 1000);
     await Promise.resolve();
     expect(done).toBe(false);
-    expect(set.rows()[0]).toMatchObject({ application_name: 's1', sync_priority: 0, sync_state: 'async' });
+    expect(set.rows()[0]).toMatchObject({
+      application_name: 's1',
+      sync_priority: 0,
+      sync_state: 'async',
+    });
     set.reload(null);
     await w;
     expect(q.enabled).toBe(false);
@@ -134,7 +212,10 @@ describe('WalSenderSet', () => {
     const q = new SyncRepQueue();
     const set = new WalSenderSet(q, parseSynchronousStandbyNames('ANY 2 (s1, s2, s3)'), () => {});
     const s = ['s1', 's2', 's3'].map((n) => fakeSender(n));
-    for (const x of s) { set.add(x); set.startStreaming(x, false); }
+    for (const x of s) {
+      set.add(x);
+      set.startStreaming(x, false);
+    }
     let released = 0;
     void q.wait(300, 'flush').then(() => released++);
     void q.wait(600, 'flush').then(() => released++);
@@ -160,20 +241,31 @@ describe('switchPointOf (tliSwitchPoint)', () => {
 });
 
 describe('cluster shapes', () => {
-  it('plannedStandbys: the seed\'s one standby by default, named standbys listed in order, bad names refused', async () => {
+  it("plannedStandbys: the seed's one standby by default, named standbys listed in order, bad names refused", async () => {
     const { plannedStandbys } = await import('../../server/initdb.ts');
-    expect(plannedStandbys({})).toEqual({ standbys: [{ name: 'standby', applicationName: 'walreceiver' }], synchronousStandbyNames: 'walreceiver' });
-    expect(plannedStandbys({ standbys: ['s1', 's2'] })).toEqual({
-      standbys: [{ name: 's1', applicationName: 's1' }, { name: 's2', applicationName: 's2' }], synchronousStandbyNames: 's1, s2',
+    expect(plannedStandbys({})).toEqual({
+      standbys: [{ name: 'standby', applicationName: 'walreceiver' }],
+      synchronousStandbyNames: 'walreceiver',
     });
-    expect(plannedStandbys({ standbys: ['s1'], synchronousStandbyNames: '' }).synchronousStandbyNames).toBe('');
+    expect(plannedStandbys({ standbys: ['s1', 's2'] })).toEqual({
+      standbys: [
+        { name: 's1', applicationName: 's1' },
+        { name: 's2', applicationName: 's2' },
+      ],
+      synchronousStandbyNames: 's1, s2',
+    });
+    expect(
+      plannedStandbys({ standbys: ['s1'], synchronousStandbyNames: '' }).synchronousStandbyNames,
+    ).toBe('');
     expect(() => plannedStandbys({ standbys: ['S1'] })).toThrow('lower-case identifier');
     expect(() => plannedStandbys({ standbys: ['a', 'a'] })).toThrow('named twice');
     expect(() => plannedStandbys({ standbys: ['primary'] })).toThrow('cannot be named "primary"');
-    expect(() => plannedStandbys({ standbys: ['a'], synchronousStandbyNames: 'ANY 0 (a)' })).toThrow('must be greater than zero');
+    expect(() =>
+      plannedStandbys({ standbys: ['a'], synchronousStandbyNames: 'ANY 0 (a)' }),
+    ).toThrow('must be greater than zero');
   });
 
-  it('handOverNames: the promoted standby\'s name becomes the old primary\'s, keeping the form', async () => {
+  it("handOverNames: the promoted standby's name becomes the old primary's, keeping the form", async () => {
     const { handOverNames } = await import('../../server/topology.ts');
     expect(handOverNames('walreceiver', 'walreceiver', 'primary')).toBe('primary');
     expect(handOverNames('s1, s2', 'S1', 'primary')).toBe('primary, s2');

@@ -30,7 +30,11 @@ function u32(b: Uint8Array, o: number): number {
   return new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(o, true);
 }
 
-function expectInvalid(f: () => unknown, reason: InvalidWalReason, lsn = LSN): InvalidWalRecordError {
+function expectInvalid(
+  f: () => unknown,
+  reason: InvalidWalReason,
+  lsn = LSN,
+): InvalidWalRecordError {
   let err: unknown;
   try {
     f();
@@ -54,7 +58,11 @@ describe('encodeRecord / decodeRecord', () => {
     expect(rec.body).toEqual(body);
     expect(rec.lsn).toBe(LSN);
     expect(rec.endLsn).toBe(LSN + frame.length);
-    expect(rec.header).toMatchObject({ xid: 1234, prev: LSN - 64, rmid: RMGR_INFO[body.kind].rmid });
+    expect(rec.header).toMatchObject({
+      xid: 1234,
+      prev: LSN - 64,
+      rmid: RMGR_INFO[body.kind].rmid,
+    });
     expect(maxAlign(rec.header.totalLength)).toBe(frame.length);
   });
 
@@ -74,8 +82,12 @@ describe('encodeRecord / decodeRecord', () => {
   });
 
   it('sets XLOG_HEAP_INIT_PAGE in xl_info for page-initialising inserts', () => {
-    expect(encodeRecord({ ...SAMPLE_BODIES.HEAP2_MULTI_INSERT, initPage: true }, 0, 0)[16]).toBe(0x50 | XLOG_HEAP_INIT_PAGE);
-    expect(encodeRecord({ ...SAMPLE_BODIES.HEAP_INSERT, initPage: true }, 0, 0)[16]).toBe(XLOG_HEAP_INIT_PAGE);
+    expect(encodeRecord({ ...SAMPLE_BODIES.HEAP2_MULTI_INSERT, initPage: true }, 0, 0)[16]).toBe(
+      0x50 | XLOG_HEAP_INIT_PAGE,
+    );
+    expect(encodeRecord({ ...SAMPLE_BODIES.HEAP_INSERT, initPage: true }, 0, 0)[16]).toBe(
+      XLOG_HEAP_INIT_PAGE,
+    );
     expect(encodeRecord({ ...SAMPLE_BODIES.HEAP_INSERT, initPage: false }, 0, 0)[16]).toBe(0);
   });
 
@@ -88,7 +100,11 @@ describe('encodeRecord / decodeRecord', () => {
   it('still encodes (self-describing) a body whose key order matches no predeclared structure', () => {
     const body = { block: 7, kind: 'HEAP2_VISIBLE', rel: 16384 } as const;
     const frame = encodeRecord(body, 0, 0);
-    expect(decodeRecord(frame, 0, LSN).body).toEqual({ kind: 'HEAP2_VISIBLE', rel: 16384, block: 7 });
+    expect(decodeRecord(frame, 0, LSN).body).toEqual({
+      kind: 'HEAP2_VISIBLE',
+      rel: 16384,
+      block: 7,
+    });
     // ...and the shared decoder still decodes predeclared frames afterwards.
     const again = encodeRecord(SAMPLE_BODIES.HEAP2_VISIBLE, 0, 0);
     expect(decodeRecord(again, 0, LSN).body).toEqual(SAMPLE_BODIES.HEAP2_VISIBLE);
@@ -118,7 +134,9 @@ describe('encodeRecord / decodeRecord', () => {
   });
 
   it('asserts (programmer error) on a malformed body instead of writing it', () => {
-    expect(() => encodeRecord({ kind: 'HEAP_DELETE', rel: 1, block: -1, offsets: [] } as never, 0, 0)).toThrow(/INV-WAL-1/);
+    expect(() =>
+      encodeRecord({ kind: 'HEAP_DELETE', rel: 1, block: -1, offsets: [] } as never, 0, 0),
+    ).toThrow(/INV-WAL-1/);
   });
 });
 
@@ -178,7 +196,9 @@ describe('decodeRecord refuses damaged frames with a typed reason', () => {
     let crc = crc32cUpdate(CRC32C_INIT, f, SIZE_OF_XLOG_RECORD, totLen);
     crc = crc32cFinish(crc32cUpdate(crc, f, 0, 20));
     new DataView(f.buffer).setUint32(20, crc, true);
-    expect(expectInvalid(() => decodeRecord(f, 0, LSN), 'bad_header').message).toMatch(/HEAP2_PRUNE/);
+    expect(expectInvalid(() => decodeRecord(f, 0, LSN), 'bad_header').message).toMatch(
+      /HEAP2_PRUNE/,
+    );
   });
 
   it('bad_header: non-zero alignment padding after the record', () => {
@@ -205,8 +225,21 @@ describe('validateRecordBody', () => {
     [{ kind: 'HEAP_DELETE', rel: 1, block: 2 }, /HEAP_DELETE.offsets .*missing/],
     [{ kind: 'HEAP_DELETE', rel: 1, block: 2, offsets: [1] }, /even-length/],
     [{ kind: 'HEAP_DELETE', rel: 1, block: 2, offsets: [0, 1] }, /positive/],
-    [{ kind: 'HEAP2_MULTI_INSERT', rel: 1, block: 2, firstOffset: 1, runs: [5, 0], initPage: true }, /counts >= 1/],
-    [{ kind: 'HEAP2_MULTI_INSERT', rel: 1, block: 2, firstOffset: 1, runs: [5, 1], initPage: 1 }, /boolean/],
+    [
+      {
+        kind: 'HEAP2_MULTI_INSERT',
+        rel: 1,
+        block: 2,
+        firstOffset: 1,
+        runs: [5, 0],
+        initPage: true,
+      },
+      /counts >= 1/,
+    ],
+    [
+      { kind: 'HEAP2_MULTI_INSERT', rel: 1, block: 2, firstOffset: 1, runs: [5, 1], initPage: 1 },
+      /boolean/,
+    ],
     [{ kind: 'SMGR_CREATE', rel: 1, fork: 4 }, /fork/],
     [{ kind: 'SMGR_TRUNCATE', rel: 2 ** 32, blkno: 0, flags: 0 }, /rel must be an unsigned 32-bit/],
     [{ ...SAMPLE_BODIES.CHECKPOINT_SHUTDOWN, kind: 'CHECKPOINT_ONLINE', redo: 2 ** 53 }, /LSN/],

@@ -29,7 +29,8 @@ describe('crc32c', () => {
 
   it('agrees with a bit-at-a-time reference on every length 0..100', () => {
     const buf = Uint8Array.from({ length: 100 }, (_, i) => (i * 131 + 7) & 0xff);
-    for (let n = 0; n <= 100; n++) expect(crc32c(buf.subarray(0, n))).toBe(crc32cSlow(buf.subarray(0, n)));
+    for (let n = 0; n <= 100; n++)
+      expect(crc32c(buf.subarray(0, n))).toBe(crc32cSlow(buf.subarray(0, n)));
   });
 
   it('chains finished values: crc32c(b, crc32c(a)) === crc32c(a ++ b)', () => {

@@ -9,10 +9,22 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { checkpointNeeded, checkpointSegments, lastRemovableSegment, removeOldSegments } from '../../wal/wal-retention.ts';
+import {
+  checkpointNeeded,
+  checkpointSegments,
+  lastRemovableSegment,
+  removeOldSegments,
+} from '../../wal/wal-retention.ts';
 import { segmentFileName, timelineHistoryFileName } from '../../wal/segment.ts';
 import { Checkpointer } from '../../server/checkpointer.ts';
-import { DEFAULT_WAL_SETTINGS, formatMb, formatSeconds, parseCheckpointTimeout, parseMaxWalSize, parseWalKeepSize } from '../../server/settings.ts';
+import {
+  DEFAULT_WAL_SETTINGS,
+  formatMb,
+  formatSeconds,
+  parseCheckpointTimeout,
+  parseMaxWalSize,
+  parseWalKeepSize,
+} from '../../server/settings.ts';
 
 const MB = 1024 * 1024;
 const SEG16 = 16 * MB;
@@ -53,7 +65,13 @@ describe('WAL retention (xlog.c)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-retention-'));
     try {
       fs.mkdirSync(path.join(dir, 'pg_wal'));
-      const names = [segmentFileName(1, 1, MB), segmentFileName(1, 2, MB), segmentFileName(2, 2, MB), segmentFileName(2, 3, MB), timelineHistoryFileName(2)];
+      const names = [
+        segmentFileName(1, 1, MB),
+        segmentFileName(1, 2, MB),
+        segmentFileName(2, 2, MB),
+        segmentFileName(2, 3, MB),
+        timelineHistoryFileName(2),
+      ];
       for (const n of names) fs.writeFileSync(path.join(dir, 'pg_wal', n), '');
       expect(removeOldSegments(dir, 2, MB)).toEqual([names[0], names[1], names[2]]);
       expect(fs.readdirSync(path.join(dir, 'pg_wal')).sort()).toEqual([names[3], names[4]].sort());
@@ -86,9 +104,12 @@ describe('checkpointer timer', () => {
     let wal = false;
     const causes: string[] = [];
     const cp = new Checkpointer({
-      dataDir: path.join(os.tmpdir(), 'walsim-no-such-dir'), segmentSize: SEG16,
+      dataDir: path.join(os.tmpdir(), 'walsim-no-such-dir'),
+      segmentSize: SEG16,
       settings: { ...DEFAULT_WAL_SETTINGS, checkpointTimeoutS: 30 },
-      canCheckpoint: () => true, walSinceLastCheckpoint: () => wal, redoLsn: () => SEG16,
+      canCheckpoint: () => true,
+      walSinceLastCheckpoint: () => wal,
+      redoLsn: () => SEG16,
       runCheckpoint: async (cause) => {
         causes.push(cause);
         wal = false;

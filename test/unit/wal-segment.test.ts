@@ -36,9 +36,17 @@ describe('segment file names', () => {
 
   it('parse back, and other names are not segments', () => {
     for (const segno of [0, 1, 255, 256, 99999]) {
-      expect(parseSegmentFileName(segmentFileName(7, segno, MB16), MB16)).toEqual({ tli: 7, segno });
+      expect(parseSegmentFileName(segmentFileName(7, segno, MB16), MB16)).toEqual({
+        tli: 7,
+        segno,
+      });
     }
-    for (const bad of ['00000001.history', '000000010000000000000001.partial', '0000000100000000000001FF', 'x'.repeat(24)]) {
+    for (const bad of [
+      '00000001.history',
+      '000000010000000000000001.partial',
+      '0000000100000000000001FF',
+      'x'.repeat(24),
+    ]) {
       expect(parseSegmentFileName(bad, MB16)).toBeNull();
     }
   });
@@ -50,7 +58,8 @@ describe('segment file names', () => {
 
   it('segment sizes must be powers of two from 64 kB to 1 GB', () => {
     for (const ok of [KB64, MB16, 1024 ** 3]) expect(() => checkSegmentSize(ok)).not.toThrow();
-    for (const bad of [32 * 1024, 3 * MB16, 2 * 1024 ** 3, 0, -1]) expect(() => checkSegmentSize(bad)).toThrow(WalsimError);
+    for (const bad of [32 * 1024, 3 * MB16, 2 * 1024 ** 3, 0, -1])
+      expect(() => checkSegmentSize(bad)).toThrow(WalsimError);
   });
 });
 
@@ -62,9 +71,17 @@ describe('timeline history files', () => {
     dir = tempDataDir();
     fs.mkdirSync(walDir(dir));
     expect(readTimelineHistory(dir, 1)).toEqual([{ tli: 1, beginLsn: 0, endLsn: null }]);
-    writeTimelineHistory(dir, 2, readTimelineHistory(dir, 1), 0x0300_0060, 'promoted by pg_promote');
+    writeTimelineHistory(
+      dir,
+      2,
+      readTimelineHistory(dir, 1),
+      0x0300_0060,
+      'promoted by pg_promote',
+    );
     expect(timelineHistoryFileName(2)).toBe('00000002.history');
-    expect(fs.readFileSync(path.join(walDir(dir), '00000002.history'), 'utf8')).toBe('1\t0/3000060\tpromoted by pg_promote\n');
+    expect(fs.readFileSync(path.join(walDir(dir), '00000002.history'), 'utf8')).toBe(
+      '1\t0/3000060\tpromoted by pg_promote\n',
+    );
     writeTimelineHistory(dir, 5, readTimelineHistory(dir, 2), 0x1_0000_0000, 'again');
     expect(fs.readFileSync(path.join(walDir(dir), '00000005.history'), 'utf8')).toBe(
       '1\t0/3000060\tpromoted by pg_promote\n2\t1/0\tagain\n',
@@ -78,7 +95,9 @@ describe('timeline history files', () => {
 
   it('parses comments and blank lines; refuses non-increasing timelines or switch points, naming the file', () => {
     expect(parseTimelineHistory('# comment\n\n1\t0/100\treason\n', 2)).toHaveLength(2);
-    expect(() => parseTimelineHistory('2\t0/100\tx\n1\t0/200\ty\n', 3)).toThrow(/00000003.history.*increasing/);
+    expect(() => parseTimelineHistory('2\t0/100\tx\n1\t0/200\ty\n', 3)).toThrow(
+      /00000003.history.*increasing/,
+    );
     expect(() => parseTimelineHistory('1\t0/200\tx\n2\t0/100\ty\n', 3)).toThrow(/switch points/);
     expect(() => parseTimelineHistory('1\tnot-an-lsn\tx\n', 2)).toThrow(/switch point/);
     expect(() => parseTimelineHistory('3\t0/100\tx\n', 2)).toThrow(/less than child/);
@@ -91,7 +110,11 @@ describe('timeline history files', () => {
       { tli: 1, beginLsn: 0, endLsn: 3 * KB64 + 96 },
       { tli: 2, beginLsn: 3 * KB64 + 96, endLsn: null },
     ];
-    const files = new Set([1, 2, 3].map((s) => segmentFileName(1, s, KB64)).concat(segmentFileName(2, 3, KB64), segmentFileName(2, 4, KB64)));
+    const files = new Set(
+      [1, 2, 3]
+        .map((s) => segmentFileName(1, s, KB64))
+        .concat(segmentFileName(2, 3, KB64), segmentFileName(2, 4, KB64)),
+    );
     const has = (n: string): boolean => files.has(n);
     expect(chooseSegmentFile('', 2, history, KB64, has)?.tli).toBe(1);
     expect(chooseSegmentFile('', 3, history, KB64, has)?.tli).toBe(2);

@@ -9,14 +9,37 @@ import { WalsimError } from '../../common/errors.ts';
 
 const SAMPLES: StreamMessage[] = [
   { type: 'IDENTIFY_SYSTEM' },
-  { type: 'IdentifySystemReply', systemId: '7123456789012345678', timeline: 1, xlogpos: 0x1_0300_0060 },
+  {
+    type: 'IdentifySystemReply',
+    systemId: '7123456789012345678',
+    timeline: 1,
+    xlogpos: 0x1_0300_0060,
+  },
   { type: 'START_REPLICATION', startLsn: 0x0100_0000, timeline: 1, applicationName: 'standby1' },
-  { type: 'XLogData', walStart: 0x0100_0028, walEnd: 0x0200_0000, sendTime: 1_700_000_000_000, data: new Uint8Array([1, 2, 3, 0, 255]) },
+  {
+    type: 'XLogData',
+    walStart: 0x0100_0028,
+    walEnd: 0x0200_0000,
+    sendTime: 1_700_000_000_000,
+    data: new Uint8Array([1, 2, 3, 0, 255]),
+  },
   { type: 'PrimaryKeepalive', walEnd: 0x0200_0000, sendTime: 1.5, replyRequested: true },
-  { type: 'StandbyStatusUpdate', writeLsn: 3, flushLsn: 2, applyLsn: 1, sendTime: 0, replyRequested: false },
+  {
+    type: 'StandbyStatusUpdate',
+    writeLsn: 3,
+    flushLsn: 2,
+    applyLsn: 1,
+    sendTime: 0,
+    replyRequested: false,
+  },
   { type: 'EndOfTimeline', timeline: 2, switchLsn: 0x0300_0060 },
   { type: 'TIMELINE_HISTORY', timeline: 2 },
-  { type: 'TimelineHistoryReply', timeline: 2, fileName: '00000002.history', content: '1\t0/3000060\tpromoted\n' },
+  {
+    type: 'TimelineHistoryReply',
+    timeline: 2,
+    fileName: '00000002.history',
+    content: '1\t0/3000060\tpromoted\n',
+  },
   { type: 'CopyDone' },
   { type: 'Error', code: '08P01', message: 'unexpected message' },
 ];
@@ -47,7 +70,13 @@ describe('stream messages', () => {
 
   it('carries 128 kB of WAL in one XLogData frame with little overhead', () => {
     const data = new Uint8Array(128 * 1024).map((_, i) => i & 0xff);
-    const frame = encodeMessage({ type: 'XLogData', walStart: 0, walEnd: data.length, sendTime: 0, data });
+    const frame = encodeMessage({
+      type: 'XLogData',
+      walStart: 0,
+      walEnd: data.length,
+      sendTime: 0,
+      data,
+    });
     expect(frame.length).toBeLessThan(data.length + 64);
   });
 
@@ -59,28 +88,46 @@ describe('stream messages', () => {
     expect(violation(raw.pack([42]))).toMatch(/type is 42/);
     expect(violation(raw.pack(['Hello']))).toMatch(/unknown message type "Hello"/);
     expect(violation(raw.pack(['START_REPLICATION', 1, 1]))).toMatch(/2 fields, expected 3/);
-    expect(violation(raw.pack(['START_REPLICATION', -1, 1, 'a']))).toMatch(/startLsn must be an LSN/);
-    expect(violation(raw.pack(['START_REPLICATION', 2 ** 53, 1, 'a']))).toMatch(/startLsn must be an LSN/);
+    expect(violation(raw.pack(['START_REPLICATION', -1, 1, 'a']))).toMatch(
+      /startLsn must be an LSN/,
+    );
+    expect(violation(raw.pack(['START_REPLICATION', 2 ** 53, 1, 'a']))).toMatch(
+      /startLsn must be an LSN/,
+    );
     expect(violation(raw.pack(['START_REPLICATION', 1.5, 1, 'a']))).toMatch(/startLsn/);
     expect(violation(raw.pack(['START_REPLICATION', 1, 0, 'a']))).toMatch(/timeline/);
     expect(violation(raw.pack(['XLogData', 1, 2, 3, 'not bytes']))).toMatch(/data must be binary/);
-    expect(violation(raw.pack(['PrimaryKeepalive', 1, 2, 1]))).toMatch(/replyRequested must be a boolean/);
+    expect(violation(raw.pack(['PrimaryKeepalive', 1, 2, 1]))).toMatch(
+      /replyRequested must be a boolean/,
+    );
     // Times outside a JavaScript Date's range (issue 9 item 1: 1e300 crashed the walsender).
     for (const t of [1e300, -1e300, 8.65e15, -8.65e15]) {
-      expect(violation(raw.pack(['StandbyStatusUpdate', 1, 1, 1, t, false]))).toMatch(/sendTime must be a time in ms since 1970/);
-      expect(violation(raw.pack(['XLogData', 1, 2, t, new Uint8Array(0)]))).toMatch(/sendTime must be a time/);
-      expect(violation(raw.pack(['PrimaryKeepalive', 1, t, false]))).toMatch(/sendTime must be a time/);
+      expect(violation(raw.pack(['StandbyStatusUpdate', 1, 1, 1, t, false]))).toMatch(
+        /sendTime must be a time in ms since 1970/,
+      );
+      expect(violation(raw.pack(['XLogData', 1, 2, t, new Uint8Array(0)]))).toMatch(
+        /sendTime must be a time/,
+      );
+      expect(violation(raw.pack(['PrimaryKeepalive', 1, t, false]))).toMatch(
+        /sendTime must be a time/,
+      );
     }
-    expect(decodeMessage(raw.pack(['StandbyStatusUpdate', 1, 1, 1, 8.64e15, false]))).toMatchObject({ sendTime: 8.64e15 });
+    expect(decodeMessage(raw.pack(['StandbyStatusUpdate', 1, 1, 1, 8.64e15, false]))).toMatchObject(
+      { sendTime: 8.64e15 },
+    );
     expect(violation(raw.pack(['Error', 'oops', 'm']))).toMatch(/SQLSTATE/);
     expect(violation(raw.pack(['IdentifySystemReply', 12345, 1, 0]))).toMatch(/systemId/);
-    expect(violation(raw.pack(['StandbyStatusUpdate', 1, 2, 3, 4, false]).subarray(0, 5))).toMatch(/msgpack/);
+    expect(violation(raw.pack(['StandbyStatusUpdate', 1, 2, 3, 4, false]).subarray(0, 5))).toMatch(
+      /msgpack/,
+    );
     const withTrailing = new Uint8Array([...encodeMessage({ type: 'CopyDone' }), 0x00]);
     expect(violation(withTrailing)).toMatch(/not valid msgpack/);
   });
 
   it('refuses to encode a malformed message', () => {
-    expect(() => encodeMessage({ type: 'PrimaryKeepalive', walEnd: -5, sendTime: 0, replyRequested: false })).toThrow(/walEnd/);
+    expect(() =>
+      encodeMessage({ type: 'PrimaryKeepalive', walEnd: -5, sendTime: 0, replyRequested: false }),
+    ).toThrow(/walEnd/);
     expect(() => encodeMessage({ type: 'Nope' } as unknown as StreamMessage)).toThrow(WalsimError);
   });
 });

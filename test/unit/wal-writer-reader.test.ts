@@ -7,9 +7,22 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WalWriter } from '../../wal/wal-writer.ts';
-import { findEndOfWal, readWal, readWalBytes, recordBoundaries, wholeRecordsLength, type WalReadOptions } from '../../wal/wal-reader.ts';
+import {
+  findEndOfWal,
+  readWal,
+  readWalBytes,
+  recordBoundaries,
+  wholeRecordsLength,
+  type WalReadOptions,
+} from '../../wal/wal-reader.ts';
 import { InvalidWalRecordError } from '../../wal/codec.ts';
-import { firstRecordLsn, readTimelineHistory, segmentFileName, segmentOf, walDir } from '../../wal/segment.ts';
+import {
+  firstRecordLsn,
+  readTimelineHistory,
+  segmentFileName,
+  segmentOf,
+  walDir,
+} from '../../wal/segment.ts';
 import { formatLsn } from '../../wal/lsn.ts';
 import type { WalRecord, WalRecordBody } from '../../wal/records.ts';
 import { WalsimError } from '../../common/errors.ts';
@@ -29,7 +42,11 @@ function bodies(n: number): WalRecordBody[] {
   const out: WalRecordBody[] = [];
   for (let i = 0; i < n; i++) {
     if (i % 50 === 49) {
-      out.push({ kind: 'XACT_COMMIT', xactTime: i, droppedRels: Array.from({ length: 3000 }, (_, k) => 16384 + k) });
+      out.push({
+        kind: 'XACT_COMMIT',
+        xactTime: i,
+        droppedRels: Array.from({ length: 3000 }, (_, k) => 16384 + k),
+      });
     } else {
       out.push(ALL_BODIES[i % ALL_BODIES.length]!);
     }
@@ -37,14 +54,20 @@ function bodies(n: number): WalRecordBody[] {
   return out;
 }
 
-function writeAll(list: WalRecordBody[], w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 })): { w: WalWriter; lsns: number[] } {
+function writeAll(
+  list: WalRecordBody[],
+  w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 }),
+): { w: WalWriter; lsns: number[] } {
   const lsns: number[] = [];
   for (const [i, b] of list.entries()) lsns.push(w.insert(b, i + 3).startLsn);
   w.flush();
   return { w, lsns };
 }
 
-function readAll(from: number, opts: WalReadOptions = OPTS): { recs: WalRecord[]; reader: ReturnType<typeof readWal> } {
+function readAll(
+  from: number,
+  opts: WalReadOptions = OPTS,
+): { recs: WalRecord[]; reader: ReturnType<typeof readWal> } {
   const reader = readWal(dir, from, opts);
   return { recs: [...reader], reader };
 }
@@ -138,7 +161,11 @@ describe('WalWriter + readWal', () => {
     expect(recs).toHaveLength(lsns.length - 1);
     expect(reader.endReason).toBe('end_of_wal');
     expect(reader.endLsn).toBe(lastLsn);
-    expect(findEndOfWal(dir, lsns[0]!, OPTS)).toMatchObject({ endLsn: lastLsn, lastRecordLsn: lsns[lsns.length - 2], endReason: 'end_of_wal' });
+    expect(findEndOfWal(dir, lsns[0]!, OPTS)).toMatchObject({
+      endLsn: lastLsn,
+      lastRecordLsn: lsns[lsns.length - 2],
+      endReason: 'end_of_wal',
+    });
   });
 
   it('reads a zeroed tail as a clean end of WAL', () => {
@@ -147,8 +174,15 @@ describe('WalWriter + readWal', () => {
     const cut = lsns[100]!;
     const file = segPath(1, segmentOf(cut, SEG));
     const size = fs.statSync(file).size;
-    fs.writeFileSync(file, Buffer.concat([fs.readFileSync(file).subarray(0, cut % SEG), Buffer.alloc(size - (cut % SEG))]));
-    for (let s = segmentOf(cut, SEG) + 1; fs.existsSync(segPath(1, s)); s++) fs.writeFileSync(segPath(1, s), Buffer.alloc(SEG));
+    fs.writeFileSync(
+      file,
+      Buffer.concat([
+        fs.readFileSync(file).subarray(0, cut % SEG),
+        Buffer.alloc(size - (cut % SEG)),
+      ]),
+    );
+    for (let s = segmentOf(cut, SEG) + 1; fs.existsSync(segPath(1, s)); s++)
+      fs.writeFileSync(segPath(1, s), Buffer.alloc(SEG));
     const { recs, reader } = readAll(lsns[0]!);
     expect(recs).toHaveLength(100);
     expect(reader.endReason).toBe('end_of_wal');
@@ -162,7 +196,12 @@ describe('WalWriter + readWal', () => {
     w.close();
     // Re-open at the second record's start claiming a wrong predecessor: its xl_prev is then wrong.
     const b = a.endLsn;
-    const w2 = WalWriter.open(dir, { segmentSize: SEG, timeline: 1, startLsn: b, prevLsn: firstRecordLsn(SEG) - 8 });
+    const w2 = WalWriter.open(dir, {
+      segmentSize: SEG,
+      timeline: 1,
+      startLsn: b,
+      prevLsn: firstRecordLsn(SEG) - 8,
+    });
     w2.insert(ALL_BODIES[1]!, 1);
     w2.insert(ALL_BODIES[2]!, 1);
     w2.close();
@@ -178,7 +217,12 @@ describe('WalWriter + readWal', () => {
     const { lsns, w } = writeAll(bodies(300));
     w.close();
     const end = lsns[120]!;
-    const w2 = WalWriter.open(dir, { segmentSize: SEG, timeline: 1, startLsn: end, prevLsn: lsns[119] });
+    const w2 = WalWriter.open(dir, {
+      segmentSize: SEG,
+      timeline: 1,
+      startLsn: end,
+      prevLsn: lsns[119],
+    });
     const r = w2.insert({ kind: 'NOOP' }, 0);
     w2.close();
     const { recs, reader } = readAll(lsns[0]!);
@@ -191,7 +235,9 @@ describe('WalWriter + readWal', () => {
   it('refuses to open existing WAL without a start position, and asserts alignment', () => {
     writeAll(bodies(3)).w.close();
     expect(() => WalWriter.open(dir, { segmentSize: SEG, timeline: 1 })).toThrow(/startLsn/);
-    expect(() => WalWriter.open(dir, { segmentSize: SEG, timeline: 1, startLsn: SEG + 44, prevLsn: SEG + 40 })).toThrow(/MAXALIGN/);
+    expect(() =>
+      WalWriter.open(dir, { segmentSize: SEG, timeline: 1, startLsn: SEG + 44, prevLsn: SEG + 40 }),
+    ).toThrow(/MAXALIGN/);
   });
 
   it('writes out the WAL buffers by itself when they exceed walBuffersBytes', () => {
@@ -254,8 +300,12 @@ describe('appendRaw (walreceiver)', () => {
     const corrupt = bytes.slice(second);
     corrupt[corrupt.length - 3]! ^= 0xff;
     expect(reasonOf(() => w.appendRaw(corrupt, lsns[1]!))).toMatch(/bad_crc|bad_header/);
-    expect(reasonOf(() => w.appendRaw(bytes.subarray(second, bytes.length - 8), lsns[1]!))).toBe('truncated');
-    expect(reasonOf(() => w.appendRaw(bytes.subarray(lsns[2]! - lsns[0]!), lsns[1]!))).toBe('bad_prev_link');
+    expect(reasonOf(() => w.appendRaw(bytes.subarray(second, bytes.length - 8), lsns[1]!))).toBe(
+      'truncated',
+    );
+    expect(reasonOf(() => w.appendRaw(bytes.subarray(lsns[2]! - lsns[0]!), lsns[1]!))).toBe(
+      'bad_prev_link',
+    );
     expect({ insert: w.insertLsn, last: w.lastRecordLsn }).toEqual(before);
     w.flush();
     expect(readAll(lsns[0]!).recs).toHaveLength(1);
@@ -281,7 +331,9 @@ describe('readWalBytes and record boundaries (walsender)', () => {
     const { w } = writeAll(bodies(5));
     w.close();
     expect(() => readWalBytes(dir, 20 * SEG, 20 * SEG + 8, OPTS)).toThrow(WalsimError);
-    expect(() => readWalBytes(dir, SEG + 40, 2 * SEG - 8, OPTS)).toThrow(new RegExp(segmentFileName(1, 1, SEG)));
+    expect(() => readWalBytes(dir, SEG + 40, 2 * SEG - 8, OPTS)).toThrow(
+      new RegExp(segmentFileName(1, 1, SEG)),
+    );
   });
 });
 
@@ -303,7 +355,9 @@ describe('timeline switch', () => {
     const switchSeg = segmentOf(switchLsn, SEG);
     // The new timeline's first segment starts with a copy of the old one up to the switch point.
     const oldBytes = fs.readFileSync(segPath(1, switchSeg)).subarray(0, switchLsn % SEG);
-    expect(Buffer.compare(fs.readFileSync(segPath(2, switchSeg)).subarray(0, switchLsn % SEG), oldBytes)).toBe(0);
+    expect(
+      Buffer.compare(fs.readFileSync(segPath(2, switchSeg)).subarray(0, switchLsn % SEG), oldBytes),
+    ).toBe(0);
     expect(fs.existsSync(segPath(2, switchSeg - 1))).toBe(false);
 
     const onTwo = readAll(before[0]!, { timeline: 2, segmentSize: SEG });
@@ -312,7 +366,9 @@ describe('timeline switch', () => {
     // Timeline 1 alone ends at the switch point.
     const onOne = readAll(before[0]!, { timeline: 1, segmentSize: SEG });
     expect(onOne.recs.map((r) => r.lsn)).toEqual(before);
-    expect(readWalBytes(dir, before[0]!, w.insertLsn, { timeline: 2, segmentSize: SEG }).length).toBe(w.insertLsn - before[0]!);
+    expect(
+      readWalBytes(dir, before[0]!, w.insertLsn, { timeline: 2, segmentSize: SEG }).length,
+    ).toBe(w.insertLsn - before[0]!);
   });
 
   it('a restarted writer on the new timeline picks up where it was', () => {
@@ -323,7 +379,12 @@ describe('timeline switch', () => {
     w.close();
     const end = findEndOfWal(dir, first, { timeline: 2, segmentSize: SEG });
     expect(end.endLsn).toBe(r.endLsn);
-    const w2 = WalWriter.open(dir, { segmentSize: SEG, timeline: 2, startLsn: end.endLsn, prevLsn: end.lastRecordLsn });
+    const w2 = WalWriter.open(dir, {
+      segmentSize: SEG,
+      timeline: 2,
+      startLsn: end.endLsn,
+      prevLsn: end.lastRecordLsn,
+    });
     w2.insert(ALL_BODIES[2]!, 1);
     w2.close();
     expect(readAll(first, { timeline: 2, segmentSize: SEG }).recs).toHaveLength(3);

@@ -28,7 +28,7 @@ function fakeConn(): { conn: MessageConn; deliver(bytes: Uint8Array): void; sent
 }
 
 describe('walsender positions', () => {
-  it('does not take START_REPLICATION\'s position for the standby\'s apply position', () => {
+  it("does not take START_REPLICATION's position for the standby's apply position", () => {
     const { conn, deliver, sent } = fakeConn();
     const startLsn = 0x10df8;
     const replies: Array<[number, number, number]> = [];
@@ -44,11 +44,27 @@ describe('walsender positions', () => {
       onClose: () => {},
       log: () => {},
     });
-    deliver(encodeMessage({ type: 'START_REPLICATION', startLsn, timeline: 1, applicationName: 'walreceiver' }));
+    deliver(
+      encodeMessage({
+        type: 'START_REPLICATION',
+        startLsn,
+        timeline: 1,
+        applicationName: 'walreceiver',
+      }),
+    );
     expect(s.state).toBe('streaming');
     expect([s.writeLsn, s.flushLsn, s.applyLsn]).toEqual([startLsn, startLsn, 0]);
     // The standby's first reply: flushed to the start LSN, replayed less (paused).
-    deliver(encodeMessage({ type: 'StandbyStatusUpdate', writeLsn: startLsn, flushLsn: startLsn, applyLsn: 0x10dc8, sendTime: 0, replyRequested: false }));
+    deliver(
+      encodeMessage({
+        type: 'StandbyStatusUpdate',
+        writeLsn: startLsn,
+        flushLsn: startLsn,
+        applyLsn: 0x10dc8,
+        sendTime: 0,
+        replyRequested: false,
+      }),
+    );
     expect(replies).toEqual([[startLsn, startLsn, 0x10dc8]]);
     expect(sent.map((b) => decodeMessage(b).type)).not.toContain('Error');
   });

@@ -25,12 +25,25 @@ class FakeSocket implements MessageConn {
   readonly sent: StreamMessage[] = [];
   closed: { code: number; reason: string } | null = null;
   private handlers: ConnHandlers | null = null;
-  get isOpen() { return this.closed === null; }
-  setHandlers(h: ConnHandlers) { this.handlers = h; }
-  send(data: Uint8Array, cb?: () => void) { this.sent.push(decodeMessage(data)); cb?.(); }
-  close(code: number, reason: string) { this.closed = { code, reason }; }
-  terminate() { this.closed = { code: 1006, reason: '' }; }
-  deliver(m: StreamMessage) { this.handlers!.message(encodeMessage(m), true); }
+  get isOpen() {
+    return this.closed === null;
+  }
+  setHandlers(h: ConnHandlers) {
+    this.handlers = h;
+  }
+  send(data: Uint8Array, cb?: () => void) {
+    this.sent.push(decodeMessage(data));
+    cb?.();
+  }
+  close(code: number, reason: string) {
+    this.closed = { code, reason };
+  }
+  terminate() {
+    this.closed = { code: 1006, reason: '' };
+  }
+  deliver(m: StreamMessage) {
+    this.handlers!.message(encodeMessage(m), true);
+  }
 }
 
 /** WAL on timeline 1 (a few records), then switched to timeline 2 at `switchLsn`, a few more. */
@@ -46,7 +59,12 @@ function makeWal(): { wal: WalWriter; switchLsn: Lsn } {
   return { wal, switchLsn };
 }
 
-function sender(wal: WalWriter, timeline: () => TimeLineId, flushed: () => Lsn = () => wal.flushLsn, readTli: () => TimeLineId = timeline) {
+function sender(
+  wal: WalWriter,
+  timeline: () => TimeLineId,
+  flushed: () => Lsn = () => wal.flushLsn,
+  readTli: () => TimeLineId = timeline,
+) {
   const ws = new FakeSocket();
   const s = new WalSender(ws, {
     dataDir: dir,
@@ -62,7 +80,12 @@ function sender(wal: WalWriter, timeline: () => TimeLineId, flushed: () => Lsn =
   return { ws, s };
 }
 
-const start = (startLsn: Lsn, timeline: TimeLineId): StreamMessage => ({ type: 'START_REPLICATION', startLsn, timeline, applicationName: 's' });
+const start = (startLsn: Lsn, timeline: TimeLineId): StreamMessage => ({
+  type: 'START_REPLICATION',
+  startLsn,
+  timeline,
+  applicationName: 's',
+});
 
 describe('walsender timelines', () => {
   it('streams an old timeline up to its switch point, then EndOfTimeline; then the new one on the same connection', () => {
@@ -72,12 +95,18 @@ describe('walsender timelines', () => {
     const i = ws.sent.findIndex((m) => m.type === 'EndOfTimeline');
     expect(ws.sent[i]).toEqual({ type: 'EndOfTimeline', timeline: 2, switchLsn });
     // Before it: timeline 1's WAL exactly up to the switch point.
-    const old = ws.sent.slice(0, i).filter((m) => m.type === 'XLogData') as Array<Extract<StreamMessage, { type: 'XLogData' }>>;
+    const old = ws.sent.slice(0, i).filter((m) => m.type === 'XLogData') as Array<
+      Extract<StreamMessage, { type: 'XLogData' }>
+    >;
     expect(old[0]!.walStart).toBe(firstRecordLsn(SEG));
     expect(old.at(-1)!.walStart + old.at(-1)!.data.length).toBe(switchLsn);
     expect(s.state).toBe('startup');
     ws.deliver({ type: 'TIMELINE_HISTORY', timeline: 2 });
-    expect(ws.sent.at(-1)).toMatchObject({ type: 'TimelineHistoryReply', timeline: 2, fileName: '00000002.history' });
+    expect(ws.sent.at(-1)).toMatchObject({
+      type: 'TimelineHistoryReply',
+      timeline: 2,
+      fileName: '00000002.history',
+    });
     ws.deliver(start(switchLsn, 2));
     const data = ws.sent.filter((m) => m.type === 'XLogData');
     expect(data.at(-1)).toMatchObject({ walEnd: wal.flushLsn });
@@ -93,17 +122,24 @@ describe('walsender timelines', () => {
     expect(a.ws.closed?.code).toBe(4004);
     expect((a.ws.sent.at(-1) as { message: string }).message).toBe(
       `requested starting point 0/${(switchLsn + 8).toString(16).toUpperCase()} on timeline 1 is not in this server's history; ` +
-      `this server's history forked from timeline 1 at 0/${switchLsn.toString(16).toUpperCase()}`);
+        `this server's history forked from timeline 1 at 0/${switchLsn.toString(16).toUpperCase()}`,
+    );
     const b = sender(wal, () => 2);
     b.ws.deliver(start(switchLsn, 5));
-    expect((b.ws.sent.at(-1) as { message: string }).message).toBe("requested timeline 5 is not in this server's history");
+    expect((b.ws.sent.at(-1) as { message: string }).message).toBe(
+      "requested timeline 5 is not in this server's history",
+    );
   });
 
   it('a timeline that becomes historic while streamed ends at its switch point', () => {
     const { wal, switchLsn } = makeWal();
     let tli = 1;
     // Until the switch this node reports timeline 1 and flush = the switch point.
-    const { ws, s } = sender(wal, () => tli, () => (tli === 1 ? switchLsn : wal.flushLsn));
+    const { ws, s } = sender(
+      wal,
+      () => tli,
+      () => (tli === 1 ? switchLsn : wal.flushLsn),
+    );
     ws.deliver(start(switchLsn, 1));
     expect(s.state).toBe('streaming');
     tli = 2;
@@ -116,12 +152,19 @@ describe('walsender timelines', () => {
     let tli = 1;
     // Streaming "timeline 1" while its flush LSN is already past the later switch point (what a
     // promotion that ends recovery early leaves behind): bytes read through timeline 2's history.
-    const { ws, s } = sender(wal, () => tli, () => wal.flushLsn, () => 2);
+    const { ws, s } = sender(
+      wal,
+      () => tli,
+      () => wal.flushLsn,
+      () => 2,
+    );
     ws.deliver(start(switchLsn, 1));
     expect(s.sentLsn).toBeGreaterThan(switchLsn);
     tli = 2;
     s.pump();
     expect(ws.closed?.code).toBe(4004);
-    expect((ws.sent.at(-1) as { message: string }).message).toMatch(/past where this server's history forked from it at/);
+    expect((ws.sent.at(-1) as { message: string }).message).toMatch(
+      /past where this server's history forked from it at/,
+    );
   });
 });
