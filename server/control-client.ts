@@ -94,7 +94,8 @@ export class ControlClient {
           ),
         );
       });
-      ws.once('error', (err) => {
+      // `on`, not `once`: a second 'error' with no listener would throw in the client's process.
+      ws.on('error', (err) => {
         if (settled) return;
         settled = true;
         reject(

@@ -1,7 +1,8 @@
 /**
  * The node's one WebSocket port: `/replication` (walsender side) and `/control` (CLI commands).
  * Both require the cluster token; authentication happens in the HTTP upgrade handler, and a
- * refused client gets a WebSocket close with code 4001 and a reason that says why.
+ * refused client gets a WebSocket close with code 4001 and a reason that says why. Every accepted
+ * socket has an 'error' listener from its first moment, so no frame can end the process.
  */
 import * as http from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
@@ -77,6 +78,12 @@ export async function startWsServer(opts: WsServerOptions): Promise<WsServerHand
     }
     const given = tokenOf(req, url);
     wss.handleUpgrade(req, socket, head, (ws) => {
+      // Before anything else: ws reports a malformed or oversized frame as an 'error' event, and
+      // an EventEmitter with no listener throws it (an uncaught exception would end the process).
+      // ws closes the connection itself (1002/1009) after emitting it. This covers the refused
+      // clients below, whose frames are still parsed while their close handshake runs, and the
+      // window before the endpoint's own handlers are installed.
+      ws.on('error', () => {});
       if (!tokenMatches(opts.token, given)) {
         ws.close(
           CLOSE_AUTH_FAILED,

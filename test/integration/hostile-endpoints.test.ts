@@ -7,6 +7,7 @@
  * WAL position or table state moved (nothing was written).
  */
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import WebSocket from 'ws';
 import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,6 +43,66 @@ function attack(
     ws.on('close', (code, reason) => resolve({ code, reason: reason.toString(), received }));
     ws.on('error', (e) => (e.message.includes('closed before') ? undefined : reject(e)));
   });
+}
+
+/**
+ * A raw TCP client: a valid upgrade request to `path` with `headers`, then, once the 101 answer
+ * arrived, `frame` as raw bytes (so it can be malformed: unmasked, or longer than the endpoint's
+ * limit). Resolves when the server closes the TCP connection (or after 5 s of silence).
+ */
+function rawUpgradeThenFrame(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  frame: Buffer,
+): Promise<{ upgraded: boolean }> {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let upgraded = false;
+    let got = '';
+    const done = () => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve({ upgraded });
+    };
+    const timer = setTimeout(done, 5000);
+    sock.on('connect', () => {
+      const extra = Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
+      sock.write(
+        `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\n` +
+          `Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n` +
+          `Sec-WebSocket-Version: 13\r\n${extra}\r\n`,
+      );
+    });
+    sock.on('data', (d) => {
+      if (upgraded) return;
+      got += d.toString('latin1');
+      if (got.includes('\r\n\r\n')) {
+        upgraded = got.startsWith('HTTP/1.1 101');
+        sock.write(frame);
+      }
+    });
+    sock.on('error', done);
+    sock.on('close', done);
+  });
+}
+
+/** A masked client frame (opcode `opcode`) whose header announces `length` payload bytes. */
+function maskedFrame(opcode: number, length: number): Buffer {
+  const header =
+    length < 126
+      ? Buffer.from([0x80 | opcode, 0x80 | length])
+      : length < 65536
+        ? Buffer.from([0x80 | opcode, 0x80 | 126, length >> 8, length & 0xff])
+        : Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | 127]), u64(length)]);
+  return Buffer.concat([header, Buffer.from([1, 2, 3, 4]), Buffer.alloc(length, 0x20)]);
+}
+function u64(n: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt(n));
+  return b;
 }
 
 const msg = (m: StreamMessage) => Buffer.from(encodeMessage(m));
@@ -245,6 +306,34 @@ describe('hostile input on the endpoints', () => {
     expect((await attack(repl(), { authorization: 'Bearer nope' }, [start()])).received).toEqual(
       [],
     );
+  });
+
+  it('survives malformed and oversized frames from clients with no token or a wrong one (issue 26 item 1: one frame ended the process)', async () => {
+    const pid = readPidFile(c.dataDir('primary'))!.pid;
+    const frames: Array<[string, string, Buffer]> = [
+      // RFC 6455 5.1: a client frame must be masked; ws refuses it ("MASK must be set").
+      ['/control', 'unmasked frame', Buffer.from([0x81, 0x00])],
+      ['/replication', 'unmasked frame', Buffer.from([0x81, 0x00])],
+      ['/replication', '70 kB frame (limit 64 KiB)', maskedFrame(0x2, 70_000)],
+      ['/control', '1.1 MB frame (limit 1 MB)', maskedFrame(0x1, 1_100_000)],
+    ];
+    const tokens: Array<[string, Record<string, string>]> = [
+      ['no token', {}],
+      ['wrong token', { authorization: 'Bearer 0' + readToken(c.dir).slice(1) }],
+      ['wrong ?token=', {}],
+    ];
+    for (const [path, what, frame] of frames) {
+      for (const [who, headers] of tokens) {
+        const target = who === 'wrong ?token=' ? `${path}?token=guess` : path;
+        const r = await rawUpgradeThenFrame(port, target, headers, frame);
+        expect(r.upgraded, `${what} to ${path} with ${who}: upgrade answered`).toBe(true);
+        // Still the same process, still answering, data intact.
+        const s = await c.status('primary');
+        expect(s.pid, `${what} to ${path} with ${who}`).toBe(pid);
+        expect(await c.scalar('primary', 'SELECT count(*) FROM t')).toBe(300);
+      }
+    }
+    expect(c.serverLog('primary')).not.toMatch(/FATAL/);
   });
 
   it('token file is mode 0600 and servers listen on 127.0.0.1 only', async () => {
