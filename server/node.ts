@@ -344,7 +344,7 @@ export class ServerNode {
       beginShutdown: () => {},
     };
     for (const name of Object.keys(effects) as LifecycleActionName[]) {
-      const effect = effects[name];
+      const effect = effects[name]!;
       effects[name] = () => {
         this.faults.beforeLifecycleAction(name);
         effect();

@@ -59,7 +59,7 @@ export class LifecycleActor {
     for (const name of Object.keys(actions) as LifecycleActionName[]) {
       guarded[name] = () => {
         try {
-          actions[name]();
+          actions[name]!();
         } catch (e) {
           const failure = new LifecycleActionError(name, this.current, e);
           this.failures.push(failure);

@@ -96,13 +96,13 @@ export class BufTable {
 
   /** Count an LW_SHARED acquisition of the partition lock covering `hash` (released at once). */
   lockShared(hash: number): void {
-    this.partitionLocksShared[hash % NUM_BUFFER_PARTITIONS]++;
+    this.partitionLocksShared[hash % NUM_BUFFER_PARTITIONS]!++;
     this.sharedLockCount++;
   }
 
   /** Count an LW_EXCLUSIVE acquisition of the partition lock covering `hash`. */
   lockExclusive(hash: number): void {
-    this.partitionLocksExclusive[hash % NUM_BUFFER_PARTITIONS]++;
+    this.partitionLocksExclusive[hash % NUM_BUFFER_PARTITIONS]!++;
     this.exclusiveLockCount++;
   }
 
@@ -111,7 +111,7 @@ export class BufTable {
     const { slots, mask, tagRel, tagFork, tagBlock } = this;
     let i = hash & mask;
     for (let probes = 0; probes < this.capacity; probes++) {
-      const entry = slots[i];
+      const entry = slots[i]!;
       if (entry === 0) return -1;
       const id = entry - 1;
       if (tagRel[id] === rel && tagBlock[id] === block && tagFork[id] === fork) return id;
@@ -137,7 +137,7 @@ export class BufTable {
     );
     let i = hash & mask;
     for (;;) {
-      const entry = slots[i];
+      const entry = slots[i]!;
       if (entry === 0) {
         slots[i] = bufId + 1;
         this.count++;
@@ -159,7 +159,7 @@ export class BufTable {
     const { slots, mask, tagRel, tagFork, tagBlock } = this;
     let i = hash & mask;
     for (let probes = 0; ; probes++) {
-      const entry = slots[i];
+      const entry = slots[i]!;
       assert(
         entry !== 0 && probes < this.capacity,
         'INV-BUF-2: shared buffer hash table corrupted',
@@ -173,10 +173,10 @@ export class BufTable {
     let j = i;
     for (;;) {
       j = (j + 1) & mask;
-      const entry = slots[j];
+      const entry = slots[j]!;
       if (entry === 0) break;
       const id = entry - 1;
-      const home = hashBufferTag(tagRel[id], tagFork[id], tagBlock[id]) & mask;
+      const home = hashBufferTag(tagRel[id]!, tagFork[id]!, tagBlock[id]!) & mask;
       const stays = i <= j ? home > i && home <= j : home > i || home <= j;
       if (!stays) {
         slots[i] = entry;
@@ -197,14 +197,14 @@ export class BufTable {
     const seen = new Uint8Array(this.nBuffers);
     let live = 0;
     for (let s = 0; s < this.capacity; s++) {
-      const entry = slots[s];
+      const entry = slots[s]!;
       if (entry === 0) continue;
       const id = entry - 1;
       if (!(id >= 0 && id < this.nBuffers)) fail(`INV-BUF-2: slot ${s} holds bad buffer id ${id}`);
       if (!(seen[id] === 0)) fail(`INV-BUF-2: buffer ${id} appears twice in the mapping table`);
       seen[id] = 1;
       live++;
-      let k = hashBufferTag(tagRel[id], tagFork[id], tagBlock[id]) & mask;
+      let k = hashBufferTag(tagRel[id]!, tagFork[id]!, tagBlock[id]!) & mask;
       while (k !== s) {
         if (!(slots[k] !== 0))
           fail(`INV-BUF-2: entry for buffer ${id} in slot ${s} is cut off from its home slot`);

@@ -212,18 +212,18 @@ export class BufferPool {
     }
     this.counters.misses++;
     const id = this.strategyGetBuffer();
-    const oldFlags = this.flags[id];
+    const oldFlags = this.flags[id]!;
     if (oldFlags & BM_DIRTY) this.writeOut(id);
     const newHash = hash;
     if (oldFlags & BM_TAG_VALID) {
       this.counters.evictions++;
-      const oldHash = hashBufferTag(this.tagRel[id], this.tagFork[id], this.tagBlock[id]);
+      const oldHash = hashBufferTag(this.tagRel[id]!, this.tagFork[id]!, this.tagBlock[id]!);
       // PostgreSQL takes both partition locks (in address order; once if they coincide).
       this.table.lockExclusive(oldHash);
       if (bufMappingPartition(oldHash) !== bufMappingPartition(newHash))
         this.table.lockExclusive(newHash);
-      this.table.delete(this.tagRel[id], this.tagFork[id], this.tagBlock[id], oldHash);
-      if (this.tagObserver !== null) this.tagObserver.untagged(id, this.tagRel[id]);
+      this.table.delete(this.tagRel[id]!, this.tagFork[id]!, this.tagBlock[id]!, oldHash);
+      if (this.tagObserver !== null) this.tagObserver.untagged(id, this.tagRel[id]!);
     } else {
       this.table.lockExclusive(newHash);
     }
@@ -243,35 +243,35 @@ export class BufferPool {
   /** PinBuffer on an already valid buffer: refcount + 1, usage count + 1 up to the maximum. */
   pin(id: number): void {
     this.assertBufId(id);
-    if (!((this.flags[id] & BM_TAG_VALID) !== 0))
+    if (!((this.flags[id]! & BM_TAG_VALID) !== 0))
       fail(`INV-BUF-5: pinning buffer ${id} which has no tag`);
-    if (!(this.refCount[id] < MAX_REFCOUNT))
+    if (!(this.refCount[id]! < MAX_REFCOUNT))
       fail(`INV-BUF-5: buffer ${id} pinned ${MAX_REFCOUNT} times`);
-    this.refCount[id]++;
-    if (this.usageCount[id] < BM_MAX_USAGE_COUNT) this.usageCount[id]++;
+    this.refCount[id]!++;
+    if (this.usageCount[id]! < BM_MAX_USAGE_COUNT) this.usageCount[id]!++;
   }
 
   /** ReleaseBuffer: drop one pin. */
   releaseBuffer(id: number): void {
     this.assertBufId(id);
-    if (!(this.refCount[id] > 0)) fail(`INV-BUF-5: releasing buffer ${id} which is not pinned`);
-    this.refCount[id]--;
+    if (!(this.refCount[id]! > 0)) fail(`INV-BUF-5: releasing buffer ${id} which is not pinned`);
+    this.refCount[id]!--;
   }
 
   /** Read the page and release it at once: the common replay/scan access. Returns the buffer id. */
   accessBlock(rel: RelFileNumber, fork: ForkNumber, block: BlockNumber): number {
     const id = this.readBuffer(rel, fork, block);
-    this.refCount[id]--;
+    this.refCount[id]!--;
     return id;
   }
 
   /** MarkBufferDirty: the buffer must be pinned and valid. */
   markDirty(id: number): void {
     this.assertBufId(id);
-    if (!(this.refCount[id] > 0)) fail(`INV-BUF-5: MarkBufferDirty on unpinned buffer ${id}`);
-    if (!((this.flags[id] & BM_VALID) !== 0))
+    if (!(this.refCount[id]! > 0)) fail(`INV-BUF-5: MarkBufferDirty on unpinned buffer ${id}`);
+    if (!((this.flags[id]! & BM_VALID) !== 0))
       fail(`INV-BUF-5: MarkBufferDirty on invalid buffer ${id}`);
-    this.flags[id] |= BM_DIRTY | BM_JUST_DIRTIED;
+    this.flags[id]! |= BM_DIRTY | BM_JUST_DIRTIED;
   }
 
   /**
@@ -281,13 +281,13 @@ export class BufferPool {
    */
   invalidate(id: number): void {
     this.assertBufId(id);
-    const f = this.flags[id];
+    const f = this.flags[id]!;
     if (!(this.refCount[id] === 0))
       fail(`INV-BUF-5: buffer is pinned in InvalidateBuffer (buffer ${id})`);
     if (f & BM_TAG_VALID) {
-      const rel = this.tagRel[id];
-      const fork = this.tagFork[id];
-      const block = this.tagBlock[id];
+      const rel = this.tagRel[id]!;
+      const fork = this.tagFork[id]!;
+      const block = this.tagBlock[id]!;
       const hash = hashBufferTag(rel, fork, block);
       this.table.lockExclusive(hash);
       this.table.delete(rel, fork, block, hash);
@@ -314,7 +314,7 @@ export class BufferPool {
     const end = Math.min(to, this.nBuffers);
     let written = 0;
     for (let id = from; id < end; id++) {
-      if (flags[id] & BM_DIRTY) {
+      if (flags[id]! & BM_DIRTY) {
         this.writeOut(id);
         written++;
       }
@@ -326,15 +326,15 @@ export class BufferPool {
   bufferedBlocks(rel?: RelFileNumber): BufferedBlock[] {
     const out: BufferedBlock[] = [];
     for (let id = 0; id < this.nBuffers; id++) {
-      if (!(this.flags[id] & BM_TAG_VALID)) continue;
+      if (!(this.flags[id]! & BM_TAG_VALID)) continue;
       if (rel !== undefined && this.tagRel[id] !== rel) continue;
       out.push({
-        rel: this.tagRel[id],
+        rel: this.tagRel[id]!,
         fork: this.tagFork[id] as ForkNumber,
-        block: this.tagBlock[id],
+        block: this.tagBlock[id]!,
         bufId: id,
-        flags: this.flags[id],
-        usageCount: this.usageCount[id],
+        flags: this.flags[id]!,
+        usageCount: this.usageCount[id]!,
       });
     }
     return out.sort((a, b) => a.rel - b.rel || a.fork - b.fork || a.block - b.block);
@@ -357,14 +357,14 @@ export class BufferPool {
       this;
     let tagged = 0;
     for (let id = 0; id < nBuffers; id++) {
-      const f = flags[id];
+      const f = flags[id]!;
       if (f & BM_TAG_VALID) {
         tagged++;
-        assertTag(tagRel[id], tagFork[id], tagBlock[id]);
-        const hash = hashBufferTag(tagRel[id], tagFork[id], tagBlock[id]);
-        const mapped = table.lookup(tagRel[id], tagFork[id], tagBlock[id], hash);
+        assertTag(tagRel[id]!, tagFork[id]!, tagBlock[id]!);
+        const hash = hashBufferTag(tagRel[id]!, tagFork[id]!, tagBlock[id]!);
+        const mapped = table.lookup(tagRel[id]!, tagFork[id]!, tagBlock[id]!, hash);
         if (!(mapped === id)) fail(`INV-BUF-2: buffer ${id} tag maps to ${mapped}`);
-        if (!(usageCount[id] <= BM_MAX_USAGE_COUNT))
+        if (!(usageCount[id]! <= BM_MAX_USAGE_COUNT))
           fail(`INV-BUF-7: usage count ${usageCount[id]} > max`);
       } else {
         if (!(
@@ -380,7 +380,7 @@ export class BufferPool {
       }
     }
     table.checkIntegrity((id) => {
-      if (!((flags[id] & BM_TAG_VALID) !== 0))
+      if (!((flags[id]! & BM_TAG_VALID) !== 0))
         fail(`INV-BUF-2: mapping points at untagged buffer ${id}`);
     });
     if (!(table.count === tagged))
@@ -389,7 +389,7 @@ export class BufferPool {
     for (let id = 0; id < nBuffers; id++) if (freeNext[id] !== FREENEXT_NOT_IN_LIST) onList++;
     let walked = 0;
     let last = -1;
-    for (let id = this.firstFreeBuffer; id >= 0; id = freeNext[id]) {
+    for (let id = this.firstFreeBuffer; id >= 0; id = freeNext[id]!) {
       assert(walked < nBuffers && id < nBuffers, 'INV-BUF-4: freelist is cyclic or out of range');
       if (!(refCount[id] === 0)) fail(`INV-BUF-4: pinned buffer ${id} on the freelist`);
       walked++;
@@ -398,7 +398,7 @@ export class BufferPool {
     if (!(walked === onList))
       fail(`INV-BUF-4: freelist chain has ${walked} buffers, ${onList} marked as listed`);
     if (this.tagObserver instanceof RelBufferLists) {
-      this.tagObserver.checkIntegrity(tagRel, (id) => (flags[id] & BM_TAG_VALID) !== 0);
+      this.tagObserver.checkIntegrity(tagRel, (id) => (flags[id]! & BM_TAG_VALID) !== 0);
     }
     assert(
       walked === 0 ? this.firstFreeBuffer === FREENEXT_END_OF_LIST : last === this.lastFreeBuffer,
@@ -411,7 +411,7 @@ export class BufferPool {
     const { freeNext, refCount, usageCount } = this;
     while (this.firstFreeBuffer >= 0) {
       const id = this.firstFreeBuffer;
-      this.firstFreeBuffer = freeNext[id];
+      this.firstFreeBuffer = freeNext[id]!;
       freeNext[id] = FREENEXT_NOT_IN_LIST;
       if (this.firstFreeBuffer < 0) this.lastFreeBuffer = FREENEXT_END_OF_LIST;
       // PostgreSQL re-checks: a buffer on the freelist may have been pinned since it was freed.
@@ -421,8 +421,8 @@ export class BufferPool {
     for (;;) {
       const id = this.clockSweepTick();
       if (refCount[id] === 0) {
-        if (usageCount[id] > 0) {
-          usageCount[id]--;
+        if (usageCount[id]! > 0) {
+          usageCount[id]!--;
           trycounter = this.nBuffers;
         } else {
           return id;
@@ -453,8 +453,8 @@ export class BufferPool {
 
   private writeOut(id: number): void {
     this.counters.writes++;
-    this.flags[id] &= ~(BM_DIRTY | BM_JUST_DIRTIED);
-    this.onWriteDirty?.(this.tagRel[id], this.tagFork[id] as ForkNumber, this.tagBlock[id]);
+    this.flags[id]! &= ~(BM_DIRTY | BM_JUST_DIRTIED);
+    this.onWriteDirty?.(this.tagRel[id]!, this.tagFork[id] as ForkNumber, this.tagBlock[id]!);
   }
 
   private assertBufId(id: number): void {

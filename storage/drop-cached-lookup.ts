@@ -76,7 +76,7 @@ export class LookupDropper {
       if (
         pool.tagRel[id] === rel &&
         pool.tagFork[id] === fork &&
-        pool.tagBlock[id] >= firstDelBlock
+        pool.tagBlock[id]! >= firstDelBlock
       ) {
         this.victims.push(id);
       }

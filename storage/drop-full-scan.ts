@@ -34,7 +34,7 @@ function recheckAndInvalidate(
     if (
       pool.tagRel[id] === rel &&
       pool.tagFork[id] === forks[j] &&
-      pool.tagBlock[id] >= firstDelBlock[j]!
+      pool.tagBlock[id]! >= firstDelBlock[j]!
     ) {
       pool.invalidate(id);
       return true;
@@ -162,7 +162,7 @@ function containsSorted(sorted: Uint32Array, value: number): boolean {
   let hi = sorted.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >>> 1;
-    const v = sorted[mid];
+    const v = sorted[mid]!;
     if (v === value) return true;
     if (v < value) lo = mid + 1;
     else hi = mid - 1;
@@ -221,7 +221,7 @@ function scanRangeForRels(
   let headerLocks = 0;
   let invalidated = 0;
   for (let id = from; id < nBuffers; id++) {
-    const r = tagRel[id];
+    const r = tagRel[id]!;
     if (r === 0) continue; // never a relation (INV-BUF-3); saves the match loop on free buffers
     let hit = false;
     if (useBsearch) {

@@ -37,12 +37,12 @@ function* collectFromList(
   const { tagRel, tagFork, tagBlock } = pool;
   const next = lists.next;
   let steps = 0;
-  for (let id = lists.head(rel); id !== LIST_END; id = next[id]) {
+  for (let id = lists.head(rel); id !== LIST_END; id = next[id]!) {
     if (steps > 0 && steps % LOOKUP_CHUNK_PROBES === 0) yield;
     steps++;
     // The locked re-check: the list says `rel`, the header must agree.
     assert(
-      tagRel[id] === rel && (pool.flags[id] & BM_TAG_VALID) !== 0,
+      tagRel[id] === rel && (pool.flags[id]! & BM_TAG_VALID) !== 0,
       `INV-LIST-2: buffer ${id} on ${rel}'s list has another tag`,
     );
     if (forks === null || firstDelBlock === null) {
@@ -50,7 +50,7 @@ function* collectFromList(
       continue;
     }
     for (let j = 0; j < forks.length; j++) {
-      if (tagFork[id] === forks[j] && tagBlock[id] >= firstDelBlock[j]!) {
+      if (tagFork[id] === forks[j] && tagBlock[id]! >= firstDelBlock[j]!) {
         victims.push(id);
         break;
       }
@@ -114,8 +114,8 @@ export function* buildRecoveryHashSteps(
     if (from > 0) yield;
     const to = Math.min(nBuffers, from + SCAN_CHUNK_BUFFERS);
     for (let id = from; id < to; id++) {
-      if ((flags[id] & BM_TAG_VALID) === 0) continue;
-      lists.tagged(id, tagRel[id]);
+      if ((flags[id]! & BM_TAG_VALID) === 0) continue;
+      lists.tagged(id, tagRel[id]!);
       inserted++;
     }
   }

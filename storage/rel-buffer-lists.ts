@@ -83,7 +83,7 @@ export class RelBufferLists {
   /** First buffer on `rel`'s list, or LIST_END. */
   head(rel: number): number {
     const s = this.slotOf(rel);
-    return this.relKey[s] === rel ? this.relHead[s] : LIST_END;
+    return this.relKey[s] === rel ? this.relHead[s]! : LIST_END;
   }
 
   /** Buffer `id` now carries a tag of relation `rel` (after BufferAlloc's retag): push it on `rel`'s list. */
@@ -97,7 +97,7 @@ export class RelBufferLists {
       next[id] = LIST_END;
       this.count++;
     } else {
-      const old = relHead[s];
+      const old = relHead[s]!;
       next[id] = old;
       prev[old] = id;
     }
@@ -109,8 +109,8 @@ export class RelBufferLists {
   /** Buffer `id` loses its tag of relation `rel` (eviction or InvalidateBuffer): unlink it. */
   untagged(id: number, rel: number): void {
     const { next, prev } = this;
-    const p = prev[id];
-    const n = next[id];
+    const p = prev[id]!;
+    const n = next[id]!;
     if (p !== LIST_END) {
       next[p] = n;
     } else {
@@ -132,13 +132,13 @@ export class RelBufferLists {
     let j = i;
     for (;;) {
       j = (j + 1) & mask;
-      const k = relKey[j];
+      const k = relKey[j]!;
       if (k === 0) break;
       const home = fmix32(k) & mask;
       const stays = i <= j ? home > i && home <= j : home > i || home <= j;
       if (!stays) {
         relKey[i] = k;
-        relHead[i] = relHead[j];
+        relHead[i] = relHead[j]!;
         i = j;
       }
     }
@@ -150,7 +150,7 @@ export class RelBufferLists {
   /** Relations with a non-empty list, ascending. For tests and tools. */
   relations(): number[] {
     const out: number[] = [];
-    for (let s = 0; s < this.capacity; s++) if (this.relKey[s] !== 0) out.push(this.relKey[s]);
+    for (let s = 0; s < this.capacity; s++) if (this.relKey[s] !== 0) out.push(this.relKey[s]!);
     return out.sort((a, b) => a - b);
   }
 
@@ -163,13 +163,13 @@ export class RelBufferLists {
     const { next, prev, nBuffers } = this;
     const expected = new Map<number, number>();
     for (let id = 0; id < nBuffers; id++) {
-      if (isTagged(id)) expected.set(tagRel[id], (expected.get(tagRel[id]) ?? 0) + 1);
+      if (isTagged(id)) expected.set(tagRel[id]!, (expected.get(tagRel[id]!) ?? 0) + 1);
       else if (!(next[id] === LIST_END && prev[id] === LIST_END))
         fail(`INV-LIST-2: untagged buffer ${id} is linked`);
     }
     let live = 0;
     for (let s = 0; s < this.capacity; s++) {
-      const rel = this.relKey[s];
+      const rel = this.relKey[s]!;
       if (rel === 0) continue;
       live++;
       let k = fmix32(rel) & this.mask;
@@ -180,7 +180,7 @@ export class RelBufferLists {
       }
       let n = 0;
       let before = LIST_END;
-      for (let id = this.relHead[s]; id !== LIST_END; id = next[id]) {
+      for (let id = this.relHead[s]!; id !== LIST_END; id = next[id]!) {
         if (!(n < nBuffers)) fail(`INV-LIST-2: list of ${rel} is cyclic`);
         if (!(prev[id] === before))
           fail(`INV-LIST-2: buffer ${id} prev link ${prev[id]} ≠ ${before}`);

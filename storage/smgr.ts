@@ -190,7 +190,7 @@ export class StorageManager {
     if (!this.recovery) return InvalidBlockNumber;
     const cache = this.cache.get(rel);
     if (cache === undefined || cache[fork] === InvalidBlockNumber) return InvalidBlockNumber;
-    const value = cache[fork];
+    const value = cache[fork]!;
     if (!(this.exists(rel, fork) && value >= this.diskNblocks(rel, fork))) {
       fail(
         `INV-STORAGE-7: cached size ${value} of ${relpath(rel, fork as ForkNumber)} is below its disk size`,
@@ -295,7 +295,7 @@ export class StorageManager {
         const f = fork as ForkNumber;
         if (!this.exists(rel, f))
           fail(`INV-STORAGE-7: ${relpath(rel, f)} is cached but does not exist`);
-        if (!(cache[fork] >= this.diskNblocks(rel, f)))
+        if (!(cache[fork]! >= this.diskNblocks(rel, f)))
           fail(`INV-STORAGE-7: ${relpath(rel, f)} cached below disk size`);
       }
     }
@@ -328,7 +328,7 @@ export class StorageManager {
       let mask = 0;
       for (let fork = 0; fork < NFORKS; fork++) {
         if (sizes[fork] !== NO_FILE) mask |= 1 << fork;
-        view.setUint32(off + 5 + 4 * fork, sizes[fork] === NO_FILE ? 0 : sizes[fork], true);
+        view.setUint32(off + 5 + 4 * fork, sizes[fork]! === NO_FILE ? 0 : sizes[fork]!, true);
       }
       view.setUint8(off + 4, mask);
       off += SERIAL_REL_BYTES;

@@ -121,7 +121,7 @@ describe('StorageManager', () => {
     const bytes = relWithBlocks(1).serialize();
     expect(() => StorageManager.deserialize(bytes.slice(0, 5))).toThrow(/too short/);
     const bad = bytes.slice();
-    bad[0] ^= 0xff;
+    bad[0]! ^= 0xff;
     expect(() => StorageManager.deserialize(bad)).toThrow(/magic/);
     expect(() => StorageManager.deserialize(bytes.slice(0, bytes.length - 1))).toThrow(/length/);
   });
