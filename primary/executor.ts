@@ -39,7 +39,10 @@ export interface HeapPlanner {
     pred: DeletePredicate,
     cb: (block: number, offsets: number[]) => void,
   ): void;
-  /** Calls `cb` per page with line pointers dead to everyone, and the newest xmax among them. */
+  /**
+   * Calls `cb` per page with line pointers dead to everyone (deleted by a committed transaction,
+   * or inserted by an aborted or crash-killed one), and the newest xmax among them.
+   */
   forEachPageToPrune(
     rel: RelFileNumber,
     cb: (block: number, offsets: number[], latestRemovedXid: TransactionId) => void,
@@ -60,13 +63,22 @@ export interface ExecutorContext {
   yieldNow(): Promise<void>;
 }
 
+/**
+ * No transaction is running while a statement plans: write statements run one at a time under
+ * the node's write lock, each allocates its xid after planning, and a commit's synchronous wait
+ * ends before the lock is released. So every xid whose CLOG status is still "in progress" belongs
+ * to a transaction that ended without a commit record (killed by a crash, or a statement that
+ * failed before committing) — for VACUUM an aborted one (HeapTupleSatisfiesVacuum).
+ */
+const NO_RUNNING_XIDS: ReadonlySet<TransactionId> = new Set();
+
 /** The planner over a node's storage (heap contents judged against its CLOG). */
 export function heapPlannerOf(st: Pick<NodeStorage, 'heap' | 'clog'>): HeapPlanner {
   return {
     nblocks: (rel) => st.heap.nblocks(rel),
     nitems: (rel, block) => st.heap.nitems(rel, block),
     forEachPageToDelete: (rel, pred, cb) => st.heap.forEachPageToDelete(rel, pred, st.clog, cb),
-    forEachPageToPrune: (rel, cb) => st.heap.forEachPageToPrune(rel, st.clog, cb),
+    forEachPageToPrune: (rel, cb) => st.heap.forEachPageToPrune(rel, st.clog, NO_RUNNING_XIDS, cb),
     nonEmptyPages: (rel) => st.heap.nonEmptyPages(rel),
   };
 }

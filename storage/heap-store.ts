@@ -69,7 +69,10 @@
  *
  * Visibility (walsim has no concurrent snapshots, see pg-internals.md §3)
  *   visible         xmin committed and (xmax = 0 or xmax not committed)
- *   dead to all     used and (xmax committed or xmin aborted) — what prune removes
+ *   dead to all     used and (xmax committed or xmin aborted) — what prune removes; an xmin
+ *                   is aborted when its CLOG status says so or when it is neither committed
+ *                   nor running (killed by a crash: no commit or abort record), as
+ *                   HeapTupleSatisfiesVacuum decides
  *
  * Where walsim deviates from PostgreSQL
  *   - No free-space reuse of earlier pages: the executor only appends to the last page (freeSlots
@@ -87,7 +90,7 @@
  */
 import { assert } from '../common/assert.ts';
 import type { XactStatusReader } from './clog.ts';
-import { XACT_ABORTED, XACT_COMMITTED } from './clog.ts';
+import { XACT_ABORTED, XACT_COMMITTED, XACT_IN_PROGRESS } from './clog.ts';
 import type { BlockNumber, RelFileNumber, TransactionId } from '../wal/records.ts';
 import { TUPLES_PER_PAGE } from '../wal/records.ts';
 import { deserializeHeapRelation, serializeHeapRelation } from './heap-codec.ts';
@@ -127,7 +130,8 @@ export function shouldAttemptTruncation(relPages: number, nonEmptyPages: number)
   return (
     possiblyFreeable > 0 &&
     (possiblyFreeable >= REL_TRUNCATE_MINIMUM ||
-      possiblyFreeable >= relPages / REL_TRUNCATE_FRACTION)
+      // BlockNumber arithmetic: rel_pages / REL_TRUNCATE_FRACTION is an unsigned division.
+      possiblyFreeable >= Math.floor(relPages / REL_TRUNCATE_FRACTION))
   );
 }
 
@@ -493,8 +497,19 @@ export class HeapStore {
     }
   }
 
-  /** For each page with line pointers dead to everyone, those line pointers (PagePruneCallback). */
-  forEachPageToPrune(rel: RelFileNumber, clog: XactStatusReader, cb: PagePruneCallback): void {
+  /**
+   * For each page with line pointers dead to everyone, those line pointers (PagePruneCallback).
+   * HeapTupleSatisfiesVacuum's order: TransactionIdIsInProgress (`running`, the proc array)
+   * before the CLOG. An xmin neither running nor committed "must have aborted or crashed": a
+   * transaction killed by a crash left no commit or abort record, so its CLOG status stays in
+   * progress for ever, but after crash recovery nothing runs it — its tuples are dead.
+   */
+  forEachPageToPrune(
+    rel: RelFileNumber,
+    clog: XactStatusReader,
+    running: ReadonlySet<TransactionId>,
+    cb: PagePruneCallback,
+  ): void {
     const r = this.rel(rel);
     for (let b = 0; b < r.nblocks; b++) {
       const count = r.pageRunCount[b]!;
@@ -505,7 +520,10 @@ export class HeapStore {
       let latestRemovedXid = 0;
       for (let i = start; i < start + count; i++) {
         if (runUnused[i] === 1) continue;
-        const xminAborted = clog.statusCode(runXmin[i]!) === XACT_ABORTED;
+        const xmin = runXmin[i]!;
+        const xminStatus = clog.statusCode(xmin);
+        const xminAborted =
+          xminStatus === XACT_ABORTED || (xminStatus === XACT_IN_PROGRESS && !running.has(xmin));
         const xmax = runXmax[i]!;
         const xmaxCommitted = xmax !== 0 && clog.statusCode(xmax) === XACT_COMMITTED;
         if (!xminAborted && !xmaxCommitted) continue;

@@ -76,7 +76,7 @@ describe('heap store at seed-001 scale', () => {
 
     // VACUUM: prune every page (HEAP2_PRUNE), then truncate to nonEmptyPages.
     let prunedPages = 0;
-    store.forEachPageToPrune(REL, clog, (block, offsets) => {
+    store.forEachPageToPrune(REL, clog, new Set(), (block, offsets) => {
       store.applyPrune(REL, block, offsets);
       prunedPages++;
     });

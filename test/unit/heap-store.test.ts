@@ -370,7 +370,7 @@ describe('planning', () => {
     clog.setCommitted(X3);
     const before = store.memoryBytes(REL);
     pages = 0;
-    store.forEachPageToPrune(REL, clog, (block, offsets, latest) => {
+    store.forEachPageToPrune(REL, clog, new Set(), (block, offsets, latest) => {
       seen.add(`${offsets.join()}/${latest}`);
       store.applyPrune(REL, block, offsets);
       pages++;
@@ -392,12 +392,20 @@ describe('planning', () => {
     store.applyDelete(REL, 1, [1, 10], 9);
     clog.setCommitted(7);
     clog.setCommitted(8);
+    // Block 2: X3 was killed by a crash (no commit or abort record, not running); block 3: 10 runs.
+    store.applyMultiInsert(REL, 2, 1, [1, 5], X3, true);
+    store.applyMultiInsert(REL, 3, 1, [1, 5], 10, true);
     const plans: unknown[] = [];
-    store.forEachPageToPrune(REL, clog, (block, offsets, latest) =>
+    store.forEachPageToPrune(REL, clog, new Set([9, 10]), (block, offsets, latest) =>
       plans.push([block, offsets, latest]),
     );
-    // Block 1's deleter (9) is still in progress: nothing to prune there.
-    expect(plans).toEqual([[0, [1, 4, 11, 10], 8]]);
+    // Block 1's deleter (9) is still in progress: nothing to prune there; nor on block 3.
+    // X3 "must have aborted or crashed": its tuples are dead (latestRemovedXid stays 0).
+    expect(plans).toEqual([
+      [0, [1, 4, 11, 10], 8],
+      [2, [1, 5], 0],
+    ]);
+    expect(clog.status(X3)).toBe('in_progress');
   });
 
   it('computes nonEmptyPages and the truncation rule', () => {
@@ -420,7 +428,12 @@ describe('planning', () => {
     expect(shouldAttemptTruncation(0, 0)).toBe(false);
     expect(shouldAttemptTruncation(100, 100)).toBe(false);
     expect(shouldAttemptTruncation(100, 99)).toBe(false); // 1 < 100/16
-    expect(shouldAttemptTruncation(100, 93)).toBe(true); // 7 >= 6.25
+    expect(shouldAttemptTruncation(100, 93)).toBe(true); // 7 >= 6
+    // rel_pages / REL_TRUNCATE_FRACTION is BlockNumber (unsigned) division: 100/16 = 6, 20/16 = 1.
+    expect(shouldAttemptTruncation(100, 94)).toBe(true);
+    expect(shouldAttemptTruncation(20, 19)).toBe(true);
+    expect(shouldAttemptTruncation(15, 14)).toBe(true); // 15/16 = 0: any free tail page
+    expect(shouldAttemptTruncation(32, 31)).toBe(false); // 1 < 2
     expect(shouldAttemptTruncation(100_000, 99_000)).toBe(true); // 1000 >= minimum
     expect(shouldAttemptTruncation(100_000, 99_001)).toBe(false);
     expect(shouldAttemptTruncation(1_638_400, 0)).toBe(true);

@@ -6,7 +6,7 @@
  * Method: the executor logs into an in-test WAL that a primary and two standbys replay by redo.
  */
 import { describe, expect, it } from 'vitest';
-import { executeWrite, type ExecutorContext } from '../../primary/executor.ts';
+import { executeWrite, heapPlannerOf, type ExecutorContext } from '../../primary/executor.ts';
 import { parseStatement } from '../../server/sql-parser.ts';
 import { DEFAULT_DROP_SETTINGS, type DropResult, type DropSettings } from '../../storage/drop.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
@@ -30,14 +30,7 @@ function cluster(standbyStrategies: Array<DropSettings['strategy']>) {
   };
   const ctx: ExecutorContext = {
     catalog: primary.catalog,
-    heap: {
-      nblocks: (rel) => primary.heap.nblocks(rel),
-      nitems: (rel, block) => primary.heap.nitems(rel, block),
-      forEachPageToDelete: (rel, pred, cb) =>
-        primary.heap.forEachPageToDelete(rel, pred, primary.clog, cb),
-      forEachPageToPrune: (rel, cb) => primary.heap.forEachPageToPrune(rel, primary.clog, cb),
-      nonEmptyPages: (rel) => primary.heap.nonEmptyPages(rel),
-    },
+    heap: heapPlannerOf(primary),
     log,
     commit: async (xid: number, droppedRels: RelFileNumber[]) =>
       void log({ kind: 'XACT_COMMIT', xactTime: 0, droppedRels }, xid),
