@@ -319,10 +319,16 @@ interface Prepared {
   columns: ResultColumn[];
 }
 
+/**
+ * A bound statement (portalmem.c). A statement without result rows runs to completion at its first
+ * Execute and is then done (PORTAL_MULTI_QUERY → PORTAL_DONE: "cannot be run" again); one with
+ * rows runs once and each Execute fetches on from `sent` (PORTAL_ONE_SELECT / PORTAL_UTIL_SELECT).
+ */
 interface Portal {
   prepared: Prepared;
   result: QueryResult | null;
   sent: number;
+  done: boolean;
 }
 
 type Phase = 'startup' | 'auth' | 'ready' | 'closed';
@@ -683,6 +689,10 @@ class PgWireSession {
   }
 
   private async simpleQuery(sql: string): Promise<void> {
+    // exec_simple_query drops the unnamed statement; the Query ends the (implicit) transaction the
+    // extended messages before it ran in, and every portal with it.
+    this.prepared.delete('');
+    this.portals.clear();
     let pieces: string[];
     let stmts: Statement[];
     try {
@@ -785,13 +795,7 @@ class PgWireSession {
     const resultFormats: number[] = [];
     for (let i = 0; i < nResultFormats; i++) resultFormats.push(r.int16());
     r.end();
-    const prepared = this.prepared.get(stmtName);
-    if (prepared === undefined)
-      throw new WalsimError(
-        'invalid_input',
-        `prepared statement "${stmtName}" does not exist`,
-        '26000',
-      );
+    const prepared = this.preparedStatement(stmtName);
     if (nParams !== 0) {
       throw new WalsimError(
         'protocol_violation',
@@ -816,8 +820,16 @@ class PgWireSession {
         '53400',
       );
     }
-    this.portals.set(portalName, { prepared, result: null, sent: 0 });
+    this.portals.set(portalName, { prepared, result: null, sent: 0, done: false });
     this.write(this.conn.writer.flush(code('2'))); // BindComplete
+  }
+
+  /** FetchPreparedStatement, or the unnamed statement (exec_bind_message's own message for it). */
+  private preparedStatement(name: string): Prepared {
+    const p = this.prepared.get(name);
+    if (p !== undefined) return p;
+    const what = name === '' ? 'unnamed prepared statement' : `prepared statement "${name}"`;
+    throw new WalsimError('invalid_input', `${what} does not exist`, '26000');
   }
 
   private describe(body: Buffer): void {
@@ -827,13 +839,7 @@ class PgWireSession {
     r.end();
     let columns: ResultColumn[];
     if (kind === 'S') {
-      const p = this.prepared.get(name);
-      if (p === undefined)
-        throw new WalsimError(
-          'invalid_input',
-          `prepared statement "${name}" does not exist`,
-          '26000',
-        );
+      const p = this.preparedStatement(name);
       this.write(this.conn.writer.addInt16(0).flush(code('t'))); // ParameterDescription: none
       columns = p.columns;
     } else if (kind === 'P') {
@@ -861,18 +867,30 @@ class PgWireSession {
       this.write(this.conn.writer.flush(code('I'))); // EmptyQueryResponse
       return;
     }
-    if (portal.result === null) portal.result = await this.run(prepared.sql, prepared.columns);
+    if (portal.done)
+      throw new WalsimError('invalid_input', `portal "${name}" cannot be run`, '55000');
+    if (portal.result === null) {
+      portal.result = await this.run(prepared.sql, prepared.columns);
+      this.sendNotices(portal.result.notices); // raised while it ran, before any row
+    }
     const result = portal.result;
+    if (prepared.columns.length === 0) {
+      portal.done = true;
+      this.sendCommandComplete(result.command);
+      return;
+    }
     const left = result.rows.length - portal.sent;
     const n = maxRows > 0 ? Math.min(maxRows, left) : left;
     this.sendRows(prepared.columns, result, portal.sent, n);
     portal.sent += n;
-    if (portal.sent < result.rows.length)
+    // PortalRunSelect: a fetch that filled its row limit suspends, even if no row is left; the
+    // tag counts this fetch's rows (SHOW's has no count).
+    if (maxRows > 0 && n === maxRows)
       this.write(this.conn.writer.flush(code('s'))); // PortalSuspended
-    else {
-      this.sendNotices(result.notices);
-      this.sendCommandComplete(result.command);
-    }
+    else
+      this.sendCommandComplete(
+        result.command.startsWith('SELECT ') ? `SELECT ${n}` : result.command,
+      );
   }
 
   private closeObject(body: Buffer): void {

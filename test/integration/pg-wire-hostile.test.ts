@@ -6,118 +6,19 @@
  * its SQLSTATE, and a close where PostgreSQL closes; afterwards the same server process still
  * answers SQL over both the wire protocol and the control endpoint.
  */
-import * as net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestCluster } from '../helpers/cluster.ts';
 import { ClusterHandle } from '../../server/cluster-handle.ts';
-
-interface BackendMessage {
-  type: string;
-  body: Buffer;
-  /** ErrorResponse fields by code letter (S severity, C SQLSTATE, M message). */
-  fields?: Record<string, string>;
-}
-
-interface Exchange {
-  messages: BackendMessage[];
-  /** The server closed the connection. */
-  closed: boolean;
-}
-
-/** `oneByteAnswers`: how many SSLRequest/GSSENCRequest answers ('N', no length) come first. */
-function parseBackend(data: Buffer, oneByteAnswers: number): BackendMessage[] {
-  const out: BackendMessage[] = [];
-  let off = 0;
-  for (; off < Math.min(oneByteAnswers, data.length); off++)
-    out.push({ type: String.fromCharCode(data[off]!), body: Buffer.alloc(0) });
-  while (off + 5 <= data.length) {
-    const type = String.fromCharCode(data[off]!);
-    const len = data.readInt32BE(off + 1);
-    const body = data.subarray(off + 5, off + 1 + len);
-    const m: BackendMessage = { type, body };
-    if (type === 'E' || type === 'N') {
-      m.fields = {};
-      let i = 0;
-      while (i < body.length && body[i] !== 0) {
-        const end = body.indexOf(0, i + 1);
-        m.fields[String.fromCharCode(body[i]!)] = body.toString('utf8', i + 1, end);
-        i = end + 1;
-      }
-    }
-    out.push(m);
-    off += 1 + len;
-  }
-  return out;
-}
-
-/**
- * Send `chunks` to the port (with `gapMs` between them), collect what comes back until the server
- * closes or `until` is satisfied.
- */
-function exchange(
-  port: number,
-  chunks: Buffer[],
-  opts: { until?: (m: BackendMessage[]) => boolean; gapMs?: number; oneByteAnswers?: number } = {},
-): Promise<Exchange> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let data = Buffer.alloc(0);
-    let done = false;
-    const finish = (closed: boolean) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ messages: parseBackend(data, opts.oneByteAnswers ?? 0), closed });
-    };
-    const timer = setTimeout(() => {
-      done = true;
-      socket.destroy();
-      reject(
-        new Error(
-          `no close and no expected reply within 20 s; got ${JSON.stringify(parseBackend(data, 0).map((m) => m.type))}`,
-        ),
-      );
-    }, 20_000);
-    socket.on('data', (d) => {
-      data = Buffer.concat([data, d]);
-      if (opts.until?.(parseBackend(data, opts.oneByteAnswers ?? 0))) finish(false);
-    });
-    socket.on('close', () => finish(true));
-    socket.on('error', () => {});
-    socket.on('connect', async () => {
-      for (const c of chunks) {
-        if (done || socket.destroyed) return;
-        socket.write(c);
-        if (opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
-      }
-    });
-  });
-}
-
-function startupPacket(params: Record<string, string>, version = 3 << 16): Buffer {
-  const parts = [Buffer.alloc(8)];
-  for (const [k, v] of Object.entries(params)) parts.push(Buffer.from(`${k}\0${v}\0`));
-  parts.push(Buffer.from([0]));
-  const b = Buffer.concat(parts);
-  b.writeInt32BE(b.length, 0);
-  b.writeInt32BE(version, 4);
-  return b;
-}
-
-function message(type: string, body: Buffer | string = Buffer.alloc(0)): Buffer {
-  const b = typeof body === 'string' ? Buffer.from(body) : body;
-  const header = Buffer.alloc(5);
-  header.write(type, 0);
-  header.writeInt32BE(4 + b.length, 1);
-  return Buffer.concat([header, b]);
-}
-
-const query = (sql: string) => message('Q', `${sql}\0`);
-const USER = { user: 'postgres', database: 'postgres' };
-const readyFor = (ms: BackendMessage[]) => ms.some((m) => m.type === 'Z');
-const errorOf = (x: Exchange) => x.messages.find((m) => m.type === 'E')?.fields;
+import {
+  errorOf,
+  exchange,
+  message,
+  query,
+  readyFor,
+  startupPacket,
+  USER,
+} from '../helpers/pg-raw.ts';
 
 describe('hostile input on the PostgreSQL port', () => {
   let c: TestCluster;
