@@ -36,8 +36,9 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { StopMode } from '../server/control-protocol.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
 import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './postgres/pg-cluster-cli.ts';
-import { withModel, type FailoverReport } from '../standby/failover-report.ts';
-import { defaultCostProfile, loadProfile } from '../storage/cost-model/profile.ts';
+import type { FailoverReport } from '../standby/failover-report.ts';
+import { withModel } from '../cost-model/price.ts';
+import { defaultCostProfile, loadProfile } from '../cost-model/profile.ts';
 import { formatModel } from './experiment/walsim-engine.ts';
 
 const USAGE = `usage: npm run cluster -- <command> [options]
@@ -314,7 +315,10 @@ async function cmdStatus(argv: string[]): Promise<number> {
     try {
       const c = await connectNode(clusterDir, name);
       try {
-        out[name] = { running: true, ...(await c.status()), ...diverged };
+        const st = await c.status();
+        // The status's failover report carries counts; the CLI shows it priced (default profile).
+        const failover = st.failover === null ? null : withModel(st.failover, defaultCostProfile());
+        out[name] = { running: true, ...st, failover, ...diverged };
       } finally {
         c.close();
       }
@@ -502,7 +506,7 @@ async function cmdPromote(argv: string[]): Promise<number> {
       promoted: boolean;
       failover: FailoverReport | null;
     };
-    // The server models with the default profile; --profile re-prices the same counts.
+    // The server's report carries counts only; the CLI prices them once (--profile or the default).
     const r = {
       ...served,
       failover: served.failover === null ? null : withModel(served.failover, profile),

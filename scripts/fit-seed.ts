@@ -4,13 +4,13 @@
  * `seed-001` cost profile to the seed's figures by weighted NNLS, and print the fit, the
  * comparison per cell and the leave-one-size-out cross-validation as Markdown.
  *
- * Writes storage/cost-model/profiles/seed-001.json (the profile) and
- * storage/cost-model/fits/seed-001-cells.json (the cells with their counts, so the fit can be
+ * Writes cost-model/profiles/seed-001.json (the profile) and
+ * cost-model/fits/seed-001-cells.json (the cells with their counts, so the fit can be
  * redone and checked without recomputing them: `--reuse-counts`, and test/unit/seed-001-fit.test.ts).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { profileToJson, PROFILES_DIR } from '../storage/cost-model/profile.ts';
+import { profileToJson, PROFILES_DIR } from '../cost-model/profile.ts';
 import { parseCli, runCli, UsageError } from './cli.ts';
 import {
   fitReportMarkdown,

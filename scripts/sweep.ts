@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
-import { DEFAULT_PROFILE, loadProfile } from '../storage/cost-model/profile.ts';
+import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
 import {
   list,

@@ -52,9 +52,8 @@ import {
   type LifecycleActions,
 } from '../standby/lifecycle-actor.ts';
 import { FailoverClock } from '../standby/failover-clock.ts';
-import { withModel, type FailoverReport } from '../standby/failover-report.ts';
-import { replayCountsOf } from '../storage/cost-model/counts.ts';
-import { defaultCostProfile } from '../storage/cost-model/profile.ts';
+import type { FailoverReport } from '../standby/failover-report.ts';
+import { replayCountsOf } from '../storage/replay-counts.ts';
 import {
   listSegmentFiles,
   readTimelineHistory,
@@ -186,7 +185,7 @@ export class ServerNode {
     this.nBuffers = storage.pool.nBuffers;
     this.faults = new NodeFaults(this.clock, this.disk, wal);
     this.failover = new FailoverClock(
-      () => this.storage.dropStats,
+      () => this.storage.dropBusyMs,
       () => this.startup?.recordsReplayed ?? 0,
       () => replayCountsOf(this.storage),
       this.nBuffers,
@@ -516,10 +515,9 @@ export class ServerNode {
     });
   }
 
-  /** The failover report, with the model of its counts under the default cost profile. */
+  /** The failover report: counts only (the edges that show seconds price it). */
   failoverReport(): FailoverReport | null {
-    const r = this.failover.report();
-    return r === null ? null : withModel(r, defaultCostProfile());
+    return this.failover.report();
   }
 
   readOptions(): WalReadOptions {
@@ -789,7 +787,7 @@ export class ServerNode {
 
   status(): NodeStatus {
     if (this.storage.imageWriteInProgress) this.statusDuringImageWrite++;
-    const drop = this.storage.dropStats;
+    const drop = this.storage.dropCounters;
     const snap = this.lifecycle.getSnapshot();
     const common: NodeCommonStatus = {
       lifecycle: describeState(snap),
@@ -805,7 +803,7 @@ export class ServerNode {
         probes: drop.probes,
         invalidated: drop.invalidated,
         bsearchScans: drop.bsearchScans,
-        elapsedMsByPath: { ...drop.elapsedMsByPath },
+        elapsedMsByPath: { ...this.storage.dropBusyMs },
       },
       startupReplay: this.startupReplay,
       insertLsn: formatLsn(this.wal.insertLsn),

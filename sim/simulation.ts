@@ -38,6 +38,8 @@ import { MemDisk } from './mem-disk.ts';
 import { Network } from './network.ts';
 import { EventBudgetExceeded, Scheduler } from './scheduler.ts';
 import { describeCommand, subSeed, type Role, type Scenario, type SimCommand } from './scenario.ts';
+import { withModel } from '../cost-model/price.ts';
+import { defaultCostProfile } from '../cost-model/profile.ts';
 
 const DATA_DIR = '/data';
 const BACKUP_DIR = '/basebackup';
@@ -823,7 +825,9 @@ export class Simulation {
     this.standby = oldPrimary;
     // The failover clock runs on the node's injected clock: its phases are simulated milliseconds
     // (waits and slow fsyncs take simulated time, CPU does not); the cost model gives modeled time.
-    const fr = node.failoverReport();
+    // The simulator's trace shows modeled seconds: an edge, so it prices the report here.
+    const report = node.failoverReport();
+    const fr = report === null ? null : withModel(report, defaultCostProfile());
     this.failoverTimes.push({
       failoverMs: fr?.failoverMs ?? null,
       replayMs: fr?.phases.replayMs ?? null,

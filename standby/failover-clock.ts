@@ -3,46 +3,22 @@
  * and the drop counters and replayed records between them, and turns them into a FailoverReport.
  */
 import { systemClock, type Clock } from '../common/clock.ts';
-import { DROP_PATHS, type DropPath } from '../storage/drop.ts';
+import { diffCounters } from '../common/counters.ts';
+import { DROP_PATHS, type DropBusyMs } from '../storage/drop.ts';
 import {
   diffReplayCounts,
   type EndOfRecoveryCounts,
   type OpenForWritesCounts,
   type ReplayCounts,
-} from '../storage/cost-model/counts.ts';
+} from '../storage/replay-counts.ts';
 import type { FailoverReport, FailoverTimestamps, Instant } from './failover-report.ts';
 
-export interface DropCounterSource {
-  elapsedMsByPath: Record<DropPath, number>;
-  scanned: number;
-  probes: number;
-  invalidated: number;
-  listSteps: number;
-  hashBuilds: number;
-  drops: Record<DropPath, number>;
-}
-
 type Baseline = {
-  scanned: number;
-  probes: number;
-  invalidated: number;
-  listSteps: number;
-  hashBuilds: number;
-  drops: Record<DropPath, number>;
-  ms: Record<DropPath, number>;
+  /** Busy time inside drops per path (measured; the counts are in `counts.drops`). */
+  ms: DropBusyMs;
   records: number;
   counts: ReplayCounts;
 };
-
-function perPath(
-  end: Record<DropPath, number>,
-  start: Record<DropPath, number>,
-): Record<DropPath, number> {
-  return Object.fromEntries(DROP_PATHS.map((p) => [p, end[p] - start[p]])) as Record<
-    DropPath,
-    number
-  >;
-}
 
 const noEndOfRecovery = (): EndOfRecoveryCounts => ({
   timelineHistoryFiles: 0,
@@ -70,9 +46,10 @@ export class FailoverClock {
   private openForWrites = noOpenForWrites();
 
   constructor(
-    private readonly drops: () => DropCounterSource,
+    /** The node's cumulative busy time inside drops (storage NodeStorage.dropBusyMs). */
+    private readonly dropBusyMs: () => DropBusyMs,
     private readonly recordsReplayed: () => number,
-    /** A snapshot of the node's cumulative replay counters (storage/cost-model/counts.ts). */
+    /** A snapshot of the node's cumulative replay counters (storage/replay-counts.ts). */
     private readonly replayCounts: () => ReplayCounts,
     private readonly nBuffers: number,
     /** Simulated time in the simulator: failover phases are then reported in simulated time. */
@@ -102,15 +79,8 @@ export class FailoverClock {
   }
 
   private capture(): Baseline {
-    const d = this.drops();
     return {
-      scanned: d.scanned,
-      probes: d.probes,
-      invalidated: d.invalidated,
-      listSteps: d.listSteps,
-      hashBuilds: d.hashBuilds,
-      drops: { ...d.drops },
-      ms: { ...d.elapsedMsByPath },
+      ms: { ...this.dropBusyMs() },
       records: this.recordsReplayed(),
       counts: this.replayCounts(),
     };
@@ -133,12 +103,14 @@ export class FailoverClock {
     if (name === 'readWrite') this.final = this.capture();
   }
 
-  /** The report without the model (the node adds it: the model needs a profile). */
-  report(): Omit<FailoverReport, 'model'> | null {
+  /** The report: counts only (the edges that show seconds price it: cost-model/price.ts). */
+  report(): FailoverReport | null {
     const t = this.t;
     if (t.resumeRequested === null || this.baseline === null) return null;
     const end = this.final ?? this.capture();
     const b = this.baseline;
+    const replay = diffReplayCounts(b.counts, end.counts);
+    const msByPath = diffCounters(b.ms, end.ms);
     return {
       resumeAt: t.resumeRequested.at,
       promotedAt: t.readWrite?.at ?? null,
@@ -153,18 +125,13 @@ export class FailoverClock {
       recordsReplayed: end.records - b.records,
       newTimeline: this.newTimeline,
       drop: {
-        ms: DROP_PATHS.reduce((a, p) => a + end.ms[p] - b.ms[p], 0),
-        msByPath: perPath(end.ms, b.ms),
-        scanned: end.scanned - b.scanned,
-        probes: end.probes - b.probes,
-        invalidated: end.invalidated - b.invalidated,
-        listSteps: end.listSteps - b.listSteps,
-        hashBuilds: end.hashBuilds - b.hashBuilds,
-        drops: perPath(end.drops, b.drops),
+        ms: DROP_PATHS.reduce((a, p) => a + msByPath[p], 0),
+        msByPath,
+        ...replay.drops,
       },
       nBuffers: this.nBuffers,
       counts: {
-        replay: diffReplayCounts(b.counts, end.counts),
+        replay,
         endOfRecovery: { ...this.endOfRecovery },
         openForWrites: { ...this.openForWrites },
       },

@@ -1,12 +1,11 @@
 /**
  * The failover report: when each step of "resume replay and promote" happened, how long each phase
  * took, and what buffer drops replay did meanwhile. Returned by promotion (control op `promote`,
- * `SELECT pg_promote()`) and by `status` as `failover`.
+ * `SELECT pg_promote()`) and by `status` as `failover`. Counts only: the edges that show seconds
+ * (walsim_failover_report, the CLIs, the sweeps) price it with cost-model/price.ts.
  */
-import type { DropPath } from '../storage/drop.ts';
-import type { FailoverCounts } from '../storage/cost-model/counts.ts';
-import { modelFailover, type ModeledFailover } from '../storage/cost-model/model.ts';
-import type { CostProfile } from '../storage/cost-model/profile.ts';
+import type { DropBusyMs, DropCounters } from '../storage/drop.ts';
+import type { FailoverCounts } from '../storage/replay-counts.ts';
 
 /** A lifecycle instant: wall clock (ISO) and a monotonic clock reading in ms (performance.now()). */
 export interface Instant {
@@ -28,18 +27,11 @@ export interface FailoverTimestamps {
   firstCheckpointDone: Instant | null;
 }
 
-export interface FailoverDrop {
-  /** Busy time inside buffer drops during the failover, ms (the part the drop paths differ in). */
-  ms: number;
-  msByPath: Record<DropPath, number>;
-  scanned: number;
-  probes: number;
-  invalidated: number;
-  /** List elements walked by rel-list / recovery-hash drops, and recovery-hash builds (full scans). */
-  listSteps: number;
-  hashBuilds: number;
-  drops: Record<DropPath, number>;
-}
+/**
+ * The failover's buffer drops: its drop counters (the same record as `counts.replay.drops`) with
+ * the busy time spent inside them (ms, measured: the part the drop paths differ in).
+ */
+export type FailoverDropSpan = DropCounters & { ms: number; msByPath: DropBusyMs };
 
 export interface FailoverReport {
   /** ISO time of resume (the failover's start) and of promotion done (read-write). */
@@ -61,26 +53,13 @@ export interface FailoverReport {
   timestamps: FailoverTimestamps;
   recordsReplayed: number;
   newTimeline: number | null;
-  drop: FailoverDrop;
+  drop: FailoverDropSpan;
   /** The standby's NBuffers (what the model's scan costs depend on). */
   nBuffers: number;
   /**
-   * Exact event counts of the failover, per phase (storage/cost-model/README.md "Counters"):
+   * Exact event counts of the failover, per phase (cost-model/README.md "Counters"):
    * replay counts between resume and read-write; end-of-recovery and open-for-writes steps once
    * they happened.
    */
   counts: FailoverCounts;
-  /** Modeled PostgreSQL seconds from `counts` (profile named); null if no profile could be loaded. */
-  model: ModeledFailover | null;
-}
-
-/** The report with its `model` computed from its counts with `profile` (null: no model). */
-export function withModel(
-  report: Omit<FailoverReport, 'model'>,
-  profile: CostProfile | null,
-): FailoverReport {
-  return {
-    ...report,
-    model: profile === null ? null : modelFailover(report.counts, profile, report.nBuffers),
-  };
 }

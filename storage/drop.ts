@@ -4,7 +4,7 @@
  *
  * Entry points: `dropRelFileNodeBuffers` (DropRelFileNodeBuffers, pg-internals §1.4),
  * `dropRelFileNodesAllBuffers` (DropRelFileNodesAllBuffers, §2), `smgrcreate`, `smgrtruncate`,
- * `smgrdounlinkall`, `dropStrategyImpl`, `DROP_STRATEGIES`, `DropStats`, `DEFAULT_DROP_SETTINGS`,
+ * `smgrdounlinkall`, `dropStrategyImpl`, `DROP_STRATEGIES`, `DropCounters` (`emptyDropCounters`, `countDrop`), `DEFAULT_DROP_SETTINGS`,
  * `poolOptionsFor`, `endOfRecovery`.
  *
  * Strategies (storage/README.md "Drop strategies" has each one's PostgreSQL history):
@@ -544,71 +544,89 @@ export function* timedSteps<T>(
   }
 }
 
-/** Cumulative drop counters, per path. */
-export class DropStats {
-  readonly drops: Record<DropPath, number> = {
-    'full-scan': 0,
-    'cached-lookup': 0,
-    'rel-list': 0,
-    'recovery-hash': 0,
-  };
-  readonly invalidatedByPath: Record<DropPath, number> = {
-    'full-scan': 0,
-    'cached-lookup': 0,
-    'rel-list': 0,
-    'recovery-hash': 0,
-  };
-  scanned = 0;
-  probes = 0;
-  invalidated = 0;
-  headerLocks = 0;
+const perPath = (): Record<DropPath, number> => ({
+  'full-scan': 0,
+  'cached-lookup': 0,
+  'rel-list': 0,
+  'recovery-hash': 0,
+});
+
+/**
+ * A node's cumulative drop counters: plain numbers only (no times), so that a span's counters are
+ * `diffCounters(earlier, later)` (common/counters.ts) and the same workload gives the same record
+ * on every run. The one shape for the node's totals, a failover's span and the cost model's input.
+ */
+export interface DropCounters {
+  /** Drop calls by path (DropRelFileNodeBuffers and DropRelFileNodesAllBuffers together). */
+  drops: Record<DropPath, number>;
+  /** Buffers invalidated, by path (their sum is `invalidated`). */
+  invalidatedByPath: Record<DropPath, number>;
+  /** Descriptors visited, all paths (full scans and recovery-hash builds). */
+  scanned: number;
+  /** Lookup path: mapping-table probes (one shared partition lock each). */
+  probes: number;
+  /** Buffers invalidated (any path). */
+  invalidated: number;
+  /** Buffer header locks taken, all paths (their sum by path is `headerLocksByPath`). */
+  headerLocks: number;
   /** Full scans whose pre-check used binary search (> RELS_BSEARCH_THRESHOLD relations). */
-  bsearchScans = 0;
+  bsearchScans: number;
   /** List elements walked (rel-list, recovery-hash). */
-  listSteps = 0;
-  /** Recovery-hash builds (each one scan of NBuffers, counted in `scanned`) and buffers they inserted. */
-  hashBuilds = 0;
-  hashInserts = 0;
+  listSteps: number;
+  /** Recovery-hash builds (each one scan of NBuffers, counted in `scanned`). */
+  hashBuilds: number;
+  /** Buffers inserted into the recovery hash by its builds. */
+  hashInserts: number;
   /**
    * Descriptors scanned, by pre-check: 'single' is DropRelFileNodeBuffers's loop, 'linear' and
    * 'bsearch' DropRelFileNodesAllBuffers's (the cost model prices them separately).
    */
-  readonly scannedByMatcher: Record<'single' | 'linear' | 'bsearch', number> = {
-    single: 0,
-    linear: 0,
-    bsearch: 0,
-  };
-  /** Header locks by path: pre-check hits of full scans, mapping hits of lookups, list elements. */
-  readonly headerLocksByPath: Record<DropPath, number> = {
-    'full-scan': 0,
-    'cached-lookup': 0,
-    'rel-list': 0,
-    'recovery-hash': 0,
-  };
+  scannedByMatcher: Record<'single' | 'linear' | 'bsearch', number>;
+  /**
+   * Header locks by path: 'full-scan' = pre-check hits (LockBufHdr after the unlocked test),
+   * 'cached-lookup' = probes that found a buffer, 'rel-list'/'recovery-hash' = list elements.
+   */
+  headerLocksByPath: Record<DropPath, number>;
   /** Descriptors visited by recovery-hash builds (part of `scanned`; no pre-check matcher). */
-  hashBuildScanned = 0;
-  /** Time spent inside drops (busy time, not counting event-loop turns between steps), per path. */
-  readonly elapsedMsByPath: Record<DropPath, number> = {
-    'full-scan': 0,
-    'cached-lookup': 0,
-    'rel-list': 0,
-    'recovery-hash': 0,
-  };
+  hashBuildScanned: number;
+}
 
-  add(result: DropResult, elapsedMs = 0): void {
-    this.elapsedMsByPath[result.path] += elapsedMs;
-    this.drops[result.path]++;
-    this.scanned += result.scanned;
-    this.probes += result.probes;
-    this.invalidated += result.invalidated;
-    this.invalidatedByPath[result.path] += result.invalidated;
-    this.headerLocks += result.headerLocks;
-    this.headerLocksByPath[result.path] += result.headerLocks;
-    if (result.matcher !== null) this.scannedByMatcher[result.matcher] += result.scanned;
-    else if (result.path === 'recovery-hash') this.hashBuildScanned += result.scanned;
-    if (result.matcher === 'bsearch') this.bsearchScans++;
-    this.listSteps += result.listSteps;
-    if (result.path === 'recovery-hash' && result.scanned > 0) this.hashBuilds++;
-    this.hashInserts += result.hashInserts;
-  }
+/** Drop counters at zero. */
+export function emptyDropCounters(): DropCounters {
+  return {
+    drops: perPath(),
+    invalidatedByPath: perPath(),
+    scanned: 0,
+    probes: 0,
+    invalidated: 0,
+    headerLocks: 0,
+    bsearchScans: 0,
+    listSteps: 0,
+    hashBuilds: 0,
+    hashInserts: 0,
+    scannedByMatcher: { single: 0, linear: 0, bsearch: 0 },
+    headerLocksByPath: perPath(),
+    hashBuildScanned: 0,
+  };
+}
+
+/** Busy time inside drops per path, ms (a benchmark figure, not a count: kept apart from them). */
+export type DropBusyMs = Record<DropPath, number>;
+export const emptyDropBusyMs = (): DropBusyMs => perPath();
+
+/** Add one drop's result to `c`. */
+export function countDrop(c: DropCounters, result: DropResult): void {
+  c.drops[result.path]++;
+  c.scanned += result.scanned;
+  c.probes += result.probes;
+  c.invalidated += result.invalidated;
+  c.invalidatedByPath[result.path] += result.invalidated;
+  c.headerLocks += result.headerLocks;
+  c.headerLocksByPath[result.path] += result.headerLocks;
+  if (result.matcher !== null) c.scannedByMatcher[result.matcher] += result.scanned;
+  else if (result.path === 'recovery-hash') c.hashBuildScanned += result.scanned;
+  if (result.matcher === 'bsearch') c.bsearchScans++;
+  c.listSteps += result.listSteps;
+  if (result.path === 'recovery-hash' && result.scanned > 0) c.hashBuilds++;
+  c.hashInserts += result.hashInserts;
 }

@@ -11,7 +11,9 @@ import { BufferPool } from './buffer-pool.ts';
 import { Catalog } from './catalog.ts';
 import { Clog } from './clog.ts';
 import {
-  DropStats,
+  countDrop,
+  emptyDropBusyMs,
+  emptyDropCounters,
   endOfRecovery,
   poolOptionsFor,
   smgrdounlinkallSteps,
@@ -21,7 +23,7 @@ import {
 } from './drop.ts';
 import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
-import { ReplayCounters } from './cost-model/counts.ts';
+import { ReplayCounters } from './replay-counts.ts';
 import type { ForkNumber, RelFileNumber } from '../wal/records.ts';
 import { nodeDisk, type Disk } from '../common/disk.ts';
 import {
@@ -38,7 +40,10 @@ import {
 export type { DataImageHeader, ImageWriteStats } from './data-image.ts';
 
 export class NodeStorage {
-  readonly dropStats = new DropStats();
+  /** Cumulative drop counters (counts only: a span is diffCounters of two snapshots). */
+  readonly dropCounters = emptyDropCounters();
+  /** Busy time inside drops per path, ms (measured, so kept apart from the counts). */
+  readonly dropBusyMs = emptyDropBusyMs();
   /** Records replayed and the control-file updates replay forced (the cost model's counters). */
   readonly replayCounters = new ReplayCounters();
   /** Called for every drop, e.g. to attribute counters to a failover. */
@@ -97,7 +102,8 @@ export class NodeStorage {
   }
 
   recordDrop(r: DropResult, elapsedMs = 0): void {
-    this.dropStats.add(r, elapsedMs);
+    countDrop(this.dropCounters, r);
+    this.dropBusyMs[r.path] += elapsedMs;
     this.onDrop?.(r);
   }
 

@@ -24,7 +24,7 @@ import {
 } from '../wal/records.ts';
 import type { NodeStorage } from './node-storage.ts';
 import { runSteps, smgrcreate, timedSteps } from './drop.ts';
-import type { ReplayedRecord } from './cost-model/counts.ts';
+import type { ReplayedRecord } from './replay-counts.ts';
 
 /** Heap pages per visibility-map page: 2 bits per heap page in 8168 usable bytes (visibilitymap.c). */
 export const HEAPBLOCKS_PER_VM_PAGE = (8192 - 24) * 4;
@@ -80,7 +80,7 @@ export function redo(st: NodeStorage, body: WalRecordBody, xid: TransactionId): 
 
 /**
  * Replay one record of WAL (standby replay, crash recovery): count it for the cost model
- * (storage/cost-model/counts.ts), then apply it in steps. The one replay entry point, so replay
+ * (storage/replay-counts.ts), then apply it in steps. The one replay entry point, so replay
  * in a server and replay in-process (the sweeps' model-only mode) count the same.
  */
 export function* replayRecordSteps(

@@ -71,7 +71,7 @@ export function relpath(rel: RelFileNumber, fork: ForkNumber): string {
 
 /**
  * File operations md.c would make, per fork (index = ForkNumber): the cost model's smgr counters
- * (storage/cost-model/README.md). Counted only when PostgreSQL would touch the file: a create of an
+ * (cost-model/README.md). Counted only when PostgreSQL would touch the file: a create of an
  * existing fork, a truncation to the current size or beyond, and an unlink of a missing fork are
  * no-ops in md.c too.
  */

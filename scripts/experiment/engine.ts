@@ -20,7 +20,7 @@
  *      clock, exact counters, modeled seconds) through `SELECT walsim_failover_report()`;
  *      PostgreSQL's standby log and the waldump of step 1.
  */
-import type { CostProfile } from '../../storage/cost-model/profile.ts';
+import type { CostProfile } from '../../cost-model/profile.ts';
 import type { FreshClusterSettings } from './fresh-cluster.ts';
 import type { Workload } from './state.ts';
 import type { WalsimFailover } from './walsim-engine.ts';

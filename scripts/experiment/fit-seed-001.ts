@@ -1,5 +1,5 @@
 /**
- * The `seed-001` cost profile: fitted by weighted NNLS (storage/cost-model/fit.ts) to every cell of
+ * The `seed-001` cost profile: fitted by weighted NNLS (cost-model/fit.ts) to every cell of
  * seed 001's Test A and Test B tables, with walsim's exact counts of each cell; and the
  * leave-one-size-out cross-validation. Pure given the counts (the CLI `npm run fit-seed` computes
  * them in-process and writes the profile and the fit report).
@@ -14,9 +14,10 @@
  * relative error for the long failovers, absolute for the one-poll ones.
  */
 import * as path from 'node:path';
-import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
-import { fitProfile, type FitGroup, type FitObservation } from '../../storage/cost-model/fit.ts';
-import { costFeatures, modelFailover } from '../../storage/cost-model/model.ts';
+import type { FailoverCounts } from '../../storage/replay-counts.ts';
+import { fitProfile, type FitGroup, type FitObservation } from '../../cost-model/fit.ts';
+import { costFeatures } from '../../cost-model/model.ts';
+import { price } from '../../cost-model/price.ts';
 import {
   COST_CONSTANT_NAMES,
   constantPer,
@@ -24,7 +25,7 @@ import {
   PROFILES_DIR,
   type CostConstantName,
   type CostProfile,
-} from '../../storage/cost-model/profile.ts';
+} from '../../cost-model/profile.ts';
 import { markdownTable } from '../report/tables.ts';
 import { SEED_DIVISORS, SEED_SIZES, type SeedCell } from './seed-001.ts';
 
@@ -108,7 +109,7 @@ export function baseProfile(): CostProfile {
     format: PROFILE_FORMAT,
     name: 'seed-001',
     description:
-      "PostgreSQL 14-dev (January 2021) on the seed 001 machine (Xeon E5-2637 v4, XFS, RHEL 7.2), fitted by weighted NNLS to every cell of seed 001's Test A and Test B tables (npm run fit-seed; storage/cost-model/README.md)",
+      "PostgreSQL 14-dev (January 2021) on the seed 001 machine (Xeon E5-2637 v4, XFS, RHEL 7.2), fitted by weighted NNLS to every cell of seed 001's Test A and Test B tables (npm run fit-seed; cost-model/README.md)",
     cache: {
       llcBytes: 15 * 1024 * 1024,
       descriptorBytes: 64,
@@ -180,7 +181,7 @@ export interface CellComparison {
 
 export function compare(cells: readonly CountedSeedCell[], profile: CostProfile): CellComparison[] {
   return cells.map((c) => {
-    const m = modelFailover(c.counts, profile, c.cell.nBuffers);
+    const m = price({ counts: c.counts, nBuffers: c.cell.nBuffers }, profile);
     const polledS = m.polledS!;
     const residualS = polledS - c.seedS;
     return {
@@ -284,7 +285,7 @@ export function seedComparisonMarkdown(
   const m = new Map(
     cells.map((c) => [
       c.label,
-      { seed: c.seedS, mod: modelFailover(c.counts, profile, c.cell.nBuffers) },
+      { seed: c.seedS, mod: price({ counts: c.counts, nBuffers: c.cell.nBuffers }, profile) },
     ]),
   );
   const get = (label: string) => m.get(label)!;

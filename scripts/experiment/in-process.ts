@@ -32,7 +32,7 @@ import {
   replayCountsOf,
   type FailoverCounts,
   type ReplayCounts,
-} from '../../storage/cost-model/counts.ts';
+} from '../../storage/replay-counts.ts';
 import { runSteps } from '../../storage/drop.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
 import { replayRecordSteps } from '../../storage/redo.ts';

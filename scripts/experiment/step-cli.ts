@@ -6,7 +6,7 @@
 import { isWalsimError } from '../../common/errors.ts';
 import { ControlError } from '../../server/control-client.ts';
 import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli.ts';
-import { loadProfile } from '../../storage/cost-model/profile.ts';
+import { loadProfile } from '../../cost-model/profile.ts';
 import { REL_SIZE_FORMS } from './rel-size.ts';
 import type { Workload } from './state.ts';
 import pg from 'pg';

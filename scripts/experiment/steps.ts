@@ -20,7 +20,7 @@ import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pollUntil, StopPolling } from '../../server/poll.ts';
-import type { CostProfile } from '../../storage/cost-model/profile.ts';
+import type { CostProfile } from '../../cost-model/profile.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import type { AnyFailover, Engine, ExperimentNode } from './engine.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';

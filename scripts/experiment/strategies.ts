@@ -10,7 +10,7 @@
  * point). The standbys differ only in their drop strategy, so they replay the very same WAL. The
  * span from the pause point (after create, insert and, for VACUUM, delete) to the end is:
  *   - measured: wall time of each standby's own replay of the span (this process, JavaScript);
- *   - modeled: the span's exact counts priced by a cost profile (storage/cost-model), plus the
+ *   - modeled: the span's exact counts priced by a cost profile (cost-model), plus the
  *     end-of-recovery and open-for-writes steps of a promotion — PostgreSQL seconds.
  * The measured column is replay only, in one process: no WAL streaming, no promotion. The real
  * two-process failover of full-scan and cached-lookup is `npm run sweep -- multi`.
@@ -27,9 +27,9 @@ import {
   diffReplayCounts,
   promotionStepCounts,
   type FailoverCounts,
-} from '../../storage/cost-model/counts.ts';
-import { modelFailover } from '../../storage/cost-model/model.ts';
-import type { CostProfile } from '../../storage/cost-model/profile.ts';
+} from '../../storage/replay-counts.ts';
+import { price } from '../../cost-model/price.ts';
+import type { CostProfile } from '../../cost-model/profile.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { InProcessCluster } from './in-process.ts';
@@ -139,9 +139,7 @@ async function runGroup(
   await cluster.run(before);
   cluster.frameRecords = true;
   const atPause = cluster.snapshot();
-  const dropMs0 = standbys.map((s) =>
-    DROP_PATHS.reduce((a, p) => a + s.dropStats.elapsedMsByPath[p], 0),
-  );
+  const dropMs0 = standbys.map((s) => DROP_PATHS.reduce((a, p) => a + s.dropBusyMs[p], 0));
   cluster.replayMs = standbys.map(() => 0);
   await cluster.run(failover);
   const replayMs = cluster.replayMs;
@@ -150,7 +148,7 @@ async function runGroup(
   return o.strategies.map((strategy, j) => {
     const replay = diffReplayCounts(atPause[j]!, atEnd[j]!);
     const counts: FailoverCounts = { replay, ...promotionStepCounts() };
-    const m = modelFailover(counts, o.profile, nBuffers);
+    const m = price({ counts, nBuffers }, o.profile);
     const d = replay.drops;
     const st = standbys[j]!;
     return {
@@ -161,12 +159,12 @@ async function runGroup(
       tables: o.tables,
       run,
       replayMs: replayMs[j]!,
-      dropMs: DROP_PATHS.reduce((a, p) => a + st.dropStats.elapsedMsByPath[p], 0) - dropMs0[j]!,
+      dropMs: DROP_PATHS.reduce((a, p) => a + st.dropBusyMs[p], 0) - dropMs0[j]!,
       modeledS: m.failoverS,
       modeledPolledS: m.polledS,
       modeledReplayS: m.phases.replayS,
       records: Object.values(replay.records).reduce((a: number, n) => a + (n ?? 0), 0),
-      drops: { ...d.calls },
+      drops: { ...d.drops },
       scanned: d.scannedByMatcher.single + d.scannedByMatcher.linear + d.scannedByMatcher.bsearch,
       hashBuildScanned: d.hashBuildScanned,
       probes: d.probes,

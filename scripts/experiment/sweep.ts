@@ -21,9 +21,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { assert } from '../../common/assert.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
-import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
-import { modelFailover, type ModeledFailover } from '../../storage/cost-model/model.ts';
-import type { CostProfile } from '../../storage/cost-model/profile.ts';
+import type { FailoverCounts } from '../../storage/replay-counts.ts';
+import type { ModeledFailover } from '../../cost-model/model.ts';
+import { price } from '../../cost-model/price.ts';
+import type { CostProfile } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from './in-process.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { parseRelSize } from './rel-size.ts';
@@ -56,7 +57,7 @@ export interface CellSpec {
   tables: number;
 }
 
-/** The modeled columns of a run (storage/cost-model), from its exact counts. */
+/** The modeled columns of a run (cost-model), from its exact counts. */
 export interface ModeledColumns {
   /** The cost profile's name. */
   modelProfile: string;
@@ -614,7 +615,7 @@ export async function runSweepModelOnly(
   return plan.map((cell, i) => ({
     ...cell,
     mode: 'model-only',
-    ...modeledColumns(modelFailover(counts[i]!, settings.profile, cell.nBuffers)),
+    ...modeledColumns(price({ counts: counts[i]!, nBuffers: cell.nBuffers }, settings.profile)),
     counts: counts[i]!,
     run: 1,
     failoverMs: NaN,
@@ -623,8 +624,8 @@ export async function runSweepModelOnly(
     openForWritesMs: null,
     recordsReplayed: Object.values(counts[i]!.replay.records).reduce((a, b) => a + b, 0),
     dropMs: NaN,
-    dropsFullScan: counts[i]!.replay.drops.calls['full-scan'],
-    dropsCachedLookup: counts[i]!.replay.drops.calls['cached-lookup'],
+    dropsFullScan: counts[i]!.replay.drops.drops['full-scan'],
+    dropsCachedLookup: counts[i]!.replay.drops.drops['cached-lookup'],
     scanned:
       counts[i]!.replay.drops.scannedByMatcher.single +
       counts[i]!.replay.drops.scannedByMatcher.linear +

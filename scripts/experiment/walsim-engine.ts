@@ -19,9 +19,10 @@ import {
   readToken,
 } from '../../server/cluster-files.ts';
 import { runningPid, startNode, stopNode } from '../../server/pg-ctl.ts';
-import { withModel, type FailoverReport } from '../../standby/failover-report.ts';
-import type { ModeledFailover } from '../../storage/cost-model/model.ts';
-import { defaultCostProfile } from '../../storage/cost-model/profile.ts';
+import type { FailoverReport } from '../../standby/failover-report.ts';
+import { withModel, type Priced } from '../../cost-model/price.ts';
+import type { ModeledFailover } from '../../cost-model/model.ts';
+import { defaultCostProfile } from '../../cost-model/profile.ts';
 import { DROP_PATHS, type DropPath } from '../../storage/drop.ts';
 import type {
   Engine,
@@ -38,8 +39,8 @@ import { destroyCluster, startFreshCluster } from './fresh-cluster.ts';
 export interface WalsimFailover extends EngineFailover {
   engine: 'walsim';
   drop: FailoverReport['drop'];
-  report: FailoverReport;
-  /** Modeled PostgreSQL seconds of this failover (storage/cost-model), profile named. */
+  report: Priced<FailoverReport>;
+  /** Modeled PostgreSQL seconds of this failover (cost-model/), profile named. */
   model: ModeledFailover;
 }
 
@@ -149,7 +150,7 @@ export class WalsimEngine implements Engine {
             `promotion did not finish within ${w.waitSeconds} s: ${JSON.stringify(served)}`,
           );
         }
-        // The server models with the default profile; --profile re-prices the same counts.
+        // The server's report carries counts; this edge prices them once, with the chosen profile.
         const r = withModel(served, w.profile ?? defaultCostProfile());
         return {
           engine: 'walsim',
@@ -208,7 +209,7 @@ function dropPathsText(drops: Record<DropPath, number>): string {
 }
 
 /** The resume step's human output: the seed's two timestamps, their difference, and why. */
-export function formatFailover(r: FailoverReport): string[] {
+export function formatFailover(r: Priced<FailoverReport>): string[] {
   const ms = (v: number | null) => (v === null ? 'n/a' : `${(v / 1000).toFixed(3)} s`);
   const d = r.drop;
   return [

@@ -4,7 +4,7 @@
  * tables with a TOAST table — a full scan per table, because replay never cached the size of the
  * never-written TOAST relation —, and Test A VACUUM of one relation of NBuffers/k pages) is run
  * `runs` times on fresh clusters; the same cells run in walsim, in-process, give their counters;
- * the profile's constants are fitted by non-negative least squares (storage/cost-model/fit.ts) to
+ * the profile's constants are fitted by non-negative least squares (cost-model/fit.ts) to
  * PostgreSQL's median failover (log method; runs whose promote request stalled are left out).
  *
  * Entry points: `planCalibration`, `fitCalibration`, `CALIBRATION_GROUPS`, `CalibrationReport`,
@@ -18,14 +18,15 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
-import { costFeatures, modelFailover } from '../../storage/cost-model/model.ts';
-import { fitProfile, type FitGroup, type FitObservation } from '../../storage/cost-model/fit.ts';
+import { costFeatures } from '../../cost-model/model.ts';
+import { price } from '../../cost-model/price.ts';
+import { fitProfile, type FitGroup, type FitObservation } from '../../cost-model/fit.ts';
 import {
   COST_CONSTANT_NAMES,
   type CostConstantName,
   type CostProfile,
-} from '../../storage/cost-model/profile.ts';
-import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
+} from '../../cost-model/profile.ts';
+import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import { parseRelSize } from '../experiment/rel-size.ts';
 import type { CellSpec, CellSummary, RunRecord } from '../experiment/sweep.ts';
 import { WalsimError } from '../../common/errors.ts';
@@ -194,11 +195,11 @@ export function fitCalibration(
   const all = fitProfile(obs, spec);
   const out: CalibrationCell[] = usable.map(({ c, counts: n }, i) => {
     const measuredS = c.failoverMsMedian / 1000;
-    const fittedS = modelFailover(n, all.profile, c.nBuffers).failoverS;
+    const fittedS = price({ counts: n, nBuffers: c.nBuffers }, all.profile).failoverS;
     const others = obs.filter((_, j) => j !== i);
     const loo =
       others.length > 0
-        ? modelFailover(n, fitProfile(others, spec).profile, c.nBuffers).failoverS
+        ? price({ counts: n, nBuffers: c.nBuffers }, fitProfile(others, spec).profile).failoverS
         : NaN;
     return {
       label: obs[i]!.label,

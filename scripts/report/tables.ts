@@ -134,7 +134,7 @@ export interface ThresholdTables {
   /** Time inside the buffer drop only (optimized / full-scan), the cost the threshold is about. */
   dropOnly: string;
   crossover: string;
-  /** The same from modeled PostgreSQL seconds (storage/cost-model). */
+  /** The same from modeled PostgreSQL seconds (cost-model). */
   modeledRegression: string;
   modeledOptimized: string;
   modeledFullScan: string;
@@ -218,7 +218,7 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
   const modeledMd = [
     `### Modeled PostgreSQL seconds (cost profile ${profile})`,
     '',
-    'From the exact counts of each failover (storage/cost-model/README.md); identical on every run.',
+    'From the exact counts of each failover (cost-model/README.md); identical on every run.',
     '',
     `#### M1. Modeled % regression: (optimized − full-scan) / full-scan`,
     '',

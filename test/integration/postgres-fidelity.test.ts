@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pgUnavailableReason } from '../helpers/postgres.ts';
-import { defaultCostProfile } from '../../storage/cost-model/profile.ts';
+import { defaultCostProfile } from '../../cost-model/profile.ts';
 import {
   planMulti,
   planThreshold,

@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runScript } from '../helpers/cli.ts';
 import { stopNode } from '../../server/pg-ctl.ts';
 import { listNodes } from '../../server/cluster-files.ts';
-import { modelFailover } from '../../storage/cost-model/model.ts';
-import { loadProfile, profileToJson } from '../../storage/cost-model/profile.ts';
+import { modelFailover } from '../../cost-model/model.ts';
+import { loadProfile, profileToJson } from '../../cost-model/profile.ts';
 
 const NBUFFERS_32MB = 4096;
 const dirs: string[] = [];

@@ -15,7 +15,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BufferPool } from '../../storage/buffer-pool.ts';
 import {
   DEFAULT_DROP_SETTINGS,
-  DropStats,
+  countDrop,
+  emptyDropCounters,
+  type DropCounters,
   endOfRecovery,
   poolOptionsFor,
   smgrcreate,
@@ -120,7 +122,7 @@ interface Node {
   pool: BufferPool;
   smgr: StorageManager;
   written: string[];
-  stats: DropStats;
+  stats: DropCounters;
 }
 
 function newPool(nBuffers: number, written: string[], settings: DropSettings): BufferPool {
@@ -139,7 +141,7 @@ function makeNode(nBuffers: number, settings: DropSettings, recovery: boolean): 
     pool: newPool(nBuffers, written, settings),
     smgr,
     written,
-    stats: new DropStats(),
+    stats: emptyDropCounters(),
   };
 }
 
@@ -191,7 +193,7 @@ function apply(node: Node, c: Cmd): void {
         return c.tail ? Math.max(0, size - Math.floor(c.at * 6)) : Math.floor(c.at * (size + 1));
       });
       const r = smgrtruncate(pool, smgr, c.rel, forks, nblocks, settings);
-      node.stats.add(r);
+      countDrop(node.stats, r);
       for (const t of pool.bufferedBlocks(c.rel)) {
         const i = forks.indexOf(t.fork);
         expect(
@@ -205,7 +207,7 @@ function apply(node: Node, c: Cmd): void {
       const rels = RELS.filter((_, i) => (c.relMask >> i) & 1).filter(
         (r) => existingForks(smgr, r).length > 0,
       );
-      node.stats.add(smgrdounlinkall(pool, smgr, rels, settings));
+      countDrop(node.stats, smgrdounlinkall(pool, smgr, rels, settings));
       for (const r of rels)
         expect(pool.bufferedBlocks(r), `dropped relation ${r} still buffered`).toEqual([]);
       return;

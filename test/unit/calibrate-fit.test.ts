@@ -26,7 +26,7 @@ import {
   recordsFromStored,
   walsimTwin,
 } from '../../scripts/postgres/calibrate.ts';
-import { loadProfile, parseProfile, profileToJson } from '../../storage/cost-model/profile.ts';
+import { loadProfile, parseProfile, profileToJson } from '../../cost-model/profile.ts';
 
 const FIX = path.resolve(import.meta.dirname, '../fixtures/postgres/sweep-runs-50-tables.json');
 const fixture = JSON.parse(fs.readFileSync(FIX, 'utf8')) as {

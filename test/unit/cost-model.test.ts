@@ -1,5 +1,5 @@
 /**
- * The cost model (storage/cost-model): the pure function prices exactly the counts it is given,
+ * The cost model (cost-model): the pure function prices exactly the counts it is given,
  * the profile loader refuses malformed profiles by name, the NNLS fit recovers known constants,
  * and the record mix maps walsim records to the PostgreSQL records they stand for.
  * Method: hand-made counts and profiles with round constants; exact assertions (modeled time is
@@ -16,9 +16,9 @@ import {
   ReplayCounters,
   type FailoverCounts,
   type PgRecordKind,
-} from '../../storage/cost-model/counts.ts';
-import { fitProfile, nnls } from '../../storage/cost-model/fit.ts';
-import { costFeatures, modelFailover, polledSeconds } from '../../storage/cost-model/model.ts';
+} from '../../storage/replay-counts.ts';
+import { fitProfile, nnls } from '../../cost-model/fit.ts';
+import { costFeatures, modelFailover, polledSeconds } from '../../cost-model/model.ts';
 import {
   builtinProfileNames,
   COST_CONSTANT_NAMES,
@@ -27,7 +27,7 @@ import {
   profileToJson,
   type CostConstantName,
   type CostProfile,
-} from '../../storage/cost-model/profile.ts';
+} from '../../cost-model/profile.ts';
 
 function profileWith(
   values: Partial<Record<CostConstantName, number>>,

@@ -10,9 +10,9 @@
 import { describe, expect, it } from 'vitest';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
 import { planMulti, planThreshold } from '../../scripts/experiment/sweep.ts';
-import type { FailoverCounts } from '../../storage/cost-model/counts.ts';
-import { modelFailover } from '../../storage/cost-model/model.ts';
-import { loadProfile } from '../../storage/cost-model/profile.ts';
+import type { FailoverCounts } from '../../storage/replay-counts.ts';
+import { modelFailover } from '../../cost-model/model.ts';
+import { loadProfile } from '../../cost-model/profile.ts';
 
 const SIZES = ['128MB', '1GB', '4GB'];
 const NBUFFERS = [16_384, 131_072, 524_288];
@@ -34,7 +34,7 @@ describe('Test B on walsim, 1000 one-block relations, PostgreSQL 15 drop path', 
 
   it('VACUUM is flat: lookups only, the same counts and modeled seconds at every size', async () => {
     const v = await of('vacuum');
-    expect(v.map((x) => x.n.replay.drops.calls['full-scan'])).toEqual([0, 0, 0]);
+    expect(v.map((x) => x.n.replay.drops.drops['full-scan'])).toEqual([0, 0, 0]);
     expect(v.map((x) => scanned(x.n))).toEqual([0, 0, 0]);
     expect(new Set(v.map((x) => x.n.replay.drops.probes)).size).toBe(1);
     const modeled = v.map((x) => modelFailover(x.n, profile, x.c.nBuffers).failoverS);
@@ -44,9 +44,9 @@ describe('Test B on walsim, 1000 one-block relations, PostgreSQL 15 drop path', 
   it('int-only TRUNCATE is flat; TRUNCATE with TOAST tables scans every descriptor once per table', async () => {
     const t = await of('truncate');
     expect(t.map((x) => scanned(x.n))).toEqual([0, 0, 0]);
-    expect(t.map((x) => x.n.replay.drops.calls['cached-lookup'])).toEqual([1000, 1000, 1000]);
+    expect(t.map((x) => x.n.replay.drops.drops['cached-lookup'])).toEqual([1000, 1000, 1000]);
     const toast = await of('truncate-toast');
-    expect(toast.map((x) => x.n.replay.drops.calls['full-scan'])).toEqual([1000, 1000, 1000]);
+    expect(toast.map((x) => x.n.replay.drops.drops['full-scan'])).toEqual([1000, 1000, 1000]);
     expect(toast.map((x) => scanned(x.n))).toEqual(NBUFFERS.map((nb) => 1000 * nb));
     // Three relfilenodes per table: heap, TOAST heap, TOAST index.
     expect(toast[0]!.n.replay.smgr.unlink.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(3000);

@@ -49,12 +49,8 @@ function coreSources(): string[] {
       ...sources('protocol'),
       ...NODE_SHELL,
     ]
-      // A benchmark entry point, and the loader of cost-profile files shipped with the code (read-only
-      // configuration, the same bytes on every run): not state the node writes or times it keeps.
-      .filter(
-        (f) =>
-          !f.endsWith('bench-codec.ts') && f !== path.join('storage', 'cost-model', 'profile.ts'),
-      )
+      // A benchmark entry point: not state the node writes or times it keeps.
+      .filter((f) => !f.endsWith('bench-codec.ts'))
   );
 }
 
@@ -90,7 +86,7 @@ describe('layering', () => {
 
   it('only scripts/ and tests import the simulator (sim/)', () => {
     const bad: string[] = [];
-    for (const dir of ['common', 'wal', 'storage', 'primary', 'standby', 'server']) {
+    for (const dir of ['common', 'wal', 'storage', 'cost-model', 'primary', 'standby', 'server']) {
       for (const file of sources(dir))
         for (const spec of importsOf(file))
           if (topFolderOf(file, spec) === 'sim') bad.push(`${file} -> ${spec}`);
@@ -122,6 +118,28 @@ describe('layering', () => {
         )
           bad.push(`${file} -> ${spec}`);
       }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('cost-model/ depends on counts only: it imports only common/, wal/ and storage/', () => {
+    const bad: string[] = [];
+    for (const file of sources('cost-model')) {
+      for (const spec of importsOf(file)) {
+        const top = topFolderOf(file, spec);
+        if (top !== null && !['common', 'wal', 'storage', 'cost-model'].includes(top))
+          bad.push(`${file} -> ${spec}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('pricing happens at the edges: below server/ nothing imports cost-model/', () => {
+    const bad: string[] = [];
+    for (const dir of ['common', 'wal', 'storage', 'protocol', 'primary', 'standby']) {
+      for (const file of sources(dir))
+        for (const spec of importsOf(file))
+          if (topFolderOf(file, spec) === 'cost-model') bad.push(`${file} -> ${spec}`);
     }
     expect(bad).toEqual([]);
   });

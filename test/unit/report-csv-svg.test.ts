@@ -3,7 +3,7 @@
  * one polyline per series, positions on log axes, and legend entries.
  */
 import { describe, expect, it } from 'vitest';
-import { emptyReplayCounts, promotionStepCounts } from '../../storage/cost-model/counts.ts';
+import { emptyReplayCounts, promotionStepCounts } from '../../storage/replay-counts.ts';
 import { csvField, toCsv } from '../../scripts/report/csv.ts';
 import { lineChart, logTicks } from '../../scripts/report/svg-chart.ts';
 import { parseRelSize } from '../../scripts/experiment/rel-size.ts';

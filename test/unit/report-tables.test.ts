@@ -11,7 +11,7 @@ import {
   summarise,
   type RunRecord,
 } from '../../scripts/experiment/sweep.ts';
-import { emptyReplayCounts, promotionStepCounts } from '../../storage/cost-model/counts.ts';
+import { emptyReplayCounts, promotionStepCounts } from '../../storage/replay-counts.ts';
 import {
   computeCrossover,
   formatRegression,

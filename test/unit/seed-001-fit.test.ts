@@ -16,8 +16,8 @@ import {
 } from '../../scripts/experiment/fit-seed-001.ts';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
 import { computeCrossover } from '../../scripts/report/tables.ts';
-import { modelFailover } from '../../storage/cost-model/model.ts';
-import { COST_CONSTANT_NAMES, loadProfile } from '../../storage/cost-model/profile.ts';
+import { modelFailover } from '../../cost-model/model.ts';
+import { COST_CONSTANT_NAMES, loadProfile } from '../../cost-model/profile.ts';
 import type { CellSummary } from '../../scripts/experiment/sweep.ts';
 
 const cells = JSON.parse(fs.readFileSync(SEED_CELLS_FILE, 'utf8')) as CountedSeedCell[];

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { BufferPool } from '../../storage/buffer-pool.ts';
 import {
   DEFAULT_DROP_SETTINGS,
-  DropStats,
+  countDrop,
+  emptyDropCounters,
   endOfRecovery,
   poolOptionsFor,
   smgrcreate,
@@ -96,12 +97,12 @@ describe('recovery-hash', () => {
     const n = node('recovery-hash');
     expect(n.pool.tagObserver).toBeNull(); // the ordinary path pays nothing until a drop in recovery
     for (let k = 0; k < 4; k++) fill(n, REL + k, 10);
-    const stats = new DropStats();
-    stats.add(smgrdounlinkall(n.pool, n.smgr, [REL], n.s));
+    const stats = emptyDropCounters();
+    countDrop(stats, smgrdounlinkall(n.pool, n.smgr, [REL], n.s));
     expect(recoveryHashOf(n.pool)).not.toBeNull();
-    stats.add(smgrdounlinkall(n.pool, n.smgr, [REL + 1], n.s));
+    countDrop(stats, smgrdounlinkall(n.pool, n.smgr, [REL + 1], n.s));
     fill(n, REL + 9, 7); // replay's own reads keep the hash current
-    stats.add(smgrdounlinkall(n.pool, n.smgr, [REL + 9], n.s));
+    countDrop(stats, smgrdounlinkall(n.pool, n.smgr, [REL + 9], n.s));
     expect(stats).toMatchObject({
       hashBuilds: 1,
       hashInserts: 40,

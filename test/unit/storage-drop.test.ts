@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { BufferPool } from '../../storage/buffer-pool.ts';
 import {
   DEFAULT_DROP_SETTINGS,
-  DropStats,
+  countDrop,
+  emptyDropCounters,
   RELS_BSEARCH_THRESHOLD,
   dropFullScanThreshold,
   dropRelFileNodeBuffers,
@@ -247,9 +248,9 @@ describe('dropRelFileNodesAllBuffers via smgrdounlinkall', () => {
       const rels = Array.from({ length: n }, (_, i) => REL + 1000 - i); // unsorted on purpose
       for (const rel of rels) addRel(s, rel, 2);
       addRel(s, 99_999, 3);
-      const stats = new DropStats();
+      const stats = emptyDropCounters();
       const r = smgrdounlinkall(s.pool, s.smgr, rels, LOOKUP);
-      stats.add(r);
+      countDrop(stats, r);
       expect(r.path).toBe('full-scan');
       expect(r.matcher).toBe(n > RELS_BSEARCH_THRESHOLD ? 'bsearch' : 'linear');
       expect(stats.bsearchScans).toBe(n > RELS_BSEARCH_THRESHOLD ? 1 : 0);
@@ -288,13 +289,13 @@ describe('dropRelFileNodesAllBuffers via smgrdounlinkall', () => {
   });
 });
 
-describe('DropStats', () => {
+describe('DropCounters', () => {
   it('accumulates per-path counts and counters', () => {
     const s = setup();
     addRel(s, REL, 100);
-    const stats = new DropStats();
-    stats.add(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [90], LOOKUP));
-    stats.add(smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [10], LOOKUP));
+    const stats = emptyDropCounters();
+    countDrop(stats, smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [90], LOOKUP));
+    countDrop(stats, smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [10], LOOKUP));
     expect(stats.drops).toEqual({
       'full-scan': 1,
       'cached-lookup': 1,

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { measureReadOnly, strategyMemory } from '../../scripts/experiment/readonly-workload.ts';
 import { runStrategyFailovers, STRATEGY_WORKLOADS } from '../../scripts/experiment/strategies.ts';
 import { renderStrategies, type StrategiesOutput } from '../../scripts/report/strategies-report.ts';
-import { loadProfile } from '../../storage/cost-model/profile.ts';
+import { loadProfile } from '../../cost-model/profile.ts';
 import { DROP_STRATEGIES } from '../../storage/drop.ts';
 
 describe('strategy lab', () => {

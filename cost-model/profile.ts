@@ -1,6 +1,6 @@
 /**
  * Cost profiles: the constants that turn event counts into modeled PostgreSQL seconds, as JSON
- * (format `walsim-cost-profile/1`, documented in storage/cost-model/README.md), and their loader.
+ * (format `walsim-cost-profile/1`, documented in cost-model/README.md), and their loader.
  *
  * Entry points: `CostProfile`, `COST_CONSTANT_NAMES`, `CostConstantName`, `parseProfile(json, origin)`,
  * `loadProfile(nameOrFile)`, `builtinProfileNames()`, `DEFAULT_PROFILE`, `profileToJson`.
@@ -11,8 +11,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { WalsimError } from '../../common/errors.ts';
-import { PG_RECORD_KINDS, type PgRecordKind } from './counts.ts';
+import { WalsimError } from '../common/errors.ts';
+import { PG_RECORD_KINDS, type PgRecordKind } from '../storage/replay-counts.ts';
 
 export const PROFILE_FORMAT = 'walsim-cost-profile/1';
 export const DEFAULT_PROFILE = 'seed-001';

@@ -3,7 +3,8 @@
  * to modeled PostgreSQL seconds per failover phase. No clock is read; the same inputs give the
  * same seconds on every run and machine.
  *
- * Entry points: `modelFailover(counts, profile, nBuffers)`, `modelReplay`, `costFeatures`
+ * Entry points: `modelFailover(counts, profile, nBuffers)` (`price` in price.ts is the edges' call),
+ * `modelReplay`, `costFeatures`
  * (the counter each constant multiplies — the model is linear in the constants, which is what the
  * fit in fit.ts relies on), `polledSeconds`, `ModeledFailover`.
  *
@@ -13,8 +14,12 @@
  * A full scan's count is the descriptors it visited (NBuffers per scan), so doubling NBuffers
  * doubles its cost within a tier; a lookup's probes do not depend on NBuffers.
  */
-import { assert } from '../../common/assert.ts';
-import { PG_RECORD_KINDS, type FailoverCounts, type ReplayCounts } from './counts.ts';
+import { assert } from '../common/assert.ts';
+import {
+  PG_RECORD_KINDS,
+  type FailoverCounts,
+  type ReplayCounts,
+} from '../storage/replay-counts.ts';
 import type { CostConstantName, CostProfile } from './profile.ts';
 
 export type Phase = 'replay' | 'endOfRecovery' | 'openForWrites';
@@ -48,14 +53,14 @@ export function replayFeatures(
   const d = c.drops;
   f[`scan.single.${tier}`] = d.scannedByMatcher.single;
   f[`scan.multi.${tier}`] = d.scannedByMatcher.linear + d.scannedByMatcher.bsearch;
-  f['scan.preCheckHit'] = d.preCheckHits;
+  f['scan.preCheckHit'] = d.headerLocksByPath['full-scan'];
   f['lookup.probe'] = d.probes;
-  f['lookup.hit'] = d.lookupHits;
+  f['lookup.hit'] = d.headerLocksByPath['cached-lookup'];
   f.invalidate = d.invalidated;
-  f['dropCall.fullScan'] = d.calls['full-scan'];
-  f['dropCall.lookup'] = d.calls['cached-lookup'];
-  f['dropCall.relList'] = d.calls['rel-list'];
-  f['dropCall.recoveryHash'] = d.calls['recovery-hash'];
+  f['dropCall.fullScan'] = d.drops['full-scan'];
+  f['dropCall.lookup'] = d.drops['cached-lookup'];
+  f['dropCall.relList'] = d.drops['rel-list'];
+  f['dropCall.recoveryHash'] = d.drops['recovery-hash'];
   f['list.step'] = d.listSteps;
   f[`scan.hashBuild.${tier}`] = d.hashBuildScanned;
   f['hashBuild.insert'] = d.hashInserts;
@@ -91,7 +96,10 @@ export function costFeatures(
   };
 }
 
-function price(features: Partial<Record<CostConstantName, number>>, profile: CostProfile): number {
+function priceFeatures(
+  features: Partial<Record<CostConstantName, number>>,
+  profile: CostProfile,
+): number {
   let s = 0;
   for (const [k, n] of Object.entries(features) as Array<[CostConstantName, number]>) {
     assert(
@@ -148,7 +156,7 @@ export function modelReplay(
 ): { seconds: number; breakdown: ReplayBreakdown } {
   const f = replayFeatures(counts, profile, nBuffers);
   const part = (pred: (k: string) => boolean) =>
-    price(
+    priceFeatures(
       Object.fromEntries(Object.entries(f).filter(([k]) => pred(k))) as Partial<
         Record<CostConstantName, number>
       >,
@@ -168,7 +176,7 @@ export function modelReplay(
     smgrS: part((k) => k.startsWith('smgr.')),
     controlFileS: part((k) => k === 'controlFile.update'),
   };
-  return { seconds: price(f, profile), breakdown };
+  return { seconds: priceFeatures(f, profile), breakdown };
 }
 
 /**
@@ -184,8 +192,8 @@ export function modelFailover(
   const replay = modelReplay(counts.replay, profile, nBuffers);
   const phases = {
     replayS: replay.seconds,
-    endOfRecoveryS: price(f.endOfRecovery, profile),
-    openForWritesS: price(f.openForWrites, profile),
+    endOfRecoveryS: priceFeatures(f.endOfRecovery, profile),
+    openForWritesS: priceFeatures(f.openForWrites, profile),
   };
   const failoverS = phases.replayS + phases.endOfRecoveryS + phases.openForWritesS;
   return {

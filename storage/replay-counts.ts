@@ -6,17 +6,19 @@
  * Entry points: `ReplayCounters` (records by kind, the PostgreSQL records they stand for, WAL
  * bytes, minRecoveryPoint updates), `replayCountsOf(storage)` (a snapshot of everything a replay
  * span is priced by), `diffReplayCounts`, `FailoverCounts`, `PG_RECORD_KINDS`, `pgRecordsFor`.
+ * The cost model (cost-model/) prices these counts; storage/ only counts.
  *
  * walsim logs a leaner record mix than PostgreSQL 15 (one record per heap page for VACUUM's two
  * passes, one catalog record where PostgreSQL logs a heap update plus its index inserts). Rather
  * than change what walsim logs, each replayed walsim record is counted as the PostgreSQL records it
- * stands for (`pgRecordsFor`, documented in storage/cost-model/README.md), and the cost profile
+ * stands for (`pgRecordsFor`, documented in cost-model/README.md), and the cost profile
  * prices PostgreSQL's records.
  */
-import { assert } from '../../common/assert.ts';
-import type { TransactionId, WalRecord, WalRecordBody, WalRecordKind } from '../../wal/records.ts';
-import { DROP_PATHS, type DropPath, type DropStats } from '../drop.ts';
-import type { SmgrFileOps } from '../smgr.ts';
+import { assert } from '../common/assert.ts';
+import { diffCounters } from '../common/counters.ts';
+import type { TransactionId, WalRecord, WalRecordBody, WalRecordKind } from '../wal/records.ts';
+import { emptyDropCounters, type DropCounters } from './drop.ts';
+import type { SmgrFileOps } from './smgr.ts';
 
 /** PostgreSQL 15 record kinds (rmgr_INFO names) the walsim records stand for. */
 export const PG_RECORD_KINDS = [
@@ -170,28 +172,6 @@ export class ReplayCounters {
   }
 }
 
-/** A buffer-drop summary of a span. */
-export interface DropCounts {
-  /** Drop calls by path (DropRelFileNodeBuffers and DropRelFileNodesAllBuffers together). */
-  calls: Record<DropPath, number>;
-  /** Descriptors visited: 'single' = DropRelFileNodeBuffers's loop, 'linear'/'bsearch' = DropRelFileNodesAllBuffers's. */
-  scannedByMatcher: { single: number; linear: number; bsearch: number };
-  /** Full-scan pre-check hits: buffer header locks for the re-check. */
-  preCheckHits: number;
-  /** Lookup path: mapping-table probes (one shared partition lock each). */
-  probes: number;
-  /** Lookup path: probes that found a buffer (header lock taken). */
-  lookupHits: number;
-  /** Buffers invalidated (any path). */
-  invalidated: number;
-  /** rel-list / recovery-hash: list elements walked (each a header lock and re-check). */
-  listSteps: number;
-  /** recovery-hash: descriptors visited by the hash's build (one pass over NBuffers). */
-  hashBuildScanned: number;
-  /** recovery-hash: buffers inserted into the hash by its build. */
-  hashInserts: number;
-}
-
 /** Everything a replay span is priced by. All counts; plain JSON. */
 export interface ReplayCounts {
   /** walsim records replayed, by kind. */
@@ -200,7 +180,8 @@ export interface ReplayCounts {
   pgRecords: Partial<Record<PgRecordKind, number>>;
   /** Bytes of the walsim records replayed (headers included). */
   walBytes: number;
-  drops: DropCounts;
+  /** The node's drop counters over the span (storage/drop.ts). */
+  drops: DropCounters;
   /** smgr file operations per fork [main, fsm, vm, init]. */
   smgr: SmgrFileOps;
   /** pg_control rewrites + fsyncs forced by replay (minRecoveryPoint). */
@@ -233,31 +214,20 @@ export interface FailoverCounts {
 
 /** The storage a replay span runs against (a NodeStorage). */
 export interface CountedStorage {
-  readonly dropStats: DropStats;
+  readonly dropCounters: DropCounters;
   readonly smgr: { readonly fileOps: SmgrFileOps };
   readonly replayCounters: ReplayCounters;
 }
 
 /** A snapshot of a node's cumulative counters (deep copy). */
 export function replayCountsOf(st: CountedStorage): ReplayCounts {
-  const d = st.dropStats;
   const r = st.replayCounters;
   const ops = st.smgr.fileOps;
   return {
     records: { ...r.records },
     pgRecords: { ...r.pgRecords },
     walBytes: r.walBytes,
-    drops: {
-      calls: { ...d.drops },
-      scannedByMatcher: { ...d.scannedByMatcher },
-      preCheckHits: d.headerLocksByPath['full-scan'],
-      probes: d.probes,
-      lookupHits: d.headerLocksByPath['cached-lookup'],
-      invalidated: d.invalidated,
-      listSteps: d.listSteps,
-      hashBuildScanned: d.hashBuildScanned,
-      hashInserts: d.hashInserts,
-    },
+    drops: structuredClone(st.dropCounters),
     smgr: {
       create: [...ops.create],
       extend: [...ops.extend],
@@ -269,54 +239,23 @@ export function replayCountsOf(st: CountedStorage): ReplayCounts {
   };
 }
 
-function diffMap<K extends string>(
+/** A sparse map's span: kinds whose count did not change are left out (as in a fresh snapshot). */
+function diffSparse<K extends string>(
   a: Partial<Record<K, number>>,
   b: Partial<Record<K, number>>,
 ): Partial<Record<K, number>> {
   const out: Partial<Record<K, number>> = {};
-  for (const k of Object.keys(b) as K[]) {
-    const v = (b[k] ?? 0) - (a[k] ?? 0);
+  for (const [k, v] of Object.entries(diffCounters(a, b)) as Array<[K, number]>)
     if (v !== 0) out[k] = v;
-  }
   return out;
 }
 
-const diffArr = (a: readonly number[], b: readonly number[]) => b.map((v, i) => v - (a[i] ?? 0));
-
 /** The counts of the span between two snapshots (`later` − `earlier`). */
 export function diffReplayCounts(earlier: ReplayCounts, later: ReplayCounts): ReplayCounts {
-  const a = earlier.drops;
-  const b = later.drops;
   return {
-    records: diffMap(earlier.records, later.records),
-    pgRecords: diffMap(earlier.pgRecords, later.pgRecords),
-    walBytes: later.walBytes - earlier.walBytes,
-    drops: {
-      calls: Object.fromEntries(DROP_PATHS.map((p) => [p, b.calls[p] - a.calls[p]])) as Record<
-        DropPath,
-        number
-      >,
-      scannedByMatcher: {
-        single: b.scannedByMatcher.single - a.scannedByMatcher.single,
-        linear: b.scannedByMatcher.linear - a.scannedByMatcher.linear,
-        bsearch: b.scannedByMatcher.bsearch - a.scannedByMatcher.bsearch,
-      },
-      preCheckHits: b.preCheckHits - a.preCheckHits,
-      probes: b.probes - a.probes,
-      lookupHits: b.lookupHits - a.lookupHits,
-      invalidated: b.invalidated - a.invalidated,
-      listSteps: b.listSteps - a.listSteps,
-      hashBuildScanned: b.hashBuildScanned - a.hashBuildScanned,
-      hashInserts: b.hashInserts - a.hashInserts,
-    },
-    smgr: {
-      create: diffArr(earlier.smgr.create, later.smgr.create),
-      extend: diffArr(earlier.smgr.extend, later.smgr.extend),
-      truncate: diffArr(earlier.smgr.truncate, later.smgr.truncate),
-      unlink: diffArr(earlier.smgr.unlink, later.smgr.unlink),
-      nblocks: diffArr(earlier.smgr.nblocks, later.smgr.nblocks),
-    },
-    controlFileUpdates: later.controlFileUpdates - earlier.controlFileUpdates,
+    ...diffCounters(earlier, later),
+    records: diffSparse(earlier.records, later.records),
+    pgRecords: diffSparse(earlier.pgRecords, later.pgRecords),
   };
 }
 
@@ -325,17 +264,7 @@ export function emptyReplayCounts(): ReplayCounts {
     records: {},
     pgRecords: {},
     walBytes: 0,
-    drops: {
-      calls: { 'full-scan': 0, 'cached-lookup': 0, 'rel-list': 0, 'recovery-hash': 0 },
-      scannedByMatcher: { single: 0, linear: 0, bsearch: 0 },
-      preCheckHits: 0,
-      probes: 0,
-      lookupHits: 0,
-      invalidated: 0,
-      listSteps: 0,
-      hashBuildScanned: 0,
-      hashInserts: 0,
-    },
+    drops: emptyDropCounters(),
     smgr: {
       create: [0, 0, 0, 0],
       extend: [0, 0, 0, 0],

@@ -11,8 +11,8 @@
  * constant outside the groups keeps the base profile's value (its contribution is subtracted from
  * the target first). Rows are weighted (e.g. 1/seconds for relative error).
  */
-import { assert } from '../../common/assert.ts';
-import { WalsimError } from '../../common/errors.ts';
+import { assert } from '../common/assert.ts';
+import { WalsimError } from '../common/errors.ts';
 import type { CostFeatures } from './model.ts';
 import { COST_CONSTANT_NAMES, type CostConstantName, type CostProfile } from './profile.ts';
 
