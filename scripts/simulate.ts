@@ -13,6 +13,7 @@ import { INJECTED_BUGS, injectedBugs, type InjectedBug } from '../common/injecte
 import { generateScenario, describeCommand } from '../sim/scenario.ts';
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
+import { entryArgs } from '../server/entry.ts';
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -152,9 +153,7 @@ function runJobs(
     const count = Math.min(per, from + n - start);
     if (count <= 0) break;
     const args = [
-      '--import',
-      'tsx',
-      script,
+      ...entryArgs(script),
       '--worker',
       '--from',
       String(start),

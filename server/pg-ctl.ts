@@ -6,7 +6,6 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { WalsimError } from '../common/errors.ts';
 import { FILE_MODE } from '../common/durable-file.ts';
 import {
@@ -18,8 +17,8 @@ import {
 } from './cluster-files.ts';
 import type { StopMode } from './control-protocol.ts';
 import { splitBrainRefusal } from './fencing.ts';
+import { entryArgs, PROJECT_ROOT } from './entry.ts';
 
-const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SIGNAL_OF: Record<StopMode, NodeJS.Signals> = {
   smart: 'SIGTERM',
   fast: 'SIGINT',
@@ -55,9 +54,7 @@ export async function startNode(
   const child = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
-      path.join(PROJECT_ROOT, 'server', 'main.ts'),
+      ...entryArgs('server/main.ts'),
       SERVER_MARKER,
       '--datadir',
       path.resolve(dataDir),

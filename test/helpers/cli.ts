@@ -4,9 +4,9 @@
  */
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { entryArgs, PROJECT_ROOT } from '../../server/entry.ts';
 
-export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export { PROJECT_ROOT };
 
 export interface CliRun {
   code: number | null;
@@ -18,14 +18,10 @@ export interface CliRun {
 
 export function runScript(script: string, args: string[], timeoutMs = 120_000): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', path.join(PROJECT_ROOT, 'scripts', script), ...args],
-      {
-        cwd: PROJECT_ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawn(process.execPath, [...entryArgs(path.join('scripts', script)), ...args], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -8,6 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { entryArgs } from '../../server/entry.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TestCluster } from '../helpers/cluster.ts';
 import type { FailoverReport } from '../../standby/failover-report.ts';
@@ -161,9 +162,7 @@ describe('promotion', () => {
     const r = spawnSync(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        'scripts/cluster.ts',
+        ...entryArgs('scripts/cluster.ts'),
         'add-standby',
         '--dir',
         c.dir,
