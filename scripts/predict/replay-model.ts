@@ -1,0 +1,469 @@
+/**
+ * From PostgreSQL 15's WAL records to the cost model's counts: what the standby's startup process
+ * would do replaying them — records by resource manager and type, the buffer-drop call of every
+ * Storage TRUNCATE, every commit/abort that drops relations and every DROP DATABASE (its path,
+ * descriptors scanned, probes, buffers invalidated), smgr file operations, and pg_control updates.
+ * Pure: the record stream, NBuffers and what is known of the standby's files and buffers in;
+ * `ReplayCounts` (storage/cost-model) and a per-drop account out.
+ *
+ * Entry points: `RecoveryModel` (`learn` the WAL replayed before the range, `replay` the range,
+ * `result`), `pgKindOf`, `fsmBlocksAfterTruncate`, `vmBlocksAfterTruncate`, `StandbyFiles`.
+ *
+ * The "size cached" rule (PostgreSQL 15, smgr.c smgrnblocks_cached + bufmgr.c):
+ *   a fork's size is cached in the startup process iff replay, since the startup process began,
+ *   read a block of it (XLogReadBufferExtended calls smgrnblocks), truncated it (smgrtruncate
+ *   stores the new size), or asked its size while preparing an FSM/VM truncation; the cache dies
+ *   with the relation's SMgrRelation (dropped at commit/abort redo) and with every SMgrRelation at
+ *   DROP DATABASE redo (XLogDropDatabase → smgrcloseall). Storage CREATE does not cache a size, so
+ *   a relation created and never written (an empty TOAST table) is uncached: dropping it takes
+ *   the full scan. What "since the startup process began" covers is the WAL this module was given
+ *   to `learn` (predict.ts: from the redo point replay started at).
+ */
+import type { DropPath } from '../../storage/drop.ts';
+import { emptyReplayCounts, PG_RECORD_KINDS, type PgRecordKind, type ReplayCounts } from '../../storage/cost-model/counts.ts';
+import { FORK_NAMES, relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
+
+/** What is known of the standby's files and buffers at the replay LSN (null/undefined = unknown). */
+export interface StandbyFiles {
+  /** Blocks of a fork on disk now; null when the fork does not exist; undefined when unknown. */
+  diskBlocks(node: RelFileNode, fork: ForkNumber): number | null | undefined;
+  /** Blocks of a fork in shared_buffers now (pg_buffercache); undefined when unknown. */
+  residentBlocks(node: RelFileNode, fork: ForkNumber): readonly number[] | undefined;
+}
+
+export const NO_FILES: StandbyFiles = {
+  diskBlocks: () => undefined,
+  residentBlocks: () => undefined,
+};
+
+/** rmgr names (pg_waldump) → the prefix of storage/cost-model's PgRecordKind names. */
+const RMGR_PREFIX: Readonly<Record<string, string>> = {
+  XLOG: 'XLOG',
+  Transaction: 'XACT',
+  Storage: 'SMGR',
+  Standby: 'STANDBY',
+  Heap: 'HEAP',
+  Heap2: 'HEAP2',
+  Btree: 'BTREE',
+};
+
+/**
+ * The cost model's record kind of a PostgreSQL record, or null when the profile has no constant
+ * of its own for it (priced by the generic per-record constant). `+INIT` (the page is
+ * re-initialised) is the same redo routine.
+ */
+export function pgKindOf(rmgr: string, type: string): PgRecordKind | null {
+  const prefix = RMGR_PREFIX[rmgr];
+  if (prefix === undefined) return null;
+  const k = `${prefix}_${type.replace(/\+INIT$/, '')}`;
+  return (PG_RECORD_KINDS as readonly string[]).includes(k) ? (k as PgRecordKind) : null;
+}
+
+// freespace.c / visibilitymap.c geometry at BLCKSZ 8192.
+const BLCKSZ = 8192;
+const SIZE_OF_PAGE_HEADER = 24;
+/** NodesPerPage − NonLeafNodesPerPage: heap pages one FSM leaf page covers. */
+const SLOTS_PER_FSM_PAGE = BLCKSZ - SIZE_OF_PAGE_HEADER - 4 - (BLCKSZ / 2 - 1);
+const FSM_TREE_DEPTH = 3;
+/** MAPSIZE × HEAPBLOCKS_PER_BYTE: heap pages one VM page covers. */
+const HEAPBLOCKS_PER_VM_PAGE = (BLCKSZ - SIZE_OF_PAGE_HEADER) * 4;
+
+/** fsm_logical_to_physical for a leaf (level 0) page. */
+function fsmLeafPhysical(logpageno: number): number {
+  let leafno = logpageno;
+  let pages = 0;
+  for (let l = 0; l < FSM_TREE_DEPTH; l++) {
+    pages += leafno + 1;
+    leafno = Math.floor(leafno / SLOTS_PER_FSM_PAGE);
+  }
+  return pages - 1;
+}
+
+/** The FSM block holding heap block `heapBlk`'s slot. */
+export function fsmBlockOf(heapBlk: number): number {
+  return fsmLeafPhysical(Math.floor(heapBlk / SLOTS_PER_FSM_PAGE));
+}
+
+/** FreeSpaceMapPrepareTruncateRel: the FSM's new length when the heap is cut to `nblocks`. */
+export function fsmBlocksAfterTruncate(nblocks: number): number {
+  const slot = nblocks % SLOTS_PER_FSM_PAGE;
+  const leaf = fsmLeafPhysical(Math.floor(nblocks / SLOTS_PER_FSM_PAGE));
+  return slot === 0 ? leaf : leaf + 1;
+}
+
+/** visibilitymap_prepare_truncate: the VM's new length when the heap is cut to `nblocks`. */
+export function vmBlocksAfterTruncate(nblocks: number): number {
+  const truncBlock = Math.floor(nblocks / HEAPBLOCKS_PER_VM_PAGE);
+  return nblocks % HEAPBLOCKS_PER_VM_PAGE === 0 ? truncBlock : truncBlock + 1;
+}
+
+interface ForkState {
+  /** The fork exists (true), does not (false), unknown (undefined: ask StandbyFiles). */
+  exists: boolean | undefined;
+  /** smgr_cached_nblocks is valid in the startup process. */
+  cached: boolean;
+  /** Current length in blocks when known (else: StandbyFiles' disk size at first need). */
+  size: number | undefined;
+  /** Blocks in shared_buffers. */
+  resident: Set<number>;
+}
+
+interface RelState {
+  node: RelFileNode;
+  forks: [ForkState, ForkState, ForkState, ForkState];
+}
+
+/** One drop call PostgreSQL 15 makes during replay, and why it takes its path. */
+export interface PredictedDrop {
+  lsn: number;
+  /** The record: Storage/TRUNCATE, Transaction/COMMIT, …, Database/DROP. */
+  record: string;
+  fn: 'DropRelFileNodeBuffers' | 'DropRelFileNodesAllBuffers' | 'DropDatabaseBuffers';
+  relations: string[];
+  path: 'full-scan' | 'cached-lookup';
+  why: string;
+  /** Blocks to invalidate by the cached sizes (null when a size is not cached). */
+  blocksToDrop: number | null;
+  descriptorsScanned: number;
+  probes: number;
+  invalidated: number;
+}
+
+export interface RecordTypeCount {
+  rmgr: string;
+  type: string;
+  count: number;
+  bytes: number;
+  /** The profile constant that prices it (null: the generic per-record constant). */
+  kind: PgRecordKind | null;
+}
+
+export interface ReplayPrediction {
+  counts: ReplayCounts;
+  /** Records by rmgr/type, in first-seen order. */
+  types: RecordTypeCount[];
+  /** Records of types the profile has no constant for, by `rmgr/type`. */
+  genericRecords: number;
+  records: number;
+  walBytes: number;
+  drops: PredictedDrop[];
+  /** What had to be assumed because a fact was unknown (each once). */
+  assumptions: string[];
+}
+
+const RELS_BSEARCH_THRESHOLD = 20;
+const SMGR_TRUNCATE_HEAP = 1;
+const SMGR_TRUNCATE_VM = 2;
+const SMGR_TRUNCATE_FSM = 4;
+
+/** The startup process's relation state, fed record by record. */
+export class RecoveryModel {
+  private readonly rels = new Map<string, RelState>();
+  private readonly counts = emptyReplayCounts();
+  private readonly types = new Map<string, RecordTypeCount>();
+  private readonly drops: PredictedDrop[] = [];
+  private readonly assumptions = new Set<string>();
+  private records = 0;
+  private walBytes = 0;
+  private genericRecords = 0;
+  readonly threshold: number;
+
+  constructor(
+    readonly nBuffers: number,
+    private readonly files: StandbyFiles = NO_FILES,
+    private readonly residentKnown = false,
+  ) {
+    this.threshold = Math.floor(nBuffers / 32);
+  }
+
+  private rel(node: RelFileNode): RelState {
+    const k = relKey(node);
+    let r = this.rels.get(k);
+    if (r === undefined) {
+      const fork = (f: ForkNumber): ForkState => ({
+        exists: undefined,
+        cached: false,
+        size: undefined,
+        resident: new Set(this.files.residentBlocks(node, f) ?? []),
+      });
+      r = { node, forks: [fork(0), fork(1), fork(2), fork(3)] };
+      this.rels.set(k, r);
+    }
+    return r;
+  }
+
+  private exists(r: RelState, f: ForkNumber): boolean {
+    const st = r.forks[f];
+    if (st.exists !== undefined) return st.exists;
+    const d = this.files.diskBlocks(r.node, f);
+    if (d !== undefined) return (st.exists = d !== null);
+    // Every relation in a drop list or truncated has a main fork; FSM/VM/init are created lazily.
+    if (f === 0) return (st.exists = true);
+    this.assumptions.add(
+      'forks other than main that replay has not touched are assumed not to exist (pass --pgdata to read them)',
+    );
+    return (st.exists = false);
+  }
+
+  private sizeOf(r: RelState, f: ForkNumber): number {
+    const st = r.forks[f];
+    if (st.size !== undefined) return st.size;
+    const d = this.files.diskBlocks(r.node, f);
+    if (d === undefined)
+      this.assumptions.add(
+        'relation sizes are lower bounds from the WAL (the highest block referenced; pass --pgdata to read the files)',
+      );
+    return (st.size = d ?? 0);
+  }
+
+  /** XLogReadBufferExtended: smgrcreate + smgrnblocks (caches the size), extend to the block, read it. */
+  private touch(node: RelFileNode, f: ForkNumber, block: number, counted: boolean): void {
+    const r = this.rel(node);
+    const st = r.forks[f];
+    const size = this.sizeOf(r, f);
+    if (!st.cached) {
+      st.cached = true;
+      if (counted) this.counts.smgr.nblocks[f]! += 1;
+    }
+    st.exists = true;
+    if (block >= size) {
+      if (counted) this.counts.smgr.extend[f]! += block + 1 - size;
+      st.size = block + 1;
+    }
+    if (counted || !this.residentKnown) st.resident.add(block);
+  }
+
+  /** Redo routines that touch the FSM outside the block references (XLogRecordPageWithFreeSpace). */
+  private touchFsm(rec: PgWalRecord, counted: boolean): void {
+    if (rec.rmgr !== 'Heap2' || (rec.type !== 'PRUNE' && rec.type !== 'VACUUM')) return;
+    const b = rec.blocks[0];
+    if (b !== undefined && b.fork === 0) this.touch(b.node, 1, fsmBlockOf(b.block), counted);
+  }
+
+  /** A record replayed before the range (since the startup process began): state only, no counts. */
+  learn(rec: PgWalRecord): void {
+    this.apply(rec, false);
+  }
+
+  /** A record of the range: counted and priced. */
+  replay(rec: PgWalRecord): void {
+    this.records += 1;
+    this.walBytes += rec.totalLength;
+    const key = `${rec.rmgr}/${rec.type}`;
+    let t = this.types.get(key);
+    if (t === undefined) {
+      t = { rmgr: rec.rmgr, type: rec.type, count: 0, bytes: 0, kind: pgKindOf(rec.rmgr, rec.type) };
+      this.types.set(key, t);
+    }
+    t.count += 1;
+    t.bytes += rec.totalLength;
+    if (t.kind !== null) this.counts.pgRecords[t.kind] = (this.counts.pgRecords[t.kind] ?? 0) + 1;
+    else this.genericRecords += 1;
+    this.apply(rec, true);
+  }
+
+  private apply(rec: PgWalRecord, counted: boolean): void {
+    for (const b of rec.blocks) this.touch(b.node, b.fork, b.block, counted);
+    this.touchFsm(rec, counted);
+    if (rec.create !== undefined) {
+      const r = this.rel(rec.create.node);
+      const st = r.forks[rec.create.fork];
+      if (counted && st.exists !== true) this.counts.smgr.create[rec.create.fork]! += 1;
+      st.exists = true;
+      st.size ??= this.files.diskBlocks(r.node, rec.create.fork) ?? 0;
+    }
+    if (rec.truncate !== undefined) this.truncate(rec, counted);
+    if (rec.dropRels !== undefined && rec.dropRels.length > 0) this.dropRelations(rec, counted);
+    if (rec.dropDatabase !== undefined) this.dropDatabase(rec, counted);
+  }
+
+  private truncate(rec: PgWalRecord, counted: boolean): void {
+    const t = rec.truncate!;
+    const r = this.rel(t.node);
+    // smgr_redo: XLogFlush(lsn) before truncating → UpdateMinRecoveryPoint rewrites pg_control.
+    if (counted) this.counts.controlFileUpdates += 1;
+    r.forks[0].exists = true;
+    const list: Array<{ fork: ForkNumber; first: number }> = [];
+    if (t.flags & SMGR_TRUNCATE_HEAP) list.push({ fork: 0, first: t.blkno });
+    // FreeSpaceMapPrepareTruncateRel / visibilitymap_prepare_truncate: only an existing fork that
+    // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size.
+    const prepare = (fork: ForkNumber, newLen: number) => {
+      if (!this.exists(r, fork)) return;
+      const st = r.forks[fork];
+      if (!st.cached) {
+        st.cached = true;
+        if (counted) this.counts.smgr.nblocks[fork]! += 1;
+      }
+      if (this.sizeOf(r, fork) > newLen) list.push({ fork, first: newLen });
+    };
+    if (t.flags & SMGR_TRUNCATE_FSM) prepare(1, fsmBlocksAfterTruncate(t.blkno));
+    if (t.flags & SMGR_TRUNCATE_VM) prepare(2, vmBlocksAfterTruncate(t.blkno));
+    if (list.length === 0) return;
+    // DropRelFileNodeBuffers: every listed fork's size cached and Σ (size − first) < NBuffers/32.
+    let total: number | null = 0;
+    let why = '';
+    for (const { fork, first } of list) {
+      if (!r.forks[fork].cached) {
+        total = null;
+        why = `${relKey(r.node)} ${FORK_NAMES[fork]} fork: size not cached (replay has not touched it since the standby started)`;
+        break;
+      }
+      total += Math.max(0, this.sizeOf(r, fork) - first);
+    }
+    const lookup = total !== null && total < this.threshold;
+    if (total !== null)
+      why = lookup
+        ? `sizes cached, ${total} blocks to drop < NBuffers/32 = ${this.threshold}`
+        : `${total} blocks to drop ≥ NBuffers/32 = ${this.threshold}`;
+    let invalidated = 0;
+    let preCheckHits = 0;
+    for (const { fork, first } of list) {
+      const st = r.forks[fork];
+      for (const b of [...st.resident]) {
+        if (b >= first) {
+          invalidated += 1;
+          st.resident.delete(b);
+        }
+      }
+    }
+    if (!lookup) for (const st of r.forks) preCheckHits += st.resident.size;
+    this.record(rec, counted, {
+      fn: 'DropRelFileNodeBuffers',
+      relations: [relKey(r.node)],
+      path: lookup ? 'cached-lookup' : 'full-scan',
+      why,
+      blocksToDrop: total,
+      matcher: 'single',
+      invalidated,
+      preCheckHits: preCheckHits + (lookup ? 0 : invalidated),
+    });
+    // smgrtruncate: mdtruncate each fork that shrinks, then cache its new size.
+    for (const { fork, first } of list) {
+      const st = r.forks[fork];
+      if (counted && this.sizeOf(r, fork) > first) this.counts.smgr.truncate[fork]! += 1;
+      st.size = first;
+      st.cached = true;
+    }
+  }
+
+  private dropRelations(rec: PgWalRecord, counted: boolean): void {
+    const nodes = rec.dropRels!;
+    // xact_redo_commit/abort: XLogFlush(lsn) before DropRelationFiles → pg_control rewritten.
+    if (counted) this.counts.controlFileUpdates += 1;
+    const rs = nodes.map((n) => this.rel(n));
+    // DropRelFileNodesAllBuffers: sizes of every fork; a missing fork is skipped (smgrexists),
+    // an existing uncached one ends the size scan and forces the full scan.
+    let total: number | null = 0;
+    let why = '';
+    outer: for (const r of rs) {
+      for (const f of [0, 1, 2, 3] as const) {
+        if (r.forks[f].cached) {
+          total += this.sizeOf(r, f);
+        } else if (this.exists(r, f)) {
+          total = null;
+          why = `${relKey(r.node)} ${FORK_NAMES[f]} fork: size not cached (${
+            this.sizeOf(r, f) === 0 ? 'created and never written' : 'not touched by replay since the standby started'
+          })`;
+          break outer;
+        }
+      }
+    }
+    const lookup = total !== null && total < this.threshold;
+    if (total !== null)
+      why = lookup
+        ? `sizes cached, ${total} blocks < NBuffers/32 = ${this.threshold}`
+        : `${total} blocks ≥ NBuffers/32 = ${this.threshold}`;
+    let invalidated = 0;
+    for (const r of rs) for (const st of r.forks) invalidated += st.resident.size;
+    this.record(rec, counted, {
+      fn: 'DropRelFileNodesAllBuffers',
+      relations: rs.map((r) => relKey(r.node)),
+      path: lookup ? 'cached-lookup' : 'full-scan',
+      why,
+      blocksToDrop: total,
+      matcher: rs.length > RELS_BSEARCH_THRESHOLD ? 'bsearch' : 'linear',
+      invalidated,
+      preCheckHits: invalidated,
+    });
+    for (const r of rs) {
+      for (const f of [0, 1, 2, 3] as const)
+        if (counted && (r.forks[f].cached || this.exists(r, f))) this.counts.smgr.unlink[f]! += 1;
+      this.rels.delete(relKey(r.node));
+    }
+  }
+
+  private dropDatabase(rec: PgWalRecord, counted: boolean): void {
+    const db = rec.dropDatabase!;
+    let invalidated = 0;
+    for (const [k, r] of this.rels) {
+      if (r.node.db === db) {
+        for (const st of r.forks) invalidated += st.resident.size;
+        this.rels.delete(k);
+      } else {
+        // XLogDropDatabase → smgrcloseall(): every SMgrRelation, hence every cached size, is gone.
+        for (const st of r.forks) st.cached = false;
+      }
+    }
+    this.record(rec, counted, {
+      fn: 'DropDatabaseBuffers',
+      relations: [`database ${db}`],
+      path: 'full-scan',
+      why: 'DropDatabaseBuffers always scans every descriptor; then every cached relation size is forgotten (smgrcloseall)',
+      blocksToDrop: null,
+      matcher: 'single',
+      invalidated,
+      preCheckHits: invalidated,
+    });
+  }
+
+  private record(
+    rec: PgWalRecord,
+    counted: boolean,
+    d: Omit<PredictedDrop, 'lsn' | 'record' | 'descriptorsScanned' | 'probes'> & {
+      matcher: 'single' | 'linear' | 'bsearch';
+      preCheckHits: number;
+    },
+  ): void {
+    if (!counted) return;
+    const c = this.counts.drops;
+    const full = d.path === 'full-scan';
+    const probes = full ? 0 : d.blocksToDrop!;
+    c.calls[d.path as DropPath] += 1;
+    if (full) {
+      c.scannedByMatcher[d.matcher] += this.nBuffers;
+      c.preCheckHits += d.preCheckHits;
+    } else {
+      c.probes += probes;
+      c.lookupHits += d.invalidated;
+    }
+    c.invalidated += d.invalidated;
+    this.drops.push({
+      lsn: rec.lsn,
+      record: `${rec.rmgr}/${rec.type}`,
+      fn: d.fn,
+      relations: d.relations,
+      path: d.path,
+      why: d.why,
+      blocksToDrop: d.blocksToDrop,
+      descriptorsScanned: full ? this.nBuffers : 0,
+      probes,
+      invalidated: d.invalidated,
+    });
+  }
+
+  result(): ReplayPrediction {
+    if (!this.residentKnown)
+      this.assumptions.add(
+        'buffers to invalidate = the blocks replay read since the standby started (pg_buffercache not installed)',
+      );
+    return {
+      counts: structuredClone(this.counts),
+      types: [...this.types.values()].map((t) => ({ ...t })),
+      genericRecords: this.genericRecords,
+      records: this.records,
+      walBytes: this.walBytes,
+      drops: this.drops.map((d) => ({ ...d, relations: [...d.relations] })),
+      assumptions: [...this.assumptions],
+    };
+  }
+}

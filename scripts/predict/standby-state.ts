@@ -1,0 +1,156 @@
+/**
+ * What predict reads of a live PostgreSQL server, read-only: recovery state, receive and replay
+ * LSNs, pause state, timeline, shared_buffers, version, the redo point of the last restartpoint,
+ * which read-only extensions are installed, logging settings (for --verify). Every failure is one
+ * message naming the server and what to do.
+ *
+ * Entry points: `connectServer`, `readStandbyState`, `readPrimaryLsn`, `checkStandby`,
+ * `StandbyState`, `redactUrl`.
+ */
+import pg from 'pg';
+import { WalsimError } from '../../common/errors.ts';
+
+export interface StandbyState {
+  url: string;
+  serverVersion: string;
+  versionNum: number;
+  inRecovery: boolean;
+  /** pg_last_wal_receive_lsn(): null when the walreceiver never received anything. */
+  receiveLsn: string | null;
+  replayLsn: string | null;
+  /** pg_get_wal_replay_pause_state(): 'not paused' | 'pause requested' | 'paused'. */
+  pauseState: string | null;
+  /** Timeline of the WAL received (pg_stat_wal_receiver) or of the last restartpoint. */
+  timeline: number;
+  /** pg_stat_wal_receiver.status, null when no walreceiver runs (disconnected). */
+  walreceiver: string | null;
+  sharedBuffers: string;
+  nBuffers: number;
+  /** REDO location of the last restartpoint (pg_control_checkpoint()). */
+  restartpointRedoLsn: string;
+  systemIdentifier: string;
+  dataDirectory: string;
+  hasBuffercache: boolean;
+  logLinePrefix: string;
+  logTimezone: string;
+  /** pg_current_logfile(), relative to the data directory unless absolute; null without logging_collector. */
+  currentLogfile: string | null;
+}
+
+/** The URL with its password hidden (for messages and output). */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/\/[^:/@]+):[^@/]*@/, '$1:***@');
+}
+
+/** A read-only session: default_transaction_read_only, a short statement timeout. */
+export async function connectServer(url: string, role: 'standby' | 'primary'): Promise<pg.Client> {
+  const c = new pg.Client({
+    connectionString: url,
+    application_name: 'walsim-predict',
+    connectionTimeoutMillis: 10_000,
+    options: '-c default_transaction_read_only=on -c statement_timeout=600000',
+  });
+  c.on('error', () => {});
+  try {
+    await c.connect();
+  } catch (e) {
+    await c.end().catch(() => {});
+    throw new WalsimError(
+      'not_connected',
+      `cannot connect to the ${role} ${redactUrl(url)}: ${(e as Error).message || (e as { code?: string }).code || 'connection failed'} — check host, port, user and password in the URL (libpq form: postgresql://user@host:port/db)`,
+    );
+  }
+  return c;
+}
+
+async function one<T>(c: pg.Client, sql: string): Promise<T> {
+  const r = await c.query(sql);
+  return r.rows[0] as T;
+}
+
+export async function readStandbyState(c: pg.Client, url: string): Promise<StandbyState> {
+  const v = await one<{ server_version: string; num: string }>(
+    c,
+    "SELECT current_setting('server_version') AS server_version, current_setting('server_version_num') AS num",
+  );
+  const versionNum = Number(v.num);
+  const base = { url: redactUrl(url), serverVersion: v.server_version, versionNum };
+  if (versionNum < 150000 || versionNum >= 160000) {
+    throw new WalsimError(
+      'invalid_input',
+      `${base.url} runs PostgreSQL ${v.server_version}; predict reads PostgreSQL 15 only (its WAL record formats and drop rules) — point --standby at a PostgreSQL 15 standby`,
+    );
+  }
+  const s = await one<Record<string, string | boolean | null>>(
+    c,
+    `SELECT pg_is_in_recovery() AS in_recovery,
+            pg_last_wal_receive_lsn()::text AS receive_lsn,
+            pg_last_wal_replay_lsn()::text AS replay_lsn,
+            CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() END AS pause_state,
+            (SELECT setting FROM pg_settings WHERE name = 'shared_buffers') AS nbuffers,
+            current_setting('shared_buffers') AS shared_buffers,
+            (SELECT redo_lsn::text FROM pg_control_checkpoint()) AS redo_lsn,
+            (SELECT timeline_id::text FROM pg_control_checkpoint()) AS cp_tli,
+            (SELECT system_identifier::text FROM pg_control_system()) AS sysid,
+            current_setting('data_directory') AS data_directory,
+            current_setting('log_line_prefix') AS log_line_prefix,
+            current_setting('log_timezone') AS log_timezone,
+            pg_current_logfile() AS current_logfile,
+            EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_buffercache') AS buffercache`,
+  );
+  const wr = await c.query('SELECT status, received_tli FROM pg_stat_wal_receiver');
+  const w = wr.rows[0] as { status: string; received_tli: number | null } | undefined;
+  return {
+    ...base,
+    inRecovery: s.in_recovery === true,
+    receiveLsn: (s.receive_lsn as string | null) ?? null,
+    replayLsn: (s.replay_lsn as string | null) ?? null,
+    pauseState: (s.pause_state as string | null) ?? null,
+    timeline: Number(w?.received_tli ?? s.cp_tli),
+    walreceiver: w?.status ?? null,
+    sharedBuffers: String(s.shared_buffers),
+    nBuffers: Number(s.nbuffers),
+    restartpointRedoLsn: String(s.redo_lsn),
+    systemIdentifier: String(s.sysid),
+    dataDirectory: String(s.data_directory),
+    hasBuffercache: s.buffercache === true,
+    logLinePrefix: String(s.log_line_prefix),
+    logTimezone: String(s.log_timezone),
+    currentLogfile: (s.current_logfile as string | null) ?? null,
+  };
+}
+
+/** Refuse a server predict cannot answer for, naming what is wrong and what to do. */
+export function checkStandby(st: StandbyState): void {
+  if (!st.inRecovery)
+    throw new WalsimError(
+      'invalid_input',
+      `${st.url} is not in recovery (pg_is_in_recovery() = false): it is a primary or was already promoted — pass a standby with --standby (the primary goes in --primary)`,
+    );
+  if (st.receiveLsn === null || st.replayLsn === null)
+    throw new WalsimError(
+      'invalid_input',
+      `${st.url} has ${st.replayLsn === null ? 'replayed' : 'received'} no WAL yet (pg_last_wal_${st.replayLsn === null ? 'replay' : 'receive'}_lsn() is NULL): predict needs a streaming standby that has started replay`,
+    );
+  if (!Number.isSafeInteger(st.nBuffers) || st.nBuffers <= 0)
+    throw new WalsimError('invalid_input', `${st.url}: shared_buffers "${st.sharedBuffers}" gives no NBuffers`);
+}
+
+/** The primary's current WAL position (pg_current_wal_lsn()), after checking it is one. */
+export async function readPrimaryLsn(c: pg.Client, url: string): Promise<string> {
+  const r = await one<{ rec: boolean; lsn: string | null; num: string }>(
+    c,
+    "SELECT pg_is_in_recovery() AS rec, CASE WHEN NOT pg_is_in_recovery() THEN pg_current_wal_lsn()::text END AS lsn, current_setting('server_version_num') AS num",
+  );
+  if (r.rec)
+    throw new WalsimError(
+      'invalid_input',
+      `--primary ${redactUrl(url)} is in recovery: it is a standby, not the primary — pass the primary's URL`,
+    );
+  if (Number(r.num) < 150000 || Number(r.num) >= 160000)
+    throw new WalsimError(
+      'invalid_input',
+      `--primary ${redactUrl(url)} runs server_version_num ${r.num}; predict reads PostgreSQL 15 only`,
+    );
+  return r.lsn!;
+}

@@ -1,0 +1,218 @@
+/**
+ * `--verify`: after predicting, resume and promote the standby and time the promotion from
+ * PostgreSQL's own clocks the way `--engine postgres` does (postgres/pg-log.ts): the resume
+ * instant is `clock_timestamp()` evaluated after `pg_wal_replay_resume()` in the same statement,
+ * the phases come from the standby's log ("redo done at", "archive recovery complete", "database
+ * system is ready to accept connections"). Each run is appended to a local JSON-lines log that
+ * `--accuracy` summarises.
+ *
+ * Entry points: `verifyPromotion`, `checkVerifiable`, `appendAccuracy`, `readAccuracy`,
+ * `formatAccuracy`, `DEFAULT_ACCURACY_LOG`, `VerifyResult`, `AccuracyEntry`.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import pg from 'pg';
+import { WalsimError } from '../../common/errors.ts';
+import { pollUntil } from '../../server/poll.ts';
+import { parsePgLog, promotionTimeline, type PromotionTimeline } from '../postgres/pg-log.ts';
+import { STALL_MS } from '../postgres/pg-engine.ts';
+import { markdownTable } from '../report/tables.ts';
+import type { Prediction } from './predict.ts';
+
+export const DEFAULT_ACCURACY_LOG = path.join('.walsim', 'predict-accuracy.jsonl');
+
+export interface MeasuredPhases {
+  writableS: number;
+  replayS: number | null;
+  endOfRecoveryS: number | null;
+  openForWritesS: number | null;
+}
+
+export interface VerifyResult {
+  resumeAt: string;
+  readyAt: string;
+  newTimeline: number | null;
+  measured: MeasuredPhases;
+  /** The promote request waited for wal_retrieve_retry_interval: the measurement is not the model's. */
+  stall: boolean;
+  log: PromotionTimeline;
+  logFile: string;
+}
+
+/** The log file --verify reads, after checking its lines can be parsed; throws what to do. */
+export function checkVerifiable(p: Prediction, logOption: string | undefined): string {
+  const st = p.state;
+  let file = logOption;
+  if (file === undefined && st.currentLogfile !== null)
+    file = path.isAbsolute(st.currentLogfile) ? st.currentLogfile : path.join(st.dataDirectory, st.currentLogfile);
+  if (file === undefined)
+    throw new WalsimError(
+      'invalid_input',
+      `--verify times the promotion from ${st.url}'s own log: pass --log FILE (the file pg_ctl -l writes), or enable logging_collector`,
+    );
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+  } catch (e) {
+    throw new WalsimError('invalid_input', `--log ${file} cannot be read (${(e as NodeJS.ErrnoException).code}): pass the standby's server log`);
+  }
+  if (!st.logLinePrefix.startsWith('%m [%p] ') || !/^(Etc\/)?UTC$/.test(st.logTimezone))
+    throw new WalsimError(
+      'invalid_input',
+      `--verify reads log lines stamped by log_line_prefix = '%m [%p] ' in log_timezone = 'UTC'; ${st.url} has '${st.logLinePrefix}' in '${st.logTimezone}' (ALTER SYSTEM SET both, then SELECT pg_reload_conf())`,
+    );
+  return file;
+}
+
+/** Resume replay, request promotion, and read the promotion's instants from the log. */
+export async function verifyPromotion(url: string, p: Prediction, logFile: string): Promise<VerifyResult> {
+  const offset = fs.statSync(logFile).size;
+  const c = new pg.Client({ connectionString: url, application_name: 'walsim-predict-verify' });
+  c.on('error', () => {});
+  await c.connect();
+  let resumeMs: number;
+  let promoteRequestedMs: number;
+  try {
+    const r = await c.query(
+      p.paused
+        ? 'SELECT pg_wal_replay_resume(), extract(epoch FROM clock_timestamp())::float8 AS t'
+        : 'SELECT extract(epoch FROM clock_timestamp())::float8 AS t',
+    );
+    resumeMs = Number((r.rows[0] as { t: number }).t) * 1000;
+    // pg_promote(false): signal and return; no session waits on the standby while it replays.
+    promoteRequestedMs = Date.now();
+    await c.query('SELECT pg_promote(false)');
+  } finally {
+    await c.end().catch(() => {});
+  }
+  const readLog = () => {
+    const fd = fs.openSync(logFile, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(Math.max(0, size - offset));
+      fs.readSync(fd, buf, 0, buf.length, offset);
+      return promotionTimeline(parsePgLog(buf.toString('utf8')), Math.floor(resumeMs));
+    } finally {
+      fs.closeSync(fd);
+    }
+  };
+  let t = readLog();
+  const budgetMs = Math.max(120_000, p.predicted.writableS * 20_000);
+  await pollUntil(
+    async () => (t = readLog()).readyAt !== null,
+    `"database system is ready to accept connections" in ${logFile}`,
+    budgetMs,
+    20,
+  );
+  const diff = (a: number | null, b: number | null) => (a === null || b === null ? null : (a - b) / 1000);
+  const noticeFrom = Math.max(promoteRequestedMs, t.endOfWalAt ?? promoteRequestedMs);
+  const notice = t.promoteReceivedAt === null ? null : t.promoteReceivedAt - noticeFrom;
+  return {
+    resumeAt: new Date(resumeMs).toISOString(),
+    readyAt: new Date(t.readyAt!).toISOString(),
+    newTimeline: t.newTimeline,
+    measured: {
+      writableS: (t.readyAt! - resumeMs) / 1000,
+      replayS: diff(t.redoDoneAt, resumeMs),
+      endOfRecoveryS: diff(t.archiveRecoveryCompleteAt, t.redoDoneAt),
+      openForWritesS: diff(t.readyAt, t.archiveRecoveryCompleteAt),
+    },
+    stall: notice !== null && notice > STALL_MS,
+    log: t,
+    logFile,
+  };
+}
+
+export interface AccuracyEntry {
+  at: string;
+  standby: string;
+  profile: string;
+  sharedBuffers: string;
+  /** What the backlog was: the three most frequent record types and the drops. */
+  workload: string;
+  walBytes: number;
+  records: number;
+  predicted: { writableS: number; replayS: number; endOfRecoveryS: number; openForWritesS: number };
+  measured: MeasuredPhases;
+  errorPct: number;
+  stall: boolean;
+  loadAvg1: number;
+}
+
+export function accuracyEntry(p: Prediction, v: VerifyResult): AccuracyEntry {
+  const top = [...p.records.byType]
+    .sort((a, b) => b.count - a.count)
+    .slice(0, 3)
+    .map((t) => `${t.rmgr}/${t.type} ${t.count}`);
+  const drops = `${p.drops.calls.fullScan} full scan, ${p.drops.calls.lookup} lookup`;
+  return {
+    at: v.readyAt,
+    standby: p.standby,
+    profile: p.profile.name,
+    sharedBuffers: p.state.sharedBuffers,
+    workload: `${top.join(', ') || 'empty'}; drops ${drops}`,
+    walBytes: p.range.bytes,
+    records: p.records.total,
+    predicted: { writableS: p.predicted.writableS, ...p.predicted.phases },
+    measured: v.measured,
+    errorPct: ((p.predicted.writableS - v.measured.writableS) / v.measured.writableS) * 100,
+    stall: v.stall,
+    loadAvg1: os.loadavg()[0]!,
+  };
+}
+
+export function appendAccuracy(file: string, e: AccuracyEntry): void {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  fs.appendFileSync(file, JSON.stringify(e) + '\n');
+}
+
+export function readAccuracy(file: string): AccuracyEntry[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new WalsimError('invalid_input', `no accuracy log at ${file} yet: run npm run predict -- --standby URL --verify first`);
+    throw e;
+  }
+  return text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as AccuracyEntry;
+      } catch {
+        throw new WalsimError('invalid_input', `${file} line ${i + 1} is not JSON: ${l.slice(0, 80)}`);
+      }
+    });
+}
+
+export function formatAccuracy(es: AccuracyEntry[]): string[] {
+  const f = (x: number | null) => (x === null ? 'n/a' : x.toFixed(3));
+  const rows = es.map((e) => [
+    e.at.slice(0, 19),
+    e.sharedBuffers,
+    e.workload,
+    f(e.predicted.writableS),
+    f(e.measured.writableS),
+    `${e.errorPct >= 0 ? '+' : ''}${e.errorPct.toFixed(1)}%${e.stall ? ' (stall)' : ''}`,
+    `${f(e.predicted.replayS)} / ${f(e.measured.replayS)}`,
+    `${f(e.predicted.endOfRecoveryS + e.predicted.openForWritesS)} / ${f(
+      e.measured.endOfRecoveryS === null || e.measured.openForWritesS === null
+        ? null
+        : e.measured.endOfRecoveryS + e.measured.openForWritesS,
+    )}`,
+    e.profile,
+  ]);
+  const ok = es.filter((e) => !e.stall);
+  const abs = ok.map((e) => Math.abs(e.errorPct)).sort((a, b) => a - b);
+  const med = abs.length === 0 ? NaN : abs.length % 2 ? abs[abs.length >> 1]! : (abs[(abs.length >> 1) - 1]! + abs[abs.length >> 1]!) / 2;
+  return [
+    markdownTable(
+      ['verified at (UTC)', 's_b', 'backlog', 'predicted s', 'measured s', 'error', 'replay pred / meas', 'end+open pred / meas', 'profile'],
+      rows,
+      ['l', 'r', 'l', 'r', 'r', 'r', 'r', 'r', 'l'],
+    ),
+    `${es.length} verified promotions (${es.length - ok.length} stalled, left out): median |error| ${Number.isNaN(med) ? 'n/a' : med.toFixed(1) + '%'}, ${abs.filter((x) => x <= 25).length}/${ok.length} within ±25%`,
+  ];
+}
