@@ -53,7 +53,8 @@ async function main(): Promise<number> {
   const accuracyLog = values['accuracy-log'] ?? DEFAULT_ACCURACY_LOG;
   if (values.accuracy) {
     const es = readAccuracy(accuracyLog);
-    if (values.json) console.log(JSON.stringify({ accuracyLog: path.resolve(accuracyLog), entries: es }));
+    if (values.json)
+      console.log(JSON.stringify({ accuracyLog: path.resolve(accuracyLog), entries: es }));
     else console.log(formatAccuracy(es).join('\n'));
     return 0;
   }
@@ -61,7 +62,9 @@ async function main(): Promise<number> {
   if (standbys.length === 0) throw new UsageError(`--standby URL is required\n${USAGE}`);
   const pgdata = values.pgdata ?? [];
   if (pgdata.length > standbys.length)
-    throw new UsageError(`${pgdata.length} --pgdata for ${standbys.length} --standby: give at most one per standby, in the same order`);
+    throw new UsageError(
+      `${pgdata.length} --pgdata for ${standbys.length} --standby: give at most one per standby, in the same order`,
+    );
   if (values.verify && standbys.length !== 1)
     throw new UsageError('--verify promotes one standby: pass exactly one --standby');
   if (values.log !== undefined && !values.verify) throw new UsageError('--log is for --verify');
@@ -102,11 +105,19 @@ async function main(): Promise<number> {
   const entry = accuracyEntry(p, v);
   appendAccuracy(accuracyLog, entry);
   if (values.json) {
-    console.log(JSON.stringify({ prediction: p, verify: v, accuracy: entry, accuracyLog: path.resolve(accuracyLog) }));
+    console.log(
+      JSON.stringify({
+        prediction: p,
+        verify: v,
+        accuracy: entry,
+        accuracyLog: path.resolve(accuracyLog),
+      }),
+    );
     return 0;
   }
   const f = (x: number | null) => (x === null ? '    n/a' : x.toFixed(3).padStart(7));
-  const e = (a: number, b: number | null) => (b === null || b === 0 ? '' : `  ${(((a - b) / b) * 100).toFixed(1)}%`);
+  const e = (a: number, b: number | null) =>
+    b === null || b === 0 ? '' : `  ${(((a - b) / b) * 100).toFixed(1)}%`;
   const q = p.predicted;
   const m = v.measured;
   console.log(

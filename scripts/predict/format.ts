@@ -42,17 +42,25 @@ export function formatPrediction(p: Prediction): string[] {
   const top = q.byRmgr.slice(0, 6);
   for (const r of top)
     out.push(`    ${r.rmgr.padEnd(12)} ${fmtInt(r.records).padStart(9)} records  ${s3(r.seconds)}`);
-  const types = p.records.byType.slice(0, 5).map((t) => `${t.rmgr}/${t.type} ${fmtInt(t.count)}${t.kind === null ? ' (generic)' : ''}`);
+  const types = p.records.byType
+    .slice(0, 5)
+    .map((t) => `${t.rmgr}/${t.type} ${fmtInt(t.count)}${t.kind === null ? ' (generic)' : ''}`);
   if (types.length > 0) out.push(`    top record types: ${types.join(', ')}`);
   if (p.records.generic > 0)
-    out.push(`    ${fmtInt(p.records.generic)} records of types without their own constant, priced at the profile's generic per-record cost`);
+    out.push(
+      `    ${fmtInt(p.records.generic)} records of types without their own constant, priced at the profile's generic per-record cost`,
+    );
   const d = p.drops;
   out.push(
     `    buffer drops    ${s3(q.replay.dropsS)}: ${fmtInt(d.calls.fullScan)} full scan (${fmtInt(d.descriptorsScanned)} descriptors scanned), ${fmtInt(d.calls.lookup)} lookup (${fmtInt(d.probes)} probes), ${fmtInt(d.invalidated)} buffers invalidated`,
   );
-  out.push(`    pg_control      ${s3(q.replay.controlFileS)}: ${fmtInt(p.counts.replay.controlFileUpdates)} minRecoveryPoint updates`);
+  out.push(
+    `    pg_control      ${s3(q.replay.controlFileS)}: ${fmtInt(p.counts.replay.controlFileUpdates)} minRecoveryPoint updates`,
+  );
   out.push(`    file operations ${s3(q.replay.smgrS)}`);
-  out.push(`  end of recovery   ${s3(q.phases.endOfRecoveryS)}  (history file, new segment, END_OF_RECOVERY record + flush)`);
+  out.push(
+    `  end of recovery   ${s3(q.phases.endOfRecoveryS)}  (history file, new segment, END_OF_RECOVERY record + flush)`,
+  );
   out.push(`  open for writes   ${s3(q.phases.openForWritesS)}  (pg_control to in production)`);
   out.push(p.dominates);
   const b = p.profile.band;
@@ -62,7 +70,8 @@ export function formatPrediction(p: Prediction): string[] {
       : `profile ${p.profile.name}: held-out error on ${b.cells} calibration cells ${pct(b.minErrorPct)} … ${pct(b.maxErrorPct)}, median |error| ${b.medianAbsErrorPct.toFixed(1)}%, ${b.within25Pct}/${b.cells} within ±25%`,
   );
   const byPath = new Map<string, number>();
-  for (const x of d.list) byPath.set(`${x.path}: ${x.why}`, (byPath.get(`${x.path}: ${x.why}`) ?? 0) + 1);
+  for (const x of d.list)
+    byPath.set(`${x.path}: ${x.why}`, (byPath.get(`${x.path}: ${x.why}`) ?? 0) + 1);
   if (byPath.size > 0) {
     out.push('drop calls:');
     const lines = [...byPath.entries()].sort((a, b2) => b2[1] - a[1]);
@@ -83,11 +92,21 @@ export function formatRanking(r: ReturnType<typeof rankStandbys>): string[] {
     bytesText(x.walNotReceivedBytes),
     bytesText(x.replayBacklogBytes),
     x.paused ? 'yes' : 'no',
-    x.patroniEligible ? `yes (${bytesText(x.patroniLagBytes)})` : `no (${bytesText(x.patroniLagBytes)})`,
+    x.patroniEligible
+      ? `yes (${bytesText(x.patroniLagBytes)})`
+      : `no (${bytesText(x.patroniLagBytes)})`,
   ]);
   return [
     markdownTable(
-      ['#', 'standby', 'writable in s', 'WAL not received', 'to replay', 'paused', 'Patroni lag ≤ 1MB'],
+      [
+        '#',
+        'standby',
+        'writable in s',
+        'WAL not received',
+        'to replay',
+        'paused',
+        'Patroni lag ≤ 1MB',
+      ],
       rows,
       ['r', 'l', 'r', 'r', 'r', 'l', 'l'],
     ),

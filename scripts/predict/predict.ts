@@ -20,7 +20,12 @@ import {
 } from '../../storage/cost-model/counts.ts';
 import { modelFailover } from '../../storage/cost-model/model.ts';
 import { PROFILES_DIR, type CostProfile } from '../../storage/cost-model/profile.ts';
-import { RecoveryModel, type PredictedDrop, type RecordTypeCount, type StandbyFiles } from './replay-model.ts';
+import {
+  RecoveryModel,
+  type PredictedDrop,
+  type RecordTypeCount,
+  type StandbyFiles,
+} from './replay-model.ts';
 import {
   checkStandby,
   connectServer,
@@ -83,7 +88,9 @@ export function profileBand(nameOrFile: string): ProfileBand | null {
  * constants (`npm run calibrate` ties them all to one value, so this is that value).
  */
 export function genericRecordSeconds(profile: CostProfile): number {
-  const v = PG_RECORD_KINDS.map((k) => profile.constants[`record.${k}`].seconds).sort((a, b) => a - b);
+  const v = PG_RECORD_KINDS.map((k) => profile.constants[`record.${k}`].seconds).sort(
+    (a, b) => a - b,
+  );
   const m = v.length >> 1;
   return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
 }
@@ -104,11 +111,19 @@ export interface Prediction {
   note: string;
   range: { from: string; to: string; bytes: number };
   source: RangeRead & { learnedFrom: string; learnedRecords: number };
-  primary: { url: string; currentLsn: string; walNotReceivedBytes: number } | { url: string; error: string } | null;
+  primary:
+    | { url: string; currentLsn: string; walNotReceivedBytes: number }
+    | { url: string; error: string }
+    | null;
   /** Patroni's position for this member: max(received, replayed). */
   patroniPosition: string;
   counts: FailoverCounts;
-  records: { total: number; bytes: number; generic: number; byType: Array<RecordTypeCount & { seconds: number }> };
+  records: {
+    total: number;
+    bytes: number;
+    generic: number;
+    byType: Array<RecordTypeCount & { seconds: number }>;
+  };
   drops: {
     calls: { fullScan: number; lookup: number };
     descriptorsScanned: number;
@@ -119,7 +134,13 @@ export interface Prediction {
   predicted: {
     writableS: number;
     phases: { replayS: number; endOfRecoveryS: number; openForWritesS: number };
-    replay: { recordsS: number; genericRecordsS: number; dropsS: number; smgrS: number; controlFileS: number };
+    replay: {
+      recordsS: number;
+      genericRecordsS: number;
+      dropsS: number;
+      smgrS: number;
+      controlFileS: number;
+    };
     byRmgr: Array<{ rmgr: string; records: number; seconds: number }>;
   };
   dominates: string;
@@ -131,10 +152,7 @@ export interface Prediction {
 const fmtInt = (n: number) => n.toLocaleString('en-US');
 
 /** pg_buffercache blocks of the relations that will be dropped or truncated (read-only). */
-async function residentBlocks(
-  c: pg.Client,
-  nodes: RelFileNode[],
-): Promise<Map<string, number[]>> {
+async function residentBlocks(c: pg.Client, nodes: RelFileNode[]): Promise<Map<string, number[]>> {
   const out = new Map<string, number[]>();
   if (nodes.length === 0) return out;
   const r = await c.query(
@@ -168,7 +186,8 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
     // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
     // the archive or pg_wal at startup) leaves nothing unreplayed.
     const to = parseLsn(st.receiveLsn!) > parseLsn(from) ? st.receiveLsn! : from;
-    const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st.systemIdentifier) : null;
+    const walDir =
+      input.pgdata !== undefined ? checkPgdata(input.pgdata, st.systemIdentifier) : null;
     let primaryInfo: Prediction['primary'] = null;
     if (input.primary !== undefined) {
       try {
@@ -209,7 +228,8 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
       await read(from, to, (r) => droppedNodes(r, nodes));
       resident = await residentBlocks(c, nodes);
     }
-    const pgdataFiles = input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
+    const pgdataFiles =
+      input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
     const files: StandbyFiles = {
       diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
       residentBlocks: (n: RelFileNode, f: ForkNumber) =>
@@ -242,7 +262,9 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
     const genericS = rp.genericRecords * generic;
     const perType = (t: RecordTypeCount) =>
       t.count * (t.kind === null ? generic : input.profile.constants[`record.${t.kind}`].seconds);
-    const byType = rp.types.map((t) => ({ ...t, seconds: perType(t) })).sort((a, b) => b.seconds - a.seconds || b.count - a.count);
+    const byType = rp.types
+      .map((t) => ({ ...t, seconds: perType(t) }))
+      .sort((a, b) => b.seconds - a.seconds || b.count - a.count);
     const rmgrs = new Map<string, { rmgr: string; records: number; seconds: number }>();
     for (const t of byType) {
       const x = rmgrs.get(t.rmgr) ?? { rmgr: t.rmgr, records: 0, seconds: 0 };
@@ -254,7 +276,8 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
     const d = rp.counts.drops;
     const drops: Prediction['drops'] = {
       calls: { fullScan: d.calls['full-scan'], lookup: d.calls['cached-lookup'] },
-      descriptorsScanned: d.scannedByMatcher.single + d.scannedByMatcher.linear + d.scannedByMatcher.bsearch,
+      descriptorsScanned:
+        d.scannedByMatcher.single + d.scannedByMatcher.linear + d.scannedByMatcher.bsearch,
       probes: d.probes,
       invalidated: d.invalidated,
       list: rp.drops,
@@ -272,8 +295,11 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
         `replay is ${st.pauseState}: the time counts from pg_wal_replay_resume() (promotion does not resume a paused standby)`,
       );
     if (st.walreceiver === null)
-      notes.push('no walreceiver is running (primary gone or disconnected): the range ends at the WAL received so far');
-    if (to === from) notes.push('nothing is left to replay: the prediction is the end of recovery only');
+      notes.push(
+        'no walreceiver is running (primary gone or disconnected): the range ends at the WAL received so far',
+      );
+    if (to === from)
+      notes.push('nothing is left to replay: the prediction is the end of recovery only');
     const recv = parseLsn(st.receiveLsn!);
     const rep = parseLsn(st.replayLsn!);
     return {
@@ -290,7 +316,11 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
       drops,
       predicted,
       dominates: dominates(predicted, drops, st.nBuffers, byType),
-      profile: { name: input.profile.name, ref: input.profileRef, band: profileBand(input.profileRef) },
+      profile: {
+        name: input.profile.name,
+        ref: input.profileRef,
+        band: profileBand(input.profileRef),
+      },
       assumptions: rp.assumptions,
       rules: {
         sizeCached: `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
@@ -318,14 +348,18 @@ function dominates(
     [
       p.replay.recordsS + p.replay.genericRecordsS,
       `Replaying records dominates (${share(p.replay.recordsS + p.replay.genericRecordsS)})${
-        byType[0] ? `, most of it ${byType[0].rmgr}/${byType[0].type} × ${fmtInt(byType[0].count)}` : ''
+        byType[0]
+          ? `, most of it ${byType[0].rmgr}/${byType[0].type} × ${fmtInt(byType[0].count)}`
+          : ''
       }.`,
     ],
     [
       p.replay.dropsS,
       drops.calls.fullScan > 0
         ? `Buffer drops dominate (${share(p.replay.dropsS)}): ${fmtInt(drops.calls.fullScan)} full scan${drops.calls.fullScan === 1 ? '' : 's'} of all ${fmtInt(nBuffers)} descriptors${
-            drops.list.find((x) => x.path === 'full-scan') ? ` (first: ${drops.list.find((x) => x.path === 'full-scan')!.why})` : ''
+            drops.list.find((x) => x.path === 'full-scan')
+              ? ` (first: ${drops.list.find((x) => x.path === 'full-scan')!.why})`
+              : ''
           }.`
         : `Buffer drops dominate (${share(p.replay.dropsS)}): ${fmtInt(drops.calls.lookup)} lookups, ${fmtInt(drops.probes)} probes.`,
     ],
@@ -333,7 +367,10 @@ function dominates(
       p.replay.controlFileS,
       `pg_control rewrites dominate (${share(p.replay.controlFileS)}): one per replayed truncation or relation-dropping commit.`,
     ],
-    [p.replay.smgrS, `File operations dominate (${share(p.replay.smgrS)}): creating, truncating and unlinking relation forks.`],
+    [
+      p.replay.smgrS,
+      `File operations dominate (${share(p.replay.smgrS)}): creating, truncating and unlinking relation forks.`,
+    ],
     [
       p.phases.endOfRecoveryS + p.phases.openForWritesS,
       `Ending recovery dominates (${share(p.phases.endOfRecoveryS + p.phases.openForWritesS)}): timeline history file, new segment, end-of-recovery record and pg_control; the backlog itself is small.`,
@@ -366,7 +403,12 @@ export function rankStandbys(ps: Prediction[]): {
   patroniPick: string | null;
   writableFirst: string;
 } {
-  const prim = ps.map((p) => p.primary).find((x): x is { url: string; currentLsn: string; walNotReceivedBytes: number } => x !== null && 'currentLsn' in x);
+  const prim = ps
+    .map((p) => p.primary)
+    .find(
+      (x): x is { url: string; currentLsn: string; walNotReceivedBytes: number } =>
+        x !== null && 'currentLsn' in x,
+    );
   const positions = ps.map((p) => parseLsn(p.patroniPosition));
   const leader = prim !== undefined ? parseLsn(prim.currentLsn) : Math.max(...positions);
   const rows: Ranked[] = ps.map((p, i) => {
@@ -389,7 +431,10 @@ export function rankStandbys(ps: Prediction[]): {
   return {
     rows: [...rows].sort((a, b) => a.writableS - b.writableS),
     leaderPosition: prim?.currentLsn ?? ps[positions.indexOf(leader)]!.patroniPosition,
-    leaderFrom: prim !== undefined ? `the primary's pg_current_wal_lsn()` : 'the furthest standby (no primary reachable)',
+    leaderFrom:
+      prim !== undefined
+        ? `the primary's pg_current_wal_lsn()`
+        : 'the furthest standby (no primary reachable)',
     patroniPick: pick === null ? null : rows[pick]!.standby,
     writableFirst: rows[first]!.standby,
   };

@@ -20,8 +20,19 @@
  *   to `learn` (predict.ts: from the redo point replay started at).
  */
 import type { DropPath } from '../../storage/drop.ts';
-import { emptyReplayCounts, PG_RECORD_KINDS, type PgRecordKind, type ReplayCounts } from '../../storage/cost-model/counts.ts';
-import { FORK_NAMES, relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
+import {
+  emptyReplayCounts,
+  PG_RECORD_KINDS,
+  type PgRecordKind,
+  type ReplayCounts,
+} from '../../storage/cost-model/counts.ts';
+import {
+  FORK_NAMES,
+  relKey,
+  type ForkNumber,
+  type PgWalRecord,
+  type RelFileNode,
+} from './wal-records.ts';
 
 /** What is known of the standby's files and buffers at the replay LSN (null/undefined = unknown). */
 export interface StandbyFiles {
@@ -252,7 +263,13 @@ export class RecoveryModel {
     const key = `${rec.rmgr}/${rec.type}`;
     let t = this.types.get(key);
     if (t === undefined) {
-      t = { rmgr: rec.rmgr, type: rec.type, count: 0, bytes: 0, kind: pgKindOf(rec.rmgr, rec.type) };
+      t = {
+        rmgr: rec.rmgr,
+        type: rec.type,
+        count: 0,
+        bytes: 0,
+        kind: pgKindOf(rec.rmgr, rec.type),
+      };
       this.types.set(key, t);
     }
     t.count += 1;
@@ -362,7 +379,9 @@ export class RecoveryModel {
         } else if (this.exists(r, f)) {
           total = null;
           why = `${relKey(r.node)} ${FORK_NAMES[f]} fork: size not cached (${
-            this.sizeOf(r, f) === 0 ? 'created and never written' : 'not touched by replay since the standby started'
+            this.sizeOf(r, f) === 0
+              ? 'created and never written'
+              : 'not touched by replay since the standby started'
           })`;
           break outer;
         }

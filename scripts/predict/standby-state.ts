@@ -133,7 +133,10 @@ export function checkStandby(st: StandbyState): void {
       `${st.url} has ${st.replayLsn === null ? 'replayed' : 'received'} no WAL yet (pg_last_wal_${st.replayLsn === null ? 'replay' : 'receive'}_lsn() is NULL): predict needs a streaming standby that has started replay`,
     );
   if (!Number.isSafeInteger(st.nBuffers) || st.nBuffers <= 0)
-    throw new WalsimError('invalid_input', `${st.url}: shared_buffers "${st.sharedBuffers}" gives no NBuffers`);
+    throw new WalsimError(
+      'invalid_input',
+      `${st.url}: shared_buffers "${st.sharedBuffers}" gives no NBuffers`,
+    );
 }
 
 /** The primary's current WAL position (pg_current_wal_lsn()), after checking it is one. */

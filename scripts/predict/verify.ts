@@ -45,7 +45,9 @@ export function checkVerifiable(p: Prediction, logOption: string | undefined): s
   const st = p.state;
   let file = logOption;
   if (file === undefined && st.currentLogfile !== null)
-    file = path.isAbsolute(st.currentLogfile) ? st.currentLogfile : path.join(st.dataDirectory, st.currentLogfile);
+    file = path.isAbsolute(st.currentLogfile)
+      ? st.currentLogfile
+      : path.join(st.dataDirectory, st.currentLogfile);
   if (file === undefined)
     throw new WalsimError(
       'invalid_input',
@@ -54,7 +56,10 @@ export function checkVerifiable(p: Prediction, logOption: string | undefined): s
   try {
     fs.accessSync(file, fs.constants.R_OK);
   } catch (e) {
-    throw new WalsimError('invalid_input', `--log ${file} cannot be read (${(e as NodeJS.ErrnoException).code}): pass the standby's server log`);
+    throw new WalsimError(
+      'invalid_input',
+      `--log ${file} cannot be read (${(e as NodeJS.ErrnoException).code}): pass the standby's server log`,
+    );
   }
   if (!st.logLinePrefix.startsWith('%m [%p] ') || !/^(Etc\/)?UTC$/.test(st.logTimezone))
     throw new WalsimError(
@@ -65,7 +70,11 @@ export function checkVerifiable(p: Prediction, logOption: string | undefined): s
 }
 
 /** Resume replay, request promotion, and read the promotion's instants from the log. */
-export async function verifyPromotion(url: string, p: Prediction, logFile: string): Promise<VerifyResult> {
+export async function verifyPromotion(
+  url: string,
+  p: Prediction,
+  logFile: string,
+): Promise<VerifyResult> {
   const offset = fs.statSync(logFile).size;
   const c = new pg.Client({ connectionString: url, application_name: 'walsim-predict-verify' });
   c.on('error', () => {});
@@ -104,7 +113,8 @@ export async function verifyPromotion(url: string, p: Prediction, logFile: strin
     budgetMs,
     20,
   );
-  const diff = (a: number | null, b: number | null) => (a === null || b === null ? null : (a - b) / 1000);
+  const diff = (a: number | null, b: number | null) =>
+    a === null || b === null ? null : (a - b) / 1000;
   const noticeFrom = Math.max(promoteRequestedMs, t.endOfWalAt ?? promoteRequestedMs);
   const notice = t.promoteReceivedAt === null ? null : t.promoteReceivedAt - noticeFrom;
   return {
@@ -172,7 +182,10 @@ export function readAccuracy(file: string): AccuracyEntry[] {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT')
-      throw new WalsimError('invalid_input', `no accuracy log at ${file} yet: run npm run predict -- --standby URL --verify first`);
+      throw new WalsimError(
+        'invalid_input',
+        `no accuracy log at ${file} yet: run npm run predict -- --standby URL --verify first`,
+      );
     throw e;
   }
   return text
@@ -182,7 +195,10 @@ export function readAccuracy(file: string): AccuracyEntry[] {
       try {
         return JSON.parse(l) as AccuracyEntry;
       } catch {
-        throw new WalsimError('invalid_input', `${file} line ${i + 1} is not JSON: ${l.slice(0, 80)}`);
+        throw new WalsimError(
+          'invalid_input',
+          `${file} line ${i + 1} is not JSON: ${l.slice(0, 80)}`,
+        );
       }
     });
 }
@@ -206,10 +222,25 @@ export function formatAccuracy(es: AccuracyEntry[]): string[] {
   ]);
   const ok = es.filter((e) => !e.stall);
   const abs = ok.map((e) => Math.abs(e.errorPct)).sort((a, b) => a - b);
-  const med = abs.length === 0 ? NaN : abs.length % 2 ? abs[abs.length >> 1]! : (abs[(abs.length >> 1) - 1]! + abs[abs.length >> 1]!) / 2;
+  const med =
+    abs.length === 0
+      ? NaN
+      : abs.length % 2
+        ? abs[abs.length >> 1]!
+        : (abs[(abs.length >> 1) - 1]! + abs[abs.length >> 1]!) / 2;
   return [
     markdownTable(
-      ['verified at (UTC)', 's_b', 'backlog', 'predicted s', 'measured s', 'error', 'replay pred / meas', 'end+open pred / meas', 'profile'],
+      [
+        'verified at (UTC)',
+        's_b',
+        'backlog',
+        'predicted s',
+        'measured s',
+        'error',
+        'replay pred / meas',
+        'end+open pred / meas',
+        'profile',
+      ],
       rows,
       ['l', 'r', 'l', 'r', 'r', 'r', 'r', 'r', 'l'],
     ),

@@ -66,7 +66,8 @@ function parseRelPath(p: string): { node: RelFileNode; fork: ForkNumber } | null
   const fork = (m[7] === undefined ? 0 : FORK_NAMES.indexOf(m[7] as 'fsm')) as ForkNumber;
   if (m[1] !== undefined)
     return { node: { spc: DEFAULTTABLESPACE_OID, db: Number(m[1]), rel: Number(m[2]) }, fork };
-  if (m[3] !== undefined) return { node: { spc: GLOBALTABLESPACE_OID, db: 0, rel: Number(m[3]) }, fork };
+  if (m[3] !== undefined)
+    return { node: { spc: GLOBALTABLESPACE_OID, db: 0, rel: Number(m[3]) }, fork };
   return { node: { spc: Number(m[4]), db: Number(m[5]), rel: Number(m[6]) }, fork };
 }
 
@@ -118,7 +119,10 @@ function interpret(rec: PgWalRecord, desc: string): void {
 }
 
 function bad(rec: Pick<PgWalRecord, 'lsn' | 'rmgr' | 'type'>, what: string): WalsimError {
-  return new WalsimError('invalid_input', `WAL record at ${rec.lsn} (${rec.rmgr}/${rec.type}): ${what}`);
+  return new WalsimError(
+    'invalid_input',
+    `WAL record at ${rec.lsn} (${rec.rmgr}/${rec.type}): ${what}`,
+  );
 }
 
 const LINE =
@@ -131,7 +135,8 @@ const LINE =
 export function parseWaldumpLine(line: string): PgWalRecord | null {
   if (line.trim() === '') return null;
   const m = LINE.exec(line);
-  if (m === null) throw new WalsimError('invalid_input', `not a pg_waldump record line: "${line.slice(0, 200)}"`);
+  if (m === null)
+    throw new WalsimError('invalid_input', `not a pg_waldump record line: "${line.slice(0, 200)}"`);
   const rest = m[6]!;
   // "TYPE desc…, blkref #0: …": rm_identify's name is the first word; UNKNOWN carries "(%x)".
   const tm = /^(UNKNOWN \([0-9a-f]+\)|\S+)\s?(.*)$/.exec(rest);
@@ -164,7 +169,10 @@ export interface WalinspectRow {
 
 export function recordFromWalinspect(row: WalinspectRow): PgWalRecord {
   if (typeof row.resource_manager !== 'string' || typeof row.record_type !== 'string')
-    throw new WalsimError('invalid_input', `not a pg_get_wal_records_info row: ${JSON.stringify(row).slice(0, 200)}`);
+    throw new WalsimError(
+      'invalid_input',
+      `not a pg_get_wal_records_info row: ${JSON.stringify(row).slice(0, 200)}`,
+    );
   const rec: PgWalRecord = {
     lsn: parseLsn(row.start_lsn),
     rmgr: row.resource_manager,

@@ -47,7 +47,10 @@ export function checkPgdata(dir: string, systemIdentifier: string): string {
     );
   }
   if (version !== '15')
-    throw new WalsimError('invalid_input', `--pgdata ${abs} holds a PostgreSQL ${version} cluster, not 15`);
+    throw new WalsimError(
+      'invalid_input',
+      `--pgdata ${abs} holds a PostgreSQL ${version} cluster, not 15`,
+    );
   try {
     fs.readdirSync(walDir);
     fs.accessSync(walDir, fs.constants.R_OK | fs.constants.X_OK);
@@ -67,7 +70,10 @@ export function checkPgdata(dir: string, systemIdentifier: string): string {
       );
   } catch (e) {
     if (e instanceof WalsimError) throw e;
-    throw new WalsimError('invalid_input', `--pgdata ${abs}: cannot read global/pg_control: ${(e as Error).message}`);
+    throw new WalsimError(
+      'invalid_input',
+      `--pgdata ${abs}: cannot read global/pg_control: ${(e as Error).message}`,
+    );
   }
   return walDir;
 }
@@ -84,13 +90,18 @@ export class PgdataFiles {
     let v = this.tblspcVersionDir.get(n.spc);
     if (v === undefined) {
       try {
-        v = fs.readdirSync(path.join(this.dir, 'pg_tblspc', String(n.spc))).find((d) => d.startsWith('PG_15_')) ?? null;
+        v =
+          fs
+            .readdirSync(path.join(this.dir, 'pg_tblspc', String(n.spc)))
+            .find((d) => d.startsWith('PG_15_')) ?? null;
       } catch {
         v = null;
       }
       this.tblspcVersionDir.set(n.spc, v);
     }
-    return v === null ? null : path.join(this.dir, 'pg_tblspc', String(n.spc), v, String(n.db), name);
+    return v === null
+      ? null
+      : path.join(this.dir, 'pg_tblspc', String(n.spc), v, String(n.db), name);
   }
 
   /** Blocks on disk (all 1 GB segments), null when the fork's file does not exist. */
@@ -159,12 +170,14 @@ export function waldumpRecords(
       }
     });
     child.on('error', (e) =>
-      reject(new WalsimError('io_error', `cannot run ${pgWaldump}: ${e.message} (pass --pg-bin DIR)`)),
+      reject(
+        new WalsimError('io_error', `cannot run ${pgWaldump}: ${e.message} (pass --pg-bin DIR)`),
+      ),
     );
     child.on('close', (code) => {
       if (failed !== null) return reject(failed);
       if (code === 0) return resolve({ source: 'pg_waldump', detail });
-      if (/could not find file|No such file|could not locate WAL file/i.test(stderr))
+      if (/could not find file|could not find any WAL file|No such file|could not locate WAL file/i.test(stderr))
         return reject(
           new WalsimError(
             'invalid_input',
@@ -218,7 +231,11 @@ export async function walinspectRecords(
       rows = r.rows as typeof rows;
     } catch (e) {
       const msg = (e as Error).message;
-      if (/could not open file|No such file|requested WAL segment .* has already been removed/i.test(msg))
+      if (
+        /could not open file|No such file|requested WAL segment .* has already been removed/i.test(
+          msg,
+        )
+      )
         throw new WalsimError(
           'invalid_input',
           `the primary no longer has the WAL range ${formatLsn(at)} → ${to} (${msg}): its segments were removed; pass --pgdata (the standby's own pg_wal has it)`,

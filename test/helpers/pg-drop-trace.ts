@@ -1,0 +1,119 @@
+/**
+ * Which path PostgreSQL's own buffer drops take during replay, observed on the real startup
+ * process: gdb attached to it with breakpoints on the exported functions DropRelFileNodeBuffers,
+ * DropRelFileNodesAllBuffers, DropDatabaseBuffers, BufTableLookup and CacheInvalidateSmgr. The
+ * lookup path (FindAndDropRelFileNodeBuffers, static) calls BufTableLookup once per block between
+ * the drop call and the CacheInvalidateSmgr that follows it in smgrtruncate / smgrdounlinkall; the
+ * full scan never does (InvalidateBuffer deletes, it does not look up). No timing is involved.
+ *
+ * Entry points: `gdbUnavailableReason`, `traceDrops`.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { pollUntil } from '../../server/poll.ts';
+
+export interface ObservedDrop {
+  fn: 'DropRelFileNodeBuffers' | 'DropRelFileNodesAllBuffers' | 'DropDatabaseBuffers';
+  /** BufTableLookup calls before the next CacheInvalidateSmgr: the lookup path's probes. */
+  lookups: number;
+  path: 'cached-lookup' | 'full-scan';
+}
+
+/** null when gdb can attach to a server process here (root, gdb installed), else why not. */
+export function gdbUnavailableReason(): string | null {
+  try {
+    execFileSync('gdb', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return 'gdb is not installed (apt-get install -y gdb)';
+  }
+  if (process.getuid?.() !== 0) return 'attaching gdb to the server needs root';
+  return null;
+}
+
+const SCRIPT = [
+  'set pagination off',
+  'set confirm off',
+  'handle all nostop noprint pass',
+  ...(
+    [
+      ['DropRelFileNodesAllBuffers', 'ALL'],
+      ['DropRelFileNodeBuffers', 'ONE'],
+      ['DropDatabaseBuffers', 'DB'],
+      ['BufTableLookup', 'L'],
+      ['CacheInvalidateSmgr', 'C'],
+    ] as const
+  ).flatMap(([fn, tag]) => [
+    `break ${fn}`,
+    'commands',
+    'silent',
+    `printf "EV ${tag}\\n"`,
+    'continue',
+    'end',
+  ]),
+  'printf "EV READY\\n"',
+  'continue',
+].join('\n');
+
+const FN = {
+  ALL: 'DropRelFileNodesAllBuffers',
+  ONE: 'DropRelFileNodeBuffers',
+  DB: 'DropDatabaseBuffers',
+} as const;
+
+/** Parse gdb's event lines into drop calls. */
+export function parseDropEvents(text: string): ObservedDrop[] {
+  const out: ObservedDrop[] = [];
+  let cur: ObservedDrop | null = null;
+  for (const line of text.split('\n')) {
+    const m = /^EV (ALL|ONE|DB|L|C)$/.exec(line.trim());
+    if (m === null) continue;
+    const ev = m[1]!;
+    if (ev === 'ALL' || ev === 'ONE' || ev === 'DB') {
+      cur = { fn: FN[ev], lookups: 0, path: 'full-scan' };
+      out.push(cur);
+      if (ev === 'DB') cur = null;
+    } else if (ev === 'L' && cur !== null) {
+      cur.lookups += 1;
+      cur.path = 'cached-lookup';
+    } else if (ev === 'C') cur = null;
+  }
+  return out;
+}
+
+export interface DropTrace {
+  /** Wait for the traced process to exit (the startup process ends at promotion) and parse. */
+  finish(): Promise<ObservedDrop[]>;
+  kill(): void;
+}
+
+/** Attach gdb to `pid`; resolves once the breakpoints are set and the process runs again. */
+export async function traceDrops(pid: number): Promise<DropTrace> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-gdb-'));
+  const script = path.join(dir, 'drops.gdb');
+  fs.writeFileSync(script, SCRIPT + '\n');
+  let out = '';
+  const child: ChildProcess = spawn('gdb', ['-p', String(pid), '-batch', '-x', script], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  await pollUntil(
+    async () => out.includes('EV READY'),
+    'gdb to attach to the startup process',
+    60_000,
+    50,
+  );
+  return {
+    async finish() {
+      await closed;
+      fs.rmSync(dir, { recursive: true, force: true });
+      return parseDropEvents(out);
+    },
+    kill() {
+      child.kill('SIGKILL');
+    },
+  };
+}
