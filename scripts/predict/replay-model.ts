@@ -227,6 +227,14 @@ export class RecoveryModel {
     return (st.size = d ?? 0);
   }
 
+  private uncached(r: RelState, f: ForkNumber): string {
+    return `${relKey(r.node)} ${FORK_NAMES[f]} fork: size not cached (${
+      this.sizeOf(r, f) === 0
+        ? 'an empty fork replay never read, e.g. a TOAST table never written'
+        : 'not touched by replay since the standby started'
+    })`;
+  }
+
   /** XLogReadBufferExtended: smgrcreate + smgrnblocks (caches the size), extend to the block, read it. */
   private touch(node: RelFileNode, f: ForkNumber, block: number, counted: boolean): void {
     const r = this.rel(node);
@@ -322,7 +330,7 @@ export class RecoveryModel {
     for (const { fork, first } of list) {
       if (!r.forks[fork].cached) {
         total = null;
-        why = `${relKey(r.node)} ${FORK_NAMES[fork]} fork: size not cached (replay has not touched it since the standby started)`;
+        why = this.uncached(r, fork);
         break;
       }
       total += Math.max(0, this.sizeOf(r, fork) - first);
@@ -378,11 +386,7 @@ export class RecoveryModel {
           total += this.sizeOf(r, f);
         } else if (this.exists(r, f)) {
           total = null;
-          why = `${relKey(r.node)} ${FORK_NAMES[f]} fork: size not cached (${
-            this.sizeOf(r, f) === 0
-              ? 'created and never written'
-              : 'not touched by replay since the standby started'
-          })`;
+          why = this.uncached(r, f);
           break outer;
         }
       }

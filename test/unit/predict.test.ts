@@ -1,0 +1,266 @@
+/**
+ * scripts/predict/ without servers: pg_waldump lines and pg_walinspect rows (copied from a real
+ * PostgreSQL 15.18 standby) into records; the replay model's drop paths under the size-cached rule
+ * (never-written relation, one-block tables, a relation not touched since the standby started,
+ * DROP DATABASE forgetting every cached size, the NBuffers/32 threshold, > 20 relations); unknown
+ * record types counted and priced generically; FSM/VM truncation lengths; the ranking against
+ * Patroni's defaults; the held-out band; the version refusal.
+ */
+import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { loadProfile } from '../../storage/cost-model/profile.ts';
+import {
+  genericRecordSeconds,
+  profileBand,
+  rankStandbys,
+  type Prediction,
+} from '../../scripts/predict/predict.ts';
+import {
+  fsmBlocksAfterTruncate,
+  pgKindOf,
+  RecoveryModel,
+  vmBlocksAfterTruncate,
+  type StandbyFiles,
+} from '../../scripts/predict/replay-model.ts';
+import { readStandbyState } from '../../scripts/predict/standby-state.ts';
+import {
+  parseWaldumpLine,
+  recordFromWalinspect,
+  type PgWalRecord,
+} from '../../scripts/predict/wal-records.ts';
+
+const L = {
+  lock: 'rmgr: Standby     len (rec/tot):     42/    42, tx:        730, lsn: 0/0300F6F0, prev 0/0300F2C8, desc: LOCK xid 730 db 5 rel 16396 ',
+  create:
+    'rmgr: Storage     len (rec/tot):     42/    42, tx:        730, lsn: 0/0300F720, prev 0/0300F6F0, desc: CREATE base/5/16415',
+  commit3:
+    'rmgr: Transaction len (rec/tot):    266/   266, tx:        733, lsn: 0/030102C8, prev 0/03010238, desc: COMMIT 2026-12-02 01:01:51.083863 UTC; rels: base/5/16409 base/5/16408 base/5/16405; inval msgs: catcache 55 catcache 54 relcache 16405',
+  commitStats:
+    'rmgr: Transaction len (rec/tot):    469/   469, tx:        737, lsn: 0/03030908, prev 0/030308D0, desc: COMMIT 2026-12-02 01:01:51.103802 UTC; rels: base/5/16415; dropped stats: 2/5/16396; inval msgs: catcache 80',
+  visible:
+    'rmgr: Heap2       len (rec/tot):     59/    59, tx:          0, lsn: 0/0302F550, prev 0/0302F358, desc: VISIBLE cutoff xid 0 flags 0x03, blkref #0: rel 1663/5/16424 fork vm blk 0, blkref #1: rel 1663/5/16424 blk 0',
+  truncate:
+    'rmgr: Storage     len (rec/tot):     46/    46, tx:        736, lsn: 0/030304A8, prev 0/03030478, desc: TRUNCATE base/5/16424 to 0 blocks flags 7',
+  insertInit:
+    'rmgr: Heap        len (rec/tot):     59/    59, tx:        735, lsn: 0/03011960, prev 0/03011918, desc: INSERT+INIT off 1 flags 0x00, blkref #0: rel 1663/5/16424 blk 0',
+};
+
+const rec = (line: string) => parseWaldumpLine(line)!;
+
+describe('pg_waldump lines and pg_walinspect rows', () => {
+  it('parses type, lengths, block references and the drop-relevant descriptions', () => {
+    expect(rec(L.lock)).toMatchObject({
+      rmgr: 'Standby',
+      type: 'LOCK',
+      totalLength: 42,
+      xid: 730,
+      blocks: [],
+    });
+    expect(rec(L.create).create).toEqual({ node: { spc: 1663, db: 5, rel: 16415 }, fork: 0 });
+    expect(rec(L.commit3).dropRels).toEqual([
+      { spc: 1663, db: 5, rel: 16409 },
+      { spc: 1663, db: 5, rel: 16408 },
+      { spc: 1663, db: 5, rel: 16405 },
+    ]);
+    expect(rec(L.commitStats).dropRels).toEqual([{ spc: 1663, db: 5, rel: 16415 }]);
+    expect(rec(L.visible).blocks).toEqual([
+      { node: { spc: 1663, db: 5, rel: 16424 }, fork: 2, block: 0 },
+      { node: { spc: 1663, db: 5, rel: 16424 }, fork: 0, block: 0 },
+    ]);
+    expect(rec(L.truncate).truncate).toEqual({
+      node: { spc: 1663, db: 5, rel: 16424 },
+      blkno: 0,
+      flags: 7,
+    });
+    expect(rec(L.insertInit).type).toBe('INSERT+INIT');
+    expect(parseWaldumpLine('')).toBeNull();
+    expect(() => parseWaldumpLine('pg_waldump: error: something')).toThrow(
+      /not a pg_waldump record line/,
+    );
+  });
+
+  it('reads pg_get_wal_records_info rows into the same records', () => {
+    const r = recordFromWalinspect({
+      start_lsn: '0/302F550',
+      xid: '0',
+      resource_manager: 'Heap2',
+      record_type: 'VISIBLE',
+      record_length: 59,
+      description: 'cutoff xid 0 flags 0x03',
+      block_ref: 'blkref #0: rel 1663/5/16424 fork vm blk 0, blkref #1: rel 1663/5/16424 blk 0',
+    });
+    const w = rec(L.visible);
+    expect({ ...r, lsn: 0 }).toEqual({ ...w, lsn: 0 });
+  });
+
+  it('maps record types to profile constants, and keeps unknown ones', () => {
+    expect(pgKindOf('Heap', 'INSERT+INIT')).toBe('HEAP_INSERT');
+    expect(pgKindOf('Transaction', 'COMMIT')).toBe('XACT_COMMIT');
+    expect(pgKindOf('Standby', 'LOCK')).toBe('STANDBY_LOCK');
+    expect(pgKindOf('Heap2', 'MULTI_INSERT')).toBeNull();
+    expect(pgKindOf('Standby', 'RUNNING_XACTS')).toBeNull();
+  });
+});
+
+const NB = 16384;
+const node = (rel: number) => ({ spc: 1663, db: 5, rel });
+const line = (
+  lsn: number,
+  rmgr: string,
+  type: string,
+  extra: Partial<PgWalRecord> = {},
+): PgWalRecord => ({
+  lsn,
+  rmgr,
+  type,
+  totalLength: 50,
+  xid: 1,
+  blocks: [],
+  ...extra,
+});
+const touch = (rel: number, block = 0, fork: 0 | 1 | 2 = 0) =>
+  line(1, 'Heap', 'INSERT', { blocks: [{ node: node(rel), fork, block }] });
+const commitDropping = (...rels: number[]) =>
+  line(9, 'Transaction', 'COMMIT', { dropRels: rels.map(node) });
+/** Files as --pgdata shows them: main forks of the given sizes, no other fork. */
+const files = (sizes: Record<number, number>): StandbyFiles => ({
+  diskBlocks: (n, f) => (f === 0 && sizes[n.rel] !== undefined ? sizes[n.rel]! : null),
+  residentBlocks: () => undefined,
+});
+
+describe('the size-cached rule', () => {
+  it('one-block tables replay touched since the start: lookup with one probe each', () => {
+    const m = new RecoveryModel(NB, files({ 100: 1 }));
+    m.learn(touch(100));
+    m.replay(commitDropping(100));
+    const r = m.result();
+    expect(r.drops).toMatchObject([
+      { fn: 'DropRelFileNodesAllBuffers', path: 'cached-lookup', probes: 1, invalidated: 1 },
+    ]);
+    expect(r.counts.drops.calls['cached-lookup']).toBe(1);
+    expect(r.counts.controlFileUpdates).toBe(1);
+  });
+
+  it('a never-written TOAST relation in the drop list forces the full scan of every descriptor', () => {
+    const m = new RecoveryModel(NB, files({ 100: 1, 101: 0, 102: 1 }));
+    m.learn(touch(100));
+    m.learn(touch(102));
+    m.replay(commitDropping(102, 101, 100));
+    const r = m.result();
+    expect(r.drops[0]).toMatchObject({ path: 'full-scan', descriptorsScanned: NB, probes: 0 });
+    expect(r.drops[0]!.why).toMatch(/1663\/5\/101 main fork: size not cached/);
+    expect(r.counts.drops.scannedByMatcher.linear).toBe(NB);
+  });
+
+  it('a relation touched only before the standby restarted (not in the learned WAL) takes the full scan', () => {
+    const m = new RecoveryModel(NB, files({ 100: 1 }));
+    m.replay(line(2, 'Storage', 'TRUNCATE', { truncate: { node: node(100), blkno: 0, flags: 7 } }));
+    const r = m.result();
+    expect(r.drops[0]).toMatchObject({ fn: 'DropRelFileNodeBuffers', path: 'full-scan' });
+    expect(r.drops[0]!.why).toMatch(/not touched by replay since the standby started/);
+    // smgrtruncate cached the new size: the next drop of the same relation looks up.
+    m.replay(commitDropping(100));
+    expect(m.result().drops[1]).toMatchObject({ path: 'cached-lookup', probes: 0 });
+  });
+
+  it('DROP DATABASE scans the pool and forgets every cached size', () => {
+    const m = new RecoveryModel(NB, files({ 100: 1 }));
+    m.learn(touch(100));
+    m.replay(line(3, 'Database', 'DROP', { dropDatabase: 7 }));
+    m.replay(commitDropping(100));
+    const r = m.result();
+    expect(r.drops.map((d) => `${d.fn} ${d.path}`)).toEqual([
+      'DropDatabaseBuffers full-scan',
+      'DropRelFileNodesAllBuffers full-scan',
+    ]);
+  });
+
+  it('NBuffers/32 blocks or more take the full scan; more than 20 relations use the bsearch matcher', () => {
+    const m = new RecoveryModel(NB, files({ 100: 512, 101: 511 }));
+    m.learn(touch(100));
+    m.learn(touch(101));
+    m.replay(commitDropping(100));
+    m.replay(commitDropping(101));
+    expect(m.result().drops.map((d) => d.path)).toEqual(['full-scan', 'cached-lookup']);
+    const many = Array.from({ length: 21 }, (_, i) => 200 + i);
+    const k = new RecoveryModel(NB, files(Object.fromEntries(many.map((r) => [r, 0]))));
+    k.replay(commitDropping(...many));
+    expect(k.result().counts.drops.scannedByMatcher.bsearch).toBe(NB);
+  });
+
+  it('a VACUUM truncation drops main, FSM and VM blocks past their new ends (PostgreSQL probed 7 for 5 pages)', () => {
+    const m = new RecoveryModel(NB, {
+      diskBlocks: (_n, f) => [5, 3, 1, null][f],
+      residentBlocks: () => undefined,
+    });
+    for (let b = 0; b < 5; b++) m.learn(touch(100, b));
+    m.learn(touch(100, 2, 1));
+    m.learn(touch(100, 0, 2));
+    m.replay(line(4, 'Storage', 'TRUNCATE', { truncate: { node: node(100), blkno: 0, flags: 7 } }));
+    expect(m.result().drops[0]).toMatchObject({ path: 'cached-lookup', probes: 7 });
+    expect(fsmBlocksAfterTruncate(0)).toBe(2);
+    expect(fsmBlocksAfterTruncate(1)).toBe(3);
+    expect(vmBlocksAfterTruncate(0)).toBe(0);
+    expect(vmBlocksAfterTruncate(1)).toBe(1);
+  });
+
+  it('counts a record type the profile has no constant for, priced by the generic constant', () => {
+    const m = new RecoveryModel(NB);
+    m.replay(line(5, 'Heap2', 'MULTI_INSERT'));
+    m.replay(line(6, 'Sequence', 'UNKNOWN (f0)'));
+    const r = m.result();
+    expect(r.records).toBe(2);
+    expect(r.genericRecords).toBe(2);
+    expect(r.types.map((t) => `${t.rmgr}/${t.type}`)).toEqual([
+      'Heap2/MULTI_INSERT',
+      'Sequence/UNKNOWN (f0)',
+    ]);
+    const p = loadProfile('seed-001');
+    expect(genericRecordSeconds(p)).toBe(p.constants['record.HEAP_INSERT'].seconds);
+  });
+});
+
+describe('ranking and the profile band', () => {
+  const pred = (standby: string, writableS: number, recv: string, replay: string): Prediction =>
+    ({
+      standby,
+      paused: false,
+      state: { receiveLsn: recv, replayLsn: replay },
+      range: { bytes: 0 },
+      predicted: { writableS },
+      primary: { url: 'p', currentLsn: '0/3000000', walNotReceivedBytes: 0 },
+      patroniPosition: recv,
+    }) as unknown as Prediction;
+
+  it("names Patroni's pick (within 1MB by max(received, replayed), furthest ahead) beside the first writable", () => {
+    const r = rankStandbys([
+      pred('a', 30, '0/3000000', '0/1000000'), // received everything, 32 MB to replay
+      pred('b', 0.1, '0/2F80000', '0/2F80000'), // 512 kB behind, nothing to replay
+      pred('c', 0.05, '0/1000000', '0/1000000'), // 32 MB behind: not eligible
+    ]);
+    expect(r.patroniPick).toBe('a');
+    expect(r.writableFirst).toBe('c');
+    expect(r.rows.map((x) => [x.standby, x.patroniEligible])).toEqual([
+      ['c', false],
+      ['b', true],
+      ['a', true],
+    ]);
+  });
+
+  it("reads the held-out band of a calibration's fit", () => {
+    const b = profileBand('test/fixtures/postgres/calibration-17-cells.json');
+    expect(b?.cells).toBe(17);
+    expect(profileBand('seed-001')).toBeNull();
+  });
+});
+
+describe('server checks', () => {
+  it('refuses a server that is not PostgreSQL 15, naming its version', async () => {
+    const fake = { query: async () => ({ rows: [{ server_version: '16.4', num: '160004' }] }) };
+    await expect(
+      readStandbyState(fake as unknown as pg.Client, 'postgresql://u:secret@h:1/db'),
+    ).rejects.toThrow(
+      /postgresql:\/\/u:\*\*\*@h:1\/db runs PostgreSQL 16\.4; predict reads PostgreSQL 15 only/,
+    );
+  });
+});
