@@ -6,7 +6,7 @@
  * which resumes and promotes the standby after saying so.
  */
 import * as path from 'node:path';
-import { DEFAULT_PROFILE, loadProfile } from '../storage/cost-model/profile.ts';
+import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { parseCli, runCli, UsageError } from './cli.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { formatPrediction, formatRanking } from './predict/format.ts';

@@ -1,7 +1,7 @@
 /**
  * `npm run predict`'s work: for one live PostgreSQL 15 standby, read its state and its unreplayed
  * WAL range [replay LSN, receive LSN), turn every record into the cost model's counts
- * (replay-model.ts), price them with a cost profile (storage/cost-model modelFailover) and say
+ * (replay-model.ts), price them with a cost profile (cost-model/price.ts) and say
  * what dominates; for several standbys, rank them beside the choice Patroni's defaults would make.
  * Read-only: every session is default_transaction_read_only and runs SELECTs only.
  *
@@ -17,9 +17,9 @@ import {
   promotionStepCounts,
   PG_RECORD_KINDS,
   type FailoverCounts,
-} from '../../storage/cost-model/counts.ts';
-import { modelFailover } from '../../storage/cost-model/model.ts';
-import { PROFILES_DIR, type CostProfile } from '../../storage/cost-model/profile.ts';
+} from '../../storage/replay-counts.ts';
+import { price } from '../../cost-model/price.ts';
+import { PROFILES_DIR, type CostProfile } from '../../cost-model/profile.ts';
 import {
   RecoveryModel,
   type PredictedDrop,
@@ -257,7 +257,7 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
     const src = await read(from, to, (r) => model.replay(r));
     const rp = model.result();
     const counts: FailoverCounts = { replay: rp.counts, ...promotionStepCounts() };
-    const m = modelFailover(counts, input.profile, st.nBuffers);
+    const m = price({ counts, nBuffers: st.nBuffers }, input.profile);
     const generic = genericRecordSeconds(input.profile);
     const genericS = rp.genericRecords * generic;
     const perType = (t: RecordTypeCount) =>
@@ -275,7 +275,7 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
     const phases = { ...m.phases, replayS: m.phases.replayS + genericS };
     const d = rp.counts.drops;
     const drops: Prediction['drops'] = {
-      calls: { fullScan: d.calls['full-scan'], lookup: d.calls['cached-lookup'] },
+      calls: { fullScan: d.drops['full-scan'], lookup: d.drops['cached-lookup'] },
       descriptorsScanned:
         d.scannedByMatcher.single + d.scannedByMatcher.linear + d.scannedByMatcher.bsearch,
       probes: d.probes,

@@ -4,7 +4,7 @@
  * Storage TRUNCATE, every commit/abort that drops relations and every DROP DATABASE (its path,
  * descriptors scanned, probes, buffers invalidated), smgr file operations, and pg_control updates.
  * Pure: the record stream, NBuffers and what is known of the standby's files and buffers in;
- * `ReplayCounts` (storage/cost-model) and a per-drop account out.
+ * `ReplayCounts` (storage/replay-counts.ts) and a per-drop account out.
  *
  * Entry points: `RecoveryModel` (`learn` the WAL replayed before the range, `replay` the range,
  * `result`), `pgKindOf`, `fsmBlocksAfterTruncate`, `vmBlocksAfterTruncate`, `StandbyFiles`.
@@ -19,13 +19,13 @@
  *   the full scan. What "since the startup process began" covers is the WAL this module was given
  *   to `learn` (predict.ts: from the redo point replay started at).
  */
-import type { DropPath } from '../../storage/drop.ts';
+import { countDrop, type DropPath } from '../../storage/drop.ts';
 import {
   emptyReplayCounts,
   PG_RECORD_KINDS,
   type PgRecordKind,
   type ReplayCounts,
-} from '../../storage/cost-model/counts.ts';
+} from '../../storage/replay-counts.ts';
 import {
   FORK_NAMES,
   relKey,
@@ -47,7 +47,7 @@ export const NO_FILES: StandbyFiles = {
   residentBlocks: () => undefined,
 };
 
-/** rmgr names (pg_waldump) → the prefix of storage/cost-model's PgRecordKind names. */
+/** rmgr names (pg_waldump) → the prefix of storage/replay-counts.ts PgRecordKind names. */
 const RMGR_PREFIX: Readonly<Record<string, string>> = {
   XLOG: 'XLOG',
   Transaction: 'XACT',
@@ -448,18 +448,20 @@ export class RecoveryModel {
     },
   ): void {
     if (!counted) return;
-    const c = this.counts.drops;
     const full = d.path === 'full-scan';
     const probes = full ? 0 : d.blocksToDrop!;
-    c.calls[d.path as DropPath] += 1;
-    if (full) {
-      c.scannedByMatcher[d.matcher] += this.nBuffers;
-      c.preCheckHits += d.preCheckHits;
-    } else {
-      c.probes += probes;
-      c.lookupHits += d.invalidated;
-    }
-    c.invalidated += d.invalidated;
+    // One drop call as walsim's own drops count it (storage/drop.ts DropResult → DropCounters).
+    countDrop(this.counts.drops, {
+      path: d.path as DropPath,
+      scanned: full ? this.nBuffers : 0,
+      probes,
+      invalidated: d.invalidated,
+      nBlocksToInvalidate: d.blocksToDrop,
+      headerLocks: full ? d.preCheckHits : d.invalidated,
+      matcher: full ? d.matcher : null,
+      listSteps: 0,
+      hashInserts: 0,
+    });
     this.drops.push({
       lsn: rec.lsn,
       record: `${rec.rmgr}/${rec.type}`,

@@ -177,7 +177,11 @@ export function waldumpRecords(
     child.on('close', (code) => {
       if (failed !== null) return reject(failed);
       if (code === 0) return resolve({ source: 'pg_waldump', detail });
-      if (/could not find file|could not find any WAL file|No such file|could not locate WAL file/i.test(stderr))
+      if (
+        /could not find file|could not find any WAL file|No such file|could not locate WAL file/i.test(
+          stderr,
+        )
+      )
         return reject(
           new WalsimError(
             'invalid_input',

@@ -8,7 +8,7 @@
  */
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { loadProfile } from '../../storage/cost-model/profile.ts';
+import { loadProfile } from '../../cost-model/profile.ts';
 import {
   genericRecordSeconds,
   profileBand,
@@ -137,7 +137,7 @@ describe('the size-cached rule', () => {
     expect(r.drops).toMatchObject([
       { fn: 'DropRelFileNodesAllBuffers', path: 'cached-lookup', probes: 1, invalidated: 1 },
     ]);
-    expect(r.counts.drops.calls['cached-lookup']).toBe(1);
+    expect(r.counts.drops.drops['cached-lookup']).toBe(1);
     expect(r.counts.controlFileUpdates).toBe(1);
   });
 
