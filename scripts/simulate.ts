@@ -15,33 +15,85 @@ import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
 
-const { values } = parseArgs({
-  args: process.argv.slice(2),
-  options: {
-    seeds: { type: 'string' },
-    from: { type: 'string' },
-    seed: { type: 'string' },
-    jobs: { type: 'string' },
-    trace: { type: 'boolean' },
-    shrink: { type: 'boolean' },
-    json: { type: 'boolean' },
-    steps: { type: 'string' },
-    'inject-bug': { type: 'string' },
-    worker: { type: 'boolean' },
-  },
-});
+/** Seeds are folded to 32 bits by every PRNG stream (subSeed), so a larger one would alias. */
+const MAX_SEED = 0xffff_ffff;
 
-function int(name: string, text: string | undefined, dflt: number): number {
+const USAGE = `usage: npm run simulate -- [options]
+  --seeds N          run N seeded scenarios (default 100) starting at --from S (default 1)
+  --jobs J           in J worker processes (default: 2, or 1 on a one-core machine)
+  --seed S           run one seed and print its outcome; with --trace its whole event trace,
+                     with --shrink the smallest command list that still fails
+  --steps N          commands per scenario (default 40)
+  --json             machine-readable output
+  --inject-bug NAME  plant a test-only bug (${INJECTED_BUGS.join(', ')})
+  --dir DIR          accepted for symmetry with the other CLIs and ignored: the simulator keeps
+                     every machine's disk in memory and writes nothing
+  --help             this text
+Seeds are 32-bit (0..${MAX_SEED}): every stream is derived from the seed's low 32 bits.`;
+
+function usageError(message: string): never {
+  console.error(`error: ${message}`);
+  console.error(USAGE);
+  process.exit(2);
+}
+
+const OPTIONS = {
+  seeds: { type: 'string' },
+  from: { type: 'string' },
+  seed: { type: 'string' },
+  jobs: { type: 'string' },
+  trace: { type: 'boolean' },
+  shrink: { type: 'boolean' },
+  json: { type: 'boolean' },
+  steps: { type: 'string' },
+  'inject-bug': { type: 'string' },
+  dir: { type: 'string' },
+  help: { type: 'boolean' },
+  worker: { type: 'boolean' },
+} as const;
+
+/** `--seeds -1` reads as an option to parseArgs; joined as `--seeds=-1`, int() names the problem. */
+function joinNegativeValues(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const name = a.startsWith('--') ? a.slice(2) : '';
+    const next = args[i + 1];
+    const opt = (OPTIONS as Record<string, { type: string }>)[name];
+    if (opt?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+function parseCli() {
+  try {
+    return parseArgs({ args: joinNegativeValues(process.argv.slice(2)), options: OPTIONS }).values;
+  } catch (e) {
+    return usageError((e as Error).message);
+  }
+}
+
+const values = parseCli();
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+if (values.dir !== undefined && !values.worker)
+  console.error(`note: --dir ignored: the simulator keeps every disk in memory and writes nothing`);
+
+function int(name: string, text: string | undefined, dflt: number, max = MAX_SEED): number {
   if (text === undefined) return dflt;
   const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 0) {
-    console.error(`--${name} must be a non-negative integer, got "${text}"`);
-    process.exit(2);
-  }
+  if (!Number.isSafeInteger(n) || n < 0)
+    usageError(`--${name} must be a non-negative integer, got "${text}"`);
+  if (n > max) usageError(`--${name} must be at most ${max}, got "${text}"`);
   return n;
 }
 
-const steps = int('steps', values.steps, 40);
+const steps = int('steps', values.steps, 40, Number.MAX_SAFE_INTEGER);
 const bug = values['inject-bug'];
 if (bug !== undefined) {
   if (!(INJECTED_BUGS as string[]).includes(bug)) {
@@ -300,9 +352,9 @@ if (values.worker) {
 } else if (values.seed !== undefined) {
   await one(int('seed', values.seed, 0));
 } else {
-  await many(
-    int('from', values.from, 1),
-    int('seeds', values.seeds, 100),
-    Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))),
-  );
+  const from = int('from', values.from, 1);
+  const n = int('seeds', values.seeds, 100);
+  if (from + n - 1 > MAX_SEED)
+    usageError(`--from ${from} --seeds ${n} runs past the last seed, ${MAX_SEED}`);
+  await many(from, n, Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))));
 }
