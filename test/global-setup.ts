@@ -26,7 +26,12 @@ const sourceMetaPaths: Plugin = {
   },
 };
 
+/** Each project of a run calls the global setup; the first builds, the others find it built. */
+const BUILT_BY = '.built-by-run';
+
 export default async function setup(): Promise<void> {
+  const marker = path.join(ENTRY_BUNDLE_DIR, BUILT_BY);
+  if (fs.existsSync(marker) && fs.readFileSync(marker, 'utf8') === String(process.pid)) return;
   const scripts = fs
     .readdirSync(path.join(PROJECT_ROOT, 'scripts'))
     .filter((f) => f.endsWith('.ts'))
@@ -47,4 +52,5 @@ export default async function setup(): Promise<void> {
     plugins: [sourceMetaPaths],
     logLevel: 'warning',
   });
+  fs.writeFileSync(marker, String(process.pid));
 }
