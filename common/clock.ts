@@ -1,8 +1,9 @@
 /**
  * The node core's clock and timers, injected: production binds them to Node's clock and timers
- * (`systemClock`), the simulator to its seeded discrete-event scheduler. Nothing in wal/, storage/,
- * primary/, standby/ or the node composition calls Date.now, performance.now, setTimeout,
- * setInterval or setImmediate directly (test/unit/layering.test.ts checks it).
+ * (`systemClock`, common/system-clock.ts, bound by server/main.ts and the CLIs), the simulator to
+ * its seeded discrete-event scheduler. Nothing in wal/, storage/, primary/, standby/ or the node
+ * composition calls Date.now, performance.now, setTimeout, setInterval or setImmediate directly,
+ * and nothing there has a default clock (test/unit/layering.test.ts checks both).
  */
 
 /** A pending timer; cancel() is idempotent. */
@@ -29,24 +30,3 @@ export interface Clock {
   /** Resolve after `ms` milliseconds. */
   sleep(ms: number): Promise<void>;
 }
-
-/** Node's clock and timers. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  monoMs: () => performance.now(),
-  setTimeout(fn, ms, background = false) {
-    const t = setTimeout(fn, ms);
-    if (background) t.unref();
-    return { cancel: () => clearTimeout(t) };
-  },
-  setInterval(fn, ms, background = false) {
-    const t = setInterval(fn, ms);
-    if (background) t.unref();
-    return { cancel: () => clearInterval(t) };
-  },
-  defer(fn) {
-    setImmediate(fn);
-  },
-  yield: () => new Promise<void>((resolve) => setImmediate(resolve)),
-  sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
-};

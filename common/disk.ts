@@ -1,13 +1,13 @@
 /**
  * The file-system operations the node core uses, injected: production binds them to node:fs
- * (`nodeDisk`), the simulator to an in-memory disk with fsync semantics (sim/mem-disk.ts).
+ * (`nodeDisk`, common/node-disk.ts, bound by the process shell server/main.ts and the CLIs), the
+ * simulator to an in-memory disk with fsync semantics (sim/mem-disk.ts). Nothing in the core has a
+ * default disk: every function that touches files takes one.
  *
  * The contract is POSIX's, which the in-memory binding enforces strictly: bytes written to a file
  * are durable only after fsync of that file; a created, renamed or removed directory entry is
  * durable only after fsync of its directory. Errors carry Node's `code` ('ENOENT', 'ENOSPC', …).
  */
-import * as fs from 'node:fs';
-
 export type OpenFlags = 'r' | 'r+' | 'w';
 
 export interface Disk {
@@ -52,47 +52,6 @@ export interface AsyncFile {
   sync(): Promise<void>;
   close(): Promise<void>;
 }
-
-/** node:fs. */
-export const nodeDisk: Disk = {
-  open: (p, flags, mode) => fs.openSync(p, flags, mode),
-  read: (fd, buf, offset, length, position) => fs.readSync(fd, buf, offset, length, position),
-  write: (fd, buf, offset, length, position) => fs.writeSync(fd, buf, offset, length, position),
-  fsync: (fd) => fs.fsyncSync(fd),
-  close: (fd) => fs.closeSync(fd),
-  fsyncDir(p) {
-    const fd = fs.openSync(p, 'r');
-    try {
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-  },
-  exists: (p) => fs.existsSync(p),
-  mkdirp: (p, mode) =>
-    void fs.mkdirSync(p, mode === undefined ? { recursive: true } : { recursive: true, mode }),
-  readdir: (p) => fs.readdirSync(p),
-  size: (p) => fs.statSync(p).size,
-  truncate: (p, length) => fs.truncateSync(p, length),
-  rename: (from, to) => fs.renameSync(from, to),
-  rmrf: (p) => fs.rmSync(p, { recursive: true, force: true }),
-  readFile: (p) => new Uint8Array(fs.readFileSync(p)),
-  writeFile: (p, data, mode) =>
-    fs.writeFileSync(p, data, mode === undefined ? undefined : { mode }),
-  copyTree: (from, to) => fs.cpSync(from, to, { recursive: true }),
-  isDirectory: (p) => fs.statSync(p).isDirectory(),
-  async openAsync(p, flags, mode) {
-    const fh = await fs.promises.open(p, flags, mode);
-    return {
-      writev: async (chunks) => void (await fh.writev(chunks)),
-      writeFile: (data) => fh.writeFile(data),
-      sync: () => fh.sync(),
-      close: () => fh.close(),
-    };
-  },
-  renameAsync: (from, to) => fs.promises.rename(from, to),
-  rmrfAsync: (p) => fs.promises.rm(p, { force: true, recursive: true }),
-};
 
 /**
  * The asynchronous operations of a disk that has only synchronous ones (the simulator's): each

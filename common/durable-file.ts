@@ -2,13 +2,13 @@
  * Durable file writes: write + fsync, optionally through a temp file and rename so readers never
  * see a half-written file, and fsync of a directory so a created or renamed entry survives a crash.
  * The one implementation used by WAL history files, data images, control and pid files. Every
- * function takes the Disk to use (node:fs unless a simulator passes its own).
+ * function takes the Disk to use (there is no default: the caller binds node:fs or the simulator's).
  *
  * Modes are PostgreSQL's (`PG_FILE_MODE_OWNER` 0600, `PG_DIR_MODE_OWNER` 0700): a data directory and
  * everything in it belong to the server's user alone.
  */
 import * as path from 'node:path';
-import { nodeDisk, type Disk } from './disk.ts';
+import type { Disk } from './disk.ts';
 
 /** pg_file_create_mode: files in a data or cluster directory. */
 export const FILE_MODE = 0o600;
@@ -18,7 +18,7 @@ export const DIR_MODE = 0o700;
 const utf8 = new TextEncoder();
 
 /** mkdir -p with mode 0700 for every directory it creates. */
-export function makeDir(dir: string, disk: Disk = nodeDisk): void {
+export function makeDir(dir: string, disk: Disk): void {
   disk.mkdirp(dir, DIR_MODE);
 }
 
@@ -26,8 +26,8 @@ export function makeDir(dir: string, disk: Disk = nodeDisk): void {
 export function writeFileSynced(
   p: string,
   content: string | Uint8Array,
+  disk: Disk,
   mode = FILE_MODE,
-  disk: Disk = nodeDisk,
 ): void {
   const bytes = typeof content === 'string' ? utf8.encode(content) : content;
   const fd = disk.open(p, 'w', mode);
@@ -41,7 +41,7 @@ export function writeFileSynced(
 }
 
 /** fsync a directory so a created/renamed entry is durable. */
-export function fsyncDir(dir: string, disk: Disk = nodeDisk): void {
+export function fsyncDir(dir: string, disk: Disk): void {
   disk.fsyncDir(dir);
 }
 
@@ -49,11 +49,11 @@ export function fsyncDir(dir: string, disk: Disk = nodeDisk): void {
 export function writeFileAtomic(
   p: string,
   content: string | Uint8Array,
+  disk: Disk,
   mode = FILE_MODE,
-  disk: Disk = nodeDisk,
 ): void {
   const tmp = `${p}.tmp${process.pid}`;
-  writeFileSynced(tmp, content, mode, disk);
+  writeFileSynced(tmp, content, disk, mode);
   disk.rename(tmp, p);
   disk.fsyncDir(path.dirname(p));
 }

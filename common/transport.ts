@@ -31,3 +31,16 @@ export interface MessageConn {
 
 /** Opens a connection to the upstream's replication endpoint (the walreceiver's side). */
 export type Dialer = () => MessageConn;
+
+/** primary_conninfo as the walreceiver needs it. */
+export interface Upstream {
+  host: string;
+  port: number;
+  applicationName: string;
+}
+
+/**
+ * The dialer towards an upstream: production binds ws to host:port with the cluster's token
+ * (server/ws-conn.ts, bound in server/main.ts), the simulator its in-memory network.
+ */
+export type UpstreamDialer = (upstream: Upstream) => Dialer;

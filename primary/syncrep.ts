@@ -15,7 +15,6 @@
 import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { injectedBugs } from '../common/injected-bugs.ts';
-import { systemClock } from '../common/clock.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import type { Notice, SynchronousCommit } from '../protocol/messages.ts';
 
@@ -103,7 +102,7 @@ export class SyncRepQueue {
 
   constructor(
     /** Wall clock for the waiters' start times (the node's injected clock). */
-    private readonly now: () => number = () => systemClock.now(),
+    private readonly now: () => number,
   ) {}
 
   /**

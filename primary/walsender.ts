@@ -11,7 +11,7 @@
  * timeline being streamed becomes historic while streaming: a cascading standby whose upstream
  * was promoted, or this node itself being promoted.
  */
-import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
+import type { Clock, TimerHandle } from '../common/clock.ts';
 import { WalsimError, isWalsimError } from '../common/errors.ts';
 import type { MessageConn } from '../common/transport.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
@@ -52,8 +52,8 @@ export function closeReason(message: string): string {
 
 export interface WalSenderDeps {
   dataDir: string;
-  /** Timers and timestamps (Node's unless a simulator passes its own). */
-  clock?: Clock;
+  /** Timers and timestamps (the node's: Node's in the server process, the simulator's in sim/). */
+  clock: Clock;
   flushedLsn(): Lsn;
   /** This node's current timeline (its WAL insert timeline, or the one its recovery follows). */
   timeline(): TimeLineId;
@@ -99,7 +99,7 @@ export class WalSender {
     readonly conn: MessageConn,
     private readonly deps: WalSenderDeps,
   ) {
-    this.clock = deps.clock ?? systemClock;
+    this.clock = deps.clock;
     conn.setHandlers({
       message: (data, isBinary) => this.onMessage(data, isBinary),
       close: () => {

@@ -7,8 +7,8 @@
  *
  * Entry points: `Checkpointer` (`walFlushed`, `request`, `start`, `stop`, `removeOldWal`).
  */
-import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
-import { nodeDisk, type Disk } from '../common/disk.ts';
+import type { Clock, TimerHandle } from '../common/clock.ts';
+import type { Disk } from '../common/disk.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import { formatLsn } from '../wal/lsn.ts';
 import { segmentFileName, segmentOf } from '../wal/segment.ts';
@@ -25,9 +25,9 @@ export type CheckpointCause = 'time' | 'xlog';
 
 export interface CheckpointerDeps {
   dataDir: string;
-  /** Timers and the disk of pg_wal (Node's and node:fs unless a simulator passes its own). */
-  clock?: Clock;
-  disk?: Disk;
+  /** Timers and the disk of pg_wal (the node's bindings). */
+  clock: Clock;
+  disk: Disk;
   segmentSize: number;
   settings: WalSettings;
   /** May this node checkpoint now (a primary, not shutting down)? */
@@ -64,8 +64,8 @@ export class Checkpointer {
   private readonly disk: Disk;
 
   constructor(private readonly deps: CheckpointerDeps) {
-    this.clock = deps.clock ?? systemClock;
-    this.disk = deps.disk ?? nodeDisk;
+    this.clock = deps.clock;
+    this.disk = deps.disk;
     this.stats = {
       timedCheckpoints: 0,
       walVolumeCheckpoints: 0,

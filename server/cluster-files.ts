@@ -16,55 +16,39 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WalsimError } from '../common/errors.ts';
-import { nodeDisk, type Disk } from '../common/disk.ts';
+import { nodeDisk } from '../common/node-disk.ts';
 import { FILE_MODE, makeDir, writeFileAtomic } from '../common/durable-file.ts';
+import {
+  CONF_FILE,
+  loadNodeConfig,
+  type NodeConfig,
+  type NodeName,
+  type Role,
+} from './node-config.ts';
 
 export { writeFileAtomic };
-import {
-  DEFAULT_WAL_SETTINGS,
-  formatConninfo,
-  parseConninfo,
-  parseSynchronousCommit,
-  type DropStrategy,
-  type SynchronousCommit,
-  type WalSettings,
-} from './settings.ts';
-import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
-
-export type NodeName = string; // 'primary', 'standby', 'standby2', ...
-export type Role = 'primary' | 'standby';
+// A node's own files (settings, ALTER SYSTEM) go through its Disk: server/node-config.ts.
+export {
+  alterSystem,
+  applyAutoConf,
+  AUTO_CONF_FILE,
+  checkSetting,
+  copyDataDirectory,
+  loadNodeConfig,
+  primaryConninfoOf,
+  readAutoConf,
+  RELOADABLE_SETTINGS,
+  upstreamOf,
+  walSettingsOf,
+  type AutoConf,
+  type NodeConfig,
+  type NodeName,
+  type ReloadableSetting,
+  type Role,
+} from './node-config.ts';
 
 /** Marker in the server's command line, checked before signalling a pid from a pid file. */
 export const SERVER_MARKER = 'walsim-server';
-
-export interface NodeConfig {
-  name: NodeName;
-  /** Role the node was initialised with; a promoted standby records 'primary' in pg_control, not here. */
-  role: Role;
-  listen: string;
-  port: number;
-  /** PostgreSQL wire-protocol port (absent in clusters made before it existed: a free port). */
-  pgPort?: number;
-  sharedBuffers: string;
-  dropStrategy: DropStrategy;
-  thresholdDivisor: number;
-  forceOptimized: boolean;
-  synchronousCommit: SynchronousCommit;
-  synchronousStandbyNames: string;
-  /** Standby only: where to stream from, and the name it reports (application_name). */
-  primaryHost: string | null;
-  primaryPort: number | null;
-  applicationName: string;
-  walSegmentSize: number;
-  hotStandby: boolean;
-  /** checkpoint_timeout, max_wal_size, wal_keep_size; absent in clusters made before they existed. */
-  wal?: WalSettings;
-}
-
-/** The node's checkpoint and WAL-retention settings (PostgreSQL's defaults where not set). */
-export function walSettingsOf(config: NodeConfig): WalSettings {
-  return { ...DEFAULT_WAL_SETTINGS, ...config.wal };
-}
 
 export interface PidFile {
   pid: number;
@@ -74,16 +58,6 @@ export interface PidFile {
   role: Role;
   startedAt: string;
   marker: string;
-}
-
-/**
- * The files of a data directory a base backup copies (data image, control file, WAL), into
- * `toDir` (created 0700 if missing); copies keep the source's 0600/0700 modes.
- */
-export function copyDataDirectory(fromDir: string, toDir: string, disk: Disk = nodeDisk): void {
-  makeDir(toDir, disk);
-  for (const entry of ['pg_wal', 'base', 'global'])
-    disk.copyTree(path.join(fromDir, entry), path.join(toDir, entry));
 }
 
 export function nodeDir(clusterDir: string, name: NodeName): string {
@@ -98,7 +72,7 @@ export function tokenPath(clusterDir: string): string {
 export function ensureToken(clusterDir: string): string {
   const p = tokenPath(clusterDir);
   if (fs.existsSync(p)) return readToken(clusterDir);
-  makeDir(clusterDir);
+  makeDir(clusterDir, nodeDisk);
   const token = randomBytes(24).toString('hex');
   fs.writeFileSync(p, token + '\n', { mode: FILE_MODE, flag: 'wx' });
   fs.chmodSync(p, FILE_MODE);
@@ -123,7 +97,7 @@ export function pgPasswordPath(clusterDir: string): string {
 }
 
 export function writePgPassword(clusterDir: string, value: PgPassword): void {
-  makeDir(clusterDir);
+  makeDir(clusterDir, nodeDisk);
   fs.writeFileSync(pgPasswordPath(clusterDir), JSON.stringify(value) + '\n', { mode: FILE_MODE });
   fs.chmodSync(pgPasswordPath(clusterDir), FILE_MODE);
 }
@@ -157,7 +131,7 @@ export function readToken(clusterDir: string): string {
 }
 
 export function configPath(clusterDir: string, name: NodeName): string {
-  return path.join(nodeDir(clusterDir, name), 'walsim.conf.json');
+  return path.join(nodeDir(clusterDir, name), CONF_FILE);
 }
 
 /** The node's settings: walsim.conf.json with ALTER SYSTEM's overrides applied. */
@@ -169,92 +143,16 @@ export function readNodeConfig(clusterDir: string, name: NodeName): NodeConfig {
       `no node "${name}" in ${clusterDir}; run "npm run cluster -- start" first`,
     );
   }
-  return loadNodeConfig(nodeDir(clusterDir, name));
-}
-
-/** readNodeConfig by data directory (the server reads its own at start and at pg_reload_conf()). */
-export function loadNodeConfig(dataDir: string): NodeConfig {
-  const base = JSON.parse(
-    fs.readFileSync(path.join(dataDir, 'walsim.conf.json'), 'utf8'),
-  ) as NodeConfig;
-  return applyAutoConf(base, readAutoConf(dataDir));
-}
-
-// ---------------------------------------------------------------------------------------------
-// ALTER SYSTEM (postgresql.auto.conf)
-
-/** Settings walsim can change with ALTER SYSTEM and apply with pg_reload_conf() (all PGC_SIGHUP or less). */
-export const RELOADABLE_SETTINGS = [
-  'synchronous_standby_names',
-  'primary_conninfo',
-  'synchronous_commit',
-] as const;
-export type ReloadableSetting = (typeof RELOADABLE_SETTINGS)[number];
-export type AutoConf = Partial<Record<ReloadableSetting, string>>;
-
-export const AUTO_CONF_FILE = 'walsim.auto.conf.json';
-
-export function readAutoConf(dataDir: string): AutoConf {
-  const p = path.join(dataDir, AUTO_CONF_FILE);
-  if (!fs.existsSync(p)) return {};
-  return JSON.parse(fs.readFileSync(p, 'utf8')) as AutoConf;
-}
-
-/** Check a value as the setting's check hook would; throws the setting's error. */
-export function checkSetting(name: ReloadableSetting, value: string): void {
-  if (name === 'synchronous_standby_names') parseSynchronousStandbyNames(value);
-  else if (name === 'synchronous_commit') parseSynchronousCommit(value);
-  else parseConninfo(value);
-}
-
-/** ALTER SYSTEM SET name = value (null: RESET): validate, then rewrite the file atomically. */
-export function alterSystem(dataDir: string, name: ReloadableSetting, value: string | null): void {
-  const conf = readAutoConf(dataDir);
-  if (value === null) delete conf[name];
-  else {
-    checkSetting(name, value);
-    conf[name] = value;
-  }
-  writeFileAtomic(path.join(dataDir, AUTO_CONF_FILE), JSON.stringify(conf, null, 2) + '\n');
-}
-
-export function applyAutoConf(base: NodeConfig, auto: AutoConf): NodeConfig {
-  const c = { ...base };
-  if (auto.synchronous_standby_names !== undefined)
-    c.synchronousStandbyNames = auto.synchronous_standby_names;
-  if (auto.synchronous_commit !== undefined)
-    c.synchronousCommit = parseSynchronousCommit(auto.synchronous_commit);
-  if (auto.primary_conninfo !== undefined) {
-    const ci = parseConninfo(auto.primary_conninfo);
-    c.primaryPort = ci.port;
-    c.primaryHost = ci.port === null ? null : (ci.host ?? '127.0.0.1');
-    if (ci.applicationName !== null) c.applicationName = ci.applicationName;
-  }
-  return c;
-}
-
-/** primary_conninfo of a configuration as host, port and application name; null without an upstream. */
-export function upstreamOf(
-  c: NodeConfig,
-): { host: string; port: number; applicationName: string } | null {
-  return c.primaryPort === null
-    ? null
-    : {
-        host: c.primaryHost ?? '127.0.0.1',
-        port: c.primaryPort,
-        applicationName: c.applicationName,
-      };
-}
-
-/** SHOW primary_conninfo of a configuration. */
-export function primaryConninfoOf(c: NodeConfig): string {
-  const u = upstreamOf(c);
-  return u === null ? '' : formatConninfo(u);
+  return loadNodeConfig(nodeDir(clusterDir, name), nodeDisk);
 }
 
 export function writeNodeConfig(clusterDir: string, config: NodeConfig): void {
-  makeDir(nodeDir(clusterDir, config.name));
-  writeFileAtomic(configPath(clusterDir, config.name), JSON.stringify(config, null, 2) + '\n');
+  makeDir(nodeDir(clusterDir, config.name), nodeDisk);
+  writeFileAtomic(
+    configPath(clusterDir, config.name),
+    JSON.stringify(config, null, 2) + '\n',
+    nodeDisk,
+  );
 }
 
 export function listNodes(clusterDir: string): NodeName[] {

@@ -24,6 +24,7 @@ import { readWal } from '../wal/wal-reader.ts';
 import { findForkPoint, type ForkPoint } from '../wal/timeline-fork.ts';
 import { listNodes, nodeDir, readNodeConfig, type NodeName } from './cluster-files.ts';
 import { readControlFile } from '../wal/control-file.ts';
+import { nodeDisk } from '../common/node-disk.ts';
 
 /** A commit record in the old node's WAL past the fork point. */
 export interface DivergedCommit {
@@ -50,7 +51,7 @@ export interface Divergence {
 
 /** The newest timeline of a node: its pg_control's, or a newer history file's (a promotion in progress). */
 export function timelineOf(dataDir: string): TimeLineId {
-  let tli = readControlFile(dataDir).timeline;
+  let tli = readControlFile(dataDir, nodeDisk).timeline;
   const dir = walDir(dataDir);
   if (fs.existsSync(dir)) {
     for (const f of fs.readdirSync(dir)) {
@@ -72,8 +73,8 @@ export function divergence(clusterDir: string, name: NodeName, newer: NodeName):
   const timeline = timelineOf(dir);
   const newerTimeline = timelineOf(newerDir);
   const fork = findForkPoint(
-    readTimelineHistory(dir, timeline),
-    readTimelineHistory(newerDir, newerTimeline),
+    readTimelineHistory(dir, timeline, nodeDisk),
+    readTimelineHistory(newerDir, newerTimeline, nodeDisk),
   );
   const out: Divergence = {
     node: name,
@@ -88,7 +89,7 @@ export function divergence(clusterDir: string, name: NodeName, newer: NodeName):
   if (fork === null || fork.lsn === null) return out;
   const segmentSize = readNodeConfig(clusterDir, name).walSegmentSize;
   let end: Lsn = fork.lsn;
-  const reader = readWal(dir, fork.lsn, { timeline, segmentSize });
+  const reader = readWal(dir, fork.lsn, { timeline, segmentSize, disk: nodeDisk });
   try {
     for (const rec of reader) {
       end = rec.endLsn;

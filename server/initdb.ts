@@ -6,7 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { PRODUCTION_IMAGE_IO, type ImageIo } from '../storage/data-image.ts';
+import type { ImageIo } from '../storage/data-image.ts';
+import { nodeDisk } from '../common/node-disk.ts';
+import { systemClock } from '../common/system-clock.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
@@ -96,12 +98,12 @@ export function plannedStandbys(opts: Pick<InitOptions, 'standbys' | 'synchronou
 
 /**
  * initdb: an empty cluster whose WAL starts with a shutdown checkpoint. The simulator passes its
- * disk, its clock and a seeded system identifier; production takes node:fs, Node's clock, random.
+ * disk, its clock and a seeded system identifier; the CLI node:fs, Node's clock and a random one.
  */
 export async function initdb(
   dataDir: string,
   config: NodeConfig,
-  io: ImageIo = PRODUCTION_IMAGE_IO,
+  io: ImageIo,
   systemIdentifier = BigInt('0x' + randomBytes(8).toString('hex')).toString(),
 ): Promise<void> {
   const { disk } = io;
@@ -146,8 +148,8 @@ export async function initdb(
 
 /** pg_basebackup of a stopped primary: copy its data directory and mark the copy a standby. */
 export function baseBackup(fromDir: string, toDir: string): void {
-  copyDataDirectory(fromDir, toDir);
-  writeFileSynced(path.join(toDir, STANDBY_SIGNAL), '');
+  copyDataDirectory(fromDir, toDir, nodeDisk);
+  writeFileSynced(path.join(toDir, STANDBY_SIGNAL), '', nodeDisk);
 }
 
 /** Most entries a refusal names (a directory full of files gets "… and N more"). */
@@ -217,7 +219,7 @@ export async function initCluster(clusterDir: string, opts: InitOptions): Promis
     // rename(2) replaces an empty directory; a file created in `target` meanwhile makes it fail
     // (ENOTEMPTY) rather than mix the two.
     fs.renameSync(building, target);
-    fsyncDir(parent);
+    fsyncDir(parent, nodeDisk);
   } catch (e) {
     fs.rmSync(building, { recursive: true, force: true });
     throw e;
@@ -271,7 +273,7 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
     applicationName: 'primary',
   };
   const primaryDir = nodeDir(clusterDir, 'primary');
-  await initdb(primaryDir, primary);
+  await initdb(primaryDir, primary, { disk: nodeDisk, clock: systemClock });
   writeNodeConfig(clusterDir, primary);
   for (const [i, sb] of plan.standbys.entries()) {
     const standby: NodeConfig = {
@@ -289,5 +291,5 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
     baseBackup(primaryDir, nodeDir(clusterDir, sb.name));
     writeNodeConfig(clusterDir, standby);
   }
-  fsyncDir(clusterDir);
+  fsyncDir(clusterDir, nodeDisk);
 }

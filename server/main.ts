@@ -28,10 +28,11 @@ import {
 } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
 import type { ServerStatus } from './node-status.ts';
-import { systemClock } from '../common/clock.ts';
-import { nodeDisk } from '../common/disk.ts';
+import { systemClock } from '../common/system-clock.ts';
+import { nodeDisk } from '../common/node-disk.ts';
 import { blockThread, LatencyDisk } from '../common/latency-disk.ts';
-import { wsConn } from './ws-conn.ts';
+import { wsConn, wsReplicationDialer } from './ws-conn.ts';
+import type { Upstream } from '../common/transport.ts';
 import {
   startWsServer,
   CLOSE_PROTOCOL_VIOLATION,
@@ -256,7 +257,7 @@ function serveControl(ws: WebSocket): void {
 async function main(): Promise<void> {
   // PostmasterMain's umask(PG_MODE_MASK_OWNER): whatever the server creates is its user's alone.
   process.umask(0o077);
-  const config: NodeConfig = loadNodeConfig(dataDir);
+  const config: NodeConfig = loadNodeConfig(dataDir, nodeDisk);
   const token = readToken(clusterDir);
   process.on('SIGQUIT', immediateStop);
   process.on('SIGINT', () => stop('fast'));
@@ -264,8 +265,13 @@ async function main(): Promise<void> {
   process.on('uncaughtException', fatal);
   process.on('unhandledRejection', fatal);
   // The production bindings: Node's clock and timers, node:fs behind the slow_disk fault's latency
-  // layer (a pass-through until the fault is injected), ws for replication (the default dialer).
-  const env = { clock: systemClock, disk: new LatencyDisk(nodeDisk, systemClock, blockThread) };
+  // layer (a pass-through until the fault is injected), ws for replication (the walreceiver dials
+  // its upstream's /replication endpoint with the cluster's token). The node has no defaults.
+  const env = {
+    clock: systemClock,
+    disk: new LatencyDisk(nodeDisk, systemClock, blockThread),
+    dialer: ({ host, port }: Upstream) => wsReplicationDialer(host, port, token),
+  };
   node = ServerNode.open({ dataDir, config, token, log, fatal, env });
   server = await startWsServer({
     host: config.listen,
@@ -293,7 +299,7 @@ async function main(): Promise<void> {
     },
   });
   node.config.pgPort = wire.port; // SHOW port
-  await node.startRole(token);
+  await node.startRole();
   const pid: PidFile = {
     pid: process.pid,
     port: server.port,
@@ -302,7 +308,7 @@ async function main(): Promise<void> {
     startedAt: new Date().toISOString(),
     marker: SERVER_MARKER,
   };
-  writeFileAtomic(pidFilePath(dataDir), JSON.stringify(pid) + '\n');
+  writeFileAtomic(pidFilePath(dataDir), JSON.stringify(pid) + '\n', nodeDisk);
   log(
     `LOG:  ${pid.role} listening on ${config.listen}:${server.port} (control) and ${config.listen}:${wire.port} (PostgreSQL protocol), shared_buffers=${config.sharedBuffers} (${node.nBuffers} buffers)`,
   );

@@ -15,10 +15,10 @@
  */
 import * as path from 'node:path';
 import { assert, InvariantViolation } from '../common/assert.ts';
-import { systemClock, type Clock } from '../common/clock.ts';
-import { nodeDisk, type Disk } from '../common/disk.ts';
+import type { Clock } from '../common/clock.ts';
+import type { Disk } from '../common/disk.ts';
 import { LatencyDisk } from '../common/latency-disk.ts';
-import type { Dialer, MessageConn } from '../common/transport.ts';
+import type { MessageConn, UpstreamDialer } from '../common/transport.ts';
 import { writeFileSynced } from '../common/durable-file.ts';
 import { WalsimError } from '../common/errors.ts';
 import { Mutex } from '../common/mutex.ts';
@@ -64,7 +64,6 @@ import {
 import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { executeRead } from './sql-functions.ts';
-import { wsReplicationDialer } from './ws-conn.ts';
 import {
   alterSystem,
   copyDataDirectory,
@@ -74,7 +73,7 @@ import {
   walSettingsOf,
   type NodeConfig,
   type ReloadableSetting,
-} from './cluster-files.ts';
+} from './node-config.ts';
 import { Checkpointer } from './checkpointer.ts';
 import { NodeFaults } from './node-faults.ts';
 import type { NodeCommonStatus, NodeStatus, StartupReplayStatus } from './node-status.ts';
@@ -106,23 +105,21 @@ export interface NodeOptions {
    * log FATAL and end the process with a non-zero exit; the next start is crash recovery.
    */
   fatal(error: unknown): void;
-  /** Clock and disk; Node's clock and node:fs when omitted. */
-  env?: NodeEnv;
-  /** Replication connections to the upstream; ws to config.primaryHost:primaryPort when omitted. */
-  connect?: Dialer;
+  /** Clock, disk and the dialer to the upstream: always given, the node has no defaults. */
+  env: NodeEnv;
 }
 
 /**
  * Everything nondeterministic the node core uses, injected: clock and timers, the file system, and
- * the dialer to the upstream. Production (server/main.ts) takes the defaults — Node's clock, node:fs
- * and ws; the simulator (sim/) passes its scheduler, in-memory disk and in-memory network.
+ * the dialer to the upstream. Production (server/main.ts) binds Node's clock, node:fs (behind the
+ * slow_disk layer) and ws; the simulator (sim/) its scheduler, in-memory disk and in-memory network.
  */
 export interface NodeEnv {
   clock: Clock;
   disk: Disk;
+  /** Replication connections to the upstream primary_conninfo names. */
+  dialer: UpstreamDialer;
 }
-
-export const PRODUCTION_ENV: NodeEnv = { clock: systemClock, disk: nodeDisk };
 
 export class ServerNode {
   readonly dataDir: string;
@@ -164,8 +161,6 @@ export class ServerNode {
   private standbyRole: StandbyRole | null = null;
   /** fatal() was called: the process is ending (production never returns from it). */
   private ending = false;
-  /** The token the walreceiver presents to its upstream (set when the role starts). */
-  private upstreamToken = '';
 
   private constructor(
     readonly opts: NodeOptions,
@@ -176,8 +171,8 @@ export class ServerNode {
   ) {
     this.dataDir = opts.dataDir;
     this.config = opts.config;
-    this.clock = (opts.env ?? PRODUCTION_ENV).clock;
-    this.disk = (opts.env ?? PRODUCTION_ENV).disk;
+    this.clock = opts.env.clock;
+    this.disk = opts.env.disk;
     this.storage = storage;
     this.wal = wal;
     this.control = control;
@@ -383,7 +378,7 @@ export class ServerNode {
       storage: this.storage,
       wal: this.wal,
       upstream: () => upstreamOf(this.config),
-      dialer: (u) => this.opts.connect ?? wsReplicationDialer(u.host, u.port, this.upstreamToken),
+      dialer: this.opts.env.dialer,
       timeline: () => this.timeline,
       readOptions: () => this.readOptions(),
       updateControl: (patch) => this.updateControl(patch),
@@ -491,7 +486,7 @@ export class ServerNode {
     }
     const copy = () => {
       copyDataDirectory(this.dataDir, targetDir, this.disk);
-      writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '', undefined, this.disk);
+      writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '', this.disk);
       return { checkpointLsn: formatLsn(this.control.checkpointLsn), timeline: this.timeline };
     };
     return this.writeLock.run(async () => {
@@ -526,19 +521,13 @@ export class ServerNode {
 
   /** Load the data image, replay local WAL from its REDO point, open WAL for writing. */
   static open(opts: NodeOptions): ServerNode {
-    const r = replayLocalWal(
-      opts.dataDir,
-      opts.config,
-      (opts.env ?? PRODUCTION_ENV).disk,
-      opts.log,
-    );
+    const r = replayLocalWal(opts.dataDir, opts.config, opts.env.disk, opts.log);
     return new ServerNode(opts, r.storage, r.wal, r.control, r.startupReplay);
   }
 
   /** Start the role: a primary opens for writes (after an end-of-recovery checkpoint); a standby streams. */
-  async startRole(upstreamToken: string): Promise<void> {
+  async startRole(): Promise<void> {
     if (!this.inRecovery) return this.primary().start(this.startupReplay.crashRecovery);
-    this.upstreamToken = upstreamToken;
     this.standby().start();
   }
 
@@ -699,7 +688,7 @@ export class ServerNode {
           '42704',
         );
       }
-      alterSystem(this.dataDir, stmt.name as ReloadableSetting, stmt.value);
+      alterSystem(this.dataDir, stmt.name as ReloadableSetting, stmt.value, this.disk);
       return { command: 'ALTER SYSTEM', columns: [], rows: [] };
     }
     if (stmt.type === 'select_function' && stmt.fn === 'pg_reload_conf') {
@@ -725,7 +714,7 @@ export class ServerNode {
   reloadConfig(): void {
     let next: NodeConfig;
     try {
-      next = loadNodeConfig(this.dataDir);
+      next = loadNodeConfig(this.dataDir, this.disk);
     } catch (e) {
       this.opts.log(
         `LOG:  configuration file contains errors; unaffected changes were applied: ${(e as Error).message}`,

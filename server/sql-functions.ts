@@ -19,7 +19,7 @@ import type { XactStatusReader } from '../storage/clog.ts';
 import type { WalSenderSet } from '../primary/walsender-set.ts';
 import type { WalReceiver } from '../standby/walreceiver.ts';
 import type { LifecycleEvent, LifecycleSnapshot } from '../standby/lifecycle-machine.ts';
-import type { NodeConfig } from './cluster-files.ts';
+import type { NodeConfig } from './node-config.ts';
 import type { FailoverReport } from '../standby/failover-report.ts';
 
 /**
@@ -46,7 +46,7 @@ export interface ReadContext {
 
 import type { Statement } from './sql-parser.ts';
 import { formatMb, formatSeconds, PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
-import { walSettingsOf } from './cluster-files.ts';
+import { walSettingsOf } from './node-config.ts';
 
 /** PostgreSQL types of walsim's result columns (pg_type.typname). */
 export type PgTypeName = 'int8' | 'int4' | 'bool' | 'text' | 'pg_lsn' | 'void' | 'json';
@@ -131,7 +131,7 @@ export function describeStatement(stmt: Statement): ResultColumn[] {
       return [];
   }
 }
-import { primaryConninfoOf } from './cluster-files.ts';
+import { primaryConninfoOf } from './node-config.ts';
 import { PG_STAT_REPLICATION_COLUMNS } from '../primary/walsender-set.ts';
 
 /** Columns of the system views walsim has, with their types (system_views.sql). */

@@ -8,7 +8,7 @@
  * Entry points: `replayLocalWal`, `latestTimeline`, `dropSettingsOf`, `STANDBY_SIGNAL`.
  */
 import * as path from 'node:path';
-import { nodeDisk, type Disk } from '../common/disk.ts';
+import type { Disk } from '../common/disk.ts';
 import { isWalsimError } from '../common/errors.ts';
 import { maxAlign } from '../wal/codec.ts';
 import { readControlFile, type ControlFile } from '../wal/control-file.ts';
@@ -20,18 +20,14 @@ import { runSteps, type DropSettings } from '../storage/drop.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { replayRecordSteps } from '../storage/redo.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
-import type { NodeConfig } from './cluster-files.ts';
+import type { NodeConfig } from './node-config.ts';
 import type { StartupReplayStatus } from './node-status.ts';
 
 /** Present in a data directory while the node is (to start as) a standby. */
 export const STANDBY_SIGNAL = 'standby.signal';
 
 /** findNewestTimeLine for recovery: the newest timeline with a history file that contains `tli`. */
-export function latestTimeline(
-  dataDir: string,
-  tli: TimeLineId,
-  disk: Disk = nodeDisk,
-): TimeLineId {
+export function latestTimeline(dataDir: string, tli: TimeLineId, disk: Disk): TimeLineId {
   let newest = tli;
   let names: string[] = [];
   try {

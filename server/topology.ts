@@ -32,6 +32,7 @@ import {
   type NodeName,
 } from './cluster-files.ts';
 import { readControlFile } from '../wal/control-file.ts';
+import { nodeDisk } from '../common/node-disk.ts';
 import { NODE_NAME_RE } from './initdb.ts';
 import { freePort } from './ports.ts';
 import { latestTimeline, STANDBY_SIGNAL } from './startup-replay.ts';
@@ -172,7 +173,7 @@ export async function repoint(
     });
     return { running: true, conninfo };
   }
-  alterSystem(nodeDir(clusterDir, node), 'primary_conninfo', conninfo);
+  alterSystem(nodeDir(clusterDir, node), 'primary_conninfo', conninfo, nodeDisk);
   return { running: false, conninfo };
 }
 
@@ -182,11 +183,15 @@ export function walEndOf(
   name: NodeName,
 ): { endLsn: Lsn; timeline: TimeLineId } {
   const dir = nodeDir(clusterDir, name);
-  const control = readControlFile(dir);
+  const control = readControlFile(dir, nodeDisk);
   const timeline = isStandbyDir(clusterDir, name)
-    ? latestTimeline(dir, control.timeline)
+    ? latestTimeline(dir, control.timeline, nodeDisk)
     : control.timeline;
-  const end = findEndOfWal(dir, control.redoLsn, { timeline, segmentSize: control.walSegmentSize });
+  const end = findEndOfWal(dir, control.redoLsn, {
+    timeline,
+    segmentSize: control.walSegmentSize,
+    disk: nodeDisk,
+  });
   return { endLsn: end.endLsn, timeline };
 }
 
@@ -210,14 +215,14 @@ export function rejoinVerdict(clusterDir: string, old: NodeName, to: NodeName): 
   }
   const { endLsn, timeline } = walEndOf(clusterDir, old);
   const toDir = nodeDir(clusterDir, to);
-  const toControl = readControlFile(toDir);
+  const toControl = readControlFile(toDir, nodeDisk);
   const toTli = isStandbyDir(clusterDir, to)
-    ? latestTimeline(toDir, toControl.timeline)
+    ? latestTimeline(toDir, toControl.timeline, nodeDisk)
     : toControl.timeline;
   const verdict = checkRejoin(
-    readTimelineHistory(nodeDir(clusterDir, old), timeline),
+    readTimelineHistory(nodeDir(clusterDir, old), timeline, nodeDisk),
     endLsn,
-    readTimelineHistory(toDir, toTli),
+    readTimelineHistory(toDir, toTli, nodeDisk),
   );
   return { verdict, oldEndLsn: formatLsn(endLsn), oldTimeline: timeline, newTimeline: toTli };
 }
@@ -242,7 +247,7 @@ export async function rejoin(
   const dir = nodeDir(clusterDir, old);
   const cfg = readNodeConfig(clusterDir, old);
   fs.writeFileSync(path.join(dir, STANDBY_SIGNAL), '');
-  alterSystem(dir, 'primary_conninfo', conninfoTo(clusterDir, to, cfg.applicationName));
+  alterSystem(dir, 'primary_conninfo', conninfoTo(clusterDir, to, cfg.applicationName), nodeDisk);
   const base = JSON.parse(
     fs.readFileSync(path.join(dir, 'walsim.conf.json'), 'utf8'),
   ) as NodeConfig;

@@ -316,6 +316,7 @@ export class Simulation {
     h.restartAt = null;
     const owner = h.owner;
     const clock = this.sched.clockFor(owner);
+    const dial = this.net.dialer(h.name, owner, () => this.other(h).name);
     let node: ServerNode;
     try {
       node = ServerNode.open({
@@ -350,8 +351,9 @@ export class Simulation {
         env: {
           clock,
           disk: new LatencyDisk(h.disk, clock, (ms) => this.sched.advance(ms), h.latency),
+          // The upstream is always the other host (primary_conninfo's host and port are unused).
+          dialer: () => dial,
         },
-        connect: this.net.dialer(h.name, owner, () => this.other(h).name),
       });
     } catch (e) {
       this.violation(`${h.name} failed to start: ${(e as Error).message}`);
@@ -369,7 +371,7 @@ export class Simulation {
       'sim',
       `start ${owner} as ${node.inRecovery ? 'standby' : 'primary'}`,
     );
-    const r = await this.settle(node.startRole(TOKEN), ACTION_MS);
+    const r = await this.settle(node.startRole(), ACTION_MS);
     if (!r.done) this.violation(`${h.name} did not finish starting within ${ACTION_MS} ms`);
     else if (r.error !== undefined)
       this.violation(`${h.name} failed to start its role: ${(r.error as Error).message}`);

@@ -2,7 +2,7 @@
  * Records the instants of a failover (resume → promotion done) with a monotonic and a wall clock,
  * and the drop counters and replayed records between them, and turns them into a FailoverReport.
  */
-import { systemClock, type Clock } from '../common/clock.ts';
+import type { Clock } from '../common/clock.ts';
 import { diffCounters } from '../common/counters.ts';
 import { DROP_PATHS, type DropBusyMs } from '../storage/drop.ts';
 import {
@@ -53,7 +53,7 @@ export class FailoverClock {
     private readonly replayCounts: () => ReplayCounts,
     private readonly nBuffers: number,
     /** Simulated time in the simulator: failover phases are then reported in simulated time. */
-    private readonly clock: Clock = systemClock,
+    private readonly clock: Clock,
   ) {}
 
   /** The node did one end-of-recovery step. */

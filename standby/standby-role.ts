@@ -15,7 +15,7 @@
  */
 import type { Clock } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
-import type { Dialer } from '../common/transport.ts';
+import type { Upstream, UpstreamDialer } from '../common/transport.ts';
 import type { ControlFile } from '../wal/control-file.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 import type { WalRecord } from '../wal/records.ts';
@@ -28,12 +28,7 @@ import { StartupProcess } from './startup.ts';
 import { standbyStatusOf, type StandbyStatus } from './standby-status.ts';
 import { WalReceiver } from './walreceiver.ts';
 
-/** primary_conninfo as the walreceiver needs it. */
-export interface Upstream {
-  host: string;
-  port: number;
-  applicationName: string;
-}
+export type { Upstream };
 
 export interface StandbyRoleDeps {
   dataDir: string;
@@ -44,7 +39,7 @@ export interface StandbyRoleDeps {
   /** primary_conninfo now (it changes on reload); null when the node has no upstream. */
   upstream(): Upstream | null;
   /** A dialer to `upstream` (ws in production, the simulator's network). */
-  dialer(upstream: Upstream): Dialer;
+  dialer: UpstreamDialer;
   timeline(): TimeLineId;
   readOptions(): WalReadOptions;
   /** Merge `patch` into pg_control and write it durably. */

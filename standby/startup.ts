@@ -7,7 +7,7 @@
  * WAL. Receiving and flushing continue while paused.
  */
 import { assert } from '../common/assert.ts';
-import { systemClock, type Clock } from '../common/clock.ts';
+import type { Clock } from '../common/clock.ts';
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import { isInvalidWalRecordError, maxAlign } from '../wal/codec.ts';
 import { readWal, type WalReadOptions, type WalReader } from '../wal/wal-reader.ts';
@@ -18,8 +18,8 @@ const REPLAY_SLICE_MS = 10;
 
 export interface StartupDeps {
   dataDir: string;
-  /** Time slices and event-loop turns (Node's unless a simulator passes its own). */
-  clock?: Clock;
+  /** Time slices and event-loop turns (the node's: Node's in the server process, the simulator's in sim/). */
+  clock: Clock;
   /** Timeline, segment size and the disk holding pg_wal. */
   readOptions(): WalReadOptions;
   /** End of WAL flushed by the walreceiver: replay never goes past it. */
@@ -78,7 +78,7 @@ export class StartupProcess {
     private readonly deps: StartupDeps,
     start: { nextLsn: Lsn; replayEndLsn: Lsn; lastRecordLsn: Lsn },
   ) {
-    this.clock = deps.clock ?? systemClock;
+    this.clock = deps.clock;
     this.nextLsn = start.nextLsn;
     this.replayEndLsn = start.replayEndLsn;
     this.lastRecordLsn = start.lastRecordLsn;

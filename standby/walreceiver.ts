@@ -10,7 +10,7 @@
  * switches its WAL to that timeline, and streaming restarts there on the same connection — the
  * walreceiver is not restarted.
  */
-import { systemClock, type Clock, type TimerHandle } from '../common/clock.ts';
+import type { Clock, TimerHandle } from '../common/clock.ts';
 import type { Dialer, MessageConn } from '../common/transport.ts';
 import { InvariantViolation } from '../common/assert.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
@@ -23,8 +23,8 @@ export type ReceiverState = 'connecting' | 'streaming' | 'disconnected' | 'stopp
 export interface WalReceiverDeps {
   /** Opens a replication connection to the upstream (ws in production, the simulator's network). */
   connect: Dialer;
-  /** Timers and timestamps (Node's unless a simulator passes its own). */
-  clock?: Clock;
+  /** Timers and timestamps (the node's: Node's in the server process, the simulator's in sim/). */
+  clock: Clock;
   applicationName: string;
   wal: WalWriter;
   timeline(): TimeLineId;
@@ -69,7 +69,7 @@ export class WalReceiver {
   timelineSwitches = 0;
 
   constructor(private readonly deps: WalReceiverDeps) {
-    this.clock = deps.clock ?? systemClock;
+    this.clock = deps.clock;
   }
 
   get state(): ReceiverState {

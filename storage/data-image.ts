@@ -24,8 +24,8 @@
  */
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
-import { systemClock, type Clock } from '../common/clock.ts';
-import { nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
+import type { Clock } from '../common/clock.ts';
+import { readTextFile, type Disk } from '../common/disk.ts';
 import { fsyncDir, FILE_MODE, makeDir } from '../common/durable-file.ts';
 import type { CatalogSnapshot } from './catalog.ts';
 import type { RelFileNumber } from '../wal/records.ts';
@@ -124,13 +124,11 @@ const INDEX_STEP_ENTRIES = 8192;
 
 const HEADER_FILE = 'image.json';
 
-/** The file system and clock an image is written with (node:fs and Node's clock unless a simulator passes its own). */
+/** The file system and clock an image is written with (the server's node:fs and Node's clock, or the simulator's). */
 export interface ImageIo {
   disk: Disk;
   clock: Pick<Clock, 'now' | 'monoMs'>;
 }
-
-export const PRODUCTION_IMAGE_IO: ImageIo = { disk: nodeDisk, clock: systemClock };
 
 async function writeSynced(disk: Disk, p: string, data: Uint8Array | string): Promise<void> {
   const fh = await disk.openAsync(p, 'w', FILE_MODE);
@@ -154,7 +152,7 @@ export async function writeDataImage(
   src: ImageSource,
   state: ImageState,
   pause: () => Promise<void>,
-  io: ImageIo = PRODUCTION_IMAGE_IO,
+  io: ImageIo,
 ): Promise<ImageWriteStats> {
   const { disk, clock } = io;
   const base = path.join(dataDir, 'base');
@@ -372,7 +370,7 @@ export async function writeDataImage(
 /** Read the image of `dataDir`: its header, every relation's bytes, smgr and CLOG bytes, and the state. */
 export function readDataImage(
   dataDir: string,
-  disk: Disk = nodeDisk,
+  disk: Disk,
 ): {
   header: DataImageHeader;
   relations: Array<[RelFileNumber, Uint8Array]>;

@@ -25,10 +25,9 @@ import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
 import { ReplayCounters } from './replay-counts.ts';
 import type { ForkNumber, RelFileNumber } from '../wal/records.ts';
-import { nodeDisk, type Disk } from '../common/disk.ts';
+import type { Disk } from '../common/disk.ts';
 import {
   ImageState,
-  PRODUCTION_IMAGE_IO,
   readDataImage,
   writeDataImage,
   type DataImageHeader,
@@ -125,7 +124,7 @@ export class NodeStorage {
     dataDir: string,
     header: Pick<DataImageHeader, 'redoLsn' | 'redoPrevLsn' | 'timeline'>,
     pause: () => Promise<void>,
-    io: ImageIo = PRODUCTION_IMAGE_IO,
+    io: ImageIo,
   ): Promise<ImageWriteStats> {
     const run = async (): Promise<ImageWriteStats> => {
       this.imageWriteInProgress = true;
@@ -173,7 +172,7 @@ export class NodeStorage {
     dataDir: string,
     nBuffers: number,
     dropSettings: DropSettings,
-    disk: Disk = nodeDisk,
+    disk: Disk,
   ): { storage: NodeStorage; header: DataImageHeader } {
     const image = readDataImage(dataDir, disk);
     const heap = new HeapStore();

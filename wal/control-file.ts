@@ -4,8 +4,7 @@
  * previous run did not shut down cleanly and runs crash recovery.
  */
 import * as path from 'node:path';
-import { systemClock } from '../common/clock.ts';
-import { nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
+import { readTextFile, type Disk } from '../common/disk.ts';
 import { makeDir, writeFileAtomic } from '../common/durable-file.ts';
 import type { Lsn, TimeLineId } from './lsn.ts';
 
@@ -32,21 +31,15 @@ export function controlFilePath(dataDir: string): string {
   return path.join(dataDir, 'global', 'pg_control');
 }
 
-export function readControlFile(dataDir: string, disk: Disk = nodeDisk): ControlFile {
+export function readControlFile(dataDir: string, disk: Disk): ControlFile {
   return JSON.parse(readTextFile(disk, controlFilePath(dataDir))) as ControlFile;
 }
 
-export function writeControlFile(
-  dataDir: string,
-  c: ControlFile,
-  disk: Disk = nodeDisk,
-  nowMs = systemClock.now(),
-): void {
+export function writeControlFile(dataDir: string, c: ControlFile, disk: Disk, nowMs: number): void {
   makeDir(path.dirname(controlFilePath(dataDir)), disk);
   writeFileAtomic(
     controlFilePath(dataDir),
     JSON.stringify({ ...c, time: new Date(nowMs).toISOString() }, null, 2) + '\n',
-    undefined,
     disk,
   );
 }

@@ -10,7 +10,7 @@ import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, parseLsn, type Lsn, type TimeLineId } from './lsn.ts';
 import { fsyncDir, makeDir, writeFileAtomic } from '../common/durable-file.ts';
-import { isErrnoCode, nodeDisk, readTextFile, type Disk } from '../common/disk.ts';
+import { isErrnoCode, readTextFile, type Disk } from '../common/disk.ts';
 export { fsyncDir };
 
 export const DEFAULT_SEGMENT_SIZE = 16 * 1024 * 1024;
@@ -94,7 +94,7 @@ export function parseSegmentFileName(
 export function listSegmentFiles(
   dataDir: string,
   segmentSize: number,
-  disk: Disk = nodeDisk,
+  disk: Disk,
 ): { name: string; tli: TimeLineId; segno: number }[] {
   let names: string[];
   try {
@@ -179,7 +179,7 @@ export function parseTimelineHistory(
 export function readTimelineHistoryFile(
   dataDir: string,
   tli: TimeLineId,
-  disk: Disk = nodeDisk,
+  disk: Disk,
 ): string | null {
   try {
     return readTextFile(disk, path.join(walDir(dataDir), timelineHistoryFileName(tli)));
@@ -196,7 +196,7 @@ export function readTimelineHistoryFile(
 export function readTimelineHistory(
   dataDir: string,
   tli: TimeLineId,
-  disk: Disk = nodeDisk,
+  disk: Disk,
 ): TimelineHistoryEntry[] {
   const text = readTimelineHistoryFile(dataDir, tli, disk);
   if (text === null) return [{ tli, beginLsn: 0, endLsn: null }];
@@ -228,7 +228,7 @@ export function writeTimelineHistory(
   parentHistory: readonly TimelineHistoryEntry[],
   switchLsn: Lsn,
   reason: string,
-  disk: Disk = nodeDisk,
+  disk: Disk,
 ): void {
   const parent = parentHistory[parentHistory.length - 1];
   assert(
@@ -256,13 +256,13 @@ export function writeTimelineHistoryFile(
   dataDir: string,
   tli: TimeLineId,
   text: string,
-  disk: Disk = nodeDisk,
+  disk: Disk,
 ): void {
   parseTimelineHistory(text, tli);
   const dir = walDir(dataDir);
   makeDir(dir, disk);
   const target = path.join(dir, timelineHistoryFileName(tli));
-  writeFileAtomic(target, text, undefined, disk);
+  writeFileAtomic(target, text, disk);
 }
 
 /**
@@ -275,7 +275,7 @@ export function chooseSegmentFile(
   segno: number,
   history: readonly TimelineHistoryEntry[],
   segmentSize: number,
-  exists: (name: string) => boolean = (name) => nodeDisk.exists(path.join(walDir(dataDir), name)),
+  exists: (name: string) => boolean,
 ): { name: string; tli: TimeLineId } | null {
   for (let i = history.length - 1; i >= 0; i--) {
     const h = history[i]!;

@@ -11,7 +11,7 @@
  */
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
-import { nodeDisk, type Disk } from '../common/disk.ts';
+import type { Disk } from '../common/disk.ts';
 import { WalsimError } from '../common/errors.ts';
 import {
   decodeRecord,
@@ -45,8 +45,8 @@ export interface WalReadOptions {
   stopLsn?: Lsn;
   /** The timeline history to use instead of reading `%08X.history` of `timeline`. */
   history?: readonly TimelineHistoryEntry[];
-  /** The file system holding the segment files (node:fs unless a simulator passes its own). */
-  disk?: Disk;
+  /** The file system holding the segment files (node:fs in the server process, the simulator's in sim/). */
+  disk: Disk;
 }
 
 /** Why reading stopped: clean end of WAL, or a record that failed validation (caller decides). */
@@ -96,7 +96,7 @@ export class WalReader implements Iterable<WalRecord> {
       `INV-WAL-2: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`,
     );
     this.segmentSize = opts.segmentSize;
-    this.disk = opts.disk ?? nodeDisk;
+    this.disk = opts.disk;
     this.history = opts.history ?? readTimelineHistory(dataDir, opts.timeline, this.disk);
     this.stopLsn = opts.stopLsn ?? Number.MAX_SAFE_INTEGER;
     this.endLsn = fromLsn;
@@ -312,7 +312,7 @@ export function readWalBytes(
   endLsn: Lsn,
   opts: Pick<WalReadOptions, 'timeline' | 'segmentSize' | 'history' | 'disk'>,
 ): Uint8Array {
-  const disk = opts.disk ?? nodeDisk;
+  const disk = opts.disk;
   const dir = walDir(dataDir);
   checkSegmentSize(opts.segmentSize);
   assertValidLsn(startLsn, 'startLsn');

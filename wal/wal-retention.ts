@@ -9,7 +9,7 @@
  * names when `wal_recycle` is on): without page headers a recycled file's old records could be
  * read as new ones, and a fresh file costs nothing here.
  */
-import { nodeDisk, type Disk } from '../common/disk.ts';
+import type { Disk } from '../common/disk.ts';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
 import { fsyncDir } from '../common/durable-file.ts';
@@ -74,7 +74,7 @@ export function removeOldSegments(
   dataDir: string,
   lastRemovable: number,
   segmentSize: number,
-  disk: Disk = nodeDisk,
+  disk: Disk,
 ): string[] {
   const removed: string[] = [];
   for (const seg of listSegmentFiles(dataDir, segmentSize, disk)) {
@@ -87,11 +87,7 @@ export function removeOldSegments(
 }
 
 /** The oldest segment number present in pg_wal (any timeline), or null when there is none. */
-export function oldestSegment(
-  dataDir: string,
-  segmentSize: number,
-  disk: Disk = nodeDisk,
-): number | null {
+export function oldestSegment(dataDir: string, segmentSize: number, disk: Disk): number | null {
   const segs = listSegmentFiles(dataDir, segmentSize, disk);
   return segs.length === 0 ? null : segs[0]!.segno;
 }

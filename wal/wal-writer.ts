@@ -8,7 +8,7 @@
  */
 import * as path from 'node:path';
 import { assert, InvariantViolation } from '../common/assert.ts';
-import { nodeDisk, type Disk } from '../common/disk.ts';
+import type { Disk } from '../common/disk.ts';
 import { FILE_MODE, makeDir } from '../common/durable-file.ts';
 import { isWalsimError, WalsimError } from '../common/errors.ts';
 import { ByteBuffer } from './byte-buffer.ts';
@@ -42,8 +42,8 @@ export interface WalWriterOptions {
   prevLsn?: Lsn;
   /** wal_buffers: insert() writes the buffers out when more than this is pending. Default 16 MB. */
   walBuffersBytes?: number;
-  /** The file system for pg_wal (node:fs unless a simulator passes its own). */
-  disk?: Disk;
+  /** The file system for pg_wal (node:fs in the server process, the simulator's own in sim/). */
+  disk: Disk;
 }
 
 export interface InsertResult {
@@ -120,7 +120,7 @@ export class WalWriter {
       `INV-WAL-5: bad timeline ${opts.timeline}`,
     );
     const segmentSize = opts.segmentSize;
-    const disk = opts.disk ?? nodeDisk;
+    const disk = opts.disk;
     makeDir(walDir(dataDir), disk);
     let startLsn = opts.startLsn;
     let prevLsn = opts.prevLsn;

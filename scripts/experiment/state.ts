@@ -8,6 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../../server/cluster-files.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 export type Workload = 'rel' | 'multi';
 
@@ -57,7 +58,7 @@ export function writeWorkloadState(
 ): void {
   const all = readAll(clusterDir);
   all[workload] = state;
-  writeFileAtomic(stateFilePath(clusterDir), JSON.stringify(all, null, 2) + '\n');
+  writeFileAtomic(stateFilePath(clusterDir), JSON.stringify(all, null, 2) + '\n', nodeDisk);
 }
 
 /** Table names of a workload: `rel_t` for the single relation, `multi_t1 … multi_tN`. */

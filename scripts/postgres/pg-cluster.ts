@@ -22,6 +22,7 @@ import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { freePort } from '../../server/ports.ts';
 import { findPgBin, pgServerUser, type PgProgram, type PgUser } from './pg-bin.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 export type PgNodeName = 'primary' | 'standby';
 
@@ -243,7 +244,7 @@ export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<
     ports: { primary: await freePort('127.0.0.1'), standby: await freePort('127.0.0.1') },
     sharedBuffers: { primary: s.primarySharedBuffers, standby: s.sharedBuffers },
   };
-  writeFileAtomic(path.join(dir, ENGINE_FILE), JSON.stringify(engine, null, 2) + '\n');
+  writeFileAtomic(path.join(dir, ENGINE_FILE), JSON.stringify(engine, null, 2) + '\n', nodeDisk);
   try {
     const primary = pgDataDir(dir, 'primary');
     await runPgProgram(

@@ -29,6 +29,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FatalCheck, TortureCluster } from './cluster.ts';
 import { Model } from './model.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 export const FAULT_KINDS = [
   'cut_replication',
@@ -276,6 +277,7 @@ export async function runSeed(o: SeedOptions): Promise<SeedResult> {
           timeline: 1,
           segmentSize: SEGMENT_SIZE,
           stopLsn: parseLsn(ss.receiveLsn),
+          disk: nodeDisk,
         }),
       ];
       if (recs.length === 0)

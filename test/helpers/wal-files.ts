@@ -4,6 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { nodeDisk } from '../../common/node-disk.ts';
 import { readWal } from '../../wal/wal-reader.ts';
 import { segmentFileName, segmentOf, segmentOffset, walDir } from '../../wal/segment.ts';
 import type { Lsn, TimeLineId } from '../../wal/lsn.ts';
@@ -22,7 +23,8 @@ export function recordsIn(
   opts: WalFileOptions,
 ): WalRecord[] {
   const out: WalRecord[] = [];
-  for (const rec of readWal(dataDir, fromLsn, { ...opts, stopLsn: toLsn })) out.push(rec);
+  for (const rec of readWal(dataDir, fromLsn, { ...opts, stopLsn: toLsn, disk: nodeDisk }))
+    out.push(rec);
   return out;
 }
 

@@ -16,6 +16,7 @@ import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import { maxAlign } from '../../wal/codec.ts';
 import { readTimelineHistory } from '../../wal/segment.ts';
 import type { WalRecord } from '../../wal/records.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 const SEG = 1024 * 1024;
 const WAL = { timeline: 1, segmentSize: SEG };
@@ -110,7 +111,7 @@ describe('corrupt WAL on the standby', () => {
     ).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
     expect(promoted.promoted).toBe(true);
     // The switch point of timeline 2 is the bad record's start (EndOfLog), not the received end.
-    const history = readTimelineHistory(c.dataDir('standby'), 2);
+    const history = readTimelineHistory(c.dataDir('standby'), 2, nodeDisk);
     expect(history[0]).toMatchObject({ tli: 1, endLsn: bad.lsn });
     expect(await c.scalar('standby', 'SELECT count(*) FROM r')).toBe(3);
     await c.sql('standby', 'INSERT INTO r VALUES (1000), (1001)');

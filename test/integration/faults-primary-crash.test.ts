@@ -14,6 +14,7 @@ import { TestCluster } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import { readTimelineHistory } from '../../wal/segment.ts';
 import type { SynchronousCommit } from '../../server/settings.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {
@@ -71,7 +72,7 @@ async function crashDuringCommits(
     await c.client('standby')
   ).request({ op: 'promote', wait: true, waitSeconds: 60 })) as { promoted: boolean };
   expect(r.promoted).toBe(true);
-  expect(readTimelineHistory(c.dataDir('standby'), 2)[0]).toMatchObject({
+  expect(readTimelineHistory(c.dataDir('standby'), 2, nodeDisk)[0]).toMatchObject({
     tli: 1,
     endLsn: flushedAtKill,
   });

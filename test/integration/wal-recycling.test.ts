@@ -16,6 +16,7 @@ import { parseLsn } from '../../wal/lsn.ts';
 import { listSegmentFiles, segmentFileName, segmentOf } from '../../wal/segment.ts';
 import { readControlFile } from '../../wal/control-file.ts';
 import { ClusterHandle } from '../../server/cluster-handle.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 /** walsim's smallest segment (64 kB), so that a test crosses many segments cheaply. */
 const SEG = 64 * 1024;
@@ -27,7 +28,7 @@ afterEach(async () => {
 });
 
 function segnos(cluster: TestCluster, node: string): number[] {
-  return listSegmentFiles(cluster.dataDir(node), SEG).map((s) => s.segno);
+  return listSegmentFiles(cluster.dataDir(node), SEG, nodeDisk).map((s) => s.segno);
 }
 
 /** Insert batches until the primary's WAL reaches `segments` more segments than now. */
@@ -60,7 +61,7 @@ describe('WAL recycling', () => {
     await writeSegments(c, 't', 4); // the seed's procedure: the primary writes while replay is paused
     await c.waitForCatchup('flush');
     await c.sql('primary', 'CHECKPOINT');
-    const redo1 = readControlFile(c.dataDir('primary')).redoLsn;
+    const redo1 = readControlFile(c.dataDir('primary'), nodeDisk).redoLsn;
     const p1 = await c.status('primary');
     // Everything before the paused standby's replay segment went, nothing after it.
     expect(segnos(c, 'primary')[0]).toBe(segmentOf(pausedAt, SEG));
@@ -83,7 +84,7 @@ describe('WAL recycling', () => {
     expect(await content('standby')).toEqual(await content('primary'));
     // The standby has replayed everything: the next checkpoint keeps only its own REDO segment on.
     await c.sql('primary', 'CHECKPOINT');
-    const redo2 = readControlFile(c.dataDir('primary')).redoLsn;
+    const redo2 = readControlFile(c.dataDir('primary'), nodeDisk).redoLsn;
     expect(segnos(c, 'primary')[0]).toBe(segmentOf(redo2, SEG));
   });
 
@@ -125,7 +126,7 @@ describe('WAL recycling', () => {
     await c.stopNode('standby', 'fast');
     await writeSegments(c, 't', 8); // fewer than the 16 segments wal_keep_size keeps
     await c.sql('primary', 'CHECKPOINT');
-    const redo = readControlFile(c.dataDir('primary')).redoLsn;
+    const redo = readControlFile(c.dataDir('primary'), nodeDisk).redoLsn;
     // KeepLogSeg: 1 MB = 16 segments back from the checkpoint record's segment (never below 1).
     expect(segmentOf(redo, SEG)).toBeGreaterThan(16);
     expect(segnos(c, 'primary')[0]).toBe(segmentOf(redo, SEG) - 16);

@@ -22,6 +22,7 @@ import { decodeMessage, encodeMessage, type StreamMessage } from '../../wal/stre
 import { WalsimError } from '../../common/errors.ts';
 import type { WalRecordBody } from '../../wal/records.ts';
 import { removeDir, tempDataDir } from '../unit/wal-helpers.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 const seed = Number(process.env.FC_SEED ?? Math.floor(Math.random() * 2 ** 31));
 console.log(`wal-codec properties: FC_SEED=${seed}`);
@@ -140,6 +141,7 @@ describe('WAL codec properties', () => {
             segmentSize: 64 * 1024,
             timeline: 1,
             walBuffersBytes: 8192,
+            disk: nodeDisk,
           });
           const lsns = ops.map(([b, xid, action]) => {
             const r = w.insert(b, xid);
@@ -148,7 +150,11 @@ describe('WAL codec properties', () => {
             return r.startLsn;
           });
           w.close();
-          const reader = readWal(dir, lsns[0]!, { timeline: 1, segmentSize: 64 * 1024 });
+          const reader = readWal(dir, lsns[0]!, {
+            timeline: 1,
+            segmentSize: 64 * 1024,
+            disk: nodeDisk,
+          });
           const recs = [...reader];
           expect(reader.endReason).toBe('end_of_wal');
           expect(recs.map((r) => r.lsn)).toEqual(lsns);
@@ -203,7 +209,7 @@ describe('WAL codec properties', () => {
     const dir = tempDataDir();
     dirs.push(dir);
     const seg = 64 * 1024;
-    const w = WalWriter.open(dir, { segmentSize: seg, timeline: 1 });
+    const w = WalWriter.open(dir, { segmentSize: seg, timeline: 1, disk: nodeDisk });
     const lsns: number[] = [];
     for (let i = 0; i < 40; i++)
       lsns.push(
@@ -215,7 +221,7 @@ describe('WAL codec properties', () => {
     const start = lsns[0]! % seg;
     for (let cut = start; cut <= full.length; cut++) {
       fs.writeFileSync(file, full.subarray(0, cut));
-      const reader = readWal(dir, lsns[0]!, { timeline: 1, segmentSize: seg });
+      const reader = readWal(dir, lsns[0]!, { timeline: 1, segmentSize: seg, disk: nodeDisk });
       const n = [...reader].length;
       expect(reader.endReason).toBe('end_of_wal');
       expect(n).toBe(

@@ -72,9 +72,9 @@ describe('MemDisk', () => {
     for (let seed = 1; seed <= 50; seed++) {
       const d = new MemDisk();
       d.mkdirp('/a');
-      writeFileAtomic('/a/f', 'old content', 0o644, d);
+      writeFileAtomic('/a/f', 'old content', d, 0o644);
       d.syncAll();
-      writeFileAtomic('/a/f', 'new content!', 0o644, d);
+      writeFileAtomic('/a/f', 'new content!', d, 0o644);
       d.powerLoss(new SeededRandom(seed));
       expect(['old content', 'new content!']).toContain(dec(d.readFile('/a/f')));
     }
@@ -85,7 +85,7 @@ describe('MemDisk', () => {
     for (let seed = 1; seed <= 200; seed++) {
       const d = new MemDisk();
       d.mkdirp('/a');
-      writeFileSynced('/a/f', 'AAAA', 0o644, d);
+      writeFileSynced('/a/f', 'AAAA', d, 0o644);
       d.syncAll();
       const fd = d.open('/a/f', 'r+');
       d.write(fd, enc('BBBB'), 0, 4, 4);

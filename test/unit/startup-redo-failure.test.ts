@@ -10,6 +10,8 @@ import { WalWriter } from '../../wal/wal-writer.ts';
 import type { WalRecord } from '../../wal/records.ts';
 import { StartupProcess } from '../../standby/startup.ts';
 import { removeDir, tempDataDir } from './wal-helpers.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
+import { systemClock } from '../../common/system-clock.ts';
 
 let dir = '';
 afterEach(() => removeDir(dir));
@@ -18,7 +20,7 @@ describe('startup process: an exception inside redo', () => {
   it('resets "inside a record", wakes boundary waiters, records the error and calls fatal', async () => {
     dir = tempDataDir();
     const segmentSize = 1 << 20;
-    const wal = WalWriter.open(dir, { segmentSize, timeline: 1 });
+    const wal = WalWriter.open(dir, { segmentSize, timeline: 1, disk: nodeDisk });
     const start = wal.insertLsn;
     wal.insert({ kind: 'NOOP' }, 0);
     wal.insert({ kind: 'NOOP' }, 0);
@@ -31,7 +33,8 @@ describe('startup process: an exception inside redo', () => {
     const startup = new StartupProcess(
       {
         dataDir: dir,
-        readOptions: () => ({ timeline: 1, segmentSize }),
+        clock: systemClock,
+        readOptions: () => ({ timeline: 1, segmentSize, disk: nodeDisk }),
         flushedUpTo: () => wal.flushLsn,
         *applySteps(rec: WalRecord) {
           if (++n === 2) {

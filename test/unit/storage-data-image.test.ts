@@ -12,6 +12,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { NodeStorage } from '../../storage/node-storage.ts';
 import type { DropSettings } from '../../storage/drop.ts';
 import { runSteps } from '../../storage/drop-full-scan.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
+import { systemClock } from '../../common/system-clock.ts';
 
 const SETTINGS = {
   strategy: 'cached-lookup',
@@ -19,6 +21,7 @@ const SETTINGS = {
   forceOptimized: false,
 } as DropSettings;
 const noPause = async () => {};
+const IO = { disk: nodeDisk, clock: systemClock };
 let dir = '';
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -50,7 +53,7 @@ describe('data image', () => {
   it('writes only changed relations, in a fixed number of files, and loads back', async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-image-'));
     const st = storageWith(300);
-    const a = await st.writeImage(dir, header(1), noPause);
+    const a = await st.writeImage(dir, header(1), noPause, IO);
     expect(a).toMatchObject({
       relationsChanged: 300,
       relationsWritten: 300,
@@ -58,7 +61,7 @@ describe('data image', () => {
       filesWritten: 6,
       fsyncs: 7,
     });
-    const b = await st.writeImage(dir, header(2), noPause);
+    const b = await st.writeImage(dir, header(2), noPause, IO);
     expect(b).toMatchObject({
       relationsChanged: 0,
       relationsWritten: 0,
@@ -68,7 +71,7 @@ describe('data image', () => {
     st.heap.extendTo(20007, 4);
     st.heap.dropRelation(20008);
     st.catalog.set('t8', 0);
-    const c = await st.writeImage(dir, header(3), noPause);
+    const c = await st.writeImage(dir, header(3), noPause, IO);
     expect(c).toMatchObject({
       relationsChanged: 1,
       relationsWritten: 1,
@@ -76,7 +79,7 @@ describe('data image', () => {
       relations: 299,
       filesWritten: 6,
     });
-    const { storage, header: h } = NodeStorage.loadImage(dir, 1024, SETTINGS);
+    const { storage, header: h } = NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk);
     expect(h.redoLsn).toBe(3 << 20);
     expect(contentOf(storage)).toBe(contentOf(st));
     expect(storage.catalog.lookup('t8')).toBeUndefined();
@@ -86,17 +89,17 @@ describe('data image', () => {
       ['catalog.3', 'image.json', 'index.3', 'pg_xact.3', 'rels.1', 'rels.3', 'smgr.3'].sort(),
     );
     // After a load, nothing counts as changed.
-    expect((await storage.writeImage(dir, header(4), noPause)).relationsWritten).toBe(0);
+    expect((await storage.writeImage(dir, header(4), noPause, IO)).relationsWritten).toBe(0);
   });
 
   it('compacts a pack once fewer than half of its relations live in it', async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-image-'));
     const st = storageWith(10);
-    await st.writeImage(dir, header(1), noPause); // rels.1 holds 10
+    await st.writeImage(dir, header(1), noPause, IO); // rels.1 holds 10
     for (let i = 0; i < 5; i++) st.heap.extendTo(20000 + i, 1);
-    expect((await st.writeImage(dir, header(2), noPause)).relationsCompacted).toBe(0); // 5 of 10 live: kept
+    expect((await st.writeImage(dir, header(2), noPause, IO)).relationsCompacted).toBe(0); // 5 of 10 live: kept
     st.heap.extendTo(20005, 1);
-    const c = await st.writeImage(dir, header(3), noPause); // 4 of 10 live in rels.1: moved
+    const c = await st.writeImage(dir, header(3), noPause, IO); // 4 of 10 live in rels.1: moved
     expect(c).toMatchObject({ relationsChanged: 1, relationsCompacted: 4, relationsWritten: 5 });
     expect(
       fs
@@ -104,29 +107,31 @@ describe('data image', () => {
         .filter((f) => f.startsWith('rels.'))
         .sort(),
     ).toEqual(['rels.2', 'rels.3']);
-    expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS).storage)).toBe(contentOf(st));
+    expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage)).toBe(
+      contentOf(st),
+    );
   });
 
   it('a failed write keeps the previous image and writes the changes next time', async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-image-'));
     const st = storageWith(3);
-    await st.writeImage(dir, header(1), noPause);
+    await st.writeImage(dir, header(1), noPause, IO);
     st.heap.extendTo(20001, 2);
     // A directory where the next pack goes makes its creation fail (EISDIR), like a full disk would.
     fs.mkdirSync(path.join(dir, 'base', 'rels.2'));
-    await expect(st.writeImage(dir, header(2), noPause)).rejects.toThrow(/EISDIR/);
+    await expect(st.writeImage(dir, header(2), noPause, IO)).rejects.toThrow(/EISDIR/);
     // The leftover is removed at load; the image on disk is still generation 1.
-    expect(NodeStorage.loadImage(dir, 1024, SETTINGS).header.redoLsn).toBe(1 << 20);
+    expect(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).header.redoLsn).toBe(1 << 20);
     expect(fs.existsSync(path.join(dir, 'base', 'rels.2'))).toBe(false);
-    expect((await st.writeImage(dir, header(3), noPause)).relationsChanged).toBe(1);
+    expect((await st.writeImage(dir, header(3), noPause, IO)).relationsChanged).toBe(1);
   });
 
   it('a loaded image gets the buffer pool its drop strategy needs (rel-list keeps relation lists)', async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-image-'));
     const st = storageWith(2);
-    await st.writeImage(dir, header(1), noPause);
+    await st.writeImage(dir, header(1), noPause, IO);
     const relList = { ...SETTINGS, strategy: 'rel-list' } as DropSettings;
-    const { storage } = NodeStorage.loadImage(dir, 1024, relList);
+    const { storage } = NodeStorage.loadImage(dir, 1024, relList, nodeDisk);
     expect(() => runSteps(storage.smgrdounlinkallSteps([20000]))).not.toThrow();
   });
 
@@ -149,9 +154,9 @@ describe('data image', () => {
         writtenAt: '',
       }),
     );
-    const loaded = NodeStorage.loadImage(dir, 1024, SETTINGS).storage;
+    const loaded = NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage;
     expect(contentOf(loaded)).toBe(contentOf(st));
-    const w = await loaded.writeImage(dir, header(6), noPause);
+    const w = await loaded.writeImage(dir, header(6), noPause, IO);
     expect(w.relationsWritten).toBe(4);
     expect(fs.readdirSync(base).sort()).toEqual([
       'catalog.1',
@@ -161,6 +166,8 @@ describe('data image', () => {
       'rels.1',
       'smgr.1',
     ]);
-    expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS).storage)).toBe(contentOf(st));
+    expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage)).toBe(
+      contentOf(st),
+    );
   });
 });

@@ -22,6 +22,7 @@ import { parseSynchronousStandbyNames } from '../../primary/sync-standby-names.t
 import { switchPointOf, type WalSender } from '../../primary/walsender.ts';
 import { parseTimelineHistory } from '../../wal/segment.ts';
 import { WalsimError } from '../../common/errors.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 describe('primary_conninfo', () => {
   it('parses keyword=value pairs, quoted values with escapes, and formats them back', () => {
@@ -109,25 +110,30 @@ describe('ALTER SYSTEM file', () => {
         applicationName: 's2',
       } as unknown as NodeConfig;
       fs.writeFileSync(path.join(dir, 'walsim.conf.json'), JSON.stringify(base));
-      alterSystem(dir, 'primary_conninfo', 'host=127.0.0.1 port=2000 application_name=s2');
-      alterSystem(dir, 'synchronous_standby_names', 'FIRST 2 (a, b)');
-      expect(() => alterSystem(dir, 'synchronous_standby_names', 'FIRST 2')).toThrow(
+      alterSystem(
+        dir,
+        'primary_conninfo',
+        'host=127.0.0.1 port=2000 application_name=s2',
+        nodeDisk,
+      );
+      alterSystem(dir, 'synchronous_standby_names', 'FIRST 2 (a, b)', nodeDisk);
+      expect(() => alterSystem(dir, 'synchronous_standby_names', 'FIRST 2', nodeDisk)).toThrow(
         'invalid value for parameter "synchronous_standby_names": "FIRST 2"',
       );
-      expect(() => alterSystem(dir, 'synchronous_commit', 'maybe')).toThrow(
+      expect(() => alterSystem(dir, 'synchronous_commit', 'maybe', nodeDisk)).toThrow(
         'invalid value for parameter "synchronous_commit"',
       );
-      const c = loadNodeConfig(dir);
+      const c = loadNodeConfig(dir, nodeDisk);
       expect(c).toMatchObject({
         primaryPort: 2000,
         synchronousStandbyNames: 'FIRST 2 (a, b)',
         synchronousCommit: 'remote_write',
       });
       expect(primaryConninfoOf(c)).toBe('host=127.0.0.1 port=2000 application_name=s2');
-      alterSystem(dir, 'primary_conninfo', null);
-      expect(loadNodeConfig(dir).primaryPort).toBe(1000);
-      alterSystem(dir, 'primary_conninfo', '');
-      expect(loadNodeConfig(dir).primaryPort).toBeNull(); // no upstream
+      alterSystem(dir, 'primary_conninfo', null, nodeDisk);
+      expect(loadNodeConfig(dir, nodeDisk).primaryPort).toBe(1000);
+      alterSystem(dir, 'primary_conninfo', '', nodeDisk);
+      expect(loadNodeConfig(dir, nodeDisk).primaryPort).toBeNull(); // no upstream
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -159,7 +165,7 @@ function reply(set: WalSenderSet, s: WalSender, lsn: number): void {
 
 describe('WalSenderSet', () => {
   it('takes the lowest free slot, releases by FIRST 1, lets the potential standby take over, logs takeovers', async () => {
-    const q = new SyncRepQueue();
+    const q = new SyncRepQueue(() => Date.now());
     const log: string[] = [];
     const set = new WalSenderSet(q, parseSynchronousStandbyNames('s1, s2'), (m) => log.push(m));
     const [a, b] = [fakeSender('s1'), fakeSender('s2')];
@@ -186,7 +192,7 @@ describe('WalSenderSet', () => {
   });
 
   it('a cascading walsender never releases; reloading to an empty setting wakes every waiter', async () => {
-    const q = new SyncRepQueue();
+    const q = new SyncRepQueue(() => Date.now());
     const set = new WalSenderSet(q, parseSynchronousStandbyNames('*'), () => {});
     const a = fakeSender('s1');
     set.add(a);
@@ -209,7 +215,7 @@ describe('WalSenderSet', () => {
   });
 
   it('ANY 2: released at the second-highest position; rows say quorum', async () => {
-    const q = new SyncRepQueue();
+    const q = new SyncRepQueue(() => Date.now());
     const set = new WalSenderSet(q, parseSynchronousStandbyNames('ANY 2 (s1, s2, s3)'), () => {});
     const s = ['s1', 's2', 's3'].map((n) => fakeSender(n));
     for (const x of s) {

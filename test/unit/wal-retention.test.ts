@@ -25,6 +25,8 @@ import {
   parseMaxWalSize,
   parseWalKeepSize,
 } from '../../server/settings.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
+import { systemClock } from '../../common/system-clock.ts';
 
 const MB = 1024 * 1024;
 const SEG16 = 16 * MB;
@@ -73,9 +75,9 @@ describe('WAL retention (xlog.c)', () => {
         timelineHistoryFileName(2),
       ];
       for (const n of names) fs.writeFileSync(path.join(dir, 'pg_wal', n), '');
-      expect(removeOldSegments(dir, 2, MB)).toEqual([names[0], names[1], names[2]]);
+      expect(removeOldSegments(dir, 2, MB, nodeDisk)).toEqual([names[0], names[1], names[2]]);
       expect(fs.readdirSync(path.join(dir, 'pg_wal')).sort()).toEqual([names[3], names[4]].sort());
-      expect(removeOldSegments(dir, 2, MB)).toEqual([]);
+      expect(removeOldSegments(dir, 2, MB, nodeDisk)).toEqual([]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -105,6 +107,8 @@ describe('checkpointer timer', () => {
     const causes: string[] = [];
     const cp = new Checkpointer({
       dataDir: path.join(os.tmpdir(), 'walsim-no-such-dir'),
+      clock: systemClock,
+      disk: nodeDisk,
       segmentSize: SEG16,
       settings: { ...DEFAULT_WAL_SETTINGS, checkpointTimeoutS: 30 },
       canCheckpoint: () => true,

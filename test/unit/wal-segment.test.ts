@@ -20,6 +20,7 @@ import {
 } from '../../wal/segment.ts';
 import { WalsimError } from '../../common/errors.ts';
 import { removeDir, tempDataDir } from './wal-helpers.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 const MB16 = 16 * 1024 * 1024;
 const KB64 = 64 * 1024;
@@ -70,23 +71,31 @@ describe('timeline history files', () => {
   it('timeline 1 needs no file; a child history copies the parent lines and adds its own', () => {
     dir = tempDataDir();
     fs.mkdirSync(walDir(dir));
-    expect(readTimelineHistory(dir, 1)).toEqual([{ tli: 1, beginLsn: 0, endLsn: null }]);
+    expect(readTimelineHistory(dir, 1, nodeDisk)).toEqual([{ tli: 1, beginLsn: 0, endLsn: null }]);
     writeTimelineHistory(
       dir,
       2,
-      readTimelineHistory(dir, 1),
+      readTimelineHistory(dir, 1, nodeDisk),
       0x0300_0060,
       'promoted by pg_promote',
+      nodeDisk,
     );
     expect(timelineHistoryFileName(2)).toBe('00000002.history');
     expect(fs.readFileSync(path.join(walDir(dir), '00000002.history'), 'utf8')).toBe(
       '1\t0/3000060\tpromoted by pg_promote\n',
     );
-    writeTimelineHistory(dir, 5, readTimelineHistory(dir, 2), 0x1_0000_0000, 'again');
+    writeTimelineHistory(
+      dir,
+      5,
+      readTimelineHistory(dir, 2, nodeDisk),
+      0x1_0000_0000,
+      'again',
+      nodeDisk,
+    );
     expect(fs.readFileSync(path.join(walDir(dir), '00000005.history'), 'utf8')).toBe(
       '1\t0/3000060\tpromoted by pg_promote\n2\t1/0\tagain\n',
     );
-    expect(readTimelineHistory(dir, 5)).toEqual([
+    expect(readTimelineHistory(dir, 5, nodeDisk)).toEqual([
       { tli: 1, beginLsn: 0, endLsn: 0x0300_0060 },
       { tli: 2, beginLsn: 0x0300_0060, endLsn: 0x1_0000_0000 },
       { tli: 5, beginLsn: 0x1_0000_0000, endLsn: null },
@@ -102,7 +111,7 @@ describe('timeline history files', () => {
     expect(() => parseTimelineHistory('1\tnot-an-lsn\tx\n', 2)).toThrow(/switch point/);
     expect(() => parseTimelineHistory('3\t0/100\tx\n', 2)).toThrow(/less than child/);
     dir = tempDataDir();
-    expect(() => writeTimelineHistoryFile(dir, 2, 'garbage\n')).toThrow(WalsimError);
+    expect(() => writeTimelineHistoryFile(dir, 2, 'garbage\n', nodeDisk)).toThrow(WalsimError);
   });
 
   it('chooses the newest timeline in the history whose file exists and that began by that segment', () => {

@@ -27,9 +27,10 @@ import { formatLsn } from '../../wal/lsn.ts';
 import type { WalRecord, WalRecordBody } from '../../wal/records.ts';
 import { WalsimError } from '../../common/errors.ts';
 import { ALL_BODIES, removeDir, tempDataDir } from './wal-helpers.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 const SEG = 64 * 1024;
-const OPTS: WalReadOptions = { timeline: 1, segmentSize: SEG };
+const OPTS: WalReadOptions = { timeline: 1, segmentSize: SEG, disk: nodeDisk };
 
 let dir = '';
 beforeEach(() => {
@@ -56,7 +57,7 @@ function bodies(n: number): WalRecordBody[] {
 
 function writeAll(
   list: WalRecordBody[],
-  w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 }),
+  w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 }),
 ): { w: WalWriter; lsns: number[] } {
   const lsns: number[] = [];
   for (const [i, b] of list.entries()) lsns.push(w.insert(b, i + 3).startLsn);
@@ -98,7 +99,7 @@ describe('WalWriter + readWal', () => {
   });
 
   it('keeps insert >= write >= flush, and write() alone makes WAL readable but not flushed', () => {
-    const w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 });
+    const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
     const start = w.insertLsn;
     const r = w.insert(ALL_BODIES[0]!, 1);
     expect(r.startLsn).toBe(start);
@@ -189,7 +190,7 @@ describe('WalWriter + readWal', () => {
   });
 
   it('reports a prev-link mismatch in the middle of otherwise valid WAL', () => {
-    const w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 });
+    const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
     const a = w.insert(ALL_BODIES[0]!, 1);
     w.insert(ALL_BODIES[1]!, 1);
     w.flush();
@@ -198,6 +199,7 @@ describe('WalWriter + readWal', () => {
     const b = a.endLsn;
     const w2 = WalWriter.open(dir, {
       segmentSize: SEG,
+      disk: nodeDisk,
       timeline: 1,
       startLsn: b,
       prevLsn: firstRecordLsn(SEG) - 8,
@@ -219,6 +221,7 @@ describe('WalWriter + readWal', () => {
     const end = lsns[120]!;
     const w2 = WalWriter.open(dir, {
       segmentSize: SEG,
+      disk: nodeDisk,
       timeline: 1,
       startLsn: end,
       prevLsn: lsns[119],
@@ -234,14 +237,27 @@ describe('WalWriter + readWal', () => {
 
   it('refuses to open existing WAL without a start position, and asserts alignment', () => {
     writeAll(bodies(3)).w.close();
-    expect(() => WalWriter.open(dir, { segmentSize: SEG, timeline: 1 })).toThrow(/startLsn/);
+    expect(() => WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 })).toThrow(
+      /startLsn/,
+    );
     expect(() =>
-      WalWriter.open(dir, { segmentSize: SEG, timeline: 1, startLsn: SEG + 44, prevLsn: SEG + 40 }),
+      WalWriter.open(dir, {
+        segmentSize: SEG,
+        disk: nodeDisk,
+        timeline: 1,
+        startLsn: SEG + 44,
+        prevLsn: SEG + 40,
+      }),
     ).toThrow(/MAXALIGN/);
   });
 
   it('writes out the WAL buffers by itself when they exceed walBuffersBytes', () => {
-    const w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1, walBuffersBytes: 4096 });
+    const w = WalWriter.open(dir, {
+      segmentSize: SEG,
+      disk: nodeDisk,
+      timeline: 1,
+      walBuffersBytes: 4096,
+    });
     for (let i = 0; i < 500; i++) w.insert(ALL_BODIES[i % ALL_BODIES.length]!, 1);
     expect(w.writeLsn).toBeGreaterThan(w.insertLsn - 4096 - 64);
     expect(w.flushLsn).toBe(firstRecordLsn(SEG));
@@ -253,7 +269,7 @@ describe('appendRaw (walreceiver)', () => {
   function primaryWal(n: number): { bytes: Uint8Array; lsns: number[]; end: number } {
     const src = tempDataDir();
     try {
-      const w = WalWriter.open(src, { segmentSize: SEG, timeline: 1 });
+      const w = WalWriter.open(src, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
       const lsns = bodies(n).map((b) => w.insert(b, 1).startLsn);
       w.close();
       return { bytes: readWalBytes(src, lsns[0]!, w.insertLsn, OPTS), lsns, end: w.insertLsn };
@@ -264,7 +280,7 @@ describe('appendRaw (walreceiver)', () => {
 
   it('writes upstream WAL verbatim, in pieces of whole records, readable as the same records', () => {
     const { bytes, lsns, end } = primaryWal(200);
-    const w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 });
+    const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
     let at = lsns[0]!;
     let decoded = 0;
     while (at < end) {
@@ -282,7 +298,7 @@ describe('appendRaw (walreceiver)', () => {
 
   it('refuses gaps, overlaps, corrupt and partial frames without writing anything', () => {
     const { bytes, lsns } = primaryWal(20);
-    const w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 });
+    const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
     const second = lsns[1]! - lsns[0]!;
     w.appendRaw(bytes.subarray(0, second), lsns[0]!);
     const before = { insert: w.insertLsn, last: w.lastRecordLsn };
@@ -339,7 +355,7 @@ describe('readWalBytes and record boundaries (walsender)', () => {
 
 describe('timeline switch', () => {
   it('continues on the new timeline after copying the switch segment, readable across the switch', () => {
-    const w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 });
+    const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
     const before = bodies(150).map((b) => w.insert(b, 1).startLsn);
     const switchLsn = w.insertLsn;
     w.switchTimeline(2, 'promoted');
@@ -348,7 +364,7 @@ describe('timeline switch', () => {
     const after = bodies(150).map((b) => w.insert(b, 2).startLsn);
     w.close();
 
-    expect(readTimelineHistory(dir, 2)).toEqual([
+    expect(readTimelineHistory(dir, 2, nodeDisk)).toEqual([
       { tli: 1, beginLsn: 0, endLsn: switchLsn },
       { tli: 2, beginLsn: switchLsn, endLsn: null },
     ]);
@@ -360,38 +376,40 @@ describe('timeline switch', () => {
     ).toBe(0);
     expect(fs.existsSync(segPath(2, switchSeg - 1))).toBe(false);
 
-    const onTwo = readAll(before[0]!, { timeline: 2, segmentSize: SEG });
+    const onTwo = readAll(before[0]!, { timeline: 2, segmentSize: SEG, disk: nodeDisk });
     expect(onTwo.recs.map((r) => r.lsn)).toEqual([...before, switchLsn, ...after]);
     expect(onTwo.reader.endReason).toBe('end_of_wal');
     // Timeline 1 alone ends at the switch point.
-    const onOne = readAll(before[0]!, { timeline: 1, segmentSize: SEG });
+    const onOne = readAll(before[0]!, { timeline: 1, segmentSize: SEG, disk: nodeDisk });
     expect(onOne.recs.map((r) => r.lsn)).toEqual(before);
     expect(
-      readWalBytes(dir, before[0]!, w.insertLsn, { timeline: 2, segmentSize: SEG }).length,
+      readWalBytes(dir, before[0]!, w.insertLsn, { timeline: 2, segmentSize: SEG, disk: nodeDisk })
+        .length,
     ).toBe(w.insertLsn - before[0]!);
   });
 
   it('a restarted writer on the new timeline picks up where it was', () => {
-    const w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 });
+    const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
     const first = w.insert(ALL_BODIES[0]!, 1).startLsn;
     w.switchTimeline(2);
     const r = w.insert(ALL_BODIES[1]!, 1);
     w.close();
-    const end = findEndOfWal(dir, first, { timeline: 2, segmentSize: SEG });
+    const end = findEndOfWal(dir, first, { timeline: 2, segmentSize: SEG, disk: nodeDisk });
     expect(end.endLsn).toBe(r.endLsn);
     const w2 = WalWriter.open(dir, {
       segmentSize: SEG,
+      disk: nodeDisk,
       timeline: 2,
       startLsn: end.endLsn,
       prevLsn: end.lastRecordLsn,
     });
     w2.insert(ALL_BODIES[2]!, 1);
     w2.close();
-    expect(readAll(first, { timeline: 2, segmentSize: SEG }).recs).toHaveLength(3);
+    expect(readAll(first, { timeline: 2, segmentSize: SEG, disk: nodeDisk }).recs).toHaveLength(3);
   });
 
   it('refuses a history file that does not branch at the current position', () => {
-    const w = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 });
+    const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
     w.insert(ALL_BODIES[0]!, 1);
     fs.writeFileSync(path.join(walDir(dir), '00000002.history'), '1\t0/28\tsomewhere else\n');
     expect(() => w.switchTimeline(2)).toThrow(/does not branch/);

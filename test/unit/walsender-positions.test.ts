@@ -9,6 +9,7 @@ import type { ConnHandlers, MessageConn } from '../../common/transport.ts';
 import { decodeMessage, encodeMessage } from '../../wal/stream-messages.ts';
 import { WalSender } from '../../primary/walsender.ts';
 import { Scheduler } from '../../sim/scheduler.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
 
 function fakeConn(): { conn: MessageConn; deliver(bytes: Uint8Array): void; sent: Uint8Array[] } {
   let h: ConnHandlers | null = null;
@@ -38,7 +39,7 @@ describe('walsender positions', () => {
       flushedLsn: () => startLsn,
       timeline: () => 1,
       history: () => [{ tli: 1, beginLsn: 0, endLsn: null }],
-      readOptions: () => ({ timeline: 1, segmentSize: 64 * 1024 }),
+      readOptions: () => ({ timeline: 1, segmentSize: 64 * 1024, disk: nodeDisk }),
       checkStart: () => null,
       onReply: (x) => replies.push([x.writeLsn, x.flushLsn, x.applyLsn]),
       onClose: () => {},

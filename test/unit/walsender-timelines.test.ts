@@ -14,6 +14,8 @@ import { decodeMessage, encodeMessage, type StreamMessage } from '../../wal/stre
 import { WalSender } from '../../primary/walsender.ts';
 import type { Lsn, TimeLineId } from '../../wal/lsn.ts';
 import { removeDir, tempDataDir } from './wal-helpers.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
+import { systemClock } from '../../common/system-clock.ts';
 
 const SEG = 1024 * 1024;
 let dir = '';
@@ -49,7 +51,7 @@ class FakeSocket implements MessageConn {
 /** WAL on timeline 1 (a few records), then switched to timeline 2 at `switchLsn`, a few more. */
 function makeWal(): { wal: WalWriter; switchLsn: Lsn } {
   dir = tempDataDir('walsim-walsnd-');
-  const wal = WalWriter.open(dir, { segmentSize: SEG, timeline: 1 });
+  const wal = WalWriter.open(dir, { segmentSize: SEG, timeline: 1, disk: nodeDisk });
   for (let i = 0; i < 5; i++) wal.insert({ kind: 'NOOP' }, 0);
   wal.flush();
   const switchLsn = wal.insertLsn;
@@ -68,10 +70,11 @@ function sender(
   const ws = new FakeSocket();
   const s = new WalSender(ws, {
     dataDir: dir,
+    clock: systemClock,
     flushedLsn: flushed,
     timeline,
-    history: () => readTimelineHistory(dir, timeline()),
-    readOptions: () => ({ timeline: readTli(), segmentSize: SEG }),
+    history: () => readTimelineHistory(dir, timeline(), nodeDisk),
+    readOptions: () => ({ timeline: readTli(), segmentSize: SEG, disk: nodeDisk }),
     checkStart: () => null,
     onReply: () => {},
     onClose: () => {},
