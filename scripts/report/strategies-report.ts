@@ -268,6 +268,15 @@ function strategySeries<T>(
 
 /** Every file of the results directory, by name. */
 export function renderStrategies(o: StrategiesOutput): Record<string, string> {
+  return {
+    ...strategiesCharts(o),
+    'tables.md': strategiesMarkdown(o),
+    ...strategiesData(o),
+  };
+}
+
+/** The SVG charts: failover per workload (modeled and measured), read-only tax, memory. */
+function strategiesCharts(o: StrategiesOutput): Record<string, string> {
   const files: Record<string, string> = {};
   const cells = o.failover.cells;
   const workloads = unique(cells.map((c) => c.workload));
@@ -345,6 +354,14 @@ export function renderStrategies(o: StrategiesOutput): Record<string, string> {
     ],
     series: memSeries,
   });
+  return files;
+}
+
+/** tables.md: the summary, the per-workload grids, drop counters, read-only tax and memory. */
+function strategiesMarkdown(o: StrategiesOutput): string {
+  const cells = o.failover.cells;
+  const workloads = unique(cells.map((c) => c.workload));
+  const tables = cells[0]?.tables ?? 0;
   const largest = unique(cells.map((c) => c.sharedBuffers)).at(-1) ?? '';
   const md: string[] = [
     '## The seed debate, replayed (walsim strategy lab)',
@@ -382,7 +399,12 @@ export function renderStrategies(o: StrategiesOutput): Record<string, string> {
     '',
   );
   md.push('### Memory added per buffer (and in total)', '', memoryTable(o), '');
-  files['tables.md'] = md.join('\n');
+  return md.join('\n');
+}
+
+/** results.json and the CSV files of runs, read-only rounds and memory. */
+function strategiesData(o: StrategiesOutput): Record<string, string> {
+  const files: Record<string, string> = {};
   files['results.json'] =
     JSON.stringify(
       {
