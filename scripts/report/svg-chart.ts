@@ -128,7 +128,11 @@ function makeAxis(
   return { toPx, ticks };
 }
 
-/** Render the chart; points with a non-positive coordinate on a log axis are left out. */
+/**
+ * Render the chart; points with a non-positive coordinate on a log axis are left out. Long on
+ * purpose: it emits the SVG top to bottom (frame, ticks, series, legend), each part a few lines
+ * that only make sense in that order.
+ */
 export function lineChart(spec: LineChartSpec): string {
   // The legend sits right of the plot: widen the figure so the longest name fits (~7 px a character).
   const legendPx = 60 + 7 * Math.max(0, ...spec.series.map((s) => s.name.length));

@@ -163,7 +163,11 @@ function crossoverTable(cross: Crossover[]): string {
   );
 }
 
-/** Test A's three tables (rows NB/k in the given order, columns shared_buffers) and the crossover. */
+/**
+ * Test A's three tables (rows NB/k in the given order, columns shared_buffers) and the crossover.
+ * Long on purpose: it lays the tables out in the seed's order and wording, one block per table,
+ * measured then modeled; each block is a grid over the same cells.
+ */
 export function thresholdTables(cells: CellSummary[]): ThresholdTables {
   const th = cells.filter((c) => c.kind === 'threshold' && c.engine === 'walsim');
   const sbs = unique(th.map((c) => c.sharedBuffers));

@@ -135,7 +135,10 @@ function failoverSeries(cells: CellSummary[], x: (c: CellSummary) => number): Ch
   return seriesBy(cells, x);
 }
 
-/** Every file of the results directory, by name. */
+/**
+ * Every file of the results directory, by name. Long on purpose: one block per output file (the
+ * seed's tables, charts, CSV, JSON), in the order the README lists them.
+ */
 export function renderResults(o: SweepOutput): Record<string, string> {
   const files: Record<string, string> = {};
   const sbTicks = (cells: CellSummary[]) => [
