@@ -141,6 +141,298 @@ async function writeSynced(disk: Disk, p: string, data: Uint8Array | string): Pr
 }
 
 /**
+ * Event-loop slicing of one image write: `turn` awaits (and accounts for the synchronous stretch
+ * before the await), `maybePause` gives the event loop a turn once SLICE_MS of work has passed,
+ * `drive` runs a generator with pauses between its steps.
+ */
+class ImageSlicer {
+  private sliceStart: number;
+
+  constructor(
+    private readonly clock: ImageIo['clock'],
+    private readonly pause: () => Promise<void>,
+    private readonly stats: ImageWriteStats,
+  ) {
+    this.sliceStart = clock.monoMs();
+  }
+
+  /** Every await gives the event loop a turn: account for the synchronous stretch before it. */
+  async turn<T>(p: Promise<T>): Promise<T> {
+    this.endStretch();
+    this.stats.pauses++;
+    try {
+      return await p;
+    } finally {
+      this.sliceStart = this.clock.monoMs();
+    }
+  }
+
+  async maybePause(): Promise<void> {
+    if (this.sliceExpired()) await this.turn(this.pause());
+  }
+
+  sliceExpired(): boolean {
+    return this.clock.monoMs() - this.sliceStart >= SLICE_MS;
+  }
+
+  /** Run a serialization generator, giving the event loop turns between its steps. */
+  async drive<T>(steps: Generator<void, T, void>): Promise<T> {
+    for (;;) {
+      const r = steps.next();
+      if (r.done) return r.value;
+      await this.maybePause();
+    }
+  }
+
+  /** Record the stretch since the last turn in `longestStepMs`. */
+  endStretch(): void {
+    const ms = this.clock.monoMs() - this.sliceStart;
+    this.stats.longestStepMs = Math.max(this.stats.longestStepMs, ms);
+  }
+}
+
+function emptyWriteStats(generation: number): ImageWriteStats {
+  return {
+    generation,
+    relationsWritten: 0,
+    relationsChanged: 0,
+    relationsCompacted: 0,
+    relationsDropped: 0,
+    relations: 0,
+    filesWritten: 0,
+    fsyncs: 0,
+    bytesWritten: 0,
+    filesRemoved: 0,
+    buffersWritten: 0,
+    pauses: 0,
+    longestStepMs: 0,
+  };
+}
+
+/** What the new pack holds and what the image drops. */
+interface PackPlan {
+  /** Relations to serialize into the new pack, ascending: changed ones plus compacted ones. */
+  toWrite: RelFileNumber[];
+  /** Changed relations that no longer exist and were in the previous image. */
+  dropped: RelFileNumber[];
+  /** Live relations per old pack once this image is in place. */
+  liveAfter: Map<number, number>;
+}
+
+/** Changed relations, plus the live ones of packs that would be less than half alive. */
+function planPack(
+  changed: ReadonlySet<RelFileNumber>,
+  state: ImageState,
+  src: ImageSource,
+  stats: ImageWriteStats,
+): PackPlan {
+  const dropped: RelFileNumber[] = [];
+  const toWrite: RelFileNumber[] = [];
+  const liveAfter = new Map(state.packLive);
+  for (const rel of changed) {
+    const old = state.entries.get(rel);
+    if (old !== undefined) liveAfter.set(old.pack, liveAfter.get(old.pack)! - 1);
+    if (src.hasRelation(rel)) toWrite.push(rel);
+    else if (old !== undefined) dropped.push(rel);
+  }
+  stats.relationsChanged = toWrite.length;
+  stats.relationsDropped = dropped.length;
+  const compactPacks = new Set<number>();
+  for (const [pack, live] of liveAfter)
+    if (live > 0 && live * 2 < state.packTotal.get(pack)!) compactPacks.add(pack);
+  if (compactPacks.size > 0) {
+    for (const [rel, e] of state.entries) {
+      if (compactPacks.has(e.pack) && !changed.has(rel)) {
+        toWrite.push(rel);
+        stats.relationsCompacted++;
+        liveAfter.set(e.pack, liveAfter.get(e.pack)! - 1);
+      }
+    }
+  }
+  toWrite.sort((a, b) => a - b);
+  return { toWrite, dropped, liveAfter };
+}
+
+/**
+ * The pack: relations serialized back to back, written in large writes, fsynced once. Returns
+ * where each relation went; the file's name joins `created` once it is open.
+ */
+async function writePack(
+  { base, name, gen, created }: { base: string; name: string; gen: number; created: string[] },
+  toWrite: readonly RelFileNumber[],
+  src: ImageSource,
+  disk: Disk,
+  slicer: ImageSlicer,
+  stats: ImageWriteStats,
+): Promise<Map<RelFileNumber, ImageEntry>> {
+  const placed = new Map<RelFileNumber, ImageEntry>();
+  const fh = await slicer.turn(disk.openAsync(path.join(base, name), 'w', FILE_MODE));
+  created.push(name);
+  try {
+    let pending: Uint8Array[] = [];
+    let pendingBytes = 0;
+    let offset = 0;
+    const writePending = async (): Promise<void> => {
+      if (pendingBytes === 0) return;
+      await slicer.turn(fh.writev(pending));
+      pending = [];
+      pendingBytes = 0;
+    };
+    for (const rel of toWrite) {
+      const bytes = src.serializeRelation(rel);
+      placed.set(rel, { pack: gen, offset, length: bytes.length });
+      offset += bytes.length;
+      pending.push(bytes);
+      pendingBytes += bytes.length;
+      if (pendingBytes >= PACK_WRITE_BYTES || slicer.sliceExpired()) await writePending();
+    }
+    await writePending();
+    await slicer.turn(fh.sync());
+    stats.fsyncs++;
+    stats.bytesWritten += offset;
+  } finally {
+    await slicer.turn(fh.close());
+  }
+  stats.filesWritten++;
+  stats.relationsWritten = toWrite.length;
+  return placed;
+}
+
+/** The index of every relation: old entries carried over, new ones placed, dropped ones gone. */
+async function buildIndex(
+  state: ImageState,
+  dropped: readonly RelFileNumber[],
+  placed: ReadonlyMap<RelFileNumber, ImageEntry>,
+  slicer: ImageSlicer,
+  stats: ImageWriteStats,
+): Promise<Float64Array> {
+  const droppedSet = new Set(dropped);
+  const total =
+    state.entries.size -
+    dropped.length +
+    [...placed.keys()].filter((r) => !state.entries.has(r)).length;
+  const index = new Float64Array(total * 4);
+  let i = 0;
+  const put = (rel: RelFileNumber, e: ImageEntry): void => {
+    index[i] = rel;
+    index[i + 1] = e.pack;
+    index[i + 2] = e.offset;
+    index[i + 3] = e.length;
+    i += 4;
+  };
+  let n = 0;
+  for (const [rel, e] of state.entries) {
+    if (++n % INDEX_STEP_ENTRIES === 0) await slicer.maybePause();
+    if (!droppedSet.has(rel) && !placed.has(rel)) put(rel, e);
+  }
+  for (const [rel, e] of placed) put(rel, e);
+  assert(i === index.length, `INV-IMAGE-1: index holds ${i / 4} of ${total} relations`);
+  stats.relations = total;
+  return index;
+}
+
+/** Names of the image's files other than the pack (the header lists them). */
+interface ImageFiles {
+  index: string;
+  smgr: string;
+  clog: string;
+  catalogTables: string;
+}
+
+/** Index, sizes, CLOG and catalog files, each written and fsynced once (names in `created` first). */
+async function writeMetadataFiles(
+  base: string,
+  files: ImageFiles,
+  index: Float64Array,
+  src: ImageSource,
+  disk: Disk,
+  slicer: ImageSlicer,
+  stats: ImageWriteStats,
+  created: string[],
+): Promise<void> {
+  const contents: Array<[string, Uint8Array | string]> = [
+    [files.index, new Uint8Array(index.buffer)],
+    [files.smgr, await slicer.drive(src.smgrSteps())],
+    [files.clog, src.serializeClog()],
+    [files.catalogTables, await slicer.drive(src.catalogTablesSteps())],
+  ];
+  for (const [name, data] of contents) {
+    created.push(name);
+    await slicer.turn(writeSynced(disk, path.join(base, name), data));
+    stats.filesWritten++;
+    stats.fsyncs++;
+    stats.bytesWritten += data.length;
+  }
+}
+
+/** image.json through a temp file, rename and a directory fsync: the image switches atomically. */
+async function switchHeader(
+  base: string,
+  full: DataImageHeader,
+  disk: Disk,
+  slicer: ImageSlicer,
+  stats: ImageWriteStats,
+): Promise<void> {
+  const tmp = path.join(base, `${HEADER_FILE}.tmp`);
+  await slicer.turn(writeSynced(disk, tmp, JSON.stringify(full)));
+  await slicer.turn(disk.renameAsync(tmp, path.join(base, HEADER_FILE)));
+  fsyncDir(base, disk);
+  stats.filesWritten++;
+  stats.fsyncs += 2;
+}
+
+/** The new image is in place: update the state; returns the files nothing refers to any more. */
+function advanceState(
+  state: ImageState,
+  gen: number,
+  plan: PackPlan,
+  placed: ReadonlyMap<RelFileNumber, ImageEntry>,
+  files: ImageFiles,
+): string[] {
+  const { dropped, liveAfter } = plan;
+  const obsolete = [...state.files, ...state.legacyFiles];
+  for (const rel of dropped) state.entries.delete(rel);
+  for (const [rel, e] of placed) state.entries.set(rel, e);
+  if (placed.size > 0) {
+    liveAfter.set(gen, placed.size);
+    state.packTotal.set(gen, placed.size);
+  }
+  for (const [pack, live] of liveAfter) {
+    if (live > 0) continue;
+    liveAfter.delete(pack);
+    state.packTotal.delete(pack);
+    obsolete.push(`rels.${pack}`);
+  }
+  state.packLive.clear();
+  for (const [pack, live] of liveAfter) state.packLive.set(pack, live);
+  state.generation = gen;
+  state.files = Object.values(files);
+  return obsolete;
+}
+
+/** Remove the files of earlier images (and, after the first format-2 image, format 1's). */
+async function removeObsolete(
+  dataDir: string,
+  base: string,
+  obsolete: readonly string[],
+  state: ImageState,
+  disk: Disk,
+  slicer: ImageSlicer,
+  stats: ImageWriteStats,
+): Promise<void> {
+  if (state.legacyFiles.length > 0) {
+    // The first format-2 image: the format-1 swap directories go too.
+    for (const dir of ['base.old', 'base.new'])
+      await slicer.turn(disk.rmrfAsync(path.join(dataDir, dir)));
+  }
+  state.legacyFiles = [];
+  for (const name of obsolete) {
+    await slicer.turn(disk.rmrfAsync(path.join(base, name)));
+    stats.filesRemoved++;
+  }
+}
+
+/**
  * Write a new image for `header` into `<dataDir>/base`. The caller guarantees the storage does not
  * change until the promise settles (the primary holds its write lock, a standby holds replay);
  * between steps the event loop runs, so the node answers its clients meanwhile. On failure the
@@ -162,159 +454,33 @@ export async function writeDataImage(
   // (found by the simulator's strict disk: a power loss lost the first image's directory).
   if (fresh) fsyncDir(dataDir, disk);
   const gen = state.generation + 1;
-  const stats: ImageWriteStats = {
-    generation: gen,
-    relationsWritten: 0,
-    relationsChanged: 0,
-    relationsCompacted: 0,
-    relationsDropped: 0,
-    relations: 0,
-    filesWritten: 0,
-    fsyncs: 0,
-    bytesWritten: 0,
-    filesRemoved: 0,
-    buffersWritten: 0,
-    pauses: 0,
-    longestStepMs: 0,
-  };
-  let sliceStart = clock.monoMs();
-  /** Every await gives the event loop a turn: account for the synchronous stretch before it. */
-  const turn = async <T>(p: Promise<T>): Promise<T> => {
-    stats.longestStepMs = Math.max(stats.longestStepMs, clock.monoMs() - sliceStart);
-    stats.pauses++;
-    try {
-      return await p;
-    } finally {
-      sliceStart = clock.monoMs();
-    }
-  };
-  const maybePause = async (): Promise<void> => {
-    if (clock.monoMs() - sliceStart < SLICE_MS) return;
-    await turn(pause());
-  };
+  const stats = emptyWriteStats(gen);
+  const slicer = new ImageSlicer(clock, pause, stats);
 
   // BufferSync, in steps.
   for (let from = 0; from < src.nBuffers; from += FLUSH_STEP_BUFFERS) {
     stats.buffersWritten += src.flushBuffers(from, from + FLUSH_STEP_BUFFERS);
-    await maybePause();
+    await slicer.maybePause();
   }
 
   const changed = src.takeChanged();
-  const packName = `rels.${gen}`;
   const created: string[] = [];
   try {
-    // What the new pack holds: changed relations, plus the live ones of packs less than half alive.
-    const dropped: RelFileNumber[] = [];
-    const toWrite: RelFileNumber[] = [];
-    const liveAfter = new Map(state.packLive);
-    for (const rel of changed) {
-      const old = state.entries.get(rel);
-      if (old !== undefined) liveAfter.set(old.pack, liveAfter.get(old.pack)! - 1);
-      if (src.hasRelation(rel)) toWrite.push(rel);
-      else if (old !== undefined) dropped.push(rel);
+    const plan = planPack(changed, state, src, stats);
+    let placed = new Map<RelFileNumber, ImageEntry>();
+    if (plan.toWrite.length > 0) {
+      const pack = { base, name: `rels.${gen}`, gen, created };
+      placed = await writePack(pack, plan.toWrite, src, disk, slicer, stats);
     }
-    stats.relationsChanged = toWrite.length;
-    stats.relationsDropped = dropped.length;
-    const compactPacks = new Set<number>();
-    for (const [pack, live] of liveAfter)
-      if (live > 0 && live * 2 < state.packTotal.get(pack)!) compactPacks.add(pack);
-    if (compactPacks.size > 0) {
-      for (const [rel, e] of state.entries) {
-        if (compactPacks.has(e.pack) && !changed.has(rel)) {
-          toWrite.push(rel);
-          stats.relationsCompacted++;
-          liveAfter.set(e.pack, liveAfter.get(e.pack)! - 1);
-        }
-      }
-    }
-    toWrite.sort((a, b) => a - b);
-
-    // The pack: relations serialized back to back, written in large writes, fsynced once.
-    const placed = new Map<RelFileNumber, ImageEntry>();
-    if (toWrite.length > 0) {
-      const fh = await turn(disk.openAsync(path.join(base, packName), 'w', FILE_MODE));
-      created.push(packName);
-      try {
-        let pending: Uint8Array[] = [];
-        let pendingBytes = 0;
-        let offset = 0;
-        const writePending = async (): Promise<void> => {
-          if (pendingBytes === 0) return;
-          await turn(fh.writev(pending));
-          pending = [];
-          pendingBytes = 0;
-        };
-        for (const rel of toWrite) {
-          const bytes = src.serializeRelation(rel);
-          placed.set(rel, { pack: gen, offset, length: bytes.length });
-          offset += bytes.length;
-          pending.push(bytes);
-          pendingBytes += bytes.length;
-          if (pendingBytes >= PACK_WRITE_BYTES || clock.monoMs() - sliceStart >= SLICE_MS)
-            await writePending();
-        }
-        await writePending();
-        await turn(fh.sync());
-        stats.fsyncs++;
-        stats.bytesWritten += offset;
-      } finally {
-        await turn(fh.close());
-      }
-      stats.filesWritten++;
-      stats.relationsWritten = toWrite.length;
-    }
-
-    // The index of every relation (old entries carried over, new ones placed, dropped ones gone).
-    const droppedSet = new Set(dropped);
-    const total =
-      state.entries.size -
-      dropped.length +
-      [...placed.keys()].filter((r) => !state.entries.has(r)).length;
-    const index = new Float64Array(total * 4);
-    let i = 0;
-    const put = (rel: RelFileNumber, e: ImageEntry): void => {
-      index[i] = rel;
-      index[i + 1] = e.pack;
-      index[i + 2] = e.offset;
-      index[i + 3] = e.length;
-      i += 4;
-    };
-    let n = 0;
-    for (const [rel, e] of state.entries) {
-      if (++n % INDEX_STEP_ENTRIES === 0) await maybePause();
-      if (!droppedSet.has(rel) && !placed.has(rel)) put(rel, e);
-    }
-    for (const [rel, e] of placed) put(rel, e);
-    assert(i === index.length, `INV-IMAGE-1: index holds ${i / 4} of ${total} relations`);
-    stats.relations = total;
-    await maybePause();
-    /** Run a serialization generator, giving the event loop turns between its steps. */
-    const drive = async <T>(steps: Generator<void, T, void>): Promise<T> => {
-      for (;;) {
-        const r = steps.next();
-        if (r.done) return r.value;
-        await maybePause();
-      }
-    };
-    const files = {
+    const index = await buildIndex(state, plan.dropped, placed, slicer, stats);
+    await slicer.maybePause();
+    const files: ImageFiles = {
       index: `index.${gen}`,
       smgr: `smgr.${gen}`,
       clog: `pg_xact.${gen}`,
       catalogTables: `catalog.${gen}`,
     };
-    const contents: Array<[string, Uint8Array | string]> = [
-      [files.index, new Uint8Array(index.buffer)],
-      [files.smgr, await drive(src.smgrSteps())],
-      [files.clog, src.serializeClog()],
-      [files.catalogTables, await drive(src.catalogTablesSteps())],
-    ];
-    for (const [name, data] of contents) {
-      created.push(name);
-      await turn(writeSynced(disk, path.join(base, name), data));
-      stats.filesWritten++;
-      stats.fsyncs++;
-      stats.bytesWritten += data.length;
-    }
+    await writeMetadataFiles(base, files, index, src, disk, slicer, stats, created);
     const full: DataImageHeader = {
       ...header,
       catalog: { tables: [], ...src.catalogCounters() },
@@ -323,42 +489,11 @@ export async function writeDataImage(
       generation: gen,
       ...files,
     };
-    const tmp = path.join(base, `${HEADER_FILE}.tmp`);
-    await turn(writeSynced(disk, tmp, JSON.stringify(full)));
-    await turn(disk.renameAsync(tmp, path.join(base, HEADER_FILE)));
-    fsyncDir(base, disk);
-    stats.filesWritten++;
-    stats.fsyncs += 2;
+    await switchHeader(base, full, disk, slicer, stats);
 
-    // The new image is in place: update the state, then remove what nothing refers to any more.
-    const obsolete = [...state.files, ...state.legacyFiles];
-    for (const rel of dropped) state.entries.delete(rel);
-    for (const [rel, e] of placed) state.entries.set(rel, e);
-    if (placed.size > 0) {
-      liveAfter.set(gen, placed.size);
-      state.packTotal.set(gen, placed.size);
-    }
-    for (const [pack, live] of liveAfter) {
-      if (live > 0) continue;
-      liveAfter.delete(pack);
-      state.packTotal.delete(pack);
-      obsolete.push(`rels.${pack}`);
-    }
-    state.packLive.clear();
-    for (const [pack, live] of liveAfter) state.packLive.set(pack, live);
-    state.generation = gen;
-    state.files = Object.values(files);
-    if (state.legacyFiles.length > 0) {
-      // The first format-2 image: the format-1 swap directories go too.
-      for (const dir of ['base.old', 'base.new'])
-        await turn(disk.rmrfAsync(path.join(dataDir, dir)));
-    }
-    state.legacyFiles = [];
-    for (const name of obsolete) {
-      await turn(disk.rmrfAsync(path.join(base, name)));
-      stats.filesRemoved++;
-    }
-    stats.longestStepMs = Math.max(stats.longestStepMs, clock.monoMs() - sliceStart);
+    const obsolete = advanceState(state, gen, plan, placed, files);
+    await removeObsolete(dataDir, base, obsolete, state, disk, slicer, stats);
+    slicer.endStretch();
     return stats;
   } catch (e) {
     src.markChanged(changed);

@@ -1,11 +1,12 @@
 /**
- * Dropping relation buffers: the drop strategies behind one interface, and the smgr operations
- * that drop buffers (smgrtruncate, smgrdounlinkall) or prepare for it (smgrcreate).
+ * Dropping relation buffers (bufmgr.c's part): the drop strategies behind one interface. The smgr
+ * operations that call them (smgrtruncate, smgrdounlinkall, and smgrcreate) live in smgr.ts, as
+ * in PostgreSQL's smgr.c.
  *
  * Entry points: `dropRelFileNodeBuffers` (DropRelFileNodeBuffers, pg-internals §1.4),
- * `dropRelFileNodesAllBuffers` (DropRelFileNodesAllBuffers, §2), `smgrcreate`, `smgrtruncate`,
- * `smgrdounlinkall`, `dropStrategyImpl`, `DROP_STRATEGIES`, `DropCounters` (`emptyDropCounters`, `countDrop`), `DEFAULT_DROP_SETTINGS`,
- * `poolOptionsFor`, `endOfRecovery`.
+ * `dropRelFileNodesAllBuffers` (DropRelFileNodesAllBuffers, §2), `dropStrategyImpl`,
+ * `DROP_STRATEGIES`, `DropCounters` (`emptyDropCounters`, `countDrop`), `DEFAULT_DROP_SETTINGS`,
+ * `poolOptionsFor`, `endOfRecovery`, `timedSteps`.
  *
  * Strategies (storage/README.md "Drop strategies" has each one's PostgreSQL history):
  *   - `full-scan` (pre-PG14): always visit all NBuffers descriptors; sizes are not read.
@@ -450,79 +451,6 @@ export function* dropRelFileNodesAllBuffersSteps(
   }
   const result = yield* impl.dropRelsAllBuffersSteps(pool, smgr, rels, settings);
   assert(pool.counters.writes === writesBefore, 'INV-BUF-6: a dropped buffer was written');
-  return result;
-}
-
-/**
- * smgrcreate: create the fork's file if it does not exist (redo may create it twice). With
- * `cache-at-create`, in recovery, a fork this call created is known to be empty: its size 0 is
- * cached, so a later drop of a fork that replay never wrote can take the lookup path (the 2026
- * pgsql-hackers proposal). Returns whether the file was created.
- */
-export function smgrcreate(
-  smgr: StorageManager,
-  rel: RelFileNumber,
-  fork: ForkNumber,
-  settings: DropSettings = DEFAULT_DROP_SETTINGS,
-): boolean {
-  const created = smgr.create(rel, fork);
-  if (created && smgr.inRecovery && dropStrategyImpl(settings.strategy).cachesSizeAtCreate)
-    smgr.cacheCreatedEmpty(rel, fork);
-  return created;
-}
-
-/**
- * smgrtruncate: drop the buffers at or beyond the new ends (while sizes are still cached), then
- * truncate the forks and cache the new sizes. `nblocks[i]` is the new size of `forks[i]`.
- */
-export function smgrtruncate(
-  pool: BufferPool,
-  smgr: StorageManager,
-  rel: RelFileNumber,
-  forks: readonly ForkNumber[],
-  nblocks: readonly BlockNumber[],
-  settings: DropSettings = DEFAULT_DROP_SETTINGS,
-): DropResult {
-  return runSteps(smgrtruncateSteps(pool, smgr, rel, forks, nblocks, settings));
-}
-
-export function* smgrtruncateSteps(
-  pool: BufferPool,
-  smgr: StorageManager,
-  rel: RelFileNumber,
-  forks: readonly ForkNumber[],
-  nblocks: readonly BlockNumber[],
-  settings: DropSettings = DEFAULT_DROP_SETTINGS,
-): Generator<void, DropResult, void> {
-  const result = yield* dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, nblocks, settings);
-  smgr.truncateForks(rel, forks, nblocks);
-  return result;
-}
-
-/**
- * smgrdounlinkall: drop every buffer of the relations first (PG14+ order, so cached sizes and
- * smgrexists still answer), then close them (forgetting cached sizes) and unlink their files.
- */
-export function smgrdounlinkall(
-  pool: BufferPool,
-  smgr: StorageManager,
-  rels: readonly RelFileNumber[],
-  settings: DropSettings = DEFAULT_DROP_SETTINGS,
-): DropResult {
-  return runSteps(smgrdounlinkallSteps(pool, smgr, rels, settings));
-}
-
-export function* smgrdounlinkallSteps(
-  pool: BufferPool,
-  smgr: StorageManager,
-  rels: readonly RelFileNumber[],
-  settings: DropSettings = DEFAULT_DROP_SETTINGS,
-): Generator<void, DropResult, void> {
-  const result = yield* dropRelFileNodesAllBuffersSteps(pool, smgr, rels, settings);
-  for (const rel of rels) {
-    smgr.close(rel);
-    smgr.unlink(rel);
-  }
   return result;
 }
 

@@ -16,15 +16,12 @@ import {
   emptyDropCounters,
   endOfRecovery,
   poolOptionsFor,
-  smgrdounlinkallSteps,
-  smgrtruncateSteps,
   type DropResult,
   type DropSettings,
 } from './drop.ts';
 import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
 import { ReplayCounters } from './replay-counts.ts';
-import type { ForkNumber, RelFileNumber } from '../wal/records.ts';
 import type { Disk } from '../common/disk.ts';
 import {
   ImageState,
@@ -68,20 +65,6 @@ export class NodeStorage {
     );
   }
 
-  /** smgrtruncate in steps (yields inside long scans; see storage/drop-full-scan.ts). */
-  smgrtruncateSteps(
-    rel: RelFileNumber,
-    forks: ForkNumber[],
-    nblocks: number[],
-  ): Generator<void, DropResult, void> {
-    return smgrtruncateSteps(this.pool, this.smgr, rel, forks, nblocks, this.dropSettings);
-  }
-
-  smgrdounlinkallSteps(rels: RelFileNumber[]): Generator<void, DropResult, void> {
-    return smgrdounlinkallSteps(this.pool, this.smgr, rels, this.dropSettings);
-  }
-
-  /** Recovery ended (promotion): not in recovery any more, and the strategy drops recovery-only state. */
   /**
    * Buffers holding a block that no longer exists (its relation fork is gone, or the block is past
    * the fork's size): "rel/fork/block" each. Empty unless a drop missed a buffer.
@@ -95,6 +78,7 @@ export class NodeStorage {
     return out;
   }
 
+  /** Recovery ended (promotion): not in recovery any more, and the strategy drops recovery-only state. */
   endRecovery(): void {
     this.smgr.inRecovery = false;
     endOfRecovery(this.pool, this.dropSettings);

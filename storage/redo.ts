@@ -23,7 +23,8 @@ import {
   type WalRecordBody,
 } from '../wal/records.ts';
 import type { NodeStorage } from './node-storage.ts';
-import { runSteps, smgrcreate, timedSteps } from './drop.ts';
+import { runSteps, timedSteps, type DropResult } from './drop.ts';
+import { smgrcreate, smgrdounlinkallSteps, smgrtruncateSteps } from './smgr.ts';
 import type { ReplayedRecord } from './replay-counts.ts';
 
 /** Heap pages per visibility-map page: 2 bits per heap page in 8168 usable bytes (visibilitymap.c). */
@@ -214,15 +215,22 @@ function* redoTruncate(
     }
   }
   if (forks.length > 0) {
-    const t = { ms: 0 };
-    st.recordDrop(yield* timedSteps(st.smgrtruncateSteps(rel, forks, nblocks), t), t.ms);
+    yield* recordedDrop(st, smgrtruncateSteps(st.pool, smgr, rel, forks, nblocks, st.dropSettings));
   }
   if (st.heap.hasRelation(rel) && st.heap.nblocks(rel) > blkno) st.heap.truncate(rel, blkno);
 }
 
 /** DropRelationFiles: drop buffers of all forks (smgrdounlinkall), then the files and contents. */
 function* dropRelations(st: NodeStorage, rels: RelFileNumber[]): Generator<void, void, void> {
-  const t = { ms: 0 };
-  st.recordDrop(yield* timedSteps(st.smgrdounlinkallSteps(rels), t), t.ms);
+  yield* recordedDrop(st, smgrdounlinkallSteps(st.pool, st.smgr, rels, st.dropSettings));
   for (const rel of rels) if (st.heap.hasRelation(rel)) st.heap.dropRelation(rel);
+}
+
+/** Run a drop in steps and add it, with the time spent inside its steps, to the node's counters. */
+function* recordedDrop(
+  st: NodeStorage,
+  steps: Generator<void, DropResult, void>,
+): Generator<void, void, void> {
+  const t = { ms: 0 };
+  st.recordDrop(yield* timedSteps(steps, t), t.ms);
 }

@@ -4,7 +4,10 @@
  * Entry points: `StorageManager` — `create`, `exists`, `nblocks` (smgrnblocks), `nblocksCached`
  * (smgrnblocks_cached), `extend` (smgrextend), `truncateForks` (the tail of smgrtruncate),
  * `resetCachedSizes` (RelationTruncate's reset), `unlink`, `open`, `close` (smgrclose),
- * `serialize` / `deserialize` (the data directory across a restart), and the `inRecovery` flag.
+ * `serialize` / `deserialize` (the data directory across a restart), and the `inRecovery` flag;
+ * and smgr.c's composite operations over a buffer pool and a StorageManager: `smgrcreate`,
+ * `smgrtruncate` / `smgrtruncateSteps` (DropRelFileNodeBuffers, then truncate) and
+ * `smgrdounlinkall` / `smgrdounlinkallSteps` (DropRelFileNodesAllBuffers, then close and unlink).
  *
  * Two things are modelled separately, as in PostgreSQL:
  *   - the "disk": which forks of a relfilenumber exist and how many blocks each has (md.c files);
@@ -42,6 +45,16 @@ import {
   type ForkNumber,
   type RelFileNumber,
 } from '../wal/records.ts';
+import type { BufferPool } from './buffer-pool.ts';
+import {
+  DEFAULT_DROP_SETTINGS,
+  dropRelFileNodeBuffersSteps,
+  dropRelFileNodesAllBuffersSteps,
+  dropStrategyImpl,
+  runSteps,
+  type DropResult,
+  type DropSettings,
+} from './drop.ts';
 
 const NFORKS = MAX_FORKNUM + 1;
 /** Sentinel in `disk`: the fork's file does not exist. */
@@ -376,4 +389,79 @@ export class StorageManager {
     }
     return cache;
   }
+}
+
+// ---- smgr.c's composite operations (they call bufmgr's drops in storage/drop.ts) ----------
+
+/**
+ * smgrcreate: create the fork's file if it does not exist (redo may create it twice). With
+ * `cache-at-create`, in recovery, a fork this call created is known to be empty: its size 0 is
+ * cached, so a later drop of a fork that replay never wrote can take the lookup path (the 2026
+ * pgsql-hackers proposal). Returns whether the file was created.
+ */
+export function smgrcreate(
+  smgr: StorageManager,
+  rel: RelFileNumber,
+  fork: ForkNumber,
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): boolean {
+  const created = smgr.create(rel, fork);
+  if (created && smgr.inRecovery && dropStrategyImpl(settings.strategy).cachesSizeAtCreate)
+    smgr.cacheCreatedEmpty(rel, fork);
+  return created;
+}
+
+/**
+ * smgrtruncate: drop the buffers at or beyond the new ends (while sizes are still cached), then
+ * truncate the forks and cache the new sizes. `nblocks[i]` is the new size of `forks[i]`.
+ */
+export function smgrtruncate(
+  pool: BufferPool,
+  smgr: StorageManager,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  nblocks: readonly BlockNumber[],
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): DropResult {
+  return runSteps(smgrtruncateSteps(pool, smgr, rel, forks, nblocks, settings));
+}
+
+export function* smgrtruncateSteps(
+  pool: BufferPool,
+  smgr: StorageManager,
+  rel: RelFileNumber,
+  forks: readonly ForkNumber[],
+  nblocks: readonly BlockNumber[],
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): Generator<void, DropResult, void> {
+  const result = yield* dropRelFileNodeBuffersSteps(pool, smgr, rel, forks, nblocks, settings);
+  smgr.truncateForks(rel, forks, nblocks);
+  return result;
+}
+
+/**
+ * smgrdounlinkall: drop every buffer of the relations first (PG14+ order, so cached sizes and
+ * smgrexists still answer), then close them (forgetting cached sizes) and unlink their files.
+ */
+export function smgrdounlinkall(
+  pool: BufferPool,
+  smgr: StorageManager,
+  rels: readonly RelFileNumber[],
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): DropResult {
+  return runSteps(smgrdounlinkallSteps(pool, smgr, rels, settings));
+}
+
+export function* smgrdounlinkallSteps(
+  pool: BufferPool,
+  smgr: StorageManager,
+  rels: readonly RelFileNumber[],
+  settings: DropSettings = DEFAULT_DROP_SETTINGS,
+): Generator<void, DropResult, void> {
+  const result = yield* dropRelFileNodesAllBuffersSteps(pool, smgr, rels, settings);
+  for (const rel of rels) {
+    smgr.close(rel);
+    smgr.unlink(rel);
+  }
+  return result;
 }

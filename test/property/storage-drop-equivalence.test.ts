@@ -20,12 +20,9 @@ import {
   type DropCounters,
   endOfRecovery,
   poolOptionsFor,
-  smgrcreate,
-  smgrdounlinkall,
-  smgrtruncate,
   type DropSettings,
 } from '../../storage/drop.ts';
-import { StorageManager } from '../../storage/smgr.ts';
+import { smgrcreate, smgrdounlinkall, smgrtruncate, StorageManager } from '../../storage/smgr.ts';
 import { LookupDropper } from '../../storage/drop-cached-lookup.ts';
 import { MAX_FORKNUM, type ForkNumber } from '../../wal/records.ts';
 

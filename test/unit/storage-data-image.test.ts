@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeStorage } from '../../storage/node-storage.ts';
 import type { DropSettings } from '../../storage/drop.ts';
-import { runSteps } from '../../storage/drop-full-scan.ts';
+import { smgrdounlinkall } from '../../storage/smgr.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
 import { systemClock } from '../../common/system-clock.ts';
 
@@ -132,7 +132,7 @@ describe('data image', () => {
     await st.writeImage(dir, header(1), noPause, IO);
     const relList = { ...SETTINGS, strategy: 'rel-list' } as DropSettings;
     const { storage } = NodeStorage.loadImage(dir, 1024, relList, nodeDisk);
-    expect(() => runSteps(storage.smgrdounlinkallSteps([20000]))).not.toThrow();
+    expect(() => smgrdounlinkall(storage.pool, storage.smgr, [20000], relList)).not.toThrow();
   });
 
   it('reads a format-1 image (one file per relation) and replaces it', async () => {

@@ -13,11 +13,9 @@ import {
   emptyDropCounters,
   endOfRecovery,
   poolOptionsFor,
-  smgrcreate,
-  smgrdounlinkall,
-  smgrtruncate,
   type DropSettings,
 } from '../../storage/drop.ts';
+import { smgrcreate, smgrdounlinkall, smgrtruncate } from '../../storage/smgr.ts';
 import { recoveryHashOf } from '../../storage/drop-rel-list.ts';
 import { RelBufferLists, relBufferListsBytes } from '../../storage/rel-buffer-lists.ts';
 import { StorageManager } from '../../storage/smgr.ts';

@@ -14,11 +14,9 @@ import {
   dropFullScanThreshold,
   dropRelFileNodeBuffers,
   dropRelFileNodesAllBuffers,
-  smgrdounlinkall,
-  smgrtruncate,
   type DropSettings,
 } from '../../storage/drop.ts';
-import { StorageManager } from '../../storage/smgr.ts';
+import { smgrdounlinkall, smgrtruncate, StorageManager } from '../../storage/smgr.ts';
 import {
   FSM_FORKNUM,
   MAIN_FORKNUM,
