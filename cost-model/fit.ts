@@ -190,3 +190,47 @@ export function fitProfile(observations: readonly FitObservation[], spec: FitSpe
     groupSeconds,
   };
 }
+
+/** Numerical rank of a matrix (rows × columns), columns scaled to unit norm, modified Gram–Schmidt. */
+export function matrixRank(A: readonly (readonly number[])[], relTol = 1e-9): number {
+  const m = A.length;
+  const n = m === 0 ? 0 : A[0]!.length;
+  const cols: number[][] = [];
+  for (let j = 0; j < n; j++) {
+    const c = A.map((row) => row[j]!);
+    const norm = Math.hypot(...c);
+    if (norm > 0) cols.push(c.map((v) => v / norm));
+  }
+  const basis: number[][] = [];
+  for (const c of cols) {
+    const v = [...c];
+    for (const q of basis) {
+      const d = v.reduce((s, x, i) => s + x * q[i]!, 0);
+      for (let i = 0; i < m; i++) v[i]! -= d * q[i]!;
+    }
+    const r = Math.hypot(...v);
+    if (r > relTol) basis.push(v.map((x) => x / r));
+  }
+  return basis.length;
+}
+
+/**
+ * The groups a set of cells cannot identify: group j is identified only if its column of the grouped
+ * design matrix (each cell's count summed over the group's constants) is not a linear combination
+ * of the other groups' columns, i.e. removing it lowers the rank. A calibration whose cells leave a
+ * group unidentified would let least squares put that group's cost anywhere along the degenerate
+ * direction (seed 001's pg_control updates, always one per table like the smgr operations).
+ */
+export function unidentifiedGroups(
+  features: readonly CostFeatures[],
+  groups: readonly FitGroup[],
+): string[] {
+  const A = features.map((f) => {
+    const flat = flattenFeatures(f);
+    return groups.map((g) => g.constants.reduce((s, c) => s + (flat[c] ?? 0), 0));
+  });
+  const full = matrixRank(A);
+  return groups
+    .filter((_, j) => matrixRank(A.map((row) => row.filter((_, k) => k !== j))) === full)
+    .map((g) => g.name);
+}

@@ -143,6 +143,10 @@ export interface RunRecord extends CellSpec, ModeledColumns {
    * machine busy with other work: the run's seconds then measure the machine, not the engine.
    */
   cpuPressure?: number;
+  /** PostgreSQL: the startup process's CPU, run-queue wait and blocked time (pg-engine.ts), ms. */
+  startupCpuMs?: number;
+  startupRunQueueMs?: number;
+  startupBlockedMs?: number;
 }
 
 export interface CellSummary extends CellSpec, ModeledColumns {
@@ -395,6 +399,13 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
         seedMethodMs: r.seedMethod.ms,
         walBytes: r.waldump.total.combinedBytes,
         stall: r.stall,
+        ...(r.startupSched === null
+          ? {}
+          : {
+              startupCpuMs: r.startupSched.cpuMs,
+              startupRunQueueMs: r.startupSched.runQueueMs,
+              startupBlockedMs: r.startupSched.blockedMs,
+            }),
       };
     }
     return {

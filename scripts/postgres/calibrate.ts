@@ -230,6 +230,10 @@ export interface StoredCalibrationRun {
   stall?: boolean;
   loadAvg1?: number;
   cpuPressure?: number;
+  /** The standby's startup process: on a CPU, waiting for one, blocked (ms; pg-engine.ts). */
+  startupCpuMs?: number;
+  startupRunQueueMs?: number;
+  startupBlockedMs?: number;
   walBytes?: number;
   recordsReplayed?: number;
 }
@@ -354,6 +358,9 @@ export function recordsFromStored(
       ...(r.warmup ? { warmup: true } : {}),
       ...(r.loadAvg1 !== undefined ? { loadAvg1: r.loadAvg1 } : {}),
       ...(r.cpuPressure !== undefined ? { cpuPressure: r.cpuPressure } : {}),
+      ...(r.startupCpuMs !== undefined ? { startupCpuMs: r.startupCpuMs } : {}),
+      ...(r.startupRunQueueMs !== undefined ? { startupRunQueueMs: r.startupRunQueueMs } : {}),
+      ...(r.startupBlockedMs !== undefined ? { startupBlockedMs: r.startupBlockedMs } : {}),
     };
   });
 }

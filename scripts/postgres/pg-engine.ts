@@ -50,6 +50,7 @@ import {
 } from './pg-cluster.ts';
 import { parsePgLog, promotionTimeline, type PromotionTimeline } from './pg-log.ts';
 import { parseWaldumpStats, type WaldumpStats } from './pg-waldump.ts';
+import { findStartupPid, StartupSampler, type StartupSched } from './startup-sched.ts';
 
 /** A promote request noticed later than this after it was sent (and after replay ran out of WAL) is a stall. */
 export const STALL_MS = 1000;
@@ -65,6 +66,11 @@ export interface PgFailover extends EngineFailover {
   /** promote request sent → seen by the startup process, less any replay still running, ms. */
   promoteNoticeMs: number | null;
   waldump: WaldumpStats;
+  /**
+   * The standby's startup process over the failover (resume → its exit at the end of recovery):
+   * CPU, run-queue wait, blocked time (startup-sched.ts); null where /proc has no schedstat.
+   */
+  startupSched: StartupSched | null;
 }
 
 const fmtInt = (n: number) => n.toLocaleString('en-US');
@@ -137,13 +143,29 @@ export class PgEngine implements Engine {
     const to =
       w.endLsn !== null && parseLsn(w.endLsn) <= parseLsn(w.receivedLsn) ? w.endLsn : w.receivedLsn;
     const stats = await this.waldump(from, to);
-    return { finish: (instants) => this.observe(instants, stats, to) };
+    const sampler = this.startupSampler();
+    return {
+      finish: (instants) => this.observe(instants, stats, to, sampler?.stop() ?? null),
+    };
+  }
+
+  /** A scheduler-statistics sampler of the standby's startup process (null when not found). */
+  private startupSampler(): StartupSampler | null {
+    try {
+      const pidFile = path.join(pgDataDir(this.clusterDir, 'standby'), 'postmaster.pid');
+      const pm = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+      const pid = Number.isInteger(pm) && pm > 0 ? findStartupPid(pm) : null;
+      return pid === null ? null : new StartupSampler(pid);
+    } catch {
+      return null;
+    }
   }
 
   private async observe(
     i: FailoverInstants,
     stats: WaldumpStats,
     endLsn: string,
+    startupSched: StartupSched | null,
   ): Promise<PgFailover> {
     if (i.serverResumeMs === null)
       throw new WalsimError('invalid_input', 'the resume statement returned no clock_timestamp()');
@@ -195,6 +217,7 @@ export class PgEngine implements Engine {
       promoteNoticeMs,
       recordsReplayed: stats.total.count,
       waldump: stats,
+      startupSched,
       newTimeline: t.newTimeline,
       promoted: true,
     };
@@ -240,6 +263,11 @@ export function formatPgFailover(r: Omit<PgFailover, 'lines'>, endLsn?: string):
       (r.stall
         ? `  STALL: the promote request waited ${sec(r.promoteNoticeMs)} (wal_retrieve_retry_interval)`
         : ''),
+    ...(r.startupSched === null
+      ? []
+      : [
+          `startup process: ${sec(r.startupSched.cpuMs)} on a CPU, ${sec(r.startupSched.runQueueMs)} waiting for a CPU, ${sec(r.startupSched.blockedMs)} blocked (${fmtInt(r.startupSched.slices)} timeslices; /proc schedstat)`,
+        ]),
     `replayed: ${fmtInt(r.waldump.total.count)} records, ${fmtInt(r.waldump.total.combinedBytes)} bytes of WAL (${r.waldump.from} → ${endLsn ?? r.waldump.to}; pg_waldump): ${top.join(', ')}`,
   ];
 }
