@@ -164,6 +164,13 @@ describe.skipIf(reason !== null)(
       expect(p.records.total).toBe(stats.total.count);
       expect(p.records.bytes).toBe(stats.total.combinedBytes);
 
+      // The standby's own pg_walinspect cannot read past its replay LSN (README "Reading the range").
+      await expect(
+        sql(
+          'standby',
+          `SELECT count(*) FROM pg_get_wal_records_info('${p.range.from}', '${p.range.to}')`,
+        ),
+      ).rejects.toThrow(/cannot accept future start LSN/);
       const w = await runScript('predict.ts', [
         '--standby',
         standby,
