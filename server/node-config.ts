@@ -60,12 +60,22 @@ export function walSettingsOf(config: NodeConfig): WalSettings {
 
 /**
  * The files of a data directory a base backup copies (data image, control file, WAL), into
- * `toDir` (created 0700 if missing); copies keep the source's 0600/0700 modes.
+ * `toDir` (created 0700 if missing); copies keep the source's 0600/0700 modes. `walFiles` names
+ * the pg_wal files to take (a base backup's: walFilesForBaseBackup); all of pg_wal if absent.
  */
-export function copyDataDirectory(fromDir: string, toDir: string, disk: Disk): void {
+export function copyDataDirectory(
+  fromDir: string,
+  toDir: string,
+  disk: Disk,
+  walFiles?: readonly string[],
+): void {
   makeDir(toDir, disk);
-  for (const entry of ['pg_wal', 'base', 'global'])
+  for (const entry of walFiles === undefined ? ['pg_wal', 'base', 'global'] : ['base', 'global'])
     disk.copyTree(path.join(fromDir, entry), path.join(toDir, entry));
+  if (walFiles === undefined) return;
+  makeDir(path.join(toDir, 'pg_wal'), disk);
+  for (const name of walFiles)
+    disk.copyTree(path.join(fromDir, 'pg_wal', name), path.join(toDir, 'pg_wal', name));
 }
 
 /**

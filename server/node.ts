@@ -25,6 +25,7 @@ import { Mutex } from '../common/mutex.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import type { ForkNumber } from '../wal/records.ts';
 import { walIoOrPanic, type WalWriter } from '../wal/wal-writer.ts';
+import { walFilesForBaseBackup } from '../wal/wal-retention.ts';
 import { walSegmentRemovedMessage, type WalReadOptions } from '../wal/wal-reader.ts';
 import { writeControlFile, type ControlFile } from '../wal/control-file.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
@@ -485,7 +486,15 @@ export class ServerNode {
       );
     }
     const copy = () => {
-      copyDataDirectory(this.dataDir, targetDir, this.disk);
+      // pg_basebackup -X stream: only the WAL from the backup checkpoint's REDO point on.
+      const walFiles = walFilesForBaseBackup(
+        this.dataDir,
+        this.wal.segmentSize,
+        this.control.redoLsn,
+        this.timeline,
+        this.disk,
+      );
+      copyDataDirectory(this.dataDir, targetDir, this.disk, walFiles);
       writeFileSynced(path.join(targetDir, STANDBY_SIGNAL), '', this.disk);
       return { checkpointLsn: formatLsn(this.control.checkpointLsn), timeline: this.timeline };
     };

@@ -84,6 +84,8 @@ export interface SimResult {
   failovers: number;
   events: number;
   simMs: number;
+  /** Bytes written to every machine's disk, base-backup copies included (a work counter). */
+  diskBytesWritten: number;
   traceHash: string;
   trace?: string[];
 }
@@ -178,6 +180,8 @@ export class Simulation {
   /** Statements issued that may remove what earlier facts promise, by issue order. */
   private supersessions: Array<{ seq: number; covers: (f: Fact) => boolean }> = [];
   private hash = 0x811c9dc5;
+  /** Every machine disk of the run, replaced ones included (their counters are the run's I/O). */
+  private readonly disks: MemDisk[] = [];
   readonly trace: string[] | null;
   private stepsRun = 0;
 
@@ -206,7 +210,7 @@ export class Simulation {
       latency.spread = () => spread.float();
       return {
         name,
-        disk: new MemDisk(),
+        disk: this.newDisk(),
         incarnation: 0,
         owner: `${name}#0`,
         node: null,
@@ -224,6 +228,12 @@ export class Simulation {
     this.hosts = { A: host('A'), B: host('B') };
     this.primary = this.hosts.A;
     this.standby = this.hosts.B;
+  }
+
+  private newDisk(): MemDisk {
+    const d = new MemDisk();
+    this.disks.push(d);
+    return d;
   }
 
   // ------------------------------------------------------------------------- trace
@@ -863,7 +873,7 @@ export class Simulation {
       );
       return;
     }
-    dst.disk = new MemDisk();
+    dst.disk = this.newDisk();
     dst.corruptLsn = null;
     src.disk.copyTo(BACKUP_DIR, dst.disk, DATA_DIR);
     src.disk.rmrf(BACKUP_DIR);
@@ -1123,6 +1133,7 @@ export class Simulation {
       failovers: this.failovers,
       events: this.sched.eventsRun,
       simMs: this.sched.now,
+      diskBytesWritten: this.disks.reduce((n, d) => n + d.counters.bytesWritten, 0),
       traceHash: this.hash.toString(16).padStart(8, '0'),
       ...(this.trace !== null ? { trace: this.trace } : {}),
     };

@@ -13,8 +13,14 @@ import type { Disk } from '../common/disk.ts';
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
 import { fsyncDir } from '../common/durable-file.ts';
-import type { Lsn } from './lsn.ts';
-import { listSegmentFiles, segmentOf, walDir } from './segment.ts';
+import type { Lsn, TimeLineId } from './lsn.ts';
+import {
+  listSegmentFiles,
+  readTimelineHistory,
+  segmentOf,
+  timelineHistoryFileName,
+  walDir,
+} from './segment.ts';
 
 /** checkpoint_completion_target (PostgreSQL's default since 14). */
 export const CHECKPOINT_COMPLETION_TARGET = 0.9;
@@ -90,4 +96,32 @@ export function removeOldSegments(
 export function oldestSegment(dataDir: string, segmentSize: number, disk: Disk): number | null {
   const segs = listSegmentFiles(dataDir, segmentSize, disk);
   return segs.length === 0 ? null : segs[0]!.segno;
+}
+
+/**
+ * The pg_wal files a base backup needs, as pg_basebackup's default `-X stream` takes them: the
+ * segments from the REDO point's segment on, of the timelines from the one holding the REDO point
+ * to `timeline` (per `timeline`'s history; one timeline on a primary, whose backup checkpoint is on
+ * its own timeline), and those timelines' history files (each holds its whole ancestry). Older
+ * segments and other timelines' leftovers (the old timeline's copy of every switch segment,
+ * every ancestor's history file) stay behind: a copy of all of pg_wal grew with every failover.
+ */
+export function walFilesForBaseBackup(
+  dataDir: string,
+  segmentSize: number,
+  redoLsn: Lsn,
+  timeline: TimeLineId,
+  disk: Disk,
+): string[] {
+  const history = readTimelineHistory(dataDir, timeline, disk);
+  const redoTli = history.find((e) => e.endLsn === null || redoLsn < e.endLsn)?.tli ?? timeline;
+  const needed = new Set(history.filter((e) => e.tli >= redoTli).map((e) => e.tli));
+  const redoSegno = segmentOf(redoLsn, segmentSize);
+  const names = listSegmentFiles(dataDir, segmentSize, disk)
+    .filter((s) => s.segno >= redoSegno && needed.has(s.tli))
+    .map((s) => s.name);
+  for (const tli of needed)
+    if (tli > 1 && disk.exists(path.join(walDir(dataDir), timelineHistoryFileName(tli))))
+      names.push(timelineHistoryFileName(tli));
+  return names;
 }
