@@ -9,6 +9,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { DEFAULT_PROFILE, loadProfile, profileToJson } from '../cost-model/profile.ts';
+import { costFeatures } from '../cost-model/model.ts';
+import { unidentifiedGroups } from '../cost-model/fit.ts';
 import { nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
 import {
@@ -30,6 +32,8 @@ import {
   DEFAULT_CALIBRATION_REL_DIVISORS,
   DEFAULT_CALIBRATION_SIZES,
   DEFAULT_CALIBRATION_TABLES,
+  DEFAULT_CALIBRATION_TOAST_TABLES,
+  CALIBRATION_GROUPS,
   fitCalibration,
   machineCache,
   planCalibration,
@@ -40,7 +44,7 @@ import {
 } from './postgres/calibrate.ts';
 
 const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3] [--warmup 1]
-                               [--tables ${DEFAULT_CALIBRATION_TABLES}] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}] [--base ${DEFAULT_PROFILE}]
+                               [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}] [--base ${DEFAULT_PROFILE}]
                                [--name NAME] [--out FILE] [--work-dir DIR] [--json] [--refit FILE]
   Runs a fixed set of real PostgreSQL cells (Test B VACUUM, TRUNCATE, TRUNCATE of TOAST-able tables;
   Test A VACUUM of NBuffers/k pages), counts the same cells in walsim, fits the cost profile by
@@ -62,7 +66,8 @@ runCli(async () => {
       'primary-shared-buffers': { type: 'string', default: '128MB' },
       runs: { type: 'string', default: '3' },
       warmup: { type: 'string', default: '1' },
-      tables: { type: 'string', default: String(DEFAULT_CALIBRATION_TABLES) },
+      tables: { type: 'string', default: DEFAULT_CALIBRATION_TABLES.join(',') },
+      'toast-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_TOAST_TABLES) },
       'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
       base: { type: 'string', default: DEFAULT_PROFILE },
       name: { type: 'string' },
@@ -86,7 +91,10 @@ runCli(async () => {
   for (const s of [...sizes, values['primary-shared-buffers']!]) parseSharedBuffers(s);
   const runs = refit?.runs ?? positiveInt(values.runs!, 'runs');
   const warmupRuns = refit?.warmupRuns ?? nonNegativeInt(values.warmup!, 'warmup');
-  const tables = refit?.settings.tables ?? positiveInt(values.tables!, 'tables');
+  const tables =
+    refit?.settings.tables ?? values.tables!.split(',').map((s) => positiveInt(s.trim(), 'tables'));
+  const toastTables =
+    refit?.settings.toastTables ?? positiveInt(values['toast-tables']!, 'toast-tables');
   const divisors =
     refit?.settings.relDivisors ??
     values['rel-sizes']!.split(',').map((s) =>
@@ -106,7 +114,18 @@ runCli(async () => {
     pgBin: values['pg-bin'],
     profile: baseProfile,
   };
-  const plan = planCalibration(sizes, tables, divisors);
+  const plan = planCalibration(sizes, tables, divisors, toastTables);
+  // Every fitted group must be identified by the cells (its column of the design matrix not a
+  // combination of the others'), or least squares would place its cost arbitrarily.
+  const twinCounts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
+  const unidentified = unidentifiedGroups(
+    twinCounts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers)),
+    CALIBRATION_GROUPS,
+  );
+  if (unidentified.length > 0)
+    throw new UsageError(
+      `these cells cannot tell apart the fit groups ${unidentified.join(', ')}: vary --tables, --shared-buffers or --rel-sizes`,
+    );
   let records: RunRecord[];
   let wallSeconds: number;
   if (refit) {
@@ -141,7 +160,7 @@ runCli(async () => {
     wallSeconds = NaN;
   }
   const cells = summarise(plan, records);
-  const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
+  const counts = twinCounts;
   if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
   const report = fitCalibration(cells, counts, base, {
     name,
@@ -157,6 +176,7 @@ runCli(async () => {
     settings: {
       sizes,
       tables,
+      toastTables,
       relDivisors: divisors,
       primarySharedBuffers: settings.primarySharedBuffers,
     },

@@ -32,7 +32,17 @@ import type { CellSpec, CellSummary, RunRecord } from '../experiment/sweep.ts';
 import { WalsimError } from '../../common/errors.ts';
 
 export const DEFAULT_CALIBRATION_SIZES = ['128MB', '1GB', '4GB'];
-export const DEFAULT_CALIBRATION_TABLES = 200;
+/**
+ * Test B's table counts: two, so that per-table work (records, smgr operations, pg_control
+ * updates) and per-failover work (end of recovery) come from cells that differ in one thing, and a
+ * per-table cost that is not constant shows as a residual instead of hiding in one table count's
+ * fit (a profile fitted at 200 tables alone priced 1000-table cells 1.4-2.4x too high).
+ */
+export const DEFAULT_CALIBRATION_TABLES = [50, 300];
+/** TOAST-able TRUNCATE (a full scan per table at every size) at one table count: its cost is the scan. */
+export const DEFAULT_CALIBRATION_TOAST_TABLES = 100;
+/** The one table count of calibrations stored before table counts varied. */
+const LEGACY_CALIBRATION_TABLES = 200;
 export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 8];
 /** Test A cells stay below this many pages (128MB of table), so calibration stays short. */
 export const CALIBRATION_MAX_REL_PAGES = 16_384;
@@ -40,13 +50,22 @@ export const CALIBRATION_MAX_REL_PAGES = 16_384;
 /** The fixed cell set (PostgreSQL engine; walsim counts come from the same specs). */
 export function planCalibration(
   sizes: string[],
-  tables: number,
+  tables: number | readonly number[],
   divisors: number[] = DEFAULT_CALIBRATION_REL_DIVISORS,
+  toastTables?: number,
 ): CellSpec[] {
+  const counts = typeof tables === 'number' ? [tables] : [...tables];
+  // One table count (older calibrations): TOAST-able tables at that count too.
+  const toast =
+    toastTables ?? (counts.length === 1 ? counts[0]! : DEFAULT_CALIBRATION_TOAST_TABLES);
   const cells: CellSpec[] = [];
   for (const sb of sizes) {
     const { nBuffers } = parseSharedBuffers(sb);
-    for (const variant of ['vacuum', 'truncate', 'truncate-toast'] as const) {
+    const testB = [
+      ...counts.flatMap((n) => (['vacuum', 'truncate'] as const).map((v) => [v, n] as const)),
+      ['truncate-toast', toast] as const,
+    ];
+    for (const [variant, n] of testB) {
       cells.push({
         kind: 'multi',
         engine: 'postgres',
@@ -58,7 +77,7 @@ export function planCalibration(
         relSize: null,
         relDivisor: null,
         pagesPerTable: 1,
-        tables,
+        tables: n,
       });
     }
     for (const k of divisors) {
@@ -248,15 +267,26 @@ export interface StoredCalibration {
   /** What the cell set was planned from (older files: inferred from the labels and the defaults). */
   settings: {
     sizes: string[];
-    tables: number;
+    /** Test B's table counts (older files: one number). */
+    tables: number[];
+    /** TOAST-able TRUNCATE's table count (older files: the one table count). */
+    toastTables: number;
     relDivisors: number[];
     primarySharedBuffers: string;
   };
   records: StoredCalibrationRun[];
 }
 
-/** The label a stored run carries: `<shared_buffers> <variant or NB/k>`. */
-export const storedLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>) =>
+/** The label a stored run carries: `<shared_buffers> <NB/k>` or `<shared_buffers> <variant> <n> tables`. */
+export const storedLabel = (
+  c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant' | 'tables'>,
+) =>
+  c.relSize !== null
+    ? `${c.sharedBuffers} ${c.relSize}`
+    : `${c.sharedBuffers} ${c.variant} ${c.tables} tables`;
+
+/** Labels of calibrations with one table count: `<shared_buffers> <variant>`. */
+const legacyLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>) =>
   `${c.sharedBuffers} ${c.relSize ?? c.variant}`;
 
 /** Read the measurements of a profile written by `npm run calibrate` (for `--refit`). */
@@ -290,7 +320,12 @@ export function readStoredCalibration(file: string): StoredCalibration {
     }
   }
   const records = recs as StoredCalibrationRun[];
-  const s = fit.settings as StoredCalibration['settings'] | undefined;
+  const s = fit.settings as
+    | (Omit<StoredCalibration['settings'], 'tables' | 'toastTables'> & {
+        tables?: number | number[];
+        toastTables?: number;
+      })
+    | undefined;
   const sizes = s?.sizes ?? [...new Set(records.map((r) => r.label.split(' ')[0]!))];
   const divisors = s?.relDivisors ?? [
     ...new Set(records.flatMap((r) => /NB\/(\d+)$/.exec(r.label)?.[1] ?? []).map(Number)),
@@ -304,7 +339,11 @@ export function readStoredCalibration(file: string): StoredCalibration {
     machine: fit.machine ?? null,
     settings: {
       sizes,
-      tables: s?.tables ?? DEFAULT_CALIBRATION_TABLES,
+      tables: Array.isArray(s?.tables)
+        ? s.tables
+        : [typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES],
+      toastTables:
+        s?.toastTables ?? (typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES),
       relDivisors:
         divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
       primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',
@@ -319,7 +358,8 @@ export function recordsFromStored(
   plan: readonly CellSpec[],
 ): RunRecord[] {
   return stored.map((r) => {
-    const cell = plan.find((c) => storedLabel(c) === r.label);
+    const cell =
+      plan.find((c) => storedLabel(c) === r.label) ?? plan.find((c) => legacyLabel(c) === r.label);
     if (!cell)
       throw new WalsimError(
         'invalid_input',

@@ -257,7 +257,8 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
     const stored = readStoredCalibration(file);
     expect(stored.settings).toEqual({
       sizes: ['128MB', '1GB', '4GB'],
-      tables: 200,
+      tables: [200],
+      toastTables: 200,
       relDivisors: [512, 64, 8],
       primarySharedBuffers: '128MB',
     });
@@ -266,6 +267,7 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
       stored.settings.sizes,
       stored.settings.tables,
       stored.settings.relDivisors,
+      stored.settings.toastTables,
     );
     expect(cplan).toHaveLength(17);
     const recs = recordsFromStored(stored.records, cplan);
