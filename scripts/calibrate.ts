@@ -40,6 +40,7 @@ import {
   readStoredCalibration,
   recordsFromStored,
   storedLabel,
+  fitTargets,
   walsimTwin,
 } from './postgres/calibrate.ts';
 
@@ -50,6 +51,8 @@ const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DE
   Test A VACUUM of NBuffers/k pages), counts the same cells in walsim, fits the cost profile by
   non-negative least squares, and writes it: use it with --profile FILE. --warmup N passes over every
   cell come first and are left out of the fit (their figures stay in the profile's fit.records).
+  --target uncontended: fit each run's failover less the time the standby's startup process waited
+  for a CPU (/proc schedstat run_delay: other work on the machine, not PostgreSQL's); default wall.
   --refit FILE: no PostgreSQL run; fit again the measurements stored in a profile this command
   wrote (its fit.records), with this version's counts, stall rule and groups.`;
 
@@ -74,12 +77,16 @@ runCli(async () => {
       out: { type: 'string' },
       'work-dir': { type: 'string' },
       json: { type: 'boolean', default: false },
+      target: { type: 'string', default: 'wall' },
       refit: { type: 'string' },
     },
     USAGE,
   );
   if (positionals.length > 0)
     throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  const target = values.target!;
+  if (target !== 'wall' && target !== 'uncontended')
+    throw new UsageError(`--target must be wall or uncontended, got "${target}"`);
   const refit =
     values.refit === undefined ? null : readStoredCalibration(path.resolve(values.refit));
   const sizes =
@@ -159,7 +166,7 @@ runCli(async () => {
     }
     wallSeconds = NaN;
   }
-  const cells = summarise(plan, records);
+  const cells = summarise(plan, fitTargets(records, target));
   const counts = twinCounts;
   if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
   const report = fitCalibration(cells, counts, base, {
@@ -188,8 +195,7 @@ runCli(async () => {
       model: os.cpus()[0]?.model ?? null,
       memoryBytes: os.totalmem(),
     },
-    target:
-      'PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections", median of the recorded runs without a promote stall (warm-up runs left out)',
+    target: `PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections"${target === 'uncontended' ? ", less the standby startup process's run-queue wait (schedstat run_delay)" : ''}, median of the recorded runs without a promote stall (warm-up runs left out)`,
     groups: report.groupSeconds,
     cells: report.cells.map((c) => ({
       label: c.label,

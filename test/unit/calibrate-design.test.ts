@@ -14,10 +14,11 @@ import {
   DEFAULT_CALIBRATION_SIZES,
   DEFAULT_CALIBRATION_TABLES,
   planCalibration,
+  fitTargets,
   storedLabel,
   walsimTwin,
 } from '../../scripts/postgres/calibrate.ts';
-import type { CellSpec } from '../../scripts/experiment/sweep.ts';
+import type { CellSpec, RunRecord } from '../../scripts/experiment/sweep.ts';
 
 const base = loadProfile('seed-001');
 
@@ -50,4 +51,16 @@ describe('calibration cell design', () => {
     expect(bad.length).toBeGreaterThan(0);
     expect(bad).toContain('endOfRecovery');
   }, 120_000);
+});
+
+describe('calibration target', () => {
+  it('uncontended takes each run’s startup run-queue wait off its failover; wall keeps it', () => {
+    const runs = [
+      { failoverMs: 500, startupRunQueueMs: 120 },
+      { failoverMs: 300 },
+      { failoverMs: 50, startupRunQueueMs: 80 },
+    ] as unknown as RunRecord[];
+    expect(fitTargets(runs, 'wall')).toBe(runs);
+    expect(fitTargets(runs, 'uncontended').map((r) => r.failoverMs)).toEqual([380, 300, 0]);
+  });
 });
