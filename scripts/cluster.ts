@@ -36,8 +36,8 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { StopMode } from '../server/control-protocol.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
 import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './postgres/pg-cluster-cli.ts';
-import type { FailoverReport } from '../standby/failover-report.ts';
 import { withModel } from '../cost-model/price.ts';
+import { promoteNode } from './promote.ts';
 import { defaultCostProfile, loadProfile } from '../cost-model/profile.ts';
 import { formatModel } from './experiment/walsim-engine.ts';
 
@@ -500,30 +500,21 @@ async function cmdPromote(argv: string[]): Promise<number> {
     throw new UsageError(
       `--wait-seconds must be a positive integer, got "${values['wait-seconds']}"`,
     );
-  const c = await connectNode(clusterDir, values.node!);
-  try {
-    const served = (await c.request({ op: 'promote', wait: !values['no-wait'], waitSeconds })) as {
-      promoted: boolean;
-      failover: FailoverReport | null;
-    };
-    // The server's report carries counts only; the CLI prices them once (--profile or the default).
-    const r = {
-      ...served,
-      failover: served.failover === null ? null : withModel(served.failover, profile),
-    };
-    if (values.json) printJson(r);
-    else if (!r.promoted)
-      console.log(`${values.node}: server did not promote within ${waitSeconds} seconds`);
-    else {
-      console.log(
-        `${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`,
-      );
-      if (r.failover?.model) console.log(formatModel(r.failover.model));
-    }
-    return r.promoted ? 0 : 1;
-  } finally {
-    c.close();
+  const r = await promoteNode(clusterDir, values.node!, {
+    wait: !values['no-wait'],
+    waitSeconds,
+    profile,
+  });
+  if (values.json) printJson(r);
+  else if (!r.promoted)
+    console.log(`${values.node}: server did not promote within ${waitSeconds} seconds`);
+  else {
+    console.log(
+      `${values.node}: server promoted${r.failover?.failoverMs != null ? ` (failover ${Number(r.failover.failoverMs).toFixed(1)} ms after resume)` : ''}`,
+    );
+    if (r.failover?.model) console.log(formatModel(r.failover.model));
   }
+  return r.promoted ? 0 : 1;
 }
 
 runCli(async () => {

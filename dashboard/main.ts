@@ -1,0 +1,81 @@
+/**
+ * `npm run dashboard -- [--dir DIR] [--port P]`: the live dashboard of a running cluster
+ * (dashboard/README.md). Serves one page on 127.0.0.1 (or `--listen ADDR`, only when the cluster
+ * has a password), prints its URL and runs until interrupted.
+ */
+import { isIP } from 'node:net';
+import * as path from 'node:path';
+import { listNodes, readPgPassword } from '../server/cluster-files.ts';
+import { isPgCluster } from '../scripts/postgres/pg-cluster.ts';
+import { defaultCostProfile, loadProfile } from '../cost-model/profile.ts';
+import { MIN_POLL_MS } from './collector.ts';
+import { PgSource } from './pg-source.ts';
+import { startDashboard } from './server.ts';
+import { WalsimSource } from './walsim-source.ts';
+import { clusterDirOf, parseCli, runCli, UsageError } from '../scripts/cli.ts';
+
+const USAGE = `usage: npm run dashboard -- [--dir .walsim] [--port 0] [--listen 127.0.0.1]
+          [--interval 250] [--profile seed-001|FILE] [--results results]
+  --port       TCP port of the page (default: a free one; the URL is printed)
+  --listen     address to bind; anything but loopback needs a cluster started with --password,
+               whose password the page then asks for (HTTP Basic, any user name)
+  --interval   ms between two status requests to one node (at least ${MIN_POLL_MS})
+  --profile    cost profile of the modeled PostgreSQL seconds
+  --results    folder of sweep results for the Results view`;
+
+runCli(async () => {
+  const { values } = parseCli(
+    process.argv.slice(2),
+    {
+      dir: { type: 'string' },
+      port: { type: 'string', default: '0' },
+      listen: { type: 'string', default: '127.0.0.1' },
+      interval: { type: 'string', default: '250' },
+      profile: { type: 'string' },
+      results: { type: 'string', default: 'results' },
+    },
+    USAGE,
+  );
+  const dir = clusterDirOf(values.dir);
+  const port = Number(values.port);
+  if (!/^\d+$/.test(values.port!) || port > 65535)
+    throw new UsageError(`--port must be a TCP port (0: a free one), got "${values.port}"`);
+  const pollMs = Number(values.interval);
+  if (!/^\d+$/.test(values.interval!) || pollMs < MIN_POLL_MS)
+    throw new UsageError(
+      `--interval must be an integer of at least ${MIN_POLL_MS} (ms), got "${values.interval}"`,
+    );
+  if (isIP(values.listen!) === 0)
+    throw new UsageError(`--listen must be an IP address, got "${values.listen}"`);
+  const profile = values.profile === undefined ? defaultCostProfile() : loadProfile(values.profile);
+  const pg = isPgCluster(dir);
+  if (!pg && listNodes(dir).length === 0)
+    throw new UsageError(
+      `no cluster at ${dir}; start one with "npm run cluster -- start --dir ${values.dir ?? '.walsim'}"`,
+    );
+  const password = pg ? null : (readPgPassword(dir)?.password ?? null);
+  const loopback = values.listen!.startsWith('127.') || values.listen === '::1';
+  if (!loopback && password === null)
+    throw new UsageError(
+      `--listen ${values.listen} opens the dashboard to other hosts: only for a cluster started with --password (its password then guards the page)`,
+    );
+  const source = pg ? new PgSource(dir) : new WalsimSource(dir);
+  const d = await startDashboard({
+    source,
+    port,
+    listen: values.listen!,
+    password: loopback ? null : password,
+    pollMs,
+    profile,
+    profileName: profile.name,
+    resultsDir: path.resolve(values.results!),
+  });
+  console.log(`dashboard for ${dir} (${source.engine}): ${d.url}`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await d.close();
+  return 0;
+}, USAGE);
