@@ -265,10 +265,13 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     },
   );
   server.maxConnections = LIMITS.maxConnections;
-  server.on('clientError', (_err, socket: Duplex) => {
-    // Malformed requests and oversized headers: node answers 400/431 here; then close.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // Malformed requests and oversized headers never reach `handle`: answer, then close.
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
     if ((socket as { writable?: boolean }).writable)
-      socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      socket.end(
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+      );
     else socket.destroy();
   });
 

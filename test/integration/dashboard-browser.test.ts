@@ -5,7 +5,9 @@
  * confirmation; the promotion through `cluster promote --json`, whose drop counters the page's
  * failover report must equal. Skipped, with the reason, when chromium is absent.
  */
+import * as net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumSkipReason, launchChromium } from '../helpers/browser.ts';
 import { TestCluster } from '../helpers/cluster.ts';
@@ -157,6 +159,178 @@ describe.skipIf(reason !== null)(
         .evaluateAll((els) => els.map((e) => e.getAttribute('data-event')));
       expect(fired).toContain('PROMOTE');
       expect(fired).toContain('RESUME');
+    });
+  },
+);
+
+/** One raw HTTP exchange over TCP; resolves with what the server sent before closing (or 2 s). */
+function rawHttp(port: number, request: string | Buffer): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write(request));
+    let got = '';
+    const done = () => {
+      s.destroy();
+      resolve(got);
+    };
+    s.on('data', (d) => (got += d.toString('latin1')));
+    s.on('close', done);
+    s.on('error', done);
+    setTimeout(done, 2000);
+  });
+}
+
+describe.skipIf(reason !== null)(
+  `dashboard under hostile input${reason ? ` (skipped: ${reason})` : ''}`,
+  () => {
+    let cluster: TestCluster;
+    let dash: Dashboard;
+    const url = (p: string) => `http://127.0.0.1:${dash.port}${p}`;
+
+    beforeAll(async () => {
+      cluster = await TestCluster.start();
+      dash = await startDashboard({
+        source: new WalsimSource(cluster.dir),
+        port: 0,
+        listen: '127.0.0.1',
+        password: null,
+        pollMs: 250,
+        profile: defaultCostProfile(),
+        profileName: defaultCostProfile().name,
+        resultsDir: cluster.dir,
+      });
+    }, 120_000);
+    afterAll(async () => {
+      await dash?.close();
+      await cluster?.destroy();
+    });
+
+    const action = (body: string, headers: Record<string, string> = {}) =>
+      fetch(url('/api/action'), {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-dashboard-token': dash.token,
+          ...headers,
+        },
+        body,
+      });
+
+    it('refuses bad paths, methods, hosts, headers and requests', async () => {
+      expect((await fetch(url('/nope'))).status).toBe(404);
+      expect(
+        await rawHttp(
+          dash.port,
+          'GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1:' + dash.port + '\r\n\r\n',
+        ),
+      ).toMatch(/^HTTP\/1.1 404/);
+      const trav = await fetch(url('/api/results/..%2F..%2Fetc'));
+      expect(trav.status).toBe(404);
+      expect((await fetch(url('/'), { method: 'PUT' })).status).toBe(405);
+      expect(
+        await rawHttp(dash.port, `GET / HTTP/1.1\r\nHost: evil.example:${dash.port}\r\n\r\n`),
+      ).toMatch(/^HTTP\/1.1 421/);
+      const huge = `GET / HTTP/1.1\r\nHost: 127.0.0.1:${dash.port}\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`;
+      expect(await rawHttp(dash.port, huge)).toMatch(/^HTTP\/1.1 431/);
+      expect(await rawHttp(dash.port, 'GARBAGE\x00\x01\r\n\r\n')).toMatch(/^HTTP\/1.1 400/);
+    });
+
+    it('refuses actions without the token, from another origin, malformed or too large', async () => {
+      const noToken = await fetch(url('/api/action'), { method: 'POST', body: '{}' });
+      expect(noToken.status).toBe(403);
+      expect(
+        (await action('{"action":"pause","node":"standby"}', { origin: 'http://evil.example' }))
+          .status,
+      ).toBe(403);
+      const bad = await action('{not json');
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { error: string }).error).toBe('body is not valid JSON');
+      const unknown = await action('{"action":"drop-database","node":"standby"}');
+      expect(((await unknown.json()) as { error: string }).error).toMatch(
+        /"action" must be one of/,
+      );
+      const ghost = await action('{"action":"pause","node":"ghost"}');
+      expect(((await ghost.json()) as { error: string }).error).toMatch(/"node" must be one of/);
+      expect((await action('x'.repeat(10_000))).status).toBe(413);
+      expect((await cluster.status('standby')).pauseState).toBe('not paused');
+    });
+
+    it('refuses sockets without the token and closes on garbage frames', async () => {
+      const opened = (u: string) =>
+        new Promise<{ ws: WebSocket | null; status: number | null }>((resolve) => {
+          const ws = new WebSocket(u, { perMessageDeflate: false });
+          ws.once('open', () => resolve({ ws, status: null }));
+          ws.once('unexpected-response', (_req, res) =>
+            resolve({ ws: null, status: res.statusCode ?? null }),
+          );
+          ws.once('error', () => resolve({ ws: null, status: -1 }));
+        });
+      const live = `ws://127.0.0.1:${dash.port}/live?token=${dash.token}`;
+      expect((await opened(`ws://127.0.0.1:${dash.port}/live`)).status).toBe(403);
+      expect((await opened(`ws://127.0.0.1:${dash.port}/other?token=${dash.token}`)).status).toBe(
+        404,
+      );
+      const closeCode = (ws: WebSocket) =>
+        new Promise<number>((r) => ws.once('close', (c) => r(c)));
+      const a = (await opened(live)).ws!;
+      const ca = closeCode(a);
+      a.send('DROP TABLE t');
+      expect(await ca).toBe(4000);
+      const b = (await opened(live)).ws!;
+      const cb = closeCode(b);
+      b.send('x'.repeat(5000));
+      expect(await cb).toBe(1009);
+      // An unmasked frame with a reserved opcode, written straight to the upgraded socket.
+      const c = (await opened(live)).ws!;
+      const cc = closeCode(c);
+      (c as unknown as { _socket: net.Socket })._socket.write(
+        Buffer.from([0x83, 0x02, 0x41, 0x42]),
+      );
+      expect([1002, 1006]).toContain(await cc);
+    });
+
+    it('bounds connections and sockets, and keeps serving', async () => {
+      const tcp = await Promise.all(
+        Array.from(
+          { length: 100 },
+          () =>
+            new Promise<net.Socket>((resolve) => {
+              const s = net.connect(dash.port, '127.0.0.1', () => resolve(s));
+              s.on('error', () => resolve(s));
+            }),
+        ),
+      );
+      const socks: WebSocket[] = [];
+      const statuses: Array<number | null> = [];
+      for (let i = 0; i < 20; i++) {
+        const r = await new Promise<number | null>((resolve) => {
+          const ws = new WebSocket(`ws://127.0.0.1:${dash.port}/live?token=${dash.token}`, {
+            perMessageDeflate: false,
+          });
+          ws.once('open', () => (socks.push(ws), resolve(null)));
+          ws.once('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0));
+          ws.once('error', () => resolve(-1));
+        });
+        statuses.push(r);
+      }
+      for (const s of tcp) s.destroy();
+      expect(socks.length).toBeLessThanOrEqual(16);
+      expect(statuses.filter((s) => s !== null).length).toBeGreaterThanOrEqual(4);
+      for (const ws of socks) ws.close();
+      // The dashboard and the nodes are still there.
+      await expect
+        .poll(async () => (await fetch(url('/api/nodes'))).status, { timeout: 10_000 })
+        .toBe(200);
+      const nodes = (
+        (await (await fetch(url('/api/nodes'))).json()) as {
+          nodes: Array<{ name: string; state: string }>;
+        }
+      ).nodes;
+      expect(nodes.map((n) => [n.name, n.state])).toEqual([
+        ['primary', 'running'],
+        ['standby', 'running'],
+      ]);
+      expect((await cluster.status('standby')).inRecovery).toBe(true);
+      expect((await cluster.sql('primary', 'SELECT pg_is_in_recovery()')).rows).toBeDefined();
     });
   },
 );
