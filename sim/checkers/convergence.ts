@@ -1,0 +1,20 @@
+/**
+ * SIM-4's last step (sim/README): once the cluster has converged, both nodes hold identical
+ * tables — the same names, row counts and content digests.
+ */
+import type { ServerNode } from '../../server/node.ts';
+import type { SimCluster } from '../cluster.ts';
+
+export function checkIdenticalTables(
+  cluster: SimCluster,
+  primary: ServerNode,
+  standby: ServerNode,
+): void {
+  const a = primary.inspect();
+  const b = standby.inspect();
+  const tables = (x: typeof a) => JSON.stringify(x.tables.map((t) => [t.name, t.rows, t.digest]));
+  if (tables(a) !== tables(b))
+    cluster.violation(
+      `after convergence the nodes differ: primary ${tables(a)} standby ${tables(b)}`,
+    );
+}

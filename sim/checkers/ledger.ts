@@ -1,0 +1,186 @@
+/**
+ * SIM-1, the ledger (sim/README): every acknowledged statement leaves facts (a row present, rows
+ * below a value gone, a table present or gone); a check runs a SELECT per fact on a node and
+ * decides, per fact that does not hold, whether its level promised it (a lost commit, a
+ * violation), made no promise (an allowed loss) or it fell to media corruption (counted apart).
+ * A statement that may remove what earlier facts promise supersedes them.
+ */
+import { isWalsimError } from '../../common/errors.ts';
+import { formatLsn, type Lsn } from '../../wal/lsn.ts';
+import type { ServerNode } from '../../server/node.ts';
+import type { SynchronousCommit } from '../../server/settings.ts';
+import type { Host, Pending, SimCluster } from '../cluster.ts';
+
+/** wal_writer_delay (200 ms) plus margin: an asynchronous commit is on disk after this long. */
+export const ASYNC_FLUSH_MS = 250;
+
+/** Whether the ledger may lose a fact at a check. */
+export type Verdict = 'must' | 'may' | 'corruption';
+
+/** One checkable consequence of an acknowledged statement. */
+export interface Fact {
+  kind: 'present' | 'absentBelow' | 'tableExists' | 'tableGone';
+  table: string;
+  value: number;
+  level: SynchronousCommit;
+  ackAt: number;
+  /**
+   * Upper bound on the end LSN of its commit record: the highest commit end the acknowledging
+   * process had reported when the statement returned (exact unless commits overlapped).
+   */
+  commitEndMax: Lsn;
+  /** Known to be on the primary's disk (survived a check there). */
+  durableOnPrimary: boolean;
+  /** Known to be on the standby's disk too (survived a failover or came with a base backup). */
+  onStandby: boolean;
+  sql: string;
+}
+
+export function guaranteedAfterPrimaryCrash(f: Fact, crashAt: number): boolean {
+  return f.durableOnPrimary || f.level !== 'off' || f.ackAt + ASYNC_FLUSH_MS <= crashAt;
+}
+
+/** `promoted` is the host that was the standby until this failover. */
+export function guaranteedAfterFailover(f: Fact, promoted: Host): Verdict {
+  if (f.onStandby) return 'must';
+  // Corrupt WAL the standby had not yet refetched: promotion ends recovery at the bad record, so
+  // commits at or past it are lost (RELIABILITY.md: "corrupt WAL on standby, promote") — to the
+  // corruption, not to a broken promise; commits before it keep their level's guarantee.
+  if (promoted.corruptLsn !== null && f.commitEndMax > promoted.corruptLsn) return 'corruption';
+  if (f.level === 'on' || f.level === 'remote_apply') return 'must';
+  // remote_write: written to the standby's OS, so lost only if that machine lost power since.
+  return f.level === 'remote_write' && promoted.lastPowerLossAt < f.ackAt ? 'must' : 'may';
+}
+
+async function holds(node: ServerNode, f: Fact): Promise<boolean> {
+  const count = async (where: string): Promise<number | null> => {
+    try {
+      const r = await node.execute(`SELECT count(*) FROM ${f.table}${where}`);
+      return Number(r.rows[0]!.count);
+    } catch (e) {
+      if (isWalsimError(e) && e.kind === 'undefined_table') return null;
+      throw e;
+    }
+  };
+  switch (f.kind) {
+    case 'present':
+      return ((await count(` WHERE c = ${f.value}`)) ?? 0) >= 1;
+    case 'absentBelow':
+      return ((await count(` WHERE c < ${f.value}`)) ?? 0) === 0;
+    case 'tableExists':
+      return (await count('')) !== null;
+    case 'tableGone':
+      return (await count('')) === null;
+  }
+}
+
+export class Ledger {
+  private readonly facts: Fact[] = [];
+  /** Statements issued that may remove what earlier facts promise, by issue order. */
+  private supersessions: Array<{ seq: number; covers: (f: Fact) => boolean }> = [];
+  lost = 0;
+  lostAllowed = 0;
+  lostToCorruption = 0;
+
+  constructor(private readonly cluster: SimCluster) {}
+
+  /**
+   * Check every fact on `h`: a guaranteed fact ('must', or `true`) that does not hold is a lost
+   * acknowledged commit (violation); one that was not guaranteed ('may', `false`) is dropped from
+   * the ledger (allowed loss); one destroyed by media corruption ('corruption') too, counted apart.
+   */
+  async check(h: Host, when: string, guaranteed: (f: Fact) => boolean | Verdict): Promise<void> {
+    const node = h.node;
+    if (node === null) return;
+    for (let i = this.facts.length - 1; i >= 0; i--) {
+      const f = this.facts[i]!;
+      if (await holds(node, f)) {
+        f.durableOnPrimary = true;
+        if (when === 'failover') f.onStandby = true;
+        continue;
+      }
+      const v = guaranteed(f);
+      if (v === true || v === 'must') {
+        this.lost++;
+        this.cluster.violation(
+          `${when}: acknowledged commit lost on ${h.name} (synchronous_commit=${f.level}, acknowledged at t=${f.ackAt} ms): ${f.sql} [${f.kind} ${f.table} ${f.value}]`,
+        );
+      } else if (v === 'corruption') {
+        this.lostToCorruption++;
+        this.cluster.record(
+          this.cluster.sched.now,
+          'sim',
+          `${when}: lost to WAL corruption on ${h.name} (commit ends at or before ${formatLsn(f.commitEndMax)}): ${f.sql}`,
+        );
+      } else {
+        this.lostAllowed++;
+      }
+      this.facts.splice(i, 1);
+    }
+  }
+
+  /** A fresh base backup of the primary: what is durable there is on the new standby too. */
+  backupTaken(): void {
+    for (const f of this.facts) f.onStandby = f.durableOnPrimary;
+  }
+
+  /**
+   * A statement that may remove what earlier facts promise: those facts are no longer checked —
+   * including facts of statements issued before it but acknowledged after it was issued.
+   */
+  supersede(sql: string, seq: number, pending: ReadonlySet<Pending>): void {
+    let m: RegExpExecArray | null;
+    const drop = (pred: (f: Fact) => boolean) => {
+      for (let i = this.facts.length - 1; i >= 0; i--)
+        if (pred(this.facts[i]!)) this.facts.splice(i, 1);
+      this.supersessions.push({ seq, covers: pred });
+      let oldest = seq;
+      for (const p of pending) oldest = Math.min(oldest, p.seq);
+      this.supersessions = this.supersessions.filter((x) => x.seq >= oldest);
+    };
+    if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql))) {
+      const [t, n] = [m[1]!, Number(m[2])];
+      drop((f) => f.table === t && f.kind === 'present' && f.value < n);
+    } else if ((m = /^TRUNCATE (\w+)$/.exec(sql))) {
+      const t = m[1]!;
+      drop((f) => f.table === t && f.kind === 'present');
+    } else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) {
+      const t = m[1]!;
+      drop((f) => f.table === t && (f.kind === 'present' || f.kind === 'tableExists'));
+    }
+  }
+
+  /** The facts an acknowledged statement leaves, unless a later-issued statement superseded them. */
+  addFacts(
+    sql: string,
+    level: SynchronousCommit,
+    maxValueBefore: number,
+    seq: number,
+    commitEndMax: Lsn,
+  ): void {
+    const fact = (kind: Fact['kind'], table: string, value = 0) => {
+      const f: Fact = {
+        kind,
+        table,
+        value,
+        level,
+        ackAt: this.cluster.sched.now,
+        commitEndMax,
+        durableOnPrimary: false,
+        onStandby: false,
+        sql,
+      };
+      if (!this.supersessions.some((x) => x.seq > seq && x.covers(f))) this.facts.push(f);
+    };
+    let m: RegExpExecArray | null;
+    if ((m = /^CREATE TABLE (\w+)/.exec(sql))) fact('tableExists', m[1]!);
+    else if (
+      (m = /^INSERT INTO (\w+) (?:VALUES \((\d+)\)|SELECT generate_series\((\d+),)/.exec(sql))
+    )
+      fact('present', m[1]!, Number(m[2] ?? m[3]));
+    else if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql)))
+      fact('absentBelow', m[1]!, Number(m[2]));
+    else if ((m = /^TRUNCATE (\w+)$/.exec(sql))) fact('absentBelow', m[1]!, maxValueBefore + 1);
+    else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) fact('tableGone', m[1]!);
+  }
+}

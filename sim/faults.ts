@@ -1,0 +1,171 @@
+/**
+ * The simulator's faults (sim/README rule 2, the fault atlas): connection cuts, partitions, a
+ * full pg_wal, a slow disk, wall-clock jumps — each healing on its own timer — and media
+ * corruption, a flipped byte in a WAL record of either node, with what the operator does about it.
+ */
+import { formatLsn, parseLsn, type Lsn } from '../wal/lsn.ts';
+import { listSegmentFiles, segmentOf, segmentOffset, walDir } from '../wal/segment.ts';
+import { readWal } from '../wal/wal-reader.ts';
+import type { WalRecord } from '../wal/records.ts';
+import { readDataImage } from '../storage/data-image.ts';
+import { SIZE_OF_XLOG_RECORD } from '../wal/codec.ts';
+import { DATA_DIR, type Host, type SimCluster } from './cluster.ts';
+import { guaranteedAfterPrimaryCrash, type Ledger } from './checkers/ledger.ts';
+import type { Operator } from './operator.ts';
+import type { SimCommand } from './scenario.ts';
+
+type FaultCommand = Extract<
+  SimCommand,
+  { op: 'cut' | 'partition' | 'diskFull' | 'slowDisk' | 'clockJump' }
+>;
+
+/** The faults that heal on their own timers. */
+export function injectFault(cluster: SimCluster, c: FaultCommand): void {
+  switch (c.op) {
+    case 'cut':
+      cluster.countFault('connection cut');
+      cluster.net.cutBetween(cluster.primary.name, cluster.standby.name, 'cut');
+      return;
+    case 'partition': {
+      cluster.countFault('partition');
+      const [a, b] = [cluster.primary.name, cluster.standby.name];
+      cluster.net.partition(a, b);
+      cluster.sched.at(c.ms, 'sim', 'heal partition', () => cluster.net.heal(a, b));
+      return;
+    }
+    case 'diskFull': {
+      const h = cluster.hostOf(c.node);
+      cluster.countFault(`disk full (${c.node} pg_wal)`);
+      const disk = h.disk;
+      const prefix = `${DATA_DIR}/pg_wal`;
+      disk.fullPrefixes.add(prefix);
+      h.fullUntil = Math.max(h.fullUntil, cluster.sched.now + c.ms);
+      cluster.sched.at(c.ms, 'sim', 'disk space freed', () => disk.fullPrefixes.delete(prefix));
+      return;
+    }
+    case 'slowDisk':
+      cluster.countFault(`slow disk (${c.node})`);
+      // The hold runs on simulated time; it ends by itself (DiskLatency checks the clock).
+      cluster.hostOf(c.node).latency.set(c.writeMs, c.latencyMs, c.ms, cluster.sched.now);
+      return;
+    case 'clockJump':
+      cluster.countFault(`clock jump (${c.node})`);
+      cluster.sched.jumpWallClock(cluster.hostOf(c.node).owner, c.ms);
+      return;
+  }
+}
+
+/**
+ * Flip one byte inside one of `recs` (drawn from the disk stream) in the newest segment file of
+ * `h` that holds it on timeline ≤ `tli`; the start LSN of the damaged record, or null if none fits.
+ */
+function flipByteInRecord(
+  cluster: SimCluster,
+  h: Host,
+  tli: number,
+  recs: readonly WalRecord[],
+  kind: string,
+): Lsn | null {
+  if (recs.length === 0) return null;
+  const rng = cluster.faultRng;
+  const rec = recs[rng.int(0, recs.length - 1)]!;
+  const size = rec.endLsn - rec.lsn;
+  if (size <= SIZE_OF_XLOG_RECORD) return null;
+  const at = rec.lsn + SIZE_OF_XLOG_RECORD + rng.int(0, size - SIZE_OF_XLOG_RECORD - 1);
+  const segSize = cluster.scenario.options.walSegmentSize;
+  const files = listSegmentFiles(DATA_DIR, segSize, h.disk).filter(
+    (f) => f.segno === segmentOf(at, segSize) && f.tli <= tli,
+  );
+  const file = files[files.length - 1];
+  if (file === undefined) return null;
+  cluster.countFault(kind);
+  h.disk.flipByte(
+    `${walDir(DATA_DIR)}/${file.name}`,
+    segmentOffset(at, segSize),
+    1 << rng.int(0, 7),
+  );
+  cluster.record(
+    cluster.sched.now,
+    'sim',
+    `flipped a byte at ${formatLsn(at)} in the record at ${formatLsn(rec.lsn)} (${file.name} on ${h.name})`,
+  );
+  return rec.lsn;
+}
+
+/**
+ * Media corruption on the standby: flip one byte inside a record it has flushed but not replayed.
+ * Replay must stop at that record and never apply it (checked after every step); the standby is
+ * restarted at the next step (crash recovery ends local WAL there and streaming fetches it again).
+ */
+export function corruptStandby(cluster: SimCluster): void {
+  const h = cluster.standby;
+  const n = h.node;
+  if (n === null || !n.inRecovery || n.startup === null) return;
+  const from = n.startup.nextLsn;
+  const to = n.wal.flushLsn;
+  if (from >= to) return;
+  // Only records the running startup process will still read from disk: bytes it already holds
+  // in memory replay intact, so the damage would not be seen before the next restart.
+  const readAhead = n.startup.readAheadLsn();
+  const recs = [...readWal(DATA_DIR, from, { ...n.readOptions(), stopLsn: to })].filter(
+    (r) => r.lsn >= readAhead,
+  );
+  const lsn = flipByteInRecord(cluster, h, n.timeline, recs, 'corruption (standby WAL)');
+  if (lsn === null) return;
+  h.corruptLsn = lsn;
+  h.corruptOwner = h.owner;
+  h.restartAt = cluster.sched.now; // healed by a restart at the next step boundary
+}
+
+/**
+ * Media corruption on the primary: flip one byte inside a flushed WAL record that crash recovery
+ * will read (after the data image's REDO record), crash the primary at once (a process crash:
+ * nothing else is lost) and restart it after downMs. Like PostgreSQL, crash recovery takes the
+ * bad record for the end of WAL (checked: it replays nothing at or past it), so every commit at
+ * or past that record is gone from the primary although it was acknowledged — media corruption,
+ * beyond the durability promise: such facts count as `lostToCorruption`; a fact whose commit
+ * ended before the record must still hold. A standby that received WAL past the record holds a
+ * history the primary's new WAL contradicts (PostgreSQL would need pg_rewind or a new base
+ * backup): the operator stops it before restarting the primary and re-clones it afterwards.
+ */
+export async function corruptPrimary(
+  cluster: SimCluster,
+  ledger: Ledger,
+  operator: Operator,
+  downMs: number,
+): Promise<void> {
+  const h = cluster.primary;
+  const n = h.node;
+  if (n === null || n.inRecovery) return;
+  const redo = readDataImage(DATA_DIR, h.disk).header.redoLsn;
+  if (redo >= n.wal.flushLsn) return;
+  const recs = [...readWal(DATA_DIR, redo, { ...n.readOptions(), stopLsn: n.wal.flushLsn })].filter(
+    (r) => r.lsn > redo,
+  );
+  const bad = flipByteInRecord(cluster, h, n.timeline, recs, 'corruption (primary WAL)');
+  if (bad === null) return;
+  const crashAt = cluster.sched.now;
+  cluster.kill(h, false);
+  h.restartAt = null;
+  const s = cluster.standby;
+  const sn = s.node;
+  // Received past the bad record, or unknown (down: its disk may hold anything the primary sent).
+  const diverged =
+    sn === null || !sn.inRecovery || Math.max(sn.wal.writeLsn, sn.wal.flushLsn) > bad;
+  if (diverged && sn !== null) await cluster.stop(s, 'fast');
+  if (diverged) s.restartAt = null;
+  await cluster.sched.runFor(downMs);
+  await cluster.waitForSpace(h);
+  await cluster.start(h);
+  const p = h.node;
+  if (p === null) return;
+  if (parseLsn(p.startupReplay.toLsn) > bad) {
+    cluster.violation(
+      `${h.name}: crash recovery replayed to ${p.startupReplay.toLsn}, past the corrupt record at ${formatLsn(bad)}`,
+    );
+  }
+  await ledger.check(h, 'primary restart after WAL corruption', (f) =>
+    f.commitEndMax > bad ? 'corruption' : guaranteedAfterPrimaryCrash(f, crashAt) ? 'must' : 'may',
+  );
+  if (diverged) await operator.rebuildStandby();
+}
