@@ -51,6 +51,8 @@ export interface Host {
   corruptLsn: Lsn | null;
   /** The process incarnation that was running when the byte was flipped. */
   corruptOwner: string;
+  /** When the machine's pg_wal was full or slow (simulated ms): the WAL writer may not flush then. */
+  walTrouble: Array<{ from: number; to: number }>;
 }
 
 /** A write statement issued and not yet answered; a death of its process drops it (outcome unknown). */
@@ -128,6 +130,7 @@ export class SimCluster {
       crashedAt: null,
       corruptLsn: null,
       corruptOwner: '',
+      walTrouble: [],
     };
   }
 

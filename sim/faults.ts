@@ -40,14 +40,18 @@ export function injectFault(cluster: SimCluster, c: FaultCommand): void {
       const prefix = `${DATA_DIR}/pg_wal`;
       disk.fullPrefixes.add(prefix);
       h.fullUntil = Math.max(h.fullUntil, cluster.sched.now + c.ms);
+      h.walTrouble.push({ from: cluster.sched.now, to: cluster.sched.now + c.ms });
       cluster.sched.at(c.ms, 'sim', 'disk space freed', () => disk.fullPrefixes.delete(prefix));
       return;
     }
-    case 'slowDisk':
+    case 'slowDisk': {
       cluster.countFault(`slow disk (${c.node})`);
+      const h = cluster.hostOf(c.node);
+      h.walTrouble.push({ from: cluster.sched.now, to: cluster.sched.now + c.ms });
       // The hold runs on simulated time; it ends by itself (DiskLatency checks the clock).
-      cluster.hostOf(c.node).latency.set(c.writeMs, c.latencyMs, c.ms, cluster.sched.now);
+      h.latency.set(c.writeMs, c.latencyMs, c.ms, cluster.sched.now);
       return;
+    }
     case 'clockJump':
       cluster.countFault(`clock jump (${c.node})`);
       cluster.sched.jumpWallClock(cluster.hostOf(c.node).owner, c.ms);
@@ -165,7 +169,11 @@ export async function corruptPrimary(
     );
   }
   await ledger.check(h, 'primary restart after WAL corruption', (f) =>
-    f.commitEndMax > bad ? 'corruption' : guaranteedAfterPrimaryCrash(f, crashAt) ? 'must' : 'may',
+    f.commitEndMax > bad
+      ? 'corruption'
+      : guaranteedAfterPrimaryCrash(f, crashAt, h)
+        ? 'must'
+        : 'may',
   );
   if (diverged) await operator.rebuildStandby();
 }

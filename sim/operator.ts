@@ -92,7 +92,7 @@ export class Operator {
     h.crashedAt = null;
     if (crashedAt !== null && h === this.cluster.primary) {
       await this.ledger.check(h, 'primary restart after a PANIC', (f) =>
-        guaranteedAfterPrimaryCrash(f, crashedAt),
+        guaranteedAfterPrimaryCrash(f, crashedAt, h),
       );
     }
   }
@@ -110,7 +110,9 @@ export class Operator {
       await cl.sched.runFor(c.downMs);
       await cl.waitForSpace(h);
       await cl.start(h);
-      await this.ledger.check(h, 'primary restart', (f) => guaranteedAfterPrimaryCrash(f, crashAt));
+      await this.ledger.check(h, 'primary restart', (f) =>
+        guaranteedAfterPrimaryCrash(f, crashAt, h),
+      );
     }
   }
 
@@ -130,7 +132,7 @@ export class Operator {
       await this.ledger.check(
         h,
         `primary restart after stop -m ${c.mode}`,
-        (f) => (c.mode !== 'immediate' && clean) || guaranteedAfterPrimaryCrash(f, stopAt),
+        (f) => (c.mode !== 'immediate' && clean) || guaranteedAfterPrimaryCrash(f, stopAt, h),
       );
     }
   }

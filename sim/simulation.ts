@@ -151,40 +151,54 @@ export class Simulation {
 
   // ------------------------------------------------------------------------- liveness
 
-  /** Heal every fault, restart what is down, resume replay; the cluster must converge in bounded time. */
+  /**
+   * Heal every fault, restart what is down, resume replay; the cluster must converge in bounded
+   * time. The operator keeps acting meanwhile: a node that goes down while the cluster converges
+   * (a primary's WAL write that failed on the full disk just before the heal ends in a PANIC) is
+   * started again once its disk has space — a restarted primary gets the crash-recovery ledger
+   * check — and the wait goes on until the same deadline. Then every node gets the ledger check.
+   */
   async converge(): Promise<void> {
     const c = this.cluster;
     await this.operator.restartDue(); // a standby whose WAL was just damaged is restarted, as at a step boundary
     c.net.healAll();
-    for (const h of [c.primary, c.standby]) {
-      h.disk.fullPrefixes.clear();
-      h.latency.clear();
-      if (h.node === null) await this.operator.restart(h);
-    }
-    const p = c.primary.node;
-    const s = c.standby.node;
-    if (p === null || s === null) return;
-    if (s.inRecovery) {
-      const r = await c.settle(s.execute('SELECT pg_wal_replay_resume()'), ACTION_MS);
-      if (r.error !== undefined) c.expectedError(r.error, 'resume');
-    }
-    const caughtUp = () =>
-      c.pending.size === 0 &&
-      s.startup !== null &&
-      s.receiver?.state === 'streaming' &&
-      s.startup.nextLsn >= p.wal.flushLsn &&
-      s.wal.flushLsn === p.wal.flushLsn &&
-      p.wal.flushLsn === p.wal.insertLsn;
-    if (!(await c.sched.runUntil(caughtUp, CONVERGE_MS))) {
-      c.violation(
-        `no convergence within ${CONVERGE_MS} ms: ${c.pending.size} statements pending, primary flush ${formatLsn(p.wal.flushLsn)}, standby flush ${formatLsn(s.wal.flushLsn)} replay ${formatLsn(s.startup?.nextLsn ?? 0)}, receiver ${s.receiver?.state}`,
-      );
-      return;
+    let deadline: number | null = null;
+    for (;;) {
+      for (const h of [c.primary, c.standby]) {
+        h.disk.fullPrefixes.clear();
+        h.latency.clear();
+        if (h.node === null) await this.operator.restart(h);
+      }
+      const p = c.primary.node;
+      const s = c.standby.node;
+      if (p === null || s === null) return; // the start failed: a violation says so
+      if (s.inRecovery) {
+        const r = await c.settle(s.execute('SELECT pg_wal_replay_resume()'), ACTION_MS);
+        if (r.error !== undefined) c.expectedError(r.error, 'resume');
+      }
+      const caughtUp = () =>
+        c.pending.size === 0 &&
+        s.startup !== null &&
+        s.receiver?.state === 'streaming' &&
+        s.startup.nextLsn >= p.wal.flushLsn &&
+        s.wal.flushLsn === p.wal.flushLsn &&
+        p.wal.flushLsn === p.wal.insertLsn;
+      const down = () => c.primary.node !== p || c.standby.node !== s;
+      deadline ??= c.sched.now + CONVERGE_MS;
+      await c.sched.runUntil(() => caughtUp() || down(), deadline - c.sched.now);
+      if (down() && c.sched.now < deadline) continue; // the operator starts it again
+      if (!caughtUp()) {
+        c.violation(
+          `no convergence within ${CONVERGE_MS} ms: ${c.pending.size} statements pending, primary flush ${formatLsn(p.wal.flushLsn)}, standby flush ${formatLsn(s.wal.flushLsn)} replay ${formatLsn(s.startup?.nextLsn ?? 0)}, receiver ${s.receiver?.state}`,
+        );
+        return;
+      }
+      break;
     }
     this.checkInvariants('after convergence');
     await this.ledger.check(c.primary, 'end (primary)', () => true);
     await this.ledger.check(c.standby, 'end (standby)', () => true);
-    checkIdenticalTables(c, p, s);
+    checkIdenticalTables(c, c.primary.node!, c.standby.node!);
   }
 
   // ------------------------------------------------------------------------- run
