@@ -49,11 +49,21 @@ import {
   releaseRecoveryHash,
 } from './drop-rel-list.ts';
 export { runSteps } from './drop-full-scan.ts';
-import type { StorageManager } from './smgr.ts';
 
 export { RELS_BSEARCH_THRESHOLD } from './drop-full-scan.ts';
 
 /** The drop strategies a node can run (`--drop-strategy`). */
+/**
+ * What a drop asks of the storage manager: whether a fork exists, its size as cached in recovery
+ * (smgrnblocks_cached), and whether this is recovery. StorageManager (smgr.ts) is one; the
+ * interface lives here so that drop.ts need not import smgr.ts, which calls into the drops.
+ */
+export interface SmgrSizes {
+  readonly inRecovery: boolean;
+  exists(rel: RelFileNumber, fork: ForkNumber): boolean;
+  nblocksCached(rel: RelFileNumber, fork: ForkNumber): number;
+}
+
 export type DropStrategy =
   'full-scan' | 'cached-lookup' | 'rel-list' | 'recovery-hash' | 'cache-at-create';
 export const DROP_STRATEGIES: readonly DropStrategy[] = [
@@ -116,7 +126,7 @@ export interface DropStrategyImpl {
   readonly cachesSizeAtCreate: boolean;
   dropRelFileNodeBuffersSteps(
     pool: BufferPool,
-    smgr: StorageManager,
+    smgr: SmgrSizes,
     rel: RelFileNumber,
     forks: readonly ForkNumber[],
     firstDelBlock: readonly BlockNumber[],
@@ -124,7 +134,7 @@ export interface DropStrategyImpl {
   ): Generator<void, DropResult, void>;
   dropRelsAllBuffersSteps(
     pool: BufferPool,
-    smgr: StorageManager,
+    smgr: SmgrSizes,
     rels: readonly RelFileNumber[],
     settings: DropSettings,
   ): Generator<void, DropResult, void>;
@@ -178,7 +188,7 @@ function* fullScanAllSteps(
 /** PG14's DropRelFileNodeBuffers: lookup path iff every size is cached and the total is below the threshold. */
 function* cachedLookupOneSteps(
   pool: BufferPool,
-  smgr: StorageManager,
+  smgr: SmgrSizes,
   rel: RelFileNumber,
   forks: readonly ForkNumber[],
   firstDelBlock: readonly BlockNumber[],
@@ -215,7 +225,7 @@ function* cachedLookupOneSteps(
 /** PG14's DropRelFileNodesAllBuffers: every existing fork cached and the total below the threshold. */
 function* cachedLookupAllSteps(
   pool: BufferPool,
-  smgr: StorageManager,
+  smgr: SmgrSizes,
   rels: readonly RelFileNumber[],
   settings: DropSettings,
 ): Generator<void, DropResult, void> {
@@ -320,7 +330,7 @@ const REL_LIST: DropStrategyImpl = {
 };
 
 /** The recovery hash, built now if this is the first drop in recovery; null outside recovery. */
-function* recoveryHashSteps(pool: BufferPool, smgr: StorageManager) {
+function* recoveryHashSteps(pool: BufferPool, smgr: SmgrSizes) {
   if (!smgr.inRecovery) {
     releaseRecoveryHash(pool);
     return null;
@@ -382,7 +392,7 @@ export function endOfRecovery(pool: BufferPool, settings: DropSettings): void {
  */
 export function dropRelFileNodeBuffers(
   pool: BufferPool,
-  smgr: StorageManager,
+  smgr: SmgrSizes,
   rel: RelFileNumber,
   forks: readonly ForkNumber[],
   firstDelBlock: readonly BlockNumber[],
@@ -394,7 +404,7 @@ export function dropRelFileNodeBuffers(
 /** dropRelFileNodeBuffers in steps: yields between chunks of a scan, probes or list walk (same result). */
 export function* dropRelFileNodeBuffersSteps(
   pool: BufferPool,
-  smgr: StorageManager,
+  smgr: SmgrSizes,
   rel: RelFileNumber,
   forks: readonly ForkNumber[],
   firstDelBlock: readonly BlockNumber[],
@@ -425,7 +435,7 @@ export function* dropRelFileNodeBuffersSteps(
  */
 export function dropRelFileNodesAllBuffers(
   pool: BufferPool,
-  smgr: StorageManager,
+  smgr: SmgrSizes,
   rels: readonly RelFileNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): DropResult {
@@ -435,7 +445,7 @@ export function dropRelFileNodesAllBuffers(
 /** dropRelFileNodesAllBuffers in steps: yields between chunks of a scan, probes or list walk (same result). */
 export function* dropRelFileNodesAllBuffersSteps(
   pool: BufferPool,
-  smgr: StorageManager,
+  smgr: SmgrSizes,
   rels: readonly RelFileNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): Generator<void, DropResult, void> {
