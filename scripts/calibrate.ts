@@ -8,7 +8,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
-import { DEFAULT_PROFILE, loadProfile, profileToJson } from '../cost-model/profile.ts';
+import {
+  DEFAULT_PROFILE,
+  loadProfile,
+  profileToJson,
+  type CostProfile,
+} from '../cost-model/profile.ts';
+import type { FailoverCounts } from '../storage/replay-counts.ts';
 import { costFeatures } from '../cost-model/model.ts';
 import { unidentifiedGroups } from '../cost-model/fit.ts';
 import { nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
@@ -41,6 +47,7 @@ import {
   recordsFromStored,
   storedLabel,
   fitTargets,
+  type StoredCalibration,
   walsimTwin,
 } from './postgres/calibrate.ts';
 
@@ -60,6 +67,182 @@ const pct = (x: number) =>
   Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a';
 const sec = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a');
 
+/** Run the plan on real PostgreSQL (warm-up passes first); cleans the work directory on a signal. */
+async function measureCells(
+  plan: ReturnType<typeof planCalibration>,
+  runs: number,
+  warmupRuns: number,
+  settings: SweepSettings,
+): Promise<RunRecord[]> {
+  const onSignal = () => {
+    void (async () => {
+      if (fs.existsSync(settings.workDir))
+        for (const d of fs.readdirSync(settings.workDir))
+          await destroyPgCluster(path.join(settings.workDir, d));
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const bar = progressBar(plan.length * (runs + warmupRuns), false);
+  try {
+    return await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
+  } finally {
+    bar.stop();
+    fs.rmSync(settings.workDir, { recursive: true, force: true });
+  }
+}
+
+/** The human report: per cell measured, fitted, residual and left-out prediction; the groups. */
+function printCalibration(
+  report: ReturnType<typeof fitCalibration>,
+  records: RunRecord[],
+  warmupRuns: number,
+  within: number,
+): void {
+  console.log('');
+  const runsOf = (c: (typeof report.cells)[number]) =>
+    records.filter((r) => cellKey(r) === cellKey(c.cell));
+  const warmupS = (c: (typeof report.cells)[number]) =>
+    median(
+      runsOf(c)
+        .filter((r) => r.warmup === true)
+        .map((r) => r.failoverMs),
+    ) / 1000;
+  const pressure = (c: (typeof report.cells)[number]) =>
+    median(
+      runsOf(c)
+        .filter((r) => r.warmup !== true && r.cpuPressure !== undefined)
+        .map((r) => r.cpuPressure!),
+    );
+  console.log(
+    markdownTable(
+      [
+        'cell',
+        'runs',
+        ...(warmupRuns ? ['warm-up s'] : []),
+        'PostgreSQL s',
+        'CPU pressure',
+        'fitted s',
+        'residual',
+        'left out: predicted s',
+        'error',
+      ],
+      report.cells.map((c) => [
+        c.label,
+        `${c.runs}${c.stalls ? ` (${c.stalls} stalled)` : ''}`,
+        ...(warmupRuns ? [sec(warmupS(c))] : []),
+        sec(c.measuredS),
+        Number.isFinite(pressure(c)) ? `${Math.round(pressure(c) * 100)}%` : 'n/a',
+        sec(c.fittedS),
+        pct(c.residualPct),
+        sec(c.leaveOneOutS),
+        pct(c.leaveOneOutPct),
+      ]),
+    ),
+  );
+  console.log('');
+  console.log(
+    `fitted per event: ${Object.entries(report.groupSeconds)
+      .map(([g, s]) => `${g} ${s.toExponential(3)} s`)
+      .join(', ')}`,
+  );
+  console.log(
+    `leave-one-out: ${within} of ${report.cells.length} cells predicted within ±25% when left out of the fit`,
+  );
+}
+
+/** What the profile's `fit` stores: the settings, every run and each cell's fit (for --refit). */
+function storedFit(o: {
+  startedAt: Date;
+  wallSeconds: number;
+  pgVersion: string;
+  runs: number;
+  warmupRuns: number;
+  settings: StoredCalibration['settings'];
+  refittedFrom: string | null;
+  machine: unknown;
+  target: 'wall' | 'uncontended';
+  report: ReturnType<typeof fitCalibration>;
+  records: RunRecord[];
+}) {
+  return {
+    measuredAt: o.startedAt.toISOString(),
+    wallSeconds: o.wallSeconds,
+    postgres: o.pgVersion,
+    runsPerCell: o.runs,
+    warmupRunsPerCell: o.warmupRuns,
+    settings: o.settings,
+    ...(o.refittedFrom !== null
+      ? { refittedAt: new Date().toISOString(), refittedFrom: o.refittedFrom }
+      : {}),
+    machine: o.machine ?? {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model ?? null,
+      memoryBytes: os.totalmem(),
+    },
+    target: `PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections"${o.target === 'uncontended' ? ", less the standby startup process's run-queue wait (schedstat run_delay)" : ''}, median of the recorded runs without a promote stall (warm-up runs left out)`,
+    groups: o.report.groupSeconds,
+    cells: o.report.cells.map((c) => ({
+      label: c.label,
+      runs: c.runs,
+      stalls: c.stalls,
+      measuredS: c.measuredS,
+      fittedS: c.fittedS,
+      residualS: c.residualS,
+      residualPct: c.residualPct,
+      leaveOneOutS: c.leaveOneOutS,
+      leaveOneOutPct: c.leaveOneOutPct,
+    })),
+    records: o.records.map((r) => ({
+      label: storedLabel(r),
+      run: r.run,
+      warmup: r.warmup === true,
+      failoverMs: r.failoverMs,
+      seedMethodMs: r.seedMethodMs,
+      replayMs: r.replayMs,
+      endOfRecoveryMs: r.endOfRecoveryMs,
+      openForWritesMs: r.openForWritesMs,
+      stall: r.stall,
+      stalled:
+        r.warmup !== true &&
+        isStalled(
+          r,
+          o.records.filter((x) => cellKey(x) === cellKey(r)),
+        ),
+      loadAvg1: r.loadAvg1,
+      cpuPressure: r.cpuPressure,
+      startupCpuMs: r.startupCpuMs,
+      startupRunQueueMs: r.startupRunQueueMs,
+      startupBlockedMs: r.startupBlockedMs,
+      walBytes: r.walBytes,
+      recordsReplayed: r.recordsReplayed,
+    })),
+  };
+}
+
+/**
+ * The walsim twins' counts of the plan, refusing a plan whose cells leave a fitted group
+ * unidentified (its column of the design matrix a combination of the others': least squares would
+ * place its cost anywhere along that direction).
+ */
+async function identifiedTwinCounts(
+  plan: ReturnType<typeof planCalibration>,
+  base: CostProfile,
+): Promise<FailoverCounts[]> {
+  const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
+  const unidentified = unidentifiedGroups(
+    counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers)),
+    CALIBRATION_GROUPS,
+  );
+  if (unidentified.length > 0)
+    throw new UsageError(
+      `these cells cannot tell apart the fit groups ${unidentified.join(', ')}: vary --tables, --shared-buffers or --rel-sizes`,
+    );
+  return counts;
+}
+
+// One linear pass over the CLI's steps (options, plan, measure or refit, fit, write, print).
 runCli(async () => {
   const { values, positionals } = parseCli(
     process.argv.slice(2),
@@ -122,17 +305,7 @@ runCli(async () => {
     profile: baseProfile,
   };
   const plan = planCalibration(sizes, tables, divisors, toastTables);
-  // Every fitted group must be identified by the cells (its column of the design matrix not a
-  // combination of the others'), or least squares would place its cost arbitrarily.
-  const twinCounts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
-  const unidentified = unidentifiedGroups(
-    twinCounts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers)),
-    CALIBRATION_GROUPS,
-  );
-  if (unidentified.length > 0)
-    throw new UsageError(
-      `these cells cannot tell apart the fit groups ${unidentified.join(', ')}: vary --tables, --shared-buffers or --rel-sizes`,
-    );
+  const twinCounts = await identifiedTwinCounts(plan, base);
   let records: RunRecord[];
   let wallSeconds: number;
   if (refit) {
@@ -147,23 +320,7 @@ runCli(async () => {
       console.log(
         `calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pgVersion}); shared_buffers ${sizes.join(', ')}`,
       );
-    const onSignal = () => {
-      void (async () => {
-        if (fs.existsSync(settings.workDir))
-          for (const d of fs.readdirSync(settings.workDir))
-            await destroyPgCluster(path.join(settings.workDir, d));
-        process.exit(130);
-      })();
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    const bar = progressBar(plan.length * (runs + warmupRuns), false);
-    try {
-      records = await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
-    } finally {
-      bar.stop();
-      fs.rmSync(settings.workDir, { recursive: true, force: true });
-    }
+    records = await measureCells(plan, runs, warmupRuns, settings);
     wallSeconds = NaN;
   }
   const cells = summarise(plan, fitTargets(records, target));
@@ -174,12 +331,12 @@ runCli(async () => {
     description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pgVersion}, ${startedAt.toISOString()}${refit ? `, refitted ${new Date().toISOString()}` : ''}`,
     source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
   });
-  const fit = {
-    measuredAt: startedAt.toISOString(),
+  const fit = storedFit({
+    startedAt,
     wallSeconds,
-    postgres: pgVersion,
-    runsPerCell: runs,
-    warmupRunsPerCell: warmupRuns,
+    pgVersion,
+    runs,
+    warmupRuns,
     settings: {
       sizes,
       tables,
@@ -187,52 +344,12 @@ runCli(async () => {
       relDivisors: divisors,
       primarySharedBuffers: settings.primarySharedBuffers,
     },
-    ...(refit
-      ? { refittedAt: new Date().toISOString(), refittedFrom: path.resolve(values.refit!) }
-      : {}),
-    machine: refit?.machine ?? {
-      cpus: os.cpus().length,
-      model: os.cpus()[0]?.model ?? null,
-      memoryBytes: os.totalmem(),
-    },
-    target: `PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections"${target === 'uncontended' ? ", less the standby startup process's run-queue wait (schedstat run_delay)" : ''}, median of the recorded runs without a promote stall (warm-up runs left out)`,
-    groups: report.groupSeconds,
-    cells: report.cells.map((c) => ({
-      label: c.label,
-      runs: c.runs,
-      stalls: c.stalls,
-      measuredS: c.measuredS,
-      fittedS: c.fittedS,
-      residualS: c.residualS,
-      residualPct: c.residualPct,
-      leaveOneOutS: c.leaveOneOutS,
-      leaveOneOutPct: c.leaveOneOutPct,
-    })),
-    records: records.map((r) => ({
-      label: storedLabel(r),
-      run: r.run,
-      warmup: r.warmup === true,
-      failoverMs: r.failoverMs,
-      seedMethodMs: r.seedMethodMs,
-      replayMs: r.replayMs,
-      endOfRecoveryMs: r.endOfRecoveryMs,
-      openForWritesMs: r.openForWritesMs,
-      stall: r.stall,
-      stalled:
-        r.warmup !== true &&
-        isStalled(
-          r,
-          records.filter((o) => cellKey(o) === cellKey(r)),
-        ),
-      loadAvg1: r.loadAvg1,
-      cpuPressure: r.cpuPressure,
-      startupCpuMs: r.startupCpuMs,
-      startupRunQueueMs: r.startupRunQueueMs,
-      startupBlockedMs: r.startupBlockedMs,
-      walBytes: r.walBytes,
-      recordsReplayed: r.recordsReplayed,
-    })),
-  };
+    refittedFrom: refit ? path.resolve(values.refit!) : null,
+    machine: refit?.machine,
+    target,
+    report,
+    records,
+  });
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, profileToJson(report.profile, fit));
   const within = report.cells.filter((c) => Math.abs(c.leaveOneOutPct) <= 0.25).length;
@@ -247,56 +364,7 @@ runCli(async () => {
     });
     return 0;
   }
-  console.log('');
-  const runsOf = (c: (typeof report.cells)[number]) =>
-    records.filter((r) => cellKey(r) === cellKey(c.cell));
-  const warmupS = (c: (typeof report.cells)[number]) =>
-    median(
-      runsOf(c)
-        .filter((r) => r.warmup === true)
-        .map((r) => r.failoverMs),
-    ) / 1000;
-  const pressure = (c: (typeof report.cells)[number]) =>
-    median(
-      runsOf(c)
-        .filter((r) => r.warmup !== true && r.cpuPressure !== undefined)
-        .map((r) => r.cpuPressure!),
-    );
-  console.log(
-    markdownTable(
-      [
-        'cell',
-        'runs',
-        ...(warmupRuns ? ['warm-up s'] : []),
-        'PostgreSQL s',
-        'CPU pressure',
-        'fitted s',
-        'residual',
-        'left out: predicted s',
-        'error',
-      ],
-      report.cells.map((c) => [
-        c.label,
-        `${c.runs}${c.stalls ? ` (${c.stalls} stalled)` : ''}`,
-        ...(warmupRuns ? [sec(warmupS(c))] : []),
-        sec(c.measuredS),
-        Number.isFinite(pressure(c)) ? `${Math.round(pressure(c) * 100)}%` : 'n/a',
-        sec(c.fittedS),
-        pct(c.residualPct),
-        sec(c.leaveOneOutS),
-        pct(c.leaveOneOutPct),
-      ]),
-    ),
-  );
-  console.log('');
-  console.log(
-    `fitted per event: ${Object.entries(report.groupSeconds)
-      .map(([g, s]) => `${g} ${s.toExponential(3)} s`)
-      .join(', ')}`,
-  );
-  console.log(
-    `leave-one-out: ${within} of ${report.cells.length} cells predicted within ±25% when left out of the fit`,
-  );
+  printCalibration(report, records, warmupRuns, within);
   console.log(
     `${refit ? 'measured' : 'finished'} in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`,
   );
