@@ -38,6 +38,7 @@ import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } fr
 import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './postgres/pg-cluster-cli.ts';
 import { withModel } from '../cost-model/price.ts';
 import { promoteNode } from './promote.ts';
+import { startDashboardProcess, stopDashboardProcess } from './dashboard-process.ts';
 import { defaultCostProfile, loadProfile } from '../cost-model/profile.ts';
 import { formatModel } from './experiment/walsim-engine.ts';
 
@@ -49,6 +50,7 @@ const USAGE = `usage: npm run cluster -- <command> [options]
           [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD]
           [--password-encryption scram-sha-256|md5] [--dir .walsim]
           [--node NAME]  start one node of an existing cluster (an old primary is refused after a failover)
+          [--dashboard [--dashboard-port P]]  also start the live dashboard (npm run dashboard) in the background
   stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]
   status  [--json] [--dir .walsim]
   add-standby --name NAME [--from NODE] [--shared-buffers SIZE] [--dir .walsim]   (from a standby: a cascade)
@@ -101,11 +103,16 @@ async function cmdStart(argv: string[]): Promise<number> {
       'synchronous-standby-names': { type: 'string' },
       node: { type: 'string' },
       json: { type: 'boolean', default: false },
+      dashboard: { type: 'boolean', default: false },
+      'dashboard-port': { type: 'string', default: '0' },
     },
     USAGE,
   );
   const clusterDir = clusterDirOf(values.dir);
   const nodes = listNodes(clusterDir);
+  const dashboardPort = Number(values['dashboard-port']);
+  if (!/^\d+$/.test(values['dashboard-port']!) || dashboardPort > 65535)
+    throw new UsageError(`--dashboard-port must be a TCP port, got "${values['dashboard-port']}"`);
   if (values.node !== undefined) {
     // Start one node of an existing cluster (pg_ctl start -D that node).
     if (nodes.length === 0)
@@ -205,8 +212,12 @@ async function cmdStart(argv: string[]): Promise<number> {
     started.push({ name, port, pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null });
   }
   for (const name of order) if (isStandby(clusterDir, name)) await waitStreaming(clusterDir, name);
-  if (values.json) printJson({ dir: clusterDir, started });
+  const dashboard = values.dashboard
+    ? await startDashboardProcess(clusterDir, dashboardPort)
+    : undefined;
+  if (values.json) printJson({ dir: clusterDir, started, ...(dashboard ? { dashboard } : {}) });
   else {
+    if (dashboard) console.log(`dashboard: ${dashboard}`);
     for (const s of started)
       console.log(
         `${s.name}: started, listening on 127.0.0.1:${s.port} (control), PostgreSQL protocol on 127.0.0.1:${s.pgPort}`,
@@ -273,6 +284,7 @@ async function cmdStop(argv: string[]): Promise<number> {
       console.log(`${name}: not running`);
     }
   }
+  if (!values.node && stopDashboardProcess(clusterDir)) console.log('dashboard: stopped');
   return stoppedAny ? 0 : 1;
 }
 
