@@ -6,12 +6,19 @@
  *
  * Method. Build a pool of NBuffers, fill it completely with pages of 1000 relations (so a full scan
  * meets real tags everywhere), then, in the same process and with medians over `--runs`:
- *   - seqReadNsPerBuffer: sum pool.tagRel sequentially — the memory-bandwidth floor of a scan;
+ *   - seqReadNsPerBuffer: sum pool.tagRel sequentially (a floating-point reference);
+ *   - scanFloorNsPerBuffer: a plain loop comparing every tag of an Int32Array of NBuffers (a view
+ *     of pool.tagRel) with a constant — the integer floor a full scan is held to (fullScanToFloor,
+ *     paired per round, target ≤ 1.5);
  *   - fullScanNsPerBuffer: DropRelFileNodeBuffers of a 1000-block relation, pre-PG14 full scan;
  *   - fullScanBsearchNsPerBuffer: DropRelFileNodesAllBuffers of 1000 relations (binary search);
  *   - lookupNsPerBlock: the PG14 lookup path (in recovery, size cached) on a relation of
  *     min(100,000, threshold - 1) blocks, all buffered; time per probe including the invalidation;
- *   - lookupMissNsPerBlock: the same probes again once nothing is buffered (mapping table only).
+ *   - lookupMissNsPerBlock: the same probes again once nothing is buffered (mapping table only);
+ *   - replayRecordsPerSec / replayNsPerHeapBlock: VACUUM of NB/8 at 8GB replayed as a standby's
+ *     startup process does it (scripts/bench-replay.ts; `--replay-pages N` to change the size);
+ *   - endToEndRecordsPerSec: a bulk INSERT through a real primary and standby (`--no-end-to-end`
+ *     skips it).
  */
 import { BufferPool } from '../storage/buffer-pool.ts';
 import {
@@ -24,12 +31,13 @@ import {
 import { formatSharedBuffers, parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { StorageManager } from '../storage/smgr.ts';
 import { measureWalCodec } from '../wal/bench-codec.ts';
+import { measureEndToEnd, measureVacuumReplay } from './bench-replay.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
 import { exitWithUsageIfHelp } from './cli.ts';
 
 exitWithUsageIfHelp(
   process.argv.slice(2),
-  'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--json]',
+  'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]',
 );
 
 function arg(name: string): string | undefined {
@@ -40,6 +48,8 @@ function arg(name: string): string | undefined {
 const json = process.argv.includes('--json');
 const sharedBuffersText = arg('--shared-buffers') ?? '100GB';
 const runs = Number(arg('--runs') ?? 7);
+const replayPages = Number(arg('--replay-pages') ?? 131_072);
+const endToEnd = !process.argv.includes('--no-end-to-end');
 const log = (line: string): void => {
   if (!json) console.log(line);
   else console.error(line);
@@ -113,7 +123,18 @@ function seqRead(): number {
   return s;
 }
 
+// The integer floor: the plainest tag-compare loop over the same 4 bytes per buffer.
+const floorTags = new Int32Array(pool.tagRel.buffer, pool.tagRel.byteOffset, pool.tagRel.length);
+function scanFloor(rel: number): number {
+  let n = 0;
+  for (let i = 0; i < floorTags.length; i++) if (floorTags[i] === rel) n++;
+  return n;
+}
+
 const seqNs: number[] = [];
+const floorNs: number[] = [];
+/** Per-round full scan / integer floor. */
+const floorRatios: number[] = [];
 /** Per-round full scan / sequential read, paired so machine noise hits both alike. */
 const ratios: number[] = [];
 const scanNs: number[] = [];
@@ -125,6 +146,9 @@ for (let k = 0; k < runs + 1; k++) {
   t = nowNs();
   sink += seqRead();
   const seq = nowNs() - t;
+  t = nowNs();
+  sink += scanFloor(SCAN_REL);
+  const floor = nowNs() - t;
 
   loadRelation(SCAN_REL, SCAN_REL_BLOCKS);
   t = nowNs();
@@ -144,6 +168,8 @@ for (let k = 0; k < runs + 1; k++) {
   if (k === 0) continue; // warm-up round for the JIT
   seqNs.push(seq / nBuffers);
   ratios.push(scan / seq);
+  floorNs.push(floor / nBuffers);
+  floorRatios.push(scan / floor);
   scanNs.push(scan / nBuffers);
   lookupNs.push(lookup / Math.max(1, lookupResult.probes));
   lookupMissNs.push(lookupMiss / Math.max(1, miss.probes));
@@ -170,6 +196,9 @@ for (let k = 0; k < Math.min(runs, 3); k++) {
 }
 
 const wal = measureWalCodec();
+await measureVacuumReplay('8GB', Math.min(replayPages, 4096)); // warm-up for the JIT, not reported
+const replay = await measureVacuumReplay('8GB', replayPages);
+const e2e = endToEnd ? await measureEndToEnd() : null;
 const rssAfterAll = process.memoryUsage().rss;
 
 const result = {
@@ -185,6 +214,8 @@ const result = {
   seqReadNsPerBuffer: Number(median(seqNs).toFixed(3)),
   fullScanNsPerBuffer: Number(median(scanNs).toFixed(3)),
   fullScanToSeqRead: Number(median(ratios).toFixed(2)),
+  scanFloorNsPerBuffer: Number(median(floorNs).toFixed(3)),
+  fullScanToFloor: Number(median(floorRatios).toFixed(2)),
   fullScanMs: Number(((median(scanNs) * nBuffers) / 1e6).toFixed(2)),
   fullScanBsearchNsPerBuffer: Number(median(bsearchNs).toFixed(3)),
   thresholdBlocks: threshold,
@@ -194,6 +225,12 @@ const result = {
   lookupMs: Number(((median(lookupNs) * lookupBlocks) / 1e6).toFixed(2)),
   walEncodeRecordsPerSec: Math.round(wal.walEncodeRecordsPerSec),
   walDecodeRecordsPerSec: Math.round(wal.walDecodeRecordsPerSec),
+  replayPages: replay.pages,
+  replayRecords: replay.records,
+  replayRecordsPerSec: Math.round(replay.replayRecordsPerSec),
+  replayNsPerHeapBlock: Math.round(replay.replayNsPerHeapBlock),
+  endToEndRecords: e2e?.records ?? null,
+  endToEndRecordsPerSec: e2e === null ? null : Math.round(e2e.endToEndRecordsPerSec),
   rssAfterAllMiB: Number((rssAfterAll / MiB).toFixed(0)),
   node: process.version,
   sink: sink % 2,
@@ -210,6 +247,10 @@ const rows: Array<[string, string]> = [
   ['fill (readBuffer miss)', `${result.fillNsPerRead} ns/read`],
   ['sequential read', `${result.seqReadNsPerBuffer} ns/buffer`],
   [
+    'integer scan floor',
+    `${result.scanFloorNsPerBuffer} ns/buffer (full scan ${result.fullScanToFloor} × floor; target ≤ 1.5)`,
+  ],
+  [
     'full-scan drop',
     `${result.fullScanNsPerBuffer} ns/buffer = ${result.fullScanMs} ms  (${result.fullScanToSeqRead} × seq; target ≤ 1.5)`,
   ],
@@ -221,6 +262,14 @@ const rows: Array<[string, string]> = [
   ['lookup probe, block not buffered', `${result.lookupMissNsPerBlock} ns/block`],
   ['WAL encode', `${result.walEncodeRecordsPerSec} records/s`],
   ['WAL decode', `${result.walDecodeRecordsPerSec} records/s`],
+  [
+    'VACUUM replay (startup process)',
+    `${result.replayRecordsPerSec} records/s, ${result.replayNsPerHeapBlock} ns/heap block (target ≤ 3000)`,
+  ],
+  [
+    'end to end (insert → replay)',
+    `${result.endToEndRecordsPerSec ?? 'skipped'} records/s (target ≥ 500000)`,
+  ],
 ];
 const width = Math.max(...rows.map(([k]) => k.length));
 for (const [k, v] of rows) log(`${k.padEnd(width)}  ${v}`);
