@@ -49,6 +49,8 @@ export class WalsimError extends Error {
     sqlstate?: string,
     /** PostgreSQL's DETAIL line, when the error has one. */
     readonly detail?: string,
+    /** PostgreSQL's HINT line, when the error has one. */
+    readonly hint?: string,
   ) {
     super(message);
     this.name = 'WalsimError';

@@ -10,9 +10,10 @@ export const STOP_MODES: readonly StopMode[] = ['smart', 'fast', 'immediate'];
 
 export type SynchronousCommit = 'off' | 'local' | 'remote_write' | 'on' | 'remote_apply';
 
-/** A notice sent to the client with a statement's result (PostgreSQL's NoticeResponse). */
+/** A notice sent to the client with a statement's result (PostgreSQL's NoticeResponse): a WARNING
+ * the statement raised, or a NOTICE of the parser (an identifier truncated to 63 bytes). */
 export interface Notice {
-  severity: 'WARNING';
+  severity: 'WARNING' | 'NOTICE';
   code: string;
   message: string;
   detail?: string;

@@ -17,6 +17,8 @@ export type Statement =
   | { type: 'checkpoint' }
   | { type: 'select_count'; name: string; predicate: DeletePredicate }
   | { type: 'select_function'; fn: string; args: Array<number | boolean | string> }
+  /** SELECT n: an integer literal, as written (int4, int8 or numeric by its size). */
+  | { type: 'select_literal'; value: string }
   | { type: 'show'; name: string }
   | { type: 'select_view'; view: string; columns: string[] | '*'; orderBy: string | null }
   /** value null = RESET / DEFAULT: remove the setting from the configuration file. */

@@ -4,6 +4,7 @@
  */
 import { ControlError } from '../server/control-client.ts';
 import type { QueryResult } from '../server/control-protocol.ts';
+import { splitStatements } from '../server/sql-parser.ts';
 import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
 
 const USAGE = 'usage: npm run sql -- [--node primary|standby] [--dir DIR] [--json] "STATEMENT"';
@@ -47,6 +48,11 @@ runCli(async () => {
   );
   if (positionals.length !== 1)
     throw new UsageError(`expected exactly one statement, got ${positionals.length}\n${USAGE}`);
+  const statements = splitStatements(positionals[0]!).length;
+  if (statements > 1)
+    throw new UsageError(
+      `npm run sql runs one statement; this has ${statements} (run one npm run sql per statement, or give them all to psql -c on the PostgreSQL port)\n${USAGE}`,
+    );
   const client = await connectNode(clusterDirOf(values.dir), values.node!);
   try {
     const result = await client.sql(positionals[0]!);

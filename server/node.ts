@@ -64,7 +64,7 @@ import {
 } from '../wal/segment.ts';
 import { parseStatement, writeCommandName } from './sql-parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
-import { executeRead } from './sql-functions.ts';
+import { describeStatement, executeRead } from './sql-functions.ts';
 import {
   alterSystem,
   copyDataDirectory,
@@ -646,6 +646,7 @@ export class ServerNode {
   /** Run one statement. `signal` is a cancel request (pg_cancel_backend); waits end on it with 57014. */
   async execute(sql: string, signal?: AbortSignal): Promise<QueryResult> {
     const stmt = parseStatement(sql);
+    describeStatement(stmt); // parse analysis: an unknown function or view fails before anything runs
     if (this.shuttingDown !== null)
       throw new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
     const write = writeCommandName(stmt);
@@ -757,6 +758,9 @@ export class ServerNode {
    * %d seconds", false).
    */
   async promote(wait = true, waitSeconds = 60, signal?: AbortSignal): Promise<boolean> {
+    // xlogfuncs.c checks recovery first: pg_promote(true, 0) on a primary is 55000, not 22023.
+    const refused = refusalOf(this.lifecycle.getSnapshot(), 'PROMOTE');
+    if (refused) throw refused;
     if (!Number.isInteger(waitSeconds) || waitSeconds <= 0) {
       throw new WalsimError(
         'invalid_input',
@@ -764,8 +768,6 @@ export class ServerNode {
         '22023',
       );
     }
-    const refused = refusalOf(this.lifecycle.getSnapshot(), 'PROMOTE');
-    if (refused) throw refused;
     if (this.lifecycle.getSnapshot().matches('recovery')) this.send({ type: 'PROMOTE' });
     if (!wait) return true;
     for (let i = 0; i < waitSeconds * 10; i++) {

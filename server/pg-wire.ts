@@ -135,6 +135,11 @@ class FatalError extends Error {
   }
 }
 
+/** What a backend ended by the postmaster's SIGTERM (fast shutdown) sends. */
+function terminated(): FatalError {
+  return new FatalError('57P01', 'terminating connection due to administrator command');
+}
+
 function protocolViolation(message: string): FatalError {
   return new FatalError('08P01', message);
 }
@@ -180,6 +185,18 @@ class BodyReader {
     this.off = end + 1;
     return v;
   }
+  /**
+   * A string in the client encoding (UTF8): invalid bytes are an ERROR, as pg_client_to_server's
+   * verification makes them (22021), not a protocol violation. The message is read to its end
+   * first, so the session goes on after it.
+   */
+  text(): string | WalsimError {
+    const start = this.off;
+    const v = this.cstring();
+    const bytes = this.b.subarray(start, this.off - 1);
+    if (Buffer.from(v, 'utf8').equals(bytes)) return v;
+    return invalidEncoding(bytes);
+  }
   end(): void {
     if (this.off !== this.b.length)
       throw protocolViolation(
@@ -189,6 +206,41 @@ class BodyReader {
 }
 
 /** The start-up packet's parameters (pairs of NUL-terminated strings, then a NUL). */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The length of the UTF-8 sequence a lead byte starts (pg_utf_mblen); 0 for an invalid lead. */
+function utf8Length(lead: number): number {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead < 0xe0) return 2;
+  if (lead >= 0xe0 && lead < 0xf0) return 3;
+  return lead >= 0xf0 && lead < 0xf5 ? 4 : 0;
+}
+
+/** report_invalid_encoding: the first invalid sequence, its bytes as PostgreSQL prints them. */
+function invalidEncoding(bytes: Buffer): WalsimError {
+  let i = 0;
+  while (i < bytes.length) {
+    const len = utf8Length(bytes[i]!);
+    const seq = bytes.subarray(i, i + Math.max(len, 1));
+    let valid = len > 0 && seq.length === len;
+    try {
+      if (valid) strictUtf8.decode(seq);
+    } catch {
+      valid = false;
+    }
+    if (!valid) {
+      const shown = [...seq].map((b) => `0x${b.toString(16).padStart(2, '0')}`).join(' ');
+      return new WalsimError(
+        'invalid_input',
+        `invalid byte sequence for encoding "UTF8": ${shown}`,
+        '22021',
+      );
+    }
+    i += len;
+  }
+  return new WalsimError('invalid_input', 'invalid byte sequence for encoding "UTF8"', '22021');
+}
+
 function parseStartupParameters(body: Buffer): Map<string, string> {
   if (body.length === 0 || body[body.length - 1] !== 0)
     throw protocolViolation('invalid startup packet layout: expected terminator as last byte');
@@ -302,6 +354,59 @@ class ScramExchange {
   }
 }
 
+/** The ParameterStatus values every session reports (GUC_REPORT), in PostgreSQL's order. */
+const FIXED_PARAMETERS: Array<[string, string]> = [
+  ['client_encoding', 'UTF8'],
+  ['DateStyle', 'ISO, MDY'],
+  ['default_transaction_read_only', 'off'],
+  ['integer_datetimes', 'on'],
+  ['IntervalStyle', 'postgres'],
+  ['is_superuser', 'on'],
+  ['server_encoding', 'UTF8'],
+  ['server_version', PG_SERVER_VERSION],
+  ['standard_conforming_strings', 'on'],
+  ['TimeZone', 'UTC'],
+];
+const REPORTED_PARAMETERS = new Map(FIXED_PARAMETERS.map(([k, v]) => [k.toLowerCase(), v]));
+
+/**
+ * The `-c name=value` / `--name=value` settings of a start-up packet's `options` (pg_split_opts:
+ * words split at unescaped whitespace, `\` escapes the next character; process_postgres_switches).
+ * Any other switch is refused as PostgreSQL refuses it.
+ */
+function sessionOptions(options: string): Array<[string, string]> {
+  const words: string[] = [];
+  let word: string | null = null;
+  for (let i = 0; i < options.length; i++) {
+    const c = options[i]!;
+    if (/\s/.test(c)) {
+      if (word !== null) words.push(word);
+      word = null;
+    } else word = (word ?? '') + (c === '\\' && i + 1 < options.length ? options[++i]! : c);
+  }
+  if (word !== null) words.push(word);
+  const out: Array<[string, string]> = [];
+  for (let i = 0; i < words.length; i++) {
+    let setting = words[i]!;
+    if (setting === '-c' && i + 1 < words.length) setting = words[++i]!;
+    else if (setting.startsWith('-c')) setting = setting.slice(2);
+    else if (setting.startsWith('--')) setting = setting.slice(2);
+    else
+      throw new FatalError(
+        '42601',
+        `invalid command-line argument for server process: ${setting} (walsim accepts -c name=value in options)`,
+      );
+    const eq = setting.indexOf('=');
+    if (eq <= 0)
+      throw new FatalError(
+        '42601',
+        `-c ${setting} requires a value (walsim accepts -c name=value in options)`,
+      );
+    out.push([setting.slice(0, eq).toLowerCase().replace(/-/g, '_'), setting.slice(eq + 1)]);
+  }
+  return out;
+}
+
 /** pg-gateway's connection with PostgreSQL's post-authentication sequence instead of its own. */
 class GatewayConnection extends PostgresConnection {
   afterAuthentication: () => void = () => {};
@@ -317,6 +422,8 @@ interface Prepared {
   /** null: an empty query string (Execute answers EmptyQueryResponse). */
   stmt: Statement | null;
   columns: ResultColumn[];
+  /** Declared parameter type OIDs: Bind supplies one value each (walsim's statements use none). */
+  paramTypes: number[];
 }
 
 /**
@@ -335,6 +442,8 @@ type Phase = 'startup' | 'auth' | 'ready' | 'closed';
 
 class PgWireSession {
   readonly secretKey = randomInt(1, 0x7fffffff);
+  /** This session's "backend pid" in BackendKeyData: distinct per session, as PostgreSQL's are. */
+  readonly backendPid: number;
   private readonly conn: GatewayConnection;
   private phase: Phase = 'startup';
   private buf: Buffer = Buffer.alloc(0);
@@ -372,6 +481,7 @@ class PgWireSession {
         return expected.length === given.length && timingSafeEqual(expected, given);
       },
     };
+    this.backendPid = server.allocatePid();
     this.conn = new GatewayConnection(socket, opts);
     // Our frame guard is the socket's only reader; pg-gateway sees whole, checked messages.
     this.conn.removeSocketHandlers(socket);
@@ -398,7 +508,7 @@ class PgWireSession {
 
   /** Fast shutdown: PostgreSQL's message for a terminated backend. */
   terminate(): void {
-    this.fatal(new FatalError('57P01', 'terminating connection due to administrator command'));
+    this.fatal(terminated());
   }
 
   private onData(chunk: Buffer): void {
@@ -543,6 +653,14 @@ class PgWireSession {
       throw new FatalError('28000', 'no PostgreSQL user name specified in startup packet');
     this.user = user;
     this.applicationName = params.get('application_name') ?? '';
+    for (const [name, value] of sessionOptions(params.get('options') ?? '')) {
+      if (name === 'application_name') this.applicationName = value;
+      else if (REPORTED_PARAMETERS.get(name)?.toLowerCase() !== value.toLowerCase())
+        throw new FatalError(
+          '0A000',
+          `walsim cannot apply "-c ${name}=${value}" from the start-up packet's options: its sessions have no settings of their own (application_name is applied; others only if equal to the node's value)`,
+        );
+    }
     const replication = (params.get('replication') ?? 'false').toLowerCase();
     if (!['false', 'off', 'no', '0'].includes(replication)) {
       throw new FatalError(
@@ -599,20 +717,14 @@ class PgWireSession {
     this.phase = 'ready';
     const params: Array<[string, string]> = [
       ['application_name', this.applicationName],
-      ['client_encoding', 'UTF8'],
-      ['DateStyle', 'ISO, MDY'],
-      ['default_transaction_read_only', 'off'],
-      ['integer_datetimes', 'on'],
-      ['IntervalStyle', 'postgres'],
-      ['is_superuser', 'on'],
-      ['server_encoding', 'UTF8'],
-      ['server_version', PG_SERVER_VERSION],
+      ...FIXED_PARAMETERS.slice(0, 6),
       ['session_authorization', this.user],
-      ['standard_conforming_strings', 'on'],
-      ['TimeZone', 'UTC'],
+      ...FIXED_PARAMETERS.slice(6),
     ];
     for (const [k, v] of params) this.conn.sendParameterStatus(k, v);
-    this.write(this.conn.writer.addInt32(process.pid).addInt32(this.secretKey).flush(code('K')));
+    this.write(
+      this.conn.writer.addInt32(this.backendPid).addInt32(this.secretKey).flush(code('K')),
+    );
     this.readyForQuery();
   }
 
@@ -637,9 +749,13 @@ class PgWireSession {
     switch (type) {
       case 'Q': {
         const r = new BodyReader(body, 'Query');
-        const sql = r.cstring();
+        const sql = r.text();
         r.end();
-        return this.simpleQuery(sql);
+        if (typeof sql === 'string') return this.simpleQuery(sql);
+        this.portals.clear(); // the failed Query still ends the implicit transaction
+        this.sendStatementError(sql);
+        this.readyForQuery();
+        return;
       }
       case 'P':
         return this.extended(() => this.parse(body));
@@ -695,10 +811,13 @@ class PgWireSession {
     this.portals.clear();
     let pieces: string[];
     let stmts: Statement[];
+    const notices: Notice[] = [];
     try {
       pieces = splitStatements(sql);
-      // PostgreSQL parses the whole string before running any of it: a syntax error runs nothing.
-      stmts = pieces.map((p) => parseStatement(p));
+      // PostgreSQL parses the whole string before running any of it: a syntax error runs nothing,
+      // and the parser's NOTICEs (identifier truncation) come before any result.
+      stmts = pieces.map((p) => parseStatement(p, notices));
+      this.sendNotices(notices);
       if (stmts.length > 1) {
         // Several statements form one implicit transaction block (exec_simple_query).
         const vacuum = stmts.find((s) => s.type === 'vacuum');
@@ -710,6 +829,7 @@ class PgWireSession {
           );
       }
     } catch (e) {
+      this.sendNotices(notices);
       this.sendStatementError(e);
       this.readyForQuery();
       return;
@@ -743,6 +863,12 @@ class PgWireSession {
         `INV-WIRE-1: result columns ${JSON.stringify(result.columns)} differ from the described ${JSON.stringify(columns.map((c) => c.name))}`,
       );
       return result;
+    } catch (e) {
+      // The node began its shutdown (a fast stop, or a smart one once the sessions it waited
+      // for ended): PostgreSQL has terminated every backend by then, so an established session
+      // gets FATAL 57P01; 57P03 is the answer to a connection attempt.
+      if (isWalsimError(e) && e.sqlstate === '57P03') throw terminated();
+      throw e;
     } finally {
       this.running = null;
     }
@@ -751,10 +877,21 @@ class PgWireSession {
   private parse(body: Buffer): void {
     const r = new BodyReader(body, 'Parse');
     const name = r.cstring();
-    const sql = r.cstring();
+    const sql = r.text();
     const nParams = r.int16();
-    for (let i = 0; i < nParams; i++) r.int32(); // declared parameter types: walsim statements take none
+    const paramTypes: number[] = [];
+    for (let i = 0; i < nParams; i++) paramTypes.push(r.int32());
     r.end();
+    if (typeof sql !== 'string') throw sql;
+    // walsim's statements reference no parameter ($n is refused by the lexer): a declared type
+    // stands (Bind must supply a value for it), an unspecified one cannot be inferred.
+    const unknown = paramTypes.indexOf(0);
+    if (unknown >= 0)
+      throw new WalsimError(
+        'invalid_input',
+        `could not determine data type of parameter $${unknown + 1}`,
+        '42P18',
+      );
     if (name !== '' && this.prepared.has(name))
       throw new WalsimError(
         'invalid_input',
@@ -775,8 +912,14 @@ class PgWireSession {
         'cannot insert multiple commands into a prepared statement',
         '42601',
       );
-    const stmt = pieces.length === 0 ? null : parseStatement(pieces[0]!);
-    this.prepared.set(name, { sql, stmt, columns: stmt === null ? [] : describeStatement(stmt) });
+    const notices: Notice[] = [];
+    try {
+      const stmt = pieces.length === 0 ? null : parseStatement(pieces[0]!, notices);
+      const columns = stmt === null ? [] : describeStatement(stmt);
+      this.prepared.set(name, { sql, stmt, columns, paramTypes });
+    } finally {
+      this.sendNotices(notices);
+    }
     this.write(this.conn.writer.flush(code('1'))); // ParseComplete
   }
 
@@ -796,10 +939,10 @@ class PgWireSession {
     for (let i = 0; i < nResultFormats; i++) resultFormats.push(r.int16());
     r.end();
     const prepared = this.preparedStatement(stmtName);
-    if (nParams !== 0) {
+    if (nParams !== prepared.paramTypes.length) {
       throw new WalsimError(
         'protocol_violation',
-        `bind message supplies ${nParams} parameters, but prepared statement "${stmtName}" requires 0`,
+        `bind message supplies ${nParams} parameters, but prepared statement "${stmtName}" requires ${prepared.paramTypes.length}`,
         '08P01',
       );
     }
@@ -809,11 +952,10 @@ class PgWireSession {
         'walsim sends results in text format only (format code 0)',
         '0A000',
       );
-    if (
-      portalName !== '' &&
-      !this.portals.has(portalName) &&
-      this.portals.size >= MAX_NAMED_OBJECTS
-    ) {
+    // CreatePortal: a named portal must be new; the unnamed one is replaced silently.
+    if (portalName !== '' && this.portals.has(portalName))
+      throw new WalsimError('invalid_input', `cursor "${portalName}" already exists`, '42P03');
+    if (portalName !== '' && this.portals.size >= MAX_NAMED_OBJECTS) {
       throw new WalsimError(
         'invalid_input',
         `too many portals (walsim allows ${MAX_NAMED_OBJECTS} per session)`,
@@ -840,7 +982,9 @@ class PgWireSession {
     let columns: ResultColumn[];
     if (kind === 'S') {
       const p = this.preparedStatement(name);
-      this.write(this.conn.writer.addInt16(0).flush(code('t'))); // ParameterDescription: none
+      const w = this.conn.writer.addInt16(p.paramTypes.length); // ParameterDescription
+      for (const t of p.paramTypes) w.addInt32(t);
+      this.write(w.flush(code('t')));
       columns = p.columns;
     } else if (kind === 'P') {
       const p = this.portals.get(name);
@@ -848,7 +992,12 @@ class PgWireSession {
         throw new WalsimError('invalid_input', `portal "${name}" does not exist`, '34000');
       columns = p.prepared.columns;
     } else {
-      throw protocolViolation(`invalid DESCRIBE message subtype ${JSON.stringify(kind)}`);
+      // postgres.c: an ERROR (08P01), not FATAL; the subtype printed as its byte value.
+      throw new WalsimError(
+        'protocol_violation',
+        `invalid DESCRIBE message subtype ${kind.charCodeAt(0)}`,
+        '08P01',
+      );
     }
     if (columns.length > 0) this.sendRowDescription(columns);
     else this.write(this.conn.writer.flush(code('n'))); // NoData
@@ -900,7 +1049,12 @@ class PgWireSession {
     r.end();
     if (kind === 'S') this.prepared.delete(name);
     else if (kind === 'P') this.portals.delete(name);
-    else throw protocolViolation(`invalid CLOSE message subtype ${JSON.stringify(kind)}`);
+    else
+      throw new WalsimError(
+        'protocol_violation',
+        `invalid CLOSE message subtype ${kind.charCodeAt(0)}`,
+        '08P01',
+      );
     this.write(this.conn.writer.flush(code('3'))); // CloseComplete
   }
 
@@ -971,6 +1125,7 @@ class PgWireSession {
    */
   private sendStatementError(e: unknown): void {
     if (e instanceof InvariantViolation) this.server.opts.backend.fatal(e);
+    if (e instanceof FatalError) return this.fatal(e);
     if (isWalsimError(e)) {
       if ((e as { severity?: string }).severity === 'WARNING') {
         // A fast shutdown ended a synchronous-replication wait: PostgreSQL warns and drops the
@@ -991,6 +1146,7 @@ class PgWireSession {
         code: e.sqlstate,
         message: e.message,
         ...(e.detail !== undefined ? { detail: e.detail } : {}),
+        ...(e.hint !== undefined ? { hint: e.hint } : {}),
       });
       return;
     }
@@ -1059,9 +1215,22 @@ class PgWireServer {
     this.admitted.delete(session);
   }
 
+  /**
+   * A backend pid for a new session: walsim's sessions share one process, so each gets its own
+   * number (from the server's pid on, skipping the ones in use) to tell them apart, as libpq's
+   * PQbackendPID and cancel requests expect.
+   */
+  allocatePid(): number {
+    const inUse = new Set([...this.sessions].map((s) => s.backendPid));
+    do this.lastPid = this.lastPid >= 0x7fffffff ? 1 : this.lastPid + 1;
+    while (inUse.has(this.lastPid));
+    return this.lastPid;
+  }
+  private lastPid = process.pid;
+
   cancel(pid: number, secretKey: number): void {
-    if (pid !== process.pid) return;
-    for (const s of this.admitted) if (s.secretKey === secretKey) s.cancel();
+    for (const s of this.admitted)
+      if (s.backendPid === pid && s.secretKey === secretKey) s.cancel();
   }
 
   count(): number {

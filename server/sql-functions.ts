@@ -11,7 +11,7 @@ import { defaultCostProfile } from '../cost-model/profile.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn } from '../wal/lsn.ts';
 import { formatSharedBuffers } from '../storage/shared-buffers.ts';
-import { pauseStateOf, refusalOf } from '../standby/lifecycle-machine.ts';
+import { pauseStateOf, RECOVERY_CONTROL_HINT, refusalOf } from '../standby/lifecycle-machine.ts';
 import type { QueryResult, SqlValue } from './control-protocol.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
@@ -56,25 +56,58 @@ export interface ResultColumn {
   type: PgTypeName;
 }
 
-/** Result type of every function walsim knows (pg_proc.prorettype). */
-const FUNCTION_RESULT_TYPES: Record<string, PgTypeName> = {
-  pg_current_wal_lsn: 'pg_lsn',
-  pg_current_wal_flush_lsn: 'pg_lsn',
-  pg_is_in_recovery: 'bool',
-  pg_last_wal_receive_lsn: 'pg_lsn',
-  pg_last_wal_replay_lsn: 'pg_lsn',
-  pg_wal_replay_pause: 'void',
-  pg_wal_replay_resume: 'void',
-  pg_is_wal_replay_paused: 'bool',
-  pg_get_wal_replay_pause_state: 'text',
-  pg_promote: 'bool',
-  pg_reload_conf: 'bool',
-  version: 'text',
-  current_setting: 'text',
-  pg_relation_size: 'int8',
+/** Argument types of walsim's literals: what PostgreSQL resolves a function call with. */
+type ArgType = 'integer' | 'bigint' | 'numeric' | 'boolean' | 'text';
+
+/**
+ * One function walsim knows (pg_proc): its result type (prorettype) and its argument types; the
+ * last `defaults` of them may be left out (proargdefaults). `text` accepts a string literal
+ * (type unknown), `integer` an integer literal within int4.
+ */
+interface FunctionSignature {
+  result: PgTypeName;
+  args: ArgType[];
+  defaults?: number;
+}
+
+const NO_ARGS = (result: PgTypeName): FunctionSignature => ({ result, args: [] });
+
+/** Every function walsim knows. */
+const FUNCTIONS: Record<string, FunctionSignature> = {
+  pg_current_wal_lsn: NO_ARGS('pg_lsn'),
+  pg_current_wal_flush_lsn: NO_ARGS('pg_lsn'),
+  pg_is_in_recovery: NO_ARGS('bool'),
+  pg_last_wal_receive_lsn: NO_ARGS('pg_lsn'),
+  pg_last_wal_replay_lsn: NO_ARGS('pg_lsn'),
+  pg_wal_replay_pause: NO_ARGS('void'),
+  pg_wal_replay_resume: NO_ARGS('void'),
+  pg_is_wal_replay_paused: NO_ARGS('bool'),
+  pg_get_wal_replay_pause_state: NO_ARGS('text'),
+  pg_promote: { result: 'bool', args: ['boolean', 'integer'], defaults: 2 },
+  pg_reload_conf: NO_ARGS('bool'),
+  version: NO_ARGS('text'),
+  current_setting: { result: 'text', args: ['text', 'boolean'], defaults: 1 },
+  pg_relation_size: { result: 'int8', args: ['text'] },
   // walsim's extension (no PostgreSQL function): the promotion's failover report as JSON.
-  walsim_failover_report: 'json',
+  walsim_failover_report: NO_ARGS('json'),
 };
+
+const INT4_MAX = 2147483647;
+const INT8_MAX = 9223372036854775807n;
+
+/** The type PostgreSQL gives an integer literal: int4, else int8, else numeric (scan.l, make_const). */
+function integerType(text: string): ArgType {
+  const n = BigInt(text);
+  const abs = n < 0n ? -n : n;
+  if (abs <= BigInt(INT4_MAX) + (n < 0n ? 1n : 0n)) return 'integer';
+  return abs <= INT8_MAX + (n < 0n ? 1n : 0n) ? 'bigint' : 'numeric';
+}
+
+function argType(a: number | boolean | string): ArgType | 'unknown' {
+  if (typeof a === 'boolean') return 'boolean';
+  if (typeof a === 'string') return 'unknown';
+  return integerType(BigInt(a).toString());
+}
 
 /** Bytes of a heap page (BLCKSZ). */
 const BLCKSZ = 8192;
@@ -92,20 +125,32 @@ function regclassName(text: string): string {
   return name.startsWith('"') ? name.slice(1, -1).replace(/""/g, '"') : name.toLowerCase();
 }
 
-function argTypes(args: Array<number | boolean | string>): string {
-  return args
-    .map((a) =>
-      typeof a === 'number' ? 'integer' : typeof a === 'boolean' ? 'boolean' : 'unknown',
-    )
-    .join(', ');
-}
-
 function undefinedFunction(fn: string, args: Array<number | boolean | string>): WalsimError {
   return new WalsimError(
     'invalid_input',
-    `function ${fn}(${argTypes(args)}) does not exist`,
+    `function ${fn}(${args.map(argType).join(', ')}) does not exist`,
     '42883',
+    undefined,
+    'No function matches the given name and argument types. You might need to add explicit type casts.',
   );
+}
+
+/** ParseFuncOrColumn: the function's signature if the arguments fit it, else 42883. */
+function resolveFunction(fn: string, args: Array<number | boolean | string>): FunctionSignature {
+  const f = FUNCTIONS[fn];
+  if (f === undefined) throw undefinedFunction(fn, args);
+  const fits = (a: number | boolean | string, want: ArgType) => {
+    const t = argType(a);
+    return t === want || (t === 'unknown' && want === 'text');
+  };
+  const min = f.args.length - (f.defaults ?? 0);
+  if (
+    args.length < min ||
+    args.length > f.args.length ||
+    !args.every((a, i) => fits(a, f.args[i]!))
+  )
+    throw undefinedFunction(fn, args);
+  return f;
 }
 
 /**
@@ -118,10 +163,17 @@ export function describeStatement(stmt: Statement): ResultColumn[] {
       return [{ name: 'count', type: 'int8' }];
     case 'show':
       return [{ name: stmt.name, type: 'text' }];
-    case 'select_function': {
-      const type = FUNCTION_RESULT_TYPES[stmt.fn];
-      if (type === undefined) throw undefinedFunction(stmt.fn, stmt.args);
-      return [{ name: stmt.fn, type }];
+    case 'select_function':
+      return [{ name: stmt.fn, type: resolveFunction(stmt.fn, stmt.args).result }];
+    case 'select_literal': {
+      const type = integerType(stmt.value);
+      if (type === 'numeric')
+        throw new WalsimError(
+          'invalid_input',
+          'numeric values are not supported by walsim',
+          '0A000',
+        );
+      return [{ name: '?column?', type: type === 'integer' ? 'int4' : 'int8' }];
     }
     case 'select_view': {
       const all = viewColumns(stmt.view);
@@ -155,7 +207,11 @@ const VIEW_COLUMNS: Record<string, ResultColumn[]> = {
 function viewColumns(view: string): ResultColumn[] {
   const cols = VIEW_COLUMNS[view];
   if (cols === undefined)
-    throw new WalsimError('undefined_table', `relation "${view}" does not exist`, '42P01');
+    throw new WalsimError(
+      'invalid_input',
+      `SELECT … FROM ${view} is not supported by walsim: it reads columns of ${Object.keys(VIEW_COLUMNS).join(' and ')} only (of a table, SELECT count(*))`,
+      '0A000',
+    );
   return cols;
 }
 
@@ -264,6 +320,8 @@ export function executeRead(node: ReadContext, stmt: Statement): QueryResult {
       return one(showSetting(node, stmt.name));
     case 'select_function':
       return one(callFunction(node, stmt.fn, stmt.args));
+    case 'select_literal':
+      return one(Number.isSafeInteger(Number(stmt.value)) ? Number(stmt.value) : stmt.value);
     case 'select_view':
       return selectView(node, stmt.view, stmt.columns, stmt.orderBy);
     default:
@@ -332,7 +390,13 @@ function showSetting(node: ReadContext, name: string): string {
 
 function requireRecovery(node: ReadContext): void {
   if (!node.inRecovery)
-    throw new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
+    throw new WalsimError(
+      'not_in_recovery',
+      'recovery is not in progress',
+      '55000',
+      undefined,
+      RECOVERY_CONTROL_HINT,
+    );
 }
 
 function callFunction(
@@ -340,31 +404,22 @@ function callFunction(
   fn: string,
   args: Array<number | boolean | string>,
 ): SqlValue {
-  const noArgs = () => {
-    if (args.length > 0)
-      throw new WalsimError('invalid_input', `function ${fn}() takes no arguments`, '42883');
-  };
+  // describeStatement resolved the call (resolveFunction): the arguments fit the signature.
   switch (fn) {
     case 'pg_current_wal_lsn':
-      noArgs();
       if (node.inRecovery)
         throw new WalsimError('not_in_recovery', 'recovery is in progress', '55000');
       return formatLsn(node.wal.insertLsn);
     case 'pg_current_wal_flush_lsn':
-      noArgs();
       return formatLsn(node.wal.flushLsn);
     case 'pg_is_in_recovery':
-      noArgs();
       return node.inRecovery;
     case 'pg_last_wal_receive_lsn':
-      noArgs();
       return node.inRecovery ? formatLsn(node.wal.flushLsn) : null;
     case 'pg_last_wal_replay_lsn':
-      noArgs();
       return node.inRecovery && node.startup ? formatLsn(node.startup.replayEndLsn) : null;
     case 'pg_wal_replay_pause':
     case 'pg_wal_replay_resume': {
-      noArgs();
       const event = fn === 'pg_wal_replay_pause' ? 'PAUSE' : 'RESUME';
       const refused = refusalOf(node.lifecycle.getSnapshot(), event);
       if (refused) throw refused;
@@ -372,15 +427,12 @@ function callFunction(
       return '';
     }
     case 'pg_is_wal_replay_paused':
-      noArgs();
       requireRecovery(node);
       return pauseStateOf(node.lifecycle.getSnapshot()) !== 'not paused';
     case 'pg_get_wal_replay_pause_state':
-      noArgs();
       requireRecovery(node);
       return pauseStateOf(node.lifecycle.getSnapshot());
     case 'version':
-      noArgs();
       return `PostgreSQL ${PG_SERVER_VERSION} on ${process.arch}-${process.platform}, simulated by walsim on Node.js ${process.version}`;
     case 'pg_relation_size': {
       // pg_relation_size(relation regclass): the main fork's size in bytes (dbsize.c). The text
@@ -397,7 +449,6 @@ function callFunction(
       // walsim's extension: the report `cluster promote --json` prints (phases, drop counters,
       // exact counts, modeled seconds under the default profile), as json text; NULL before a
       // promotion of this node. An edge that shows seconds: it prices the report's counts here.
-      noArgs();
       const r = node.failoverReport();
       return r === null ? null : JSON.stringify(withModel(r, defaultCostProfile()));
     }

@@ -1,21 +1,23 @@
 /**
  * Parser for walsim's SQL subset. Both roles parse with it: the primary executes writes, a standby
- * answers reads and refuses writes. Errors are PostgreSQL-style (SQLSTATE 42601 for syntax).
+ * answers reads and refuses writes. Errors are PostgreSQL-style: 42601 for syntax, 0A000 "… is not
+ * supported by walsim" for PostgreSQL statements and forms walsim does not have.
  *
- * Grammar (case-insensitive keywords, optional trailing semicolon, unquoted identifiers fold to
- * lower case, "quoted" identifiers keep their case):
+ * Grammar (case-insensitive keywords, optional trailing semicolon; the lexer folds unquoted
+ * identifiers to lower case, "quoted" identifiers keep their case):
  *   CREATE TABLE name (col int [, col2 text|bytea]) | DROP TABLE [IF EXISTS] name
  *   INSERT INTO name SELECT generate_series(a, b) | INSERT INTO name VALUES (n), (n), ...
  *   DELETE FROM name [WHERE col < n | col > n | col = n]
  *   VACUUM [name] | TRUNCATE [TABLE] name [, ...] | CHECKPOINT
- *   SELECT count(*) FROM name [WHERE ...] | SELECT [pg_catalog.]fn([args]) | SHOW setting
+ *   SELECT count(*) FROM name [WHERE ...] | SELECT [pg_catalog.]fn([args]) | SELECT n | SHOW setting
  *   SELECT * | col [, ...] FROM [pg_catalog.]pg_stat_replication|pg_stat_wal_receiver [ORDER BY col]
  *   ALTER SYSTEM SET setting { = | TO } { 'value' | word | n | DEFAULT } | ALTER SYSTEM RESET setting
- *
- * `splitStatements` cuts a simple-protocol query string into statements at top-level semicolons
- * (as PostgreSQL's raw parser does for a Query message holding several statements).
  */
 import { WalsimError } from '../common/errors.ts';
+import type { Notice } from '../protocol/messages.ts';
+import { notSupported, syntaxError, tokenize, type Token } from './sql-lexer.ts';
+
+export { splitStatements } from './sql-lexer.ts';
 
 /**
  * Types of the optional second column: variable-length types PostgreSQL can TOAST, so the table
@@ -50,83 +52,9 @@ export function writeCommandName(stmt: Statement): string | null {
 
 const INT4_MIN = -2147483648;
 const INT4_MAX = 2147483647;
-const NAMEDATALEN = 64;
+const INT_TYPES = ['int', 'integer', 'int4'];
 
-type Token = { kind: 'word' | 'ident' | 'number' | 'string' | 'punct'; text: string; pos: number };
-
-function syntaxError(message: string): WalsimError {
-  return new WalsimError('syntax_error', message, '42601');
-}
-
-function tokenize(sql: string): Token[] {
-  const tokens: Token[] = [];
-  let i = 0;
-  while (i < sql.length) {
-    const c = sql[i]!;
-    if (/\s/.test(c)) {
-      i++;
-      continue;
-    }
-    if (c === '-' && sql[i + 1] === '-') {
-      while (i < sql.length && sql[i] !== '\n') i++;
-      continue;
-    }
-    if (/[A-Za-z_]/.test(c)) {
-      let j = i + 1;
-      while (j < sql.length && /[A-Za-z0-9_$]/.test(sql[j]!)) j++;
-      tokens.push({ kind: 'word', text: sql.slice(i, j).toLowerCase(), pos: i });
-      i = j;
-      continue;
-    }
-    if (c === '"') {
-      const j = sql.indexOf('"', i + 1);
-      if (j < 0) throw syntaxError(`unterminated quoted identifier at or near "${sql.slice(i)}"`);
-      if (j === i + 1) throw syntaxError('zero-length delimited identifier at or near """"');
-      tokens.push({ kind: 'ident', text: sql.slice(i + 1, j), pos: i });
-      i = j + 1;
-      continue;
-    }
-    if (c === "'") {
-      // Standard strings: '' inside is one quote.
-      let j = i + 1;
-      let text = '';
-      for (;;) {
-        const k = sql.indexOf("'", j);
-        if (k < 0) throw syntaxError(`unterminated quoted string at or near "${sql.slice(i)}"`);
-        text += sql.slice(j, k);
-        if (sql[k + 1] === "'") {
-          text += "'";
-          j = k + 2;
-          continue;
-        }
-        j = k + 1;
-        break;
-      }
-      tokens.push({ kind: 'string', text, pos: i });
-      i = j;
-      continue;
-    }
-    if (/[0-9]/.test(c) || (c === '-' && /[0-9]/.test(sql[i + 1] ?? ''))) {
-      let j = i + 1;
-      while (j < sql.length && /[0-9]/.test(sql[j]!)) j++;
-      if (sql[j] === '.')
-        throw syntaxError(
-          `walsim supports integer literals only, at or near "${sql.slice(i, j + 2)}"`,
-        );
-      tokens.push({ kind: 'number', text: sql.slice(i, j), pos: i });
-      i = j;
-      continue;
-    }
-    if ('(),;*<>=.'.includes(c)) {
-      tokens.push({ kind: 'punct', text: c, pos: i });
-      i++;
-      continue;
-    }
-    throw syntaxError(`syntax error at or near "${c}"`);
-  }
-  return tokens;
-}
-
+/** A cursor over the tokens of one statement. */
 class Parser {
   private i = 0;
   constructor(private readonly tokens: Token[]) {}
@@ -162,9 +90,7 @@ class Parser {
   }
 
   punct(p: string): void {
-    const t = this.peek();
-    if (!t || t.kind !== 'punct' || t.text !== p)
-      throw syntaxError(`syntax error ${this.near()} (expected "${p}")`);
+    if (!this.isPunct(p)) throw syntaxError(`syntax error ${this.near()} (expected "${p}")`);
     this.i++;
   }
 
@@ -173,183 +99,275 @@ class Parser {
     return t !== undefined && t.kind === 'punct' && t.text === p;
   }
 
+  /** Consume `p` if it is next. */
+  optPunct(p: string): boolean {
+    if (!this.isPunct(p)) return false;
+    this.i++;
+    return true;
+  }
+
   identifier(what: string): string {
     const t = this.peek();
     if (!t || (t.kind !== 'word' && t.kind !== 'ident'))
       throw syntaxError(`syntax error ${this.near()} (expected ${what})`);
     this.i++;
-    if (t.text.length >= NAMEDATALEN) {
-      throw new WalsimError(
-        'invalid_input',
-        `identifier "${t.text}" is longer than ${NAMEDATALEN - 1} characters`,
-        '42622',
-      );
-    }
     return t.text;
   }
 
-  int4(): number {
+  /** An integer literal as a JS number (exact up to 2^53; larger ones only compare). */
+  integer(): number {
     const t = this.next();
     if (t.kind !== 'number')
       throw syntaxError(`syntax error at or near "${t.text}" (expected an integer)`);
-    const n = Number(t.text);
-    if (!Number.isInteger(n) || n < INT4_MIN || n > INT4_MAX) {
-      throw new WalsimError(
-        'invalid_input',
-        `value "${t.text}" is out of range for type integer`,
-        '22003',
-      );
-    }
+    return Number(t.text);
+  }
+
+  /** An integer stored in an int column: beyond int4, PostgreSQL's int84 cast fails. */
+  int4(): number {
+    const n = this.integer();
+    if (n < INT4_MIN || n > INT4_MAX)
+      throw new WalsimError('invalid_input', 'integer out of range', '22003');
     return n;
+  }
+
+  /** Whether any token of the statement matches `re`. */
+  mentions(re: RegExp): boolean {
+    return this.tokens.some((t) => re.test(t.text));
   }
 
   end(): void {
     if (this.isPunct(';')) this.i++;
-    if (!this.atEnd()) throw syntaxError(`syntax error ${this.near()}`);
+    if (this.atEnd()) return;
+    if (this.tokens.slice(this.i - 1).some((t) => t.kind === 'punct' && t.text === ';'))
+      throw syntaxError(
+        `walsim runs one statement per request, and this one goes on after ";" ${this.near()} (psql, or the PostgreSQL port's simple query, takes several)`,
+      );
+    throw syntaxError(`syntax error ${this.near()}`);
   }
 }
 
-export function parseStatement(sql: string): Statement {
+/** PostgreSQL statements walsim does not have, by first keyword, with what to do instead. */
+const UNSUPPORTED: Record<string, string> = {
+  begin: 'every statement commits on its own (no transaction blocks)',
+  start: 'every statement commits on its own (no transaction blocks)',
+  commit: 'every statement commits on its own (no transaction blocks)',
+  end: 'every statement commits on its own (no transaction blocks)',
+  rollback: 'every statement commits on its own (no transaction blocks)',
+  abort: 'every statement commits on its own (no transaction blocks)',
+  savepoint: 'every statement commits on its own (no transaction blocks)',
+  release: 'every statement commits on its own (no transaction blocks)',
+  set: 'it has no session settings (ALTER SYSTEM SET changes the reloadable ones)',
+  reset: 'it has no session settings (ALTER SYSTEM RESET changes the reloadable ones)',
+  copy: 'load rows with INSERT … SELECT generate_series(a, b) or INSERT … VALUES',
+  update: 'it has INSERT, DELETE, TRUNCATE and VACUUM',
+  merge: 'it has INSERT, DELETE, TRUNCATE and VACUUM',
+};
+const OTHER_COMMANDS = [
+  'analyze',
+  'call',
+  'close',
+  'cluster',
+  'comment',
+  'deallocate',
+  'declare',
+  'discard',
+  'do',
+  'execute',
+  'explain',
+  'fetch',
+  'grant',
+  'import',
+  'listen',
+  'load',
+  'lock',
+  'move',
+  'notify',
+  'prepare',
+  'reassign',
+  'refresh',
+  'reindex',
+  'revoke',
+  'security',
+  'table',
+  'unlisten',
+  'values',
+  'with',
+];
+
+function unsupportedCommand(head: string): WalsimError {
+  const command = head.toUpperCase();
+  const why = UNSUPPORTED[head];
+  if (why !== undefined) return notSupported(`${command} is not supported by walsim: ${why}`);
+  return notSupported(`${command} is not supported by walsim`);
+}
+
+/** The statement parsers by first keyword (already consumed). */
+const COMMANDS: Record<string, (p: Parser) => Statement> = {
+  create: parseCreate,
+  drop: parseDrop,
+  insert: parseInsert,
+  delete: (p) => {
+    p.word('from');
+    const name = p.identifier('a table name');
+    return { type: 'delete', name, predicate: parseWhere(p) };
+  },
+  vacuum: parseVacuum,
+  truncate: (p) => {
+    if (p.isWord('table')) p.word('table');
+    const names = [p.identifier('a table name')];
+    while (p.optPunct(',')) names.push(p.identifier('a table name'));
+    return { type: 'truncate', names };
+  },
+  checkpoint: () => ({ type: 'checkpoint' }),
+  show: (p) => ({ type: 'show', name: p.identifier('a setting name') }),
+  select: parseSelect,
+  alter: parseAlterSystem,
+};
+
+/**
+ * Parse one statement. NOTICEs the lexer raises (an identifier truncated to 63 bytes) are
+ * appended to `notices`.
+ */
+export function parseStatement(sql: string, notices?: Notice[]): Statement {
   if (typeof sql !== 'string') throw new WalsimError('invalid_input', 'statement must be a string');
-  const p = new Parser(tokenize(sql));
+  const p = new Parser(tokenize(sql, notices));
   if (p.atEnd()) throw syntaxError('empty statement');
   const head = p.next();
   if (head.kind !== 'word') throw syntaxError(`syntax error at or near "${head.text}"`);
-  let stmt: Statement;
-  switch (head.text) {
-    case 'create': {
-      p.word('table');
-      const name = p.identifier('a table name');
-      p.punct('(');
-      const column = p.identifier('a column name');
-      const type = p.identifier('a column type');
-      if (type !== 'int' && type !== 'integer' && type !== 'int4') {
-        throw new WalsimError(
-          'invalid_input',
-          `walsim tables have one int column; type "${type}" is not supported`,
-          '0A000',
-        );
-      }
-      let toastColumn: string | null = null;
-      if (p.isPunct(',')) {
-        p.punct(',');
-        toastColumn = p.identifier('a column name');
-        const type2 = p.identifier('a column type');
-        if (!TOASTABLE_TYPES.includes(type2)) {
-          throw new WalsimError(
-            'invalid_input',
-            `walsim tables have an int column and optionally one TOAST-able column (${TOASTABLE_TYPES.join(', ')}); type "${type2}" is not supported`,
-            '0A000',
-          );
-        }
-        if (toastColumn === column)
-          throw new WalsimError(
-            'invalid_input',
-            `column "${column}" specified more than once`,
-            '42701',
-          );
-      }
-      p.punct(')');
-      stmt = { type: 'create_table', name, column, toastColumn };
-      break;
-    }
-    case 'drop': {
-      p.word('table');
-      let ifExists = false;
-      if (p.isWord('if')) {
-        p.word('if');
-        p.word('exists');
-        ifExists = true;
-      }
-      stmt = { type: 'drop_table', name: p.identifier('a table name'), ifExists };
-      break;
-    }
-    case 'insert': {
-      p.word('into');
-      const name = p.identifier('a table name');
-      if (p.isWord('select')) {
-        p.word('select');
-        p.word('generate_series');
-        p.punct('(');
-        const from = p.int4();
-        p.punct(',');
-        const to = p.int4();
-        p.punct(')');
-        stmt = { type: 'insert_series', name, from, to };
-      } else {
-        p.word('values');
-        const values: number[] = [];
-        do {
-          p.punct('(');
-          values.push(p.int4());
-          p.punct(')');
-        } while (p.isPunct(',') && (p.next(), true));
-        stmt = { type: 'insert_values', name, values };
-      }
-      break;
-    }
-    case 'delete': {
-      p.word('from');
-      const name = p.identifier('a table name');
-      stmt = { type: 'delete', name, predicate: parseWhere(p) };
-      break;
-    }
-    case 'vacuum': {
-      const name = p.atEnd() || p.isPunct(';') ? null : p.identifier('a table name');
-      stmt = { type: 'vacuum', name };
-      break;
-    }
-    case 'truncate': {
-      if (p.isWord('table')) p.word('table');
-      const names = [p.identifier('a table name')];
-      while (p.isPunct(',')) {
-        p.next();
-        names.push(p.identifier('a table name'));
-      }
-      stmt = { type: 'truncate', names };
-      break;
-    }
-    case 'checkpoint':
-      stmt = { type: 'checkpoint' };
-      break;
-    case 'show':
-      stmt = { type: 'show', name: p.identifier('a setting name') };
-      break;
-    case 'select':
-      stmt = parseSelect(p);
-      break;
-    case 'alter': {
-      p.word('system');
-      if (p.isWord('reset')) {
-        p.word('reset');
-        stmt = { type: 'alter_system', name: p.identifier('a setting name'), value: null };
-        break;
-      }
-      p.word('set');
-      const name = p.identifier('a setting name');
-      if (p.isWord('to')) p.word('to');
-      else p.punct('=');
-      const v = p.next();
-      if (v.kind === 'word' && v.text === 'default')
-        stmt = { type: 'alter_system', name, value: null };
-      else if (
-        v.kind === 'string' ||
-        v.kind === 'number' ||
-        v.kind === 'word' ||
-        v.kind === 'ident'
-      )
-        stmt = { type: 'alter_system', name, value: v.text };
-      else throw syntaxError(`syntax error at or near "${v.text}"`);
-      break;
-    }
-    default:
-      throw syntaxError(`syntax error at or near "${head.text}"`);
+  const parse = COMMANDS[head.text];
+  if (parse === undefined) {
+    if (head.text in UNSUPPORTED || OTHER_COMMANDS.includes(head.text))
+      throw unsupportedCommand(head.text);
+    throw syntaxError(`syntax error at or near "${head.text}"`);
   }
+  const stmt = parse(p);
   p.end();
   return stmt;
 }
 
-/** [WHERE col < n | col > n | col = n] */
+/** CREATE TABLE name (col int [, col2 text|bytea]) */
+function parseCreate(p: Parser): Statement {
+  if (!p.isWord('table')) {
+    const what = p.peek()?.text.toUpperCase() ?? '';
+    throw notSupported(
+      `CREATE ${what} is not supported by walsim: it has CREATE TABLE name (col int [, col2 text|bytea])`,
+    );
+  }
+  p.word('table');
+  const name = p.identifier('a table name');
+  p.punct('(');
+  const column = p.identifier('a column name');
+  const type = p.identifier('a column type');
+  if (!INT_TYPES.includes(type))
+    throw notSupported(
+      `column "${column}" of type ${type} is not supported by walsim: a table's first column is int`,
+    );
+  let toastColumn: string | null = null;
+  if (p.optPunct(',')) {
+    toastColumn = p.identifier('a column name');
+    const type2 = p.identifier('a column type');
+    if (!TOASTABLE_TYPES.includes(type2)) {
+      throw notSupported(
+        `column "${toastColumn}" of type ${type2} is not supported by walsim: a table has one int column and optionally one ${TOASTABLE_TYPES.join(' or ')} column (stored NULL)`,
+      );
+    }
+    if (toastColumn === column)
+      throw new WalsimError(
+        'invalid_input',
+        `column "${column}" specified more than once`,
+        '42701',
+      );
+  }
+  if (p.isPunct(','))
+    throw notSupported(
+      `a third column is not supported by walsim: a table has one int column and optionally one ${TOASTABLE_TYPES.join(' or ')} column`,
+    );
+  p.punct(')');
+  return { type: 'create_table', name, column, toastColumn };
+}
+
+/** DROP TABLE [IF EXISTS] name */
+function parseDrop(p: Parser): Statement {
+  if (!p.isWord('table')) {
+    const what = p.peek()?.text.toUpperCase() ?? '';
+    throw notSupported(
+      `DROP ${what} is not supported by walsim: it has DROP TABLE [IF EXISTS] name`,
+    );
+  }
+  p.word('table');
+  let ifExists = false;
+  if (p.isWord('if')) {
+    p.word('if');
+    p.word('exists');
+    ifExists = true;
+  }
+  return { type: 'drop_table', name: p.identifier('a table name'), ifExists };
+}
+
+/** INSERT INTO name SELECT generate_series(a, b) | INSERT INTO name VALUES (n), ... */
+function parseInsert(p: Parser): Statement {
+  p.word('into');
+  const name = p.identifier('a table name');
+  if (p.isWord('select')) {
+    p.word('select');
+    p.word('generate_series');
+    p.punct('(');
+    const from = p.int4();
+    p.punct(',');
+    const to = p.int4();
+    p.punct(')');
+    return { type: 'insert_series', name, from, to };
+  }
+  if (p.isPunct('('))
+    throw notSupported(
+      'a column list is not supported by walsim: INSERT INTO name VALUES (n), … fills the int column',
+    );
+  p.word('values');
+  const values: number[] = [];
+  do {
+    p.punct('(');
+    values.push(p.int4());
+    p.punct(')');
+  } while (p.optPunct(','));
+  return { type: 'insert_values', name, values };
+}
+
+/** VACUUM [name]: lazy vacuum, no options. */
+function parseVacuum(p: Parser): Statement {
+  const t = p.peek();
+  if (t?.kind === 'punct' && t.text === '(') {
+    throw notSupported('VACUUM options are not supported by walsim: it runs VACUUM [name]');
+  }
+  if (t?.kind === 'word' && ['full', 'freeze', 'verbose', 'analyze'].includes(t.text))
+    throw notSupported(
+      `VACUUM ${t.text.toUpperCase()} is not supported by walsim: it runs VACUUM [name] (lazy vacuum)`,
+    );
+  const name = p.atEnd() || p.isPunct(';') ? null : p.identifier('a table name');
+  return { type: 'vacuum', name };
+}
+
+/** ALTER SYSTEM SET setting { = | TO } value | ALTER SYSTEM RESET setting */
+function parseAlterSystem(p: Parser): Statement {
+  if (!p.isWord('system')) {
+    const what = p.peek()?.text.toUpperCase() ?? '';
+    throw notSupported(`ALTER ${what} is not supported by walsim: it has ALTER SYSTEM SET / RESET`);
+  }
+  p.word('system');
+  if (p.isWord('reset')) {
+    p.word('reset');
+    return { type: 'alter_system', name: p.identifier('a setting name'), value: null };
+  }
+  p.word('set');
+  const name = p.identifier('a setting name');
+  if (p.isWord('to')) p.word('to');
+  else p.punct('=');
+  const v = p.next();
+  if (v.kind === 'word' && v.text === 'default') return { type: 'alter_system', name, value: null };
+  if (v.kind === 'punct') throw syntaxError(`syntax error at or near "${v.text}"`);
+  return { type: 'alter_system', name, value: v.text };
+}
+
+/** [WHERE col < n | col > n | col = n]; n any integer (beyond int4 it compares as bigint). */
 function parseWhere(p: Parser): DeletePredicate {
   if (!p.isWord('where')) return { op: 'all' };
   p.word('where');
@@ -360,7 +378,11 @@ function parseWhere(p: Parser): DeletePredicate {
       `syntax error at or near "${op.text}" (walsim supports col < n, col > n, col = n)`,
     );
   }
-  return { op: op.text as '<' | '>' | '=', value: p.int4() };
+  // The column is int4: every value beyond its range compares as the nearest one outside it, so
+  // the comparison is exact and the value stays a small finite number (it is logged in WAL).
+  const n = p.integer();
+  const value = Math.min(Math.max(n, INT4_MIN - 1), INT4_MAX + 1);
+  return { op: op.text as '<' | '>' | '=', value };
 }
 
 /** SELECT * | col [, col ...] FROM view [ORDER BY col] */
@@ -368,17 +390,11 @@ function parseSelectView(p: Parser, first: string | '*'): Statement {
   let columns: string[] | '*' = '*';
   if (first !== '*') {
     columns = [first];
-    while (p.isPunct(',')) {
-      p.next();
-      columns.push(p.identifier('a column name'));
-    }
+    while (p.optPunct(',')) columns.push(p.identifier('a column name'));
   }
   p.word('from');
   let view = p.identifier('a relation name');
-  if (view === 'pg_catalog' && p.isPunct('.')) {
-    p.next();
-    view = p.identifier('a relation name');
-  }
+  if (view === 'pg_catalog' && p.optPunct('.')) view = p.identifier('a relation name');
   let orderBy: string | null = null;
   if (p.isWord('order')) {
     p.word('order');
@@ -388,17 +404,39 @@ function parseSelectView(p: Parser, first: string | '*'): Statement {
   return { type: 'select_view', view, columns, orderBy };
 }
 
+/** Catalogs psql's backslash commands and other tools query: walsim has none of them. */
+const CATALOGS = /^pg_(class|namespace|attribute|type|database|roles|authid|proc|index|tables)$/;
+
+/**
+ * SELECT in its supported forms; a syntax error inside a SELECT is a form walsim does not have
+ * (0A000 naming the forms it has), since PostgreSQL's SELECT grammar is far larger than walsim's.
+ */
 function parseSelect(p: Parser): Statement {
-  if (p.isPunct('*')) {
+  try {
+    const stmt = parseSelectForm(p);
+    p.end();
+    return stmt;
+  } catch (e) {
+    if (!(e instanceof WalsimError) || !e.message.startsWith('syntax error')) throw e;
+    const catalogs = p.mentions(CATALOGS)
+      ? "; walsim has no system catalogs (psql's \\d and other catalog queries do not work)"
+      : '';
+    throw notSupported(
+      `this SELECT is not supported by walsim: it answers SELECT count(*) FROM table [WHERE col <|>|= n], SELECT n, SELECT function(args) and SELECT … FROM pg_stat_replication | pg_stat_wal_receiver [ORDER BY col]${catalogs}`,
+    );
+  }
+}
+
+function parseSelectForm(p: Parser): Statement {
+  if (p.optPunct('*')) return parseSelectView(p, '*');
+  const first = p.peek();
+  if (first?.kind === 'number') {
     p.next();
-    return parseSelectView(p, '*');
+    return { type: 'select_literal', value: first.text };
   }
   let fn = p.identifier('a function name, a column or count(*)');
-  if (fn === 'pg_catalog' && p.isPunct('.')) {
-    // Clients qualify built-ins (libpq: SELECT pg_catalog.pg_is_in_recovery()).
-    p.next();
-    fn = p.identifier('a function name');
-  }
+  // Clients qualify built-ins (libpq: SELECT pg_catalog.pg_is_in_recovery()).
+  if (fn === 'pg_catalog' && p.optPunct('.')) fn = p.identifier('a function name');
   if (!p.isPunct('(')) return parseSelectView(p, fn);
   p.punct('(');
   if (fn === 'count') {
@@ -417,40 +455,8 @@ function parseSelect(p: Parser): Statement {
       else if (t.kind === 'word' && (t.text === 'true' || t.text === 'false'))
         args.push(t.text === 'true');
       else throw syntaxError(`syntax error at or near "${t.text}"`);
-    } while (p.isPunct(',') && (p.next(), true));
+    } while (p.optPunct(','));
   }
   p.punct(')');
   return { type: 'select_function', fn, args };
-}
-
-/**
- * Split a query string into its statements at semicolons outside quotes and comments; statements
- * that are empty or hold only whitespace and comments are dropped (PostgreSQL ignores them). An
- * unterminated quote is left in the last piece, where the parser reports it.
- */
-export function splitStatements(sql: string): string[] {
-  const out: string[] = [];
-  let start = 0;
-  let i = 0;
-  const push = (end: number) => {
-    const piece = sql.slice(start, end);
-    if (piece.replace(/--[^\n]*/g, '').trim() !== '') out.push(piece);
-  };
-  while (i < sql.length) {
-    const c = sql[i]!;
-    if (c === "'" || c === '"') {
-      const j = sql.indexOf(c, i + 1);
-      i = j < 0 ? sql.length : j + 1;
-    } else if (c === '-' && sql[i + 1] === '-') {
-      const j = sql.indexOf('\n', i);
-      i = j < 0 ? sql.length : j + 1;
-    } else if (c === ';') {
-      push(i);
-      start = ++i;
-    } else {
-      i++;
-    }
-  }
-  push(sql.length);
-  return out;
 }

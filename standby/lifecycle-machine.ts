@@ -250,5 +250,15 @@ export function refusalOf(
   }
   if (s.matches('stopping'))
     return new WalsimError('shutting_down', 'the database system is shutting down', '57P03');
-  return new WalsimError('not_in_recovery', 'recovery is not in progress', '55000');
+  return new WalsimError(
+    'not_in_recovery',
+    'recovery is not in progress',
+    '55000',
+    undefined,
+    RECOVERY_CONTROL_HINT,
+  );
 }
+
+/** xlogfuncs.c's HINT when a recovery control function runs outside recovery. */
+export const RECOVERY_CONTROL_HINT =
+  'Recovery control functions can only be executed during recovery.';

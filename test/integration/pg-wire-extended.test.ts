@@ -15,8 +15,10 @@ import {
   query,
   replies,
   startupPacket,
+  message,
   sync,
   USER,
+  type Exchange,
 } from '../helpers/pg-raw.ts';
 
 describe('extended query protocol (raw messages)', () => {
@@ -145,5 +147,107 @@ describe('extended query protocol (raw messages)', () => {
       ),
     ).toEqual(['1', 'Z', ...afterQuery, '2', 'D:10', 'C:SELECT 1', 'Z']);
     expect(await c.scalar('primary', 'SELECT count(*) FROM t')).toBe(10);
+  });
+
+  it('checks declared parameters at Bind (08P01) and refuses an unspecified one (42P18)', async () => {
+    const INT4 = 23;
+    const count = 'SELECT count(*) FROM t';
+    expect(await session([parse('', count, [INT4]), bind('', ''), sync()])).toEqual([
+      '1',
+      'E:08P01 bind message supplies 0 parameters, but prepared statement "" requires 1',
+      'Z',
+    ]);
+    expect(
+      await session([parse('', count, [INT4]), bind('', '', ['5']), execute(''), sync()]),
+    ).toEqual(['1', '2', 'D:10', 'C:SELECT 1', 'Z']);
+    expect(await session([parse('', count, [0]), sync()])).toEqual([
+      'E:42P18 could not determine data type of parameter $1',
+      'Z',
+    ]);
+    expect(await session([parse('', `${count} WHERE c > $1`), sync()])).toEqual([
+      expect.stringMatching(/^E:0A000 parameters \(\$1\) are not supported by walsim/),
+      'Z',
+    ]);
+  });
+
+  it('answers a bad Describe or Close subtype, a duplicate portal and invalid UTF-8 with an ERROR; the session goes on', async () => {
+    expect(
+      await session(
+        [
+          message('D', 'Xname\0'),
+          sync(),
+          message('C', 'Xname\0'),
+          sync(),
+          parse('', 'SHOW port'),
+          bind('p1', ''),
+          bind('p1', ''),
+          sync(),
+          message('Q', Buffer.from([...Buffer.from('SELECT '), 0xff, 0x28, 0])),
+          query('SELECT 1'),
+        ],
+        5,
+      ),
+    ).toEqual([
+      'E:08P01 invalid DESCRIBE message subtype 88',
+      'Z',
+      'E:08P01 invalid CLOSE message subtype 88',
+      'Z',
+      '1',
+      '2',
+      'E:42P03 cursor "p1" already exists',
+      'Z',
+      'E:22021 invalid byte sequence for encoding "UTF8": 0xff',
+      'Z',
+      'T',
+      'D:1',
+      'C:SELECT 1',
+      'Z',
+    ]);
+  });
+
+  it('sends the NOTICE of a truncated identifier before the result', async () => {
+    const long = 'é'.repeat(40);
+    expect(await session([query(`CREATE TABLE ${long} (c int); DROP TABLE ${long}`)])).toEqual([
+      `N:42622 identifier "${long}" will be truncated to "${'é'.repeat(31)}"`,
+      `N:42622 identifier "${long}" will be truncated to "${'é'.repeat(31)}"`,
+      'C:CREATE TABLE',
+      'C:DROP TABLE',
+      'Z',
+    ]);
+  });
+
+  it('applies or refuses options=-c … from the start-up packet; every session has its own BackendKeyData', async () => {
+    const start = async (options: string): Promise<Exchange> =>
+      exchange(port, [startupPacket({ ...USER, options })], {
+        until: (ms) => ms.some((m) => m.type === 'Z'),
+      });
+    const ok = await start('-c application_name=from\\ options --client_encoding=utf8');
+    const status = ok.messages
+      .filter((m) => m.type === 'S')
+      .map((m) => m.body.toString('utf8').split('\0').slice(0, 2));
+    expect(status).toContainEqual(['application_name', 'from options']);
+    const refused = await start('-c synchronous_commit=off');
+    expect(refused.closed).toBe(true);
+    expect(refused.messages.find((m) => m.type === 'E')?.fields).toMatchObject({
+      S: 'FATAL',
+      C: '0A000',
+      M: expect.stringContaining('walsim cannot apply "-c synchronous_commit=off"'),
+    });
+    const bad = await start('-x');
+    expect(bad.messages.find((m) => m.type === 'E')?.fields).toMatchObject({ C: '42601' });
+    const keys = await Promise.all([1, 2, 3].map(() => start('')));
+    const pids = keys.map((x) => x.messages.find((m) => m.type === 'K')!.body.readInt32BE(0));
+    expect(new Set(pids).size).toBe(3);
+  });
+
+  it("refuses pg_promote(true, 0) on a primary for not being in recovery first, with PostgreSQL's HINT", async () => {
+    const x = await exchange(port, [startupPacket(USER), query('SELECT pg_promote(true, 0)')], {
+      until: (ms) => ms.filter((m) => m.type === 'Z').length >= 2,
+    });
+    expect(x.messages.find((m) => m.type === 'E')?.fields).toMatchObject({
+      C: '55000',
+      M: 'recovery is not in progress',
+      H: 'Recovery control functions can only be executed during recovery.',
+    });
   });
 });
