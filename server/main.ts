@@ -39,7 +39,7 @@ import {
   CLOSE_SHUTTING_DOWN,
   type WsServerHandle,
 } from './ws-server.ts';
-import { startPgWireServer, type PgWireHandle } from './pg-wire.ts';
+import { startPgWireServer, type PgWireHandle } from './pg-wire/index.ts';
 
 /** Largest frame the walsender side accepts from a standby (ws maxPayload). */
 const REPLICATION_MAX_PAYLOAD = 64 * 1024;
