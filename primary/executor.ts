@@ -14,7 +14,7 @@ import {
   toastTableName,
   type Catalog,
 } from '../storage/catalog.ts';
-import type { DeletePredicate, Statement } from '../protocol/sql-ast.ts';
+import type { DeletePredicate, Statement } from '../sql/ast.ts';
 import {
   MAIN_FORKNUM,
   SMGR_TRUNCATE_ALL,

@@ -18,7 +18,7 @@ import type { Disk } from '../common/disk.ts';
 import { WalsimError } from '../common/errors.ts';
 import type { Mutex } from '../common/mutex.ts';
 import type { QueryResult, SynchronousCommit } from '../protocol/messages.ts';
-import type { Statement } from '../protocol/sql-ast.ts';
+import type { Statement } from '../sql/ast.ts';
 import type { ControlFile } from '../wal/control-file.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import type { RelFileNumber, TransactionId, WalRecordBody } from '../wal/records.ts';

@@ -27,7 +27,10 @@ import {
 } from './sync-standbys.ts';
 import type { WalSender } from './walsender.ts';
 
-/** One row of pg_stat_replication (the columns walsim has; LSNs NULL while unknown). */
+/**
+ * One row of pg_stat_replication (the columns walsim has, sql/functions.ts
+ * PG_STAT_REPLICATION_COLUMNS; LSNs NULL while unknown).
+ */
 export interface PgStatReplicationRow {
   application_name: string;
   state: WalSndState;
@@ -39,18 +42,6 @@ export interface PgStatReplicationRow {
   sync_state: SyncState;
   reply_time: string | null;
 }
-
-export const PG_STAT_REPLICATION_COLUMNS: ReadonlyArray<keyof PgStatReplicationRow> = [
-  'application_name',
-  'state',
-  'sent_lsn',
-  'write_lsn',
-  'flush_lsn',
-  'replay_lsn',
-  'sync_priority',
-  'sync_state',
-  'reply_time',
-];
 
 /**
  * One walsender past startup in a node's status (`NodeStatus.replication`): pg_stat_replication's

@@ -62,9 +62,10 @@ import {
   writeTimelineHistoryFile,
   type TimelineHistoryEntry,
 } from '../wal/segment.ts';
-import { parseStatement, writeCommandName } from './sql-parser.ts';
+import { parseStatement, writeCommandName } from '../sql/parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
-import { describeStatement, executeRead } from './sql-functions.ts';
+import { describeStatement } from '../sql/functions.ts';
+import { executeRead } from './sql-read.ts';
 import {
   alterSystem,
   copyDataDirectory,

@@ -25,7 +25,7 @@
  */
 import { WalsimError } from '../../common/errors.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../../primary/executor.ts';
-import { parseStatement } from '../../server/sql-parser.ts';
+import { parseStatement } from '../../sql/parser.ts';
 import {
   diffReplayCounts,
   promotionStepCounts,

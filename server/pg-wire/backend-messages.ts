@@ -6,7 +6,7 @@
  */
 import type { PostgresConnection } from 'pg-gateway';
 import type { Notice, QueryResult, SqlValue } from '../control-protocol.ts';
-import type { PgTypeName, ResultColumn } from '../sql-functions.ts';
+import type { PgTypeName, ResultColumn } from '../../sql/functions.ts';
 import { code } from './framing.ts';
 
 /** pg_type OIDs and lengths of walsim's result types. */

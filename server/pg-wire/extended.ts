@@ -7,8 +7,8 @@
  */
 import { WalsimError } from '../../common/errors.ts';
 import type { Notice, QueryResult } from '../control-protocol.ts';
-import { describeStatement, type ResultColumn } from '../sql-functions.ts';
-import { parseStatement, splitStatements, type Statement } from '../sql-parser.ts';
+import { describeStatement, type ResultColumn } from '../../sql/functions.ts';
+import { parseStatement, splitStatements, type Statement } from '../../sql/parser.ts';
 import type { BackendOutput } from './backend-messages.ts';
 import { BodyReader, MAX_NAMED_OBJECTS } from './framing.ts';
 

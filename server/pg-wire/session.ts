@@ -10,7 +10,7 @@ import type { BackendError } from 'pg-gateway';
 import { assert, InvariantViolation } from '../../common/assert.ts';
 import { isWalsimError } from '../../common/errors.ts';
 import type { QueryResult } from '../control-protocol.ts';
-import { describeStatement, type ResultColumn } from '../sql-functions.ts';
+import { describeStatement, type ResultColumn } from '../../sql/functions.ts';
 import { gatewayOptions, GatewayConnection, ScramExchange } from './auth.ts';
 import { BackendOutput } from './backend-messages.ts';
 import { ExtendedProtocol } from './extended.ts';

@@ -5,7 +5,7 @@
  */
 import { WalsimError } from '../../common/errors.ts';
 import type { Notice } from '../control-protocol.ts';
-import { parseStatement, splitStatements, type Statement } from '../sql-parser.ts';
+import { parseStatement, splitStatements, type Statement } from '../../sql/parser.ts';
 
 export interface ParsedQuery {
   pieces: string[];

@@ -36,11 +36,23 @@ const FOLLOWS: Record<string, readonly string[]> = {
   // The cost model depends on counts only.
   'cost-model': ['common', 'wal', 'storage', 'cost-model'],
   protocol: ['common', 'wal', 'storage', 'protocol'],
+  // SQL's home (lexer, parser, AST, function table): below the roles, which execute it.
+  sql: ['common', 'protocol', 'sql'],
   // The roles never import the shell, the CLIs, the simulator or each other; pricing happens at
   // the edges (server/, scripts/), so nothing below server/ imports cost-model/.
-  primary: ['common', 'wal', 'storage', 'protocol', 'primary'],
-  standby: ['common', 'wal', 'storage', 'protocol', 'standby'],
-  server: ['common', 'wal', 'storage', 'cost-model', 'protocol', 'primary', 'standby', 'server'],
+  primary: ['common', 'wal', 'storage', 'protocol', 'sql', 'primary'],
+  standby: ['common', 'wal', 'storage', 'protocol', 'sql', 'standby'],
+  server: [
+    'common',
+    'wal',
+    'storage',
+    'cost-model',
+    'protocol',
+    'sql',
+    'primary',
+    'standby',
+    'server',
+  ],
   // Only scripts/ and tests import the simulator.
   sim: [
     'common',
@@ -48,6 +60,7 @@ const FOLLOWS: Record<string, readonly string[]> = {
     'storage',
     'cost-model',
     'protocol',
+    'sql',
     'primary',
     'standby',
     'server',
@@ -61,12 +74,12 @@ const NODE_SHELL = [
   'server/startup-replay.ts',
   'server/node-faults.ts',
   'server/node-status.ts',
-  'server/sql-functions.ts',
+  'server/sql-read.ts',
   'server/checkpointer.ts',
 ];
 
 /** Folders whose every file is part of the node core. */
-const CORE_FOLDERS = ['common', 'wal', 'storage', 'protocol', 'primary', 'standby'];
+const CORE_FOLDERS = ['common', 'wal', 'storage', 'protocol', 'sql', 'primary', 'standby'];
 
 /**
  * The production bindings (server/main.ts and the CLIs bind them): the only files in the core's

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Notice } from '../../protocol/messages.ts';
-import { parseStatement } from '../../server/sql-parser.ts';
-import { describeStatement } from '../../server/sql-functions.ts';
+import { parseStatement } from '../../sql/parser.ts';
+import { describeStatement } from '../../sql/functions.ts';
 
 function errorOf(f: () => unknown): { sqlstate: string; message: string; hint?: string } {
   try {

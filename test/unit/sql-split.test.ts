@@ -3,7 +3,7 @@
  * with semicolons inside quotes, identifiers and comments, and empty statements.
  */
 import { describe, expect, it } from 'vitest';
-import { parseStatement, splitStatements } from '../../server/sql-parser.ts';
+import { parseStatement, splitStatements } from '../../sql/parser.ts';
 
 describe('splitStatements', () => {
   it('splits at top-level semicolons and drops empty statements', () => {

@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatConninfo, parseConninfo } from '../../server/settings.ts';
-import { parseStatement } from '../../server/sql-parser.ts';
+import { parseStatement } from '../../sql/parser.ts';
 import {
   alterSystem,
   loadNodeConfig,

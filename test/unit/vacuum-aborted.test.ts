@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../../primary/executor.ts';
-import { parseStatement } from '../../server/sql-parser.ts';
+import { parseStatement } from '../../sql/parser.ts';
 import { DEFAULT_DROP_SETTINGS, type DropResult } from '../../storage/drop.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
 import { redo } from '../../storage/redo.ts';

@@ -15,9 +15,9 @@
  */
 import { WalsimError } from '../common/errors.ts';
 import type { Notice } from '../protocol/messages.ts';
-import { notSupported, syntaxError, tokenize, type Token } from './sql-lexer.ts';
+import { notSupported, syntaxError, tokenize, type Token } from './lexer.ts';
 
-export { splitStatements } from './sql-lexer.ts';
+export { splitStatements } from './lexer.ts';
 
 /**
  * Types of the optional second column: variable-length types PostgreSQL can TOAST, so the table
@@ -26,8 +26,8 @@ export { splitStatements } from './sql-lexer.ts';
  */
 export const TOASTABLE_TYPES: readonly string[] = ['text', 'bytea'];
 
-export type { DeletePredicate, Statement } from '../protocol/sql-ast.ts';
-import type { DeletePredicate, Statement } from '../protocol/sql-ast.ts';
+export type { DeletePredicate, Statement } from './ast.ts';
+import type { DeletePredicate, Statement } from './ast.ts';
 
 /** Statements that write and so are refused on a node in recovery, with their command tag. */
 export function writeCommandName(stmt: Statement): string | null {

@@ -1,6 +1,7 @@
 /**
- * The parsed statements of walsim's SQL subset (server/sql-parser.ts produces them; the primary's
- * executor and the read functions consume them). Below the roles and the server shell.
+ * The parsed statements of walsim's SQL subset (sql/parser.ts produces them; the primary's
+ * executor and the shell's reads, server/sql-read.ts, consume them). Below the roles and the
+ * server shell.
  */
 
 export type DeletePredicate = { op: 'all' } | { op: '<' | '>' | '='; value: number };
