@@ -17,7 +17,7 @@
  */
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../primary/executor.ts';
 import { ClusterHandle } from '../server/cluster-handle.ts';
-import { parseStatement } from '../server/sql-parser.ts';
+import { parseStatement } from '../sql/parser.ts';
 import { DEFAULT_DROP_SETTINGS, runSteps } from '../storage/drop.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { redo, replayRecordSteps } from '../storage/redo.ts';
