@@ -7,7 +7,7 @@ import { formatLsn, parseLsn, type Lsn } from '../wal/lsn.ts';
 import { listSegmentFiles, segmentOf, segmentOffset, walDir } from '../wal/segment.ts';
 import { readWal } from '../wal/wal-reader.ts';
 import type { WalRecord } from '../wal/records.ts';
-import { readDataImage } from '../storage/data-image.ts';
+import { readDataImageRedoLsn } from '../storage/data-image.ts';
 import { SIZE_OF_XLOG_RECORD } from '../wal/codec.ts';
 import { DATA_DIR, type Host, type SimCluster } from './cluster.ts';
 import { guaranteedAfterPrimaryCrash, type Ledger } from './checkers/ledger.ts';
@@ -141,7 +141,9 @@ export async function corruptPrimary(
   const h = cluster.primary;
   const n = h.node;
   if (n === null || n.inRecovery) return;
-  const redo = readDataImage(DATA_DIR, h.disk).header.redoLsn;
+  // The header only: the primary is running and its image writer may be mid-image (a CHECKPOINT on
+  // a slow disk); loading the image would remove that image's files as leftovers (seed 3000340).
+  const redo = readDataImageRedoLsn(DATA_DIR, h.disk);
   if (redo >= n.wal.flushLsn) return;
   const recs = [...readWal(DATA_DIR, redo, { ...n.readOptions(), stopLsn: n.wal.flushLsn })].filter(
     (r) => r.lsn > redo,

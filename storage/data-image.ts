@@ -19,7 +19,8 @@
  * pack (compaction), so the space of dead relations is bounded. Format 1 (one file per relation,
  * swapped as a whole directory) is still read; the first image after it writes every relation.
  *
- * Entry points: `writeDataImage`, `readDataImage`, `ImageState`, `ImageWriteStats`.
+ * Entry points: `writeDataImage`, `readDataImage`, `readDataImageRedoLsn`, `ImageState`,
+ * `ImageWriteStats`.
  * storage/ has no timers: the caller passes `pause()` (a turn of the event loop).
  */
 import * as path from 'node:path';
@@ -502,7 +503,33 @@ export async function writeDataImage(
   }
 }
 
-/** Read the image of `dataDir`: its header, every relation's bytes, smgr and CLOG bytes, and the state. */
+/** The image's directory (base/, or format 1's base.old) and header: reads only, changes nothing. */
+function readImageHeader(dataDir: string, disk: Disk): { base: string; header: DataImageHeader } {
+  let base = path.join(dataDir, 'base');
+  // Format 1: a crash between the two renames of the directory swap leaves only base.old.
+  if (!disk.exists(path.join(base, HEADER_FILE))) base = path.join(dataDir, 'base.old');
+  const headerPath = path.join(base, HEADER_FILE);
+  assert(
+    disk.exists(headerPath),
+    `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`,
+  );
+  return { base, header: JSON.parse(readTextFile(disk, headerPath)) as DataImageHeader };
+}
+
+/**
+ * The REDO LSN of the image on disk, without loading it. Safe on the data directory of a running
+ * node (an image may be being written): `readDataImage` is for a start only, since it removes
+ * every file the current header does not name, which includes the files of an image in progress.
+ */
+export function readDataImageRedoLsn(dataDir: string, disk: Disk): Lsn {
+  return readImageHeader(dataDir, disk).header.redoLsn;
+}
+
+/**
+ * Read the image of `dataDir` at a start: its header, every relation's bytes, smgr and CLOG bytes,
+ * and the state. Removes the files the header does not name (leftovers of an interrupted image), so
+ * it must not run while the node's image writer may be running.
+ */
 export function readDataImage(
   dataDir: string,
   disk: Disk,
@@ -513,15 +540,7 @@ export function readDataImage(
   clog: Uint8Array;
   state: ImageState;
 } {
-  let base = path.join(dataDir, 'base');
-  // Format 1: a crash between the two renames of the directory swap leaves only base.old.
-  if (!disk.exists(path.join(base, HEADER_FILE))) base = path.join(dataDir, 'base.old');
-  const headerPath = path.join(base, HEADER_FILE);
-  assert(
-    disk.exists(headerPath),
-    `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`,
-  );
-  const header = JSON.parse(readTextFile(disk, headerPath)) as DataImageHeader;
+  const { base, header } = readImageHeader(dataDir, disk);
   const read = (name: string) => disk.readFile(path.join(base, name));
   if (header.format !== 2) {
     const rels = header.relations ?? [];
