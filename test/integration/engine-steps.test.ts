@@ -88,7 +88,7 @@ const SHARED_KEYS: Record<StepName, string[]> = {
 /** What each engine's resume adds to the shared shape. */
 const ENGINE_RESUME_KEYS = {
   walsim: ['drop', 'report', 'model'],
-  postgres: ['seedMethod', 'log', 'stall', 'promoteNoticeMs', 'waldump'],
+  postgres: ['seedMethod', 'log', 'stall', 'promoteNoticeMs', 'waldump', 'startupSched'],
 };
 
 interface Transcript {
