@@ -19,7 +19,8 @@ export type WalsimErrorKind =
   | 'protocol_violation'
   | 'auth_failed'
   | 'shutting_down'
-  | 'split_brain'; // an old primary would start after another node was promoted
+  | 'split_brain' // an old primary would start after another node was promoted
+  | 'lock_file_exists'; // a data directory's postmaster.pid or the cluster lock is held
 
 /** Default SQLSTATE per kind (PostgreSQL errcodes.txt). */
 const SQLSTATE_BY_KIND: Record<WalsimErrorKind, string> = {
@@ -39,6 +40,7 @@ const SQLSTATE_BY_KIND: Record<WalsimErrorKind, string> = {
   auth_failed: '28000',
   shutting_down: '57P01',
   split_brain: '55000', // object_not_in_prerequisite_state
+  lock_file_exists: 'F0001', // ERRCODE_LOCK_FILE_EXISTS
 };
 
 export class WalsimError extends Error {

@@ -7,7 +7,10 @@
  *   <dir>/pg_password                PostgreSQL-protocol password (only with --password), mode 0600
  *   <dir>/<node>/walsim.conf.json    node settings (role, port, shared_buffers, ...): postgresql.conf
  *   <dir>/<node>/walsim.auto.conf.json  ALTER SYSTEM's settings, which override it: postgresql.auto.conf
- *   <dir>/<node>/postmaster.pid      JSON {pid, port, role, startedAt, marker} while running
+ *   <dir>/cluster.lock               while a cluster-wide CLI operation runs (server/lock-files.ts)
+ *   <dir>/<node>/postmaster.pid      the data directory's lock: JSON {pid, startedAt, marker,
+ *                                    status 'starting'} from the server's first moment, then
+ *                                    {pid, port, pgPort, role, startedAt, marker, status 'ready'}
  *   <dir>/<node>/server.log          the server's stdout/stderr
  *   <dir>/<node>/pg_wal/             WAL segments;  <dir>/<node>/base/  data files
  *   <dir>/<node>/global/pg_control   control file
@@ -50,6 +53,7 @@ export {
 /** Marker in the server's command line, checked before signalling a pid from a pid file. */
 export const SERVER_MARKER = 'walsim-server';
 
+/** postmaster.pid once the server listens (`status` 'ready'; absent in files of older servers). */
 export interface PidFile {
   pid: number;
   port: number;
@@ -58,6 +62,18 @@ export interface PidFile {
   role: Role;
   startedAt: string;
   marker: string;
+  status?: 'ready';
+}
+
+/**
+ * postmaster.pid from the moment a server takes its data directory's lock (before it reads or
+ * writes anything there) until its ports listen: PostgreSQL's PM_STATUS_STARTING.
+ */
+export interface StartingPidFile {
+  pid: number;
+  startedAt: string;
+  marker: string;
+  status: 'starting';
 }
 
 export function nodeDir(clusterDir: string, name: NodeName): string {
@@ -138,9 +154,12 @@ export function configPath(clusterDir: string, name: NodeName): string {
 export function readNodeConfig(clusterDir: string, name: NodeName): NodeConfig {
   const p = configPath(clusterDir, name);
   if (!fs.existsSync(p)) {
+    const nodes = listNodes(clusterDir);
     throw new WalsimError(
       'not_connected',
-      `no node "${name}" in ${clusterDir}; run "npm run cluster -- start" first`,
+      nodes.length > 0
+        ? `no node "${name}" in ${clusterDir} (nodes: ${nodes.join(', ')}); pass one with --node`
+        : `no node "${name}" in ${clusterDir}; run "npm run cluster -- start" first`,
     );
   }
   return loadNodeConfig(nodeDir(clusterDir, name), nodeDisk);
@@ -168,14 +187,21 @@ export function pidFilePath(dataDir: string): string {
   return path.join(dataDir, 'postmaster.pid');
 }
 
+/** The pid file of a server that serves (its ports listen), or null (absent, starting, garbage). */
 export function readPidFile(dataDir: string): PidFile | null {
+  const v = readAnyPidFile(dataDir);
+  return v !== null && v.status !== 'starting' && typeof v.port === 'number' ? v : null;
+}
+
+/** The pid file in either phase (starting or ready), or null (absent, half-written, garbage). */
+export function readAnyPidFile(dataDir: string): PidFile | StartingPidFile | null {
   const p = pidFilePath(dataDir);
   if (!fs.existsSync(p)) return null;
   try {
-    const v = JSON.parse(fs.readFileSync(p, 'utf8')) as PidFile;
+    const v = JSON.parse(fs.readFileSync(p, 'utf8')) as PidFile | StartingPidFile;
     return typeof v.pid === 'number' ? v : null;
   } catch {
-    return null; // half-written or garbage: treated as absent, never signalled
+    return null; // garbage: treated as absent, never signalled
   }
 }
 

@@ -17,6 +17,7 @@ import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import {
   copyDataDirectory,
   ensureToken,
+  listNodes,
   nodeDir,
   writeNodeConfig,
   writePgPassword,
@@ -194,6 +195,13 @@ export function checkClusterDirectoryEmpty(clusterDir: string): void {
   }
   const { listed, total } = listDirectoryEntries(clusterDir);
   if (total === 0) return;
+  if (listNodes(clusterDir).length > 0)
+    // Two `cluster start`s on one new directory: the other one's cluster landed first.
+    throw new WalsimError(
+      'invalid_input',
+      `directory "${clusterDir}" now holds a walsim cluster created meanwhile by another command; ` +
+        `this one created nothing (start that cluster with "npm run cluster -- start --dir ${clusterDir}")`,
+    );
   const more = total > listed.length ? ` and ${total - listed.length} more` : '';
   throw new WalsimError(
     'invalid_input',
@@ -207,7 +215,12 @@ export function checkClusterDirectoryEmpty(clusterDir: string): void {
  * is built in a temporary sibling directory (mode 0700) and renamed into place at the end, so a
  * failure at any step leaves nothing behind and a reader never sees half a cluster.
  */
-export async function initCluster(clusterDir: string, opts: InitOptions): Promise<void> {
+export async function initCluster(
+  clusterDir: string,
+  opts: InitOptions,
+  /** Called on the finished cluster just before it is renamed into place (the CLI locks it). */
+  beforeRename?: (buildingDir: string) => void,
+): Promise<void> {
   plannedStandbys(opts); // refuse bad names before anything is created
   checkClusterDirectoryEmpty(clusterDir);
   const target = path.resolve(clusterDir);
@@ -216,9 +229,16 @@ export async function initCluster(clusterDir: string, opts: InitOptions): Promis
   const building = fs.mkdtempSync(path.join(parent, `.${path.basename(target)}.initdb-`));
   try {
     await buildCluster(building, opts);
+    beforeRename?.(building);
     // rename(2) replaces an empty directory; a file created in `target` meanwhile makes it fail
     // (ENOTEMPTY) rather than mix the two.
-    fs.renameSync(building, target);
+    try {
+      fs.renameSync(building, target);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') checkClusterDirectoryEmpty(clusterDir);
+      throw e;
+    }
     fsyncDir(parent, nodeDisk);
   } catch (e) {
     fs.rmSync(building, { recursive: true, force: true });

@@ -8,8 +8,10 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import type WebSocket from 'ws';
 import { isWalsimError } from '../common/errors.ts';
+import { createDataDirLockFile } from './lock-files.ts';
 import { InvariantViolation } from '../common/assert.ts';
 import {
+  isWalsimServer,
   loadNodeConfig,
   pidFilePath,
   readPgPassword,
@@ -18,6 +20,7 @@ import {
   writeFileAtomic,
   type NodeConfig,
   type PidFile,
+  type StartingPidFile,
 } from './cluster-files.ts';
 import {
   CONTROL_MAX_PAYLOAD,
@@ -257,6 +260,15 @@ function serveControl(ws: WebSocket): void {
 async function main(): Promise<void> {
   // PostmasterMain's umask(PG_MODE_MASK_OWNER): whatever the server creates is its user's alone.
   process.umask(0o077);
+  // CreateDataDirLockFile: before anything reads or writes the data directory. A live server
+  // holding it makes this one exit (FATAL lock file exists), having touched nothing.
+  const starting: StartingPidFile = {
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    marker: SERVER_MARKER,
+    status: 'starting',
+  };
+  createDataDirLockFile(dataDir, JSON.stringify(starting) + '\n', isWalsimServer);
   const config: NodeConfig = loadNodeConfig(dataDir, nodeDisk);
   const token = readToken(clusterDir);
   process.on('SIGQUIT', immediateStop);
@@ -305,8 +317,9 @@ async function main(): Promise<void> {
     port: server.port,
     pgPort: wire.port,
     role: node.inRecovery ? 'standby' : 'primary',
-    startedAt: new Date().toISOString(),
+    startedAt: starting.startedAt,
     marker: SERVER_MARKER,
+    status: 'ready',
   };
   writeFileAtomic(pidFilePath(dataDir), JSON.stringify(pid) + '\n', nodeDisk);
   log(
@@ -315,7 +328,17 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  log(`FATAL:  ${(e as Error).stack ?? String(e)}`);
+  const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (err?.code === 'EADDRINUSE') {
+    // StreamServerPort's words; a port taken by another program needs no stack trace.
+    log(
+      `LOG:  could not bind IPv4 address "${err.address}" port ${err.port}: Address already in use\n` +
+        `HINT:  Is another server already running on port ${err.port}? If not, wait a few seconds and retry.`,
+    );
+    log('FATAL:  could not create any TCP/IP sockets');
+  }
+  // An expected refusal (another server holds the data directory) needs no stack either.
+  else log(`FATAL:  ${isWalsimError(e) ? e.message : ((e as Error).stack ?? String(e))}`);
   removePidFile();
   process.exit(1);
 });

@@ -11,6 +11,7 @@ import { FILE_MODE } from '../common/durable-file.ts';
 import {
   isWalsimServer,
   nodeDir,
+  readAnyPidFile,
   readPidFile,
   SERVER_MARKER,
   type NodeName,
@@ -29,15 +30,18 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** The pid of the node's server, starting or serving (it holds postmaster.pid), or null. */
 export function runningPid(clusterDir: string, name: NodeName): number | null {
   const dataDir = nodeDir(clusterDir, name);
-  const pid = readPidFile(dataDir);
+  const pid = readAnyPidFile(dataDir);
   return pid !== null && isWalsimServer(pid.pid, dataDir) ? pid.pid : null;
 }
 
 /**
  * Start one node's server process in the background and wait until it accepts connections.
- * Refuses (WalsimError 'split_brain') to start an old primary after another node was promoted.
+ * Refuses (WalsimError 'split_brain') to start an old primary after another node was promoted. A
+ * server already running on the data directory makes the new one exit (its postmaster.pid lock):
+ * the error then quotes its FATAL and HINT lines.
  */
 export async function startNode(
   clusterDir: string,
@@ -47,9 +51,7 @@ export async function startNode(
   const dataDir = nodeDir(clusterDir, name);
   const refusal = splitBrainRefusal(clusterDir, name);
   if (refusal !== null) throw new WalsimError('split_brain', refusal, '55000');
-  const stalePid = readPidFile(dataDir);
-  if (stalePid !== null && !isWalsimServer(stalePid.pid, dataDir))
-    fs.rmSync(path.join(dataDir, 'postmaster.pid'), { force: true });
+  // A stale postmaster.pid is the server's business (createDataDirLockFile), as in PostgreSQL.
   const log = fs.openSync(path.join(dataDir, 'server.log'), 'a', FILE_MODE);
   const child = spawn(
     process.execPath,

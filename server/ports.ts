@@ -35,7 +35,7 @@ export function ephemeralRange(): [number, number] {
 }
 
 /** Does `port` bind on `host` now? Taken ports answer false; any other failure (EADDRNOTAVAIL: not a local address) is thrown as is. */
-function bindsNow(port: number, host: string): Promise<boolean> {
+export function bindsNow(port: number, host: string): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', (e: NodeJS.ErrnoException) =>

@@ -296,7 +296,13 @@ export async function switchover(
   if (primaries.length !== 1)
     throw new WalsimError(
       'invalid_input',
-      `switchover needs exactly one running primary, found ${primaries.length} (${primaries.join(', ') || 'none'})`,
+      `switchover needs exactly one running primary, found ${primaries.length} (${primaries.join(', ') || 'none'})` +
+        (primaries.length === 0
+          ? `; if a switchover was interrupted, "npm run cluster -- status" shows where it stopped: ` +
+            `the old primary stopped cleanly and nothing promoted → start it again ("cluster start --node OLD"); ` +
+            `the target promoted → bring the old primary back with "cluster rejoin --node OLD --to TARGET" ` +
+            `and repoint the other standbys ("cluster repoint --node S --to TARGET")`
+          : ''),
     );
   const from = primaries[0]!;
   if (from === to) throw new WalsimError('invalid_input', `node "${to}" is already the primary`);
@@ -304,7 +310,15 @@ export async function switchover(
   const toStatus = await withNode(clusterDir, to, (c) => c.status()).catch(() => null);
   if (toStatus === null || toStatus.role !== 'standby')
     throw new WalsimError('invalid_input', `switchover target "${to}" must be a running standby`);
-  if (toCfg.primaryPort !== fromCfg.port || toStatus.receiverState !== 'streaming') {
+  // A standby that just rejoined may be between timelines (EndOfTimeline, then streaming again on
+  // the new one): give it a moment to stream before refusing.
+  const streaming =
+    toCfg.primaryPort === fromCfg.port &&
+    (await waitStreaming(clusterDir, to, 10_000).then(
+      () => true,
+      () => false,
+    ));
+  if (!streaming) {
     throw new WalsimError(
       'invalid_input',
       `switchover target "${to}" must be streaming from the primary "${from}" (repoint it first)`,
