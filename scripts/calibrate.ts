@@ -369,4 +369,4 @@ runCli(async () => {
     `${refit ? 'measured' : 'finished'} in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`,
   );
   return 0;
-});
+}, USAGE);

@@ -25,11 +25,57 @@ export function parseCli<T extends NonNullable<ParseArgsConfig['options']>>(
   usage: string,
 ) {
   try {
-    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    return parseArgs({
+      args: negativeValuesJoined(argv, options),
+      options,
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (e) {
     throw new UsageError(`${(e as Error).message.split('\n')[0]}\n${usage}`);
   }
 }
+
+/**
+ * `--standbys -1` → `--standbys=-1`: node:util's parseArgs takes a value that starts with "-" for
+ * an option ("argument is ambiguous"), so a negative number would never reach the option's own
+ * check and its clear message ("must be an integer from 0 to 16, got \"-1\"").
+ */
+function negativeValuesJoined(
+  argv: string[],
+  options: NonNullable<ParseArgsConfig['options']>,
+): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    const name = a.startsWith('--') && !a.includes('=') ? a.slice(2) : null;
+    if (
+      name !== null &&
+      options[name]?.type === 'string' &&
+      next !== undefined &&
+      /^-\d/.test(next)
+    ) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+/** File-system errors a user causes (a --dir that is a file, read-only, busy): no stack needed. */
+const USER_ERRNO = new Set([
+  'ENOTDIR',
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'ENOSPC',
+  'EEXIST',
+  'ENOTEMPTY',
+  'EISDIR',
+  'ENOENT',
+  'EADDRINUSE',
+]);
 
 /** `--help` or `-h` anywhere in `argv`: print `usage` on stdout and exit 0. */
 export function exitWithUsageIfHelp(argv: readonly string[], usage: string): void {
@@ -54,6 +100,8 @@ export function runCli(main: () => Promise<number | void>, usage?: string): void
           `ERROR:  ${e.message}${e.detail === undefined ? '' : `\nDETAIL:  ${e.detail}`}`,
         );
       else if (isWalsimError(e)) console.error(`error: ${e.message}`);
+      else if (USER_ERRNO.has((e as NodeJS.ErrnoException)?.code ?? ''))
+        console.error(`error: ${(e as Error).message}`);
       else console.error(`error: ${(e as Error)?.stack ?? String(e)}`);
       process.exit(e instanceof UsageError ? 2 : 1);
     },

@@ -13,6 +13,7 @@ import {
   listNodes,
   nodeDir,
   PASSWORD_ENCRYPTIONS,
+  readNodeConfig,
   readPidFile,
   RELOADABLE_SETTINGS,
   type NodeName,
@@ -25,6 +26,8 @@ import { formatLsn } from '../wal/lsn.ts';
 import { STANDBY_SIGNAL } from '../server/node.ts';
 import { addStandby, rejoin, repoint, switchover, waitStreaming } from '../server/topology.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
+import { lockNewCluster, withClusterLock } from '../server/lock-files.ts';
+import { bindsNow } from '../server/ports.ts';
 import {
   parseCheckpointTimeout,
   parseDropStrategy,
@@ -51,7 +54,8 @@ const USAGE = `usage: npm run cluster -- <command> [options]
           [--password-encryption scram-sha-256|md5] [--dir .walsim]
           [--node NAME]  start one node of an existing cluster (an old primary is refused after a failover)
           [--dashboard [--dashboard-port P]]  also start the live dashboard (npm run dashboard) in the background
-  stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]
+  stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]   (exit 0 once every node asked for is down,
+          also one that was not running; 1 if a stop failed)
   status  [--json] [--dir .walsim]
   add-standby --name NAME [--from NODE] [--shared-buffers SIZE] [--dir .walsim]   (from a standby: a cascade)
   repoint --node STANDBY --to NODE [--dir .walsim]
@@ -79,25 +83,56 @@ function standbyNamesOf(
   return Array.from({ length: n }, (_, i) => `standby${i + 1}`);
 }
 
+/** `start` options that only shape a new cluster (initdb's), with their defaults. */
+const INIT_OPTION_DEFAULTS = {
+  'shared-buffers': '128MB',
+  'synchronous-commit': 'remote_write',
+  'drop-strategy': 'cached-lookup',
+  'threshold-divisor': '32',
+  'wal-segment-size': '16MB',
+  'checkpoint-timeout': '5min',
+  'max-wal-size': '1GB',
+  'wal-keep-size': '0',
+  listen: '127.0.0.1',
+  'password-encryption': 'scram-sha-256',
+} as const;
+
+/** Cluster-wide operations wait this long for another one to finish, then are refused. */
+const CLUSTER_LOCK_WAIT_MS = 120_000;
+
+/**
+ * Run a cluster-wide operation holding the cluster's lock (server/lock-files.ts): concurrent CLI
+ * invocations on one cluster run one after the other. Without a cluster there is nothing to lock
+ * (`fn` then reports that).
+ */
+function locked<T>(clusterDir: string, operation: string, fn: () => Promise<T>): Promise<T> {
+  if (listNodes(clusterDir).length === 0) return fn();
+  return withClusterLock(clusterDir, operation, fn, {
+    waitMs: CLUSTER_LOCK_WAIT_MS,
+    onWait: (holder) =>
+      console.error(`waiting for the cluster operation ${holder} to finish before "${operation}"`),
+  });
+}
+
 async function cmdStart(argv: string[]): Promise<number> {
   const { values } = parseCli(
     argv,
     {
       dir: { type: 'string' },
-      'shared-buffers': { type: 'string', default: '128MB' },
+      'shared-buffers': { type: 'string' },
       'standby-shared-buffers': { type: 'string' },
-      'synchronous-commit': { type: 'string', default: 'remote_write' },
-      'drop-strategy': { type: 'string', default: 'cached-lookup' },
-      'threshold-divisor': { type: 'string', default: '32' },
-      'force-optimized': { type: 'boolean', default: false },
-      'wal-segment-size': { type: 'string', default: '16MB' },
-      'checkpoint-timeout': { type: 'string', default: '5min' },
-      'max-wal-size': { type: 'string', default: '1GB' },
-      'wal-keep-size': { type: 'string', default: '0' },
-      listen: { type: 'string', default: '127.0.0.1' },
+      'synchronous-commit': { type: 'string' },
+      'drop-strategy': { type: 'string' },
+      'threshold-divisor': { type: 'string' },
+      'force-optimized': { type: 'boolean' },
+      'wal-segment-size': { type: 'string' },
+      'checkpoint-timeout': { type: 'string' },
+      'max-wal-size': { type: 'string' },
+      'wal-keep-size': { type: 'string' },
+      listen: { type: 'string' },
       'pg-port': { type: 'string' },
       password: { type: 'string' },
-      'password-encryption': { type: 'string', default: 'scram-sha-256' },
+      'password-encryption': { type: 'string' },
       standbys: { type: 'string' },
       standby: { type: 'string', multiple: true },
       'synchronous-standby-names': { type: 'string' },
@@ -113,6 +148,18 @@ async function cmdStart(argv: string[]): Promise<number> {
   const dashboardPort = Number(values['dashboard-port']);
   if (!/^\d+$/.test(values['dashboard-port']!) || dashboardPort > 65535)
     throw new UsageError(`--dashboard-port must be a TCP port, got "${values['dashboard-port']}"`);
+  // Everything but --dir, --node and --json shapes a new cluster; on an existing one it would be
+  // ignored, so it is refused, naming each (issue 26 item 5: `start --pg-port` did nothing).
+  const initOnly = Object.keys(values).filter(
+    (k) =>
+      !['dir', 'node', 'json', 'dashboard', 'dashboard-port'].includes(k) &&
+      values[k as keyof typeof values] !== undefined,
+  );
+  if (nodes.length > 0 && initOnly.length > 0)
+    throw new UsageError(
+      `the cluster at ${clusterDir} exists; ${initOnly.map((k) => `--${k}`).join(', ')} only apply when a cluster is created and would be ignored ` +
+        `(remove them; change a reloadable setting with "npm run cluster -- set"; or pass a new --dir)`,
+    );
   if (values.node !== undefined) {
     // Start one node of an existing cluster (pg_ctl start -D that node).
     if (nodes.length === 0)
@@ -123,20 +170,128 @@ async function cmdStart(argv: string[]): Promise<number> {
       throw new UsageError(
         `no node "${values.node}" in ${clusterDir} (nodes: ${nodes.join(', ')})`,
       );
-    if (runningPid(clusterDir, values.node) !== null) {
-      console.log(`${values.node}: already running (pid ${runningPid(clusterDir, values.node)})`);
-      return 1;
-    }
-    const port = await startNode(clusterDir, values.node);
-    if (isStandby(clusterDir, values.node)) await waitStreaming(clusterDir, values.node);
-    const pgPort = readPidFile(nodeDir(clusterDir, values.node))?.pgPort ?? null;
-    if (values.json) printJson({ dir: clusterDir, started: [{ name: values.node, port, pgPort }] });
-    else
-      console.log(
-        `${values.node}: started, listening on 127.0.0.1:${port} (control), PostgreSQL protocol on 127.0.0.1:${pgPort}`,
-      );
-    return 0;
+    const node = values.node;
+    return locked(clusterDir, 'start', async () => {
+      if (runningPid(clusterDir, node) !== null) {
+        console.log(`${node}: already running (pid ${runningPid(clusterDir, node)})`);
+        return 1;
+      }
+      const port = await startNode(clusterDir, node);
+      if (isStandby(clusterDir, node)) await waitStreaming(clusterDir, node);
+      const pgPort = readPidFile(nodeDir(clusterDir, node))?.pgPort ?? null;
+      const host = listenAddressOf(clusterDir, node);
+      if (values.json) printJson({ dir: clusterDir, started: [{ name: node, port, pgPort }] });
+      else
+        console.log(
+          `${node}: started, listening on ${host}:${port} (control), PostgreSQL protocol on ${host}:${pgPort}`,
+        );
+      return 0;
+    });
   }
+  let created = false;
+  if (nodes.length === 0) {
+    const opts = await initOptionsOf(values);
+    await initCluster(clusterDir, opts, (building) => lockNewCluster(building, 'start'));
+    created = true;
+  }
+  return locked(clusterDir, 'start', async () => {
+    try {
+      return await startAll(clusterDir, values.json!, values.dashboard ? dashboardPort : null);
+    } catch (e) {
+      if (!created) throw e;
+      // The first start of a cluster this command just created failed (a busy port, …): remove
+      // it, so the next attempt starts from nothing instead of failing the same way forever.
+      for (const n of listNodes(clusterDir))
+        await stopNode(clusterDir, n, 'immediate').catch(() => false);
+      fs.rmSync(clusterDir, { recursive: true, force: true });
+      throw new WalsimError(
+        isWalsimError(e) ? e.kind : 'io_error',
+        `${(e as Error).message}\nthe cluster at ${clusterDir} created by this command was removed again; nothing was left behind`,
+      );
+    }
+  });
+}
+
+/** The InitOptions of `start`'s flags (defaults filled in), validated before initdb writes anything. */
+async function initOptionsOf(values: Record<string, string | boolean | string[] | undefined>) {
+  const v = (k: keyof typeof INIT_OPTION_DEFAULTS) =>
+    (values[k] as string | undefined) ?? INIT_OPTION_DEFAULTS[k];
+  const divisor = Number(v('threshold-divisor'));
+  if (!Number.isInteger(divisor) || divisor < 1)
+    throw new UsageError(
+      `--threshold-divisor must be a positive integer, got "${v('threshold-divisor')}"`,
+    );
+  const opts: InitOptions = {
+    sharedBuffers: v('shared-buffers'),
+    standbySharedBuffers:
+      (values['standby-shared-buffers'] as string | undefined) ?? v('shared-buffers'),
+    synchronousCommit: parseSynchronousCommit(v('synchronous-commit')),
+    dropStrategy: parseDropStrategy(v('drop-strategy')),
+    thresholdDivisor: divisor,
+    forceOptimized: values['force-optimized'] === true,
+    walSegmentSize: parseSharedBuffers(v('wal-segment-size')).bytes,
+    listen: v('listen'),
+    ...(values['pg-port'] !== undefined
+      ? { pgPortBase: parsePort(values['pg-port'] as string) }
+      : {}),
+    ...(values.password !== undefined
+      ? {
+          password: parsePassword(values.password as string),
+          passwordEncryption: parsePasswordEncryption(v('password-encryption')),
+        }
+      : {}),
+    ...(values['synchronous-standby-names'] !== undefined
+      ? { synchronousStandbyNames: values['synchronous-standby-names'] as string }
+      : {}),
+    wal: {
+      checkpointTimeoutS: parseCheckpointTimeout(v('checkpoint-timeout')),
+      maxWalSizeMb: parseMaxWalSize(v('max-wal-size')),
+      walKeepSizeMb: parseWalKeepSize(v('wal-keep-size')),
+    },
+  };
+  const standbys = standbyNamesOf(
+    values.standbys as string | undefined,
+    values.standby as string[] | undefined,
+  );
+  if (standbys !== undefined) opts.standbys = standbys;
+  parseSharedBuffers(opts.sharedBuffers);
+  parseSharedBuffers(opts.standbySharedBuffers);
+  // Validate everything before initdb writes anything: a refused option leaves no half-made cluster.
+  checkSegmentSize(opts.walSegmentSize);
+  if (opts.wal!.maxWalSizeMb! * 1024 * 1024 < 2 * opts.walSegmentSize) {
+    throw new UsageError(
+      `"max_wal_size" must be at least twice "wal_segment_size" (${v('max-wal-size')} < 2 × ${v('wal-segment-size')})`,
+    );
+  }
+  if (isIP(opts.listen) === 0)
+    throw new UsageError(`--listen must be an IP address (e.g. 127.0.0.1), got "${opts.listen}"`);
+  if (opts.pgPortBase !== undefined) {
+    // The PostgreSQL ports are fixed by --pg-port: a taken one would only fail at the first start.
+    const count = 1 + (opts.standbys?.length ?? 1);
+    for (let i = 0; i < count; i++) {
+      const port = opts.pgPortBase + i;
+      if (port > 65_535 || !(await bindsNow(port, opts.listen)))
+        throw new UsageError(
+          `--pg-port ${opts.pgPortBase}: port ${port} on ${opts.listen} is ${port > 65_535 ? 'out of range' : 'in use'} ` +
+            `(the primary takes ${opts.pgPortBase}, each standby the next port); pick another base`,
+        );
+    }
+  }
+  return opts;
+}
+
+/** The address a node listens on, as a client reaches it (0.0.0.0 is printed as such). */
+function listenAddressOf(clusterDir: string, name: NodeName): string {
+  return readNodeConfig(clusterDir, name).listen;
+}
+
+/** Start every node that is not running (primaries first); print what started. */
+async function startAll(
+  clusterDir: string,
+  json: boolean,
+  dashboardPort: number | null,
+): Promise<number> {
+  const nodes = listNodes(clusterDir);
   const running = nodes.filter((n) => runningPid(clusterDir, n) !== null);
   if (running.length > 0 && running.length === nodes.length) {
     console.log(
@@ -144,58 +299,11 @@ async function cmdStart(argv: string[]): Promise<number> {
     );
     return 1;
   }
-  if (nodes.length === 0) {
-    const divisor = Number(values['threshold-divisor']);
-    if (!Number.isInteger(divisor) || divisor < 1)
-      throw new UsageError(
-        `--threshold-divisor must be a positive integer, got "${values['threshold-divisor']}"`,
-      );
-    const opts: InitOptions = {
-      sharedBuffers: values['shared-buffers']!,
-      standbySharedBuffers: values['standby-shared-buffers'] ?? values['shared-buffers']!,
-      synchronousCommit: parseSynchronousCommit(values['synchronous-commit']!),
-      dropStrategy: parseDropStrategy(values['drop-strategy']!),
-      thresholdDivisor: divisor,
-      forceOptimized: values['force-optimized']!,
-      walSegmentSize: parseSharedBuffers(values['wal-segment-size']!).bytes,
-      listen: values.listen!,
-      ...(values['pg-port'] !== undefined ? { pgPortBase: parsePort(values['pg-port']) } : {}),
-      ...(values.password !== undefined
-        ? {
-            password: parsePassword(values.password),
-            passwordEncryption: parsePasswordEncryption(values['password-encryption']!),
-          }
-        : {}),
-      ...(values['synchronous-standby-names'] !== undefined
-        ? { synchronousStandbyNames: values['synchronous-standby-names'] }
-        : {}),
-      wal: {
-        checkpointTimeoutS: parseCheckpointTimeout(values['checkpoint-timeout']!),
-        maxWalSizeMb: parseMaxWalSize(values['max-wal-size']!),
-        walKeepSizeMb: parseWalKeepSize(values['wal-keep-size']!),
-      },
-    };
-    const standbys = standbyNamesOf(values.standbys, values.standby);
-    if (standbys !== undefined) opts.standbys = standbys;
-    parseSharedBuffers(opts.sharedBuffers);
-    parseSharedBuffers(opts.standbySharedBuffers);
-    // Validate everything before initdb writes anything: a refused option leaves no half-made cluster.
-    checkSegmentSize(opts.walSegmentSize);
-    if (opts.wal!.maxWalSizeMb! * 1024 * 1024 < 2 * opts.walSegmentSize) {
-      throw new UsageError(
-        `"max_wal_size" must be at least twice "wal_segment_size" (${values['max-wal-size']} < 2 × ${values['wal-segment-size']})`,
-      );
-    }
-    if (isIP(opts.listen) === 0)
-      throw new UsageError(`--listen must be an IP address (e.g. 127.0.0.1), got "${opts.listen}"`);
-    await initCluster(clusterDir, opts);
-  }
-  const started: Array<{ name: string; port: number; pgPort: number | null }> = [];
+  const started: Array<{ name: string; port: number; pgPort: number | null; host: string }> = [];
   // Primaries first, so standbys find their upstream.
-  const all = listNodes(clusterDir);
   const order = [
-    ...all.filter((n) => !isStandby(clusterDir, n)),
-    ...all.filter((n) => isStandby(clusterDir, n)),
+    ...nodes.filter((n) => !isStandby(clusterDir, n)),
+    ...nodes.filter((n) => isStandby(clusterDir, n)),
   ];
   // An old primary superseded by a promotion is refused (split brain); the other nodes still start.
   const refused: string[] = [];
@@ -209,21 +317,32 @@ async function cmdStart(argv: string[]): Promise<number> {
       refused.push(e.message);
       continue;
     }
-    started.push({ name, port, pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null });
+    started.push({
+      name,
+      port,
+      pgPort: readPidFile(nodeDir(clusterDir, name))?.pgPort ?? null,
+      host: listenAddressOf(clusterDir, name),
+    });
   }
   for (const name of order) if (isStandby(clusterDir, name)) await waitStreaming(clusterDir, name);
-  const dashboard = values.dashboard
-    ? await startDashboardProcess(clusterDir, dashboardPort)
-    : undefined;
-  if (values.json) printJson({ dir: clusterDir, started, ...(dashboard ? { dashboard } : {}) });
+  const dashboard =
+    dashboardPort !== null ? await startDashboardProcess(clusterDir, dashboardPort) : undefined;
+  if (json)
+    printJson({
+      dir: clusterDir,
+      started: started.map(({ name, port, pgPort }) => ({ name, port, pgPort })),
+      ...(dashboard ? { dashboard } : {}),
+    });
   else {
     if (dashboard) console.log(`dashboard: ${dashboard}`);
     for (const s of started)
       console.log(
-        `${s.name}: started, listening on 127.0.0.1:${s.port} (control), PostgreSQL protocol on 127.0.0.1:${s.pgPort}`,
+        `${s.name}: started, listening on ${s.host}:${s.port} (control), PostgreSQL protocol on ${s.host}:${s.pgPort}`,
       );
     for (const s of started)
-      console.log(`  psql -h 127.0.0.1 -p ${s.pgPort} -U postgres -X postgres    # ${s.name}`);
+      console.log(
+        `  psql -h ${s.host === '0.0.0.0' ? '127.0.0.1' : s.host} -p ${s.pgPort} -U postgres -X postgres    # ${s.name}`,
+      );
   }
   if (refused.length > 0) throw new WalsimError('split_brain', refused.join('\n'));
   return 0;
@@ -275,17 +394,17 @@ async function cmdStop(argv: string[]): Promise<number> {
     );
   // Primary first: a fast/smart stop sends its shutdown checkpoint to the standbys before exiting.
   nodes.sort((a, b) => Number(isStandby(clusterDir, a)) - Number(isStandby(clusterDir, b)));
-  let stoppedAny = false;
-  for (const name of nodes) {
-    if (await stopNode(clusterDir, name, mode)) {
-      console.log(`${name}: stopped (${mode})`);
-      stoppedAny = true;
-    } else {
-      console.log(`${name}: not running`);
+  // Exit 0 when every node asked for is down afterwards, whether this command stopped it or it was
+  // not running (said on stdout); a stop that fails (timeout) is an error. (pg_ctl stop of a
+  // server that is not running exits 1; a cluster-wide stop is idempotent, like `systemctl stop`.)
+  return locked(clusterDir, 'stop', async () => {
+    for (const name of nodes) {
+      if (await stopNode(clusterDir, name, mode)) console.log(`${name}: stopped (${mode})`);
+      else console.log(`${name}: not running`);
     }
-  }
-  if (!values.node && stopDashboardProcess(clusterDir)) console.log('dashboard: stopped');
-  return stoppedAny ? 0 : 1;
+    if (!values.node && stopDashboardProcess(clusterDir)) console.log('dashboard: stopped');
+    return 0;
+  });
 }
 
 /** " from port P" for a standby's status line. */
@@ -380,7 +499,10 @@ async function cmdAddStandby(argv: string[]): Promise<number> {
   const clusterDir = clusterDirOf(values.dir);
   if (values.name === undefined) throw new UsageError(`--name is required\n${USAGE}`);
   if (values['shared-buffers'] !== undefined) parseSharedBuffers(values['shared-buffers']);
-  const r = await addStandby(clusterDir, values.name, values.from!, values['shared-buffers']);
+  const name = values.name;
+  const r = await locked(clusterDir, 'add-standby', () =>
+    addStandby(clusterDir, name, values.from!, values['shared-buffers']),
+  );
   const pgPort = readPidFile(nodeDir(clusterDir, values.name))?.pgPort ?? null;
   if (values.json)
     printJson({
@@ -408,7 +530,8 @@ async function cmdRepoint(argv: string[]): Promise<number> {
   if (values.node === undefined || values.to === undefined)
     throw new UsageError(`--node and --to are required\n${USAGE}`);
   const clusterDir = clusterDirOf(values.dir);
-  const r = await repoint(clusterDir, values.node, values.to);
+  const [node, to] = [values.node, values.to];
+  const r = await locked(clusterDir, 'repoint', () => repoint(clusterDir, node, to));
   console.log(
     `${values.node}: primary_conninfo = '${r.conninfo}'${r.running ? ' (reloaded; the walreceiver restarted at its flush position)' : ' (applies at its next start)'}`,
   );
@@ -447,7 +570,9 @@ async function cmdSwitchover(argv: string[]): Promise<number> {
     USAGE,
   );
   if (values.to === undefined) throw new UsageError(`--to is required\n${USAGE}`);
-  const r = await switchover(clusterDirOf(values.dir), values.to);
+  const clusterDir = clusterDirOf(values.dir);
+  const to = values.to;
+  const r = await locked(clusterDir, 'switchover', () => switchover(clusterDir, to));
   if (values.json) printJson(r);
   else {
     console.log(
@@ -472,7 +597,9 @@ async function cmdRejoin(argv: string[]): Promise<number> {
   );
   if (values.node === undefined || values.to === undefined)
     throw new UsageError(`--node and --to are required\n${USAGE}`);
-  const r = await rejoin(clusterDirOf(values.dir), values.node, values.to);
+  const clusterDir = clusterDirOf(values.dir);
+  const [node, to] = [values.node, values.to];
+  const r = await locked(clusterDir, 'rejoin', () => rejoin(clusterDir, node, to));
   if (values.json)
     printJson({
       node: values.node,
@@ -512,11 +639,13 @@ async function cmdPromote(argv: string[]): Promise<number> {
     throw new UsageError(
       `--wait-seconds must be a positive integer, got "${values['wait-seconds']}"`,
     );
-  const r = await promoteNode(clusterDir, values.node!, {
-    wait: !values['no-wait'],
-    waitSeconds,
-    profile,
-  });
+  const r = await locked(clusterDir, 'promote', () =>
+    promoteNode(clusterDir, values.node!, {
+      wait: !values['no-wait'],
+      waitSeconds,
+      profile,
+    }),
+  );
   if (values.json) printJson(r);
   else if (!r.promoted)
     console.log(`${values.node}: server did not promote within ${waitSeconds} seconds`);

@@ -60,4 +60,4 @@ runCli(async () => {
   console.log('');
   console.log(fitReportMarkdown(cells, profile));
   return 0;
-});
+}, USAGE);

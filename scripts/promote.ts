@@ -5,6 +5,9 @@
  *
  * Entry points: `promoteNode`, `PromoteResult`.
  */
+import * as path from 'node:path';
+import { isWalsimError, WalsimError } from '../common/errors.ts';
+import { nodeDir } from '../server/cluster-files.ts';
 import { connectNode } from './cli.ts';
 import type { FailoverReport } from '../standby/failover-report.ts';
 import { withModel, type Priced } from '../cost-model/price.ts';
@@ -22,11 +25,18 @@ export async function promoteNode(
 ): Promise<PromoteResult> {
   const c = await connectNode(clusterDir, node);
   try {
-    const served = (await c.request({
-      op: 'promote',
-      wait: opts.wait,
-      waitSeconds: opts.waitSeconds,
-    })) as { promoted: boolean; failover: FailoverReport | null };
+    const served = (await c
+      .request({ op: 'promote', wait: opts.wait, waitSeconds: opts.waitSeconds })
+      .catch((e: unknown) => {
+        if (!isWalsimError(e) || e.kind !== 'not_connected') throw e;
+        // The server went away mid-promotion (killed, crashed): say what to look at, not just
+        // "connection closed (1006)" (issue 26).
+        throw new WalsimError(
+          'not_connected',
+          `node "${node}" ended while promoting (${e.message}); see ${path.join(nodeDir(clusterDir, node), 'server.log')}, ` +
+            `and "npm run cluster -- status" for whether it runs and is read-write (a restart resumes recovery; promote again)`,
+        );
+      })) as { promoted: boolean; failover: FailoverReport | null };
     // The server's report carries counts only; priced here, once, with the given profile.
     return {
       ...served,

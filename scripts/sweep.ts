@@ -52,7 +52,7 @@ const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
   multi      seed 001 Test B: --tables one-block relations, VACUUM and/or TRUNCATE of each at failover
              [--tables 1000] [--variants vacuum,truncate[,truncate-toast]] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
              (truncate-toast: tables with a TOAST table, whose TRUNCATE drops three relfilenodes)
-  engines    [--engine walsim|postgres|walsim,postgres] [--pg-bin DIR]: postgres runs every cell on a real
+  threshold and multi, engines: [--engine walsim|postgres|walsim,postgres] [--pg-bin DIR]: postgres runs every cell on a real
              PostgreSQL primary + synchronous standby too (PostgreSQL 14 and later: the cached-lookup path, unforced),
              side by side with walsim's measured and modeled seconds
 ${STRATEGIES_USAGE}

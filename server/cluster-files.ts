@@ -175,7 +175,8 @@ export function writeNodeConfig(clusterDir: string, config: NodeConfig): void {
 }
 
 export function listNodes(clusterDir: string): NodeName[] {
-  if (!fs.existsSync(clusterDir)) return [];
+  // A --dir naming a file holds no nodes; initdb's check then says what it is.
+  if (!fs.existsSync(clusterDir) || !fs.statSync(clusterDir).isDirectory()) return [];
   return fs
     .readdirSync(clusterDir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && fs.existsSync(configPath(clusterDir, d.name)))
