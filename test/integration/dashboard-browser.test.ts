@@ -102,7 +102,12 @@ describe.skipIf(reason !== null)(
       expect(await lsnOnPage('standby', 'received')).toBeGreaterThan(
         await lsnOnPage('standby', 'replayed'),
       );
-      expect(Number((await fieldText('standby', 'lagBytes')).split(' ')[0])).toBeGreaterThan(0);
+      // The lag field is drawn from the same sample on the page's next render: wait for it.
+      await expect
+        .poll(async () => Number((await fieldText('standby', 'lagBytes')).split(' ')[0]), {
+          timeout: 10_000,
+        })
+        .toBeGreaterThan(0);
     });
 
     it('after stop (the button), resume (the button) and promote, the role, lifecycle and failover report change', async () => {
