@@ -30,7 +30,7 @@ export interface Notice {
  * - lifecycle_action_error (any node): the next action of the lifecycle machine throws an Error
  *   (EIO): the request that sent the event gets it, the process goes on;
  * - lifecycle_action_invariant (any node): the next lifecycle action throws an InvariantViolation,
- *   which ends the process with FATAL (standby/lifecycle-actor.ts).
+ *   which ends the process with FATAL (lifecycle/lifecycle-actor.ts).
  */
 export type FaultName =
   | 'cut_replication'

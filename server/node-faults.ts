@@ -4,7 +4,7 @@
  * `wal_write_fail` act on a standby's walreceiver and WAL writer; `slow_disk` makes every write and
  * fsync of the node's disk slower (common/latency-disk.ts); `lifecycle_action_error` and
  * `lifecycle_action_invariant` make the next lifecycle action throw an Error or an
- * InvariantViolation (standby/lifecycle-actor.ts says what follows). Counts what was injected.
+ * InvariantViolation (lifecycle/lifecycle-actor.ts says what follows). Counts what was injected.
  *
  * Entry points: `NodeFaults` (`inject`, `redoFaultArmed`, `injectedRedoFailure`).
  */

@@ -45,13 +45,13 @@ import {
   isInRecovery,
   refusalOf,
   type LifecycleEvent,
-} from '../standby/lifecycle-machine.ts';
+} from '../lifecycle/lifecycle-machine.ts';
 import {
   LifecycleActor,
   type LifecycleActionError,
   type LifecycleActionName,
   type LifecycleActions,
-} from '../standby/lifecycle-actor.ts';
+} from '../lifecycle/lifecycle-actor.ts';
 import { FailoverClock } from '../standby/failover-clock.ts';
 import type { FailoverReport } from '../standby/failover-report.ts';
 import { replayCountsOf } from '../storage/replay-counts.ts';
@@ -282,7 +282,7 @@ export class ServerNode {
   }
 
   /**
-   * Side effects of lifecycle transitions (see standby/lifecycle-machine.ts); each runs after the
+   * Side effects of lifecycle transitions (see lifecycle/lifecycle-machine.ts); each runs after the
    * test-only action faults had their chance to throw in its place.
    */
   private lifecycleEffects(): LifecycleActions {

@@ -12,14 +12,14 @@ import { defaultCostProfile } from '../cost-model/profile.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn } from '../wal/lsn.ts';
 import { formatSharedBuffers } from '../storage/shared-buffers.ts';
-import { pauseStateOf, RECOVERY_CONTROL_HINT, refusalOf } from '../standby/lifecycle-machine.ts';
+import { pauseStateOf, RECOVERY_CONTROL_HINT, refusalOf } from '../lifecycle/lifecycle-machine.ts';
 import type { QueryResult, SqlValue } from './control-protocol.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import type { XactStatusReader } from '../storage/clog.ts';
 import type { PgStatReplicationRow, WalSenderSet } from '../primary/walsender-set.ts';
 import type { WalReceiver } from '../standby/walreceiver.ts';
-import type { LifecycleEvent, LifecycleSnapshot } from '../standby/lifecycle-machine.ts';
+import type { LifecycleEvent, LifecycleSnapshot } from '../lifecycle/lifecycle-machine.ts';
 import type { NodeConfig } from './node-config.ts';
 import type { FailoverReport } from '../standby/failover-report.ts';
 

@@ -10,7 +10,7 @@ import {
   pauseStateOf,
   type LifecycleSnapshot,
   type RecoveryPauseState,
-} from './lifecycle-machine.ts';
+} from '../lifecycle/lifecycle-machine.ts';
 import type { ReplayError, StartupProcess } from './startup.ts';
 import type { WalReceiver } from './walreceiver.ts';
 import type { Lsn } from '../wal/lsn.ts';

@@ -1,5 +1,5 @@
 /**
- * A lifecycle action that throws takes the node's ordinary failure path (standby/lifecycle-actor.ts):
+ * A lifecycle action that throws takes the node's ordinary failure path (lifecycle/lifecycle-actor.ts):
  * an Error is reported to the request that sent the event and the server goes on; an
  * InvariantViolation is FATAL — logged, exit code 1, and the data directory restarts with crash
  * recovery. Method: the `lifecycle_action_error` / `lifecycle_action_invariant` faults make the next

@@ -29,43 +29,26 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
  * What each folder may import (type-only imports included: a type from a higher layer still ties
  * the layers together). Folders not listed (scripts/, test/) may import anything.
  */
+const ENGINE = ['common', 'wal', 'storage'];
+const ROLES_FLOOR = [...ENGINE, 'protocol', 'sql', 'lifecycle'];
 const FOLLOWS: Record<string, readonly string[]> = {
   common: ['common'],
   wal: ['common', 'wal'],
-  storage: ['common', 'wal', 'storage'],
+  storage: ENGINE,
   // The cost model depends on counts only.
-  'cost-model': ['common', 'wal', 'storage', 'cost-model'],
-  protocol: ['common', 'wal', 'storage', 'protocol'],
+  'cost-model': [...ENGINE, 'cost-model'],
+  protocol: [...ENGINE, 'protocol'],
   // SQL's home (lexer, parser, AST, function table): below the roles, which execute it.
   sql: ['common', 'protocol', 'sql'],
+  // The lifecycle machine governs both roles and the stop: a floor below both, pure (xstate).
+  lifecycle: ['common', 'protocol', 'lifecycle'],
   // The roles never import the shell, the CLIs, the simulator or each other; pricing happens at
   // the edges (server/, scripts/), so nothing below server/ imports cost-model/.
-  primary: ['common', 'wal', 'storage', 'protocol', 'sql', 'primary'],
-  standby: ['common', 'wal', 'storage', 'protocol', 'sql', 'standby'],
-  server: [
-    'common',
-    'wal',
-    'storage',
-    'cost-model',
-    'protocol',
-    'sql',
-    'primary',
-    'standby',
-    'server',
-  ],
+  primary: [...ROLES_FLOOR, 'primary'],
+  standby: [...ROLES_FLOOR, 'standby'],
+  server: [...ROLES_FLOOR, 'cost-model', 'primary', 'standby', 'server'],
   // Only scripts/ and tests import the simulator.
-  sim: [
-    'common',
-    'wal',
-    'storage',
-    'cost-model',
-    'protocol',
-    'sql',
-    'primary',
-    'standby',
-    'server',
-    'sim',
-  ],
+  sim: [...ROLES_FLOOR, 'cost-model', 'primary', 'standby', 'server', 'sim'],
 };
 
 /** The node shell: what both roles share (server/README.md, "Roles and the node shell"). */
@@ -79,7 +62,16 @@ const NODE_SHELL = [
 ];
 
 /** Folders whose every file is part of the node core. */
-const CORE_FOLDERS = ['common', 'wal', 'storage', 'protocol', 'sql', 'primary', 'standby'];
+const CORE_FOLDERS = [
+  'common',
+  'wal',
+  'storage',
+  'protocol',
+  'sql',
+  'lifecycle',
+  'primary',
+  'standby',
+];
 
 /**
  * The production bindings (server/main.ts and the CLIs bind them): the only files in the core's

@@ -11,8 +11,8 @@ import {
   LifecycleActor,
   type LifecycleActionError,
   type LifecycleActions,
-} from '../../standby/lifecycle-actor.ts';
-import { describeState, lifecycleMachine } from '../../standby/lifecycle-machine.ts';
+} from '../../lifecycle/lifecycle-actor.ts';
+import { describeState, lifecycleMachine } from '../../lifecycle/lifecycle-machine.ts';
 
 /** Every action a no-op, except the overrides. */
 function actions(overrides: Partial<LifecycleActions> = {}): LifecycleActions {

@@ -15,7 +15,7 @@ import {
   refusalOf,
   type LifecycleEvent,
   type LifecycleSnapshot,
-} from '../../standby/lifecycle-machine.ts';
+} from '../../lifecycle/lifecycle-machine.ts';
 
 const EVENTS: LifecycleEvent[] = [
   { type: 'PAUSE' },
