@@ -221,6 +221,17 @@ export function isPromoting(s: LifecycleSnapshot): boolean {
   return s.matches('promoting');
 }
 
+const STOP_MODES: readonly StopMode[] = ['smart', 'fast', 'immediate'];
+
+/**
+ * The stop in progress, or null: the `stopping` state's substate. (A smart stop requested during
+ * promotion is a fast one: promotion has no sessions to wait for.) The node's "shutting down" is
+ * this, never a flag of its own.
+ */
+export function stopModeOf(s: LifecycleSnapshot): StopMode | null {
+  return STOP_MODES.find((m) => s.matches({ stopping: m })) ?? null;
+}
+
 /** A short name of the current state for status output, e.g. 'recovery(streaming,paused)'. */
 export function describeState(s: LifecycleSnapshot): string {
   const v = s.value;

@@ -44,6 +44,7 @@ import {
   describeState,
   isInRecovery,
   refusalOf,
+  stopModeOf,
   type LifecycleEvent,
 } from '../lifecycle/lifecycle-machine.ts';
 import {
@@ -137,7 +138,6 @@ export class ServerNode {
   /** The lifecycle machine: the single source of truth for recovery, pause and promotion state. */
   readonly lifecycle: LifecycleActor;
   readonly failover: FailoverClock;
-  shuttingDown: StopMode | null = null;
   /**
    * Observer of acknowledged commits (the simulator's ledger checks the synchronous standby's
    * positions against `endLsn` at this instant); null in production.
@@ -240,6 +240,11 @@ export class ServerNode {
       `INV-NODE-6: no standby role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
     );
     return this.standbyRole;
+  }
+
+  /** The stop in progress (null while running), read from the lifecycle machine's `stopping`. */
+  get shuttingDown(): StopMode | null {
+    return stopModeOf(this.lifecycle.getSnapshot());
   }
 
   /** pg_is_in_recovery(), read from the lifecycle machine. */
@@ -830,7 +835,6 @@ export class ServerNode {
   async shutdown(mode: 'smart' | 'fast'): Promise<void> {
     const wasInRecovery = this.inRecovery; // read before STOP leaves the recovery states
     this.send({ type: 'STOP', mode });
-    this.shuttingDown = mode;
     this.checkpointer.stop();
     if (wasInRecovery) await this.standby().shutdown();
     else await this.primary().shutdown();

@@ -13,6 +13,7 @@ import {
   lifecycleMachine,
   pauseStateOf,
   refusalOf,
+  stopModeOf,
   type LifecycleEvent,
   type LifecycleSnapshot,
 } from '../../lifecycle/lifecycle-machine.ts';
@@ -173,5 +174,21 @@ describe('lifecycle machine', () => {
       'openForWrites',
       'checkpoint',
     ]);
+  });
+
+  it("the node's shutting-down is the stopping state: every stop reaches one mode, and nothing else does", () => {
+    for (const inRecovery of [true, false]) {
+      for (const v of Object.values(walk({ inRecovery }))) {
+        const mode = stopModeOf(v.state);
+        expect(mode !== null).toBe(v.state.matches('stopping'));
+        if (v.state.matches('stopping')) continue;
+        for (const m of ['smart', 'fast', 'immediate'] as const) {
+          const [next] = transition(lifecycleMachine, v.state, { type: 'STOP', mode: m });
+          // A smart stop during promotion does not wait (no sessions to wait for): it is fast.
+          const want = m === 'smart' && v.state.matches('promoting') ? 'fast' : m;
+          expect(stopModeOf(next)).toBe(want);
+        }
+      }
+    }
   });
 });
