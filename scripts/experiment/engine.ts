@@ -23,8 +23,6 @@
 import type { CostProfile } from '../../cost-model/profile.ts';
 import type { FreshClusterSettings } from './fresh-cluster.ts';
 import type { Workload } from './state.ts';
-import type { WalsimFailover } from './walsim-engine.ts';
-import type { PgFailover } from '../postgres/pg-engine.ts';
 
 export type EngineName = 'walsim' | 'postgres';
 export const ENGINE_NAMES: readonly EngineName[] = ['walsim', 'postgres'];
@@ -78,15 +76,17 @@ export interface EngineFailover {
   lines: string[];
 }
 
-/** Either engine's failover account (discriminated by `engine`). */
-export type AnyFailover = WalsimFailover | PgFailover;
-
-export interface FailoverObserver {
+/**
+ * How one engine observes a failover: `F` is its account (walsim-engine.ts WalsimFailover,
+ * postgres/pg-engine.ts PgFailover; steps.ts names their union). Generic so that this interface
+ * does not import the engines that implement it.
+ */
+export interface FailoverObserver<F extends EngineFailover = EngineFailover> {
   /** After promotion: read the engine's record of the failover. */
-  finish(instants: FailoverInstants): Promise<AnyFailover>;
+  finish(instants: FailoverInstants): Promise<F>;
 }
 
-export interface Engine {
+export interface Engine<F extends EngineFailover = EngineFailover> {
   readonly name: EngineName;
   readonly clusterDir: string;
   /** Added to step commands in messages: '' (walsim) or ' --engine postgres'. */
@@ -106,7 +106,7 @@ export interface Engine {
   /** The statement that resumes replay; a second column, when present, is the server's clock then (epoch seconds). */
   readonly resumeSql: string;
   /** Step 1 of the resume (see the file header); the observer finishes the account after promotion. */
-  prepareFailover(window: FailoverWindow): Promise<FailoverObserver>;
+  prepareFailover(window: FailoverWindow): Promise<FailoverObserver<F>>;
   /**
    * Why replay on `node` cannot continue (walsim: its startup process stopped on a redo error), or
    * null. Polled while waiting for replay, so a broken standby fails the step at once.
@@ -123,10 +123,10 @@ export interface NewClusterSettings extends FreshClusterSettings {
 }
 
 /** How to make and remove clusters of one engine. */
-export interface EngineKind {
+export interface EngineKind<F extends EngineFailover = EngineFailover> {
   readonly name: EngineName;
   /** Initialise `dir` (missing or empty), start both nodes, wait until the standby streams. */
-  createCluster(dir: string, s: NewClusterSettings): Promise<Engine>;
+  createCluster(dir: string, s: NewClusterSettings): Promise<Engine<F>>;
   /** Stop every node immediately (verified pids only) and remove `dir`. */
   destroyCluster(dir: string): Promise<void>;
 }

@@ -41,7 +41,7 @@ import { maxAlign, RecordEncoder } from '../../wal/codec.ts';
 import type { RelFileNumber, TransactionId, WalRecordBody } from '../../wal/records.ts';
 import { rowsForPages } from './rel-size.ts';
 import { tableNames } from './state.ts';
-import type { CellSpec } from './sweep.ts';
+import type { CellSpec } from './cell.ts';
 
 export interface InProcessSettings {
   thresholdDivisor: number;

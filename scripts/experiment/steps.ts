@@ -22,7 +22,7 @@ import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pollUntil, StopPolling } from '../../server/poll.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import type { AnyFailover, Engine, ExperimentNode } from './engine.ts';
+import type { Engine, ExperimentNode } from './engine.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';
 import {
   readWorkloadState,
@@ -31,9 +31,14 @@ import {
   type Workload,
   type WorkloadState,
 } from './state.ts';
-import { connectPg, WalsimEngine } from './walsim-engine.ts';
+import { connectPg, WalsimEngine, type WalsimFailover } from './walsim-engine.ts';
 import { isPgCluster } from '../postgres/pg-cluster.ts';
-import { PgEngine } from '../postgres/pg-engine.ts';
+import { PgEngine, type PgFailover } from '../postgres/pg-engine.ts';
+
+/** Either engine's failover account (discriminated by `engine`). */
+export type AnyFailover = WalsimFailover | PgFailover;
+/** An engine of either kind, as the steps use it. */
+export type AnyEngine = Engine<AnyFailover>;
 
 export const STEPS = [
   'create',
@@ -60,7 +65,7 @@ export class StepOrderError extends Error {
 }
 
 /** The engine of the cluster in `dir`: the directory says which (postgres/pg-cluster.ts writes engine.json). */
-export function openEngine(dir: string): Engine {
+export function openEngine(dir: string): AnyEngine {
   return isPgCluster(dir) ? new PgEngine(dir) : new WalsimEngine(dir);
 }
 
@@ -68,7 +73,7 @@ export interface StepOptions {
   clusterDir: string;
   workload: Workload;
   /** The cluster's engine (default: `openEngine(clusterDir)`). */
-  engine?: Engine;
+  engine?: AnyEngine;
   /** insert (rel): NB/k, pages or bytes. Default NB/512. */
   size?: string;
   /** create (multi): number of one-block tables. Default 1000. */
@@ -106,7 +111,7 @@ const PIPELINE_DEPTH = 32;
  */
 export class StepSession {
   private readonly clients = new Map<ExperimentNode, pg.Client>();
-  constructor(readonly engine: Engine) {}
+  constructor(readonly engine: AnyEngine) {}
 
   get clusterDir(): string {
     return this.engine.clusterDir;

@@ -28,34 +28,24 @@ import type { CostProfile } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from './in-process.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { parseRelSize } from './rel-size.ts';
-import { runStep, StepSession, type ResumeResult, type StepName } from './steps.ts';
-import { ENGINE_NAMES, type EngineKind, type EngineName } from './engine.ts';
+import {
+  runStep,
+  StepSession,
+  type AnyFailover,
+  type ResumeResult,
+  type StepName,
+} from './steps.ts';
+import { ENGINE_NAMES, type EngineKind } from './engine.ts';
+import type { CellSpec, Engine, SweepKind, Variant } from './cell.ts';
 import { WALSIM_ENGINE } from './walsim-engine.ts';
 import { PG_ENGINE } from '../postgres/pg-engine.ts';
 
-export type SweepKind = 'threshold' | 'multi';
-/** `truncate-toast`: TRUNCATE of tables that have a TOAST table (three relfilenodes dropped each). */
-export type Variant = 'vacuum' | 'truncate' | 'truncate-toast';
-/** Who runs the cell: walsim, or a real PostgreSQL primary + standby (scripts/postgres/). */
-export type Engine = EngineName;
+export type { CellSpec, Engine, SweepKind, Variant };
 export const ENGINES: readonly Engine[] = ENGINE_NAMES;
-const ENGINE_KINDS: Record<Engine, EngineKind> = { walsim: WALSIM_ENGINE, postgres: PG_ENGINE };
-
-export interface CellSpec {
-  kind: SweepKind;
-  engine: Engine;
-  /** Standby shared_buffers as given (e.g. `100GB`) and in buffers. */
-  sharedBuffers: string;
-  nBuffers: number;
-  strategy: DropStrategy;
-  forceOptimized: boolean;
-  variant: Variant;
-  /** Test A: the relation size `NB/k`, its k and pages. Test B: null, 1 page per table. */
-  relSize: string | null;
-  relDivisor: number | null;
-  pagesPerTable: number;
-  tables: number;
-}
+const ENGINE_KINDS: Record<Engine, EngineKind<AnyFailover>> = {
+  walsim: WALSIM_ENGINE,
+  postgres: PG_ENGINE,
+};
 
 /** The modeled columns of a run (cost-model), from its exact counts. */
 export interface ModeledColumns {

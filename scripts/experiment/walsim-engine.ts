@@ -62,7 +62,7 @@ export async function connectPg(
   return c;
 }
 
-export class WalsimEngine implements Engine {
+export class WalsimEngine implements Engine<WalsimFailover> {
   readonly name = 'walsim' as const;
   readonly stepFlag = '';
   readonly resumeSql = 'SELECT pg_wal_replay_resume()';
@@ -128,7 +128,7 @@ export class WalsimEngine implements Engine {
       throw new WalsimError('timeout', `the ${node} did not promote within ${waitSeconds} s`);
   }
 
-  async prepareFailover(w: FailoverWindow): Promise<FailoverObserver> {
+  async prepareFailover(w: FailoverWindow): Promise<FailoverObserver<WalsimFailover>> {
     // The promote request then follows the resume by one round trip, as the control endpoint's did.
     this.promoteClient ??= await connectPg(this.connectionString('standby'));
     return {
@@ -192,9 +192,9 @@ export class WalsimEngine implements Engine {
 }
 
 /** Fresh walsim clusters for sweep runs (fresh-cluster.ts). */
-export const WALSIM_ENGINE: EngineKind = {
+export const WALSIM_ENGINE: EngineKind<WalsimFailover> = {
   name: 'walsim',
-  async createCluster(dir: string, s: NewClusterSettings): Promise<Engine> {
+  async createCluster(dir: string, s: NewClusterSettings): Promise<WalsimEngine> {
     await startFreshCluster(dir, s);
     return new WalsimEngine(dir);
   },

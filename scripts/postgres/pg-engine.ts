@@ -75,7 +75,7 @@ export interface PgFailover extends EngineFailover {
 
 const fmtInt = (n: number) => n.toLocaleString('en-US');
 
-export class PgEngine implements Engine {
+export class PgEngine implements Engine<PgFailover> {
   readonly name = 'postgres' as const;
   readonly stepFlag = ' --engine postgres';
   readonly resumeSql =
@@ -138,7 +138,7 @@ export class PgEngine implements Engine {
     return parseWaldumpStats(r.stdout);
   }
 
-  async prepareFailover(w: FailoverWindow): Promise<FailoverObserver> {
+  async prepareFailover(w: FailoverWindow): Promise<FailoverObserver<PgFailover>> {
     const from = w.pauseLsn ?? w.receivedLsn;
     const to =
       w.endLsn !== null && parseLsn(w.endLsn) <= parseLsn(w.receivedLsn) ? w.endLsn : w.receivedLsn;
@@ -233,7 +233,7 @@ export class PgEngine implements Engine {
 }
 
 /** Fresh PostgreSQL clusters for sweep runs (pg-cluster.ts); walsim's drop settings do not apply. */
-export const PG_ENGINE: EngineKind = {
+export const PG_ENGINE: EngineKind<PgFailover> = {
   name: 'postgres',
   async createCluster(dir: string, s: NewClusterSettings): Promise<PgEngine> {
     await initPgCluster(dir, {

@@ -13,11 +13,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
-import type { Engine, EngineKind } from '../../scripts/experiment/engine.ts';
+import type { EngineKind } from '../../scripts/experiment/engine.ts';
 import {
   runStep,
   StepOrderError,
   StepSession,
+  type AnyEngine,
+  type AnyFailover,
   type StepName,
   type StepResult,
 } from '../../scripts/experiment/steps.ts';
@@ -100,7 +102,7 @@ interface Transcript {
 
 /** Test A then Test B on fresh clusters of one engine, every step through runStep. */
 async function script(
-  kind: EngineKind,
+  kind: EngineKind<AnyFailover>,
   fresh: () => string,
 ): Promise<Record<Workload, Transcript>> {
   const sequences: Record<
@@ -121,7 +123,7 @@ async function script(
   const out = {} as Record<Workload, Transcript>;
   for (const workload of ['rel', 'multi'] as const) {
     const dir = fresh();
-    const engine: Engine = await kind.createCluster(dir, SETTINGS);
+    const engine: AnyEngine = await kind.createCluster(dir, SETTINGS);
     const t: Transcript = { results: [], lines: [], orderError: { message: '', runFirst: '' } };
     const { steps, o, early } = sequences[workload];
     // One session across steps, as the sweeps run them; the CLIs open one per step.
