@@ -20,7 +20,7 @@ import {
   describeState,
   lifecycleMachine,
   type LifecycleEvent,
-} from '../standby/lifecycle-machine.ts';
+} from '../lifecycle/lifecycle-machine.ts';
 import { STOP_MODES } from '../protocol/messages.ts';
 
 export interface GraphState {
@@ -203,7 +203,7 @@ async function layout(): Promise<LifecycleGraph> {
 }
 
 /**
- * The state value of a status `lifecycle` string (standby/lifecycle-machine.ts `describeState`):
+ * The state value of a status `lifecycle` string (lifecycle/lifecycle-machine.ts `describeState`):
  * 'recovery(streaming,paused)', 'promoting.replayingReceived', 'primary.readWrite', 'starting'.
  * Null when the string is not one the machine can be in.
  */

@@ -4,7 +4,7 @@
  * transitions are those xstate takes, and the sampled lag follows LagTracker's rule.
  */
 import { describe, expect, it } from 'vitest';
-import { lifecycleMachine } from '../../standby/lifecycle-machine.ts';
+import { lifecycleMachine } from '../../lifecycle/lifecycle-machine.ts';
 import {
   activeStates,
   inferTransitions,
