@@ -23,7 +23,11 @@ import type { WalReadOptions } from '../wal/wal-reader.ts';
 import type { WalWriter } from '../wal/wal-writer.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { replayRecordSteps } from '../storage/redo.ts';
-import { pauseStateOf, type LifecycleEvent, type LifecycleSnapshot } from '../lifecycle/lifecycle-machine.ts';
+import {
+  pauseStateOf,
+  type LifecycleEvent,
+  type LifecycleSnapshot,
+} from '../lifecycle/lifecycle-machine.ts';
 import { StartupProcess } from './startup.ts';
 import { standbyStatusOf, type StandbyStatus } from './standby-status.ts';
 import { WalReceiver } from './walreceiver.ts';
