@@ -366,7 +366,10 @@ async function writeMetadataFiles(
   }
 }
 
-/** image.json through a temp file, rename and a directory fsync: the image switches atomically. */
+/**
+ * image.json through a temp file and a rename: the image switches atomically (the caller then
+ * fsyncs the directory). From the rename on, the header names the new files.
+ */
 async function switchHeader(
   base: string,
   full: DataImageHeader,
@@ -377,7 +380,6 @@ async function switchHeader(
   const tmp = path.join(base, `${HEADER_FILE}.tmp`);
   await slicer.turn(writeSynced(disk, tmp, JSON.stringify(full)));
   await slicer.turn(disk.renameAsync(tmp, path.join(base, HEADER_FILE)));
-  fsyncDir(base, disk);
   stats.filesWritten++;
   stats.fsyncs += 2;
 }
@@ -466,6 +468,10 @@ export async function writeDataImage(
 
   const changed = src.takeChanged();
   const created: string[] = [];
+  // Once image.json is renamed into place it names the files in `created`: a later failure (the
+  // directory fsync, removing an old file) must not roll them back, or the header names files
+  // that are gone and the next start cannot load the image.
+  let switched = false;
   try {
     const plan = planPack(changed, state, src, stats);
     let placed = new Map<RelFileNumber, ImageEntry>();
@@ -491,14 +497,17 @@ export async function writeDataImage(
       ...files,
     };
     await switchHeader(base, full, disk, slicer, stats);
-
+    switched = true;
     const obsolete = advanceState(state, gen, plan, placed, files);
+    fsyncDir(base, disk);
     await removeObsolete(dataDir, base, obsolete, state, disk, slicer, stats);
     slicer.endStretch();
     return stats;
   } catch (e) {
-    src.markChanged(changed);
-    for (const name of created) disk.rmrf(path.join(base, name));
+    if (!switched) {
+      src.markChanged(changed);
+      for (const name of created) disk.rmrf(path.join(base, name));
+    }
     throw e;
   }
 }

@@ -13,6 +13,7 @@ import { NodeStorage } from '../../storage/node-storage.ts';
 import type { DropSettings } from '../../storage/drop.ts';
 import { smgrdounlinkall } from '../../storage/smgr.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
+import type { Disk } from '../../common/disk.ts';
 import { systemClock } from '../../common/system-clock.ts';
 
 const SETTINGS = {
@@ -124,6 +125,27 @@ describe('data image', () => {
     expect(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).header.redoLsn).toBe(1 << 20);
     expect(fs.existsSync(path.join(dir, 'base', 'rels.2'))).toBe(false);
     expect((await st.writeImage(dir, header(3), noPause, IO)).relationsChanged).toBe(1);
+  });
+
+  it('a failure after the switch (removing an old file) keeps the new image loadable', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-image-'));
+    const st = storageWith(3);
+    await st.writeImage(dir, header(1), noPause, IO);
+    st.heap.extendTo(20001, 2);
+    // The old index cannot be removed (EIO on a real disk): image.json already names generation 2.
+    const disk: Disk = Object.create(nodeDisk) as Disk;
+    disk.rmrfAsync = async (p) => {
+      if (p.endsWith('index.1')) throw new Error('EIO: i/o error, unlink index.1');
+      return nodeDisk.rmrfAsync(p);
+    };
+    await expect(
+      st.writeImage(dir, header(2), noPause, { disk, clock: systemClock }),
+    ).rejects.toThrow(/EIO/);
+    // Before the fix the failure removed generation 2's files: ENOENT base/index.2 at load.
+    const loaded = NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk);
+    expect(loaded.header.redoLsn).toBe(2 << 20);
+    expect(contentOf(loaded.storage)).toBe(contentOf(st));
+    expect(fs.existsSync(path.join(dir, 'base', 'index.1'))).toBe(false); // a leftover, removed at load
   });
 
   it('a loaded image gets the buffer pool its drop strategy needs (rel-list keeps relation lists)', async () => {
