@@ -33,12 +33,11 @@ import { StorageManager } from '../storage/smgr.ts';
 import { measureWalCodec } from '../wal/bench-codec.ts';
 import { measureEndToEnd, measureVacuumReplay } from './bench-replay.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
-import { exitWithUsageIfHelp } from './cli.ts';
+import { exitWithUsageIfHelp, positiveInt } from './cli.ts';
 
-exitWithUsageIfHelp(
-  process.argv.slice(2),
-  'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]',
-);
+const USAGE =
+  'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]';
+exitWithUsageIfHelp(process.argv.slice(2), USAGE);
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -47,8 +46,19 @@ function arg(name: string): string | undefined {
 
 const json = process.argv.includes('--json');
 const sharedBuffersText = arg('--shared-buffers') ?? '100GB';
-const runs = Number(arg('--runs') ?? 7);
-const replayPages = Number(arg('--replay-pages') ?? 131_072);
+/** A bad option is one `error:` line and the usage (exit 2), never a stack trace or a NaN table. */
+function optionOrExit<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+const runs = optionOrExit(() => positiveInt(arg('--runs') ?? '7', 'runs'));
+const replayPages = optionOrExit(() =>
+  positiveInt(arg('--replay-pages') ?? '131072', 'replay-pages'),
+);
 const endToEnd = !process.argv.includes('--no-end-to-end');
 const log = (line: string): void => {
   if (!json) console.log(line);
@@ -66,7 +76,7 @@ function nowNs(): number {
 }
 
 const MiB = 2 ** 20;
-const { nBuffers } = parseSharedBuffers(sharedBuffersText);
+const { nBuffers } = optionOrExit(() => parseSharedBuffers(sharedBuffersText));
 const FILL_RELS = 1000;
 const FIRST_REL = 16384;
 const SCAN_REL = 900_000;

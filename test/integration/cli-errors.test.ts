@@ -226,6 +226,21 @@ describe('CLI errors', () => {
     expect(fs.existsSync(path.join(tmp, 'neg'))).toBe(false);
   });
 
+  it('bench refuses a bad --shared-buffers, --runs or --replay-pages with one line, no stack, no NaN', async () => {
+    const runs = await Promise.all([
+      runScript('bench.ts', ['--shared-buffers', '0']),
+      runScript('bench.ts', ['--runs', '0']),
+      runScript('bench.ts', ['--replay-pages', 'many']),
+    ]);
+    expectOneLineError(runs[0]!, /invalid value for parameter "shared_buffers": "0"/);
+    expectOneLineError(runs[1]!, /--runs must be a positive integer, got "0"/);
+    expectOneLineError(runs[2]!, /--replay-pages must be a positive integer, got "many"/);
+    for (const r of runs) {
+      expect(r.code).toBe(2);
+      expect(r.stdout).not.toMatch(/NaN/);
+    }
+  });
+
   it('says clearly when the cluster is missing or not running', async () => {
     const missing = path.join(tmp, 'missing');
     const runs = await Promise.all([
