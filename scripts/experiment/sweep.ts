@@ -65,7 +65,8 @@ export interface ModeledColumns {
 /** A run without modeled columns (the PostgreSQL engine): measured fields only. */
 export type MeasuredRunRecord = Omit<RunRecord, keyof ModeledColumns | 'mode' | 'counts'>;
 
-const NO_MODEL: ModeledColumns & Pick<RunRecord, 'mode' | 'counts'> = {
+/** The modeled columns of a run that was measured only (real PostgreSQL, stored calibration runs). */
+export const NO_MODEL: ModeledColumns & Pick<RunRecord, 'mode' | 'counts'> = {
   mode: 'measured',
   counts: null,
   modelProfile: '',

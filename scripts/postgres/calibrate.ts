@@ -28,7 +28,7 @@ import {
 } from '../../cost-model/profile.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import { parseRelSize } from '../experiment/rel-size.ts';
-import type { CellSpec, CellSummary, RunRecord } from '../experiment/sweep.ts';
+import { NO_MODEL, type CellSpec, type CellSummary, type RunRecord } from '../experiment/sweep.ts';
 import { WalsimError } from '../../common/errors.ts';
 
 export const DEFAULT_CALIBRATION_SIZES = ['128MB', '1GB', '4GB'];
@@ -367,15 +367,7 @@ export function recordsFromStored(
       );
     return {
       ...cell,
-      mode: 'measured',
-      counts: null,
-      modelProfile: '',
-      modeledS: NaN,
-      modeledPolledS: null,
-      modeledReplayS: NaN,
-      modeledEndOfRecoveryS: NaN,
-      modeledOpenForWritesS: NaN,
-      modeledDropS: NaN,
+      ...NO_MODEL,
       run: r.run,
       failoverMs: r.failoverMs,
       replayMs: r.replayMs ?? null,

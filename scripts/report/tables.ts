@@ -244,21 +244,19 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
     '',
     modeledCrossover,
   ];
-  if (isModelOnly(cells)) {
-    return {
-      regression: regressionT,
-      optimized,
-      fullScan,
-      dropOnly,
-      crossover,
-      modeledRegression,
-      modeledOptimized,
-      modeledFullScan,
-      modeledPolled,
-      modeledCrossover,
-      markdown: modeledMd.join('\n'),
-    };
-  }
+  const tables = {
+    regression: regressionT,
+    optimized,
+    fullScan,
+    dropOnly,
+    crossover,
+    modeledRegression,
+    modeledOptimized,
+    modeledFullScan,
+    modeledPolled,
+    modeledCrossover,
+  };
+  if (isModelOnly(cells)) return { ...tables, markdown: modeledMd.join('\n') };
   const markdown = [
     `### 1. % regression: (optimized − full-scan) / full-scan`,
     '',
@@ -286,19 +284,7 @@ export function thresholdTables(cells: CellSummary[]): ThresholdTables {
     '',
     ...modeledMd,
   ].join('\n');
-  return {
-    regression: regressionT,
-    optimized,
-    fullScan,
-    dropOnly,
-    crossover,
-    modeledRegression,
-    modeledOptimized,
-    modeledFullScan,
-    modeledPolled,
-    modeledCrossover,
-    markdown,
-  };
+  return { ...tables, markdown };
 }
 
 /** Test B: one table per variant, rows shared_buffers, Master | Patched | %reg. */
