@@ -19,6 +19,7 @@ import {
   formatAccuracy,
   readAccuracy,
   verifyPromotion,
+  type VerifyResult,
 } from './predict/verify.ts';
 
 const USAGE = `usage: npm run predict -- --standby URL [--standby URL2 ...] [--pgdata DIR ...] [--primary URL]
@@ -51,13 +52,7 @@ async function main(): Promise<number> {
     USAGE,
   );
   const accuracyLog = values['accuracy-log'] ?? DEFAULT_ACCURACY_LOG;
-  if (values.accuracy) {
-    const es = readAccuracy(accuracyLog);
-    if (values.json)
-      console.log(JSON.stringify({ accuracyLog: path.resolve(accuracyLog), entries: es }));
-    else console.log(formatAccuracy(es).join('\n'));
-    return 0;
-  }
+  if (values.accuracy) return printAccuracy(accuracyLog, values.json === true);
   const standbys = values.standby ?? [];
   if (standbys.length === 0) throw new UsageError(`--standby URL is required\n${USAGE}`);
   const pgdata = values.pgdata ?? [];
@@ -115,6 +110,20 @@ async function main(): Promise<number> {
     );
     return 0;
   }
+  printVerified(p, v, logFile, accuracyLog);
+  return 0;
+}
+
+/** --accuracy: the --verify runs logged so far, summarised. */
+function printAccuracy(accuracyLog: string, json: boolean): number {
+  const es = readAccuracy(accuracyLog);
+  if (json) console.log(JSON.stringify({ accuracyLog: path.resolve(accuracyLog), entries: es }));
+  else console.log(formatAccuracy(es).join('\n'));
+  return 0;
+}
+
+/** --verify without --json: predicted beside measured, phase by phase, with the error. */
+function printVerified(p: Prediction, v: VerifyResult, logFile: string, accuracyLog: string): void {
   const f = (x: number | null) => (x === null ? '    n/a' : x.toFixed(3).padStart(7));
   const e = (a: number, b: number | null) =>
     b === null || b === 0 ? '' : `  ${(((a - b) / b) * 100).toFixed(1)}%`;
@@ -135,7 +144,6 @@ async function main(): Promise<number> {
       .filter((l) => l !== '')
       .join('\n'),
   );
-  return 0;
 }
 
 runCli(main, USAGE);

@@ -24,6 +24,7 @@ import {
   RecoveryModel,
   type PredictedDrop,
   type RecordTypeCount,
+  type ReplayPrediction,
   type StandbyFiles,
 } from './replay-model.ts';
 import {
@@ -176,164 +177,234 @@ function droppedNodes(rec: PgWalRecord, into: RelFileNode[]): void {
   if (rec.dropRels) into.push(...rec.dropRels);
 }
 
-export async function predictStandby(input: PredictInput): Promise<Prediction> {
-  const c = await connectServer(input.standby, 'standby');
-  let primary: pg.Client | null = null;
-  try {
-    const st = await readStandbyState(c, input.standby);
-    checkStandby(st);
-    const from = st.replayLsn!;
-    // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
-    // the archive or pg_wal at startup) leaves nothing unreplayed.
-    const to = parseLsn(st.receiveLsn!) > parseLsn(from) ? st.receiveLsn! : from;
-    const walDir =
-      input.pgdata !== undefined ? checkPgdata(input.pgdata, st.systemIdentifier) : null;
-    let primaryInfo: Prediction['primary'] = null;
-    if (input.primary !== undefined) {
-      try {
-        primary = await connectServer(input.primary, 'primary');
-        const lsn = await readPrimaryLsn(primary, input.primary);
-        primaryInfo = {
-          url: redactUrl(input.primary),
-          currentLsn: lsn,
-          walNotReceivedBytes: Math.max(0, parseLsn(lsn) - parseLsn(st.receiveLsn!)),
-        };
-      } catch (e) {
-        if (walDir === null) throw e;
-        // The primary is down (a failover): pg_wal on the standby is enough.
-        primaryInfo = { url: redactUrl(input.primary), error: (e as Error).message };
-        await primary?.end().catch(() => {});
-        primary = null;
-      }
-    }
-    if (walDir === null && primary === null)
-      throw new WalsimError(
-        'invalid_input',
-        `no way to read the WAL range ${from} → ${to} of ${st.url}: pass --pgdata DIR (the standby's data directory, for pg_waldump) or --primary URL (a primary with CREATE EXTENSION pg_walinspect)`,
-      );
-    if (walDir === null && !(await hasWalinspect(primary!)))
-      throw new WalsimError(
-        'invalid_input',
-        `the primary ${redactUrl(input.primary!)} has no pg_walinspect in its database, and no --pgdata was given: run CREATE EXTENSION pg_walinspect on the primary (predict never writes to a server) or pass --pgdata`,
-      );
-    const read = (a: string, b: string, onRecord: (r: PgWalRecord) => void) =>
-      walDir !== null
-        ? waldumpRecords(input.pgWaldump, walDir, st.timeline, a, b, onRecord)
-        : walinspectRecords(primary!, redactUrl(input.primary!), a, b, onRecord);
+/** Reads a WAL range record by record (pg_waldump on the standby's pg_wal, or pg_walinspect). */
+type ReadRange = (
+  from: string,
+  to: string,
+  onRecord: (r: PgWalRecord) => void,
+) => Promise<RangeRead>;
 
-    // Buffers of the relations the range drops: pg_buffercache when installed (first pass).
-    let resident: Map<string, number[]> | null = null;
-    if (st.hasBuffercache) {
-      const nodes: RelFileNode[] = [];
-      await read(from, to, (r) => droppedNodes(r, nodes));
-      resident = await residentBlocks(c, nodes);
-    }
-    const pgdataFiles =
-      input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
-    const files: StandbyFiles = {
-      diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
-      residentBlocks: (n: RelFileNode, f: ForkNumber) =>
-        resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
-    };
-    const model = new RecoveryModel(st.nBuffers, files, resident !== null);
-    // What the startup process has cached: the WAL it replayed since the redo point it started
-    // from. pg_control's last restartpoint redo is at or after that point (an earlier touch is
-    // missed: the relation is then predicted uncached, i.e. a full scan).
-    const learnFrom = st.restartpointRedoLsn;
-    let learned = 0;
-    if (parseLsn(learnFrom) < parseLsn(from)) {
-      try {
-        await read(learnFrom, from, (r) => {
-          learned += 1;
-          model.learn(r);
-        });
-      } catch (e) {
-        throw new WalsimError(
-          'invalid_input',
-          `cannot read the WAL replayed since the last restartpoint (${learnFrom} → ${from}), which says which relation sizes replay has cached: ${(e as Error).message}`,
-        );
-      }
-    }
-    const src = await read(from, to, (r) => model.replay(r));
-    const rp = model.result();
-    const counts: FailoverCounts = { replay: rp.counts, ...promotionStepCounts() };
-    const m = price({ counts, nBuffers: st.nBuffers }, input.profile);
-    const generic = genericRecordSeconds(input.profile);
-    const genericS = rp.genericRecords * generic;
-    const perType = (t: RecordTypeCount) =>
-      t.count * (t.kind === null ? generic : input.profile.constants[`record.${t.kind}`].seconds);
-    const byType = rp.types
-      .map((t) => ({ ...t, seconds: perType(t) }))
-      .sort((a, b) => b.seconds - a.seconds || b.count - a.count);
-    const rmgrs = new Map<string, { rmgr: string; records: number; seconds: number }>();
-    for (const t of byType) {
-      const x = rmgrs.get(t.rmgr) ?? { rmgr: t.rmgr, records: 0, seconds: 0 };
-      x.records += t.count;
-      x.seconds += t.seconds;
-      rmgrs.set(t.rmgr, x);
-    }
-    const phases = { ...m.phases, replayS: m.phases.replayS + genericS };
-    const d = rp.counts.drops;
-    const drops: Prediction['drops'] = {
-      calls: { fullScan: d.drops['full-scan'], lookup: d.drops['cached-lookup'] },
-      descriptorsScanned:
-        d.scannedByMatcher.single + d.scannedByMatcher.linear + d.scannedByMatcher.bsearch,
-      probes: d.probes,
-      invalidated: d.invalidated,
-      list: rp.drops,
-    };
-    const predicted: Prediction['predicted'] = {
-      writableS: phases.replayS + phases.endOfRecoveryS + phases.openForWritesS,
-      phases,
-      replay: { ...m.replay, genericRecordsS: genericS },
-      byRmgr: [...rmgrs.values()].sort((a, b) => b.seconds - a.seconds),
-    };
-    const paused = st.pauseState !== 'not paused';
-    const notes: string[] = [];
-    if (paused)
-      notes.push(
-        `replay is ${st.pauseState}: the time counts from pg_wal_replay_resume() (promotion does not resume a paused standby)`,
-      );
-    if (st.walreceiver === null)
-      notes.push(
-        'no walreceiver is running (primary gone or disconnected): the range ends at the WAL received so far',
-      );
-    if (to === from)
-      notes.push('nothing is left to replay: the prediction is the end of recovery only');
-    const recv = parseLsn(st.receiveLsn!);
-    const rep = parseLsn(st.replayLsn!);
-    return {
-      standby: st.url,
-      state: st,
-      paused,
-      note: notes.join('; '),
-      range: { from, to, bytes: parseLsn(to) - parseLsn(from) },
-      source: { ...src, learnedFrom: learnFrom, learnedRecords: learned },
-      primary: primaryInfo,
-      patroniPosition: recv >= rep ? st.receiveLsn! : st.replayLsn!,
-      counts,
-      records: { total: rp.records, bytes: rp.walBytes, generic: rp.genericRecords, byType },
-      drops,
-      predicted,
-      dominates: dominates(predicted, drops, st.nBuffers, byType),
-      profile: {
-        name: input.profile.name,
-        ref: input.profileRef,
-        band: profileBand(input.profileRef),
-      },
-      assumptions: rp.assumptions,
-      rules: {
-        sizeCached: `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
-        invalidations:
-          resident !== null
-            ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
-            : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
-      },
-    };
+/** The sessions a prediction opens; predictStandby ends them whatever happens. */
+interface Sessions {
+  standby: pg.Client;
+  primary: pg.Client | null;
+}
+
+export async function predictStandby(input: PredictInput): Promise<Prediction> {
+  const sessions: Sessions = {
+    standby: await connectServer(input.standby, 'standby'),
+    primary: null,
+  };
+  try {
+    return await predictWith(sessions, input);
   } finally {
-    await c.end().catch(() => {});
-    await primary?.end().catch(() => {});
+    await sessions.standby.end().catch(() => {});
+    await sessions.primary?.end().catch(() => {});
   }
+}
+
+async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
+  const c = sessions.standby;
+  const st = await readStandbyState(c, input.standby);
+  checkStandby(st);
+  const from = st.replayLsn!;
+  // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
+  // the archive or pg_wal at startup) leaves nothing unreplayed.
+  const to = parseLsn(st.receiveLsn!) > parseLsn(from) ? st.receiveLsn! : from;
+  const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st.systemIdentifier) : null;
+  const primaryInfo = await connectPrimary(sessions, input, st, walDir);
+  const read = await rangeReader(sessions.primary, input, st, walDir, from, to);
+
+  // Buffers of the relations the range drops: pg_buffercache when installed (first pass).
+  let resident: Map<string, number[]> | null = null;
+  if (st.hasBuffercache) {
+    const nodes: RelFileNode[] = [];
+    await read(from, to, (r) => droppedNodes(r, nodes));
+    resident = await residentBlocks(c, nodes);
+  }
+  const pgdataFiles =
+    input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
+  const files: StandbyFiles = {
+    diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
+    residentBlocks: (n: RelFileNode, f: ForkNumber) =>
+      resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
+  };
+  const model = new RecoveryModel(st.nBuffers, files, resident !== null);
+  const learnFrom = st.restartpointRedoLsn;
+  const learned = await learnCachedSizes(read, model, learnFrom, from);
+  const src = await read(from, to, (r) => model.replay(r));
+  const rp = model.result();
+  const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
+  const recv = parseLsn(st.receiveLsn!);
+  const rep = parseLsn(st.replayLsn!);
+  return {
+    standby: st.url,
+    state: st,
+    paused: st.pauseState !== 'not paused',
+    note: predictionNotes(st, from, to).join('; '),
+    range: { from, to, bytes: parseLsn(to) - parseLsn(from) },
+    source: { ...src, learnedFrom: learnFrom, learnedRecords: learned },
+    primary: primaryInfo,
+    patroniPosition: recv >= rep ? st.receiveLsn! : st.replayLsn!,
+    counts,
+    records: { total: rp.records, bytes: rp.walBytes, generic: rp.genericRecords, byType },
+    drops,
+    predicted,
+    dominates: dominates(predicted, drops, st.nBuffers, byType),
+    profile: {
+      name: input.profile.name,
+      ref: input.profileRef,
+      band: profileBand(input.profileRef),
+    },
+    assumptions: rp.assumptions,
+    rules: {
+      sizeCached: `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
+      invalidations:
+        resident !== null
+          ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
+          : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
+    },
+  };
+}
+
+/**
+ * --primary: its current LSN (WAL not yet received). A primary that is down is only an error when
+ * there is no pg_wal to read instead (a failover: the standby's pg_wal is enough).
+ */
+async function connectPrimary(
+  sessions: Sessions,
+  input: PredictInput,
+  st: StandbyState,
+  walDir: string | null,
+): Promise<Prediction['primary']> {
+  if (input.primary === undefined) return null;
+  try {
+    sessions.primary = await connectServer(input.primary, 'primary');
+    const lsn = await readPrimaryLsn(sessions.primary, input.primary);
+    return {
+      url: redactUrl(input.primary),
+      currentLsn: lsn,
+      walNotReceivedBytes: Math.max(0, parseLsn(lsn) - parseLsn(st.receiveLsn!)),
+    };
+  } catch (e) {
+    if (walDir === null) throw e;
+    const primaryInfo = { url: redactUrl(input.primary), error: (e as Error).message };
+    await sessions.primary?.end().catch(() => {});
+    sessions.primary = null;
+    return primaryInfo;
+  }
+}
+
+/** How the WAL is read: pg_waldump on --pgdata's pg_wal, else pg_walinspect on the primary. */
+async function rangeReader(
+  primary: pg.Client | null,
+  input: PredictInput,
+  st: StandbyState,
+  walDir: string | null,
+  from: string,
+  to: string,
+): Promise<ReadRange> {
+  if (walDir === null && primary === null)
+    throw new WalsimError(
+      'invalid_input',
+      `no way to read the WAL range ${from} → ${to} of ${st.url}: pass --pgdata DIR (the standby's data directory, for pg_waldump) or --primary URL (a primary with CREATE EXTENSION pg_walinspect)`,
+    );
+  if (walDir === null && !(await hasWalinspect(primary!)))
+    throw new WalsimError(
+      'invalid_input',
+      `the primary ${redactUrl(input.primary!)} has no pg_walinspect in its database, and no --pgdata was given: run CREATE EXTENSION pg_walinspect on the primary (predict never writes to a server) or pass --pgdata`,
+    );
+  return (a, b, onRecord) =>
+    walDir !== null
+      ? waldumpRecords(input.pgWaldump, walDir, st.timeline, a, b, onRecord)
+      : walinspectRecords(primary!, redactUrl(input.primary!), a, b, onRecord);
+}
+
+/**
+ * What the startup process has cached: the WAL it replayed since the redo point it started from.
+ * pg_control's last restartpoint redo is at or after that point (an earlier touch is missed: the
+ * relation is then predicted uncached, i.e. a full scan). Returns the records read.
+ */
+async function learnCachedSizes(
+  read: ReadRange,
+  model: RecoveryModel,
+  learnFrom: string,
+  from: string,
+): Promise<number> {
+  let learned = 0;
+  if (parseLsn(learnFrom) < parseLsn(from)) {
+    try {
+      await read(learnFrom, from, (r) => {
+        learned += 1;
+        model.learn(r);
+      });
+    } catch (e) {
+      throw new WalsimError(
+        'invalid_input',
+        `cannot read the WAL replayed since the last restartpoint (${learnFrom} → ${from}), which says which relation sizes replay has cached: ${(e as Error).message}`,
+      );
+    }
+  }
+  return learned;
+}
+
+/** The modeled replay priced with the profile: phases, per record type and rmgr, the drops. */
+function pricePrediction(
+  rp: ReplayPrediction,
+  nBuffers: number,
+  profile: CostProfile,
+): Pick<Prediction, 'counts' | 'drops' | 'predicted'> & {
+  byType: Prediction['records']['byType'];
+} {
+  const counts: FailoverCounts = { replay: rp.counts, ...promotionStepCounts() };
+  const m = price({ counts, nBuffers }, profile);
+  const generic = genericRecordSeconds(profile);
+  const genericS = rp.genericRecords * generic;
+  const perType = (t: RecordTypeCount) =>
+    t.count * (t.kind === null ? generic : profile.constants[`record.${t.kind}`].seconds);
+  const byType = rp.types
+    .map((t) => ({ ...t, seconds: perType(t) }))
+    .sort((a, b) => b.seconds - a.seconds || b.count - a.count);
+  const rmgrs = new Map<string, { rmgr: string; records: number; seconds: number }>();
+  for (const t of byType) {
+    const x = rmgrs.get(t.rmgr) ?? { rmgr: t.rmgr, records: 0, seconds: 0 };
+    x.records += t.count;
+    x.seconds += t.seconds;
+    rmgrs.set(t.rmgr, x);
+  }
+  const phases = { ...m.phases, replayS: m.phases.replayS + genericS };
+  const d = rp.counts.drops;
+  const drops: Prediction['drops'] = {
+    calls: { fullScan: d.drops['full-scan'], lookup: d.drops['cached-lookup'] },
+    descriptorsScanned:
+      d.scannedByMatcher.single + d.scannedByMatcher.linear + d.scannedByMatcher.bsearch,
+    probes: d.probes,
+    invalidated: d.invalidated,
+    list: rp.drops,
+  };
+  const predicted: Prediction['predicted'] = {
+    writableS: phases.replayS + phases.endOfRecoveryS + phases.openForWritesS,
+    phases,
+    replay: { ...m.replay, genericRecordsS: genericS },
+    byRmgr: [...rmgrs.values()].sort((a, b) => b.seconds - a.seconds),
+  };
+  return { counts, byType, drops, predicted };
+}
+
+/** What the reader of a prediction should know about the standby's state. */
+function predictionNotes(st: StandbyState, from: string, to: string): string[] {
+  const notes: string[] = [];
+  if (st.pauseState !== 'not paused')
+    notes.push(
+      `replay is ${st.pauseState}: the time counts from pg_wal_replay_resume() (promotion does not resume a paused standby)`,
+    );
+  if (st.walreceiver === null)
+    notes.push(
+      'no walreceiver is running (primary gone or disconnected): the range ends at the WAL received so far',
+    );
+  if (to === from)
+    notes.push('nothing is left to replay: the prediction is the end of recovery only');
+  return notes;
 }
 
 function dominates(
