@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { ControlClient } from './control-client.ts';
 import type { QueryResult, SqlValue, StopMode } from './control-protocol.ts';
 import {
+  isWalsimServer,
   listNodes,
   nodeDir,
   readNodeConfig,
@@ -18,7 +19,7 @@ import {
   type NodeName,
 } from './cluster-files.ts';
 import { initCluster, type InitOptions } from './initdb.ts';
-import { runningPid, sleep, startNode, stopNode } from './pg-ctl.ts';
+import { runningPid, startNode, stopNode } from './pg-ctl.ts';
 import { parseLsn } from '../wal/lsn.ts';
 import { STANDBY_SIGNAL } from './node.ts';
 import { addStandby, rejoin, repoint, switchover, waitStreaming } from './topology.ts';
@@ -93,16 +94,17 @@ export class ClusterHandle {
     const pid = runningPid(this.dir, name);
     if (pid === null) throw new Error(`node ${name} is not running`);
     process.kill(pid, 'SIGKILL');
-    for (let i = 0; i < 1000; i++) {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        c?.close();
-        return pid;
-      }
-      await sleep(10);
-    }
-    throw new Error(`node ${name} (pid ${pid}) survived SIGKILL`);
+    // Gone as pg-ctl's stop means it: no longer a walsim server for this data directory (a zombie
+    // whose parent does not reap it still answers kill(pid, 0)).
+    await pollUntil(
+      async () => !isWalsimServer(pid, this.dataDir(name)),
+      `node ${name} (pid ${pid}) to die of SIGKILL`,
+      10_000,
+      10,
+      () => new Error(`node ${name} (pid ${pid}) survived SIGKILL`),
+    );
+    c?.close();
+    return pid;
   }
 
   private forget(name: NodeName): ControlClient | undefined {

@@ -30,6 +30,7 @@ import {
   type StopMode,
 } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
+import { pollUntil } from './poll.ts';
 import type { ServerStatus } from './node-status.ts';
 import { systemClock } from '../common/system-clock.ts';
 import { nodeDisk } from '../common/node-disk.ts';
@@ -108,17 +109,11 @@ function immediateStop(): never {
 async function waitForSessions(): Promise<void> {
   const open = () => controlSessions.size + (wire?.sessionCount() ?? 0);
   if (open() > 0) log(`LOG:  smart shutdown waits for ${open()} session(s) to end`);
-  await new Promise<void>((resolve) => {
-    const timer = setInterval(() => {
-      if (open() === 0) done();
-    }, 50);
-    const done = () => {
-      clearInterval(timer);
-      smartWait = null;
-      resolve();
-    };
-    smartWait = { release: done };
-  });
+  let released = false;
+  smartWait = { release: () => (released = true) };
+  // No deadline: smart waits as long as a session stays open (pg_ctl's own -t bounds its wait).
+  await pollUntil(async () => released || open() === 0, 'open sessions to end', Infinity, 50);
+  smartWait = null;
 }
 
 async function cleanStop(mode: 'smart' | 'fast'): Promise<void> {

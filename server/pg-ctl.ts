@@ -19,16 +19,13 @@ import {
 import type { StopMode } from './control-protocol.ts';
 import { splitBrainRefusal } from './fencing.ts';
 import { entryArgs, PROJECT_ROOT } from './entry.ts';
+import { pollUntil, StopPolling } from './poll.ts';
 
 const SIGNAL_OF: Record<StopMode, NodeJS.Signals> = {
   smart: 'SIGTERM',
   fast: 'SIGINT',
   immediate: 'SIGQUIT',
 };
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 /** The pid of the node's server, starting or serving (it holds postmaster.pid), or null. */
 export function runningPid(clusterDir: string, name: NodeName): number | null {
@@ -69,28 +66,31 @@ export async function startNode(
   let exited: number | null = null;
   child.once('exit', (code) => (exited = code ?? -1));
   child.unref();
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const pid = readPidFile(dataDir);
-    if (pid !== null && pid.pid === child.pid) return pid.port;
-    if (exited !== null) {
-      const tail = fs
-        .readFileSync(path.join(dataDir, 'server.log'), 'utf8')
-        .trim()
-        .split('\n')
-        .slice(-5)
-        .join('\n');
-      throw new WalsimError(
-        'io_error',
-        `node "${name}" exited during start (code ${exited}); see ${path.join(dataDir, 'server.log')}:\n${tail}`,
+  const logPath = path.join(dataDir, 'server.log');
+  let port: number | null = null;
+  await pollUntil(
+    async () => {
+      const pid = readPidFile(dataDir);
+      if (pid !== null && pid.pid === child.pid) return ((port = pid.port), true);
+      if (exited === null) return false;
+      const tail = fs.readFileSync(logPath, 'utf8').trim().split('\n').slice(-5).join('\n');
+      throw new StopPolling(
+        new WalsimError(
+          'io_error',
+          `node "${name}" exited during start (code ${exited}); see ${logPath}:\n${tail}`,
+        ),
       );
-    }
-    await sleep(50);
-  }
-  throw new WalsimError(
-    'timeout',
-    `node "${name}" did not start within ${timeoutMs / 1000} s; see ${path.join(dataDir, 'server.log')}`,
+    },
+    `node "${name}" to start`,
+    timeoutMs,
+    50,
+    () =>
+      new WalsimError(
+        'timeout',
+        `node "${name}" did not start within ${timeoutMs / 1000} s; see ${logPath}`,
+      ),
   );
+  return port!;
 }
 
 /** pg_ctl stop: signal, then wait until the process is gone. */
@@ -104,16 +104,19 @@ export async function stopNode(
   if (pid === null) return false;
   process.kill(pid, SIGNAL_OF[mode]);
   const dataDir = nodeDir(clusterDir, name);
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    // Gone = no longer a walsim server for this data directory. `kill(pid, 0)` alone is not enough:
-    // a server whose parent does not reap it (a container's init, a parent blocked in spawnSync)
-    // stays a zombie, which kill(0) still finds, while its command line is already empty.
-    if (!isWalsimServer(pid, dataDir)) return true;
-    await sleep(20);
-  }
-  throw new WalsimError(
-    'timeout',
-    `node "${name}" (pid ${pid}) did not shut down within ${timeoutMs / 1000} s${mode === 'smart' ? '; try --mode fast' : ''}`,
+  // Gone = no longer a walsim server for this data directory. `kill(pid, 0)` alone is not enough:
+  // a server whose parent does not reap it (a container's init, a parent blocked in spawnSync)
+  // stays a zombie, which kill(0) still finds, while its command line is already empty.
+  await pollUntil(
+    async () => !isWalsimServer(pid, dataDir),
+    `node "${name}" to shut down`,
+    timeoutMs,
+    20,
+    () =>
+      new WalsimError(
+        'timeout',
+        `node "${name}" (pid ${pid}) did not shut down within ${timeoutMs / 1000} s${mode === 'smart' ? '; try --mode fast' : ''}`,
+      ),
   );
+  return true;
 }

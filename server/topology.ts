@@ -36,7 +36,8 @@ import { nodeDisk } from '../common/node-disk.ts';
 import { NODE_NAME_RE } from './initdb.ts';
 import { freePort } from './ports.ts';
 import { latestTimeline, STANDBY_SIGNAL } from './startup-replay.ts';
-import { runningPid, sleep, startNode, stopNode } from './pg-ctl.ts';
+import { runningPid, startNode, stopNode } from './pg-ctl.ts';
+import { pollUntil, StopPolling } from './poll.ts';
 import { formatConninfo } from './settings.ts';
 
 function hostOf(c: NodeConfig): string {
@@ -82,22 +83,27 @@ export async function waitStreaming(
   name: NodeName,
   timeoutMs = 60_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
   let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const s = await withNode(clusterDir, name, (c) => c.status());
-      if (s.role === 'primary') return;
-      last = s.receiverState;
-      if (s.receiverState === 'streaming') return;
-    } catch (e) {
-      last = (e as Error).message;
-    }
-    await sleep(100);
-  }
-  throw new WalsimError(
-    'timeout',
-    `standby "${name}" is not streaming after ${timeoutMs / 1000} s (last state: ${last})`,
+  await pollUntil(
+    async () => {
+      try {
+        const s = await withNode(clusterDir, name, (c) => c.status());
+        if (s.role === 'primary') return true;
+        last = s.receiverState;
+        return s.receiverState === 'streaming';
+      } catch (e) {
+        last = (e as Error).message;
+        return false;
+      }
+    },
+    `standby "${name}" to stream`,
+    timeoutMs,
+    20,
+    () =>
+      new WalsimError(
+        'timeout',
+        `standby "${name}" is not streaming after ${timeoutMs / 1000} s (last state: ${last})`,
+      ),
   );
 }
 
@@ -330,23 +336,33 @@ export async function switchover(
 
   await stopNode(clusterDir, from, 'fast');
   const { endLsn } = walEndOf(clusterDir, from);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const s = await withNode(clusterDir, to, (c) => c.status());
-    if (s.role !== 'standby')
-      throw new WalsimError(
-        'invalid_input',
-        `switchover: "${to}" left recovery before the switchover promoted it`,
-      );
-    if (parseLsn(s.receiveLsn) >= endLsn) break;
-    if (Date.now() > deadline) {
-      throw new WalsimError(
+  let received = '?';
+  await pollUntil(
+    async () => {
+      // A target that stops answering ends the switchover at once, as does one out of recovery.
+      const s = await withNode(clusterDir, to, (c) => c.status()).catch((e: Error) => {
+        throw new StopPolling(e);
+      });
+      if (s.role !== 'standby')
+        throw new StopPolling(
+          new WalsimError(
+            'invalid_input',
+            `switchover: "${to}" left recovery before the switchover promoted it`,
+          ),
+        );
+      received = s.receiveLsn;
+      return parseLsn(s.receiveLsn) >= endLsn;
+    },
+    `"${to}" to receive everything`,
+    timeoutMs,
+    50,
+    () =>
+      new WalsimError(
         'timeout',
-        `switchover: "${to}" received up to ${s.receiveLsn} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted`,
-      );
-    }
-    await sleep(50);
-  }
+        `switchover: "${to}" received up to ${received} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted ` +
+          `(start it again with "npm run cluster -- start --node ${from}")`,
+      ),
+  );
   const names = handOverNames(
     fromCfg.synchronousStandbyNames,
     toCfg.applicationName,

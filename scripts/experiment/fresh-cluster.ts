@@ -9,17 +9,10 @@
  */
 import * as fs from 'node:fs';
 import { WalsimError } from '../../common/errors.ts';
-import { ControlClient } from '../../server/control-client.ts';
-import {
-  listNodes,
-  nodeDir,
-  readNodeConfig,
-  readPidFile,
-  readToken,
-  writeNodeConfig,
-} from '../../server/cluster-files.ts';
+import { listNodes, readNodeConfig, writeNodeConfig } from '../../server/cluster-files.ts';
 import { initCluster } from '../../server/initdb.ts';
-import { sleep, startNode, stopNode } from '../../server/pg-ctl.ts';
+import { startNode, stopNode } from '../../server/pg-ctl.ts';
+import { waitStreaming } from '../../server/topology.ts';
 import type { DropStrategy, WalSettings } from '../../server/settings.ts';
 
 export interface FreshClusterSettings {
@@ -65,27 +58,7 @@ export async function startFreshCluster(dir: string, s: FreshClusterSettings): P
     writeNodeConfig(dir, { ...readNodeConfig(dir, name), sharedBuffers: s.primarySharedBuffers });
   await startNode(dir, 'primary');
   for (const name of extras) await startNode(dir, name);
-  for (const name of extras) {
-    const c = await ControlClient.connect(
-      '127.0.0.1',
-      readPidFile(nodeDir(dir, name))!.port,
-      readToken(dir),
-    );
-    try {
-      const deadline = Date.now() + 60_000;
-      for (
-        let st = await c.status();
-        st.role !== 'standby' || st.receiverState !== 'streaming';
-        st = await c.status()
-      ) {
-        if (Date.now() > deadline)
-          throw new WalsimError('timeout', `${name} in ${dir} is not streaming after 60 s`);
-        await sleep(20);
-      }
-    } finally {
-      c.close();
-    }
-  }
+  for (const name of extras) await waitStreaming(dir, name);
 }
 
 /** Stop every node of the cluster immediately (only our own, verified pids) and remove `dir`. */

@@ -114,7 +114,18 @@ describe('promotion', () => {
         await c.client('standby')
       ).request({ op: 'fault', fault: 'cut_replication', holdMs: 2000 });
       const ackedAtCut = acked;
-      await new Promise((r) => setTimeout(r, 300));
+      // No fixed sleep to prove no commit is acknowledged during the cut: wait for the event that
+      // shows the primary is holding one back — it has no walsender streaming and a commit waits
+      // in SyncRepWaitForLSN (stable until the cut ends) — or for a commit acknowledged past the
+      // one in flight at the cut (the bug).
+      await c.pollUntil(async () => {
+        if (acked - ackedAtCut > 1) return true;
+        const p = await c.status('primary');
+        return (
+          p.syncWaiters >= 1 &&
+          !p.replication.some((r: { state: string }) => r.state === 'streaming')
+        );
+      }, 'a commit held back by the primary during the cut');
       expect(acked - ackedAtCut).toBeLessThanOrEqual(1); // at most the commit in flight at the cut
       expect(await c.stopNode('primary', 'immediate')).toBe(true);
       stopped = true;

@@ -31,6 +31,20 @@ describe('stop modes', () => {
     await c?.destroy();
   });
 
+  /**
+   * pg_ctl stop -m smart, then wait for the event that proves the signal was handled: the server's
+   * log line saying it waits for its open sessions (server/main.ts waitForSessions).
+   */
+  async function smartStopAndWait(pid: number): Promise<void> {
+    const from = c.serverLog('primary').length;
+    process.kill(pid, 'SIGTERM');
+    await c.pollUntil(
+      async () =>
+        /smart shutdown waits for \d+ session\(s\) to end/.test(c.serverLog('primary').slice(from)),
+      'the primary to log its smart-shutdown wait',
+    );
+  }
+
   const connect = () =>
     ControlClient.connect('127.0.0.1', readPidFile(c.dataDir('primary'))!.port, readToken(c.dir));
 
@@ -50,10 +64,12 @@ describe('stop modes', () => {
     probe.close();
     const session = await connect();
     const pid = c.pid('primary')!;
-    process.kill(pid, 'SIGTERM');
-    await new Promise((r) => setTimeout(r, 300));
+    await smartStopAndWait(pid);
+    // No fixed sleep to prove it did not exit: the server has logged that it waits, and a stop that
+    // did not wait would already be shutting the node down, so this query on the open session
+    // would fail (57P03 or a closed connection). The open session keeps working; a new one is
+    // refused.
     expect(alive(pid)).toBe(true);
-    // The open session keeps working; a new one is refused.
     expect((await session.sql('SELECT count(*) FROM s')).rows[0]).toEqual({ count: 1000 });
     await expect(connect()).rejects.toThrow(/shutting down/);
     session.close();
@@ -71,12 +87,16 @@ describe('stop modes', () => {
     await c.startNode('primary');
     const session = await connect();
     const pid = c.pid('primary')!;
-    process.kill(pid, 'SIGTERM');
-    await new Promise((r) => setTimeout(r, 200));
+    await smartStopAndWait(pid);
     expect(alive(pid)).toBe(true);
     process.kill(pid, 'SIGINT');
     await c.pollUntil(async () => !alive(pid), 'the primary to exit on the fast request');
     session.close();
+    // The fast request found the smart wait (not a plain fast stop of a server that had not yet
+    // seen the SIGTERM).
+    expect(c.serverLog('primary')).toContain(
+      'received fast shutdown request during smart shutdown',
+    );
     await c.startNode('primary');
     expect(await c.scalar('primary', 'SELECT count(*) FROM s')).toBe(1000);
     expect((await c.status('primary')).startupReplay.crashRecovery).toBe(false);
