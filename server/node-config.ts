@@ -6,12 +6,14 @@
  *   <dataDir>/walsim.auto.conf.json  ALTER SYSTEM's settings, which override it: postgresql.auto.conf
  *
  * Entry points: `NodeConfig`, `loadNodeConfig`, `alterSystem` (ALTER SYSTEM SET/RESET),
+ * `reloadableSetting` (the names ALTER SYSTEM accepts), `reloadConfig` (pg_reload_conf()),
  * `applyAutoConf`, `upstreamOf`, `walSettingsOf`, `copyDataDirectory` (a base backup's copy). The
  * cluster directory around the nodes (token, pid files, listing) is server/cluster-files.ts.
  */
 import * as path from 'node:path';
 import { readTextFile, type Disk } from '../common/disk.ts';
 import { makeDir, writeFileAtomic } from '../common/durable-file.ts';
+import { WalsimError } from '../common/errors.ts';
 import {
   DEFAULT_WAL_SETTINGS,
   formatConninfo,
@@ -22,6 +24,7 @@ import {
   type WalSettings,
 } from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
+import type { WalSenderSet } from '../primary/walsender-set.ts';
 
 export type NodeName = string; // 'primary', 'standby', 'standby2', ...
 export type Role = 'primary' | 'standby';
@@ -114,6 +117,22 @@ export function checkSetting(name: ReloadableSetting, value: string): void {
   else parseConninfo(value);
 }
 
+/**
+ * The setting ALTER SYSTEM names, if walsim can change it (RELOADABLE_SETTINGS); else PostgreSQL's
+ * 42704 for an unknown name, and 0A000 for one walsim knows but cannot change.
+ */
+export function reloadableSetting(name: string): ReloadableSetting {
+  if ((RELOADABLE_SETTINGS as readonly string[]).includes(name)) return name as ReloadableSetting;
+  const known = ['shared_buffers', 'wal_segment_size', 'hot_standby', 'autovacuum'].includes(name);
+  if (known)
+    throw new WalsimError(
+      'invalid_input',
+      `walsim cannot change "${name}" with ALTER SYSTEM (it can: ${RELOADABLE_SETTINGS.join(', ')})`,
+      '0A000',
+    );
+  throw new WalsimError('invalid_input', `unrecognized configuration parameter "${name}"`, '42704');
+}
+
 /** ALTER SYSTEM SET name = value (null: RESET): validate, then rewrite the file atomically. */
 export function alterSystem(
   dataDir: string,
@@ -162,4 +181,56 @@ export function upstreamOf(
 export function primaryConninfoOf(c: NodeConfig): string {
   const u = upstreamOf(c);
   return u === null ? '' : formatConninfo(u);
+}
+
+/** The node pg_reload_conf() reloads: its settings in force and what applies a change. */
+export interface ReloadTarget {
+  readonly dataDir: string;
+  readonly disk: Disk;
+  /** The settings in force, and their replacement by the reloaded ones. */
+  readonly config: NodeConfig;
+  setConfig(next: NodeConfig): void;
+  readonly walsenders: Pick<WalSenderSet, 'reload'>;
+  /** The walreceiver a changed primary_conninfo restarts (null on a primary). */
+  walReceiverToRestart(): { restartWalReceiver(): void } | null;
+  log(message: string): void;
+}
+
+/**
+ * SIGHUP / pg_reload_conf() (ProcessConfigFile): re-read the settings (walsim.conf.json + ALTER
+ * SYSTEM's) and apply what changed: synchronous_standby_names (every walsender's priority, then
+ * release), synchronous_commit, primary_conninfo (the walreceiver restarts towards the new upstream
+ * at its flush LSN, as PostgreSQL 13+ does). A value that no longer parses is ignored with a log
+ * line, like a bad postgresql.conf line on reload.
+ */
+export function reloadConfig(node: ReloadTarget): void {
+  let next: NodeConfig;
+  try {
+    next = loadNodeConfig(node.dataDir, node.disk);
+  } catch (e) {
+    node.log(
+      `LOG:  configuration file contains errors; unaffected changes were applied: ${(e as Error).message}`,
+    );
+    return;
+  }
+  const prev = node.config;
+  node.setConfig(next);
+  node.log('LOG:  received SIGHUP, reloading configuration files');
+  if (next.synchronousStandbyNames !== prev.synchronousStandbyNames) {
+    node.log(
+      `LOG:  parameter "synchronous_standby_names" changed to "${next.synchronousStandbyNames}"`,
+    );
+    node.walsenders.reload(parseSynchronousStandbyNames(next.synchronousStandbyNames));
+  }
+  if (next.synchronousCommit !== prev.synchronousCommit)
+    node.log(`LOG:  parameter "synchronous_commit" changed to "${next.synchronousCommit}"`);
+  const upstreamChanged =
+    next.primaryHost !== prev.primaryHost ||
+    next.primaryPort !== prev.primaryPort ||
+    next.applicationName !== prev.applicationName;
+  const receiver = upstreamChanged ? node.walReceiverToRestart() : null;
+  if (receiver !== null) {
+    node.log(`LOG:  parameter "primary_conninfo" changed; restarting the walreceiver`);
+    receiver.restartWalReceiver();
+  }
 }

@@ -59,6 +59,11 @@ const NODE_SHELL = [
   'server/node-status.ts',
   'server/sql-read.ts',
   'server/checkpointer.ts',
+  'server/timeline-switch.ts',
+  'server/base-backup.ts',
+  'server/start-replication.ts',
+  'server/pg-promote.ts',
+  'server/node-options.ts',
 ];
 
 /** Folders whose every file is part of the node core. */
