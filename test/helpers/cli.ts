@@ -42,6 +42,16 @@ export function runScript(script: string, args: string[], timeoutMs = 120_000): 
       } catch {
         /* not JSON */
       }
+      // INV-SCRIPTS-4, checked on every CLI run a test makes: a successful `--json` run ends
+      // stdout with exactly one JSON object (progress and logs went to stderr).
+      if (code === 0 && args.includes('--json') && (json === null || typeof json !== 'object')) {
+        reject(
+          new Error(
+            `INV-SCRIPTS-4: ${script} ${args.join(' ')} exited 0 but the last line of stdout is not one JSON object: ${JSON.stringify(last.slice(0, 200))}`,
+          ),
+        );
+        return;
+      }
       resolve({ code, stdout, stderr, json });
     });
   });
