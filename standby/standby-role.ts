@@ -81,7 +81,7 @@ export class StandbyRole {
         fatal: (e) => deps.fatal(e),
         beforeRecord: (rec) => this.restartpointAt(rec),
         onProgress: () => this.receiver?.sendStatus(),
-        pauseRequested: () => pauseStateOf(deps.lifecycle()) !== 'not paused',
+        pauseRequested: () => this.pauseRequested(),
         confirmPause: () => deps.notify({ type: 'PAUSE_CONFIRMED' }),
         caughtUp: () => deps.notify({ type: 'CAUGHT_UP' }),
         replaying: () => deps.notify({ type: 'WAL_RECEIVED' }),
@@ -156,12 +156,33 @@ export class StandbyRole {
   }
 
   /** The startup process's redo of one record (with the `redo_fail` fault: fail inside the record). */
-  private *replaySteps(rec: WalRecord): Generator<void, void, void> {
-    if (this.deps.redoFaultArmed()) {
-      yield; // fail inside the record, as a long drop would, with the event loop running in between
-      this.deps.injectedRedoFailure(rec.endLsn);
-    }
+  private replaySteps(rec: WalRecord): Generator<void, void, void> {
+    if (this.deps.redoFaultArmed()) return this.failingReplaySteps(rec);
+    return replayRecordSteps(this.deps.storage, rec);
+  }
+
+  private *failingReplaySteps(rec: WalRecord): Generator<void, void, void> {
+    yield; // fail inside the record, as a long drop would, with the event loop running in between
+    this.deps.injectedRedoFailure(rec.endLsn);
     yield* replayRecordSteps(this.deps.storage, rec);
+  }
+
+  /** The lifecycle snapshot `pauseRequested` last read, and its answer. */
+  private pauseSnapshot: LifecycleSnapshot | null = null;
+  private pauseRequestedThen = false;
+
+  /**
+   * The machine's replay region is 'pause requested' or 'paused'. Asked before every record:
+   * snapshots are immutable (a transition makes a new one), so the answer is recomputed only when
+   * the snapshot changed — matching state values costs ~1.7 µs, more than replaying a heap record.
+   */
+  private pauseRequested(): boolean {
+    const s = this.deps.lifecycle();
+    if (s !== this.pauseSnapshot) {
+      this.pauseSnapshot = s;
+      this.pauseRequestedThen = pauseStateOf(s) !== 'not paused';
+    }
+    return this.pauseRequestedThen;
   }
 
   /**

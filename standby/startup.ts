@@ -212,10 +212,12 @@ export class StartupProcess {
           }
           break;
         }
-        assert(
-          rec.lsn === this.nextLsn,
-          `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(rec.lsn)}`,
-        );
+        // (The message is built only on failure: formatting two LSNs per record costs ~0.7 µs.)
+        if (rec.lsn !== this.nextLsn)
+          assert(
+            false,
+            `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(rec.lsn)}`,
+          );
         // A record is applied completely before anything else happens to storage, but a long drop
         // gives the event loop turns in between (status and pause requests are answered).
         this.inRecord = true;

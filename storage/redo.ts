@@ -76,33 +76,65 @@ function ensureHeapPage(st: NodeStorage, rel: RelFileNumber, block: number): voi
 
 /** Apply a record at once (the primary's executor, crash recovery). */
 export function redo(st: NodeStorage, body: WalRecordBody, xid: TransactionId): void {
-  runSteps(redoSteps(st, body, xid));
+  const steps = redoSteps(st, body, xid);
+  if (steps !== NO_STEPS) runSteps(steps);
 }
+
+/**
+ * The steps of a record applied at once: a generator that has already finished, so `next()` says
+ * done. Records without a drop (all but truncations and commits/aborts that drop relations) return
+ * it instead of a generator of their own: replay allocates no generator per heap record.
+ */
+const NO_STEPS: Generator<void, void, void> = (function* () {})();
+NO_STEPS.next();
 
 /**
  * Replay one record of WAL (standby replay, crash recovery): count it for the cost model
  * (storage/replay-counts.ts), then apply it in steps. The one replay entry point, so replay
- * in a server and replay in-process (the sweeps' model-only mode) count the same.
+ * in a server and replay in-process (the sweeps' model-only mode) count the same. The record is
+ * counted, and a record without a drop applied, when this is called; the steps (if any) run as
+ * the caller iterates them.
  */
-export function* replayRecordSteps(
+export function replayRecordSteps(
   st: NodeStorage,
   rec: ReplayedRecord,
 ): Generator<void, void, void> {
   st.replayCounters.observe(rec);
-  yield* redoSteps(st, rec.body, rec.header.xid);
+  return redoSteps(st, rec.body, rec.header.xid);
 }
 
 /**
  * Apply a record in steps: buffer drops yield between chunks of their scan or probes, so a caller
  * can serve other requests during a long drop. The record is applied completely before the
- * generator finishes; nothing else may change this node's storage in between.
+ * returned generator finishes; nothing else may change this node's storage in between. A record
+ * that drops nothing is applied before this returns (the steps are then NO_STEPS).
  */
-export function* redoSteps(
+export function redoSteps(
   st: NodeStorage,
   body: WalRecordBody,
   xid: TransactionId,
 ): Generator<void, void, void> {
   if (xid !== 0) st.catalog.observeXid(xid);
+  switch (body.kind) {
+    case 'SMGR_TRUNCATE':
+      return redoTruncate(st, body.rel, body.blkno, body.flags);
+    case 'XACT_COMMIT':
+    case 'XACT_ABORT':
+      if (body.kind === 'XACT_COMMIT') st.clog.setCommitted(xid);
+      else st.clog.setAborted(xid);
+      if (body.droppedRels.length === 0) return NO_STEPS;
+      // xact_redo_commit/abort: XLogFlush(lsn) before the files go; in recovery that rewrites
+      // pg_control's minRecoveryPoint (counted for the cost model).
+      if (st.smgr.inRecovery) st.replayCounters.minRecoveryPointUpdates++;
+      return dropRelations(st, body.droppedRels);
+    default:
+      redoAtOnce(st, body, xid);
+      return NO_STEPS;
+  }
+}
+
+/** The records that drop no buffers: applied in one go. */
+function redoAtOnce(st: NodeStorage, body: WalRecordBody, xid: TransactionId): void {
   switch (body.kind) {
     case 'SMGR_CREATE':
       smgrcreate(st.smgr, body.rel, body.fork, st.dropSettings);
@@ -154,26 +186,16 @@ export function* redoSteps(
       // xlog_redo's XLOG_FPI: restore the page image (reads the block, so replay sizes the fork).
       touchBlockForRedo(st, body.rel, body.fork, body.block);
       return;
-    case 'SMGR_TRUNCATE':
-      yield* redoTruncate(st, body.rel, body.blkno, body.flags);
-      return;
-    case 'XACT_COMMIT':
-    case 'XACT_ABORT':
-      if (body.kind === 'XACT_COMMIT') st.clog.setCommitted(xid);
-      else st.clog.setAborted(xid);
-      if (body.droppedRels.length > 0) {
-        // xact_redo_commit/abort: XLogFlush(lsn) before the files go; in recovery that rewrites
-        // pg_control's minRecoveryPoint (counted for the cost model).
-        if (st.smgr.inRecovery) st.replayCounters.minRecoveryPointUpdates++;
-        yield* dropRelations(st, body.droppedRels);
-      }
-      return;
     case 'STANDBY_LOCK':
     case 'NOOP':
     case 'CHECKPOINT_ONLINE':
     case 'CHECKPOINT_SHUTDOWN':
     case 'END_OF_RECOVERY':
       return; // no storage effect; checkpoints are handled by the node (restartpoints)
+    case 'SMGR_TRUNCATE':
+    case 'XACT_COMMIT':
+    case 'XACT_ABORT':
+      assert(false, `INV-REDO-1: ${body.kind} is applied in steps`);
     default: {
       const never: never = body;
       assert(false, `INV-REDO-1: no redo routine for ${(never as { kind: string }).kind}`);

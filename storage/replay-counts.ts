@@ -16,7 +16,13 @@
  */
 import { assert } from '../common/assert.ts';
 import { diffCounters } from '../common/counters.ts';
-import type { TransactionId, WalRecord, WalRecordBody, WalRecordKind } from '../wal/records.ts';
+import {
+  RMGR_INFO,
+  type TransactionId,
+  type WalRecord,
+  type WalRecordBody,
+  type WalRecordKind,
+} from '../wal/records.ts';
 import { emptyDropCounters, type DropCounters } from './drop.ts';
 import type { SmgrFileOps } from './smgr.ts';
 
@@ -126,10 +132,40 @@ export interface ReplayedRecord {
   header: Pick<WalRecord['header'], 'xid' | 'totalLength'>;
 }
 
+/** Every walsim record kind, in a fixed order: the index of its counter. */
+const WAL_KINDS = Object.keys(RMGR_INFO) as WalRecordKind[];
+const WAL_KIND_INDEX = new Map<WalRecordKind, number>(WAL_KINDS.map((k, i) => [k, i]));
+const PG_KIND_INDEX = new Map<PgRecordKind, number>(PG_RECORD_KINDS.map((k, i) => [k, i]));
+
+/**
+ * Per-kind counts in a Float64Array, plus the order in which kinds were first counted: the sparse
+ * record the snapshot gives lists kinds in that order, as the object it replaces did.
+ */
+class KindCounts<K extends string> {
+  private readonly counts: Float64Array;
+  private readonly firstSeen: number[] = [];
+
+  constructor(private readonly kinds: readonly K[]) {
+    this.counts = new Float64Array(kinds.length);
+  }
+
+  add(i: number, n: number): void {
+    if (this.counts[i] === 0) this.firstSeen.push(i);
+    this.counts[i]! += n;
+  }
+
+  /** The non-zero counts as a plain record (a copy). */
+  toRecord(): Partial<Record<K, number>> {
+    const out: Partial<Record<K, number>> = {};
+    for (const i of this.firstSeen) out[this.kinds[i]!] = this.counts[i]!;
+    return out;
+  }
+}
+
 /** Counts of the records replayed and of the control-file updates replay forced. Monotonic. */
 export class ReplayCounters {
-  readonly records: Partial<Record<WalRecordKind, number>> = {};
-  readonly pgRecords: Partial<Record<PgRecordKind, number>> = {};
+  private readonly byKind = new KindCounts(WAL_KINDS);
+  private readonly byPgKind = new KindCounts(PG_RECORD_KINDS);
   walBytes = 0;
   /**
    * minRecoveryPoint updates PostgreSQL makes during replay: XLogFlush in recovery rewrites and
@@ -140,17 +176,29 @@ export class ReplayCounters {
   minRecoveryPointUpdates = 0;
   /** Open transactions' shapes (bounded by concurrent transactions: one at a time in walsim). */
   private readonly xacts = new Map<TransactionId, XactShape>();
+  /** pgRecordsFor's callback, made once (the replay path allocates nothing per record here). */
+  private readonly addPg = (k: PgRecordKind, n: number): void => {
+    if (n > 0) this.byPgKind.add(PG_KIND_INDEX.get(k)!, n);
+  };
+
+  /** walsim records replayed, by kind (a copy). */
+  get records(): Partial<Record<WalRecordKind, number>> {
+    return this.byKind.toRecord();
+  }
+
+  /** The PostgreSQL records they stand for (a copy). */
+  get pgRecords(): Partial<Record<PgRecordKind, number>> {
+    return this.byPgKind.toRecord();
+  }
 
   /** Count one replayed record (before it is applied). */
   observe(rec: ReplayedRecord): void {
     const body = rec.body;
     const xid = rec.header.xid;
-    this.records[body.kind] = (this.records[body.kind] ?? 0) + 1;
+    this.byKind.add(WAL_KIND_INDEX.get(body.kind)!, 1);
     this.walBytes += rec.header.totalLength;
     const shape = xid !== 0 ? this.xacts.get(xid) : undefined;
-    pgRecordsFor(body, shape, (k, n) => {
-      if (n > 0) this.pgRecords[k] = (this.pgRecords[k] ?? 0) + n;
-    });
+    pgRecordsFor(body, shape, this.addPg);
     if (xid === 0) return;
     if (body.kind === 'XACT_COMMIT' || body.kind === 'XACT_ABORT') {
       this.xacts.delete(xid);
@@ -224,8 +272,8 @@ export function replayCountsOf(st: CountedStorage): ReplayCounts {
   const r = st.replayCounters;
   const ops = st.smgr.fileOps;
   return {
-    records: { ...r.records },
-    pgRecords: { ...r.pgRecords },
+    records: r.records,
+    pgRecords: r.pgRecords,
     walBytes: r.walBytes,
     drops: structuredClone(st.dropCounters),
     smgr: {

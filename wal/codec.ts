@@ -35,6 +35,12 @@ import { assert } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { crc32cFinish, crc32cUpdate, CRC32C_INIT } from './crc32c.ts';
 import { ByteBuffer } from './byte-buffer.ts';
+import {
+  HOT_STRUCTURES,
+  hotPayloadBound,
+  readHotPayload,
+  writeHotPayload,
+} from './payload-codec.ts';
 import { formatLsn, InvalidLsn, type Lsn } from './lsn.ts';
 import {
   RMGR_INFO,
@@ -208,6 +214,14 @@ export const PAYLOAD_STRUCTURES: readonly (readonly string[])[] = [
   ['kind', 'relname', 'rel'],
   ['kind', 'rel', 'fork', 'block'],
 ];
+
+// The hand-written hot-kind codec (payload-codec.ts) must name the same structures.
+for (const [id, keys] of HOT_STRUCTURES) {
+  assert(
+    PAYLOAD_STRUCTURES[id - 0x40]?.join() === keys.join(),
+    `INV-WAL-1: record id 0x${id.toString(16)} is not the structure ${keys.join()}`,
+  );
+}
 
 function isU32(v: unknown): v is number {
   return typeof v === 'number' && v >>> 0 === v;
@@ -457,18 +471,20 @@ export class RecordEncoder {
     if (!isU32(xid)) assert(false, `INV-WAL-1: xid ${xid} is not an unsigned 32-bit integer`);
     if (!(Number.isSafeInteger(prev) && prev >= 0))
       assert(false, `INV-WAL-1: prev ${prev} is not an LSN`);
-    // REUSE_BUFFER_MODE returns msgpackr's whole target buffer with the frame at [start, end).
-    const packed = this.packr.pack(body, REUSE_BUFFER_MODE) as unknown as Uint8Array & {
-      start: number;
-      end: number;
-    };
-    const pStart = packed.start;
-    const pEnd = packed.end;
-    const totalLength = SIZE_OF_XLOG_RECORD + (pEnd - pStart);
-    if (totalLength > MAX_RECORD_LENGTH)
-      assert(false, `INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
+    const bound = hotPayloadBound(body);
+    let totalLength: number;
+    if (bound >= 0) {
+      // A hot kind: its payload is written in place (payload-codec.ts), no copy.
+      out.reserve(SIZE_OF_XLOG_RECORD + bound + 8);
+      const o = out.length;
+      const payloadEnd = writeHotPayload(out.bytes, o + SIZE_OF_XLOG_RECORD, body);
+      totalLength = payloadEnd - o;
+      if (totalLength > MAX_RECORD_LENGTH)
+        assert(false, `INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
+    } else {
+      totalLength = this.packInto(out, body);
+    }
     const space = (totalLength + 7) & ~7;
-    out.reserve(space);
     const b = out.bytes;
     const o = out.length;
     writeU32(b, o, totalLength);
@@ -479,14 +495,34 @@ export class RecordEncoder {
     b[o + 17] = RMGR_INFO[body.kind].rmid;
     b[o + 18] = 0;
     b[o + 19] = 0;
-    const payloadAt = o + SIZE_OF_XLOG_RECORD;
-    // A byte loop beats Buffer#copy / set(subarray) for the typical 30-100 byte payload.
-    for (let i = pStart, j = payloadAt; i < pEnd; i++, j++) b[j] = packed[i]!;
     for (let i = o + totalLength; i < o + space; i++) b[i] = 0;
     let crc = crc32cUpdate(CRC32C_INIT, b, o + SIZE_OF_XLOG_RECORD, o + totalLength);
     crc = crc32cFinish(crc32cUpdate(crc, b, o, o + XL_CRC_OFFSET));
     writeU32(b, o + XL_CRC_OFFSET, crc);
     out.length = o + space;
+    return totalLength;
+  }
+
+  /**
+   * msgpackr's encoding of `body` placed after the header slot at `out.length` (room for the
+   * padding reserved too); returns xl_tot_len.
+   */
+  private packInto(out: ByteBuffer, body: WalRecordBody): number {
+    // REUSE_BUFFER_MODE returns msgpackr's whole target buffer with the frame at [start, end).
+    const packed = this.packr.pack(body, REUSE_BUFFER_MODE) as unknown as Uint8Array & {
+      start: number;
+      end: number;
+    };
+    const pStart = packed.start;
+    const pEnd = packed.end;
+    const totalLength = SIZE_OF_XLOG_RECORD + (pEnd - pStart);
+    if (totalLength > MAX_RECORD_LENGTH)
+      assert(false, `INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
+    out.reserve((totalLength + 7) & ~7);
+    const b = out.bytes;
+    // A byte loop beats Buffer#copy / set(subarray) for the typical 30-100 byte payload.
+    for (let i = pStart, j = out.length + SIZE_OF_XLOG_RECORD; i < pEnd; i++, j++)
+      b[j] = packed[i]!;
     return totalLength;
   }
 }
@@ -643,16 +679,24 @@ export function decodeRecord(
       `incorrect resource manager data checksum: stored ${storedCrc.toString(16)}, computed ${crc.toString(16)}`,
     );
   }
-  const decoded = unpackPayload(buf, offset + SIZE_OF_XLOG_RECORD, offset + totalLength, lsn);
-  const problem = describeRecordBodyProblem(decoded);
-  if (problem !== null) throw new InvalidWalRecordError(lsn, 'bad_payload', problem);
-  const body = decoded as WalRecordBody;
   const info = buf[offset + 16]!;
   const rmid = buf[offset + 17]!;
   // The header names the kind; compare instead of looking RMGR_INFO up by the decoded string (a
   // fresh, non-internalized string makes keyed lookups slow), then store the interned constant
   // so that the callers' switches and lookups on body.kind are fast too.
   const headerKind = KIND_BY_RMID_INFO[(rmid << 8) | info];
+  const payloadStart = offset + SIZE_OF_XLOG_RECORD;
+  const payloadEnd = offset + totalLength;
+  // Hot kinds decode in place (payload-codec.ts); anything it does not accept goes through
+  // msgpackr and the full shape check, which give the same body or the precise error.
+  let body =
+    headerKind === undefined ? null : readHotPayload(buf, payloadStart, payloadEnd, headerKind);
+  if (body === null) {
+    const decoded = unpackPayload(buf, payloadStart, payloadEnd, lsn);
+    const problem = describeRecordBodyProblem(decoded);
+    if (problem !== null) throw new InvalidWalRecordError(lsn, 'bad_payload', problem);
+    body = decoded as WalRecordBody;
+  }
   const initFlag = (info & XLOG_HEAP_INIT_PAGE) !== 0;
   if (
     headerKind === undefined ||

@@ -8,6 +8,8 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  createPayloadPackr,
+  createPayloadUnpackr,
   decodeRecord,
   describeRecordBodyProblem,
   encodeRecord,
@@ -15,6 +17,7 @@ import {
   BODY_FIELDS,
   validateRecordBody,
 } from '../../wal/codec.ts';
+import { hotPayloadBound, readHotPayload, writeHotPayload } from '../../wal/payload-codec.ts';
 import { WalWriter } from '../../wal/wal-writer.ts';
 import { readWal } from '../../wal/wal-reader.ts';
 import { segmentFileName, segmentOf, walDir } from '../../wal/segment.ts';
@@ -110,6 +113,78 @@ const bodyArb: fc.Arbitrary<WalRecordBody> = fc.oneof(
     offsets: ranges,
   }),
   fc.record({ kind: fc.constant('HEAP2_VISIBLE' as const), rel, block: u32 }),
+);
+
+/** Hot-kind bodies with values at every msgpack encoding boundary. */
+const edgeU32 = fc.constantFrom(
+  0,
+  1,
+  0x1f,
+  0x20,
+  0x3f,
+  0x40,
+  0x7f,
+  0x80,
+  0xff,
+  0x100,
+  0xffff,
+  0x10000,
+  0xffffffff,
+);
+const edgeInt = fc.oneof(
+  edgeU32,
+  fc.constantFrom(-1, -32, -33, -128, -129, -32768, -32769, -(2 ** 31), -(2 ** 31) - 1, 2 ** 32),
+  fc.constantFrom(2 ** 53 - 1, -(2 ** 53) + 1),
+);
+const edgePositive = edgeU32.filter((v) => v > 0);
+const edgeArray = (v: fc.Arbitrary<number>) =>
+  fc.oneof(
+    fc.array(v, { maxLength: 3 }),
+    fc.integer({ min: 14, max: 17 }).chain((n) => fc.array(v, { minLength: n, maxLength: n })),
+  );
+const edgePairs = (a: fc.Arbitrary<number>, b: fc.Arbitrary<number>) =>
+  fc
+    .oneof(
+      fc.array(fc.tuple(a, b), { maxLength: 2 }),
+      fc.array(fc.tuple(a, b), { minLength: 7, maxLength: 9 }),
+    )
+    .map((x) => x.flat());
+const edgeBodyArb: fc.Arbitrary<WalRecordBody> = fc.oneof(
+  fc.record({
+    kind: fc.constantFrom('XACT_COMMIT' as const, 'XACT_ABORT' as const),
+    xactTime: fc.oneof(edgeInt, fc.constantFrom(1.5, -0.25, 1764646800123.5, 1e300)),
+    droppedRels: edgeArray(edgeU32),
+  }),
+  fc.record({
+    kind: fc.constant('HEAP_INSERT' as const),
+    rel: edgeU32,
+    block: edgeU32,
+    offset: edgeU32,
+    value: edgeInt,
+    initPage: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant('HEAP_DELETE' as const),
+    rel: edgeU32,
+    block: edgeU32,
+    offsets: edgePairs(edgePositive, edgePositive),
+  }),
+  fc.record({
+    kind: fc.constant('HEAP2_MULTI_INSERT' as const),
+    rel: edgeU32,
+    block: edgeU32,
+    firstOffset: edgeU32,
+    runs: edgePairs(edgeInt, edgePositive),
+    initPage: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant('HEAP2_PRUNE' as const),
+    rel: edgeU32,
+    block: edgeU32,
+    latestRemovedXid: edgeU32,
+    offsets: edgePairs(edgePositive, edgePositive),
+  }),
+  fc.record({ kind: fc.constant('HEAP2_VISIBLE' as const), rel: edgeU32, block: edgeU32 }),
 );
 
 const dirs: string[] = [];
@@ -248,6 +323,50 @@ describe('WAL codec properties', () => {
         },
       ),
       { ...params, numRuns: 500 },
+    );
+  });
+
+  it("hot kinds: the hand-written payload is msgpackr's bytes and decodes to msgpackr's body", () => {
+    const packr = createPayloadPackr();
+    const unpackr = createPayloadUnpackr();
+    fc.assert(
+      fc.property(fc.oneof(bodyArb, edgeBodyArb), (body) => {
+        const bound = hotPayloadBound(body);
+        if (bound < 0) return;
+        const out = new Uint8Array(bound + 3);
+        const end = writeHotPayload(out, 3, body);
+        expect(end - 3).toBeLessThanOrEqual(bound);
+        const reference = packr.pack(body);
+        expect(Buffer.from(out.subarray(3, end)).toString('hex')).toBe(
+          Buffer.from(reference).toString('hex'),
+        );
+        expect(readHotPayload(out, 3, end, body.kind)).toEqual(unpackr.unpack(reference));
+      }),
+      { ...params, numRuns: 1000 },
+    );
+  });
+
+  it('hot kinds: a mutated payload decodes as msgpackr + the shape check say, or falls back', () => {
+    const unpackr = createPayloadUnpackr();
+    fc.assert(
+      fc.property(
+        fc.oneof(bodyArb, edgeBodyArb),
+        fc.array(fc.tuple(fc.nat(), fc.nat({ max: 255 })), { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: -2, max: 2 }),
+        (body, edits, resize) => {
+          const bound = hotPayloadBound(body);
+          if (bound < 0) return;
+          const buf = new Uint8Array(bound + 2);
+          let end = writeHotPayload(buf, 0, body);
+          for (const [at, v] of edits) buf[at % end] = v;
+          end = Math.max(1, Math.min(buf.length, end + resize));
+          const fast = readHotPayload(buf, 0, end, body.kind);
+          if (fast === null) return; // the caller decodes it with msgpackr
+          expect(describeRecordBodyProblem(fast)).toBeNull();
+          expect(unpackr.unpack(buf.subarray(0, end))).toEqual(fast);
+        },
+      ),
+      { ...params, numRuns: 3000 },
     );
   });
 
