@@ -201,6 +201,15 @@ export class WalSender {
         this.deps.log(
           `LOG:  walsender: "${m.applicationName}" starts streaming at ${formatLsn(m.startLsn)}`,
         );
+        // PostgreSQL answers START_REPLICATION with CopyBothResponse, and the walreceiver is
+        // streaming from then on, WAL or not. walsim's stand-in is a keepalive at once: without it a
+        // caught-up standby stayed "connecting" until the first periodic keepalive (up to 1 s).
+        this.send({
+          type: 'PrimaryKeepalive',
+          walEnd: this.deps.flushedLsn(),
+          sendTime: this.clock.now(),
+          replyRequested: false,
+        });
         this.pump();
         return;
       }
