@@ -5,8 +5,11 @@
  * | action | walsim | PostgreSQL |
  * | --- | --- | --- |
  * | pause / resume | `npm run sql`'s path: `connectNode` + `SELECT pg_wal_replay_pause()` / `_resume()` | the same statements over the PostgreSQL port (`pgConnect`) |
- * | stop-immediate | `cluster stop --mode immediate`'s `stopNode` (server/pg-ctl.ts) | `cluster stop --engine postgres`'s `pgCtl(…, 'stop', { mode: 'immediate' })` |
- * | promote | `cluster promote`'s `promoteNode` (scripts/promote.ts) | `PgEngine.promote` (`pg_ctl promote -w`) |
+ * | stop-immediate | `cluster stop --mode immediate`'s `stopNode` (server/pg-ctl.ts) under the cluster lock | `cluster stop --engine postgres`'s `stopPgNode` |
+ * | promote | `cluster promote`'s `promoteNode` (scripts/promote.ts) under the cluster lock | the experiment's resume step's `PgEngine.promote` (`pg_ctl promote -w`) |
+ *
+ * The walsim stop and promote take the cluster lock as the CLI does (scripts/cluster-op.ts), waiting
+ * at most LOCK_WAIT_MS for a CLI operation in progress; then the button answers 409 naming it.
  *
  * Requests are validated here (`parseActionRequest`) before anything runs: unknown actions, nodes
  * not in the cluster and malformed bodies are refused with a message naming what was wrong.
@@ -14,7 +17,8 @@
 import { stopNode } from '../server/pg-ctl.ts';
 import { connectNode } from '../scripts/cli.ts';
 import { promoteNode } from '../scripts/promote.ts';
-import { pgConnect, pgCtl, type PgNodeName } from '../scripts/postgres/pg-cluster.ts';
+import { locked } from '../scripts/cluster-op.ts';
+import { pgConnect, stopPgNode, type PgNodeName } from '../scripts/postgres/pg-cluster.ts';
 import { PgEngine } from '../scripts/postgres/pg-engine.ts';
 import type { CostProfile } from '../cost-model/profile.ts';
 import type { EngineName } from './view.ts';
@@ -48,48 +52,65 @@ export function parseActionRequest(body: string, nodes: readonly string[]): Acti
 }
 
 const PROMOTE_WAIT_S = 60;
+const LOCK_WAIT_MS = 10_000;
 
-export async function runAction(
+type ActionResult = { message: string; result: unknown };
+
+export function runAction(
   engine: EngineName,
   dir: string,
   req: ActionRequest,
   profile: CostProfile,
-): Promise<{ message: string; result: unknown }> {
-  const { action, node } = req;
-  if (engine === 'walsim') {
-    switch (action) {
-      case 'pause':
-      case 'resume': {
-        const c = await connectNode(dir, node);
-        try {
-          await c.sql(`SELECT pg_wal_replay_${action}()`);
-        } finally {
-          c.close();
-        }
-        return { message: `${node}: pg_wal_replay_${action}()`, result: null };
+): Promise<ActionResult> {
+  return engine === 'walsim' ? walsimAction(dir, req, profile) : pgAction(dir, req);
+}
+
+async function walsimAction(
+  dir: string,
+  { action, node }: ActionRequest,
+  profile: CostProfile,
+): Promise<ActionResult> {
+  switch (action) {
+    case 'pause':
+    case 'resume': {
+      const c = await connectNode(dir, node);
+      try {
+        await c.sql(`SELECT pg_wal_replay_${action}()`);
+      } finally {
+        c.close();
       }
-      case 'stop-immediate': {
-        const stopped = await stopNode(dir, node, 'immediate');
-        return {
-          message: `${node}: ${stopped ? 'stopped (immediate)' : 'not running'}`,
-          result: { stopped },
-        };
-      }
-      case 'promote': {
-        const r = await promoteNode(dir, node, {
-          wait: true,
-          waitSeconds: PROMOTE_WAIT_S,
-          profile,
-        });
-        return {
-          message: r.promoted
-            ? `${node}: server promoted`
-            : `${node}: server did not promote within ${PROMOTE_WAIT_S} seconds`,
-          result: r,
-        };
-      }
+      return { message: `${node}: pg_wal_replay_${action}()`, result: null };
+    }
+    case 'stop-immediate': {
+      const stopped = await locked(
+        dir,
+        'dashboard stop-immediate',
+        () => stopNode(dir, node, 'immediate'),
+        LOCK_WAIT_MS,
+      );
+      return {
+        message: `${node}: ${stopped ? 'stopped (immediate)' : 'not running'}`,
+        result: { stopped },
+      };
+    }
+    case 'promote': {
+      const r = await locked(
+        dir,
+        'dashboard promote',
+        () => promoteNode(dir, node, { wait: true, waitSeconds: PROMOTE_WAIT_S, profile }),
+        LOCK_WAIT_MS,
+      );
+      return {
+        message: r.promoted
+          ? `${node}: server promoted`
+          : `${node}: server did not promote within ${PROMOTE_WAIT_S} seconds`,
+        result: r,
+      };
     }
   }
+}
+
+async function pgAction(dir: string, { action, node }: ActionRequest): Promise<ActionResult> {
   const pgNode = node as PgNodeName;
   switch (action) {
     case 'pause':
@@ -102,9 +123,13 @@ export async function runAction(
       }
       return { message: `${node}: pg_wal_replay_${action}()`, result: null };
     }
-    case 'stop-immediate':
-      await pgCtl(dir, pgNode, 'stop', { mode: 'immediate' });
-      return { message: `${node}: stopped (immediate)`, result: { stopped: true } };
+    case 'stop-immediate': {
+      const stopped = await stopPgNode(dir, pgNode, 'immediate');
+      return {
+        message: `${node}: ${stopped ? 'stopped (immediate)' : 'not running'}`,
+        result: { stopped },
+      };
+    }
     case 'promote':
       await new PgEngine(dir).promote(pgNode, PROMOTE_WAIT_S);
       return { message: `${node}: server promoted`, result: { promoted: true } };

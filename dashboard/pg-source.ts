@@ -3,8 +3,9 @@
  * its PostgreSQL port: one node-postgres connection per running node (application_name
  * `walsim-dashboard`), and per poll one statement for the node's own positions and pause state,
  * one over pg_stat_replication and, in recovery, one over pg_stat_wal_receiver. A node whose
- * postmaster.pid is absent or that refuses connections is `stopped` — no `pg_ctl status` process
- * per poll.
+ * postmaster.pid is absent or that refuses connections (or is starting up or shutting down) is
+ * `stopped` — no `pg_ctl status` process per poll; one that does not answer within
+ * SAMPLE_TIMEOUT_MS is `unreachable` and its connection is dropped.
  *
  * What PostgreSQL does not expose is left null and listed in `unavailable`: the lifecycle
  * machine's state (PostgreSQL's startup process has no such machine), buffer-drop counters, the
@@ -20,6 +21,7 @@ import {
   type PgNodeName,
 } from '../scripts/postgres/pg-cluster.ts';
 import type { ClusterSource, NodeSample } from './collector.ts';
+import { answerWithin, SAMPLE_TIMEOUT_MS } from './answer-within.ts';
 import type { ReplicationView } from './view.ts';
 
 const NODES: readonly PgNodeName[] = ['primary', 'standby'];
@@ -44,8 +46,97 @@ const REPLICATION_SQL = `SELECT application_name, state, sent_lsn::text, write_l
   EXTRACT(epoch FROM replay_lag)::float8 AS replay_lag_s
   FROM pg_stat_replication ORDER BY application_name`;
 
+// The walreceiver's application_name, as walreceiver.c picks it: primary_conninfo's, else
+// cluster_name, else "walreceiver" (pg_basebackup -R writes none).
 const RECEIVER_SQL = `SELECT status, received_tli, written_lsn::text, flushed_lsn::text,
-  sender_host, sender_port FROM pg_stat_wal_receiver`;
+  sender_host, sender_port,
+  COALESCE(substring(conninfo from '(?:^|\\s)application_name=(\\S+)'),
+           NULLIF(current_setting('cluster_name'), ''), 'walreceiver') AS application_name
+  FROM pg_stat_wal_receiver`;
+
+type Row = Record<string, unknown>;
+
+const lsnOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+function replicationView(r: Row): ReplicationView {
+  return {
+    applicationName: String(r.application_name),
+    state: String(r.state),
+    sentLsn: lsnOrNull(r.sent_lsn),
+    writeLsn: lsnOrNull(r.write_lsn),
+    flushLsn: lsnOrNull(r.flush_lsn),
+    replayLsn: lsnOrNull(r.replay_lsn),
+    syncPriority: Number(r.sync_priority),
+    syncState: String(r.sync_state),
+    replayLagS: r.replay_lag_s === null ? null : Number(r.replay_lag_s),
+  };
+}
+
+/** What both roles report: the node's own settings and its walsenders. */
+function commonSample(pid: number, self: Row, replication: ReplicationView[]): NodeSample {
+  return {
+    state: 'running',
+    error: null,
+    pid,
+    role: null,
+    lifecycle: null,
+    drop: null,
+    failover: null,
+    recordsReplayed: null,
+    sharedBuffers: String(self.shared_buffers),
+    nBuffers: Number(self.nbuffers),
+    replication,
+    unavailable: UNAVAILABLE,
+  };
+}
+
+function primarySample(common: NodeSample, self: Row): NodeSample {
+  return {
+    ...common,
+    role: 'primary',
+    timeline: Number(self.timeline),
+    lsn: {
+      current: lsnOrNull(self.insert_lsn),
+      flush: lsnOrNull(self.flush_lsn),
+      received: null,
+      flushed: null,
+      replayed: null,
+    },
+    upstreamFlush: lsnOrNull(self.flush_lsn),
+  };
+}
+
+/** `recv`: the pg_stat_wal_receiver row (absent while no walreceiver runs). */
+function standbySample(
+  common: NodeSample,
+  self: Row,
+  recv: Row | undefined,
+  ports: Record<string, number>,
+): NodeSample {
+  const senderPort = recv === undefined ? null : Number(recv.sender_port);
+  const upstream =
+    Object.entries(ports).find(([, p]) => p === senderPort)?.[0] ??
+    (recv ? `${String(recv.sender_host)}:${senderPort}` : 'primary');
+  return {
+    ...common,
+    role: 'standby',
+    timeline:
+      recv?.received_tli != null ? Number(recv.received_tli) : Number(self.checkpoint_timeline),
+    upstream,
+    applicationName: recv ? String(recv.application_name) : null,
+    receiver: recv ? String(recv.status) : 'stopped',
+    lsn: {
+      current: null,
+      flush: null,
+      // NULL until this walreceiver wrote something (PostgreSQL: writtenUpto still invalid).
+      received: lsnOrNull(recv?.written_lsn),
+      flushed: lsnOrNull(self.receive_lsn),
+      replayed: lsnOrNull(self.replay_lsn),
+    },
+    upstreamFlush: lsnOrNull(self.receive_lsn),
+    pauseState: lsnOrNull(self.pause_state),
+  };
+}
 
 export class PgSource implements ClusterSource {
   readonly engine = 'postgres' as const;
@@ -60,7 +151,7 @@ export class PgSource implements ClusterSource {
     return NODES.filter((n) => fs.existsSync(pgDataDir(this.dir, n)));
   }
 
-  private stopped(name: string): NodeSample {
+  private stopped(name: string, pid: number | null = null): NodeSample {
     this.drop(name);
     const standby = fs.existsSync(
       path.join(pgDataDir(this.dir, name as PgNodeName), 'standby.signal'),
@@ -68,7 +159,7 @@ export class PgSource implements ClusterSource {
     return {
       state: 'stopped',
       error: null,
-      pid: null,
+      pid,
       role: standby ? 'standby' : 'primary',
       upstream: standby ? 'primary' : null,
       unavailable: UNAVAILABLE,
@@ -88,100 +179,46 @@ export class PgSource implements ClusterSource {
     }
   }
 
+  /** The node's connection, made anew after an error or the server's end. */
+  private async connection(name: string): Promise<pg.Client> {
+    const c = this.clients.get(name);
+    if (c !== undefined && !this.broken.has(name)) return c;
+    this.drop(name);
+    const fresh = await pgConnect(this.dir, name as PgNodeName, 'walsim-dashboard', {
+      connectTimeoutMs: SAMPLE_TIMEOUT_MS,
+    });
+    fresh.on('error', () => this.broken.add(name));
+    fresh.on('end', () => this.broken.add(name));
+    this.clients.set(name, fresh);
+    return fresh;
+  }
+
+  private async rows(c: pg.Client, sql: string, what: string): Promise<Row[]> {
+    return (await answerWithin(c.query(sql), what)).rows as Row[];
+  }
+
   async sample(name: string): Promise<NodeSample> {
     const pid = this.pidOf(name);
     if (pid === null) return this.stopped(name);
-    let c = this.clients.get(name);
     try {
-      if (c === undefined || this.broken.has(name)) {
-        this.drop(name);
-        c = await pgConnect(this.dir, name as PgNodeName, 'walsim-dashboard');
-        c.on('error', () => this.broken.add(name));
-        c.on('end', () => this.broken.add(name));
-        this.clients.set(name, c);
-      }
-      const self = (await c.query(SELF_SQL)).rows[0] as Record<string, unknown>;
-      const rep = (await c.query(REPLICATION_SQL)).rows as Array<Record<string, unknown>>;
-      const replication: ReplicationView[] = rep.map((r) => ({
-        applicationName: String(r.application_name),
-        state: String(r.state),
-        sentLsn: (r.sent_lsn as string | null) ?? null,
-        writeLsn: (r.write_lsn as string | null) ?? null,
-        flushLsn: (r.flush_lsn as string | null) ?? null,
-        replayLsn: (r.replay_lsn as string | null) ?? null,
-        syncPriority: Number(r.sync_priority),
-        syncState: String(r.sync_state),
-        replayLagS: r.replay_lag_s === null ? null : Number(r.replay_lag_s),
-      }));
-      const common = {
-        state: 'running' as const,
-        error: null,
-        pid,
-        lifecycle: null,
-        drop: null,
-        failover: null,
-        recordsReplayed: null,
-        sharedBuffers: String(self.shared_buffers),
-        nBuffers: Number(self.nbuffers),
-        replication,
-        unavailable: UNAVAILABLE,
-      };
-      if (self.in_recovery !== true) {
-        return {
-          ...common,
-          role: 'primary',
-          timeline: Number(self.timeline),
-          lsn: {
-            current: self.insert_lsn as string,
-            flush: self.flush_lsn as string,
-            received: null,
-            flushed: null,
-            replayed: null,
-          },
-          upstreamFlush: self.flush_lsn as string,
-        };
-      }
-      const recv = (await c.query(RECEIVER_SQL)).rows[0] as Record<string, unknown> | undefined;
-      const engine = readPgEngine(this.dir);
-      const senderPort = recv?.sender_port === undefined ? null : Number(recv.sender_port);
-      const upstream =
-        (Object.entries(engine.ports).find(([, p]) => p === senderPort)?.[0] as
-          string | undefined) ?? (recv ? `${String(recv.sender_host)}:${senderPort}` : 'primary');
-      return {
-        ...common,
-        role: 'standby',
-        timeline:
-          recv?.received_tli !== undefined && recv.received_tli !== null
-            ? Number(recv.received_tli)
-            : Number(self.checkpoint_timeline),
-        upstream,
-        // pg_basebackup -R writes primary_conninfo without application_name: 'walreceiver'.
-        applicationName: 'walreceiver',
-        receiver: recv ? String(recv.status) : 'stopped',
-        lsn: {
-          current: null,
-          flush: null,
-          received: (recv?.written_lsn as string | null | undefined) ?? null,
-          flushed: (self.receive_lsn as string | null) ?? null,
-          replayed: (self.replay_lsn as string | null) ?? null,
-        },
-        upstreamFlush: (self.receive_lsn as string | null) ?? null,
-        pauseState: (self.pause_state as string | null) ?? null,
-      };
+      const c = await this.connection(name);
+      const self = (await this.rows(c, SELF_SQL, 'positions'))[0]!;
+      const rep = await this.rows(c, REPLICATION_SQL, 'pg_stat_replication');
+      const common = commonSample(pid, self, rep.map(replicationView));
+      if (self.in_recovery !== true) return primarySample(common, self);
+      const recv = (await this.rows(c, RECEIVER_SQL, 'pg_stat_wal_receiver'))[0];
+      return standbySample(common, self, recv, readPgEngine(this.dir).ports);
     } catch (e) {
-      this.drop(name);
-      const err = e as NodeJS.ErrnoException;
-      // Refused, or the server said it is starting up / shutting down: not serving.
-      if (err.code === 'ECONNREFUSED' || err.code === '57P03' || err.code === '57P01')
-        return { ...this.stopped(name), pid };
-      return {
-        state: 'unreachable',
-        error: err.message,
-        pid,
-        role: null,
-        unavailable: UNAVAILABLE,
-      };
+      return this.failed(name, pid, e as NodeJS.ErrnoException);
     }
+  }
+
+  private failed(name: string, pid: number, err: NodeJS.ErrnoException): NodeSample {
+    this.drop(name);
+    // Refused, or the server said it is starting up / shutting down: not serving.
+    if (err.code === 'ECONNREFUSED' || err.code === '57P03' || err.code === '57P01')
+      return this.stopped(name, pid);
+    return { ...this.stopped(name, pid), state: 'unreachable', error: err.message };
   }
 
   private drop(name: string): void {

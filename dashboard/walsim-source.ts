@@ -25,18 +25,7 @@ import { nodeDisk } from '../common/node-disk.ts';
 import { STANDBY_SIGNAL } from '../server/startup-replay.ts';
 import { connectNode } from '../scripts/cli.ts';
 import type { NodeSample, ClusterSource } from './collector.ts';
-
-const STATUS_TIMEOUT_MS = 5_000;
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-    p.then(
-      (v) => (clearTimeout(t), resolve(v)),
-      (e: unknown) => (clearTimeout(t), reject(e instanceof Error ? e : new Error(String(e)))),
-    );
-  });
-}
+import { answerWithin } from './answer-within.ts';
 
 export class WalsimSource implements ClusterSource {
   readonly engine = 'walsim' as const;
@@ -98,11 +87,11 @@ export class WalsimSource implements ClusterSource {
     }
     try {
       if (entry === undefined) {
-        const client = await withTimeout(connectNode(this.dir, name), STATUS_TIMEOUT_MS, 'connect');
+        const client = await answerWithin(connectNode(this.dir, name), 'connect');
         entry = { pid: pidFile.pid, client };
         this.clients.set(name, entry);
       }
-      const st = await withTimeout(entry.client.status(), STATUS_TIMEOUT_MS, 'status');
+      const st = await answerWithin(entry.client.status(), 'status');
       return this.fromStatus(st);
     } catch (e) {
       // The node may have stopped between the pid check and the request: say stopped then.

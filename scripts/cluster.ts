@@ -26,7 +26,8 @@ import { formatLsn } from '../wal/lsn.ts';
 import { STANDBY_SIGNAL } from '../server/node.ts';
 import { addStandby, rejoin, repoint, switchover, waitStreaming } from '../server/topology.ts';
 import { initCluster, type InitOptions } from '../server/initdb.ts';
-import { lockNewCluster, withClusterLock } from '../server/lock-files.ts';
+import { lockNewCluster } from '../server/lock-files.ts';
+import { locked } from './cluster-op.ts';
 import { bindsNow } from '../server/ports.ts';
 import {
   parseCheckpointTimeout,
@@ -96,23 +97,6 @@ const INIT_OPTION_DEFAULTS = {
   listen: '127.0.0.1',
   'password-encryption': 'scram-sha-256',
 } as const;
-
-/** Cluster-wide operations wait this long for another one to finish, then are refused. */
-const CLUSTER_LOCK_WAIT_MS = 120_000;
-
-/**
- * Run a cluster-wide operation holding the cluster's lock (server/lock-files.ts): concurrent CLI
- * invocations on one cluster run one after the other. Without a cluster there is nothing to lock
- * (`fn` then reports that).
- */
-function locked<T>(clusterDir: string, operation: string, fn: () => Promise<T>): Promise<T> {
-  if (listNodes(clusterDir).length === 0) return fn();
-  return withClusterLock(clusterDir, operation, fn, {
-    waitMs: CLUSTER_LOCK_WAIT_MS,
-    onWait: (holder) =>
-      console.error(`waiting for the cluster operation ${holder} to finish before "${operation}"`),
-  });
-}
 
 async function cmdStart(argv: string[]): Promise<number> {
   const { values } = parseCli(

@@ -13,6 +13,7 @@ import {
   pgConnectionString,
   pgCtl,
   pgNodeRunning,
+  stopPgNode,
   readPgEngine,
 } from './pg-cluster.ts';
 
@@ -93,8 +94,7 @@ export async function pgClusterCommand(
       for (const n of nodes) {
         if (n !== 'primary' && n !== 'standby')
           throw new UsageError(`no node "${n}" (nodes: primary, standby)`);
-        if (await pgNodeRunning(dir, n)) {
-          await pgCtl(dir, n, 'stop', { mode });
+        if (await stopPgNode(dir, n, mode)) {
           console.log(`${n}: stopped (${mode})`);
           stopped = true;
         } else console.log(`${n}: not running`);

@@ -9,7 +9,7 @@
  * starts with a millisecond UTC timestamp and the pid, `log_line_prefix = '%m [%p] '`).
  *
  * Entry points: `initPgCluster`, `destroyPgCluster`, `readPgEngine`, `isPgCluster`, `pgCtl`,
- * `pgNodeRunning`, `pgConnect`, `pgLogPath`, `runPgProgram`.
+ * `pgNodeRunning`, `stopPgNode`, `pgConnect`, `pgLogPath`, `runPgProgram`.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -171,17 +171,35 @@ export async function pgCtl(
   });
 }
 
+/**
+ * `cluster stop --engine postgres` of one node: pg_ctl stop when it runs. Returns whether it was
+ * running (pg_ctl stop of a stopped server would fail).
+ */
+export async function stopPgNode(
+  dir: string,
+  name: PgNodeName,
+  mode: 'smart' | 'fast' | 'immediate',
+): Promise<boolean> {
+  if (!(await pgNodeRunning(dir, name))) return false;
+  await pgCtl(dir, name, 'stop', { mode });
+  return true;
+}
+
 /** pg_ctl status: 0 = running, 3 = not running. */
 export async function pgNodeRunning(dir: string, name: PgNodeName): Promise<boolean> {
   if (!fs.existsSync(path.join(pgDataDir(dir, name), 'postmaster.pid'))) return false;
   return (await pgCtl(dir, name, 'status', { allowFail: true })).code === 0;
 }
 
-/** A connection to one node as the superuser (`application_name` says who we are). */
+/**
+ * A connection to one node as the superuser (`application_name` says who we are);
+ * `connectTimeoutMs` bounds the connection attempt (default: none, as libpq).
+ */
 export async function pgConnect(
   dir: string,
   name: PgNodeName,
   role = 'walsim-experiment',
+  opts: { connectTimeoutMs?: number } = {},
 ): Promise<pg.Client> {
   const engine = readPgEngine(dir);
   const c = new pg.Client({
@@ -190,6 +208,7 @@ export async function pgConnect(
     user: 'postgres',
     database: 'postgres',
     application_name: role,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 0,
   });
   c.on('error', () => {}); // a server stopped under us surfaces on the next query
   await c.connect();
