@@ -252,9 +252,16 @@ export class RecoveryModel {
     if (counted || !this.residentKnown) st.resident.add(block);
   }
 
-  /** Redo routines that touch the FSM outside the block references (XLogRecordPageWithFreeSpace). */
+  /**
+   * Redo routines that touch the FSM outside the block references (XLogRecordPageWithFreeSpace):
+   * PRUNE and VACUUM always; INSERT, MULTI_INSERT and non-HOT UPDATE when the page is left with
+   * less than BLCKSZ / 5 free (wal-records.ts heapPageFreeAfter) — a one-block table filled by
+   * INSERT (226 int rows) has its FSM read, created and cached by replay.
+   */
   private touchFsm(rec: PgWalRecord, counted: boolean): void {
-    if (rec.rmgr !== 'Heap2' || (rec.type !== 'PRUNE' && rec.type !== 'VACUUM')) return;
+    const pruned = rec.rmgr === 'Heap2' && (rec.type === 'PRUNE' || rec.type === 'VACUUM');
+    const filled = rec.heapPageFreeAfter !== undefined && rec.heapPageFreeAfter < BLCKSZ / 5;
+    if (!pruned && !filled) return;
     const b = rec.blocks[0];
     if (b !== undefined && b.fork === 0) this.touch(b.node, 1, fsmBlockOf(b.block), counted);
   }

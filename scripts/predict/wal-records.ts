@@ -49,6 +49,12 @@ export interface PgWalRecord {
   dropRels?: RelFileNode[];
   /** Database DROP: the database dropped. */
   dropDatabase?: number;
+  /**
+   * Heap INSERT, non-HOT UPDATE, Heap2 MULTI_INSERT: the free space left on the (new) tuple's page
+   * after the redo, estimated from the record (`heapPageFreeAfter`); their redo updates the FSM
+   * when it is below BLCKSZ / 5.
+   */
+  heapPageFreeAfter?: number;
 }
 
 export const relKey = (n: RelFileNode) => `${n.spc}/${n.db}/${n.rel}`;
@@ -118,6 +124,57 @@ function interpret(rec: PgWalRecord, desc: string): void {
   }
 }
 
+const BLCKSZ = 8192;
+const SIZE_OF_PAGE_HEADER = 24;
+const ITEM_ID = 4;
+const maxAlign = (n: number) => Math.ceil(n / 8) * 8;
+
+/**
+ * The free space (PageGetHeapFreeSpace) on the page a heap record puts its tuple(s) on, after the
+ * redo, estimated from the record alone: heap_xlog_insert, heap_xlog_multi_insert and (non-HOT)
+ * heap_xlog_update call XLogRecordPageWithFreeSpace when it is below BLCKSZ / 5, which reads the
+ * FSM fork (XLogReadBufferExtended → smgrnblocks caches its size, and creates it if missing). The
+ * tuple length comes from the record length less its fixed parts (XLogRecord 24 bytes, the first
+ * block reference 20, the main data header 2, xl_heap_insert 3 / xl_heap_update 14, xl_heap_header
+ * 5, plus SizeofHeapTupleHeader 23 back); the page is assumed to hold `off` tuples of this
+ * length (INSERT, UPDATE: the tuple's offset number) or, for MULTI_INSERT+INIT, exactly the
+ * record's tuples. Undefined for every other record, and for MULTI_INSERT onto a page that held
+ * tuples before (its prior contents are not in the record).
+ */
+export function heapPageFreeAfter(
+  rmgr: string,
+  type: string,
+  desc: string,
+  recLength: number,
+  blockRefs: number,
+): number | undefined {
+  const free = (tuples: number, tupleLen: number) =>
+    Math.max(
+      0,
+      BLCKSZ - SIZE_OF_PAGE_HEADER - tuples * (ITEM_ID + maxAlign(Math.max(24, tupleLen))),
+    );
+  const t = type.replace(/\+INIT$/, '');
+  if (rmgr === 'Heap' && t === 'INSERT') {
+    const m = /^off (\d+)/.exec(desc.trim());
+    return m === null ? undefined : free(Number(m[1]), recLength - 31);
+  }
+  if (rmgr === 'Heap' && t === 'UPDATE') {
+    const m = /; new off (\d+)/.exec(desc);
+    // Two block references (new page, old page: 8 more bytes) unless the new tuple stays on its page.
+    return m === null ? undefined : free(Number(m[1]), recLength - (blockRefs > 1 ? 50 : 42));
+  }
+  if (rmgr === 'Heap2' && type === 'MULTI_INSERT+INIT') {
+    const m = /^(\d+) tuples/.exec(desc.trim());
+    const n = m === null ? 0 : Number(m[1]);
+    if (n < 1) return undefined;
+    // Block data: per tuple a SHORTALIGNed xl_multi_insert_tuple (7 → 8 bytes) and the tuple
+    // less its 23-byte header; main data xl_heap_multi_insert (3 bytes; no offsets with INIT).
+    const blockData = recLength - 24 - 20 - 2 - 3;
+    return free(n, blockData / n - 8 + 23);
+  }
+  return undefined;
+}
+
 function bad(rec: Pick<PgWalRecord, 'lsn' | 'rmgr' | 'type'>, what: string): WalsimError {
   return new WalsimError(
     'invalid_input',
@@ -153,6 +210,8 @@ export function parseWaldumpLine(line: string): PgWalRecord | null {
     blocks: parseBlockRefs(cut < 0 ? null : descAndRefs.slice(cut)),
   };
   interpret(rec, desc);
+  const free = heapPageFreeAfter(rec.rmgr, type, desc, Number(m[2]), rec.blocks.length);
+  if (free !== undefined) rec.heapPageFreeAfter = free;
   return rec;
 }
 
@@ -182,5 +241,14 @@ export function recordFromWalinspect(row: WalinspectRow): PgWalRecord {
     blocks: parseBlockRefs(row.block_ref),
   };
   interpret(rec, row.description ?? '');
+  // record_length includes full-page images: without them the estimate is pg_waldump's.
+  const free = heapPageFreeAfter(
+    rec.rmgr,
+    rec.type,
+    row.description ?? '',
+    rec.totalLength,
+    rec.blocks.length,
+  );
+  if (free !== undefined) rec.heapPageFreeAfter = free;
   return rec;
 }

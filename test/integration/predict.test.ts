@@ -3,8 +3,9 @@
  * without the server binaries). One paused backlog holds every case of the size-cached rule:
  * TRUNCATE of one-block int tables (sizes cached → lookup), TRUNCATE of tables with a never-written
  * TOAST table (→ full scan), TRUNCATE of a table replay touched only before the standby restarted
- * (→ full scan), a VACUUM truncation (DropRelFileNodeBuffers, lookup) and DROP TABLE of a
- * relfilenode created in the backlog and never written (→ full scan). Checked:
+ * (→ full scan), a VACUUM truncation (DropRelFileNodeBuffers, lookup), DROP TABLE of a
+ * relfilenode created in the backlog and never written (→ full scan) and TRUNCATE of a table whose
+ * one block INSERT filled (its FSM fork read by insert redo → lookup). Checked:
  * - the records predict counted equal `pg_waldump --stats=record` over the same range, and the
  *   primary's pg_walinspect gives the same counts as the standby's pg_wal;
  * - the drop path of every call equals PostgreSQL's own, observed with gdb on the startup process
@@ -95,6 +96,10 @@ describe.skipIf(reason !== null)(
         'CREATE TABLE v (c int)',
         'INSERT INTO v SELECT generate_series(1, 1000)',
         'CREATE TABLE d (c int)',
+        // f: one block filled by INSERT (226 int rows): the last inserts leave < BLCKSZ/5 free, so
+        // their redo reads (creates, caches) the FSM fork (heap_xlog_insert).
+        'CREATE TABLE f (c int)',
+        'INSERT INTO f SELECT generate_series(1, 226)',
       );
       await sql('primary', ...stmts);
       await caughtUp();
@@ -109,7 +114,14 @@ describe.skipIf(reason !== null)(
       const backlog: string[] = [];
       for (let i = 1; i <= 4; i++) backlog.push(`TRUNCATE i${i}`);
       for (let i = 1; i <= 2; i++) backlog.push(`TRUNCATE t${i}`);
-      backlog.push('TRUNCATE r', 'DELETE FROM v', 'VACUUM v', 'TRUNCATE d', 'DROP TABLE d');
+      backlog.push(
+        'TRUNCATE r',
+        'DELETE FROM v',
+        'VACUUM v',
+        'TRUNCATE d',
+        'DROP TABLE d',
+        'TRUNCATE f',
+      );
       await sql('primary', ...backlog);
       // The standby has received it all (synchronous standby, remote_write).
       const [p] = await sql('primary', 'SELECT pg_current_wal_flush_lsn()::text AS l');
@@ -203,7 +215,8 @@ describe.skipIf(reason !== null)(
     it('predicts the drop path the size-cached rule gives in each case', () => {
       const p = prediction;
       const byRel = (paths: Json[]) => paths.map((d) => `${d.fn} ${d.path}`);
-      // Order of the backlog: 4 int TRUNCATEs, 2 TOAST TRUNCATEs, r, VACUUM v, TRUNCATE d, DROP d.
+      // Order of the backlog: 4 int TRUNCATEs, 2 TOAST TRUNCATEs, r, VACUUM v, TRUNCATE d, DROP d,
+      // TRUNCATE f.
       expect(byRel(p.drops.list)).toEqual([
         ...Array(4).fill('DropRelFileNodesAllBuffers cached-lookup'),
         ...Array(2).fill('DropRelFileNodesAllBuffers full-scan'),
@@ -211,12 +224,15 @@ describe.skipIf(reason !== null)(
         'DropRelFileNodeBuffers cached-lookup',
         'DropRelFileNodesAllBuffers full-scan',
         'DropRelFileNodesAllBuffers full-scan',
+        'DropRelFileNodesAllBuffers cached-lookup',
       ]);
+      // f: main (1 block) and the FSM replay created (3 blocks: root, level 1, leaf).
+      expect(p.drops.list[10].probes).toBe(4);
       expect(p.drops.list[4].why).toMatch(/size not cached/);
       expect(p.drops.list[6].why).toMatch(/not touched by replay since the standby started/);
       expect(p.drops.descriptorsScanned).toBe(5 * 16384);
       // pg_control: one per relation-dropping commit and per truncation.
-      expect(p.counts.replay.controlFileUpdates).toBe(10);
+      expect(p.counts.replay.controlFileUpdates).toBe(11);
     });
 
     it('refuses each bad input with one message naming what was wrong', async () => {

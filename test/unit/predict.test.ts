@@ -141,6 +141,30 @@ describe('the size-cached rule', () => {
     expect(r.counts.controlFileUpdates).toBe(1);
   });
 
+  it('INSERT redo that leaves < BLCKSZ/5 free reads the FSM: a filled one-block table is dropped by lookup', () => {
+    // 59-byte INSERT records: 28-byte int tuples, 36 bytes a tuple with its line pointer.
+    const ins = (off: number) =>
+      `rmgr: Heap        len (rec/tot):     59/    59, tx:        735, lsn: 0/03011960, prev 0/03011918, desc: INSERT off ${off} flags 0x00, blkref #0: rel 1663/5/100 blk 0`;
+    expect(rec(ins(181)).heapPageFreeAfter).toBe(8192 - 24 - 181 * 36); // 1,652 ≥ 1,638
+    expect(rec(ins(182)).heapPageFreeAfter).toBe(8192 - 24 - 182 * 36); // 1,616 < 1,638
+    expect(rec(L.insertInit).heapPageFreeAfter).toBe(8192 - 24 - 36);
+    expect(rec(L.lock).heapPageFreeAfter).toBeUndefined();
+    // The standby's files: main 1 block, and the FSM fork replay created (3 blocks).
+    const withFsm: StandbyFiles = {
+      diskBlocks: (n, f) => (n.rel === 100 ? ([1, 3, null, null][f] ?? null) : null),
+      residentBlocks: () => undefined,
+    };
+    const filled = new RecoveryModel(NB, withFsm);
+    for (let off = 1; off <= 226; off++) filled.learn(rec(ins(off)));
+    filled.replay(commitDropping(100));
+    expect(filled.result().drops[0]).toMatchObject({ path: 'cached-lookup' });
+    // Only 181 rows: replay never read the FSM, so an FSM fork on disk is uncached → full scan.
+    const partial = new RecoveryModel(NB, withFsm);
+    for (let off = 1; off <= 181; off++) partial.learn(rec(ins(off)));
+    partial.replay(commitDropping(100));
+    expect(partial.result().drops[0]).toMatchObject({ path: 'full-scan' });
+  });
+
   it('a never-written TOAST relation in the drop list forces the full scan of every descriptor', () => {
     const m = new RecoveryModel(NB, files({ 100: 1, 101: 0, 102: 1 }));
     m.learn(touch(100));
