@@ -3,7 +3,7 @@
  * (format `walsim-cost-profile/1`, documented in cost-model/README.md), and their loader.
  *
  * Entry points: `CostProfile`, `COST_CONSTANT_NAMES`, `CostConstantName`, `parseProfile(json, origin)`,
- * `loadProfile(nameOrFile)`, `builtinProfileNames()`, `DEFAULT_PROFILE`, `profileToJson`.
+ * `loadProfile(nameOrFile)`, `profilePath(nameOrFile)`, `builtinProfileNames()`, `DEFAULT_PROFILE`, `profileToJson`.
  *
  * Every constant is seconds per one event of one counter; `per` names the event and `source` says
  * where the value came from (a fit, a measurement, or why it is zero). A profile missing a constant,
@@ -200,23 +200,28 @@ export function builtinProfileNames(): string[] {
 }
 
 /**
+ * The file of a shipped profile name (`seed-001`) or of a path (anything containing a `/` or ending
+ * in `.json`); an unknown name is refused, naming the shipped ones.
+ */
+export function profilePath(nameOrFile: string): { file: string; isFile: boolean } {
+  const isFile =
+    nameOrFile.includes('/') || nameOrFile.includes(path.sep) || nameOrFile.endsWith('.json');
+  if (isFile) return { file: path.resolve(nameOrFile), isFile };
+  if (!builtinProfileNames().includes(nameOrFile)) {
+    throw new WalsimError(
+      'invalid_input',
+      `unknown cost profile "${nameOrFile}" (shipped: ${builtinProfileNames().join(', ')}; or give a file path)`,
+    );
+  }
+  return { file: path.join(PROFILES_DIR, `${nameOrFile}.json`), isFile };
+}
+
+/**
  * A shipped profile by name (`seed-001`) or a profile file by path (anything containing a `/` or
  * ending in `.json`).
  */
 export function loadProfile(nameOrFile: string = DEFAULT_PROFILE): CostProfile {
-  const isFile =
-    nameOrFile.includes('/') || nameOrFile.includes(path.sep) || nameOrFile.endsWith('.json');
-  let file: string;
-  if (isFile) file = path.resolve(nameOrFile);
-  else {
-    if (!builtinProfileNames().includes(nameOrFile)) {
-      throw new WalsimError(
-        'invalid_input',
-        `unknown cost profile "${nameOrFile}" (shipped: ${builtinProfileNames().join(', ')}; or give a file path)`,
-      );
-    }
-    file = path.join(PROFILES_DIR, `${nameOrFile}.json`);
-  }
+  const { file, isFile } = profilePath(nameOrFile);
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');

@@ -344,7 +344,8 @@ runCli(async () => {
       relDivisors: divisors,
       primarySharedBuffers: settings.primarySharedBuffers,
     },
-    refittedFrom: refit ? path.resolve(values.refit!) : null,
+    // Relative: the file is often shipped, and a profile carries no machine's paths.
+    refittedFrom: refit ? path.relative(process.cwd(), path.resolve(values.refit!)) : null,
     machine: refit?.machine,
     target,
     report,

@@ -6,7 +6,8 @@
  * stops and promotes nodes and observes the failover its own way. Used by the `rel`/`multi` CLIs
  * and, in-process, by the sweeps and calibrate, so all of them run this code.
  *
- * Entry points: `runStep(step, options)`, `StepSession`, `openEngine`, `StepOrderError`, `STEPS`.
+ * Entry points: `runStep(step, options)`, `StepSession`, `openEngine`, `waitForStandby`,
+ * `StepOrderError`, `STEPS`.
  *
  * Order (the seed's procedure): create → insert → [delete] → pause → vacuum|truncate → stop →
  * resume; count any time after create. A step run out of order throws `StepOrderError` naming the
@@ -233,7 +234,7 @@ const lsnOf = async (s: StepSession, node: ExperimentNode, fn: string) =>
  * Wait until the standby has flushed (`pg_last_wal_receive_lsn()`) or replayed
  * (`pg_last_wal_replay_lsn()`) everything the primary flushed; returns that LSN.
  */
-async function waitForStandby(
+export async function waitForStandby(
   s: StepSession,
   mode: 'flush' | 'replay',
   timeoutMs = 600_000,

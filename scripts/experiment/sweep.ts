@@ -429,14 +429,20 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
 export const STALL_OUTLIER_MS = 4000;
 export function isStalled(r: RunRecord, cellRuns: readonly RunRecord[]): boolean {
   if (r.engine !== 'postgres') return false;
-  if (r.stall === true) return true;
-  const others = cellRuns
-    .filter((o) => o !== r)
-    .map((o) => o.failoverMs)
-    .filter(Number.isFinite);
+  return isStalledRun(
+    r.failoverMs,
+    r.stall === true,
+    cellRuns.filter((o) => o !== r).map((o) => o.failoverMs),
+  );
+}
+
+/** The rule of `isStalled` on plain figures: flagged, or an outlier against the fastest other run. */
+export function isStalledRun(ms: number, flagged: boolean, othersMs: readonly number[]): boolean {
+  if (flagged) return true;
+  const others = othersMs.filter(Number.isFinite);
   if (others.length === 0) return false;
   const fastest = Math.min(...others);
-  return r.failoverMs - fastest >= STALL_OUTLIER_MS && r.failoverMs >= 2 * fastest;
+  return ms - fastest >= STALL_OUTLIER_MS && ms >= 2 * fastest;
 }
 
 export function median(xs: number[]): number {

@@ -12,7 +12,8 @@ import { WalsimError } from '../../common/errors.ts';
 
 /** The programs the postgres engine calls. */
 export const PG_PROGRAMS = ['initdb', 'pg_ctl', 'pg_basebackup', 'postgres', 'pg_waldump'] as const;
-export type PgProgram = (typeof PG_PROGRAMS)[number];
+/** Also pgbench, which only predict-bench's `pgbench -i` cell uses (it checks for it itself). */
+export type PgProgram = (typeof PG_PROGRAMS)[number] | 'pgbench';
 
 const DEBIAN_LIB = '/usr/lib/postgresql';
 

@@ -50,7 +50,7 @@ import {
 } from './pg-cluster.ts';
 import { parsePgLog, promotionTimeline, type PromotionTimeline } from './pg-log.ts';
 import { parseWaldumpStats, type WaldumpStats } from './pg-waldump.ts';
-import { findStartupPid, StartupSampler, type StartupSched } from './startup-sched.ts';
+import { startupSamplerOf, type StartupSched } from './startup-sched.ts';
 
 /** A promote request noticed later than this after it was sent (and after replay ran out of WAL) is a stall. */
 export const STALL_MS = 1000;
@@ -143,22 +143,10 @@ export class PgEngine implements Engine<PgFailover> {
     const to =
       w.endLsn !== null && parseLsn(w.endLsn) <= parseLsn(w.receivedLsn) ? w.endLsn : w.receivedLsn;
     const stats = await this.waldump(from, to);
-    const sampler = this.startupSampler();
+    const sampler = startupSamplerOf(pgDataDir(this.clusterDir, 'standby'));
     return {
       finish: (instants) => this.observe(instants, stats, to, sampler?.stop() ?? null),
     };
-  }
-
-  /** A scheduler-statistics sampler of the standby's startup process (null when not found). */
-  private startupSampler(): StartupSampler | null {
-    try {
-      const pidFile = path.join(pgDataDir(this.clusterDir, 'standby'), 'postmaster.pid');
-      const pm = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
-      const pid = Number.isInteger(pm) && pm > 0 ? findStartupPid(pm) : null;
-      return pid === null ? null : new StartupSampler(pid);
-    } catch {
-      return null;
-    }
   }
 
   private async observe(

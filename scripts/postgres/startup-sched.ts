@@ -6,13 +6,14 @@
  * other load, not PostgreSQL's work (BENCHMARKS.md "What PostgreSQL's replay time is made of").
  *
  * Entry points: `findStartupPid(postmasterPid)`, `parseSchedstat(text)`, `StartupSampler`,
- * `StartupSched`.
+ * `startupSamplerOf(pgdata)`, `StartupSched`.
  *
  * The startup process exits when recovery ends, so its counters are sampled every `intervalMs`
  * and the last sample read before it exited is used: the figures miss at most one interval of its
  * last moments. Linux only; elsewhere (or without permission) the sampler reports null.
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 /** The startup process's scheduler time over the failover (first sample → last sample). */
 export interface StartupSched {
@@ -108,5 +109,19 @@ export class StartupSampler {
       blockedMs: Math.max(0, wallMs - cpuMs - runQueueMs),
       slices: b.slices - a.slices,
     };
+  }
+}
+
+/**
+ * A sampler of the startup process of the server running in `pgdata` (its postmaster.pid's first
+ * line names the postmaster), or null when it cannot be found (not running, no /proc).
+ */
+export function startupSamplerOf(pgdata: string): StartupSampler | null {
+  try {
+    const pm = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const pid = Number.isInteger(pm) && pm > 0 ? findStartupPid(pm) : null;
+    return pid === null ? null : new StartupSampler(pid);
+  } catch {
+    return null;
   }
 }

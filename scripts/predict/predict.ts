@@ -5,8 +5,8 @@
  * what dominates; for several standbys, rank them beside the choice Patroni's defaults would make.
  * Read-only: every session is default_transaction_read_only and runs SELECTs only.
  *
- * Entry points: `predictStandby`, `rankStandbys`, `Prediction`, `profileBand`, `genericRecordSeconds`,
- * `PATRONI_MAXIMUM_LAG_ON_FAILOVER`.
+ * Entry points: `predictStandby`, `predictedSeconds`, `rankStandbys`, `Prediction`, `profileBand`,
+ * `genericRecordSeconds`, `PATRONI_MAXIMUM_LAG_ON_FAILOVER`.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -348,6 +348,33 @@ async function learnCachedSizes(
   return learned;
 }
 
+/**
+ * The prediction's seconds from its counts: the profile's price of the counts plus, in the replay
+ * phase, the generic per-record cost of the records whose type has no constant of its own. Pure:
+ * a stored prediction's counts can be priced again with another profile (predict-bench).
+ */
+export function predictedSeconds(
+  counts: FailoverCounts,
+  genericRecords: number,
+  nBuffers: number,
+  profile: CostProfile,
+): {
+  m: ReturnType<typeof price>;
+  genericS: number;
+  phases: { replayS: number; endOfRecoveryS: number; openForWritesS: number };
+  writableS: number;
+} {
+  const m = price({ counts, nBuffers }, profile);
+  const genericS = genericRecords * genericRecordSeconds(profile);
+  const phases = { ...m.phases, replayS: m.phases.replayS + genericS };
+  return {
+    m,
+    genericS,
+    phases,
+    writableS: phases.replayS + phases.endOfRecoveryS + phases.openForWritesS,
+  };
+}
+
 /** The modeled replay priced with the profile: phases, per record type and rmgr, the drops. */
 function pricePrediction(
   rp: ReplayPrediction,
@@ -357,9 +384,13 @@ function pricePrediction(
   byType: Prediction['records']['byType'];
 } {
   const counts: FailoverCounts = { replay: rp.counts, ...promotionStepCounts() };
-  const m = price({ counts, nBuffers }, profile);
+  const { m, genericS, phases, writableS } = predictedSeconds(
+    counts,
+    rp.genericRecords,
+    nBuffers,
+    profile,
+  );
   const generic = genericRecordSeconds(profile);
-  const genericS = rp.genericRecords * generic;
   const perType = (t: RecordTypeCount) =>
     t.count * (t.kind === null ? generic : profile.constants[`record.${t.kind}`].seconds);
   const byType = rp.types
@@ -372,7 +403,6 @@ function pricePrediction(
     x.seconds += t.seconds;
     rmgrs.set(t.rmgr, x);
   }
-  const phases = { ...m.phases, replayS: m.phases.replayS + genericS };
   const d = rp.counts.drops;
   const drops: Prediction['drops'] = {
     calls: { fullScan: d.drops['full-scan'], lookup: d.drops['cached-lookup'] },
@@ -383,7 +413,7 @@ function pricePrediction(
     list: rp.drops,
   };
   const predicted: Prediction['predicted'] = {
-    writableS: phases.replayS + phases.endOfRecoveryS + phases.openForWritesS,
+    writableS,
     phases,
     replay: { ...m.replay, genericRecordsS: genericS },
     byRmgr: [...rmgrs.values()].sort((a, b) => b.seconds - a.seconds),

@@ -1,0 +1,306 @@
+/**
+ * `npm run predict-bench`: how close `npm run predict` comes to real PostgreSQL 15 on cells a
+ * calibrated profile never saw. For each cell and run: a fresh primary + standby, a backlog made
+ * with replay paused, the prediction from the standby's unreplayed WAL, then the promotion
+ * `predict --verify` times (scripts/predict/bench-run.ts). Both targets are reported: wall time, and
+ * uncontended time (wall less the standby startup process's run-queue wait). Writes
+ * `<out>/results.json` (after every run) and `<out>/accuracy.md`.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { loadProfile, profilePath, type CostProfile } from '../cost-model/profile.ts';
+import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
+import { defaultWorkDir } from './experiment/sweep.ts';
+import { findPgBin } from './postgres/pg-bin.ts';
+import { readStoredCalibration, type StoredCalibration } from './postgres/calibrate.ts';
+import { destroyPgCluster } from './postgres/pg-cluster.ts';
+import { fmtDuration, progressBar } from './report/progress.ts';
+import { resultsDirName } from './report/write-results.ts';
+import {
+  benchTotals,
+  calibrationSaw,
+  DEFAULT_BENCH_CELLS,
+  estimateBenchRunSeconds,
+  parseBenchCell,
+  QUICK_BENCH_CELLS,
+  renderBenchMarkdown,
+  summariseBench,
+  type BenchCell,
+  type BenchRun,
+} from './predict/bench-plan.ts';
+import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './predict/bench-run.ts';
+import { predictedSeconds } from './predict/predict.ts';
+
+export const DEFAULT_WALL_PROFILE = 'pg15-calibrated-wall';
+export const DEFAULT_UNCONTENDED_PROFILE = 'pg15-calibrated-uncontended';
+
+const USAGE = `usage: npm run predict-bench -- [--quick] [--cells SPEC,SPEC,...] [--runs 3]
+                              [--profile ${DEFAULT_WALL_PROFILE}] [--uncontended-profile ${DEFAULT_UNCONTENDED_PROFILE}]
+                              [--out DIR] [--continue RESULTS.json] [--reprice RESULTS.json]
+                              [--work-dir DIR] [--pg-bin DIR] [--json]
+  Builds a real PostgreSQL 15 primary + standby per run, makes a backlog with replay paused,
+  predicts it (npm run predict, from the standby's unreplayed WAL), promotes (predict --verify)
+  and prints predicted against measured per cell, for wall time (--profile) and uncontended time
+  (wall less the startup process's run-queue wait; --uncontended-profile).
+  SPEC: WORKLOAD[:N]@SHARED_BUFFERS, WORKLOAD one of testA (N = NB/k), vacuum, truncate,
+        truncate-toast, drop, mixed (N = tables), pgbench (N = scale); default: ${DEFAULT_BENCH_CELLS.length} cells the
+        default calibration never saw. --quick: ${QUICK_BENCH_CELLS.length} small cells, 1 run each.
+  --continue FILE  keep the runs of an earlier results.json and run only the missing ones
+  --reprice FILE   no PostgreSQL: price the stored runs' counts again with the given profiles`;
+
+interface BenchFile {
+  format: 'walsim-predict-bench/1';
+  startedAt: string;
+  finishedAt: string | null;
+  settings: {
+    cells: string[];
+    runs: number;
+    wallProfile: string;
+    uncontendedProfile: string;
+    primarySharedBuffers: string;
+    postgres: string;
+    machine: { cpus: number; model: string | null; memoryBytes: number };
+  };
+  runs: BenchRun[];
+  failures: Array<{ cell: string; run: number; error: string }>;
+  skipped: Array<{ cell: string; reason: string }>;
+}
+
+function readBenchFile(file: string): BenchFile {
+  let j: BenchFile;
+  try {
+    j = JSON.parse(fs.readFileSync(file, 'utf8')) as BenchFile;
+  } catch (e) {
+    throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
+  }
+  if (j?.format !== 'walsim-predict-bench/1' || !Array.isArray(j.runs))
+    throw new UsageError(`${file} is not a results.json written by npm run predict-bench`);
+  return j;
+}
+
+/** The calibration design a profile was fitted on (null: not written by npm run calibrate). */
+function calibrationSettings(ref: string): StoredCalibration['settings'] | null {
+  try {
+    return readStoredCalibration(profilePath(ref).file).settings;
+  } catch {
+    return null;
+  }
+}
+
+function loadNamed(ref: string): { profile: CostProfile; ref: string } {
+  return { profile: loadProfile(ref), ref };
+}
+
+/** Run every missing (cell, run), pass by pass (run 1 of every cell, then run 2, …). */
+async function measure(
+  cells: BenchCell[],
+  runs: number,
+  file: BenchFile,
+  s: BenchSettings,
+  save: () => void,
+): Promise<void> {
+  const todo: Array<{ cell: BenchCell; run: number }> = [];
+  for (let run = 1; run <= runs; run++)
+    for (const cell of cells)
+      if (!file.runs.some((r) => r.cell === cell.id && r.run === run)) todo.push({ cell, run });
+  const weightTotal = todo.reduce((a, t) => a + estimateBenchRunSeconds(t.cell), 0);
+  const bar = progressBar(todo.length, false);
+  const onSignal = () => {
+    void (async () => {
+      if (fs.existsSync(s.workDir))
+        for (const d of fs.readdirSync(s.workDir))
+          await destroyPgCluster(path.join(s.workDir, d, 'pair')).catch(() => {});
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let weightDone = 0;
+  try {
+    for (const [i, t] of todo.entries()) {
+      bar.update({
+        done: i,
+        total: todo.length,
+        weightDone,
+        weightTotal,
+        current: `${t.cell.id}${runs > 1 ? ` run ${t.run}/${runs}` : ''}`,
+        lastRecord: null,
+      });
+      try {
+        file.runs.push(await runBenchCell(t.cell, t.run, s));
+      } catch (e) {
+        file.failures.push({ cell: t.cell.id, run: t.run, error: (e as Error).message });
+      }
+      weightDone += estimateBenchRunSeconds(t.cell);
+      save();
+    }
+    bar.update({
+      done: todo.length,
+      total: todo.length,
+      weightDone,
+      weightTotal,
+      current: 'done',
+      lastRecord: null,
+    });
+  } finally {
+    bar.stop();
+    fs.rmSync(s.workDir, { recursive: true, force: true });
+  }
+}
+
+runCli(async () => {
+  const { values, positionals } = parseCli(
+    process.argv.slice(2),
+    {
+      quick: { type: 'boolean', default: false },
+      cells: { type: 'string' },
+      runs: { type: 'string' },
+      profile: { type: 'string', default: DEFAULT_WALL_PROFILE },
+      'uncontended-profile': { type: 'string', default: DEFAULT_UNCONTENDED_PROFILE },
+      out: { type: 'string' },
+      continue: { type: 'string' },
+      reprice: { type: 'string' },
+      'work-dir': { type: 'string' },
+      'pg-bin': { type: 'string' },
+      'primary-shared-buffers': { type: 'string', default: '128MB' },
+      json: { type: 'boolean', default: false },
+    },
+    USAGE,
+  );
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  if (values.continue !== undefined && values.reprice !== undefined)
+    throw new UsageError('--continue runs PostgreSQL, --reprice does not: give one of them');
+  const prior = values.continue ?? values.reprice;
+  const file: BenchFile | null = prior === undefined ? null : readBenchFile(path.resolve(prior));
+  const specs =
+    values.cells !== undefined
+      ? list(values.cells, 'cells')
+      : (file?.settings.cells ?? (values.quick ? QUICK_BENCH_CELLS : DEFAULT_BENCH_CELLS));
+  let cells: BenchCell[];
+  try {
+    cells = specs.map(parseBenchCell);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const wall = loadNamed(values.profile!);
+  const uncontended = loadNamed(values['uncontended-profile']!);
+  const runs =
+    values.runs !== undefined
+      ? positiveInt(values.runs, 'runs')
+      : (file?.settings.runs ?? (values.quick ? 1 : 3));
+  const seenBy = calibrationSettings(wall.ref);
+  const seen = (c: BenchCell) => calibrationSaw(c, seenBy);
+  const startedAt = new Date();
+  const out = path.resolve(
+    values.out ??
+      (prior !== undefined && values.reprice === undefined
+        ? path.dirname(prior)
+        : path.join('results', `predict-bench-${resultsDirName(startedAt)}`)),
+  );
+  const bench: BenchFile = file ?? {
+    format: 'walsim-predict-bench/1',
+    startedAt: startedAt.toISOString(),
+    finishedAt: null,
+    settings: {
+      cells: cells.map((c) => c.id),
+      runs,
+      wallProfile: wall.ref,
+      uncontendedProfile: uncontended.ref,
+      primarySharedBuffers: values['primary-shared-buffers']!,
+      postgres: '',
+      machine: {
+        cpus: os.cpus().length,
+        model: os.cpus()[0]?.model ?? null,
+        memoryBytes: os.totalmem(),
+      },
+    },
+    runs: [],
+    failures: [],
+    skipped: [],
+  };
+  bench.settings.cells = [...new Set([...bench.settings.cells, ...cells.map((c) => c.id)])];
+  bench.settings.runs = runs;
+  bench.settings.wallProfile = wall.ref;
+  bench.settings.uncontendedProfile = uncontended.ref;
+  fs.mkdirSync(out, { recursive: true });
+  const save = () =>
+    fs.writeFileSync(path.join(out, 'results.json'), JSON.stringify(bench, null, 2) + '\n');
+  const t0 = Date.now();
+  if (values.reprice !== undefined) {
+    // Predictions are counts × profile: price the stored counts with the profiles given now.
+    for (const r of bench.runs) {
+      const c = parseBenchCell(r.cell);
+      r.predictedWallS = predictedSeconds(
+        r.counts,
+        r.genericRecords,
+        c.nBuffers,
+        wall.profile,
+      ).writableS;
+      r.predictedUncontendedS = predictedSeconds(
+        r.counts,
+        r.genericRecords,
+        c.nBuffers,
+        uncontended.profile,
+      ).writableS;
+    }
+  } else {
+    const bin = findPgBin(values['pg-bin']); // one-line error naming the package when absent
+    bench.settings.postgres = bin.version;
+    const noPgbench = pgbenchMissingReason(values['pg-bin']);
+    const runnable = cells.filter((c) => {
+      if (c.workload !== 'pgbench' || noPgbench === null) return true;
+      if (!bench.skipped.some((x) => x.cell === c.id))
+        bench.skipped.push({ cell: c.id, reason: noPgbench });
+      return false;
+    });
+    if (!values.json)
+      console.log(
+        `predict-bench: ${runnable.length} cells × ${runs} run${runs === 1 ? '' : 's'} on ${bin.version}; profiles ${wall.ref} (wall), ${uncontended.ref} (uncontended); results in ${out}`,
+      );
+    await measure(
+      runnable,
+      runs,
+      bench,
+      {
+        workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
+        pgBin: values['pg-bin'],
+        primarySharedBuffers: values['primary-shared-buffers']!,
+        wall,
+        uncontended,
+      },
+      save,
+    );
+  }
+  bench.finishedAt = new Date().toISOString();
+  save();
+  const all = bench.settings.cells.map(parseBenchCell);
+  const summaries = summariseBench(all, bench.runs, seen);
+  const md = renderBenchMarkdown(summaries, {
+    wallProfile: wall.ref,
+    uncontendedProfile: uncontended.ref,
+  });
+  const notes = [
+    ...bench.failures.map((f) => `failed: ${f.cell} run ${f.run}: ${f.error}`),
+    ...bench.skipped.map((x) => `skipped: ${x.cell}: ${x.reason}`),
+  ];
+  fs.writeFileSync(path.join(out, 'accuracy.md'), [md, '', ...notes].join('\n') + '\n');
+  if (values.json) {
+    printJson({
+      out,
+      summaries,
+      totals: benchTotals(summaries),
+      failures: bench.failures,
+      skipped: bench.skipped,
+    });
+    return bench.failures.length > 0 ? 1 : 0;
+  }
+  console.log('');
+  console.log(md);
+  for (const n of notes) console.log(n);
+  console.log(
+    `${values.reprice !== undefined ? 'repriced' : 'finished'} in ${fmtDuration((Date.now() - t0) / 1000)}; ${path.join(out, 'results.json')}, ${path.join(out, 'accuracy.md')}`,
+  );
+  return bench.failures.length > 0 ? 1 : 0;
+}, USAGE);

@@ -1,0 +1,213 @@
+/**
+ * One run of a predict-bench cell on real PostgreSQL 15: a fresh primary + synchronous standby
+ * (postgres/pg-cluster.ts), the backlog made with replay paused through the experiment steps
+ * (experiment/steps.ts: create, insert, [delete], pause, then VACUUM / TRUNCATE or the cell's own
+ * statements, primary stopped immediately), `npm run predict`'s prediction of the standby from its
+ * unreplayed WAL (predictStandby with --pgdata, once per profile), then `--verify`'s promotion
+ * (verifyPromotion: resume + pg_promote, instants from the standby's log) with the startup
+ * process's scheduler statistics sampled over it (postgres/startup-sched.ts). The pair is removed
+ * whatever happens.
+ *
+ * Entry points: `runBenchCell`, `BenchSettings`, `pgbenchMissingReason`, `mixedBacklog`.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { CostProfile } from '../../cost-model/profile.ts';
+import { cpuPressureTotalUs } from '../experiment/sweep.ts';
+import { runStep, StepSession, waitForStandby, type StepName } from '../experiment/steps.ts';
+import { tableNames } from '../experiment/state.ts';
+import { findPgBin } from '../postgres/pg-bin.ts';
+import {
+  destroyPgCluster,
+  initPgCluster,
+  pgConnectionString,
+  pgDataDir,
+  pgLogPath,
+  readPgEngine,
+  runPgProgram,
+} from '../postgres/pg-cluster.ts';
+import { PgEngine } from '../postgres/pg-engine.ts';
+import { startupSamplerOf } from '../postgres/startup-sched.ts';
+import type { BenchCell, BenchRun } from './bench-plan.ts';
+import { predictStandby } from './predict.ts';
+import { checkVerifiable, verifyPromotion } from './verify.ts';
+
+export interface BenchSettings {
+  /** Where the fresh pairs live (each removed after its run). */
+  workDir: string;
+  pgBin?: string;
+  primarySharedBuffers: string;
+  wall: { profile: CostProfile; ref: string };
+  uncontended: { profile: CostProfile; ref: string };
+}
+
+/** null when `pgbench` is installed beside the server binaries, else why the pgbench cell cannot run. */
+export function pgbenchMissingReason(pgBin?: string): string | null {
+  const p = findPgBin(pgBin).path('pgbench');
+  return fs.existsSync(p)
+    ? null
+    : `${p} is missing (Debian ships pgbench in postgresql-client-15, which postgresql-15 depends on)`;
+}
+
+/**
+ * The mixed backlog over tables of one block (226 rows): round-robin by table, table i gets
+ * i % 4 = 0: INSERT of 10 pages more (extends); 1: DELETE of every row, VACUUM (truncates to 0);
+ * 2: TRUNCATE; 3: DELETE of half the rows, VACUUM (prunes, nothing to truncate).
+ */
+export function mixedBacklog(tables: number): string[] {
+  return tableNames('multi', tables).flatMap((t, i) => {
+    switch ((i + 1) % 4) {
+      case 0:
+        return [`INSERT INTO ${t} SELECT generate_series(1, 2260)`];
+      case 1:
+        return [`DELETE FROM ${t}`, `VACUUM ${t}`];
+      case 2:
+        return [`TRUNCATE ${t}`];
+      default:
+        return [`DELETE FROM ${t} WHERE c % 2 = 0`, `VACUUM ${t}`];
+    }
+  });
+}
+
+/** Steps before the pause and the drop step after it (null: the cell's own backlog). */
+function stepsOf(c: BenchCell): { before: StepName[]; drop: 'vacuum' | 'truncate' | null } {
+  switch (c.workload) {
+    case 'testA':
+    case 'vacuum':
+      return { before: ['create', 'insert', 'delete'], drop: 'vacuum' };
+    case 'truncate':
+    case 'truncate-toast':
+      return { before: ['create', 'insert'], drop: 'truncate' };
+    default:
+      return { before: ['create', 'insert'], drop: null };
+  }
+}
+
+/** Make the cell's backlog on `dir`'s pair: the standby paused, the primary stopped. */
+async function makeBacklog(dir: string, c: BenchCell): Promise<void> {
+  const engine = new PgEngine(dir);
+  const session = new StepSession(engine);
+  const workload = c.workload === 'testA' ? 'rel' : 'multi';
+  const tables = c.workload === 'testA' || c.workload === 'pgbench' ? 1 : c.n;
+  const { before, drop } = stepsOf(c);
+  const step = (name: StepName) =>
+    runStep(name, {
+      clusterDir: dir,
+      engine,
+      workload,
+      session,
+      tables,
+      toast: c.workload === 'truncate-toast',
+      size: c.workload === 'testA' ? String(c.pages) : undefined,
+    });
+  try {
+    for (const name of [...before, 'pause' as const]) await step(name);
+    if (drop !== null) {
+      await step(drop);
+      await step('stop');
+      return;
+    }
+    if (c.workload === 'pgbench') {
+      const e = readPgEngine(dir);
+      await runPgProgram(
+        e,
+        'pgbench',
+        [
+          '-i',
+          '-s',
+          String(c.n),
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(e.ports.primary),
+          '-U',
+          'postgres',
+          'postgres',
+        ],
+        { cwd: dir },
+      );
+    } else {
+      const stmts =
+        c.workload === 'drop'
+          ? tableNames('multi', c.n).map((t) => `DROP TABLE ${t}`)
+          : mixedBacklog(c.n);
+      await session.runEach('primary', stmts);
+    }
+    // The stop step's own order: everything flushed on the standby, then an immediate stop.
+    await waitForStandby(session, 'flush');
+    await session.close();
+    await engine.stop('primary', 'immediate');
+  } finally {
+    await session.close();
+    await engine.close();
+  }
+}
+
+/** One run: fresh pair, backlog, two predictions, verified promotion, removal. */
+export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings): Promise<BenchRun> {
+  fs.mkdirSync(s.workDir, { recursive: true });
+  fs.chmodSync(s.workDir, 0o755); // PostgreSQL's OS user must reach the cluster directories
+  const parent = fs.mkdtempSync(path.join(s.workDir, 'pg-bench-'));
+  fs.chmodSync(parent, 0o755);
+  const dir = path.join(parent, 'pair');
+  try {
+    await initPgCluster(dir, {
+      sharedBuffers: c.sharedBuffers,
+      primarySharedBuffers: s.primarySharedBuffers,
+      pgBin: s.pgBin,
+    });
+    await makeBacklog(dir, c);
+    const standby = pgConnectionString(dir, 'standby');
+    const pgdata = pgDataDir(dir, 'standby');
+    const predict = (p: BenchSettings['wall']) =>
+      predictStandby({
+        standby,
+        pgdata,
+        profile: p.profile,
+        profileRef: p.ref,
+        pgWaldump: findPgBin(s.pgBin).path('pg_waldump'),
+      });
+    const pw = await predict(s.wall);
+    const pu = await predict(s.uncontended);
+    const logFile = checkVerifiable(pw, pgLogPath(dir, 'standby'));
+    const sampler = startupSamplerOf(pgdata);
+    const p0 = cpuPressureTotalUs();
+    const t0 = performance.now();
+    const v = await verifyPromotion(standby, pw, logFile);
+    const sched = sampler?.stop() ?? null;
+    const p1 = cpuPressureTotalUs();
+    const wallUs = (performance.now() - t0) * 1000;
+    return {
+      cell: c.id,
+      run,
+      predictedWallS: pw.predicted.writableS,
+      predictedUncontendedS: pu.predicted.writableS,
+      measuredWallS: v.measured.writableS,
+      runQueueS: sched === null ? null : sched.runQueueMs / 1000,
+      startupCpuS: sched === null ? null : sched.cpuMs / 1000,
+      startupBlockedS: sched === null ? null : sched.blockedMs / 1000,
+      stall: v.stall,
+      phases: {
+        replayS: v.measured.replayS,
+        endOfRecoveryS: v.measured.endOfRecoveryS,
+        openForWritesS: v.measured.openForWritesS,
+      },
+      predictedPhasesWall: pw.predicted.phases,
+      records: pw.records.total,
+      walBytes: pw.range.bytes,
+      dropsFullScan: pw.drops.calls.fullScan,
+      dropsLookup: pw.drops.calls.lookup,
+      counts: pw.counts,
+      genericRecords: pw.records.generic,
+      dominates: pw.dominates,
+      loadAvg1: os.loadavg()[0]!,
+      cpuPressure:
+        p0 !== null && p1 !== null && wallUs > 0 ? Math.min(1, (p1 - p0) / wallUs) : null,
+      at: v.readyAt,
+    };
+  } finally {
+    await destroyPgCluster(dir);
+    fs.rmSync(parent, { recursive: true, force: true });
+  }
+}

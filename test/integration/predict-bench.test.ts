@@ -1,0 +1,103 @@
+/**
+ * `npm run predict-bench` end to end on real PostgreSQL 15 (skipped, naming the reason, without
+ * the server binaries): one tiny cell (TRUNCATE of 5 one-block tables at 128MB, one run) — a fresh
+ * pair, the backlog made with replay paused, predict's counts from the standby's unreplayed WAL,
+ * the verified promotion, results.json and accuracy.md — then `--reprice` of the stored counts
+ * gives the same predictions without PostgreSQL. No timing is asserted: only that each figure was
+ * produced and that the arithmetic joins them.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runScript } from '../helpers/cli.ts';
+import { pgUnavailableReason } from '../helpers/postgres.ts';
+
+const reason = pgUnavailableReason();
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-predict-bench-'));
+fs.chmodSync(tmp, 0o755);
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe.skipIf(reason !== null)(
+  `npm run predict-bench on real PostgreSQL 15${reason ? ` (skipped: ${reason})` : ''}`,
+  () => {
+    const out = path.join(tmp, 'out');
+    const profiles = ['--profile', 'seed-001', '--uncontended-profile', 'seed-001'];
+    let first: Json = null;
+
+    it('runs one cell: backlog, prediction from the unreplayed WAL, verified promotion', async () => {
+      const r = await runScript(
+        'predict-bench.ts',
+        [
+          '--cells',
+          'truncate:5@128MB',
+          '--runs',
+          '1',
+          ...profiles,
+          '--out',
+          out,
+          '--work-dir',
+          path.join(tmp, 'work'),
+          '--json',
+        ],
+        240_000,
+      );
+      expect(r.json?.failures, r.stderr).toEqual([]);
+      expect(r.code).toBe(0);
+      first = r.json;
+      const [s] = r.json.summaries as Json[];
+      expect(s.cell.id).toBe('truncate:5@128MB');
+      expect(s.runs).toBe(1);
+      expect(s.seen).toBe(false); // seed-001 was not written by npm run calibrate
+      // Five TRUNCATEs of cached one-block tables: five commits that drop the old relfilenode by lookup.
+      expect(s.dropsLookup).toBe(5);
+      expect(s.dropsFullScan).toBe(0);
+      expect(s.records).toBeGreaterThanOrEqual(5 * 7);
+      expect(s.wall.predictedS).toBeGreaterThan(0);
+      expect(s.wall.medianS).toBeGreaterThan(0);
+      expect(s.wall.errorPct).toBeCloseTo(
+        ((s.wall.predictedS - s.wall.medianS) / s.wall.medianS) * 100,
+        9,
+      );
+      const stored = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
+      expect(stored.runs).toHaveLength(1);
+      const run = stored.runs[0];
+      expect(run.counts.replay.controlFileUpdates).toBe(5);
+      expect(run.measuredWallS).toBeCloseTo(s.wall.medianS, 9);
+      if (run.runQueueS !== null)
+        expect(s.uncontended.medianS).toBeCloseTo(run.measuredWallS - run.runQueueS, 9);
+      expect(fs.readFileSync(path.join(out, 'accuracy.md'), 'utf8')).toMatch(
+        /\| truncate:5@128MB +\| unseen +\| +1 \|/,
+      );
+      expect(fs.existsSync(path.join(tmp, 'work'))).toBe(false); // every pair removed
+    }, 300_000);
+
+    it('--reprice prices the stored counts again, without PostgreSQL, to the same seconds', async () => {
+      expect(first).not.toBeNull();
+      const r = await runScript('predict-bench.ts', [
+        '--reprice',
+        path.join(out, 'results.json'),
+        ...profiles,
+        '--out',
+        path.join(tmp, 'repriced'),
+        '--json',
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.json.summaries[0].wall.predictedS).toBe(first.summaries[0].wall.predictedS);
+      expect(r.json.summaries[0].wall.medianS).toBe(first.summaries[0].wall.medianS);
+    });
+  },
+);
+
+describe('predict-bench refusals', () => {
+  it('a malformed cell is one line naming it (exit 2)', async () => {
+    const r = await runScript('predict-bench.ts', ['--cells', 'truncate:0@1GB']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      /^error: invalid bench cell "truncate:0@1GB": truncate takes a table count/,
+    );
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});

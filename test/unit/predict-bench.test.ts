@@ -1,0 +1,219 @@
+/**
+ * predict-bench's plan and arithmetic (scripts/predict/bench-plan.ts): the cell specs and their
+ * refusals, which cells a calibration design saw, the default plan (every workload of issue 22,
+ * 128MB–8GB, none seen by the default calibration, within the half-hour budget), the mixed
+ * backlog, and predicted vs measured per target (median, min–max, error, within target, stalled
+ * runs left out). No PostgreSQL, no timing.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  accuracyOf,
+  benchTotals,
+  BENCH_WORKLOADS,
+  calibrationSaw,
+  DEFAULT_BENCH_CELLS,
+  estimateBenchRunSeconds,
+  parseBenchCell,
+  QUICK_BENCH_CELLS,
+  renderBenchMarkdown,
+  summariseBench,
+  type BenchRun,
+} from '../../scripts/predict/bench-plan.ts';
+import { mixedBacklog } from '../../scripts/predict/bench-run.ts';
+import {
+  DEFAULT_CALIBRATION_REL_DIVISORS,
+  DEFAULT_CALIBRATION_SIZES,
+  DEFAULT_CALIBRATION_TABLES,
+  DEFAULT_CALIBRATION_TOAST_TABLES,
+} from '../../scripts/postgres/calibrate.ts';
+import type { FailoverCounts } from '../../storage/replay-counts.ts';
+
+const DEFAULT_DESIGN = {
+  sizes: DEFAULT_CALIBRATION_SIZES,
+  tables: DEFAULT_CALIBRATION_TABLES,
+  toastTables: DEFAULT_CALIBRATION_TOAST_TABLES,
+  relDivisors: DEFAULT_CALIBRATION_REL_DIVISORS,
+  primarySharedBuffers: '128MB',
+};
+
+describe('bench cell specs', () => {
+  it('parses each workload into its canonical cell', () => {
+    expect(parseBenchCell('testA:NB/64@2GB')).toEqual({
+      id: 'testA:NB/64@2GB',
+      workload: 'testA',
+      sharedBuffers: '2GB',
+      nBuffers: 262_144,
+      n: 64,
+      pages: 4096,
+    });
+    expect(parseBenchCell(' truncate:300@1GB ')).toMatchObject({
+      n: 300,
+      pages: 1,
+      nBuffers: 131_072,
+    });
+    expect(parseBenchCell('pgbench:2@1GB')).toMatchObject({ workload: 'pgbench', n: 2, pages: 0 });
+    expect(parseBenchCell('testA:nb/8@256MB').id).toBe('testA:NB/8@256MB');
+  });
+
+  it('refuses bad specs with the reason', () => {
+    expect(() => parseBenchCell('truncate@1GB')).toThrow(/table count from 1 to 5000/);
+    expect(() => parseBenchCell('truncate:0@1GB')).toThrow(/table count/);
+    expect(() => parseBenchCell('update:10@1GB')).toThrow(/unknown workload "update"/);
+    expect(() => parseBenchCell('truncate:10@64MB')).toThrow(/outside 128MB–8GB/);
+    expect(() => parseBenchCell('truncate:10@16GB')).toThrow(/outside 128MB–8GB/);
+    expect(() => parseBenchCell('truncate:10@1XB')).toThrow(/invalid bench cell "truncate:10@1XB"/);
+    expect(() => parseBenchCell('testA:100@1GB')).toThrow(/testA takes NB\/k/);
+    expect(() => parseBenchCell('testA:NB/8@8GB')).toThrow(/131072 pages; at most 16384/);
+    expect(() => parseBenchCell('pgbench:50@1GB')).toThrow(/a scale from 1 to 20/);
+    expect(() => parseBenchCell('truncate 10 1GB')).toThrow(/WORKLOAD\[:N\]@SHARED_BUFFERS/);
+  });
+
+  it('says which cells a calibration design ran', () => {
+    const saw = (s: string) => calibrationSaw(parseBenchCell(s), DEFAULT_DESIGN);
+    expect(saw('truncate:300@1GB')).toBe(true);
+    expect(saw('vacuum:50@4GB')).toBe(true);
+    expect(saw('truncate-toast:100@128MB')).toBe(true);
+    expect(saw('testA:NB/64@4GB')).toBe(true);
+    expect(saw('truncate:1000@1GB')).toBe(false); // table count not in the design
+    expect(saw('truncate:300@2GB')).toBe(false); // size not in the design
+    expect(saw('truncate-toast:300@1GB')).toBe(false);
+    expect(saw('testA:NB/16@1GB')).toBe(false);
+    expect(saw('drop:50@1GB')).toBe(false); // workloads calibration never runs
+    expect(saw('mixed:50@1GB')).toBe(false);
+    expect(calibrationSaw(parseBenchCell('truncate:300@1GB'), null)).toBe(false);
+  });
+});
+
+describe('the default plan', () => {
+  const cells = DEFAULT_BENCH_CELLS.map(parseBenchCell);
+
+  it('covers every workload of the issue over 128MB–8GB, none seen by the default calibration', () => {
+    expect(new Set(cells.map((c) => c.workload))).toEqual(new Set(BENCH_WORKLOADS));
+    expect(cells.filter((c) => calibrationSaw(c, DEFAULT_DESIGN))).toEqual([]);
+    expect(Math.max(...cells.map((c) => c.nBuffers))).toBe(1_048_576); // 8GB
+    const testB = cells.filter((c) => c.workload === 'vacuum' || c.workload === 'truncate');
+    expect(Math.min(...testB.map((c) => c.n))).toBe(100);
+    expect(Math.max(...testB.map((c) => c.n))).toBe(3000);
+    // Test A on both sides of PostgreSQL's NBuffers/32 threshold.
+    const a = cells.filter((c) => c.workload === 'testA');
+    expect(a.some((c) => c.pages >= c.nBuffers / 32)).toBe(true);
+    expect(a.some((c) => c.pages < c.nBuffers / 32)).toBe(true);
+    expect(new Set(cells.map((c) => c.id)).size).toBe(cells.length);
+  });
+
+  it('fits the budget: three runs of every cell in about half an hour, --quick in a few minutes', () => {
+    const full = cells.reduce((a, c) => a + 3 * estimateBenchRunSeconds(c), 0);
+    expect(full).toBeLessThanOrEqual(35 * 60);
+    const quick = QUICK_BENCH_CELLS.map(parseBenchCell).reduce(
+      (a, c) => a + estimateBenchRunSeconds(c),
+      0,
+    );
+    expect(quick).toBeLessThanOrEqual(3 * 60);
+  });
+
+  it('the mixed backlog interleaves inserts, deletes, VACUUMs and TRUNCATEs', () => {
+    expect(mixedBacklog(4)).toEqual([
+      'DELETE FROM multi_t1',
+      'VACUUM multi_t1',
+      'TRUNCATE multi_t2',
+      'DELETE FROM multi_t3 WHERE c % 2 = 0',
+      'VACUUM multi_t3',
+      'INSERT INTO multi_t4 SELECT generate_series(1, 2260)',
+    ]);
+    expect(mixedBacklog(400).filter((s) => s.startsWith('TRUNCATE'))).toHaveLength(100);
+  });
+});
+
+describe('predicted against measured', () => {
+  it('median, min–max and the error; within ±25 % or inside min–max of ≥ 3 runs', () => {
+    const a = accuracyOf([1.2, 1.2, 1.2], [1.0, 0.9, 1.1]);
+    expect(a).toMatchObject({
+      medianS: 1.0,
+      minS: 0.9,
+      maxS: 1.1,
+      runs: 3,
+      within: true,
+      by: '±25%',
+    });
+    expect(a.errorPct).toBeCloseTo(20, 10);
+    const out = accuracyOf([1.3], [1.0, 0.9, 1.1]);
+    expect(out.errorPct).toBeCloseTo(30, 10);
+    expect(out).toMatchObject({ within: false, by: null });
+    // PostgreSQL spread wider than ±25 %: inside its min–max counts.
+    expect(accuracyOf([1.6], [1.0, 0.7, 1.8])).toMatchObject({ within: true, by: 'min–max' });
+    // Two runs are not enough for the min–max rule.
+    expect(accuracyOf([1.6], [1.0, 1.8])).toMatchObject({ medianS: 1.4, within: true, by: '±25%' });
+    expect(accuracyOf([1.9], [1.0, 1.8])).toMatchObject({ within: false });
+    // Below the median counts the same.
+    expect(accuracyOf([0.74], [1.0, 1.0, 1.0]).within).toBe(false);
+    expect(accuracyOf([0.76], [1.0, 1.0, 1.0]).within).toBe(true);
+    // Nothing measured: no verdict.
+    expect(accuracyOf([1], [])).toMatchObject({ runs: 0, within: false });
+  });
+
+  const counts = {} as FailoverCounts;
+  const run = (
+    cell: string,
+    r: number,
+    wall: number,
+    rq: number | null,
+    stall = false,
+  ): BenchRun => ({
+    cell,
+    run: r,
+    predictedWallS: 1.0,
+    predictedUncontendedS: 0.5,
+    measuredWallS: wall,
+    runQueueS: rq,
+    startupCpuS: null,
+    startupBlockedS: null,
+    stall,
+    phases: { replayS: null, endOfRecoveryS: null, openForWritesS: null },
+    predictedPhasesWall: { replayS: 0.9, endOfRecoveryS: 0.05, openForWritesS: 0.05 },
+    records: 800,
+    walBytes: 1,
+    dropsFullScan: 0,
+    dropsLookup: 100,
+    counts,
+    genericRecords: 0,
+    dominates: '',
+    loadAvg1: 1,
+    cpuPressure: 0.5,
+    at: '',
+  });
+
+  it('summarises both targets per cell, leaving stalled runs out, and totals the unseen cells', () => {
+    const cells = ['truncate:100@256MB', 'drop:100@512MB', 'truncate:300@1GB'].map(parseBenchCell);
+    const runs = [
+      run('truncate:100@256MB', 1, 1.1, 0.6),
+      run('truncate:100@256MB', 2, 0.9, 0.4),
+      run('truncate:100@256MB', 3, 6.2, 0.5), // 5.3 s slower than the fastest and > 2×: a stall
+      run('drop:100@512MB', 1, 2.0, 1.0),
+      run('drop:100@512MB', 2, 2.2, null, true), // flagged by verify
+      run('truncate:300@1GB', 1, 1.0, 0.5),
+    ];
+    const s = summariseBench(cells, runs, (c) => calibrationSaw(c, DEFAULT_DESIGN));
+    expect(s.map((c) => [c.runs, c.stalls, c.seen])).toEqual([
+      [3, 1, false],
+      [2, 1, false],
+      [1, 0, true],
+    ]);
+    expect(s[0]!.wall).toMatchObject({ medianS: 1.0, minS: 0.9, maxS: 1.1, within: true });
+    // uncontended = wall − run-queue wait: 0.5 and 0.5.
+    expect(s[0]!.uncontended).toMatchObject({ medianS: 0.5, runs: 2, within: true });
+    expect(s[1]!.wall).toMatchObject({ medianS: 2.0, errorPct: -50, within: false });
+    expect(s[1]!.uncontended).toMatchObject({ medianS: 1.0, errorPct: -50 });
+    const t = benchTotals(s);
+    expect(t).toMatchObject({
+      unseen: 2,
+      wallWithin: 1,
+      uncontendedWithin: 1,
+      uncontendedCells: 2,
+    });
+    expect(t.medianAbsErrorPct.wall).toBe(25);
+    const md = renderBenchMarkdown(s, { wallProfile: 'w', uncontendedProfile: 'u' });
+    expect(md).toMatch(/\| truncate:100@256MB +\| unseen +\| 3 \(1 stalled\) \|/);
+    expect(md).toContain('Unseen cells within target: wall 1 of 2');
+    expect(md).toContain('uncontended 1 of 2');
+  });
+});
