@@ -3,7 +3,10 @@
  * harness: add a standby from any node (a base backup; from a standby that makes a cascade),
  * repoint a standby to another upstream, rejoin a stopped old primary as a standby of the new one
  * (refused when its WAL diverged), and a switchover (clean stop, promote, old primary back as a
- * standby, siblings repointed).
+ * standby, siblings repointed). The decisions the simulator runs too — a stopped node's end of
+ * WAL, the rejoin verdict, the switchover's steps and the hand-over of synchronous_standby_names —
+ * live in server/topology-core.ts (no node:fs, no sockets); this file binds them to the cluster
+ * directory and the control endpoint.
  *
  * Entry points: `addStandby`, `repoint`, `rejoinVerdict`, `rejoin`, `switchover`, `waitStreaming`,
  * `walEndOf`.
@@ -12,13 +15,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, parseLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
-import { findEndOfWal } from '../wal/wal-reader.ts';
-import { readTimelineHistory } from '../wal/segment.ts';
-import { checkRejoin, type RejoinVerdict } from '../wal/timeline-fork.ts';
-import {
-  parseSynchronousStandbyNames,
-  formatSyncRepConfig,
-} from '../primary/sync-standby-names.ts';
+import type { RejoinVerdict } from '../wal/timeline-fork.ts';
+import { rejoinVerdictOf, runSwitchover, walEndOfDataDir } from './topology-core.ts';
 import { ControlClient } from './control-client.ts';
 import {
   alterSystem,
@@ -31,11 +29,10 @@ import {
   type NodeConfig,
   type NodeName,
 } from './cluster-files.ts';
-import { readControlFile } from '../wal/control-file.ts';
 import { nodeDisk } from '../common/node-disk.ts';
 import { NODE_NAME_RE } from './initdb.ts';
 import { freePort } from './ports.ts';
-import { latestTimeline, STANDBY_SIGNAL } from './startup-replay.ts';
+import { STANDBY_SIGNAL } from './startup-replay.ts';
 import { runningPid, startNode, stopNode } from './pg-ctl.ts';
 import { pollUntil, StopPolling } from './poll.ts';
 import { formatConninfo } from './settings.ts';
@@ -188,17 +185,7 @@ export function walEndOf(
   clusterDir: string,
   name: NodeName,
 ): { endLsn: Lsn; timeline: TimeLineId } {
-  const dir = nodeDir(clusterDir, name);
-  const control = readControlFile(dir, nodeDisk);
-  const timeline = isStandbyDir(clusterDir, name)
-    ? latestTimeline(dir, control.timeline, nodeDisk)
-    : control.timeline;
-  const end = findEndOfWal(dir, control.redoLsn, {
-    timeline,
-    segmentSize: control.walSegmentSize,
-    disk: nodeDisk,
-  });
-  return { endLsn: end.endLsn, timeline };
+  return walEndOfDataDir(nodeDir(clusterDir, name), nodeDisk);
 }
 
 export interface RejoinReport {
@@ -219,18 +206,11 @@ export function rejoinVerdict(clusterDir: string, old: NodeName, to: NodeName): 
       `node "${old}" is running; stop it first (cluster stop --node ${old})`,
     );
   }
-  const { endLsn, timeline } = walEndOf(clusterDir, old);
-  const toDir = nodeDir(clusterDir, to);
-  const toControl = readControlFile(toDir, nodeDisk);
-  const toTli = isStandbyDir(clusterDir, to)
-    ? latestTimeline(toDir, toControl.timeline, nodeDisk)
-    : toControl.timeline;
-  const verdict = checkRejoin(
-    readTimelineHistory(nodeDir(clusterDir, old), timeline, nodeDisk),
-    endLsn,
-    readTimelineHistory(toDir, toTli, nodeDisk),
+  const r = rejoinVerdictOf(
+    { dir: nodeDir(clusterDir, old), disk: nodeDisk },
+    { dir: nodeDir(clusterDir, to), disk: nodeDisk },
   );
-  return { verdict, oldEndLsn: formatLsn(endLsn), oldTimeline: timeline, newTimeline: toTli };
+  return { ...r, oldEndLsn: formatLsn(r.oldEndLsn) };
 }
 
 /**
@@ -263,15 +243,7 @@ export async function rejoin(
   return { ...report, port };
 }
 
-/** synchronous_standby_names with `from` (the promoted standby) replaced by `to` (the old primary). */
-export function handOverNames(text: string, from: string, to: string): string {
-  const cfg = parseSynchronousStandbyNames(text);
-  if (cfg === null) return '';
-  const members = cfg.members.map((m) => (m.toLowerCase() === from.toLowerCase() ? to : m));
-  if (cfg.method === 'priority' && cfg.numSync === 1 && !text.includes('('))
-    return members.join(', ');
-  return formatSyncRepConfig({ ...cfg, members });
-}
+export { handOverNames } from './topology-core.ts';
 
 export interface SwitchoverReport {
   from: NodeName;
@@ -334,61 +306,84 @@ export async function switchover(
     (n) => n !== from && n !== to && readNodeConfig(clusterDir, n).primaryPort === fromCfg.port,
   );
 
-  await stopNode(clusterDir, from, 'fast');
-  const { endLsn } = walEndOf(clusterDir, from);
-  let received = '?';
-  await pollUntil(
-    async () => {
-      // A target that stops answering ends the switchover at once, as does one out of recovery.
-      const s = await withNode(clusterDir, to, (c) => c.status()).catch((e: Error) => {
-        throw new StopPolling(e);
-      });
-      if (s.role !== 'standby')
-        throw new StopPolling(
-          new WalsimError(
-            'invalid_input',
-            `switchover: "${to}" left recovery before the switchover promoted it`,
-          ),
-        );
-      received = s.receiveLsn;
-      return parseLsn(s.receiveLsn) >= endLsn;
+  const out = await runSwitchover(
+    {
+      from,
+      to,
+      fromNames: fromCfg.synchronousStandbyNames,
+      fromApplicationName: fromCfg.applicationName,
+      toApplicationName: toCfg.applicationName,
+      siblings,
     },
-    `"${to}" to receive everything`,
-    timeoutMs,
-    50,
-    () =>
-      new WalsimError(
-        'timeout',
-        `switchover: "${to}" received up to ${received} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted ` +
-          `(start it again with "npm run cluster -- start --node ${from}")`,
-      ),
+    {
+      stopFast: async (n) => {
+        await stopNode(clusterDir, n, 'fast');
+      },
+      walEnd: (n) => walEndOf(clusterDir, n).endLsn,
+      waitReceived: async (n, endLsn) => {
+        let received = '?';
+        await pollUntil(
+          async () => {
+            // A target that stops answering ends the switchover at once, as does one out of recovery.
+            const s = await withNode(clusterDir, n, (c) => c.status()).catch((e: Error) => {
+              throw new StopPolling(e);
+            });
+            if (s.role !== 'standby')
+              throw new StopPolling(
+                new WalsimError(
+                  'invalid_input',
+                  `switchover: "${n}" left recovery before the switchover promoted it`,
+                ),
+              );
+            received = s.receiveLsn;
+            return parseLsn(s.receiveLsn) >= endLsn;
+          },
+          `"${n}" to receive everything`,
+          timeoutMs,
+          50,
+          () =>
+            new WalsimError(
+              'timeout',
+              `switchover: "${n}" received up to ${received} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted ` +
+                `(start it again with "npm run cluster -- start --node ${from}")`,
+            ),
+        );
+      },
+      setSynchronousStandbyNames: (n, names) =>
+        withNode(clusterDir, n, async (c) => {
+          await c.sql(
+            `ALTER SYSTEM SET synchronous_standby_names = '${names.replace(/'/g, "''")}'`,
+          );
+          await c.sql('SELECT pg_reload_conf()');
+        }),
+      promote: async (n) => {
+        await withNode(clusterDir, n, async (c) => {
+          const r = (await c.request({ op: 'promote', wait: true, waitSeconds: 60 })) as {
+            promoted: boolean;
+          };
+          if (!r.promoted)
+            throw new WalsimError(
+              'timeout',
+              `switchover: "${n}" did not promote within 60 seconds`,
+            );
+        });
+        const base = JSON.parse(
+          fs.readFileSync(path.join(nodeDir(clusterDir, n), 'walsim.conf.json'), 'utf8'),
+        ) as NodeConfig;
+        writeNodeConfig(clusterDir, { ...base, role: 'primary' });
+      },
+      rejoin: async (old, n) => (await rejoin(clusterDir, old, n)).newTimeline,
+      repoint: async (n, up) => {
+        await repoint(clusterDir, n, up);
+      },
+    },
   );
-  const names = handOverNames(
-    fromCfg.synchronousStandbyNames,
-    toCfg.applicationName,
-    fromCfg.applicationName,
-  );
-  await withNode(clusterDir, to, async (c) => {
-    await c.sql(`ALTER SYSTEM SET synchronous_standby_names = '${names.replace(/'/g, "''")}'`);
-    await c.sql('SELECT pg_reload_conf()');
-    const r = (await c.request({ op: 'promote', wait: true, waitSeconds: 60 })) as {
-      promoted: boolean;
-    };
-    if (!r.promoted)
-      throw new WalsimError('timeout', `switchover: "${to}" did not promote within 60 seconds`);
-  });
-  const toBase = JSON.parse(
-    fs.readFileSync(path.join(nodeDir(clusterDir, to), 'walsim.conf.json'), 'utf8'),
-  ) as NodeConfig;
-  writeNodeConfig(clusterDir, { ...toBase, role: 'primary' });
-  const rj = await rejoin(clusterDir, from, to);
-  for (const s of siblings) await repoint(clusterDir, s, to);
   return {
     from,
     to,
-    switchLsn: formatLsn(endLsn),
-    newTimeline: rj.newTimeline,
+    switchLsn: formatLsn(out.switchLsn),
+    newTimeline: out.newTimeline,
     repointed: siblings,
-    synchronousStandbyNames: names,
+    synchronousStandbyNames: out.synchronousStandbyNames,
   };
 }
