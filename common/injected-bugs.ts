@@ -6,6 +6,25 @@
 export const injectedBugs = {
   /** Acknowledge synchronous_commit=remote_write commits without waiting for the standby's write. */
   ackRemoteWriteEarly: false,
+  /**
+   * Quorum commit (synchronous_standby_names = ANY n (…), n ≥ 2) releases a commit once n − 1
+   * standbys have confirmed it: one acknowledgement too few.
+   */
+  releaseAnyOneShort: false,
+  /**
+   * A standby's walreceiver fsyncs what it wrote 50 ms later, on a timer, and its cascading
+   * walsenders send what it has written meanwhile: a cascaded standby gets WAL its upstream has
+   * not flushed.
+   */
+  cascadeForwardsUnflushed: false,
+  /**
+   * A data directory whose control file says "in production" (a crashed primary, or a base backup
+   * of a running primary) starts as a primary although standby.signal is there: an old primary
+   * brought back as a standby accepts writes beside the new one.
+   */
+  crashedPrimaryIgnoresStandbySignal: false,
+  /** The rejoin verdict (checkRejoin) allows a node whose WAL extends past the fork point. */
+  skipRejoinDivergenceCheck: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an Error. */
   lifecycleActionError: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an InvariantViolation. */

@@ -15,6 +15,7 @@
 import { assert } from '../common/assert.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import type { SyncRepConfig } from './sync-standby-names.ts';
+import { injectedBugs } from '../common/injected-bugs.ts';
 
 export type WalSndState = 'startup' | 'catchup' | 'streaming' | 'stopping';
 
@@ -94,7 +95,12 @@ export function syncRecPtr(
   if (config === null) return null;
   const cands = candidateStandbys(config, senders);
   if (replier !== undefined && !cands.includes(replier)) return null;
-  if (cands.length < config.numSync) return null;
+  // Test-only planted bug (common/injected-bugs.ts): a quorum of one acknowledgement too few.
+  const numSync =
+    injectedBugs.releaseAnyOneShort && config.method === 'quorum' && config.numSync > 1
+      ? config.numSync - 1
+      : config.numSync;
+  if (cands.length < numSync) return null;
   if (config.method === 'priority') {
     return {
       write: Math.min(...cands.map((s) => s.write)),
@@ -104,7 +110,7 @@ export function syncRecPtr(
   }
   const nth = (values: Lsn[]) => {
     values.sort((a, b) => b - a);
-    const v = values[config.numSync - 1];
+    const v = values[numSync - 1];
     assert(v !== undefined, 'INV-SYNCREP-2: quorum needs num_sync candidates');
     return v;
   };

@@ -113,6 +113,9 @@ interface Totals {
   lost: number;
   lostAllowed: number;
   lostToCorruption: number;
+  lostToChoice: number;
+  /** Seeds per topology kind (nodes, shape, synchronous_standby_names form, operator). */
+  topologies: Record<string, number>;
   panics: number;
   failovers: number;
   /** Every failover's resume → read-write time in simulated ms, and modeled PostgreSQL seconds. */
@@ -132,6 +135,8 @@ function emptyTotals(): Totals {
     lost: 0,
     lostAllowed: 0,
     lostToCorruption: 0,
+    lostToChoice: 0,
+    topologies: {},
     panics: 0,
     failovers: 0,
     failoverMs: [],
@@ -150,6 +155,9 @@ function merge(into: Totals, t: Totals): void {
   into.lost += t.lost;
   into.lostAllowed += t.lostAllowed;
   into.lostToCorruption += t.lostToCorruption;
+  into.lostToChoice += t.lostToChoice;
+  for (const [k, v] of Object.entries(t.topologies))
+    into.topologies[k] = (into.topologies[k] ?? 0) + v;
   into.panics += t.panics;
   into.failovers += t.failovers;
   into.failoverMs.push(...t.failoverMs);
@@ -176,6 +184,8 @@ async function runRange(
       lost: r.lost,
       lostAllowed: r.lostAllowed,
       lostToCorruption: r.lostToCorruption,
+      lostToChoice: r.lostToChoice,
+      topologies: Object.fromEntries(r.topology.map((k) => [k, 1])),
       panics: r.panics,
       failovers: r.failovers,
       failoverMs: r.failoverTimes.flatMap((f) => (f.failoverMs === null ? [] : [f.failoverMs])),
@@ -307,6 +317,8 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
     lost: totals.lost,
     lostAllowed: totals.lostAllowed,
     lostToCorruption: totals.lostToCorruption,
+    lostToChoice: totals.lostToChoice,
+    topologies: totals.topologies,
     panics: totals.panics,
     failovers: totals.failovers,
     failoverTime,
@@ -321,13 +333,19 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
       `${totals.seeds} seeds (${from}..${from + n - 1}) on ${jobs} job(s) in ${wallS.toFixed(1)} s (${summary.seedsPerSecond} seeds/s), ${summary.simulatedHours} simulated hours, ${totals.events} events`,
     );
     console.log(
+      `topologies: ${Object.entries(totals.topologies)
+        .sort()
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
+    console.log(
       `faults: ${Object.entries(totals.faults)
         .sort()
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')}`,
     );
     console.log(
-      `acknowledged commits ${totals.acknowledged}, lost ${totals.lost}; allowed losses (their level promised nothing: asynchronous, remote_write after a power loss, local at failover) ${totals.lostAllowed}; lost to WAL corruption (media fault, beyond the durability promise) ${totals.lostToCorruption}`,
+      `acknowledged commits ${totals.acknowledged}, lost ${totals.lost}; allowed losses (their level promised nothing: asynchronous, remote_write after a power loss, local at failover) ${totals.lostAllowed}; lost to WAL corruption (media fault, beyond the durability promise) ${totals.lostToCorruption}; of the allowed, synchronous commits lost with the operator's choice of a standby the promise did not cover ${totals.lostToChoice}`,
     );
     const fmt = (x: number | null, unit: string, digits = 0) =>
       x === null ? 'n/a' : `${x.toFixed(digits)} ${unit}`;

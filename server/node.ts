@@ -20,6 +20,7 @@ import type { Disk } from '../common/disk.ts';
 import type { MessageConn } from '../common/transport.ts';
 import { WalsimError } from '../common/errors.ts';
 import { Mutex } from '../common/mutex.ts';
+import { injectedBugs } from '../common/injected-bugs.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 import type { WalWriter } from '../wal/wal-writer.ts';
 import type { WalReadOptions } from '../wal/wal-reader.ts';
@@ -182,7 +183,12 @@ export class ServerNode {
     });
     // Last: entering the initial state creates the role, which needs everything above.
     this.lifecycle = new LifecycleActor(
-      { inRecovery: this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) },
+      {
+        inRecovery:
+          this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) &&
+          // Test-only planted bug (common/injected-bugs.ts): a crashed primary ignores the signal.
+          !(injectedBugs.crashedPrimaryIgnoresStandbySignal && control.state === 'in production'),
+      },
       this.lifecycleEffects(),
       (failure) => this.actionFailed(failure),
     );

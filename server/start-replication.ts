@@ -7,6 +7,7 @@
  * Entry points: `acceptWalSender`, `checkStartReplication`, `ReplicationSource`.
  */
 import type { MessageConn } from '../common/transport.ts';
+import { injectedBugs } from '../common/injected-bugs.ts';
 import type { Clock } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
@@ -24,7 +25,7 @@ export interface ReplicationSource {
   readonly clock: Clock;
   readonly disk: Disk;
   readonly config: NodeConfig;
-  readonly wal: { readonly flushLsn: Lsn };
+  readonly wal: { readonly flushLsn: Lsn; readonly writeLsn: Lsn };
   readonly timeline: TimeLineId;
   readonly inRecovery: boolean;
   readonly shuttingDown: StopMode | null;
@@ -43,7 +44,11 @@ export function acceptWalSender(
   const sender = new WalSender(conn, {
     dataDir: node.dataDir,
     clock: node.clock,
-    flushedLsn: () => node.wal.flushLsn,
+    // (The planted bug of common/injected-bugs.ts lets a cascading walsender send written WAL.)
+    flushedLsn: () =>
+      injectedBugs.cascadeForwardsUnflushed && node.inRecovery
+        ? node.wal.writeLsn
+        : node.wal.flushLsn,
     timeline: () => node.timeline,
     history: () => node.history(),
     readOptions: () => node.readOptions(),

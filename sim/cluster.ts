@@ -13,11 +13,15 @@ import { SeededRandom } from '../common/random.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import { DiskLatency, LatencyDisk } from '../common/latency-disk.ts';
 import { ServerNode } from '../server/node.ts';
-import type { NodeConfig } from '../server/cluster-files.ts';
+import { alterSystem, CONF_FILE, loadNodeConfig, type NodeConfig } from '../server/node-config.ts';
+import { formatConninfo } from '../server/settings.ts';
+import { writeFileAtomic } from '../common/durable-file.ts';
+import { readTimelineHistoryFile, timelineHistoryFileName, walDir } from '../wal/segment.ts';
+import { timelineOfDataDir } from '../server/topology-core.ts';
 import { MemDisk } from './mem-disk.ts';
 import { Network } from './network.ts';
 import { Scheduler } from './scheduler.ts';
-import { subSeed, type Role, type Scenario } from './scenario.ts';
+import { applicationNameOf, subSeed, type Role, type Scenario } from './scenario.ts';
 import { Trace } from './trace.ts';
 
 export const DATA_DIR = '/data';
@@ -26,10 +30,23 @@ const TOKEN = 'sim';
 /** Simulated time a start, stop or promotion may take. */
 export const ACTION_MS = 60_000;
 
-export type HostName = 'A' | 'B';
+export type HostName = string;
+
+/** The replication port a host listens on in the simulated network (primary_conninfo names it). */
+const PORT_BASE = 5001;
 
 export interface Host {
   name: HostName;
+  /** Its replication port (primary_conninfo of its standbys names it) and application_name. */
+  port: number;
+  applicationName: string;
+  /** The node it streams from while a standby (primary_conninfo), or null. */
+  upstream: Host | null;
+  /**
+   * Its flush LSN when it last got a new upstream (set-up, repoint, rebuild, the upstream's
+   * rebuild or restart on damaged WAL): the cascade check (SIM-7) holds for WAL received since.
+   */
+  cascadeBaseline: Lsn;
   disk: MemDisk;
   incarnation: number;
   owner: string;
@@ -55,6 +72,12 @@ export interface Host {
   walTrouble: Array<{ from: number; to: number }>;
 }
 
+/** Where an acknowledged commit is known to be, on several nodes (by machine disk). */
+export interface Copies {
+  flushed: Set<MemDisk>;
+  written: Set<MemDisk>;
+}
+
 /** A write statement issued and not yet answered; a death of its process drops it (outcome unknown). */
 export interface Pending {
   seq: number;
@@ -74,10 +97,12 @@ export class SimCluster {
   readonly net: Network;
   readonly faultRng: SeededRandom;
   readonly trace: Trace;
-  readonly hosts: Record<HostName, Host>;
+  /** Every machine, in name order (A first: the first primary). */
+  readonly hosts: Host[];
   primary: Host;
-  standby: Host;
   readonly pending = new Set<Pending>();
+  /** synchronous_standby_names in force on the primary (the operator hands it over at each promotion). */
+  syncNames: string;
   readonly faults: Record<string, number> = {};
   /** The process incarnation that last ended in an expected PANIC (a WAL write on a full disk). */
   panicked = '';
@@ -106,17 +131,175 @@ export class SimCluster {
         `uncaught exception in ${owner} (the server process would die): ${(err as Error).stack ?? String(err)}`,
       );
     };
-    this.hosts = { A: this.host('A'), B: this.host('B') };
-    this.primary = this.hosts.A;
-    this.standby = this.hosts.B;
+    this.syncNames = scenario.topology.synchronousStandbyNames;
+    const names = ['A', ...scenario.topology.upstreams.map((_, i) => String.fromCharCode(66 + i))];
+    this.hosts = names.map((n, i) => this.host(n, i, names.length));
+    this.primary = this.hosts[0]!;
+    scenario.topology.upstreams.forEach((u, i) => {
+      this.hosts[i + 1]!.upstream = this.byName(u);
+    });
   }
 
-  private host(name: HostName): Host {
+  /** Two nodes: the simulator's first shape, whose seeds keep their behaviour. */
+  get twoNodes(): boolean {
+    return this.hosts.length === 2;
+  }
+
+  byName(name: HostName): Host {
+    const h = this.hosts.find((x) => x.name === name);
+    if (h === undefined) throw new Error(`no host ${name}`);
+    return h;
+  }
+
+  /** The hosts that are not the primary, in name order (commands aim at them by index). */
+  get standbys(): Host[] {
+    return this.hosts.filter((h) => h !== this.primary);
+  }
+
+  /** The primary first, then the standbys: the order the operator walks the machines in. */
+  roleOrder(): Host[] {
+    return [this.primary, ...this.standbys];
+  }
+
+  /**
+   * `promoted` is the primary now; the old primary will stream from it. (Its other standbys are
+   * repointed by the operator, sim/topology-actions.ts.)
+   */
+  promoted(promoted: Host, old: Host): void {
+    this.archiveHistory(promoted);
+    this.primary = promoted;
+    promoted.upstream = null;
+    old.upstream = promoted;
+  }
+
+  /**
+   * `h`'s WAL was replaced or cut back (a rebuild, a rejoin, crash recovery ending at damaged WAL):
+   * its own cascade baseline and its downstreams' are taken afresh (SIM-7 holds for WAL received since).
+   */
+  newUpstreamData(h: Host): void {
+    h.cascadeBaseline = -1;
+    for (const d of this.downstreamsOf(h)) d.cascadeBaseline = -1;
+  }
+
+  /**
+   * The disks of the live standbys on `target`'s timeline that have flushed no further than it:
+   * whatever one of them had flushed, `target` has too (same history, a prefix of it).
+   */
+  coveredBy(target: Host): Set<MemDisk> {
+    const t = target.node;
+    const out = new Set<MemDisk>();
+    if (t === null) return out;
+    for (const h of this.standbys) {
+      const n = h.node;
+      if (
+        n !== null &&
+        n.inRecovery &&
+        n.timeline === t.timeline &&
+        n.wal.flushLsn <= t.wal.flushLsn
+      )
+        out.add(h.disk);
+    }
+    return out;
+  }
+
+  /**
+   * Which standbys' disks hold WAL up to `end` of the primary `p`'s timeline right now (flushed,
+   * written): the ledger's copies of a commit acknowledged at this instant. Two nodes: none
+   * (their ledger rules predate copies).
+   */
+  copiesOf(p: Host, end: Lsn): Copies {
+    const out: Copies = { flushed: new Set(), written: new Set() };
+    const pn = p.node;
+    if (this.twoNodes || pn === null) return out;
+    for (const h of this.standbys) {
+      const n = h.node;
+      if (n === null || !n.inRecovery || n.timeline !== pn.timeline) continue;
+      if (n.wal.flushLsn >= end) out.flushed.add(h.disk);
+      if (n.wal.writeLsn >= end) out.written.add(h.disk);
+    }
+    return out;
+  }
+
+  /**
+   * The WAL archive's timeline history files (tli → text), several nodes only: every promotion's
+   * is archived (archive_command) and every node finds them (restore_command). PostgreSQL looks
+   * there for history files — findNewestTimeLine at a promotion, so a standby that has not yet
+   * fetched the newest one still picks an unused timeline ID (without it two promotions could both
+   * create "timeline 2" with different WAL, which no history comparison can tell apart), and
+   * existsTimeLineHistory when a walreceiver follows several timeline switches at once (a
+   * cascading upstream re-cloned by a base backup holds only its own timeline's file). The
+   * simulator places them in each node's pg_wal, where walsim looks.
+   */
+  readonly historyArchive = new Map<number, string>();
+
+  archiveHistory(h: Host): void {
+    const n = h.node;
+    if (n === null || this.twoNodes || n.timeline <= 1) return;
+    const text = readTimelineHistoryFile(DATA_DIR, n.timeline, h.disk);
+    if (text === null) return;
+    this.historyArchive.set(n.timeline, text);
+  }
+
+  /**
+   * restore_command's view: the archived history files `h` lacks, in its pg_wal — every one before
+   * a promotion (`upTo` absent), else those of timelines up to the node's own (the ones a
+   * walreceiver following several switches at once would have fetched; a newer one would make a
+   * standby target a timeline before it has the WAL leading there, which walsim does not model).
+   */
+  restoreHistories(h: Host, upTo = Infinity): void {
+    for (const [tli, text] of this.historyArchive) {
+      if (tli > upTo) continue;
+      const p = `${walDir(DATA_DIR)}/${timelineHistoryFileName(tli)}`;
+      if (h.disk.exists(p) || h.disk.fullPrefixes.size > 0) continue; // full: at its next start
+      writeFileAtomic(p, text, h.disk);
+    }
+  }
+
+  /** At a step boundary: every running node gets the archived history files up to its timeline. */
+  restoreHistoriesOfRunning(): void {
+    if (this.historyArchive.size === 0) return;
+    for (const h of this.hosts) if (h.node !== null) this.restoreHistories(h, h.node.timeline);
+  }
+
+  /** ALTER SYSTEM SET name = value and pg_reload_conf() on a running node (the SQL a DBA sends). */
+  async alterSystem(h: Host, name: string, value: string): Promise<void> {
+    const n = h.node;
+    if (n === null) return;
+    for (const sql of [
+      `ALTER SYSTEM SET ${name} = '${value.replace(/'/g, "''")}'`,
+      'SELECT pg_reload_conf()',
+    ]) {
+      const r = await this.settle(n.execute(sql), ACTION_MS);
+      if (r.error !== undefined) this.expectedError(r.error, sql);
+    }
+  }
+
+  /** The first standby (the only one with two nodes). */
+  get standby(): Host {
+    return this.standbys[0]!;
+  }
+
+  /** The standby a command aims at: index modulo the standbys' number. */
+  standbyAt(target: number | undefined): Host {
+    const s = this.standbys;
+    return s[(target ?? 0) % s.length]!;
+  }
+
+  /** The hosts that stream from `h`. */
+  downstreamsOf(h: Host): Host[] {
+    return this.hosts.filter((x) => x !== this.primary && x.upstream === h);
+  }
+
+  private host(name: HostName, index: number, nodes: number): Host {
     const latency = new DiskLatency();
     const spread = new SeededRandom(subSeed(this.scenario.seed, `latency-${name}`));
     latency.spread = () => spread.float();
     return {
       name,
+      port: PORT_BASE + index,
+      applicationName: applicationNameOf(name, nodes),
+      upstream: null,
+      cascadeBaseline: 0,
       disk: this.newDisk(),
       incarnation: 0,
       owner: `${name}#0`,
@@ -171,34 +354,44 @@ export class SimCluster {
 
   // ------------------------------------------------------------------------- hosts
 
-  hostOf(role: Role): Host {
-    return role === 'primary' ? this.primary : this.standby;
+  hostOf(role: Role, target?: number): Host {
+    return role === 'primary' ? this.primary : this.standbyAt(target);
   }
 
-  other(h: Host): Host {
-    return h === this.hosts.A ? this.hosts.B : this.hosts.A;
+  /** The host listening on a replication port (primary_conninfo's port names the upstream). */
+  private hostByPort(port: number): Host | undefined {
+    return this.hosts.find((h) => h.port === port);
   }
 
+  /**
+   * A host's settings (walsim.conf.json): its role, its upstream's port in primary_conninfo, the
+   * topology's synchronous_standby_names. Two nodes keep the shape they always had: both list the
+   * standby's name, so a promoted standby waits for its own new standby.
+   */
   config(h: Host): NodeConfig {
     const o = this.scenario.options;
+    const up = h === this.primary ? null : h.upstream;
     return {
       name: h.name,
       role: h === this.primary ? 'primary' : 'standby',
       listen: '127.0.0.1',
-      port: 0,
+      port: h.port,
       sharedBuffers: o.sharedBuffers,
-      dropStrategy: h === this.hosts.A ? o.dropStrategy.primary : o.dropStrategy.standby,
+      dropStrategy: h === this.hosts[0] ? o.dropStrategy.primary : o.dropStrategy.standby,
       thresholdDivisor: 32,
       forceOptimized: false,
       synchronousCommit: o.synchronousCommit,
-      // Both nodes list the standby's name, so a promoted standby waits for its own new standby.
-      synchronousStandbyNames: 'walreceiver',
-      primaryHost: null,
-      primaryPort: 1,
-      applicationName: 'walreceiver',
+      synchronousStandbyNames: this.syncNames,
+      primaryHost: '127.0.0.1',
+      primaryPort: up?.port ?? (this.twoNodes ? this.other(h).port : null),
+      applicationName: h.applicationName,
       walSegmentSize: o.walSegmentSize,
       hotStandby: true,
     };
+  }
+
+  private other(h: Host): Host {
+    return this.hosts.find((x) => x !== h)!;
   }
 
   /** Wait (in simulated time) for a promise the nodes will settle; done false if it did not within ms. */
@@ -260,10 +453,13 @@ export class SimCluster {
   /** ServerNode.open on the host's disk, clock and network, as process incarnation `owner`. */
   private open(h: Host, owner: string): ServerNode {
     const clock = this.sched.clockFor(owner);
-    const dial = this.net.dialer(h.name, owner, () => this.other(h).name);
+    if (this.historyArchive.size > 0) this.restoreHistories(h, timelineOfDataDir(DATA_DIR, h.disk));
+    // primary_conninfo's port names the upstream host (its host part is unused).
+    const dialTo = (port: number) =>
+      this.net.dialer(h.name, owner, () => this.hostByPort(port)?.name ?? `port-${port}`);
     return ServerNode.open({
       dataDir: DATA_DIR,
-      config: this.config(h),
+      config: this.twoNodes ? this.config(h) : this.writeConfig(h),
       token: TOKEN,
       log: (m) => this.log(h, owner, m),
       fatal: (e) => this.fatal(h, owner, e),
@@ -272,10 +468,27 @@ export class SimCluster {
       env: {
         clock,
         disk: new LatencyDisk(h.disk, clock, (ms) => this.sched.advance(ms), h.latency),
-        // The upstream is always the other host (primary_conninfo's host and port are unused).
-        dialer: () => dial,
+        dialer: (upstream) => dialTo(upstream.port),
       },
     });
+  }
+
+  /**
+   * Several nodes: the host's settings file (walsim.conf.json) written as the operator wants them
+   * and, on a standby, primary_conninfo naming its upstream (ALTER SYSTEM's file, as pg_basebackup
+   * -R and the rejoin write it); the node then reads them as it would at any start and reload.
+   */
+  private writeConfig(h: Host): NodeConfig {
+    const conf = this.config(h);
+    writeFileAtomic(`${DATA_DIR}/${CONF_FILE}`, JSON.stringify(conf, null, 2) + '\n', h.disk);
+    if (h !== this.primary && h.upstream !== null)
+      alterSystem(DATA_DIR, 'primary_conninfo', this.conninfoTo(h, h.upstream), h.disk);
+    return loadNodeConfig(DATA_DIR, h.disk);
+  }
+
+  /** primary_conninfo for `h` streaming from `to`. */
+  conninfoTo(h: Host, to: Host): string {
+    return formatConninfo({ host: '127.0.0.1', port: to.port, applicationName: h.applicationName });
   }
 
   /** The process would exit non-zero (a redo failure): a finding, and the process is gone. */

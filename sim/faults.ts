@@ -22,19 +22,28 @@ type FaultCommand = Extract<
 /** The faults that heal on their own timers. */
 export function injectFault(cluster: SimCluster, c: FaultCommand): void {
   switch (c.op) {
-    case 'cut':
+    case 'cut': {
       cluster.countFault('connection cut');
-      cluster.net.cutBetween(cluster.primary.name, cluster.standby.name, 'cut');
+      const s = cluster.standbyAt(c.target);
+      cluster.net.cutBetween((s.upstream ?? cluster.primary).name, s.name, 'cut');
       return;
+    }
     case 'partition': {
-      cluster.countFault('partition');
-      const [a, b] = [cluster.primary.name, cluster.standby.name];
-      cluster.net.partition(a, b);
-      cluster.sched.at(c.ms, 'sim', 'heal partition', () => cluster.net.heal(a, b));
+      cluster.countFault(partitionKind(cluster, c.split));
+      const nodes = cluster.roleOrder();
+      const side = (i: number) => (c.split === undefined ? i : (c.split[i] ?? 0));
+      const pairs: Array<[string, string]> = [];
+      for (let i = 0; i < nodes.length; i++)
+        for (let j = i + 1; j < nodes.length; j++)
+          if (side(i) !== side(j)) pairs.push([nodes[i]!.name, nodes[j]!.name]);
+      for (const [a, b] of pairs) cluster.net.partition(a, b);
+      cluster.sched.at(c.ms, 'sim', 'heal partition', () => {
+        for (const [a, b] of pairs) cluster.net.heal(a, b);
+      });
       return;
     }
     case 'diskFull': {
-      const h = cluster.hostOf(c.node);
+      const h = cluster.hostOf(c.node, c.target);
       cluster.countFault(`disk full (${c.node} pg_wal)`);
       const disk = h.disk;
       const prefix = `${DATA_DIR}/pg_wal`;
@@ -46,7 +55,7 @@ export function injectFault(cluster: SimCluster, c: FaultCommand): void {
     }
     case 'slowDisk': {
       cluster.countFault(`slow disk (${c.node})`);
-      const h = cluster.hostOf(c.node);
+      const h = cluster.hostOf(c.node, c.target);
       h.walTrouble.push({ from: cluster.sched.now, to: cluster.sched.now + c.ms });
       // The hold runs on simulated time; it ends by itself (DiskLatency checks the clock).
       h.latency.set(c.writeMs, c.latencyMs, c.ms, cluster.sched.now);
@@ -54,9 +63,18 @@ export function injectFault(cluster: SimCluster, c: FaultCommand): void {
     }
     case 'clockJump':
       cluster.countFault(`clock jump (${c.node})`);
-      cluster.sched.jumpWallClock(cluster.hostOf(c.node).owner, c.ms);
+      cluster.sched.jumpWallClock(cluster.hostOf(c.node, c.target).owner, c.ms);
       return;
   }
+}
+
+/** A partition's kind for the fault counts: who is cut off from whom. */
+function partitionKind(cluster: SimCluster, split: number[] | undefined): string {
+  if (split === undefined) return 'partition';
+  const withPrimary = split.filter((x) => x === 0).length;
+  if (withPrimary === 1) return 'partition (primary isolated)';
+  if (withPrimary === 2) return 'partition (primary with one standby)';
+  return `partition (${withPrimary} | ${cluster.hosts.length - withPrimary})`;
 }
 
 /**
@@ -101,8 +119,8 @@ function flipByteInRecord(
  * Replay must stop at that record and never apply it (checked after every step); the standby is
  * restarted at the next step (crash recovery ends local WAL there and streaming fetches it again).
  */
-export function corruptStandby(cluster: SimCluster): void {
-  const h = cluster.standby;
+export function corruptStandby(cluster: SimCluster, target?: number): void {
+  const h = cluster.standbyAt(target);
   const n = h.node;
   if (n === null || !n.inRecovery || n.startup === null) return;
   const from = n.startup.nextLsn;
@@ -119,6 +137,7 @@ export function corruptStandby(cluster: SimCluster): void {
   h.corruptLsn = lsn;
   h.corruptOwner = h.owner;
   h.restartAt = cluster.sched.now; // healed by a restart at the next step boundary
+  cluster.newUpstreamData(h); // its crash recovery may end its WAL below what it sent on
 }
 
 /**
@@ -153,13 +172,15 @@ export async function corruptPrimary(
   const crashAt = cluster.sched.now;
   cluster.kill(h, false);
   h.restartAt = null;
-  const s = cluster.standby;
-  const sn = s.node;
   // Received past the bad record, or unknown (down: its disk may hold anything the primary sent).
-  const diverged =
-    sn === null || !sn.inRecovery || Math.max(sn.wal.writeLsn, sn.wal.flushLsn) > bad;
-  if (diverged && sn !== null) await cluster.stop(s, 'fast');
-  if (diverged) s.restartAt = null;
+  const diverged = cluster.standbys.filter((s) => {
+    const sn = s.node;
+    return sn === null || !sn.inRecovery || Math.max(sn.wal.writeLsn, sn.wal.flushLsn) > bad;
+  });
+  for (const s of diverged) {
+    if (s.node !== null) await cluster.stop(s, 'fast');
+    s.restartAt = null;
+  }
   await cluster.sched.runFor(downMs);
   await cluster.waitForSpace(h);
   await cluster.start(h);
@@ -177,5 +198,5 @@ export async function corruptPrimary(
         ? 'must'
         : 'may',
   );
-  if (diverged) await operator.rebuildStandby();
+  for (const s of diverged) await operator.rebuildStandby(s);
 }

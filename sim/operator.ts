@@ -11,10 +11,14 @@ import { defaultCostProfile } from '../cost-model/profile.ts';
 import { ACTION_MS, BACKUP_DIR, DATA_DIR, type Host, type SimCluster } from './cluster.ts';
 import {
   guaranteedAfterFailover,
+  guaranteedAfterFailoverOnto,
   guaranteedAfterPrimaryCrash,
   type Ledger,
 } from './checkers/ledger.ts';
 import type { SimCommand } from './scenario.ts';
+import type { MemDisk } from './mem-disk.ts';
+import { handOverNames } from '../server/topology-core.ts';
+import { TopologyActions } from './topology-actions.ts';
 
 export interface SimFailoverTime {
   /** resume → read-write, and its phases, in simulated milliseconds (the node's injected clock). */
@@ -30,16 +34,22 @@ export class Operator {
   readonly failoverTimes: SimFailoverTime[] = [];
   failovers = 0;
 
+  readonly topology: TopologyActions;
+
   constructor(
     private readonly cluster: SimCluster,
     private readonly ledger: Ledger,
-  ) {}
+  ) {
+    this.topology = new TopologyActions(cluster, ledger, {
+      rebuildStandby: (h) => this.rebuildStandby(h),
+      restart: (h) => this.restart(h),
+    });
+  }
 
-  /** initdb on A, a base backup onto B, both synced (as initdb and pg_basebackup end). */
+  /** initdb on A, a base backup onto every other host, all synced (as initdb and pg_basebackup end). */
   async setup(): Promise<void> {
     const c = this.cluster;
-    const a = c.hosts.A;
-    const b = c.hosts.B;
+    const a = c.hosts[0]!;
     a.disk.mkdirp(DATA_DIR);
     const r = await c.settle(
       initdb(
@@ -53,17 +63,20 @@ export class Operator {
     if (!r.done || r.error !== undefined)
       throw new Error(`initdb failed: ${r.done ? (r.error as Error).message : 'did not finish'}`);
     a.disk.syncAll();
-    a.disk.copyTo(DATA_DIR, b.disk, DATA_DIR);
-    b.disk.writeFile(`${DATA_DIR}/${STANDBY_SIGNAL}`, '');
-    b.disk.syncAll();
-    await c.start(a);
-    await c.start(b);
+    // Every copy starts at initdb's checkpoint, so a cascaded standby's upstream has what it asks for.
+    for (const b of c.standbys) {
+      a.disk.copyTo(DATA_DIR, b.disk, DATA_DIR);
+      b.disk.writeFile(`${DATA_DIR}/${STANDBY_SIGNAL}`, '');
+      b.disk.syncAll();
+    }
+    for (const h of c.hosts) await c.start(h);
   }
 
   /** At a step boundary: restart a standby whose WAL is damaged, start what is due and has space. */
   async restartDue(): Promise<void> {
     const c = this.cluster;
-    for (const h of [c.primary, c.standby]) {
+    c.restoreHistoriesOfRunning();
+    for (const h of c.roleOrder()) {
       if (
         h.node !== null &&
         h.corruptLsn !== null &&
@@ -100,7 +113,7 @@ export class Operator {
   /** A crash or power loss of a node; a primary is restarted after downMs and checked. */
   async crash(c: Extract<SimCommand, { op: 'crash' }>): Promise<void> {
     const cl = this.cluster;
-    const h = cl.hostOf(c.node);
+    const h = cl.hostOf(c.node, c.target);
     if (h.node === null) return;
     cl.countFault(c.power ? `power loss (${c.node})` : `crash (${c.node})`);
     const crashAt = cl.sched.now;
@@ -119,7 +132,7 @@ export class Operator {
   /** pg_ctl stop of a node; a primary is restarted after downMs and checked. */
   async stop(c: Extract<SimCommand, { op: 'stop' }>): Promise<void> {
     const cl = this.cluster;
-    const h = cl.hostOf(c.node);
+    const h = cl.hostOf(c.node, c.target);
     if (h.node === null) return;
     cl.countFault(`stop -m ${c.mode} (${c.node})`);
     const stopAt = cl.sched.now;
@@ -137,21 +150,46 @@ export class Operator {
     }
   }
 
-  async failover(how: 'crash' | 'power' | 'immediate' | 'fast'): Promise<void> {
+  /**
+   * Failover: stop the old primary (no split brain), promote the chosen standby, then bring the
+   * old primary back as a standby (a rejoin when asked and its WAL allows, else a base backup).
+   * Several nodes: the careful operator refuses a standby that is behind another live one and
+   * promotes the most advanced instead; the new primary gets the handed-over
+   * synchronous_standby_names first; the old primary's other standbys are repointed to it.
+   */
+  async failover(cmd: Extract<SimCommand, { op: 'failover' }>): Promise<void> {
     const c = this.cluster;
     const oldPrimary = c.primary;
-    const newPrimary = c.standby;
     if (oldPrimary.node === null) return;
-    c.countFault(`failover (${how})`);
-    if (newPrimary.node === null) await c.start(newPrimary);
-    if (newPrimary.node === null) return;
+    let target = c.twoNodes ? c.standby : this.choose(cmd.choice ?? 'best');
+    c.countFault(`failover (${cmd.how})`);
+    if (target.node === null) await c.start(target);
+    if (target.node === null) return;
     // Fault atlas: the operator frees the standby's disk before promoting it. (Promotion on a full
     // disk fails writing the history file, and the process dies, as PostgreSQL's startup would.)
-    newPrimary.disk.fullPrefixes.clear();
-    if (how === 'crash' || how === 'power') c.kill(oldPrimary, how === 'power');
-    else await c.stop(oldPrimary, how);
+    target.disk.fullPrefixes.clear();
+    if (cmd.how === 'crash' || cmd.how === 'power') c.kill(oldPrimary, cmd.how === 'power');
+    else await c.stop(oldPrimary, cmd.how);
     oldPrimary.restartAt = null;
-    const node = newPrimary.node;
+    let covered = new Set<MemDisk>();
+    if (!c.twoNodes) {
+      const best = this.choose('best');
+      if (best !== target && c.scenario.topology.operator === 'careful' && best.node !== null) {
+        c.countFault('failover choice refused (behind another standby)');
+        c.record(
+          c.sched.now,
+          'sim',
+          `operator: ${target.name} is behind ${best.name}; promoting ${best.name}`,
+        );
+        target = best;
+        target.disk.fullPrefixes.clear();
+      }
+      covered = c.coveredBy(target);
+      c.restoreHistories(target);
+      await this.handOver(target, oldPrimary);
+    }
+    const newPrimary = target;
+    const node = newPrimary.node!;
     const r = await c.settle(node.promote(true, 60), ACTION_MS + 10_000);
     if (!r.done || r.error !== undefined || r.value !== true) {
       c.violation(
@@ -160,12 +198,40 @@ export class Operator {
       return;
     }
     this.failovers++;
-    c.primary = newPrimary;
-    c.standby = oldPrimary;
+    c.promoted(newPrimary, oldPrimary);
     this.recordFailoverTime(newPrimary);
-    await this.ledger.check(newPrimary, 'failover', (f) => guaranteedAfterFailover(f, newPrimary));
+    await this.ledger.check(newPrimary, 'failover', (f) =>
+      c.twoNodes
+        ? guaranteedAfterFailover(f, newPrimary)
+        : guaranteedAfterFailoverOnto(f, newPrimary, covered),
+    );
     newPrimary.corruptLsn = null; // promotion truncated WAL at the bad record
-    await this.rebuildStandby();
+    if (!c.twoNodes) await this.topology.rebuildDiverged(newPrimary, oldPrimary);
+    await this.topology.repointSiblings(oldPrimary, newPrimary);
+    if (cmd.rejoin === true) await this.topology.rejoinOrRebuild(oldPrimary, newPrimary);
+    else await this.rebuildStandby(oldPrimary);
+  }
+
+  /** The standby the operator promotes: the one at an index, or the most advanced live one. */
+  private choose(choice: 'best' | number): Host {
+    const c = this.cluster;
+    if (choice !== 'best') return c.standbyAt(choice);
+    const pos = (h: Host) => (h.node === null ? [-1, -1] : [h.node.timeline, h.node.wal.flushLsn]);
+    let best = c.standbys[0]!;
+    for (const h of c.standbys) {
+      const [t, f] = pos(h);
+      const [bt, bf] = pos(best);
+      if (t! > bt! || (t === bt && f! > bf!)) best = h;
+    }
+    return best;
+  }
+
+  /** synchronous_standby_names handed over to the node about to be promoted (ALTER SYSTEM + reload). */
+  async handOver(to: Host, from: Host): Promise<void> {
+    const c = this.cluster;
+    const names = handOverNames(c.syncNames, to.applicationName, from.applicationName);
+    await c.alterSystem(to, 'synchronous_standby_names', names);
+    c.syncNames = names;
   }
 
   /**
@@ -194,11 +260,13 @@ export class Operator {
     );
   }
 
-  /** The old primary becomes a standby of the new one through a fresh base backup (its disk is wiped). */
-  async rebuildStandby(): Promise<void> {
+  /**
+   * `dst` (the old primary, or a standby whose WAL diverged) becomes a standby of the primary
+   * through a fresh base backup (its disk is wiped).
+   */
+  async rebuildStandby(dst: Host = this.cluster.standby): Promise<void> {
     const c = this.cluster;
     const src = c.primary;
-    const dst = c.standby;
     if (src.node === null) return;
     const r = await c.settle(src.node.baseBackup(BACKUP_DIR), ACTION_MS);
     if (!r.done || r.error !== undefined) {
@@ -209,10 +277,12 @@ export class Operator {
     }
     dst.disk = c.newDisk();
     dst.corruptLsn = null;
+    dst.upstream = src;
+    c.newUpstreamData(dst);
     src.disk.copyTo(BACKUP_DIR, dst.disk, DATA_DIR);
     src.disk.rmrf(BACKUP_DIR);
     dst.disk.syncAll();
-    this.ledger.backupTaken();
+    this.ledger.backupTaken(src, dst);
     await c.start(dst);
   }
 }

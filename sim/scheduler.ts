@@ -90,6 +90,8 @@ export class Scheduler {
   onUncaught: ((owner: string, err: unknown) => void) | null = null;
   /** Called before each event runs (the trace). */
   onEvent: ((at: number, owner: string, label: string) => void) | null = null;
+  /** Called after each event and the microtasks it caused (a checker that must see every state). */
+  afterEvent: (() => void) | null = null;
 
   /** Simulated milliseconds since the start of the run. */
   get now(): number {
@@ -181,6 +183,7 @@ export class Scheduler {
         this.onUncaught(e.owner, err);
       }
       await realImmediate(); // every microtask the event caused has run
+      this.afterEvent?.();
       return true;
     }
   }

@@ -1,13 +1,21 @@
 /**
  * The shrinker: given a failing scenario, remove commands (halves, then quarters, … then single
- * commands) while the run still fails, and return the smallest failing scenario found. Each trial
+ * commands) while the run still fails (the same way, if asked), and return the smallest failing scenario found. Each trial
  * is a full deterministic run, so the result replays exactly like the original.
  */
 import type { Scenario } from './scenario.ts';
 import { runSimulation } from './simulation.ts';
 
-export async function shrinkScenario(scenario: Scenario, maxRuns = 400): Promise<Scenario> {
-  const fails = async (s: Scenario) => !(await runSimulation(s)).ok;
+export async function shrinkScenario(
+  scenario: Scenario,
+  maxRuns = 400,
+  /** Which failure counts (default: any): keeps the shrinker on the bug it was given. */
+  same: (violation: string) => boolean = () => true,
+): Promise<Scenario> {
+  const fails = async (s: Scenario) => {
+    const r = await runSimulation(s);
+    return !r.ok && same(r.violations[0]!);
+  };
   let best = scenario;
   let runs = 0;
   let chunk = Math.max(1, Math.floor(best.commands.length / 2));

@@ -21,12 +21,20 @@ import type { DiskLatency } from '../common/latency-disk.ts';
 import type { ServerNode } from '../server/node.ts';
 import type { SynchronousCommit } from '../server/settings.ts';
 import { EventBudgetExceeded } from './scheduler.ts';
-import { describeCommand, type Role, type Scenario, type SimCommand } from './scenario.ts';
+import {
+  describeCommand,
+  topologyKinds,
+  type Role,
+  type Scenario,
+  type SimCommand,
+} from './scenario.ts';
 import { ACTION_MS, SimCluster } from './cluster.ts';
 import { Ledger } from './checkers/ledger.ts';
 import { checkSyncAck } from './checkers/sync-ack.ts';
 import { checkPositions } from './checkers/positions.ts';
 import { checkIdenticalTables } from './checkers/convergence.ts';
+import { checkSyncState } from './checkers/sync-state.ts';
+import { checkCascades, checkClusterShape, checkSingleWriter } from './checkers/cluster-shape.ts';
 import { Operator, type SimFailoverTime } from './operator.ts';
 import { corruptPrimary, corruptStandby, injectFault } from './faults.ts';
 import { Workload } from './workload.ts';
@@ -62,6 +70,10 @@ export interface SimResult {
    * `lostAllowed`; a commit wholly before the corrupt record that is missing is still `lost`.
    */
   lostToCorruption: number;
+  /** Of `lostAllowed`: synchronous commits lost with the operator's choice of a standby (several nodes). */
+  lostToChoice: number;
+  /** The topology's kinds (sim/scenario.ts topologyKinds): nodes, shape, names form, operator. */
+  topology: string[];
   /** Processes that ended in an expected PANIC (a primary's WAL write on a full disk). */
   panics: number;
   /** Each failover's phases on the promoted node's clock (simulated ms) and modeled PostgreSQL time. */
@@ -90,7 +102,17 @@ export class Simulation {
     this.ledger = new Ledger(this.cluster);
     this.operator = new Operator(this.cluster, this.ledger);
     this.workload = new Workload(this.cluster, this.ledger);
-    this.cluster.onCommitAcknowledged = (node, endLsn) => checkSyncAck(this.cluster, node, endLsn);
+    this.cluster.onCommitAcknowledged = (node, endLsn) => {
+      if (this.cluster.twoNodes) return checkSyncAck(this.cluster, node, endLsn);
+      checkSyncState(this.cluster, node, endLsn);
+      checkSingleWriter(this.cluster, 'at a commit acknowledgement');
+    };
+    // SIM-7 after every event: WAL a cascade relays too early is flushed downstream within a link
+    // delay, and the upstream's own fsync may follow before any step boundary.
+    if (!this.cluster.twoNodes)
+      this.cluster.sched.afterEvent = () => {
+        if (this.cluster.violations.length === 0) checkCascades(this.cluster, 'after an event');
+      };
   }
 
   get violations(): string[] {
@@ -98,13 +120,13 @@ export class Simulation {
   }
 
   /** The running process of a role (tests inspect it), or null while it is down. */
-  nodeOf(role: Role): ServerNode | null {
-    return this.cluster.hostOf(role).node;
+  nodeOf(role: Role, target?: number): ServerNode | null {
+    return this.cluster.hostOf(role, target).node;
   }
 
   /** A machine's disk latency (tests read its counters). */
-  latencyOf(role: Role): DiskLatency {
-    return this.cluster.hostOf(role).latency;
+  latencyOf(role: Role, target?: number): DiskLatency {
+    return this.cluster.hostOf(role, target).latency;
   }
 
   /** initdb on A, a base backup onto B, both started. */
@@ -119,7 +141,7 @@ export class Simulation {
       case 'pause':
       case 'resume':
       case 'restartpoint': {
-        const node = this.cluster.standby.node;
+        const node = this.cluster.standbyAt(c.target).node;
         if (node === null) return;
         const sql = c.op === 'restartpoint' ? 'CHECKPOINT' : `SELECT pg_wal_replay_${c.op}()`;
         const r = await this.cluster.settle(node.execute(sql), ACTION_MS);
@@ -132,10 +154,14 @@ export class Simulation {
         return this.operator.stop(c);
       case 'corrupt':
         return c.node === 'standby'
-          ? corruptStandby(this.cluster)
+          ? corruptStandby(this.cluster, c.target)
           : corruptPrimary(this.cluster, this.ledger, this.operator, c.downMs);
       case 'failover':
-        return this.operator.failover(c.how);
+        return this.operator.failover(c);
+      case 'switchover':
+        return this.operator.topology.switchover(c.target);
+      case 'repoint':
+        return this.operator.topology.repointCommand(c.target, c.to);
       case 'wait':
         await this.cluster.sched.runFor(c.ms);
         return;
@@ -144,9 +170,10 @@ export class Simulation {
     }
   }
 
-  /** After every step: positions, buffers, timelines (SIM-3). */
+  /** After every step: positions, buffers, timelines (SIM-3); several nodes: SIM-7 … SIM-9. */
   checkInvariants(where: string): void {
     checkPositions(this.cluster, where);
+    if (!this.cluster.twoNodes) checkClusterShape(this.cluster, where);
   }
 
   // ------------------------------------------------------------------------- liveness
@@ -164,32 +191,43 @@ export class Simulation {
     c.net.healAll();
     let deadline: number | null = null;
     for (;;) {
-      for (const h of [c.primary, c.standby]) {
+      for (const h of c.roleOrder()) {
         h.disk.fullPrefixes.clear();
         h.latency.clear();
         if (h.node === null) await this.operator.restart(h);
       }
-      const p = c.primary.node;
-      const s = c.standby.node;
-      if (p === null || s === null) return; // the start failed: a violation says so
-      if (s.inRecovery) {
+      const nodes = c.roleOrder().map((h) => h.node);
+      if (nodes.some((n) => n === null)) return; // a start failed: a violation says so
+      const p = nodes[0]!;
+      const standbys = nodes.slice(1) as ServerNode[];
+      for (const s of standbys) {
+        if (!s.inRecovery) continue;
         const r = await c.settle(s.execute('SELECT pg_wal_replay_resume()'), ACTION_MS);
         if (r.error !== undefined) c.expectedError(r.error, 'resume');
       }
       const caughtUp = () =>
         c.pending.size === 0 &&
-        s.startup !== null &&
-        s.receiver?.state === 'streaming' &&
-        s.startup.nextLsn >= p.wal.flushLsn &&
-        s.wal.flushLsn === p.wal.flushLsn &&
-        p.wal.flushLsn === p.wal.insertLsn;
-      const down = () => c.primary.node !== p || c.standby.node !== s;
+        p.wal.flushLsn === p.wal.insertLsn &&
+        standbys.every(
+          (s) =>
+            s.startup !== null &&
+            s.receiver?.state === 'streaming' &&
+            s.startup.nextLsn >= p.wal.flushLsn &&
+            s.wal.flushLsn === p.wal.flushLsn,
+        );
+      const down = () => c.roleOrder().some((h, i) => h.node !== nodes[i]);
       deadline ??= c.sched.now + CONVERGE_MS;
       await c.sched.runUntil(() => caughtUp() || down(), deadline - c.sched.now);
       if (down() && c.sched.now < deadline) continue; // the operator starts it again
       if (!caughtUp()) {
+        const lag = c.standbys
+          .map(
+            (h) =>
+              `${c.twoNodes ? 'standby' : `standby ${h.name}`} flush ${formatLsn(h.node!.wal.flushLsn)} replay ${formatLsn(h.node!.startup?.nextLsn ?? 0)}, receiver ${h.node!.receiver?.state}`,
+          )
+          .join('; ');
         c.violation(
-          `no convergence within ${CONVERGE_MS} ms: ${c.pending.size} statements pending, primary flush ${formatLsn(p.wal.flushLsn)}, standby flush ${formatLsn(s.wal.flushLsn)} replay ${formatLsn(s.startup?.nextLsn ?? 0)}, receiver ${s.receiver?.state}`,
+          `no convergence within ${CONVERGE_MS} ms: ${c.pending.size} statements pending, primary flush ${formatLsn(p.wal.flushLsn)}, ${lag}`,
         );
         return;
       }
@@ -197,8 +235,13 @@ export class Simulation {
     }
     this.checkInvariants('after convergence');
     await this.ledger.check(c.primary, 'end (primary)', () => true);
-    await this.ledger.check(c.standby, 'end (standby)', () => true);
-    checkIdenticalTables(c, c.primary.node!, c.standby.node!);
+    for (const h of c.standbys)
+      await this.ledger.check(
+        h,
+        c.twoNodes ? 'end (standby)' : `end (standby ${h.name})`,
+        () => true,
+      );
+    for (const h of c.standbys) checkIdenticalTables(c, c.primary.node!, h.node!, h.name);
   }
 
   // ------------------------------------------------------------------------- run
@@ -244,6 +287,8 @@ export class Simulation {
       lost: this.ledger.lost,
       lostAllowed: this.ledger.lostAllowed,
       lostToCorruption: this.ledger.lostToCorruption,
+      lostToChoice: this.ledger.lostToChoice,
+      topology: topologyKinds(this.scenario.topology),
       panics: c.panics,
       failoverTimes: this.operator.failoverTimes,
       failovers: this.operator.failovers,

@@ -39,7 +39,14 @@ export class Workload {
         this.acknowledged++;
         this.acknowledgedByLevel[level] = (this.acknowledgedByLevel[level] ?? 0) + 1;
         c.record(c.sched.now, 'sim', `ack ${sql}`);
-        this.ledger.addFacts(sql, level, maxValue, seq, h.maxCommitEnd);
+        this.ledger.addFacts(
+          sql,
+          level,
+          maxValue,
+          seq,
+          h.maxCommitEnd,
+          c.copiesOf(h, h.maxCommitEnd),
+        );
       },
       (e: unknown) => {
         if (!c.pending.delete(p)) return;

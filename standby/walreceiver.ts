@@ -16,6 +16,7 @@ import { InvariantViolation } from '../common/assert.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { isInvalidWalRecordError } from '../wal/codec.ts';
+import { injectedBugs } from '../common/injected-bugs.ts';
 import type { WalWriter } from '../wal/wal-writer.ts';
 
 export type ReceiverState = 'connecting' | 'streaming' | 'disconnected' | 'stopped';
@@ -63,6 +64,8 @@ export class WalReceiver {
   private readonly clock: Clock;
   /** True while fsyncing received WAL: an exception there is a PANIC, not a connection error. */
   private flushing = false;
+  /** The planted cascade bug's pending fsync. */
+  private deferredFlush: TimerHandle | null = null;
   /** EndOfTimeline received: the timeline whose history was asked for, and where it begins. */
   private pendingTimeline: { tli: TimeLineId; switchLsn: Lsn } | null = null;
   /** Timeline switches followed on a live connection. */
@@ -134,9 +137,33 @@ export class WalReceiver {
     });
   }
 
+  /** Where streaming continues: the flush LSN (the written one under the planted cascade bug). */
+  private get streamedLsn(): Lsn {
+    return injectedBugs.cascadeForwardsUnflushed ? this.deps.wal.writeLsn : this.deps.wal.flushLsn;
+  }
+
+  /**
+   * Test-only planted bug (common/injected-bugs.ts cascadeForwardsUnflushed): relay what was just
+   * written to the cascading walsenders at once and fsync it 50 ms later.
+   */
+  private flushLater(bytes: number): void {
+    this.receivedMessages++;
+    this.receivedBytes += bytes;
+    this.deps.onFlushed();
+    if (this.deferredFlush !== null) return;
+    this.deferredFlush = this.clock.setTimeout(() => {
+      this.deferredFlush = null;
+      this.flushing = true;
+      this.deps.wal.flush();
+      this.flushing = false;
+      this.sendStatus();
+      this.deps.onFlushed();
+    }, 50);
+  }
+
   /** START_REPLICATION at the flush LSN on this node's timeline, then report positions. */
   private startStreaming(verb: 'started' | 'restarted'): void {
-    const startLsn = this.deps.wal.flushLsn;
+    const startLsn = this.streamedLsn;
     this.startLsns.push(startLsn);
     if (this.startLsns.length > 32) this.startLsns.shift();
     this.send({
@@ -211,9 +238,9 @@ export class WalReceiver {
     switch (m.type) {
       case 'XLogData': {
         const wal = this.deps.wal;
-        if (m.walStart !== wal.flushLsn) {
+        if (m.walStart !== this.streamedLsn) {
           this.deps.log(
-            `LOG:  XLogData starts at ${formatLsn(m.walStart)}, expected ${formatLsn(wal.flushLsn)}; reconnecting`,
+            `LOG:  XLogData starts at ${formatLsn(m.walStart)}, expected ${formatLsn(this.streamedLsn)}; reconnecting`,
           );
           ws.close(4002, 'unexpected WAL start position');
           return;
@@ -245,6 +272,10 @@ export class WalReceiver {
         this.state = 'streaming';
         this.backoffMs = BACKOFF_MIN_MS;
         this.sendStatus();
+        if (injectedBugs.cascadeForwardsUnflushed) {
+          this.flushLater(m.data.length);
+          return;
+        }
         // An fsync failure is not retried: it propagates and stops the server (PANIC), since the
         // page cache may have dropped the data.
         this.flushing = true;

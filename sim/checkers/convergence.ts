@@ -1,5 +1,5 @@
 /**
- * SIM-4's last step (sim/README): once the cluster has converged, both nodes hold identical
+ * SIM-4's last step (sim/README): once the cluster has converged, every node holds the primary's
  * tables — the same names, row counts and content digests.
  */
 import type { ServerNode } from '../../server/node.ts';
@@ -9,12 +9,13 @@ export function checkIdenticalTables(
   cluster: SimCluster,
   primary: ServerNode,
   standby: ServerNode,
+  name: string,
 ): void {
   const a = primary.inspect();
   const b = standby.inspect();
   const tables = (x: typeof a) => JSON.stringify(x.tables.map((t) => [t.name, t.rows, t.digest]));
   if (tables(a) !== tables(b))
     cluster.violation(
-      `after convergence the nodes differ: primary ${tables(a)} standby ${tables(b)}`,
+      `after convergence the nodes differ: primary ${tables(a)} ${cluster.twoNodes ? 'standby' : `standby ${name}`} ${tables(b)}`,
     );
 }

@@ -9,7 +9,8 @@ import { isWalsimError } from '../../common/errors.ts';
 import { formatLsn, type Lsn } from '../../wal/lsn.ts';
 import type { ServerNode } from '../../server/node.ts';
 import type { SynchronousCommit } from '../../server/settings.ts';
-import type { Host, Pending, SimCluster } from '../cluster.ts';
+import type { Copies, Host, Pending, SimCluster } from '../cluster.ts';
+import type { MemDisk } from '../mem-disk.ts';
 
 /**
  * PostgreSQL's promise for synchronous_commit=off (walwriter.c): an asynchronously committed
@@ -22,7 +23,7 @@ import type { Host, Pending, SimCluster } from '../cluster.ts';
 export const ASYNC_FLUSH_MS = 3 * 200;
 
 /** Whether the ledger may lose a fact at a check. */
-export type Verdict = 'must' | 'may' | 'corruption';
+export type Verdict = 'must' | 'may' | 'corruption' | 'choice';
 
 /** One checkable consequence of an acknowledged statement. */
 export interface Fact {
@@ -40,6 +41,12 @@ export interface Fact {
   durableOnPrimary: boolean;
   /** Known to be on the standby's disk too (survived a failover or came with a base backup). */
   onStandby: boolean;
+  /**
+   * Several nodes: the machine disks known to hold it durably — the standbys whose flush LSN
+   * was past its commit when it was acknowledged, every node it held on at a check, and base
+   * backups of those — and (remote_write) the standbys that had written it.
+   */
+  copies: Copies;
   sql: string;
 }
 
@@ -60,6 +67,27 @@ export function guaranteedAfterFailover(f: Fact, promoted: Host): Verdict {
   if (f.level === 'on' || f.level === 'remote_apply') return 'must';
   // remote_write: written to the standby's OS, so lost only if that machine lost power since.
   return f.level === 'remote_write' && promoted.lastPowerLossAt < f.ackAt ? 'must' : 'may';
+}
+
+/**
+ * Several nodes: after a failover onto `promoted`, a fact must hold if the promoted machine holds
+ * it (flushed there, or written there under remote_write without a power loss since), or if a
+ * machine that holds it is `covered` — a live standby on the promoted node's timeline that had
+ * flushed no further (its WAL is a prefix of the promoted node's). Otherwise the operator
+ * promoted a standby the promise did not cover (behind, cascaded, asynchronous, or every copy
+ * was lost with the nodes that failed): its loss is the operator's choice, not a broken promise.
+ */
+export function guaranteedAfterFailoverOnto(
+  f: Fact,
+  promoted: Host,
+  covered: ReadonlySet<MemDisk>,
+): Verdict {
+  if (f.copies.flushed.has(promoted.disk)) return 'must';
+  if (promoted.corruptLsn !== null && f.commitEndMax > promoted.corruptLsn) return 'corruption';
+  if (f.copies.written.has(promoted.disk) && promoted.lastPowerLossAt < f.ackAt) return 'must';
+  for (const d of f.copies.flushed) if (covered.has(d)) return 'must';
+  // A synchronous level's commit the promoted node lacks: the operator's choice lost it.
+  return f.level === 'off' || f.level === 'local' ? 'may' : 'choice';
 }
 
 async function holds(node: ServerNode, f: Fact): Promise<boolean> {
@@ -91,6 +119,11 @@ export class Ledger {
   lost = 0;
   lostAllowed = 0;
   lostToCorruption = 0;
+  /**
+   * Several nodes: synchronous commits missing on a promoted standby the promise did not cover
+   * (the operator picked one behind another, or every copy went down with the failed nodes).
+   */
+  lostToChoice = 0;
 
   constructor(private readonly cluster: SimCluster) {}
 
@@ -107,6 +140,7 @@ export class Ledger {
       if (await holds(node, f)) {
         f.durableOnPrimary = true;
         if (when === 'failover') f.onStandby = true;
+        f.copies.flushed.add(h.disk);
         continue;
       }
       const v = guaranteed(f);
@@ -124,14 +158,25 @@ export class Ledger {
         );
       } else {
         this.lostAllowed++;
+        if (v === 'choice') {
+          this.lostToChoice++;
+          this.cluster.record(
+            this.cluster.sched.now,
+            'sim',
+            `${when}: lost with the operator's choice of ${h.name} (synchronous_commit=${f.level}, no copy it covers): ${f.sql}`,
+          );
+        }
       }
       this.facts.splice(i, 1);
     }
   }
 
   /** A fresh base backup of the primary: what is durable there is on the new standby too. */
-  backupTaken(): void {
-    for (const f of this.facts) f.onStandby = f.durableOnPrimary;
+  backupTaken(src: Host, dst: Host): void {
+    for (const f of this.facts) {
+      f.onStandby = f.durableOnPrimary;
+      if (f.durableOnPrimary || f.copies.flushed.has(src.disk)) f.copies.flushed.add(dst.disk);
+    }
   }
 
   /**
@@ -167,6 +212,7 @@ export class Ledger {
     maxValueBefore: number,
     seq: number,
     commitEndMax: Lsn,
+    copies: Copies = { flushed: new Set(), written: new Set() },
   ): void {
     const fact = (kind: Fact['kind'], table: string, value = 0) => {
       const f: Fact = {
@@ -178,6 +224,7 @@ export class Ledger {
         commitEndMax,
         durableOnPrimary: false,
         onStandby: false,
+        copies: { flushed: new Set(copies.flushed), written: new Set(copies.written) },
         sql,
       };
       if (!this.supersessions.some((x) => x.seq > seq && x.covers(f))) this.facts.push(f);

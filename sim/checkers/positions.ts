@@ -10,20 +10,21 @@ import type { ServerNode } from '../../server/node.ts';
 import { DATA_DIR, type Host, type SimCluster } from '../cluster.ts';
 
 export function checkPositions(cluster: SimCluster, where: string): void {
-  for (const h of [cluster.primary, cluster.standby]) {
+  for (const h of cluster.roleOrder()) {
     const n = h.node;
     if (n !== null) checkNode(cluster, h, n, where);
   }
   const p = cluster.primary.node;
-  const s = cluster.standby.node;
-  if (p !== null && s !== null && s.inRecovery && !p.inRecovery && s.timeline === p.timeline) {
+  for (const sh of cluster.standbys) {
+    const s = sh.node;
+    if (p === null || s === null || !s.inRecovery || p.inRecovery || s.timeline !== p.timeline)
+      continue;
     if (s.wal.flushLsn > p.wal.flushLsn) {
+      const who = cluster.twoNodes ? 'standby' : `standby ${sh.name}`;
       cluster.violation(
-        `${where}: standby flushed ${formatLsn(s.wal.flushLsn)}, ahead of the primary's flush ${formatLsn(p.wal.flushLsn)}`,
+        `${where}: ${who} flushed ${formatLsn(s.wal.flushLsn)}, ahead of the primary's flush ${formatLsn(p.wal.flushLsn)}`,
       );
     }
-    if (s.timeline > p.timeline)
-      cluster.violation(`${where}: standby on timeline ${s.timeline}, primary on ${p.timeline}`);
   }
 }
 

@@ -10,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import { Simulation, runSimulation } from '../../sim/simulation.ts';
 import { SIM_EPOCH_MS } from '../../sim/scheduler.ts';
-import type { Scenario, SimCommand, SimOptions } from '../../sim/scenario.ts';
+import { TWO_NODES, type Scenario, type SimCommand, type SimOptions } from '../../sim/scenario.ts';
 
 function scenario(seed: number, commands: SimCommand[], over: Partial<SimOptions> = {}): Scenario {
   return {
@@ -24,6 +24,7 @@ function scenario(seed: number, commands: SimCommand[], over: Partial<SimOptions
       stepMs: 20,
       ...over,
     },
+    topology: TWO_NODES,
     commands,
   };
 }

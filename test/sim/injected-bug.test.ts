@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { injectedBugs } from '../../common/injected-bugs.ts';
-import { generateScenario } from '../../sim/scenario.ts';
+import { generateScenario, TWO_NODES } from '../../sim/scenario.ts';
 import { runSimulation } from '../../sim/simulation.ts';
 import { shrinkScenario } from '../../sim/shrink.ts';
 
@@ -20,7 +20,7 @@ describe('planted bug', () => {
     let found: number | null = null;
     let violation = '';
     for (let seed = 1; seed <= 1000 && found === null; seed++) {
-      const r = await runSimulation(generateScenario(seed));
+      const r = await runSimulation(generateScenario(seed, 40, TWO_NODES));
       if (!r.ok) {
         found = seed;
         violation = r.violations[0]!;
@@ -30,14 +30,14 @@ describe('planted bug', () => {
     expect(violation).toMatch(
       /acknowledged under synchronous_commit=remote_write, but the standby's write LSN is/,
     );
-    const a = await runSimulation(generateScenario(found!), { trace: true });
-    const b = await runSimulation(generateScenario(found!), { trace: true });
+    const a = await runSimulation(generateScenario(found!, 40, TWO_NODES), { trace: true });
+    const b = await runSimulation(generateScenario(found!, 40, TWO_NODES), { trace: true });
     expect(a.ok).toBe(false);
     expect(b.trace).toEqual(a.trace);
     expect(b.traceHash).toBe(a.traceHash);
     expect(b.violations).toEqual(a.violations);
     // The shrinker reduces the failing workload to a few commands that still fail.
-    const small = await shrinkScenario(generateScenario(found!), 200);
+    const small = await shrinkScenario(generateScenario(found!, 40, TWO_NODES), 200);
     expect(small.commands.length).toBeLessThanOrEqual(5);
     expect((await runSimulation(small)).ok).toBe(false);
   }, 300_000);

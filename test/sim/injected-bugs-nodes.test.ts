@@ -1,0 +1,94 @@
+/**
+ * The oracles of several nodes find planted bugs (common/injected-bugs.ts), each by the invariant
+ * it breaks (sim/README): a quorum commit released one acknowledgement short (SIM-6, the
+ * primary's pg_stat_replication and the standbys' own positions at the acknowledgement), a
+ * cascade relaying WAL its upstream has not flushed (SIM-7, after every event), a rejoin that
+ * skips the divergence check (SIM-9, a standby holding WAL past where the primary's history ends
+ * its timeline), an old primary brought back as a standby that starts as a primary (SIM-8, one
+ * writer). Method: per bug, run the seeds whose drawn topology can show it (ANY n ≥ 2;
+ * a cascade; several nodes) until one fails — within a bound — with the invariant's message;
+ * replay it to the identical trace; shrink it, keeping that message, to a few commands that still
+ * fail; and the same seed passes with the bug off.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { injectedBugs, type InjectedBug } from '../../common/injected-bugs.ts';
+import { generateScenario, generateTopology } from '../../sim/scenario.ts';
+import { runSimulation } from '../../sim/simulation.ts';
+import { shrinkScenario } from '../../sim/shrink.ts';
+
+interface Case {
+  bug: InjectedBug;
+  /** Seeds whose topology can show the bug. */
+  fits: (seed: number) => boolean;
+  /** How many of those may be tried before one fails. */
+  within: number;
+  violation: RegExp;
+  /** Most commands the shrunk scenario may keep. */
+  shrunkTo: number;
+}
+
+const CASES: Case[] = [
+  {
+    bug: 'releaseAnyOneShort',
+    fits: (s) => /^ANY [2-9]/.test(generateTopology(s).synchronousStandbyNames),
+    within: 20,
+    violation: /'quorum' standbys have it, ANY \d needs \d/,
+    shrunkTo: 3,
+  },
+  {
+    bug: 'cascadeForwardsUnflushed',
+    fits: (s) => generateTopology(s).upstreams.some((u) => u !== 'A'),
+    within: 30,
+    violation: /cascaded standby \w flushed .*, past its upstream \w's flush/,
+    shrunkTo: 10,
+  },
+  {
+    bug: 'skipRejoinDivergenceCheck',
+    fits: (s) => generateTopology(s).upstreams.length > 1,
+    within: 60,
+    violation: /past .* where the primary \w's history ends it \(diverged WAL\)/,
+    shrunkTo: 6,
+  },
+  {
+    bug: 'crashedPrimaryIgnoresStandbySignal',
+    fits: (s) => generateTopology(s).upstreams.length > 1,
+    within: 20,
+    violation: /nodes accepting writes: \w, \w/,
+    shrunkTo: 3,
+  },
+];
+
+describe('planted bugs of several nodes', () => {
+  afterEach(() => {
+    for (const c of CASES) injectedBugs[c.bug] = false;
+  });
+
+  for (const c of CASES) {
+    it(`${c.bug}: found, replayed identically and shrunk`, async () => {
+      injectedBugs[c.bug] = true;
+      let found: number | null = null;
+      let violation = '';
+      for (let seed = 1, tried = 0; tried < c.within && found === null; seed++) {
+        if (!c.fits(seed)) continue;
+        tried++;
+        const r = await runSimulation(generateScenario(seed));
+        if (!r.ok) {
+          found = seed;
+          violation = r.violations[0]!;
+        }
+      }
+      expect(found).not.toBeNull();
+      expect(violation).toMatch(c.violation);
+      const a = await runSimulation(generateScenario(found!), { trace: true });
+      const b = await runSimulation(generateScenario(found!), { trace: true });
+      expect(b.traceHash).toBe(a.traceHash);
+      expect(b.violations).toEqual(a.violations);
+      const small = await shrinkScenario(generateScenario(found!), 200, (v) => c.violation.test(v));
+      expect(small.commands.length).toBeLessThanOrEqual(c.shrunkTo);
+      const again = await runSimulation(small);
+      expect(again.violations[0]).toMatch(c.violation);
+      injectedBugs[c.bug] = false;
+      expect((await runSimulation(generateScenario(found!))).violations).toEqual([]);
+    }, 300_000);
+  }
+});
