@@ -27,6 +27,7 @@ import {
   parseControlRequest,
   requestIdOf,
   type ControlReply,
+  type ControlRequest,
   type StopMode,
 } from './control-protocol.ts';
 import { ServerNode } from './node.ts';
@@ -190,66 +191,79 @@ function serveControl(ws: WebSocket): void {
       return;
     }
     const id = req.id;
-    const run = async (): Promise<unknown> => {
-      switch (req.op) {
-        case 'sql':
-          return node.execute(req.sql);
-        case 'status':
-          return {
-            ...node.status(),
-            pid: process.pid,
-            port: server.port,
-            pgPort: wire?.port ?? null,
-            dataDir,
-          } satisfies ServerStatus;
-        case 'inspect':
-          return node.inspect();
-        case 'basebackup':
-          return node.baseBackup(path.resolve(req.targetDir));
-        case 'fault':
-          return node.injectFault(req.fault, req.holdMs, req.latencyMs);
-        case 'stop':
-          setImmediate(() => stop(req.mode));
-          return { stopping: req.mode };
-        case 'promote': {
-          const promoted = await node.promote(req.wait, req.waitSeconds);
-          return { promoted, failover: node.failoverReport() };
-        }
-      }
-    };
-    run().then(
+    runControlRequest(req).then(
       (result) => reply({ id, ok: true, result }),
-      (e: unknown) => {
-        if (e instanceof InvariantViolation) fatal(e);
-        if (isWalsimError(e)) {
-          const severity = (e as { severity?: 'WARNING' }).severity;
-          reply({
-            id,
-            ok: false,
-            error: {
-              code: e.sqlstate,
-              message: e.message,
-              ...(e.detail ? { detail: e.detail } : {}),
-              ...(severity ? { severity } : {}),
-            },
-          });
-          // A synchronous-replication wait ended by fast shutdown: PostgreSQL warns, then ends the session.
-          if (severity === 'WARNING' && e.kind === 'shutting_down')
-            ws.close(CLOSE_SHUTTING_DOWN, 'terminating connection due to administrator command');
-        } else {
-          log(`ERROR:  internal error: ${(e as Error).stack}`);
-          reply({
-            id,
-            ok: false,
-            error: {
-              code: (e as { code?: string }).code ?? 'XX000',
-              message: (e as Error).message,
-            },
-          });
-        }
-      },
+      (e: unknown) => replyError(ws, reply, id, e),
     );
   });
+}
+
+/** One parsed control request against the node; its result is the reply's `result`. */
+async function runControlRequest(req: ControlRequest): Promise<unknown> {
+  switch (req.op) {
+    case 'sql':
+      return node.execute(req.sql);
+    case 'status':
+      return {
+        ...node.status(),
+        pid: process.pid,
+        port: server.port,
+        pgPort: wire?.port ?? null,
+        dataDir,
+      } satisfies ServerStatus;
+    case 'inspect':
+      return node.inspect();
+    case 'basebackup':
+      return node.baseBackup(path.resolve(req.targetDir));
+    case 'fault':
+      return node.injectFault(req.fault, req.holdMs, req.latencyMs);
+    case 'stop':
+      setImmediate(() => stop(req.mode));
+      return { stopping: req.mode };
+    case 'promote': {
+      const promoted = await node.promote(req.wait, req.waitSeconds);
+      return { promoted, failover: node.failoverReport() };
+    }
+  }
+}
+
+/**
+ * A control request failed: an InvariantViolation is FATAL (rule 7); a WalsimError is answered
+ * with its SQLSTATE, message, DETAIL and severity; anything else is an internal error, logged.
+ */
+function replyError(
+  ws: WebSocket,
+  reply: (r: ControlReply) => void,
+  id: ControlReply['id'],
+  e: unknown,
+): void {
+  if (e instanceof InvariantViolation) fatal(e);
+  if (isWalsimError(e)) {
+    const severity = (e as { severity?: 'WARNING' }).severity;
+    reply({
+      id,
+      ok: false,
+      error: {
+        code: e.sqlstate,
+        message: e.message,
+        ...(e.detail ? { detail: e.detail } : {}),
+        ...(severity ? { severity } : {}),
+      },
+    });
+    // A synchronous-replication wait ended by fast shutdown: PostgreSQL warns, then ends the session.
+    if (severity === 'WARNING' && e.kind === 'shutting_down')
+      ws.close(CLOSE_SHUTTING_DOWN, 'terminating connection due to administrator command');
+  } else {
+    log(`ERROR:  internal error: ${(e as Error).stack}`);
+    reply({
+      id,
+      ok: false,
+      error: {
+        code: (e as { code?: string }).code ?? 'XX000',
+        message: (e as Error).message,
+      },
+    });
+  }
 }
 
 async function main(): Promise<void> {
