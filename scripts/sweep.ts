@@ -63,49 +63,35 @@ ${STRATEGIES_USAGE}
              [--warmup 0]  unrecorded passes over every cell before the measured runs (left out of every figure)
              [--model-only]  no servers, no timing: count each cell in-process and report modeled seconds only`;
 
-runCli(async () => {
-  const [kindArg, ...rest] = process.argv.slice(2);
-  if (kindArg === 'strategies')
-    return strategiesSweep(rest, (total) => progressBar(total, false), USAGE);
-  if (kindArg !== 'threshold' && kindArg !== 'multi') {
-    throw new UsageError(
-      `${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold, multi or strategies)\n${USAGE}`,
-    );
-  }
-  const kind: SweepKind = kindArg;
-  const { values, positionals } = parseCli(
-    rest,
-    {
-      'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
-      'primary-shared-buffers': { type: 'string', default: '128MB' },
-      'rel-sizes': { type: 'string', default: DEFAULT_REL_DIVISORS.join(',') },
-      'force-optimized': { type: 'boolean', default: true },
-      'no-force-optimized': { type: 'boolean', default: false },
-      tables: { type: 'string', default: '1000' },
-      variants: { type: 'string', default: 'vacuum,truncate' },
-      strategies: { type: 'string', default: 'full-scan,cached-lookup' },
-      runs: { type: 'string' },
-      warmup: { type: 'string', default: '0' },
-      'threshold-divisor': { type: 'string', default: '32' },
-      out: { type: 'string', default: 'results' },
-      'work-dir': { type: 'string' },
-      'wait-seconds': { type: 'string', default: '3600' },
-      standbys: { type: 'string', default: '1' },
-      json: { type: 'boolean', default: false },
-      engine: { type: 'string', default: 'walsim' },
-      'pg-bin': { type: 'string' },
-      profile: { type: 'string', default: DEFAULT_PROFILE },
-      'model-only': { type: 'boolean', default: false },
-    },
-    USAGE,
-  );
-  if (positionals.length > 0)
-    throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
-  const json = values.json!;
-  const sharedBuffers = list(values['shared-buffers']!, 'shared-buffers');
-  for (const sb of [...sharedBuffers, values['primary-shared-buffers']!]) parseSharedBuffers(sb);
-  const profile = loadProfile(values.profile!);
-  const modelOnly = values['model-only']!;
+/** `threshold` and `multi`'s options (parseArgs). */
+const SWEEP_OPTIONS = {
+  'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
+  'primary-shared-buffers': { type: 'string', default: '128MB' },
+  'rel-sizes': { type: 'string', default: DEFAULT_REL_DIVISORS.join(',') },
+  'force-optimized': { type: 'boolean', default: true },
+  'no-force-optimized': { type: 'boolean', default: false },
+  tables: { type: 'string', default: '1000' },
+  variants: { type: 'string', default: 'vacuum,truncate' },
+  strategies: { type: 'string', default: 'full-scan,cached-lookup' },
+  runs: { type: 'string' },
+  warmup: { type: 'string', default: '0' },
+  'threshold-divisor': { type: 'string', default: '32' },
+  out: { type: 'string', default: 'results' },
+  'work-dir': { type: 'string' },
+  'wait-seconds': { type: 'string', default: '3600' },
+  standbys: { type: 'string', default: '1' },
+  json: { type: 'boolean', default: false },
+  engine: { type: 'string', default: 'walsim' },
+  'pg-bin': { type: 'string' },
+  profile: { type: 'string', default: DEFAULT_PROFILE },
+  'model-only': { type: 'boolean', default: false },
+} as const;
+
+type SweepValues = ReturnType<typeof parseCli<typeof SWEEP_OPTIONS>>['values'];
+
+/** What the options say about runs and engines, checked before any cell runs. */
+function runsAndEngines(kind: SweepKind, values: SweepValues) {
+  const modelOnly = values['model-only'];
   if (modelOnly && values.runs !== undefined)
     throw new UsageError(
       '--runs does not apply to --model-only (modeled seconds are the same on every run)',
@@ -117,10 +103,10 @@ runCli(async () => {
         ? SEED_RUNS
         : DEFAULT_MULTI_RUNS
       : positiveInt(values.runs, 'runs');
-  const warmupRuns = nonNegativeInt(values.warmup!, 'warmup');
+  const warmupRuns = nonNegativeInt(values.warmup, 'warmup');
   if (modelOnly && warmupRuns > 0)
     throw new UsageError('--warmup does not apply to --model-only (nothing is timed)');
-  const engines = list(values.engine!, 'engine').map((e) => {
+  const engines = list(values.engine, 'engine').map((e) => {
     if (!(ENGINES as readonly string[]).includes(e))
       throw new UsageError(`unknown engine "${e}" (accepted: ${ENGINES.join(', ')})`);
     return e as Engine;
@@ -131,37 +117,119 @@ runCli(async () => {
     throw new UsageError(
       "--model-only models walsim's counts; it does not run PostgreSQL (drop --engine postgres)",
     );
-  const settings: SweepSettings = {
-    primarySharedBuffers: values['primary-shared-buffers']!,
-    thresholdDivisor: positiveInt(values['threshold-divisor']!, 'threshold-divisor'),
-    workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
-    waitSeconds: positiveInt(values['wait-seconds']!, 'wait-seconds'),
-    standbys: positiveInt(values.standbys!, 'standbys'),
-    pgBin: values['pg-bin'],
-    profile,
-  };
-  let plan: CellSpec[];
-  let described: Record<string, unknown>;
+  return { modelOnly, runs, warmupRuns, engines };
+}
+
+/** The cells of a threshold or multi sweep, and the options that shaped them (for settings.json). */
+function planOf(
+  kind: SweepKind,
+  values: SweepValues,
+  sharedBuffers: string[],
+  engines: Engine[],
+): { plan: CellSpec[]; described: Record<string, unknown> } {
   if (kind === 'threshold') {
-    const divisors = list(values['rel-sizes']!, 'rel-sizes').map((s) =>
+    const divisors = list(values['rel-sizes'], 'rel-sizes').map((s) =>
       positiveInt(s.replace(/^NB\//i, ''), 'rel-sizes'),
     );
     const forced = !values['no-force-optimized'];
-    plan = planThreshold(sharedBuffers, divisors, forced, engines);
-    described = { relSizes: divisors.map((k) => `NB/${k}`), forceOptimized: forced };
-  } else {
-    const tables = positiveInt(values.tables!, 'tables');
-    const variants = list(values.variants!, 'variants').map((v) => {
-      if (v !== 'vacuum' && v !== 'truncate' && v !== 'truncate-toast')
-        throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate, truncate-toast)`);
-      return v as Variant;
-    });
-    const strategies = list(values.strategies!, 'strategies').map(
-      (s) => parseDropStrategy(s) as DropStrategy,
-    );
-    plan = planMulti(sharedBuffers, tables, variants, strategies, engines);
-    described = { tables, variants, strategies };
+    return {
+      plan: planThreshold(sharedBuffers, divisors, forced, engines),
+      described: { relSizes: divisors.map((k) => `NB/${k}`), forceOptimized: forced },
+    };
   }
+  const tables = positiveInt(values.tables, 'tables');
+  const variants = list(values.variants, 'variants').map((v) => {
+    if (v !== 'vacuum' && v !== 'truncate' && v !== 'truncate-toast')
+      throw new UsageError(`unknown variant "${v}" (accepted: vacuum, truncate, truncate-toast)`);
+    return v as Variant;
+  });
+  const strategies = list(values.strategies, 'strategies').map(
+    (s) => parseDropStrategy(s) as DropStrategy,
+  );
+  return {
+    plan: planMulti(sharedBuffers, tables, variants, strategies, engines),
+    described: { tables, variants, strategies },
+  };
+}
+
+/** Ctrl-C: stop the clusters this sweep started, then exit. */
+function destroyClustersOnSignal(workDir: string): void {
+  const onSignal = () => {
+    void (async () => {
+      if (fs.existsSync(workDir)) {
+        for (const d of fs.readdirSync(workDir)) {
+          const dir = path.join(workDir, d);
+          await (isPgCluster(dir) ? destroyPgCluster(dir) : destroyCluster(dir));
+        }
+      }
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+}
+
+/** The sweep's result on stdout: JSON, or the seed's tables as written to tables.md. */
+function printSweep(
+  output: SweepOutput,
+  written: { dir: string; files: string[] },
+  json: boolean,
+  modelOnly: boolean,
+  runsNote: string,
+): void {
+  const { kind, cells, settings } = output;
+  if (json) {
+    printJson({
+      kind,
+      dir: written.dir,
+      files: written.files,
+      wallSeconds: output.wallSeconds,
+      settings,
+      cells,
+      ...(kind === 'threshold'
+        ? {
+            ...(modelOnly ? {} : { crossover: computeCrossover(cells) }),
+            modeledCrossover: computeCrossover(cells, 'modeled'),
+          }
+        : {}),
+    });
+    return;
+  }
+  console.log('');
+  console.log(fs.readFileSync(path.join(written.dir, 'tables.md'), 'utf8').trimEnd());
+  console.log('');
+  console.log(`${runsNote}; finished in ${fmtDuration(output.wallSeconds)}.`);
+  console.log(`files: ${written.dir}/{${written.files.join(',')}}`);
+}
+
+runCli(async () => {
+  const [kindArg, ...rest] = process.argv.slice(2);
+  if (kindArg === 'strategies')
+    return strategiesSweep(rest, (total) => progressBar(total, false), USAGE);
+  if (kindArg !== 'threshold' && kindArg !== 'multi') {
+    throw new UsageError(
+      `${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold, multi or strategies)\n${USAGE}`,
+    );
+  }
+  const kind: SweepKind = kindArg;
+  const { values, positionals } = parseCli(rest, SWEEP_OPTIONS, USAGE);
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  const json = values.json;
+  const sharedBuffers = list(values['shared-buffers'], 'shared-buffers');
+  for (const sb of [...sharedBuffers, values['primary-shared-buffers']]) parseSharedBuffers(sb);
+  const profile = loadProfile(values.profile);
+  const { modelOnly, runs, warmupRuns, engines } = runsAndEngines(kind, values);
+  const settings: SweepSettings = {
+    primarySharedBuffers: values['primary-shared-buffers'],
+    thresholdDivisor: positiveInt(values['threshold-divisor'], 'threshold-divisor'),
+    workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
+    waitSeconds: positiveInt(values['wait-seconds'], 'wait-seconds'),
+    standbys: positiveInt(values.standbys, 'standbys'),
+    pgBin: values['pg-bin'],
+    profile,
+  };
+  const { plan, described } = planOf(kind, values, sharedBuffers, engines);
   const settingsOut = {
     engines,
     sharedBuffers,
@@ -182,21 +250,7 @@ runCli(async () => {
     console.log(
       `seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`,
     );
-
-  // Ctrl-C: stop the clusters this sweep started, then exit.
-  const onSignal = () => {
-    void (async () => {
-      if (fs.existsSync(settings.workDir)) {
-        for (const d of fs.readdirSync(settings.workDir)) {
-          const dir = path.join(settings.workDir, d);
-          await (isPgCluster(dir) ? destroyPgCluster(dir) : destroyCluster(dir));
-        }
-      }
-      process.exit(130);
-    })();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  destroyClustersOnSignal(settings.workDir);
 
   const startedAt = new Date();
   const bar = progressBar(plan.length * (runs + warmupRuns), false);
@@ -210,7 +264,6 @@ runCli(async () => {
     fs.rmSync(settings.workDir, { recursive: true, force: true });
   }
   const finishedAt = new Date();
-  const cells = summarise(plan, records);
   const output: SweepOutput = {
     kind,
     startedAt: startedAt.toISOString(),
@@ -218,30 +271,8 @@ runCli(async () => {
     wallSeconds: (finishedAt.getTime() - startedAt.getTime()) / 1000,
     settings: settingsOut,
     records,
-    cells,
+    cells: summarise(plan, records),
   };
-  const written = writeResults(values.out!, output);
-  if (json) {
-    printJson({
-      kind,
-      dir: written.dir,
-      files: written.files,
-      wallSeconds: output.wallSeconds,
-      settings: settingsOut,
-      cells,
-      ...(kind === 'threshold'
-        ? {
-            ...(modelOnly ? {} : { crossover: computeCrossover(cells) }),
-            modeledCrossover: computeCrossover(cells, 'modeled'),
-          }
-        : {}),
-    });
-  } else {
-    console.log('');
-    console.log(fs.readFileSync(path.join(written.dir, 'tables.md'), 'utf8').trimEnd());
-    console.log('');
-    console.log(`${runsNote}; finished in ${fmtDuration(output.wallSeconds)}.`);
-    console.log(`files: ${written.dir}/{${written.files.join(',')}}`);
-  }
+  printSweep(output, writeResults(values.out, output), json, modelOnly, runsNote);
   return 0;
 }, USAGE);
