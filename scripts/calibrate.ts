@@ -34,7 +34,11 @@ import { markdownTable } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { destroyPgCluster } from './postgres/pg-cluster.ts';
+import { benchCellOfCalibration, storedRunOfBench } from './predict/bench-plan.ts';
+import { runBenchCell, type BenchSettings } from './predict/bench-run.ts';
 import {
+  cellShortLabel,
+  type StoredCalibrationRun,
   DEFAULT_CALIBRATION_REL_DIVISORS,
   DEFAULT_CALIBRATION_SIZES,
   DEFAULT_CALIBRATION_TABLES,
@@ -54,14 +58,17 @@ import {
 const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3] [--warmup 1]
                                [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}] [--base ${DEFAULT_PROFILE}]
                                [--name NAME] [--out FILE] [--work-dir DIR] [--json] [--refit FILE]
+                               [--target wall|uncontended] [--counts wal|walsim]
   Runs a fixed set of real PostgreSQL cells (Test B VACUUM, TRUNCATE, TRUNCATE of TOAST-able tables;
   Test A VACUUM of NBuffers/k pages), counts the same cells in walsim, fits the cost profile by
   non-negative least squares, and writes it: use it with --profile FILE. --warmup N passes over every
   cell come first and are left out of the fit (their figures stay in the profile's fit.records).
   --target uncontended: fit each run's failover less the time the standby's startup process waited
   for a CPU (/proc schedstat run_delay: other work on the machine, not PostgreSQL's); default wall.
+  --counts wal (default): each cell's counts are those npm run predict reads from the real WAL of
+  its runs (the counts every prediction is priced from); walsim: the walsim twin's counts.
   --refit FILE: no PostgreSQL run; fit again the measurements stored in a profile this command
-  wrote (its fit.records), with this version's counts, stall rule and groups.`;
+  wrote (its fit.records and fit.walCounts), with this version's stall rule and groups.`;
 
 const pct = (x: number) =>
   Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a';
@@ -91,6 +98,64 @@ async function measureCells(
     bar.stop();
     fs.rmSync(settings.workDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Run the plan on real PostgreSQL with predict-bench's runner (warm-up passes first, runs
+ * interleaved): each run's measured failover as a stored calibration run, and per cell the counts
+ * predict read from the real WAL (the first recorded run's: the WAL of a cell is the same run to
+ * run up to a few catalog records).
+ */
+async function measureCellsByPredict(
+  plan: ReturnType<typeof planCalibration>,
+  runs: number,
+  warmupRuns: number,
+  s: BenchSettings,
+): Promise<{
+  records: RunRecord[];
+  stored: StoredCalibrationRun[];
+  walCounts: Record<string, FailoverCounts>;
+}> {
+  const onSignal = () => {
+    void (async () => {
+      if (fs.existsSync(s.workDir))
+        for (const d of fs.readdirSync(s.workDir))
+          await destroyPgCluster(path.join(s.workDir, d, 'pair')).catch(() => {});
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const total = plan.length * (runs + warmupRuns);
+  const bar = progressBar(total, false);
+  const stored: StoredCalibrationRun[] = [];
+  const walCounts: Record<string, FailoverCounts> = {};
+  try {
+    for (let pass = 1; pass <= warmupRuns + runs; pass++) {
+      const warmup = pass <= warmupRuns;
+      for (const c of plan) {
+        bar.update({
+          done: stored.length,
+          total,
+          weightDone: stored.length,
+          weightTotal: total,
+          current: `${cellShortLabel(c)}${warmup ? ' warm-up' : ` run ${pass - warmupRuns}/${runs}`}`,
+          lastRecord: null,
+        });
+        const r = await runBenchCell(
+          benchCellOfCalibration(c),
+          warmup ? pass : pass - warmupRuns,
+          s,
+        );
+        stored.push(storedRunOfBench(c, r, warmup));
+        if (!warmup) walCounts[storedLabel(c)] ??= r.counts;
+      }
+    }
+  } finally {
+    bar.stop();
+    fs.rmSync(s.workDir, { recursive: true, force: true });
+  }
+  return { records: recordsFromStored(stored, plan), stored, walCounts };
 }
 
 /** The human report: per cell measured, fitted, residual and left-out prediction; the groups. */
@@ -163,6 +228,8 @@ function storedFit(o: {
   refittedFrom: string | null;
   machine: unknown;
   target: 'wall' | 'uncontended';
+  counts: 'wal' | 'walsim';
+  walCounts: Record<string, FailoverCounts> | null;
   report: ReturnType<typeof fitCalibration>;
   records: RunRecord[];
 }) {
@@ -182,6 +249,10 @@ function storedFit(o: {
       memoryBytes: os.totalmem(),
     },
     target: `PostgreSQL failover, resume (clock_timestamp()) to "database system is ready to accept connections"${o.target === 'uncontended' ? ", less the standby startup process's run-queue wait (schedstat run_delay)" : ''}, median of the recorded runs without a promote stall (warm-up runs left out)`,
+    counts:
+      o.counts === 'wal'
+        ? 'per cell, the counts npm run predict read from the WAL PostgreSQL replayed (walCounts)'
+        : "the walsim twin's counts of each cell",
     groups: o.report.groupSeconds,
     cells: o.report.cells.map((c) => ({
       label: c.label,
@@ -218,6 +289,7 @@ function storedFit(o: {
       walBytes: r.walBytes,
       recordsReplayed: r.recordsReplayed,
     })),
+    ...(o.walCounts !== null ? { walCounts: o.walCounts } : {}),
   };
 }
 
@@ -242,6 +314,31 @@ async function identifiedTwinCounts(
   return counts;
 }
 
+/** The plan's WAL counts in plan order, refusing a missing cell or an unidentified group. */
+function identifiedWalCounts(
+  plan: ReturnType<typeof planCalibration>,
+  walCounts: Record<string, FailoverCounts>,
+  base: CostProfile,
+): FailoverCounts[] {
+  const counts = plan.map((c) => {
+    const n = walCounts[storedLabel(c)];
+    if (n === undefined)
+      throw new UsageError(
+        `no WAL counts for the cell "${storedLabel(c)}" (every run of it failed)`,
+      );
+    return n;
+  });
+  const unidentified = unidentifiedGroups(
+    counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers)),
+    CALIBRATION_GROUPS,
+  );
+  if (unidentified.length > 0)
+    throw new UsageError(
+      `the WAL counts of these cells cannot tell apart the fit groups ${unidentified.join(', ')}`,
+    );
+  return counts;
+}
+
 // One linear pass over the CLI's steps (options, plan, measure or refit, fit, write, print).
 runCli(async () => {
   const { values, positionals } = parseCli(
@@ -262,6 +359,7 @@ runCli(async () => {
       json: { type: 'boolean', default: false },
       target: { type: 'string', default: 'wall' },
       refit: { type: 'string' },
+      counts: { type: 'string' },
     },
     USAGE,
   );
@@ -272,6 +370,14 @@ runCli(async () => {
     throw new UsageError(`--target must be wall or uncontended, got "${target}"`);
   const refit =
     values.refit === undefined ? null : readStoredCalibration(path.resolve(values.refit));
+  const countsFrom =
+    values.counts ?? (refit !== null && refit.walCounts === null ? 'walsim' : 'wal');
+  if (countsFrom !== 'wal' && countsFrom !== 'walsim')
+    throw new UsageError(`--counts must be wal or walsim, got "${countsFrom}"`);
+  if (countsFrom === 'wal' && refit !== null && refit.walCounts === null)
+    throw new UsageError(
+      `${values.refit} stores no WAL counts (a calibration from before --counts wal): refit it with --counts walsim`,
+    );
   const sizes =
     refit?.settings.sizes ??
     values['shared-buffers']!.split(',')
@@ -307,6 +413,7 @@ runCli(async () => {
   const plan = planCalibration(sizes, tables, divisors, toastTables);
   const twinCounts = await identifiedTwinCounts(plan, base);
   let records: RunRecord[];
+  let walCounts: Record<string, FailoverCounts> | null = refit?.walCounts ?? null;
   let wallSeconds: number;
   if (refit) {
     records = recordsFromStored(refit.records, plan);
@@ -320,11 +427,21 @@ runCli(async () => {
       console.log(
         `calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pgVersion}); shared_buffers ${sizes.join(', ')}`,
       );
-    records = await measureCells(plan, runs, warmupRuns, settings);
+    if (countsFrom === 'wal') {
+      const m = await measureCellsByPredict(plan, runs, warmupRuns, {
+        workDir: settings.workDir,
+        pgBin: settings.pgBin,
+        primarySharedBuffers: settings.primarySharedBuffers,
+        wall: { profile: baseProfile, ref: values.base! },
+        uncontended: { profile: baseProfile, ref: values.base! },
+      });
+      records = m.records;
+      walCounts = m.walCounts;
+    } else records = await measureCells(plan, runs, warmupRuns, settings);
     wallSeconds = NaN;
   }
   const cells = summarise(plan, fitTargets(records, target));
-  const counts = twinCounts;
+  const counts = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : twinCounts;
   if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
   const report = fitCalibration(cells, counts, base, {
     name,
@@ -348,6 +465,8 @@ runCli(async () => {
     refittedFrom: refit ? path.relative(process.cwd(), path.resolve(values.refit!)) : null,
     machine: refit?.machine,
     target,
+    counts: countsFrom,
+    walCounts: countsFrom === 'wal' ? walCounts : null,
     report,
     records,
   });

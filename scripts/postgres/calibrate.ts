@@ -275,6 +275,11 @@ export interface StoredCalibration {
     primarySharedBuffers: string;
   };
   records: StoredCalibrationRun[];
+  /**
+   * Per cell label, the counts predict read from the real WAL of a run (calibrations since
+   * `--counts wal`); absent in older files, whose fits priced walsim twins' counts.
+   */
+  walCounts: Record<string, FailoverCounts> | null;
 }
 
 /** The label a stored run carries: `<shared_buffers> <NB/k>` or `<shared_buffers> <variant> <n> tables`. */
@@ -349,6 +354,10 @@ export function readStoredCalibration(file: string): StoredCalibration {
       primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',
     },
     records,
+    walCounts:
+      fit.walCounts !== null && typeof fit.walCounts === 'object'
+        ? (fit.walCounts as Record<string, FailoverCounts>)
+        : null,
   };
 }
 

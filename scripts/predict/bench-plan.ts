@@ -7,7 +7,7 @@
  *
  * Entry points: `parseBenchCell`, `DEFAULT_BENCH_CELLS`, `QUICK_BENCH_CELLS`, `calibrationSaw`,
  * `estimateBenchRunSeconds`, `accuracyOf`, `summariseBench`, `benchTotals`, `renderBenchMarkdown`,
- * `WITHIN_PCT`.
+ * `WITHIN_PCT`, `benchCellOfCalibration`, `storedRunOfBench`.
  *
  * Within target: |predicted − median| ≤ 25 % of the median, or predicted inside PostgreSQL's own
  * min–max when at least three clean runs were measured (a cell whose runs spread wider than ±25 %
@@ -17,7 +17,13 @@ import { WalsimError } from '../../common/errors.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { parseRelSize } from '../experiment/rel-size.ts';
 import { isStalledRun, median } from '../experiment/sweep.ts';
-import { CALIBRATION_MAX_REL_PAGES, type StoredCalibration } from '../postgres/calibrate.ts';
+import {
+  CALIBRATION_MAX_REL_PAGES,
+  storedLabel,
+  type StoredCalibration,
+  type StoredCalibrationRun,
+} from '../postgres/calibrate.ts';
+import type { CellSpec } from '../experiment/cell.ts';
 import { markdownTable } from '../report/tables.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 
@@ -408,4 +414,36 @@ export function renderBenchMarkdown(
     `Profiles: wall ${meta.wallProfile}; uncontended ${meta.uncontendedProfile}. Within target: |error| ≤ ${WITHIN_PCT}% of the median, or predicted inside PostgreSQL's min–max over ≥ 3 clean runs.`,
     `Unseen cells within target: wall ${t.wallWithin} of ${t.unseen} (median |error| ${pct(t.medianAbsErrorPct.wall).replace('+', '')}); uncontended ${t.uncontendedWithin} of ${t.uncontendedCells} (median |error| ${pct(t.medianAbsErrorPct.uncontended).replace('+', '')}).`,
   ].join('\n');
+}
+
+/**
+ * A calibration cell (scripts/postgres/calibrate.ts planCalibration) as a bench cell: `npm run
+ * calibrate` measures its PostgreSQL runs with this module's runner, so that the fit sees the
+ * counts predict reads from the real WAL — the counts every prediction is priced from.
+ */
+export function benchCellOfCalibration(c: CellSpec): BenchCell {
+  const what = c.kind === 'threshold' ? `testA:NB/${c.relDivisor}` : `${c.variant}:${c.tables}`;
+  return parseBenchCell(`${what}@${c.sharedBuffers}`);
+}
+
+/** A bench run as `npm run calibrate` stores it (fit.records), labelled as its calibration cell. */
+export function storedRunOfBench(c: CellSpec, r: BenchRun, warmup: boolean): StoredCalibrationRun {
+  const ms = (s: number | null) => (s === null ? null : s * 1000);
+  return {
+    label: storedLabel(c),
+    run: r.run,
+    ...(warmup ? { warmup: true } : {}),
+    failoverMs: r.measuredWallS * 1000,
+    replayMs: ms(r.phases.replayS),
+    endOfRecoveryMs: ms(r.phases.endOfRecoveryS),
+    openForWritesMs: ms(r.phases.openForWritesS),
+    stall: r.stall,
+    loadAvg1: r.loadAvg1,
+    ...(r.cpuPressure !== null ? { cpuPressure: r.cpuPressure } : {}),
+    ...(r.startupCpuS !== null ? { startupCpuMs: r.startupCpuS * 1000 } : {}),
+    ...(r.runQueueS !== null ? { startupRunQueueMs: r.runQueueS * 1000 } : {}),
+    ...(r.startupBlockedS !== null ? { startupBlockedMs: r.startupBlockedS * 1000 } : {}),
+    walBytes: r.walBytes,
+    recordsReplayed: r.records,
+  };
 }

@@ -17,6 +17,8 @@ import {
   QUICK_BENCH_CELLS,
   renderBenchMarkdown,
   summariseBench,
+  benchCellOfCalibration,
+  storedRunOfBench,
   type BenchRun,
 } from '../../scripts/predict/bench-plan.ts';
 import { mixedBacklog } from '../../scripts/predict/bench-run.ts';
@@ -25,6 +27,9 @@ import {
   DEFAULT_CALIBRATION_SIZES,
   DEFAULT_CALIBRATION_TABLES,
   DEFAULT_CALIBRATION_TOAST_TABLES,
+  planCalibration,
+  recordsFromStored,
+  storedLabel,
 } from '../../scripts/postgres/calibrate.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 
@@ -81,6 +86,26 @@ describe('bench cell specs', () => {
     expect(saw('drop:50@1GB')).toBe(false); // workloads calibration never runs
     expect(saw('mixed:50@1GB')).toBe(false);
     expect(calibrationSaw(parseBenchCell('truncate:300@1GB'), null)).toBe(false);
+  });
+});
+
+describe('calibration runs through the bench runner', () => {
+  it('every default calibration cell is a bench cell its own design saw, with the same label', () => {
+    const plan = planCalibration(DEFAULT_CALIBRATION_SIZES, DEFAULT_CALIBRATION_TABLES);
+    const cells = plan.map(benchCellOfCalibration);
+    expect(cells.map((c) => c.id).slice(0, 6)).toEqual([
+      'vacuum:50@128MB',
+      'truncate:50@128MB',
+      'vacuum:300@128MB',
+      'truncate:300@128MB',
+      'truncate-toast:100@128MB',
+      'testA:NB/512@128MB',
+    ]);
+    expect(cells.every((c) => calibrationSaw(c, DEFAULT_DESIGN))).toBe(true);
+    cells.forEach((c, i) => {
+      expect(c.nBuffers).toBe(plan[i]!.nBuffers);
+      expect(c.pages).toBe(plan[i]!.pagesPerTable);
+    });
   });
 });
 
@@ -180,6 +205,33 @@ describe('predicted against measured', () => {
     loadAvg1: 1,
     cpuPressure: 0.5,
     at: '',
+  });
+
+  it('a bench run stored as a calibration run: ms, run-queue wait, warm-up, the cell label', () => {
+    const [c] = planCalibration(['128MB'], [50]);
+    const stored = storedRunOfBench(
+      c!,
+      { ...run('vacuum:50@128MB', 2, 0.25, 0.1), startupCpuS: 0.02 },
+      true,
+    );
+    expect(stored).toMatchObject({
+      label: storedLabel(c!),
+      run: 2,
+      warmup: true,
+      failoverMs: 250,
+      startupRunQueueMs: 100,
+      startupCpuMs: 20,
+      stall: false,
+      recordsReplayed: 800,
+    });
+    expect(stored.startupBlockedMs).toBeUndefined();
+    const [back] = recordsFromStored([stored], [c!]);
+    expect(back).toMatchObject({
+      failoverMs: 250,
+      startupRunQueueMs: 100,
+      warmup: true,
+      tables: 50,
+    });
   });
 
   it('summarises both targets per cell, leaving stalled runs out, and totals the unseen cells', () => {

@@ -1,0 +1,56 @@
+/**
+ * The shipped calibrated profiles (cost-model/profiles/pg15-calibrated-*.json) are reproducible:
+ * fitting again the measurements each one stores (fit.records, and fit.walCounts — the counts
+ * predict read from the real WAL — where present, else the walsim twins' counts) with its target
+ * and cache tier gives its constants exactly. No PostgreSQL, no timing.
+ */
+import { describe, expect, it } from 'vitest';
+import { builtinProfileNames, loadProfile, profilePath } from '../../cost-model/profile.ts';
+import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
+import { summarise } from '../../scripts/experiment/sweep.ts';
+import {
+  fitCalibration,
+  fitTargets,
+  planCalibration,
+  readStoredCalibration,
+  recordsFromStored,
+  storedLabel,
+  walsimTwin,
+} from '../../scripts/postgres/calibrate.ts';
+import * as fs from 'node:fs';
+
+const shipped = builtinProfileNames().filter((n) => n.startsWith('pg15-calibrated-'));
+
+describe('shipped calibrated profiles', () => {
+  it('there is one for each target', () => {
+    expect(shipped).toEqual(['pg15-calibrated-uncontended', 'pg15-calibrated-wall']);
+  });
+
+  for (const name of shipped) {
+    it(`${name}: its stored runs refit to its constants exactly`, async () => {
+      const file = profilePath(name).file;
+      const profile = loadProfile(name);
+      const stored = readStoredCalibration(file);
+      const s = stored.settings;
+      const plan = planCalibration(s.sizes, s.tables, s.relDivisors, s.toastTables);
+      const counts =
+        stored.walCounts !== null
+          ? plan.map((c) => stored.walCounts![storedLabel(c)]!)
+          : await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
+      const fit = (JSON.parse(fs.readFileSync(file, 'utf8')) as { fit: { target: string } }).fit;
+      const target = /run-queue wait/.test(fit.target) ? 'uncontended' : 'wall';
+      expect(target).toBe(name.endsWith('uncontended') ? 'uncontended' : 'wall');
+      const cells = summarise(plan, fitTargets(recordsFromStored(stored.records, plan), target));
+      const base = { ...loadProfile('seed-001'), cache: profile.cache };
+      const again = fitCalibration(cells, counts, base, {
+        name: profile.name,
+        description: profile.description,
+        source: 'refit',
+      });
+      for (const [k, c] of Object.entries(profile.constants))
+        expect(again.profile.constants[k as keyof typeof profile.constants].seconds, k).toBe(
+          c.seconds,
+        );
+    }, 120_000);
+  }
+});
