@@ -4,8 +4,8 @@
  * replication frame. After each, the server keeps serving and its data is unchanged.
  */
 import WebSocket from 'ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { ControlClient } from '../../server/control-client.ts';
 import { readPidFile } from '../../server/cluster-files.ts';
 
@@ -23,16 +23,14 @@ function closeOf(
 }
 
 describe('bad input', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   let port: number;
   beforeAll(async () => {
-    c = await TestCluster.start({ sharedBuffers: '16MB', synchronousCommit: 'remote_apply' });
+    c = await clusters.start({ sharedBuffers: '16MB', synchronousCommit: 'remote_apply' });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.sql('primary', 'INSERT INTO t SELECT generate_series(1, 500)');
     port = readPidFile(c.dataDir('primary'))!.port;
-  });
-  afterAll(async () => {
-    await c?.destroy();
   });
 
   it('refuses bad statements with PostgreSQL errors and keeps the data', async () => {

@@ -9,17 +9,15 @@
  * an image was being written; check the image writer's counters (relations written = relations
  * changed, files written, fsyncs). Latencies are printed, not asserted.
  */
-import { afterAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { ControlClient } from '../../server/control-client.ts';
 import { readPidFile, readToken } from '../../server/cluster-files.ts';
 
 const TABLES = 20_000;
 
-let c: TestCluster | null = null;
-afterAll(async () => {
-  await c?.destroy();
-});
+const clusters = clustersPerSuite();
+let c: TestCluster;
 
 /** Status requests on a fresh connection, `depth` in flight at a time, until `done` settles. */
 async function statusWhile(
@@ -51,7 +49,7 @@ async function statusWhile(
 
 describe('checkpoint with many tables', () => {
   it(`writes only changed relations and keeps answering, with ${TABLES} tables (primary and standby)`, async () => {
-    c = await TestCluster.start({ synchronousCommit: 'off', walSegmentSize: 16 << 20 });
+    c = await clusters.start({ synchronousCommit: 'off', walSegmentSize: 16 << 20 });
     const primary = await c.client('primary');
     for (let i = 0; i < TABLES; i += 1000) {
       await Promise.all(

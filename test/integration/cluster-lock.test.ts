@@ -11,17 +11,13 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 import { PROJECT_ROOT, runScript, type CliRun } from '../helpers/cli.ts';
 import { readPidFile, SERVER_MARKER } from '../../server/cluster-files.ts';
 import { clusterLockPath } from '../../server/lock-files.ts';
 
-let c: TestCluster | null = null;
-afterEach(async () => {
-  await c?.destroy();
-  c = null;
-});
+const clusters = clustersPerTest();
 
 /** Every file under `dir` with its size and mtime, except the log (a refused server appends to it). */
 function snapshot(dir: string): Record<string, string> {
@@ -91,7 +87,7 @@ async function readWriteNodes(
 
 describe('postmaster.pid: one server per data directory', () => {
   it('refuses a second server on a running data directory before it touches anything', async () => {
-    const cl = (c = await TestCluster.start());
+    const cl = await clusters.start();
     await cl.sql('primary', 'CREATE TABLE t (c int)');
     await cl.sql('primary', 'INSERT INTO t SELECT generate_series(1, 1000)');
     await cl.waitForCatchup('replay');
@@ -126,10 +122,10 @@ describe('postmaster.pid: one server per data directory', () => {
 
 describe('the cluster lock', () => {
   it('serializes concurrent switchovers: exactly one read-write node every time', async () => {
-    const cl = (c = await TestCluster.start({
+    const cl = await clusters.start({
       standbys: ['standby1', 'standby2'],
       synchronousCommit: 'on',
-    }));
+    });
     await cl.sql('primary', 'CREATE TABLE t (c int)');
     let rows = 0;
     let primary = 'primary';
@@ -166,7 +162,7 @@ describe('the cluster lock', () => {
   }, 300_000);
 
   it('builds a standby once when two add-standby --name s3 run at the same time', async () => {
-    const cl = (c = await TestCluster.start());
+    const cl = await clusters.start();
     await cl.sql('primary', 'CREATE TABLE t (c int)');
     await cl.sql('primary', 'INSERT INTO t SELECT generate_series(1, 500)');
     const runs = await Promise.all(
@@ -190,7 +186,7 @@ describe('the cluster lock', () => {
   });
 
   it('takes over a stale lock (a dead holder) and refuses nothing else', async () => {
-    const cl = (c = await TestCluster.start());
+    const cl = await clusters.start();
     const dead = spawn('true');
     await new Promise((r) => dead.on('close', r));
     fs.writeFileSync(

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Browser, Page } from 'playwright-core';
 import { chromiumSkipReason, launchChromium } from '../helpers/browser.ts';
-import { TestCluster } from '../helpers/cluster.ts';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { runScript } from '../helpers/cli.ts';
 import { startDashboard, type Dashboard } from '../../dashboard/server.ts';
 import { WalsimSource } from '../../dashboard/walsim-source.ts';
@@ -22,13 +22,14 @@ const reason = chromiumSkipReason();
 describe.skipIf(reason !== null)(
   `dashboard in chromium${reason ? ` (skipped: ${reason})` : ''}`,
   () => {
+    const clusters = clustersPerSuite();
     let cluster: TestCluster;
     let dash: Dashboard;
     let browser: Browser;
     let page: Page;
 
     beforeAll(async () => {
-      cluster = await TestCluster.start();
+      cluster = await clusters.start();
       dash = await startDashboard({
         source: new WalsimSource(cluster.dir),
         port: 0,
@@ -47,7 +48,6 @@ describe.skipIf(reason !== null)(
     afterAll(async () => {
       await browser?.close();
       await dash?.close();
-      await cluster?.destroy();
     });
 
     const node = (name: string) => page.locator(`[data-node="${name}"]`);
@@ -187,12 +187,13 @@ function rawHttp(port: number, request: string | Buffer): Promise<string> {
 describe.skipIf(reason !== null)(
   `dashboard under hostile input${reason ? ` (skipped: ${reason})` : ''}`,
   () => {
+    const clusters = clustersPerSuite();
     let cluster: TestCluster;
     let dash: Dashboard;
     const url = (p: string) => `http://127.0.0.1:${dash.port}${p}`;
 
     beforeAll(async () => {
-      cluster = await TestCluster.start();
+      cluster = await clusters.start();
       dash = await startDashboard({
         source: new WalsimSource(cluster.dir),
         port: 0,
@@ -206,7 +207,6 @@ describe.skipIf(reason !== null)(
     }, 120_000);
     afterAll(async () => {
       await dash?.close();
-      await cluster?.destroy();
     });
 
     const action = (body: string, headers: Record<string, string> = {}) =>

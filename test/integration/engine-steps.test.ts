@@ -8,10 +8,8 @@
  * (multi, 8 TOAST-able tables, TRUNCATE) step by step; every step's keys and engine-independent
  * values are compared with walsim's and with the expected shape below (LSNs and times aside).
  */
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clustersPerSuite } from '../helpers/cluster.ts';
 import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
 import type { EngineKind } from '../../scripts/experiment/engine.ts';
 import {
@@ -29,11 +27,8 @@ import { PG_ENGINE } from '../../scripts/postgres/pg-engine.ts';
 
 const reason = pgUnavailableReason();
 const pgDirs = new PgDirs();
-const walsimDirs: string[] = [];
-afterAll(async () => {
-  for (const d of walsimDirs) await WALSIM_ENGINE.destroyCluster(d);
-  await pgDirs.removeAll();
-});
+const clusters = clustersPerSuite();
+afterAll(() => pgDirs.removeAll());
 
 const SETTINGS = {
   sharedBuffers: '32MB',
@@ -223,11 +218,7 @@ function checkShape(t: Transcript, engine: 'walsim' | 'postgres'): void {
 let walsim: Record<Workload, Transcript>;
 
 beforeAll(async () => {
-  walsim = await script(WALSIM_ENGINE, () => {
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-engine-steps-'));
-    walsimDirs.push(d);
-    return d;
-  });
+  walsim = await script(WALSIM_ENGINE, () => clusters.dir('walsim-engine-steps-'));
 }, 240_000);
 
 describe('the one step implementation on walsim', () => {

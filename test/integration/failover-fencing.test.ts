@@ -7,15 +7,11 @@
  * read-write primary and names the commit only it has; `cluster status --json` reports the same;
  * `cluster start --node` starts the promoted node alone.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 import { runScript, type CliRun } from '../helpers/cli.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const settle = <T>(p: Promise<T>): Promise<T | Error> =>
   p.then(
@@ -29,7 +25,7 @@ function firstErrorLine(r: CliRun): string {
 
 describe('failover: fencing the old primary and the locally-committed window', () => {
   it('crash during a synchronous wait: the old primary has the row, the promoted standby does not; the old primary is refused', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
+    const c = await clusters.start({ synchronousCommit: 'on' });
     await c.sql('primary', 'CREATE TABLE v (c int)');
     await c.sql('primary', 'INSERT INTO v VALUES (0)');
     await c.waitForCatchup('replay');

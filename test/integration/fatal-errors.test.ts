@@ -5,14 +5,10 @@
  * restartable: the next start is crash recovery and the node catches up. Method: the `redo_fail`
  * fault makes the next record a node applies throw an InvariantViolation.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const settle = <T>(p: Promise<T>): Promise<T | Error> =>
   p.then(
@@ -22,7 +18,7 @@ const settle = <T>(p: Promise<T>): Promise<T | Error> =>
 
 describe('an exception inside redo is FATAL', () => {
   it('standby: the startup process fails inside a record, the server exits 1, a restart replays and catches up', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
+    const c = await clusters.start({ synchronousCommit: 'remote_write' });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
     await (await c.client('standby')).request({ op: 'fault', fault: 'redo_fail', holdMs: 0 });
@@ -38,7 +34,7 @@ describe('an exception inside redo is FATAL', () => {
   });
 
   it('primary: an InvariantViolation in redo of a write ends the process instead of answering XX000', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
+    const c = await clusters.start({ synchronousCommit: 'remote_write' });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.sql('primary', 'INSERT INTO t VALUES (1), (2)');
     await (await c.client('primary')).request({ op: 'fault', fault: 'redo_fail', holdMs: 0 });

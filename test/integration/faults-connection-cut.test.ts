@@ -6,23 +6,19 @@
  * Method: count what the walreceiver accepted (bytes) and what the startup process replayed
  * (records), and compare with the records actually in the WAL between the same positions.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 import { recordsIn } from '../helpers/wal-files.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import { maxAlign } from '../../wal/codec.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered: _, ...t }) => t);
 
 describe('replication connection cut mid-batch', () => {
   it('reconnects from the flush LSN; no byte received twice, no record replayed twice; nodes equal', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
+    const c = await clusters.start({ synchronousCommit: 'on' });
     const standby = await c.client('standby');
     const s0 = await c.status('standby');
     const firstStart = parseLsn(s0.receiverStartLsns[0]);
@@ -83,7 +79,7 @@ describe('replication connection cut mid-batch', () => {
   it('a reconnecting standby releases no remote_apply commit it has not replayed (apply is unknown until its first reply)', async () => {
     // Replay paused: the standby flushes the commit but cannot apply it. Before the fix the
     // walsender took the START_REPLICATION position as the apply position and released the commit.
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_apply' }));
+    const c = await clusters.start({ synchronousCommit: 'remote_apply' });
     await c.sql('primary', 'CREATE TABLE a (c int)');
     await c.sql('standby', 'SELECT pg_wal_replay_pause()');
     await c.pollUntil(

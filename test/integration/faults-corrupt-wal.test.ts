@@ -9,8 +9,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
 import { flipByteIn, recordsIn } from '../helpers/wal-files.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import { maxAlign } from '../../wal/codec.ts';
@@ -21,11 +21,7 @@ import { nodeDisk } from '../../common/node-disk.ts';
 const SEG = 1024 * 1024;
 const WAL = { timeline: 1, segmentSize: SEG };
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 /** Pause replay, commit rows 1..n one per statement, flip a byte in row k's HEAP_INSERT on the standby. */
 async function corruptRow(
@@ -59,7 +55,7 @@ async function corruptRow(
 
 describe('corrupt WAL on the standby', () => {
   it('stops replay at the bad record, reports LSN and file, keeps answering, applies nothing after it', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
+    const c = await clusters.start({ synchronousCommit: 'on' });
     const { bad, file } = await corruptRow(c, 20, 8);
     await c.sql('standby', 'SELECT pg_wal_replay_resume()');
     await c.pollUntil(async () => (await c.status('standby')).replayError !== null, 'replay error');
@@ -84,7 +80,7 @@ describe('corrupt WAL on the standby', () => {
   });
 
   it('a restart heals the standby: local WAL ends at the bad record and is streamed again', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
+    const c = await clusters.start({ synchronousCommit: 'on' });
     await corruptRow(c, 12, 5);
     await c.sql('standby', 'SELECT pg_wal_replay_resume()');
     await c.pollUntil(async () => (await c.status('standby')).replayError !== null, 'replay error');
@@ -101,7 +97,7 @@ describe('corrupt WAL on the standby', () => {
   });
 
   it('promotion ends recovery at the last valid record; the new timeline does not start after garbage', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
+    const c = await clusters.start({ synchronousCommit: 'on' });
     const { bad } = await corruptRow(c, 10, 4);
     await c.sql('standby', 'SELECT pg_wal_replay_resume()');
     await c.pollUntil(async () => (await c.status('standby')).replayError !== null, 'replay error');

@@ -7,21 +7,17 @@
  * equals the primary, also after a restart.
  * Method: inject the fault, run a remote_write commit on the primary, watch status, then compare.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered: _, ...t }) => t);
 
 describe('standby disk full', () => {
   it('reports the write error, holds synchronous commits, and recovers when writable again', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
+    const c = await clusters.start({ synchronousCommit: 'remote_write' });
     await c.sql('primary', 'CREATE TABLE d (c int)');
     await c.sql('primary', 'INSERT INTO d SELECT generate_series(1, 1000)');
     await c.waitForCatchup('replay');
@@ -70,7 +66,7 @@ describe('standby disk full', () => {
   });
 
   it('refuses the fault on a primary (faults are standby-side)', async () => {
-    const c = (cluster = await TestCluster.start());
+    const c = await clusters.start();
     await expect(
       (await c.client('primary')).request({ op: 'fault', fault: 'wal_write_fail', holdMs: 10 }),
     ).rejects.toThrow('wal_write_fail needs a standby with a walreceiver');

@@ -9,18 +9,14 @@
  * Method: a client inserts 1, 2, 3, … and records the last acknowledged value; SIGKILL the pid
  * from postmaster.pid; promote; count rows by range.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import { readTimelineHistory } from '../../wal/segment.ts';
 import type { SynchronousCommit } from '../../server/settings.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 /**
  * `beforePromote` runs after the kill, with the standby's connection held down (it can no longer
@@ -31,7 +27,7 @@ async function crashDuringCommits(
   level: SynchronousCommit,
   beforePromote?: (c: TestCluster, acked: number) => Promise<void>,
 ) {
-  const c = (cluster = await TestCluster.start({ synchronousCommit: level }));
+  const c = await clusters.start({ synchronousCommit: level });
   await c.sql('primary', 'CREATE TABLE acks (c int)');
   // With synchronous_commit=off even the CREATE reaches the standby only after the WAL writer's
   // flush (≤ 200 ms): wait until the table is there, so that only the inserts are at stake.

@@ -8,20 +8,16 @@
  * Method: inject on the primary, then on the standby under synchronous_commit=on, write, compare
  * counters (never wall-clock durations) and contents.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered: _, ...t }) => t);
 
 describe('slow disk', () => {
   it('delays WAL writes and fsyncs on either role, loses nothing, and ends with the hold', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
+    const c = await clusters.start({ synchronousCommit: 'on' });
     await c.sql('primary', 'CREATE TABLE s (c int)');
     await c.waitForCatchup('replay');
     const primary = await c.client('primary');
@@ -75,7 +71,7 @@ describe('slow disk', () => {
   });
 
   it('refuses a latency out of range or on another fault, naming it', async () => {
-    const c = (cluster = await TestCluster.start());
+    const c = await clusters.start();
     const primary = await c.client('primary');
     await expect(
       primary.request({ op: 'fault', fault: 'slow_disk', holdMs: 10, latencyMs: 5000 }),

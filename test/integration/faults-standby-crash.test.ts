@@ -9,26 +9,22 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered: _, ...t }) => t);
 
 describe('standby SIGKILL mid-replay', () => {
   it('restarts from its restartpoint and local WAL, catches up, equals the primary', async () => {
-    const c = (cluster = await TestCluster.start({
+    const c = await clusters.start({
       sharedBuffers: '16MB',
       standbySharedBuffers: '8GB',
       dropStrategy: 'full-scan',
       synchronousCommit: 'remote_write',
-    }));
+    });
     const TABLES = 60;
     for (let i = 0; i < TABLES; i++) {
       await c.sql('primary', `CREATE TABLE t${i} (c int)`);
@@ -85,7 +81,7 @@ describe('standby SIGKILL mid-replay', () => {
   });
 
   it('a standby killed while WAL is streaming in reconnects and resumes from its flush LSN', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
+    const c = await clusters.start({ synchronousCommit: 'on' });
     await c.sql('primary', 'CREATE TABLE s (c int)');
     let stop = false;
     let acked = 0;

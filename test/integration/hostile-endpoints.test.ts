@@ -10,8 +10,8 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import WebSocket from 'ws';
 import { pack } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { readPidFile, readToken } from '../../server/cluster-files.ts';
 import { encodeMessage, type StreamMessage } from '../../wal/stream-messages.ts';
 import { parseLsn } from '../../wal/lsn.ts';
@@ -108,6 +108,7 @@ function u64(n: number): Buffer {
 const msg = (m: StreamMessage) => Buffer.from(encodeMessage(m));
 
 describe('hostile input on the endpoints', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   let port: number;
   let auth: Record<string, string>;
@@ -115,7 +116,7 @@ describe('hostile input on the endpoints', () => {
   let flushLsn: number;
 
   beforeAll(async () => {
-    c = await TestCluster.start({ sharedBuffers: '16MB', synchronousCommit: 'remote_apply' });
+    c = await clusters.start({ sharedBuffers: '16MB', synchronousCommit: 'remote_apply' });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.sql('primary', 'INSERT INTO t SELECT generate_series(1, 300)');
     await c.waitForCatchup('replay');
@@ -128,9 +129,6 @@ describe('hostile input on the endpoints', () => {
       standby: await c.status('standby'),
       tables: (await (await c.client('primary')).inspect()).tables,
     };
-  });
-  afterAll(async () => {
-    await c?.destroy();
   });
 
   const repl = () => `ws://127.0.0.1:${port}/replication`;

@@ -5,14 +5,10 @@
  * recovery. Method: the `lifecycle_action_error` / `lifecycle_action_invariant` faults make the next
  * action throw; pg_wal_replay_pause() on the standby sends PAUSE, whose action then runs.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const settle = <T>(p: Promise<T>): Promise<T | Error> =>
   p.then(
@@ -22,7 +18,7 @@ const settle = <T>(p: Promise<T>): Promise<T | Error> =>
 
 describe('a lifecycle action that throws', () => {
   it('an Error goes to the requester; the server keeps running, replicating and taking events', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
+    const c = await clusters.start({ synchronousCommit: 'remote_write' });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
     const pid = c.pid('standby');
@@ -53,7 +49,7 @@ describe('a lifecycle action that throws', () => {
   });
 
   it('an InvariantViolation is FATAL: exit code 1, then a restart runs crash recovery and catches up', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
+    const c = await clusters.start({ synchronousCommit: 'remote_write' });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
     await (
@@ -76,7 +72,7 @@ describe('a lifecycle action that throws', () => {
   });
 
   it("a failed WAL write while promotion writes END_OF_RECOVERY PANICs, as a primary's WAL write does", async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'remote_write' }));
+    const c = await clusters.start({ synchronousCommit: 'remote_write' });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
     await c.stopNode('primary', 'immediate');

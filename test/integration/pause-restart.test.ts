@@ -4,17 +4,15 @@
  * restartpoint and local WAL, streams from its flush position and converges without loss or
  * double-apply (the heap asserts a record is never applied twice).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
 describe('pause, resume and restart', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   beforeAll(async () => {
-    c = await TestCluster.start({ sharedBuffers: '16MB', synchronousCommit: 'remote_write' });
-  });
-  afterAll(async () => {
-    await c?.destroy();
+    c = await clusters.start({ sharedBuffers: '16MB', synchronousCommit: 'remote_write' });
   });
 
   it('receives but does not replay while paused', async () => {

@@ -5,8 +5,8 @@
  * bytes (recorded beside each case: postgres.c exec_execute_message, exec_bind_message,
  * portalmem.c; pquery.c PortalRun).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import {
   bind,
   execute,
@@ -22,6 +22,7 @@ import {
 } from '../helpers/pg-raw.ts';
 
 describe('extended query protocol (raw messages)', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   let port: number;
 
@@ -35,13 +36,10 @@ describe('extended query protocol (raw messages)', () => {
 
   beforeAll(async () => {
     // No standby: commits do not wait for one.
-    c = await TestCluster.create({ synchronousCommit: 'local' });
+    c = await clusters.create({ synchronousCommit: 'local' });
     await c.startNode('primary');
     port = c.pgPort('primary');
     await c.sql('primary', 'CREATE TABLE t (c int)');
-  });
-  afterAll(async () => {
-    await c?.destroy();
   });
 
   it('runs a write portal once: a second Execute is 55000 "cannot be run" (PORTAL_MULTI_QUERY is done)', async () => {

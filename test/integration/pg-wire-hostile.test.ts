@@ -7,9 +7,8 @@
  * answers SQL over both the wire protocol and the control endpoint.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
-import { ClusterHandle } from '../../server/cluster-handle.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import {
   errorOf,
   exchange,
@@ -21,19 +20,17 @@ import {
 } from '../helpers/pg-raw.ts';
 
 describe('hostile input on the PostgreSQL port', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   let port: number;
   let pid: number;
 
   beforeAll(async () => {
-    c = await TestCluster.start();
+    c = await clusters.start();
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.sql('primary', 'INSERT INTO t SELECT generate_series(1, 10)');
     port = c.pgPort('primary');
     pid = c.pid('primary')!;
-  });
-  afterAll(async () => {
-    await c?.destroy();
   });
 
   it('refuses start-up packets of a bad length or layout, and foreign protocols', async () => {
@@ -251,38 +248,21 @@ describe('hostile input on the PostgreSQL port', () => {
   });
 });
 
-/** A cluster whose PostgreSQL port requires `password`, proven with `passwordEncryption`. */
-async function passwordCluster(
-  passwordEncryption: 'scram-sha-256' | 'md5',
-): Promise<ClusterHandle> {
-  const dir = await ClusterHandle.initTemp('walsim-pgpass-', {
-    sharedBuffers: '16MB',
-    standbySharedBuffers: '16MB',
-    synchronousCommit: 'remote_write',
-    dropStrategy: 'cached-lookup',
-    thresholdDivisor: 32,
-    forceOptimized: false,
-    walSegmentSize: 1024 * 1024,
-    listen: '127.0.0.1',
-    password: 's3cret',
-    passwordEncryption,
-  });
-  const c = new ClusterHandle(dir);
-  await c.startNode('primary');
-  return c;
-}
-
 describe('password authentication (cluster start --password)', () => {
-  let scram: ClusterHandle;
-  let md5: ClusterHandle;
+  const clusters = clustersPerSuite();
+  let scram: TestCluster;
+  let md5: TestCluster;
+
+  /** A cluster whose PostgreSQL port requires `password`, proven with `passwordEncryption`. */
+  async function passwordCluster(passwordEncryption: 'scram-sha-256' | 'md5') {
+    const c = await clusters.create({ password: 's3cret', passwordEncryption });
+    await c.startNode('primary');
+    return c;
+  }
 
   beforeAll(async () => {
     scram = await passwordCluster('scram-sha-256');
     md5 = await passwordCluster('md5');
-  });
-  afterAll(async () => {
-    await scram?.destroy();
-    await md5?.destroy();
   });
 
   for (const method of ['scram-sha-256', 'md5'] as const) {

@@ -8,7 +8,7 @@
 import * as net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { runScript } from '../helpers/cli.ts';
 
 /** pg_type OIDs PostgreSQL uses for these results. */
@@ -54,19 +54,19 @@ async function sqlstateOf(
 }
 
 describe('PostgreSQL wire protocol (node-postgres)', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   let primary: pg.Client;
   let standby: pg.Client;
 
   beforeAll(async () => {
-    c = await TestCluster.start();
+    c = await clusters.start();
     primary = await connect(c, 'primary');
     standby = await connect(c, 'standby');
   });
   afterAll(async () => {
     await primary?.end().catch(() => {});
     await standby?.end().catch(() => {});
-    await c?.destroy();
   });
 
   it("shows each node's PostgreSQL port in cluster status --json", async () => {
@@ -401,13 +401,11 @@ function sendCancel(port: number, client: pg.Client): Promise<void> {
 }
 
 describe('cancel requests (node-postgres)', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
 
   beforeAll(async () => {
-    c = await TestCluster.start({ synchronousCommit: 'remote_apply' });
-  });
-  afterAll(async () => {
-    await c?.destroy();
+    c = await clusters.start({ synchronousCommit: 'remote_apply' });
   });
 
   /**

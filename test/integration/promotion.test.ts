@@ -9,16 +9,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { entryArgs } from '../../server/entry.ts';
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
 import type { FailoverReport } from '../../standby/failover-report.ts';
 import type { SynchronousCommit } from '../../server/settings.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 async function resumeAndPromote(
   c: TestCluster,
@@ -33,7 +29,7 @@ async function resumeAndPromote(
 
 describe('promotion', () => {
   it("runs the seed's procedure: the promoted node has every table empty and truncated", async () => {
-    const c = (cluster = await TestCluster.start({ sharedBuffers: '32MB' }));
+    const c = await clusters.start({ sharedBuffers: '32MB' });
     await c.sql('primary', 'CREATE TABLE big (c int)');
     await c.sql('primary', 'INSERT INTO big SELECT generate_series(1, 30000)'); // 133 pages
     for (let i = 0; i < 5; i++) {
@@ -89,10 +85,10 @@ describe('promotion', () => {
 
   for (const level of ['remote_write', 'on', 'remote_apply'] as SynchronousCommit[]) {
     it(`loses no acknowledged commit when the primary stops mid-stream (synchronous_commit=${level})`, async () => {
-      const c = (cluster = await TestCluster.start({
+      const c = await clusters.start({
         sharedBuffers: '16MB',
         synchronousCommit: level,
-      }));
+      });
       await c.sql('primary', 'CREATE TABLE acks (c int)');
       const primary = await c.client('primary');
       let acked = 0;
@@ -140,7 +136,7 @@ describe('promotion', () => {
   }
 
   it('stops trusting cached sizes after promotion: a truncation on the promoted node full-scans', async () => {
-    const c = (cluster = await TestCluster.start({ sharedBuffers: '16MB' }));
+    const c = await clusters.start({ sharedBuffers: '16MB' });
     await c.sql('primary', 'CREATE TABLE v (c int)');
     await c.sql('primary', 'INSERT INTO v SELECT generate_series(1, 5000)');
     await c.waitForCatchup('replay');
@@ -163,7 +159,7 @@ describe('promotion', () => {
   });
 
   it('serves a new standby on the new timeline, which replicates new writes', async () => {
-    const c = (cluster = await TestCluster.start({ sharedBuffers: '16MB' }));
+    const c = await clusters.start({ sharedBuffers: '16MB' });
     await c.sql('primary', 'CREATE TABLE w (c int)');
     await c.sql('primary', 'INSERT INTO w SELECT generate_series(1, 1000)');
     await c.waitForCatchup('replay');

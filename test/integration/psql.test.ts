@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { PROJECT_ROOT } from '../helpers/cli.ts';
 
 function hasPsql(): boolean {
@@ -55,12 +55,13 @@ function run(cmd: string, args: string[], env: Record<string, string> = {}): Pro
 }
 
 describe.skipIf(!PSQL)('psql against walsim', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   let psql: (node: 'primary' | 'standby', ...args: string[]) => Promise<Run>;
   let tmp: string;
 
   beforeAll(async () => {
-    c = await TestCluster.start();
+    c = await clusters.start();
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-psql-'));
     psql = (node, ...args) =>
       run('psql', [
@@ -75,7 +76,6 @@ describe.skipIf(!PSQL)('psql against walsim', () => {
       ]);
   });
   afterAll(async () => {
-    await c?.destroy();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -209,11 +209,12 @@ describe.skipIf(!PSQL)('psql against walsim', () => {
 });
 
 describe.skipIf(!PSQL)('seed 001 scripts through psql', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    c = await TestCluster.start();
+    c = await clusters.start();
     env = {
       PGPORT: String(c.pgPort('primary')),
       STANDBY_PGPORT: String(c.pgPort('standby')),
@@ -222,9 +223,6 @@ describe.skipIf(!PSQL)('seed 001 scripts through psql', () => {
       PG_CTL: path.join(PROJECT_ROOT, 'scripts/seed/pg_ctl'),
       PGUSER: 'postgres',
     };
-  });
-  afterAll(async () => {
-    await c?.destroy();
   });
 
   it("rel.sh runs the seed's steps; the standby replays the VACUUM's drop at failover", async () => {

@@ -7,7 +7,7 @@
  * path each strategy took.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
 import type { NodeInspection } from '../../server/node.ts';
 import type { DropStrategy } from '../../storage/drop.ts';
 
@@ -44,20 +44,18 @@ async function workload(c: TestCluster): Promise<void> {
   await c.sql('primary', 'VACUUM t12');
 }
 
+const clusters = clustersPerTest();
+
 async function runWorkload(
   strategy: DropStrategy,
 ): Promise<{ primary: NodeInspection; standby: NodeInspection; drop: Record<string, any> }> {
-  const c = await TestCluster.start({ sharedBuffers: '16MB', dropStrategy: strategy });
-  try {
-    await workload(c);
-    await c.waitForCatchup('replay');
-    const primary = await (await c.client('primary')).inspect();
-    const standby = await (await c.client('standby')).inspect();
-    const drop = (await c.status('standby')).drop;
-    return { primary, standby, drop };
-  } finally {
-    await c.destroy();
-  }
+  const c = await clusters.start({ sharedBuffers: '16MB', dropStrategy: strategy });
+  await workload(c);
+  await c.waitForCatchup('replay');
+  const primary = await (await c.client('primary')).inspect();
+  const standby = await (await c.client('standby')).inspect();
+  const drop = (await c.status('standby')).drop;
+  return { primary, standby, drop };
 }
 
 describe('replay correctness', () => {

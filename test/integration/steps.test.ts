@@ -5,23 +5,16 @@
  * times); run steps out of order and check the error names the step to run first.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runScript } from '../helpers/cli.ts';
-import { stopNode } from '../../server/pg-ctl.ts';
-import { listNodes } from '../../server/cluster-files.ts';
+import { clustersPerSuite } from '../helpers/cluster.ts';
 import { modelFailover } from '../../cost-model/model.ts';
 import { loadProfile, profileToJson } from '../../cost-model/profile.ts';
 
 const NBUFFERS_32MB = 4096;
-const dirs: string[] = [];
-
-function tempDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-steps-'));
-  dirs.push(d);
-  return d;
-}
+const clusters = clustersPerSuite();
+const tempDir = () => clusters.dir('walsim-steps-');
 
 async function startCluster(dir: string, strategy: 'full-scan' | 'cached-lookup'): Promise<void> {
   const r = await runScript('cluster.ts', [
@@ -40,13 +33,6 @@ const rel = (dir: string, ...args: string[]) =>
   runScript('rel.ts', [...args, '--dir', dir, '--json']);
 const multi = (dir: string, ...args: string[]) =>
   runScript('multi.ts', [...args, '--dir', dir, '--json']);
-
-afterAll(async () => {
-  for (const d of dirs) {
-    for (const n of listNodes(d)) await stopNode(d, n, 'immediate').catch(() => {});
-    fs.rmSync(d, { recursive: true, force: true });
-  }
-});
 
 describe('npm run rel (one relation, full-scan)', () => {
   let dir: string;

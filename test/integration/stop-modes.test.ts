@@ -5,8 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { ControlClient } from '../../server/control-client.ts';
 import { readPidFile, readToken } from '../../server/cluster-files.ts';
 import { parseLsn } from '../../wal/lsn.ts';
@@ -21,14 +21,12 @@ function alive(pid: number): boolean {
 }
 
 describe('stop modes', () => {
+  const clusters = clustersPerSuite();
   let c: TestCluster;
   beforeAll(async () => {
-    c = await TestCluster.start({ sharedBuffers: '16MB' });
+    c = await clusters.start({ sharedBuffers: '16MB' });
     await c.sql('primary', 'CREATE TABLE s (c int)');
     await c.sql('primary', 'INSERT INTO s SELECT generate_series(1, 1000)');
-  });
-  afterAll(async () => {
-    await c?.destroy();
   });
 
   /**

@@ -5,17 +5,13 @@
  * ends the wait with PostgreSQL's WARNING (57P01) instead of hanging (issue 9 item 3); the commit
  * stands locally and is visible after the restart; a write queued behind the waiting one never runs.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 import { ControlClient, ControlError } from '../../server/control-client.ts';
 import { readToken } from '../../server/cluster-files.ts';
 import type { SynchronousCommit } from '../../server/settings.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const DETAIL =
   'The transaction has already committed locally, but might not have been replicated to the standby.';
@@ -30,7 +26,7 @@ const settle = <T>(p: Promise<T>): Promise<T | Error> =>
 describe('a commit waiting for synchronous replication', () => {
   for (const level of ['remote_write', 'on', 'remote_apply'] as SynchronousCommit[]) {
     it(`is invisible to other sessions until the standby confirms it (synchronous_commit=${level})`, async () => {
-      const c = (cluster = await TestCluster.start({ synchronousCommit: level }));
+      const c = await clusters.start({ synchronousCommit: level });
       await c.sql('primary', 'CREATE TABLE v (c int)');
       // remote_apply: the standby receives the commit but cannot apply it (replay paused);
       // remote_write / on: the standby is down.
@@ -75,7 +71,7 @@ describe('a commit waiting for synchronous replication', () => {
   }
 
   it('fast stop of the primary ends the wait with the WARNING, does not hang, and keeps the local commit', async () => {
-    const c = (cluster = await TestCluster.start({ synchronousCommit: 'on' }));
+    const c = await clusters.start({ synchronousCommit: 'on' });
     await c.sql('primary', 'CREATE TABLE v (c int)');
     await c.stopNode('standby', 'fast');
     const waiting = settle(c.sql('primary', 'INSERT INTO v VALUES (1)'));

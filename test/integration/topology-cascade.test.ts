@@ -5,14 +5,12 @@
  * connection; and a base backup taken before the promotion following the latest timeline.
  * Method: one cluster walked through these steps; positions from status, data from inspect().
  */
-import { afterAll, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
+const clusters = clustersPerSuite();
 let c: TestCluster;
-afterAll(async () => {
-  await c?.destroy();
-});
 
 async function digests(node: string) {
   return (await (await c.client(node)).inspect()).tables.map(
@@ -23,7 +21,7 @@ async function digests(node: string) {
 describe('cascade P -> S1 -> S2', () => {
   it('S2 receives through S1, never ahead of what S1 has flushed, and ends equal', async () => {
     // Asynchronous replication: stopping S1 must not hold up the primary's commits.
-    c = await TestCluster.start({ standbys: ['s1'], synchronousStandbyNames: '' });
+    c = await clusters.start({ standbys: ['s1'], synchronousStandbyNames: '' });
     const added = await c.addStandby('s2', 's1');
     expect(added.timeline).toBe(1);
     expect((await c.status('s2')).upstream).toMatchObject({

@@ -9,16 +9,12 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
 import { runScript } from '../helpers/cli.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
-let c: TestCluster | null = null;
-afterEach(async () => {
-  await c?.destroy();
-  c = null;
-});
+const clusters = clustersPerTest();
 
 async function digests(cl: TestCluster, node: string) {
   return (await (await cl.client(node)).inspect()).tables.map(
@@ -28,11 +24,11 @@ async function digests(cl: TestCluster, node: string) {
 
 describe('switchover', () => {
   it('promotes the target, rejoins the old primary and repoints the sibling: equal data on timeline 2, then back on 3', async () => {
-    const cl = (c = await TestCluster.start({
+    const cl = await clusters.start({
       standbys: ['s1', 's2'],
       synchronousStandbyNames: 's1',
       synchronousCommit: 'on',
-    }));
+    });
     await cl.sql('primary', 'CREATE TABLE t (c int)');
     await cl.sql('primary', 'INSERT INTO t SELECT generate_series(1, 20000)');
     const run = await runScript('cluster.ts', [
@@ -97,7 +93,7 @@ describe('switchover', () => {
 
 describe('rejoin after a failover', () => {
   it('refuses when the old primary wrote WAL the promoted standby never received, saying how many bytes diverged', async () => {
-    const cl = (c = await TestCluster.start({ synchronousCommit: 'local' }));
+    const cl = await clusters.start({ synchronousCommit: 'local' });
     await cl.sql('primary', 'CREATE TABLE t (c int)');
     await cl.sql('primary', 'INSERT INTO t SELECT generate_series(1, 1000)');
     await cl.waitForCatchup('replay');
@@ -133,7 +129,7 @@ describe('rejoin after a failover', () => {
   });
 
   it('rejoins an old primary stopped immediately after its standby had everything', async () => {
-    const cl = (c = await TestCluster.start({ synchronousCommit: 'on' }));
+    const cl = await clusters.start({ synchronousCommit: 'on' });
     await cl.sql('primary', 'CREATE TABLE t (c int)');
     await cl.sql('primary', 'INSERT INTO t SELECT generate_series(1, 5000)');
     await cl.waitForCatchup('flush');

@@ -6,16 +6,12 @@
  * two standbys, when the most advanced standby is promoted.
  * Method: real processes; rows compared exactly; waiting commits seen in status.syncWaiters.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
 import { ControlError } from '../../server/control-client.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
-let c: TestCluster | null = null;
-afterEach(async () => {
-  await c?.destroy();
-  c = null;
-});
+const clusters = clustersPerTest();
 
 async function setNames(cl: TestCluster, value: string): Promise<void> {
   await cl.sql('primary', `ALTER SYSTEM SET synchronous_standby_names = '${value}'`);
@@ -45,11 +41,11 @@ async function settledRows(cl: TestCluster, n: number): Promise<Array<[string, n
 
 describe('synchronous_standby_names at run time', () => {
   it("gives PostgreSQL's sync_priority / sync_state rows and makes commits wait for the right set", async () => {
-    const cl = (c = await TestCluster.start({
+    const cl = await clusters.start({
       standbys: ['s1', 's2', 's3'],
       synchronousStandbyNames: 's1,s2',
       synchronousCommit: 'on',
-    }));
+    });
     await cl.sql('primary', 'CREATE TABLE t (c int)');
     expect(await cl.scalar('primary', 'SHOW synchronous_standby_names')).toBe('s1,s2');
     // Slots follow connection order: s1, s2, s3 (the cluster starts them in that order).
@@ -149,11 +145,11 @@ describe('synchronous_standby_names at run time', () => {
  * acknowledged row; the other is repointed to it and follows the new timeline.
  */
 async function failoverKeepsAckedCommits(names: string, cutNode: 's1' | 's2'): Promise<void> {
-  const cl = (c = await TestCluster.start({
+  const cl = await clusters.start({
     standbys: ['s1', 's2'],
     synchronousStandbyNames: names,
     synchronousCommit: 'on',
-  }));
+  });
   await cl.sql('primary', 'CREATE TABLE t (c int)');
   await settledRows(cl, 2);
   const acked: number[] = [];

@@ -7,15 +7,11 @@
  * 16 MB), so that crash recovery finds its pages; restart; VACUUM; compare sizes.
  */
 import fs from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest } from '../helpers/cluster.ts';
 import { walDir } from '../../wal/segment.ts';
 
-let cluster: TestCluster | null = null;
-afterEach(async () => {
-  await cluster?.destroy();
-  cluster = null;
-});
+const clusters = clustersPerTest();
 
 const segments = (dataDir: string) =>
   fs.readdirSync(walDir(dataDir)).filter((f) => /^[0-9A-F]{24}$/.test(f)).length;
@@ -25,7 +21,7 @@ describe('VACUUM after a crash-killed INSERT', () => {
     // wal_keep_size: the end-of-recovery checkpoint would otherwise remove segments the standby
     // still needs (it had received only what the primary flushed), as PostgreSQL's would without a
     // replication slot.
-    const c = (cluster = await TestCluster.start({ wal: { walKeepSizeMb: 64 } }));
+    const c = await clusters.start({ wal: { walKeepSizeMb: 64 } });
     await c.sql('primary', 'CREATE TABLE big (c int)');
     const before = segments(c.dataDir('primary'));
     const primary = await c.client('primary');

@@ -9,23 +9,18 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { TestCluster } from '../helpers/cluster.ts';
+import { describe, expect, it } from 'vitest';
+import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
 import { runScript } from '../helpers/cli.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import { listSegmentFiles, segmentFileName, segmentOf } from '../../wal/segment.ts';
 import { readControlFile } from '../../wal/control-file.ts';
-import { ClusterHandle } from '../../server/cluster-handle.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
 
 /** walsim's smallest segment (64 kB), so that a test crosses many segments cheaply. */
 const SEG = 64 * 1024;
 
-let c: TestCluster | null = null;
-afterEach(async () => {
-  await c?.destroy();
-  c = null;
-});
+const clusters = clustersPerTest();
 
 function segnos(cluster: TestCluster, node: string): number[] {
   return listSegmentFiles(cluster.dataDir(node), SEG, nodeDisk).map((s) => s.segno);
@@ -51,7 +46,7 @@ async function writeSegments(
 
 describe('WAL recycling', () => {
   it('a checkpoint keeps what a paused standby needs; a restartpoint and a later checkpoint remove the rest', async () => {
-    c = await TestCluster.start({ synchronousCommit: 'remote_write', walSegmentSize: SEG });
+    const c = await clusters.start({ synchronousCommit: 'remote_write', walSegmentSize: SEG });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await writeSegments(c, 't', 2);
     await c.waitForCatchup('replay');
@@ -89,7 +84,7 @@ describe('WAL recycling', () => {
   });
 
   it("a standby asking for a removed segment gets PostgreSQL's error", async () => {
-    c = await TestCluster.start({ synchronousCommit: 'local', walSegmentSize: SEG });
+    const c = await clusters.start({ synchronousCommit: 'local', walSegmentSize: SEG });
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.waitForCatchup('replay');
     const standbyFlush = parseLsn(String((await c.status('standby')).receiveLsn));
@@ -115,7 +110,7 @@ describe('WAL recycling', () => {
   });
 
   it('wal_keep_size keeps segments for a standby that was down', async () => {
-    c = await TestCluster.start({
+    const c = await clusters.start({
       synchronousCommit: 'local',
       walSegmentSize: SEG,
       wal: { walKeepSizeMb: 1 },
@@ -136,7 +131,7 @@ describe('WAL recycling', () => {
 
   it('max_wal_size requests checkpoints that bound pg_wal', async () => {
     // 2 MB of max_wal_size with 64 kB segments: CheckPointSegments = floor(32 / 1.9) = 16.
-    c = await TestCluster.start({
+    const c = await clusters.start({
       synchronousCommit: 'remote_write',
       walSegmentSize: SEG,
       wal: { maxWalSizeMb: 2 },
@@ -160,10 +155,7 @@ describe('WAL recycling', () => {
   });
 
   it("cluster start accepts the seed's checkpoint_timeout = 30min and max_wal_size = 20GB and refuses bad values", async () => {
-    const dir = path.join(
-      fs.mkdtempSync(path.join((await import('node:os')).tmpdir(), 'walsim-walset-')),
-      'c',
-    );
+    const dir = path.join(clusters.dir('walsim-walset-'), 'c');
     const bad = await runScript('cluster.ts', [
       'start',
       '--dir',
@@ -188,18 +180,12 @@ describe('WAL recycling', () => {
       '--max-wal-size',
       '20GB',
     ]);
-    try {
-      expect(start.code, start.stderr).toBe(0);
-      const h = new ClusterHandle(dir);
-      for (const node of ['primary', 'standby']) {
-        expect(await h.scalar(node, 'SHOW checkpoint_timeout')).toBe('30min');
-        expect(await h.scalar(node, 'SHOW max_wal_size')).toBe('20GB');
-        expect(await h.scalar(node, 'SHOW wal_keep_size')).toBe('0');
-      }
-      await h.destroy();
-    } finally {
-      await runScript('cluster.ts', ['stop', '--dir', dir, '--mode', 'immediate']);
-      fs.rmSync(path.dirname(dir), { recursive: true, force: true });
+    expect(start.code, start.stderr).toBe(0);
+    const h = clusters.adopt(dir);
+    for (const node of ['primary', 'standby']) {
+      expect(await h.scalar(node, 'SHOW checkpoint_timeout')).toBe('30min');
+      expect(await h.scalar(node, 'SHOW max_wal_size')).toBe('20GB');
+      expect(await h.scalar(node, 'SHOW wal_keep_size')).toBe('0');
     }
   });
 });
