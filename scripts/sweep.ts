@@ -41,6 +41,7 @@ import { computeCrossover } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
 import { STRATEGIES_USAGE, strategiesSweep } from './experiment/strategies-sweep.ts';
+import { withEntryBundle } from '../server/entry-bundle.ts';
 
 const SEED_RUNS = 5;
 const DEFAULT_MULTI_RUNS = 1;
@@ -258,7 +259,10 @@ runCli(async () => {
   try {
     records = modelOnly
       ? await runSweepModelOnly(plan, settings, (p) => bar.update(p))
-      : await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
+      : // Two server processes per cell: start them from one bundle built now, not through tsx.
+        await withEntryBundle(() =>
+          runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns }),
+        );
   } finally {
     bar.stop();
     fs.rmSync(settings.workDir, { recursive: true, force: true });
