@@ -866,7 +866,7 @@ function drawSweepCharts() {
       ),
     );
     box.append(block);
-    new uPlot(
+    const u = new uPlot(
       {
         width: 820,
         height: 320,
@@ -894,6 +894,8 @@ function drawSweepCharts() {
       [xs, ...seriesDefs.map((s) => s.values)],
       block,
     );
+    // The scale the chart was drawn with, as uPlot holds it (3: logarithmic).
+    block.dataset.yScale = u.scales.y.distr === 3 ? 'log' : 'linear';
   }
 }
 
