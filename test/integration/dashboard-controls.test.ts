@@ -19,7 +19,7 @@ import { MIN_POLL_MS } from '../../dashboard/collector.ts';
 import { WalsimSource } from '../../dashboard/walsim-source.ts';
 
 const reason = chromiumSkipReason();
-const RESULTS = path.join(import.meta.dirname, '..', 'fixtures', 'dashboard', 'results');
+const RESULTS = path.join(import.meta.dirname, '..', 'fixtures', 'dashboard', 'sweeps');
 const SWEEP = '2026-12-02T04-17-35Z';
 
 interface Cell {
