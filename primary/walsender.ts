@@ -19,6 +19,7 @@ import { maxAlign } from '../wal/codec.ts';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../wal/stream-messages.ts';
 import { readWalBytes, wholeRecordsLength, type WalReadOptions } from '../wal/wal-reader.ts';
 import {
+  readTimelineHistory,
   readTimelineHistoryFile,
   timelineHistoryFileName,
   type TimelineHistoryEntry,
@@ -311,6 +312,21 @@ export class WalSender {
     return this.historicEnd?.upto ?? this.deps.flushedLsn();
   }
 
+  /** The history file last read for the WAL reads, by timeline (history files never change). */
+  private readHistory: { tli: TimeLineId; entries: readonly TimelineHistoryEntry[] } | null = null;
+
+  /** The node's WAL read options with the timeline's history, read from its file once per timeline. */
+  private readOptionsWithHistory(): WalReadOptions {
+    const opts = this.deps.readOptions();
+    if (opts.history !== undefined) return opts;
+    if (this.readHistory?.tli !== opts.timeline)
+      this.readHistory = {
+        tli: opts.timeline,
+        entries: readTimelineHistory(this.deps.dataDir, opts.timeline, opts.disk),
+      };
+    return { ...opts, history: this.readHistory.entries };
+  }
+
   /** The old timeline is sent in full: EndOfTimeline; the standby may then ask for the next one. */
   private endTimeline(): void {
     const end = this.historicEnd!;
@@ -355,13 +371,15 @@ export class WalSender {
       return;
     }
     // INV-WALSND-1: never past the flush LSN, nor past the end of a historic timeline.
-    assert(
-      this.sentLsn <= flushed,
-      `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past ${formatLsn(flushed)} on timeline ${this.streamTli}`,
-    );
+    if (this.sentLsn > flushed)
+      assert(
+        false,
+        `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past ${formatLsn(flushed)} on timeline ${this.streamTli}`,
+      );
+    const readOptions = this.readOptionsWithHistory();
     while (this.sentLsn < flushed && this.conn.bufferedAmount < MAX_QUEUED_BYTES) {
       const end = Math.min(flushed, this.sentLsn + MAX_SEND_BYTES);
-      let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, this.deps.readOptions());
+      let bytes = readWalBytes(this.deps.dataDir, this.sentLsn, end, readOptions);
       let n = wholeRecordsLength(bytes);
       if (n === 0) {
         // One record larger than MAX_SEND_BYTES: send it whole.
@@ -370,7 +388,7 @@ export class WalSender {
           this.deps.dataDir,
           this.sentLsn,
           Math.min(flushed, this.sentLsn + maxAlign(totLen)),
-          this.deps.readOptions(),
+          readOptions,
         );
         n = wholeRecordsLength(bytes);
         if (n === 0) break;
