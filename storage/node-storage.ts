@@ -133,7 +133,8 @@ export class NodeStorage {
     return result;
   }
 
-  private imageSource(): ImageSource {
+  /** What the image writer reads of this storage (also for tests that count its calls). */
+  imageSource(): ImageSource {
     return {
       nBuffers: this.pool.nBuffers,
       flushBuffers: (from, to) => this.pool.flushRange(from, to),

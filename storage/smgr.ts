@@ -324,8 +324,16 @@ export class StorageManager {
   }
 
   /** serialize() in steps: yields every `stepRels` relations (a checkpoint gives the event loop turns). */
-  *serializeSteps(stepRels = 8192): Generator<void, Uint8Array, void> {
-    const rels = Float64Array.from(this.disk.keys()).sort();
+  *serializeSteps(stepRels = 1024): Generator<void, Uint8Array, void> {
+    // Filled by a loop and sorted natively, with a turn in between (Float64Array.from over the
+    // keys iterator took ~10 ms at 100,000 relations).
+    const rels = new Float64Array(this.disk.size);
+    let k = 0;
+    for (const rel of this.disk.keys()) {
+      rels[k++] = rel;
+      if (k % stepRels === 0) yield;
+    }
+    rels.sort();
     yield;
     const bytes = new Uint8Array(SERIAL_HEADER_BYTES + rels.length * SERIAL_REL_BYTES);
     const view = new DataView(bytes.buffer);

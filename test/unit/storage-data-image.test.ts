@@ -15,6 +15,7 @@ import { smgrdounlinkall } from '../../storage/smgr.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
 import type { Disk } from '../../common/disk.ts';
 import { systemClock } from '../../common/system-clock.ts';
+import { STEP_ENTRIES, writeDataImage, ImageState } from '../../storage/data-image.ts';
 
 const SETTINGS = {
   strategy: 'cached-lookup',
@@ -191,5 +192,55 @@ describe('data image', () => {
     expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage)).toBe(
       contentOf(st),
     );
+  });
+
+  it('works in bounded steps: no stretch between event-loop turns visits more than a few steps of relations', async () => {
+    // A clock that advances 1 ms per read (every slice check "costs" 1 ms), so the writer's turns
+    // depend on how often each loop checks, not on this machine's speed. The source counts the
+    // per-relation calls (planning's hasRelation, the pack's serializeRelation) between turns.
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-image-'));
+    const n = 20_000;
+    const st = storageWith(n);
+    let ms = 0;
+    const clock = { now: () => 0, monoMs: () => ms++ };
+    let calls = 0;
+    let maxCalls = 0;
+    const inner = st.imageSource();
+    const src = {
+      ...inner,
+      hasRelation: (rel: number) => (calls++, inner.hasRelation(rel)),
+      serializeRelation: (rel: number) => (calls++, inner.serializeRelation(rel)),
+    };
+    // Every await of the writer is a turn: its pause, and each asynchronous file operation.
+    const turn = (): void => {
+      maxCalls = Math.max(maxCalls, calls);
+      calls = 0;
+    };
+    const pause = async () => turn();
+    const disk: Disk = {
+      ...nodeDisk,
+      openAsync: async (p, flags, mode) => {
+        turn();
+        const fh = await nodeDisk.openAsync(p, flags, mode);
+        return {
+          writev: (chunks) => (turn(), fh.writev(chunks)),
+          writeFile: (data) => (turn(), fh.writeFile(data)),
+          sync: () => (turn(), fh.sync()),
+          close: () => (turn(), fh.close()),
+        };
+      },
+      renameAsync: (from, to) => (turn(), nodeDisk.renameAsync(from, to)),
+      rmrfAsync: (p) => (turn(), nodeDisk.rmrfAsync(p)),
+    };
+    const stats = await writeDataImage(dir, header(1), src, ImageState.empty(), pause, {
+      disk,
+      clock,
+    });
+    maxCalls = Math.max(maxCalls, calls);
+    expect(stats.relationsWritten).toBe(n);
+    // Planning checks the clock every STEP_ENTRIES relations, the pack after every relation;
+    // a turn comes within 5 checks (SLICE_MS at 1 ms per read).
+    expect(maxCalls).toBeLessThanOrEqual(5 * STEP_ENTRIES);
+    expect(stats.pauses).toBeGreaterThanOrEqual(n / 5);
   });
 });
