@@ -38,7 +38,14 @@ export function checkCascades(cluster: SimCluster, where: string): void {
 
 /** SIM-8. */
 export function checkSingleWriter(cluster: SimCluster, where: string): void {
-  const writers = cluster.hosts.filter((h) => h.node !== null && !h.node.inRecovery);
+  // Out of recovery and not a standby shutting down (the lifecycle machine's `stopping` state is
+  // out of recovery for either role; a stopping standby still has its startup process).
+  const writers = cluster.hosts.filter(
+    (h) =>
+      h.node !== null &&
+      !h.node.inRecovery &&
+      (h.node.shuttingDown === null || h.node.startup === null),
+  );
   if (writers.length > 1 || (writers.length === 1 && writers[0] !== cluster.primary)) {
     cluster.violation(
       `${where}: nodes accepting writes: ${writers.map((h) => h.name).join(', ')} (the primary is ${cluster.primary.name})`,

@@ -65,6 +65,11 @@ function checkNode(cluster: SimCluster, h: Host, n: ServerNode, where: string): 
  */
 function checkHistory(cluster: SimCluster, h: Host, n: ServerNode, where: string): void {
   if (n.timeline <= 1 || h.historyCheckedFor === `${h.owner}/${n.timeline}`) return;
+  // A standby restarted on damaged WAL: crash recovery ended its local WAL at the bad record,
+  // which may lie before the branch point of the timeline it follows (the segment file of the new
+  // timeline holds the old timeline's WAL up to the switch); it streams it again. Checked once
+  // the damage is healed (seed 41001232).
+  if (n.inRecovery && h.corruptLsn !== null) return;
   h.historyCheckedFor = `${h.owner}/${n.timeline}`;
   try {
     const hist = readTimelineHistory(DATA_DIR, n.timeline, h.disk);
