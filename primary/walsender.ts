@@ -175,104 +175,109 @@ export class WalSender {
       return;
     }
     switch (m.type) {
-      case 'START_REPLICATION': {
-        if (this.state !== 'startup')
-          return this.refuse(
-            CLOSE_PROTOCOL_VIOLATION,
-            'START_REPLICATION sent twice on one connection',
-          );
-        this.applicationName = m.applicationName;
-        const problem =
-          this.checkTimeline(m.startLsn, m.timeline) ??
-          this.deps.checkStart(m.startLsn, m.timeline, m.applicationName, this);
-        if (problem !== null) return this.refuse(CLOSE_REPLICATION_REFUSED, problem);
-        if (this.historicEnd !== null && m.startLsn === this.historicEnd.upto) {
-          // Nothing of the old timeline left to send: end it at once (walsender.c sends the
-          // next timeline's result set without streaming).
-          this.sentLsn = m.startLsn;
-          this.endTimeline();
-          return;
-        }
-        // The standby has written and flushed up to where it asks to start; what it has replayed
-        // is unknown until its first reply (PostgreSQL: InvalidXLogRecPtr), so apply starts at 0 and
-        // a reconnecting standby releases no remote_apply commit it has not replayed.
-        this.sentLsn = this.writeLsn = this.flushLsn = m.startLsn;
-        this.applyLsn = 0;
-        this.state = 'catchup';
-        this.deps.log(
-          `LOG:  walsender: "${m.applicationName}" starts streaming at ${formatLsn(m.startLsn)}`,
-        );
-        // PostgreSQL answers START_REPLICATION with CopyBothResponse, and the walreceiver is
-        // streaming from then on, WAL or not. walsim's stand-in is a keepalive at once: without it a
-        // caught-up standby stayed "connecting" until the first periodic keepalive (up to 1 s).
-        this.send({
-          type: 'PrimaryKeepalive',
-          walEnd: this.deps.flushedLsn(),
-          sendTime: this.clock.now(),
-          replyRequested: false,
-        });
-        this.pump();
-        return;
-      }
-      case 'TIMELINE_HISTORY': {
-        const content = readTimelineHistoryFile(
-          this.deps.dataDir,
-          m.timeline,
-          this.deps.readOptions().disk,
-        );
-        const fileName = timelineHistoryFileName(m.timeline);
-        if (content === null)
-          return this.refuse(
-            CLOSE_REPLICATION_REFUSED,
-            `could not open file "pg_wal/${fileName}": No such file or directory`,
-          );
-        this.send({ type: 'TimelineHistoryReply', timeline: m.timeline, fileName, content });
-        return;
-      }
-      case 'StandbyStatusUpdate': {
-        // Between timelines (after EndOfTimeline) the standby may still report what it has.
-        if (this.state === 'startup' && this.timelineEnds === 0)
-          return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'status update before START_REPLICATION');
-        if (
-          m.writeLsn < this.writeLsn ||
-          m.flushLsn < this.flushLsn ||
-          m.applyLsn < this.applyLsn
-        ) {
-          return this.refuse(
-            CLOSE_PROTOCOL_VIOLATION,
-            `status update went backwards (write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)})`,
-          );
-        }
-        // A standby replays only WAL it has flushed, and flushes only what it wrote, which it
-        // received from us: apply <= flush <= write <= sent. A claim beyond that would release
-        // synchronous commits that no standby holds.
-        if (m.writeLsn > this.sentLsn || m.flushLsn > m.writeLsn || m.applyLsn > m.flushLsn) {
-          return this.refuse(
-            CLOSE_PROTOCOL_VIOLATION,
-            `status update claims WAL beyond what was sent (${formatLsn(this.sentLsn)}): ` +
-              `write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)} must satisfy apply <= flush <= write <= sent`,
-          );
-        }
-        this.writeLsn = m.writeLsn;
-        this.flushLsn = m.flushLsn;
-        this.applyLsn = m.applyLsn;
-        this.replyTime = new Date(m.sendTime).toISOString();
-        this.deps.onReply(this);
-        if (m.replyRequested)
-          this.send({
-            type: 'PrimaryKeepalive',
-            walEnd: this.deps.flushedLsn(),
-            sendTime: this.clock.now(),
-            replyRequested: false,
-          });
-        return;
-      }
+      case 'START_REPLICATION':
+        return this.startReplication(m);
+      case 'TIMELINE_HISTORY':
+        return this.sendTimelineHistory(m);
+      case 'StandbyStatusUpdate':
+        return this.standbyStatusUpdate(m);
       default:
         return this.refuse(
           CLOSE_PROTOCOL_VIOLATION,
           `unexpected ${m.type} message on the replication connection`,
         );
     }
+  }
+
+  /** START_REPLICATION: the timeline checks, the node's checks, then catch-up from the start point. */
+  private startReplication(m: Extract<StreamMessage, { type: 'START_REPLICATION' }>): void {
+    if (this.state !== 'startup')
+      return this.refuse(
+        CLOSE_PROTOCOL_VIOLATION,
+        'START_REPLICATION sent twice on one connection',
+      );
+    this.applicationName = m.applicationName;
+    const problem =
+      this.checkTimeline(m.startLsn, m.timeline) ??
+      this.deps.checkStart(m.startLsn, m.timeline, m.applicationName, this);
+    if (problem !== null) return this.refuse(CLOSE_REPLICATION_REFUSED, problem);
+    if (this.historicEnd !== null && m.startLsn === this.historicEnd.upto) {
+      // Nothing of the old timeline left to send: end it at once (walsender.c sends the
+      // next timeline's result set without streaming).
+      this.sentLsn = m.startLsn;
+      this.endTimeline();
+      return;
+    }
+    // The standby has written and flushed up to where it asks to start; what it has replayed
+    // is unknown until its first reply (PostgreSQL: InvalidXLogRecPtr), so apply starts at 0 and
+    // a reconnecting standby releases no remote_apply commit it has not replayed.
+    this.sentLsn = this.writeLsn = this.flushLsn = m.startLsn;
+    this.applyLsn = 0;
+    this.state = 'catchup';
+    this.deps.log(
+      `LOG:  walsender: "${m.applicationName}" starts streaming at ${formatLsn(m.startLsn)}`,
+    );
+    // PostgreSQL answers START_REPLICATION with CopyBothResponse, and the walreceiver is
+    // streaming from then on, WAL or not. walsim's stand-in is a keepalive at once: without it a
+    // caught-up standby stayed "connecting" until the first periodic keepalive (up to 1 s).
+    this.send({
+      type: 'PrimaryKeepalive',
+      walEnd: this.deps.flushedLsn(),
+      sendTime: this.clock.now(),
+      replyRequested: false,
+    });
+    this.pump();
+  }
+
+  /** TIMELINE_HISTORY: the history file of the timeline asked for, or a refusal naming it. */
+  private sendTimelineHistory(m: Extract<StreamMessage, { type: 'TIMELINE_HISTORY' }>): void {
+    const content = readTimelineHistoryFile(
+      this.deps.dataDir,
+      m.timeline,
+      this.deps.readOptions().disk,
+    );
+    const fileName = timelineHistoryFileName(m.timeline);
+    if (content === null)
+      return this.refuse(
+        CLOSE_REPLICATION_REFUSED,
+        `could not open file "pg_wal/${fileName}": No such file or directory`,
+      );
+    this.send({ type: 'TimelineHistoryReply', timeline: m.timeline, fileName, content });
+  }
+
+  /** The standby's write/flush/apply positions: refused when they go backwards or past what was sent. */
+  private standbyStatusUpdate(m: Extract<StreamMessage, { type: 'StandbyStatusUpdate' }>): void {
+    // Between timelines (after EndOfTimeline) the standby may still report what it has.
+    if (this.state === 'startup' && this.timelineEnds === 0)
+      return this.refuse(CLOSE_PROTOCOL_VIOLATION, 'status update before START_REPLICATION');
+    if (m.writeLsn < this.writeLsn || m.flushLsn < this.flushLsn || m.applyLsn < this.applyLsn) {
+      return this.refuse(
+        CLOSE_PROTOCOL_VIOLATION,
+        `status update went backwards (write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)})`,
+      );
+    }
+    // A standby replays only WAL it has flushed, and flushes only what it wrote, which it
+    // received from us: apply <= flush <= write <= sent. A claim beyond that would release
+    // synchronous commits that no standby holds.
+    if (m.writeLsn > this.sentLsn || m.flushLsn > m.writeLsn || m.applyLsn > m.flushLsn) {
+      return this.refuse(
+        CLOSE_PROTOCOL_VIOLATION,
+        `status update claims WAL beyond what was sent (${formatLsn(this.sentLsn)}): ` +
+          `write ${formatLsn(m.writeLsn)}, flush ${formatLsn(m.flushLsn)}, apply ${formatLsn(m.applyLsn)} must satisfy apply <= flush <= write <= sent`,
+      );
+    }
+    this.writeLsn = m.writeLsn;
+    this.flushLsn = m.flushLsn;
+    this.applyLsn = m.applyLsn;
+    this.replyTime = new Date(m.sendTime).toISOString();
+    this.deps.onReply(this);
+    if (m.replyRequested)
+      this.send({
+        type: 'PrimaryKeepalive',
+        walEnd: this.deps.flushedLsn(),
+        sendTime: this.clock.now(),
+        replyRequested: false,
+      });
   }
 
   /**

@@ -165,17 +165,46 @@ export class StartupProcess {
     return new Promise((resolve) => (this.wake = resolve));
   }
 
+  /** Close the reader of the current stretch of flushed WAL (the next stretch opens a new one). */
+  private dropReader(): void {
+    this.reader?.close();
+    this.reader = null;
+  }
+
+  /** One reader per stretch of flushed WAL: it stops at the flush LSN it was opened with. */
+  private readerUpTo(limit: Lsn): WalReader {
+    this.reader ??= readWal(this.deps.dataDir, this.nextLsn, {
+      ...this.deps.readOptions(),
+      stopLsn: limit,
+      expectedPrev: this.lastRecordLsn || undefined,
+    });
+    return this.reader;
+  }
+
+  /** The reader has no more records: the flushed end, or corrupt WAL below it (replay stops there). */
+  private endOfReader(r: WalReader): void {
+    const reason = r.endReason;
+    this.dropReader();
+    if (isInvalidWalRecordError(reason)) {
+      // Corrupt WAL below the flushed end: stop replay here and say where (never skip a record).
+      this.error = { lsn: formatLsn(reason.lsn), message: reason.message };
+      this.deps.log(`LOG:  replay stopped: ${reason.message}`);
+    }
+  }
+
+  /** `rec` is applied: release boundary waiters, advance the replay positions (small: inlined). */
+  private recordReplayed(rec: { lsn: Lsn; endLsn: Lsn }): void {
+    if (this.boundaryWaiters.length > 0) for (const w of this.boundaryWaiters.splice(0)) w();
+    this.lastRecordLsn = rec.lsn;
+    this.replayEndLsn = rec.endLsn;
+    this.nextLsn = maxAlign(rec.endLsn);
+    this.recordsReplayed++;
+  }
+
   private async run(): Promise<void> {
-    // One reader per stretch of flushed WAL: it stops at the flush LSN it was opened with.
-    let reader: WalReader | null = null;
-    const dropReader = () => {
-      reader?.close();
-      reader = null;
-      this.reader = null;
-    };
     while (!this.stopping) {
       if (this.deps.pauseRequested()) {
-        dropReader();
+        this.dropReader();
         this.deps.log(`LOG:  recovery has paused at ${formatLsn(this.replayEndLsn)}`);
         this.deps.confirmPause();
         while (!this.stopping && this.deps.pauseRequested()) await this.waitForWakeup();
@@ -184,7 +213,7 @@ export class StartupProcess {
       const limit = this.deps.flushedUpTo();
       if (this.error !== null || this.nextLsn >= limit) {
         // Nothing (valid) left to replay: wait for WAL. After a bad record replay stays stopped there.
-        dropReader();
+        this.dropReader();
         this.caughtUp = true;
         this.deps.onProgress();
         this.deps.caughtUp();
@@ -196,15 +225,7 @@ export class StartupProcess {
         this.caughtUp = false;
         this.deps.replaying();
       }
-      const r: WalReader =
-        reader ??
-        readWal(this.deps.dataDir, this.nextLsn, {
-          ...this.deps.readOptions(),
-          stopLsn: limit,
-          expectedPrev: this.lastRecordLsn || undefined,
-        });
-      reader = r;
-      this.reader = r;
+      const r = this.readerUpTo(limit);
       let sliceStart = this.clock.monoMs();
       /** Records since the clock was last read, or CLOCK_CHECK_RECORDS to read it after this one. */
       let unchecked = 0;
@@ -215,13 +236,7 @@ export class StartupProcess {
         }
         const rec = r.readRecord();
         if (rec === null) {
-          const reason = r.endReason;
-          dropReader();
-          if (isInvalidWalRecordError(reason)) {
-            // Corrupt WAL below the flushed end: stop replay here and say where (never skip a record).
-            this.error = { lsn: formatLsn(reason.lsn), message: reason.message };
-            this.deps.log(`LOG:  replay stopped: ${reason.message}`);
-          }
+          this.endOfReader(r);
           break;
         }
         // (The message is built only on failure: formatting two LSNs per record costs ~0.7 µs.)
@@ -252,11 +267,7 @@ export class StartupProcess {
           // Also when redo threw: a stop or promotion waiting for a boundary must not hang.
           this.inRecord = false;
         }
-        if (this.boundaryWaiters.length > 0) for (const w of this.boundaryWaiters.splice(0)) w();
-        this.lastRecordLsn = rec.lsn;
-        this.replayEndLsn = rec.endLsn;
-        this.nextLsn = maxAlign(rec.endLsn);
-        this.recordsReplayed++;
+        this.recordReplayed(rec);
         if (this.stopping || this.deps.pauseRequested()) break;
         if (++unchecked >= CLOCK_CHECK_RECORDS) {
           unchecked = 0;
@@ -266,6 +277,6 @@ export class StartupProcess {
       this.deps.onProgress();
       await this.clock.yield();
     }
-    dropReader();
+    this.dropReader();
   }
 }

@@ -236,101 +236,17 @@ export class WalReceiver {
     }
     this.lastMsgReceiptTime = new Date(this.clock.now()).toISOString();
     switch (m.type) {
-      case 'XLogData': {
-        const wal = this.deps.wal;
-        if (m.walStart !== this.streamedLsn) {
-          this.deps.log(
-            `LOG:  XLogData starts at ${formatLsn(m.walStart)}, expected ${formatLsn(this.streamedLsn)}; reconnecting`,
-          );
-          ws.close(4002, 'unexpected WAL start position');
-          return;
-        }
-        try {
-          wal.appendRaw(m.data, m.walStart);
-        } catch (e) {
-          const what = isInvalidWalRecordError(e) ? e.message : (e as Error).message;
-          this.deps.log(`LOG:  refused WAL from primary: ${what}`);
-          ws.close(4002, 'invalid WAL received');
-          return;
-        }
-        try {
-          wal.write();
-        } catch (e) {
-          // Disk full or pg_wal unwritable (XLogWalRcvWrite). Nothing of this batch was reported or
-          // flushed: forget it (cut the segment back to the flush LSN), drop the connection, and
-          // stream it again after the backoff. Nothing after the flush LSN is ever replayed.
-          this.writeFailures++;
-          this.writeError = `could not write to WAL segment at ${formatLsn(m.walStart)}: ${(e as Error).message}`;
-          this.deps.log(
-            `LOG:  ${this.writeError}; will retry streaming from ${formatLsn(wal.flushLsn)}`,
-          );
-          wal.truncate(wal.flushLsn, wal.lastFlushedRecordLsn);
-          this.lastError = this.writeError;
-          ws.terminate();
-          return;
-        }
-        this.state = 'streaming';
-        this.backoffMs = BACKOFF_MIN_MS;
-        this.sendStatus();
-        if (injectedBugs.cascadeForwardsUnflushed) {
-          this.flushLater(m.data.length);
-          return;
-        }
-        // An fsync failure is not retried: it propagates and stops the server (PANIC), since the
-        // page cache may have dropped the data.
-        this.flushing = true;
-        wal.flush();
-        this.flushing = false;
-        this.receivedMessages++;
-        this.receivedBytes += m.data.length;
-        this.writeError = null;
-        this.sendStatus();
-        this.deps.onFlushed();
-        return;
-      }
+      case 'XLogData':
+        return this.receiveXLogData(ws, m);
       case 'PrimaryKeepalive':
         if (this.state === 'connecting') this.state = 'streaming';
         this.backoffMs = BACKOFF_MIN_MS;
         if (m.replyRequested) this.sendStatus();
         return;
-      case 'EndOfTimeline': {
-        // "replication terminated by primary server": everything up to the switch point is here.
-        const flushed = this.deps.wal.flushLsn;
-        this.deps.log(
-          `LOG:  end of WAL reached on timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)}`,
-        );
-        if (m.switchLsn !== flushed || m.timeline <= this.deps.timeline()) {
-          this.deps.log(
-            `LOG:  upstream ended timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)} (next ${m.timeline}) but this node has flushed up to ${formatLsn(flushed)}; reconnecting`,
-          );
-          ws.close(4002, 'unexpected end of timeline');
-          return;
-        }
-        this.pendingTimeline = { tli: m.timeline, switchLsn: m.switchLsn };
-        this.send({ type: 'TIMELINE_HISTORY', timeline: m.timeline });
-        return;
-      }
-      case 'TimelineHistoryReply': {
-        const p = this.pendingTimeline;
-        if (p === null || m.timeline !== p.tli) {
-          this.deps.log(`LOG:  unexpected history file of timeline ${m.timeline} from primary`);
-          ws.close(4002, 'unexpected timeline history');
-          return;
-        }
-        this.pendingTimeline = null;
-        try {
-          this.deps.onNewTimeline(m.timeline, m.content, p.switchLsn);
-        } catch (e) {
-          this.lastError = (e as Error).message;
-          this.deps.log(`LOG:  could not follow timeline ${m.timeline}: ${(e as Error).message}`);
-          ws.close(4002, 'could not follow the new timeline');
-          return;
-        }
-        this.timelineSwitches++;
-        this.deps.log(`LOG:  new target timeline is ${m.timeline}`);
-        this.startStreaming('restarted');
-        return;
-      }
+      case 'EndOfTimeline':
+        return this.endOfTimeline(ws, m);
+      case 'TimelineHistoryReply':
+        return this.followTimelineHistory(ws, m);
       case 'Error':
         this.lastError = m.message;
         this.deps.log(`LOG:  primary refused replication: ${m.message}`);
@@ -338,5 +254,104 @@ export class WalReceiver {
       default:
         this.deps.log(`LOG:  unexpected ${m.type} message from primary`);
     }
+  }
+
+  /** XLogData: append, write, report, flush, report (XLogWalRcvWrite, XLogWalRcvFlush); a batch not starting where streaming is, or not decoding, is refused and the connection dropped. */
+  private receiveXLogData(ws: MessageConn, m: Extract<StreamMessage, { type: 'XLogData' }>): void {
+    const wal = this.deps.wal;
+    if (m.walStart !== this.streamedLsn) {
+      this.deps.log(
+        `LOG:  XLogData starts at ${formatLsn(m.walStart)}, expected ${formatLsn(this.streamedLsn)}; reconnecting`,
+      );
+      ws.close(4002, 'unexpected WAL start position');
+      return;
+    }
+    try {
+      wal.appendRaw(m.data, m.walStart);
+    } catch (e) {
+      const what = isInvalidWalRecordError(e) ? e.message : (e as Error).message;
+      this.deps.log(`LOG:  refused WAL from primary: ${what}`);
+      ws.close(4002, 'invalid WAL received');
+      return;
+    }
+    try {
+      wal.write();
+    } catch (e) {
+      // Disk full or pg_wal unwritable (XLogWalRcvWrite). Nothing of this batch was reported or
+      // flushed: forget it (cut the segment back to the flush LSN), drop the connection, and
+      // stream it again after the backoff. Nothing after the flush LSN is ever replayed.
+      this.writeFailures++;
+      this.writeError = `could not write to WAL segment at ${formatLsn(m.walStart)}: ${(e as Error).message}`;
+      this.deps.log(
+        `LOG:  ${this.writeError}; will retry streaming from ${formatLsn(wal.flushLsn)}`,
+      );
+      wal.truncate(wal.flushLsn, wal.lastFlushedRecordLsn);
+      this.lastError = this.writeError;
+      ws.terminate();
+      return;
+    }
+    this.state = 'streaming';
+    this.backoffMs = BACKOFF_MIN_MS;
+    this.sendStatus();
+    if (injectedBugs.cascadeForwardsUnflushed) {
+      this.flushLater(m.data.length);
+      return;
+    }
+    // An fsync failure is not retried: it propagates and stops the server (PANIC), since the
+    // page cache may have dropped the data.
+    this.flushing = true;
+    wal.flush();
+    this.flushing = false;
+    this.receivedMessages++;
+    this.receivedBytes += m.data.length;
+    this.writeError = null;
+    this.sendStatus();
+    this.deps.onFlushed();
+  }
+
+  /** EndOfTimeline: the upstream's timeline ended at the switch point; ask for the next one's history. */
+  private endOfTimeline(
+    ws: MessageConn,
+    m: Extract<StreamMessage, { type: 'EndOfTimeline' }>,
+  ): void {
+    // "replication terminated by primary server": everything up to the switch point is here.
+    const flushed = this.deps.wal.flushLsn;
+    this.deps.log(
+      `LOG:  end of WAL reached on timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)}`,
+    );
+    if (m.switchLsn !== flushed || m.timeline <= this.deps.timeline()) {
+      this.deps.log(
+        `LOG:  upstream ended timeline ${this.deps.timeline()} at ${formatLsn(m.switchLsn)} (next ${m.timeline}) but this node has flushed up to ${formatLsn(flushed)}; reconnecting`,
+      );
+      ws.close(4002, 'unexpected end of timeline');
+      return;
+    }
+    this.pendingTimeline = { tli: m.timeline, switchLsn: m.switchLsn };
+    this.send({ type: 'TIMELINE_HISTORY', timeline: m.timeline });
+  }
+
+  /** TIMELINE_HISTORY's reply: store it, follow the new timeline, stream on from the switch point. */
+  private followTimelineHistory(
+    ws: MessageConn,
+    m: Extract<StreamMessage, { type: 'TimelineHistoryReply' }>,
+  ): void {
+    const p = this.pendingTimeline;
+    if (p === null || m.timeline !== p.tli) {
+      this.deps.log(`LOG:  unexpected history file of timeline ${m.timeline} from primary`);
+      ws.close(4002, 'unexpected timeline history');
+      return;
+    }
+    this.pendingTimeline = null;
+    try {
+      this.deps.onNewTimeline(m.timeline, m.content, p.switchLsn);
+    } catch (e) {
+      this.lastError = (e as Error).message;
+      this.deps.log(`LOG:  could not follow timeline ${m.timeline}: ${(e as Error).message}`);
+      ws.close(4002, 'could not follow the new timeline');
+      return;
+    }
+    this.timelineSwitches++;
+    this.deps.log(`LOG:  new target timeline is ${m.timeline}`);
+    this.startStreaming('restarted');
   }
 }
