@@ -38,65 +38,59 @@ export interface ProgressSink {
   stop(): void;
 }
 
-export async function strategiesSweep(
-  args: string[],
-  makeProgress: (total: number) => ProgressSink,
-  usage: string,
-): Promise<number> {
-  const { values, positionals } = parseCli(
-    args,
-    {
-      'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
-      tables: { type: 'string', default: '1000' },
-      workloads: { type: 'string', default: STRATEGY_WORKLOADS.join(',') },
-      strategies: { type: 'string', default: DROP_STRATEGIES.join(',') },
-      runs: { type: 'string', default: '1' },
-      'threshold-divisor': { type: 'string', default: '32' },
-      profile: { type: 'string', default: DEFAULT_PROFILE },
-      'readonly-shared-buffers': { type: 'string', default: '1GB' },
-      'hit-ratios': { type: 'string', default: '0.5,0.9,0.99' },
-      'readonly-reads': { type: 'string', default: '30000' },
-      'readonly-rounds': { type: 'string', default: '40' },
-      out: { type: 'string', default: 'results' },
-      json: { type: 'boolean', default: false },
-    },
-    usage,
-  );
-  if (positionals.length > 0)
-    throw new UsageError(`unexpected argument "${positionals[0]}"\n${usage}`);
-  const sharedBuffers = list(values['shared-buffers']!, 'shared-buffers');
+/** `strategies`'s options (parseArgs). */
+const STRATEGIES_OPTIONS = {
+  'shared-buffers': { type: 'string', default: DEFAULT_SHARED_BUFFERS.join(',') },
+  tables: { type: 'string', default: '1000' },
+  workloads: { type: 'string', default: STRATEGY_WORKLOADS.join(',') },
+  strategies: { type: 'string', default: DROP_STRATEGIES.join(',') },
+  runs: { type: 'string', default: '1' },
+  'threshold-divisor': { type: 'string', default: '32' },
+  profile: { type: 'string', default: DEFAULT_PROFILE },
+  'readonly-shared-buffers': { type: 'string', default: '1GB' },
+  'hit-ratios': { type: 'string', default: '0.5,0.9,0.99' },
+  'readonly-reads': { type: 'string', default: '30000' },
+  'readonly-rounds': { type: 'string', default: '40' },
+  out: { type: 'string', default: 'results' },
+  json: { type: 'boolean', default: false },
+} as const;
+
+type StrategiesValues = ReturnType<typeof parseCli<typeof STRATEGIES_OPTIONS>>['values'];
+
+/** The lab's settings from its options, every one checked before anything runs. */
+function labSettings(values: StrategiesValues) {
+  const sharedBuffers = list(values['shared-buffers'], 'shared-buffers');
   for (const sb of sharedBuffers) parseSharedBuffers(sb);
-  const readOnlySb = values['readonly-shared-buffers']!;
+  const readOnlySb = values['readonly-shared-buffers'];
   const readOnlyNBuffers = parseSharedBuffers(readOnlySb).nBuffers;
   const strategies = [
-    ...new Set(list(values.strategies!, 'strategies').map((s) => parseDropStrategy(s))),
+    ...new Set(list(values.strategies, 'strategies').map((s) => parseDropStrategy(s))),
   ];
   if (!strategies.includes('cached-lookup'))
     throw new UsageError(
       '--strategies must include cached-lookup (the baseline of the read-only regression)',
     );
-  const workloads = list(values.workloads!, 'workloads').map((w) => {
+  const workloads = list(values.workloads, 'workloads').map((w) => {
     if (!(STRATEGY_WORKLOADS as readonly string[]).includes(w))
       throw new UsageError(`unknown workload "${w}" (accepted: ${STRATEGY_WORKLOADS.join(', ')})`);
     return w as StrategyWorkload;
   });
-  const hitRatios = list(values['hit-ratios']!, 'hit-ratios').map((h) => {
+  const hitRatios = list(values['hit-ratios'], 'hit-ratios').map((h) => {
     const x = Number(h);
     if (!(x > 0 && x <= 1)) throw new UsageError(`--hit-ratios: "${h}" is not in (0, 1]`);
     return x;
   });
-  const tables = positiveInt(values.tables!, 'tables');
-  const runs = positiveInt(values.runs!, 'runs');
-  const thresholdDivisor = positiveInt(values['threshold-divisor']!, 'threshold-divisor');
-  const reads = positiveInt(values['readonly-reads']!, 'readonly-reads');
-  const rounds = positiveInt(values['readonly-rounds']!, 'readonly-rounds');
+  const tables = positiveInt(values.tables, 'tables');
+  const runs = positiveInt(values.runs, 'runs');
+  const thresholdDivisor = positiveInt(values['threshold-divisor'], 'threshold-divisor');
+  const reads = positiveInt(values['readonly-reads'], 'readonly-reads');
+  const rounds = positiveInt(values['readonly-rounds'], 'readonly-rounds');
   let profile;
   try {
-    profile = loadProfile(values.profile!);
+    profile = loadProfile(values.profile);
   } catch (e) {
     throw new UsageError(`--profile: ${(e as Error).message}`);
   }
-  const json = values.json!;
   const settings = {
     sharedBuffers,
     tables,
@@ -110,57 +104,80 @@ export async function strategiesSweep(
     readOnlyReads: reads,
     readOnlyRounds: rounds,
   };
+  return { settings, profile, readOnlyNBuffers };
+}
+
+type LabSettings = ReturnType<typeof labSettings>;
+
+/** The progress bar's steps: a failover group per size × workload × run, then the read-only rounds. */
+function labSteps(s: LabSettings['settings']): { groups: number; total: number } {
+  const groups = s.sharedBuffers.length * s.workloads.length * s.runs;
+  return {
+    groups,
+    total: groups + s.hitRatios.length * s.strategies.length * (s.readOnlyRounds + 2),
+  };
+}
+
+/** The failovers of every strategy, then the read-only workload, on one progress bar. */
+async function runLab({ settings: s, profile, readOnlyNBuffers }: LabSettings, bar: ProgressSink) {
+  const { groups, total } = labSteps(s);
+  const step = (done: number, label: string) =>
+    bar.update({
+      done,
+      total,
+      weightDone: done,
+      weightTotal: total,
+      current: label,
+      lastRecord: null,
+    });
+  try {
+    const failover = await runStrategyFailovers({
+      sharedBuffers: s.sharedBuffers,
+      workloads: s.workloads,
+      strategies: s.strategies,
+      tables: s.tables,
+      runs: s.runs,
+      thresholdDivisor: s.thresholdDivisor,
+      profile,
+      onProgress: (done, _t, label) => step(done, label),
+    });
+    const readOnly = measureReadOnly({
+      nBuffers: readOnlyNBuffers,
+      hitRatios: s.hitRatios,
+      strategies: s.strategies,
+      reads: s.readOnlyReads,
+      rounds: s.readOnlyRounds,
+      onMeasured: (done, _t, label) => step(groups + done, label),
+    });
+    return { failover, readOnly };
+  } finally {
+    bar.stop();
+  }
+}
+
+export async function strategiesSweep(
+  args: string[],
+  makeProgress: (total: number) => ProgressSink,
+  usage: string,
+): Promise<number> {
+  const { values, positionals } = parseCli(args, STRATEGIES_OPTIONS, usage);
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}"\n${usage}`);
+  const lab = labSettings(values);
+  const { settings, profile } = lab;
+  const { sharedBuffers, strategies, workloads, tables, runs, hitRatios } = settings;
+  const readOnlySb = settings.readOnlySharedBuffers;
+  const json = values.json;
   if (!json) {
     console.log(
       `strategy lab: ${strategies.length} strategies × ${workloads.length} workloads × shared_buffers ${sharedBuffers.join(', ')} ` +
         `(${tables} tables, ${runs} run${runs === 1 ? '' : 's'}); read-only at ${readOnlySb}, hit ratios ${hitRatios.join(', ')}`,
     );
   }
-  const groups = sharedBuffers.length * workloads.length * runs;
-  const roSteps = hitRatios.length * strategies.length * (rounds + 2);
-  const total = groups + roSteps;
+  const { total } = labSteps(settings);
   const bar = makeProgress(total);
   const startedAt = new Date();
-  let failover;
-  let readOnly;
-  try {
-    failover = await runStrategyFailovers({
-      sharedBuffers,
-      workloads,
-      strategies,
-      tables,
-      runs,
-      thresholdDivisor,
-      profile,
-      onProgress: (done, _t, label) =>
-        bar.update({
-          done,
-          total,
-          weightDone: done,
-          weightTotal: total,
-          current: label,
-          lastRecord: null,
-        }),
-    });
-    readOnly = measureReadOnly({
-      nBuffers: readOnlyNBuffers,
-      hitRatios,
-      strategies,
-      reads,
-      rounds,
-      onMeasured: (done, _t, label) =>
-        bar.update({
-          done: groups + done,
-          total,
-          weightDone: groups + done,
-          weightTotal: total,
-          current: label,
-          lastRecord: null,
-        }),
-    });
-  } finally {
-    bar.stop();
-  }
+  const { failover, readOnly } = await runLab(lab, bar);
   const memorySizes = [
     ...new Set([...sharedBuffers.map((sb) => parseSharedBuffers(sb).nBuffers), 13_107_200]),
   ].sort((a, b) => a - b);
@@ -175,7 +192,7 @@ export async function strategiesSweep(
     readOnly: { ...readOnly, sharedBuffers: readOnlySb },
     memory: memorySizes.flatMap((n) => strategyMemory(n, strategies)),
   };
-  const written = writeResultFiles(values.out!, output.startedAt, renderStrategies(output));
+  const written = writeResultFiles(values.out, output.startedAt, renderStrategies(output));
   if (json) {
     printJson({
       kind: 'strategies',

@@ -3,8 +3,8 @@
  * drop strategy) runs the whole step procedure on a fresh cluster, `runs` times, and the runs are
  * averaged.
  *
- * Entry points: `planThreshold` (Test A, rel.sh), `planMulti` (Test B, test.sh), `runSweep`,
- * `summarise`, `estimateCellSeconds`.
+ * Entry points: `runSweep`, `runCell`, `summarise`; the plan (`planThreshold` for Test A, rel.sh,
+ * `planMulti` for Test B, test.sh, `estimateCellSeconds`) is plan.ts's, re-exported here.
  *
  * Test A: one relation of NBuffers/k pages is created, filled, emptied by DELETE and truncated by a
  * VACUUM while the standby's replay is paused; the failover (resume → promoted) replays that one
@@ -20,14 +20,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { assert } from '../../common/assert.ts';
-import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import type { ModeledFailover } from '../../cost-model/model.ts';
 import { price } from '../../cost-model/price.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from './in-process.ts';
-import type { DropStrategy } from '../../server/settings.ts';
-import { parseRelSize } from './rel-size.ts';
 import {
   runStep,
   StepSession,
@@ -37,10 +34,12 @@ import {
 } from './steps.ts';
 import { ENGINE_NAMES, type EngineKind } from './engine.ts';
 import type { CellSpec, Engine, SweepKind, Variant } from './cell.ts';
+import { cellKey, cellLabel, estimateCellSeconds } from './plan.ts';
 import { WALSIM_ENGINE } from './walsim-engine.ts';
 import { PG_ENGINE } from '../postgres/pg-engine.ts';
 
 export type { CellSpec, Engine, SweepKind, Variant };
+export { cellKey, cellLabel, estimateCellSeconds, planMulti, planThreshold } from './plan.ts';
 export const ENGINES: readonly Engine[] = ENGINE_NAMES;
 const ENGINE_KINDS: Record<Engine, EngineKind<AnyFailover>> = {
   walsim: WALSIM_ENGINE,
@@ -179,130 +178,6 @@ export interface SweepSettings {
 export const DEFAULT_SHARED_BUFFERS = ['128MB', '1GB', '20GB', '100GB'];
 export const DEFAULT_REL_DIVISORS = [512, 256, 128, 64, 32, 16, 8];
 
-export function cellKey(c: CellSpec): string {
-  return [
-    c.engine,
-    c.kind,
-    c.sharedBuffers,
-    c.variant,
-    c.relSize ?? `${c.tables}x1`,
-    c.strategy + (c.forceOptimized ? '+forced' : ''),
-  ].join(' ');
-}
-
-export function cellLabel(c: CellSpec): string {
-  const what =
-    c.kind === 'threshold'
-      ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)`
-      : `${c.tables} tables ${c.variant.toUpperCase()}`;
-  if (c.engine === 'postgres') return `s_b=${c.sharedBuffers} ${what} PostgreSQL`;
-  return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}`;
-}
-
-/** Test A cells: shared_buffers × NB/k × {cached-lookup forced (or not), full-scan}. */
-export function planThreshold(
-  sharedBuffers: string[],
-  divisors: number[],
-  forceOptimized: boolean,
-  engines: readonly Engine[] = ['walsim'],
-): CellSpec[] {
-  const cells: CellSpec[] = [];
-  for (const sb of sharedBuffers) {
-    const { nBuffers } = parseSharedBuffers(sb);
-    for (const k of divisors) {
-      const size = parseRelSize(`NB/${k}`, nBuffers);
-      const base = {
-        kind: 'threshold',
-        sharedBuffers: sb,
-        nBuffers,
-        variant: 'vacuum',
-        relSize: size.spec,
-        relDivisor: k,
-        pagesPerTable: size.pages,
-        tables: 1,
-      } as const;
-      // PostgreSQL 15 is the cached-lookup path, unpatched: its threshold decides.
-      if (engines.includes('postgres'))
-        cells.push({
-          ...base,
-          engine: 'postgres',
-          strategy: 'cached-lookup',
-          forceOptimized: false,
-        });
-      if (!engines.includes('walsim')) continue;
-      for (const strategy of ['cached-lookup', 'full-scan'] as const) {
-        cells.push({
-          ...base,
-          engine: 'walsim',
-          strategy,
-          forceOptimized: strategy === 'cached-lookup' && forceOptimized,
-        });
-      }
-    }
-  }
-  return cells;
-}
-
-/** Test B cells: shared_buffers × variant × strategy. */
-export function planMulti(
-  sharedBuffers: string[],
-  tables: number,
-  variants: Variant[],
-  strategies: DropStrategy[],
-  engines: readonly Engine[] = ['walsim'],
-): CellSpec[] {
-  const cells: CellSpec[] = [];
-  for (const sb of sharedBuffers) {
-    const { nBuffers } = parseSharedBuffers(sb);
-    for (const variant of variants) {
-      const base = {
-        kind: 'multi',
-        sharedBuffers: sb,
-        nBuffers,
-        forceOptimized: false,
-        variant,
-        relSize: null,
-        relDivisor: null,
-        pagesPerTable: 1,
-        tables,
-      } as const;
-      if (engines.includes('postgres'))
-        cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup' });
-      if (!engines.includes('walsim')) continue;
-      for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
-    }
-  }
-  return cells;
-}
-
-/**
- * A rough cost of one run in seconds, for the ETA only: cluster start and steps, statements,
- * pages written and replayed, and the drops' work (full scans of NBuffers at ~2 ns per
- * descriptor; lookups ~1 µs per block).
- */
-export function estimateCellSeconds(c: CellSpec): number {
-  if (c.engine === 'postgres') {
-    // initdb + base backup + two starts, statements, rows, and full scans of ~5 ns a descriptor
-    // where PostgreSQL takes them (TOAST TRUNCATE, or relations of NBuffers/32 and more).
-    const full = c.variant === 'truncate-toast' || c.pagesPerTable >= c.nBuffers / 32;
-    return (
-      6 +
-      c.tables * 0.012 +
-      c.tables * c.pagesPerTable * 40e-6 +
-      (full ? c.tables * c.nBuffers * 5e-9 : 0) +
-      c.nBuffers * 2e-7
-    );
-  }
-  const drops = c.tables;
-  const blocks = c.tables * c.pagesPerTable;
-  const lookup =
-    c.strategy === 'cached-lookup' &&
-    c.variant !== 'truncate-toast' &&
-    (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
-  const dropWork = lookup ? blocks * 2.5e-6 : drops * c.nBuffers * 2.3e-9;
-  return 2.5 + c.tables * 0.005 + blocks * 25e-6 + dropWork;
-}
-
 /**
  * The procedure of one run on a fresh cluster of the cell's engine, in its own directory under
  * `workDir`: the same steps (steps.ts) for every engine, then the failover as a RunRecord; the
@@ -362,58 +237,67 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
       await session.close();
       await engine.close();
     }
-    const r = resume!;
-    const measured = {
-      ...cell,
-      run,
-      failoverMs: r.failoverMs,
-      replayMs: r.phases.replayMs,
-      endOfRecoveryMs: r.phases.endOfRecoveryMs,
-      openForWritesMs: r.phases.openForWritesMs,
-      recordsReplayed: r.recordsReplayed,
-      promoted: r.promoted,
-      resumeAt: r.resumeAt,
-      promotedAt: r.promotedAt,
-      stepMs,
-    };
-    if (r.engine === 'postgres') {
-      // PostgreSQL measures real seconds and does not count its drops; the model prices walsim's counts, so its columns stay empty.
-      return {
-        ...measured,
-        ...NO_MODEL,
-        dropMs: NaN,
-        dropsFullScan: NaN,
-        dropsCachedLookup: NaN,
-        scanned: NaN,
-        probes: NaN,
-        invalidated: NaN,
-        seedMethodMs: r.seedMethod.ms,
-        walBytes: r.waldump.total.combinedBytes,
-        stall: r.stall,
-        ...(r.startupSched === null
-          ? {}
-          : {
-              startupCpuMs: r.startupSched.cpuMs,
-              startupRunQueueMs: r.startupSched.runQueueMs,
-              startupBlockedMs: r.startupSched.blockedMs,
-            }),
-      };
-    }
-    return {
-      ...measured,
-      mode: 'measured',
-      ...modeledColumns(r.model),
-      counts: r.report.counts,
-      dropMs: r.drop.ms,
-      dropsFullScan: r.drop.drops['full-scan'],
-      dropsCachedLookup: r.drop.drops['cached-lookup'],
-      scanned: r.drop.scanned,
-      probes: r.drop.probes,
-      invalidated: r.drop.invalidated,
-    };
+    return runRecordOf(cell, run, stepMs, resume!);
   } finally {
     await kind.destroyCluster(dir);
   }
+}
+
+/** One run's record: what the resume step measured; walsim's counts and their modeled columns. */
+function runRecordOf(
+  cell: CellSpec,
+  run: number,
+  stepMs: Record<string, number>,
+  r: ResumeResult,
+): RunRecord {
+  const measured = {
+    ...cell,
+    run,
+    failoverMs: r.failoverMs,
+    replayMs: r.phases.replayMs,
+    endOfRecoveryMs: r.phases.endOfRecoveryMs,
+    openForWritesMs: r.phases.openForWritesMs,
+    recordsReplayed: r.recordsReplayed,
+    promoted: r.promoted,
+    resumeAt: r.resumeAt,
+    promotedAt: r.promotedAt,
+    stepMs,
+  };
+  if (r.engine === 'postgres') {
+    // PostgreSQL measures real seconds and does not count its drops; the model prices walsim's counts, so its columns stay empty.
+    return {
+      ...measured,
+      ...NO_MODEL,
+      dropMs: NaN,
+      dropsFullScan: NaN,
+      dropsCachedLookup: NaN,
+      scanned: NaN,
+      probes: NaN,
+      invalidated: NaN,
+      seedMethodMs: r.seedMethod.ms,
+      walBytes: r.waldump.total.combinedBytes,
+      stall: r.stall,
+      ...(r.startupSched === null
+        ? {}
+        : {
+            startupCpuMs: r.startupSched.cpuMs,
+            startupRunQueueMs: r.startupSched.runQueueMs,
+            startupBlockedMs: r.startupSched.blockedMs,
+          }),
+    };
+  }
+  return {
+    ...measured,
+    mode: 'measured',
+    ...modeledColumns(r.model),
+    counts: r.report.counts,
+    dropMs: r.drop.ms,
+    dropsFullScan: r.drop.drops['full-scan'],
+    dropsCachedLookup: r.drop.drops['cached-lookup'],
+    scanned: r.drop.scanned,
+    probes: r.drop.probes,
+    invalidated: r.drop.invalidated,
+  };
 }
 
 /**

@@ -1,0 +1,135 @@
+/**
+ * The plan of a sweep: its cells (`planThreshold` for seed 001's Test A, `planMulti` for Test B),
+ * their keys and labels, and a rough cost of each for the progress bar's ETA. The sweep
+ * (sweep.ts) runs them; sweep.ts re-exports these for its callers.
+ *
+ * Entry points: `planThreshold`, `planMulti`, `cellKey`, `cellLabel`, `estimateCellSeconds`.
+ */
+import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import type { DropStrategy } from '../../server/settings.ts';
+import { parseRelSize } from './rel-size.ts';
+import type { CellSpec, Engine, Variant } from './cell.ts';
+
+export function cellKey(c: CellSpec): string {
+  return [
+    c.engine,
+    c.kind,
+    c.sharedBuffers,
+    c.variant,
+    c.relSize ?? `${c.tables}x1`,
+    c.strategy + (c.forceOptimized ? '+forced' : ''),
+  ].join(' ');
+}
+
+export function cellLabel(c: CellSpec): string {
+  const what =
+    c.kind === 'threshold'
+      ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)`
+      : `${c.tables} tables ${c.variant.toUpperCase()}`;
+  if (c.engine === 'postgres') return `s_b=${c.sharedBuffers} ${what} PostgreSQL`;
+  return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}`;
+}
+
+/** Test A cells: shared_buffers × NB/k × {cached-lookup forced (or not), full-scan}. */
+export function planThreshold(
+  sharedBuffers: string[],
+  divisors: number[],
+  forceOptimized: boolean,
+  engines: readonly Engine[] = ['walsim'],
+): CellSpec[] {
+  const cells: CellSpec[] = [];
+  for (const sb of sharedBuffers) {
+    const { nBuffers } = parseSharedBuffers(sb);
+    for (const k of divisors) {
+      const size = parseRelSize(`NB/${k}`, nBuffers);
+      const base = {
+        kind: 'threshold',
+        sharedBuffers: sb,
+        nBuffers,
+        variant: 'vacuum',
+        relSize: size.spec,
+        relDivisor: k,
+        pagesPerTable: size.pages,
+        tables: 1,
+      } as const;
+      // PostgreSQL 15 is the cached-lookup path, unpatched: its threshold decides.
+      if (engines.includes('postgres'))
+        cells.push({
+          ...base,
+          engine: 'postgres',
+          strategy: 'cached-lookup',
+          forceOptimized: false,
+        });
+      if (!engines.includes('walsim')) continue;
+      for (const strategy of ['cached-lookup', 'full-scan'] as const) {
+        cells.push({
+          ...base,
+          engine: 'walsim',
+          strategy,
+          forceOptimized: strategy === 'cached-lookup' && forceOptimized,
+        });
+      }
+    }
+  }
+  return cells;
+}
+
+/** Test B cells: shared_buffers × variant × strategy. */
+export function planMulti(
+  sharedBuffers: string[],
+  tables: number,
+  variants: Variant[],
+  strategies: DropStrategy[],
+  engines: readonly Engine[] = ['walsim'],
+): CellSpec[] {
+  const cells: CellSpec[] = [];
+  for (const sb of sharedBuffers) {
+    const { nBuffers } = parseSharedBuffers(sb);
+    for (const variant of variants) {
+      const base = {
+        kind: 'multi',
+        sharedBuffers: sb,
+        nBuffers,
+        forceOptimized: false,
+        variant,
+        relSize: null,
+        relDivisor: null,
+        pagesPerTable: 1,
+        tables,
+      } as const;
+      if (engines.includes('postgres'))
+        cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup' });
+      if (!engines.includes('walsim')) continue;
+      for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
+    }
+  }
+  return cells;
+}
+
+/**
+ * A rough cost of one run in seconds, for the ETA only: cluster start and steps, statements,
+ * pages written and replayed, and the drops' work (full scans of NBuffers at ~2 ns per
+ * descriptor; lookups ~1 µs per block).
+ */
+export function estimateCellSeconds(c: CellSpec): number {
+  if (c.engine === 'postgres') {
+    // initdb + base backup + two starts, statements, rows, and full scans of ~5 ns a descriptor
+    // where PostgreSQL takes them (TOAST TRUNCATE, or relations of NBuffers/32 and more).
+    const full = c.variant === 'truncate-toast' || c.pagesPerTable >= c.nBuffers / 32;
+    return (
+      6 +
+      c.tables * 0.012 +
+      c.tables * c.pagesPerTable * 40e-6 +
+      (full ? c.tables * c.nBuffers * 5e-9 : 0) +
+      c.nBuffers * 2e-7
+    );
+  }
+  const drops = c.tables;
+  const blocks = c.tables * c.pagesPerTable;
+  const lookup =
+    c.strategy === 'cached-lookup' &&
+    c.variant !== 'truncate-toast' &&
+    (c.forceOptimized || c.kind === 'multi' || c.pagesPerTable < c.nBuffers / 32);
+  const dropWork = lookup ? blocks * 2.5e-6 : drops * c.nBuffers * 2.3e-9;
+  return 2.5 + c.tables * 0.005 + blocks * 25e-6 + dropWork;
+}
