@@ -233,27 +233,7 @@ export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<
     user !== null || process.getuid?.() !== 0,
     'INV-SCRIPTS-6 PostgreSQL servers never run as root',
   );
-  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
-    throw new WalsimError(
-      'invalid_input',
-      `${dir} is not empty; a PostgreSQL cluster needs a fresh directory`,
-    );
-  fs.mkdirSync(dir, { recursive: true });
-  if (user) {
-    fs.chownSync(dir, user.uid, user.gid);
-    // The server user must be able to reach the directory through its parents.
-    try {
-      await runPgProgram({ binDir: bin.dir, user }, 'pg_ctl', ['status', '-D', dir], {
-        cwd: dir,
-        allowFail: true,
-      });
-    } catch (e) {
-      throw new WalsimError(
-        'invalid_input',
-        `the "${user.name}" OS user cannot enter ${dir}; choose a directory it can reach: ${(e as Error).message}`,
-      );
-    }
-  }
+  await prepareClusterDir(dir, bin.dir, user);
   const engine: PgEngineFile = {
     engine: 'postgres',
     binDir: bin.dir,
@@ -265,78 +245,121 @@ export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<
   };
   writeFileAtomic(path.join(dir, ENGINE_FILE), JSON.stringify(engine, null, 2) + '\n', nodeDisk);
   try {
-    const primary = pgDataDir(dir, 'primary');
-    await runPgProgram(
-      engine,
-      'initdb',
-      ['-D', primary, '-U', 'postgres', '-A', 'trust', '--locale=C', '-E', 'UTF8', '--no-sync'],
-      { cwd: dir },
-    );
-    fs.appendFileSync(
-      path.join(primary, 'postgresql.conf'),
-      '\n# walsim --engine postgres (seed 001 settings)\n' +
-        confLines({
-          ...SEED_SETTINGS,
-          ...HARNESS_SETTINGS,
-          port: String(engine.ports.primary),
-          shared_buffers: s.primarySharedBuffers,
-        }),
-    );
-    await pgCtl(dir, 'primary', 'start');
-    const standby = pgDataDir(dir, 'standby');
-    await runPgProgram(
-      engine,
-      'pg_basebackup',
-      [
-        '-D',
-        standby,
-        '-R',
-        '-X',
-        'stream',
-        '-c',
-        'fast',
-        '-h',
-        '127.0.0.1',
-        '-p',
-        String(engine.ports.primary),
-        '-U',
-        'postgres',
-        '--no-sync',
-      ],
-      { cwd: dir },
-    );
-    // The seed: synchronous_commit/synchronous_standby_names are for the primary only.
-    fs.appendFileSync(
-      path.join(standby, 'postgresql.conf'),
-      '\n# the standby\n' +
-        confLines({
-          port: String(engine.ports.standby),
-          shared_buffers: s.sharedBuffers,
-          synchronous_standby_names: "''",
-        }),
-    );
-    await pgCtl(dir, 'standby', 'start');
-    const c = await pgConnect(dir, 'primary');
-    try {
-      await pollUntil(
-        async () => {
-          const r = await c.query(
-            "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = 'walreceiver'",
-          );
-          return r.rows[0]?.state === 'streaming' && r.rows[0]?.sync_state === 'sync';
-        },
-        'the standby to stream as the synchronous standby "walreceiver"',
-        120_000,
-        50,
-      );
-    } finally {
-      await c.end();
-    }
+    await buildPgCluster(dir, engine, s);
   } catch (e) {
     await stopPgCluster(dir);
     throw e;
   }
   return engine;
+}
+
+/** A fresh directory the PostgreSQL OS user owns and can reach through its parents. */
+async function prepareClusterDir(
+  dir: string,
+  binDir: string,
+  user: ReturnType<typeof pgServerUser>,
+): Promise<void> {
+  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
+    throw new WalsimError(
+      'invalid_input',
+      `${dir} is not empty; a PostgreSQL cluster needs a fresh directory`,
+    );
+  fs.mkdirSync(dir, { recursive: true });
+  if (user) {
+    fs.chownSync(dir, user.uid, user.gid);
+    // The server user must be able to reach the directory through its parents.
+    try {
+      await runPgProgram({ binDir, user }, 'pg_ctl', ['status', '-D', dir], {
+        cwd: dir,
+        allowFail: true,
+      });
+    } catch (e) {
+      throw new WalsimError(
+        'invalid_input',
+        `the "${user.name}" OS user cannot enter ${dir}; choose a directory it can reach: ${(e as Error).message}`,
+      );
+    }
+  }
+}
+
+/** initdb and start the primary, base-backup the standby from it and start it. */
+async function buildPgCluster(
+  dir: string,
+  engine: PgEngineFile,
+  s: PgClusterSettings,
+): Promise<void> {
+  const primary = pgDataDir(dir, 'primary');
+  await runPgProgram(
+    engine,
+    'initdb',
+    ['-D', primary, '-U', 'postgres', '-A', 'trust', '--locale=C', '-E', 'UTF8', '--no-sync'],
+    { cwd: dir },
+  );
+  fs.appendFileSync(
+    path.join(primary, 'postgresql.conf'),
+    '\n# walsim --engine postgres (seed 001 settings)\n' +
+      confLines({
+        ...SEED_SETTINGS,
+        ...HARNESS_SETTINGS,
+        port: String(engine.ports.primary),
+        shared_buffers: s.primarySharedBuffers,
+      }),
+  );
+  await pgCtl(dir, 'primary', 'start');
+  const standby = pgDataDir(dir, 'standby');
+  await runPgProgram(
+    engine,
+    'pg_basebackup',
+    [
+      '-D',
+      standby,
+      '-R',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(engine.ports.primary),
+      '-U',
+      'postgres',
+      '--no-sync',
+    ],
+    { cwd: dir },
+  );
+  // The seed: synchronous_commit/synchronous_standby_names are for the primary only.
+  fs.appendFileSync(
+    path.join(standby, 'postgresql.conf'),
+    '\n# the standby\n' +
+      confLines({
+        port: String(engine.ports.standby),
+        shared_buffers: s.sharedBuffers,
+        synchronous_standby_names: "''",
+      }),
+  );
+  await pgCtl(dir, 'standby', 'start');
+  await waitSyncStreaming(dir);
+}
+
+/** Until the standby streams as the synchronous standby `walreceiver`. */
+async function waitSyncStreaming(dir: string): Promise<void> {
+  const c = await pgConnect(dir, 'primary');
+  try {
+    await pollUntil(
+      async () => {
+        const r = await c.query(
+          "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = 'walreceiver'",
+        );
+        return r.rows[0]?.state === 'streaming' && r.rows[0]?.sync_state === 'sync';
+      },
+      'the standby to stream as the synchronous standby "walreceiver"',
+      120_000,
+      50,
+    );
+  } finally {
+    await c.end();
+  }
 }
 
 /** Stop every running node immediately (pg_ctl stop -m immediate). */
