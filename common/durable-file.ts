@@ -52,7 +52,9 @@ export function writeFileAtomic(
   disk: Disk,
   mode = FILE_MODE,
 ): void {
-  const tmp = `${p}.tmp${process.pid}`;
+  // A fixed name: one process owns a data directory (postmaster.pid; the CLIs hold the cluster
+  // lock), and a name with the pid in it made the simulator's logs differ between processes.
+  const tmp = `${p}.tmp`;
   writeFileSynced(tmp, content, disk, mode);
   disk.rename(tmp, p);
   disk.fsyncDir(path.dirname(p));

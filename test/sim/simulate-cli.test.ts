@@ -1,7 +1,9 @@
 /**
  * `npm run simulate` answers --help, refuses bad numbers with a one-line error (no stack), refuses
  * a seed range past the 32-bit seed space instead of silently running fewer seeds (seeds alias
- * modulo 2^32), and accepts --dir (every CLI takes it) with a note that it is ignored.
+ * modulo 2^32), accepts --dir (every CLI takes it) with a note that it is ignored, and replays a
+ * seed of several nodes to the same trace hash in two processes (seed 65 once logged a temp file
+ * name holding the process id).
  * Method: the CLI as a child process; exit codes and the first stderr line.
  */
 import { describe, expect, it } from 'vitest';
@@ -45,4 +47,13 @@ describe('simulate CLI', () => {
     expect(r.stderr).toMatch(/--dir ignored/);
     expect(r.stdout).toMatch(/^seed 3: ok/);
   });
+
+  it('replays a seed of several nodes to the same trace hash in another process', async () => {
+    const hash = async () => {
+      const r = await runScript('simulate.ts', ['--seed', '65', '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      return (JSON.parse(r.stdout.trim().split('\n').pop()!) as { traceHash: string }).traceHash;
+    };
+    expect(await hash()).toBe(await hash());
+  }, 60_000);
 });
