@@ -7,6 +7,7 @@
  *
  * Entry points: `NodeConfig`, `loadNodeConfig`, `alterSystem` (ALTER SYSTEM SET/RESET),
  * `reloadableSetting` (the names ALTER SYSTEM accepts), `reloadConfig` (pg_reload_conf()),
+ * `executeConfigStatement` (ALTER SYSTEM and SELECT pg_reload_conf() as statements),
  * `applyAutoConf`, `upstreamOf`, `walSettingsOf`, `copyDataDirectory` (a base backup's copy). The
  * cluster directory around the nodes (token, pid files, listing) is server/cluster-files.ts.
  */
@@ -25,6 +26,8 @@ import {
 } from './settings.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 import type { WalSenderSet } from '../primary/walsender-set.ts';
+import type { Statement } from '../sql/ast.ts';
+import type { QueryResult } from '../protocol/messages.ts';
 
 export type NodeName = string; // 'primary', 'standby', 'standby2', ...
 export type Role = 'primary' | 'standby';
@@ -233,4 +236,31 @@ export function reloadConfig(node: ReloadTarget): void {
     node.log(`LOG:  parameter "primary_conninfo" changed; restarting the walreceiver`);
     receiver.restartWalReceiver();
   }
+}
+
+/**
+ * ALTER SYSTEM SET/RESET (AlterSystemSetConfigFile) and SELECT pg_reload_conf() as statements,
+ * their results; null for any other statement.
+ */
+export function executeConfigStatement(
+  stmt: Statement,
+  dataDir: string,
+  disk: Disk,
+  reload: () => void,
+): QueryResult | null {
+  if (stmt.type === 'alter_system') {
+    alterSystem(dataDir, reloadableSetting(stmt.name), stmt.value, disk);
+    return { command: 'ALTER SYSTEM', columns: [], rows: [] };
+  }
+  if (stmt.type === 'select_function' && stmt.fn === 'pg_reload_conf') {
+    if (stmt.args.length > 0)
+      throw new WalsimError(
+        'invalid_input',
+        'function pg_reload_conf() takes no arguments',
+        '42883',
+      );
+    reload();
+    return { command: 'SELECT 1', columns: ['pg_reload_conf'], rows: [{ pg_reload_conf: true }] };
+  }
+  return null;
 }

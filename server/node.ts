@@ -55,8 +55,7 @@ import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { describeStatement } from '../sql/functions.ts';
 import { executeRead } from './sql-read.ts';
 import {
-  alterSystem,
-  reloadableSetting,
+  executeConfigStatement,
   reloadConfig,
   upstreamOf,
   walSettingsOf,
@@ -527,20 +526,10 @@ export class ServerNode {
       }
       return this.primary().runWrite(stmt, signal);
     }
-    if (stmt.type === 'alter_system') {
-      alterSystem(this.dataDir, reloadableSetting(stmt.name), stmt.value, this.disk);
-      return { command: 'ALTER SYSTEM', columns: [], rows: [] };
-    }
-    if (stmt.type === 'select_function' && stmt.fn === 'pg_reload_conf') {
-      if (stmt.args.length > 0)
-        throw new WalsimError(
-          'invalid_input',
-          'function pg_reload_conf() takes no arguments',
-          '42883',
-        );
-      this.reloadConfig();
-      return { command: 'SELECT 1', columns: ['pg_reload_conf'], rows: [{ pg_reload_conf: true }] };
-    }
+    const configResult = executeConfigStatement(stmt, this.dataDir, this.disk, () =>
+      this.reloadConfig(),
+    );
+    if (configResult !== null) return configResult;
     return executeRead(this, stmt);
   }
 
