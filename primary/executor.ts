@@ -25,7 +25,7 @@ import {
 } from '../wal/records.ts';
 import type { Lsn } from '../wal/lsn.ts';
 import type { QueryResult } from '../protocol/messages.ts';
-import { shouldAttemptTruncation } from '../storage/heap-store.ts';
+import { shouldAttemptTruncation } from '../storage/vacuum-truncation.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 
 /** What the executor reads to plan a statement (the heap store's planning API). */

@@ -8,12 +8,13 @@
  *                  record (HEAP2_MULTI_INSERT, HEAP_INSERT, HEAP_DELETE, HEAP2_PRUNE); the
  *                  primary's executor calls the same functions after logging the record, so
  *                  primary and standby run identical code on identical payloads.
- *   planning       freeSlots, nitems, forEachPageToDelete, forEachPageToPrune, nonEmptyPages,
- *                  and the free function shouldAttemptTruncation — pure reads the executor
- *                  uses to build those records.
+ *   planning       freeSlots, nitems, forEachPageToDelete, forEachPageToPrune, nonEmptyPages
+ *                  — pure reads the executor uses to build those records (VACUUM's
+ *                  truncation rule, shouldAttemptTruncation, is in vacuum-truncation.ts).
  *   reads          countVisible, contentDigest, visibleValues, pageRuns (tests), memoryBytes
  *   persistence    serializeRelation, deserializeRelation (format in heap-codec.ts)
- * Helpers: heap-relation.ts (columns and the page rewrite engine), heap-codec.ts (bytes),
+ * Helpers: heap-relation.ts (columns and the page rewrite engine), heap-ranges.ts (a record's
+ * line-pointer ranges checked and loaded into the range scratch), heap-codec.ts (bytes),
  * heap-digest.ts (content hash), clog.ts (commit status the visibility rules read).
  *
  * Why this shape
@@ -88,16 +89,15 @@
  *   - The content digest covers visible tuples only (block, offset, value), not nblocks or dead
  *     tuples; compare nblocks separately.
  */
-import { assert } from '../common/assert.ts';
 import type { XactStatusReader } from './clog.ts';
 import { XACT_ABORTED, XACT_COMMITTED, XACT_IN_PROGRESS } from './clog.ts';
 import type { BlockNumber, RelFileNumber, TransactionId } from '../wal/records.ts';
 import { TUPLES_PER_PAGE } from '../wal/records.ts';
 import { deserializeHeapRelation, serializeHeapRelation } from './heap-codec.ts';
 import { ContentHasher } from './heap-digest.ts';
+import { assertNormalXid, loadInsertRuns, loadOffsetRanges } from './heap-ranges.ts';
 import {
   fail,
-  FIRST_NORMAL_XID,
   HeapRelation,
   INT32_MAX,
   INT32_MIN,
@@ -108,32 +108,6 @@ import {
   rangeOffset,
   rangeValue,
 } from './heap-relation.ts';
-
-/** lazy vacuum truncation thresholds (vacuumlazy.c). */
-export const REL_TRUNCATE_MINIMUM = 1000;
-export const REL_TRUNCATE_FRACTION = 16;
-
-/**
- * should_attempt_truncation (vacuumlazy.c) without the disabled-option and failsafe checks:
- * worth truncating when some trailing pages are free and they are ≥ 1000 or ≥ 1/16 of the
- * relation. `nonEmptyPages` is what count_nondeletable_pages returns (HeapStore.nonEmptyPages).
- */
-export function shouldAttemptTruncation(relPages: number, nonEmptyPages: number): boolean {
-  assert(
-    Number.isInteger(relPages) &&
-      Number.isInteger(nonEmptyPages) &&
-      nonEmptyPages >= 0 &&
-      nonEmptyPages <= relPages,
-    `INV-HEAP-1: nonempty pages ${nonEmptyPages} outside relation of ${relPages} pages`,
-  );
-  const possiblyFreeable = relPages - nonEmptyPages;
-  return (
-    possiblyFreeable > 0 &&
-    (possiblyFreeable >= REL_TRUNCATE_MINIMUM ||
-      // BlockNumber arithmetic: rel_pages / REL_TRUNCATE_FRACTION is an unsigned division.
-      possiblyFreeable >= Math.floor(relPages / REL_TRUNCATE_FRACTION))
-  );
-}
 
 /** DELETE's WHERE clause on the one int column: `c < v`, `c > v`, `c = v`, or no WHERE. */
 export type DeletePredicate =
@@ -161,112 +135,6 @@ export interface HeapRunInfo {
   firstValue: number;
   xmin: TransactionId;
   xmax: TransactionId;
-}
-
-function assertNormalXid(xid: number, rel: number, block: number, what: string): void {
-  if (!(Number.isInteger(xid) && xid >= FIRST_NORMAL_XID && xid <= 0xffffffff)) {
-    fail(`INV-HEAP-7: relation ${rel} block ${block}: ${what} ${xid} is not a normal xid`);
-  }
-}
-
-/** Copy `[firstOffset, count, ...]` into the range scratch: sorted, disjoint, within 1..nitems. */
-function loadOffsetRanges(offsets: number[], nitems: number, rel: number, block: number): number {
-  if (!(offsets.length % 2 === 0 && offsets.length <= 2 * TUPLES_PER_PAGE)) {
-    fail(
-      `INV-HEAP-6: relation ${rel} block ${block}: offsets must be [firstOffset, count] ` +
-        `pairs, got ${offsets.length} numbers`,
-    );
-  }
-  const n = offsets.length / 2;
-  let sorted = true;
-  for (let i = 0; i < n; i++) {
-    const off = offsets[2 * i]!;
-    const cnt = offsets[2 * i + 1]!;
-    if (!(
-      Number.isInteger(off) &&
-      Number.isInteger(cnt) &&
-      off >= 1 &&
-      cnt >= 1 &&
-      off + cnt - 1 <= nitems
-    )) {
-      fail(
-        `INV-HEAP-6: relation ${rel} block ${block}: range (${off}, ${cnt}) is not within ` +
-          `line pointers 1..${nitems}`,
-      );
-    }
-    rangeOffset[i] = off;
-    rangeCount[i] = cnt;
-    rangeValue[i] = 0;
-    if (i > 0 && off < rangeOffset[i - 1]!) sorted = false;
-  }
-  if (!sorted) sortRanges(n);
-  for (let i = 1; i < n; i++) {
-    if (!(rangeOffset[i]! >= rangeOffset[i - 1]! + rangeCount[i - 1]!)) {
-      fail(
-        `INV-HEAP-6: relation ${rel} block ${block}: ranges at offsets ${rangeOffset[i - 1]} ` +
-          `and ${rangeOffset[i]} overlap`,
-      );
-    }
-  }
-  return n;
-}
-
-/** Insertion sort of the range scratch by offset (at most 226 entries, rarely unsorted). */
-function sortRanges(n: number): void {
-  for (let i = 1; i < n; i++) {
-    const off = rangeOffset[i]!;
-    const cnt = rangeCount[i]!;
-    let j = i - 1;
-    while (j >= 0 && rangeOffset[j]! > off) {
-      rangeOffset[j + 1] = rangeOffset[j]!;
-      rangeCount[j + 1] = rangeCount[j]!;
-      j--;
-    }
-    rangeOffset[j + 1] = off;
-    rangeCount[j + 1] = cnt;
-  }
-}
-
-/** Copy a multi-insert's `[firstValue, count, ...]` into the range scratch from firstOffset. */
-function loadInsertRuns(firstOffset: number, runs: number[], rel: number, block: number): number {
-  if (!(runs.length >= 2 && runs.length % 2 === 0 && runs.length <= 2 * TUPLES_PER_PAGE)) {
-    fail(
-      `INV-HEAP-6: relation ${rel} block ${block}: runs must be [firstValue, count] pairs, ` +
-        `got ${runs.length} numbers`,
-    );
-  }
-  if (!(Number.isInteger(firstOffset) && firstOffset >= 1)) {
-    fail(`INV-HEAP-6: relation ${rel} block ${block}: first offset ${firstOffset}`);
-  }
-  const n = runs.length / 2;
-  let off = firstOffset;
-  for (let i = 0; i < n; i++) {
-    const value = runs[2 * i]!;
-    const cnt = runs[2 * i + 1]!;
-    if (!(
-      Number.isInteger(value) &&
-      Number.isInteger(cnt) &&
-      cnt >= 1 &&
-      value >= INT32_MIN &&
-      value + cnt - 1 <= INT32_MAX
-    )) {
-      fail(
-        `INV-HEAP-7: relation ${rel} block ${block}: run (${value}, ${cnt}) is not a ` +
-          `non-empty run of int4 values`,
-      );
-    }
-    rangeOffset[i] = off;
-    rangeCount[i] = cnt;
-    rangeValue[i] = value;
-    off += cnt;
-  }
-  if (!(off - 1 <= TUPLES_PER_PAGE)) {
-    fail(
-      `INV-HEAP-1: relation ${rel} block ${block}: insert up to offset ${off - 1} > ` +
-        `${TUPLES_PER_PAGE}`,
-    );
-  }
-  return n;
 }
 
 /** Inclusive value bounds a predicate selects; lo > hi selects nothing. */

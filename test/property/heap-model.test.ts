@@ -9,11 +9,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Clog } from '../../storage/clog.ts';
-import {
-  HeapStore,
-  shouldAttemptTruncation,
-  type DeletePredicate,
-} from '../../storage/heap-store.ts';
+import { HeapStore, type DeletePredicate } from '../../storage/heap-store.ts';
+import { shouldAttemptTruncation } from '../../storage/vacuum-truncation.ts';
 import { TUPLES_PER_PAGE } from '../../wal/records.ts';
 
 type Lp = { unused: true } | { unused: false; value: number; xmin: number; xmax: number };

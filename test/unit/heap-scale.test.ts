@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Clog } from '../../storage/clog.ts';
-import { HeapStore, shouldAttemptTruncation } from '../../storage/heap-store.ts';
+import { HeapStore } from '../../storage/heap-store.ts';
+import { shouldAttemptTruncation } from '../../storage/vacuum-truncation.ts';
 import { TUPLES_PER_PAGE } from '../../wal/records.ts';
 
 const PAGES = 1_638_400;

@@ -7,14 +7,12 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { InvariantViolation } from '../../common/assert.ts';
 import { WalsimError } from '../../common/errors.ts';
 import { Clog } from '../../storage/clog.ts';
+import { HeapStore, type DeletePredicate, type HeapRunInfo } from '../../storage/heap-store.ts';
 import {
-  HeapStore,
   REL_TRUNCATE_FRACTION,
   REL_TRUNCATE_MINIMUM,
   shouldAttemptTruncation,
-  type DeletePredicate,
-  type HeapRunInfo,
-} from '../../storage/heap-store.ts';
+} from '../../storage/vacuum-truncation.ts';
 import { TUPLES_PER_PAGE } from '../../wal/records.ts';
 
 const REL = 16384;
