@@ -4,7 +4,8 @@
  * Entry points: `encodeRecord` (one frame), `RecordEncoder.append` (many frames into a ByteBuffer,
  * the hot path of the WAL writer), `decodeRecord` (validate + decode one frame), `readRecordHeader`
  * (header-only checks, used by the reader before it has the whole record), `validateRecordBody`
- * (the payload shape check, reused by the network layer), `isEndOfWalAt`.
+ * (the payload shape check of record-shape.ts as an InvalidWalRecordError, reused by the network
+ * layer), `isEndOfWalAt`.
  *
  * Frame layout (little-endian), as PostgreSQL's XLogRecord (xlogrecord.h):
  *
@@ -42,6 +43,7 @@ import {
   writeHotPayload,
 } from './payload-codec.ts';
 import { formatLsn, InvalidLsn, type Lsn } from './lsn.ts';
+import { describeRecordBodyProblem, isU32 } from './record-shape.ts';
 import {
   RMGR_INFO,
   XLOG_HEAP_INIT_PAGE,
@@ -105,94 +107,7 @@ export function isInvalidWalRecordError(e: unknown): e is InvalidWalRecordError 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Payload shape
-
-type FieldType =
-  'u32' | 'lsn' | 'int' | 'time' | 'bool' | 'fork' | 'string' | 'u32list' | 'runs' | 'ranges';
-type BodyOf<K extends WalRecordKind> = Extract<WalRecordBody, { kind: K }>;
-type FieldSpec<K extends WalRecordKind> = ReadonlyArray<
-  readonly [Exclude<keyof BodyOf<K>, 'kind'>, FieldType]
->;
-
-const CHECKPOINT_FIELDS = [
-  ['redo', 'lsn'],
-  ['timeline', 'u32'],
-  ['prevTimeline', 'u32'],
-  ['nextXid', 'u32'],
-  ['nextRelFileNumber', 'u32'],
-  ['time', 'time'],
-] as const;
-
-/**
- * Every kind's fields in records.ts order with their types. The mapped type makes TypeScript
- * demand an entry for each new kind added to WalRecordBody, with field names that exist.
- */
-export const BODY_FIELDS: { readonly [K in WalRecordKind]: FieldSpec<K> } = {
-  CHECKPOINT_SHUTDOWN: CHECKPOINT_FIELDS,
-  CHECKPOINT_ONLINE: CHECKPOINT_FIELDS,
-  END_OF_RECOVERY: [
-    ['newTimeline', 'u32'],
-    ['prevTimeline', 'u32'],
-    ['time', 'time'],
-  ],
-  NOOP: [],
-  FPI: [
-    ['rel', 'u32'],
-    ['fork', 'fork'],
-    ['block', 'u32'],
-  ],
-  XACT_COMMIT: [
-    ['xactTime', 'time'],
-    ['droppedRels', 'u32list'],
-  ],
-  XACT_ABORT: [
-    ['xactTime', 'time'],
-    ['droppedRels', 'u32list'],
-  ],
-  SMGR_CREATE: [
-    ['rel', 'u32'],
-    ['fork', 'fork'],
-  ],
-  SMGR_TRUNCATE: [
-    ['rel', 'u32'],
-    ['blkno', 'u32'],
-    ['flags', 'u32'],
-  ],
-  CATALOG_UPDATE: [
-    ['relname', 'string'],
-    ['rel', 'u32'],
-  ],
-  STANDBY_LOCK: [['rel', 'u32']],
-  HEAP_INSERT: [
-    ['rel', 'u32'],
-    ['block', 'u32'],
-    ['offset', 'u32'],
-    ['value', 'int'],
-    ['initPage', 'bool'],
-  ],
-  HEAP_DELETE: [
-    ['rel', 'u32'],
-    ['block', 'u32'],
-    ['offsets', 'ranges'],
-  ],
-  HEAP2_MULTI_INSERT: [
-    ['rel', 'u32'],
-    ['block', 'u32'],
-    ['firstOffset', 'u32'],
-    ['runs', 'runs'],
-    ['initPage', 'bool'],
-  ],
-  HEAP2_PRUNE: [
-    ['rel', 'u32'],
-    ['block', 'u32'],
-    ['latestRemovedXid', 'u32'],
-    ['offsets', 'ranges'],
-  ],
-  HEAP2_VISIBLE: [
-    ['rel', 'u32'],
-    ['block', 'u32'],
-  ],
-};
+// Payload structures and the shape check (record-shape.ts)
 
 /**
  * The predeclared msgpackr record structures, in a fixed order that is part of the on-disk format:
@@ -221,159 +136,6 @@ for (const [id, keys] of HOT_STRUCTURES) {
     PAYLOAD_STRUCTURES[id - 0x40]?.join() === keys.join(),
     `INV-WAL-1: record id 0x${id.toString(16)} is not the structure ${keys.join()}`,
   );
-}
-
-function isU32(v: unknown): v is number {
-  return typeof v === 'number' && v >>> 0 === v;
-}
-
-function checkField(v: unknown, type: FieldType): string | null {
-  switch (type) {
-    case 'u32':
-      return isU32(v) ? null : 'an unsigned 32-bit integer';
-    case 'lsn':
-      return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
-        ? null
-        : 'an LSN (safe non-negative integer)';
-    case 'int':
-      return Number.isSafeInteger(v) ? null : 'a safe integer';
-    case 'time':
-      return typeof v === 'number' && Number.isFinite(v) ? null : 'a finite number';
-    case 'bool':
-      return typeof v === 'boolean' ? null : 'a boolean';
-    case 'fork':
-      return v === 0 || v === 1 || v === 2 || v === 3 ? null : 'a fork number 0..3';
-    case 'string':
-      return typeof v === 'string' ? null : 'a string';
-    case 'u32list': {
-      if (!Array.isArray(v)) return 'an array of unsigned 32-bit integers';
-      for (let i = 0; i < v.length; i++)
-        if (!isU32(v[i])) return `an array of unsigned 32-bit integers (element ${i})`;
-      return null;
-    }
-    case 'runs': {
-      // [firstValue, count, ...]: values are any safe integer, counts >= 1.
-      if (!Array.isArray(v) || (v.length & 1) !== 0)
-        return 'an even-length array of [firstValue, count] runs';
-      for (let i = 0; i < v.length; i += 2) {
-        if (!Number.isSafeInteger(v[i])) return `runs with safe-integer values (element ${i})`;
-        const count: unknown = v[i + 1];
-        if (!isU32(count) || count === 0) return `runs with counts >= 1 (element ${i + 1})`;
-      }
-      return null;
-    }
-    case 'ranges': {
-      // [firstOffset, count, ...] of 1-based line pointers.
-      if (!Array.isArray(v) || (v.length & 1) !== 0)
-        return 'an even-length array of [firstOffset, count] ranges';
-      for (let i = 0; i < v.length; i++) {
-        const x: unknown = v[i];
-        if (!isU32(x) || x === 0) return `ranges of positive 32-bit integers (element ${i})`;
-      }
-      return null;
-    }
-  }
-}
-
-function isRuns(v: unknown): boolean {
-  if (!Array.isArray(v) || (v.length & 1) !== 0) return false;
-  for (let i = 0; i < v.length; i += 2) {
-    const count: unknown = v[i + 1];
-    if (!Number.isSafeInteger(v[i]) || !isU32(count) || count === 0) return false;
-  }
-  return true;
-}
-
-function isRanges(v: unknown): boolean {
-  if (!Array.isArray(v) || (v.length & 1) !== 0) return false;
-  for (let i = 0; i < v.length; i++) {
-    const x: unknown = v[i];
-    if (!isU32(x) || x === 0) return false;
-  }
-  return true;
-}
-
-function isU32List(v: unknown): boolean {
-  if (!Array.isArray(v)) return false;
-  for (let i = 0; i < v.length; i++) if (!isU32(v[i])) return false;
-  return true;
-}
-
-function isTime(v: unknown): boolean {
-  return typeof v === 'number' && Number.isFinite(v);
-}
-
-/**
- * The hot-path shape check: direct property reads per kind (a generic loop over BODY_FIELDS reads
- * properties by computed name and measured ~3x slower). Must agree with BODY_FIELDS exactly; the
- * property tests compare the two on random mutations. Unknown kinds fall back to the generic check.
- */
-function isWellFormedBody(o: Record<string, unknown>): boolean {
-  switch (o.kind) {
-    case 'HEAP2_MULTI_INSERT':
-      return (
-        isU32(o.rel) &&
-        isU32(o.block) &&
-        isU32(o.firstOffset) &&
-        isRuns(o.runs) &&
-        typeof o.initPage === 'boolean'
-      );
-    case 'HEAP_DELETE':
-      return isU32(o.rel) && isU32(o.block) && isRanges(o.offsets);
-    case 'HEAP2_PRUNE':
-      return isU32(o.rel) && isU32(o.block) && isU32(o.latestRemovedXid) && isRanges(o.offsets);
-    case 'XACT_COMMIT':
-    case 'XACT_ABORT':
-      return isTime(o.xactTime) && isU32List(o.droppedRels);
-    case 'HEAP_INSERT':
-      return (
-        isU32(o.rel) &&
-        isU32(o.block) &&
-        isU32(o.offset) &&
-        Number.isSafeInteger(o.value) &&
-        typeof o.initPage === 'boolean'
-      );
-    case 'HEAP2_VISIBLE':
-      return isU32(o.rel) && isU32(o.block);
-    default:
-      return false; // not a hot kind: let the generic check decide
-  }
-}
-
-/** What is wrong with `body` as a WalRecordBody, or null when it has the right shape. */
-export function describeRecordBodyProblem(body: unknown): string | null {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    return 'payload is not an object';
-  const o = body as Record<string, unknown>;
-  if (isWellFormedBody(o)) return null;
-  return describeProblemSlow(o);
-}
-
-function describeProblemSlow(o: Record<string, unknown>): string | null {
-  const kind = o.kind;
-  if (typeof kind !== 'string' || !Object.prototype.hasOwnProperty.call(BODY_FIELDS, kind)) {
-    return `unknown record kind ${describeValue(kind)}`;
-  }
-  const fields = BODY_FIELDS[kind as WalRecordKind] as ReadonlyArray<readonly [string, FieldType]>;
-  for (let i = 0; i < fields.length; i++) {
-    const name = fields[i]![0];
-    const type = fields[i]![1];
-    const problem = checkField(o[name], type);
-    if (problem !== null)
-      return `${kind}.${name} must be ${problem}, got ${describeValue(o[name])}`;
-  }
-  return null;
-}
-
-function describeValue(v: unknown): string {
-  if (v === undefined) return 'nothing (missing)';
-  if (typeof v === 'bigint') return `bigint ${v}`;
-  try {
-    const s = JSON.stringify(v);
-    return s === undefined ? typeof v : s.length > 60 ? `${s.slice(0, 60)}...` : s;
-  } catch {
-    return typeof v;
-  }
 }
 
 /**
@@ -654,6 +416,37 @@ export function decodeRecord(
 ): WalRecord {
   const totalLength = readRecordHeader(buf, offset, lsn, expectedPrev, end);
   const space = (totalLength + 7) & ~7;
+  const storedCrc = checkFrame(buf, offset, lsn, totalLength, space, end);
+  const info = buf[offset + 16]!;
+  const rmid = buf[offset + 17]!;
+  const body = decodeBody(buf, offset + SIZE_OF_XLOG_RECORD, offset + totalLength, lsn, info, rmid);
+  return {
+    lsn,
+    endLsn: lsn + space,
+    header: {
+      totalLength,
+      xid: readU32(buf, offset + 4),
+      prev: readU32(buf, offset + 12) * TWO_32 + readU32(buf, offset + 8),
+      info,
+      rmid,
+      crc: storedCrc,
+    },
+    body,
+  };
+}
+
+/**
+ * decodeRecord's checks of the whole frame after its header: all `space` (MAXALIGNed) bytes
+ * available, zero alignment padding, then the CRC. Returns the stored xl_crc.
+ */
+function checkFrame(
+  buf: Uint8Array,
+  offset: number,
+  lsn: Lsn,
+  totalLength: number,
+  space: number,
+  end: number,
+): number {
   if (end - offset < space) {
     throw new InvalidWalRecordError(
       lsn,
@@ -679,14 +472,25 @@ export function decodeRecord(
       `incorrect resource manager data checksum: stored ${storedCrc.toString(16)}, computed ${crc.toString(16)}`,
     );
   }
-  const info = buf[offset + 16]!;
-  const rmid = buf[offset + 17]!;
+  return storedCrc;
+}
+
+/**
+ * decodeRecord's payload at [payloadStart, payloadEnd): the body, checked against the header's
+ * rmid/info, with `kind` the interned constant of the header's kind.
+ */
+function decodeBody(
+  buf: Uint8Array,
+  payloadStart: number,
+  payloadEnd: number,
+  lsn: Lsn,
+  info: number,
+  rmid: number,
+): WalRecordBody {
   // The header names the kind; compare instead of looking RMGR_INFO up by the decoded string (a
   // fresh, non-internalized string makes keyed lookups slow), then store the interned constant
   // so that the callers' switches and lookups on body.kind are fast too.
   const headerKind = KIND_BY_RMID_INFO[(rmid << 8) | info];
-  const payloadStart = offset + SIZE_OF_XLOG_RECORD;
-  const payloadEnd = offset + totalLength;
   // Hot kinds decode in place (payload-codec.ts); anything it does not accept goes through
   // msgpackr and the full shape check, which give the same body or the precise error.
   let body =
@@ -712,17 +516,5 @@ export function decodeRecord(
     );
   }
   (body as { kind: WalRecordKind }).kind = headerKind;
-  return {
-    lsn,
-    endLsn: lsn + space,
-    header: {
-      totalLength,
-      xid: readU32(buf, offset + 4),
-      prev: readU32(buf, offset + 12) * TWO_32 + readU32(buf, offset + 8),
-      info,
-      rmid,
-      crc: storedCrc,
-    },
-    body,
-  };
+  return body;
 }

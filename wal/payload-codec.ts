@@ -19,7 +19,7 @@
  * 0xd0 / int16 0xd1 / int32 0xd2; any other number as float64 0xcb; booleans 0xc2 / 0xc3; arrays
  * as fixarray 0x90 / array16 0xdc / array32 0xdd; multi-byte values big-endian.
  *
- * Decoding accepts exactly these encodings and only well-formed bodies (the checks of codec.ts's
+ * Decoding accepts exactly these encodings and only well-formed bodies (the checks of record-shape.ts's
  * BODY_FIELDS); anything else (another encoding of the same value, a wrong kind string, a field
  * of the wrong type, trailing bytes) returns null and the caller decodes with msgpackr, which
  * produces the same body or the precise error message.

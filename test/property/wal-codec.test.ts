@@ -11,12 +11,11 @@ import {
   createPayloadPackr,
   createPayloadUnpackr,
   decodeRecord,
-  describeRecordBodyProblem,
   encodeRecord,
   InvalidWalRecordError,
-  BODY_FIELDS,
   validateRecordBody,
 } from '../../wal/codec.ts';
+import { BODY_FIELDS, describeRecordBodyProblem } from '../../wal/record-shape.ts';
 import { hotPayloadBound, readHotPayload, writeHotPayload } from '../../wal/payload-codec.ts';
 import { WalWriter } from '../../wal/wal-writer.ts';
 import { readWal } from '../../wal/wal-reader.ts';

@@ -5,9 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  BODY_FIELDS,
   decodeRecord,
-  describeRecordBodyProblem,
   encodeRecord,
   InvalidWalRecordError,
   isEndOfWalAt,
@@ -19,6 +17,7 @@ import {
   validateRecordBody,
   type InvalidWalReason,
 } from '../../wal/codec.ts';
+import { BODY_FIELDS, describeRecordBodyProblem } from '../../wal/record-shape.ts';
 import { ByteBuffer } from '../../wal/byte-buffer.ts';
 import { crc32cFinish, crc32cUpdate, CRC32C_INIT } from '../../wal/crc32c.ts';
 import { RMGR_INFO, XLOG_HEAP_INIT_PAGE } from '../../wal/records.ts';
