@@ -7,7 +7,7 @@ import { formatLsn, parseLsn, type Lsn } from '../wal/lsn.ts';
 import { listSegmentFiles, segmentOf, segmentOffset, walDir } from '../wal/segment.ts';
 import { readWal } from '../wal/wal-reader.ts';
 import type { WalRecord } from '../wal/records.ts';
-import { readDataImageRedoLsn } from '../storage/data-image.ts';
+import { readDataImageRedoLsn } from '../storage/data-image-read.ts';
 import { SIZE_OF_XLOG_RECORD } from '../wal/codec.ts';
 import { DATA_DIR, type Host, type SimCluster } from './cluster.ts';
 import { guaranteedAfterPrimaryCrash, type Ledger } from './checkers/ledger.ts';

@@ -23,9 +23,9 @@ import { HeapStore } from './heap-store.ts';
 import { StorageManager } from './smgr.ts';
 import { ReplayCounters } from './replay-counts.ts';
 import type { Disk } from '../common/disk.ts';
+import { readDataImage } from './data-image-read.ts';
 import {
   ImageState,
-  readDataImage,
   writeDataImage,
   type DataImageHeader,
   type ImageIo,
