@@ -1,8 +1,8 @@
 /**
- * Deterministic simulation of a walsim cluster: two real ServerNodes (WAL, storage, redo,
- * walsender, walreceiver, startup process, lifecycle machine — the production code) in one
- * process, on the scheduler's simulated time, the in-memory network and one in-memory disk per
- * machine. Only the clock, the transport and the disk are simulated.
+ * Deterministic simulation of a walsim cluster: a primary and 1–4 standbys, real ServerNodes (WAL,
+ * storage, redo, walsender, walreceiver, startup process, lifecycle machine — the production
+ * code) in one process, on the scheduler's simulated time, the in-memory network and one
+ * in-memory disk per machine. Only the clock, the transport and the disk are simulated.
  *
  * A run executes a scenario's commands (sim/scenario.ts) — the safety phase, faults on, invariants
  * checked after every step and at every acknowledged commit — then heals every fault and requires
