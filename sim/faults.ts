@@ -164,8 +164,13 @@ export async function corruptPrimary(
   // a slow disk); loading the image would remove that image's files as leftovers (seed 3000340).
   const redo = readDataImageRedoLsn(DATA_DIR, h.disk);
   if (redo >= n.wal.flushLsn) return;
+  // Not before the point where the primary's own timeline branched (its segment file holds the
+  // parent's WAL up to there): crash recovery ending there would leave a timeline whose history
+  // names a branch point past its WAL, a state the fault atlas excludes (seed 3700034318).
+  const hist = n.history();
+  const branch = hist.length > 1 ? (hist[hist.length - 2]!.endLsn ?? 0) : 0;
   const recs = [...readWal(DATA_DIR, redo, { ...n.readOptions(), stopLsn: n.wal.flushLsn })].filter(
-    (r) => r.lsn > redo,
+    (r) => r.lsn > redo && r.lsn >= branch,
   );
   const bad = flipByteInRecord(cluster, h, n.timeline, recs, 'corruption (primary WAL)');
   if (bad === null) return;

@@ -127,8 +127,9 @@ describe('simulation', () => {
     // standby whose crash recovery ended local WAL at a damaged record before its timeline's
     // branch point for one claiming a timeline it had not reached; also 41000750, 41002744),
     // 41000397 (SIM-8 took a standby in smart shutdown — the lifecycle's `stopping` is out of
-    // recovery — for a second writer).
-    for (const seed of [41001232, 41000397])
+    // recovery — for a second writer); 3700034318 (the primary-corruption fault flipped a byte
+    // before the point where the primary's own timeline branched: a fault-atlas hole).
+    for (const seed of [41001232, 41000397, 3700034318])
       expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
   }, 120_000);
 
