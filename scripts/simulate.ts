@@ -289,6 +289,14 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
   };
   const totals = jobs > 1 ? await runJobs(from, n, jobs, onSeed) : await runRange(from, n, onSeed);
   const wallS = (performance.now() - t0) / 1000;
+  const summary = summaryOf(totals, from, jobs, wallS);
+  if (values.json) console.log(JSON.stringify(summary));
+  else printSummary(summary, totals, from, n, jobs, wallS);
+  process.exitCode = totals.failed.length === 0 ? 0 : 1;
+}
+
+/** The run's figures (the --json line, and what printSummary prints). */
+function summaryOf(totals: Totals, from: number, jobs: number, wallS: number) {
   const q = (xs: number[], p: number) => {
     if (xs.length === 0) return null;
     const sorted = [...xs].sort((a, b) => a - b);
@@ -306,7 +314,7 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
       max: q(totals.failoverModeledS, 1),
     },
   };
-  const summary = {
+  return {
     seeds: totals.seeds,
     from,
     jobs,
@@ -327,39 +335,47 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
     wallSeconds: +wallS.toFixed(1),
     seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
   };
-  if (values.json) console.log(JSON.stringify(summary));
-  else {
-    console.log(
-      `${totals.seeds} seeds (${from}..${from + n - 1}) on ${jobs} job(s) in ${wallS.toFixed(1)} s (${summary.seedsPerSecond} seeds/s), ${summary.simulatedHours} simulated hours, ${totals.events} events`,
-    );
-    console.log(
-      `topologies: ${Object.entries(totals.topologies)
-        .sort()
-        .map(([k, v]) => `${k} ${v}`)
-        .join(', ')}`,
-    );
-    console.log(
-      `faults: ${Object.entries(totals.faults)
-        .sort()
-        .map(([k, v]) => `${k} ${v}`)
-        .join(', ')}`,
-    );
-    console.log(
-      `acknowledged commits ${totals.acknowledged}, lost ${totals.lost}; allowed losses (their level promised nothing: asynchronous, remote_write after a power loss, local at failover) ${totals.lostAllowed}; lost to WAL corruption (media fault, beyond the durability promise) ${totals.lostToCorruption}; of the allowed, synchronous commits lost with the operator's choice of a standby the promise did not cover ${totals.lostToChoice}`,
-    );
-    const fmt = (x: number | null, unit: string, digits = 0) =>
-      x === null ? 'n/a' : `${x.toFixed(digits)} ${unit}`;
-    console.log(
-      `failovers ${totals.failovers}: resume → read-write median ${fmt(failoverTime.simulatedMs.median, 'simulated ms')}, ` +
-        `p99 ${fmt(failoverTime.simulatedMs.p99, 'ms')}, max ${fmt(failoverTime.simulatedMs.max, 'ms')}; ` +
-        `modeled PostgreSQL median ${fmt(failoverTime.modeledS.median === null ? null : failoverTime.modeledS.median * 1000, 'ms', 3)}, max ${fmt(failoverTime.modeledS.max === null ? null : failoverTime.modeledS.max * 1000, 'ms', 3)}`,
-    );
-    console.log(
-      `PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`,
-    );
-    console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
-  }
-  process.exitCode = totals.failed.length === 0 ? 0 : 1;
+}
+
+/** The human-readable summary of a run of many seeds. */
+function printSummary(
+  summary: ReturnType<typeof summaryOf>,
+  totals: Totals,
+  from: number,
+  n: number,
+  jobs: number,
+  wallS: number,
+): void {
+  const { failoverTime } = summary;
+  console.log(
+    `${totals.seeds} seeds (${from}..${from + n - 1}) on ${jobs} job(s) in ${wallS.toFixed(1)} s (${summary.seedsPerSecond} seeds/s), ${summary.simulatedHours} simulated hours, ${totals.events} events`,
+  );
+  console.log(
+    `topologies: ${Object.entries(totals.topologies)
+      .sort()
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  console.log(
+    `faults: ${Object.entries(totals.faults)
+      .sort()
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  console.log(
+    `acknowledged commits ${totals.acknowledged}, lost ${totals.lost}; allowed losses (their level promised nothing: asynchronous, remote_write after a power loss, local at failover) ${totals.lostAllowed}; lost to WAL corruption (media fault, beyond the durability promise) ${totals.lostToCorruption}; of the allowed, synchronous commits lost with the operator's choice of a standby the promise did not cover ${totals.lostToChoice}`,
+  );
+  const fmt = (x: number | null, unit: string, digits = 0) =>
+    x === null ? 'n/a' : `${x.toFixed(digits)} ${unit}`;
+  console.log(
+    `failovers ${totals.failovers}: resume → read-write median ${fmt(failoverTime.simulatedMs.median, 'simulated ms')}, ` +
+      `p99 ${fmt(failoverTime.simulatedMs.p99, 'ms')}, max ${fmt(failoverTime.simulatedMs.max, 'ms')}; ` +
+      `modeled PostgreSQL median ${fmt(failoverTime.modeledS.median === null ? null : failoverTime.modeledS.median * 1000, 'ms', 3)}, max ${fmt(failoverTime.modeledS.max === null ? null : failoverTime.modeledS.max * 1000, 'ms', 3)}`,
+  );
+  console.log(
+    `PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`,
+  );
+  console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
 }
 
 if (values.worker) {
