@@ -339,32 +339,88 @@ function identifiedWalCounts(
   return counts;
 }
 
+const CALIBRATE_OPTIONS = {
+  'pg-bin': { type: 'string' },
+  'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
+  'primary-shared-buffers': { type: 'string', default: '128MB' },
+  runs: { type: 'string', default: '3' },
+  warmup: { type: 'string', default: '1' },
+  tables: { type: 'string', default: DEFAULT_CALIBRATION_TABLES.join(',') },
+  'toast-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_TOAST_TABLES) },
+  'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
+  base: { type: 'string', default: DEFAULT_PROFILE },
+  name: { type: 'string' },
+  out: { type: 'string' },
+  'work-dir': { type: 'string' },
+  json: { type: 'boolean', default: false },
+  target: { type: 'string', default: 'wall' },
+  refit: { type: 'string' },
+  counts: { type: 'string' },
+} as const;
+
+type CalibrateValues = ReturnType<typeof parseCli<typeof CALIBRATE_OPTIONS>>['values'];
+
 // One linear pass over the CLI's steps (options, plan, measure or refit, fit, write, print).
 runCli(async () => {
-  const { values, positionals } = parseCli(
-    process.argv.slice(2),
-    {
-      'pg-bin': { type: 'string' },
-      'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
-      'primary-shared-buffers': { type: 'string', default: '128MB' },
-      runs: { type: 'string', default: '3' },
-      warmup: { type: 'string', default: '1' },
-      tables: { type: 'string', default: DEFAULT_CALIBRATION_TABLES.join(',') },
-      'toast-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_TOAST_TABLES) },
-      'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
-      base: { type: 'string', default: DEFAULT_PROFILE },
-      name: { type: 'string' },
-      out: { type: 'string' },
-      'work-dir': { type: 'string' },
-      json: { type: 'boolean', default: false },
-      target: { type: 'string', default: 'wall' },
-      refit: { type: 'string' },
-      counts: { type: 'string' },
-    },
-    USAGE,
-  );
+  const { values, positionals } = parseCli(process.argv.slice(2), CALIBRATE_OPTIONS, USAGE);
   if (positionals.length > 0)
     throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  const inputs = calibrationInputs(values);
+  const { target, refit, countsFrom, sizes, tables, toastTables, divisors } = inputs;
+  const pgVersion = refit?.postgres ?? findPgBin(values['pg-bin']).version; // one-line error naming the package when absent
+  const baseProfile = loadProfile(values.base!);
+  const base = { ...baseProfile, cache: machineCache(baseProfile) };
+  const startedAt = refit ? new Date(refit.measuredAt) : new Date();
+  const name = values.name ?? `calibrated-${resultsDirName(startedAt)}${refit ? '-refit' : ''}`;
+  const out = path.resolve(values.out ?? path.join('results', `${name}.json`));
+  const settings: SweepSettings = {
+    primarySharedBuffers: refit?.settings.primarySharedBuffers ?? values['primary-shared-buffers']!,
+    thresholdDivisor: 32,
+    workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
+    waitSeconds: 3600,
+    pgBin: values['pg-bin'],
+    profile: baseProfile,
+  };
+  const plan = planCalibration(sizes, tables, divisors, toastTables);
+  const twinCounts = await identifiedTwinCounts(plan, base);
+  const measured = await measureOrRefit(values, inputs, plan, settings, pgVersion, baseProfile);
+  const { records, walCounts } = measured;
+  let { wallSeconds } = measured;
+  const cells = summarise(plan, fitTargets(records, target));
+  const counts = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : twinCounts;
+  if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
+  const report = fitCalibration(cells, counts, base, {
+    name,
+    description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pgVersion}, ${startedAt.toISOString()}${refit ? `, refitted ${new Date().toISOString()}` : ''}`,
+    source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
+  });
+  return writeCalibration(values, inputs, {
+    startedAt,
+    wallSeconds,
+    pgVersion,
+    name,
+    out,
+    settings,
+    walCounts,
+    report,
+    records,
+  });
+}, USAGE);
+
+interface CalibrationInputs {
+  target: 'wall' | 'uncontended';
+  refit: ReturnType<typeof readStoredCalibration> | null;
+  countsFrom: 'wal' | 'walsim';
+  sizes: string[];
+  runs: number;
+  warmupRuns: number;
+  tables: number[];
+  toastTables: number;
+  divisors: number[];
+}
+
+/** The calibration's settings: from the options, or from the stored calibration a --refit names. */
+function calibrationInputs(values: CalibrateValues): CalibrationInputs {
   const target = values.target!;
   if (target !== 'wall' && target !== 'uncontended')
     throw new UsageError(`--target must be wall or uncontended, got "${target}"`);
@@ -396,22 +452,22 @@ runCli(async () => {
     values['rel-sizes']!.split(',').map((s) =>
       positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'),
     );
-  const pgVersion = refit?.postgres ?? findPgBin(values['pg-bin']).version; // one-line error naming the package when absent
-  const baseProfile = loadProfile(values.base!);
-  const base = { ...baseProfile, cache: machineCache(baseProfile) };
-  const startedAt = refit ? new Date(refit.measuredAt) : new Date();
-  const name = values.name ?? `calibrated-${resultsDirName(startedAt)}${refit ? '-refit' : ''}`;
-  const out = path.resolve(values.out ?? path.join('results', `${name}.json`));
-  const settings: SweepSettings = {
-    primarySharedBuffers: refit?.settings.primarySharedBuffers ?? values['primary-shared-buffers']!,
-    thresholdDivisor: 32,
-    workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
-    waitSeconds: 3600,
-    pgBin: values['pg-bin'],
-    profile: baseProfile,
-  };
-  const plan = planCalibration(sizes, tables, divisors, toastTables);
-  const twinCounts = await identifiedTwinCounts(plan, base);
+  return { target, refit, countsFrom, sizes, runs, warmupRuns, tables, toastTables, divisors };
+}
+
+/** The plan's records (and WAL counts): measured on PostgreSQL, or the refitted file's. */
+async function measureOrRefit(
+  values: CalibrateValues,
+  { refit, runs, warmupRuns, sizes, countsFrom }: CalibrationInputs,
+  plan: ReturnType<typeof planCalibration>,
+  settings: SweepSettings,
+  pgVersion: string,
+  baseProfile: CostProfile,
+): Promise<{
+  records: RunRecord[];
+  walCounts: Record<string, FailoverCounts> | null;
+  wallSeconds: number;
+}> {
   let records: RunRecord[];
   let walCounts: Record<string, FailoverCounts> | null = refit?.walCounts ?? null;
   let wallSeconds: number;
@@ -440,14 +496,45 @@ runCli(async () => {
     } else records = await measureCells(plan, runs, warmupRuns, settings);
     wallSeconds = NaN;
   }
-  const cells = summarise(plan, fitTargets(records, target));
-  const counts = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : twinCounts;
-  if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
-  const report = fitCalibration(cells, counts, base, {
+  return { records, walCounts, wallSeconds };
+}
+
+/** Write the fitted profile with its stored runs, then print it (text or --json). */
+function writeCalibration(
+  values: CalibrateValues,
+  {
+    refit,
+    runs,
+    warmupRuns,
+    sizes,
+    tables,
+    toastTables,
+    divisors,
+    target,
+    countsFrom,
+  }: CalibrationInputs,
+  {
+    startedAt,
+    wallSeconds,
+    pgVersion,
     name,
-    description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pgVersion}, ${startedAt.toISOString()}${refit ? `, refitted ${new Date().toISOString()}` : ''}`,
-    source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
-  });
+    out,
+    settings,
+    walCounts,
+    report,
+    records,
+  }: {
+    startedAt: Date;
+    wallSeconds: number;
+    pgVersion: string;
+    name: string;
+    out: string;
+    settings: SweepSettings;
+    walCounts: Record<string, FailoverCounts> | null;
+    report: ReturnType<typeof fitCalibration>;
+    records: RunRecord[];
+  },
+): number {
   const fit = storedFit({
     startedAt,
     wallSeconds,
@@ -489,4 +576,4 @@ runCli(async () => {
     `${refit ? 'measured' : 'finished'} in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`,
   );
   return 0;
-}, USAGE);
+}
