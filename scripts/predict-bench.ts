@@ -149,25 +149,25 @@ async function measure(
   }
 }
 
+const PREDICT_BENCH_OPTIONS = {
+  quick: { type: 'boolean', default: false },
+  cells: { type: 'string' },
+  runs: { type: 'string' },
+  profile: { type: 'string', default: DEFAULT_WALL_PROFILE },
+  'uncontended-profile': { type: 'string', default: DEFAULT_UNCONTENDED_PROFILE },
+  out: { type: 'string' },
+  continue: { type: 'string' },
+  reprice: { type: 'string' },
+  'work-dir': { type: 'string' },
+  'pg-bin': { type: 'string' },
+  'primary-shared-buffers': { type: 'string', default: '128MB' },
+  json: { type: 'boolean', default: false },
+} as const;
+
+type PredictBenchValues = ReturnType<typeof parseCli<typeof PREDICT_BENCH_OPTIONS>>['values'];
+
 runCli(async () => {
-  const { values, positionals } = parseCli(
-    process.argv.slice(2),
-    {
-      quick: { type: 'boolean', default: false },
-      cells: { type: 'string' },
-      runs: { type: 'string' },
-      profile: { type: 'string', default: DEFAULT_WALL_PROFILE },
-      'uncontended-profile': { type: 'string', default: DEFAULT_UNCONTENDED_PROFILE },
-      out: { type: 'string' },
-      continue: { type: 'string' },
-      reprice: { type: 'string' },
-      'work-dir': { type: 'string' },
-      'pg-bin': { type: 'string' },
-      'primary-shared-buffers': { type: 'string', default: '128MB' },
-      json: { type: 'boolean', default: false },
-    },
-    USAGE,
-  );
+  const { values, positionals } = parseCli(process.argv.slice(2), PREDICT_BENCH_OPTIONS, USAGE);
   if (positionals.length > 0)
     throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
   if (values.continue !== undefined && values.reprice !== undefined)
@@ -199,6 +199,30 @@ runCli(async () => {
         ? path.dirname(prior)
         : path.join('results', `predict-bench-${resultsDirName(startedAt)}`)),
   );
+  const bench = benchFileOf(values, file, cells, runs, wall, uncontended, startedAt);
+  fs.mkdirSync(out, { recursive: true });
+  const save = () =>
+    fs.writeFileSync(path.join(out, 'results.json'), JSON.stringify(bench, null, 2) + '\n');
+  const t0 = Date.now();
+  if (values.reprice !== undefined) reprice(bench, wall, uncontended);
+  else await measureOnPostgres(values, cells, runs, bench, out, wall, uncontended, save);
+  bench.finishedAt = new Date().toISOString();
+  save();
+  return report(values, bench, seen, wall, uncontended, out, t0);
+}, USAGE);
+
+type NamedProfile = ReturnType<typeof loadNamed>;
+
+/** The results file to fill: the one --continue or --reprice names, or a new one; its settings now. */
+function benchFileOf(
+  values: PredictBenchValues,
+  file: BenchFile | null,
+  cells: BenchCell[],
+  runs: number,
+  wall: NamedProfile,
+  uncontended: NamedProfile,
+  startedAt: Date,
+): BenchFile {
   const bench: BenchFile = file ?? {
     format: 'walsim-predict-bench/1',
     startedAt: startedAt.toISOString(),
@@ -224,57 +248,77 @@ runCli(async () => {
   bench.settings.runs = runs;
   bench.settings.wallProfile = wall.ref;
   bench.settings.uncontendedProfile = uncontended.ref;
-  fs.mkdirSync(out, { recursive: true });
-  const save = () =>
-    fs.writeFileSync(path.join(out, 'results.json'), JSON.stringify(bench, null, 2) + '\n');
-  const t0 = Date.now();
-  if (values.reprice !== undefined) {
-    // Predictions are counts × profile: price the stored counts with the profiles given now.
-    for (const r of bench.runs) {
-      const c = parseBenchCell(r.cell);
-      r.predictedWallS = predictedSeconds(
-        r.counts,
-        r.genericRecords,
-        c.nBuffers,
-        wall.profile,
-      ).writableS;
-      r.predictedUncontendedS = predictedSeconds(
-        r.counts,
-        r.genericRecords,
-        c.nBuffers,
-        uncontended.profile,
-      ).writableS;
-    }
-  } else {
-    const bin = findPgBin(values['pg-bin']); // one-line error naming the package when absent
-    bench.settings.postgres = bin.version;
-    const noPgbench = pgbenchMissingReason(values['pg-bin']);
-    const runnable = cells.filter((c) => {
-      if (c.workload !== 'pgbench' || noPgbench === null) return true;
-      if (!bench.skipped.some((x) => x.cell === c.id))
-        bench.skipped.push({ cell: c.id, reason: noPgbench });
-      return false;
-    });
-    if (!values.json)
-      console.log(
-        `predict-bench: ${runnable.length} cells × ${runs} run${runs === 1 ? '' : 's'} on ${bin.version}; profiles ${wall.ref} (wall), ${uncontended.ref} (uncontended); results in ${out}`,
-      );
-    await measure(
-      runnable,
-      runs,
-      bench,
-      {
-        workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
-        pgBin: values['pg-bin'],
-        primarySharedBuffers: values['primary-shared-buffers']!,
-        wall,
-        uncontended,
-      },
-      save,
-    );
+  return bench;
+}
+
+/** Predictions are counts × profile: price the stored counts with the profiles given now. */
+function reprice(bench: BenchFile, wall: NamedProfile, uncontended: NamedProfile): void {
+  for (const r of bench.runs) {
+    const c = parseBenchCell(r.cell);
+    r.predictedWallS = predictedSeconds(
+      r.counts,
+      r.genericRecords,
+      c.nBuffers,
+      wall.profile,
+    ).writableS;
+    r.predictedUncontendedS = predictedSeconds(
+      r.counts,
+      r.genericRecords,
+      c.nBuffers,
+      uncontended.profile,
+    ).writableS;
   }
-  bench.finishedAt = new Date().toISOString();
-  save();
+}
+
+/** Run the cells on PostgreSQL (pgbench cells skipped, with the reason, when pgbench is absent). */
+async function measureOnPostgres(
+  values: PredictBenchValues,
+  cells: BenchCell[],
+  runs: number,
+  bench: BenchFile,
+  out: string,
+  wall: NamedProfile,
+  uncontended: NamedProfile,
+  save: () => void,
+): Promise<void> {
+  const bin = findPgBin(values['pg-bin']); // one-line error naming the package when absent
+  bench.settings.postgres = bin.version;
+  const noPgbench = pgbenchMissingReason(values['pg-bin']);
+  const runnable = cells.filter((c) => {
+    if (c.workload !== 'pgbench' || noPgbench === null) return true;
+    if (!bench.skipped.some((x) => x.cell === c.id))
+      bench.skipped.push({ cell: c.id, reason: noPgbench });
+    return false;
+  });
+  if (!values.json)
+    console.log(
+      `predict-bench: ${runnable.length} cells × ${runs} run${runs === 1 ? '' : 's'} on ${bin.version}; profiles ${wall.ref} (wall), ${uncontended.ref} (uncontended); results in ${out}`,
+    );
+  await measure(
+    runnable,
+    runs,
+    bench,
+    {
+      workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
+      pgBin: values['pg-bin'],
+      primarySharedBuffers: values['primary-shared-buffers']!,
+      wall,
+      uncontended,
+    },
+    save,
+  );
+}
+
+/** accuracy.md, then the summary (text or --json); the exit code (1 when a run failed). */
+function report(
+  values: PredictBenchValues,
+  bench: BenchFile,
+  seen: (c: BenchCell) => boolean,
+  wall: NamedProfile,
+  uncontended: NamedProfile,
+  out: string,
+  t0: number,
+): number {
   const all = bench.settings.cells.map(parseBenchCell);
   const summaries = summariseBench(all, bench.runs, seen);
   const md = renderBenchMarkdown(summaries, {
@@ -303,4 +347,4 @@ runCli(async () => {
     `${values.reprice !== undefined ? 'repriced' : 'finished'} in ${fmtDuration((Date.now() - t0) / 1000)}; ${path.join(out, 'results.json')}, ${path.join(out, 'accuracy.md')}`,
   );
   return bench.failures.length > 0 ? 1 : 0;
-}, USAGE);
+}
