@@ -178,10 +178,19 @@ export async function corruptPrimary(
   cluster.kill(h, false);
   h.restartAt = null;
   // Received past the bad record, or unknown (down: its disk may hold anything the primary sent).
-  const diverged = cluster.standbys.filter((s) => {
+  const past = (s: Host): boolean => {
     const sn = s.node;
     return sn === null || !sn.inRecovery || Math.max(sn.wal.writeLsn, sn.wal.flushLsn) > bad;
-  });
+  };
+  // A cascaded standby below one of those may still receive its WAL until that one stops (seed
+  // 3700010935): it counts as diverged too.
+  const below = (s: Host): boolean => {
+    let hops = 0;
+    for (let u = s.upstream; u !== null && u !== h && hops++ < cluster.hosts.length; u = u.upstream)
+      if (past(u)) return true;
+    return false;
+  };
+  const diverged = cluster.standbys.filter((s) => past(s) || below(s));
   for (const s of diverged) {
     if (s.node !== null) await cluster.stop(s, 'fast');
     s.restartAt = null;

@@ -82,8 +82,10 @@ export function guaranteedAfterFailoverOnto(
   promoted: Host,
   covered: ReadonlySet<MemDisk>,
 ): Verdict {
-  if (f.copies.flushed.has(promoted.disk)) return 'must';
+  // The promoted machine's own copy is gone if the flipped byte lies before its commit: corruption
+  // first (seed 3700049330: flushed there at the acknowledgement, destroyed by the flip).
   if (promoted.corruptLsn !== null && f.commitEndMax > promoted.corruptLsn) return 'corruption';
+  if (f.copies.flushed.has(promoted.disk)) return 'must';
   if (f.copies.written.has(promoted.disk) && promoted.lastPowerLossAt < f.ackAt) return 'must';
   for (const d of f.copies.flushed) if (covered.has(d)) return 'must';
   // A synchronous level's commit the promoted node lacks: the operator's choice lost it.
