@@ -6,8 +6,8 @@
  *   one of them has written / flushed / applied past the commit's end;
  * - ANY n: at least n standbys show 'quorum', and at least n of those have it.
  * "Has it" reads the standby's own WAL positions (what it reported can only be behind them); a
- * standby that is down or on another timeline now cannot be read and counts as having it (its
- * replies were lost with its connection). With no synchronous standby named, nothing waits.
+ * standby that is down, on another timeline now, or whose WAL was cut back at a flipped byte since
+ * cannot be read and counts as having it (its replies came from what it had then). With no synchronous standby named, nothing waits.
  */
 import { formatLsn, parseLsn, type Lsn } from '../../wal/lsn.ts';
 import type { ServerNode } from '../../server/node.ts';
@@ -25,7 +25,15 @@ export function checkSyncState(cluster: SimCluster, primary: ServerNode, endLsn:
   const has = (name: string): boolean => {
     const h = cluster.hosts.find((x) => x.applicationName === name.toLowerCase());
     const n = h?.node ?? null;
-    if (h === undefined || n === null || !n.inRecovery || n.timeline !== primary.timeline)
+    // Not readable: down, on another timeline, or its WAL was cut back at a flipped byte since
+    // (its earlier process confirmed the WAL before the damage; seed 3700021682).
+    if (
+      h === undefined ||
+      n === null ||
+      !n.inRecovery ||
+      n.timeline !== primary.timeline ||
+      h.corruptLsn !== null
+    )
       return true;
     const pos =
       level === 'remote_write'
