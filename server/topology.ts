@@ -16,7 +16,12 @@ import * as path from 'node:path';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, parseLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import type { RejoinVerdict } from '../wal/timeline-fork.ts';
-import { rejoinVerdictOf, runSwitchover, walEndOfDataDir } from './topology-core.ts';
+import {
+  rejoinVerdictOf,
+  runSwitchover,
+  walEndOfDataDir,
+  type SwitchoverSteps,
+} from './topology-core.ts';
 import { ControlClient } from './control-client.ts';
 import {
   alterSystem,
@@ -268,6 +273,37 @@ export async function switchover(
 ): Promise<SwitchoverReport> {
   const toCfg = requireNode(clusterDir, to);
   const running = listNodes(clusterDir).filter((n) => runningPid(clusterDir, n) !== null);
+  const from = await theOnePrimary(clusterDir, running);
+  if (from === to) throw new WalsimError('invalid_input', `node "${to}" is already the primary`);
+  const fromCfg = readNodeConfig(clusterDir, from);
+  await requireStreamingTarget(clusterDir, from, fromCfg, to, toCfg);
+  const siblings = running.filter(
+    (n) => n !== from && n !== to && readNodeConfig(clusterDir, n).primaryPort === fromCfg.port,
+  );
+
+  const out = await runSwitchover(
+    {
+      from,
+      to,
+      fromNames: fromCfg.synchronousStandbyNames,
+      fromApplicationName: fromCfg.applicationName,
+      toApplicationName: toCfg.applicationName,
+      siblings,
+    },
+    switchoverSteps(clusterDir, from, timeoutMs),
+  );
+  return {
+    from,
+    to,
+    switchLsn: formatLsn(out.switchLsn),
+    newTimeline: out.newTimeline,
+    repointed: siblings,
+    synchronousStandbyNames: out.synchronousStandbyNames,
+  };
+}
+
+/** The one running primary among `running`; none or several is refused (with recovery hints). */
+async function theOnePrimary(clusterDir: string, running: NodeName[]): Promise<NodeName> {
   const primaries: NodeName[] = [];
   for (const n of running)
     if ((await withNode(clusterDir, n, (c) => c.status())).inRecovery === false) primaries.push(n);
@@ -282,9 +318,17 @@ export async function switchover(
             `and repoint the other standbys ("cluster repoint --node S --to TARGET")`
           : ''),
     );
-  const from = primaries[0]!;
-  if (from === to) throw new WalsimError('invalid_input', `node "${to}" is already the primary`);
-  const fromCfg = readNodeConfig(clusterDir, from);
+  return primaries[0]!;
+}
+
+/** Refuse a target that is not a running standby streaming from the primary `from`. */
+async function requireStreamingTarget(
+  clusterDir: string,
+  from: NodeName,
+  fromCfg: NodeConfig,
+  to: NodeName,
+  toCfg: NodeConfig,
+): Promise<void> {
   const toStatus = await withNode(clusterDir, to, (c) => c.status()).catch(() => null);
   if (toStatus === null || toStatus.role !== 'standby')
     throw new WalsimError('invalid_input', `switchover target "${to}" must be a running standby`);
@@ -302,88 +346,81 @@ export async function switchover(
       `switchover target "${to}" must be streaming from the primary "${from}" (repoint it first)`,
     );
   }
-  const siblings = running.filter(
-    (n) => n !== from && n !== to && readNodeConfig(clusterDir, n).primaryPort === fromCfg.port,
-  );
+}
 
-  const out = await runSwitchover(
-    {
-      from,
-      to,
-      fromNames: fromCfg.synchronousStandbyNames,
-      fromApplicationName: fromCfg.applicationName,
-      toApplicationName: toCfg.applicationName,
-      siblings,
-    },
-    {
-      stopFast: async (n) => {
-        await stopNode(clusterDir, n, 'fast');
-      },
-      walEnd: (n) => walEndOf(clusterDir, n).endLsn,
-      waitReceived: async (n, endLsn) => {
-        let received = '?';
-        await pollUntil(
-          async () => {
-            // A target that stops answering ends the switchover at once, as does one out of recovery.
-            const s = await withNode(clusterDir, n, (c) => c.status()).catch((e: Error) => {
-              throw new StopPolling(e);
-            });
-            if (s.role !== 'standby')
-              throw new StopPolling(
-                new WalsimError(
-                  'invalid_input',
-                  `switchover: "${n}" left recovery before the switchover promoted it`,
-                ),
-              );
-            received = s.receiveLsn;
-            return parseLsn(s.receiveLsn) >= endLsn;
-          },
-          `"${n}" to receive everything`,
-          timeoutMs,
-          50,
-          () =>
-            new WalsimError(
-              'timeout',
-              `switchover: "${n}" received up to ${received} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted ` +
-                `(start it again with "npm run cluster -- start --node ${from}")`,
-            ),
-        );
-      },
-      setSynchronousStandbyNames: (n, names) =>
-        withNode(clusterDir, n, async (c) => {
-          await c.sql(
-            `ALTER SYSTEM SET synchronous_standby_names = '${names.replace(/'/g, "''")}'`,
-          );
-          await c.sql('SELECT pg_reload_conf()');
-        }),
-      promote: async (n) => {
-        await withNode(clusterDir, n, async (c) => {
-          const r = (await c.request({ op: 'promote', wait: true, waitSeconds: 60 })) as {
-            promoted: boolean;
-          };
-          if (!r.promoted)
-            throw new WalsimError(
-              'timeout',
-              `switchover: "${n}" did not promote within 60 seconds`,
-            );
-        });
-        const base = JSON.parse(
-          fs.readFileSync(path.join(nodeDir(clusterDir, n), 'walsim.conf.json'), 'utf8'),
-        ) as NodeConfig;
-        writeNodeConfig(clusterDir, { ...base, role: 'primary' });
-      },
-      rejoin: async (old, n) => (await rejoin(clusterDir, old, n)).newTimeline,
-      repoint: async (n, up) => {
-        await repoint(clusterDir, n, up);
-      },
-    },
-  );
+/** runSwitchover's steps bound to the cluster directory and the nodes' control endpoints. */
+function switchoverSteps(
+  clusterDir: string,
+  from: NodeName,
+  timeoutMs: number,
+): SwitchoverSteps<NodeName> {
   return {
-    from,
-    to,
-    switchLsn: formatLsn(out.switchLsn),
-    newTimeline: out.newTimeline,
-    repointed: siblings,
-    synchronousStandbyNames: out.synchronousStandbyNames,
+    stopFast: async (n) => {
+      await stopNode(clusterDir, n, 'fast');
+    },
+    walEnd: (n) => walEndOf(clusterDir, n).endLsn,
+    waitReceived: (n, endLsn) => waitReceived(clusterDir, n, endLsn, from, timeoutMs),
+    setSynchronousStandbyNames: (n, names) =>
+      withNode(clusterDir, n, async (c) => {
+        await c.sql(`ALTER SYSTEM SET synchronous_standby_names = '${names.replace(/'/g, "''")}'`);
+        await c.sql('SELECT pg_reload_conf()');
+      }),
+    promote: (n) => promoteAndRecord(clusterDir, n),
+    rejoin: async (old, n) => (await rejoin(clusterDir, old, n)).newTimeline,
+    repoint: async (n, up) => {
+      await repoint(clusterDir, n, up);
+    },
   };
+}
+
+/** Wait until standby `n` has received up to `endLsn`, the stopped primary `from`'s end of WAL. */
+async function waitReceived(
+  clusterDir: string,
+  n: NodeName,
+  endLsn: Lsn,
+  from: NodeName,
+  timeoutMs: number,
+): Promise<void> {
+  let received = '?';
+  await pollUntil(
+    async () => {
+      // A target that stops answering ends the switchover at once, as does one out of recovery.
+      const s = await withNode(clusterDir, n, (c) => c.status()).catch((e: Error) => {
+        throw new StopPolling(e);
+      });
+      if (s.role !== 'standby')
+        throw new StopPolling(
+          new WalsimError(
+            'invalid_input',
+            `switchover: "${n}" left recovery before the switchover promoted it`,
+          ),
+        );
+      received = s.receiveLsn;
+      return parseLsn(s.receiveLsn) >= endLsn;
+    },
+    `"${n}" to receive everything`,
+    timeoutMs,
+    50,
+    () =>
+      new WalsimError(
+        'timeout',
+        `switchover: "${n}" received up to ${received} of ${formatLsn(endLsn)}; "${from}" is stopped, nothing was promoted ` +
+          `(start it again with "npm run cluster -- start --node ${from}")`,
+      ),
+  );
+}
+
+/** Promote `n` (waiting up to 60 s) and record it as a primary in its node config. */
+async function promoteAndRecord(clusterDir: string, n: NodeName): Promise<void> {
+  await withNode(clusterDir, n, async (c) => {
+    const r = (await c.request({ op: 'promote', wait: true, waitSeconds: 60 })) as {
+      promoted: boolean;
+    };
+    if (!r.promoted)
+      throw new WalsimError('timeout', `switchover: "${n}" did not promote within 60 seconds`);
+  });
+  const base = JSON.parse(
+    fs.readFileSync(path.join(nodeDir(clusterDir, n), 'walsim.conf.json'), 'utf8'),
+  ) as NodeConfig;
+  writeNodeConfig(clusterDir, { ...base, role: 'primary' });
 }
