@@ -33,7 +33,7 @@ import { resultsDirName } from './report/write-results.ts';
 import { markdownTable } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
-import { destroyPgCluster } from './postgres/pg-cluster.ts';
+import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { benchCellOfCalibration, storedRunOfBench } from './predict/bench-plan.ts';
 import { runBenchCell, type BenchSettings } from './predict/bench-run.ts';
 import {
@@ -81,16 +81,7 @@ async function measureCells(
   warmupRuns: number,
   settings: SweepSettings,
 ): Promise<RunRecord[]> {
-  const onSignal = () => {
-    void (async () => {
-      if (fs.existsSync(settings.workDir))
-        for (const d of fs.readdirSync(settings.workDir))
-          await destroyPgCluster(path.join(settings.workDir, d));
-      process.exit(130);
-    })();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  destroyPgClustersOnSignal(settings.workDir);
   const bar = progressBar(plan.length * (runs + warmupRuns), false);
   try {
     return await runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns });
@@ -116,16 +107,7 @@ async function measureCellsByPredict(
   stored: StoredCalibrationRun[];
   walCounts: Record<string, FailoverCounts>;
 }> {
-  const onSignal = () => {
-    void (async () => {
-      if (fs.existsSync(s.workDir))
-        for (const d of fs.readdirSync(s.workDir))
-          await destroyPgCluster(path.join(s.workDir, d, 'pair')).catch(() => {});
-      process.exit(130);
-    })();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  destroyPgClustersOnSignal(s.workDir, (d) => path.join(d, 'pair'));
   const total = plan.length * (runs + warmupRuns);
   const bar = progressBar(total, false);
   const stored: StoredCalibrationRun[] = [];

@@ -14,7 +14,7 @@ import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cl
 import { defaultWorkDir } from './experiment/sweep.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { readStoredCalibration, type StoredCalibration } from './postgres/calibrate.ts';
-import { destroyPgCluster } from './postgres/pg-cluster.ts';
+import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { resultsDirName } from './report/write-results.ts';
 import {
@@ -106,16 +106,7 @@ async function measure(
       if (!file.runs.some((r) => r.cell === cell.id && r.run === run)) todo.push({ cell, run });
   const weightTotal = todo.reduce((a, t) => a + estimateBenchRunSeconds(t.cell), 0);
   const bar = progressBar(todo.length, false);
-  const onSignal = () => {
-    void (async () => {
-      if (fs.existsSync(s.workDir))
-        for (const d of fs.readdirSync(s.workDir))
-          await destroyPgCluster(path.join(s.workDir, d, 'pair')).catch(() => {});
-      process.exit(130);
-    })();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  destroyPgClustersOnSignal(s.workDir, (d) => path.join(d, 'pair'));
   let weightDone = 0;
   try {
     for (const [i, t] of todo.entries()) {

@@ -371,6 +371,26 @@ export async function stopPgCluster(dir: string): Promise<void> {
   }
 }
 
+/**
+ * Ctrl-C (SIGINT/SIGTERM) during a run that builds clusters under `workDir`: destroy the cluster of
+ * every entry there (`clusterOf` names its directory), then exit 130.
+ */
+export function destroyPgClustersOnSignal(
+  workDir: string,
+  clusterOf: (entry: string) => string = (entry) => entry,
+): void {
+  const onSignal = () => {
+    void (async () => {
+      if (fs.existsSync(workDir))
+        for (const d of fs.readdirSync(workDir))
+          await destroyPgCluster(path.join(workDir, clusterOf(d))).catch(() => {});
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+}
+
 /** Stop the cluster's servers and remove its directory. */
 export async function destroyPgCluster(dir: string): Promise<void> {
   await stopPgCluster(dir);
