@@ -5,6 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import * as path from 'node:path';
 import { isWalsimError } from '../common/errors.ts';
+import { interrupted } from './interrupt.ts';
 import { ControlClient, ControlError } from '../server/control-client.ts';
 import {
   isWalsimServer,
@@ -92,8 +93,12 @@ export function exitWithUsageIfHelp(argv: readonly string[], usage: string): voi
 export function runCli(main: () => Promise<number | void>, usage?: string): void {
   if (usage !== undefined) exitWithUsageIfHelp(process.argv.slice(2), usage);
   main().then(
-    (code) => process.exit(code ?? 0),
+    (code) => {
+      // After Ctrl-C the clean-up in interrupt.ts exits 130 once the clusters are stopped.
+      if (!interrupted()) process.exit(code ?? 0);
+    },
     (e: unknown) => {
+      if (interrupted()) return; // the run failed because the clean-up stopped its servers
       if (e instanceof UsageError) console.error(`error: ${e.message}`);
       else if (e instanceof ControlError)
         console.error(

@@ -42,6 +42,7 @@ import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
 import { STRATEGIES_USAGE, strategiesSweep } from './experiment/strategies-sweep.ts';
 import { withEntryBundle } from '../server/entry-bundle.ts';
+import { onInterrupt } from './interrupt.ts';
 
 const SEED_RUNS = 5;
 const DEFAULT_MULTI_RUNS = 1;
@@ -153,21 +154,15 @@ function planOf(
   };
 }
 
-/** Ctrl-C: stop the clusters this sweep started, then exit. */
+/** Ctrl-C: stop the clusters this sweep started, then exit 130 (interrupt.ts). */
 function destroyClustersOnSignal(workDir: string): void {
-  const onSignal = () => {
-    void (async () => {
-      if (fs.existsSync(workDir)) {
-        for (const d of fs.readdirSync(workDir)) {
-          const dir = path.join(workDir, d);
-          await (isPgCluster(dir) ? destroyPgCluster(dir) : destroyCluster(dir));
-        }
-      }
-      process.exit(130);
-    })();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  onInterrupt(async () => {
+    if (!fs.existsSync(workDir)) return;
+    for (const d of fs.readdirSync(workDir)) {
+      const dir = path.join(workDir, d);
+      await (isPgCluster(dir) ? destroyPgCluster(dir) : destroyCluster(dir));
+    }
+  });
 }
 
 /** The sweep's result on stdout: JSON, or the seed's tables as written to tables.md. */

@@ -23,6 +23,7 @@ import { pollUntil } from '../../server/poll.ts';
 import { freePort } from '../../server/ports.ts';
 import { findPgBin, pgServerUser, type PgProgram, type PgUser } from './pg-bin.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
+import { onInterrupt } from '../interrupt.ts';
 
 export type PgNodeName = 'primary' | 'standby';
 
@@ -379,16 +380,11 @@ export function destroyPgClustersOnSignal(
   workDir: string,
   clusterOf: (entry: string) => string = (entry) => entry,
 ): void {
-  const onSignal = () => {
-    void (async () => {
-      if (fs.existsSync(workDir))
-        for (const d of fs.readdirSync(workDir))
-          await destroyPgCluster(path.join(workDir, clusterOf(d))).catch(() => {});
-      process.exit(130);
-    })();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  onInterrupt(async () => {
+    if (fs.existsSync(workDir))
+      for (const d of fs.readdirSync(workDir))
+        await destroyPgCluster(path.join(workDir, clusterOf(d))).catch(() => {});
+  });
 }
 
 /** Stop the cluster's servers and remove its directory. */
