@@ -34,6 +34,7 @@ import { markdownTable } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
+import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
 import { benchCellOfCalibration, storedRunOfBench } from './predict/bench-plan.ts';
 import { runBenchCell, type BenchSettings } from './predict/bench-run.ts';
 import {
@@ -107,6 +108,7 @@ async function measureCellsByPredict(
   stored: StoredCalibrationRun[];
   walCounts: Record<string, FailoverCounts>;
 }> {
+  await waitOutInodeReuse(s.workDir, (l) => process.stderr.write(`${l}\n`));
   destroyPgClustersOnSignal(s.workDir, (d) => path.join(d, 'pair'));
   const total = plan.length * (runs + warmupRuns);
   const bar = progressBar(total, false);
@@ -135,7 +137,7 @@ async function measureCellsByPredict(
     }
   } finally {
     bar.stop();
-    fs.rmSync(s.workDir, { recursive: true, force: true });
+    removeWorkDir(s.workDir);
   }
   return { records: recordsFromStored(stored, plan), stored, walCounts };
 }

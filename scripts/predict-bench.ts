@@ -15,6 +15,7 @@ import { defaultWorkDir } from './experiment/sweep.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { readStoredCalibration, type StoredCalibration } from './postgres/calibrate.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
+import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { resultsDirName } from './report/write-results.ts';
 import {
@@ -105,6 +106,7 @@ async function measure(
     for (const cell of cells)
       if (!file.runs.some((r) => r.cell === cell.id && r.run === run)) todo.push({ cell, run });
   const weightTotal = todo.reduce((a, t) => a + estimateBenchRunSeconds(t.cell), 0);
+  await waitOutInodeReuse(s.workDir, (l) => process.stderr.write(`${l}\n`));
   const bar = progressBar(todo.length, false);
   destroyPgClustersOnSignal(s.workDir, (d) => path.join(d, 'pair'));
   let weightDone = 0;
@@ -136,7 +138,7 @@ async function measure(
     });
   } finally {
     bar.stop();
-    fs.rmSync(s.workDir, { recursive: true, force: true });
+    removeWorkDir(s.workDir);
   }
 }
 

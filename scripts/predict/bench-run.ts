@@ -5,8 +5,9 @@
  * statements, primary stopped immediately), `npm run predict`'s prediction of the standby from its
  * unreplayed WAL (predictStandby with --pgdata, once per profile), then `--verify`'s promotion
  * (verifyPromotion: resume + pg_promote, instants from the standby's log) with the startup
- * process's scheduler statistics sampled over it (postgres/startup-sched.ts). The pair is removed
- * whatever happens.
+ * process's scheduler statistics sampled over it (postgres/startup-sched.ts). `sync` right before
+ * the resume. The pair is stopped whatever happens and its WAL removed; its other files stay until
+ * the command removes its work directory (postgres/inode-reuse.ts).
  *
  * Entry points: `runBenchCell`, `BenchSettings`, `pgbenchMissingReason`, `mixedBacklog`.
  */
@@ -18,8 +19,9 @@ import { cpuPressureTotalUs } from '../experiment/sweep.ts';
 import { runStep, StepSession, waitForStandby, type StepName } from '../experiment/steps.ts';
 import { tableNames } from '../experiment/state.ts';
 import { findPgBin } from '../postgres/pg-bin.ts';
+import { spawnSync } from 'node:child_process';
+import { retireCluster } from '../postgres/inode-reuse.ts';
 import {
-  destroyPgCluster,
   initPgCluster,
   pgConnectionString,
   pgDataDir,
@@ -85,7 +87,7 @@ function stepsOf(c: BenchCell): { before: StepName[]; drop: 'vacuum' | 'truncate
 }
 
 /** Make the cell's backlog on `dir`'s pair: the standby paused, the primary stopped. */
-async function makeBacklog(dir: string, c: BenchCell): Promise<void> {
+export async function makeBacklog(dir: string, c: BenchCell): Promise<void> {
   const engine = new PgEngine(dir);
   const session = new StepSession(engine);
   const workload = c.workload === 'testA' ? 'rel' : 'multi';
@@ -171,6 +173,12 @@ export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings):
     const pw = await predict(s.wall);
     const pu = await predict(s.uncontended);
     const logFile = checkVerifiable(pw, pgLogPath(dir, 'standby'));
+    // Every dirty page written back first: the standby's data files then have their blocks
+    // allocated, as on a standby whose restartpoints wrote them long ago. Without it, files younger
+    // than the kernel's dirty_expire (30 s) are still delayed-allocation extents, whose truncation
+    // and unlink free no blocks (no discard on this kind of mount), and writeback racing the replay
+    // made the per-table cost depend on how long the backlog took to make (BENCHMARKS.md).
+    spawnSync('sync', { stdio: 'ignore' });
     const sampler = startupSamplerOf(pgdata);
     const p0 = cpuPressureTotalUs();
     const t0 = performance.now();
@@ -207,7 +215,8 @@ export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings):
       at: v.readyAt,
     };
   } finally {
-    await destroyPgCluster(dir);
-    fs.rmSync(parent, { recursive: true, force: true });
+    // The small files stay until the command removes its work directory (inode-reuse.ts: removing
+    // thousands of files here would slow every file creation of the next run's replay).
+    await retireCluster(dir);
   }
 }
