@@ -111,12 +111,20 @@ export class TimelineSwitch {
       );
       wal.truncate(end.nextLsn, end.lastRecordLsn);
     }
-    const prevTimeline = this.d.timeline();
+    const targetTimeline = this.d.timeline();
     const newTimeline =
-      findNewestTimeLine(this.d.dataDir, prevTimeline, this.d.walSegmentSize(), this.d.disk) + 1;
+      findNewestTimeLine(this.d.dataDir, targetTimeline, this.d.walSegmentSize(), this.d.disk) + 1;
     // The first WAL this node writes itself: a failed write or fsync PANICs, as on a primary.
     const walIo = <T>(fn: () => T): T => walIoOrPanic(fn, (e) => this.d.fatal(e));
-    walIo(() => wal.switchTimeline(newTimeline, 'no recovery target specified'));
+    // The new timeline branches from the one the end of WAL lies on (lastRecTLI): the target
+    // timeline, unless recovery ended before reaching the point where it began (wal-writer.ts).
+    const prevTimeline = walIo(() =>
+      wal.switchTimeline(newTimeline, 'no recovery target specified'),
+    );
+    if (prevTimeline !== targetTimeline)
+      this.d.log(
+        `LOG:  end of recovery at ${formatLsn(wal.insertLsn)} lies on timeline ${prevTimeline}, before timeline ${targetTimeline} began; timeline ${newTimeline} branches from timeline ${prevTimeline}`,
+      );
     failover.countEndOfRecovery('timelineHistoryFiles');
     failover.countEndOfRecovery('walSegmentInits');
     this.d.setTimeline(newTimeline);

@@ -119,7 +119,7 @@ function flipByteInRecord(
  * Replay must stop at that record and never apply it (checked after every step); the standby is
  * restarted at the next step (crash recovery ends local WAL there and streaming fetches it again).
  */
-export function corruptStandby(cluster: SimCluster, target?: number): void {
+export function corruptStandby(cluster: SimCluster, ledger: Ledger, target?: number): void {
   const h = cluster.standbyAt(target);
   const n = h.node;
   if (n === null || !n.inRecovery || n.startup === null) return;
@@ -136,6 +136,7 @@ export function corruptStandby(cluster: SimCluster, target?: number): void {
   if (lsn === null) return;
   h.corruptLsn = lsn;
   h.corruptOwner = h.owner;
+  ledger.copiesDamaged(h.disk, lsn);
   h.restartAt = cluster.sched.now; // healed by a restart at the next step boundary
   cluster.newUpstreamData(h); // its crash recovery may end its WAL below what it sent on
 }

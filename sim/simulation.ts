@@ -154,7 +154,7 @@ export class Simulation {
         return this.operator.stop(c);
       case 'corrupt':
         return c.node === 'standby'
-          ? corruptStandby(this.cluster, c.target)
+          ? corruptStandby(this.cluster, this.ledger, c.target)
           : corruptPrimary(this.cluster, this.ledger, this.operator, c.downMs);
       case 'failover':
         return this.operator.failover(c);

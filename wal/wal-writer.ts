@@ -300,22 +300,38 @@ export class WalWriter {
 
   /**
    * Promotion: continue on timeline `newTli` at insertLsn (the switch point). Flushes first, makes
-   * sure `%08X.history` of newTli exists (writing it with `reason` from this timeline's history if
-   * not), then, like PostgreSQL's XLogInitNewTimeline, creates newTli's file for the current
-   * segment holding a copy of the bytes before the switch point. Later writes go to newTli files.
+   * sure `%08X.history` of newTli exists (writing it with `reason` if not), then, like
+   * PostgreSQL's XLogInitNewTimeline, creates newTli's file for the current segment holding a copy
+   * of the bytes before the switch point, taken from the file this writer wrote them to (the end
+   * of log's segment). Later writes go to newTli files.
+   *
+   * The parent is the timeline of this history on which the switch point lies — the current one,
+   * unless WAL ends before the current timeline began: a standby that followed its upstream onto
+   * a timeline before replaying up to its switch point, then found a damaged record below it and
+   * was promoted. PostgreSQL's end-of-recovery record names that timeline (PrevTimeLineID =
+   * lastRecTLI, the timeline of the last record replayed); its history file copies the recovery
+   * target timeline's and appends `target\tEndOfLog`, a switch point before the target's own
+   * start, which would place WAL between the two on timelines this node never wrote. The parent
+   * here is the one the record names, so the history file and the record agree and stay ordered.
+   * Returns the parent.
    */
-  switchTimeline(newTli: TimeLineId, reason = 'no recovery target specified'): void {
+  switchTimeline(newTli: TimeLineId, reason = 'no recovery target specified'): TimeLineId {
     assert(
       newTli >>> 0 === newTli && newTli > this.tli,
       `INV-WAL-5: new timeline ${newTli} must be above ${this.tli}`,
     );
     this.flush();
     const switchLsn = this.insertPos;
+    const own = readTimelineHistory(this.dataDir, this.tli, this.disk);
+    // tliOfPointInHistory: the newest timeline of the history that began at or before switchLsn.
+    let k = own.length - 1;
+    while (k > 0 && own[k]!.beginLsn > switchLsn) k--;
+    const parentTli = own[k]!.tli;
     if (readTimelineHistoryFile(this.dataDir, newTli, this.disk) === null) {
       writeTimelineHistory(
         this.dataDir,
         newTli,
-        readTimelineHistory(this.dataDir, this.tli, this.disk),
+        [...own.slice(0, k), { ...own[k]!, endLsn: null }],
         switchLsn,
         reason,
         this.disk,
@@ -323,15 +339,17 @@ export class WalWriter {
     }
     const history = readTimelineHistory(this.dataDir, newTli, this.disk);
     const parent = history[history.length - 2];
-    if (parent === undefined || parent.tli !== this.tli || parent.endLsn !== switchLsn) {
+    if (parent === undefined || parent.tli !== parentTli || parent.endLsn !== switchLsn) {
       throw new WalsimError(
         'invalid_wal',
-        `history file of timeline ${newTli} does not branch from timeline ${this.tli} at ${formatLsn(switchLsn)}`,
+        `history file of timeline ${newTli} does not branch from timeline ${parentTli} at ${formatLsn(switchLsn)}`,
       );
     }
     this.closeSegment(false);
+    const from = this.tli;
     this.tli = newTli;
-    this.prepareSegmentAt(switchLsn);
+    this.prepareSegmentAt(switchLsn, from);
+    return parentTli;
   }
 
   /** Flush and close the current segment file. The writer cannot be used afterwards. */
@@ -378,9 +396,10 @@ export class WalWriter {
   /**
    * Make this timeline's file for lsn's segment hold exactly the bytes before `lsn` (INV-WAL-6):
    * cut an existing file there, or create it from the file that holds that segment for an
-   * ancestor timeline (or zeros when there is none: a fresh cluster).
+   * ancestor timeline — `copyFrom`'s first, the timeline the bytes were written on before a
+   * switch — (or zeros when there is none: a fresh cluster).
    */
-  private prepareSegmentAt(lsn: Lsn): void {
+  private prepareSegmentAt(lsn: Lsn, copyFrom?: TimeLineId): void {
     const segno = segmentOf(lsn, this.segmentSize);
     const offset = segmentOffset(lsn, this.segmentSize);
     const p = this.segmentPath(this.tli, segno);
@@ -403,9 +422,13 @@ export class WalWriter {
       const prefix = new Uint8Array(offset);
       const history = readTimelineHistory(this.dataDir, this.tli, this.disk);
       const dir = walDir(this.dataDir);
-      const src = chooseSegmentFile(this.dataDir, segno, history, this.segmentSize, (name) =>
-        this.disk.exists(path.join(dir, name)),
-      );
+      const exists = (name: string): boolean => this.disk.exists(path.join(dir, name));
+      const own =
+        copyFrom === undefined ? null : segmentFileName(copyFrom, segno, this.segmentSize);
+      const src =
+        own !== null && exists(own)
+          ? { name: own }
+          : chooseSegmentFile(this.dataDir, segno, history, this.segmentSize, exists);
       if (src !== null) {
         const fd = this.disk.open(path.join(dir, src.name), 'r');
         try {

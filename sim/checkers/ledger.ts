@@ -47,6 +47,11 @@ export interface Fact {
    * backups of those — and (remote_write) the standbys that had written it.
    */
   copies: Copies;
+  /**
+   * A copy in `copies` was destroyed by a byte flipped in that standby's WAL before the commit
+   * (`Ledger.copiesDamaged`): a loss for want of a copy is then media corruption's.
+   */
+  copyCorrupted: boolean;
   sql: string;
 }
 
@@ -88,8 +93,10 @@ export function guaranteedAfterFailoverOnto(
   if (f.copies.flushed.has(promoted.disk)) return 'must';
   if (f.copies.written.has(promoted.disk) && promoted.lastPowerLossAt < f.ackAt) return 'must';
   for (const d of f.copies.flushed) if (covered.has(d)) return 'must';
-  // A synchronous level's commit the promoted node lacks: the operator's choice lost it.
-  return f.level === 'off' || f.level === 'local' ? 'may' : 'choice';
+  if (f.level === 'off' || f.level === 'local') return 'may';
+  // A synchronous level's commit the promoted node lacks: a copy the promise made was destroyed
+  // by media corruption (seed 2900061853), or else the operator's choice lost it.
+  return f.copyCorrupted ? 'corruption' : 'choice';
 }
 
 async function holds(node: ServerNode, f: Fact): Promise<boolean> {
@@ -173,6 +180,22 @@ export class Ledger {
     }
   }
 
+  /**
+   * A byte flipped at `lsn` in the WAL on `disk` (a standby's): its restart ends local WAL at the
+   * damaged record, so its copies of commits that may end past it are gone — media corruption,
+   * outside every level's promise (seed 2900061853: the one synchronous standby's copy of a
+   * CREATE TABLE destroyed, then the primary lost). Streaming may fetch them again; the ledger
+   * does not count on it (a later check or acknowledgement adds the copy back).
+   */
+  copiesDamaged(disk: MemDisk, lsn: Lsn): void {
+    for (const f of this.facts) {
+      if (f.commitEndMax <= lsn) continue;
+      const flushed = f.copies.flushed.delete(disk);
+      const written = f.copies.written.delete(disk);
+      if (flushed || written) f.copyCorrupted = true;
+    }
+  }
+
   /** A fresh base backup of the primary: what is durable there is on the new standby too. */
   backupTaken(src: Host, dst: Host): void {
     for (const f of this.facts) {
@@ -227,6 +250,7 @@ export class Ledger {
         durableOnPrimary: false,
         onStandby: false,
         copies: { flushed: new Set(copies.flushed), written: new Set(copies.written) },
+        copyCorrupted: false,
         sql,
       };
       if (!this.supersessions.some((x) => x.seq > seq && x.covers(f))) this.facts.push(f);

@@ -135,8 +135,16 @@ describe('simulation', () => {
     // receiving until that one stopped and was not re-cloned: no convergence).
     // 3700021682 (SIM-6 read the positions of a standby restarted on a flipped byte, behind
     // what its previous process had confirmed).
+    // 2900033426 (a walsim bug: a paused standby that had followed its upstream onto timeline 3
+    // restarted on a flipped byte below timeline 3's switch point and was promoted; its new
+    // timeline's history named timeline 3 as the parent at a switch point before timeline 3
+    // began — INV-WAL-5 — instead of the timeline the end of WAL lies on; also 2900041300).
+    // 2900061853 (an oracle hole: the one synchronous standby's copy of an acknowledged CREATE
+    // TABLE was destroyed by a flipped byte, then the primary was lost; the ledger still counted
+    // that copy and called the commit lost rather than lost to corruption).
     for (const seed of [
-      41001232, 41000397, 3700034318, 3700049330, 3700010935, 3700011387, 3700021682,
+      41001232, 41000397, 3700034318, 3700049330, 3700010935, 3700011387, 3700021682, 2900033426,
+      2900041300, 2900061853,
     ])
       expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
   }, 120_000);

@@ -408,6 +408,34 @@ describe('timeline switch', () => {
     expect(readAll(first, { timeline: 2, segmentSize: SEG, disk: nodeDisk }).recs).toHaveLength(3);
   });
 
+  it('branches from the ancestor timeline when WAL ends before the current timeline began', () => {
+    // A standby followed its upstream onto timeline 2 before replaying up to the switch point,
+    // then ended its WAL at a damaged record below it (truncate) and was promoted: the new
+    // timeline's parent is timeline 1, the one the end of WAL lies on (PostgreSQL's lastRecTLI),
+    // and its first segment is copied from the file the writer wrote (timeline 2's), even when
+    // timeline 1's file for that segment is gone.
+    const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
+    const lsns = bodies(40).map((b) => w.insert(b, 1).startLsn);
+    const switchLsn = w.insertLsn;
+    expect(w.switchTimeline(2)).toBe(1);
+    w.insert(ALL_BODIES[0]!, 1);
+    w.flush();
+    const end = lsns[20]!;
+    w.truncate(end, lsns[19]!);
+    fs.rmSync(segPath(1, segmentOf(end, SEG)));
+    expect(w.switchTimeline(3, 'promoted')).toBe(1);
+    expect(readTimelineHistory(dir, 3, nodeDisk)).toEqual([
+      { tli: 1, beginLsn: 0, endLsn: end },
+      { tli: 3, beginLsn: end, endLsn: null },
+    ]);
+    expect(end).toBeLessThan(switchLsn);
+    const next = w.insert(ALL_BODIES[1]!, 1).startLsn;
+    w.close();
+    const onThree = readAll(lsns[0]!, { timeline: 3, segmentSize: SEG, disk: nodeDisk });
+    expect(onThree.recs.map((r) => r.lsn)).toEqual([...lsns.slice(0, 20), next]);
+    expect(onThree.reader.endReason).toBe('end_of_wal');
+  });
+
   it('refuses a history file that does not branch at the current position', () => {
     const w = WalWriter.open(dir, { segmentSize: SEG, disk: nodeDisk, timeline: 1 });
     w.insert(ALL_BODIES[0]!, 1);
