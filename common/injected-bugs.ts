@@ -23,6 +23,19 @@ export const injectedBugs = {
    * brought back as a standby accepts writes beside the new one.
    */
   crashedPrimaryIgnoresStandbySignal: false,
+  /**
+   * Promotion takes the promote request for the end of WAL: the startup process stops at its
+   * replay position (PostgreSQL checks the trigger only once no more WAL is available, so that
+   * every flushed record is replayed first), and the new timeline branches there — flushed WAL it
+   * had not replayed, synchronous commits included, is dropped.
+   */
+  promoteSkipsUnreplayedWal: false,
+  /**
+   * A standby's walreceiver flush does not wake its cascading walsenders (PostgreSQL's
+   * XLogWalRcvFlush calls WalSndWakeup): a cascaded standby gets new WAL only when its
+   * connection starts.
+   */
+  cascadeMissesFlushWakeup: false,
   /** The rejoin verdict (checkRejoin) allows a node whose WAL extends past the fork point. */
   skipRejoinDivergenceCheck: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an Error. */

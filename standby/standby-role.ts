@@ -16,6 +16,7 @@
 import type { Clock } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
 import type { Upstream, UpstreamDialer } from '../common/transport.ts';
+import { injectedBugs } from '../common/injected-bugs.ts';
 import type { ControlFile } from '../wal/control-file.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
 import type { WalRecord } from '../wal/records.ts';
@@ -76,7 +77,11 @@ export class StandbyRole {
         dataDir: deps.dataDir,
         clock: deps.clock,
         readOptions: () => deps.readOptions(),
-        flushedUpTo: () => wal.flushLsn,
+        // (The planted bug of common/injected-bugs.ts ends replay where it is at a promotion.)
+        flushedUpTo: () =>
+          injectedBugs.promoteSkipsUnreplayedWal && this.promoting
+            ? Math.min(this.startup.nextLsn, wal.flushLsn)
+            : wal.flushLsn,
         applySteps: (rec) => this.replaySteps(rec),
         fatal: (e) => deps.fatal(e),
         beforeRecord: (rec) => this.restartpointAt(rec),
@@ -103,8 +108,12 @@ export class StandbyRole {
     this.startup.wakeup();
   }
 
+  /** Set at PROMOTE (the walreceiver stops then). */
+  private promoting = false;
+
   /** Promotion: finish replaying what was received, nothing more (the primary may be gone). */
   stopWalReceiver(): void {
+    this.promoting = true;
     this.receiver?.stop();
   }
 
@@ -122,7 +131,8 @@ export class StandbyRole {
       applyLsn: () => startup.replayEndLsn,
       onFlushed: () => {
         startup.wakeup();
-        this.deps.walFlushed(); // cascading walsenders send what was just flushed
+        // Cascading walsenders send what was just flushed (not under the planted bug).
+        if (!injectedBugs.cascadeMissesFlushWakeup) this.deps.walFlushed();
       },
       onNewTimeline: (tli, text, switchLsn) => this.deps.followTimeline(tli, text, switchLsn),
       onStateChange: (state) => {

@@ -2,7 +2,9 @@
  * The simulator finds a planted bug: with the test-only switch on, synchronous_commit=remote_write
  * commits are acknowledged without waiting for the standby's write. Method: run seeds from 1 until
  * one fails (it must within 1,000), check the violation names the early acknowledgement, replay
- * that seed twice to the identical trace, and shrink it to a few commands that still fail.
+ * that seed twice to the identical trace, and shrink it to a few commands that still fail. Also
+ * SIM-1's failover rule with two nodes: a promotion that ends replay where it is (dropping flushed
+ * WAL it had not replayed) loses a synchronous commit, found within 100 seeds and shrunk.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { injectedBugs } from '../../common/injected-bugs.ts';
@@ -13,6 +15,7 @@ import { shrinkScenario } from '../../sim/shrink.ts';
 describe('planted bug', () => {
   afterEach(() => {
     injectedBugs.ackRemoteWriteEarly = false;
+    injectedBugs.promoteSkipsUnreplayedWal = false;
   });
 
   it('an early remote_write acknowledgement is found within 1,000 seeds and replays identically', async () => {
@@ -40,6 +43,28 @@ describe('planted bug', () => {
     const small = await shrinkScenario(generateScenario(found!, 40, TWO_NODES), 200);
     expect(small.commands.length).toBeLessThanOrEqual(5);
     expect((await runSimulation(small)).ok).toBe(false);
+  }, 300_000);
+
+  it('a promotion that drops flushed, unreplayed WAL loses a synchronous commit (SIM-1)', async () => {
+    injectedBugs.promoteSkipsUnreplayedWal = true;
+    const lost =
+      /^t=\d+ ms: failover: acknowledged commit lost on B \(synchronous_commit=(on|remote_apply)/;
+    let found: number | null = null;
+    for (let seed = 1; seed <= 100 && found === null; seed++) {
+      const r = await runSimulation(generateScenario(seed, 40, TWO_NODES));
+      if (!r.ok) {
+        found = seed;
+        expect(r.violations[0]).toMatch(lost);
+      }
+    }
+    expect(found).not.toBeNull();
+    const small = await shrinkScenario(generateScenario(found!, 40, TWO_NODES), 200, (v) =>
+      lost.test(v),
+    );
+    expect(small.commands.length).toBeLessThanOrEqual(5);
+    expect((await runSimulation(small)).violations[0]).toMatch(lost);
+    injectedBugs.promoteSkipsUnreplayedWal = false;
+    expect((await runSimulation(generateScenario(found!, 40, TWO_NODES))).violations).toEqual([]);
   }, 300_000);
 
   it('the same seeds pass without the planted bug', async () => {

@@ -5,7 +5,9 @@
  * cascade relaying WAL its upstream has not flushed (SIM-7, after every event), a rejoin that
  * skips the divergence check (SIM-9, a standby holding WAL past where the primary's history ends
  * its timeline), an old primary brought back as a standby that starts as a primary (SIM-8, one
- * writer). Method: per bug, run the seeds whose drawn topology can show it (ANY n ≥ 2;
+ * writer), a promotion that ends replay where it is and drops flushed WAL (SIM-1n, an
+ * acknowledged commit the promoted standby held lost at the failover), a standby whose flush
+ * does not wake its cascading walsenders (SIM-4, a cascaded standby never converges). Method: per bug, run the seeds whose drawn topology can show it (ANY n ≥ 2;
  * a cascade; several nodes) until one fails — within a bound — with the invariant's message;
  * replay it to the identical trace; shrink it, keeping that message, to a few commands that still
  * fail; and the same seed passes with the bug off.
@@ -55,6 +57,21 @@ const CASES: Case[] = [
     within: 20,
     violation: /nodes accepting writes: \w, \w/,
     shrunkTo: 3,
+  },
+  {
+    bug: 'promoteSkipsUnreplayedWal',
+    fits: (s) => generateTopology(s).upstreams.length > 1,
+    within: 30,
+    violation:
+      /failover: acknowledged commit lost on \w \(synchronous_commit=(on|remote_apply|remote_write)/,
+    shrunkTo: 20,
+  },
+  {
+    bug: 'cascadeMissesFlushWakeup',
+    fits: (s) => generateTopology(s).upstreams.some((u) => u !== 'A'),
+    within: 10,
+    violation: /no convergence within \d+ ms: .*standby \w flush/,
+    shrunkTo: 2,
   },
 ];
 
