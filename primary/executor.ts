@@ -64,11 +64,13 @@ export interface ExecutorContext {
 }
 
 /**
- * No transaction is running while a statement plans: write statements run one at a time under
- * the node's write lock, each allocates its xid after planning, and a commit's synchronous wait
- * ends before the lock is released. So every xid whose CLOG status is still "in progress" belongs
- * to a transaction that ended without a commit record (killed by a crash, or a statement that
- * failed before committing) — for VACUUM an aborted one (HeapTupleSatisfiesVacuum).
+ * No transaction that touched the table is running while a statement plans: write statements run
+ * one at a time under the node's write lock, each allocates its xid after planning, and a
+ * statement starts only after every commit still waiting (outside the lock) on one of its tables
+ * was acknowledged (PrimaryRole.runWrite). So every xid of the table's tuples whose CLOG status
+ * is still "in progress" belongs to a transaction that ended without a commit record (killed by a
+ * crash, or a statement that failed before committing) — for VACUUM an aborted one
+ * (HeapTupleSatisfiesVacuum).
  */
 const NO_RUNNING_XIDS: ReadonlySet<TransactionId> = new Set();
 

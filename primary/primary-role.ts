@@ -17,7 +17,7 @@ import type { Clock, TimerHandle } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
 import { WalsimError } from '../common/errors.ts';
 import type { Mutex } from '../common/mutex.ts';
-import type { QueryResult, SynchronousCommit } from '../protocol/messages.ts';
+import type { Notice, QueryResult, SynchronousCommit } from '../protocol/messages.ts';
 import type { Statement } from '../sql/ast.ts';
 import type { ControlFile } from '../wal/control-file.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
@@ -27,7 +27,7 @@ import type { NodeStorage } from '../storage/node-storage.ts';
 import { redo } from '../storage/redo.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from './executor.ts';
 import { primaryStatusOf, type PrimaryStatus } from './primary-status.ts';
-import { waitModeFor, type Notice, type SyncRepQueue } from './syncrep.ts';
+import { waitModeFor, type SyncRepQueue } from './syncrep.ts';
 import type { WalSenderSet } from './walsender-set.ts';
 
 /** The checkpointer's duties a primary drives: checkpoint_timeout, max_wal_size, WAL removal. */
@@ -65,12 +65,62 @@ export interface PrimaryRoleDeps {
   fatal(error: unknown): void;
 }
 
+/** The write statement being run: its commits, their WARNINGs, its cancel signal. */
+interface StatementState {
+  notices: Notice[];
+  signal: AbortSignal | undefined;
+  /** Its transactions, in commit order (a cancel ends their waits). */
+  xids: TransactionId[];
+  /** One transaction: its commit's flush and wait run after the write lock is released. */
+  deferLastCommit: boolean;
+  /** That commit's flush and wait, awaited by runWrite outside the lock. */
+  pending: Promise<void> | null;
+}
+
+/** A commit waiting outside the write lock; `tables` null: its statement touched every table. */
+interface WaitingCommit {
+  tables: ReadonlySet<string> | null;
+  done: Promise<void>;
+}
+
+/** Statements that run exactly one transaction (their commit is their last step). */
+function isSingleTransaction(stmt: Statement): boolean {
+  if (stmt.type === 'vacuum') return stmt.name !== null;
+  return stmt.type !== 'checkpoint';
+}
+
+/** The tables a write statement touches (null: every table), named as the parser gives them (the catalog's keys). */
+function touchedTables(stmt: Statement): ReadonlySet<string> | null {
+  switch (stmt.type) {
+    case 'create_table':
+    case 'drop_table':
+    case 'insert_series':
+    case 'insert_values':
+    case 'delete':
+      return new Set([stmt.name]);
+    case 'vacuum':
+      return stmt.name === null ? null : new Set([stmt.name]);
+    case 'truncate':
+      return new Set(stmt.names);
+    case 'checkpoint':
+      return new Set();
+    default:
+      return null;
+  }
+}
+
 export class PrimaryRole {
   private asyncFlushTimer: TimerHandle | null = null;
-  /** WARNINGs for the write statement running now (a cancelled synchronous-replication wait). */
-  private statementNotices: Notice[] = [];
-  /** The cancel signal of the write statement running now (its commits' waits end on it). */
-  private writeSignal: AbortSignal | undefined;
+  /** The group flush the next commit joins while other commits are in flight (see `flushForCommit`). */
+  private groupFlush: Promise<void> | null = null;
+  /**
+   * Transactions whose commit record is in WAL but whose commit is not acknowledged yet (the flush
+   * and the synchronous-replication wait, which run after the write lock is released): other
+   * sessions treat them as in progress, as PostgreSQL keeps them in the proc array until then.
+   */
+  private readonly committing = new Set<TransactionId>();
+  /** Commits waiting outside the write lock, with the tables their statement touched. */
+  private readonly waitingCommits = new Set<WaitingCommit>();
   /** End of the last checkpoint record this node wrote: no WAL since means a timed checkpoint is skipped. */
   private lastCheckpointEnd: Lsn = 0;
 
@@ -96,51 +146,97 @@ export class PrimaryRole {
     return primaryStatusOf(this.deps.syncRep, this.deps.synchronousCommit(), this.deps.clock.now());
   }
 
+  /** Transactions committed but not yet acknowledged (readers see them in progress). */
+  committingXids(): ReadonlySet<TransactionId> {
+    return this.committing;
+  }
+
   /**
    * Run a write statement under the write lock. A statement still queued when a shutdown
    * begins never starts (PostgreSQL's fast stop terminates every backend). WARNINGs raised while it
    * ran (a cancelled synchronous-replication wait) travel with its result.
+   *
+   * A statement of one transaction (all but VACUUM of every table and CHECKPOINT) inserts its
+   * commit record under the lock and then lets go of it: the commit's WAL flush and
+   * synchronous-replication wait run while the next statement executes, so concurrent sessions'
+   * commits share a flush and a round trip to the standby (group commit: XLogFlush writes
+   * everything inserted so far). What PostgreSQL's heavyweight locks would make a later statement
+   * wait for — a table it touches that a waiting commit touched — it waits for under the lock
+   * before it starts (`waitForConflicts`), so statements on one table still apply one after
+   * another's acknowledgement, as one session's would.
    */
-  runWrite(stmt: Statement, signal?: AbortSignal): Promise<QueryResult> {
+  async runWrite(stmt: Statement, signal?: AbortSignal): Promise<QueryResult> {
     const { syncRep } = this.deps;
-    return this.deps.writeLock.run(async () => {
-      if (this.deps.shuttingDown())
-        throw new WalsimError(
-          'shutting_down',
-          'terminating connection due to administrator command',
-          '57P01',
-        );
-      // Cancelled while queued behind another write: it never starts.
-      if (signal?.aborted)
-        throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
-      // Cancelled while running: walsim cannot roll a statement back, so only its commit's
-      // synchronous-replication wait ends (the commit stands, with PostgreSQL's WARNING). Writes run
-      // one at a time, so every waiter now is this statement's commit.
-      const cancelWait = () => {
-        for (const w of syncRep.waiters()) syncRep.cancel(w.xid);
-      };
-      signal?.addEventListener('abort', cancelWait);
-      this.statementNotices = [];
-      this.writeSignal = signal;
-      try {
-        const result = await executeWrite(this.executorContext(), stmt);
-        const notices = this.statementNotices;
-        return notices.length > 0 ? { ...result, notices } : result;
-      } finally {
-        this.statementNotices = [];
-        this.writeSignal = undefined;
-        signal?.removeEventListener('abort', cancelWait);
-      }
-    });
+    const st: StatementState = {
+      notices: [],
+      signal,
+      xids: [],
+      deferLastCommit: isSingleTransaction(stmt),
+      pending: null,
+    };
+    // Cancelled while running or while its commit waits: walsim cannot roll a statement back, so
+    // only its commits' synchronous-replication waits end (the commit stands, with PostgreSQL's
+    // WARNING).
+    const cancelWait = () => {
+      for (const xid of st.xids) syncRep.cancel(xid);
+    };
+    signal?.addEventListener('abort', cancelWait);
+    try {
+      const result = await this.deps.writeLock.run(async () => {
+        const tables = touchedTables(stmt);
+        this.refuseIfStopping(signal);
+        await this.waitForConflicts(tables);
+        // A shutdown or cancel that came while it waited for another commit: it never starts.
+        this.refuseIfStopping(signal);
+        return executeWrite(this.executorContext(st, tables), stmt);
+      });
+      if (st.pending !== null) await st.pending;
+      return st.notices.length > 0 ? { ...result, notices: st.notices } : result;
+    } finally {
+      signal?.removeEventListener('abort', cancelWait);
+    }
   }
 
-  private executorContext(): ExecutorContext {
-    const st = this.deps.storage;
+  /**
+   * A write that has not started yet never starts once a shutdown began (PostgreSQL's fast stop
+   * terminates every backend) or its session cancelled it.
+   */
+  private refuseIfStopping(signal: AbortSignal | undefined): void {
+    if (this.deps.shuttingDown())
+      throw new WalsimError(
+        'shutting_down',
+        'terminating connection due to administrator command',
+        '57P01',
+      );
+    if (signal?.aborted)
+      throw new WalsimError('canceled', 'canceling statement due to user request', '57014');
+  }
+
+  /**
+   * Before a statement starts: wait until every commit still waiting outside the lock that touched
+   * one of its tables (any, for `null`: VACUUM of every table) is acknowledged — PostgreSQL's
+   * committing transaction holds its table locks through the synchronous-replication wait, and
+   * its rows stay invisible to other snapshots until it ends. Stricter than PostgreSQL's lock
+   * modes (two INSERTs into one table would not wait there), never weaker. Waits that failed
+   * (cancelled, terminated) count as ended.
+   */
+  private async waitForConflicts(tables: ReadonlySet<string> | null): Promise<void> {
+    for (;;) {
+      const blocking = [...this.waitingCommits].filter(
+        (w) => tables === null || w.tables === null || [...tables].some((t) => w.tables!.has(t)),
+      );
+      if (blocking.length === 0) return;
+      await Promise.allSettled(blocking.map((w) => w.done));
+    }
+  }
+
+  private executorContext(st: StatementState, tables: ReadonlySet<string> | null): ExecutorContext {
+    const st0 = this.deps.storage;
     return {
-      catalog: st.catalog,
-      heap: heapPlannerOf(st),
+      catalog: st0.catalog,
+      heap: heapPlannerOf(st0),
       log: (body, xid) => this.logAndApply(body, xid),
-      commit: (xid, dropped) => this.commit(xid, dropped),
+      commit: (xid, dropped) => this.commit(xid, dropped, st, tables),
       checkpoint: () => this.checkpoint('CHECKPOINT_ONLINE'),
       yieldNow: async () => {
         // The WAL writer's job: push WAL out during long statements so standbys keep up.
@@ -175,24 +271,83 @@ export class PrimaryRole {
     this.deps.checkpointer.walFlushed(wal.flushLsn);
   }
 
-  private async commit(xid: TransactionId, droppedRels: RelFileNumber[]): Promise<void> {
+  /**
+   * RecordTransactionCommit: insert the commit record (under the write lock), then flush and wait
+   * for the synchronous standbys. For a one-transaction statement the flush and the wait run after
+   * the statement returns to `runWrite`, outside the lock (`st.pending`); a statement of several
+   * transactions (VACUUM of every table) waits for each commit before its next transaction, as
+   * PostgreSQL's VACUUM does.
+   */
+  private async commit(
+    xid: TransactionId,
+    droppedRels: RelFileNumber[],
+    st: StatementState,
+    tables: ReadonlySet<string> | null,
+  ): Promise<void> {
     const endLsn = this.logAndApply(
       { kind: 'XACT_COMMIT', xactTime: this.deps.clock.now(), droppedRels },
       xid,
     );
+    st.xids.push(xid);
     const level = this.deps.synchronousCommit();
     // RecordTransactionCommit: flush unless synchronous_commit=off, and always when rels are dropped.
-    if (level !== 'off' || droppedRels.length > 0) this.flushWal();
-    else this.scheduleAsyncFlush();
+    const flush = level !== 'off' || droppedRels.length > 0;
+    if (!flush) this.scheduleAsyncFlush();
+    else this.committing.add(xid);
+    const finish = this.finishCommit(xid, endLsn, flush, level, st);
+    if (!st.deferLastCommit) return finish;
+    const waiting: WaitingCommit = { tables, done: finish };
+    this.waitingCommits.add(waiting);
+    st.pending = finish.finally(() => this.waitingCommits.delete(waiting));
+    st.pending.catch(() => {}); // observed by runWrite; avoids an unhandled rejection meanwhile
+  }
+
+  /** The commit's flush (joined with concurrent commits'), then its synchronous-replication wait. */
+  private async finishCommit(
+    xid: TransactionId,
+    endLsn: Lsn,
+    flush: boolean,
+    level: SynchronousCommit,
+    st: StatementState,
+  ): Promise<void> {
+    try {
+      if (flush) await this.flushForCommit(endLsn);
+    } finally {
+      this.committing.delete(xid);
+    }
     const mode = waitModeFor(level);
     const { syncRep } = this.deps;
     if (mode !== null && syncRep.enabled) {
       const waiting = syncRep.wait(endLsn, mode, xid);
-      if (this.writeSignal?.aborted) syncRep.cancel(xid); // cancelled before the wait began
+      if (st.signal?.aborted) syncRep.cancel(xid); // cancelled before the wait began
       const notice = await waiting;
-      if (notice !== null) this.statementNotices.push(notice);
+      if (notice !== null) st.notices.push(notice);
     }
     this.deps.commitAcknowledged(endLsn);
+  }
+
+  /**
+   * XLogFlush for a commit ending at `endLsn`. While other commits are in flight (flushing or
+   * waiting for the standbys) or other write statements are queued, the flush waits for the end
+   * of this turn of the event loop, so that the commits of the other sessions whose statements
+   * arrive meanwhile are inserted first and one fsync (and one send to each standby) covers them
+   * all: PostgreSQL's group commit, where a backend that gets WALWriteLock after another's flush
+   * writes everything inserted so far. A commit with nothing else in flight (one session) flushes
+   * at once.
+   */
+  private flushForCommit(endLsn: Lsn): Promise<void> {
+    if (this.deps.wal.flushLsn >= endLsn) return Promise.resolve();
+    const concurrent =
+      this.waitingCommits.size > 0 || this.committing.size > 1 || this.deps.writeLock.waiting > 0;
+    if (!concurrent) {
+      this.flushWal();
+      return Promise.resolve();
+    }
+    this.groupFlush ??= this.deps.clock.yield().then(() => {
+      this.groupFlush = null;
+      this.flushWal();
+    });
+    return this.groupFlush;
   }
 
   /** wal_writer_delay: asynchronous commits reach disk within 200 ms. */

@@ -498,7 +498,13 @@ export class ServerNode {
    * goes only after SyncRepWaitForLSN), although CLOG already says committed.
    */
   snapshotClog(): XactStatusReader {
-    return inProgressView(this.storage.clog, this.syncRep.waitingXids());
+    const committing = this.primaryRole?.committingXids();
+    return inProgressView(
+      this.storage.clog,
+      committing === undefined || committing.size === 0
+        ? this.syncRep.waitingXids()
+        : new Set([...this.syncRep.waitingXids(), ...committing]),
+    );
   }
 
   /** Run one statement. `signal` is a cancel request (pg_cancel_backend); waits end on it with 57014. */

@@ -31,39 +31,56 @@ export class StepOrderError extends Error {
 const PIPELINE_DEPTH = 32;
 
 /**
- * The connections of the steps to the nodes of one cluster, opened on first use: one pipelined
- * `pg` client per node, closed by `close` (the steps close the standby's before anything is
- * replayed that a session could hold up).
+ * Sessions per node that `runEach` spreads a step's statements over. Each statement is still its
+ * own transaction; what concurrency changes is that commits of different sessions share a WAL
+ * flush and a round trip to the synchronous standby (group commit), where one session's commits
+ * each wait for their own.
+ */
+export const STEP_SESSIONS = 16;
+
+/**
+ * The connections of the steps to the nodes of one cluster, opened on first use: up to
+ * STEP_SESSIONS pipelined `pg` clients per node, closed by `close` (the steps close the standby's
+ * before anything is replayed that a session could hold up).
  */
 export class StepSession {
-  private readonly clients = new Map<ExperimentNode, pg.Client>();
+  private readonly clients = new Map<ExperimentNode, pg.Client[]>();
   constructor(readonly engine: AnyEngine) {}
 
   get clusterDir(): string {
     return this.engine.clusterDir;
   }
 
+  /** The node's first connection (opened on first use). */
   async client(node: ExperimentNode): Promise<pg.Client> {
-    const open = this.clients.get(node);
-    if (open) return open;
+    return (await this.sessions(node, 1))[0]!;
+  }
+
+  /** `n` connections to the node, the first the one `client` gives. */
+  private async sessions(node: ExperimentNode, n: number): Promise<pg.Client[]> {
+    const open = this.clients.get(node) ?? [];
+    if (open.length >= n) return open.slice(0, n);
     const e = this.engine;
-    if (!e.hasNode(node)) {
-      throw new StepOrderError(
-        `no ${e.name === 'walsim' ? 'walsim' : 'PostgreSQL'} cluster at ${e.clusterDir}; run "${e.startCommand}" first`,
-        'cluster start',
-      );
+    if (open.length === 0) {
+      if (!e.hasNode(node)) {
+        throw new StepOrderError(
+          `no ${e.name === 'walsim' ? 'walsim' : 'PostgreSQL'} cluster at ${e.clusterDir}; run "${e.startCommand}" first`,
+          'cluster start',
+        );
+      }
+      if (!(await e.isRunning(node))) {
+        throw new StepOrderError(
+          node === 'primary'
+            ? `the primary of the cluster at ${e.clusterDir} is not running; run "${e.startCommand}" first (a stopped primary means this experiment already ran its stop step; start a fresh cluster)`
+            : `the standby of the cluster at ${e.clusterDir} is not running; run "${e.startCommand}" first`,
+          'cluster start',
+        );
+      }
     }
-    if (!(await e.isRunning(node))) {
-      throw new StepOrderError(
-        node === 'primary'
-          ? `the primary of the cluster at ${e.clusterDir} is not running; run "${e.startCommand}" first (a stopped primary means this experiment already ran its stop step; start a fresh cluster)`
-          : `the standby of the cluster at ${e.clusterDir} is not running; run "${e.startCommand}" first`,
-        'cluster start',
-      );
-    }
-    const c = await connectPg(e.connectionString(node), 'walsim-experiment', true);
-    this.clients.set(node, c);
-    return c;
+    this.clients.set(node, open);
+    while (open.length < n)
+      open.push(await connectPg(e.connectionString(node), 'walsim-experiment', true));
+    return open.slice(0, n);
   }
 
   /** The first column of the first row of `sql` on `node`. */
@@ -73,29 +90,49 @@ export class StepSession {
   }
 
   /**
-   * Run each statement, in order, as its own transaction over the node's one connection. Up to
-   * PIPELINE_DEPTH are sent ahead (the server reads the next only after the previous finished);
-   * the first failure stops sending and is thrown. Returns the first column of each first row.
+   * Run each statement as its own transaction, spread round-robin over up to STEP_SESSIONS of the
+   * node's connections (statement i on session i mod n, so each session runs its share in
+   * order). Each session has up to PIPELINE_DEPTH sent ahead (the server reads a session's next
+   * statement only after the previous finished); the first failure stops sending on every
+   * session and is thrown. Returns the first column of each first row, in statement order.
    */
   async runEach(node: ExperimentNode, statements: string[]): Promise<unknown[]> {
-    const c = await this.client(node);
-    const inFlight: Array<Promise<pg.QueryArrayResult>> = [];
-    const out: unknown[] = [];
-    for (const text of statements) {
-      if (inFlight.length >= PIPELINE_DEPTH) out.push((await inFlight.shift()!).rows[0]?.[0]);
-      const p = c.query({ text, rowMode: 'array' });
-      p.catch(() => {}); // observed when awaited below; avoids an unhandled rejection meanwhile
-      inFlight.push(p);
-    }
-    for (const p of inFlight) out.push((await p).rows[0]?.[0]);
+    const sessions = await this.sessions(
+      node,
+      Math.max(1, Math.min(STEP_SESSIONS, statements.length)),
+    );
+    const out: unknown[] = new Array(statements.length);
+    let failed = false;
+    await Promise.all(
+      sessions.map(async (c, k) => {
+        const inFlight: Array<{ i: number; p: Promise<pg.QueryArrayResult> }> = [];
+        const settle = async () => {
+          const { i, p } = inFlight.shift()!;
+          try {
+            out[i] = (await p).rows[0]?.[0];
+          } catch (e) {
+            failed = true;
+            throw e;
+          }
+        };
+        for (let i = k; i < statements.length && !failed; i += sessions.length) {
+          if (inFlight.length >= PIPELINE_DEPTH) await settle();
+          if (failed) break;
+          const p = c.query({ text: statements[i]!, rowMode: 'array' });
+          p.catch(() => {}); // observed when awaited below; avoids an unhandled rejection meanwhile
+          inFlight.push({ i, p });
+        }
+        while (inFlight.length > 0) await settle();
+      }),
+    );
     return out;
   }
 
   async close(node?: ExperimentNode): Promise<void> {
-    for (const [n, c] of [...this.clients]) {
+    for (const [n, cs] of [...this.clients]) {
       if (node !== undefined && n !== node) continue;
       this.clients.delete(n);
-      await c.end().catch(() => {});
+      for (const c of cs) await c.end().catch(() => {});
     }
   }
 }

@@ -4,6 +4,7 @@
  * is flushed and committed in CLOG but not yet out of the proc array. A fast stop of the primary
  * ends the wait with PostgreSQL's WARNING (57P01) instead of hanging (issue 9 item 3); the commit
  * stands locally and is visible after the restart; a write queued behind the waiting one never runs.
+ * Writes on other tables run while a commit waits, and their commits wait beside it (group commit).
  */
 import { describe, expect, it } from 'vitest';
 import { clustersPerTest } from '../helpers/cluster.ts';
@@ -70,6 +71,39 @@ describe('a commit waiting for synchronous replication', () => {
     });
   }
 
+  it('lets writes on other tables run while a commit waits, and holds writes on its table until it ends', async () => {
+    const c = await clusters.start({ synchronousCommit: 'on' });
+    await c.sql('primary', 'CREATE TABLE v (c int)');
+    await c.sql('primary', 'CREATE TABLE w (c int)');
+    await c.stopNode('standby', 'fast');
+    const port = (await c.status('primary')).port as number;
+    const sessions = await Promise.all(
+      [1, 2, 3].map(() => ControlClient.connect('127.0.0.1', port, readToken(c.dir))),
+    );
+    const first = settle(sessions[0]!.sql('INSERT INTO v VALUES (1)'));
+    await c.pollUntil(
+      async () => (await c.status('primary')).syncWaiters === 1,
+      'first commit waiting for the standby',
+    );
+    // Another table: it runs and its commit waits beside the first one's.
+    const other = settle(sessions[1]!.sql('INSERT INTO w VALUES (1)'));
+    await c.pollUntil(
+      async () => (await c.status('primary')).syncWaiters === 2,
+      'second commit waiting for the standby',
+    );
+    // The same table: it does not start while v's commit waits (no third waiter, row not applied).
+    const sameTable = settle(sessions[2]!.sql('INSERT INTO v VALUES (2)'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await c.status('primary')).syncWaiters).toBe(2);
+    await c.startNode('standby');
+    expect(await first).toMatchObject({ command: 'INSERT 0 1' });
+    expect(await other).toMatchObject({ command: 'INSERT 0 1' });
+    expect(await sameTable).toMatchObject({ command: 'INSERT 0 1' });
+    expect(await c.scalar('primary', 'SELECT count(*) FROM v')).toBe(2);
+    expect(await c.scalar('primary', 'SELECT count(*) FROM w')).toBe(1);
+    for (const s of sessions) s.close();
+  });
+
   it('fast stop of the primary ends the wait with the WARNING, does not hang, and keeps the local commit', async () => {
     const c = await clusters.start({ synchronousCommit: 'on' });
     await c.sql('primary', 'CREATE TABLE v (c int)');
@@ -79,7 +113,8 @@ describe('a commit waiting for synchronous replication', () => {
       async () => (await c.status('primary')).syncWaiters === 1,
       'commit waiting for the standby',
     );
-    // A second write queues behind the first (writes run one at a time) on its own session.
+    // A second write on the same table, on its own session, waits for the first's commit to end
+    // before it starts (walsim's stand-in for the committing transaction's locks).
     const other = await ControlClient.connect(
       '127.0.0.1',
       (await c.status('primary')).port as number,
