@@ -28,6 +28,7 @@ import { countCellsInProcess } from './in-process.ts';
 import {
   runStep,
   StepSession,
+  type AnyEngine,
   type AnyFailover,
   type ResumeResult,
   type StepName,
@@ -181,9 +182,15 @@ export const DEFAULT_REL_DIVISORS = [512, 256, 128, 64, 32, 16, 8];
 /**
  * The procedure of one run on a fresh cluster of the cell's engine, in its own directory under
  * `workDir`: the same steps (steps.ts) for every engine, then the failover as a RunRecord; the
- * cluster is stopped (immediate) and removed whatever happens.
+ * cluster is stopped (immediate) and removed whatever happens. `beforeResume`, when given, runs
+ * after the stop step with the paused standby up (a test attaches its observer of the replay).
  */
-export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Promise<RunRecord> {
+export async function runCell(
+  cell: CellSpec,
+  run: number,
+  s: SweepSettings,
+  beforeResume?: (engine: AnyEngine) => Promise<void>,
+): Promise<RunRecord> {
   const kind = ENGINE_KINDS[cell.engine];
   fs.mkdirSync(s.workDir, { recursive: true });
   fs.chmodSync(s.workDir, 0o755); // PostgreSQL's OS user must reach the cluster directories
@@ -218,6 +225,7 @@ export async function runCell(cell: CellSpec, run: number, s: SweepSettings): Pr
     let resume: ResumeResult | null = null;
     try {
       for (const step of steps) {
+        if (step === 'resume') await beforeResume?.(engine);
         t = performance.now();
         const r = await runStep(step, {
           clusterDir: dir,
