@@ -21,7 +21,7 @@ export interface ObservedDrop {
   path: 'cached-lookup' | 'full-scan';
 }
 
-/** null when gdb can attach to a server process here (root, gdb installed), else why not. */
+/** null when gdb can attach to a server process here (gdb installed, root, ptrace allowed), else why not. */
 export function gdbUnavailableReason(): string | null {
   try {
     execFileSync('gdb', ['--version'], { stdio: 'ignore' });
@@ -29,7 +29,24 @@ export function gdbUnavailableReason(): string | null {
     return 'gdb is not installed (apt-get install -y gdb)';
   }
   if (process.getuid?.() !== 0) return 'attaching gdb to the server needs root';
+  // Root is not enough where ptrace is switched off or the capability dropped (containers).
+  const scope = readOr('/proc/sys/kernel/yama/ptrace_scope');
+  if (scope?.trim() === '3') return 'ptrace is disabled (kernel.yama.ptrace_scope = 3)';
+  const capEff = /^CapEff:\s*([0-9a-f]+)$/m.exec(readOr('/proc/self/status') ?? '')?.[1];
+  if (capEff !== undefined && (BigInt(`0x${capEff}`) & (1n << CAP_SYS_PTRACE)) === 0n)
+    return 'this process lacks CAP_SYS_PTRACE (a container without --cap-add SYS_PTRACE)';
   return null;
+}
+
+/** linux/capability.h */
+const CAP_SYS_PTRACE = 19n;
+
+function readOr(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
 }
 
 const SCRIPT = [
