@@ -21,10 +21,19 @@ import type { BufferPool } from './buffer-pool.ts';
 /** Probes (or invalidations) between two yields of a stepped lookup drop (~2–8 ms). */
 export const LOOKUP_CHUNK_PROBES = 1 << 13;
 
+/**
+ * Probes (or invalidations) whose home slots are read together first (`BufTable.touchHomes`), so
+ * their random accesses into the mapping table overlap instead of each waiting for the last.
+ */
+const TOUCH_BATCH = 32;
+const touchHashes = new Uint32Array(TOUCH_BATCH);
+
 export class LookupDropper {
   probes = 0;
   headerLocks = 0;
-  private victims: number[] = [];
+  /** Buffers found, in probe order: victims[0..nVictims), grown by doubling (no per-hit boxing). */
+  private victims = new Int32Array(1024);
+  private nVictims = 0;
 
   constructor(private readonly pool: BufferPool) {}
 
@@ -66,19 +75,30 @@ export class LookupDropper {
   ): void {
     const { pool } = this;
     const table = pool.table;
-    for (let curBlock = fromBlock; curBlock < toBlock; curBlock++) {
-      const hash = hashBufferTag(rel, fork, curBlock);
-      table.lockShared(hash);
-      const id = table.lookup(rel, fork, curBlock, hash);
-      this.probes++;
-      if (id < 0) continue;
-      this.headerLocks++;
-      if (
-        pool.tagRel[id] === rel &&
-        pool.tagFork[id] === fork &&
-        pool.tagBlock[id]! >= firstDelBlock
-      ) {
-        this.victims.push(id);
+    for (let base = fromBlock; base < toBlock; base += TOUCH_BATCH) {
+      const n = Math.min(TOUCH_BATCH, toBlock - base);
+      for (let k = 0; k < n; k++) touchHashes[k] = hashBufferTag(rel, fork, base + k);
+      table.touchHomes(touchHashes, n);
+      for (let k = 0; k < n; k++) {
+        const curBlock = base + k;
+        const hash = touchHashes[k]!;
+        table.lockShared(hash);
+        const id = table.lookup(rel, fork, curBlock, hash);
+        this.probes++;
+        if (id < 0) continue;
+        this.headerLocks++;
+        if (
+          pool.tagRel[id] === rel &&
+          pool.tagFork[id] === fork &&
+          pool.tagBlock[id]! >= firstDelBlock
+        ) {
+          if (this.nVictims === this.victims.length) {
+            const grown = new Int32Array(this.victims.length * 2);
+            grown.set(this.victims);
+            this.victims = grown;
+          }
+          this.victims[this.nVictims++] = id;
+        }
       }
     }
   }
@@ -94,9 +114,13 @@ export class LookupDropper {
 
   /** The same, yielding every LOOKUP_CHUNK_PROBES invalidations. */
   *invalidateFoundSteps(): Generator<void, number, void> {
-    const invalidated = yield* invalidateInIdOrderSteps(this.pool, this.victims);
+    const invalidated = yield* invalidateInIdOrderSteps(
+      this.pool,
+      this.victims.subarray(0, this.nVictims),
+    );
     assert(invalidated <= this.probes, 'INV-BUF-8: invalidated more buffers than probes');
-    this.victims = [];
+    this.victims = new Int32Array(1024);
+    this.nVictims = 0;
     return invalidated;
   }
 }
@@ -104,16 +128,30 @@ export class LookupDropper {
 /**
  * InvalidateBuffer on each buffer of `victims` in ascending id order, once even if listed twice,
  * yielding every LOOKUP_CHUNK_PROBES invalidations (INV-BUF-8: every strategy that finds its
- * buffers by other means than the full scan invalidates them in the full scan's order).
+ * buffers by other means than the full scan invalidates them in the full scan's order). An
+ * Int32Array is sorted in place (unless already ascending, the usual case: a relation loaded in
+ * one go takes consecutive victims from the freelist or the clock sweep).
  */
 export function* invalidateInIdOrderSteps(
   pool: BufferPool,
-  victims: readonly number[],
+  victims: Int32Array | readonly number[],
 ): Generator<void, number, void> {
-  const ids = Int32Array.from(victims).sort();
+  const ids = victims instanceof Int32Array ? victims : Int32Array.from(victims);
+  let ascending = true;
+  for (let k = 1; k < ids.length && ascending; k++) ascending = ids[k - 1]! <= ids[k]!;
+  if (!ascending) ids.sort();
+  const { tagRel, tagFork, tagBlock, table } = pool;
   let invalidated = 0;
   for (let k = 0; k < ids.length; k++) {
     if (k > 0 && k % LOOKUP_CHUNK_PROBES === 0) yield;
+    if (k % TOUCH_BATCH === 0) {
+      const n = Math.min(TOUCH_BATCH, ids.length - k);
+      for (let m = 0; m < n; m++) {
+        const v = ids[k + m]!;
+        touchHashes[m] = hashBufferTag(tagRel[v]!, tagFork[v]!, tagBlock[v]!);
+      }
+      table.touchHomes(touchHashes, n);
+    }
     const id = ids[k]!;
     if (k > 0 && ids[k - 1] === id) continue; // the same fork listed twice
     pool.invalidate(id);

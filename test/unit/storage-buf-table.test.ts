@@ -16,11 +16,11 @@ import {
 
 const REL = 16384;
 
-function makeTable(nBuffers = 16) {
+function makeTable(nBuffers = 16, displacementBits?: number) {
   const tagRel = new Uint32Array(nBuffers);
   const tagFork = new Uint8Array(nBuffers);
   const tagBlock = new Uint32Array(nBuffers);
-  const table = new BufTable(nBuffers, tagRel, tagFork, tagBlock);
+  const table = new BufTable(nBuffers, tagRel, tagFork, tagBlock, displacementBits);
   const put = (id: number, block: number) => {
     tagRel[id] = REL;
     tagFork[id] = 0;
@@ -137,5 +137,39 @@ describe('BufTable', () => {
     expect(t.table.partitionLocksShared.reduce((a, b) => a + b, 0)).toBe(4096);
     expect(hashBufferTag(REL, 0, 1)).not.toBe(hashBufferTag(REL, 1, 1));
     expect(hashBufferTag(REL, 0, 1)).not.toBe(hashBufferTag(REL + 1, 0, 1));
+  });
+
+  it('keeps displacements that overflow their field correct (re-hashed on delete), in every order', () => {
+    // 1 and 2 displacement bits: codes 0 (resp. 0..2) exact, the top code "that many or more", so
+    // a 16-entry cluster is mostly overflowed entries whose home the delete re-derives from the tag.
+    const capacity = bufTableCapacity(16);
+    for (const bits of [1, 2, 4]) {
+      const blocks = [
+        ...blocksWithHome(capacity, capacity - 3, 10),
+        ...blocksWithHome(capacity, capacity - 1, 3),
+        ...blocksWithHome(capacity, 2, 3),
+      ];
+      let seed = bits;
+      const rand = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) % n;
+      for (let round = 0; round < 20; round++) {
+        const t = makeTable(16, bits);
+        expect(t.table.displacementBits).toBe(bits);
+        blocks.forEach((b, id) => expect(t.put(id, b)).toBe(-1));
+        t.check();
+        const order = blocks.map((_, k) => k);
+        for (let k = order.length - 1; k > 0; k--) {
+          const r = rand(k + 1);
+          [order[k], order[r]] = [order[r]!, order[k]!];
+        }
+        const gone = new Set<number>();
+        for (const k of order) {
+          t.del(blocks[k]!);
+          gone.add(k);
+          t.check();
+          blocks.forEach((b, id) => expect(t.get(b)).toBe(gone.has(id) ? -1 : id));
+        }
+        expect(Array.from(t.table.slots).every((s) => s === 0)).toBe(true);
+      }
+    }
   });
 });
