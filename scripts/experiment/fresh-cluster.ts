@@ -56,8 +56,15 @@ export async function startFreshCluster(dir: string, s: FreshClusterSettings): P
   });
   for (const name of extras.slice(1))
     writeNodeConfig(dir, { ...readNodeConfig(dir, name), sharedBuffers: s.primarySharedBuffers });
-  await startNode(dir, 'primary');
-  for (const name of extras) await startNode(dir, name);
+  // Every node at once: a node's start is mostly its process loading the code (about 0.4–1 s
+  // each), and a standby whose primary is not listening yet retries (its walreceiver's backoff
+  // starts at 100 ms), as a PostgreSQL standby started before its primary does. On failure the
+  // caller's destroyCluster stops the nodes that did start.
+  const started = await Promise.allSettled(
+    ['primary', ...extras].map((name) => startNode(dir, name)),
+  );
+  const failed = started.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
   for (const name of extras) await waitStreaming(dir, name);
 }
 
