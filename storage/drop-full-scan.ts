@@ -220,7 +220,40 @@ function scanRangeForRels(
   const n = nodes.length;
   let headerLocks = 0;
   let invalidated = 0;
-  for (let id = from; id < nBuffers; id++) {
+  let id = from;
+  if (n === 1) {
+    // One relation (a TRUNCATE or DROP of one table without TOAST): the linear pre-check against
+    // one node with eight unlocked compares per branch, as in scanRangeForRel; the per-buffer
+    // loop below finishes the last < 8 descriptors. Same buffers visited, same counters.
+    const rel = nodes[0]!;
+    for (; id + 8 <= nBuffers; id += 8) {
+      const anyMatch =
+        Number(tagRel[id] === rel) |
+        Number(tagRel[id + 1] === rel) |
+        Number(tagRel[id + 2] === rel) |
+        Number(tagRel[id + 3] === rel) |
+        Number(tagRel[id + 4] === rel) |
+        Number(tagRel[id + 5] === rel) |
+        Number(tagRel[id + 6] === rel) |
+        Number(tagRel[id + 7] === rel);
+      if (anyMatch === 0) continue;
+      for (let k = id; k < id + 8; k++) {
+        if (tagRel[k] !== rel) continue;
+        headerLocks++;
+        // Locked re-check: the tag still names the matched relation.
+        if (pool.tagRel[k] === rel) {
+          pool.invalidate(k);
+          invalidated++;
+        }
+      }
+      if (headerLocks >= HEADER_LOCKS_PER_STEP) {
+        acc.headerLocks += headerLocks;
+        acc.invalidated += invalidated;
+        return id + 8;
+      }
+    }
+  }
+  for (; id < nBuffers; id++) {
     const r = tagRel[id]!;
     if (r === 0) continue; // never a relation (INV-BUF-3); saves the match loop on free buffers
     let hit = false;

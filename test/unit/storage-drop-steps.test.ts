@@ -50,7 +50,7 @@ describe('stepped drops', () => {
   });
 
   it('a chunked many-relation scan equals the one-pass scan (linear and bsearch matchers)', () => {
-    for (const rels of [[16384, 16386], Array.from({ length: 30 }, (_, i) => 16380 + i)]) {
+    for (const rels of [[16385], [16384, 16386], Array.from({ length: 30 }, (_, i) => 16380 + i)]) {
       const a = twinPool();
       const b = twinPool();
       const stepped = drain(fullScanDropRelsAllBuffersSteps(a, rels, 700));
@@ -112,5 +112,14 @@ describe('stepped drops', () => {
     expect(many.value).toEqual(fullScanDropRelsAllBuffers(d, [16384, 16385]));
     expect(c.usedBuffers).toBe(0);
     c.checkConsistency();
+    // One relation: the eight-wide pre-check, with the same budget.
+    const e = make();
+    const f = make();
+    const one = drain(fullScanDropRelsAllBuffersSteps(e, [16384], 1 << 20));
+    expect(one.yields).toBe(3);
+    expect(one.value).toEqual(fullScanDropRelsAllBuffers(f, [16384]));
+    expect(one.value.invalidated).toBe(n);
+    expect(e.usedBuffers).toBe(50);
+    e.checkConsistency();
   });
 });
