@@ -79,7 +79,7 @@ export class Catalog {
    * Every [name, relfilenumber], unsorted, as JSON, in steps of `stepEntries` (a checkpoint writes
    * the catalog of 100,000 tables without holding the event loop); `tablesFromJson` reads it back.
    */
-  *tablesJsonSteps(stepEntries = 1024): Generator<void, string, void> {
+  *tablesJsonSteps(stepEntries = 256): Generator<void, string, void> {
     const parts: string[] = [];
     let chunk: Array<[string, RelFileNumber]> = [];
     for (const e of this.byName) {

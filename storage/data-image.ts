@@ -117,21 +117,24 @@ export interface ImageSource {
 
 /**
  * Image work between event-loop turns: a turn is given once this much has passed, so a stretch is
- * this plus one step (a step is at most ~1-2 ms: STEP_ENTRIES relations of a loop, a 256k-buffer
- * flush, one relation's serialization), within the node's 10 ms bound (server/README rule 5).
+ * this plus one step (a step is well under 1 ms on a quiet machine: STEP_ENTRIES relations of a
+ * loop, a 256k-buffer flush, one relation's serialization), within the node's 10 ms bound
+ * (server/README rule 5). 2 ms, not more: on this shared 2-core machine a stretch is often
+ * stretched 2-3× by preemption and a minor GC, and 5 ms slices gave 6-9 ms stretches at 100,000
+ * tables (one turn costs a setImmediate, a few µs).
  */
-const SLICE_MS = 5;
+const SLICE_MS = 2;
 /** Buffers flushed per step, and bytes gathered before a write to the pack. */
 const FLUSH_STEP_BUFFERS = 1 << 18;
 const PACK_WRITE_BYTES = 4 << 20;
 /**
  * Relations gathered before a write to the pack: writev's synchronous part (checking each buffer,
  * building the iovecs) grows with the number of buffers, ~5-10 ms for the tens of thousands of
- * small relations that fit in PACK_WRITE_BYTES at 100,000 tables.
+ * small relations that fit in PACK_WRITE_BYTES at 100,000 tables; 1,024 still cost 6-13 ms.
  */
-const PACK_WRITE_CHUNKS = 1024;
+const PACK_WRITE_CHUNKS = 256;
 /** Entries of a per-relation loop (plan, index, state update) between checks of the slice clock. */
-export const STEP_ENTRIES = 1024;
+export const STEP_ENTRIES = 256;
 
 /** The header's file name in base/ (read by data-image-read.ts). */
 export const HEADER_FILE = 'image.json';

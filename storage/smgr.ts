@@ -324,7 +324,7 @@ export class StorageManager {
   }
 
   /** serialize() in steps: yields every `stepRels` relations (a checkpoint gives the event loop turns). */
-  *serializeSteps(stepRels = 1024): Generator<void, Uint8Array, void> {
+  *serializeSteps(stepRels = 256): Generator<void, Uint8Array, void> {
     // Filled by a loop and sorted natively, with a turn in between (Float64Array.from over the
     // keys iterator took ~10 ms at 100,000 relations).
     const rels = new Float64Array(this.disk.size);
