@@ -35,6 +35,7 @@ import { fmtDuration, progressBar } from './report/progress.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
+import { onInterrupt } from './interrupt.ts';
 import { benchCellOfCalibration, storedRunOfBench } from './predict/bench-plan.ts';
 import { runBenchCell, type BenchSettings } from './predict/bench-run.ts';
 import {
@@ -69,7 +70,8 @@ const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DE
   --counts wal (default): each cell's counts are those npm run predict reads from the real WAL of
   its runs (the counts every prediction is priced from); walsim: the walsim twin's counts.
   --refit FILE: no PostgreSQL run; fit again the measurements stored in a profile this command
-  wrote (its fit.records and fit.walCounts), with this version's stall rule and groups.`;
+  wrote (its fit.records and fit.walCounts), with this version's stall rule and groups.
+  --no-wait: do not wait out ext4's inode-reuse delay (no journal: 60 s) after a recent removal.`;
 
 const pct = (x: number) =>
   Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a';
@@ -108,8 +110,9 @@ async function measureCellsByPredict(
   stored: StoredCalibrationRun[];
   walCounts: Record<string, FailoverCounts>;
 }> {
-  await waitOutInodeReuse(s.workDir, (l) => process.stderr.write(`${l}\n`));
+  if (s.inodeReuseWait) await waitOutInodeReuse(s.workDir, (l) => process.stderr.write(`${l}\n`));
   destroyPgClustersOnSignal(s.workDir, (d) => path.join(d, 'pair'));
+  onInterrupt(async () => removeWorkDir(s.workDir)); // after the clusters: their parents too
   const total = plan.length * (runs + warmupRuns);
   const bar = progressBar(total, false);
   const stored: StoredCalibrationRun[] = [];
@@ -343,6 +346,7 @@ const CALIBRATE_OPTIONS = {
   target: { type: 'string', default: 'wall' },
   refit: { type: 'string' },
   counts: { type: 'string' },
+  'no-wait': { type: 'boolean', default: false },
 } as const;
 
 type CalibrateValues = ReturnType<typeof parseCli<typeof CALIBRATE_OPTIONS>>['values'];
@@ -475,6 +479,7 @@ async function measureOrRefit(
         workDir: settings.workDir,
         pgBin: settings.pgBin,
         primarySharedBuffers: settings.primarySharedBuffers,
+        inodeReuseWait: !values['no-wait'],
         wall: { profile: baseProfile, ref: values.base! },
         uncontended: { profile: baseProfile, ref: values.base! },
       });

@@ -16,6 +16,7 @@ import { findPgBin } from './postgres/pg-bin.ts';
 import { readStoredCalibration, type StoredCalibration } from './postgres/calibrate.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
+import { onInterrupt } from './interrupt.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { resultsDirName } from './report/write-results.ts';
 import {
@@ -48,7 +49,9 @@ const USAGE = `usage: npm run predict-bench -- [--quick] [--cells SPEC,SPEC,...]
         truncate-toast, drop, mixed (N = tables), pgbench (N = scale); default: ${DEFAULT_BENCH_CELLS.length} cells the
         default calibration never saw. --quick: ${QUICK_BENCH_CELLS.length} small cells, 1 run each.
   --continue FILE  keep the runs of an earlier results.json and run only the missing ones
-  --reprice FILE   no PostgreSQL: price the stored runs' counts again with the given profiles`;
+  --reprice FILE   no PostgreSQL: price the stored runs' counts again with the given profiles
+  --no-wait        do not wait out ext4's inode-reuse delay after a recent removal (no journal:
+                   60 s; the first runs' file creations then scan the freed inodes)`;
 
 interface BenchFile {
   format: 'walsim-predict-bench/1';
@@ -106,9 +109,10 @@ async function measure(
     for (const cell of cells)
       if (!file.runs.some((r) => r.cell === cell.id && r.run === run)) todo.push({ cell, run });
   const weightTotal = todo.reduce((a, t) => a + estimateBenchRunSeconds(t.cell), 0);
-  await waitOutInodeReuse(s.workDir, (l) => process.stderr.write(`${l}\n`));
+  if (s.inodeReuseWait) await waitOutInodeReuse(s.workDir, (l) => process.stderr.write(`${l}\n`));
   const bar = progressBar(todo.length, false);
   destroyPgClustersOnSignal(s.workDir, (d) => path.join(d, 'pair'));
+  onInterrupt(async () => removeWorkDir(s.workDir)); // after the clusters: their parents too
   let weightDone = 0;
   try {
     for (const [i, t] of todo.entries()) {
@@ -155,6 +159,7 @@ const PREDICT_BENCH_OPTIONS = {
   'pg-bin': { type: 'string' },
   'primary-shared-buffers': { type: 'string', default: '128MB' },
   json: { type: 'boolean', default: false },
+  'no-wait': { type: 'boolean', default: false },
 } as const;
 
 type PredictBenchValues = ReturnType<typeof parseCli<typeof PREDICT_BENCH_OPTIONS>>['values'];
@@ -295,6 +300,7 @@ async function measureOnPostgres(
       workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
       pgBin: values['pg-bin'],
       primarySharedBuffers: values['primary-shared-buffers']!,
+      inodeReuseWait: !values['no-wait'],
       wall,
       uncontended,
     },

@@ -40,6 +40,11 @@ export interface BenchSettings {
   workDir: string;
   pgBin?: string;
   primarySharedBuffers: string;
+  /**
+   * Wait out ext4's inode-reuse delay after a recent work-directory removal before the first run
+   * (postgres/inode-reuse.ts); `--no-wait` turns it off where timing does not matter (tests).
+   */
+  inodeReuseWait: boolean;
   wall: { profile: CostProfile; ref: string };
   uncontended: { profile: CostProfile; ref: string };
 }

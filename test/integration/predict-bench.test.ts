@@ -40,6 +40,7 @@ describe.skipIf(reason !== null)(
           out,
           '--work-dir',
           path.join(tmp, 'work'),
+          '--no-wait', // timing does not matter here: no 60 s wait after an earlier removal
           '--json',
         ],
         240_000,
