@@ -89,6 +89,13 @@ describe.skipIf(reason !== null)(
     beforeAll(async () => {
       const plan = planMulti([...SIZES], TABLES, [...VARIANTS], ['cached-lookup'], ['postgres']);
       for (const c of plan) r[`${c.variant} ${c.sharedBuffers}`] = await runObserved(c);
+      // Where a cell's time goes, step by step (printed, not asserted).
+      for (const [k, o] of Object.entries(r))
+        console.log(
+          `${k}: ${Object.entries(o.run.stepMs)
+            .map(([s, ms]) => `${s} ${Math.round(ms)} ms`)
+            .join(', ')}`,
+        );
     }, 600_000);
 
     it('replays the same WAL at 128MB and 4GB', () => {
