@@ -56,7 +56,12 @@ export function injectFault(cluster: SimCluster, c: FaultCommand): void {
     case 'slowDisk': {
       cluster.countFault(`slow disk (${c.node})`);
       const h = cluster.hostOf(c.node, c.target);
-      h.walTrouble.push({ from: cluster.sched.now, to: cluster.sched.now + c.ms });
+      // A synchronous write or fsync on the slow machine advances simulated time for the whole
+      // simulation (rule 2's simplification), so every machine's WAL writer may miss its cycles
+      // meanwhile, not only this one's (seed 3100017703: a standby's slow fsyncs held time still
+      // while the primary's asynchronous commit waited for its WAL writer).
+      for (const x of cluster.hosts)
+        x.walTrouble.push({ from: cluster.sched.now, to: cluster.sched.now + c.ms });
       // The hold runs on simulated time; it ends by itself (DiskLatency checks the clock).
       h.latency.set(c.writeMs, c.latencyMs, c.ms, cluster.sched.now);
       return;
