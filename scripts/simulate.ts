@@ -215,6 +215,10 @@ function runJobs(
     const count = Math.min(per, from + n - start);
     if (count <= 0) break;
     const args = [
+      // A seed allocates a few hundred MB of short-lived objects (messages, records, promises);
+      // with V8's default 16 MB young generation most of them survive a scavenge or two and are
+      // copied. 64 MB lets them die young: 1,500 seeds on 2 jobs 36.8 s -> 32.2 s here (quiet).
+      '--max-semi-space-size=64',
       ...entryArgs(script),
       '--worker',
       '--from',
