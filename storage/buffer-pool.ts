@@ -29,6 +29,7 @@ import {
 } from '../wal/records.ts';
 import { BufTable, bufMappingPartition, bufTableCapacity, hashBufferTag } from './buf-table.ts';
 import { RelBufferLists } from './rel-buffer-lists.ts';
+import { allocateTagColumn, type TagColumn } from './tag-scan.ts';
 
 /** Buffer state flag bits (buf_internals.h names; walsim keeps them in one byte). */
 export const BM_DIRTY = 1 << 0;
@@ -90,6 +91,11 @@ export interface BufferPoolOptions {
    * seed 000's first design). Costs every allocation and invalidation a link/unlink.
    */
   relationLists?: boolean;
+  /**
+   * Keep `tagRel` in WebAssembly memory with the SIMD pre-check of full-scan drops (tag-scan.ts):
+   * default from WASM_TAG_MIN_BUFFERS buffers on; true or false forces it (tests of both paths).
+   */
+  wasmTags?: boolean;
 }
 
 /**
@@ -117,6 +123,8 @@ function assertTag(rel: number, fork: number, block: number): void {
 export class BufferPool {
   readonly nBuffers: number;
   readonly tagRel: Uint32Array;
+  /** The SIMD block finder over `tagRel` when it lives in WebAssembly memory, else null (tag-scan.ts). */
+  readonly findTagBlock: TagColumn['findBlock'];
   readonly tagFork: Uint8Array;
   readonly tagBlock: Uint32Array;
   readonly flags: Uint8Array;
@@ -164,7 +172,9 @@ export class BufferPool {
       fail(`INV-BUF-4: NBuffers ${nBuffers} out of range`);
     }
     this.nBuffers = nBuffers;
-    this.tagRel = new Uint32Array(nBuffers);
+    const tags = allocateTagColumn(nBuffers, options.wasmTags);
+    this.tagRel = tags.tagRel;
+    this.findTagBlock = tags.findBlock;
     this.tagFork = new Uint8Array(nBuffers);
     this.tagBlock = new Uint32Array(nBuffers);
     this.flags = new Uint8Array(nBuffers);

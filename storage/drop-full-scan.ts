@@ -5,11 +5,13 @@
  * PostgreSQL reads each tag's rnode without the header lock and only locks (and re-checks fork and
  * block) on a match; a stale read can only give a false positive because nobody may load pages of a
  * relation being dropped. The hot loop here is the same shape: Uint32Array compares with no call
- * (eight per branch), and the locked re-check in a separate function on a hit. Buffers are invalidated in
- * ascending buffer id order as they are met.
+ * (eight per branch), or on a large pool sixteen per turn in WebAssembly SIMD (tag-scan.ts), and
+ * the locked re-check in a separate function on a hit. Buffers are invalidated in ascending buffer
+ * id order as they are met; either pre-check visits every descriptor and finds the same hits.
  */
 import type { BlockNumber, ForkNumber, RelFileNumber } from '../wal/records.ts';
 import type { BufferPool } from './buffer-pool.ts';
+import { TAG_BLOCK } from './tag-scan.ts';
 
 /** RELS_BSEARCH_THRESHOLD (bufmgr.c): above this many relations the pre-check uses binary search. */
 export const RELS_BSEARCH_THRESHOLD = 20;
@@ -83,17 +85,10 @@ export function* fullScanDropRelFileNodeBuffersSteps(
   chunk = SCAN_CHUNK_BUFFERS,
 ): Generator<void, FullScanCounters, void> {
   const acc = { headerLocks: 0, invalidated: 0 };
+  const recheck = (k: number) => recheckAndInvalidate(pool, k, rel, forks, firstDelBlock);
   for (let id = 0; id < pool.nBuffers;) {
     if (id > 0) yield;
-    id = scanRangeForRel(
-      pool,
-      rel,
-      forks,
-      firstDelBlock,
-      id,
-      Math.min(pool.nBuffers, id + chunk),
-      acc,
-    );
+    id = scanRangeForOneRel(pool, rel, id, Math.min(pool.nBuffers, id + chunk), acc, recheck);
   }
   return {
     scanned: pool.nBuffers,
@@ -104,56 +99,69 @@ export function* fullScanDropRelFileNodeBuffersSteps(
 }
 
 /**
- * The hot loop of the single-relation scan over descriptors [from, to). Stops early after
- * HEADER_LOCKS_PER_STEP pre-check hits; returns the first descriptor not visited.
+ * The hot loop of the single-relation scan over descriptors [from, to): the unlocked tagRel
+ * pre-check against `rel`, and `recheck(id)` (the locked re-check; true = invalidated) on each
+ * descriptor that passes it, in ascending id order. Stops early after the block in which the
+ * HEADER_LOCKS_PER_STEP-th pre-check hit fell; returns the first descriptor not visited.
  */
-function scanRangeForRel(
+function scanRangeForOneRel(
   pool: BufferPool,
   rel: RelFileNumber,
-  forks: readonly ForkNumber[],
-  firstDelBlock: readonly BlockNumber[],
   from: number,
-  nBuffers: number,
+  to: number,
   acc: { headerLocks: number; invalidated: number },
+  recheck: (id: number) => boolean,
 ): number {
   const tagRel = pool.tagRel;
+  const findBlock = pool.findTagBlock;
   let headerLocks = 0;
   let invalidated = 0;
   let id = from;
-  // Eight unlocked compares per branch: the ORed comparisons compile to flag sets, so the loop has
-  // one well-predicted branch per 32 bytes of tags (measured ~25 % faster than a branch per
-  // buffer). The semantics are those of the plain per-buffer pre-check.
-  for (; id + 8 <= nBuffers; id += 8) {
-    const anyMatch =
-      Number(tagRel[id] === rel) |
-      Number(tagRel[id + 1] === rel) |
-      Number(tagRel[id + 2] === rel) |
-      Number(tagRel[id + 3] === rel) |
-      Number(tagRel[id + 4] === rel) |
-      Number(tagRel[id + 5] === rel) |
-      Number(tagRel[id + 6] === rel) |
-      Number(tagRel[id + 7] === rel);
-    if (anyMatch === 0) continue;
-    for (let k = id; k < id + 8; k++) {
-      if (tagRel[k] !== rel) continue;
-      headerLocks++;
-      if (recheckAndInvalidate(pool, k, rel, forks, firstDelBlock)) invalidated++;
+  if (findBlock !== null) {
+    // WebAssembly SIMD (tag-scan.ts) skips the blocks of TAG_BLOCK tags without a match; the
+    // block it stops at (or the last < TAG_BLOCK tags) is checked tag by tag here.
+    while (id < to && headerLocks < HEADER_LOCKS_PER_STEP) {
+      if (to - id >= TAG_BLOCK) id = findBlock(id, to, rel);
+      const end = Math.min(id + TAG_BLOCK, to);
+      for (let k = id; k < end; k++) {
+        if (tagRel[k] !== rel) continue;
+        headerLocks++;
+        if (recheck(k)) invalidated++;
+      }
+      id = end;
     }
-    if (headerLocks >= HEADER_LOCKS_PER_STEP) {
-      id += 8;
-      acc.headerLocks += headerLocks;
-      acc.invalidated += invalidated;
-      return id;
+  } else {
+    // Eight unlocked compares per branch: the ORed comparisons compile to flag sets, so the loop
+    // has one well-predicted branch per 32 bytes of tags (measured ~25 % faster than a branch per
+    // buffer). The semantics are those of the plain per-buffer pre-check.
+    for (; id + 8 <= to && headerLocks < HEADER_LOCKS_PER_STEP; id += 8) {
+      const anyMatch =
+        Number(tagRel[id] === rel) |
+        Number(tagRel[id + 1] === rel) |
+        Number(tagRel[id + 2] === rel) |
+        Number(tagRel[id + 3] === rel) |
+        Number(tagRel[id + 4] === rel) |
+        Number(tagRel[id + 5] === rel) |
+        Number(tagRel[id + 6] === rel) |
+        Number(tagRel[id + 7] === rel);
+      if (anyMatch === 0) continue;
+      for (let k = id; k < id + 8; k++) {
+        if (tagRel[k] !== rel) continue;
+        headerLocks++;
+        if (recheck(k)) invalidated++;
+      }
     }
-  }
-  for (; id < nBuffers; id++) {
-    if (tagRel[id] !== rel) continue;
-    headerLocks++;
-    if (recheckAndInvalidate(pool, id, rel, forks, firstDelBlock)) invalidated++;
+    if (headerLocks < HEADER_LOCKS_PER_STEP) {
+      for (; id < to; id++) {
+        if (tagRel[id] !== rel) continue;
+        headerLocks++;
+        if (recheck(id)) invalidated++;
+      }
+    }
   }
   acc.headerLocks += headerLocks;
   acc.invalidated += invalidated;
-  return nBuffers;
+  return id;
 }
 
 /** Binary search of a sorted Uint32Array (bsearch with rnode_comparator). */
@@ -192,9 +200,22 @@ export function* fullScanDropRelsAllBuffersSteps(
   const useBsearch = nodes.length > RELS_BSEARCH_THRESHOLD;
   if (useBsearch) nodes.sort();
   const acc = { headerLocks: 0, invalidated: 0 };
+  const one = nodes.length === 1 ? nodes[0]! : 0;
+  // Locked re-check of a one-relation pre-check hit: the tag still names the relation.
+  const recheckOne = (k: number) => {
+    if (pool.tagRel[k] !== one) return false;
+    pool.invalidate(k);
+    return true;
+  };
   for (let id = 0; id < pool.nBuffers;) {
     if (id > 0) yield;
-    id = scanRangeForRels(pool, nodes, useBsearch, id, Math.min(pool.nBuffers, id + chunk), acc);
+    const to = Math.min(pool.nBuffers, id + chunk);
+    // One relation (a TRUNCATE or DROP of one table without TOAST): the same pre-check as
+    // DropRelFileNodeBuffers's scan. Same buffers visited, same counters.
+    id =
+      one !== 0
+        ? scanRangeForOneRel(pool, one, id, to, acc, recheckOne)
+        : scanRangeForRels(pool, nodes, useBsearch, id, to, acc);
   }
   return {
     scanned: pool.nBuffers,
@@ -221,38 +242,6 @@ function scanRangeForRels(
   let headerLocks = 0;
   let invalidated = 0;
   let id = from;
-  if (n === 1) {
-    // One relation (a TRUNCATE or DROP of one table without TOAST): the linear pre-check against
-    // one node with eight unlocked compares per branch, as in scanRangeForRel; the per-buffer
-    // loop below finishes the last < 8 descriptors. Same buffers visited, same counters.
-    const rel = nodes[0]!;
-    for (; id + 8 <= nBuffers; id += 8) {
-      const anyMatch =
-        Number(tagRel[id] === rel) |
-        Number(tagRel[id + 1] === rel) |
-        Number(tagRel[id + 2] === rel) |
-        Number(tagRel[id + 3] === rel) |
-        Number(tagRel[id + 4] === rel) |
-        Number(tagRel[id + 5] === rel) |
-        Number(tagRel[id + 6] === rel) |
-        Number(tagRel[id + 7] === rel);
-      if (anyMatch === 0) continue;
-      for (let k = id; k < id + 8; k++) {
-        if (tagRel[k] !== rel) continue;
-        headerLocks++;
-        // Locked re-check: the tag still names the matched relation.
-        if (pool.tagRel[k] === rel) {
-          pool.invalidate(k);
-          invalidated++;
-        }
-      }
-      if (headerLocks >= HEADER_LOCKS_PER_STEP) {
-        acc.headerLocks += headerLocks;
-        acc.invalidated += invalidated;
-        return id + 8;
-      }
-    }
-  }
   for (; id < nBuffers; id++) {
     const r = tagRel[id]!;
     if (r === 0) continue; // never a relation (INV-BUF-3); saves the match loop on free buffers
