@@ -2,8 +2,9 @@
  * The buffer mapping table (PostgreSQL buf_table.c): BufferTag -> buffer id.
  *
  * Entry points: `hashBufferTag` (BufTableHashCode), `BufTable.lookup` / `insert` / `delete`
- * (BufTableLookup / BufTableInsert / BufTableDelete), `bufMappingPartition` and the partition-lock
- * counters `lockShared` / `lockExclusive`.
+ * (BufTableLookup / BufTableInsert / BufTableDelete), `lookupSlot` + `deleteAt` (the same lookup
+ * and delete with the slot in between, for a caller that deletes what it just found),
+ * `bufMappingPartition` and the partition-lock counters `lockShared` / `lockExclusive`.
  *
  * Layout. PostgreSQL keeps a shared dynahash of `{BufferTag key; int id}` entries (~40 bytes each).
  * walsim keeps one Int32Array of slots holding `bufId + 1` (0 = empty slot) and no keys: the key of
@@ -192,6 +193,15 @@ export class BufTable {
 
   /** BufTableLookup: the buffer id holding the tag, or -1. `hash` must be hashBufferTag(tag). */
   lookup(rel: number, fork: number, block: number, hash: number): number {
+    const slot = this.lookupSlot(rel, fork, block, hash);
+    return slot < 0 ? -1 : (this.slots[slot]! & this.idMask) - 1;
+  }
+
+  /**
+   * The slot holding the tag's entry, or -1: BufTableLookup for a caller that deletes the entry
+   * next (`deleteAt`) while its cache line is still loaded, as the lookup drop does.
+   */
+  lookupSlot(rel: number, fork: number, block: number, hash: number): number {
     const { slots, mask, tagRel, tagFork, tagBlock, idBits, idMask, dispOverflow } = this;
     let i = hash & mask;
     // One compare of the meta bits rejects entries with another home or fragment (see metaOf).
@@ -201,12 +211,17 @@ export class BufTable {
       if (entry === 0) return -1;
       if (entry >>> idBits === want) {
         const id = (entry & idMask) - 1;
-        if (tagRel[id] === rel && tagBlock[id] === block && tagFork[id] === fork) return id;
+        if (tagRel[id] === rel && tagBlock[id] === block && tagFork[id] === fork) return i;
       }
       i = (i + 1) & mask;
       if (distance + 1 <= dispOverflow) want = this.metaOf(hash, distance + 1);
     }
     assert(false, 'INV-BUF-2: buffer mapping table has no empty slot');
+  }
+
+  /** The buffer id an occupied slot points at (-1 for an empty slot). */
+  idAt(slot: number): number {
+    return (this.slots[slot]! & this.idMask) - 1;
   }
 
   /**
@@ -249,9 +264,7 @@ export class BufTable {
 
   /**
    * BufTableDelete: remove the tag's entry (which must exist: "shared buffer hash table corrupted"
-   * otherwise), then shift later members of the probe cluster back so no lookup meets a hole. The
-   * members' displacements say which may move, so the shift reads no descriptor (only an entry
-   * whose displacement overflowed its field is re-hashed from its tag).
+   * otherwise), then shift later members of the probe cluster back (`deleteAt`).
    */
   delete(rel: number, fork: number, block: number, hash: number): void {
     const { slots, mask, tagRel, tagFork, tagBlock, idBits, idMask, dispOverflow } = this;
@@ -270,6 +283,20 @@ export class BufTable {
       i = (i + 1) & mask;
       if (distance + 1 <= dispOverflow) want = this.metaOf(hash, distance + 1);
     }
+    this.deleteAt(i);
+  }
+
+  /**
+   * Remove the entry in slot `i` (found by `lookupSlot` since the table last changed), then shift
+   * later members of the probe cluster back so no lookup meets a hole. The members'
+   * displacements say which may move, so the shift reads no descriptor (only an entry whose
+   * displacement overflowed its field is re-hashed from its tag). The table left behind is the one
+   * the other entries would have built had this one never been inserted (linear probing with
+   * backward shift), so the order of deletions does not matter to the final layout.
+   */
+  deleteAt(i: number): void {
+    const { slots, mask, tagRel, tagFork, tagBlock, idBits, idMask, dispOverflow } = this;
+    assert(slots[i] !== 0, 'INV-BUF-2: shared buffer hash table corrupted');
     // Backward-shift deletion: a later cluster member at j, d slots past its home, moves into the
     // hole at i unless its home is cyclically in (i, j], i.e. unless d < gap = j − i; it is then
     // d − gap past its home. Stop at the first empty slot.

@@ -3,7 +3,8 @@
  *
  * Entry points: `new BufferPool(nBuffers)`, `readBuffer` (BufferAlloc; returns the buffer pinned),
  * `releaseBuffer` (ReleaseBuffer), `markDirty` (MarkBufferDirty), `lookup`, `invalidate`
- * (InvalidateBuffer), `flushAll` (BufferSync at a checkpoint), `checkConsistency`.
+ * (InvalidateBuffer), `invalidateAt` + `freeInvalidated` (the lookup drop's InvalidateBuffer, split
+ * at the freelist push), `flushAll` (BufferSync at a checkpoint), `checkConsistency`.
  *
  * Every per-buffer field is its own typed array indexed by buffer id (0-based, PostgreSQL's buf_id;
  * the Buffer number is buf_id + 1). That is 17 bytes per buffer here plus 8–12 for the mapping
@@ -321,16 +322,57 @@ export class BufferPool {
       const hash = hashBufferTag(rel, fork, block);
       this.table.lockExclusive(hash);
       this.table.delete(rel, fork, block, hash);
-      if (this.tagObserver !== null) this.tagObserver.untagged(id, rel);
-      this.counters.invalidations++;
-      if (f & BM_DIRTY) this.counters.discardedDirty++;
+      this.countInvalidation(id, f);
     }
+    this.clearDescriptor(id);
+    this.strategyFreeBuffer(id);
+  }
+
+  /**
+   * InvalidateBuffer for the lookup drop: buffer `id`, whose mapping entry the caller found at
+   * `slot` (`BufTable.lookupSlot` under `hash`, the table unchanged since). The same checks,
+   * counters and descriptor state as `invalidate`, but the entry is deleted at that slot, whose
+   * cache line the probe has just loaded, instead of being searched for again (PostgreSQL's
+   * InvalidateBuffer searches a second time in BufTableDelete). The buffer is not put on the
+   * freelist: the caller does that with `freeInvalidated` once its probes are done, in ascending
+   * id order (INV-BUF-8). Until then it is an untagged, unpinned descriptor on no list, a state
+   * INV-BUF-3/4 allow (the clock sweep may take such a buffer).
+   */
+  invalidateAt(id: number, hash: number, slot: number): void {
+    const f = this.flags[id]!;
+    if (!(this.table.idAt(slot) === id && (f & BM_TAG_VALID) !== 0))
+      fail(`INV-BUF-2: slot ${slot} does not map tagged buffer ${id}`);
+    if (!(this.refCount[id] === 0))
+      fail(`INV-BUF-5: buffer is pinned in InvalidateBuffer (buffer ${id})`);
+    this.table.lockExclusive(hash);
+    this.table.deleteAt(slot);
+    this.countInvalidation(id, f);
+    this.clearDescriptor(id);
+  }
+
+  /**
+   * StrategyFreeBuffer for a buffer `invalidateAt` left off the freelist, unless it has a tag
+   * again (the clock sweep took it in between) or is already listed.
+   */
+  freeInvalidated(id: number): void {
+    this.assertBufId(id);
+    if ((this.flags[id]! & BM_TAG_VALID) === 0) this.strategyFreeBuffer(id);
+  }
+
+  /** InvalidateBuffer's bookkeeping for buffer `id` losing its tag (flags `f` before). */
+  private countInvalidation(id: number, f: number): void {
+    if (this.tagObserver !== null) this.tagObserver.untagged(id, this.tagRel[id]!);
+    this.counters.invalidations++;
+    if (f & BM_DIRTY) this.counters.discardedDirty++;
+  }
+
+  /** CLEAR_BUFFERTAG and the state reset of InvalidateBuffer: the all-zero untagged descriptor. */
+  private clearDescriptor(id: number): void {
     this.tagRel[id] = 0;
     this.tagFork[id] = 0;
     this.tagBlock[id] = 0;
     this.flags[id] = 0;
     this.usageCount[id] = 0;
-    this.strategyFreeBuffer(id);
   }
 
   /** Checkpoint (BufferSync): write every dirty buffer in id order; returns how many were written. */

@@ -3,15 +3,17 @@
  * (FindAndDropRelFileNodeBuffers). Entry point: `LookupDropper`.
  *
  * For each block from firstDelBlock to nForkBlock - 1: hash the tag, take the mapping partition
- * lock shared (counted), look the tag up, release; on a hit lock the header and re-check rnode,
- * fork and block >= firstDelBlock (another backend may have reused the buffer meanwhile).
+ * lock shared (counted), look the tag up, release; on a hit lock the header, re-check rnode,
+ * fork and block >= firstDelBlock (another backend may have reused the buffer meanwhile) and
+ * InvalidateBuffer it (partition lock exclusive, counted; the mapping entry is deleted at the slot
+ * the probe found, `BufferPool.invalidateAt`), as PostgreSQL does block by block.
  *
- * One deliberate difference from PostgreSQL (INV-BUF-8): the buffers found are invalidated after
- * the probes, in ascending buffer id order, instead of in block order as they are found. Each
- * invalidation pushes the buffer on the freelist head, so invalidation order decides which buffer
- * later misses get; invalidating in id order makes the freelist after a drop independent of the path
- * taken, which is what lets walsim run both paths over one workload and demand identical pools.
- * Probe and invalidation counts are unchanged.
+ * One deliberate difference from PostgreSQL (INV-BUF-8): the buffers invalidated are put on the
+ * freelist after the probes, in ascending buffer id order, instead of in block order as they are
+ * found. Each push goes to the freelist head, so that order decides which buffer later misses get;
+ * id order makes the freelist after a drop independent of the path taken, which is what lets
+ * walsim run both paths over one workload and demand identical pools. Probe, header-lock,
+ * partition-lock and invalidation counts are PostgreSQL's.
  */
 import { assert } from '../common/assert.ts';
 import type { BlockNumber, ForkNumber, RelFileNumber } from '../wal/records.ts';
@@ -27,11 +29,16 @@ export const LOOKUP_CHUNK_PROBES = 1 << 13;
  */
 const TOUCH_BATCH = 32;
 const touchHashes = new Uint32Array(TOUCH_BATCH);
+/** The slot each probe of a batch found (`BufTable.lookupSlot`), or -1. */
+const touchSlots = new Int32Array(TOUCH_BATCH);
 
 export class LookupDropper {
   probes = 0;
   headerLocks = 0;
-  /** Buffers found, in probe order: victims[0..nVictims), grown by doubling (no per-hit boxing). */
+  /**
+   * Buffers invalidated, in probe order, waiting for the freelist: victims[0..nVictims), grown by
+   * doubling (no per-hit boxing).
+   */
   private victims = new Int32Array(1024);
   private nVictims = 0;
 
@@ -79,45 +86,56 @@ export class LookupDropper {
       const n = Math.min(TOUCH_BATCH, toBlock - base);
       for (let k = 0; k < n; k++) touchHashes[k] = hashBufferTag(rel, fork, base + k);
       table.touchHomes(touchHashes, n);
+      // The probes of the batch first, in a loop as tight as the table's lookup (a miss costs
+      // one slot read), then InvalidateBuffer on what they found, in probe order.
       for (let k = 0; k < n; k++) {
-        const curBlock = base + k;
         const hash = touchHashes[k]!;
         table.lockShared(hash);
-        const id = table.lookup(rel, fork, curBlock, hash);
-        this.probes++;
-        if (id < 0) continue;
+        touchSlots[k] = table.lookupSlot(rel, fork, base + k, hash);
+      }
+      this.probes += n;
+      for (let k = 0; k < n; k++) {
+        let slot = touchSlots[k]!;
+        if (slot < 0) continue;
         this.headerLocks++;
-        if (
+        let id = table.idAt(slot);
+        if (!(
           pool.tagRel[id] === rel &&
           pool.tagFork[id] === fork &&
-          pool.tagBlock[id]! >= firstDelBlock
-        ) {
-          if (this.nVictims === this.victims.length) {
-            const grown = new Int32Array(this.victims.length * 2);
-            grown.set(this.victims);
-            this.victims = grown;
-          }
-          this.victims[this.nVictims++] = id;
+          pool.tagBlock[id] === base + k
+        )) {
+          // An invalidation of this batch shifted the entry back (same probe cluster): find it again.
+          slot = table.lookupSlot(rel, fork, base + k, touchHashes[k]!);
+          id = table.idAt(slot);
         }
+        if (pool.tagBlock[id]! >= firstDelBlock) this.invalidateHit(id, touchHashes[k]!, slot);
       }
     }
   }
 
-  /** InvalidateBuffer on every buffer found, in ascending id order (INV-BUF-8). Returns how many. */
-  invalidateFound(): number {
-    const steps = this.invalidateFoundSteps();
-    for (;;) {
-      const r = steps.next();
-      if (r.done) return r.value;
+  /** InvalidateBuffer on a buffer a probe found at `slot`; remember it for the freelist. */
+  private invalidateHit(id: number, hash: number, slot: number): void {
+    this.pool.invalidateAt(id, hash, slot);
+    if (this.nVictims === this.victims.length) {
+      const grown = new Int32Array(this.victims.length * 2);
+      grown.set(this.victims);
+      this.victims = grown;
     }
+    this.victims[this.nVictims++] = id;
   }
 
-  /** The same, yielding every LOOKUP_CHUNK_PROBES invalidations. */
-  *invalidateFoundSteps(): Generator<void, number, void> {
-    const invalidated = yield* invalidateInIdOrderSteps(
-      this.pool,
-      this.victims.subarray(0, this.nVictims),
-    );
+  /**
+   * After the probes: put every buffer they invalidated on the freelist, in ascending id order
+   * (INV-BUF-8), yielding every LOOKUP_CHUNK_PROBES buffers. Returns how many were invalidated.
+   */
+  *freeInvalidatedSteps(): Generator<void, number, void> {
+    const ids = this.victims.subarray(0, this.nVictims);
+    if (!isAscending(ids)) ids.sort();
+    for (let k = 0; k < ids.length; k++) {
+      if (k > 0 && k % LOOKUP_CHUNK_PROBES === 0) yield;
+      this.pool.freeInvalidated(ids[k]!);
+    }
+    const invalidated = ids.length;
     assert(invalidated <= this.probes, 'INV-BUF-8: invalidated more buffers than probes');
     this.victims = new Int32Array(1024);
     this.nVictims = 0;
@@ -125,10 +143,16 @@ export class LookupDropper {
   }
 }
 
+/** Whether ids[0..) never decreases. */
+function isAscending(ids: Int32Array): boolean {
+  for (let k = 1; k < ids.length; k++) if (ids[k - 1]! > ids[k]!) return false;
+  return true;
+}
+
 /**
  * InvalidateBuffer on each buffer of `victims` in ascending id order, once even if listed twice,
- * yielding every LOOKUP_CHUNK_PROBES invalidations (INV-BUF-8: every strategy that finds its
- * buffers by other means than the full scan invalidates them in the full scan's order). An
+ * yielding every LOOKUP_CHUNK_PROBES invalidations (INV-BUF-8: the list-walk strategies, which
+ * find their buffers by other means than the full scan, invalidate them in the full scan's order). An
  * Int32Array is sorted in place (unless already ascending, the usual case: a relation loaded in
  * one go takes consecutive victims from the freelist or the clock sweep).
  */
@@ -137,9 +161,7 @@ export function* invalidateInIdOrderSteps(
   victims: Int32Array | readonly number[],
 ): Generator<void, number, void> {
   const ids = victims instanceof Int32Array ? victims : Int32Array.from(victims);
-  let ascending = true;
-  for (let k = 1; k < ids.length && ascending; k++) ascending = ids[k - 1]! <= ids[k]!;
-  if (!ascending) ids.sort();
+  if (!isAscending(ids)) ids.sort();
   const { tagRel, tagFork, tagBlock, table } = pool;
   let invalidated = 0;
   for (let k = 0; k < ids.length; k++) {

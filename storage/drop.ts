@@ -212,7 +212,7 @@ function* cachedLookupOneSteps(
   const dropper = new LookupDropper(pool);
   for (let i = 0; i < forks.length; i++)
     yield* dropper.findBuffersSteps(rel, forks[i]!, nForkBlock[i]!, firstDelBlock[i]!);
-  const invalidated = yield* dropper.invalidateFoundSteps();
+  const invalidated = yield* dropper.freeInvalidatedSteps();
   return {
     ...emptyResult('cached-lookup'),
     probes: dropper.probes,
@@ -257,7 +257,7 @@ function* cachedLookupAllSteps(
         yield* dropper.findBuffersSteps(rels[i]!, j as ForkNumber, n, 0);
     }
   }
-  const invalidated = yield* dropper.invalidateFoundSteps();
+  const invalidated = yield* dropper.freeInvalidatedSteps();
   return {
     ...emptyResult('cached-lookup'),
     probes: dropper.probes,

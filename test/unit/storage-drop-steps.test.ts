@@ -83,9 +83,48 @@ describe('stepped drops', () => {
       probes: 3 * LOOKUP_CHUNK_PROBES,
       invalidated: 3 * LOOKUP_CHUNK_PROBES,
     });
-    expect(yields).toBe(2 + 2); // probes in 3 chunks, invalidations in 3 chunks
+    expect(yields).toBe(2 + 2); // probes in 3 chunks, freelist pushes in 3 chunks
     expect(pool.usedBuffers).toBe(0);
     pool.checkConsistency();
+  });
+
+  it('a lookup drop leaves a consistent pool at every yield, and a read in between may take a buffer it invalidated', () => {
+    // The pool is full of the relation, so a read between two steps has no freelist to take from
+    // and the clock sweep meets the buffers the probes have already invalidated (untagged,
+    // usage 0, on no list until the drop's last steps put them on the freelist).
+    const n = 3 * LOOKUP_CHUNK_PROBES;
+    const pool = new BufferPool(n);
+    const smgr = new StorageManager();
+    smgr.inRecovery = true;
+    smgr.create(16384, MAIN_FORKNUM);
+    for (let blk = 0; blk < n; blk++) {
+      smgr.extend(16384, MAIN_FORKNUM, blk);
+      pool.accessBlock(16384, MAIN_FORKNUM, blk);
+    }
+    smgr.nblocks(16384, MAIN_FORKNUM);
+    const steps = dropRelFileNodeBuffersSteps(pool, smgr, 16384, [MAIN_FORKNUM], [0], {
+      strategy: 'cached-lookup',
+      thresholdDivisor: 32,
+      forceOptimized: true,
+    });
+    const taken: number[] = [];
+    let r = steps.next();
+    for (; !r.done; r = steps.next()) {
+      pool.checkConsistency();
+      taken.push(pool.accessBlock(16385, MAIN_FORKNUM, taken.length));
+    }
+    expect(r.value).toMatchObject({ probes: n, invalidated: n });
+    // During the probes the freelist is empty: the clock sweep takes buffers 0 and 1, which the
+    // first chunks invalidated; during the freelist pushes a read takes the list's head.
+    expect(taken).toEqual([0, 1, LOOKUP_CHUNK_PROBES - 1, 2 * LOOKUP_CHUNK_PROBES - 1]);
+    expect(pool.usedBuffers).toBe(4);
+    pool.checkConsistency();
+    const listed = new Set<number>();
+    for (let id = pool.firstFreeBuffer; id >= 0; id = pool.freeNext[id]!) listed.add(id);
+    expect(listed.size).toBe(n - 4);
+    for (const id of taken) expect(listed.has(id)).toBe(false);
+    // The freelist holds the others in ascending id order from its tail: the head is the highest.
+    expect(pool.firstFreeBuffer).toBe(n - 1);
   });
 
   it('a scan whose chunk is full of matches yields every HEADER_LOCKS_PER_STEP invalidations', () => {
