@@ -1,7 +1,7 @@
 /**
  * Test-only switches that plant a known bug in the node core, so that a test can show the
- * simulator finds it (and replays it exactly). They are false everywhere else; nothing but
- * test/sim/injected-bug.test.ts and `npm run simulate -- --inject-bug NAME` sets them.
+ * simulator finds it (and replays it exactly). They are false everywhere else; nothing but the
+ * planted-bug tests of test/sim and `npm run simulate -- --inject-bug NAME` sets them.
  */
 export const injectedBugs = {
   /** Acknowledge synchronous_commit=remote_write commits without waiting for the standby's write. */
@@ -38,6 +38,18 @@ export const injectedBugs = {
   cascadeMissesFlushWakeup: false,
   /** The rejoin verdict (checkRejoin) allows a node whose WAL extends past the fork point. */
   skipRejoinDivergenceCheck: false,
+  /**
+   * Crash recovery takes a record whose CRC fails for one to skip, not for the end of WAL
+   * (PostgreSQL's ReadRecord ends crash recovery at the first invalid record): it steps over the
+   * record by its xl_tot_len and replays the valid records after it.
+   */
+  recoverySkipsBadCrcRecord: false,
+  /**
+   * smgrdounlinkall unlinks the relations' files before dropping their buffers (PostgreSQL 14's
+   * DropRelFileNodesAllBuffers needs smgrexists and the cached sizes, so it must run first): in
+   * recovery the lookup path finds no fork and leaves every buffer of a dropped relation valid.
+   */
+  unlinkBeforeDroppingBuffers: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an Error. */
   lifecycleActionError: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an InvariantViolation. */

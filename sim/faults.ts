@@ -3,7 +3,7 @@
  * full pg_wal, a slow disk, wall-clock jumps — each healing on its own timer — and media
  * corruption, a flipped byte in a WAL record of either node, with what the operator does about it.
  */
-import { formatLsn, parseLsn, type Lsn } from '../wal/lsn.ts';
+import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import { listSegmentFiles, segmentOf, segmentOffset, walDir } from '../wal/segment.ts';
 import { readWal } from '../wal/wal-reader.ts';
 import type { WalRecord } from '../wal/records.ts';
@@ -11,6 +11,7 @@ import { readDataImageRedoLsn } from '../storage/data-image-read.ts';
 import { SIZE_OF_XLOG_RECORD } from '../wal/codec.ts';
 import { DATA_DIR, type Host, type SimCluster } from './cluster.ts';
 import { guaranteedAfterPrimaryCrash, type Ledger } from './checkers/ledger.ts';
+import { checkRecoveryEnd } from './checkers/recovery.ts';
 import type { Operator } from './operator.ts';
 import type { SimCommand } from './scenario.ts';
 
@@ -150,12 +151,13 @@ export function corruptStandby(cluster: SimCluster, ledger: Ledger, target?: num
  * Media corruption on the primary: flip one byte inside a flushed WAL record that crash recovery
  * will read (after the data image's REDO record), crash the primary at once (a process crash:
  * nothing else is lost) and restart it after downMs. Like PostgreSQL, crash recovery takes the
- * bad record for the end of WAL (checked: it replays nothing at or past it), so every commit at
- * or past that record is gone from the primary although it was acknowledged — media corruption,
- * beyond the durability promise: such facts count as `lostToCorruption`; a fact whose commit
- * ended before the record must still hold. A standby that received WAL past the record holds a
- * history the primary's new WAL contradicts (PostgreSQL would need pg_rewind or a new base
- * backup): the operator stops it before restarting the primary and re-clones it afterwards.
+ * bad record for the end of WAL (SIM-1b, checkers/recovery.ts: it replays nothing at or past
+ * it), so every commit at or past that record is gone from the primary although it was
+ * acknowledged — media corruption, beyond the durability promise: such facts count as
+ * `lostToCorruption`; a fact whose commit ended before the record must still hold. A standby
+ * that received WAL past the record holds a history the primary's new WAL contradicts
+ * (PostgreSQL would need pg_rewind or a new base backup): the operator stops it before
+ * restarting the primary and re-clones it afterwards.
  */
 export async function corruptPrimary(
   cluster: SimCluster,
@@ -204,13 +206,8 @@ export async function corruptPrimary(
   await cluster.sched.runFor(downMs);
   await cluster.waitForSpace(h);
   await cluster.start(h);
-  const p = h.node;
-  if (p === null) return;
-  if (parseLsn(p.startupReplay.toLsn) > bad) {
-    cluster.violation(
-      `${h.name}: crash recovery replayed to ${p.startupReplay.toLsn}, past the corrupt record at ${formatLsn(bad)}`,
-    );
-  }
+  if (h.node === null) return;
+  checkRecoveryEnd(cluster, h, bad);
   await ledger.check(h, 'primary restart after WAL corruption', (f) =>
     f.commitEndMax > bad
       ? 'corruption'

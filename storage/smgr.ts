@@ -37,6 +37,7 @@
  */
 import { assert, fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
+import { injectedBugs } from '../common/injected-bugs.ts';
 import {
   FORK_NAMES,
   InvalidBlockNumber,
@@ -466,10 +467,18 @@ export function* smgrdounlinkallSteps(
   rels: readonly RelFileNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): Generator<void, DropResult, void> {
+  // (The planted bug of common/injected-bugs.ts unlinks the files before dropping the buffers.)
+  const unlinkFirst = injectedBugs.unlinkBeforeDroppingBuffers;
+  if (unlinkFirst) unlinkAll(smgr, rels);
   const result = yield* dropRelFileNodesAllBuffersSteps(pool, smgr, rels, settings);
+  if (!unlinkFirst) unlinkAll(smgr, rels);
+  return result;
+}
+
+/** Close each relation (forgetting its cached sizes) and unlink its files. */
+function unlinkAll(smgr: StorageManager, rels: readonly RelFileNumber[]): void {
   for (const rel of rels) {
     smgr.close(rel);
     smgr.unlink(rel);
   }
-  return result;
 }

@@ -7,8 +7,12 @@
  * its timeline), an old primary brought back as a standby that starts as a primary (SIM-8, one
  * writer), a promotion that ends replay where it is and drops flushed WAL (SIM-1n, an
  * acknowledged commit the promoted standby held lost at the failover), a standby whose flush
- * does not wake its cascading walsenders (SIM-4, a cascaded standby never converges). Method: per bug, run the seeds whose drawn topology can show it (ANY n ≥ 2;
- * a cascade; several nodes) until one fails — within a bound — with the invariant's message;
+ * does not wake its cascading walsenders (SIM-4, a cascaded standby never converges) — and two
+ * bugs of the node core that any topology runs: crash recovery that steps over a record whose CRC
+ * fails (SIM-1b, the restarted primary replayed past the damaged record) and a relation drop
+ * that unlinks the files before dropping the buffers (SIM-3, a buffer holds a dropped block).
+ * Method: per bug, run the seeds that can show it (ANY n ≥ 2; a cascade; several nodes; a primary
+ * WAL corruption drawn; any) until one fails — within a bound — with the invariant's message;
  * replay it to the identical trace; shrink it, keeping that message, to a few commands that still
  * fail; and the same seed passes with the bug off.
  */
@@ -65,6 +69,21 @@ const CASES: Case[] = [
     violation:
       /failover: acknowledged commit lost on \w \(synchronous_commit=(on|remote_apply|remote_write)/,
     shrunkTo: 20,
+  },
+  {
+    bug: 'recoverySkipsBadCrcRecord',
+    fits: (s) =>
+      generateScenario(s).commands.some((c) => c.op === 'corrupt' && c.node === 'primary'),
+    within: 20,
+    violation: /crash recovery replayed to \S+, past the corrupt record at/,
+    shrunkTo: 5,
+  },
+  {
+    bug: 'unlinkBeforeDroppingBuffers',
+    fits: () => true,
+    within: 10,
+    violation: /\w buffers hold dropped blocks \d+\/\d\/\d+/,
+    shrunkTo: 3,
   },
   {
     bug: 'cascadeMissesFlushWakeup',
