@@ -1,6 +1,6 @@
 /**
  * `npm run calibrate [--pg-bin DIR] [--shared-buffers 128MB,1GB,4GB] [--runs 3] [--warmup 0]
- * [--tables 200] [--out FILE]`: run the calibration cells on real PostgreSQL (scripts/postgres/calibrate.ts), count
+ * [--tables 50,300] [--out FILE] …`: run the calibration cells on real PostgreSQL (scripts/postgres/calibrate.ts), count
  * the same cells in walsim, fit a cost profile to this machine, print measured vs fitted seconds
  * and write the profile (usable as `--profile FILE`).
  */
@@ -23,14 +23,13 @@ import {
   cellKey,
   defaultWorkDir,
   isStalled,
-  median,
   runSweep,
   summarise,
   type RunRecord,
   type SweepSettings,
 } from './experiment/sweep.ts';
 import { resultsDirName } from './report/write-results.ts';
-import { markdownTable } from './report/tables.ts';
+import { printCalibration } from './report/calibration-table.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
@@ -41,11 +40,14 @@ import { runBenchCell, type BenchSettings } from './predict/bench-run.ts';
 import {
   cellShortLabel,
   type StoredCalibrationRun,
+  type CalibrationDesign,
+  calibrationGroupsFor,
+  DEFAULT_CALIBRATION_DML,
   DEFAULT_CALIBRATION_REL_DIVISORS,
   DEFAULT_CALIBRATION_SIZES,
   DEFAULT_CALIBRATION_TABLES,
+  DEFAULT_CALIBRATION_TOAST_SIZES,
   DEFAULT_CALIBRATION_TOAST_TABLES,
-  CALIBRATION_GROUPS,
   fitCalibration,
   machineCache,
   planCalibration,
@@ -58,24 +60,26 @@ import {
 } from './postgres/calibrate.ts';
 
 const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3] [--warmup 0]
-                               [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}] [--base ${DEFAULT_PROFILE}]
+                               [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]
+                               [--toast-sizes SIZES,6GB] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}]
+                               [--dml-tables ${DEFAULT_CALIBRATION_DML.tables}] [--dml-shared-buffers ${DEFAULT_CALIBRATION_DML.sharedBuffers}] [--base ${DEFAULT_PROFILE}]
                                [--name NAME] [--out FILE] [--work-dir DIR] [--json] [--refit FILE]
                                [--target wall|uncontended] [--counts wal|walsim]
-  Runs a fixed set of real PostgreSQL cells (Test B VACUUM, TRUNCATE, TRUNCATE of TOAST-able tables;
-  Test A VACUUM of NBuffers/k pages), counts the same cells in walsim, fits the cost profile by
-  non-negative least squares, and writes it: use it with --profile FILE. --warmup N passes over every
+  Runs a fixed set of real PostgreSQL cells (Test A VACUUM of NBuffers/k pages at --shared-buffers;
+  Test B VACUUM and TRUNCATE at --testb-sizes, default the first and last --shared-buffers size;
+  TRUNCATE of TOAST-able tables at --toast-sizes, default --shared-buffers and 6GB, beyond a 32 MiB
+  last-level cache; INSERT and DELETE of 2,260 rows a table over --dml-tables tables, 0: none),
+  counts the same cells in walsim, fits the cost profile by non-negative least squares, and
+  writes it: use it with --profile FILE. --warmup N passes over every
   cell come first and are left out of the fit (their figures stay in the profile's fit.records).
   --target uncontended: fit each run's failover less the time the standby's startup process waited
   for a CPU (/proc schedstat run_delay: other work on the machine, not PostgreSQL's); default wall.
   --counts wal (default): each cell's counts are those npm run predict reads from the real WAL of
-  its runs (the counts every prediction is priced from); walsim: the walsim twin's counts.
+  its runs (the counts every prediction is priced from); walsim: the walsim twin's counts (runs
+  through the sweep, which has no DML backlogs: pass --dml-tables 0).
   --refit FILE: no PostgreSQL run; fit again the measurements stored in a profile this command
   wrote (its fit.records and fit.walCounts), with this version's stall rule and groups.
   --no-wait: do not wait out ext4's inode-reuse delay (no journal: 60 s) after a recent removal.`;
-
-const pct = (x: number) =>
-  Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a';
-const sec = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a');
 
 /** Run the plan on real PostgreSQL (warm-up passes first); cleans the work directory on a signal. */
 async function measureCells(
@@ -143,65 +147,6 @@ async function measureCellsByPredict(
     removeWorkDir(s.workDir);
   }
   return { records: recordsFromStored(stored, plan), stored, walCounts };
-}
-
-/** The human report: per cell measured, fitted, residual and left-out prediction; the groups. */
-function printCalibration(
-  report: ReturnType<typeof fitCalibration>,
-  records: RunRecord[],
-  warmupRuns: number,
-  within: number,
-): void {
-  console.log('');
-  const runsOf = (c: (typeof report.cells)[number]) =>
-    records.filter((r) => cellKey(r) === cellKey(c.cell));
-  const warmupS = (c: (typeof report.cells)[number]) =>
-    median(
-      runsOf(c)
-        .filter((r) => r.warmup === true)
-        .map((r) => r.failoverMs),
-    ) / 1000;
-  const pressure = (c: (typeof report.cells)[number]) =>
-    median(
-      runsOf(c)
-        .filter((r) => r.warmup !== true && r.cpuPressure !== undefined)
-        .map((r) => r.cpuPressure!),
-    );
-  console.log(
-    markdownTable(
-      [
-        'cell',
-        'runs',
-        ...(warmupRuns ? ['warm-up s'] : []),
-        'PostgreSQL s',
-        'CPU pressure',
-        'fitted s',
-        'residual',
-        'left out: predicted s',
-        'error',
-      ],
-      report.cells.map((c) => [
-        c.label,
-        `${c.runs}${c.stalls ? ` (${c.stalls} stalled)` : ''}`,
-        ...(warmupRuns ? [sec(warmupS(c))] : []),
-        sec(c.measuredS),
-        Number.isFinite(pressure(c)) ? `${Math.round(pressure(c) * 100)}%` : 'n/a',
-        sec(c.fittedS),
-        pct(c.residualPct),
-        sec(c.leaveOneOutS),
-        pct(c.leaveOneOutPct),
-      ]),
-    ),
-  );
-  console.log('');
-  console.log(
-    `fitted per event: ${Object.entries(report.groupSeconds)
-      .map(([g, s]) => `${g} ${s.toExponential(3)} s`)
-      .join(', ')}`,
-  );
-  console.log(
-    `leave-one-out: ${within} of ${report.cells.length} cells predicted within ±25% when left out of the fit`,
-  );
 }
 
 /** What the profile's `fit` stores: the settings, every run and each cell's fit (for --refit). */
@@ -290,10 +235,8 @@ async function identifiedTwinCounts(
   base: CostProfile,
 ): Promise<FailoverCounts[]> {
   const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
-  const unidentified = unidentifiedGroups(
-    counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers)),
-    CALIBRATION_GROUPS,
-  );
+  const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
+  const unidentified = unidentifiedGroups(features, calibrationGroupsFor(plan, features));
   if (unidentified.length > 0)
     throw new UsageError(
       `these cells cannot tell apart the fit groups ${unidentified.join(', ')}: vary --tables, --shared-buffers or --rel-sizes`,
@@ -315,10 +258,8 @@ function identifiedWalCounts(
       );
     return n;
   });
-  const unidentified = unidentifiedGroups(
-    counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers)),
-    CALIBRATION_GROUPS,
-  );
+  const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
+  const unidentified = unidentifiedGroups(features, calibrationGroupsFor(plan, features));
   if (unidentified.length > 0)
     throw new UsageError(
       `the WAL counts of these cells cannot tell apart the fit groups ${unidentified.join(', ')}`,
@@ -336,7 +277,11 @@ const CALIBRATE_OPTIONS = {
   // and since every run syncs before its resume the 23-cell design takes ~13.5 min without one.
   warmup: { type: 'string', default: '0' },
   tables: { type: 'string', default: DEFAULT_CALIBRATION_TABLES.join(',') },
+  'testb-sizes': { type: 'string' },
   'toast-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_TOAST_TABLES) },
+  'toast-sizes': { type: 'string' },
+  'dml-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_DML.tables) },
+  'dml-shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_DML.sharedBuffers },
   'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
   base: { type: 'string', default: DEFAULT_PROFILE },
   name: { type: 'string' },
@@ -357,7 +302,7 @@ runCli(async () => {
   if (positionals.length > 0)
     throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
   const inputs = calibrationInputs(values);
-  const { target, refit, countsFrom, sizes, tables, toastTables, divisors } = inputs;
+  const { target, refit, countsFrom, design } = inputs;
   const pgVersion = refit?.postgres ?? findPgBin(values['pg-bin']).version; // one-line error naming the package when absent
   const baseProfile = loadProfile(values.base!);
   const base = { ...baseProfile, cache: machineCache(baseProfile) };
@@ -372,7 +317,7 @@ runCli(async () => {
     pgBin: values['pg-bin'],
     profile: baseProfile,
   };
-  const plan = planCalibration(sizes, tables, divisors, toastTables);
+  const plan = planCalibration(design);
   const twinCounts = await identifiedTwinCounts(plan, base);
   const measured = await measureOrRefit(values, inputs, plan, settings, pgVersion, baseProfile);
   const { records, walCounts } = measured;
@@ -402,12 +347,46 @@ interface CalibrationInputs {
   target: 'wall' | 'uncontended';
   refit: ReturnType<typeof readStoredCalibration> | null;
   countsFrom: 'wal' | 'walsim';
-  sizes: string[];
   runs: number;
   warmupRuns: number;
-  tables: number[];
-  toastTables: number;
-  divisors: number[];
+  design: CalibrationDesign;
+}
+
+/** A comma-separated list of shared_buffers sizes, each checked (a function: runCli runs above). */
+function sizeList(text: string, what: string): string[] {
+  const sizes = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (sizes.length === 0) throw new UsageError(`--${what} needs at least one size`);
+  for (const s of sizes) parseSharedBuffers(s);
+  return sizes;
+}
+
+/** The cell design the options give (a --refit takes the stored one instead). */
+function designOf(values: CalibrateValues): CalibrationDesign {
+  const sizes = sizeList(values['shared-buffers']!, 'shared-buffers');
+  const dmlTables = nonNegativeInt(values['dml-tables']!, 'dml-tables');
+  const dmlSize = sizeList(values['dml-shared-buffers']!, 'dml-shared-buffers');
+  if (dmlSize.length !== 1) throw new UsageError('--dml-shared-buffers takes one size');
+  return {
+    sizes,
+    tables: values.tables!.split(',').map((s) => positiveInt(s.trim(), 'tables')),
+    testBSizes: sizeList(
+      values['testb-sizes'] ?? [...new Set([sizes[0]!, sizes[sizes.length - 1]!])].join(','),
+      'testb-sizes',
+    ),
+    toastTables: positiveInt(values['toast-tables']!, 'toast-tables'),
+    toastSizes: sizeList(
+      values['toast-sizes'] ??
+        [...new Set([...sizes, DEFAULT_CALIBRATION_TOAST_SIZES.at(-1)!])].join(','),
+      'toast-sizes',
+    ),
+    relDivisors: values['rel-sizes']!.split(',').map((s) =>
+      positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'),
+    ),
+    dml: dmlTables === 0 ? null : { sharedBuffers: dmlSize[0]!, tables: dmlTables },
+  };
 }
 
 /** The calibration's settings: from the options, or from the stored calibration a --refit names. */
@@ -425,31 +404,33 @@ function calibrationInputs(values: CalibrateValues): CalibrationInputs {
     throw new UsageError(
       `${values.refit} stores no WAL counts (a calibration from before --counts wal): refit it with --counts walsim`,
     );
-  const sizes =
-    refit?.settings.sizes ??
-    values['shared-buffers']!.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
-  if (sizes.length === 0) throw new UsageError('--shared-buffers needs at least one size');
-  for (const s of [...sizes, values['primary-shared-buffers']!]) parseSharedBuffers(s);
+  parseSharedBuffers(values['primary-shared-buffers']!);
   const runs = refit?.runs ?? positiveInt(values.runs!, 'runs');
   const warmupRuns = refit?.warmupRuns ?? nonNegativeInt(values.warmup!, 'warmup');
-  const tables =
-    refit?.settings.tables ?? values.tables!.split(',').map((s) => positiveInt(s.trim(), 'tables'));
-  const toastTables =
-    refit?.settings.toastTables ?? positiveInt(values['toast-tables']!, 'toast-tables');
-  const divisors =
-    refit?.settings.relDivisors ??
-    values['rel-sizes']!.split(',').map((s) =>
-      positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'),
+  const r = refit?.settings;
+  const design: CalibrationDesign =
+    r === undefined
+      ? designOf(values)
+      : {
+          sizes: r.sizes,
+          tables: r.tables,
+          testBSizes: r.testBSizes,
+          toastTables: r.toastTables,
+          toastSizes: r.toastSizes,
+          relDivisors: r.relDivisors,
+          dml: r.dml,
+        };
+  if (countsFrom === 'walsim' && refit === null && design.dml !== null)
+    throw new UsageError(
+      '--counts walsim measures through the sweep, which has no DML backlogs: pass --dml-tables 0',
     );
-  return { target, refit, countsFrom, sizes, runs, warmupRuns, tables, toastTables, divisors };
+  return { target, refit, countsFrom, runs, warmupRuns, design };
 }
 
 /** The plan's records (and WAL counts): measured on PostgreSQL, or the refitted file's. */
 async function measureOrRefit(
   values: CalibrateValues,
-  { refit, runs, warmupRuns, sizes, countsFrom }: CalibrationInputs,
+  { refit, runs, warmupRuns, design, countsFrom }: CalibrationInputs,
   plan: ReturnType<typeof planCalibration>,
   settings: SweepSettings,
   pgVersion: string,
@@ -472,7 +453,7 @@ async function measureOrRefit(
   } else {
     if (!values.json)
       console.log(
-        `calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pgVersion}); shared_buffers ${sizes.join(', ')}`,
+        `calibration: ${plan.length} PostgreSQL cells × ${runs} run${runs === 1 ? '' : 's'}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''} (${pgVersion}); shared_buffers ${[...new Set([...design.sizes, ...design.testBSizes, ...design.toastSizes])].join(', ')}`,
       );
     if (countsFrom === 'wal') {
       const m = await measureCellsByPredict(plan, runs, warmupRuns, {
@@ -494,17 +475,7 @@ async function measureOrRefit(
 /** Write the fitted profile with its stored runs, then print it (text or --json). */
 function writeCalibration(
   values: CalibrateValues,
-  {
-    refit,
-    runs,
-    warmupRuns,
-    sizes,
-    tables,
-    toastTables,
-    divisors,
-    target,
-    countsFrom,
-  }: CalibrationInputs,
+  { refit, runs, warmupRuns, design, target, countsFrom }: CalibrationInputs,
   {
     startedAt,
     wallSeconds,
@@ -533,13 +504,7 @@ function writeCalibration(
     pgVersion,
     runs,
     warmupRuns,
-    settings: {
-      sizes,
-      tables,
-      toastTables,
-      relDivisors: divisors,
-      primarySharedBuffers: settings.primarySharedBuffers,
-    },
+    settings: { ...design, primarySharedBuffers: settings.primarySharedBuffers },
     // Relative: the file is often shipped, and a profile carries no machine's paths.
     refittedFrom: refit ? path.relative(process.cwd(), path.resolve(values.refit!)) : null,
     machine: refit?.machine,

@@ -8,8 +8,12 @@ import type { DropStrategy } from '../../server/settings.ts';
 import type { EngineName } from './engine.ts';
 
 export type SweepKind = 'threshold' | 'multi';
-/** `truncate-toast`: TRUNCATE of tables that have a TOAST table (three relfilenodes dropped each). */
-export type Variant = 'vacuum' | 'truncate' | 'truncate-toast';
+/**
+ * `truncate-toast`: TRUNCATE of tables that have a TOAST table (three relfilenodes dropped each).
+ * `insert` / `delete`: row-level DML backlogs (INSERT of 2,260 rows into each table / DELETE of its
+ * 2,486 rows), which only `npm run calibrate` plans (through predict-bench's runner, not the sweeps).
+ */
+export type Variant = 'vacuum' | 'truncate' | 'truncate-toast' | 'insert' | 'delete';
 /** Who runs the cell: walsim, or a real PostgreSQL primary + standby (scripts/postgres/). */
 export type Engine = EngineName;
 

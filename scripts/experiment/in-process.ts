@@ -41,6 +41,7 @@ import { maxAlign, RecordEncoder } from '../../wal/codec.ts';
 import type { RelFileNumber, TransactionId, WalRecordBody } from '../../wal/records.ts';
 import { rowsForPages } from './rel-size.ts';
 import { tableNames } from './state.ts';
+import { dmlBacklog } from './dml.ts';
 import type { CellSpec } from './cell.ts';
 
 export interface InProcessSettings {
@@ -114,7 +115,10 @@ export class InProcessCluster {
   }
 }
 
-/** The statements of a cell's steps, as steps.ts sends them (one statement per table each). */
+/**
+ * The statements of a cell's steps, as steps.ts sends them (one statement per table each); the
+ * DML variants as predict-bench's runner makes them (bench-run.ts `dmlBacklog`).
+ */
 function statements(c: CellSpec): { before: string[]; failover: string[] } {
   const names = tableNames(c.kind === 'threshold' ? 'rel' : 'multi', c.tables);
   const rows = rowsForPages(c.pagesPerTable);
@@ -125,6 +129,10 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
     ...names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`),
     ...(c.variant === 'vacuum' ? names.map((n) => `DELETE FROM ${n}`) : []),
   ];
+  if (c.variant === 'insert' || c.variant === 'delete') {
+    const dml = dmlBacklog(c.variant, c.tables);
+    return { before: [...before, ...dml.prePause], failover: dml.backlog };
+  }
   const verb = c.variant === 'vacuum' ? 'VACUUM' : 'TRUNCATE';
   return { before, failover: names.map((n) => `${verb} ${n}`) };
 }

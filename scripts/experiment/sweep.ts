@@ -191,6 +191,11 @@ export async function runCell(
   s: SweepSettings,
   beforeResume?: (engine: AnyEngine) => Promise<void>,
 ): Promise<RunRecord> {
+  // The steps below are Test A's and Test B's; the DML backlogs are predict-bench's (bench-run.ts).
+  assert(
+    cell.variant !== 'insert' && cell.variant !== 'delete',
+    `the ${cell.variant} backlog runs through npm run calibrate --counts wal, not a sweep`,
+  );
   const kind = ENGINE_KINDS[cell.engine];
   fs.mkdirSync(s.workDir, { recursive: true });
   fs.chmodSync(s.workDir, 0o755); // PostgreSQL's OS user must reach the cluster directories

@@ -2,12 +2,14 @@
  * `npm run calibrate`: fit a cost profile to THIS machine's PostgreSQL. A short fixed set of real
  * PostgreSQL cells (Test B VACUUM and TRUNCATE of int-only tables — the lookup path —, TRUNCATE of
  * tables with a TOAST table — a full scan per table, because replay never cached the size of the
- * never-written TOAST relation —, and Test A VACUUM of one relation of NBuffers/k pages) is run
+ * never-written TOAST relation; one size beyond the last-level cache —, Test A VACUUM of one
+ * relation of NBuffers/k pages, and the row-level DML backlogs INSERT and DELETE) is run
  * `runs` times on fresh clusters; the same cells run in walsim, in-process, give their counters;
  * the profile's constants are fitted by non-negative least squares (cost-model/fit.ts) to
  * PostgreSQL's median failover (log method; runs whose promote request stalled are left out).
  *
- * Entry points: `planCalibration`, `fitCalibration`, `CALIBRATION_GROUPS`, `CalibrationReport`,
+ * Entry points: `planCalibration`, `defaultCalibrationDesign`, `fitCalibration`,
+ * `calibrationGroups`, `calibrationGroupsFor`, `CALIBRATION_GROUPS`, `CalibrationReport`,
  * `readStoredCalibration` and `recordsFromStored` (`--refit`).
  *
  * The profile written carries, per cell, measured and fitted seconds, the residual, and the
@@ -18,20 +20,48 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
-import { costFeatures } from '../../cost-model/model.ts';
+import { costFeatures, type CostFeatures } from '../../cost-model/model.ts';
 import { price } from '../../cost-model/price.ts';
-import { fitProfile, type FitGroup, type FitObservation } from '../../cost-model/fit.ts';
+import {
+  fitProfile,
+  flattenFeatures,
+  type FitGroup,
+  type FitObservation,
+} from '../../cost-model/fit.ts';
 import {
   COST_CONSTANT_NAMES,
   type CostConstantName,
   type CostProfile,
 } from '../../cost-model/profile.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
-import { parseRelSize } from '../experiment/rel-size.ts';
-import { NO_MODEL, type CellSpec, type CellSummary, type RunRecord } from '../experiment/sweep.ts';
+import { parseRelSize, rowsForPages } from '../experiment/rel-size.ts';
+import { DML_ROWS_PER_TABLE } from '../experiment/dml.ts';
+import {
+  NO_MODEL,
+  planMulti,
+  type CellSpec,
+  type CellSummary,
+  type RunRecord,
+} from '../experiment/sweep.ts';
 import { WalsimError } from '../../common/errors.ts';
 
+/** Test A's shared_buffers sizes (and the default of the other cells' sizes). */
 export const DEFAULT_CALIBRATION_SIZES = ['128MB', '1GB', '4GB'];
+/**
+ * Test B VACUUM / TRUNCATE run at two sizes: their drops take the lookup path, whose cost does not
+ * depend on NBuffers, so a third size repeated the same counts (1GB was dropped for the DML cells'
+ * time).
+ */
+export const DEFAULT_CALIBRATION_TESTB_SIZES = ['128MB', '4GB'];
+/**
+ * TOAST-able TRUNCATE (a full scan per table) at Test A's sizes and at 6GB: 786,432 descriptors ×
+ * 64 bytes = 48 MiB, beyond this machine's 32 MiB last-level cache — the one cell of the memory
+ * tier (at 4GB the array is exactly 32 MiB), so that tier's cost is fitted, not assumed. 6GB, not
+ * 8GB: the bench's 8GB cells stay at a size the calibration never ran.
+ */
+export const DEFAULT_CALIBRATION_TOAST_SIZES = ['128MB', '1GB', '4GB', '6GB'];
+/** The row-level DML backlogs (experiment/dml.ts): INSERT and DELETE over 100 tables at 128MB. */
+export const DEFAULT_CALIBRATION_DML = { sharedBuffers: '128MB', tables: 100 } as const;
 /**
  * Test B's table counts: two, so that per-table work (records, smgr operations, pg_control
  * updates) and per-failover work (end of recovery) come from cells that differ in one thing, and a
@@ -47,40 +77,64 @@ export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 8];
 /** Test A cells stay below this many pages (128MB of table), so calibration stays short. */
 export const CALIBRATION_MAX_REL_PAGES = 16_384;
 
-/** The fixed cell set (PostgreSQL engine; walsim counts come from the same specs). */
-export function planCalibration(
-  sizes: string[],
-  tables: number | readonly number[],
-  divisors: number[] = DEFAULT_CALIBRATION_REL_DIVISORS,
-  toastTables?: number,
-): CellSpec[] {
-  const counts = typeof tables === 'number' ? [tables] : [...tables];
-  // One table count (older calibrations): TOAST-able tables at that count too.
-  const toast =
-    toastTables ?? (counts.length === 1 ? counts[0]! : DEFAULT_CALIBRATION_TOAST_TABLES);
+/** The calibration's cells, as stored in a profile's `fit.settings` (with the primary's size). */
+export interface CalibrationDesign {
+  /** Test A's sizes. */
+  sizes: string[];
+  /** Test B's table counts. */
+  tables: number[];
+  /** Where Test B VACUUM / TRUNCATE run (older files: every size). */
+  testBSizes: string[];
+  /** TOAST-able TRUNCATE's table count. */
+  toastTables: number;
+  /** Where TOAST-able TRUNCATE runs (older files: every size). */
+  toastSizes: string[];
+  relDivisors: number[];
+  /** The row-level DML backlogs (INSERT, DELETE) over `tables` tables; null: none (older files). */
+  dml: { sharedBuffers: string; tables: number } | null;
+}
+
+/** The default design (22 cells). */
+export function defaultCalibrationDesign(): CalibrationDesign {
+  return {
+    sizes: [...DEFAULT_CALIBRATION_SIZES],
+    tables: [...DEFAULT_CALIBRATION_TABLES],
+    testBSizes: [...DEFAULT_CALIBRATION_TESTB_SIZES],
+    toastTables: DEFAULT_CALIBRATION_TOAST_TABLES,
+    toastSizes: [...DEFAULT_CALIBRATION_TOAST_SIZES],
+    relDivisors: [...DEFAULT_CALIBRATION_REL_DIVISORS],
+    dml: { ...DEFAULT_CALIBRATION_DML },
+  };
+}
+
+/** One PostgreSQL cell over one-block tables (the sweeps' Test B cell; PostgreSQL 15's drop path). */
+const testBCell = (sb: string, variant: CellSpec['variant'], tables: number): CellSpec =>
+  planMulti([sb], tables, [variant], ['cached-lookup'], ['postgres'])[0]!;
+
+/**
+ * The fixed cell set (PostgreSQL engine; walsim counts come from the same specs), size by size
+ * (ascending NBuffers): Test B, TOAST-able TRUNCATE, Test A, then the DML backlogs.
+ */
+export function planCalibration(d: CalibrationDesign): CellSpec[] {
+  const nb = (sb: string) => parseSharedBuffers(sb).nBuffers;
+  const has = (list: readonly string[], sb: string) => list.some((x) => nb(x) === nb(sb));
+  const all: string[] = [];
+  for (const sb of [
+    ...d.sizes,
+    ...d.testBSizes,
+    ...d.toastSizes,
+    ...(d.dml ? [d.dml.sharedBuffers] : []),
+  ])
+    if (!has(all, sb)) all.push(sb);
+  all.sort((a, b) => nb(a) - nb(b));
   const cells: CellSpec[] = [];
-  for (const sb of sizes) {
+  for (const sb of all) {
     const { nBuffers } = parseSharedBuffers(sb);
-    const testB = [
-      ...counts.flatMap((n) => (['vacuum', 'truncate'] as const).map((v) => [v, n] as const)),
-      ['truncate-toast', toast] as const,
-    ];
-    for (const [variant, n] of testB) {
-      cells.push({
-        kind: 'multi',
-        engine: 'postgres',
-        sharedBuffers: sb,
-        nBuffers,
-        strategy: 'cached-lookup',
-        forceOptimized: false,
-        variant,
-        relSize: null,
-        relDivisor: null,
-        pagesPerTable: 1,
-        tables: n,
-      });
-    }
-    for (const k of divisors) {
+    if (has(d.testBSizes, sb))
+      for (const n of d.tables)
+        for (const v of ['vacuum', 'truncate'] as const) cells.push(testBCell(sb, v, n));
+    if (has(d.toastSizes, sb)) cells.push(testBCell(sb, 'truncate-toast', d.toastTables));
+    for (const k of has(d.sizes, sb) ? d.relDivisors : []) {
       const size = parseRelSize(`NB/${k}`, nBuffers);
       if (size.pages > CALIBRATION_MAX_REL_PAGES) continue;
       cells.push({
@@ -97,6 +151,8 @@ export function planCalibration(
         tables: 1,
       });
     }
+    if (d.dml !== null && nb(d.dml.sharedBuffers) === nBuffers)
+      for (const v of ['insert', 'delete'] as const) cells.push(testBCell(sb, v, d.dml.tables));
   }
   return cells;
 }
@@ -109,18 +165,65 @@ export function walsimTwin(c: CellSpec): CellSpec {
 const of = (pred: (k: CostConstantName) => boolean) => COST_CONSTANT_NAMES.filter(pred);
 
 /**
+ * Records whose redo changes one tuple on one page already in shared_buffers
+ * (XLogReadBufferForRedo, the tuple written, the page marked dirty): heap_xlog_insert,
+ * heap_xlog_delete, heap_xlog_update, heap_xlog_inplace, btree_xlog_insert. Every other record
+ * works on a whole page or on no page: lazy vacuum's PRUNE / VACUUM (every line pointer of the
+ * page, then its free space in the FSM) and VISIBLE (the VM page too), full-page images, and the
+ * non-page records (commit, lock, smgr, checkpoint). Measured apart: the mixed bench backlog, 99 %
+ * HEAP_INSERT / HEAP_DELETE, replayed at ≈ 1 µs a record where the one tied constant, fitted on
+ * Test A's lazy-vacuum records, said 4.4 µs (BENCHMARKS.md, second measurement).
+ */
+export const TUPLE_RECORD_KINDS = [
+  'HEAP_INSERT',
+  'HEAP_DELETE',
+  'HEAP_UPDATE',
+  'HEAP_INPLACE',
+  'BTREE_INSERT_LEAF',
+] as const;
+const isTupleRecord = (k: CostConstantName) =>
+  (TUPLE_RECORD_KINDS as readonly string[]).includes(k.slice('record.'.length));
+
+/**
  * Constants fitted together: the cells cannot tell apart, e.g., the cost of a PRUNE from a VISIBLE
  * record (they always come together), so each group shares one value per event. Everything else
  * keeps the base profile's value — `walByte` included: it counts walsim's encoding, not
  * PostgreSQL's bytes, so it has no PostgreSQL cost to fit (a free walByte soaked up what the record
  * constant should price: 0.11 µs per walsim byte and 0 per record in a real calibration).
  */
-export const CALIBRATION_GROUPS: FitGroup[] = [
-  { name: 'record', constants: of((k) => k.startsWith('record.')) },
-  {
-    name: 'scan',
-    constants: of((k) => /^scan\.(single|multi)\./.test(k) || k === 'scan.preCheckHit'),
-  },
+export function calibrationGroups(o: { rowDml: boolean; memoryTier: boolean }): FitGroup[] {
+  return [
+    ...(o.rowDml
+      ? [
+          { name: 'record', constants: of((k) => k.startsWith('record.') && !isTupleRecord(k)) },
+          {
+            name: 'recordTuple',
+            constants: of((k) => k.startsWith('record.') && isTupleRecord(k)),
+          },
+        ]
+      : [{ name: 'record', constants: of((k) => k.startsWith('record.')) }]),
+    ...(o.memoryTier
+      ? [
+          {
+            name: 'scan',
+            constants: of(
+              (k) => /^scan\.(single|multi)\.cache$/.test(k) || k === 'scan.preCheckHit',
+            ),
+          },
+          { name: 'scanMemory', constants: of((k) => /^scan\.(single|multi)\.memory$/.test(k)) },
+        ]
+      : [
+          {
+            name: 'scan',
+            constants: of((k) => /^scan\.(single|multi)\./.test(k) || k === 'scan.preCheckHit'),
+          },
+        ]),
+    ...LATER_GROUPS,
+    ...(o.rowDml ? [{ name: 'smgrExtend', constants: ['smgr.extend' as const] }] : []),
+  ];
+}
+
+const LATER_GROUPS: FitGroup[] = [
   {
     name: 'lookup',
     constants: of(
@@ -137,14 +240,38 @@ export const CALIBRATION_GROUPS: FitGroup[] = [
   // three unlinked per table) by 30–40 % in a real calibration; split, the fit prices a namespace
   // operation at ~0.3 ms and a size operation at ~0.1 ms on this kind of machine.
   { name: 'smgrNamespace', constants: ['smgr.create', 'smgr.unlink'] },
-  // smgr.extend is not fitted: no calibration backlog extends a relation (the pages are inserted
-  // before the pause), so its column is all zeros and a tie gave it truncate's 64 µs — which priced
-  // the 3,845 blocks of a `pgbench -i` backlog at 0.25 s against 0.12 s measured for the whole
-  // failover (predict-bench). It keeps the base profile's value.
+  // smgr.extend is fitted only with the DML cells (smgrExtend, above): without them it counts one
+  // FSM page a VACUUMed table, always beside that table's other per-table events, and a tie gave it
+  // truncate's 64 µs — which priced the 3,845 blocks of a `pgbench -i` backlog at 0.25 s against
+  // 0.12 s measured for the whole failover (predict-bench). Then it keeps the base profile's value.
   { name: 'smgrSize', constants: ['smgr.truncate', 'smgr.nblocks'] },
   { name: 'controlFile', constants: ['controlFile.update'] },
   { name: 'endOfRecovery', constants: of((k) => k.startsWith('endOfRecovery.')) },
 ];
+
+/** The groups of a design without DML cells or a memory-tier cell (every calibration before them). */
+export const CALIBRATION_GROUPS: FitGroup[] = calibrationGroups({
+  rowDml: false,
+  memoryTier: false,
+});
+
+/**
+ * The groups a design's cells can identify: the per-record constant split in two when the design
+ * has the DML backlogs (and `smgr.extend` fitted: the INSERT backlog appends 10 pages a table, the
+ * DELETE backlog none), the scan's memory tier fitted on its own when a cell scans beyond the
+ * last-level cache. Otherwise the older ties (a group no cell counts would be fitted to 0).
+ */
+export function calibrationGroupsFor(
+  cells: readonly Pick<CellSpec, 'variant'>[],
+  features: readonly CostFeatures[],
+): FitGroup[] {
+  const rowDml = cells.some((c) => c.variant === 'insert' || c.variant === 'delete');
+  const memoryTier = features.some((f) => {
+    const x = flattenFeatures(f);
+    return (x['scan.single.memory'] ?? 0) + (x['scan.multi.memory'] ?? 0) > 0;
+  });
+  return calibrationGroups({ rowDml, memoryTier });
+}
 
 export interface CalibrationCell {
   label: string;
@@ -171,7 +298,9 @@ export function cellShortLabel(c: CellSpec): string {
   const what =
     c.kind === 'threshold'
       ? `Test A VACUUM ${c.relSize}`
-      : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
+      : c.variant === 'insert' || c.variant === 'delete'
+        ? `DML ${c.variant.toUpperCase()} ${c.tables} tables × ${c.variant === 'insert' ? DML_ROWS_PER_TABLE : DML_ROWS_PER_TABLE + rowsForPages(1)} rows`
+        : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
   return `${c.sharedBuffers} ${what}`;
 }
 
@@ -203,7 +332,7 @@ export function fitCalibration(
   counts: FailoverCounts[],
   base: CostProfile,
   meta: { name: string; description: string; source: string },
-  groups: FitGroup[] = CALIBRATION_GROUPS,
+  groupsGiven?: FitGroup[],
 ): CalibrationReport {
   const usable = cells
     .map((c, i) => ({ c, counts: counts[i]! }))
@@ -214,6 +343,12 @@ export function fitCalibration(
     targetS: c.failoverMsMedian / 1000,
     weight: 1000 / c.failoverMsMedian,
   }));
+  const groups =
+    groupsGiven ??
+    calibrationGroupsFor(
+      usable.map((u) => u.c),
+      obs.map((o) => o.features),
+    );
   const spec = { base: { ...base, promotionPoll: null }, groups, ...meta };
   const all = fitProfile(obs, spec);
   const out: CalibrationCell[] = usable.map(({ c, counts: n }, i) => {
@@ -268,16 +403,12 @@ export interface StoredCalibration {
   runs: number;
   warmupRuns: number;
   machine: unknown;
-  /** What the cell set was planned from (older files: inferred from the labels and the defaults). */
-  settings: {
-    sizes: string[];
-    /** Test B's table counts (older files: one number). */
-    tables: number[];
-    /** TOAST-able TRUNCATE's table count (older files: the one table count). */
-    toastTables: number;
-    relDivisors: number[];
-    primarySharedBuffers: string;
-  };
+  /**
+   * What the cell set was planned from (older files: inferred from the labels and the defaults;
+   * Test B's table counts one number, TOAST-able TRUNCATE at that count, every cell at every size,
+   * no DML cells).
+   */
+  settings: CalibrationDesign & { primarySharedBuffers: string };
   records: StoredCalibrationRun[];
   /**
    * Per cell label, the counts predict read from the real WAL of a run (calibrations since
@@ -330,9 +461,15 @@ export function readStoredCalibration(file: string): StoredCalibration {
   }
   const records = recs as StoredCalibrationRun[];
   const s = fit.settings as
-    | (Omit<StoredCalibration['settings'], 'tables' | 'toastTables'> & {
+    | (Omit<
+        StoredCalibration['settings'],
+        'tables' | 'toastTables' | 'testBSizes' | 'toastSizes' | 'dml'
+      > & {
         tables?: number | number[];
         toastTables?: number;
+        testBSizes?: string[];
+        toastSizes?: string[];
+        dml?: CalibrationDesign['dml'];
       })
     | undefined;
   const sizes = s?.sizes ?? [...new Set(records.map((r) => r.label.split(' ')[0]!))];
@@ -353,6 +490,9 @@ export function readStoredCalibration(file: string): StoredCalibration {
         : [typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES],
       toastTables:
         s?.toastTables ?? (typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES),
+      testBSizes: s?.testBSizes ?? sizes,
+      toastSizes: s?.toastSizes ?? sizes,
+      dml: s?.dml ?? null,
       relDivisors:
         divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
       primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',

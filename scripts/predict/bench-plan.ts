@@ -37,7 +37,9 @@ import type { FailoverCounts } from '../../storage/replay-counts.ts';
  * - `drop`: DROP TABLE of N one-block tables, one transaction each;
  * - `pgbench`: `pgbench -i -s N` (drop, create, COPY, VACUUM, primary keys);
  * - `mixed`: N tables, round-robin INSERT of 10 pages / DELETE + VACUUM (truncates) / TRUNCATE /
- *   DELETE of half the rows + VACUUM (prunes, no truncation).
+ *   DELETE of half the rows + VACUUM (prunes, no truncation);
+ * - `insert` / `delete`: the row-level DML backlogs of the calibration (experiment/dml.ts): INSERT
+ *   of 2,260 rows into each of N tables / DELETE of each table's 2,486 rows.
  */
 export const BENCH_WORKLOADS = [
   'testA',
@@ -47,6 +49,8 @@ export const BENCH_WORKLOADS = [
   'drop',
   'pgbench',
   'mixed',
+  'insert',
+  'delete',
 ] as const;
 export type BenchWorkload = (typeof BENCH_WORKLOADS)[number];
 
@@ -69,7 +73,7 @@ const MAX_TABLES = 5000;
 const MAX_PGBENCH_SCALE = 20;
 
 const SPEC_FORMS =
-  'WORKLOAD[:N]@SHARED_BUFFERS, e.g. testA:NB/64@2GB, truncate:300@1GB, truncate-toast:50@8GB, vacuum:1000@512MB, drop:500@1GB, pgbench:2@1GB, mixed:200@2GB';
+  'WORKLOAD[:N]@SHARED_BUFFERS, e.g. testA:NB/64@2GB, truncate:300@1GB, truncate-toast:50@8GB, vacuum:1000@512MB, drop:500@1GB, pgbench:2@1GB, mixed:200@2GB, insert:100@128MB, delete:100@128MB';
 
 function refuse(text: string, why: string): WalsimError {
   return new WalsimError('invalid_input', `invalid bench cell "${text}": ${why}; ${SPEC_FORMS}`);
@@ -125,9 +129,11 @@ export function parseBenchCell(text: string): BenchCell {
 }
 
 /**
- * The full bench: cells the default calibration design (128MB/1GB/4GB; Test B at 50 and 300
- * tables; TOAST TRUNCATE at 100; Test A NB/512, NB/64, NB/8) never saw — other shared_buffers
- * sizes, table counts, relation sizes and workloads — over 128MB–8GB, each workload of the issue.
+ * The full bench: cells the default calibration design (Test A NB/512, NB/64, NB/8 at
+ * 128MB/1GB/4GB; Test B at 50 and 300 tables at 128MB/4GB; TOAST TRUNCATE of 100 tables at
+ * 128MB/1GB/4GB/6GB; INSERT and DELETE over 100 tables at 128MB) never saw — other shared_buffers
+ * sizes, table counts, relation sizes and workloads — over 128MB–8GB, each workload of the issue
+ * (the calibration's own DML backlogs are not among them: the mixed cells carry row-level DML).
  */
 export const DEFAULT_BENCH_CELLS: readonly string[] = [
   'testA:NB/8@256MB',
@@ -167,16 +173,25 @@ export function calibrationSaw(
   settings: StoredCalibration['settings'] | null,
 ): boolean {
   if (settings === null) return false;
-  const sizes = settings.sizes.map((s) => parseSharedBuffers(s).nBuffers);
-  if (!sizes.includes(cell.nBuffers)) return false;
+  const at = (sizes: readonly string[]) =>
+    sizes.some((s) => parseSharedBuffers(s).nBuffers === cell.nBuffers);
   switch (cell.workload) {
     case 'testA':
-      return settings.relDivisors.includes(cell.n) && cell.pages <= CALIBRATION_MAX_REL_PAGES;
+      return (
+        at(settings.sizes) &&
+        settings.relDivisors.includes(cell.n) &&
+        cell.pages <= CALIBRATION_MAX_REL_PAGES
+      );
     case 'vacuum':
     case 'truncate':
-      return settings.tables.includes(cell.n);
+      return at(settings.testBSizes) && settings.tables.includes(cell.n);
     case 'truncate-toast':
-      return settings.toastTables === cell.n;
+      return at(settings.toastSizes) && settings.toastTables === cell.n;
+    case 'insert':
+    case 'delete':
+      return (
+        settings.dml !== null && at([settings.dml.sharedBuffers]) && settings.dml.tables === cell.n
+      );
     default:
       return false;
   }
@@ -198,6 +213,9 @@ export function estimateBenchRunSeconds(c: BenchCell): number {
       return pair + c.n * 0.03 + c.n * 3 * c.nBuffers * 5e-9;
     case 'mixed':
       return pair + c.n * 0.04;
+    case 'insert':
+    case 'delete':
+      return pair + c.n * 0.06;
     default:
       return pair + c.n * 0.025;
   }

@@ -18,6 +18,7 @@ import type { CostProfile } from '../../cost-model/profile.ts';
 import { cpuPressureTotalUs } from '../experiment/sweep.ts';
 import { runStep, StepSession, waitForStandby, type StepName } from '../experiment/steps.ts';
 import { tableNames } from '../experiment/state.ts';
+import { DML_ROWS_PER_TABLE, dmlBacklog } from '../experiment/dml.ts';
 import { findPgBin } from '../postgres/pg-bin.ts';
 import { spawnSync } from 'node:child_process';
 import { retireCluster } from '../postgres/inode-reuse.ts';
@@ -66,7 +67,7 @@ export function mixedBacklog(tables: number): string[] {
   return tableNames('multi', tables).flatMap((t, i) => {
     switch ((i + 1) % 4) {
       case 0:
-        return [`INSERT INTO ${t} SELECT generate_series(1, 2260)`];
+        return [`INSERT INTO ${t} SELECT generate_series(1, ${DML_ROWS_PER_TABLE})`];
       case 1:
         return [`DELETE FROM ${t}`, `VACUUM ${t}`];
       case 2:
@@ -75,6 +76,19 @@ export function mixedBacklog(tables: number): string[] {
         return [`DELETE FROM ${t} WHERE c % 2 = 0`, `VACUUM ${t}`];
     }
   });
+}
+
+/** The cell's own backlog (drop, pgbench, mixed, DML): statements before and after the pause. */
+function ownBacklog(c: BenchCell): { prePause: string[]; backlog: string[] } {
+  switch (c.workload) {
+    case 'insert':
+    case 'delete':
+      return dmlBacklog(c.workload, c.n);
+    case 'drop':
+      return { prePause: [], backlog: tableNames('multi', c.n).map((t) => `DROP TABLE ${t}`) };
+    default:
+      return { prePause: [], backlog: mixedBacklog(c.n) };
+  }
 }
 
 /** Steps before the pause and the drop step after it (null: the cell's own backlog). */
@@ -108,8 +122,11 @@ export async function makeBacklog(dir: string, c: BenchCell): Promise<void> {
       toast: c.workload === 'truncate-toast',
       size: c.workload === 'testA' ? String(c.pages) : undefined,
     });
+  const own = drop === null && c.workload !== 'pgbench' ? ownBacklog(c) : null;
   try {
-    for (const name of [...before, 'pause' as const]) await step(name);
+    for (const name of before) await step(name);
+    if (own !== null && own.prePause.length > 0) await session.runEach('primary', own.prePause);
+    await step('pause');
     if (drop !== null) {
       await step(drop);
       await step('stop');
@@ -134,13 +151,7 @@ export async function makeBacklog(dir: string, c: BenchCell): Promise<void> {
         ],
         { cwd: dir },
       );
-    } else {
-      const stmts =
-        c.workload === 'drop'
-          ? tableNames('multi', c.n).map((t) => `DROP TABLE ${t}`)
-          : mixedBacklog(c.n);
-      await session.runEach('primary', stmts);
-    }
+    } else await session.runEach('primary', own!.backlog);
     // The stop step's own order: everything flushed on the standby, then an immediate stop.
     await waitForStandby(session, 'flush');
     await session.close();
@@ -176,7 +187,8 @@ export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings):
         pgWaldump: findPgBin(s.pgBin).path('pg_waldump'),
       });
     const pw = await predict(s.wall);
-    const pu = await predict(s.uncontended);
+    // npm run calibrate passes one base profile for both: its prediction is not read twice.
+    const pu = s.uncontended.profile === s.wall.profile ? pw : await predict(s.uncontended);
     const logFile = checkVerifiable(pw, pgLogPath(dir, 'standby'));
     // Every dirty page written back first: the standby's data files then have their blocks
     // allocated, as on a standby whose restartpoints wrote them long ago. Without it, files younger

@@ -86,7 +86,8 @@ export function profileBand(nameOrFile: string): ProfileBand | null {
 
 /**
  * Seconds per record of a type the profile has no constant for: the median of its per-record
- * constants (`npm run calibrate` ties them all to one value, so this is that value).
+ * constants (`npm run calibrate` fits two values, the one-tuple records' — 5 of the 18 kinds — and
+ * every other record's, so this is the latter: Heap2/MULTI_INSERT, Btree/SPLIT_L … are page-level).
  */
 export function genericRecordSeconds(profile: CostProfile): number {
   const v = PG_RECORD_KINDS.map((k) => profile.constants[`record.${k}`].seconds).sort(

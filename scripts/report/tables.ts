@@ -373,6 +373,8 @@ const VARIANT_TITLE: Record<Variant, string> = {
   vacuum: 'VACUUM',
   truncate: 'TRUNCATE',
   'truncate-toast': 'TRUNCATE (tables with a TOAST table)',
+  insert: 'INSERT of 2,260 rows per table',
+  delete: 'DELETE of every row',
 };
 
 /** A cell's label in a side-by-side table: which engine, and how its seconds were obtained. */

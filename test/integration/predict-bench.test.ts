@@ -1,7 +1,8 @@
 /**
  * `npm run predict-bench` end to end on real PostgreSQL 15 (skipped, naming the reason, without
- * the server binaries): one tiny cell (TRUNCATE of 5 one-block tables at 128MB, one run) — a fresh
- * pair, the backlog made with replay paused, predict's counts from the standby's unreplayed WAL,
+ * the server binaries): one tiny cell (TRUNCATE of 5 one-block tables at 128MB, one run) and the
+ * calibration's two DML backlogs over one table (their counts: one record a row, the pages
+ * appended) — a fresh pair each, the backlog made with replay paused, predict's counts from the standby's unreplayed WAL,
  * the verified promotion, results.json and accuracy.md — then `--reprice` of the stored counts
  * gives the same predictions without PostgreSQL. No timing is asserted: only that each figure was
  * produced and that the arithmetic joins them.
@@ -32,7 +33,7 @@ describe.skipIf(reason !== null)(
         'predict-bench.ts',
         [
           '--cells',
-          'truncate:5@128MB',
+          'truncate:5@128MB,insert:1@128MB,delete:1@128MB',
           '--runs',
           '1',
           ...profiles,
@@ -63,8 +64,8 @@ describe.skipIf(reason !== null)(
         9,
       );
       const stored = JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'));
-      expect(stored.runs).toHaveLength(1);
-      const run = stored.runs[0];
+      expect(stored.runs).toHaveLength(3);
+      const run = stored.runs.find((x: Json) => x.cell === 'truncate:5@128MB');
       expect(run.counts.replay.controlFileUpdates).toBe(5);
       expect(run.measuredWallS).toBeCloseTo(s.wall.medianS, 9);
       if (run.runQueueS !== null)
@@ -72,6 +73,14 @@ describe.skipIf(reason !== null)(
       expect(fs.readFileSync(path.join(out, 'accuracy.md'), 'utf8')).toMatch(
         /\| truncate:5@128MB +\| unseen +\| +1 \|/,
       );
+      // The calibration's DML backlogs (experiment/dml.ts), as predict counts them from the WAL:
+      // one HEAP_INSERT a row and 10 pages appended; one HEAP_DELETE a row of 2,486, none appended.
+      const dml = (cell: string) => stored.runs.find((x: Json) => x.cell === cell).counts.replay;
+      expect(dml('insert:1@128MB').pgRecords.HEAP_INSERT).toBe(2260);
+      expect(dml('insert:1@128MB').smgr.extend[0]).toBe(10);
+      expect(dml('delete:1@128MB').pgRecords.HEAP_DELETE).toBe(2486);
+      expect(dml('delete:1@128MB').pgRecords.HEAP_INSERT ?? 0).toBe(0);
+      expect(dml('delete:1@128MB').smgr.extend[0]).toBe(0);
       expect(fs.existsSync(path.join(tmp, 'work'))).toBe(false); // every pair removed
     }, 300_000);
 

@@ -9,31 +9,38 @@ import { costFeatures } from '../../cost-model/model.ts';
 import { loadProfile } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
 import {
-  CALIBRATION_GROUPS,
+  calibrationGroupsFor,
   DEFAULT_CALIBRATION_REL_DIVISORS,
   DEFAULT_CALIBRATION_SIZES,
-  DEFAULT_CALIBRATION_TABLES,
+  defaultCalibrationDesign,
+  fitCalibration,
   planCalibration,
+  TUPLE_RECORD_KINDS,
   fitTargets,
   storedLabel,
   walsimTwin,
 } from '../../scripts/postgres/calibrate.ts';
-import type { CellSpec, RunRecord } from '../../scripts/experiment/sweep.ts';
+import type { CellSpec, CellSummary, RunRecord } from '../../scripts/experiment/sweep.ts';
+import { price } from '../../cost-model/price.ts';
 
-const base = loadProfile('seed-001');
+// This machine's cache (32 MiB): the 6GB TOAST cell's descriptor array (48 MiB) is beyond it.
+const base = {
+  ...loadProfile('seed-001'),
+  cache: { ...loadProfile('seed-001').cache, llcBytes: 32 << 20 },
+};
 
-async function unidentified(plan: CellSpec[]): Promise<string[]> {
+async function designOf(plan: CellSpec[]) {
   const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
-  return unidentifiedGroups(
-    counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers)),
-    CALIBRATION_GROUPS,
-  );
+  const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
+  const groups = calibrationGroupsFor(plan, features);
+  return { counts, groups, unidentified: unidentifiedGroups(features, groups) };
 }
 
 describe('calibration cell design', () => {
   it('the default cells vary table counts and identify every fitted group', async () => {
-    const plan = planCalibration(DEFAULT_CALIBRATION_SIZES, DEFAULT_CALIBRATION_TABLES);
-    const testB = plan.filter((c) => c.kind === 'multi');
+    const plan = planCalibration(defaultCalibrationDesign());
+    expect(plan).toHaveLength(22);
+    const testB = plan.filter((c) => c.variant === 'vacuum' && c.kind === 'multi');
     expect(new Set(testB.map((c) => c.tables)).size).toBeGreaterThanOrEqual(2);
     expect(new Set(plan.map(storedLabel)).size).toBe(plan.length); // labels tell runs apart
     expect(plan.filter((c) => c.kind === 'threshold').map((c) => c.relDivisor)).toEqual(
@@ -41,12 +48,101 @@ describe('calibration cell design', () => {
         sb === '4GB' ? [512, 64] : DEFAULT_CALIBRATION_REL_DIVISORS,
       ),
     );
-    expect(await unidentified(plan)).toEqual([]);
+    expect(plan.filter((c) => c.variant === 'truncate-toast').map((c) => c.sharedBuffers)).toEqual([
+      '128MB',
+      '1GB',
+      '4GB',
+      '6GB',
+    ]);
+    expect(
+      plan.filter((c) => c.variant === 'vacuum' && c.kind === 'multi').map((c) => c.sharedBuffers),
+    ).toEqual(['128MB', '128MB', '4GB', '4GB']);
+    const { counts, groups, unidentified } = await designOf(plan);
+    expect(groups.map((g) => g.name)).toEqual([
+      'record',
+      'recordTuple',
+      'scan',
+      'scanMemory',
+      'lookup',
+      'smgrNamespace',
+      'smgrSize',
+      'controlFile',
+      'endOfRecovery',
+      'smgrExtend',
+    ]);
+    expect(groups.find((g) => g.name === 'recordTuple')!.constants).toEqual(
+      TUPLE_RECORD_KINDS.map((k) => `record.${k}`),
+    );
+    expect(unidentified).toEqual([]);
+    // The DML backlogs: one HEAP_INSERT a row and 10 pages appended a table; one HEAP_DELETE a row
+    // of the 2,486 a table holds, nothing appended.
+    const at = (v: string) => counts[plan.findIndex((c) => c.variant === v)]!.replay;
+    expect(at('insert').pgRecords.HEAP_INSERT).toBe(100 * 2260);
+    expect(at('insert').smgr.extend[0]).toBe(100 * 10);
+    expect(at('delete').pgRecords.HEAP_DELETE).toBe(100 * 2486);
+    expect(at('delete').smgr.extend[0]).toBe(0);
+  }, 120_000);
+
+  it('the fit recovers known per-event costs from the default design exactly (synthetic seconds)', async () => {
+    const plan = planCalibration(defaultCalibrationDesign());
+    const { counts, groups } = await designOf(plan);
+    // One made-up value per group, the order of magnitude of this machine's.
+    const truth: Record<string, number> = {
+      record: 4.4e-6,
+      recordTuple: 0.9e-6,
+      scan: 8.5e-9,
+      scanMemory: 12e-9,
+      lookup: 1.7e-6,
+      smgrNamespace: 99e-6,
+      smgrSize: 51e-6,
+      controlFile: 557e-6,
+      endOfRecovery: 16.4e-3,
+      smgrExtend: 12e-6,
+    };
+    const constants = { ...base.constants };
+    for (const g of groups)
+      for (const k of g.constants) constants[k] = { ...constants[k], seconds: truth[g.name]! };
+    const truthProfile = { ...base, constants };
+    const cells = plan.map((c, i) => ({
+      ...c,
+      runs: 3,
+      stalls: 0,
+      failoverMsMedian:
+        price({ counts: counts[i]!, nBuffers: c.nBuffers }, truthProfile).failoverS * 1000,
+    })) as unknown as CellSummary[];
+    const fit = fitCalibration(cells, counts, base, { name: 't', description: 't', source: 't' });
+    for (const [g, v] of Object.entries(truth))
+      expect(fit.groupSeconds[g]! / v, g).toBeCloseTo(1, 9);
+    for (const c of fit.cells) expect(Math.abs(c.residualPct)).toBeLessThan(1e-9);
+  }, 120_000);
+
+  it('without DML cells or a cell beyond the cache: the older ties', async () => {
+    const d = { ...defaultCalibrationDesign(), toastSizes: DEFAULT_CALIBRATION_SIZES, dml: null };
+    const { groups, unidentified } = await designOf(planCalibration(d));
+    expect(groups.map((g) => g.name)).toEqual([
+      'record',
+      'scan',
+      'lookup',
+      'smgrNamespace',
+      'smgrSize',
+      'controlFile',
+      'endOfRecovery',
+    ]);
+    expect(unidentified).toEqual([]);
   }, 120_000);
 
   it('catches a design that cannot tell groups apart: one size, one table count, no Test A', async () => {
-    const plan = planCalibration(['128MB'], [50], []).filter((c) => c.variant !== 'truncate-toast');
-    const bad = await unidentified(plan);
+    const plan = planCalibration({
+      ...defaultCalibrationDesign(),
+      sizes: ['128MB'],
+      tables: [50],
+      testBSizes: ['128MB'],
+      toastSizes: [],
+      relDivisors: [],
+      dml: null,
+    });
+    expect(plan).toHaveLength(2);
+    const bad = (await designOf(plan)).unidentified;
     // Two cells (VACUUM, TRUNCATE) cannot fix seven groups.
     expect(bad.length).toBeGreaterThan(0);
     expect(bad).toContain('endOfRecovery');

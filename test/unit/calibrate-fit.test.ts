@@ -255,20 +255,20 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
       '../fixtures/postgres/calibration-17-cells.json',
     );
     const stored = readStoredCalibration(file);
+    // A file from before the design had Test B, TOAST and DML cells of their own: every cell at
+    // every size, no DML backlogs.
     expect(stored.settings).toEqual({
       sizes: ['128MB', '1GB', '4GB'],
       tables: [200],
+      testBSizes: ['128MB', '1GB', '4GB'],
       toastTables: 200,
+      toastSizes: ['128MB', '1GB', '4GB'],
       relDivisors: [512, 64, 8],
+      dml: null,
       primarySharedBuffers: '128MB',
     });
     expect([stored.runs, stored.warmupRuns]).toEqual([3, 1]);
-    const cplan = planCalibration(
-      stored.settings.sizes,
-      stored.settings.tables,
-      stored.settings.relDivisors,
-      stored.settings.toastTables,
-    );
+    const cplan = planCalibration(stored.settings);
     expect(cplan).toHaveLength(17);
     const recs = recordsFromStored(stored.records, cplan);
     expect(recs.filter((r) => r.warmup)).toHaveLength(17);

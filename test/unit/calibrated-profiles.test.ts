@@ -32,7 +32,7 @@ describe('shipped calibrated profiles', () => {
       const profile = loadProfile(name);
       const stored = readStoredCalibration(file);
       const s = stored.settings;
-      const plan = planCalibration(s.sizes, s.tables, s.relDivisors, s.toastTables);
+      const plan = planCalibration(s);
       const counts =
         stored.walCounts !== null
           ? plan.map((c) => stored.walCounts![storedLabel(c)]!)
