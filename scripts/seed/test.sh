@@ -10,6 +10,7 @@
 #       SHARED_BUFFERS (default 128MB), all steps above through psql and pg_ctl; prints the seed's
 #       tables.
 . "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/walsim-cli.sh"
 
 NTABLES="${NTABLES:-1000}"
 
@@ -24,12 +25,12 @@ run_test_b() {
   sb="${SHARED_BUFFERS:-128MB}"
   declare -A result
   dir=""
-  trap '[ -n "$dir" ] && (cd "$root" && node --import tsx scripts/cluster.ts stop --dir "$dir" --mode immediate >/dev/null 2>&1); [ -n "$dir" ] && rm -rf "$dir"' EXIT
+  trap '[ -n "$dir" ] && (cd "$root" && walsim_cli cluster.ts stop --dir "$dir" --mode immediate >/dev/null 2>&1); [ -n "$dir" ] && rm -rf "$dir"' EXIT
   echo "seed 001 Test B through psql: $NTABLES one-block relations, shared_buffers $sb, one run per cell"
   for variant in vacuum truncate; do
     for strategy in full-scan cached-lookup; do
       dir=$(mktemp -d "${TMPDIR:-/tmp}/walsim-test-b.XXXXXX")
-      json=$(cd "$root" && node --import tsx scripts/cluster.ts start --dir "$dir" --shared-buffers "$sb" --drop-strategy "$strategy" --json | tail -n 1)
+      json=$(cd "$root" && walsim_cli cluster.ts start --dir "$dir" --shared-buffers "$sb" --drop-strategy "$strategy" --json | tail -n 1)
       ports=$(node -e 'const j = JSON.parse(process.argv[1]); const p = (n) => j.started.find((s) => s.name === n).pgPort; console.log(p("primary"), p("standby"))' "$json")
       export PGPORT="${ports% *}" STANDBY_PGPORT="${ports#* }" PGDATA="$dir/primary" STANDBY_PGDATA="$dir/standby"
       export PG_CTL="$root/scripts/seed/pg_ctl"
@@ -43,7 +44,7 @@ run_test_b() {
       secs=$(echo "$out" | awk '/^failover:/ { print $2 }')
       result["$variant,$strategy"]=$secs
       echo "  $variant, $strategy: failover $secs s" >&2
-      (cd "$root" && node --import tsx scripts/cluster.ts stop --dir "$dir" --mode immediate >/dev/null)
+      (cd "$root" && walsim_cli cluster.ts stop --dir "$dir" --mode immediate >/dev/null)
       rm -rf "$dir"
       dir=""
     done
