@@ -16,6 +16,7 @@ import { clustersPerTest } from '../helpers/cluster.ts';
 import { PROJECT_ROOT, runScript, type CliRun } from '../helpers/cli.ts';
 import { readPidFile, SERVER_MARKER } from '../../server/cluster-files.ts';
 import { clusterLockPath } from '../../server/lock-files.ts';
+import { entryArgs } from '../../server/entry.ts';
 
 const clusters = clustersPerTest();
 
@@ -45,9 +46,7 @@ function runServer(
     const child = spawn(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        path.join(PROJECT_ROOT, 'server', 'main.ts'),
+        ...entryArgs('server/main.ts'),
         SERVER_MARKER,
         '--datadir',
         dataDir,
