@@ -25,7 +25,7 @@ const LONGEST = [
 ];
 
 /** test/ folders, the usually longer files first (a folder not listed goes last). */
-const FOLDERS = ['integration', 'sim', 'property', 'golden', 'unit'];
+const FOLDERS = ['integration', 'sim', 'golden', 'property', 'unit'];
 
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
