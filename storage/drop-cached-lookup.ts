@@ -6,7 +6,9 @@
  * lock shared (counted), look the tag up, release; on a hit lock the header, re-check rnode,
  * fork and block >= firstDelBlock (another backend may have reused the buffer meanwhile) and
  * InvalidateBuffer it (partition lock exclusive, counted; the mapping entry is deleted at the slot
- * the probe found, `BufferPool.invalidateAt`), as PostgreSQL does block by block.
+ * the probe found, `BufferPool.invalidateAt`). PostgreSQL does this block by block; walsim probes
+ * 32 blocks, then invalidates what those probes found, in probe order (one backend: nobody can
+ * observe the difference, and the counts are the same).
  *
  * One deliberate difference from PostgreSQL (INV-BUF-8): the buffers invalidated are put on the
  * freelist after the probes, in ascending buffer id order, instead of in block order as they are
