@@ -10,7 +10,8 @@
  *   - scanFloorNsPerBuffer: a plain loop comparing every tag of an Int32Array of NBuffers (a view
  *     of pool.tagRel) with a constant — the integer floor a full scan is held to (fullScanToFloor,
  *     paired per round, target ≤ 1.5);
- *   - fullScanNsPerBuffer: DropRelFileNodeBuffers of a 1000-block relation, pre-PG14 full scan;
+ *   - fullScanNsPerBuffer: DropRelFileNodeBuffers of a 1000-block relation, pre-PG14 full scan
+ *     (fullScanPreCheck says whether its pre-check ran in WebAssembly SIMD or JavaScript);
  *   - fullScanBsearchNsPerBuffer: DropRelFileNodesAllBuffers of 1000 relations (binary search);
  *   - lookupNsPerBlock: the PG14 lookup path (in recovery, size cached) on a relation of
  *     min(100,000, threshold - 1) blocks, all buffered; time per probe including the invalidation;
@@ -227,6 +228,8 @@ const result = {
   scanFloorNsPerBuffer: Number(median(floorNs).toFixed(3)),
   fullScanToFloor: Number(median(floorRatios).toFixed(2)),
   fullScanMs: Number(((median(scanNs) * nBuffers) / 1e6).toFixed(2)),
+  /** Which pre-check the full scans ran (storage/tag-scan.ts: SIMD from WASM_TAG_MIN_BUFFERS on). */
+  fullScanPreCheck: pool.findTagBlock === null ? 'javascript' : 'wasm-simd',
   fullScanBsearchNsPerBuffer: Number(median(bsearchNs).toFixed(3)),
   thresholdBlocks: threshold,
   lookupBlocks,
@@ -263,7 +266,7 @@ const rows: Array<[string, string]> = [
   ],
   [
     'full-scan drop',
-    `${result.fullScanNsPerBuffer} ns/buffer = ${result.fullScanMs} ms  (${result.fullScanToSeqRead} × seq; target ≤ 1.5)`,
+    `${result.fullScanNsPerBuffer} ns/buffer = ${result.fullScanMs} ms  (${result.fullScanToSeqRead} × seq; target ≤ 1.5; ${result.fullScanPreCheck} pre-check)`,
   ],
   ['full scan, 1000 rels (bsearch)', `${result.fullScanBsearchNsPerBuffer} ns/buffer`],
   [
