@@ -14,14 +14,26 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** The longest files of a full run (2026-12-02, 30–90 s each at 3 workers), longest first. */
+/**
+ * The longest files (2026-12-02 18:05, the real-process files at 3 workers, load 7-9: 25-98 s
+ * each), longest first; the real-PostgreSQL ones wait on servers more than they compute, so they
+ * start early beside the simulator's CPU-bound ones.
+ */
 const LONGEST = [
   'integration/postgres-fidelity.test.ts',
-  'integration/sweep.test.ts',
-  'integration/psql.test.ts',
-  'integration/steps.test.ts',
+  'integration/postgres-engine.test.ts',
   'sim/simulate.test.ts',
-  'integration/cluster-lock.test.ts',
+  'integration/engine-steps.test.ts',
+  'integration/dashboard-postgres.test.ts',
+  'integration/psql.test.ts',
+  'sim/injected-bugs-nodes.test.ts',
+  'integration/cli-errors.test.ts',
+  'integration/dashboard-browser.test.ts',
+  'integration/dashboard-controls.test.ts',
+  'integration/steps.test.ts',
+  'integration/sweep.test.ts',
+  'integration/replication.test.ts',
+  'integration/predict.test.ts',
 ];
 
 /** test/ folders, the usually longer files first (a folder not listed goes last). */
