@@ -76,22 +76,32 @@ export class Catalog {
   }
 
   /**
-   * Every [name, relfilenumber], unsorted, as JSON, in steps of `stepEntries` (a checkpoint writes
-   * the catalog of 100,000 tables without holding the event loop); `tablesFromJson` reads it back.
+   * Every [name, relfilenumber], unsorted, as JSON in UTF-8, in steps of `stepEntries` (a
+   * checkpoint writes the catalog of 100,000 tables without holding the event loop);
+   * `tablesFromJson` reads it back. Each step's JSON is encoded at once into one growing byte
+   * buffer: a list of the steps' strings, joined at the end, survived every scavenge in between.
    */
-  *tablesJsonSteps(stepEntries = 256): Generator<void, string, void> {
-    const parts: string[] = [];
+  *tablesJsonSteps(stepEntries = 256): Generator<void, Uint8Array, void> {
+    const out = new Utf8Builder();
+    out.put('[');
     let chunk: Array<[string, RelFileNumber]> = [];
+    let first = true;
+    const flush = (): void => {
+      const json = JSON.stringify(chunk).slice(1, -1);
+      out.put(first ? json : `,${json}`);
+      first = false;
+      chunk = [];
+    };
     for (const e of this.byName) {
       chunk.push(e);
       if (chunk.length === stepEntries) {
-        parts.push(JSON.stringify(chunk).slice(1, -1));
-        chunk = [];
+        flush();
         yield;
       }
     }
-    if (chunk.length > 0) parts.push(JSON.stringify(chunk).slice(1, -1));
-    return `[${parts.join(',')}]`;
+    if (chunk.length > 0) flush();
+    out.put(']');
+    return out.bytes();
   }
 
   snapshot(): CatalogSnapshot {
@@ -112,5 +122,27 @@ export class Catalog {
     c.nextXid = s.nextXid;
     c.nextRelFileNumber = Math.max(c.nextRelFileNumber, s.nextRelFileNumber);
     return c;
+  }
+}
+
+/** UTF-8 bytes appended into one buffer that doubles when full. */
+class Utf8Builder {
+  private static readonly encoder = new TextEncoder();
+  private buf = new Uint8Array(1 << 16);
+  private used = 0;
+
+  put(s: string): void {
+    // At most 3 bytes per UTF-16 code unit.
+    const need = this.used + 3 * s.length;
+    if (need > this.buf.length) {
+      const grown = new Uint8Array(Math.max(need, 2 * this.buf.length));
+      grown.set(this.buf.subarray(0, this.used));
+      this.buf = grown;
+    }
+    this.used += Utf8Builder.encoder.encodeInto(s, this.buf.subarray(this.used)).written;
+  }
+
+  bytes(): Uint8Array {
+    return this.buf.slice(0, this.used);
   }
 }

@@ -137,8 +137,8 @@ export interface ImageSource {
   serializeRelation(rel: RelFileNumber): Uint8Array;
   smgrSteps(): Generator<void, Uint8Array, void>;
   serializeClog(): Uint8Array;
-  /** The catalog's [name, rel] list as JSON, in steps; and its counters. */
-  catalogTablesSteps(): Generator<void, string, void>;
+  /** The catalog's [name, rel] list as JSON (UTF-8), in steps; and its counters. */
+  catalogTablesSteps(): Generator<void, Uint8Array, void>;
   catalogCounters(): Omit<CatalogSnapshot, 'tables'>;
 }
 
@@ -419,13 +419,15 @@ async function buildIndex(
   let out = 0;
   let d = 0;
   let j = 0;
+  const full = (): void =>
+    assert(out < total, `INV-IMAGE-1: index holds more than ${total} relations`);
   for (let i = 0; i < nOld || j < toWrite.length;) {
     if (++n % STEP_ENTRIES === 0) await slicer.maybePause();
     const a = i < nOld ? old[i * INDEX_STRIDE]! : Infinity;
     const b = j < toWrite.length ? toWrite[j]! : Infinity;
-    assert(out < total, `INV-IMAGE-1: index holds more than ${total} relations`);
     const o = out * INDEX_STRIDE;
     if (b <= a) {
+      full();
       index[o] = b;
       index[o + 1] = gen;
       index[o + 2] = placed.offset[j]!;
@@ -437,6 +439,7 @@ async function buildIndex(
       // Dropped relations are in the old index and not in the pack: both lists ascend together.
       if (d < dropped.length && dropped[d] === a) d++;
       else {
+        full();
         for (let k = 0; k < INDEX_STRIDE; k++) index[o + k] = old[i * INDEX_STRIDE + k]!;
         out++;
       }
