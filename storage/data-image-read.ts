@@ -8,38 +8,10 @@ import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
 import { readTextFile, type Disk } from '../common/disk.ts';
 import type { CatalogSnapshot } from './catalog.ts';
-import { HEADER_FILE, ImageState, INDEX_STRIDE, type DataImageHeader } from './data-image.ts';
+import { HEADER_FILE, type DataImageHeader } from './data-image.ts';
+import { ascendingIndex, ImageState, INDEX_STRIDE } from './data-image-state.ts';
 import type { RelFileNumber } from '../wal/records.ts';
 import type { Lsn } from '../wal/lsn.ts';
-
-/**
- * The index ascending by relfilenumber (INV-IMAGE-3): images written before the state was kept
- * sorted list carried-over relations first, then the pack's; the file format is the same, so such
- * an index is sorted here, once, at load. A relation listed twice fails INV-IMAGE-1.
- */
-export function ascendingIndex(index: Float64Array): Float64Array {
-  const n = index.length / INDEX_STRIDE;
-  let sorted = true;
-  for (let i = 1; i < n && sorted; i++)
-    sorted = index[(i - 1) * INDEX_STRIDE]! < index[i * INDEX_STRIDE]!;
-  if (sorted) return index;
-  const order = Uint32Array.from({ length: n }, (_, i) => i).sort(
-    (x, y) => index[x * INDEX_STRIDE]! - index[y * INDEX_STRIDE]!,
-  );
-  const out = new Float64Array(index.length);
-  for (let i = 0; i < n; i++) {
-    out.set(
-      index.subarray(order[i]! * INDEX_STRIDE, (order[i]! + 1) * INDEX_STRIDE),
-      i * INDEX_STRIDE,
-    );
-    if (i > 0)
-      assert(
-        out[(i - 1) * INDEX_STRIDE]! < out[i * INDEX_STRIDE]!,
-        `INV-IMAGE-1: relation ${out[i * INDEX_STRIDE]} is listed twice in the index`,
-      );
-  }
-  return out;
-}
 
 /** The image's directory (base/, or format 1's base.old) and header: reads only, changes nothing. */
 function readImageHeader(dataDir: string, disk: Disk): { base: string; header: DataImageHeader } {

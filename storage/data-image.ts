@@ -19,7 +19,8 @@
  * pack (compaction), so the space of dead relations is bounded. Format 1 (one file per relation,
  * swapped as a whole directory) is still read; the first image after it writes every relation.
  *
- * Entry points: `writeDataImage`, `ImageState`, `ImageWriteStats`; the reading side
+ * Entry points: `writeDataImage`, `ImageWriteStats` (the state between images, `ImageState`, is
+ * data-image-state.ts); the reading side
  * (`readDataImage`, `readDataImageRedoLsn`) is data-image-read.ts.
  * storage/ has no timers: the caller passes `pause()` (a turn of the event loop).
  */
@@ -31,6 +32,7 @@ import { fsyncDir, FILE_MODE, makeDir } from '../common/durable-file.ts';
 import type { CatalogSnapshot } from './catalog.ts';
 import type { RelFileNumber } from '../wal/records.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
+import { INDEX_STRIDE, type ImageState } from './data-image-state.ts';
 
 export interface DataImageHeader {
   /** Replay must start at this LSN to reach the state after the image. */
@@ -50,59 +52,6 @@ export interface DataImageHeader {
   catalogTables?: string;
   /** Format 1: every relation has a file named by its number. */
   relations?: RelFileNumber[];
-}
-
-/** Float64s per relation in the index: [relfilenumber, pack generation, offset, length]. */
-export const INDEX_STRIDE = 4;
-
-/**
- * What the current image on disk holds, kept in memory so the next image writes only changes.
- * The per-relation part is the index file's content itself, one Float64Array ascending by
- * relfilenumber (INV-IMAGE-3), not a JS object per relation: at 100,000 tables a Map of entry
- * objects, partly rebuilt by every image, was what the young-generation scavenger copied.
- */
-export class ImageState {
-  constructor(
-    public generation: number,
-    /** [rel, pack, offset, length] per relation, ascending by rel; replaced, never mutated. */
-    public index: Float64Array,
-    /** Relations per pack generation, live and ever written (a few packs, not per relation). */
-    readonly packLive: Map<number, number>,
-    readonly packTotal: Map<number, number>,
-    /** Files of the current image other than packs (index, smgr, clog), removed when replaced. */
-    public files: string[],
-    /** Format-1 files to remove once a format-2 image is in place. */
-    public legacyFiles: string[],
-  ) {}
-
-  static empty(): ImageState {
-    return new ImageState(0, new Float64Array(0), new Map(), new Map(), [], []);
-  }
-
-  /** Relations in the image. */
-  get size(): number {
-    return this.index.length / INDEX_STRIDE;
-  }
-
-  /** The position of `rel` in the index (binary search), or -1. */
-  find(rel: RelFileNumber): number {
-    const index = this.index;
-    let lo = 0;
-    let hi = this.size - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const r = index[mid * INDEX_STRIDE]!;
-      if (r === rel) return mid;
-      if (r < rel) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
-  }
-
-  /** The pack generation of the relation at position `pos`. */
-  packAt(pos: number): number {
-    return this.index[pos * INDEX_STRIDE + 1]!;
-  }
 }
 
 export interface ImageWriteStats {

@@ -24,8 +24,8 @@ import { StorageManager } from './smgr.ts';
 import { ReplayCounters } from './replay-counts.ts';
 import type { Disk } from '../common/disk.ts';
 import { readDataImage } from './data-image-read.ts';
+import { ImageState } from './data-image-state.ts';
 import {
-  ImageState,
   writeDataImage,
   type DataImageHeader,
   type ImageIo,

@@ -15,7 +15,8 @@ import { smgrdounlinkall } from '../../storage/smgr.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
 import type { Disk } from '../../common/disk.ts';
 import { systemClock } from '../../common/system-clock.ts';
-import { STEP_ENTRIES, writeDataImage, ImageState } from '../../storage/data-image.ts';
+import { STEP_ENTRIES, writeDataImage } from '../../storage/data-image.ts';
+import { ImageState } from '../../storage/data-image-state.ts';
 
 const SETTINGS = {
   strategy: 'cached-lookup',
