@@ -118,6 +118,8 @@ export interface RunRecord extends CellSpec, ModeledColumns {
    */
   seedMethodMs?: number;
   walBytes?: number;
+  /** PostgreSQL engine only: pg_waldump's record count per `rmgr/type` over the replayed WAL. */
+  recordsByType?: Record<string, number>;
   stall?: boolean;
   /** The failover's exact event counts (what the modeled columns are computed from); null for the PostgreSQL engine. */
   counts: FailoverCounts | null;
@@ -289,6 +291,9 @@ function runRecordOf(
       invalidated: NaN,
       seedMethodMs: r.seedMethod.ms,
       walBytes: r.waldump.total.combinedBytes,
+      recordsByType: Object.fromEntries(
+        r.waldump.rows.map((w) => [`${w.rmgr}/${w.type}`, w.count]),
+      ),
       stall: r.stall,
       ...(r.startupSched === null
         ? {}
