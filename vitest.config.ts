@@ -15,6 +15,7 @@ const WORKERS = 3;
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/port-range.ts'],
     env: { [ENTRY_BUNDLE_ENV]: ENTRY_BUNDLE_DIR },
     pool: 'forks',
     maxWorkers: WORKERS,

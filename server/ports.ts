@@ -45,8 +45,33 @@ export function bindsNow(port: number, host: string): Promise<boolean> {
   });
 }
 
+/**
+ * WALSIM_PORT_RANGE=LO-HI confines every port this process and its children choose to [LO, HI].
+ * Processes that choose ports at the same time (the test suite's workers) each get their own
+ * range: a port one of them checked free but has not bound yet cannot be taken by another, which
+ * the bind check alone cannot promise across processes.
+ */
+export const PORT_RANGE_ENV = 'WALSIM_PORT_RANGE';
+
+/** The range WALSIM_PORT_RANGE names, or null when it is unset. */
+export function configuredPortRange(): [number, number] | null {
+  const v = process.env[PORT_RANGE_ENV];
+  if (v === undefined || v === '') return null;
+  const m = /^(\d+)-(\d+)$/.exec(v);
+  const lo = m ? Number(m[1]) : NaN;
+  const hi = m ? Number(m[2]) : NaN;
+  if (!(lo >= 1024 && hi <= 65_535 && lo <= hi))
+    throw new WalsimError(
+      'invalid_input',
+      `${PORT_RANGE_ENV}="${v}": expected LO-HI with 1024 <= LO <= HI <= 65535`,
+    );
+  return [lo, hi];
+}
+
 /** A TCP port on `host` that binds now and lies outside the kernel's ephemeral range. */
 export async function freePort(host: string): Promise<number> {
+  const range = configuredPortRange();
+  if (range !== null) return freePortIn(host, range);
   const [ephLo, ephHi] = ephemeralRange();
   // Candidates: [LOW, ephLo) and (ephHi, 65535]; fall back to everything above LOW if both are empty.
   const below = Math.max(0, ephLo - LOW);
@@ -65,4 +90,19 @@ export async function freePort(host: string): Promise<number> {
     'io_error',
     `no free TCP port found on ${host} outside the ephemeral range ${ephLo}-${ephHi} after 200 attempts`,
   );
+}
+
+/** A port in [lo, hi] that binds now and was not handed out before (WALSIM_PORT_RANGE). */
+async function freePortIn(host: string, [lo, hi]: [number, number]): Promise<number> {
+  const span = hi - lo + 1;
+  const start = Math.floor(Math.random() * span);
+  for (let i = 0; i < span; i++) {
+    const port = lo + ((start + i) % span);
+    if (handedOut.has(port)) continue;
+    if (await bindsNow(port, host)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new WalsimError('io_error', `no free TCP port on ${host} in ${PORT_RANGE_ENV} ${lo}-${hi}`);
 }
