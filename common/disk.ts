@@ -45,7 +45,10 @@ export interface Disk {
 
 /** A file open for asynchronous writing. */
 export interface AsyncFile {
-  /** Append the chunks at the current end. */
+  /**
+   * Append the chunks at the current end. The caller may reuse the chunks' memory once the promise
+   * settles, not before (the data image's pack staging buffer relies on it).
+   */
   writev(chunks: Uint8Array[]): Promise<void>;
   /** Replace the content with `data`. */
   writeFile(data: Uint8Array | string): Promise<void>;
