@@ -105,9 +105,14 @@ describe.skipIf(reason !== null)(
       // longer than the other (7 and 9 more records in the totals at load 7-10); the statements'
       // records do not depend on it, nor on shared_buffers.
       const BACKGROUND = new Set(['Standby', 'XLOG']);
+      // And two kinds the statements log or not depending on what else runs: heap_update logs a
+      // Heap/LOCK of the old catalog tuple when the new one does not fit its page, and whether it
+      // fits depends on Heap2/PRUNE, which prunes only what no running transaction can still see
+      // (a fresh-clone run: Heap/LOCK 15 at 128MB against 4 at 4GB for the same statements).
+      const PAGE_SPACE = new Set(['Heap/LOCK', 'Heap2/PRUNE']);
       const statementRecords = (v: string, s: string) =>
         Object.entries(of(v, s).run.recordsByType ?? {}).filter(
-          ([t]) => !BACKGROUND.has(t.slice(0, t.indexOf('/'))),
+          ([t]) => !BACKGROUND.has(t.slice(0, t.indexOf('/'))) && !PAGE_SPACE.has(t),
         );
       for (const v of VARIANTS) {
         const [small, big] = SIZES.map((s) => new Map(statementRecords(v, s)));

@@ -71,7 +71,9 @@ describe.skipIf(reason !== null)(
       if (run.runQueueS !== null)
         expect(s.uncontended.medianS).toBeCloseTo(run.measuredWallS - run.runQueueS, 9);
       expect(fs.readFileSync(path.join(out, 'accuracy.md'), 'utf8')).toMatch(
-        /\| truncate:5@128MB +\| unseen +\| +1 \|/,
+        // A run whose promote request waited out the streaming retry loop (PostgreSQL's
+        // wal_retrieve_retry_interval, 5 s) is shown as stalled: a timing the run cannot choose.
+        /\| truncate:5@128MB +\| unseen +\| +1( \(1 stalled\))? \|/,
       );
       // The calibration's DML backlogs (experiment/dml.ts), as predict counts them from the WAL:
       // one HEAP_INSERT a row and 10 pages appended; one HEAP_DELETE a row of 2,486, none appended.
