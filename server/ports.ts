@@ -68,41 +68,54 @@ export function configuredPortRange(): [number, number] | null {
   return [lo, hi];
 }
 
-/** A TCP port on `host` that binds now and lies outside the kernel's ephemeral range. */
+/**
+ * A TCP port on `host` that binds now and was not handed out before: from WALSIM_PORT_RANGE when
+ * set (every port of it, from a random start), else outside the kernel's ephemeral range (200
+ * random tries).
+ */
 export async function freePort(host: string): Promise<number> {
   const range = configuredPortRange();
-  if (range !== null) return freePortIn(host, range);
+  const { candidates, where } = range !== null ? inRange(range) : outsideEphemeral();
+  for (const port of candidates) {
+    if (handedOut.has(port)) continue;
+    if (await bindsNow(port, host)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new WalsimError('io_error', `no free TCP port found on ${host} ${where}`);
+}
+
+interface PortCandidates {
+  candidates: Iterable<number>;
+  /** Where they were drawn from, for the error when none binds. */
+  where: string;
+}
+
+/** Every port of [lo, hi], from a random one on, wrapping around. */
+function inRange([lo, hi]: [number, number]): PortCandidates {
+  function* ports(): Generator<number> {
+    const span = hi - lo + 1;
+    const start = Math.floor(Math.random() * span);
+    for (let i = 0; i < span; i++) yield lo + ((start + i) % span);
+  }
+  return { candidates: ports(), where: `in ${PORT_RANGE_ENV} ${lo}-${hi}` };
+}
+
+/** 200 random ports of [LOW, ephLo) and (ephHi, 65535]; everything above LOW if both are empty. */
+function outsideEphemeral(): PortCandidates {
   const [ephLo, ephHi] = ephemeralRange();
-  // Candidates: [LOW, ephLo) and (ephHi, 65535]; fall back to everything above LOW if both are empty.
   const below = Math.max(0, ephLo - LOW);
   const above = Math.max(0, 65_535 - ephHi);
   const span = below + above;
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const r = Math.floor(Math.random() * (span > 0 ? span : 65_535 - LOW));
-    const port = span === 0 ? LOW + r : r < below ? LOW + r : ephHi + 1 + (r - below);
-    if (handedOut.has(port)) continue;
-    if (await bindsNow(port, host)) {
-      handedOut.add(port);
-      return port;
+  function* ports(): Generator<number> {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const r = Math.floor(Math.random() * (span > 0 ? span : 65_535 - LOW));
+      yield span === 0 ? LOW + r : r < below ? LOW + r : ephHi + 1 + (r - below);
     }
   }
-  throw new WalsimError(
-    'io_error',
-    `no free TCP port found on ${host} outside the ephemeral range ${ephLo}-${ephHi} after 200 attempts`,
-  );
-}
-
-/** A port in [lo, hi] that binds now and was not handed out before (WALSIM_PORT_RANGE). */
-async function freePortIn(host: string, [lo, hi]: [number, number]): Promise<number> {
-  const span = hi - lo + 1;
-  const start = Math.floor(Math.random() * span);
-  for (let i = 0; i < span; i++) {
-    const port = lo + ((start + i) % span);
-    if (handedOut.has(port)) continue;
-    if (await bindsNow(port, host)) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-  throw new WalsimError('io_error', `no free TCP port on ${host} in ${PORT_RANGE_ENV} ${lo}-${hi}`);
+  return {
+    candidates: ports(),
+    where: `outside the ephemeral range ${ephLo}-${ephHi} after 200 attempts`,
+  };
 }

@@ -20,6 +20,7 @@ import { ascendingIndex, INDEX_STRIDE } from '../../storage/data-image-state.ts'
 import type { DropSettings } from '../../storage/drop.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
 import { MemDisk } from '../../sim/mem-disk.ts';
+import { heapContentOf } from '../helpers/storage.ts';
 
 const SETTINGS = {
   strategy: 'cached-lookup',
@@ -46,18 +47,6 @@ function dropRel(st: NodeStorage, rel: number): void {
   st.catalog.set(`t${rel}`, 0);
 }
 
-function contentOf(st: NodeStorage): string {
-  return JSON.stringify(
-    st.heap
-      .relations()
-      .map((r) => [
-        r,
-        st.heap.nblocks(r),
-        Buffer.from(st.heap.serializeRelation(r)).toString('base64'),
-      ]),
-  );
-}
-
 /** The index on disk as [rel, pack, offset, length] rows, and the state a load builds from it. */
 function indexRows(index: Float64Array): number[][] {
   const rows: number[][] = [];
@@ -80,8 +69,8 @@ function expectAscendingAndExact(dataDir: string, disk: Disk, st: NodeStorage): 
   expect(image.state.size).toBe(rels.length);
   for (const [i, rel] of rels.entries()) expect(image.state.find(rel)).toBe(i);
   expect(image.state.find(1)).toBe(-1);
-  expect(contentOf(NodeStorage.loadImage(dataDir, 1024, SETTINGS, disk).storage)).toBe(
-    contentOf(st),
+  expect(heapContentOf(NodeStorage.loadImage(dataDir, 1024, SETTINGS, disk).storage)).toBe(
+    heapContentOf(st),
   );
 }
 
@@ -222,7 +211,7 @@ describe('data image index state', () => {
     const before = build();
     const after = build();
     change(after);
-    const [wantBefore, wantAfter] = [contentOf(before), contentOf(after)];
+    const [wantBefore, wantAfter] = [heapContentOf(before), heapContentOf(after)];
     const seen = { before: 0, after: 0 };
     for (let k = 1; ; k++) {
       const disk = new MemDisk();
@@ -245,7 +234,7 @@ describe('data image index state', () => {
       );
       if (done) disk.powerLoss(new SeededRandom(k)); // the image finished: a power loss after it
       const loaded = NodeStorage.loadImage('/data', 1024, SETTINGS, disk);
-      const got = contentOf(loaded.storage);
+      const got = heapContentOf(loaded.storage);
       if (loaded.header.redoLsn === 1 << 20) {
         expect(got).toBe(wantBefore);
         seen.before++;

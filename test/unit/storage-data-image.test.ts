@@ -17,6 +17,7 @@ import type { Disk } from '../../common/disk.ts';
 import { systemClock } from '../../common/system-clock.ts';
 import { STEP_ENTRIES, writeDataImage } from '../../storage/data-image.ts';
 import { ImageState } from '../../storage/data-image-state.ts';
+import { heapContentOf } from '../helpers/storage.ts';
 
 const SETTINGS = {
   strategy: 'cached-lookup',
@@ -36,18 +37,6 @@ function storageWith(rels: number): NodeStorage {
     st.catalog.set(`t${i}`, 20000 + i);
   }
   return st;
-}
-
-function contentOf(st: NodeStorage): string {
-  return JSON.stringify(
-    st.heap
-      .relations()
-      .map((r) => [
-        r,
-        st.heap.nblocks(r),
-        Buffer.from(st.heap.serializeRelation(r)).toString('base64'),
-      ]),
-  );
 }
 
 const header = (n: number) => ({ redoLsn: n << 20, redoPrevLsn: 0, timeline: 1 });
@@ -84,7 +73,7 @@ describe('data image', () => {
     });
     const { storage, header: h } = NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk);
     expect(h.redoLsn).toBe(3 << 20);
-    expect(contentOf(storage)).toBe(contentOf(st));
+    expect(heapContentOf(storage)).toBe(heapContentOf(st));
     expect(storage.catalog.lookup('t8')).toBeUndefined();
     expect(storage.catalog.lookup('t7')).toBe(20007);
     // Files on disk: image.json, the first pack, the third pack, and generation 3's four files.
@@ -110,8 +99,8 @@ describe('data image', () => {
         .filter((f) => f.startsWith('rels.'))
         .sort(),
     ).toEqual(['rels.2', 'rels.3']);
-    expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage)).toBe(
-      contentOf(st),
+    expect(heapContentOf(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage)).toBe(
+      heapContentOf(st),
     );
   });
 
@@ -146,7 +135,7 @@ describe('data image', () => {
     // Before the fix the failure removed generation 2's files: ENOENT base/index.2 at load.
     const loaded = NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk);
     expect(loaded.header.redoLsn).toBe(2 << 20);
-    expect(contentOf(loaded.storage)).toBe(contentOf(st));
+    expect(heapContentOf(loaded.storage)).toBe(heapContentOf(st));
     expect(fs.existsSync(path.join(dir, 'base', 'index.1'))).toBe(false); // a leftover, removed at load
   });
 
@@ -179,7 +168,7 @@ describe('data image', () => {
       }),
     );
     const loaded = NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage;
-    expect(contentOf(loaded)).toBe(contentOf(st));
+    expect(heapContentOf(loaded)).toBe(heapContentOf(st));
     const w = await loaded.writeImage(dir, header(6), noPause, IO);
     expect(w.relationsWritten).toBe(4);
     expect(fs.readdirSync(base).sort()).toEqual([
@@ -190,8 +179,8 @@ describe('data image', () => {
       'rels.1',
       'smgr.1',
     ]);
-    expect(contentOf(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage)).toBe(
-      contentOf(st),
+    expect(heapContentOf(NodeStorage.loadImage(dir, 1024, SETTINGS, nodeDisk).storage)).toBe(
+      heapContentOf(st),
     );
   });
 

@@ -16,15 +16,7 @@ import {
 import { LOOKUP_CHUNK_PROBES } from '../../storage/drop-cached-lookup.ts';
 import { dropRelFileNodeBuffersSteps } from '../../storage/drop.ts';
 import { MAIN_FORKNUM } from '../../wal/records.ts';
-
-function drain<T>(g: Generator<void, T, void>): { value: T; yields: number } {
-  let yields = 0;
-  for (;;) {
-    const r = g.next();
-    if (r.done) return { value: r.value, yields };
-    yields++;
-  }
-}
+import { drainSteps } from '../helpers/storage.ts';
 
 /** A pool whose buffers interleave relations 16384..16386 (so each chunk holds some of each). */
 function twinPool(): BufferPool {
@@ -38,7 +30,7 @@ describe('stepped drops', () => {
   it('a chunked single-relation scan yields between chunks and equals the one-pass scan', () => {
     const a = twinPool();
     const b = twinPool();
-    const stepped = drain(
+    const stepped = drainSteps(
       fullScanDropRelFileNodeBuffersSteps(a, 16385, [MAIN_FORKNUM], [400], 512),
     );
     const onePass = fullScanDropRelFileNodeBuffers(b, 16385, [MAIN_FORKNUM], [400]);
@@ -53,7 +45,7 @@ describe('stepped drops', () => {
     for (const rels of [[16385], [16384, 16386], Array.from({ length: 30 }, (_, i) => 16380 + i)]) {
       const a = twinPool();
       const b = twinPool();
-      const stepped = drain(fullScanDropRelsAllBuffersSteps(a, rels, 700));
+      const stepped = drainSteps(fullScanDropRelsAllBuffersSteps(a, rels, 700));
       const onePass = fullScanDropRelsAllBuffers(b, rels);
       expect(stepped.yields).toBe(4);
       expect(stepped.value).toEqual(onePass);
@@ -71,7 +63,7 @@ describe('stepped drops', () => {
       pool.accessBlock(16384, MAIN_FORKNUM, blk);
     }
     smgr.nblocks(16384, MAIN_FORKNUM); // cache the size, as replay does
-    const { value, yields } = drain(
+    const { value, yields } = drainSteps(
       dropRelFileNodeBuffersSteps(pool, smgr, 16384, [MAIN_FORKNUM], [0], {
         strategy: 'cached-lookup',
         thresholdDivisor: 32,
@@ -138,7 +130,7 @@ describe('stepped drops', () => {
     const a = make();
     const b = make();
     // One chunk covers the whole pool, so every yield comes from the budget.
-    const single = drain(
+    const single = drainSteps(
       fullScanDropRelFileNodeBuffersSteps(a, 16384, [MAIN_FORKNUM], [0], 1 << 20),
     );
     expect(single.yields).toBe(3);
@@ -146,7 +138,7 @@ describe('stepped drops', () => {
     expect(a.bufferedBlocks()).toEqual(b.bufferedBlocks());
     const c = make();
     const d = make();
-    const many = drain(fullScanDropRelsAllBuffersSteps(c, [16384, 16385], 1 << 20));
+    const many = drainSteps(fullScanDropRelsAllBuffersSteps(c, [16384, 16385], 1 << 20));
     expect(many.yields).toBe(3);
     expect(many.value).toEqual(fullScanDropRelsAllBuffers(d, [16384, 16385]));
     expect(c.usedBuffers).toBe(0);
@@ -154,7 +146,7 @@ describe('stepped drops', () => {
     // One relation: the eight-wide pre-check, with the same budget.
     const e = make();
     const f = make();
-    const one = drain(fullScanDropRelsAllBuffersSteps(e, [16384], 1 << 20));
+    const one = drainSteps(fullScanDropRelsAllBuffersSteps(e, [16384], 1 << 20));
     expect(one.yields).toBe(3);
     expect(one.value).toEqual(fullScanDropRelsAllBuffers(f, [16384]));
     expect(one.value.invalidated).toBe(n);

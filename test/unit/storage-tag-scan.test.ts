@@ -16,6 +16,7 @@ import {
 } from '../../storage/drop-full-scan.ts';
 import { allocateTagColumn, TAG_BLOCK, WASM_TAG_MIN_BUFFERS } from '../../storage/tag-scan.ts';
 import { MAIN_FORKNUM, type ForkNumber } from '../../wal/records.ts';
+import { drainSteps } from '../helpers/storage.ts';
 
 const HIGH_REL = 0xfffffff0;
 
@@ -42,15 +43,6 @@ function twinPools(nBuffers: number, reads: Array<[number, ForkNumber, number]>)
   expect(wasm.findTagBlock).not.toBeNull();
   expect(js.findTagBlock).toBeNull();
   return { wasm, js };
-}
-
-function drain<T>(g: Generator<void, T, void>): { value: T; yields: number } {
-  let yields = 0;
-  for (;;) {
-    const r = g.next();
-    if (r.done) return { value: r.value, yields };
-    yields++;
-  }
 }
 
 function expectSamePools(a: BufferPool, b: BufferPool): void {
@@ -103,10 +95,10 @@ describe('full-scan drops: SIMD pre-check = JavaScript pre-check', () => {
       const { wasm, js } = twinPools(nBuffers, reads);
       for (const rel of rels) {
         const chunk = 1 + Math.floor(next() * 600);
-        const a = drain(
+        const a = drainSteps(
           fullScanDropRelFileNodeBuffersSteps(wasm, rel, [MAIN_FORKNUM, 1], [3, 5], chunk),
         );
-        const b = drain(
+        const b = drainSteps(
           fullScanDropRelFileNodeBuffersSteps(js, rel, [MAIN_FORKNUM, 1], [3, 5], chunk),
         );
         expect(a).toEqual(b);
@@ -114,8 +106,8 @@ describe('full-scan drops: SIMD pre-check = JavaScript pre-check', () => {
       }
       for (const rel of rels) {
         const chunk = 1 + Math.floor(next() * 600);
-        const a = drain(fullScanDropRelsAllBuffersSteps(wasm, [rel], chunk));
-        const b = drain(fullScanDropRelsAllBuffersSteps(js, [rel], chunk));
+        const a = drainSteps(fullScanDropRelsAllBuffersSteps(wasm, [rel], chunk));
+        const b = drainSteps(fullScanDropRelsAllBuffersSteps(js, [rel], chunk));
         expect(a).toEqual(b);
         expect(a.value.scanned).toBe(nBuffers);
         expectSamePools(wasm, js);
@@ -150,8 +142,12 @@ describe('full-scan drops: SIMD pre-check = JavaScript pre-check', () => {
     for (let b = 0; b < n; b++) reads.push([16384, 0, b]);
     for (let b = 0; b < 50; b++) reads.push([16385, 0, b]);
     const { wasm, js } = twinPools(n + 50, reads);
-    const a = drain(fullScanDropRelFileNodeBuffersSteps(wasm, 16384, [MAIN_FORKNUM], [0], 1 << 20));
-    const b = drain(fullScanDropRelFileNodeBuffersSteps(js, 16384, [MAIN_FORKNUM], [0], 1 << 20));
+    const a = drainSteps(
+      fullScanDropRelFileNodeBuffersSteps(wasm, 16384, [MAIN_FORKNUM], [0], 1 << 20),
+    );
+    const b = drainSteps(
+      fullScanDropRelFileNodeBuffersSteps(js, 16384, [MAIN_FORKNUM], [0], 1 << 20),
+    );
     expect(a.yields).toBe(3);
     expect(a).toEqual(b);
     expect(a.value.invalidated).toBe(n);
