@@ -11,6 +11,7 @@
 import { assert } from '../common/assert.ts';
 import type { RelFileNumber, TransactionId } from '../wal/records.ts';
 import { FirstNormalRelFileNumber, FirstNormalTransactionId } from '../wal/records.ts';
+import { ByteBuffer } from '../wal/byte-buffer.ts';
 
 export interface CatalogSnapshot {
   tables: Array<[string, RelFileNumber]>;
@@ -82,13 +83,13 @@ export class Catalog {
    * buffer: a list of the steps' strings, joined at the end, survived every scavenge in between.
    */
   *tablesJsonSteps(stepEntries = 256): Generator<void, Uint8Array, void> {
-    const out = new Utf8Builder();
-    out.put('[');
+    const out = new ByteBuffer(1 << 16);
+    putUtf8(out, '[');
     let chunk: Array<[string, RelFileNumber]> = [];
     let first = true;
     const flush = (): void => {
       const json = JSON.stringify(chunk).slice(1, -1);
-      out.put(first ? json : `,${json}`);
+      putUtf8(out, first ? json : `,${json}`);
       first = false;
       chunk = [];
     };
@@ -100,8 +101,8 @@ export class Catalog {
       }
     }
     if (chunk.length > 0) flush();
-    out.put(']');
-    return out.bytes();
+    putUtf8(out, ']');
+    return out.bytes.slice(0, out.length);
   }
 
   snapshot(): CatalogSnapshot {
@@ -125,24 +126,10 @@ export class Catalog {
   }
 }
 
-/** UTF-8 bytes appended into one buffer that doubles when full. */
-class Utf8Builder {
-  private static readonly encoder = new TextEncoder();
-  private buf = new Uint8Array(1 << 16);
-  private used = 0;
+const utf8 = new TextEncoder();
 
-  put(s: string): void {
-    // At most 3 bytes per UTF-16 code unit.
-    const need = this.used + 3 * s.length;
-    if (need > this.buf.length) {
-      const grown = new Uint8Array(Math.max(need, 2 * this.buf.length));
-      grown.set(this.buf.subarray(0, this.used));
-      this.buf = grown;
-    }
-    this.used += Utf8Builder.encoder.encodeInto(s, this.buf.subarray(this.used)).written;
-  }
-
-  bytes(): Uint8Array {
-    return this.buf.slice(0, this.used);
-  }
+/** Append `s` to `out` as UTF-8 (at most 3 bytes per UTF-16 code unit). */
+function putUtf8(out: ByteBuffer, s: string): void {
+  out.reserve(3 * s.length);
+  out.length += utf8.encodeInto(s, out.bytes.subarray(out.length)).written;
 }
