@@ -70,6 +70,8 @@ export function replayFeatures(
   f['smgr.unlink'] = sum(c.smgr.unlink);
   f['smgr.nblocks'] = sum(c.smgr.nblocks);
   f['controlFile.update'] = c.controlFileUpdates;
+  f['fsm.update'] = c.fsmUpdates;
+  f['multiInsert.tuple'] = c.multiInsertTuples;
   return f;
 }
 
@@ -113,7 +115,7 @@ function priceFeatures(
 
 /** Where the replay phase's modeled seconds go (for the docs and reports). */
 export interface ReplayBreakdown {
-  /** PostgreSQL records (+ WAL bytes). */
+  /** PostgreSQL records (+ WAL bytes), the FSM updates their redo makes and COPY's tuples. */
   recordsS: number;
   /** Buffer drops: scans, probes, hits, invalidations, per-call overhead. */
   dropsS: number;
@@ -163,7 +165,13 @@ export function modelReplay(
       profile,
     );
   const breakdown: ReplayBreakdown = {
-    recordsS: part((k) => k.startsWith('record.') || k === 'walByte'),
+    recordsS: part(
+      (k) =>
+        k.startsWith('record.') ||
+        k === 'walByte' ||
+        k === 'fsm.update' ||
+        k === 'multiInsert.tuple',
+    ),
     dropsS: part(
       (k) =>
         k.startsWith('scan.') ||

@@ -49,6 +49,10 @@ export const OTHER_CONSTANTS = {
   'smgr.truncate': 'fork file truncated (mdtruncate)',
   'smgr.unlink': 'fork file removed (mdunlink)',
   'smgr.nblocks': 'fork size asked of the file (mdnblocks: lseek)',
+  'fsm.update':
+    'FSM update by redo (XLogRecordPageWithFreeSpace: FSM page read, locked, slot set) — PRUNE, VACUUM, and INSERT / MULTI_INSERT leaving < BLCKSZ/5 free',
+  'multiInsert.tuple':
+    'tuple placed by a HEAP2_MULTI_INSERT record (COPY: heap_xlog_multi_insert copies and PageAddItems each)',
   'controlFile.update':
     'pg_control rewrite + fsync (minRecoveryPoint during replay; DB_IN_PRODUCTION at promotion)',
   'endOfRecovery.timelineHistoryFile': 'timeline history file written + fsynced',

@@ -42,6 +42,7 @@ import {
   type StoredCalibrationRun,
   type CalibrationDesign,
   calibrationGroupsFor,
+  DEFAULT_CALIBRATION_COPY,
   DEFAULT_CALIBRATION_DML,
   DEFAULT_CALIBRATION_REL_DIVISORS,
   DEFAULT_CALIBRATION_SIZES,
@@ -62,13 +63,16 @@ import {
 const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3] [--warmup 0]
                                [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]
                                [--toast-sizes SIZES,6GB] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}]
-                               [--dml-tables ${DEFAULT_CALIBRATION_DML.tables}] [--dml-shared-buffers ${DEFAULT_CALIBRATION_DML.sharedBuffers}] [--base ${DEFAULT_PROFILE}]
+                               [--dml-tables ${DEFAULT_CALIBRATION_DML.tables}] [--dml-shared-buffers ${DEFAULT_CALIBRATION_DML.sharedBuffers}]
+                               [--copy-tables ${DEFAULT_CALIBRATION_COPY.tables}] [--base ${DEFAULT_PROFILE}]
                                [--name NAME] [--out FILE] [--work-dir DIR] [--json] [--refit FILE]
                                [--target wall|uncontended] [--counts wal|walsim]
   Runs a fixed set of real PostgreSQL cells (Test A VACUUM of NBuffers/k pages at --shared-buffers;
   Test B VACUUM and TRUNCATE at --testb-sizes, default the first and last --shared-buffers size;
   TRUNCATE of TOAST-able tables at --toast-sizes, default --shared-buffers and 6GB, beyond a 32 MiB
-  last-level cache; INSERT and DELETE of 2,260 rows a table over --dml-tables tables, 0: none),
+  last-level cache; INSERT and DELETE of 2,260 rows a table over --dml-tables tables, 0: none;
+  COPY of 2,260 int rows and of 900 rows with a 400-byte text a table over --copy-tables tables
+  at --dml-shared-buffers, 0: none),
   counts the same cells in walsim, fits the cost profile by non-negative least squares, and
   writes it: use it with --profile FILE. --warmup N passes over every
   cell come first and are left out of the fit (their figures stay in the profile's fit.records).
@@ -76,7 +80,7 @@ const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DE
   for a CPU (/proc schedstat run_delay: other work on the machine, not PostgreSQL's); default wall.
   --counts wal (default): each cell's counts are those npm run predict reads from the real WAL of
   its runs (the counts every prediction is priced from); walsim: the walsim twin's counts (runs
-  through the sweep, which has no DML backlogs: pass --dml-tables 0).
+  through the sweep, which has no DML or COPY backlogs: pass --dml-tables 0 --copy-tables 0).
   --refit FILE: no PostgreSQL run; fit again the measurements stored in a profile this command
   wrote (its fit.records and fit.walCounts), with this version's stall rule and groups.
   --no-wait: do not wait out ext4's inode-reuse delay (no journal: 60 s) after a recent removal.`;
@@ -282,6 +286,7 @@ const CALIBRATE_OPTIONS = {
   'toast-sizes': { type: 'string' },
   'dml-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_DML.tables) },
   'dml-shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_DML.sharedBuffers },
+  'copy-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_COPY.tables) },
   'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
   base: { type: 'string', default: DEFAULT_PROFILE },
   name: { type: 'string' },
@@ -318,12 +323,14 @@ runCli(async () => {
     profile: baseProfile,
   };
   const plan = planCalibration(design);
-  const twinCounts = await identifiedTwinCounts(plan, base);
+  // The walsim twins price the fit only with --counts walsim (walsim has no COPY, and its FSM
+  // updates follow its own int rows); with WAL counts the design is checked on those, after the runs.
+  const twinCounts = countsFrom === 'walsim' ? await identifiedTwinCounts(plan, base) : null;
   const measured = await measureOrRefit(values, inputs, plan, settings, pgVersion, baseProfile);
   const { records, walCounts } = measured;
   let { wallSeconds } = measured;
   const cells = summarise(plan, fitTargets(records, target));
-  const counts = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : twinCounts;
+  const counts = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : twinCounts!;
   if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
   const report = fitCalibration(cells, counts, base, {
     name,
@@ -367,6 +374,7 @@ function sizeList(text: string, what: string): string[] {
 function designOf(values: CalibrateValues): CalibrationDesign {
   const sizes = sizeList(values['shared-buffers']!, 'shared-buffers');
   const dmlTables = nonNegativeInt(values['dml-tables']!, 'dml-tables');
+  const copyTables = nonNegativeInt(values['copy-tables']!, 'copy-tables');
   const dmlSize = sizeList(values['dml-shared-buffers']!, 'dml-shared-buffers');
   if (dmlSize.length !== 1) throw new UsageError('--dml-shared-buffers takes one size');
   return {
@@ -386,6 +394,7 @@ function designOf(values: CalibrateValues): CalibrationDesign {
       positiveInt(s.trim().replace(/^NB\//i, ''), 'rel-sizes'),
     ),
     dml: dmlTables === 0 ? null : { sharedBuffers: dmlSize[0]!, tables: dmlTables },
+    copy: copyTables === 0 ? null : { sharedBuffers: dmlSize[0]!, tables: copyTables },
   };
 }
 
@@ -419,10 +428,11 @@ function calibrationInputs(values: CalibrateValues): CalibrationInputs {
           toastSizes: r.toastSizes,
           relDivisors: r.relDivisors,
           dml: r.dml,
+          copy: r.copy,
         };
-  if (countsFrom === 'walsim' && refit === null && design.dml !== null)
+  if (countsFrom === 'walsim' && refit === null && (design.dml !== null || design.copy !== null))
     throw new UsageError(
-      '--counts walsim measures through the sweep, which has no DML backlogs: pass --dml-tables 0',
+      '--counts walsim measures through the sweep, which has no DML or COPY backlogs: pass --dml-tables 0 --copy-tables 0',
     );
   return { target, refit, countsFrom, runs, warmupRuns, design };
 }

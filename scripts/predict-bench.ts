@@ -33,6 +33,7 @@ import {
 } from './predict/bench-plan.ts';
 import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './predict/bench-run.ts';
 import { predictedSeconds } from './predict/predict.ts';
+import { withLaterCounters } from '../storage/replay-counts.ts';
 
 export const DEFAULT_WALL_PROFILE = 'pg15-calibrated-wall';
 export const DEFAULT_UNCONTENDED_PROFILE = 'pg15-calibrated-uncontended';
@@ -80,6 +81,8 @@ function readBenchFile(file: string): BenchFile {
   }
   if (j?.format !== 'walsim-predict-bench/1' || !Array.isArray(j.runs))
     throw new UsageError(`${file} is not a results.json written by npm run predict-bench`);
+  // Counters added after the file was written read as 0 there (not counted then).
+  for (const r of j.runs) r.counts = { ...r.counts, replay: withLaterCounters(r.counts.replay) };
   return j;
 }
 

@@ -31,8 +31,14 @@ import type { ReplayedRecord } from './replay-counts.ts';
 export const HEAPBLOCKS_PER_VM_PAGE = (8192 - 24) * 4;
 /** Leaf slots per FSM page (fsm_internals.h LeafNodesPerPage, 8 kB pages). */
 export const SLOTS_PER_FSM_PAGE = 4069;
-/** A page with less than BLCKSZ/5 free is reported to the FSM during redo (heap_xlog_insert). */
-const FSM_REPORT_NITEMS = Math.ceil(TUPLES_PER_PAGE * 0.8);
+/**
+ * A page left with less than BLCKSZ / 5 free is reported to the FSM during redo (heap_xlog_insert,
+ * heap_xlog_multi_insert): with `c int` rows (a 28-byte tuple, 32 MAXALIGNed, and a 4-byte line
+ * pointer), PageGetHeapFreeSpace after `n` tuples is 8168 − 36 n − 4, below 8192 / 5 = 1638 from
+ * n = 182 on: the last 45 of a page's 226 tuples.
+ */
+export const FSM_REPORT_NITEMS = Math.floor((8192 - 24 - 4 - Math.floor(8192 / 5)) / 36) + 1;
+assert(FSM_REPORT_NITEMS === 182 && FSM_REPORT_NITEMS <= TUPLES_PER_PAGE, 'FSM report threshold');
 
 /**
  * FSM fork blocks covering `heapBlocks` heap pages: root, one level-1 page and the leaves. (A
@@ -63,10 +69,20 @@ function touchBlockForRedo(
   pool.releaseBuffer(id);
 }
 
-/** XLogRecordPageWithFreeSpace: touch the FSM leaf page covering `heapBlock`. */
-function recordFreeSpace(st: NodeStorage, rel: RelFileNumber, heapBlock: number): void {
+/**
+ * XLogRecordPageWithFreeSpace: touch the FSM leaf page covering `heapBlock`. `updates` is how many
+ * PostgreSQL records would call it here (walsim's PRUNE stands for PRUNE + VACUUM, its
+ * multi-insert for one HEAP_INSERT a row): counted in recovery for the cost model.
+ */
+function recordFreeSpace(
+  st: NodeStorage,
+  rel: RelFileNumber,
+  heapBlock: number,
+  updates: number,
+): void {
   const leaf = fsmBlocksFor(heapBlock + 1) - 1;
   touchBlockForRedo(st, rel, FSM_FORKNUM, leaf);
+  if (st.smgr.inRecovery) st.replayCounters.fsmUpdates += updates;
 }
 
 function ensureHeapPage(st: NodeStorage, rel: RelFileNumber, block: number): void {
@@ -148,7 +164,7 @@ function redoAtOnce(st: NodeStorage, body: WalRecordBody, xid: TransactionId): v
       touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
       ensureHeapPage(st, body.rel, body.block);
       st.heap.applyInsert(body.rel, body.block, body.offset, body.value, xid, body.initPage);
-      if (body.offset >= FSM_REPORT_NITEMS) recordFreeSpace(st, body.rel, body.block);
+      if (body.offset >= FSM_REPORT_NITEMS) recordFreeSpace(st, body.rel, body.block, 1);
       return;
     case 'HEAP2_MULTI_INSERT': {
       touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
@@ -161,8 +177,15 @@ function redoAtOnce(st: NodeStorage, body: WalRecordBody, xid: TransactionId): v
         xid,
         body.initPage,
       );
-      if (st.heap.nitems(body.rel, body.block) >= FSM_REPORT_NITEMS)
-        recordFreeSpace(st, body.rel, body.block);
+      // One HEAP_INSERT a row in PostgreSQL: each row at offset ≥ FSM_REPORT_NITEMS reports.
+      const last = st.heap.nitems(body.rel, body.block);
+      if (last >= FSM_REPORT_NITEMS)
+        recordFreeSpace(
+          st,
+          body.rel,
+          body.block,
+          last - Math.max(body.firstOffset, FSM_REPORT_NITEMS) + 1,
+        );
       return;
     }
     case 'HEAP_DELETE':
@@ -172,7 +195,8 @@ function redoAtOnce(st: NodeStorage, body: WalRecordBody, xid: TransactionId): v
     case 'HEAP2_PRUNE':
       touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
       st.heap.applyPrune(body.rel, body.block, body.offsets);
-      recordFreeSpace(st, body.rel, body.block);
+      // heap_xlog_prune and heap_xlog_vacuum each report the page's free space.
+      recordFreeSpace(st, body.rel, body.block, 2);
       return;
     case 'HEAP2_VISIBLE':
       touchBlockForRedo(

@@ -45,6 +45,7 @@ export const PG_RECORD_KINDS = [
   'HEAP2_PRUNE',
   'HEAP2_VACUUM',
   'HEAP2_VISIBLE',
+  'HEAP2_MULTI_INSERT',
   'BTREE_INSERT_LEAF',
 ] as const;
 export type PgRecordKind = (typeof PG_RECORD_KINDS)[number];
@@ -174,6 +175,13 @@ export class ReplayCounters {
    * counts where PostgreSQL would write it.
    */
   minRecoveryPointUpdates = 0;
+  /**
+   * FSM updates PostgreSQL's redo makes outside the records' block references
+   * (XLogRecordPageWithFreeSpace: an FSM page read, locked and its slot set): PRUNE and VACUUM always,
+   * INSERT / MULTI_INSERT when the page is left with less than BLCKSZ / 5 free. Counted by
+   * storage/redo.ts where walsim touches the FSM, once per PostgreSQL record that would.
+   */
+  fsmUpdates = 0;
   /** Open transactions' shapes (bounded by concurrent transactions: one at a time in walsim). */
   private readonly xacts = new Map<TransactionId, XactShape>();
   /** pgRecordsFor's callback, made once (the replay path allocates nothing per record here). */
@@ -234,6 +242,24 @@ export interface ReplayCounts {
   smgr: SmgrFileOps;
   /** pg_control rewrites + fsyncs forced by replay (minRecoveryPoint). */
   controlFileUpdates: number;
+  /** FSM updates by redo (XLogRecordPageWithFreeSpace; ReplayCounters.fsmUpdates). */
+  fsmUpdates: number;
+  /**
+   * Tuples placed by PostgreSQL HEAP2_MULTI_INSERT records (COPY's heap_multi_insert: one record a
+   * page, each tuple copied and PageAddItem'd). walsim logs none of these: its own multi-insert
+   * stands for INSERT … SELECT, one HEAP_INSERT a row (pgRecordsFor); npm run predict counts them
+   * from the real WAL.
+   */
+  multiInsertTuples: number;
+}
+
+/**
+ * A ReplayCounts read back from JSON written before a counter existed (a stored calibration, a
+ * bench's results.json): the counters added since then are absent there and read as 0 — they were
+ * not counted, and the profiles fitted from those files price them at 0.
+ */
+export function withLaterCounters(c: ReplayCounts): ReplayCounts {
+  return { ...c, fsmUpdates: c.fsmUpdates ?? 0, multiInsertTuples: c.multiInsertTuples ?? 0 };
 }
 
 /** Counted steps of ending recovery (StartupXLOG after redo): see README "Counters". */
@@ -284,6 +310,8 @@ export function replayCountsOf(st: CountedStorage): ReplayCounts {
       nblocks: [...ops.nblocks],
     },
     controlFileUpdates: r.minRecoveryPointUpdates,
+    fsmUpdates: r.fsmUpdates,
+    multiInsertTuples: 0,
   };
 }
 
@@ -321,6 +349,8 @@ export function emptyReplayCounts(): ReplayCounts {
       nblocks: [0, 0, 0, 0],
     },
     controlFileUpdates: 0,
+    fsmUpdates: 0,
+    multiInsertTuples: 0,
   };
 }
 

@@ -13,7 +13,11 @@ export type SweepKind = 'threshold' | 'multi';
  * `insert` / `delete`: row-level DML backlogs (INSERT of 2,260 rows into each table / DELETE of its
  * 2,486 rows), which only `npm run calibrate` plans (through predict-bench's runner, not the sweeps).
  */
-export type Variant = 'vacuum' | 'truncate' | 'truncate-toast' | 'insert' | 'delete';
+export type Variant =
+  'vacuum' | 'truncate' | 'truncate-toast' | 'insert' | 'delete' | 'copy' | 'copy-wide';
+
+/** The row-level backlogs (experiment/dml.ts): measured through predict-bench's runner only. */
+export const ROW_BACKLOG_VARIANTS: readonly Variant[] = ['insert', 'delete', 'copy', 'copy-wide'];
 /** Who runs the cell: walsim, or a real PostgreSQL primary + standby (scripts/postgres/). */
 export type Engine = EngineName;
 

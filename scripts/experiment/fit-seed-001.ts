@@ -76,6 +76,9 @@ const FIXED_SOURCES: Partial<Record<CostConstantName, string>> = {
   'dropCall.lookup':
     '0: one per table in every seed cell, collinear with the per-table records; folded into them',
   'smgr.nblocks': "0: an lseek, microseconds; below seed 001's 0.1 s resolution",
+  'fsm.update':
+    '0: in every seed cell two per pruned page (PRUNE and VACUUM redo), collinear with the per-page records; folded into them',
+  'multiInsert.tuple': '0: seed 001 has no COPY (its inserts happen before the failover)',
   'dropCall.relList':
     '0: not a PostgreSQL path (seed 000 design); no per-call cost beyond its list steps',
   'dropCall.recoveryHash':

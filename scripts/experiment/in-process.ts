@@ -129,6 +129,11 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
     ...names.map((n) => `INSERT INTO ${n} SELECT generate_series(1, ${rows})`),
     ...(c.variant === 'vacuum' ? names.map((n) => `DELETE FROM ${n}`) : []),
   ];
+  if (c.variant === 'copy' || c.variant === 'copy-wide')
+    throw new WalsimError(
+      'invalid_input',
+      `the ${c.variant} backlog has no walsim twin: walsim has no COPY (npm run calibrate measures it with --counts wal)`,
+    );
   if (c.variant === 'insert' || c.variant === 'delete') {
     const dml = dmlBacklog(c.variant, c.tables);
     return { before: [...before, ...dml.prePause], failover: dml.backlog };

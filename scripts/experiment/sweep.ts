@@ -34,7 +34,13 @@ import {
   type StepName,
 } from './steps.ts';
 import { ENGINE_NAMES, type EngineKind } from './engine.ts';
-import type { CellSpec, Engine, SweepKind, Variant } from './cell.ts';
+import {
+  ROW_BACKLOG_VARIANTS,
+  type CellSpec,
+  type Engine,
+  type SweepKind,
+  type Variant,
+} from './cell.ts';
 import { cellKey, cellLabel, estimateCellSeconds } from './plan.ts';
 import { WALSIM_ENGINE } from './walsim-engine.ts';
 import { PG_ENGINE } from '../postgres/pg-engine.ts';
@@ -195,7 +201,7 @@ export async function runCell(
 ): Promise<RunRecord> {
   // The steps below are Test A's and Test B's; the DML backlogs are predict-bench's (bench-run.ts).
   assert(
-    cell.variant !== 'insert' && cell.variant !== 'delete',
+    !ROW_BACKLOG_VARIANTS.includes(cell.variant),
     `the ${cell.variant} backlog runs through npm run calibrate --counts wal, not a sweep`,
   );
   const kind = ENGINE_KINDS[cell.engine];

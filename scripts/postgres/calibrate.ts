@@ -33,9 +33,9 @@ import {
   type CostConstantName,
   type CostProfile,
 } from '../../cost-model/profile.ts';
-import type { FailoverCounts } from '../../storage/replay-counts.ts';
+import { withLaterCounters, type FailoverCounts } from '../../storage/replay-counts.ts';
 import { parseRelSize, rowsForPages } from '../experiment/rel-size.ts';
-import { DML_ROWS_PER_TABLE } from '../experiment/dml.ts';
+import { COPY_WIDE_ROWS_PER_TABLE, DML_ROWS_PER_TABLE } from '../experiment/dml.ts';
 import {
   NO_MODEL,
   planMulti,
@@ -62,6 +62,12 @@ export const DEFAULT_CALIBRATION_TESTB_SIZES = ['128MB', '4GB'];
 export const DEFAULT_CALIBRATION_TOAST_SIZES = ['128MB', '1GB', '4GB', '6GB'];
 /** The row-level DML backlogs (experiment/dml.ts): INSERT and DELETE over 100 tables at 128MB. */
 export const DEFAULT_CALIBRATION_DML = { sharedBuffers: '128MB', tables: 100 } as const;
+/**
+ * The COPY backlogs (experiment/dml.ts `copy`, `copy-wide`) over 100 tables at 128MB: with the
+ * INSERT and DELETE backlogs they identify the FSM update, the page appended and the tuple COPY
+ * places (cost-model/README.md "Terms").
+ */
+export const DEFAULT_CALIBRATION_COPY = { sharedBuffers: '128MB', tables: 100 } as const;
 /**
  * Test B's table counts: two, so that per-table work (records, smgr operations, pg_control
  * updates) and per-failover work (end of recovery) come from cells that differ in one thing, and a
@@ -92,9 +98,11 @@ export interface CalibrationDesign {
   relDivisors: number[];
   /** The row-level DML backlogs (INSERT, DELETE) over `tables` tables; null: none (older files). */
   dml: { sharedBuffers: string; tables: number } | null;
+  /** The COPY backlogs (narrow and wide rows) over `tables` tables; null: none (older files). */
+  copy: { sharedBuffers: string; tables: number } | null;
 }
 
-/** The default design (22 cells). */
+/** The default design (24 cells). */
 export function defaultCalibrationDesign(): CalibrationDesign {
   return {
     sizes: [...DEFAULT_CALIBRATION_SIZES],
@@ -104,6 +112,7 @@ export function defaultCalibrationDesign(): CalibrationDesign {
     toastSizes: [...DEFAULT_CALIBRATION_TOAST_SIZES],
     relDivisors: [...DEFAULT_CALIBRATION_REL_DIVISORS],
     dml: { ...DEFAULT_CALIBRATION_DML },
+    copy: { ...DEFAULT_CALIBRATION_COPY },
   };
 }
 
@@ -124,6 +133,7 @@ export function planCalibration(d: CalibrationDesign): CellSpec[] {
     ...d.testBSizes,
     ...d.toastSizes,
     ...(d.dml ? [d.dml.sharedBuffers] : []),
+    ...(d.copy ? [d.copy.sharedBuffers] : []),
   ])
     if (!has(all, sb)) all.push(sb);
   all.sort((a, b) => nb(a) - nb(b));
@@ -153,6 +163,8 @@ export function planCalibration(d: CalibrationDesign): CellSpec[] {
     }
     if (d.dml !== null && nb(d.dml.sharedBuffers) === nBuffers)
       for (const v of ['insert', 'delete'] as const) cells.push(testBCell(sb, v, d.dml.tables));
+    if (d.copy !== null && nb(d.copy.sharedBuffers) === nBuffers)
+      for (const v of ['copy', 'copy-wide'] as const) cells.push(testBCell(sb, v, d.copy.tables));
   }
   return cells;
 }
@@ -191,7 +203,11 @@ const isTupleRecord = (k: CostConstantName) =>
  * PostgreSQL's bytes, so it has no PostgreSQL cost to fit (a free walByte soaked up what the record
  * constant should price: 0.11 µs per walsim byte and 0 per record in a real calibration).
  */
-export function calibrationGroups(o: { rowDml: boolean; memoryTier: boolean }): FitGroup[] {
+export function calibrationGroups(o: {
+  rowDml: boolean;
+  memoryTier: boolean;
+  copy?: boolean;
+}): FitGroup[] {
   return [
     ...(o.rowDml
       ? [
@@ -220,6 +236,15 @@ export function calibrationGroups(o: { rowDml: boolean; memoryTier: boolean }): 
         ]),
     ...LATER_GROUPS,
     ...(o.rowDml ? [{ name: 'smgrExtend', constants: ['smgr.extend' as const] }] : []),
+    // With the COPY backlogs beside INSERT and DELETE: an FSM update is 45 a page in the INSERT
+    // backlog, 1 a page in COPY's, 2 a page in lazy vacuum's; a tuple COPY places is 226 a page in
+    // `copy` and 18 in `copy-wide`, every other per-page event the same in both.
+    ...(o.rowDml && o.copy
+      ? [
+          { name: 'fsmUpdate', constants: ['fsm.update' as const] },
+          { name: 'multiInsertTuple', constants: ['multiInsert.tuple' as const] },
+        ]
+      : []),
   ];
 }
 
@@ -266,11 +291,12 @@ export function calibrationGroupsFor(
   features: readonly CostFeatures[],
 ): FitGroup[] {
   const rowDml = cells.some((c) => c.variant === 'insert' || c.variant === 'delete');
+  const copy = cells.some((c) => c.variant === 'copy' || c.variant === 'copy-wide');
   const memoryTier = features.some((f) => {
     const x = flattenFeatures(f);
     return (x['scan.single.memory'] ?? 0) + (x['scan.multi.memory'] ?? 0) > 0;
   });
-  return calibrationGroups({ rowDml, memoryTier });
+  return calibrationGroups({ rowDml, memoryTier, copy });
 }
 
 export interface CalibrationCell {
@@ -300,7 +326,9 @@ export function cellShortLabel(c: CellSpec): string {
       ? `Test A VACUUM ${c.relSize}`
       : c.variant === 'insert' || c.variant === 'delete'
         ? `DML ${c.variant.toUpperCase()} ${c.tables} tables × ${c.variant === 'insert' ? DML_ROWS_PER_TABLE : DML_ROWS_PER_TABLE + rowsForPages(1)} rows`
-        : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
+        : c.variant === 'copy' || c.variant === 'copy-wide'
+          ? `DML COPY ${c.tables} tables × ${c.variant === 'copy' ? `${DML_ROWS_PER_TABLE} int rows` : `${COPY_WIDE_ROWS_PER_TABLE} wide rows`}`
+          : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
   return `${c.sharedBuffers} ${what}`;
 }
 
@@ -463,13 +491,14 @@ export function readStoredCalibration(file: string): StoredCalibration {
   const s = fit.settings as
     | (Omit<
         StoredCalibration['settings'],
-        'tables' | 'toastTables' | 'testBSizes' | 'toastSizes' | 'dml'
+        'tables' | 'toastTables' | 'testBSizes' | 'toastSizes' | 'dml' | 'copy'
       > & {
         tables?: number | number[];
         toastTables?: number;
         testBSizes?: string[];
         toastSizes?: string[];
         dml?: CalibrationDesign['dml'];
+        copy?: CalibrationDesign['copy'];
       })
     | undefined;
   const sizes = s?.sizes ?? [...new Set(records.map((r) => r.label.split(' ')[0]!))];
@@ -493,6 +522,7 @@ export function readStoredCalibration(file: string): StoredCalibration {
       testBSizes: s?.testBSizes ?? sizes,
       toastSizes: s?.toastSizes ?? sizes,
       dml: s?.dml ?? null,
+      copy: s?.copy ?? null,
       relDivisors:
         divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
       primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',
@@ -500,7 +530,12 @@ export function readStoredCalibration(file: string): StoredCalibration {
     records,
     walCounts:
       fit.walCounts !== null && typeof fit.walCounts === 'object'
-        ? (fit.walCounts as Record<string, FailoverCounts>)
+        ? Object.fromEntries(
+            Object.entries(fit.walCounts as Record<string, FailoverCounts>).map(([k, c]) => [
+              k,
+              { ...c, replay: withLaterCounters(c.replay) },
+            ]),
+          )
         : null,
   };
 }

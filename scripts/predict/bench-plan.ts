@@ -39,7 +39,9 @@ import type { FailoverCounts } from '../../storage/replay-counts.ts';
  * - `mixed`: N tables, round-robin INSERT of 10 pages / DELETE + VACUUM (truncates) / TRUNCATE /
  *   DELETE of half the rows + VACUUM (prunes, no truncation);
  * - `insert` / `delete`: the row-level DML backlogs of the calibration (experiment/dml.ts): INSERT
- *   of 2,260 rows into each of N tables / DELETE of each table's 2,486 rows.
+ *   of 2,260 rows into each of N tables / DELETE of each table's 2,486 rows;
+ * - `copy` / `copy-wide`: COPY of 2,260 int rows / of 900 rows with a 400-byte text into each of N
+ *   tables (COPY's multi-insert: one record a page), the calibration's COPY backlogs.
  */
 export const BENCH_WORKLOADS = [
   'testA',
@@ -51,6 +53,8 @@ export const BENCH_WORKLOADS = [
   'mixed',
   'insert',
   'delete',
+  'copy',
+  'copy-wide',
 ] as const;
 export type BenchWorkload = (typeof BENCH_WORKLOADS)[number];
 
@@ -73,7 +77,7 @@ const MAX_TABLES = 5000;
 const MAX_PGBENCH_SCALE = 20;
 
 const SPEC_FORMS =
-  'WORKLOAD[:N]@SHARED_BUFFERS, e.g. testA:NB/64@2GB, truncate:300@1GB, truncate-toast:50@8GB, vacuum:1000@512MB, drop:500@1GB, pgbench:2@1GB, mixed:200@2GB, insert:100@128MB, delete:100@128MB';
+  'WORKLOAD[:N]@SHARED_BUFFERS, e.g. testA:NB/64@2GB, truncate:300@1GB, truncate-toast:50@8GB, vacuum:1000@512MB, drop:500@1GB, pgbench:2@1GB, mixed:200@2GB, insert:100@128MB, delete:100@128MB, copy:100@128MB, copy-wide:100@128MB';
 
 function refuse(text: string, why: string): WalsimError {
   return new WalsimError('invalid_input', `invalid bench cell "${text}": ${why}; ${SPEC_FORMS}`);
@@ -192,6 +196,13 @@ export function calibrationSaw(
       return (
         settings.dml !== null && at([settings.dml.sharedBuffers]) && settings.dml.tables === cell.n
       );
+    case 'copy':
+    case 'copy-wide':
+      return (
+        settings.copy !== null &&
+        at([settings.copy.sharedBuffers]) &&
+        settings.copy.tables === cell.n
+      );
     default:
       return false;
   }
@@ -215,7 +226,10 @@ export function estimateBenchRunSeconds(c: BenchCell): number {
       return pair + c.n * 0.04;
     case 'insert':
     case 'delete':
+    case 'copy':
       return pair + c.n * 0.06;
+    case 'copy-wide':
+      return pair + c.n * 0.1;
     default:
       return pair + c.n * 0.025;
   }

@@ -83,6 +83,8 @@ function ownBacklog(c: BenchCell): { prePause: string[]; backlog: string[] } {
   switch (c.workload) {
     case 'insert':
     case 'delete':
+    case 'copy':
+    case 'copy-wide':
       return dmlBacklog(c.workload, c.n);
     case 'drop':
       return { prePause: [], backlog: tableNames('multi', c.n).map((t) => `DROP TABLE ${t}`) };
@@ -119,7 +121,8 @@ export async function makeBacklog(dir: string, c: BenchCell): Promise<void> {
       workload,
       session,
       tables,
-      toast: c.workload === 'truncate-toast',
+      // copy-wide's rows have a text value: the tables of the TOAST-able variant (c int, d text).
+      toast: c.workload === 'truncate-toast' || c.workload === 'copy-wide',
       size: c.workload === 'testA' ? String(c.pages) : undefined,
     });
   const own = drop === null && c.workload !== 'pgbench' ? ownBacklog(c) : null;

@@ -86,8 +86,8 @@ export function profileBand(nameOrFile: string): ProfileBand | null {
 
 /**
  * Seconds per record of a type the profile has no constant for: the median of its per-record
- * constants (`npm run calibrate` fits two values, the one-tuple records' — 5 of the 18 kinds — and
- * every other record's, so this is the latter: Heap2/MULTI_INSERT, Btree/SPLIT_L … are page-level).
+ * constants (`npm run calibrate` fits two values, the one-tuple records' — 5 of the 19 kinds — and
+ * every other record's, so this is the latter: Btree/SPLIT_L, Standby/RUNNING_XACTS … are page-level or no-page).
  */
 export function genericRecordSeconds(profile: CostProfile): number {
   const v = PG_RECORD_KINDS.map((k) => profile.constants[`record.${k}`].seconds).sort(

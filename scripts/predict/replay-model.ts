@@ -263,7 +263,9 @@ export class RecoveryModel {
     const filled = rec.heapPageFreeAfter !== undefined && rec.heapPageFreeAfter < BLCKSZ / 5;
     if (!pruned && !filled) return;
     const b = rec.blocks[0];
-    if (b !== undefined && b.fork === 0) this.touch(b.node, 1, fsmBlockOf(b.block), counted);
+    if (b === undefined || b.fork !== 0) return;
+    this.touch(b.node, 1, fsmBlockOf(b.block), counted);
+    if (counted) this.counts.fsmUpdates += 1;
   }
 
   /** A record replayed before the range (since the startup process began): state only, no counts. */
@@ -297,6 +299,8 @@ export class RecoveryModel {
   private apply(rec: PgWalRecord, counted: boolean): void {
     for (const b of rec.blocks) this.touch(b.node, b.fork, b.block, counted);
     this.touchFsm(rec, counted);
+    if (counted && rec.multiInsertTuples !== undefined)
+      this.counts.multiInsertTuples += rec.multiInsertTuples;
     if (rec.create !== undefined) {
       const r = this.rel(rec.create.node);
       const st = r.forks[rec.create.fork];

@@ -55,6 +55,8 @@ export interface PgWalRecord {
    * when it is below BLCKSZ / 5.
    */
   heapPageFreeAfter?: number;
+  /** Heap2 MULTI_INSERT(+INIT): the tuples it places (heap_desc's "N tuples"). */
+  multiInsertTuples?: number;
 }
 
 export const relKey = (n: RelFileNode) => `${n.spc}/${n.db}/${n.rel}`;
@@ -117,6 +119,10 @@ function interpret(rec: PgWalRecord, desc: string): void {
           return r.node;
         });
     }
+  } else if (rec.rmgr === 'Heap2' && /^MULTI_INSERT(\+INIT)?$/.test(rec.type)) {
+    const m = /^(\d+) tuples/.exec(desc.trim());
+    if (m === null) throw bad(rec, `Heap2 MULTI_INSERT without its tuple count: "${desc}"`);
+    rec.multiInsertTuples = Number(m[1]);
   } else if (rec.rmgr === 'Database' && rec.type === 'DROP') {
     const m = /dir \d+\/(\d+)/.exec(desc);
     if (m === null) throw bad(rec, `Database DROP without a database: "${desc}"`);

@@ -375,6 +375,8 @@ const VARIANT_TITLE: Record<Variant, string> = {
   'truncate-toast': 'TRUNCATE (tables with a TOAST table)',
   insert: 'INSERT of 2,260 rows per table',
   delete: 'DELETE of every row',
+  copy: 'COPY of 2,260 int rows per table',
+  'copy-wide': 'COPY of 900 wide rows per table',
 };
 
 /** A cell's label in a side-by-side table: which engine, and how its seconds were obtained. */

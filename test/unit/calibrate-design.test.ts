@@ -1,12 +1,13 @@
 /**
  * npm run calibrate's cell design: every fitted group must be identified by the cells (its column of
  * the grouped design matrix is not a combination of the others'). Counts from in-process walsim
- * twins of the planned cells; no PostgreSQL, no timing.
+ * twins of the planned cells, and — for the COPY cells, which walsim cannot run — the WAL counts the
+ * shipped calibration stored from real PostgreSQL; no PostgreSQL run, no timing.
  */
 import { describe, expect, it } from 'vitest';
 import { unidentifiedGroups } from '../../cost-model/fit.ts';
 import { costFeatures } from '../../cost-model/model.ts';
-import { loadProfile } from '../../cost-model/profile.ts';
+import { loadProfile, profilePath } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
 import {
   calibrationGroupsFor,
@@ -15,12 +16,14 @@ import {
   defaultCalibrationDesign,
   fitCalibration,
   planCalibration,
+  readStoredCalibration,
   TUPLE_RECORD_KINDS,
   fitTargets,
   storedLabel,
   walsimTwin,
 } from '../../scripts/postgres/calibrate.ts';
 import type { CellSpec, CellSummary, RunRecord } from '../../scripts/experiment/sweep.ts';
+import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import { price } from '../../cost-model/price.ts';
 
 // This machine's cache (32 MiB): the 6GB TOAST cell's descriptor array (48 MiB) is beyond it.
@@ -29,17 +32,42 @@ const base = {
   cache: { ...loadProfile('seed-001').cache, llcBytes: 32 << 20 },
 };
 
-async function designOf(plan: CellSpec[]) {
-  const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
+const isCopy = (c: CellSpec) => c.variant === 'copy' || c.variant === 'copy-wide';
+
+function groupsOf(plan: CellSpec[], counts: FailoverCounts[]) {
   const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
   const groups = calibrationGroupsFor(plan, features);
   return { counts, groups, unidentified: unidentifiedGroups(features, groups) };
 }
 
+async function designOf(plan: CellSpec[]) {
+  return groupsOf(plan, await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 }));
+}
+
+/** The full default design priced by the WAL counts the shipped calibration stored per cell. */
+function shippedWalDesign() {
+  const stored = readStoredCalibration(profilePath('pg15-calibrated-wall').file);
+  const plan = planCalibration(defaultCalibrationDesign());
+  expect(stored.settings.copy).toEqual(defaultCalibrationDesign().copy);
+  return groupsOf(
+    plan,
+    plan.map((c) => stored.walCounts![storedLabel(c)]!),
+  );
+}
+
 describe('calibration cell design', () => {
   it('the default cells vary table counts and identify every fitted group', async () => {
-    const plan = planCalibration(defaultCalibrationDesign());
-    expect(plan).toHaveLength(22);
+    const full = planCalibration(defaultCalibrationDesign());
+    expect(full).toHaveLength(24);
+    expect(full.filter(isCopy).map(storedLabel)).toEqual([
+      '128MB copy 100 tables',
+      '128MB copy-wide 100 tables',
+    ]);
+    // walsim has no COPY: its twins price every other cell.
+    await expect(
+      countCellsInProcess([walsimTwin(full.find(isCopy)!)], { thresholdDivisor: 32 }),
+    ).rejects.toThrow(/no walsim twin: walsim has no COPY/);
+    const plan = full.filter((c) => !isCopy(c));
     const testB = plan.filter((c) => c.variant === 'vacuum' && c.kind === 'multi');
     expect(new Set(testB.map((c) => c.tables)).size).toBeGreaterThanOrEqual(2);
     expect(new Set(plan.map(storedLabel)).size).toBe(plan.length); // labels tell runs apart
@@ -81,11 +109,41 @@ describe('calibration cell design', () => {
     expect(at('insert').smgr.extend[0]).toBe(100 * 10);
     expect(at('delete').pgRecords.HEAP_DELETE).toBe(100 * 2486);
     expect(at('delete').smgr.extend[0]).toBe(0);
+    // heap_xlog_insert's FSM rule: the rows at offsets 182–226 of each appended page, 45 a page —
+    // the 45,000 npm run predict counts in the real WAL of this backlog; none for DELETE.
+    expect(at('insert').fsmUpdates).toBe(100 * 10 * 45);
+    expect(at('delete').fsmUpdates).toBe(0);
   }, 120_000);
 
-  it('the fit recovers known per-event costs from the default design exactly (synthetic seconds)', async () => {
+  it('with the COPY cells, the real WAL counts identify the FSM update and the tuple COPY places', () => {
     const plan = planCalibration(defaultCalibrationDesign());
-    const { counts, groups } = await designOf(plan);
+    const { counts, groups, unidentified } = shippedWalDesign();
+    expect(groups.map((g) => g.name)).toEqual([
+      'record',
+      'recordTuple',
+      'scan',
+      'scanMemory',
+      'lookup',
+      'smgrNamespace',
+      'smgrSize',
+      'controlFile',
+      'endOfRecovery',
+      'smgrExtend',
+      'fsmUpdate',
+      'multiInsertTuple',
+    ]);
+    expect(unidentified).toEqual([]);
+    const at = (v: string) => counts[plan.findIndex((c) => c.variant === v)]!.replay;
+    expect(at('copy').multiInsertTuples).toBe(100 * 2260);
+    expect(at('copy-wide').multiInsertTuples).toBe(100 * 900);
+    expect(at('copy-wide').smgr.extend[0]).toBe(100 * 50);
+    expect(at('insert').fsmUpdates).toBe(100 * 10 * 45);
+    expect(at('delete').fsmUpdates).toBe(0);
+  });
+
+  it('the fit recovers known per-event costs from the default design exactly (synthetic seconds)', () => {
+    const plan = planCalibration(defaultCalibrationDesign());
+    const { counts, groups } = shippedWalDesign();
     // One made-up value per group, the order of magnitude of this machine's.
     const truth: Record<string, number> = {
       record: 4.4e-6,
@@ -98,6 +156,8 @@ describe('calibration cell design', () => {
       controlFile: 557e-6,
       endOfRecovery: 16.4e-3,
       smgrExtend: 12e-6,
+      fsmUpdate: 1.1e-6,
+      multiInsertTuple: 0.05e-6,
     };
     const constants = { ...base.constants };
     for (const g of groups)
@@ -114,10 +174,15 @@ describe('calibration cell design', () => {
     for (const [g, v] of Object.entries(truth))
       expect(fit.groupSeconds[g]! / v, g).toBeCloseTo(1, 9);
     for (const c of fit.cells) expect(Math.abs(c.residualPct)).toBeLessThan(1e-9);
-  }, 120_000);
+  });
 
   it('without DML cells or a cell beyond the cache: the older ties', async () => {
-    const d = { ...defaultCalibrationDesign(), toastSizes: DEFAULT_CALIBRATION_SIZES, dml: null };
+    const d = {
+      ...defaultCalibrationDesign(),
+      toastSizes: DEFAULT_CALIBRATION_SIZES,
+      dml: null,
+      copy: null,
+    };
     const { groups, unidentified } = await designOf(planCalibration(d));
     expect(groups.map((g) => g.name)).toEqual([
       'record',
@@ -140,6 +205,7 @@ describe('calibration cell design', () => {
       toastSizes: [],
       relDivisors: [],
       dml: null,
+      copy: null,
     });
     expect(plan).toHaveLength(2);
     const bad = (await designOf(plan)).unidentified;
