@@ -1,5 +1,5 @@
 /**
- * `npm run calibrate [--pg-bin DIR] [--shared-buffers 128MB,1GB,4GB] [--runs 3] [--warmup 0]
+ * `npm run calibrate [--pg-bin DIR] [--shared-buffers 128MB,1GB,4GB] [--runs 5] [--warmup 1]
  * [--tables 50,300] [--out FILE] …`: run the calibration cells on real PostgreSQL (scripts/postgres/calibrate.ts), count
  * the same cells in walsim, fit a cost profile to this machine, print measured vs fitted seconds
  * and write the profile (usable as `--profile FILE`).
@@ -60,7 +60,7 @@ import {
   walsimTwin,
 } from './postgres/calibrate.ts';
 
-const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 3] [--warmup 0]
+const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 5] [--warmup 1]
                                [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]
                                [--toast-sizes SIZES,6GB] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}]
                                [--dml-tables ${DEFAULT_CALIBRATION_DML.tables}] [--dml-shared-buffers ${DEFAULT_CALIBRATION_DML.sharedBuffers}]
@@ -275,11 +275,13 @@ const CALIBRATE_OPTIONS = {
   'pg-bin': { type: 'string' },
   'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
   'primary-shared-buffers': { type: 'string', default: '128MB' },
-  runs: { type: 'string', default: '3' },
-  // No warm-up pass by default: the slow first passes it guarded against came with contention and
-  // with the previous command's removed files (postgres/inode-reuse.ts, which now prevents that),
-  // and since every run syncs before its resume the 23-cell design takes ~13.5 min without one.
-  warmup: { type: 'string', default: '0' },
+  // 5 runs after 1 unrecorded pass (24 cells: ~11 min on 2 cores). In a 3-run calibration 13 of 72
+  // runs (the first pass's first 7 cells among them) had their startup process use 2-5x the CPU
+  // of the same cell's fastest run in every phase, without waiting for a CPU (BENCHMARKS.md,
+  // fourth measurement); with 3 runs two such runs move a cell's median; with 5 after a warm-up
+  // pass they rarely do.
+  runs: { type: 'string', default: '5' },
+  warmup: { type: 'string', default: '1' },
   tables: { type: 'string', default: DEFAULT_CALIBRATION_TABLES.join(',') },
   'testb-sizes': { type: 'string' },
   'toast-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_TOAST_TABLES) },
