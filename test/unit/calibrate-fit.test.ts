@@ -265,6 +265,7 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
       toastSizes: ['128MB', '1GB', '4GB'],
       relDivisors: [512, 64, 8],
       dml: null,
+      copy: null,
       primarySharedBuffers: '128MB',
     });
     expect([stored.runs, stored.warmupRuns]).toEqual([3, 1]);
