@@ -45,6 +45,7 @@ import {
   DEFAULT_CALIBRATION_COPY,
   DEFAULT_CALIBRATION_DML,
   DEFAULT_CALIBRATION_REL_DIVISORS,
+  DEFAULT_CALIBRATION_RUNS,
   DEFAULT_CALIBRATION_SIZES,
   DEFAULT_CALIBRATION_TABLES,
   DEFAULT_CALIBRATION_TOAST_SIZES,
@@ -60,7 +61,7 @@ import {
   walsimTwin,
 } from './postgres/calibrate.ts';
 
-const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs 5] [--warmup 1]
+const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs ${DEFAULT_CALIBRATION_RUNS}] [--warmup 1]
                                [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]
                                [--toast-sizes SIZES,6GB] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}]
                                [--dml-tables ${DEFAULT_CALIBRATION_DML.tables}] [--dml-shared-buffers ${DEFAULT_CALIBRATION_DML.sharedBuffers}]
@@ -280,7 +281,7 @@ const CALIBRATE_OPTIONS = {
   // of the same cell's fastest run in every phase, without waiting for a CPU (BENCHMARKS.md,
   // fourth measurement); with 3 runs two such runs move a cell's median; with 5 after a warm-up
   // pass they rarely do.
-  runs: { type: 'string', default: '5' },
+  runs: { type: 'string', default: String(DEFAULT_CALIBRATION_RUNS) },
   warmup: { type: 'string', default: '1' },
   tables: { type: 'string', default: DEFAULT_CALIBRATION_TABLES.join(',') },
   'testb-sizes': { type: 'string' },

@@ -23,6 +23,7 @@ import {
   benchTotals,
   calibrationSaw,
   DEFAULT_BENCH_CELLS,
+  DEFAULT_BENCH_RUNS,
   estimateBenchRunSeconds,
   parseBenchCell,
   QUICK_BENCH_CELLS,
@@ -38,7 +39,7 @@ import { withLaterCounters } from '../storage/replay-counts.ts';
 export const DEFAULT_WALL_PROFILE = 'pg15-calibrated-wall';
 export const DEFAULT_UNCONTENDED_PROFILE = 'pg15-calibrated-uncontended';
 
-const USAGE = `usage: npm run predict-bench -- [--quick] [--cells SPEC,SPEC,...] [--runs 3]
+const USAGE = `usage: npm run predict-bench -- [--quick] [--cells SPEC,SPEC,...] [--runs ${DEFAULT_BENCH_RUNS}]
                               [--profile ${DEFAULT_WALL_PROFILE}] [--uncontended-profile ${DEFAULT_UNCONTENDED_PROFILE}]
                               [--out DIR] [--continue RESULTS.json] [--reprice RESULTS.json]
                               [--work-dir DIR] [--pg-bin DIR] [--json]
@@ -190,7 +191,7 @@ runCli(async () => {
   const runs =
     values.runs !== undefined
       ? positiveInt(values.runs, 'runs')
-      : (file?.settings.runs ?? (values.quick ? 1 : 3));
+      : (file?.settings.runs ?? (values.quick ? 1 : DEFAULT_BENCH_RUNS));
   const seenBy = calibrationSettings(wall.ref);
   const seen = (c: BenchCell) => calibrationSaw(c, seenBy);
   const startedAt = new Date();

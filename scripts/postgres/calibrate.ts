@@ -80,6 +80,12 @@ export const DEFAULT_CALIBRATION_TOAST_TABLES = 100;
 /** The one table count of calibrations stored before table counts varied. */
 const LEGACY_CALIBRATION_TABLES = 200;
 export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 8];
+/**
+ * Recorded runs a cell (after the warm-up pass): the median of 5 is not moved by two runs of the
+ * startup process's slow mode (BENCHMARKS.md, fourth and fifth measurements). predict-bench
+ * measures as many, so its medians are the statistic the profile was fitted to.
+ */
+export const DEFAULT_CALIBRATION_RUNS = 5;
 /** Test A cells stay below this many pages (128MB of table), so calibration stays short. */
 export const CALIBRATION_MAX_REL_PAGES = 16_384;
 

@@ -25,7 +25,15 @@ import {
 } from '../postgres/calibrate.ts';
 import type { CellSpec } from '../experiment/cell.ts';
 import { markdownTable } from '../report/tables.ts';
+import { DEFAULT_CALIBRATION_RUNS } from '../postgres/calibrate.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
+
+/**
+ * Runs a cell by default: as many as `npm run calibrate` records a cell, so a bench cell's median is
+ * the statistic the profile was fitted to. With 3, one run in the startup process's slow mode
+ * (BENCHMARKS.md, fifth measurement) moved a cell's median.
+ */
+export const DEFAULT_BENCH_RUNS = DEFAULT_CALIBRATION_RUNS;
 
 /**
  * The backlogs (replayed at failover, made while the standby's replay is paused on one-block

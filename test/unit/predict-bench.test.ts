@@ -12,6 +12,7 @@ import {
   BENCH_WORKLOADS,
   calibrationSaw,
   DEFAULT_BENCH_CELLS,
+  DEFAULT_BENCH_RUNS,
   estimateBenchRunSeconds,
   parseBenchCell,
   QUICK_BENCH_CELLS,
@@ -22,6 +23,7 @@ import {
   type BenchRun,
 } from '../../scripts/predict/bench-plan.ts';
 import { mixedBacklog } from '../../scripts/predict/bench-run.ts';
+import { DEFAULT_CALIBRATION_RUNS } from '../../scripts/postgres/calibrate.ts';
 import {
   defaultCalibrationDesign,
   planCalibration,
@@ -130,9 +132,11 @@ describe('the default plan', () => {
     expect(new Set(cells.map((c) => c.id)).size).toBe(cells.length);
   });
 
-  it('fits the budget: three runs of every cell in about half an hour, --quick in a few minutes', () => {
-    const full = cells.reduce((a, c) => a + 3 * estimateBenchRunSeconds(c), 0);
-    expect(full).toBeLessThanOrEqual(35 * 60);
+  it('fits the budget: the default runs of every cell within 40 minutes by the estimate (14 measured), --quick in a few minutes', () => {
+    // As many runs as the calibration records a cell: the bench's median is the fitted statistic.
+    expect(DEFAULT_BENCH_RUNS).toBe(DEFAULT_CALIBRATION_RUNS);
+    const full = cells.reduce((a, c) => a + DEFAULT_BENCH_RUNS * estimateBenchRunSeconds(c), 0);
+    expect(full).toBeLessThanOrEqual(40 * 60);
     const quick = QUICK_BENCH_CELLS.map(parseBenchCell).reduce(
       (a, c) => a + estimateBenchRunSeconds(c),
       0,
