@@ -79,7 +79,15 @@ export const DEFAULT_CALIBRATION_TABLES = [50, 300];
 export const DEFAULT_CALIBRATION_TOAST_TABLES = 100;
 /** The one table count of calibrations stored before table counts varied. */
 const LEGACY_CALIBRATION_TABLES = 200;
-export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 8];
+/**
+ * Test A's relation sizes, NBuffers / k. With 16 beside 512, 64 and 8, every lookup-path cell beyond
+ * 256 pages has a full-scan cell of the same pages at a smaller size (1,024 pages: 4GB NB/512 and 128MB NB/16;
+ * 2,048: 1GB NB/64 and 128MB NB/8; 8,192: 4GB NB/64 and 1GB NB/16), so the per-buffer lookup
+ * constants are fitted on the difference of two cells with the same records, not on one cell's
+ * median (with 4GB NB/64 alone, one slow-mode median priced a dropped buffer at 2.2 µs: BENCHMARKS.md,
+ * fifth measurement).
+ */
+export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 16, 8];
 /**
  * Recorded runs a cell (after the warm-up pass): the median of 5 is not moved by two runs of the
  * startup process's slow mode (BENCHMARKS.md, fourth and fifth measurements). predict-bench
@@ -108,7 +116,7 @@ export interface CalibrationDesign {
   copy: { sharedBuffers: string; tables: number } | null;
 }
 
-/** The default design (24 cells). */
+/** The default design (26 cells). */
 export function defaultCalibrationDesign(): CalibrationDesign {
   return {
     sizes: [...DEFAULT_CALIBRATION_SIZES],

@@ -72,7 +72,7 @@ function shippedWalDesign() {
 describe('calibration cell design', () => {
   it('the default cells vary table counts and identify every fitted group', async () => {
     const full = planCalibration(defaultCalibrationDesign());
-    expect(full).toHaveLength(24);
+    expect(full).toHaveLength(26);
     expect(full.filter(isCopy).map(storedLabel)).toEqual([
       '128MB copy 100 tables',
       '128MB copy-wide 100 tables',
@@ -117,6 +117,24 @@ describe('calibration cell design', () => {
     expect(at('insert').fsmUpdates).toBe(100 * 10 * 45);
     expect(at('delete').fsmUpdates).toBe(0);
   }, 120_000);
+
+  it('every lookup-path Test A cell beyond 256 pages has a full-scan Test A cell of the same pages', () => {
+    // PostgreSQL's rule: below NBuffers / 32 blocks the drop probes block by block (lookup path).
+    const testA = planCalibration(defaultCalibrationDesign())
+      .filter((c) => c.kind === 'threshold')
+      .map((c) => {
+        const pages = c.nBuffers / c.relDivisor!;
+        return { label: storedLabel(c), pages, lookup: pages < c.nBuffers / 32 };
+      });
+    const lookups = testA.filter((c) => c.lookup);
+    expect(lookups.map((c) => c.pages)).toEqual([32, 256, 256, 2048, 1024, 8192]);
+    for (const l of lookups.filter((c) => c.pages > 256))
+      expect(
+        testA.some((c) => !c.lookup && c.pages === l.pages),
+        `${l.label}: no full-scan cell of ${l.pages} pages`,
+      ).toBe(true);
+    expect(new Set(testA.map((c) => c.pages))).toEqual(new Set([32, 256, 1024, 2048, 8192, 16384]));
+  });
 
   it('with the COPY cells, the real WAL counts identify the FSM update and the tuple COPY places', () => {
     const plan = planCalibration(defaultCalibrationDesign());

@@ -82,7 +82,8 @@ describe('bench cell specs', () => {
     expect(saw('truncate:1000@4GB')).toBe(false); // table count not in the design
     expect(saw('truncate:300@2GB')).toBe(false); // size not in the design
     expect(saw('truncate-toast:300@1GB')).toBe(false);
-    expect(saw('testA:NB/16@1GB')).toBe(false);
+    expect(saw('testA:NB/16@1GB')).toBe(true); // the full-scan twin of 4GB NB/64 (8,192 pages)
+    expect(saw('testA:NB/32@1GB')).toBe(false);
     expect(saw('drop:50@1GB')).toBe(false); // workloads calibration never runs
     expect(saw('mixed:50@1GB')).toBe(false);
     expect(calibrationSaw(parseBenchCell('truncate:300@1GB'), null)).toBe(false);
