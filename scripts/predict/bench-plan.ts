@@ -19,13 +19,13 @@ import { parseRelSize } from '../experiment/rel-size.ts';
 import { isStalledRun, median } from '../experiment/sweep.ts';
 import {
   CALIBRATION_MAX_REL_PAGES,
+  DEFAULT_CALIBRATION_RUNS,
   storedLabel,
   type StoredCalibration,
   type StoredCalibrationRun,
 } from '../postgres/calibrate.ts';
 import type { CellSpec } from '../experiment/cell.ts';
 import { markdownTable } from '../report/tables.ts';
-import { DEFAULT_CALIBRATION_RUNS } from '../postgres/calibrate.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 
 /**

@@ -23,8 +23,8 @@ import {
   type BenchRun,
 } from '../../scripts/predict/bench-plan.ts';
 import { mixedBacklog } from '../../scripts/predict/bench-run.ts';
-import { DEFAULT_CALIBRATION_RUNS } from '../../scripts/postgres/calibrate.ts';
 import {
+  DEFAULT_CALIBRATION_RUNS,
   defaultCalibrationDesign,
   planCalibration,
   recordsFromStored,
