@@ -31,7 +31,7 @@ import type { FailoverCounts } from '../../storage/replay-counts.ts';
 /**
  * Runs a cell by default: as many as `npm run calibrate` records a cell, so a bench cell's median is
  * the statistic the profile was fitted to. With 3, one run in the startup process's slow mode
- * (BENCHMARKS.md, fifth measurement) moved a cell's median.
+ * (docs/history/benchmarks-2026-12-03.md, fifth measurement) moved a cell's median.
  */
 export const DEFAULT_BENCH_RUNS = DEFAULT_CALIBRATION_RUNS;
 
