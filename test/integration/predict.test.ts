@@ -11,7 +11,8 @@
  * - the drop path of every call equals PostgreSQL's own, observed with gdb on the startup process
  *   (test/helpers/pg-drop-trace.ts; skipped with the reason without gdb or root);
  * - `--verify` promotes and reports measured phases; `--accuracy` summarises the log;
- * - every bad input of the issue is refused with one message.
+ * - every bad input (an unreachable standby, a primary, no WAL source, an unreadable data
+ *   directory, …) is refused with one message.
  * No timing is asserted.
  */
 import * as fs from 'node:fs';
