@@ -35,10 +35,11 @@ import { measureWalCodec } from '../wal/bench-codec.ts';
 import { measureEndToEnd, measureVacuumReplay } from './bench-replay.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
 import { exitWithUsageIfHelp, positiveInt } from './cli.ts';
+import { exitWhenFlushed } from '../server/process-exit.ts';
 
 const USAGE =
   'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]';
-exitWithUsageIfHelp(process.argv.slice(2), USAGE);
+await exitWithUsageIfHelp(process.argv.slice(2), USAGE);
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -48,16 +49,16 @@ function arg(name: string): string | undefined {
 const json = process.argv.includes('--json');
 const sharedBuffersText = arg('--shared-buffers') ?? '100GB';
 /** A bad option is one `error:` line and the usage (exit 2), never a stack trace or a NaN table. */
-function optionOrExit<T>(parse: () => T): T {
+async function optionOrExit<T>(parse: () => T): Promise<T> {
   try {
     return parse();
   } catch (e) {
     console.error(`error: ${(e as Error).message}\n${USAGE}`);
-    process.exit(2);
+    return exitWhenFlushed(2);
   }
 }
-const runs = optionOrExit(() => positiveInt(arg('--runs') ?? '7', 'runs'));
-const replayPages = optionOrExit(() =>
+const runs = await optionOrExit(() => positiveInt(arg('--runs') ?? '7', 'runs'));
+const replayPages = await optionOrExit(() =>
   positiveInt(arg('--replay-pages') ?? '131072', 'replay-pages'),
 );
 const endToEnd = !process.argv.includes('--no-end-to-end');
@@ -77,7 +78,7 @@ function nowNs(): number {
 }
 
 const MiB = 2 ** 20;
-const { nBuffers } = optionOrExit(() => parseSharedBuffers(sharedBuffersText));
+const { nBuffers } = await optionOrExit(() => parseSharedBuffers(sharedBuffersText));
 const FILL_RELS = 1000;
 const FIRST_REL = 16384;
 const SCAN_REL = 900_000;
