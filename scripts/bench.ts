@@ -17,7 +17,7 @@
  *     min(100,000, threshold - 1) blocks, all buffered; time per probe including the invalidation;
  *   - lookupMissNsPerBlock: the same probes again once nothing is buffered (mapping table only);
  *   - replayRecordsPerSec / replayNsPerHeapBlock: VACUUM of NB/8 at 8GB replayed as a standby's
- *     startup process does it (scripts/bench-replay.ts; `--replay-pages N` to change the size);
+ *     startup process does it (scripts/bench/replay.ts; `--replay-pages N` to change the size);
  *   - endToEndRecordsPerSec: a bulk INSERT through a real primary and standby, the second of two
  *     (warm JIT); endToEndColdRecordsPerSec the first (`--no-end-to-end` skips both).
  */
@@ -31,10 +31,10 @@ import {
 } from '../storage/drop.ts';
 import { formatSharedBuffers, parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { StorageManager } from '../storage/smgr.ts';
-import { measureWalCodec } from '../wal/bench-codec.ts';
-import { measureEndToEnd, measureVacuumReplay } from './bench-replay.ts';
+import { measureWalCodec } from './bench/codec.ts';
+import { measureEndToEnd, measureVacuumReplay } from './bench/replay.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
-import { exitWithUsageIfHelp, positiveInt } from './cli.ts';
+import { exitWithUsageIfHelp, positiveInt } from './cli/command.ts';
 
 const USAGE =
   'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]';

@@ -7,10 +7,10 @@
  */
 import * as path from 'node:path';
 import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
-import { parseCli, runCli, UsageError } from './cli.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { formatPrediction, formatRanking } from './predict/format.ts';
-import { predictStandby, rankStandbys, type Prediction } from './predict/predict.ts';
+import { predictStandby, rankStandbys, type Prediction } from './predict/prediction.ts';
 import {
   accuracyEntry,
   appendAccuracy,

@@ -5,7 +5,7 @@
  */
 import { isWalsimError } from '../../common/errors.ts';
 import { ControlError } from '../../server/control-client.ts';
-import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli.ts';
+import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli/command.ts';
 import { loadProfile } from '../../cost-model/profile.ts';
 import { REL_SIZE_FORMS } from './rel-size.ts';
 import type { Workload } from './state.ts';

@@ -22,7 +22,7 @@ import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pollUntil, StopPolling } from '../../server/poll.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import type { Engine, ExperimentNode } from './engine.ts';
+import type { Engine, ExperimentNode } from '../engines/engine.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';
 import {
   readWorkloadState,
@@ -31,10 +31,15 @@ import {
   type Workload,
   type WorkloadState,
 } from './state.ts';
-import { WalsimEngine } from './walsim-engine.ts';
-import { StepOrderError, StepSession, type AnyEngine, type AnyFailover } from './step-session.ts';
+import { WalsimEngine } from '../engines/walsim-engine.ts';
+import {
+  StepOrderError,
+  StepSession,
+  type AnyEngine,
+  type AnyFailover,
+} from '../engines/step-session.ts';
 import { isPgCluster } from '../postgres/pg-cluster.ts';
-import { PgEngine } from '../postgres/pg-engine.ts';
+import { PgEngine } from '../engines/pg-engine.ts';
 
 export const STEPS = [
   'create',

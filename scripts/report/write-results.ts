@@ -7,9 +7,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { CellSummary, RunRecord, SweepKind } from '../experiment/sweep.ts';
+import type { CellSummary, RunRecord, SweepKind } from '../experiment/sweep-runner.ts';
 import { toCsv } from './csv.ts';
-import { STRATEGY_COLORS } from './strategies-report.ts';
+import { STRATEGY_COLORS } from '../strategies/lab-report.ts';
 import { lineChart, type ChartSeries } from './svg-chart.ts';
 import {
   computeCrossover,

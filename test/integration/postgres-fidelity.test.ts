@@ -31,7 +31,7 @@ import {
   runCell,
   type RunRecord,
   type SweepSettings,
-} from '../../scripts/experiment/sweep.ts';
+} from '../../scripts/experiment/sweep-runner.ts';
 
 const reason = pgUnavailableReason();
 const gdbReason = gdbUnavailableReason();

@@ -21,8 +21,8 @@ import {
   fitTargets,
   storedLabel,
   walsimTwin,
-} from '../../scripts/postgres/calibrate.ts';
-import type { CellSpec, CellSummary, RunRecord } from '../../scripts/experiment/sweep.ts';
+} from '../../scripts/calibration/design.ts';
+import type { CellSpec, CellSummary, RunRecord } from '../../scripts/experiment/sweep-runner.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import { price } from '../../cost-model/price.ts';
 

@@ -33,17 +33,17 @@ import {
   type ResumeResult,
   type StepName,
 } from './steps.ts';
-import { ENGINE_NAMES, type EngineKind } from './engine.ts';
+import { ENGINE_NAMES, type EngineKind } from '../engines/engine.ts';
 import {
   ROW_BACKLOG_VARIANTS,
   type CellSpec,
   type Engine,
   type SweepKind,
   type Variant,
-} from './cell.ts';
+} from '../report/records.ts';
 import { cellKey, cellLabel, estimateCellSeconds } from './plan.ts';
-import { WALSIM_ENGINE } from './walsim-engine.ts';
-import { PG_ENGINE } from '../postgres/pg-engine.ts';
+import { WALSIM_ENGINE } from '../engines/walsim-engine.ts';
+import { PG_ENGINE } from '../engines/pg-engine.ts';
 
 export type { CellSpec, Engine, SweepKind, Variant };
 export { cellKey, cellLabel, estimateCellSeconds, planMulti, planThreshold } from './plan.ts';
@@ -142,7 +142,7 @@ export interface RunRecord extends CellSpec, ModeledColumns {
    * machine busy with other work: the run's seconds then measure the machine, not the engine.
    */
   cpuPressure?: number;
-  /** PostgreSQL: the startup process's CPU, run-queue wait and blocked time (pg-engine.ts), ms. */
+  /** PostgreSQL: the startup process's CPU, run-queue wait and blocked time (engines/pg-engine.ts), ms. */
   startupCpuMs?: number;
   startupRunQueueMs?: number;
   startupBlockedMs?: number;
@@ -199,7 +199,7 @@ export async function runCell(
   s: SweepSettings,
   beforeResume?: (engine: AnyEngine) => Promise<void>,
 ): Promise<RunRecord> {
-  // The steps below are Test A's and Test B's; the DML backlogs are predict-bench's (bench-run.ts).
+  // The steps below are Test A's and Test B's; the DML backlogs are predict-bench's (calibration/cell-run.ts).
   assert(
     !ROW_BACKLOG_VARIANTS.includes(cell.variant),
     `the ${cell.variant} backlog runs through npm run calibrate --counts wal, not a sweep`,

@@ -5,7 +5,7 @@
  * importing each other.
  */
 import type { DropStrategy } from '../../server/settings.ts';
-import type { EngineName } from './engine.ts';
+import type { EngineName } from '../engines/engine.ts';
 
 export type SweepKind = 'threshold' | 'multi';
 /**

@@ -13,16 +13,16 @@ import {
   type ReadOnlyCell,
   type ReadOnlyRun,
   type StrategyMemory,
-} from '../experiment/readonly-workload.ts';
+} from './readonly-workload.ts';
 import {
   WORKLOAD_TITLES,
   type StrategyFailoverCell,
   type StrategyFailoverRun,
   type StrategyWorkload,
-} from '../experiment/strategies.ts';
-import { toCsv } from './csv.ts';
-import { lineChart, type ChartSeries } from './svg-chart.ts';
-import { formatRegression, markdownTable } from './tables.ts';
+} from './lab.ts';
+import { toCsv } from '../report/csv.ts';
+import { lineChart, type ChartSeries } from '../report/svg-chart.ts';
+import { formatRegression, markdownTable } from '../report/tables.ts';
 
 /** One colour per strategy in every chart (full scan red and lookup blue as in the other sweeps). */
 export const STRATEGY_COLORS: Record<DropStrategy, string> = {

@@ -5,7 +5,7 @@
  * (what a status request waiting behind the writer would see) and a `PerformanceObserver` records
  * the GC pauses during the write. Three images per round: all N new, 5 changed, none changed.
  *
- * Usage: tsx scripts/bench-image.ts [--tables 100000] [--rounds 3] [--json]
+ * Usage: tsx scripts/bench/image.ts [--tables 100000] [--rounds 3] [--json]
  * [--marks] (run node with --trace-gc and --marks to see each scavenge between `# image` lines;
  * the figures are wall clock, so state the load.)
  */
@@ -13,10 +13,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
-import { nodeDisk } from '../common/node-disk.ts';
-import { systemClock } from '../common/system-clock.ts';
-import { DEFAULT_DROP_SETTINGS } from '../storage/drop.ts';
-import { NodeStorage, type ImageWriteStats } from '../storage/node-storage.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
+import { systemClock } from '../../common/system-clock.ts';
+import { DEFAULT_DROP_SETTINGS } from '../../storage/drop.ts';
+import { NodeStorage, type ImageWriteStats } from '../../storage/node-storage.ts';
 
 interface ImageRun {
   image: string;

@@ -42,7 +42,7 @@ import {
   type CellSpec,
   type CellSummary,
   type RunRecord,
-} from '../experiment/sweep.ts';
+} from '../experiment/sweep-runner.ts';
 import { WalsimError } from '../../common/errors.ts';
 
 /** Test A's shared_buffers sizes (and the default of the other cells' sizes). */
