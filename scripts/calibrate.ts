@@ -32,9 +32,9 @@ import {
   isStalled,
   runSweep,
   summarise,
-  type RunRecord,
   type SweepSettings,
 } from './experiment/sweep-runner.ts';
+import type { RunRecord } from './report/records.ts';
 import { resultsDirName } from './report/write-results.ts';
 import { printCalibration } from './calibration/table.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';

@@ -5,7 +5,8 @@
  *
  * Entry points: `printCalibration`.
  */
-import { cellKey, median, type RunRecord } from '../experiment/sweep-runner.ts';
+import { cellKey, median } from '../experiment/sweep-runner.ts';
+import type { RunRecord } from '../report/records.ts';
 import type { fitCalibration } from './design.ts';
 import { markdownTable } from '../report/tables.ts';
 

@@ -22,9 +22,10 @@
  */
 import type { CostProfile } from '../../cost-model/profile.ts';
 import type { FreshClusterSettings } from './fresh-cluster.ts';
-import type { Workload } from '../experiment/state.ts';
+import type { Engine as EngineName } from '../report/records.ts';
 
-export type EngineName = 'walsim' | 'postgres';
+/** The experiment steps' workloads: seed 001's rel.sh (Test A) and test.sh (Test B). */
+export type Workload = 'rel' | 'multi';
 export const ENGINE_NAMES: readonly EngineName[] = ['walsim', 'postgres'];
 
 /** The two nodes an experiment uses: the primary it writes on, the standby whose failover it measures. */

@@ -22,15 +22,9 @@ import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pollUntil, StopPolling } from '../../server/poll.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import type { Engine, ExperimentNode } from '../engines/engine.ts';
+import type { Engine, ExperimentNode, Workload } from '../engines/engine.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';
-import {
-  readWorkloadState,
-  tableNames,
-  writeWorkloadState,
-  type Workload,
-  type WorkloadState,
-} from './state.ts';
+import { readWorkloadState, tableNames, writeWorkloadState, type WorkloadState } from './state.ts';
 import { WalsimEngine } from '../engines/walsim-engine.ts';
 import {
   StepOrderError,

@@ -21,7 +21,7 @@ import {
   type StepName,
   type StepResult,
 } from '../../scripts/experiment/steps.ts';
-import type { Workload } from '../../scripts/experiment/state.ts';
+import type { Workload } from '../../scripts/engines/engine.ts';
 import { WALSIM_ENGINE } from '../../scripts/engines/walsim-engine.ts';
 import { PG_ENGINE } from '../../scripts/engines/pg-engine.ts';
 

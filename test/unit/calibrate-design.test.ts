@@ -22,7 +22,8 @@ import {
   storedLabel,
   walsimTwin,
 } from '../../scripts/calibration/design.ts';
-import type { CellSpec, CellSummary, RunRecord } from '../../scripts/experiment/sweep-runner.ts';
+import type { CellSpec } from '../../scripts/experiment/sweep-runner.ts';
+import type { CellSummary, RunRecord } from '../../scripts/report/records.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import { price } from '../../cost-model/price.ts';
 

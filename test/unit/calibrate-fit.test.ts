@@ -15,9 +15,9 @@ import {
   runSweep,
   summarise,
   type CellSpec,
-  type RunRecord,
   type SweepSettings,
 } from '../../scripts/experiment/sweep-runner.ts';
+import type { RunRecord } from '../../scripts/report/records.ts';
 import {
   CALIBRATION_GROUPS,
   fitCalibration,
