@@ -34,33 +34,44 @@ import { StorageManager } from '../storage/smgr.ts';
 import { measureWalCodec } from './bench/codec.ts';
 import { measureEndToEnd, measureVacuumReplay } from './bench/replay.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
-import { exitWithUsageIfHelp, positiveInt } from './cli/command.ts';
+import { exitWithUsageIfHelp, parseCli, positiveInt, UsageError } from './cli/command.ts';
 
 const USAGE =
   'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]';
 exitWithUsageIfHelp(process.argv.slice(2), USAGE);
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
+const OPTIONS = {
+  'shared-buffers': { type: 'string', default: '100GB' },
+  runs: { type: 'string', default: '7' },
+  'replay-pages': { type: 'string', default: '131072' },
+  'no-end-to-end': { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+/** The options, read by the CLIs' one parser (cli/command.ts) and checked. */
+function options() {
+  const { values, positionals } = parseCli(process.argv.slice(2), OPTIONS, USAGE);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+  return {
+    json: values.json === true,
+    nBuffers: parseSharedBuffers(values['shared-buffers']).nBuffers,
+    runs: positiveInt(values.runs, 'runs'),
+    replayPages: positiveInt(values['replay-pages'], 'replay-pages'),
+    endToEnd: values['no-end-to-end'] !== true,
+  };
 }
 
-const json = process.argv.includes('--json');
-const sharedBuffersText = arg('--shared-buffers') ?? '100GB';
 /** A bad option is one `error:` line and the usage (exit 2), never a stack trace or a NaN table. */
-function optionOrExit<T>(parse: () => T): T {
+function optionsOrExit(): ReturnType<typeof options> {
   try {
-    return parse();
+    return options();
   } catch (e) {
-    console.error(`error: ${(e as Error).message}\n${USAGE}`);
+    const message = (e as Error).message;
+    console.error(`error: ${message.endsWith(USAGE) ? message : `${message}\n${USAGE}`}`);
     process.exit(2);
   }
 }
-const runs = optionOrExit(() => positiveInt(arg('--runs') ?? '7', 'runs'));
-const replayPages = optionOrExit(() =>
-  positiveInt(arg('--replay-pages') ?? '131072', 'replay-pages'),
-);
-const endToEnd = !process.argv.includes('--no-end-to-end');
+const { json, nBuffers, runs, replayPages, endToEnd } = optionsOrExit();
 const log = (line: string): void => {
   if (!json) console.log(line);
   else console.error(line);
@@ -77,7 +88,6 @@ function nowNs(): number {
 }
 
 const MiB = 2 ** 20;
-const { nBuffers } = optionOrExit(() => parseSharedBuffers(sharedBuffersText));
 const FILL_RELS = 1000;
 const FIRST_REL = 16384;
 const SCAN_REL = 900_000;

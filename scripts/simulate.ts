@@ -8,12 +8,12 @@
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { INJECTED_BUGS, injectedBugs, type InjectedBug } from '../common/injected-bugs.ts';
 import { generateScenario, describeCommand } from '../sim/scenario.ts';
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
+import { parseCli } from './cli/command.ts';
 
 /** Seeds are folded to 32 bits by every PRNG stream (subSeed), so a larger one would alias. */
 const MAX_SEED = 0xffff_ffff;
@@ -52,31 +52,20 @@ const OPTIONS = {
   worker: { type: 'boolean' },
 } as const;
 
-/** `--seeds -1` reads as an option to parseArgs; joined as `--seeds=-1`, int() names the problem. */
-function joinNegativeValues(args: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const name = a.startsWith('--') ? a.slice(2) : '';
-    const next = args[i + 1];
-    const opt = (OPTIONS as Record<string, { type: string }>)[name];
-    if (opt?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
-      out.push(`${a}=${next}`);
-      i++;
-    } else out.push(a);
-  }
-  return out;
-}
-
-function parseCli() {
+/** Parsed by the CLIs' one parser (cli/command.ts): negative values reach int()'s message. */
+function options() {
   try {
-    return parseArgs({ args: joinNegativeValues(process.argv.slice(2)), options: OPTIONS }).values;
+    const { values, positionals } = parseCli(process.argv.slice(2), OPTIONS, USAGE);
+    if (positionals.length > 0) usageError(`unexpected argument "${positionals[0]}"`);
+    return values;
   } catch (e) {
-    return usageError((e as Error).message);
+    // parseCli's message is the problem's line, then the usage.
+    console.error(`error: ${(e as Error).message}`);
+    process.exit(2);
   }
 }
 
-const values = parseCli();
+const values = options();
 if (values.help) {
   console.log(USAGE);
   process.exit(0);
