@@ -285,9 +285,9 @@ const CALIBRATE_OPTIONS = {
   'primary-shared-buffers': { type: 'string', default: '128MB' },
   // 5 runs after 1 unrecorded pass (26 cells: ~13 min on 2 cores). In a 3-run calibration 13 of 72
   // runs (the first pass's first 7 cells among them) had their startup process use 2-5x the CPU
-  // of the same cell's fastest run in every phase, without waiting for a CPU (BENCHMARKS.md,
-  // fourth measurement); with 3 runs two such runs move a cell's median; with 5 after a warm-up
-  // pass they rarely do.
+  // of the same cell's fastest run in every phase, without waiting for a CPU
+  // (docs/history/benchmarks-2026-12-03.md, fourth measurement); with 3 runs two such runs move a
+  // cell's median; with 5 after a warm-up pass they rarely do.
   runs: { type: 'string', default: String(DEFAULT_CALIBRATION_RUNS) },
   warmup: { type: 'string', default: '1' },
   tables: { type: 'string', default: DEFAULT_CALIBRATION_TABLES.join(',') },

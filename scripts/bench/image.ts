@@ -1,5 +1,5 @@
 /**
- * The data image writer's event-loop stretches at many tables, in one process:
+ * The data image writer's event-loop stretches at many tables (the node's 10 ms bound), in one process:
  * `NodeStorage.writeImage` of N one-row tables (one heap block each, in smgr and the catalog) into a
  * temp data directory, while a 1 ms `setTimeout` ticker measures the longest gap between its ticks
  * (what a status request waiting behind the writer would see) and a `PerformanceObserver` records

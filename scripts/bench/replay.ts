@@ -1,5 +1,5 @@
 /**
- * Replay benchmarks for `npm run bench` (issue 24): what a standby's startup process does per
+ * Replay benchmarks for `npm run bench`: what a standby's startup process does per
  * record, in one process, and the whole pipeline with real processes.
  *
  * `measureVacuumReplay`: a primary's executor runs CREATE TABLE, INSERT of `pages` full pages,
@@ -8,7 +8,7 @@
  * truncation and the commit) are framed by the real encoder into one buffer, and the timed part
  * is what the startup process does with them: validate and decode each frame (CRC, header,
  * msgpack) and replay it (buffer reads, heap prune, FSM/VM touches, the truncation's drop). The
- * issue's reference is PostgreSQL 15 on this machine: 3.0 µs per heap block for VACUUM of NB/8
+ * target's reference is PostgreSQL 15 on this machine: 3.0 µs per heap block for VACUUM of NB/8
  * at 8GB (131,072 pages).
  *
  * `measureEndToEnd`: a real primary and standby (two processes on 127.0.0.1): a bulk INSERT,
@@ -176,7 +176,7 @@ async function timedInsert(
 
 /**
  * Bulk INSERTs through a real primary, walsender, walreceiver and startup process: the first
- * (cold) and then a second one of the same size (warm, the figure the issue's target is about; a
+ * (cold) and then a second one of the same size (warm, the figure the ≥ 500k records/s target is about; a
  * JIT warm-up, as the VACUUM replay bench does with a small run first).
  */
 export async function measureEndToEnd(rows = 20_000_000): Promise<EndToEndResult> {

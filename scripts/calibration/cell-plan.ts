@@ -31,7 +31,7 @@ import type { FailoverCounts } from '../../storage/replay-counts.ts';
 /**
  * Runs a cell by default: as many as `npm run calibrate` records a cell, so a bench cell's median is
  * the statistic the profile was fitted to. With 3, one run in the startup process's slow mode
- * (BENCHMARKS.md, fifth measurement) moved a cell's median.
+ * (docs/history/benchmarks-2026-12-03.md, fifth measurement) moved a cell's median.
  */
 export const DEFAULT_BENCH_RUNS = DEFAULT_CALIBRATION_RUNS;
 
@@ -78,7 +78,7 @@ export interface BenchCell {
   pages: number;
 }
 
-/** Standby shared_buffers the bench accepts (the issue's 128MB–8GB). */
+/** Standby shared_buffers the bench accepts (128MB–8GB: beyond the calibration's sizes on both sides). */
 export const BENCH_MIN_NBUFFERS = parseSharedBuffers('128MB').nBuffers;
 export const BENCH_MAX_NBUFFERS = parseSharedBuffers('8GB').nBuffers;
 const MAX_TABLES = 5000;
@@ -144,8 +144,9 @@ export function parseBenchCell(text: string): BenchCell {
  * The full bench: cells the default calibration design (Test A NB/512, NB/64, NB/8 at
  * 128MB/1GB/4GB; Test B at 50 and 300 tables at 128MB/4GB; TOAST TRUNCATE of 100 tables at
  * 128MB/1GB/4GB/6GB; INSERT and DELETE over 100 tables at 128MB) never saw — other shared_buffers
- * sizes, table counts, relation sizes and workloads — over 128MB–8GB, each workload of the issue
- * (the calibration's own DML backlogs are not among them: the mixed cells carry row-level DML).
+ * sizes, table counts, relation sizes and workloads — over 128MB–8GB, each workload the bench
+ * targets (the calibration's own DML backlogs are not among them: the mixed cells carry row-level
+ * DML).
  */
 export const DEFAULT_BENCH_CELLS: readonly string[] = [
   'testA:NB/8@256MB',

@@ -79,13 +79,14 @@ const LEGACY_CALIBRATION_TABLES = 200;
  * 256 pages has a full-scan cell of the same pages at a smaller size (1,024 pages: 4GB NB/512 and 128MB NB/16;
  * 2,048: 1GB NB/64 and 128MB NB/8; 8,192: 4GB NB/64 and 1GB NB/16), so the per-buffer lookup
  * constants are fitted on the difference of two cells with the same records, not on one cell's
- * median (with 4GB NB/64 alone, one slow-mode median priced a dropped buffer at 2.2 µs: BENCHMARKS.md,
- * fifth measurement).
+ * median (with 4GB NB/64 alone, one slow-mode median priced a dropped buffer at 2.2 µs:
+ * docs/history/benchmarks-2026-12-03.md, fifth measurement).
  */
 export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 16, 8];
 /**
  * Recorded runs a cell (after the warm-up pass): the median of 5 is not moved by two runs of the
- * startup process's slow mode (BENCHMARKS.md, fourth and fifth measurements). predict-bench
+ * startup process's slow mode (docs/history/benchmarks-2026-12-03.md, fourth and fifth
+ * measurements). predict-bench
  * measures as many, so its medians are the statistic the profile was fitted to.
  */
 export const DEFAULT_CALIBRATION_RUNS = 5;
@@ -193,7 +194,8 @@ const of = (pred: (k: CostConstantName) => boolean) => COST_CONSTANT_NAMES.filte
  * page, then its free space in the FSM) and VISIBLE (the VM page too), full-page images, and the
  * non-page records (commit, lock, smgr, checkpoint). Measured apart: the mixed bench backlog, 99 %
  * HEAP_INSERT / HEAP_DELETE, replayed at ≈ 1 µs a record where the one tied constant, fitted on
- * Test A's lazy-vacuum records, said 4.4 µs (BENCHMARKS.md, second measurement).
+ * Test A's lazy-vacuum records, said 4.4 µs (docs/history/benchmarks-2026-12-02.md, second
+ * measurement).
  */
 export const TUPLE_RECORD_KINDS = [
   'HEAP_INSERT',

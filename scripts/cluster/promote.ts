@@ -30,7 +30,7 @@ export async function promoteNode(
       .catch((e: unknown) => {
         if (!isWalsimError(e) || e.kind !== 'not_connected') throw e;
         // The server went away mid-promotion (killed, crashed): say what to look at, not just
-        // "connection closed (1006)" (issue 26).
+        // "connection closed (1006)".
         throw new WalsimError(
           'not_connected',
           `node "${node}" ended while promoting (${e.message}); see ${path.join(nodeDir(clusterDir, node), 'server.log')}, ` +

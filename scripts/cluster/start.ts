@@ -108,7 +108,7 @@ export async function cmdStart(argv: string[], usage: string): Promise<number> {
   if (!/^\d+$/.test(values['dashboard-port']) || dashboardPort > 65535)
     throw new UsageError(`--dashboard-port must be a TCP port, got "${values['dashboard-port']}"`);
   // Everything but --dir, --node and --json shapes a new cluster; on an existing one it would be
-  // ignored, so it is refused, naming each (issue 26 item 5: `start --pg-port` did nothing).
+  // ignored, so it is refused, naming each (`start --pg-port` used to do nothing).
   const initOnly = Object.keys(values).filter(
     (k) =>
       !['dir', 'node', 'json', 'dashboard', 'dashboard-port'].includes(k) &&

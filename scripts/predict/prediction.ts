@@ -38,6 +38,8 @@ import {
 import {
   checkPgdata,
   hasWalinspect,
+  MissingWalError,
+  walDirTimelineHistory,
   PgdataFiles,
   waldumpRecords,
   walinspectRecords,
@@ -315,10 +317,23 @@ async function rangeReader(
       'invalid_input',
       `the primary ${redactUrl(input.primary!)} has no pg_walinspect in its database, and no --pgdata was given: run CREATE EXTENSION pg_walinspect on the primary (predict never writes to a server) or pass --pgdata`,
     );
-  return (a, b, onRecord) =>
-    walDir !== null
-      ? waldumpRecords(input.pgWaldump, walDir, st.timeline, a, b, onRecord)
-      : walinspectRecords(primary!, redactUrl(input.primary!), a, b, onRecord);
+  const history = walDir !== null ? walDirTimelineHistory(walDir, st.timeline) : [];
+  const remedy =
+    walDir === null
+      ? "; pass --pgdata DIR, the standby's data directory (its pg_wal keeps the WAL it received until its next restartpoint)"
+      : input.primary === undefined
+        ? '; pass --primary URL to read the range from a primary that still has it (with pg_walinspect)'
+        : "; --primary is read only without --pgdata: leave --pgdata out to read the range with the primary's pg_walinspect";
+  return async (a, b, onRecord) => {
+    try {
+      return walDir !== null
+        ? await waldumpRecords(input.pgWaldump, walDir, history, a, b, onRecord)
+        : await walinspectRecords(primary!, redactUrl(input.primary!), a, b, onRecord);
+    } catch (e) {
+      if (e instanceof MissingWalError) throw new MissingWalError(e.message + remedy);
+      throw e;
+    }
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * predict-bench's plan and arithmetic (scripts/calibration/cell-plan.ts): the cell specs and their
- * refusals, which cells a calibration design saw, the default plan (every workload of issue 22,
+ * refusals, which cells a calibration design saw, the default plan (every workload it targets,
  * 128MB–8GB, none seen by the default calibration, within the half-hour budget), the mixed
  * backlog, and predicted vs measured per target (median, min–max, error, within target, stalled
  * runs left out). No PostgreSQL, no timing.
@@ -113,7 +113,7 @@ describe('calibration runs through the bench runner', () => {
 describe('the default plan', () => {
   const cells = DEFAULT_BENCH_CELLS.map(parseBenchCell);
 
-  it('covers every workload of the issue over 128MB–8GB, none seen by the default calibration', () => {
+  it('covers every workload over 128MB–8GB, none seen by the default calibration', () => {
     // Every workload but the calibration's own row backlogs (the mixed cells carry row-level DML,
     // pgbench -i a COPY).
     expect(new Set(cells.map((c) => c.workload))).toEqual(

@@ -2,7 +2,7 @@
  * The shipped `seed-001` profile is the fit of walsim's exact counts to seed 001's tables, and with
  * it the model reproduces the seed's shape. Method: (1) the stored counts of the small cells equal
  * freshly computed in-process counts (the stored file is genuine), (2) refitting the stored counts
- * gives exactly the shipped constants (nothing hand-tuned), (3) the issue's acceptance bounds on
+ * gives exactly the shipped constants (nothing hand-tuned), (3) the profile's acceptance bounds on
  * Test A and Test B, asserted on the modeled seconds (deterministic, so exact).
  */
 import * as fs from 'node:fs';
