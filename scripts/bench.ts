@@ -35,10 +35,11 @@ import { measureWalCodec } from './bench/codec.ts';
 import { measureEndToEnd, measureVacuumReplay } from './bench/replay.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
 import { exitWithUsageIfHelp, parseCli, positiveInt, UsageError } from './cli/command.ts';
+import { exitWhenFlushed } from '../server/process-exit.ts';
 
 const USAGE =
   'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]';
-exitWithUsageIfHelp(process.argv.slice(2), USAGE);
+await exitWithUsageIfHelp(process.argv.slice(2), USAGE);
 
 const OPTIONS = {
   'shared-buffers': { type: 'string', default: '100GB' },
@@ -62,16 +63,16 @@ function options() {
 }
 
 /** A bad option is one `error:` line and the usage (exit 2), never a stack trace or a NaN table. */
-function optionsOrExit(): ReturnType<typeof options> {
+async function optionsOrExit(): Promise<ReturnType<typeof options>> {
   try {
     return options();
   } catch (e) {
     const message = (e as Error).message;
     console.error(`error: ${message.endsWith(USAGE) ? message : `${message}\n${USAGE}`}`);
-    process.exit(2);
+    return exitWhenFlushed(2);
   }
 }
-const { json, nBuffers, runs, replayPages, endToEnd } = optionsOrExit();
+const { json, nBuffers, runs, replayPages, endToEnd } = await optionsOrExit();
 const log = (line: string): void => {
   if (!json) console.log(line);
   else console.error(line);

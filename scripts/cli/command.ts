@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import * as path from 'node:path';
 import { isWalsimError } from '../../common/errors.ts';
 import { interrupted } from './interrupt.ts';
+import { exitWhenFlushed } from '../../server/process-exit.ts';
 import { ControlClient, ControlError } from '../../server/control-client.ts';
 import {
   isWalsimServer,
@@ -78,39 +79,47 @@ const USER_ERRNO = new Set([
   'EADDRINUSE',
 ]);
 
-/** `--help` or `-h` anywhere in `argv`: print `usage` on stdout and exit 0. */
-export function exitWithUsageIfHelp(argv: readonly string[], usage: string): void {
+/**
+ * `--help` or `-h` anywhere in `argv`: print `usage` on stdout and exit 0 (the returned promise
+ * then never resolves, so `await` it before doing anything else).
+ */
+export async function exitWithUsageIfHelp(argv: readonly string[], usage: string): Promise<void> {
   if (argv.some((a) => a === '--help' || a === '-h')) {
     process.stdout.write(`${usage}\n`);
-    process.exit(0);
+    await exitWhenFlushed(0);
   }
+}
+
+/** Print a CLI's failure as one line (a stack only for what is not the user's doing). */
+function printFailure(e: unknown): void {
+  if (e instanceof UsageError) console.error(`error: ${e.message}`);
+  else if (e instanceof ControlError)
+    console.error(`ERROR:  ${e.message}${e.detail === undefined ? '' : `\nDETAIL:  ${e.detail}`}`);
+  else if (isWalsimError(e)) console.error(`error: ${e.message}`);
+  else if (USER_ERRNO.has((e as NodeJS.ErrnoException)?.code ?? ''))
+    console.error(`error: ${(e as Error).message}`);
+  else console.error(`error: ${(e as Error)?.stack ?? String(e)}`);
 }
 
 /**
  * Run a CLI main: print a one-line error and exit non-zero on failure. With `usage`, `--help`/`-h`
- * prints it and exits 0 before anything else runs.
+ * prints it and exits 0 before anything else runs. Every exit waits until stdout and stderr are
+ * flushed (server/process-exit.ts): a `--json` piped into a slow reader arrives whole.
  */
 export function runCli(main: () => Promise<number | void>, usage?: string): void {
-  if (usage !== undefined) exitWithUsageIfHelp(process.argv.slice(2), usage);
-  main().then(
-    (code) => {
-      // After Ctrl-C the clean-up in interrupt.ts exits 130 once the clusters are stopped.
-      if (!interrupted()) process.exit(code ?? 0);
-    },
-    (e: unknown) => {
+  void (async () => {
+    if (usage !== undefined) await exitWithUsageIfHelp(process.argv.slice(2), usage);
+    let code: number;
+    try {
+      code = (await main()) ?? 0;
+    } catch (e) {
       if (interrupted()) return; // the run failed because the clean-up stopped its servers
-      if (e instanceof UsageError) console.error(`error: ${e.message}`);
-      else if (e instanceof ControlError)
-        console.error(
-          `ERROR:  ${e.message}${e.detail === undefined ? '' : `\nDETAIL:  ${e.detail}`}`,
-        );
-      else if (isWalsimError(e)) console.error(`error: ${e.message}`);
-      else if (USER_ERRNO.has((e as NodeJS.ErrnoException)?.code ?? ''))
-        console.error(`error: ${(e as Error).message}`);
-      else console.error(`error: ${(e as Error)?.stack ?? String(e)}`);
-      process.exit(e instanceof UsageError ? 2 : 1);
-    },
-  );
+      printFailure(e);
+      code = e instanceof UsageError ? 2 : 1;
+    }
+    // After Ctrl-C the clean-up in interrupt.ts exits 130 once the clusters are stopped.
+    if (!interrupted()) await exitWhenFlushed(code);
+  })();
 }
 
 export function clusterDirOf(dir: string | undefined): string {

@@ -8,6 +8,7 @@
  * `runCli` asks `interrupted()` and leaves the exit to the clean-up, so the code is 130, never 1,
  * and no cluster is left running because the process exited half-way through the clean-up.
  */
+import { exitWhenFlushed } from '../../server/process-exit.ts';
 
 let interruptedBy: NodeJS.Signals | null = null;
 const cleanups: Array<() => Promise<void>> = [];
@@ -32,7 +33,7 @@ export function onInterrupt(cleanup: () => Promise<void>): void {
           console.error(`error: clean-up after ${signal}: ${(e as Error).message}`);
         }
       }
-      process.exit(130);
+      await exitWhenFlushed(130);
     })();
   };
   process.on('SIGINT', onSignal);

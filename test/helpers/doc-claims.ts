@@ -164,3 +164,15 @@ export function tourFolders(readme: string): string[] {
   const section = readme.slice(start).split(/\n#{1,3} /)[0] ?? '';
   return groups(section, /^\| `([\w-]+)\/` \|/gm);
 }
+
+/** A ticket number (the word issue, then a number) where a text should say what it means. */
+const TICKET = /\bissues? #?\d+\b/gi;
+
+/** Every ticket number in `text`, as line: match. */
+export function ticketMentions(rel: string, text: string): string[] {
+  const out: string[] = [];
+  text.split('\n').forEach((line, i) => {
+    for (const m of line.matchAll(TICKET)) out.push(`${rel}:${i + 1} ${m[0]}`);
+  });
+  return out;
+}

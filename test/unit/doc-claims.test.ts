@@ -2,9 +2,10 @@
  * The documents' claims about the repository are true: every repository path a README.md (any
  * folder), BENCHMARKS.md, RELIABILITY.md or docs/ names exists, every `npm run` command they show
  * is a script of package.json, every folder README has its Invariants section (or says there it
- * has none), and the root README's tour names every top-level folder. The claims are read from the
- * text by test/helpers/doc-claims.ts; a failure lists each false claim as document:line. The last
- * block proves the checks can fail, on documents written for it in a temporary directory.
+ * has none), the root README's tour names every top-level folder, and no document or source file
+ * names a ticket number in place of what it means (a reader has no tracker). The claims are read
+ * from the text by test/helpers/doc-claims.ts; a failure lists each false claim as document:line.
+ * The last block proves the checks can fail, on documents written for it in a temporary directory.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -18,6 +19,7 @@ import {
   repositoryFiles,
   repositoryFolders,
   resolves,
+  ticketMentions,
   tourFolders,
   type DocFile,
 } from '../helpers/doc-claims.ts';
@@ -25,6 +27,7 @@ import {
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 interface Checked {
+  tickets: string[];
   missingPaths: string[];
   unknownScripts: string[];
   withoutInvariants: string[];
@@ -42,11 +45,14 @@ function checkTree(root: string): Checked {
     text: fs.readFileSync(path.join(root, rel), 'utf8'),
   }));
   const out: Checked = {
+    tickets: [],
     missingPaths: [],
     unknownScripts: [],
     withoutInvariants: [],
     notInTour: [],
   };
+  for (const rel of files.filter((f) => /\.(md|ts|js)$/.test(f) && !f.startsWith('test/fixtures/')))
+    out.tickets.push(...ticketMentions(rel, fs.readFileSync(path.join(root, rel), 'utf8')));
   for (const doc of docs) {
     for (const c of pathClaims(doc, folders))
       if (!resolves(c, fileSet, root)) out.missingPaths.push(`${c.doc}:${c.line} ${c.path}`);
@@ -67,6 +73,10 @@ describe('the documents tell the truth about the repository', () => {
 
   it('every repository path a README, BENCHMARKS.md, RELIABILITY.md or docs/ names exists', () => {
     expect(checked.missingPaths).toEqual([]);
+  });
+
+  it('no document, comment or test names a ticket number instead of saying what it means', () => {
+    expect(checked.tickets).toEqual([]);
   });
 
   it('every `npm run` command they show is a script of package.json', () => {
@@ -125,6 +135,8 @@ describe('the checks can fail', () => {
     ].join('\n'),
   );
   write('docs/history/2026.md', 'Measured with `scripts/old-bench.ts` (../../README.md).');
+  const ticket = ['issue', '12'].join(' '); // spelled apart, so this file passes its own check
+  write('extra/y.ts', `// Fixed in ${ticket}; the issue tracker is elsewhere.\n`);
 
   it('reports each false claim and nothing true', () => {
     const c = checkTree(dir);
@@ -139,6 +151,7 @@ describe('the checks can fail', () => {
     expect(c.unknownScripts).toEqual(['README.md:5 npm run benhc']);
     expect(c.withoutInvariants).toEqual(['scripts/README.md']);
     expect(c.notInTour).toEqual(['extra']);
+    expect(c.tickets).toEqual([`extra/y.ts:1 ${ticket}`]);
   });
 
   it('accepts an Invariants section that says there are none', () => {
