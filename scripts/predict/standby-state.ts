@@ -64,8 +64,26 @@ export async function connectServer(url: string, role: 'standby' | 'primary'): P
 }
 
 async function one<T>(c: pg.Client, sql: string): Promise<T> {
-  const r = await c.query(sql);
+  const r = await privileged(c.query(sql));
   return r.rows[0] as T;
+}
+
+/**
+ * A query refused for lack of privileges (SQLSTATE 42501) as one message naming the role that is
+ * enough: pg_monitor (pg_read_all_settings for data_directory, pg_read_all_stats for
+ * pg_stat_wal_receiver, the pg_control_* functions).
+ */
+async function privileged<T>(q: Promise<T>): Promise<T> {
+  try {
+    return await q;
+  } catch (e) {
+    if ((e as { code?: string }).code === '42501' || /must be superuser/.test((e as Error).message))
+      throw new WalsimError(
+        'invalid_input',
+        `${(e as Error).message}: the role in the URL needs pg_monitor (GRANT pg_monitor TO it; nothing is written)`,
+      );
+    throw e;
+  }
 }
 
 export async function readStandbyState(c: pg.Client, url: string): Promise<StandbyState> {
@@ -95,10 +113,16 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
             current_setting('data_directory') AS data_directory,
             current_setting('log_line_prefix') AS log_line_prefix,
             current_setting('log_timezone') AS log_timezone,
-            pg_current_logfile() AS current_logfile,
+            has_function_privilege('pg_current_logfile()', 'EXECUTE') AS logfile_allowed,
             EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_buffercache') AS buffercache`,
   );
-  const wr = await c.query('SELECT status, received_tli FROM pg_stat_wal_receiver');
+  // pg_current_logfile() is not granted to pg_monitor in 15 (only --verify needs it): the
+  // executor checks a function's privilege even in a CASE branch not taken, hence two queries.
+  const logfile =
+    s.logfile_allowed === true
+      ? (await one<{ f: string | null }>(c, 'SELECT pg_current_logfile() AS f')).f
+      : null;
+  const wr = await privileged(c.query('SELECT status, received_tli FROM pg_stat_wal_receiver'));
   const w = wr.rows[0] as { status: string; received_tli: number | null } | undefined;
   return {
     ...base,
@@ -116,7 +140,7 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
     hasBuffercache: s.buffercache === true,
     logLinePrefix: String(s.log_line_prefix),
     logTimezone: String(s.log_timezone),
-    currentLogfile: (s.current_logfile as string | null) ?? null,
+    currentLogfile: logfile,
   };
 }
 
