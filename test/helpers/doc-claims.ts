@@ -10,6 +10,7 @@
  * (`unit/wal-lsn.test.ts`), a bare file name when a repository file has that name. An absolute
  * path to such a file is outside the repository and never resolves.
  */
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
@@ -53,8 +54,18 @@ export interface PathClaim {
   path: string;
 }
 
-/** Every tracked-looking file of the repository (no node_modules, results or hidden folders). */
+/**
+ * The repository's files: git's list when `root` is a checkout (a scratch file beside the tree is
+ * not the repository's), else every file but node_modules, results and hidden folders (an export).
+ */
 export function repositoryFiles(root: string): string[] {
+  if (fs.existsSync(path.join(root, '.git'))) {
+    const listed = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' });
+    return listed
+      .split('\0')
+      .filter((f) => f !== '' && fs.existsSync(path.join(root, f)))
+      .sort();
+  }
   const out: string[] = [];
   const walk = (dir: string): void => {
     for (const e of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {

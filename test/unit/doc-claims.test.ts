@@ -64,7 +64,9 @@ function checkTree(root: string): Checked {
   }
   const rootReadme = docs.find((d) => d.rel === 'README.md');
   const toured = new Set(rootReadme === undefined ? [] : tourFolders(rootReadme.text));
-  for (const f of folders) if (!f.includes('/') && !toured.has(f)) out.notInTour.push(f);
+  for (const f of folders) {
+    if (!f.includes('/') && !f.startsWith('.') && !toured.has(f)) out.notInTour.push(f);
+  }
   return out;
 }
 
