@@ -8,13 +8,12 @@
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { INJECTED_BUGS, injectedBugs, type InjectedBug } from '../common/injected-bugs.ts';
 import { generateScenario, describeCommand } from '../sim/scenario.ts';
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
-import { runCli, UsageError } from './cli.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
 
 /** Seeds are folded to 32 bits by every PRNG stream (subSeed), so a larger one would alias. */
 const MAX_SEED = 0xffff_ffff;
@@ -51,28 +50,11 @@ const OPTIONS = {
   worker: { type: 'boolean' },
 } as const;
 
-/** `--seeds -1` reads as an option to parseArgs; joined as `--seeds=-1`, int() names the problem. */
-function joinNegativeValues(args: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const name = a.startsWith('--') ? a.slice(2) : '';
-    const next = args[i + 1];
-    const opt = (OPTIONS as Record<string, { type: string }>)[name];
-    if (opt?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
-      out.push(`${a}=${next}`);
-      i++;
-    } else out.push(a);
-  }
-  return out;
-}
-
+/** Read by the CLIs' one parser (cli/command.ts), which lets negative values reach int()'s message. */
 function parseOptions() {
-  try {
-    return parseArgs({ args: joinNegativeValues(process.argv.slice(2)), options: OPTIONS }).values;
-  } catch (e) {
-    return usageError((e as Error).message);
-  }
+  const { values, positionals } = parseCli(process.argv.slice(2), OPTIONS, USAGE);
+  if (positionals.length > 0) usageError(`unexpected argument "${positionals[0]}"`);
+  return values;
 }
 
 /** The options, the commands per scenario and the planted bug: set by `main` before anything runs. */
