@@ -187,3 +187,42 @@ export function ticketMentions(rel: string, text: string): string[] {
   });
   return out;
 }
+
+export interface SectionClaim {
+  doc: string;
+  line: number;
+  /** The cited document, repository-relative. */
+  cited: string;
+  section: string;
+}
+
+const SECTION_CITE = /((?:[\w-]+\/)*(?:BENCHMARKS|RELIABILITY|README)\.md)[,:]? \(?"([^"]+)"/g;
+
+/**
+ * The sections a text cites by name (`BENCHMARKS.md ("Machine")`, `storage/README.md "Drop
+ * strategies"`), relative to the citing file's folder when it is there, else to the root.
+ */
+export function sectionClaims(
+  rel: string,
+  text: string,
+  files: ReadonlySet<string>,
+): SectionClaim[] {
+  const out: SectionClaim[] = [];
+  const dir = path.posix.dirname(rel);
+  text.split('\n').forEach((line, i) => {
+    for (const m of line.matchAll(SECTION_CITE)) {
+      const named = m[1] ?? '';
+      const local = path.posix.join(dir, named);
+      const cited = files.has(local) ? local : named;
+      out.push({ doc: rel, line: i + 1, cited, section: m[2] ?? '' });
+    }
+  });
+  return out;
+}
+
+/** Does `markdown` have a heading that contains `section` (case, backticks and quotes aside)? */
+export function hasSection(markdown: string, section: string): boolean {
+  const norm = (s: string): string => s.replace(/[`"“”]/g, '').toLowerCase();
+  const wanted = norm(section);
+  return markdown.split('\n').some((l) => /^#{1,6} /.test(l) && norm(l).includes(wanted));
+}
