@@ -35,4 +35,9 @@ export interface CellSpec {
   relDivisor: number | null;
   pagesPerTable: number;
   tables: number;
+  /**
+   * PostgreSQL cells of `--pg-version`: the major run (the npm registry's build, scripts/postgres/
+   * pg-install.ts); absent: the default binaries (Debian's 15, or `--pg-bin`).
+   */
+  pgVersion?: number;
 }
