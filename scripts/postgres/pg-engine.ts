@@ -71,7 +71,7 @@ export interface PgFailover extends EngineFailover {
   promoteNoticeMs: number | null;
   /** null: no pg_waldump of the server's major on this machine (`waldumpMissing` says why). */
   waldump: WaldumpStats | null;
-  waldumpMissing: string | null;
+  waldumpMissing?: string;
   /**
    * The standby's startup process over the failover (resume → its exit at the end of recovery):
    * CPU, run-queue wait, blocked time (startup-sched.ts); null where /proc has no schedstat.
@@ -221,16 +221,7 @@ export class PgEngine implements Engine<PgFailover> {
       promoteNoticeMs,
       recordsReplayed: stats?.total.count ?? NaN,
       waldump: stats,
-      waldumpMissing:
-        stats === null
-          ? toolMissingReason(
-              {
-                dir: readPgEngine(this.clusterDir).binDir,
-                major: readPgEngine(this.clusterDir).major,
-              },
-              'pg_waldump',
-            )
-          : null,
+      ...(stats === null ? { waldumpMissing: this.waldumpMissing() ?? 'no pg_waldump' } : {}),
       startupSched,
       newTimeline: t.newTimeline,
       promoted: true,
