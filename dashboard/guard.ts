@@ -1,7 +1,8 @@
 /**
  * Who may use the dashboard (dashboard/README.md, INV-DASH-4 to 6): the Host check against DNS
- * rebinding on loopback, the cluster's password (HTTP Basic) off loopback, the page's token and
- * this server's Origin for actions and the socket. Comparisons of secrets are constant-time.
+ * rebinding on loopback, the cluster's password (HTTP Basic) on every request whenever the cluster
+ * has one (required off loopback), the page's token and this server's Origin for actions and the
+ * socket. Comparisons of secrets are constant-time.
  *
  * Entry points: `Guard`, `isLoopback`.
  */

@@ -1,7 +1,9 @@
 /**
  * `npm run dashboard -- [--dir DIR] [--port P]`: the live dashboard of a running cluster
  * (dashboard/README.md). Serves one page on 127.0.0.1 (or `--listen ADDR`, only when the cluster
- * has a password), prints its URL and runs until interrupted.
+ * has a password), prints its URL and runs until interrupted. A cluster with a password guards
+ * every request with it, on loopback too: the buttons stop and promote servers that psql reaches
+ * only with that password, so the page must not be the way around it.
  */
 import { isIP } from 'node:net';
 import * as path from 'node:path';
@@ -12,16 +14,21 @@ import { MIN_POLL_MS } from './collector.ts';
 import { PgSource } from './pg-source.ts';
 import { startDashboard } from './server.ts';
 import { WalsimSource } from './walsim-source.ts';
-import { clusterDirOf, parseCli, runCli, UsageError } from '../scripts/cli.ts';
+import { clusterDirOf, parseCli, runCli, UsageError } from '../scripts/cli/command.ts';
 
 const USAGE = `usage: npm run dashboard -- [--dir .walsim] [--port 0] [--listen 127.0.0.1]
           [--interval 250] [--profile seed-001|FILE] [--results results]
   --port       TCP port of the page (default: a free one; the URL is printed)
-  --listen     address to bind; anything but loopback needs a cluster started with --password,
-               whose password the page then asks for (HTTP Basic, any user name)
+  --listen     address to bind; anything but loopback needs a cluster started with --password
   --interval   ms between two status requests to one node (at least ${MIN_POLL_MS})
   --profile    cost profile of the modeled PostgreSQL seconds
-  --results    folder of sweep results for the Results view`;
+  --results    folder of sweep results for the Results view
+A cluster started with --password: the page and every request (the API, the buttons, the live
+socket) ask for that password (HTTP Basic, any user name), on loopback too.
+A cluster without one (and every --engine postgres cluster, whose servers trust loopback): every
+user of this machine who can reach 127.0.0.1 can open the page, read every node's state and press
+its buttons (pause and resume replay, stop the primary immediately, promote a standby); the nodes'
+PostgreSQL ports trust those users too.`;
 
 runCli(async () => {
   const { values } = parseCli(
@@ -64,13 +71,16 @@ runCli(async () => {
     source,
     port,
     listen: values.listen!,
-    password: loopback ? null : password,
+    // On loopback too: any local user could otherwise read the page's token and press its buttons.
+    password,
     pollMs,
     profile,
     profileName: profile.name,
     resultsDir: path.resolve(values.results!),
   });
-  console.log(`dashboard for ${dir} (${source.engine}): ${d.url}`);
+  console.log(
+    `dashboard for ${dir} (${source.engine}): ${d.url}${password === null ? '' : " (asks for the cluster's password)"}`,
+  );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);

@@ -3,7 +3,8 @@
  * bounded node:http server, the push socket (push.ts) and the Collector, and listens.
  *
  * Security (dashboard/README.md, invariants 4–7): binds 127.0.0.1 unless `listen` says otherwise,
- * and then only with the cluster's password (HTTP Basic); a request whose Host is not this
+ * and then only with the cluster's password; with a password every request needs it (HTTP
+ * Basic), on loopback too; a request whose Host is not this
  * server's is refused (DNS rebinding); actions and the socket need the page's token and, from a
  * browser, this server's Origin (no other site can drive them); bodies, headers, frames and
  * connections are bounded.
@@ -28,7 +29,7 @@ export interface DashboardOptions {
   /** 0: a free port. */
   port: number;
   listen: string;
-  /** Required when `listen` is not a loopback address. */
+  /** The cluster's password, asked of every request (HTTP Basic); required off loopback. */
   password: string | null;
   pollMs: number;
   profile: CostProfile;

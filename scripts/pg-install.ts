@@ -3,7 +3,7 @@
  * (postgres/pg-install.ts) ahead of use, and print each one's bin folder. `--list`: the majors
  * already installed (no network).
  */
-import { parseCli, runCli, UsageError } from './cli.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { installedMajors, pgBinDir, pgCacheRoot } from './postgres/pg-install.ts';
 
 const USAGE = `usage: npm run pg-install -- MAJOR... | --list

@@ -8,12 +8,12 @@
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { INJECTED_BUGS, injectedBugs, type InjectedBug } from '../common/injected-bugs.ts';
 import { generateScenario, describeCommand } from '../sim/scenario.ts';
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
 
 /** Seeds are folded to 32 bits by every PRNG stream (subSeed), so a larger one would alias. */
 const MAX_SEED = 0xffff_ffff;
@@ -32,9 +32,7 @@ const USAGE = `usage: npm run simulate -- [options]
 Seeds are 32-bit (0..${MAX_SEED}): every stream is derived from the seed's low 32 bits.`;
 
 function usageError(message: string): never {
-  console.error(`error: ${message}`);
-  console.error(USAGE);
-  process.exit(2);
+  throw new UsageError(`${message}\n${USAGE}`);
 }
 
 const OPTIONS = {
@@ -52,37 +50,17 @@ const OPTIONS = {
   worker: { type: 'boolean' },
 } as const;
 
-/** `--seeds -1` reads as an option to parseArgs; joined as `--seeds=-1`, int() names the problem. */
-function joinNegativeValues(args: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const name = a.startsWith('--') ? a.slice(2) : '';
-    const next = args[i + 1];
-    const opt = (OPTIONS as Record<string, { type: string }>)[name];
-    if (opt?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
-      out.push(`${a}=${next}`);
-      i++;
-    } else out.push(a);
-  }
-  return out;
+/** Read by the CLIs' one parser (cli/command.ts), which lets negative values reach int()'s message. */
+function parseOptions() {
+  const { values, positionals } = parseCli(process.argv.slice(2), OPTIONS, USAGE);
+  if (positionals.length > 0) usageError(`unexpected argument "${positionals[0]}"`);
+  return values;
 }
 
-function parseCli() {
-  try {
-    return parseArgs({ args: joinNegativeValues(process.argv.slice(2)), options: OPTIONS }).values;
-  } catch (e) {
-    return usageError((e as Error).message);
-  }
-}
-
-const values = parseCli();
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-if (values.dir !== undefined && !values.worker)
-  console.error(`note: --dir ignored: the simulator keeps every disk in memory and writes nothing`);
+/** The options, the commands per scenario and the planted bug: set by `main` before anything runs. */
+let values: ReturnType<typeof parseOptions>;
+let steps: number;
+let bug: string | undefined;
 
 function int(name: string, text: string | undefined, dflt: number, max = MAX_SEED): number {
   if (text === undefined) return dflt;
@@ -91,17 +69,6 @@ function int(name: string, text: string | undefined, dflt: number, max = MAX_SEE
     usageError(`--${name} must be a non-negative integer, got "${text}"`);
   if (n > max) usageError(`--${name} must be at most ${max}, got "${text}"`);
   return n;
-}
-
-const steps = int('steps', values.steps, 40, Number.MAX_SAFE_INTEGER);
-const bug = values['inject-bug'];
-if (bug !== undefined) {
-  if (!(INJECTED_BUGS as string[]).includes(bug)) {
-    console.error(`--inject-bug must be one of ${INJECTED_BUGS.join(', ')}, got "${bug}"`);
-    process.exit(2);
-  }
-  injectedBugs[bug as InjectedBug] = true;
-  if (!values.worker && !values.json) console.log(`planted test-only bug: ${bug}`);
 }
 
 interface Totals {
@@ -257,7 +224,7 @@ function runJobs(
   return Promise.all(children).then(() => totals);
 }
 
-async function one(seed: number): Promise<void> {
+async function one(seed: number): Promise<number> {
   const scenario = generateScenario(seed, steps);
   const r = await runSimulation(scenario, { trace: values.trace === true });
   if (values.trace) for (const line of r.trace ?? []) console.log(line);
@@ -275,10 +242,10 @@ async function one(seed: number): Promise<void> {
     );
     for (const c of small.commands) console.log(`  ${describeCommand(c)}`);
   }
-  process.exitCode = r.ok ? 0 : 1;
+  return r.ok ? 0 : 1;
 }
 
-async function many(from: number, n: number, jobs: number): Promise<void> {
+async function many(from: number, n: number, jobs: number): Promise<number> {
   const t0 = performance.now();
   let done = 0;
   const onSeed = (seed: number, t: Totals) => {
@@ -296,7 +263,7 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
   const summary = summaryOf(totals, from, jobs, wallS);
   if (values.json) console.log(JSON.stringify(summary));
   else printSummary(summary, totals, from, n, jobs, wallS);
-  process.exitCode = totals.failed.length === 0 ? 0 : 1;
+  return totals.failed.length === 0 ? 0 : 1;
 }
 
 /** The run's figures (the --json line, and what printSummary prints). */
@@ -382,17 +349,35 @@ function printSummary(
   console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
 }
 
-if (values.worker) {
-  // A job of the parent: one JSON line per seed on stdout.
-  await runRange(int('from', values.from, 1), int('seeds', values.seeds, 1), (seed, t) =>
-    console.log(JSON.stringify({ seed, t })),
-  );
-} else if (values.seed !== undefined) {
-  await one(int('seed', values.seed, 0));
-} else {
+runCli(async () => {
+  values = parseOptions();
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (values.dir !== undefined && !values.worker)
+    console.error(
+      `note: --dir ignored: the simulator keeps every disk in memory and writes nothing`,
+    );
+  steps = int('steps', values.steps, 40, Number.MAX_SAFE_INTEGER);
+  bug = values['inject-bug'];
+  if (bug !== undefined) {
+    if (!(INJECTED_BUGS as string[]).includes(bug))
+      usageError(`--inject-bug must be one of ${INJECTED_BUGS.join(', ')}, got "${bug}"`);
+    injectedBugs[bug as InjectedBug] = true;
+    if (!values.worker && !values.json) console.log(`planted test-only bug: ${bug}`);
+  }
+  if (values.worker) {
+    // A job of the parent: one JSON line per seed on stdout.
+    await runRange(int('from', values.from, 1), int('seeds', values.seeds, 1), (seed, t) =>
+      console.log(JSON.stringify({ seed, t })),
+    );
+    return 0;
+  }
+  if (values.seed !== undefined) return one(int('seed', values.seed, 0));
   const from = int('from', values.from, 1);
   const n = int('seeds', values.seeds, 100);
   if (from + n - 1 > MAX_SEED)
     usageError(`--from ${from} --seeds ${n} runs past the last seed, ${MAX_SEED}`);
-  await many(from, n, Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))));
-}
+  return many(from, n, Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))));
+});

@@ -7,10 +7,10 @@
  * page, and the primary encodes it, the walreceiver validates it and the startup process decodes
  * it. Profiles of the end-to-end bench put msgpackr's `pack` at ~2.7 µs and `unpack` at ~1.2 µs
  * per record (object construction, string extraction, its structure transitions), the largest
- * single cost of replication (BENCHMARKS.md, issue 24). The format is unchanged: a frame is still
- * msgpackr's record encoding with the predeclared structures of codec.ts (PAYLOAD_STRUCTURES),
- * and msgpackr stays the reference — every other kind goes through it, and the property tests
- * compare these bytes with msgpackr's for random bodies of every hot kind.
+ * single cost of replication (docs/history/benchmarks-2026-12-02.md). The format is unchanged: a
+ * frame is still msgpackr's record encoding with the predeclared structures of codec.ts
+ * (PAYLOAD_STRUCTURES), and msgpackr stays the reference — every other kind goes through it, and
+ * the property tests compare these bytes with msgpackr's for random bodies of every hot kind.
  *
  * The encoding, as msgpackr 2.x writes a record of a predeclared structure (id = 0x40 + index):
  * one byte record id, then the values in structure order: the kind as a fixstr; an unsigned

@@ -178,7 +178,7 @@ export interface CellComparison {
   polledS: number;
   /** polledS − seedS. */
   residualS: number;
-  /** Within max(0.15 s, 15 %) of the seed's figure (the acceptance bound). */
+  /** Within max(0.15 s, 15 %) of the seed's figure (the profile's acceptance bound). */
   withinBound: boolean;
 }
 

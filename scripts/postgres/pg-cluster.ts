@@ -34,7 +34,7 @@ import { pollUntil } from '../../server/poll.ts';
 import { freePort } from '../../server/ports.ts';
 import { pgServerUser, resolvePgBin, toolPath, type PgProgram, type PgUser } from './pg-bin.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
-import { onInterrupt } from '../interrupt.ts';
+import { onInterrupt } from '../cli/interrupt.ts';
 
 export type PgNodeName = 'primary' | 'standby';
 
@@ -127,7 +127,7 @@ export interface ProgramResult {
  * event loop. A non-zero exit throws unless `allowFail`.
  */
 export function runPgProgram(
-  engine: Pick<PgEngineFile, 'binDir' | 'major' | 'user'>,
+  engine: Pick<PgEngineFile, 'binDir' | 'user'> & { major?: number },
   program: PgProgram,
   args: string[],
   opts: { cwd?: string; allowFail?: boolean; timeoutMs?: number } = {},
@@ -135,7 +135,9 @@ export function runPgProgram(
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     execFile(
-      toolPath(engine.binDir, engine.major, program),
+      engine.major === undefined
+        ? path.join(engine.binDir, program)
+        : toolPath(engine.binDir, engine.major, program),
       args,
       {
         cwd: opts.cwd ?? '/',

@@ -16,9 +16,11 @@ import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { parsePgLog, promotionTimeline, type PromotionTimeline } from '../postgres/pg-log.ts';
-import { STALL_MS } from '../postgres/pg-engine.ts';
+import { STALL_MS } from '../engines/pg-engine.ts';
 import { markdownTable } from '../report/tables.ts';
-import type { Prediction } from './predict.ts';
+import type { Prediction } from './prediction.ts';
+import { serverConfig } from './standby-state.ts';
+import { redactValue } from '../postgres/conninfo.ts';
 
 export const DEFAULT_ACCURACY_LOG = path.join('.walsim', 'predict-accuracy.jsonl');
 
@@ -76,7 +78,7 @@ export async function verifyPromotion(
   logFile: string,
 ): Promise<VerifyResult> {
   const offset = fs.statSync(logFile).size;
-  const c = new pg.Client({ connectionString: url, application_name: 'walsim-predict-verify' });
+  const c = new pg.Client(serverConfig(url, '--standby', 'walsim-predict-verify'));
   c.on('error', () => {});
   await c.connect();
   let resumeMs: number;
@@ -171,9 +173,19 @@ export function accuracyEntry(p: Prediction, v: VerifyResult): AccuracyEntry {
   };
 }
 
+/**
+ * One JSON line appended, every string redacted (scripts/postgres/conninfo.ts); the file is
+ * created 0600 and kept so (it names servers and their settings).
+ */
 export function appendAccuracy(file: string, e: AccuracyEntry): void {
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  fs.appendFileSync(file, JSON.stringify(e) + '\n');
+  const fd = fs.openSync(file, 'a', 0o600);
+  try {
+    fs.fchmodSync(fd, 0o600);
+    fs.writeSync(fd, JSON.stringify(redactValue(e)) + '\n');
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export function readAccuracy(file: string): AccuracyEntry[] {

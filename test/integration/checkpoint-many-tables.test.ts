@@ -1,5 +1,5 @@
 /**
- * A CHECKPOINT with many tables does not freeze the node (issue 9, item 5): the data image's cost
+ * A CHECKPOINT with many tables does not freeze the node: the data image's cost
  * grows with the relations changed since the last image, not with the number of relations, its
  * fsyncs are batched into a handful of files, and the node answers control requests while the
  * image is written — on the primary at a checkpoint and on the standby at the restartpoint it

@@ -87,7 +87,7 @@ describe('CLI errors', () => {
       'sweep.ts',
       'torture.ts',
       'bench.ts',
-      'calibrate.ts', // issue 26: "Unknown option '--help'"
+      'calibrate.ts', // once: "Unknown option '--help'"
       'fit-seed.ts',
     ];
     const runs = await Promise.all([
@@ -157,7 +157,7 @@ describe('CLI errors', () => {
     expect(fs.existsSync(dir)).toBe(false);
   });
 
-  it('a busy --pg-port is refused before initdb and leaves nothing behind (issue 26 item 5)', async () => {
+  it('a busy --pg-port is refused before initdb and leaves nothing behind', async () => {
     const busy = await freePort('127.0.0.1');
     const holder = net.createServer();
     await new Promise<void>((r) => holder.listen(busy, '127.0.0.1', () => r()));
@@ -188,7 +188,7 @@ describe('CLI errors', () => {
     }
   });
 
-  it('start on an existing cluster refuses the initdb options it would ignore, naming them (issue 26 item 5)', async () => {
+  it('start on an existing cluster refuses the initdb options it would ignore, naming them', async () => {
     const r = await runScript('cluster.ts', [
       'start',
       '--dir',
@@ -205,7 +205,7 @@ describe('CLI errors', () => {
     expect(fs.readdirSync(path.join(cluster, 'primary'))).not.toContain('postmaster.pid'); // nothing started
   });
 
-  it('paper cuts of issue 26: negative numbers, --dir on a file, unknown nodes listed, the sweep usage', async () => {
+  it('paper cuts: negative numbers, --dir on a file, unknown nodes listed, the sweep usage', async () => {
     const file = path.join(tmp, 'a-file');
     fs.writeFileSync(file, 'not a directory\n');
     const runs = await Promise.all([

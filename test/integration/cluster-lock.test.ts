@@ -1,5 +1,5 @@
 /**
- * Locks (issue 26 item 2): a node's data directory is held by its server's postmaster.pid, so a
+ * Locks: a node's data directory is held by its server's postmaster.pid, so a
  * second server started on it is refused before it touches anything (PostgreSQL's
  * CreateDataDirLockFile); cluster-wide CLI operations take the cluster lock, so two concurrent
  * switchovers run one after the other and never leave two read-write nodes, and two concurrent

@@ -1,6 +1,6 @@
 /**
  * After a failover the old primary is fenced, and the "locally committed, not replicated" window is
- * reported (issue 9 item 8, issue 16), with real processes and the real CLI. Method: at
+ * reported, with real processes and the real CLI. Method: at
  * synchronous_commit=on, hold the standby's connection down so a commit waits; crash the primary
  * during the wait; crash recovery of the old primary shows the row; the promoted standby never had
  * it; `cluster start` (all nodes, and `--node primary`) refuses to start the old primary as a second
@@ -45,7 +45,7 @@ describe('failover: fencing the old primary and the locally-committed window', (
     expect(window).toHaveLength(1);
     expect(window[0]!.waitFor).toBe('flush');
     const xid = window[0]!.xid;
-    // Other sessions do not see it while it waits (issue 16).
+    // Other sessions do not see it while it waits.
     expect(await c.scalar('primary', 'SELECT count(*) FROM v')).toBe(1);
     await c.kill('primary');
     expect(await waiting).toBeInstanceOf(Error); // never acknowledged

@@ -1,6 +1,6 @@
 /**
  * An exception inside redo ends the server process with FATAL, as PostgreSQL's startup process
- * failure stops the postmaster (issue 9 item 4), on a standby (the startup process) and on a primary
+ * failure stops the postmaster, on a standby (the startup process) and on a primary
  * (redo of a write statement's record: WAL would be ahead of storage). The data directory stays
  * restartable: the next start is crash recovery and the node catches up. Method: the `redo_fail`
  * fault makes the next record a node applies throw an InvariantViolation.

@@ -27,7 +27,7 @@ import {
 } from '../helpers/pg-drop-trace.ts';
 import { cachedPgBinDir, PG_MAJORS } from '../../scripts/postgres/pg-install.ts';
 import { initPgCluster, pgConnect, readPgEngine } from '../../scripts/postgres/pg-cluster.ts';
-import { PgEngine } from '../../scripts/postgres/pg-engine.ts';
+import { PgEngine } from '../../scripts/engines/pg-engine.ts';
 import { runStep, type ResumeResult } from '../../scripts/experiment/steps.ts';
 
 const dirs = new PgDirs();

@@ -168,7 +168,7 @@ describe('hostile input on the PostgreSQL port', () => {
       C: '08P01',
       M: 'invalid Bind message: ends early',
     });
-    // An ERROR, not FATAL, in postgres.c: the session goes on after Sync (issue 26).
+    // An ERROR, not FATAL, in postgres.c: the session goes on after Sync.
     const badDescribe = await exchange(
       port,
       [startupPacket(USER), message('D', 'Xname\0'), message('S')],

@@ -305,7 +305,7 @@ describe('PostgreSQL wire protocol (node-postgres)', () => {
           primary.query({ text: 'SELECT count(*) FROM m WHERE c = $1', values: [1] }),
         )
       ).code,
-    ).toBe('0A000'); // parameters are not supported by walsim (issue 26)
+    ).toBe('0A000'); // parameters are not supported by walsim
     expect(
       (await sqlstateOf(extended(primary, 'SELECT count(*) FROM m', { binary: true }))).code,
     ).toBe('0A000');

@@ -11,7 +11,8 @@
  * - the drop path of every call equals PostgreSQL's own, observed with gdb on the startup process
  *   (test/helpers/pg-drop-trace.ts; skipped with the reason without gdb or root);
  * - `--verify` promotes and reports measured phases; `--accuracy` summarises the log;
- * - every bad input of the issue is refused with one message.
+ * - every bad input (an unreachable standby, a primary, no WAL source, an unreadable data
+ *   directory, …) is refused with one message.
  * No timing is asserted.
  */
 import * as fs from 'node:fs';
@@ -271,7 +272,7 @@ describe.skipIf(reason !== null)(
       fs.rmSync(path.join(fake, 'pg_wal'));
       fs.mkdirSync(path.join(fake, 'pg_wal'));
       expect(await run(['--standby', standby, '--pgdata', fake])).toMatch(
-        /segments were removed or never received/,
+        /no WAL segment of timeline 1 \(the one holding \S+ first\) is in \S+: the range \S+ → \S+ on timeline 1 needs it .*; pass --primary URL/,
       );
       const bad = path.join(path.dirname(dir), 'bad-profile.json');
       fs.writeFileSync(bad, '{"format": ');

@@ -121,7 +121,7 @@ describe.skipIf(!PSQL)('psql against walsim', () => {
       ].join('\n'),
     );
     // Without ON_ERROR_STOP psql reports the error and goes on; the exit code stays 0, as with PostgreSQL.
-    // PostgreSQL would answer it; walsim refuses the SELECT form it lacks with 0A000 (issue 26).
+    // PostgreSQL would answer it; walsim refuses the SELECT form it lacks with 0A000.
     expect(r.stderr).toContain(
       `psql:${file}:6: ERROR:  this SELECT is not supported by walsim: it answers SELECT count(*)`,
     );

@@ -1,5 +1,5 @@
 /**
- * Replay correctness with real processes (issue: two processes). A scripted workload runs on a real
+ * Replay correctness with real processes (two server processes). A scripted workload runs on a real
  * primary/standby pair on loopback; after catch-up both nodes must hold the same tables, rows,
  * content digests, fork sizes and buffered blocks, and the standby no buffer of a block that no
  * longer exists. The same workload under every drop strategy (full-scan, cached-lookup, rel-list,

@@ -1,8 +1,8 @@
 /**
  * A commit waiting for its synchronous standby (syncrep.c SyncRepWaitForLSN), with real processes.
- * While it waits, other sessions on the primary see the transaction as in progress (issue 16): it
+ * While it waits, other sessions on the primary see the transaction as in progress: it
  * is flushed and committed in CLOG but not yet out of the proc array. A fast stop of the primary
- * ends the wait with PostgreSQL's WARNING (57P01) instead of hanging (issue 9 item 3); the commit
+ * ends the wait with PostgreSQL's WARNING (57P01) instead of hanging; the commit
  * stands locally and is visible after the restart; a write queued behind the waiting one never runs.
  * Writes on other tables run while a commit waits, and their commits wait beside it (group commit).
  */

@@ -1,9 +1,9 @@
 /**
- * `simulate --steps N` does work linear in N (issue 26 item 6: 4000 steps took 6 s, 16000 83 s).
+ * `simulate --steps N` does work linear in N (4000 steps once took 6 s, 16000 83 s).
  * The cause was the base backup of every failover: it copied all of pg_wal, and pg_wal kept one
  * copy of the switch segment per timeline (every ancestor timeline's segment with the same number
  * stays until a checkpoint passes it), so each failover copied more than the last. Method: one
- * seed (its two-node scenario, the one the issue measured) at 500 and at 1,000 steps; the bytes
+ * seed (its two-node scenario, the one first measured) at 500 and at 1,000 steps; the bytes
  * written to every machine's disk (base-backup copies included) per step must not grow with the
  * run's length. Counters, not time.
  */

@@ -1,6 +1,6 @@
 /**
- * predict-bench's plan and arithmetic (scripts/predict/bench-plan.ts): the cell specs and their
- * refusals, which cells a calibration design saw, the default plan (every workload of issue 22,
+ * predict-bench's plan and arithmetic (scripts/calibration/cell-plan.ts): the cell specs and their
+ * refusals, which cells a calibration design saw, the default plan (every workload it targets,
  * 128MB–8GB, none seen by the default calibration, within the half-hour budget), the mixed
  * backlog, and predicted vs measured per target (median, min–max, error, within target, stalled
  * runs left out). No PostgreSQL, no timing.
@@ -21,15 +21,15 @@ import {
   benchCellOfCalibration,
   storedRunOfBench,
   type BenchRun,
-} from '../../scripts/predict/bench-plan.ts';
-import { mixedBacklog } from '../../scripts/predict/bench-run.ts';
+} from '../../scripts/calibration/cell-plan.ts';
+import { mixedBacklog } from '../../scripts/calibration/cell-run.ts';
 import {
   DEFAULT_CALIBRATION_RUNS,
   defaultCalibrationDesign,
   planCalibration,
   recordsFromStored,
   storedLabel,
-} from '../../scripts/postgres/calibrate.ts';
+} from '../../scripts/calibration/design.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 
 const DEFAULT_DESIGN = { ...defaultCalibrationDesign(), primarySharedBuffers: '128MB' };
@@ -113,7 +113,7 @@ describe('calibration runs through the bench runner', () => {
 describe('the default plan', () => {
   const cells = DEFAULT_BENCH_CELLS.map(parseBenchCell);
 
-  it('covers every workload of the issue over 128MB–8GB, none seen by the default calibration', () => {
+  it('covers every workload over 128MB–8GB, none seen by the default calibration', () => {
     // Every workload but the calibration's own row backlogs (the mixed cells carry row-level DML,
     // pgbench -i a COPY).
     expect(new Set(cells.map((c) => c.workload))).toEqual(

@@ -2,7 +2,7 @@
  * The shipped `seed-001` profile is the fit of walsim's exact counts to seed 001's tables, and with
  * it the model reproduces the seed's shape. Method: (1) the stored counts of the small cells equal
  * freshly computed in-process counts (the stored file is genuine), (2) refitting the stored counts
- * gives exactly the shipped constants (nothing hand-tuned), (3) the issue's acceptance bounds on
+ * gives exactly the shipped constants (nothing hand-tuned), (3) the profile's acceptance bounds on
  * Test A and Test B, asserted on the modeled seconds (deterministic, so exact).
  */
 import * as fs from 'node:fs';
@@ -18,7 +18,7 @@ import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
 import { computeCrossover } from '../../scripts/report/tables.ts';
 import { modelFailover } from '../../cost-model/model.ts';
 import { COST_CONSTANT_NAMES, loadProfile } from '../../cost-model/profile.ts';
-import type { CellSummary } from '../../scripts/experiment/sweep.ts';
+import type { CellSummary } from '../../scripts/report/records.ts';
 
 const cells = JSON.parse(fs.readFileSync(SEED_CELLS_FILE, 'utf8')) as CountedSeedCell[];
 const profile = loadProfile('seed-001');

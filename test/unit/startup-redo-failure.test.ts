@@ -1,5 +1,5 @@
 /**
- * An exception inside redo never leaves the startup process "inside a record" (issue 9 item 4):
+ * An exception inside redo never leaves the startup process "inside a record":
  * a stop and a restartpoint that wait for a record boundary still complete, the failure is
  * recorded and handed to `fatal` (the server ends the process). Method: real WAL in a temp
  * directory, a redo whose steps yield once (the event loop runs, as during a long drop) and throw.

@@ -1,5 +1,5 @@
 /**
- * The data image writes what changed since the last one, not every relation (issue 9, item 5):
+ * The data image writes what changed since the last one, not every relation:
  * one pack of changed relations plus a fixed set of small files, an atomic switch, compaction of
  * packs that are mostly dead, garbage of an interrupted image removed at load, and format-1
  * images (one file per relation) still read and replaced.

@@ -139,7 +139,7 @@ describe('candidates and release positions', () => {
 });
 
 describe('pg_stat_replication sync_priority / sync_state', () => {
-  it("the issue's sequence: s1,s2 -> * -> FIRST 2 (s1,s2,s3) -> a sync standby stops -> ANY 2 (s1,s2)", () => {
+  it('a reconfiguration sequence: s1,s2 -> * -> FIRST 2 (s1,s2,s3) -> a sync standby stops -> ANY 2 (s1,s2)', () => {
     const all: Array<[string, number, number, number]> = [
       ['s1', 10, 10, 10],
       ['s2', 10, 10, 10],

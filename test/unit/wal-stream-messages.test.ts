@@ -100,7 +100,7 @@ describe('stream messages', () => {
     expect(violation(raw.pack(['PrimaryKeepalive', 1, 2, 1]))).toMatch(
       /replyRequested must be a boolean/,
     );
-    // Times outside a JavaScript Date's range (issue 9 item 1: 1e300 crashed the walsender).
+    // Times outside a JavaScript Date's range (1e300 once crashed the walsender).
     for (const t of [1e300, -1e300, 8.65e15, -8.65e15]) {
       expect(violation(raw.pack(['StandbyStatusUpdate', 1, 1, 1, t, false]))).toMatch(
         /sendTime must be a time in ms since 1970/,
