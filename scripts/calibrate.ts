@@ -1,6 +1,6 @@
 /**
  * `npm run calibrate [--pg-bin DIR] [--shared-buffers 128MB,1GB,4GB] [--runs 5] [--warmup 1]
- * [--tables 50,300] [--out FILE] …`: run the calibration cells on real PostgreSQL (scripts/postgres/calibrate.ts), count
+ * [--tables 50,300] [--out FILE] …`: run the calibration cells on real PostgreSQL (scripts/calibration/design.ts), count
  * the same cells in walsim, fit a cost profile to this machine, print measured vs fitted seconds
  * and write the profile (usable as `--profile FILE`).
  */
@@ -17,7 +17,14 @@ import {
 import type { FailoverCounts } from '../storage/replay-counts.ts';
 import { costFeatures } from '../cost-model/model.ts';
 import { unidentifiedGroups } from '../cost-model/fit.ts';
-import { nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
+import {
+  nonNegativeInt,
+  parseCli,
+  positiveInt,
+  printJson,
+  runCli,
+  UsageError,
+} from './cli/command.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
 import {
   cellKey,
@@ -25,18 +32,18 @@ import {
   isStalled,
   runSweep,
   summarise,
-  type RunRecord,
   type SweepSettings,
-} from './experiment/sweep.ts';
+} from './experiment/sweep-runner.ts';
+import type { RunRecord } from './report/records.ts';
 import { resultsDirName } from './report/write-results.ts';
-import { printCalibration } from './report/calibration-table.ts';
+import { printCalibration } from './calibration/table.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
-import { onInterrupt } from './interrupt.ts';
-import { benchCellOfCalibration, storedRunOfBench } from './predict/bench-plan.ts';
-import { runBenchCell, type BenchSettings } from './predict/bench-run.ts';
+import { onInterrupt } from './cli/interrupt.ts';
+import { benchCellOfCalibration, storedRunOfBench } from './calibration/cell-plan.ts';
+import { runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
 import {
   cellShortLabel,
   type StoredCalibrationRun,
@@ -59,7 +66,7 @@ import {
   fitTargets,
   type StoredCalibration,
   walsimTwin,
-} from './postgres/calibrate.ts';
+} from './calibration/design.ts';
 
 const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs ${DEFAULT_CALIBRATION_RUNS}] [--warmup 1]
                                [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]

@@ -7,7 +7,7 @@
  */
 import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { WalsimError } from '../common/errors.ts';
-import { parseCli, runCli, UsageError } from './cli.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { Collector, parseDuration, standbyLabel, type Target } from './exporter/collector.ts';
 import { exporterRegistry } from './exporter/metrics.ts';
 import { startMetricsServer } from './exporter/server.ts';

@@ -2,7 +2,7 @@
  * `npm run predict-bench`: how close `npm run predict` comes to real PostgreSQL 15 on cells a
  * calibrated profile never saw. For each cell and run: a fresh primary + standby, a backlog made
  * with replay paused, the prediction from the standby's unreplayed WAL, then the promotion
- * `predict --verify` times (scripts/predict/bench-run.ts). Both targets are reported: wall time, and
+ * `predict --verify` times (scripts/calibration/cell-run.ts). Both targets are reported: wall time, and
  * uncontended time (wall less the standby startup process's run-queue wait). Writes
  * `<out>/results.json` (after every run) and `<out>/accuracy.md`.
  */
@@ -10,13 +10,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadProfile, profilePath, type CostProfile } from '../cost-model/profile.ts';
-import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
-import { defaultWorkDir } from './experiment/sweep.ts';
+import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli/command.ts';
+import { defaultWorkDir } from './experiment/sweep-runner.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
-import { readStoredCalibration, type StoredCalibration } from './postgres/calibrate.ts';
+import { readStoredCalibration, type StoredCalibration } from './calibration/design.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
-import { onInterrupt } from './interrupt.ts';
+import { onInterrupt } from './cli/interrupt.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { resultsDirName } from './report/write-results.ts';
 import {
@@ -31,9 +31,9 @@ import {
   summariseBench,
   type BenchCell,
   type BenchRun,
-} from './predict/bench-plan.ts';
-import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './predict/bench-run.ts';
-import { predictedSeconds } from './predict/predict.ts';
+} from './calibration/cell-plan.ts';
+import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
+import { predictedSeconds } from './predict/prediction.ts';
 import { withLaterCounters } from '../storage/replay-counts.ts';
 
 export const DEFAULT_WALL_PROFILE = 'pg15-calibrated-wall';

@@ -7,13 +7,13 @@
  */
 import * as path from 'node:path';
 import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
-import { parseCli, runCli, UsageError } from './cli.ts';
-import { onInterrupt } from './interrupt.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
+import { onInterrupt } from './cli/interrupt.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { redact, redactValue, rememberSecrets } from './postgres/conninfo.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatPrediction, formatRanking } from './predict/format.ts';
-import { predictStandby, rankStandbys, type Prediction } from './predict/predict.ts';
+import { predictStandby, rankStandbys, type Prediction } from './predict/prediction.ts';
 import {
   accuracyEntry,
   appendAccuracy,

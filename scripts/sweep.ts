@@ -17,8 +17,8 @@ import {
   printJson,
   runCli,
   UsageError,
-} from './cli.ts';
-import { destroyCluster } from './experiment/fresh-cluster.ts';
+} from './cli/command.ts';
+import { destroyCluster } from './engines/fresh-cluster.ts';
 import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import {
@@ -36,13 +36,13 @@ import {
   type SweepKind,
   type SweepSettings,
   type Variant,
-} from './experiment/sweep.ts';
+} from './experiment/sweep-runner.ts';
 import { computeCrossover } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
-import { STRATEGIES_USAGE, strategiesSweep } from './experiment/strategies-sweep.ts';
+import { STRATEGIES_USAGE, strategiesSweep } from './strategies/lab-sweep.ts';
 import { withEntryBundle } from '../server/entry-bundle.ts';
-import { onInterrupt } from './interrupt.ts';
+import { onInterrupt } from './cli/interrupt.ts';
 
 const SEED_RUNS = 5;
 const DEFAULT_MULTI_RUNS = 1;
@@ -154,7 +154,7 @@ function planOf(
   };
 }
 
-/** Ctrl-C: stop the clusters this sweep started, then exit 130 (interrupt.ts). */
+/** Ctrl-C: stop the clusters this sweep started, then exit 130 (cli/interrupt.ts). */
 function destroyClustersOnSignal(workDir: string): void {
   onInterrupt(async () => {
     if (!fs.existsSync(workDir)) return;

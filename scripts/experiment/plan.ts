@@ -8,7 +8,7 @@
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { parseRelSize } from './rel-size.ts';
-import type { CellSpec, Engine, Variant } from './cell.ts';
+import type { CellSpec, Engine, Variant } from '../report/records.ts';
 
 export function cellKey(c: CellSpec): string {
   return [

@@ -12,7 +12,7 @@
  */
 import { isWalsimError } from '../../common/errors.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
-import { predictStandby, rankStandbys, type Prediction } from '../predict/predict.ts';
+import { predictStandby, rankStandbys, type Prediction } from '../predict/prediction.ts';
 import { redactUrl } from '../predict/standby-state.ts';
 
 /** One watched standby: its URL, its data directory (pg_waldump reads its pg_wal), its label. */

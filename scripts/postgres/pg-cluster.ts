@@ -23,7 +23,7 @@ import { pollUntil } from '../../server/poll.ts';
 import { freePort } from '../../server/ports.ts';
 import { findPgBin, pgServerUser, type PgProgram, type PgUser } from './pg-bin.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
-import { onInterrupt } from '../interrupt.ts';
+import { onInterrupt } from '../cli/interrupt.ts';
 
 export type PgNodeName = 'primary' | 'standby';
 

@@ -6,7 +6,7 @@
  * Entry points: `formatPrediction`, `formatRanking`.
  */
 import { markdownTable } from '../report/tables.ts';
-import type { Prediction, rankStandbys } from './predict.ts';
+import type { Prediction, rankStandbys } from './prediction.ts';
 
 const fmtInt = (n: number) => n.toLocaleString('en-US');
 const s3 = (s: number) => `${s.toFixed(3)} s`;

@@ -16,11 +16,11 @@ import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { parsePgLog, promotionTimeline, type PromotionTimeline } from '../postgres/pg-log.ts';
-import { STALL_MS } from '../postgres/pg-engine.ts';
+import { STALL_MS } from '../engines/pg-engine.ts';
 import { markdownTable } from '../report/tables.ts';
-import type { Prediction } from './predict.ts';
+import type { Prediction } from './prediction.ts';
 import { serverConfig } from './standby-state.ts';
-import { interrupted } from '../interrupt.ts';
+import { interrupted } from '../cli/interrupt.ts';
 import { redactValue } from '../postgres/conninfo.ts';
 
 export const DEFAULT_ACCURACY_LOG = path.join('.walsim', 'predict-accuracy.jsonl');

@@ -23,7 +23,7 @@ import {
   parseWebConfig,
   WebAuth,
 } from '../../scripts/exporter/web-config.ts';
-import type { Prediction } from '../../scripts/predict/predict.ts';
+import type { Prediction } from '../../scripts/predict/prediction.ts';
 import { parsePromText, sampleValue } from '../helpers/prom-text.ts';
 
 const profile = loadProfile('seed-001');

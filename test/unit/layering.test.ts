@@ -87,9 +87,6 @@ const CORE_FOLDERS = [
  */
 const BINDINGS = new Set(['common/node-disk.ts', 'common/system-clock.ts']);
 
-/** Entry points that live in a core folder but are not part of the node: a benchmark. */
-const NOT_CORE = new Set(['wal/bench-codec.ts']);
-
 /**
  * Allowed inside the core, with the reason. `cost-model/profile.ts` loads the cost profiles shipped
  * with the code (read-only configuration, the same bytes on every run), which walsim_failover_report
@@ -109,7 +106,7 @@ function coreRoots(graph: ImportGraph): string[] {
   return [
     ...[...graph.keys()].filter((f) => CORE_FOLDERS.includes(topFolder(f)) && !BINDINGS.has(f)),
     ...NODE_SHELL,
-  ].filter((f) => graph.has(f) && !NOT_CORE.has(f));
+  ].filter((f) => graph.has(f));
 }
 
 /** Core files that reach a forbidden module, a binding or a nondeterministic global. */

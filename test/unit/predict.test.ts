@@ -14,7 +14,7 @@ import {
   profileBand,
   rankStandbys,
   type Prediction,
-} from '../../scripts/predict/predict.ts';
+} from '../../scripts/predict/prediction.ts';
 import {
   fsmBlocksAfterTruncate,
   pgKindOf,

@@ -6,7 +6,7 @@
  * Entry points: `pgClusterCommand`, `wantsPgEngine`.
  */
 import * as fs from 'node:fs';
-import { parseCli, printJson, clusterDirOf, UsageError } from '../cli.ts';
+import { parseCli, printJson, clusterDirOf, UsageError } from '../cli/command.ts';
 import {
   initPgCluster,
   isPgCluster,
@@ -15,7 +15,7 @@ import {
   pgNodeRunning,
   stopPgNode,
   readPgEngine,
-} from './pg-cluster.ts';
+} from '../postgres/pg-cluster.ts';
 
 export const PG_CLUSTER_USAGE = `  --engine postgres: a real PostgreSQL primary + synchronous standby (seed 001's settings)
   start   --engine postgres [--pg-bin DIR] [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--dir .walsim]

@@ -32,8 +32,8 @@ import { price } from '../../cost-model/price.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { NodeStorage } from '../../storage/node-storage.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
-import { InProcessCluster } from './in-process.ts';
-import { tableNames } from './state.ts';
+import { InProcessCluster } from '../experiment/in-process.ts';
+import { tableNames } from '../experiment/state.ts';
 
 export type StrategyWorkload = 'vacuum' | 'vacuum-toast' | 'truncate' | 'truncate-toast';
 export const STRATEGY_WORKLOADS: readonly StrategyWorkload[] = [

@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import type { Engine, ExperimentNode } from './engine.ts';
 import { connectPg, type WalsimFailover } from './walsim-engine.ts';
-import type { PgFailover } from '../postgres/pg-engine.ts';
+import type { PgFailover } from './pg-engine.ts';
 
 /** Either engine's failover account (discriminated by `engine`). */
 export type AnyFailover = WalsimFailover | PgFailover;

@@ -9,7 +9,7 @@
 import { isIP } from 'node:net';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { checkSegmentSize } from '../wal/segment.ts';
+import { checkSegmentSize } from '../../wal/segment.ts';
 import {
   listNodes,
   nodeDir,
@@ -18,24 +18,24 @@ import {
   readPidFile,
   type NodeName,
   type PasswordEncryption,
-} from '../server/cluster-files.ts';
-import { runningPid, startNode, stopNode } from '../server/pg-ctl.ts';
-import { isWalsimError, WalsimError } from '../common/errors.ts';
-import { STANDBY_SIGNAL } from '../server/node.ts';
-import { waitStreaming } from '../server/topology.ts';
-import { initCluster, type InitOptions } from '../server/initdb.ts';
-import { lockNewCluster } from '../server/lock-files.ts';
-import { locked } from './cluster-op.ts';
-import { bindsNow } from '../server/ports.ts';
+} from '../../server/cluster-files.ts';
+import { runningPid, startNode, stopNode } from '../../server/pg-ctl.ts';
+import { isWalsimError, WalsimError } from '../../common/errors.ts';
+import { STANDBY_SIGNAL } from '../../server/node.ts';
+import { waitStreaming } from '../../server/topology.ts';
+import { initCluster, type InitOptions } from '../../server/initdb.ts';
+import { lockNewCluster } from '../../server/lock-files.ts';
+import { locked } from './lock.ts';
+import { bindsNow } from '../../server/ports.ts';
 import {
   parseCheckpointTimeout,
   parseDropStrategy,
   parseMaxWalSize,
   parseSynchronousCommit,
   parseWalKeepSize,
-} from '../server/settings.ts';
-import { parseSharedBuffers } from '../storage/shared-buffers.ts';
-import { clusterDirOf, parseCli, printJson, UsageError } from './cli.ts';
+} from '../../server/settings.ts';
+import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import { clusterDirOf, parseCli, printJson, UsageError } from '../cli/command.ts';
 import { startDashboardProcess } from './dashboard-process.ts';
 
 export const isStandby = (clusterDir: string, name: NodeName) =>

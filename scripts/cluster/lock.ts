@@ -4,8 +4,8 @@
  *
  * Entry points: `locked`, `CLUSTER_LOCK_WAIT_MS`.
  */
-import { listNodes } from '../server/cluster-files.ts';
-import { withClusterLock } from '../server/lock-files.ts';
+import { listNodes } from '../../server/cluster-files.ts';
+import { withClusterLock } from '../../server/lock-files.ts';
 
 /** Cluster-wide operations wait this long for another one to finish, then are refused. */
 export const CLUSTER_LOCK_WAIT_MS = 120_000;

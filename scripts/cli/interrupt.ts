@@ -8,7 +8,7 @@
  * `runCli` asks `interrupted()` and leaves the exit to the clean-up, so the code is 130, never 1,
  * and no cluster is left running because the process exited half-way through the clean-up.
  */
-import { exitWhenFlushed } from '../server/process-exit.ts';
+import { exitWhenFlushed } from '../../server/process-exit.ts';
 
 let interruptedBy: NodeJS.Signals | null = null;
 const cleanups: Array<() => Promise<void>> = [];

@@ -2,7 +2,7 @@
  * What an engine is to the experiment steps: a way to create, start, stop and promote the nodes
  * of a primary + standby pair, a connection string per node, and its own way of observing a
  * failover. The steps (steps.ts) exist once and send every statement through the `pg` client to
- * those connection strings; walsim (walsim-engine.ts) and real PostgreSQL (postgres/pg-engine.ts)
+ * those connection strings; walsim (walsim-engine.ts) and real PostgreSQL (pg-engine.ts)
  * differ only here.
  *
  * Entry points: `Engine`, `EngineKind`, `NewClusterSettings`, `FailoverWindow`, `FailoverInstants`,
@@ -22,9 +22,10 @@
  */
 import type { CostProfile } from '../../cost-model/profile.ts';
 import type { FreshClusterSettings } from './fresh-cluster.ts';
-import type { Workload } from './state.ts';
+import type { Engine as EngineName } from '../report/records.ts';
 
-export type EngineName = 'walsim' | 'postgres';
+/** The experiment steps' workloads: seed 001's rel.sh (Test A) and test.sh (Test B). */
+export type Workload = 'rel' | 'multi';
 export const ENGINE_NAMES: readonly EngineName[] = ['walsim', 'postgres'];
 
 /** The two nodes an experiment uses: the primary it writes on, the standby whose failover it measures. */
@@ -78,7 +79,7 @@ export interface EngineFailover {
 
 /**
  * How one engine observes a failover: `F` is its account (walsim-engine.ts WalsimFailover,
- * postgres/pg-engine.ts PgFailover; steps.ts names their union). Generic so that this interface
+ * pg-engine.ts PgFailover; step-session.ts names their union). Generic so that this interface
  * does not import the engines that implement it.
  */
 export interface FailoverObserver<F extends EngineFailover = EngineFailover> {

@@ -4,10 +4,10 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import * as path from 'node:path';
-import { isWalsimError } from '../common/errors.ts';
+import { isWalsimError } from '../../common/errors.ts';
 import { interrupted } from './interrupt.ts';
-import { exitWhenFlushed } from '../server/process-exit.ts';
-import { ControlClient, ControlError } from '../server/control-client.ts';
+import { exitWhenFlushed } from '../../server/process-exit.ts';
+import { ControlClient, ControlError } from '../../server/control-client.ts';
 import {
   isWalsimServer,
   nodeDir,
@@ -15,7 +15,7 @@ import {
   readPidFile,
   readToken,
   type NodeName,
-} from '../server/cluster-files.ts';
+} from '../../server/cluster-files.ts';
 
 export const DEFAULT_CLUSTER_DIR = '.walsim';
 

@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { CostProfile } from '../../cost-model/profile.ts';
-import { cpuPressureTotalUs } from '../experiment/sweep.ts';
+import { cpuPressureTotalUs } from '../experiment/sweep-runner.ts';
 import { runStep, StepSession, waitForStandby, type StepName } from '../experiment/steps.ts';
 import { tableNames } from '../experiment/state.ts';
 import { DML_ROWS_PER_TABLE, dmlBacklog } from '../experiment/dml.ts';
@@ -30,11 +30,11 @@ import {
   readPgEngine,
   runPgProgram,
 } from '../postgres/pg-cluster.ts';
-import { PgEngine } from '../postgres/pg-engine.ts';
+import { PgEngine } from '../engines/pg-engine.ts';
 import { startupSamplerOf } from '../postgres/startup-sched.ts';
-import type { BenchCell, BenchRun } from './bench-plan.ts';
-import { predictStandby } from './predict.ts';
-import { checkVerifiable, verifyPromotion } from './verify.ts';
+import type { BenchCell, BenchRun } from './cell-plan.ts';
+import { predictStandby } from '../predict/prediction.ts';
+import { checkVerifiable, verifyPromotion } from '../predict/verify.ts';
 
 export interface BenchSettings {
   /** Where the fresh pairs live (each removed after its run). */

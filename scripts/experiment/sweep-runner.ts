@@ -20,7 +20,6 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { assert } from '../../common/assert.ts';
-import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import type { ModeledFailover } from '../../cost-model/model.ts';
 import { price } from '../../cost-model/price.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
@@ -33,17 +32,21 @@ import {
   type ResumeResult,
   type StepName,
 } from './steps.ts';
-import { ENGINE_NAMES, type EngineKind } from './engine.ts';
+import { ENGINE_NAMES, type EngineKind } from '../engines/engine.ts';
 import {
   ROW_BACKLOG_VARIANTS,
   type CellSpec,
+  type CellSummary,
   type Engine,
+  type ModeledColumns,
+  type RunRecord,
   type SweepKind,
+  type SweepProgress,
   type Variant,
-} from './cell.ts';
+} from '../report/records.ts';
 import { cellKey, cellLabel, estimateCellSeconds } from './plan.ts';
-import { WALSIM_ENGINE } from './walsim-engine.ts';
-import { PG_ENGINE } from '../postgres/pg-engine.ts';
+import { WALSIM_ENGINE } from '../engines/walsim-engine.ts';
+import { PG_ENGINE } from '../engines/pg-engine.ts';
 
 export type { CellSpec, Engine, SweepKind, Variant };
 export { cellKey, cellLabel, estimateCellSeconds, planMulti, planThreshold } from './plan.ts';
@@ -52,24 +55,6 @@ const ENGINE_KINDS: Record<Engine, EngineKind<AnyFailover>> = {
   walsim: WALSIM_ENGINE,
   postgres: PG_ENGINE,
 };
-
-/** The modeled columns of a run (cost-model), from its exact counts. */
-export interface ModeledColumns {
-  /** The cost profile's name. */
-  modelProfile: string;
-  /** Modeled PostgreSQL seconds, resume → read-write, and per phase. */
-  modeledS: number;
-  /** As the profile's reference would have measured them (its promotion poll), or null. */
-  modeledPolledS: number | null;
-  modeledReplayS: number;
-  modeledEndOfRecoveryS: number;
-  modeledOpenForWritesS: number;
-  /** Of the replay phase: seconds inside buffer drops. */
-  modeledDropS: number;
-}
-
-/** A run without modeled columns (the PostgreSQL engine): measured fields only. */
-export type MeasuredRunRecord = Omit<RunRecord, keyof ModeledColumns | 'mode' | 'counts'>;
 
 /** The modeled columns of a run that was measured only (real PostgreSQL, stored calibration runs). */
 export const NO_MODEL: ModeledColumns & Pick<RunRecord, 'mode' | 'counts'> = {
@@ -94,80 +79,6 @@ export function modeledColumns(m: ModeledFailover): ModeledColumns {
     modeledOpenForWritesS: m.phases.openForWritesS,
     modeledDropS: m.replay.dropsS,
   };
-}
-
-export interface RunRecord extends CellSpec, ModeledColumns {
-  /** 'measured': a real cluster ran the cell; 'model-only': counts in-process, measured fields NaN. */
-  mode: 'measured' | 'model-only';
-  run: number;
-  failoverMs: number;
-  replayMs: number | null;
-  endOfRecoveryMs: number | null;
-  openForWritesMs: number | null;
-  recordsReplayed: number;
-  /** Busy time inside buffer drops during the failover (the part the two paths differ in), ms. */
-  dropMs: number;
-  dropsFullScan: number;
-  dropsCachedLookup: number;
-  scanned: number;
-  probes: number;
-  invalidated: number;
-  promoted: boolean;
-  resumeAt: string;
-  promotedAt: string;
-  /** Wall time of each step of this run, ms (cluster start included as `start`). */
-  stepMs: Record<string, number>;
-  /**
-   * PostgreSQL engine only (drop counters are NaN there: PostgreSQL does not count them): the
-   * seed's own figure (pg_ctl promote -w), WAL bytes replayed (pg_waldump), whether the promote
-   * request stalled in the streaming retry loop (such runs are flagged and left out of fits).
-   */
-  seedMethodMs?: number;
-  walBytes?: number;
-  /** PostgreSQL engine only: pg_waldump's record count per `rmgr/type` over the replayed WAL. */
-  recordsByType?: Record<string, number>;
-  stall?: boolean;
-  /** The failover's exact event counts (what the modeled columns are computed from); null for the PostgreSQL engine. */
-  counts: FailoverCounts | null;
-  /**
-   * An unrecorded warm-up run (`runSweep`'s `warmupRuns`): kept in the records so its figure stays
-   * visible, left out of every summary, median and fit.
-   */
-  warmup?: boolean;
-  /** The machine's 1-minute load average when the run ended (os.loadavg): other work competing for the CPUs. */
-  loadAvg1?: number;
-  /**
-   * Share of the run's wall time during which at least one task waited for a CPU (Linux pressure
-   * stall information, /proc/pressure/cpu "some"; absent where the kernel has none). High on a
-   * machine busy with other work: the run's seconds then measure the machine, not the engine.
-   */
-  cpuPressure?: number;
-  /** PostgreSQL: the startup process's CPU, run-queue wait and blocked time (pg-engine.ts), ms. */
-  startupCpuMs?: number;
-  startupRunQueueMs?: number;
-  startupBlockedMs?: number;
-}
-
-export interface CellSummary extends CellSpec, ModeledColumns {
-  runs: number;
-  failoverMsMean: number;
-  /** Median over the runs without a promote stall (all runs if every one stalled). */
-  failoverMsMedian: number;
-  /** Runs whose promote request stalled (PostgreSQL engine). */
-  stalls: number;
-  /** walsim: modeled PostgreSQL seconds (cost profile) of the cell, ms, when a model ran. */
-  modeledMsMean?: number;
-  /** PostgreSQL engine: median of the seed's pg_ctl promote -w figure over the same runs. */
-  seedMethodMsMedian?: number;
-  failoverMsMin: number;
-  failoverMsMax: number;
-  replayMsMean: number | null;
-  dropMsMean: number;
-  dropsFullScan: number;
-  dropsCachedLookup: number;
-  scanned: number;
-  probes: number;
-  invalidated: number;
 }
 
 export interface SweepSettings {
@@ -199,7 +110,7 @@ export async function runCell(
   s: SweepSettings,
   beforeResume?: (engine: AnyEngine) => Promise<void>,
 ): Promise<RunRecord> {
-  // The steps below are Test A's and Test B's; the DML backlogs are predict-bench's (bench-run.ts).
+  // The steps below are Test A's and Test B's; the DML backlogs are predict-bench's (calibration/cell-run.ts).
   assert(
     !ROW_BACKLOG_VARIANTS.includes(cell.variant),
     `the ${cell.variant} backlog runs through npm run calibrate --counts wal, not a sweep`,
@@ -405,16 +316,6 @@ export function summarise(plan: CellSpec[], records: RunRecord[]): CellSummary[]
       invalidated: rs.length ? mean((r) => r.invalidated) : NaN,
     };
   });
-}
-
-export interface SweepProgress {
-  done: number;
-  total: number;
-  /** Estimated seconds done / total (estimateCellSeconds), for an ETA weighted by cost. */
-  weightDone: number;
-  weightTotal: number;
-  current: string;
-  lastRecord: RunRecord | null;
 }
 
 /** Cumulative microseconds in which some task waited for a CPU (/proc/pressure/cpu), or null. */

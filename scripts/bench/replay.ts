@@ -16,18 +16,18 @@
  * per second = records the standby replayed in that span / its length. Measured twice: the first
  * INSERT after start (cold JIT) and, after a TRUNCATE, the same INSERT again (warm).
  */
-import { executeWrite, heapPlannerOf, type ExecutorContext } from '../primary/executor.ts';
-import { ClusterHandle } from '../server/cluster-handle.ts';
-import { pollUntil } from '../server/poll.ts';
-import { parseStatement } from '../sql/parser.ts';
-import { DEFAULT_DROP_SETTINGS, runSteps } from '../storage/drop.ts';
-import { NodeStorage } from '../storage/node-storage.ts';
-import { redo, replayRecordSteps } from '../storage/redo.ts';
-import { parseSharedBuffers } from '../storage/shared-buffers.ts';
-import { ByteBuffer } from '../wal/byte-buffer.ts';
-import { decodeRecord, RecordEncoder } from '../wal/codec.ts';
-import { parseLsn } from '../wal/lsn.ts';
-import { TUPLES_PER_PAGE, type TransactionId, type WalRecordBody } from '../wal/records.ts';
+import { executeWrite, heapPlannerOf, type ExecutorContext } from '../../primary/executor.ts';
+import { ClusterHandle } from '../../server/cluster-handle.ts';
+import { pollUntil } from '../../server/poll.ts';
+import { parseStatement } from '../../sql/parser.ts';
+import { DEFAULT_DROP_SETTINGS, runSteps } from '../../storage/drop.ts';
+import { NodeStorage } from '../../storage/node-storage.ts';
+import { redo, replayRecordSteps } from '../../storage/redo.ts';
+import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import { ByteBuffer } from '../../wal/byte-buffer.ts';
+import { decodeRecord, RecordEncoder } from '../../wal/codec.ts';
+import { parseLsn } from '../../wal/lsn.ts';
+import { TUPLES_PER_PAGE, type TransactionId, type WalRecordBody } from '../../wal/records.ts';
 
 export interface VacuumReplayResult {
   pages: number;

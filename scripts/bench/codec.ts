@@ -1,8 +1,8 @@
 /** Micro-benchmark of the WAL record codec (frame encode and validate+decode), called by `npm run bench`. */
-import { ByteBuffer } from './byte-buffer.ts';
-import { decodeRecord, RecordEncoder } from './codec.ts';
-import type { WalRecordBody } from './records.ts';
-import { TUPLES_PER_PAGE } from './records.ts';
+import { ByteBuffer } from '../../wal/byte-buffer.ts';
+import { decodeRecord, RecordEncoder } from '../../wal/codec.ts';
+import type { WalRecordBody } from '../../wal/records.ts';
+import { TUPLES_PER_PAGE } from '../../wal/records.ts';
 
 export interface WalCodecBenchOptions {
   /** Records per batch (one ByteBuffer of frames). Default 256. */

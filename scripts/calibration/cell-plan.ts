@@ -16,15 +16,15 @@
 import { WalsimError } from '../../common/errors.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { parseRelSize } from '../experiment/rel-size.ts';
-import { isStalledRun, median } from '../experiment/sweep.ts';
+import { isStalledRun, median } from '../experiment/sweep-runner.ts';
 import {
   CALIBRATION_MAX_REL_PAGES,
   DEFAULT_CALIBRATION_RUNS,
   storedLabel,
   type StoredCalibration,
   type StoredCalibrationRun,
-} from '../postgres/calibrate.ts';
-import type { CellSpec } from '../experiment/cell.ts';
+} from './design.ts';
+import type { CellSpec } from '../report/records.ts';
 import { markdownTable } from '../report/tables.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 
@@ -458,7 +458,7 @@ export function renderBenchMarkdown(
 }
 
 /**
- * A calibration cell (scripts/postgres/calibrate.ts planCalibration) as a bench cell: `npm run
+ * A calibration cell (scripts/calibration/design.ts planCalibration) as a bench cell: `npm run
  * calibrate` measures its PostgreSQL runs with this module's runner, so that the fit sees the
  * counts predict reads from the real WAL — the counts every prediction is priced from.
  */

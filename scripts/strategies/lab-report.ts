@@ -4,7 +4,7 @@
  * and one table per measure), results.json (settings, every run, every cell), results.csv
  * (failover runs), readonly.csv, memory.csv, and one SVG chart per measure.
  *
- * Entry points: `renderStrategies`, `summaryTable`, `StrategiesOutput`, `STRATEGY_COLORS`.
+ * Entry points: `renderStrategies`, `summaryTable`, `StrategiesOutput`.
  */
 import type { DropStrategy } from '../../storage/drop.ts';
 import { formatSharedBuffers } from '../../storage/shared-buffers.ts';
@@ -13,26 +13,18 @@ import {
   type ReadOnlyCell,
   type ReadOnlyRun,
   type StrategyMemory,
-} from '../experiment/readonly-workload.ts';
+} from './readonly-workload.ts';
 import {
   WORKLOAD_TITLES,
   type StrategyFailoverCell,
   type StrategyFailoverRun,
   type StrategyWorkload,
-} from '../experiment/strategies.ts';
-import { toCsv } from './csv.ts';
-import { lineChart, type ChartSeries } from './svg-chart.ts';
-import { formatRegression, markdownTable } from './tables.ts';
+} from './lab.ts';
+import { toCsv } from '../report/csv.ts';
+import { lineChart, STRATEGY_COLORS, type ChartSeries } from '../report/svg-chart.ts';
+import { formatRegression, markdownTable } from '../report/tables.ts';
 
 /** One colour per strategy in every chart (full scan red and lookup blue as in the other sweeps). */
-export const STRATEGY_COLORS: Record<DropStrategy, string> = {
-  'full-scan': '#d62728',
-  'cached-lookup': '#1f77b4',
-  'rel-list': '#2ca02c',
-  'recovery-hash': '#9467bd',
-  'cache-at-create': '#ff7f0e',
-};
-
 export interface StrategiesOutput {
   startedAt: string;
   finishedAt: string;

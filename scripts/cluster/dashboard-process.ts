@@ -10,8 +10,8 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { entryArgs } from '../server/entry.ts';
-import { pollUntil, StopPolling } from '../server/poll.ts';
+import { entryArgs } from '../../server/entry.ts';
+import { pollUntil, StopPolling } from '../../server/poll.ts';
 
 const ENTRY = 'dashboard/main.ts';
 const pidPath = (dir: string) => path.join(dir, 'dashboard.pid');

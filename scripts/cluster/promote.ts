@@ -6,12 +6,12 @@
  * Entry points: `promoteNode`, `PromoteResult`.
  */
 import * as path from 'node:path';
-import { isWalsimError, WalsimError } from '../common/errors.ts';
-import { nodeDir } from '../server/cluster-files.ts';
-import { connectNode } from './cli.ts';
-import type { FailoverReport } from '../standby/failover-report.ts';
-import { withModel, type Priced } from '../cost-model/price.ts';
-import type { CostProfile } from '../cost-model/profile.ts';
+import { isWalsimError, WalsimError } from '../../common/errors.ts';
+import { nodeDir } from '../../server/cluster-files.ts';
+import { connectNode } from '../cli/command.ts';
+import type { FailoverReport } from '../../standby/failover-report.ts';
+import { withModel, type Priced } from '../../cost-model/price.ts';
+import type { CostProfile } from '../../cost-model/profile.ts';
 
 export interface PromoteResult {
   promoted: boolean;

@@ -1,5 +1,5 @@
 /**
- * Real PostgreSQL as an experiment engine (../experiment/engine.ts): nodes made by pg-cluster.ts
+ * Real PostgreSQL as an experiment engine (engine.ts): nodes made by pg-cluster.ts
  * (initdb, pg_basebackup -R -X stream, pg_ctl as the server's OS user), statements through the
  * `pg` client, promotion by `pg_ctl promote -w`, and the failover observed the way walsim times
  * itself, from the server's clocks.
@@ -35,7 +35,7 @@ import type {
   FailoverObserver,
   FailoverWindow,
   NewClusterSettings,
-} from '../experiment/engine.ts';
+} from './engine.ts';
 import {
   destroyPgCluster,
   initPgCluster,
@@ -47,10 +47,10 @@ import {
   pgNodeRunning,
   readPgEngine,
   runPgProgram,
-} from './pg-cluster.ts';
-import { parsePgLog, promotionTimeline, type PromotionTimeline } from './pg-log.ts';
-import { parseWaldumpStats, type WaldumpStats } from './pg-waldump.ts';
-import { startupSamplerOf, type StartupSched } from './startup-sched.ts';
+} from '../postgres/pg-cluster.ts';
+import { parsePgLog, promotionTimeline, type PromotionTimeline } from '../postgres/pg-log.ts';
+import { parseWaldumpStats, type WaldumpStats } from '../postgres/pg-waldump.ts';
+import { startupSamplerOf, type StartupSched } from '../postgres/startup-sched.ts';
 
 /** A promote request noticed later than this after it was sent (and after replay ran out of WAL) is a stall. */
 export const STALL_MS = 1000;

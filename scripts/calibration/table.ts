@@ -5,9 +5,10 @@
  *
  * Entry points: `printCalibration`.
  */
-import { cellKey, median, type RunRecord } from '../experiment/sweep.ts';
-import type { fitCalibration } from '../postgres/calibrate.ts';
-import { markdownTable } from './tables.ts';
+import { cellKey, median } from '../experiment/sweep-runner.ts';
+import type { RunRecord } from '../report/records.ts';
+import type { fitCalibration } from './design.ts';
+import { markdownTable } from '../report/tables.ts';
 
 const pct = (x: number) =>
   Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : 'n/a';

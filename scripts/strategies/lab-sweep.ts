@@ -11,12 +11,12 @@ import { DEFAULT_PROFILE, loadProfile } from '../../cost-model/profile.ts';
 import { DROP_STRATEGIES } from '../../storage/drop.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { parseDropStrategy } from '../../server/settings.ts';
-import { list, parseCli, positiveInt, printJson, UsageError } from '../cli.ts';
-import { renderStrategies, type StrategiesOutput } from '../report/strategies-report.ts';
+import { list, parseCli, positiveInt, printJson, UsageError } from '../cli/command.ts';
+import { renderStrategies, type StrategiesOutput } from './lab-report.ts';
 import { writeResultFiles } from '../report/write-results.ts';
 import { measureReadOnly, strategyMemory } from './readonly-workload.ts';
-import { runStrategyFailovers, STRATEGY_WORKLOADS, type StrategyWorkload } from './strategies.ts';
-import { DEFAULT_SHARED_BUFFERS } from './sweep.ts';
+import { runStrategyFailovers, STRATEGY_WORKLOADS, type StrategyWorkload } from './lab.ts';
+import { DEFAULT_SHARED_BUFFERS } from '../experiment/sweep-runner.ts';
 
 export const STRATEGIES_USAGE = `  strategies the seed debate replayed: every drop strategy (${DROP_STRATEGIES.join(', ')}) on Test B
              (--tables one-block tables; VACUUM and TRUNCATE, int-only and TOAST-like), measured in-process

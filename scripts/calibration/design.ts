@@ -36,13 +36,8 @@ import {
 import { withLaterCounters, type FailoverCounts } from '../../storage/replay-counts.ts';
 import { parseRelSize, rowsForPages } from '../experiment/rel-size.ts';
 import { COPY_WIDE_ROWS_PER_TABLE, DML_ROWS_PER_TABLE } from '../experiment/dml.ts';
-import {
-  NO_MODEL,
-  planMulti,
-  type CellSpec,
-  type CellSummary,
-  type RunRecord,
-} from '../experiment/sweep.ts';
+import { NO_MODEL, planMulti, type CellSpec } from '../experiment/sweep-runner.ts';
+import type { CellSummary, RunRecord } from '../report/records.ts';
 import { WalsimError } from '../../common/errors.ts';
 
 /** Test A's shared_buffers sizes (and the default of the other cells' sizes). */

@@ -5,7 +5,7 @@
  * (what a status request waiting behind the writer would see) and a `PerformanceObserver` records
  * the GC pauses during the write. Three images per round: all N new, 5 changed, none changed.
  *
- * Usage: tsx scripts/bench-image.ts [--tables 100000] [--rounds 3] [--json]
+ * Usage: tsx scripts/bench/image.ts [--tables 100000] [--rounds 3] [--json]
  * [--marks] (run node with --trace-gc and --marks to see each scavenge between `# image` lines;
  * the figures are wall clock, so state the load.)
  */
@@ -13,10 +13,19 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
-import { nodeDisk } from '../common/node-disk.ts';
-import { systemClock } from '../common/system-clock.ts';
-import { DEFAULT_DROP_SETTINGS } from '../storage/drop.ts';
-import { NodeStorage, type ImageWriteStats } from '../storage/node-storage.ts';
+import { nodeDisk } from '../../common/node-disk.ts';
+import { systemClock } from '../../common/system-clock.ts';
+import { DEFAULT_DROP_SETTINGS } from '../../storage/drop.ts';
+import { NodeStorage, type ImageWriteStats } from '../../storage/node-storage.ts';
+import { parseCli, positiveInt, runCli } from '../cli/command.ts';
+
+const USAGE = 'usage: tsx scripts/bench/image.ts [--tables 100000] [--rounds 3] [--json] [--marks]';
+const OPTIONS = {
+  tables: { type: 'string', default: '100000' },
+  rounds: { type: 'string', default: '3' },
+  json: { type: 'boolean' },
+  marks: { type: 'boolean' },
+} as const;
 
 interface ImageRun {
   image: string;
@@ -49,6 +58,7 @@ async function timedImage(
   dir: string,
   lsn: number,
   image: string,
+  marks: boolean,
 ): Promise<ImageRun> {
   const gcs: PerformanceEntry[] = [];
   const obs = new PerformanceObserver((list) => gcs.push(...list.getEntries()));
@@ -65,7 +75,6 @@ async function timedImage(
   setTimeout(tick, 1);
   const pause = () => new Promise<void>((resolve) => setImmediate(resolve));
   const header = { redoLsn: lsn << 20, redoPrevLsn: 0, timeline: 1 };
-  const marks = process.argv.includes('--marks');
   if (marks) console.log(`# image ${image}: start`);
   const t0 = performance.now();
   const stats: ImageWriteStats = await st.writeImage(dir, header, pause, {
@@ -90,14 +99,14 @@ async function timedImage(
   };
 }
 
-async function round(tables: number): Promise<ImageRun[]> {
+async function round(tables: number, marks: boolean): Promise<ImageRun[]> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-bench-image-'));
   try {
     const st = buildStorage(tables);
-    const runs = [await timedImage(st, dir, 1, 'all new')];
+    const runs = [await timedImage(st, dir, 1, 'all new', marks)];
     for (let i = 0; i < 5; i++) st.heap.applyInsert(FIRST_REL + i * 1000, 0, 2, i, 3, false);
-    runs.push(await timedImage(st, dir, 2, '5 changed'));
-    runs.push(await timedImage(st, dir, 3, 'none changed'));
+    runs.push(await timedImage(st, dir, 2, '5 changed', marks));
+    runs.push(await timedImage(st, dir, 3, 'none changed', marks));
     return runs;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -109,16 +118,12 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
 async function main(): Promise<void> {
-  const tables = arg('--tables', 100_000);
-  const rounds = arg('--rounds', 3);
+  const { values } = parseCli(process.argv.slice(2), OPTIONS, USAGE);
+  const tables = positiveInt(values.tables, 'tables');
+  const rounds = positiveInt(values.rounds, 'rounds');
   const all: ImageRun[] = [];
-  for (let r = 0; r < rounds; r++) all.push(...(await round(tables)));
+  for (let r = 0; r < rounds; r++) all.push(...(await round(tables, values.marks === true)));
   const fields = ['ms', 'longestGapMs', 'longestStepMs', 'pauses', 'gcCount', 'longestGcMs'];
   const summary = ['all new', '5 changed', 'none changed'].map((image) => {
     const runs = all.filter((r) => r.image === image);
@@ -127,7 +132,7 @@ async function main(): Promise<void> {
     row['maxGapMs'] = Math.max(...runs.map((r) => r.longestGapMs));
     return row;
   });
-  if (process.argv.includes('--json')) {
+  if (values.json === true) {
     console.log(JSON.stringify({ tables, rounds, load: os.loadavg()[0], summary, runs: all }));
     return;
   }
@@ -140,4 +145,4 @@ async function main(): Promise<void> {
     );
 }
 
-await main();
+runCli(main, USAGE);
