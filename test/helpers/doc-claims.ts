@@ -79,7 +79,7 @@ export function repositoryFiles(root: string): string[] {
   return out.sort();
 }
 
-/** The documents whose claims are checked: every README.md, BENCHMARKS.md, RELIABILITY.md, docs/. */
+/** The documents whose claims are checked: each README.md, BENCHMARKS.md, RELIABILITY.md, docs/. */
 export function documents(files: readonly string[]): string[] {
   return files.filter(
     (f) =>
@@ -176,8 +176,8 @@ export function tourFolders(readme: string): string[] {
   return groups(section, /^\| `([\w-]+)\/` \|/gm);
 }
 
-/** A ticket number (the word issue, then a number) where a text should say what it means. */
-const TICKET = /\bissues? #?\d+\b/gi;
+/** A ticket number (issue or a bracketed item, then a number) in place of what it means. */
+const TICKET = /\bissues? #?\d+\b|\(items? \d+(?:, \d+)*\)/gi;
 
 /** Every ticket number in `text`, as line: match. */
 export function ticketMentions(rel: string, text: string): string[] {

@@ -96,7 +96,7 @@ describe('the documents tell the truth about the repository', () => {
     expect(checked.tickets).toEqual([]);
   });
 
-  it('every section a document or comment cites by name in a README, BENCHMARKS.md or RELIABILITY.md exists', () => {
+  it('every section cited by name in a README, BENCHMARKS.md or RELIABILITY.md is there', () => {
     expect(checked.missingSections).toEqual([]);
   });
 
@@ -147,7 +147,7 @@ describe('the checks can fail', () => {
       '| `docs/` | history |',
       '',
       '`npm run bench` (scripts/bench.ts); `npm run benhc`; see [the record](docs/old.md).',
-      `Layout: ${cite('scripts/README.md', 'Layout')}; the rooms: ${cite('scripts/README.md', 'Rooms')}.`,
+      `See ${cite('scripts/README.md', 'Layout')}; ${cite('scripts/README.md', 'Rooms')}.`,
     ].join('\n'),
   );
   write(
@@ -162,6 +162,7 @@ describe('the checks can fail', () => {
   write('docs/history/2026.md', 'Measured with `scripts/old-bench.ts` (../../README.md).');
   const ticket = ['issue', '12'].join(' '); // spelled apart, so this file passes its own check
   write('extra/y.ts', `// Fixed in ${ticket}; the issue tracker is elsewhere.\n`);
+  write('extra/z.md', `- *A bug* (${['item', '3'].join(' ')}): fixed; item 4 of the list stays.\n`);
 
   it('reports each false claim and nothing true', () => {
     const c = checkTree(dir);
@@ -177,7 +178,10 @@ describe('the checks can fail', () => {
     expect(c.missingSections).toEqual([`README.md:6 ${cite('scripts/README.md', 'Rooms')}`]);
     expect(c.withoutInvariants).toEqual(['scripts/README.md']);
     expect(c.notInTour).toEqual(['extra']);
-    expect(c.tickets).toEqual([`extra/y.ts:1 ${ticket}`]);
+    expect(c.tickets).toEqual([
+      `extra/y.ts:1 ${ticket}`,
+      `extra/z.md:1 (${['item', '3'].join(' ')})`,
+    ]);
   });
 
   it('accepts an Invariants section that says there are none', () => {
