@@ -14,16 +14,26 @@ import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
+import { exitWhenFlushed } from '../server/process-exit.ts';
 
 /** Seeds are folded to 32 bits by every PRNG stream (subSeed), so a larger one would alias. */
 const MAX_SEED = 0xffff_ffff;
+/**
+ * Commands per scenario at most: a scenario keeps every machine's disk (its WAL, its relations) in
+ * memory and runs its commands one after the other, so its time and memory grow with the count
+ * (2,000 commands: about 250 MB and half a minute here); longer runs are more seeds, not longer
+ * ones.
+ */
+const MAX_STEPS = 10_000;
+/** Worker processes at most: one per core is the useful number; more only thrash. */
+const MAX_JOBS = 256;
 
 const USAGE = `usage: npm run simulate -- [options]
   --seeds N          run N seeded scenarios (default 100) starting at --from S (default 1)
-  --jobs J           in J worker processes (default: 2, or 1 on a one-core machine)
+  --jobs J           in J worker processes (default: 2, or 1 on a one-core machine; 1 to ${MAX_JOBS})
   --seed S           run one seed and print its outcome; with --trace its whole event trace,
                      with --shrink the smallest command list that still fails
-  --steps N          commands per scenario (default 40)
+  --steps N          commands per scenario (default 40, at most ${MAX_STEPS})
   --json             machine-readable output
   --inject-bug NAME  plant a test-only bug (${INJECTED_BUGS.join(', ')})
   --dir DIR          accepted for symmetry with the other CLIs and ignored: the simulator keeps
@@ -62,12 +72,18 @@ let values: ReturnType<typeof parseOptions>;
 let steps: number;
 let bug: string | undefined;
 
-function int(name: string, text: string | undefined, dflt: number, max = MAX_SEED): number {
+function int(
+  name: string,
+  text: string | undefined,
+  dflt: number,
+  max = MAX_SEED,
+  why = '',
+): number {
   if (text === undefined) return dflt;
   const n = Number(text);
   if (!Number.isSafeInteger(n) || n < 0)
     usageError(`--${name} must be a non-negative integer, got "${text}"`);
-  if (n > max) usageError(`--${name} must be at most ${max}, got "${text}"`);
+  if (n > max) usageError(`--${name} must be at most ${max}${why}, got "${text}"`);
   return n;
 }
 
@@ -166,6 +182,22 @@ async function runRange(
   return totals;
 }
 
+/**
+ * A worker ends when its parent does, even one killed by SIGKILL (no clean-up ran): the IPC
+ * channel the parent opened closes then, and the scheduler yields to the event loop after every
+ * simulated event, so 'disconnect' is seen within one event. Without it the workers ran on.
+ */
+function exitWithParent(): void {
+  if (process.send === undefined) return; // started by hand, without the parent's channel
+  const stop = () => {
+    console.error(`simulation worker ${process.pid}: its parent ended; stopping`);
+    void exitWhenFlushed(1);
+  };
+  // A parent killed while this worker was still loading: the channel closed before we listened.
+  if (!process.connected) return stop();
+  process.on('disconnect', stop);
+}
+
 /** One child process per job, each on a contiguous block of seeds; totals are merged. */
 function runJobs(
   from: number,
@@ -198,10 +230,13 @@ function runJobs(
     if (bug !== undefined) args.push('--inject-bug', bug);
     children.push(
       new Promise<void>((resolve, reject) => {
-        const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+        // The IPC channel is only the worker's lifeline: it closes when this process dies, however.
+        const child = spawn(process.execPath, args, {
+          stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+        });
         let buf = '';
-        child.stdout.setEncoding('utf8');
-        child.stdout.on('data', (chunk: string) => {
+        child.stdout!.setEncoding('utf8');
+        child.stdout!.on('data', (chunk: string) => {
           buf += chunk;
           let nl: number;
           while ((nl = buf.indexOf('\n')) >= 0) {
@@ -346,7 +381,11 @@ function printSummary(
   console.log(
     `PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`,
   );
-  console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
+  console.log(
+    totals.violations === 0
+      ? `invariant violations: none in ${totals.seeds} seeds`
+      : `invariant violations: ${totals.violations} in ${totals.failed.length} of ${totals.seeds} seeds`,
+  );
 }
 
 runCli(async () => {
@@ -359,7 +398,7 @@ runCli(async () => {
     console.error(
       `note: --dir ignored: the simulator keeps every disk in memory and writes nothing`,
     );
-  steps = int('steps', values.steps, 40, Number.MAX_SAFE_INTEGER);
+  steps = int('steps', values.steps, 40, MAX_STEPS, ' (commands per scenario; run more seeds)');
   bug = values['inject-bug'];
   if (bug !== undefined) {
     if (!(INJECTED_BUGS as string[]).includes(bug))
@@ -368,6 +407,7 @@ runCli(async () => {
     if (!values.worker && !values.json) console.log(`planted test-only bug: ${bug}`);
   }
   if (values.worker) {
+    exitWithParent();
     // A job of the parent: one JSON line per seed on stdout.
     await runRange(int('from', values.from, 1), int('seeds', values.seeds, 1), (seed, t) =>
       console.log(JSON.stringify({ seed, t })),
@@ -379,5 +419,7 @@ runCli(async () => {
   const n = int('seeds', values.seeds, 100);
   if (from + n - 1 > MAX_SEED)
     usageError(`--from ${from} --seeds ${n} runs past the last seed, ${MAX_SEED}`);
-  return many(from, n, Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))));
+  const jobs = int('jobs', values.jobs, Math.min(2, availableParallelism()), MAX_JOBS);
+  if (jobs === 0) usageError(`--jobs must be at least 1, got "${values.jobs}"`);
+  return many(from, n, jobs);
 });

@@ -6,6 +6,7 @@
  * Entry points: `pgClusterCommand`, `wantsPgEngine`.
  */
 import * as fs from 'node:fs';
+import { parsePgMajor } from '../postgres/pg-install.ts';
 import { parseCli, printJson, clusterDirOf, UsageError } from '../cli/command.ts';
 import {
   initPgCluster,
@@ -18,7 +19,7 @@ import {
 } from '../postgres/pg-cluster.ts';
 
 export const PG_CLUSTER_USAGE = `  --engine postgres: a real PostgreSQL primary + synchronous standby (seed 001's settings)
-  start   --engine postgres [--pg-bin DIR] [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--dir .walsim]
+  start   --engine postgres [--pg-version 13..18] [--pg-bin DIR] [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--dir .walsim]
   stop    [--mode smart|fast|immediate] [--node primary|standby] [--dir .walsim]
   status  [--json] [--dir .walsim]`;
 
@@ -39,6 +40,7 @@ const PG_CLUSTER_OPTIONS = {
   dir: { type: 'string' },
   engine: { type: 'string' },
   'pg-bin': { type: 'string' },
+  'pg-version': { type: 'string' },
   'shared-buffers': { type: 'string', default: '128MB' },
   'standby-shared-buffers': { type: 'string' },
   mode: { type: 'string', default: 'fast' },
@@ -76,6 +78,11 @@ export async function pgClusterCommand(
 /** `start --engine postgres`: start the nodes of the cluster, or create it (initdb, base backup). */
 async function pgStart(dir: string, values: PgClusterValues): Promise<number> {
   if (isPgCluster(dir)) {
+    const major = readPgEngine(dir).major;
+    if (values['pg-version'] !== undefined && parsePgMajor(values['pg-version']) !== major)
+      throw new UsageError(
+        `${dir} holds a PostgreSQL ${major} cluster, not --pg-version ${values['pg-version']}`,
+      );
     for (const n of ['primary', 'standby'] as const)
       if (!(await pgNodeRunning(dir, n))) await pgCtl(dir, n, 'start');
   } else {
@@ -85,6 +92,7 @@ async function pgStart(dir: string, values: PgClusterValues): Promise<number> {
       sharedBuffers: values['standby-shared-buffers'] ?? values['shared-buffers'],
       primarySharedBuffers: values['shared-buffers'],
       pgBin: values['pg-bin'],
+      pgVersion: values['pg-version'],
     });
   }
   const e = readPgEngine(dir);

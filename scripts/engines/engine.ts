@@ -109,6 +109,8 @@ export interface Engine<F extends EngineFailover = EngineFailover> {
   promote(node: ExperimentNode, waitSeconds: number): Promise<void>;
   /** The statement that resumes replay; a second column, when present, is the server's clock then (epoch seconds). */
   readonly resumeSql: string;
+  /** The statement answering 'not paused' | 'pause requested' | 'paused' (PostgreSQL 13 has no pause_state). */
+  readonly pauseStateSql: string;
   /** Step 1 of the resume (see the file header); the observer finishes the account after promotion. */
   prepareFailover(window: FailoverWindow): Promise<FailoverObserver<F>>;
   /**
@@ -122,8 +124,9 @@ export interface Engine<F extends EngineFailover = EngineFailover> {
 
 /** Settings of a fresh cluster for one sweep run: walsim's (drop path, threshold, standbys; PostgreSQL 15 is cached-lookup, divisor 32) plus `--pg-bin`. */
 export interface NewClusterSettings extends FreshClusterSettings {
-  /** PostgreSQL only: `--pg-bin`. */
+  /** PostgreSQL only: `--pg-bin`, `--pg-version` (pg-bin.ts `resolvePgBin`). */
   pgBin?: string;
+  pgVersion?: number;
 }
 
 /** How to make and remove clusters of one engine. */

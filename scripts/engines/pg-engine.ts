@@ -19,7 +19,9 @@
  * - a promote request seen more than STALL_MS after it was sent and after replay reached the end
  *   of WAL is flagged `stall` (the startup process slept out `wal_retrieve_retry_interval`).
  * WAL replayed at failover is counted with `pg_waldump --stats=record` from the replay LSN at pause
- * to the end of the WAL the standby received, before the resume (outside the timed window).
+ * to the end of the WAL the standby received, before the resume (outside the timed window). It
+ * reads one major's WAL only; for a major without its own pg_waldump here (the npm packages ship
+ * none) the failover says so and its record counts are not known (`waldump: null`).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -45,11 +47,13 @@ import {
   pgDataDir,
   pgLogPath,
   pgNodeRunning,
+  pauseStateSql,
   readPgEngine,
   runPgProgram,
 } from '../postgres/pg-cluster.ts';
 import { parsePgLog, promotionTimeline, type PromotionTimeline } from '../postgres/pg-log.ts';
 import { parseWaldumpStats, type WaldumpStats } from '../postgres/pg-waldump.ts';
+import { toolMissingReason } from '../postgres/pg-bin.ts';
 import { startupSamplerOf, type StartupSched } from '../postgres/startup-sched.ts';
 
 /** A promote request noticed later than this after it was sent (and after replay ran out of WAL) is a stall. */
@@ -65,7 +69,9 @@ export interface PgFailover extends EngineFailover {
   stall: boolean;
   /** promote request sent → seen by the startup process, less any replay still running, ms. */
   promoteNoticeMs: number | null;
-  waldump: WaldumpStats;
+  /** null: no pg_waldump of the server's major on this machine (`waldumpMissing` says why). */
+  waldump: WaldumpStats | null;
+  waldumpMissing?: string;
   /**
    * The standby's startup process over the failover (resume → its exit at the end of recovery):
    * CPU, run-queue wait, blocked time (startup-sched.ts); null where /proc has no schedstat.
@@ -82,6 +88,10 @@ export class PgEngine implements Engine<PgFailover> {
     'SELECT pg_wal_replay_resume(), extract(epoch FROM clock_timestamp())::float8';
 
   constructor(readonly clusterDir: string) {}
+
+  get pauseStateSql(): string {
+    return pauseStateSql(readPgEngine(this.clusterDir).major);
+  }
 
   get startCommand(): string {
     return `npm run cluster -- start --engine postgres --dir ${this.clusterDir}`;
@@ -116,9 +126,15 @@ export class PgEngine implements Engine<PgFailover> {
       throw new WalsimError('timeout', `pg_ctl promote failed: ${(r.stderr || r.stdout).trim()}`);
   }
 
+  private waldumpMissing(): string | null {
+    const e = readPgEngine(this.clusterDir);
+    return toolMissingReason({ dir: e.binDir, major: e.major }, 'pg_waldump');
+  }
+
   /** pg_waldump --stats=record over [from, to) of the standby's timeline-1 WAL. */
-  private async waldump(from: string, to: string): Promise<WaldumpStats> {
+  private async waldump(from: string, to: string): Promise<WaldumpStats | null> {
     const engine = readPgEngine(this.clusterDir);
+    if (this.waldumpMissing() !== null) return null;
     const r = await runPgProgram(
       engine,
       'pg_waldump',
@@ -151,7 +167,7 @@ export class PgEngine implements Engine<PgFailover> {
 
   private async observe(
     i: FailoverInstants,
-    stats: WaldumpStats,
+    stats: WaldumpStats | null,
     endLsn: string,
     startupSched: StartupSched | null,
   ): Promise<PgFailover> {
@@ -203,8 +219,9 @@ export class PgEngine implements Engine<PgFailover> {
       log: t,
       stall: promoteNoticeMs !== null && promoteNoticeMs > STALL_MS,
       promoteNoticeMs,
-      recordsReplayed: stats.total.count,
+      recordsReplayed: stats?.total.count ?? NaN,
       waldump: stats,
+      ...(stats === null ? { waldumpMissing: this.waldumpMissing() ?? 'no pg_waldump' } : {}),
       startupSched,
       newTimeline: t.newTimeline,
       promoted: true,
@@ -228,6 +245,7 @@ export const PG_ENGINE: EngineKind<PgFailover> = {
       sharedBuffers: s.sharedBuffers,
       primarySharedBuffers: s.primarySharedBuffers,
       pgBin: s.pgBin,
+      pgVersion: s.pgVersion,
     });
     return new PgEngine(dir);
   },
@@ -236,7 +254,7 @@ export const PG_ENGINE: EngineKind<PgFailover> = {
 
 export function formatPgFailover(r: Omit<PgFailover, 'lines'>, endLsn?: string): string[] {
   const sec = (ms: number | null) => (ms === null ? 'n/a' : `${(ms / 1000).toFixed(3)} s`);
-  const top = [...r.waldump.rows]
+  const top = [...(r.waldump?.rows ?? [])]
     .sort((a, b) => b.count - a.count)
     .slice(0, 6)
     .map((x) => `${x.rmgr}/${x.type ?? '*'} ${fmtInt(x.count)}`);
@@ -256,6 +274,8 @@ export function formatPgFailover(r: Omit<PgFailover, 'lines'>, endLsn?: string):
       : [
           `startup process: ${sec(r.startupSched.cpuMs)} on a CPU, ${sec(r.startupSched.runQueueMs)} waiting for a CPU, ${sec(r.startupSched.blockedMs)} blocked (${fmtInt(r.startupSched.slices)} timeslices; /proc schedstat)`,
         ]),
-    `replayed: ${fmtInt(r.waldump.total.count)} records, ${fmtInt(r.waldump.total.combinedBytes)} bytes of WAL (${r.waldump.from} → ${endLsn ?? r.waldump.to}; pg_waldump): ${top.join(', ')}`,
+    r.waldump === null
+      ? `replayed: not counted (${r.waldumpMissing ?? 'no pg_waldump'})`
+      : `replayed: ${fmtInt(r.waldump.total.count)} records, ${fmtInt(r.waldump.total.combinedBytes)} bytes of WAL (${r.waldump.from} → ${endLsn ?? r.waldump.to}; pg_waldump): ${top.join(', ')}`,
   ];
 }

@@ -66,6 +66,7 @@ export class WalsimEngine implements Engine<WalsimFailover> {
   readonly name = 'walsim' as const;
   readonly stepFlag = '';
   readonly resumeSql = 'SELECT pg_wal_replay_resume()';
+  readonly pauseStateSql = 'SELECT pg_get_wal_replay_pause_state()';
   /** Control connections (status only: replayFailure), opened on first use. */
   private readonly control = new Map<ExperimentNode, ControlClient>();
 

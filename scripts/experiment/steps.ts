@@ -133,8 +133,7 @@ async function requireCreated(
   return st;
 }
 
-const pauseState = (s: StepSession) =>
-  s.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()').then(String);
+const pauseState = (s: StepSession) => s.scalar('standby', s.engine.pauseStateSql).then(String);
 const inRecovery = (s: StepSession) =>
   s.scalar('standby', 'SELECT pg_is_in_recovery()').then((v) => v === true);
 const lsnOf = async (s: StepSession, node: ExperimentNode, fn: string) =>

@@ -89,8 +89,9 @@ export interface SweepSettings {
   waitSeconds: number;
   /** Standbys streaming from the primary; the first is measured, the others are extra walsenders. */
   standbys?: number;
-  /** PostgreSQL engine: `--pg-bin`. */
+  /** PostgreSQL engine: `--pg-bin`, `--pg-version`. */
   pgBin?: string;
+  pgVersion?: number;
   /** The cost profile of the modeled columns. */
   profile: CostProfile;
 }
@@ -132,6 +133,7 @@ export async function runCell(
       thresholdDivisor: s.thresholdDivisor,
       standbys: s.standbys ?? 1,
       pgBin: s.pgBin,
+      pgVersion: cell.pgVersion ?? s.pgVersion,
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
@@ -207,9 +209,9 @@ function runRecordOf(
       probes: NaN,
       invalidated: NaN,
       seedMethodMs: r.seedMethod.ms,
-      walBytes: r.waldump.total.combinedBytes,
+      walBytes: r.waldump?.total.combinedBytes ?? NaN,
       recordsByType: Object.fromEntries(
-        r.waldump.rows.map((w) => [`${w.rmgr}/${w.type}`, w.count]),
+        (r.waldump?.rows ?? []).map((w) => [`${w.rmgr}/${w.type}`, w.count]),
       ),
       stall: r.stall,
       ...(r.startupSched === null

@@ -36,6 +36,11 @@ export interface CellSpec {
   relDivisor: number | null;
   pagesPerTable: number;
   tables: number;
+  /**
+   * PostgreSQL cells of `--pg-version`: the major run (the npm registry's build, scripts/postgres/
+   * pg-install.ts); absent: the default binaries (Debian's 15, or `--pg-bin`).
+   */
+  pgVersion?: number;
 }
 
 /** The modeled columns of a run (cost-model), from its exact counts. */

@@ -79,7 +79,7 @@ export function repositoryFiles(root: string): string[] {
   return out.sort();
 }
 
-/** The documents whose claims are checked: every README.md, BENCHMARKS.md, RELIABILITY.md, docs/. */
+/** The documents whose claims are checked: each README.md, BENCHMARKS.md, RELIABILITY.md, docs/. */
 export function documents(files: readonly string[]): string[] {
   return files.filter(
     (f) =>
@@ -176,8 +176,8 @@ export function tourFolders(readme: string): string[] {
   return groups(section, /^\| `([\w-]+)\/` \|/gm);
 }
 
-/** A ticket number (the word issue, then a number) where a text should say what it means. */
-const TICKET = /\bissues? #?\d+\b/gi;
+/** A ticket number (issue or a bracketed item, then a number) in place of what it means. */
+const TICKET = /\bissues? #?\d+\b|\(items? \d+(?:, \d+)*\)/gi;
 
 /** Every ticket number in `text`, as line: match. */
 export function ticketMentions(rel: string, text: string): string[] {
@@ -186,4 +186,43 @@ export function ticketMentions(rel: string, text: string): string[] {
     for (const m of line.matchAll(TICKET)) out.push(`${rel}:${i + 1} ${m[0]}`);
   });
   return out;
+}
+
+export interface SectionClaim {
+  doc: string;
+  line: number;
+  /** The cited document, repository-relative. */
+  cited: string;
+  section: string;
+}
+
+const SECTION_CITE = /((?:[\w-]+\/)*(?:BENCHMARKS|RELIABILITY|README)\.md)[,:]? \(?"([^"]+)"/g;
+
+/**
+ * The sections a text cites by name (`BENCHMARKS.md ("Machine")`, `storage/README.md "Drop
+ * strategies"`), relative to the citing file's folder when it is there, else to the root.
+ */
+export function sectionClaims(
+  rel: string,
+  text: string,
+  files: ReadonlySet<string>,
+): SectionClaim[] {
+  const out: SectionClaim[] = [];
+  const dir = path.posix.dirname(rel);
+  text.split('\n').forEach((line, i) => {
+    for (const m of line.matchAll(SECTION_CITE)) {
+      const named = m[1] ?? '';
+      const local = path.posix.join(dir, named);
+      const cited = files.has(local) ? local : named;
+      out.push({ doc: rel, line: i + 1, cited, section: m[2] ?? '' });
+    }
+  });
+  return out;
+}
+
+/** Does `markdown` have a heading that contains `section` (case, backticks and quotes aside)? */
+export function hasSection(markdown: string, section: string): boolean {
+  const norm = (s: string): string => s.replace(/[`"“”]/g, '').toLowerCase();
+  const wanted = norm(section);
+  return markdown.split('\n').some((l) => /^#{1,6} /.test(l) && norm(l).includes(wanted));
 }
