@@ -106,7 +106,13 @@ async function main(): Promise<number> {
   );
   collector.start();
   await new Promise<void>((resolve) => {
-    const stop = () => void Promise.all([collector.stop(), server.close()]).then(() => resolve());
+    // A cycle can take seconds (pg_waldump over a long backlog): stop without waiting for it; the
+    // pg_waldump child ends when its output pipe closes with this process.
+    const stop = () =>
+      void Promise.all([
+        Promise.race([collector.stop(), new Promise((r) => setTimeout(r, 1000))]),
+        server.close(),
+      ]).then(() => resolve());
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });

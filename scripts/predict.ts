@@ -8,6 +8,7 @@
 import * as path from 'node:path';
 import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
+import { onInterrupt } from './cli/interrupt.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { redact, redactValue, rememberSecrets } from './postgres/conninfo.ts';
 import { WalsimError } from '../common/errors.ts';
@@ -19,8 +20,11 @@ import {
   checkVerifiable,
   DEFAULT_ACCURACY_LOG,
   formatAccuracy,
+  proveLogIsServers,
   readAccuracy,
   verifyPromotion,
+  verifyReport,
+  type VerifyProgress,
   type VerifyResult,
 } from './predict/verify.ts';
 
@@ -126,12 +130,27 @@ async function run(argv: string[]): Promise<number> {
   }
   const p = predictions[0]!;
   const logFile = checkVerifiable(p, values.log);
+  await proveLogIsServers(standbys[0]!, p, logFile); // before anything is sent
   const say = values.json ? err : out;
   if (!values.json) say(formatPrediction(p).join('\n') + '\n');
   say(
     `verify: ${p.paused ? 'resuming replay on and ' : ''}promoting ${p.standby} now — it leaves recovery and becomes a primary on a new timeline`,
   );
-  const v = await verifyPromotion(standbys[0]!, p, logFile);
+  const progress: VerifyProgress = { sent: [] };
+  // Ctrl-C (or SIGTERM) from here on: say what was sent and where the standby is, then exit 130.
+  onInterrupt(async () =>
+    err(`error: interrupted during --verify: ${await verifyReport(standbys[0]!, progress)}`),
+  );
+  let v: VerifyResult;
+  try {
+    v = await verifyPromotion(standbys[0]!, p, logFile, progress);
+  } catch (e) {
+    if (e instanceof WalsimError && e.kind === 'timeout') throw e; // it carries the report
+    throw new WalsimError(
+      'io_error',
+      `--verify failed: ${(e as Error).message}; ${await verifyReport(standbys[0]!, progress)}`,
+    );
+  }
   const entry = accuracyEntry(p, v);
   appendAccuracy(accuracyLog, entry);
   if (values.json) {

@@ -111,7 +111,11 @@ export function formatRanking(r: ReturnType<typeof rankStandbys>): string[] {
       ['r', 'l', 'r', 'r', 'r', 'l', 'l'],
     ),
     `leader position ${r.leaderPosition} (${r.leaderFrom}); Patroni's lag = leader − max(received, replayed)`,
-    `Patroni's defaults (maximum_lag_on_failover = 1MB, furthest ahead) would promote: ${r.patroniPick ?? 'none (every standby lags more than 1 MB)'}`,
+    `Patroni's defaults (maximum_lag_on_failover = 1MB, furthest ahead) would promote: ${
+      r.patroniTie !== null
+        ? `tie between ${r.patroniTie.join(' and ')} (equal positions: Patroni's members race for the leader key)`
+        : (r.patroniPick ?? 'none (every standby lags more than 1 MB)')
+    }`,
     `writable first: ${r.writableFirst}${r.patroniPick !== null && r.patroniPick !== r.writableFirst ? '  (not the one Patroni would pick)' : ''}`,
   ];
 }

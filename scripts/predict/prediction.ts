@@ -517,7 +517,13 @@ export function rankStandbys(ps: Prediction[]): {
   rows: Ranked[];
   leaderPosition: string;
   leaderFrom: string;
+  /** Patroni's pick; null when none is eligible or on a tie. */
   patroniPick: string | null;
+  /**
+   * Eligible standbys at the same furthest position, by name: Patroni's members race for the
+   * leader key and any may win, so no definite pick is named. null without a tie.
+   */
+  patroniTie: string[] | null;
   writableFirst: string;
 } {
   const prim = ps
@@ -540,10 +546,11 @@ export function rankStandbys(ps: Prediction[]): {
       patroniEligible: lag <= PATRONI_MAXIMUM_LAG_ON_FAILOVER,
     };
   });
-  let pick: number | null = null;
-  rows.forEach((r, i) => {
-    if (r.patroniEligible && (pick === null || positions[i]! > positions[pick]!)) pick = i;
-  });
+  const eligible = rows.map((_, i) => i).filter((i) => rows[i]!.patroniEligible);
+  const best = Math.max(...eligible.map((i) => positions[i]!));
+  const top = eligible.filter((i) => positions[i] === best);
+  const pick = top.length === 1 ? top[0]! : null;
+  const tie = top.length > 1 ? top.map((i) => rows[i]!.standby).sort() : null;
   const first = rows.reduce((b, r, i) => (r.writableS < rows[b]!.writableS ? i : b), 0);
   return {
     rows: [...rows].sort((a, b) => a.writableS - b.writableS),
@@ -553,6 +560,7 @@ export function rankStandbys(ps: Prediction[]): {
         ? `the primary's pg_current_wal_lsn()`
         : 'the furthest standby (no primary reachable)',
     patroniPick: pick === null ? null : rows[pick]!.standby,
+    patroniTie: tie,
     writableFirst: rows[first]!.standby,
   };
 }

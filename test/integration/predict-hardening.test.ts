@@ -15,7 +15,6 @@ import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
 import {
   initPgCluster,
   pgConnect,
-  pgCtl,
   pgDataDir,
   pgLogPath,
   readPgEngine,
@@ -198,7 +197,67 @@ describe.skipIf(reason !== null)(
         /primary postgresql:\/\/postgres@127\.0\.0\.1:\d+\/postgres not reachable \(cannot connect to the primary .*ECONNREFUSED/,
       );
     }, 120_000);
+
+    it("--verify with another server's log sends nothing and says so", async () => {
+      const acc = path.join(path.dirname(dir), 'acc.jsonl');
+      const r = await runScript('predict.ts', [
+        ...['--standby', `postgresql://postgres@127.0.0.1:${sPort}/postgres`],
+        ...['--pgdata', sData, '--verify', '--log', pgLogPath(dir, 'primary')],
+        ...['--accuracy-log', acc],
+      ]);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
+      expect(r.stderr).toMatch(/is not .*'s log: .*nothing was sent to the standby/);
+      expect(r.stdout).not.toMatch(/promoting/);
+      expect(await standbyState()).toEqual({ rec: true, pause: 'paused' });
+      expect(fs.existsSync(acc)).toBe(false);
+    }, 120_000);
+
+    it('Ctrl-C during --verify says which statements were sent and the state it left', async () => {
+      const child = spawn(
+        process.execPath,
+        [
+          ...entryArgs(path.join('scripts', 'predict.ts')),
+          ...['--standby', `postgresql://postgres@127.0.0.1:${sPort}/postgres`],
+          ...['--pgdata', sData, '--verify', '--log', pgLogPath(dir, 'standby')],
+          ...['--accuracy-log', path.join(path.dirname(dir), 'acc2.jsonl')],
+        ],
+        { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+      // The controlled point: predict has said it resumes and promotes now.
+      await new Promise<void>((resolve) =>
+        child.stdout.on('data', (d) => {
+          stdout += d;
+          if (/verify: resuming replay on and promoting/.test(stdout)) resolve();
+        }),
+      );
+      child.kill('SIGINT');
+      expect(await exited, stderr).toBe(130);
+      expect(stderr).not.toMatch(/    at /);
+      const m =
+        /interrupted during --verify: (nothing was sent to the standby \(no resume, no promote\)|sent [^;]*); (the standby [^\n]*)/.exec(
+          stderr,
+        );
+      expect(m, stderr).not.toBeNull();
+      // What it says is what happened.
+      if (m![1]!.startsWith('nothing')) {
+        expect(m![2]).toMatch(/in recovery, replay paused/);
+        expect(await standbyState()).toEqual({ rec: true, pause: 'paused' });
+      } else if (/pg_promote\(false\)/.test(m![1]!)) {
+        await pollUntil(
+          async () => (await standbyState()).rec === false,
+          'the promotion predict reported as sent',
+          60_000,
+          50,
+        );
+      } else {
+        expect(m![1]).toMatch(/^sent pg_wal_replay_resume\(\)/);
+        expect(m![2]).toMatch(/in recovery, replay not paused|promoted/);
+      }
+    }, 120_000);
   },
 );
-
-export { spawn, entryArgs, PROJECT_ROOT, pgCtl, pgLogPath };
