@@ -10,7 +10,12 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { INJECTED_BUGS, injectedBugs, type InjectedBug } from '../common/injected-bugs.ts';
-import { generateScenario, describeCommand } from '../sim/scenario.ts';
+import {
+  generateScenario,
+  describeCommand,
+  SCENARIO_VERSION,
+  type ScenarioVersion,
+} from '../sim/scenario.ts';
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
@@ -24,6 +29,8 @@ const USAGE = `usage: npm run simulate -- [options]
   --seed S           run one seed and print its outcome; with --trace its whole event trace,
                      with --shrink the smallest command list that still fails
   --steps N          commands per scenario (default 40)
+  --scenario-version V  the scenario format (default ${SCENARIO_VERSION}; 1: the commands seeds drew
+                     before the drop mechanism's workloads, as the regression seeds were found)
   --json             machine-readable output
   --inject-bug NAME  plant a test-only bug (${INJECTED_BUGS.join(', ')})
   --dir DIR          accepted for symmetry with the other CLIs and ignored: the simulator keeps
@@ -46,6 +53,7 @@ const OPTIONS = {
   shrink: { type: 'boolean' },
   json: { type: 'boolean' },
   steps: { type: 'string' },
+  'scenario-version': { type: 'string' },
   'inject-bug': { type: 'string' },
   dir: { type: 'string' },
   help: { type: 'boolean' },
@@ -94,6 +102,10 @@ function int(name: string, text: string | undefined, dflt: number, max = MAX_SEE
 }
 
 const steps = int('steps', values.steps, 40, Number.MAX_SAFE_INTEGER);
+const version = int('scenario-version', values['scenario-version'], SCENARIO_VERSION, 2);
+if (version < 1) usageError(`--scenario-version must be 1 or 2, got "${version}"`);
+const scenarioOf = (seed: number) =>
+  generateScenario(seed, steps, undefined, version as ScenarioVersion);
 const bug = values['inject-bug'];
 if (bug !== undefined) {
   if (!(INJECTED_BUGS as string[]).includes(bug)) {
@@ -123,6 +135,9 @@ interface Totals {
   failoverModeledS: number[];
   events: number;
   simMs: number;
+  /** Drops by node kind and path (SIM-10), and how many seeds had at least one of each. */
+  drops: Record<string, number>;
+  dropSeeds: Record<string, number>;
 }
 
 function emptyTotals(): Totals {
@@ -143,6 +158,8 @@ function emptyTotals(): Totals {
     failoverModeledS: [],
     events: 0,
     simMs: 0,
+    drops: {},
+    dropSeeds: {},
   };
 }
 
@@ -164,6 +181,9 @@ function merge(into: Totals, t: Totals): void {
   into.failoverModeledS.push(...t.failoverModeledS);
   into.events += t.events;
   into.simMs += t.simMs;
+  for (const [k, v] of Object.entries(t.drops)) into.drops[k] = (into.drops[k] ?? 0) + v;
+  for (const [k, v] of Object.entries(t.dropSeeds))
+    into.dropSeeds[k] = (into.dropSeeds[k] ?? 0) + v;
 }
 
 /** Run seeds in this process; `onSeed` sees each result (progress, failures). */
@@ -174,7 +194,7 @@ async function runRange(
 ): Promise<Totals> {
   const totals = emptyTotals();
   for (let seed = from; seed < from + n; seed++) {
-    const r = await runSimulation(generateScenario(seed, steps));
+    const r = await runSimulation(scenarioOf(seed));
     const t: Totals = {
       seeds: 1,
       failed: r.ok ? [] : [{ seed, violation: r.violations[0]! }],
@@ -192,6 +212,8 @@ async function runRange(
       failoverModeledS: r.failoverTimes.flatMap((f) => (f.modeledS === null ? [] : [f.modeledS])),
       events: r.events,
       simMs: r.simMs,
+      drops: r.drops,
+      dropSeeds: Object.fromEntries(coverageKinds(r.drops, r.faults).map((k) => [k, 1])),
     };
     merge(totals, t);
     onSeed(seed, t);
@@ -227,6 +249,8 @@ function runJobs(
       String(count),
       '--steps',
       String(steps),
+      '--scenario-version',
+      String(version),
     ];
     if (bug !== undefined) args.push('--inject-bug', bug);
     children.push(
@@ -258,7 +282,7 @@ function runJobs(
 }
 
 async function one(seed: number): Promise<void> {
-  const scenario = generateScenario(seed, steps);
+  const scenario = scenarioOf(seed);
   const r = await runSimulation(scenario, { trace: values.trace === true });
   if (values.trace) for (const line of r.trace ?? []) console.log(line);
   if (values.json) console.log(JSON.stringify({ ...r, trace: undefined }));
@@ -335,6 +359,8 @@ function summaryOf(totals: Totals, from: number, jobs: number, wallS: number) {
     failovers: totals.failovers,
     failoverTime,
     events: totals.events,
+    drops: totals.drops,
+    seedsReaching: totals.dropSeeds,
     simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
     wallSeconds: +wallS.toFixed(1),
     seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
@@ -379,7 +405,36 @@ function printSummary(
   console.log(
     `PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`,
   );
+  console.log(
+    `drops (SIM-10): ${Object.entries(totals.drops)
+      .sort()
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  const share = (k: string) =>
+    `${(((totals.dropSeeds[k] ?? 0) / Math.max(1, totals.seeds)) * 100).toFixed(1)} %`;
+  console.log(
+    `seeds reaching: ${Object.keys(totals.dropSeeds)
+      .sort()
+      .map((k) => `${k} ${totals.dropSeeds[k]} (${share(k)})`)
+      .join(', ')}`,
+  );
   console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
+}
+
+/**
+ * What a seed reached, for the "seeds reaching" shares: each drop kind and path (SIM-10), any
+ * truncation at all, and each drop fault that fired.
+ */
+function coverageKinds(drops: Record<string, number>, faults: Record<string, number>): string[] {
+  const kinds = Object.keys(drops);
+  if (kinds.some((k) => k.includes('truncation'))) kinds.push('any truncation');
+  if (kinds.some((k) => k.startsWith('replay') && k.includes('full-scan')))
+    kinds.push('any replayed full scan');
+  if (kinds.some((k) => k.startsWith('replay') && k.includes('cached-lookup')))
+    kinds.push('any replayed lookup');
+  for (const k of Object.keys(faults)) if (k.startsWith('drop fault fired')) kinds.push(k);
+  return kinds;
 }
 
 if (values.worker) {

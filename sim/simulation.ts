@@ -36,7 +36,7 @@ import { checkIdenticalTables } from './checkers/convergence.ts';
 import { checkSyncState } from './checkers/sync-state.ts';
 import { checkCascades, checkClusterShape, checkSingleWriter } from './checkers/cluster-shape.ts';
 import { Operator, type SimFailoverTime } from './operator.ts';
-import { corruptPrimary, corruptStandby, injectFault } from './faults.ts';
+import { armDropFault, corruptPrimary, corruptStandby, injectFault } from './faults.ts';
 import { Workload } from './workload.ts';
 
 export type { SimFailoverTime } from './operator.ts';
@@ -81,6 +81,8 @@ export interface SimResult {
   failovers: number;
   events: number;
   simMs: number;
+  /** Drops by node kind and path (SIM-10): e.g. "replay truncation: cached-lookup". */
+  drops: Record<string, number>;
   /** Bytes written to every machine's disk, base-backup copies included (a work counter). */
   diskBytesWritten: number;
   traceHash: string;
@@ -165,6 +167,11 @@ export class Simulation {
       case 'wait':
         await this.cluster.sched.runFor(c.ms);
         return;
+      case 'sqlBatch':
+        for (const sql of c.sqls) this.workload.issue(sql);
+        return;
+      case 'dropFault':
+        return armDropFault(this.cluster, c);
       default:
         return injectFault(this.cluster, c);
     }
@@ -294,6 +301,7 @@ export class Simulation {
       failovers: this.operator.failovers,
       events: c.sched.eventsRun,
       simMs: c.sched.now,
+      drops: c.drops,
       diskBytesWritten: c.diskBytesWritten(),
       traceHash: c.trace.hashHex(),
       ...(c.trace.lines !== null ? { trace: c.trace.lines } : {}),

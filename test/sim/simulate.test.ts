@@ -122,7 +122,9 @@ describe('simulation', () => {
   it('the seeds that found bugs pass', async () => {
     // Found with two nodes, before topologies were drawn: they keep their two-node scenario.
     for (const seed of [149, 169, 626, 1672, 2146, 2454, 777790, 5016821, 3000340])
-      expect((await runSimulation(generateScenario(seed, 40, TWO_NODES))).violations).toEqual([]);
+      expect((await runSimulation(generateScenario(seed, 40, TWO_NODES, 1))).violations).toEqual(
+        [],
+      );
     // Found with several nodes (their drawn topologies), both oracle holes: 41001232 (SIM-3 took a
     // standby whose crash recovery ended local WAL at a damaged record before its timeline's
     // branch point for one claiming a timeline it had not reached; also 41000750, 41002744),
@@ -148,7 +150,9 @@ describe('simulation', () => {
       41001232, 41000397, 3700034318, 3700049330, 3700010935, 3700011387, 3700021682, 2900033426,
       2900041300, 2900061853, 3100017703,
     ])
-      expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
+      expect((await runSimulation(generateScenario(seed, 40, undefined, 1))).violations).toEqual(
+        [],
+      );
   }, 120_000);
 
   it('replays a seed exactly: same events in the same order, same trace', async () => {
