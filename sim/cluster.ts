@@ -23,7 +23,6 @@ import { Network } from './network.ts';
 import { Scheduler } from './scheduler.ts';
 import { applicationNameOf, subSeed, type Role, type Scenario } from './scenario.ts';
 import { Trace } from './trace.ts';
-import { watchDrops } from './checkers/drop-path.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import type { Clock } from '../common/clock.ts';
 import type { Dialer } from '../common/transport.ts';
@@ -112,6 +111,8 @@ export class SimCluster {
   /** The process incarnation that last ended in an expected PANIC (a WAL write on a full disk). */
   panicked = '';
   panics = 0;
+  /** Each process's storage as its start loads it, before it replays WAL (SIM-10, set by the simulation). */
+  onStorageLoaded: (h: Host, storage: NodeStorage) => void = () => {};
   /** SIM-2's check at every acknowledged commit (set by the simulation). */
   onCommitAcknowledged: (primary: ServerNode, endLsn: Lsn) => void = () => {};
   /** Every machine disk of the run, replaced ones included (their counters are the run's I/O). */
@@ -475,7 +476,7 @@ export class SimCluster {
     const dialTo = (port: number) =>
       this.net.dialer(h.name, owner, () => this.hostByPort(port)?.name ?? `port-${port}`);
     // SIM-10 watches every drop of the process, from the crash recovery or replay of its start.
-    NodeStorage.onLoad = (st) => watchDrops(this, h, st);
+    NodeStorage.onLoad = (st) => this.onStorageLoaded(h, st);
     try {
       return this.openNode(h, owner, clock, dialTo);
     } finally {

@@ -32,6 +32,7 @@ import { ACTION_MS, SimCluster } from './cluster.ts';
 import { Ledger } from './checkers/ledger.ts';
 import { checkSyncAck } from './checkers/sync-ack.ts';
 import { checkPositions } from './checkers/positions.ts';
+import { watchDrops } from './checkers/drop-path.ts';
 import { checkIdenticalTables } from './checkers/convergence.ts';
 import { checkSyncState } from './checkers/sync-state.ts';
 import { checkCascades, checkClusterShape, checkSingleWriter } from './checkers/cluster-shape.ts';
@@ -104,6 +105,7 @@ export class Simulation {
     this.ledger = new Ledger(this.cluster);
     this.operator = new Operator(this.cluster, this.ledger);
     this.workload = new Workload(this.cluster, this.ledger);
+    this.cluster.onStorageLoaded = (h, st) => watchDrops(this.cluster, h, st);
     this.cluster.onCommitAcknowledged = (node, endLsn) => {
       if (this.cluster.twoNodes) return checkSyncAck(this.cluster, node, endLsn);
       checkSyncState(this.cluster, node, endLsn);
