@@ -6,20 +6,20 @@
  * | --- | --- | --- |
  * | pause / resume | `npm run sql`'s path: `connectNode` + `SELECT pg_wal_replay_pause()` / `_resume()` | the same statements over the PostgreSQL port (`pgConnect`) |
  * | stop-immediate | `cluster stop --mode immediate`'s `stopNode` (server/pg-ctl.ts) under the cluster lock | `cluster stop --engine postgres`'s `stopPgNode` |
- * | promote | `cluster promote`'s `promoteNode` (scripts/promote.ts) under the cluster lock | the experiment's resume step's `PgEngine.promote` (`pg_ctl promote -w`) |
+ * | promote | `cluster promote`'s `promoteNode` (scripts/cluster/promote.ts) under the cluster lock | the experiment's resume step's `PgEngine.promote` (`pg_ctl promote -w`) |
  *
- * The walsim stop and promote take the cluster lock as the CLI does (scripts/cluster-op.ts), waiting
+ * The walsim stop and promote take the cluster lock as the CLI does (scripts/cluster/lock.ts), waiting
  * at most LOCK_WAIT_MS for a CLI operation in progress; then the button answers 409 naming it.
  *
  * Requests are validated here (`parseActionRequest`) before anything runs: unknown actions, nodes
  * not in the cluster and malformed bodies are refused with a message naming what was wrong.
  */
 import { stopNode } from '../server/pg-ctl.ts';
-import { connectNode } from '../scripts/cli.ts';
-import { promoteNode } from '../scripts/promote.ts';
-import { locked } from '../scripts/cluster-op.ts';
+import { connectNode } from '../scripts/cli/command.ts';
+import { promoteNode } from '../scripts/cluster/promote.ts';
+import { locked } from '../scripts/cluster/lock.ts';
 import { pgConnect, stopPgNode, type PgNodeName } from '../scripts/postgres/pg-cluster.ts';
-import { PgEngine } from '../scripts/postgres/pg-engine.ts';
+import { PgEngine } from '../scripts/engines/pg-engine.ts';
 import type { CostProfile } from '../cost-model/profile.ts';
 import type { EngineName } from './view.ts';
 

@@ -1,5 +1,5 @@
 /**
- * `npx tsx dashboard/latency-bench.ts --dir DIR [--tables N]`: how responsive the dashboard and
+ * `npx tsx dashboard/latency-bench.ts --dir DIR`: how responsive the dashboard and
  * the nodes' `status` stay during a failover. The cluster at DIR must be prepared up to the
  * `stop` step (`npm run multi -- create|insert|pause|truncate|stop`); this starts the dashboard
  * in-process (poll 250 ms), then runs `multi resume` (resume + promote) as a child process and,
@@ -15,6 +15,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import WebSocket from 'ws';
 import { defaultCostProfile } from '../cost-model/profile.ts';
+import { parseCli, UsageError } from '../scripts/cli/command.ts';
 import type { ClusterSource, NodeSample } from './collector.ts';
 import { startDashboard } from './server.ts';
 import { WalsimSource } from './walsim-source.ts';
@@ -55,9 +56,10 @@ function summary(xs: number[]) {
   return { n: s.length, medianMs: r(at(0.5)), p95Ms: r(at(0.95)), maxMs: r(s.at(-1) ?? null) };
 }
 
-const dirArg = process.argv.indexOf('--dir');
-if (dirArg < 0) throw new Error('usage: npx tsx dashboard/latency-bench.ts --dir DIR');
-const dir = path.resolve(process.argv[dirArg + 1]!);
+const USAGE = 'usage: npx tsx dashboard/latency-bench.ts --dir DIR';
+const { values } = parseCli(process.argv.slice(2), { dir: { type: 'string' } }, USAGE);
+if (values.dir === undefined) throw new UsageError(`--dir is required\n${USAGE}`);
+const dir = path.resolve(values.dir);
 const source = new TimedSource(new WalsimSource(dir));
 const d = await startDashboard({
   source,

@@ -14,7 +14,7 @@ import { MIN_POLL_MS } from './collector.ts';
 import { PgSource } from './pg-source.ts';
 import { startDashboard } from './server.ts';
 import { WalsimSource } from './walsim-source.ts';
-import { clusterDirOf, parseCli, runCli, UsageError } from '../scripts/cli.ts';
+import { clusterDirOf, parseCli, runCli, UsageError } from '../scripts/cli/command.ts';
 
 const USAGE = `usage: npm run dashboard -- [--dir .walsim] [--port 0] [--listen 127.0.0.1]
           [--interval 250] [--profile seed-001|FILE] [--results results]

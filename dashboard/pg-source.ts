@@ -16,6 +16,7 @@ import * as path from 'node:path';
 import type pg from 'pg';
 import {
   pgConnect,
+  pauseStateSql,
   pgDataDir,
   readPgEngine,
   type PgNodeName,
@@ -29,12 +30,12 @@ const NODES: readonly PgNodeName[] = ['primary', 'standby'];
 const UNAVAILABLE = ['lifecycle', 'drop counters', 'records replayed', 'failover report'];
 
 /** Positions and pause state; each role's functions only where they do not raise. */
-const SELF_SQL = `SELECT pg_is_in_recovery() AS in_recovery,
+const selfSql = (major: number) => `SELECT pg_is_in_recovery() AS in_recovery,
   CASE WHEN NOT pg_is_in_recovery() THEN pg_current_wal_insert_lsn()::text END AS insert_lsn,
   CASE WHEN NOT pg_is_in_recovery() THEN pg_current_wal_flush_lsn()::text END AS flush_lsn,
   pg_last_wal_receive_lsn()::text AS receive_lsn,
   pg_last_wal_replay_lsn()::text AS replay_lsn,
-  CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() END AS pause_state,
+  CASE WHEN pg_is_in_recovery() THEN (${pauseStateSql(major).replace(/^SELECT /, '')}) END AS pause_state,
   CASE WHEN NOT pg_is_in_recovery()
        THEN ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END AS timeline,
   (SELECT timeline_id FROM pg_control_checkpoint()) AS checkpoint_timeline,
@@ -202,7 +203,8 @@ export class PgSource implements ClusterSource {
     if (pid === null) return this.stopped(name);
     try {
       const c = await this.connection(name);
-      const self = (await this.rows(c, SELF_SQL, 'positions'))[0]!;
+      const sql = selfSql(readPgEngine(this.dir).major);
+      const self = (await this.rows(c, sql, 'positions'))[0]!;
       const rep = await this.rows(c, REPLICATION_SQL, 'pg_stat_replication');
       const common = commonSample(pid, self, rep.map(replicationView));
       if (self.in_recovery !== true) return primarySample(common, self);

@@ -23,7 +23,7 @@ import {
 import type { ServerStatus } from '../server/node-status.ts';
 import { nodeDisk } from '../common/node-disk.ts';
 import { STANDBY_SIGNAL } from '../server/startup-replay.ts';
-import { connectNode } from '../scripts/cli.ts';
+import { connectNode } from '../scripts/cli/command.ts';
 import type { NodeSample, ClusterSource } from './collector.ts';
 import { answerWithin } from './answer-within.ts';
 

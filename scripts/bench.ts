@@ -17,7 +17,7 @@
  *     min(100,000, threshold - 1) blocks, all buffered; time per probe including the invalidation;
  *   - lookupMissNsPerBlock: the same probes again once nothing is buffered (mapping table only);
  *   - replayRecordsPerSec / replayNsPerHeapBlock: VACUUM of NB/8 at 8GB replayed as a standby's
- *     startup process does it (scripts/bench-replay.ts; `--replay-pages N` to change the size);
+ *     startup process does it (scripts/bench/replay.ts; `--replay-pages N` to change the size);
  *   - endToEndRecordsPerSec: a bulk INSERT through a real primary and standby, the second of two
  *     (warm JIT); endToEndColdRecordsPerSec the first (`--no-end-to-end` skips both).
  */
@@ -31,36 +31,48 @@ import {
 } from '../storage/drop.ts';
 import { formatSharedBuffers, parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { StorageManager } from '../storage/smgr.ts';
-import { measureWalCodec } from '../wal/bench-codec.ts';
-import { measureEndToEnd, measureVacuumReplay } from './bench-replay.ts';
+import { measureWalCodec } from './bench/codec.ts';
+import { measureEndToEnd, measureVacuumReplay } from './bench/replay.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
-import { exitWithUsageIfHelp, positiveInt } from './cli.ts';
+import { exitWithUsageIfHelp, parseCli, positiveInt, UsageError } from './cli/command.ts';
+import { exitWhenFlushed } from '../server/process-exit.ts';
 
 const USAGE =
   'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]';
-exitWithUsageIfHelp(process.argv.slice(2), USAGE);
+await exitWithUsageIfHelp(process.argv.slice(2), USAGE);
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
+const OPTIONS = {
+  'shared-buffers': { type: 'string', default: '100GB' },
+  runs: { type: 'string', default: '7' },
+  'replay-pages': { type: 'string', default: '131072' },
+  'no-end-to-end': { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+/** The options, read by the CLIs' one parser (cli/command.ts) and checked. */
+function options() {
+  const { values, positionals } = parseCli(process.argv.slice(2), OPTIONS, USAGE);
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+  return {
+    json: values.json === true,
+    nBuffers: parseSharedBuffers(values['shared-buffers']).nBuffers,
+    runs: positiveInt(values.runs, 'runs'),
+    replayPages: positiveInt(values['replay-pages'], 'replay-pages'),
+    endToEnd: values['no-end-to-end'] !== true,
+  };
 }
 
-const json = process.argv.includes('--json');
-const sharedBuffersText = arg('--shared-buffers') ?? '100GB';
 /** A bad option is one `error:` line and the usage (exit 2), never a stack trace or a NaN table. */
-function optionOrExit<T>(parse: () => T): T {
+async function optionsOrExit(): Promise<ReturnType<typeof options>> {
   try {
-    return parse();
+    return options();
   } catch (e) {
-    console.error(`error: ${(e as Error).message}\n${USAGE}`);
-    process.exit(2);
+    const message = (e as Error).message;
+    console.error(`error: ${message.endsWith(USAGE) ? message : `${message}\n${USAGE}`}`);
+    return exitWhenFlushed(2);
   }
 }
-const runs = optionOrExit(() => positiveInt(arg('--runs') ?? '7', 'runs'));
-const replayPages = optionOrExit(() =>
-  positiveInt(arg('--replay-pages') ?? '131072', 'replay-pages'),
-);
-const endToEnd = !process.argv.includes('--no-end-to-end');
+const { json, nBuffers, runs, replayPages, endToEnd } = await optionsOrExit();
 const log = (line: string): void => {
   if (!json) console.log(line);
   else console.error(line);
@@ -77,7 +89,6 @@ function nowNs(): number {
 }
 
 const MiB = 2 ** 20;
-const { nBuffers } = optionOrExit(() => parseSharedBuffers(sharedBuffersText));
 const FILL_RELS = 1000;
 const FIRST_REL = 16384;
 const SCAN_REL = 900_000;

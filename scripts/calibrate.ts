@@ -1,6 +1,6 @@
 /**
  * `npm run calibrate [--pg-bin DIR] [--shared-buffers 128MB,1GB,4GB] [--runs 5] [--warmup 1]
- * [--tables 50,300] [--out FILE] …`: run the calibration cells on real PostgreSQL (scripts/postgres/calibrate.ts), count
+ * [--tables 50,300] [--out FILE] …`: run the calibration cells on real PostgreSQL (scripts/calibration/design.ts), count
  * the same cells in walsim, fit a cost profile to this machine, print measured vs fitted seconds
  * and write the profile (usable as `--profile FILE`).
  */
@@ -17,7 +17,14 @@ import {
 import type { FailoverCounts } from '../storage/replay-counts.ts';
 import { costFeatures } from '../cost-model/model.ts';
 import { unidentifiedGroups } from '../cost-model/fit.ts';
-import { nonNegativeInt, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
+import {
+  nonNegativeInt,
+  parseCli,
+  positiveInt,
+  printJson,
+  runCli,
+  UsageError,
+} from './cli/command.ts';
 import { countCellsInProcess } from './experiment/in-process.ts';
 import {
   cellKey,
@@ -25,18 +32,18 @@ import {
   isStalled,
   runSweep,
   summarise,
-  type RunRecord,
   type SweepSettings,
-} from './experiment/sweep.ts';
+} from './experiment/sweep-runner.ts';
+import type { RunRecord } from './report/records.ts';
 import { resultsDirName } from './report/write-results.ts';
-import { printCalibration } from './report/calibration-table.ts';
+import { printCalibration } from './calibration/table.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
-import { findPgBin } from './postgres/pg-bin.ts';
+import { resolvePgBin, toolMissingReason } from './postgres/pg-bin.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
-import { onInterrupt } from './interrupt.ts';
-import { benchCellOfCalibration, storedRunOfBench } from './predict/bench-plan.ts';
-import { runBenchCell, type BenchSettings } from './predict/bench-run.ts';
+import { onInterrupt } from './cli/interrupt.ts';
+import { benchCellOfCalibration, storedRunOfBench } from './calibration/cell-plan.ts';
+import { runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
 import {
   cellShortLabel,
   type StoredCalibrationRun,
@@ -59,9 +66,9 @@ import {
   fitTargets,
   type StoredCalibration,
   walsimTwin,
-} from './postgres/calibrate.ts';
+} from './calibration/design.ts';
 
-const USAGE = `usage: npm run calibrate -- [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs ${DEFAULT_CALIBRATION_RUNS}] [--warmup 1]
+const USAGE = `usage: npm run calibrate -- [--pg-version 13..18] [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs ${DEFAULT_CALIBRATION_RUNS}] [--warmup 1]
                                [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]
                                [--toast-sizes SIZES,6GB] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}]
                                [--dml-tables ${DEFAULT_CALIBRATION_DML.tables}] [--dml-shared-buffers ${DEFAULT_CALIBRATION_DML.sharedBuffers}]
@@ -274,6 +281,7 @@ function identifiedWalCounts(
 
 const CALIBRATE_OPTIONS = {
   'pg-bin': { type: 'string' },
+  'pg-version': { type: 'string' },
   'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
   'primary-shared-buffers': { type: 'string', default: '128MB' },
   // 5 runs after 1 unrecorded pass (26 cells: ~13 min on 2 cores). In a 3-run calibration 13 of 72
@@ -311,7 +319,18 @@ runCli(async () => {
     throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
   const inputs = calibrationInputs(values);
   const { target, refit, countsFrom, design } = inputs;
-  const pgVersion = refit?.postgres ?? findPgBin(values['pg-bin']).version; // one-line error naming the package when absent
+  // One-line error naming what to install when absent; --pg-version installs that major on first use.
+  const bin = refit
+    ? null
+    : await resolvePgBin({ pgBin: values['pg-bin'], pgVersion: values['pg-version'] });
+  if (bin !== null && countsFrom === 'wal') {
+    const why = toolMissingReason(bin, 'pg_waldump');
+    if (why !== null)
+      throw new UsageError(
+        `--counts wal reads the WAL with pg_waldump: ${why} (use --counts walsim)`,
+      );
+  }
+  const pgVersion = refit?.postgres ?? bin!.version;
   const baseProfile = loadProfile(values.base!);
   const base = { ...baseProfile, cache: machineCache(baseProfile) };
   const startedAt = refit ? new Date(refit.measuredAt) : new Date();
@@ -322,7 +341,7 @@ runCli(async () => {
     thresholdDivisor: 32,
     workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
     waitSeconds: 3600,
-    pgBin: values['pg-bin'],
+    pgBin: bin?.dir ?? values['pg-bin'],
     profile: baseProfile,
   };
   const plan = planCalibration(design);

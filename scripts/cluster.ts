@@ -12,15 +12,22 @@ import { formatLsn } from '../wal/lsn.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import { addStandby, rejoin, repoint, switchover } from '../server/topology.ts';
 import type { StopMode } from '../server/control-protocol.ts';
-import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
-import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './postgres/pg-cluster-cli.ts';
+import {
+  clusterDirOf,
+  connectNode,
+  parseCli,
+  printJson,
+  runCli,
+  UsageError,
+} from './cli/command.ts';
+import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './cluster/pg-commands.ts';
 import { withModel } from '../cost-model/price.ts';
-import { promoteNode } from './promote.ts';
-import { stopDashboardProcess } from './dashboard-process.ts';
+import { promoteNode } from './cluster/promote.ts';
+import { stopDashboardProcess } from './cluster/dashboard-process.ts';
 import { defaultCostProfile, loadProfile } from '../cost-model/profile.ts';
-import { formatModel } from './experiment/walsim-engine.ts';
-import { cmdStart, isStandby } from './cluster-start.ts';
-import { locked } from './cluster-op.ts';
+import { formatModel } from './engines/walsim-engine.ts';
+import { cmdStart, isStandby } from './cluster/start.ts';
+import { locked } from './cluster/lock.ts';
 
 const USAGE = `usage: npm run cluster -- <command> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]

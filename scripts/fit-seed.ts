@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { profileToJson, PROFILES_DIR } from '../cost-model/profile.ts';
-import { parseCli, runCli, UsageError } from './cli.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
 import {
   fitReportMarkdown,
   fitSeed001,

@@ -2,7 +2,7 @@
  * `npm run predict-bench`: how close `npm run predict` comes to real PostgreSQL 15 on cells a
  * calibrated profile never saw. For each cell and run: a fresh primary + standby, a backlog made
  * with replay paused, the prediction from the standby's unreplayed WAL, then the promotion
- * `predict --verify` times (scripts/predict/bench-run.ts). Both targets are reported: wall time, and
+ * `predict --verify` times (scripts/calibration/cell-run.ts). Both targets are reported: wall time, and
  * uncontended time (wall less the standby startup process's run-queue wait). Writes
  * `<out>/results.json` (after every run) and `<out>/accuracy.md`.
  */
@@ -10,13 +10,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { loadProfile, profilePath, type CostProfile } from '../cost-model/profile.ts';
-import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli.ts';
-import { defaultWorkDir } from './experiment/sweep.ts';
-import { findPgBin } from './postgres/pg-bin.ts';
-import { readStoredCalibration, type StoredCalibration } from './postgres/calibrate.ts';
+import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli/command.ts';
+import { defaultWorkDir } from './experiment/sweep-runner.ts';
+import { resolvePgBin, toolMissingReason } from './postgres/pg-bin.ts';
+import { readStoredCalibration, type StoredCalibration } from './calibration/design.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
-import { onInterrupt } from './interrupt.ts';
+import { onInterrupt } from './cli/interrupt.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { resultsDirName } from './report/write-results.ts';
 import {
@@ -31,9 +31,9 @@ import {
   summariseBench,
   type BenchCell,
   type BenchRun,
-} from './predict/bench-plan.ts';
-import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './predict/bench-run.ts';
-import { predictedSeconds } from './predict/predict.ts';
+} from './calibration/cell-plan.ts';
+import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
+import { predictedSeconds } from './predict/prediction.ts';
 import { withLaterCounters } from '../storage/replay-counts.ts';
 
 export const DEFAULT_WALL_PROFILE = 'pg15-calibrated-wall';
@@ -42,7 +42,7 @@ export const DEFAULT_UNCONTENDED_PROFILE = 'pg15-calibrated-uncontended';
 const USAGE = `usage: npm run predict-bench -- [--quick] [--cells SPEC,SPEC,...] [--runs ${DEFAULT_BENCH_RUNS}]
                               [--profile ${DEFAULT_WALL_PROFILE}] [--uncontended-profile ${DEFAULT_UNCONTENDED_PROFILE}]
                               [--out DIR] [--continue RESULTS.json] [--reprice RESULTS.json]
-                              [--work-dir DIR] [--pg-bin DIR] [--json]
+                              [--work-dir DIR] [--pg-version 13..18] [--pg-bin DIR] [--json]
   Builds a real PostgreSQL 15 primary + standby per run, makes a backlog with replay paused,
   predicts it (npm run predict, from the standby's unreplayed WAL), promotes (predict --verify)
   and prints predicted against measured per cell, for wall time (--profile) and uncontended time
@@ -161,6 +161,7 @@ const PREDICT_BENCH_OPTIONS = {
   reprice: { type: 'string' },
   'work-dir': { type: 'string' },
   'pg-bin': { type: 'string' },
+  'pg-version': { type: 'string' },
   'primary-shared-buffers': { type: 'string', default: '128MB' },
   json: { type: 'boolean', default: false },
   'no-wait': { type: 'boolean', default: false },
@@ -283,9 +284,13 @@ async function measureOnPostgres(
   uncontended: NamedProfile,
   save: () => void,
 ): Promise<void> {
-  const bin = findPgBin(values['pg-bin']); // one-line error naming the package when absent
+  // One-line error naming what to install when absent; --pg-version installs that major.
+  const bin = await resolvePgBin({ pgBin: values['pg-bin'], pgVersion: values['pg-version'] });
+  const noWaldump = toolMissingReason(bin, 'pg_waldump');
+  if (noWaldump !== null)
+    throw new UsageError(`predict reads the standby's WAL with pg_waldump: ${noWaldump}`);
   bench.settings.postgres = bin.version;
-  const noPgbench = pgbenchMissingReason(values['pg-bin']);
+  const noPgbench = pgbenchMissingReason(bin.dir);
   const runnable = cells.filter((c) => {
     if (c.workload !== 'pgbench' || noPgbench === null) return true;
     if (!bench.skipped.some((x) => x.cell === c.id))
@@ -302,7 +307,7 @@ async function measureOnPostgres(
     bench,
     {
       workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
-      pgBin: values['pg-bin'],
+      pgBin: bin.dir,
       primarySharedBuffers: values['primary-shared-buffers']!,
       inodeReuseWait: !values['no-wait'],
       wall,

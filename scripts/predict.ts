@@ -7,25 +7,32 @@
  */
 import * as path from 'node:path';
 import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
-import { parseCli, runCli, UsageError } from './cli.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
+import { onInterrupt } from './cli/interrupt.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
+import { redact, redactValue, rememberSecrets } from './postgres/conninfo.ts';
+import { WalsimError } from '../common/errors.ts';
 import { formatPrediction, formatRanking } from './predict/format.ts';
-import { predictStandby, rankStandbys, type Prediction } from './predict/predict.ts';
+import { predictStandby, rankStandbys, type Prediction } from './predict/prediction.ts';
 import {
   accuracyEntry,
   appendAccuracy,
   checkVerifiable,
   DEFAULT_ACCURACY_LOG,
   formatAccuracy,
+  proveLogIsServers,
   readAccuracy,
   verifyPromotion,
+  verifyReport,
+  type VerifyProgress,
   type VerifyResult,
 } from './predict/verify.ts';
 
 const USAGE = `usage: npm run predict -- --standby URL [--standby URL2 ...] [--pgdata DIR ...] [--primary URL]
                           [--profile NAME|FILE] [--json] [--verify [--log FILE]] [--pg-bin DIR]
        npm run predict -- --accuracy [--accuracy-log FILE] [--json]
-  --standby URL     a PostgreSQL 15 standby (libpq URL); repeat to rank several
+  --standby CONN    a PostgreSQL 15 standby: a libpq URI (postgresql://user@host:port/db) or
+                    keyword/value conninfo ('host=... port=... user=...'); repeat to rank several
   --pgdata DIR      the standby's data directory (read its pg_wal with pg_waldump, its file sizes);
                     repeat in the order of --standby
   --primary URL     the primary: WAL bytes not received, and pg_walinspect when --pgdata is absent
@@ -34,9 +41,41 @@ const USAGE = `usage: npm run predict -- --standby URL [--standby URL2 ...] [--p
   --log FILE        the standby's server log for --verify (default: pg_current_logfile())
   --accuracy        summarise the --verify runs in --accuracy-log (default ${DEFAULT_ACCURACY_LOG})`;
 
+/** Every output and error of predict goes through the one redaction (scripts/postgres/conninfo.ts). */
+const out = (text: string) => console.log(redact(text));
+const err = (text: string) => console.error(redact(text));
+const outJson = (value: unknown) => console.log(JSON.stringify(redactValue(value)));
+
+/** An error with every secret hidden, of the same kind (runCli prints it in one line). */
+function redacted(e: unknown): unknown {
+  if (e instanceof UsageError) return new UsageError(redact(e.message));
+  if (e instanceof WalsimError) return new WalsimError(e.kind, redact(e.message), e.sqlstate);
+  if (e instanceof Error) {
+    const r = new Error(redact(e.message));
+    r.stack = redact(e.stack ?? r.message);
+    return r;
+  }
+  return new Error(redact(String(e)));
+}
+
 async function main(): Promise<number> {
+  // Remember the passwords of every connection string first: whatever fails later is redacted.
+  const argv = process.argv.slice(2);
+  argv.forEach((a, i) => {
+    if (argv[i - 1] === '--standby' || argv[i - 1] === '--primary') rememberSecrets(a);
+    const m = /^--(?:standby|primary)=(.*)$/s.exec(a);
+    if (m !== null) rememberSecrets(m[1]!);
+  });
+  try {
+    return await run(argv);
+  } catch (e) {
+    throw redacted(e);
+  }
+}
+
+async function run(argv: string[]): Promise<number> {
   const { values } = parseCli(
-    process.argv.slice(2),
+    argv,
     {
       standby: { type: 'string', multiple: true },
       pgdata: { type: 'string', multiple: true },
@@ -82,32 +121,40 @@ async function main(): Promise<number> {
   }
   const ranking = predictions.length > 1 ? rankStandbys(predictions) : null;
   if (!values.verify) {
-    if (values.json) console.log(JSON.stringify({ predictions, ranking }));
+    if (values.json) outJson({ predictions, ranking });
     else {
-      for (const p of predictions) console.log(formatPrediction(p).join('\n') + '\n');
-      if (ranking !== null) console.log(formatRanking(ranking).join('\n'));
+      for (const p of predictions) out(formatPrediction(p).join('\n') + '\n');
+      if (ranking !== null) out(formatRanking(ranking).join('\n'));
     }
     return 0;
   }
   const p = predictions[0]!;
   const logFile = checkVerifiable(p, values.log);
-  const say = values.json ? console.error : console.log;
+  await proveLogIsServers(standbys[0]!, p, logFile); // before anything is sent
+  const say = values.json ? err : out;
   if (!values.json) say(formatPrediction(p).join('\n') + '\n');
   say(
     `verify: ${p.paused ? 'resuming replay on and ' : ''}promoting ${p.standby} now — it leaves recovery and becomes a primary on a new timeline`,
   );
-  const v = await verifyPromotion(standbys[0]!, p, logFile);
+  const progress: VerifyProgress = { sent: [] };
+  // Ctrl-C (or SIGTERM) from here on: say what was sent and where the standby is, then exit 130.
+  onInterrupt(async () =>
+    err(`error: interrupted during --verify: ${await verifyReport(standbys[0]!, progress)}`),
+  );
+  let v: VerifyResult;
+  try {
+    v = await verifyPromotion(standbys[0]!, p, logFile, progress);
+  } catch (e) {
+    if (e instanceof WalsimError && e.kind === 'timeout') throw e; // it carries the report
+    throw new WalsimError(
+      'io_error',
+      `--verify failed: ${(e as Error).message}; ${await verifyReport(standbys[0]!, progress)}`,
+    );
+  }
   const entry = accuracyEntry(p, v);
   appendAccuracy(accuracyLog, entry);
   if (values.json) {
-    console.log(
-      JSON.stringify({
-        prediction: p,
-        verify: v,
-        accuracy: entry,
-        accuracyLog: path.resolve(accuracyLog),
-      }),
-    );
+    outJson({ prediction: p, verify: v, accuracy: entry, accuracyLog: path.resolve(accuracyLog) });
     return 0;
   }
   printVerified(p, v, logFile, accuracyLog);
@@ -117,8 +164,8 @@ async function main(): Promise<number> {
 /** --accuracy: the --verify runs logged so far, summarised. */
 function printAccuracy(accuracyLog: string, json: boolean): number {
   const es = readAccuracy(accuracyLog);
-  if (json) console.log(JSON.stringify({ accuracyLog: path.resolve(accuracyLog), entries: es }));
-  else console.log(formatAccuracy(es).join('\n'));
+  if (json) outJson({ accuracyLog: path.resolve(accuracyLog), entries: es });
+  else out(formatAccuracy(es).join('\n'));
   return 0;
 }
 
@@ -129,7 +176,7 @@ function printVerified(p: Prediction, v: VerifyResult, logFile: string, accuracy
     b === null || b === 0 ? '' : `  ${(((a - b) / b) * 100).toFixed(1)}%`;
   const q = p.predicted;
   const m = v.measured;
-  console.log(
+  out(
     [
       `                   predicted  measured  error   (measured: clock_timestamp() at resume → ${path.basename(logFile)})`,
       `replay             ${f(q.phases.replayS)}   ${f(m.replayS)}${e(q.phases.replayS, m.replayS)}`,

@@ -8,7 +8,6 @@
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { INJECTED_BUGS, injectedBugs, type InjectedBug } from '../common/injected-bugs.ts';
 import {
   generateScenario,
@@ -19,16 +18,27 @@ import {
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
+import { parseCli, runCli, UsageError } from './cli/command.ts';
+import { exitWhenFlushed } from '../server/process-exit.ts';
 
 /** Seeds are folded to 32 bits by every PRNG stream (subSeed), so a larger one would alias. */
 const MAX_SEED = 0xffff_ffff;
+/**
+ * Commands per scenario at most: a scenario keeps every machine's disk (its WAL, its relations) in
+ * memory and runs its commands one after the other, so its time and memory grow with the count
+ * (2,000 commands: about 250 MB and half a minute here); longer runs are more seeds, not longer
+ * ones.
+ */
+const MAX_STEPS = 10_000;
+/** Worker processes at most: one per core is the useful number; more only thrash. */
+const MAX_JOBS = 256;
 
 const USAGE = `usage: npm run simulate -- [options]
   --seeds N          run N seeded scenarios (default 100) starting at --from S (default 1)
-  --jobs J           in J worker processes (default: 2, or 1 on a one-core machine)
+  --jobs J           in J worker processes (default: 2, or 1 on a one-core machine; 1 to ${MAX_JOBS})
   --seed S           run one seed and print its outcome; with --trace its whole event trace,
                      with --shrink the smallest command list that still fails
-  --steps N          commands per scenario (default 40)
+  --steps N          commands per scenario (default 40, at most ${MAX_STEPS})
   --scenario-version V  the scenario format (default ${SCENARIO_VERSION}; 1: the commands seeds drew
                      before the drop mechanism's workloads, as the regression seeds were found)
   --json             machine-readable output
@@ -39,9 +49,7 @@ const USAGE = `usage: npm run simulate -- [options]
 Seeds are 32-bit (0..${MAX_SEED}): every stream is derived from the seed's low 32 bits.`;
 
 function usageError(message: string): never {
-  console.error(`error: ${message}`);
-  console.error(USAGE);
-  process.exit(2);
+  throw new UsageError(`${message}\n${USAGE}`);
 }
 
 const OPTIONS = {
@@ -60,61 +68,35 @@ const OPTIONS = {
   worker: { type: 'boolean' },
 } as const;
 
-/** `--seeds -1` reads as an option to parseArgs; joined as `--seeds=-1`, int() names the problem. */
-function joinNegativeValues(args: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const name = a.startsWith('--') ? a.slice(2) : '';
-    const next = args[i + 1];
-    const opt = (OPTIONS as Record<string, { type: string }>)[name];
-    if (opt?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
-      out.push(`${a}=${next}`);
-      i++;
-    } else out.push(a);
-  }
-  return out;
+/** Read by the CLIs' one parser (cli/command.ts), which lets negative values reach int()'s message. */
+function parseOptions() {
+  const { values, positionals } = parseCli(process.argv.slice(2), OPTIONS, USAGE);
+  if (positionals.length > 0) usageError(`unexpected argument "${positionals[0]}"`);
+  return values;
 }
 
-function parseCli() {
-  try {
-    return parseArgs({ args: joinNegativeValues(process.argv.slice(2)), options: OPTIONS }).values;
-  } catch (e) {
-    return usageError((e as Error).message);
-  }
-}
+/** The options, the commands per scenario and the planted bug: set by `main` before anything runs. */
+let values: ReturnType<typeof parseOptions>;
+let steps: number;
+let bug: string | undefined;
 
-const values = parseCli();
-if (values.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-if (values.dir !== undefined && !values.worker)
-  console.error(`note: --dir ignored: the simulator keeps every disk in memory and writes nothing`);
-
-function int(name: string, text: string | undefined, dflt: number, max = MAX_SEED): number {
+function int(
+  name: string,
+  text: string | undefined,
+  dflt: number,
+  max = MAX_SEED,
+  why = '',
+): number {
   if (text === undefined) return dflt;
   const n = Number(text);
   if (!Number.isSafeInteger(n) || n < 0)
     usageError(`--${name} must be a non-negative integer, got "${text}"`);
-  if (n > max) usageError(`--${name} must be at most ${max}, got "${text}"`);
+  if (n > max) usageError(`--${name} must be at most ${max}${why}, got "${text}"`);
   return n;
 }
 
-const steps = int('steps', values.steps, 40, Number.MAX_SAFE_INTEGER);
-const version = int('scenario-version', values['scenario-version'], SCENARIO_VERSION, 2);
-if (version < 1) usageError(`--scenario-version must be 1 or 2, got "${version}"`);
-const scenarioOf = (seed: number) =>
-  generateScenario(seed, steps, undefined, version as ScenarioVersion);
-const bug = values['inject-bug'];
-if (bug !== undefined) {
-  if (!(INJECTED_BUGS as string[]).includes(bug)) {
-    console.error(`--inject-bug must be one of ${INJECTED_BUGS.join(', ')}, got "${bug}"`);
-    process.exit(2);
-  }
-  injectedBugs[bug as InjectedBug] = true;
-  if (!values.worker && !values.json) console.log(`planted test-only bug: ${bug}`);
-}
+let version: ScenarioVersion;
+const scenarioOf = (seed: number) => generateScenario(seed, steps, undefined, version);
 
 interface Totals {
   seeds: number;
@@ -221,6 +203,22 @@ async function runRange(
   return totals;
 }
 
+/**
+ * A worker ends when its parent does, even one killed by SIGKILL (no clean-up ran): the IPC
+ * channel the parent opened closes then, and the scheduler yields to the event loop after every
+ * simulated event, so 'disconnect' is seen within one event. Without it the workers ran on.
+ */
+function exitWithParent(): void {
+  if (process.send === undefined) return; // started by hand, without the parent's channel
+  const stop = () => {
+    console.error(`simulation worker ${process.pid}: its parent ended; stopping`);
+    void exitWhenFlushed(1);
+  };
+  // A parent killed while this worker was still loading: the channel closed before we listened.
+  if (!process.connected) return stop();
+  process.on('disconnect', stop);
+}
+
 /** One child process per job, each on a contiguous block of seeds; totals are merged. */
 function runJobs(
   from: number,
@@ -255,10 +253,13 @@ function runJobs(
     if (bug !== undefined) args.push('--inject-bug', bug);
     children.push(
       new Promise<void>((resolve, reject) => {
-        const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+        // The IPC channel is only the worker's lifeline: it closes when this process dies, however.
+        const child = spawn(process.execPath, args, {
+          stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+        });
         let buf = '';
-        child.stdout.setEncoding('utf8');
-        child.stdout.on('data', (chunk: string) => {
+        child.stdout!.setEncoding('utf8');
+        child.stdout!.on('data', (chunk: string) => {
           buf += chunk;
           let nl: number;
           while ((nl = buf.indexOf('\n')) >= 0) {
@@ -281,7 +282,7 @@ function runJobs(
   return Promise.all(children).then(() => totals);
 }
 
-async function one(seed: number): Promise<void> {
+async function one(seed: number): Promise<number> {
   const scenario = scenarioOf(seed);
   const r = await runSimulation(scenario, { trace: values.trace === true });
   if (values.trace) for (const line of r.trace ?? []) console.log(line);
@@ -299,10 +300,10 @@ async function one(seed: number): Promise<void> {
     );
     for (const c of small.commands) console.log(`  ${describeCommand(c)}`);
   }
-  process.exitCode = r.ok ? 0 : 1;
+  return r.ok ? 0 : 1;
 }
 
-async function many(from: number, n: number, jobs: number): Promise<void> {
+async function many(from: number, n: number, jobs: number): Promise<number> {
   const t0 = performance.now();
   let done = 0;
   const onSeed = (seed: number, t: Totals) => {
@@ -320,7 +321,7 @@ async function many(from: number, n: number, jobs: number): Promise<void> {
   const summary = summaryOf(totals, from, jobs, wallS);
   if (values.json) console.log(JSON.stringify(summary));
   else printSummary(summary, totals, from, n, jobs, wallS);
-  process.exitCode = totals.failed.length === 0 ? 0 : 1;
+  return totals.failed.length === 0 ? 0 : 1;
 }
 
 /** The run's figures (the --json line, and what printSummary prints). */
@@ -419,7 +420,11 @@ function printSummary(
       .map((k) => `${k} ${totals.dropSeeds[k]} (${share(k)})`)
       .join(', ')}`,
   );
-  console.log(`invariant violations: ${totals.violations} in ${totals.failed.length} seeds`);
+  console.log(
+    totals.violations === 0
+      ? `invariant violations: none in ${totals.seeds} seeds`
+      : `invariant violations: ${totals.violations} in ${totals.failed.length} of ${totals.seeds} seeds`,
+  );
 }
 
 /**
@@ -437,17 +442,41 @@ function coverageKinds(drops: Record<string, number>, faults: Record<string, num
   return kinds;
 }
 
-if (values.worker) {
-  // A job of the parent: one JSON line per seed on stdout.
-  await runRange(int('from', values.from, 1), int('seeds', values.seeds, 1), (seed, t) =>
-    console.log(JSON.stringify({ seed, t })),
-  );
-} else if (values.seed !== undefined) {
-  await one(int('seed', values.seed, 0));
-} else {
+runCli(async () => {
+  values = parseOptions();
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (values.dir !== undefined && !values.worker)
+    console.error(
+      `note: --dir ignored: the simulator keeps every disk in memory and writes nothing`,
+    );
+  steps = int('steps', values.steps, 40, MAX_STEPS, ' (commands per scenario; run more seeds)');
+  const v = int('scenario-version', values['scenario-version'], SCENARIO_VERSION, 2);
+  if (v < 1) usageError(`--scenario-version must be 1 or 2, got "${v}"`);
+  version = v as ScenarioVersion;
+  bug = values['inject-bug'];
+  if (bug !== undefined) {
+    if (!(INJECTED_BUGS as string[]).includes(bug))
+      usageError(`--inject-bug must be one of ${INJECTED_BUGS.join(', ')}, got "${bug}"`);
+    injectedBugs[bug as InjectedBug] = true;
+    if (!values.worker && !values.json) console.log(`planted test-only bug: ${bug}`);
+  }
+  if (values.worker) {
+    exitWithParent();
+    // A job of the parent: one JSON line per seed on stdout.
+    await runRange(int('from', values.from, 1), int('seeds', values.seeds, 1), (seed, t) =>
+      console.log(JSON.stringify({ seed, t })),
+    );
+    return 0;
+  }
+  if (values.seed !== undefined) return one(int('seed', values.seed, 0));
   const from = int('from', values.from, 1);
   const n = int('seeds', values.seeds, 100);
   if (from + n - 1 > MAX_SEED)
     usageError(`--from ${from} --seeds ${n} runs past the last seed, ${MAX_SEED}`);
-  await many(from, n, Math.max(1, int('jobs', values.jobs, Math.min(2, availableParallelism()))));
-}
+  const jobs = int('jobs', values.jobs, Math.min(2, availableParallelism()), MAX_JOBS);
+  if (jobs === 0) usageError(`--jobs must be at least 1, got "${values.jobs}"`);
+  return many(from, n, jobs);
+});

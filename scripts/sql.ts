@@ -5,7 +5,14 @@
 import { ControlError } from '../server/control-client.ts';
 import type { QueryResult } from '../server/control-protocol.ts';
 import { splitStatements } from '../sql/parser.ts';
-import { clusterDirOf, connectNode, parseCli, printJson, runCli, UsageError } from './cli.ts';
+import {
+  clusterDirOf,
+  connectNode,
+  parseCli,
+  printJson,
+  runCli,
+  UsageError,
+} from './cli/command.ts';
 
 const USAGE = 'usage: npm run sql -- [--node primary|standby] [--dir DIR] [--json] "STATEMENT"';
 

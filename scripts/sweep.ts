@@ -17,10 +17,11 @@ import {
   printJson,
   runCli,
   UsageError,
-} from './cli.ts';
-import { destroyCluster } from './experiment/fresh-cluster.ts';
+} from './cli/command.ts';
+import { destroyCluster } from './engines/fresh-cluster.ts';
 import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
-import { findPgBin } from './postgres/pg-bin.ts';
+import { resolvePgBin } from './postgres/pg-bin.ts';
+import { parsePgMajor } from './postgres/pg-install.ts';
 import {
   DEFAULT_REL_DIVISORS,
   DEFAULT_SHARED_BUFFERS,
@@ -36,13 +37,13 @@ import {
   type SweepKind,
   type SweepSettings,
   type Variant,
-} from './experiment/sweep.ts';
+} from './experiment/sweep-runner.ts';
 import { computeCrossover } from './report/tables.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
-import { STRATEGIES_USAGE, strategiesSweep } from './experiment/strategies-sweep.ts';
+import { STRATEGIES_USAGE, strategiesSweep } from './strategies/lab-sweep.ts';
 import { withEntryBundle } from '../server/entry-bundle.ts';
-import { onInterrupt } from './interrupt.ts';
+import { onInterrupt } from './cli/interrupt.ts';
 
 const SEED_RUNS = 5;
 const DEFAULT_MULTI_RUNS = 1;
@@ -57,6 +58,8 @@ const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
   threshold and multi, engines: [--engine walsim|postgres|walsim,postgres] [--pg-bin DIR]: postgres runs every cell on a real
              PostgreSQL primary + synchronous standby too (PostgreSQL 14 and later: the cached-lookup path, unforced),
              side by side with walsim's measured and modeled seconds
+             [--pg-version 13,15]: one PostgreSQL column per major (13–18, the npm registry's builds, installed on first use);
+             default: Debian's newest (15) or --pg-bin
 ${STRATEGIES_USAGE}
   common     [--shared-buffers ${DEFAULT_SHARED_BUFFERS.join(',')}] (the standby's; the primary gets --primary-shared-buffers 128MB)
              [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]
@@ -85,6 +88,7 @@ const SWEEP_OPTIONS = {
   json: { type: 'boolean', default: false },
   engine: { type: 'string', default: 'walsim' },
   'pg-bin': { type: 'string' },
+  'pg-version': { type: 'string' },
   profile: { type: 'string', default: DEFAULT_PROFILE },
   'model-only': { type: 'boolean', default: false },
 } as const;
@@ -113,13 +117,31 @@ function runsAndEngines(kind: SweepKind, values: SweepValues) {
       throw new UsageError(`unknown engine "${e}" (accepted: ${ENGINES.join(', ')})`);
     return e as Engine;
   });
-  // Fail before any cell runs when PostgreSQL is asked for and absent.
-  if (engines.includes('postgres')) findPgBin(values['pg-bin']);
   if (modelOnly && engines.includes('postgres'))
     throw new UsageError(
       "--model-only models walsim's counts; it does not run PostgreSQL (drop --engine postgres)",
     );
-  return { modelOnly, runs, warmupRuns, engines };
+  const pgVersions =
+    values['pg-version'] === undefined
+      ? []
+      : list(values['pg-version'], 'pg-version').map((v) => parsePgMajor(v) as number);
+  if (pgVersions.length > 0 && !engines.includes('postgres'))
+    throw new UsageError(
+      '--pg-version applies to --engine postgres (add it: --engine walsim,postgres)',
+    );
+  if (pgVersions.length > 1 && values['pg-bin'] !== undefined)
+    throw new UsageError('--pg-bin names one installation; give one --pg-version with it');
+  return { modelOnly, runs, warmupRuns, engines, pgVersions };
+}
+
+/**
+ * Fail before any cell runs when PostgreSQL is asked for and absent (a version not yet in the
+ * cache is installed now, with its progress line).
+ */
+async function checkPgBinaries(engines: Engine[], pgVersions: number[], pgBin?: string) {
+  if (!engines.includes('postgres')) return;
+  if (pgVersions.length === 0) await resolvePgBin({ pgBin });
+  for (const v of pgVersions) await resolvePgBin({ pgBin, pgVersion: v });
 }
 
 /** The cells of a threshold or multi sweep, and the options that shaped them (for settings.json). */
@@ -128,6 +150,7 @@ function planOf(
   values: SweepValues,
   sharedBuffers: string[],
   engines: Engine[],
+  pgVersions: number[],
 ): { plan: CellSpec[]; described: Record<string, unknown> } {
   if (kind === 'threshold') {
     const divisors = list(values['rel-sizes'], 'rel-sizes').map((s) =>
@@ -135,7 +158,7 @@ function planOf(
     );
     const forced = !values['no-force-optimized'];
     return {
-      plan: planThreshold(sharedBuffers, divisors, forced, engines),
+      plan: planThreshold(sharedBuffers, divisors, forced, engines, pgVersions),
       described: { relSizes: divisors.map((k) => `NB/${k}`), forceOptimized: forced },
     };
   }
@@ -149,12 +172,12 @@ function planOf(
     (s) => parseDropStrategy(s) as DropStrategy,
   );
   return {
-    plan: planMulti(sharedBuffers, tables, variants, strategies, engines),
+    plan: planMulti(sharedBuffers, tables, variants, strategies, engines, pgVersions),
     described: { tables, variants, strategies },
   };
 }
 
-/** Ctrl-C: stop the clusters this sweep started, then exit 130 (interrupt.ts). */
+/** Ctrl-C: stop the clusters this sweep started, then exit 130 (cli/interrupt.ts). */
 function destroyClustersOnSignal(workDir: string): void {
   onInterrupt(async () => {
     if (!fs.existsSync(workDir)) return;
@@ -215,7 +238,8 @@ runCli(async () => {
   const sharedBuffers = list(values['shared-buffers'], 'shared-buffers');
   for (const sb of [...sharedBuffers, values['primary-shared-buffers']]) parseSharedBuffers(sb);
   const profile = loadProfile(values.profile);
-  const { modelOnly, runs, warmupRuns, engines } = runsAndEngines(kind, values);
+  const { modelOnly, runs, warmupRuns, engines, pgVersions } = runsAndEngines(kind, values);
+  await checkPgBinaries(engines, pgVersions, values['pg-bin']);
   const settings: SweepSettings = {
     primarySharedBuffers: values['primary-shared-buffers'],
     thresholdDivisor: positiveInt(values['threshold-divisor'], 'threshold-divisor'),
@@ -225,9 +249,10 @@ runCli(async () => {
     pgBin: values['pg-bin'],
     profile,
   };
-  const { plan, described } = planOf(kind, values, sharedBuffers, engines);
+  const { plan, described } = planOf(kind, values, sharedBuffers, engines, pgVersions);
   const settingsOut = {
     engines,
+    ...(pgVersions.length > 0 ? { pgVersions } : {}),
     sharedBuffers,
     ...described,
     runs,

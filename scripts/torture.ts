@@ -6,7 +6,7 @@
  * interleaving of WAL messages can differ); `--json` prints one object as the last line of stdout with seeds,
  * faults (injected), acked (commits acknowledged) and lost (acknowledged commits missing).
  */
-import { parseCli, printJson, runCli, UsageError } from './cli.ts';
+import { parseCli, printJson, runCli, UsageError } from './cli/command.ts';
 import { runSeed, type SeedResult } from './torture/scenario.ts';
 
 const USAGE =

@@ -45,6 +45,7 @@ import {
   type WsServerHandle,
 } from './ws-server.ts';
 import { startPgWireServer, type PgWireHandle } from './pg-wire/index.ts';
+import { exitWhenFlushed } from './process-exit.ts';
 
 /** Largest frame the walsender side accepts from a standby (ws maxPayload). */
 const REPLICATION_MAX_PAYLOAD = 64 * 1024;
@@ -56,10 +57,11 @@ const { values, positionals } = parseArgs({
 });
 if (positionals[0] !== SERVER_MARKER || !values.datadir || !values['cluster-dir']) {
   console.error(`usage: server/main.ts ${SERVER_MARKER} --datadir DIR --cluster-dir DIR`);
-  process.exit(2);
+  await exitWhenFlushed(2);
 }
-const dataDir = path.resolve(values.datadir);
-const clusterDir = path.resolve(values['cluster-dir']);
+// Both are set: exitWhenFlushed never returns.
+const dataDir = path.resolve(values.datadir!);
+const clusterDir = path.resolve(values['cluster-dir']!);
 const log = (message: string) =>
   console.log(`${new Date().toISOString()} [${process.pid}] ${message}`);
 
@@ -89,6 +91,9 @@ function removePidFile(): void {
  * cannot do without: log it, remove postmaster.pid, exit 1. Nothing more is written, so the data
  * directory stays as a crash leaves it and the next start runs crash recovery.
  */
+// fatal() and the immediate stop exit at once, without exitWhenFlushed: the server's stdout and stderr are
+// its server.log (pg-ctl.ts), a file, written synchronously, so nothing can be pending; and an
+// immediate stop or a PANIC must not wait on anything.
 function fatal(e: unknown): never {
   log(`FATAL:  ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   log('LOG:  server process exiting with exit code 1');
@@ -139,7 +144,7 @@ async function cleanStop(mode: 'smart' | 'fast'): Promise<void> {
   await server.close();
   removePidFile();
   log('LOG:  database system is shut down');
-  process.exit(0);
+  await exitWhenFlushed(0);
 }
 
 function stop(mode: StopMode): void {
@@ -349,5 +354,5 @@ main().catch((e: unknown) => {
   // An expected refusal (another server holds the data directory) needs no stack either.
   else log(`FATAL:  ${isWalsimError(e) ? e.message : ((e as Error).stack ?? String(e))}`);
   removePidFile();
-  process.exit(1);
+  void exitWhenFlushed(1);
 });

@@ -1,6 +1,6 @@
 /**
  * The row-level DML backlogs `npm run calibrate` measures (one implementation for the real
- * PostgreSQL runs, scripts/predict/bench-run.ts, and for the walsim twins, in-process.ts): over
+ * PostgreSQL runs, scripts/calibration/cell-run.ts, and for the walsim twins, in-process.ts): over
  * Test B's one-block tables (created and filled with 226 rows before the pause),
  * - `insert`: INSERT of 2,260 rows (10 pages) more into each table after the pause — one
  *   HEAP_INSERT per row, 10 pages appended per table (the mixed bench backlog's INSERT);

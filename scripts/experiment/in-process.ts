@@ -42,7 +42,7 @@ import type { RelFileNumber, TransactionId, WalRecordBody } from '../../wal/reco
 import { rowsForPages } from './rel-size.ts';
 import { tableNames } from './state.ts';
 import { dmlBacklog } from './dml.ts';
-import type { CellSpec } from './cell.ts';
+import type { CellSpec } from '../report/records.ts';
 
 export interface InProcessSettings {
   thresholdDivisor: number;
@@ -117,7 +117,7 @@ export class InProcessCluster {
 
 /**
  * The statements of a cell's steps, as steps.ts sends them (one statement per table each); the
- * DML variants as predict-bench's runner makes them (bench-run.ts `dmlBacklog`).
+ * DML variants as predict-bench's runner makes them (calibration/cell-run.ts `dmlBacklog`).
  */
 function statements(c: CellSpec): { before: string[]; failover: string[] } {
   const names = tableNames(c.kind === 'threshold' ? 'rel' : 'multi', c.tables);

@@ -8,11 +8,11 @@
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { parseRelSize } from './rel-size.ts';
-import type { CellSpec, Engine, Variant } from './cell.ts';
+import type { CellSpec, Engine, Variant } from '../report/records.ts';
 
 export function cellKey(c: CellSpec): string {
   return [
-    c.engine,
+    c.engine + (c.pgVersion === undefined ? '' : `-${c.pgVersion}`),
     c.kind,
     c.sharedBuffers,
     c.variant,
@@ -26,9 +26,18 @@ export function cellLabel(c: CellSpec): string {
     c.kind === 'threshold'
       ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)`
       : `${c.tables} tables ${c.variant.toUpperCase()}`;
-  if (c.engine === 'postgres') return `s_b=${c.sharedBuffers} ${what} PostgreSQL`;
+  if (c.engine === 'postgres') return `s_b=${c.sharedBuffers} ${what} ${pgName(c)}`;
   return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}`;
 }
+
+/** "PostgreSQL 13" for a cell of `--pg-version 13`, else "PostgreSQL". */
+export function pgName(c: Pick<CellSpec, 'pgVersion'>): string {
+  return c.pgVersion === undefined ? 'PostgreSQL' : `PostgreSQL ${c.pgVersion}`;
+}
+
+/** One PostgreSQL cell per `--pg-version` (none given: one cell of the default binaries). */
+const versionsOf = (pgVersions: readonly number[]) =>
+  pgVersions.length === 0 ? [{}] : pgVersions.map((v) => ({ pgVersion: v }));
 
 /** Test A cells: shared_buffers × NB/k × {cached-lookup forced (or not), full-scan}. */
 export function planThreshold(
@@ -36,6 +45,7 @@ export function planThreshold(
   divisors: number[],
   forceOptimized: boolean,
   engines: readonly Engine[] = ['walsim'],
+  pgVersions: readonly number[] = [],
 ): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sharedBuffers) {
@@ -52,14 +62,17 @@ export function planThreshold(
         pagesPerTable: size.pages,
         tables: 1,
       } as const;
-      // PostgreSQL 15 is the cached-lookup path, unpatched: its threshold decides.
+      // PostgreSQL 14+ is the cached-lookup path, unpatched: its threshold decides (13 always
+      // scans; its cells are labelled by version, the strategy names what 14+ would do).
       if (engines.includes('postgres'))
-        cells.push({
-          ...base,
-          engine: 'postgres',
-          strategy: 'cached-lookup',
-          forceOptimized: false,
-        });
+        for (const v of versionsOf(pgVersions))
+          cells.push({
+            ...base,
+            ...v,
+            engine: 'postgres',
+            strategy: 'cached-lookup',
+            forceOptimized: false,
+          });
       if (!engines.includes('walsim')) continue;
       for (const strategy of ['cached-lookup', 'full-scan'] as const) {
         cells.push({
@@ -81,6 +94,7 @@ export function planMulti(
   variants: Variant[],
   strategies: DropStrategy[],
   engines: readonly Engine[] = ['walsim'],
+  pgVersions: readonly number[] = [],
 ): CellSpec[] {
   const cells: CellSpec[] = [];
   for (const sb of sharedBuffers) {
@@ -98,7 +112,8 @@ export function planMulti(
         tables,
       } as const;
       if (engines.includes('postgres'))
-        cells.push({ ...base, engine: 'postgres', strategy: 'cached-lookup' });
+        for (const v of versionsOf(pgVersions))
+          cells.push({ ...base, ...v, engine: 'postgres', strategy: 'cached-lookup' });
       if (!engines.includes('walsim')) continue;
       for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
     }

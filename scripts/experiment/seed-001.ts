@@ -9,7 +9,7 @@
  */
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { parseRelSize } from './rel-size.ts';
-import type { CellSpec } from './sweep.ts';
+import type { CellSpec } from './sweep-runner.ts';
 
 export const SEED_SIZES = ['128MB', '1GB', '20GB', '100GB'] as const;
 export const SEED_DIVISORS = [512, 256, 128, 64, 32, 16, 8] as const;

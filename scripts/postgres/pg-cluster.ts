@@ -1,8 +1,19 @@
 /**
  * A real PostgreSQL primary + synchronous standby under a cluster directory, set up the way seed
- * 001 did: `initdb`, the seed's postgresql.conf settings, `pg_basebackup -R -X stream`, `pg_ctl`.
- * Both listen on 127.0.0.1 only (no Unix socket), on free ports. Run as the `postgres` OS user
- * when we are root.
+ * 001 did: `initdb`, the seed's postgresql.conf settings, a base backup, `pg_ctl`. Both listen on
+ * 127.0.0.1 only (no Unix socket), on free ports. Run as the `postgres` OS user when we are root.
+ *
+ * Any major 13–18 (pg-bin.ts `resolvePgBin`). The standby (`standbyMethod` in engine.json):
+ * - `pg_basebackup`: `pg_basebackup -X stream` when one of the server's major or newer is at hand
+ *   (Debian's 15 serves 13, 14 and 15; it refuses 16+). `-R`'s `primary_conninfo` carries every
+ *   libpq 15 option, `sslsni` included, which a 13 walreceiver refuses ("invalid connection option
+ *   "sslsni""), so below 15 standby.signal and a plain `primary_conninfo` are written here;
+ * - `cold-copy`: otherwise (the npm packages ship no pg_basebackup) the primary is stopped
+ *   cleanly, its data directory copied, standby.signal and `primary_conninfo` written, and both
+ *   started: the standby begins at the shutdown checkpoint and streams from there, as
+ *   PostgreSQL's documentation allows for a copy of a cleanly shut down cluster.
+ * 18's initdb turns data checksums on by default; `--no-data-checksums` keeps every major alike
+ * (13–17 default off), so checksum work never differs between the versions compared.
  *
  * Layout: `<dir>/engine.json` (which binaries, user, ports, settings), `<dir>/primary/` and
  * `<dir>/standby/` (PGDATA), `<dir>/primary.log` and `<dir>/standby.log` (pg_ctl -l; every line
@@ -21,9 +32,9 @@ import { writeFileAtomic } from '../../common/durable-file.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { freePort } from '../../server/ports.ts';
-import { findPgBin, pgServerUser, type PgProgram, type PgUser } from './pg-bin.ts';
+import { pgServerUser, resolvePgBin, toolPath, type PgProgram, type PgUser } from './pg-bin.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
-import { onInterrupt } from '../interrupt.ts';
+import { onInterrupt } from '../cli/interrupt.ts';
 
 export type PgNodeName = 'primary' | 'standby';
 
@@ -53,15 +64,22 @@ export interface PgClusterSettings {
   /** The standby's shared_buffers: the pool whose drops are measured. */
   sharedBuffers: string;
   primarySharedBuffers: string;
-  /** `--pg-bin`; default: the newest /usr/lib/postgresql/<major>/bin. */
+  /** `--pg-bin`; default: the newest /usr/lib/postgresql/<major>/bin (or `pgVersion`'s). */
   pgBin?: string;
+  /** `--pg-version`: that major from pg-install.ts's cache (installed on first use). */
+  pgVersion?: string | number;
 }
+
+/** How the standby was made (see the file comment). */
+export type StandbyMethod = 'pg_basebackup' | 'cold-copy';
 
 export interface PgEngineFile {
   engine: 'postgres';
   binDir: string;
   version: string;
   major: number;
+  /** Absent in files written before versions: pg_basebackup. */
+  standbyMethod?: StandbyMethod;
   user: PgUser | null;
   ports: Record<PgNodeName, number>;
   sharedBuffers: Record<PgNodeName, string>;
@@ -83,6 +101,17 @@ export function readPgEngine(dir: string): PgEngineFile {
   return JSON.parse(fs.readFileSync(p, 'utf8')) as PgEngineFile;
 }
 
+/**
+ * `pg_get_wal_replay_pause_state()` (14+). 13 has only `pg_is_wal_replay_paused()`, true once a
+ * pause is requested; its redo loop checks that flag before every record, so no record is replayed
+ * after it: 'paused' for the steps' purpose.
+ */
+export function pauseStateSql(major: number): string {
+  return major >= 14
+    ? 'SELECT pg_get_wal_replay_pause_state()'
+    : "SELECT CASE WHEN pg_is_wal_replay_paused() THEN 'paused' ELSE 'not paused' END";
+}
+
 export const pgDataDir = (dir: string, name: PgNodeName) => path.join(dir, name);
 export const pgLogPath = (dir: string, name: PgNodeName) => path.join(dir, `${name}.log`);
 
@@ -98,7 +127,7 @@ export interface ProgramResult {
  * event loop. A non-zero exit throws unless `allowFail`.
  */
 export function runPgProgram(
-  engine: Pick<PgEngineFile, 'binDir' | 'user'>,
+  engine: Pick<PgEngineFile, 'binDir' | 'user'> & { major?: number },
   program: PgProgram,
   args: string[],
   opts: { cwd?: string; allowFail?: boolean; timeoutMs?: number } = {},
@@ -106,7 +135,9 @@ export function runPgProgram(
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     execFile(
-      path.join(engine.binDir, program),
+      engine.major === undefined
+        ? path.join(engine.binDir, program)
+        : toolPath(engine.binDir, engine.major, program),
       args,
       {
         cwd: opts.cwd ?? '/',
@@ -228,18 +259,19 @@ export function pgConnectionString(dir: string, name: PgNodeName): string {
 export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<PgEngineFile> {
   parseSharedBuffers(s.sharedBuffers);
   parseSharedBuffers(s.primarySharedBuffers);
-  const bin = findPgBin(s.pgBin);
+  const bin = await resolvePgBin({ pgBin: s.pgBin, pgVersion: s.pgVersion });
   const user = pgServerUser();
   assert(
     user !== null || process.getuid?.() !== 0,
     'INV-SCRIPTS-6 PostgreSQL servers never run as root',
   );
-  await prepareClusterDir(dir, bin.dir, user);
+  await prepareClusterDir(dir, bin, user);
   const engine: PgEngineFile = {
     engine: 'postgres',
     binDir: bin.dir,
     version: bin.version,
     major: bin.major,
+    standbyMethod: fs.existsSync(bin.path('pg_basebackup')) ? 'pg_basebackup' : 'cold-copy',
     user,
     ports: { primary: await freePort('127.0.0.1'), standby: await freePort('127.0.0.1') },
     sharedBuffers: { primary: s.primarySharedBuffers, standby: s.sharedBuffers },
@@ -257,7 +289,7 @@ export async function initPgCluster(dir: string, s: PgClusterSettings): Promise<
 /** A fresh directory the PostgreSQL OS user owns and can reach through its parents. */
 async function prepareClusterDir(
   dir: string,
-  binDir: string,
+  bin: { dir: string; major: number },
   user: ReturnType<typeof pgServerUser>,
 ): Promise<void> {
   if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
@@ -270,10 +302,15 @@ async function prepareClusterDir(
     fs.chownSync(dir, user.uid, user.gid);
     // The server user must be able to reach the directory through its parents.
     try {
-      await runPgProgram({ binDir, user }, 'pg_ctl', ['status', '-D', dir], {
-        cwd: dir,
-        allowFail: true,
-      });
+      await runPgProgram(
+        { binDir: bin.dir, major: bin.major, user },
+        'pg_ctl',
+        ['status', '-D', dir],
+        {
+          cwd: dir,
+          allowFail: true,
+        },
+      );
     } catch (e) {
       throw new WalsimError(
         'invalid_input',
@@ -283,7 +320,7 @@ async function prepareClusterDir(
   }
 }
 
-/** initdb and start the primary, base-backup the standby from it and start it. */
+/** initdb and start the primary, make the standby from it and start it. */
 async function buildPgCluster(
   dir: string,
   engine: PgEngineFile,
@@ -293,7 +330,19 @@ async function buildPgCluster(
   await runPgProgram(
     engine,
     'initdb',
-    ['-D', primary, '-U', 'postgres', '-A', 'trust', '--locale=C', '-E', 'UTF8', '--no-sync'],
+    [
+      '-D',
+      primary,
+      '-U',
+      'postgres',
+      '-A',
+      'trust',
+      '--locale=C',
+      '-E',
+      'UTF8',
+      '--no-sync',
+      ...(engine.major >= 18 ? ['--no-data-checksums'] : []),
+    ],
     { cwd: dir },
   );
   fs.appendFileSync(
@@ -308,27 +357,8 @@ async function buildPgCluster(
   );
   await pgCtl(dir, 'primary', 'start');
   const standby = pgDataDir(dir, 'standby');
-  await runPgProgram(
-    engine,
-    'pg_basebackup',
-    [
-      '-D',
-      standby,
-      '-R',
-      '-X',
-      'stream',
-      '-c',
-      'fast',
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(engine.ports.primary),
-      '-U',
-      'postgres',
-      '--no-sync',
-    ],
-    { cwd: dir },
-  );
+  if (engine.standbyMethod === 'cold-copy') await coldCopy(dir, engine);
+  else await baseBackup(dir, engine);
   // The seed: synchronous_commit/synchronous_standby_names are for the primary only.
   fs.appendFileSync(
     path.join(standby, 'postgresql.conf'),
@@ -341,6 +371,53 @@ async function buildPgCluster(
   );
   await pgCtl(dir, 'standby', 'start');
   await waitSyncStreaming(dir);
+}
+
+/**
+ * `primary_conninfo` without libpq options a walreceiver older than the tools may refuse; no
+ * application_name, so the walreceiver is "walreceiver" (synchronous_standby_names), as with -R.
+ */
+function writeStandbyConfig(standby: string, engine: PgEngineFile): void {
+  fs.writeFileSync(path.join(standby, 'standby.signal'), '');
+  fs.appendFileSync(
+    path.join(standby, 'postgresql.auto.conf'),
+    `primary_conninfo = 'host=127.0.0.1 port=${engine.ports.primary} user=postgres'\n`,
+  );
+  if (engine.user) {
+    for (const f of ['standby.signal', 'postgresql.auto.conf'])
+      fs.chownSync(path.join(standby, f), engine.user.uid, engine.user.gid);
+  }
+}
+
+/** pg_basebackup -X stream (with -R for 15+, whose walreceiver accepts the string it writes). */
+async function baseBackup(dir: string, engine: PgEngineFile): Promise<void> {
+  const standby = pgDataDir(dir, 'standby');
+  const ownConninfo = engine.major < 15;
+  const args = ['-D', standby, ...(ownConninfo ? [] : ['-R']), '-X', 'stream', '-c', 'fast'];
+  args.push('-h', '127.0.0.1', '-p', String(engine.ports.primary), '-U', 'postgres', '--no-sync');
+  await runPgProgram(engine, 'pg_basebackup', args, { cwd: dir });
+  if (ownConninfo) writeStandbyConfig(standby, engine);
+}
+
+/** A cold copy: stop the primary cleanly, copy its data directory, start the primary again. */
+async function coldCopy(dir: string, engine: PgEngineFile): Promise<void> {
+  const standby = pgDataDir(dir, 'standby');
+  await pgCtl(dir, 'primary', 'stop', { mode: 'fast' });
+  await new Promise<void>((resolve, reject) =>
+    execFile(
+      'cp',
+      ['-a', pgDataDir(dir, 'primary'), standby],
+      engine.user ? { uid: engine.user.uid, gid: engine.user.gid } : {},
+      (err, _o, stderr) =>
+        err === null
+          ? resolve()
+          : reject(new WalsimError('io_error', `copying the primary failed: ${stderr.trim()}`)),
+    ),
+  );
+  for (const f of ['postmaster.opts', 'postmaster.pid'])
+    fs.rmSync(path.join(standby, f), { force: true });
+  writeStandbyConfig(standby, engine);
+  await pgCtl(dir, 'primary', 'start');
 }
 
 /** Until the standby streams as the synchronous standby `walreceiver`. */

@@ -6,7 +6,7 @@
  * Entry points: `formatPrediction`, `formatRanking`.
  */
 import { markdownTable } from '../report/tables.ts';
-import type { Prediction, rankStandbys } from './predict.ts';
+import type { Prediction, rankStandbys } from './prediction.ts';
 
 const fmtInt = (n: number) => n.toLocaleString('en-US');
 const s3 = (s: number) => `${s.toFixed(3)} s`;
@@ -33,7 +33,7 @@ export function formatPrediction(p: Prediction): string[] {
     out.push(
       'currentLsn' in p.primary
         ? `WAL not received from the primary: ${bytesText(p.primary.walNotReceivedBytes)} (primary at ${p.primary.currentLsn}, received ${st.receiveLsn})`
-        : `primary ${p.primary.url} not reachable (${p.primary.error.split(':')[0]}): WAL not received unknown`,
+        : `primary ${p.primary.url} not reachable (${p.primary.error}): WAL not received unknown`,
     );
   if (p.note !== '') out.push(`note: ${p.note}`);
   out.push('');
@@ -111,7 +111,11 @@ export function formatRanking(r: ReturnType<typeof rankStandbys>): string[] {
       ['r', 'l', 'r', 'r', 'r', 'l', 'l'],
     ),
     `leader position ${r.leaderPosition} (${r.leaderFrom}); Patroni's lag = leader − max(received, replayed)`,
-    `Patroni's defaults (maximum_lag_on_failover = 1MB, furthest ahead) would promote: ${r.patroniPick ?? 'none (every standby lags more than 1 MB)'}`,
+    `Patroni's defaults (maximum_lag_on_failover = 1MB, furthest ahead) would promote: ${
+      r.patroniTie !== null
+        ? `tie between ${r.patroniTie.join(' and ')} (equal positions: Patroni's members race for the leader key)`
+        : (r.patroniPick ?? 'none (every standby lags more than 1 MB)')
+    }`,
     `writable first: ${r.writableFirst}${r.patroniPick !== null && r.patroniPick !== r.writableFirst ? '  (not the one Patroni would pick)' : ''}`,
   ];
 }

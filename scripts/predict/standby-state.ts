@@ -5,10 +5,11 @@
  * message naming the server and what to do.
  *
  * Entry points: `connectServer`, `readStandbyState`, `readPrimaryLsn`, `checkStandby`,
- * `StandbyState`, `redactUrl`.
+ * `StandbyState`, `redactUrl`, `serverConfig`, `connectionFailure`.
  */
 import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
+import { parseConninfo, pgClientConfig, redactConninfo } from '../postgres/conninfo.ts';
 
 export interface StandbyState {
   url: string;
@@ -37,19 +38,40 @@ export interface StandbyState {
   currentLogfile: string | null;
 }
 
-/** The URL with its password hidden (for messages and output). */
-export function redactUrl(url: string): string {
-  return url.replace(/(\/\/[^:/@]+):[^@/]*@/, '$1:***@');
+/** A connection string with its secrets hidden (for messages and output). */
+export const redactUrl = redactConninfo;
+
+/**
+ * The node-postgres config of `--standby`/`--primary` (either libpq form); one line naming the
+ * option and what is wrong when it does not parse.
+ */
+export function serverConfig(
+  url: string,
+  option: string,
+  applicationName: string,
+  options?: string,
+): pg.ClientConfig {
+  try {
+    return pgClientConfig(parseConninfo(url, option), {
+      application_name: applicationName,
+      options,
+      connectTimeoutS: 10,
+    });
+  } catch (e) {
+    if (!(e instanceof WalsimError) || e.message.startsWith(option)) throw e;
+    throw new WalsimError('invalid_input', `${option} ${redactConninfo(url)}: ${e.message}`);
+  }
 }
 
 /** A read-only session: default_transaction_read_only, a short statement timeout. */
 export async function connectServer(url: string, role: 'standby' | 'primary'): Promise<pg.Client> {
-  const c = new pg.Client({
-    connectionString: url,
-    application_name: 'walsim-predict',
-    connectionTimeoutMillis: 10_000,
-    options: '-c default_transaction_read_only=on -c statement_timeout=600000',
-  });
+  const config = serverConfig(
+    url,
+    `--${role}`,
+    'walsim-predict',
+    '-c default_transaction_read_only=on -c statement_timeout=600000',
+  );
+  const c = new pg.Client(config);
   c.on('error', () => {});
   try {
     await c.connect();
@@ -57,15 +79,63 @@ export async function connectServer(url: string, role: 'standby' | 'primary'): P
     await c.end().catch(() => {});
     throw new WalsimError(
       'not_connected',
-      `cannot connect to the ${role} ${redactUrl(url)}: ${(e as Error).message || (e as { code?: string }).code || 'connection failed'} — check host, port, user and password in the URL (libpq form: postgresql://user@host:port/db)`,
+      `cannot connect to the ${role} ${redactConninfo(url)}: ${connectionFailure(e, config)}`,
     );
   }
   return c;
 }
 
+/** Why a connection failed, and what to check for that cause (not one catch-all line). */
+export function connectionFailure(e: unknown, config: pg.ClientConfig): string {
+  const err = e as Error & { code?: string; hostname?: string };
+  const msg = (err.message || err.code || 'connection failed').replace(/\s+/g, ' ');
+  const at = `${config.host ?? 'localhost'}:${config.port ?? 5432}`;
+  switch (err.code) {
+    case '28P01':
+      return `${msg} — check the password (password in the connection string, PGPASSWORD or ~/.pgpass)`;
+    case '28000':
+      return `${msg} — the server's pg_hba.conf refuses this user, database or address`;
+    case '3D000':
+      return `${msg} — check dbname`;
+    case 'ECONNREFUSED':
+      return `${msg} — nothing accepts connections at ${at}: check the host and port, and that the server runs`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `host "${err.hostname ?? config.host}" not found (${err.code}) — check the host name`;
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return `${msg} — ${at} cannot be reached from here: check the host`;
+  }
+  if (/does not support SSL/i.test(msg))
+    return `${msg} — the server has no SSL: use sslmode=disable or prefer`;
+  if (/certificate|self[- ]signed|altname/i.test(msg))
+    return `${msg} — the server's certificate was not accepted: check sslrootcert and sslmode`;
+  if (/timeout/i.test(msg))
+    return `${msg} — no answer from ${at} within connect_timeout: check the host, port and any firewall`;
+  return msg;
+}
+
 async function one<T>(c: pg.Client, sql: string): Promise<T> {
-  const r = await c.query(sql);
+  const r = await privileged(c.query(sql));
   return r.rows[0] as T;
+}
+
+/**
+ * A query refused for lack of privileges (SQLSTATE 42501) as one message naming the role that is
+ * enough: pg_monitor (pg_read_all_settings for data_directory, pg_read_all_stats for
+ * pg_stat_wal_receiver, the pg_control_* functions).
+ */
+async function privileged<T>(q: Promise<T>): Promise<T> {
+  try {
+    return await q;
+  } catch (e) {
+    if ((e as { code?: string }).code === '42501' || /must be superuser/.test((e as Error).message))
+      throw new WalsimError(
+        'invalid_input',
+        `${(e as Error).message}: the role in the URL needs pg_monitor (GRANT pg_monitor TO it; nothing is written)`,
+      );
+    throw e;
+  }
 }
 
 export async function readStandbyState(c: pg.Client, url: string): Promise<StandbyState> {
@@ -95,10 +165,16 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
             current_setting('data_directory') AS data_directory,
             current_setting('log_line_prefix') AS log_line_prefix,
             current_setting('log_timezone') AS log_timezone,
-            pg_current_logfile() AS current_logfile,
+            has_function_privilege('pg_current_logfile()', 'EXECUTE') AS logfile_allowed,
             EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_buffercache') AS buffercache`,
   );
-  const wr = await c.query('SELECT status, received_tli FROM pg_stat_wal_receiver');
+  // pg_current_logfile() is not granted to pg_monitor in 15 (only --verify needs it): the
+  // executor checks a function's privilege even in a CASE branch not taken, hence two queries.
+  const logfile =
+    s.logfile_allowed === true
+      ? (await one<{ f: string | null }>(c, 'SELECT pg_current_logfile() AS f')).f
+      : null;
+  const wr = await privileged(c.query('SELECT status, received_tli FROM pg_stat_wal_receiver'));
   const w = wr.rows[0] as { status: string; received_tli: number | null } | undefined;
   return {
     ...base,
@@ -116,7 +192,7 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
     hasBuffercache: s.buffercache === true,
     logLinePrefix: String(s.log_line_prefix),
     logTimezone: String(s.log_timezone),
-    currentLogfile: (s.current_logfile as string | null) ?? null,
+    currentLogfile: logfile,
   };
 }
 

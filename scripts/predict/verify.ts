@@ -6,7 +6,7 @@
  * system is ready to accept connections"). Each run is appended to a local JSON-lines log that
  * `--accuracy` summarises.
  *
- * Entry points: `verifyPromotion`, `checkVerifiable`, `appendAccuracy`, `readAccuracy`,
+ * Entry points: `verifyPromotion`, `checkVerifiable`, `proveLogIsServers`, `verifyReport`, `appendAccuracy`, `readAccuracy`,
  * `formatAccuracy`, `DEFAULT_ACCURACY_LOG`, `VerifyResult`, `AccuracyEntry`.
  */
 import * as fs from 'node:fs';
@@ -16,9 +16,12 @@ import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { parsePgLog, promotionTimeline, type PromotionTimeline } from '../postgres/pg-log.ts';
-import { STALL_MS } from '../postgres/pg-engine.ts';
+import { STALL_MS } from '../engines/pg-engine.ts';
 import { markdownTable } from '../report/tables.ts';
-import type { Prediction } from './predict.ts';
+import type { Prediction } from './prediction.ts';
+import { serverConfig } from './standby-state.ts';
+import { interrupted } from '../cli/interrupt.ts';
+import { redactValue } from '../postgres/conninfo.ts';
 
 export const DEFAULT_ACCURACY_LOG = path.join('.walsim', 'predict-accuracy.jsonl');
 
@@ -69,50 +72,173 @@ export function checkVerifiable(p: Prediction, logOption: string | undefined): s
   return file;
 }
 
+/**
+ * Prove `logFile` is this server's log before anything is sent: a session of the standby runs a
+ * statement that fails with a fresh nonce (`SELECT '<nonce>'::int`: an ERROR, logged at the
+ * default log_min_messages; nothing is written), and the log must show that nonce on a line of
+ * the session's own pid (`[%p]` of log_line_prefix) within a few seconds. Another server's log, a
+ * stale copy or a log the server no longer writes is refused, naming what was found. With
+ * logging_collector on, the file the server names (pg_current_logfile()) must be this one too.
+ */
+export async function proveLogIsServers(
+  url: string,
+  p: Prediction,
+  logFile: string,
+): Promise<void> {
+  const st = p.state;
+  if (st.currentLogfile !== null) {
+    const own = path.resolve(st.dataDirectory, st.currentLogfile);
+    if (realpathOr(own) !== realpathOr(logFile))
+      throw new WalsimError(
+        'invalid_input',
+        `--log ${logFile} is not ${st.url}'s log: the server writes ${own} (pg_current_logfile()); nothing was sent to the standby`,
+      );
+  }
+  const offset = fs.statSync(logFile).size;
+  const nonce = `walsim-predict-log-check-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  const c = new pg.Client(serverConfig(url, '--standby', 'walsim-predict-verify'));
+  c.on('error', () => {});
+  let pid: number;
+  try {
+    await c.connect();
+    pid = Number((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+    await c.query(`SELECT '${nonce}'::int`).catch(() => {});
+  } finally {
+    await c.end().catch(() => {});
+  }
+  const seen = () => {
+    const text = readFrom(logFile, offset);
+    return text.split('\n').some((l) => l.includes(nonce) && l.includes(` [${pid}] `));
+  };
+  try {
+    await pollUntil(async () => seen(), 'the log line', 5_000, 20);
+  } catch {
+    throw new WalsimError(
+      'invalid_input',
+      `--log ${logFile} is not ${st.url}'s log: a statement that failed on the standby (session pid ${pid}) did not appear in it within 5 s (another server's log, a stale copy, or log_min_messages above ERROR); nothing was sent to the standby`,
+    );
+  }
+}
+
+function realpathOr(file: string): string {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
+}
+
+/** The log's bytes from `offset` on. */
+function readFrom(file: string, offset: number): string {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.max(0, size - offset));
+    fs.readSync(fd, buf, 0, buf.length, offset);
+    return buf.toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * What `--verify` has sent so far: each statement when it was written to the standby and whether
+ * its reply came. Read by the Ctrl-C and timeout reports.
+ */
+export interface VerifyProgress {
+  sent: Array<{ statement: string; replied: boolean }>;
+}
+
+/**
+ * What --verify did and where the standby is now, in one line: the statements sent (or none) and
+ * the standby's state, asked on a fresh session (pg_is_in_recovery(), the pause state), or why
+ * it cannot be asked.
+ */
+export async function verifyReport(url: string, progress: VerifyProgress): Promise<string> {
+  const describeSent = () =>
+    progress.sent.length === 0
+      ? 'nothing was sent to the standby (no resume, no promote)'
+      : `sent ${progress.sent.map((x) => `${x.statement}${x.replied ? '' : ' (no reply yet)'}`).join(', then ')}`;
+  let state: string;
+  const c = new pg.Client({
+    ...serverConfig(url, '--standby', 'walsim-predict-verify'),
+    connectionTimeoutMillis: 5_000,
+  });
+  c.on('error', () => {});
+  try {
+    await c.connect();
+    const r = (
+      await c.query(
+        `SELECT pg_is_in_recovery() AS rec,
+                CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() END AS pause`,
+      )
+    ).rows[0] as { rec: boolean; pause: string | null };
+    const promoteSent = progress.sent.some((x) => x.statement.startsWith('pg_promote'));
+    state = r.rec
+      ? `the standby is in recovery, replay ${r.pause}${promoteSent ? ' (the promotion requested will proceed on its own)' : ''}`
+      : 'the standby has been promoted: it is out of recovery and accepts writes';
+  } catch (e) {
+    state = `the standby's state is unknown: cannot ask it (${(e as Error).message})`;
+  } finally {
+    await c.end().catch(() => {});
+  }
+  // Described after the state was read: a statement in flight meanwhile is included.
+  return `${describeSent()}; ${state}`;
+}
+
 /** Resume replay, request promotion, and read the promotion's instants from the log. */
 export async function verifyPromotion(
   url: string,
   p: Prediction,
   logFile: string,
+  progress: VerifyProgress = { sent: [] },
 ): Promise<VerifyResult> {
   const offset = fs.statSync(logFile).size;
-  const c = new pg.Client({ connectionString: url, application_name: 'walsim-predict-verify' });
+  const c = new pg.Client(serverConfig(url, '--standby', 'walsim-predict-verify'));
   c.on('error', () => {});
   await c.connect();
   let resumeMs: number;
   let promoteRequestedMs: number;
+  const send = async (statement: string, sql: string) => {
+    // After Ctrl-C nothing more is sent: the interrupt's report describes what already was.
+    if (interrupted()) throw new WalsimError('canceled', `interrupted before ${statement}`);
+    const step = { statement, replied: false };
+    progress.sent.push(step);
+    const r = await c.query(sql);
+    step.replied = true;
+    return r;
+  };
   try {
-    const r = await c.query(
-      p.paused
-        ? 'SELECT pg_wal_replay_resume(), extract(epoch FROM clock_timestamp())::float8 AS t'
-        : 'SELECT extract(epoch FROM clock_timestamp())::float8 AS t',
-    );
+    const r = p.paused
+      ? await send(
+          'pg_wal_replay_resume()',
+          'SELECT pg_wal_replay_resume(), extract(epoch FROM clock_timestamp())::float8 AS t',
+        )
+      : await c.query('SELECT extract(epoch FROM clock_timestamp())::float8 AS t');
     resumeMs = Number((r.rows[0] as { t: number }).t) * 1000;
     // pg_promote(false): signal and return; no session waits on the standby while it replays.
     promoteRequestedMs = Date.now();
-    await c.query('SELECT pg_promote(false)');
+    await send('pg_promote(false)', 'SELECT pg_promote(false)');
   } finally {
     await c.end().catch(() => {});
   }
-  const readLog = () => {
-    const fd = fs.openSync(logFile, 'r');
-    try {
-      const size = fs.fstatSync(fd).size;
-      const buf = Buffer.alloc(Math.max(0, size - offset));
-      fs.readSync(fd, buf, 0, buf.length, offset);
-      return promotionTimeline(parsePgLog(buf.toString('utf8')), Math.floor(resumeMs));
-    } finally {
-      fs.closeSync(fd);
-    }
-  };
+  const readLog = () =>
+    promotionTimeline(parsePgLog(readFrom(logFile, offset)), Math.floor(resumeMs));
   let t = readLog();
   const budgetMs = Math.max(120_000, p.predicted.writableS * 20_000);
-  await pollUntil(
-    async () => (t = readLog()).readyAt !== null,
-    `"database system is ready to accept connections" in ${logFile}`,
-    budgetMs,
-    20,
-  );
+  try {
+    await pollUntil(
+      async () => (t = readLog()).readyAt !== null,
+      `"database system is ready to accept connections" in ${logFile}`,
+      budgetMs,
+      20,
+    );
+  } catch {
+    throw new WalsimError(
+      'timeout',
+      `--verify: no "database system is ready to accept connections" in ${logFile} within ${Math.round(budgetMs / 1000)} s: ${await verifyReport(url, progress)}`,
+    );
+  }
   const diff = (a: number | null, b: number | null) =>
     a === null || b === null ? null : (a - b) / 1000;
   const noticeFrom = Math.max(promoteRequestedMs, t.endOfWalAt ?? promoteRequestedMs);
@@ -171,9 +297,19 @@ export function accuracyEntry(p: Prediction, v: VerifyResult): AccuracyEntry {
   };
 }
 
+/**
+ * One JSON line appended, every string redacted (scripts/postgres/conninfo.ts); the file is
+ * created 0600 and kept so (it names servers and their settings).
+ */
 export function appendAccuracy(file: string, e: AccuracyEntry): void {
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  fs.appendFileSync(file, JSON.stringify(e) + '\n');
+  const fd = fs.openSync(file, 'a', 0o600);
+  try {
+    fs.fchmodSync(fd, 0o600);
+    fs.writeSync(fd, JSON.stringify(redactValue(e)) + '\n');
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export function readAccuracy(file: string): AccuracyEntry[] {

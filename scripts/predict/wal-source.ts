@@ -19,7 +19,13 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import type pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
-import { formatLsn, parseLsn } from '../../wal/lsn.ts';
+import { formatLsn, parseLsn, type TimeLineId } from '../../wal/lsn.ts';
+import {
+  parseTimelineHistory,
+  timelineHistoryFileName,
+  type TimelineHistoryEntry,
+} from '../../wal/segment.ts';
+import { splitRangeByTimeline, type TimelinePart } from '../../wal/timeline-range.ts';
 import {
   parseWaldumpLine,
   recordFromWalinspect,
@@ -134,19 +140,55 @@ export interface RangeRead {
 const tail = (s: string) => s.trim().split('\n').slice(-2).join(' | ');
 
 /**
- * `pg_waldump -p WALDIR -t TLI -s FROM -e TO`, each record line to `onRecord`. Resolves when the
- * program exits 0; a missing segment or unreadable file is one message saying so.
+ * The timeline history the standby's pg_wal holds: that of the newest timeline with a history file
+ * at or above `tli` (recovery_target_timeline = 'latest', PostgreSQL's findNewestTimeLine: the
+ * walreceiver fetches the history of each timeline it follows); timeline `tli` alone when none.
  */
-export function waldumpRecords(
+export function walDirTimelineHistory(walDir: string, tli: TimeLineId): TimelineHistoryEntry[] {
+  let newest = tli;
+  for (const f of fs.readdirSync(walDir)) {
+    const m = /^([0-9A-F]{8})\.history$/.exec(f);
+    if (m !== null && parseInt(m[1]!, 16) > newest) newest = parseInt(m[1]!, 16);
+  }
+  const file = path.join(walDir, timelineHistoryFileName(newest));
+  if (!fs.existsSync(file)) return [{ tli: newest, beginLsn: 0, endLsn: null }];
+  return parseTimelineHistory(fs.readFileSync(file, 'utf8'), newest, file);
+}
+
+/**
+ * `pg_waldump -p WALDIR -t TLI -s FROM -e TO` over each part of the range on its own timeline
+ * (the range cut at the history's switch points, as PostgreSQL's reader reads it), each record
+ * line to `onRecord`. A missing segment or unreadable file is one message naming it.
+ */
+export async function waldumpRecords(
+  pgWaldump: string,
+  walDir: string,
+  history: readonly TimelineHistoryEntry[],
+  from: string,
+  to: string,
+  onRecord: (r: PgWalRecord) => void,
+): Promise<RangeRead> {
+  const parts = splitRangeByTimeline(history, parseLsn(from), parseLsn(to));
+  const run = (p: TimelinePart) => `-t ${p.tli} -s ${formatLsn(p.from)} -e ${formatLsn(p.to)}`;
+  const detail =
+    parts.length === 0
+      ? `pg_waldump -p ${walDir} (nothing to read)`
+      : `pg_waldump -p ${walDir} ${parts.map(run).join(', then ')}`;
+  for (const p of parts)
+    await waldumpPart(pgWaldump, walDir, p.tli, formatLsn(p.from), formatLsn(p.to), onRecord);
+  return { source: 'pg_waldump', detail };
+}
+
+/** One pg_waldump run over [from, to) on timeline `tli`. */
+function waldumpPart(
   pgWaldump: string,
   walDir: string,
   tli: number,
   from: string,
   to: string,
   onRecord: (r: PgWalRecord) => void,
-): Promise<RangeRead> {
+): Promise<void> {
   const detail = `pg_waldump -p ${walDir} -t ${tli} -s ${from} -e ${to}`;
-  if (parseLsn(from) >= parseLsn(to)) return Promise.resolve({ source: 'pg_waldump', detail });
   return new Promise((resolve, reject) => {
     const child = spawn(pgWaldump, ['-p', walDir, '-t', String(tli), '-s', from, '-e', to], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -176,28 +218,41 @@ export function waldumpRecords(
     );
     child.on('close', (code) => {
       if (failed !== null) return reject(failed);
-      if (code === 0) return resolve({ source: 'pg_waldump', detail });
-      if (
-        /could not find file|could not find any WAL file|No such file|could not locate WAL file/i.test(
-          stderr,
-        )
-      )
-        return reject(
-          new WalsimError(
-            'invalid_input',
-            `the WAL range ${from} → ${to} is not complete in ${walDir} (${tail(stderr)}): its segments were removed or never received there; pass --primary to read it with pg_walinspect`,
-          ),
-        );
-      if (/Permission denied|could not open/i.test(stderr))
-        return reject(
-          new WalsimError(
-            'invalid_input',
-            `pg_waldump cannot read ${walDir} (${tail(stderr)}): run predict as the server's OS user (or root), or pass --primary`,
-          ),
-        );
-      reject(new WalsimError('io_error', `${detail} failed (exit ${code}): ${tail(stderr)}`));
+      if (code === 0) return resolve();
+      reject(waldumpFailure(detail, walDir, tli, from, to, code, stderr));
     });
   });
+}
+
+/** A segment of the range is not where it was read from (the caller says what else to try). */
+export class MissingWalError extends WalsimError {
+  constructor(message: string) {
+    super('invalid_input', message);
+    this.name = 'MissingWalError';
+  }
+}
+
+/** pg_waldump's failure as one message naming what is missing or unreadable. */
+function waldumpFailure(
+  detail: string,
+  walDir: string,
+  tli: number,
+  from: string,
+  to: string,
+  code: number | null,
+  stderr: string,
+): WalsimError {
+  const missing = /could not find file "([^"]+)"/.exec(stderr)?.[1];
+  if (missing !== undefined || /could not find any WAL file|could not locate WAL/i.test(stderr))
+    return new MissingWalError(
+      `${missing !== undefined ? `WAL segment ${missing} is not` : `no WAL segment of timeline ${tli} (the one holding ${from} first) is`} in ${walDir}: the range ${from} → ${to} on timeline ${tli} needs it (a restartpoint removed it, or the standby never received it there)`,
+    );
+  if (/Permission denied|could not open/i.test(stderr))
+    return new WalsimError(
+      'invalid_input',
+      `pg_waldump cannot read ${walDir} (${tail(stderr)}): run predict as the server's OS user (or root)`,
+    );
+  return new WalsimError('io_error', `${detail} failed (exit ${code}): ${tail(stderr)}`);
 }
 
 /** Is pg_walinspect installed in the database this session is connected to? */
@@ -240,9 +295,8 @@ export async function walinspectRecords(
           msg,
         )
       )
-        throw new WalsimError(
-          'invalid_input',
-          `the primary no longer has the WAL range ${formatLsn(at)} → ${to} (${msg}): its segments were removed; pass --pgdata (the standby's own pg_wal has it)`,
+        throw new MissingWalError(
+          `the primary ${url} no longer has the WAL from ${formatLsn(at)} (${msg}): its checkpoints removed the segments the range ${from} → ${to} needs`,
         );
       throw new WalsimError('io_error', `${detail} failed: ${msg}`);
     }

@@ -5,7 +5,7 @@
  * Entry points: `progressBar`, `fmtDuration`.
  */
 import cliProgress from 'cli-progress';
-import type { SweepProgress } from '../experiment/sweep.ts';
+import type { SweepProgress } from './records.ts';
 
 export function fmtDuration(s: number): string {
   if (!Number.isFinite(s)) return '?';

@@ -3,8 +3,18 @@
  * series, tick labels, axis titles and a legend. Enough for the sweeps' figures without a
  * plotting dependency.
  *
- * Entry points: `lineChart(spec)`, `logTicks`, `niceLinearTicks`.
+ * Entry points: `lineChart(spec)`, `logTicks`, `niceLinearTicks`, `STRATEGY_COLORS`.
  */
+import type { DropStrategy } from '../../storage/drop.ts';
+
+/** One colour per drop strategy, the same in every chart (the sweeps' and the strategy lab's). */
+export const STRATEGY_COLORS: Record<DropStrategy, string> = {
+  'full-scan': '#d62728',
+  'cached-lookup': '#1f77b4',
+  'rel-list': '#2ca02c',
+  'recovery-hash': '#9467bd',
+  'cache-at-create': '#ff7f0e',
+};
 
 export interface ChartPoint {
   x: number;

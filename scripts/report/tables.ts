@@ -7,7 +7,7 @@
  * Entry points: `markdownTable`, `thresholdTables`, `computeCrossover`, `multiTables`,
  * `formatSeconds`, `formatRegression`.
  */
-import type { CellSummary, Variant } from '../experiment/sweep.ts';
+import type { CellSummary, Variant } from './records.ts';
 
 /** A Markdown table; `align` per column: 'l' or 'r' (default 'r' except the first column). */
 export function markdownTable(

@@ -7,10 +7,9 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { CellSummary, RunRecord, SweepKind } from '../experiment/sweep.ts';
+import type { CellSummary, RunRecord, SweepKind } from './records.ts';
 import { toCsv } from './csv.ts';
-import { STRATEGY_COLORS } from './strategies-report.ts';
-import { lineChart, type ChartSeries } from './svg-chart.ts';
+import { lineChart, STRATEGY_COLORS, type ChartSeries } from './svg-chart.ts';
 import {
   computeCrossover,
   isModelOnly,

@@ -5,7 +5,7 @@
 import type { NodeInspection } from '../../server/node.ts';
 import { maxAlign } from '../../wal/codec.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import { FatalCheck, type TortureCluster } from './cluster.ts';
+import { FatalCheck, type TortureCluster } from './start-cluster.ts';
 import type { Model } from './model.ts';
 import type { SynchronousCommit } from '../../server/settings.ts';
 import type { Workload } from './workload.ts';

@@ -30,7 +30,7 @@ import {
 } from '../../server/settings.ts';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { FatalCheck, TortureCluster } from './cluster.ts';
+import { FatalCheck, TortureCluster } from './start-cluster.ts';
 import { Workload, type Statement } from './workload.ts';
 import { checkConverged, checkLogs, checkPromoted, checkReplayedToFlush } from './checks.ts';
 import { nodeDisk } from '../../common/node-disk.ts';

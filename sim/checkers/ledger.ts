@@ -68,7 +68,7 @@ export function guaranteedAfterPrimaryCrash(f: Fact, crashAt: number, h: Host): 
 export function guaranteedAfterFailover(f: Fact, promoted: Host): Verdict {
   if (f.onStandby) return 'must';
   // Corrupt WAL the standby had not yet refetched: promotion ends recovery at the bad record, so
-  // commits at or past it are lost (RELIABILITY.md: "corrupt WAL on standby, promote") — to the
+  // commits at or past it are lost (RELIABILITY.md: "Corrupt WAL on the standby's disk") — to the
   // corruption, not to a broken promise; commits before it keep their level's guarantee.
   if (promoted.corruptLsn !== null && f.commitEndMax > promoted.corruptLsn) return 'corruption';
   if (f.level === 'on' || f.level === 'remote_apply') return 'must';

@@ -1,12 +1,15 @@
 /**
  * Which path PostgreSQL's own buffer drops take during replay, observed on the real startup
- * process: gdb attached to it with breakpoints on the exported functions DropRelFileNodeBuffers,
- * DropRelFileNodesAllBuffers, DropDatabaseBuffers, BufTableLookup and CacheInvalidateSmgr. The
- * lookup path (FindAndDropRelFileNodeBuffers, static) calls BufTableLookup once per block between
- * the drop call and the CacheInvalidateSmgr that follows it in smgrtruncate / smgrdounlinkall; the
- * full scan never does (InvalidateBuffer deletes, it does not look up). No timing is involved.
+ * process: gdb attached to it with breakpoints on the exported drop functions of its major
+ * (`dropFunctions`: 13–15 DropRelFileNodeBuffers / DropRelFileNodesAllBuffers, 16+
+ * DropRelationBuffers / DropRelationsAllBuffers), DropDatabaseBuffers, BufTableLookup and
+ * CacheInvalidateSmgr (the same names in 13–18; the npm registry's builds keep their symbol
+ * tables). The lookup path (14+: FindAndDropRelFileNodeBuffers / FindAndDropRelationBuffers,
+ * static) calls BufTableLookup once per block between the drop call and the CacheInvalidateSmgr
+ * that follows it in smgrtruncate / smgrdounlinkall; the full scan never does (InvalidateBuffer
+ * deletes, it does not look up), and 13 has only the full scan. No timing is involved.
  *
- * Entry points: `gdbUnavailableReason`, `traceDrops`.
+ * Entry points: `gdbUnavailableReason`, `traceDrops`, `dropFunctions`.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -14,8 +17,30 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { pollUntil } from '../../server/poll.ts';
 
+export type DropFunction =
+  | 'DropRelFileNodeBuffers'
+  | 'DropRelFileNodesAllBuffers'
+  | 'DropRelationBuffers'
+  | 'DropRelationsAllBuffers'
+  | 'DropDatabaseBuffers';
+
+/** The drop functions of a major: 16 renamed RelFileNode to RelFileLocator and them with it. */
+export function dropFunctions(major: number): {
+  ALL: DropFunction;
+  ONE: DropFunction;
+  DB: DropFunction;
+} {
+  return major >= 16
+    ? { ALL: 'DropRelationsAllBuffers', ONE: 'DropRelationBuffers', DB: 'DropDatabaseBuffers' }
+    : {
+        ALL: 'DropRelFileNodesAllBuffers',
+        ONE: 'DropRelFileNodeBuffers',
+        DB: 'DropDatabaseBuffers',
+      };
+}
+
 export interface ObservedDrop {
-  fn: 'DropRelFileNodeBuffers' | 'DropRelFileNodesAllBuffers' | 'DropDatabaseBuffers';
+  fn: DropFunction;
   /** BufTableLookup calls before the next CacheInvalidateSmgr: the lookup path's probes. */
   lookups: number;
   path: 'cached-lookup' | 'full-scan';
@@ -49,38 +74,37 @@ function readOr(file: string): string | null {
   }
 }
 
-const SCRIPT = [
-  'set pagination off',
-  'set confirm off',
-  'handle all nostop noprint pass',
-  ...(
-    [
-      ['DropRelFileNodesAllBuffers', 'ALL'],
-      ['DropRelFileNodeBuffers', 'ONE'],
-      ['DropDatabaseBuffers', 'DB'],
-      ['BufTableLookup', 'L'],
-      ['CacheInvalidateSmgr', 'C'],
-    ] as const
-  ).flatMap(([fn, tag]) => [
-    `break ${fn}`,
-    'commands',
-    'silent',
-    `printf "EV ${tag}\\n"`,
+/** The gdb commands: one event line per call of a drop function, BufTableLookup, CacheInvalidateSmgr. */
+function script(major: number): string {
+  const fns = dropFunctions(major);
+  return [
+    'set pagination off',
+    'set confirm off',
+    'handle all nostop noprint pass',
+    ...(
+      [
+        [fns.ALL, 'ALL'],
+        [fns.ONE, 'ONE'],
+        [fns.DB, 'DB'],
+        ['BufTableLookup', 'L'],
+        ['CacheInvalidateSmgr', 'C'],
+      ] as const
+    ).flatMap(([fn, tag]) => [
+      `break ${fn}`,
+      'commands',
+      'silent',
+      `printf "EV ${tag}\\n"`,
+      'continue',
+      'end',
+    ]),
+    'printf "EV READY\\n"',
     'continue',
-    'end',
-  ]),
-  'printf "EV READY\\n"',
-  'continue',
-].join('\n');
+  ].join('\n');
+}
 
-const FN = {
-  ALL: 'DropRelFileNodesAllBuffers',
-  ONE: 'DropRelFileNodeBuffers',
-  DB: 'DropDatabaseBuffers',
-} as const;
-
-/** Parse gdb's event lines into drop calls. */
-export function parseDropEvents(text: string): ObservedDrop[] {
+/** Parse gdb's event lines into drop calls (function names of `major`, default 15). */
+export function parseDropEvents(text: string, major = 15): ObservedDrop[] {
+  const FN = dropFunctions(major);
   const out: ObservedDrop[] = [];
   let cur: ObservedDrop | null = null;
   for (const line of text.split('\n')) {
@@ -105,13 +129,17 @@ export interface DropTrace {
   kill(): void;
 }
 
-/** Attach gdb to `pid`; resolves once the breakpoints are set and the process runs again. */
-export async function traceDrops(pid: number): Promise<DropTrace> {
+/**
+ * Attach gdb to `pid`, a startup process of PostgreSQL `major` (default 15); resolves once the
+ * breakpoints are set and the process runs again. A breakpoint gdb cannot set (a function this
+ * binary lacks) fails here, naming it.
+ */
+export async function traceDrops(pid: number, major = 15): Promise<DropTrace> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-gdb-'));
-  const script = path.join(dir, 'drops.gdb');
-  fs.writeFileSync(script, SCRIPT + '\n');
+  const file = path.join(dir, 'drops.gdb');
+  fs.writeFileSync(file, script(major) + '\n');
   let out = '';
-  const child: ChildProcess = spawn('gdb', ['-p', String(pid), '-batch', '-x', script], {
+  const child: ChildProcess = spawn('gdb', ['-p', String(pid), '-batch', '-x', file], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => (out += d));
@@ -123,11 +151,16 @@ export async function traceDrops(pid: number): Promise<DropTrace> {
     60_000,
     50,
   );
+  const missing = /Function "(\w+)" not defined/.exec(out);
+  if (missing !== null) {
+    child.kill('SIGKILL');
+    throw new Error(`gdb: PostgreSQL ${major}'s startup process has no function ${missing[1]}`);
+  }
   return {
     async finish() {
       await closed;
       fs.rmSync(dir, { recursive: true, force: true });
-      return parseDropEvents(out);
+      return parseDropEvents(out, major);
     },
     kill() {
       child.kill('SIGKILL');

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clustersPerSuite } from '../helpers/cluster.ts';
 import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
-import type { EngineKind } from '../../scripts/experiment/engine.ts';
+import type { EngineKind } from '../../scripts/engines/engine.ts';
 import {
   runStep,
   StepOrderError,
@@ -21,9 +21,9 @@ import {
   type StepName,
   type StepResult,
 } from '../../scripts/experiment/steps.ts';
-import type { Workload } from '../../scripts/experiment/state.ts';
-import { WALSIM_ENGINE } from '../../scripts/experiment/walsim-engine.ts';
-import { PG_ENGINE } from '../../scripts/postgres/pg-engine.ts';
+import type { Workload } from '../../scripts/engines/engine.ts';
+import { WALSIM_ENGINE } from '../../scripts/engines/walsim-engine.ts';
+import { PG_ENGINE } from '../../scripts/engines/pg-engine.ts';
 
 const reason = pgUnavailableReason();
 const pgDirs = new PgDirs();

@@ -29,9 +29,9 @@ import {
   planMulti,
   planThreshold,
   runCell,
-  type RunRecord,
   type SweepSettings,
-} from '../../scripts/experiment/sweep.ts';
+} from '../../scripts/experiment/sweep-runner.ts';
+import type { RunRecord } from '../../scripts/report/records.ts';
 
 const reason = pgUnavailableReason();
 const gdbReason = gdbUnavailableReason();

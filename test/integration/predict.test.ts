@@ -272,7 +272,7 @@ describe.skipIf(reason !== null)(
       fs.rmSync(path.join(fake, 'pg_wal'));
       fs.mkdirSync(path.join(fake, 'pg_wal'));
       expect(await run(['--standby', standby, '--pgdata', fake])).toMatch(
-        /segments were removed or never received/,
+        /no WAL segment of timeline 1 \(the one holding \S+ first\) is in \S+: the range \S+ → \S+ on timeline 1 needs it .*; pass --primary URL/,
       );
       const bad = path.join(path.dirname(dir), 'bad-profile.json');
       fs.writeFileSync(bad, '{"format": ');

@@ -3,11 +3,33 @@
  * a seed range past the 32-bit seed space instead of silently running fewer seeds (seeds alias
  * modulo 2^32), accepts --dir (every CLI takes it) with a note that it is ignored, and replays a
  * seed of several nodes to the same trace hash in two processes (seed 65 once logged a temp file
- * name holding the process id).
+ * name holding the process id). Absurd numbers are refused naming the bound (`--steps 1e12`,
+ * `--jobs 0`), the summary counts the seeds it ran, and its workers end when it is SIGKILLed.
  * Method: the CLI as a child process; exit codes and the first stderr line.
  */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runScript, type CliRun } from '../helpers/cli.ts';
+import { entryArgs, PROJECT_ROOT } from '../../server/entry.ts';
+import { pollUntil } from '../../server/poll.ts';
+
+/** The simulation workers among the child processes of `pid` (Linux /proc). */
+function workersOf(pid: number): number[] {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    const children = text === '' ? [] : text.split(/\s+/).map(Number);
+    // Not the loader's own helper (esbuild's service): the processes started with --worker.
+    return children.filter((c) =>
+      fs.readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('--worker'),
+    );
+  } catch {
+    return [];
+  }
+}
+
+const alive = (pid: number) => fs.existsSync(`/proc/${pid}`);
 
 function expectOneLineError(r: CliRun, pattern: RegExp): void {
   expect(r.code, r.stdout + r.stderr).toBe(2);
@@ -56,4 +78,48 @@ describe('simulate CLI', () => {
     };
     expect(await hash()).toBe(await hash());
   }, 60_000);
+
+  it('refuses absurd --steps and --jobs, naming the bound', async () => {
+    expectOneLineError(
+      await runScript('simulate.ts', ['--steps', '1e12']),
+      /--steps must be at most 10000 \(commands per scenario; run more seeds\), got "1e12"/,
+    );
+    expectOneLineError(
+      await runScript('simulate.ts', ['--jobs', '0']),
+      /--jobs must be at least 1, got "0"/,
+    );
+    expectOneLineError(
+      await runScript('simulate.ts', ['--jobs', '100000']),
+      /--jobs must be at most 256, got "100000"/,
+    );
+  });
+
+  it('counts the seeds it ran in the summary', async () => {
+    const r = await runScript('simulate.ts', ['--seeds', '2', '--jobs', '1', '--steps', '5']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^2 seeds \(1\.\.2\)/m);
+    expect(r.stdout).toMatch(/^invariant violations: none in 2 seeds$/m);
+  });
+
+  it('its workers end when it is killed with SIGKILL', async () => {
+    const parent = spawn(
+      process.execPath,
+      [...entryArgs(path.join('scripts', 'simulate.ts')), '--seeds', '100000', '--jobs', '2'],
+      { cwd: PROJECT_ROOT, stdio: 'ignore' },
+    );
+    let workers: number[] = [];
+    try {
+      await pollUntil(
+        async () => (workers = workersOf(parent.pid!)).length === 2,
+        'two simulation workers',
+        60_000,
+        100,
+      );
+      parent.kill('SIGKILL');
+      await pollUntil(async () => !workers.some(alive), 'the workers to end', 30_000, 100);
+    } finally {
+      parent.kill('SIGKILL');
+      for (const w of workers.filter(alive)) process.kill(w, 'SIGKILL');
+    }
+  }, 120_000);
 });

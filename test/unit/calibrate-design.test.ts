@@ -21,8 +21,9 @@ import {
   fitTargets,
   storedLabel,
   walsimTwin,
-} from '../../scripts/postgres/calibrate.ts';
-import type { CellSpec, CellSummary, RunRecord } from '../../scripts/experiment/sweep.ts';
+} from '../../scripts/calibration/design.ts';
+import type { CellSpec } from '../../scripts/experiment/sweep-runner.ts';
+import type { CellSummary, RunRecord } from '../../scripts/report/records.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import { price } from '../../cost-model/price.ts';
 

@@ -15,9 +15,9 @@ import {
   runSweep,
   summarise,
   type CellSpec,
-  type RunRecord,
   type SweepSettings,
-} from '../../scripts/experiment/sweep.ts';
+} from '../../scripts/experiment/sweep-runner.ts';
+import type { RunRecord } from '../../scripts/report/records.ts';
 import {
   CALIBRATION_GROUPS,
   fitCalibration,
@@ -25,7 +25,7 @@ import {
   readStoredCalibration,
   recordsFromStored,
   walsimTwin,
-} from '../../scripts/postgres/calibrate.ts';
+} from '../../scripts/calibration/design.ts';
 import { loadProfile, parseProfile, profileToJson } from '../../cost-model/profile.ts';
 
 const FIX = path.resolve(import.meta.dirname, '../fixtures/postgres/sweep-runs-50-tables.json');

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { builtinProfileNames, loadProfile, profilePath } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
-import { summarise } from '../../scripts/experiment/sweep.ts';
+import { summarise } from '../../scripts/experiment/sweep-runner.ts';
 import {
   fitCalibration,
   fitTargets,
@@ -16,7 +16,7 @@ import {
   recordsFromStored,
   storedLabel,
   walsimTwin,
-} from '../../scripts/postgres/calibrate.ts';
+} from '../../scripts/calibration/design.ts';
 import * as fs from 'node:fs';
 
 const shipped = builtinProfileNames().filter((n) => n.startsWith('pg15-calibrated-'));

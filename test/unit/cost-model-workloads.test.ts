@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
-import type { CellSpec } from '../../scripts/experiment/sweep.ts';
+import type { CellSpec } from '../../scripts/experiment/sweep-runner.ts';
 import { costFeatures, modelFailover } from '../../cost-model/model.ts';
 import { loadProfile } from '../../cost-model/profile.ts';
 

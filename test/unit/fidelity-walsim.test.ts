@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
-import { planMulti, planThreshold } from '../../scripts/experiment/sweep.ts';
+import { planMulti, planThreshold } from '../../scripts/experiment/sweep-runner.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import { modelFailover } from '../../cost-model/model.ts';
 import { loadProfile } from '../../cost-model/profile.ts';

@@ -34,6 +34,9 @@ const ROLES_FLOOR = [...ENGINE, 'protocol', 'sql', 'lifecycle'];
 const FOLLOWS: Record<string, readonly string[]> = {
   common: ['common'],
   wal: ['common', 'wal'],
+  // PostgreSQL's own WAL, read from segment files: a floor beside wal/ (its LSNs, CRC-32C and
+  // segment names), no sockets, no processes; nothing of walsim's engine or roles.
+  'pg-wal': ['common', 'wal', 'pg-wal'],
   storage: ENGINE,
   // The cost model depends on counts only.
   'cost-model': [...ENGINE, 'cost-model'],
@@ -84,9 +87,6 @@ const CORE_FOLDERS = [
  */
 const BINDINGS = new Set(['common/node-disk.ts', 'common/system-clock.ts']);
 
-/** Entry points that live in a core folder but are not part of the node: a benchmark. */
-const NOT_CORE = new Set(['wal/bench-codec.ts']);
-
 /**
  * Allowed inside the core, with the reason. `cost-model/profile.ts` loads the cost profiles shipped
  * with the code (read-only configuration, the same bytes on every run), which walsim_failover_report
@@ -106,7 +106,7 @@ function coreRoots(graph: ImportGraph): string[] {
   return [
     ...[...graph.keys()].filter((f) => CORE_FOLDERS.includes(topFolder(f)) && !BINDINGS.has(f)),
     ...NODE_SHELL,
-  ].filter((f) => graph.has(f) && !NOT_CORE.has(f));
+  ].filter((f) => graph.has(f));
 }
 
 /** Core files that reach a forbidden module, a binding or a nondeterministic global. */
@@ -122,6 +122,20 @@ function coreViolations(graph: ImportGraph): string[] {
     for (const g of graph.get(file)!.globals)
       if (!allowed?.test(g.what)) bad.push(`${via}:${g.line} uses ${g.what} (use the Clock)`);
   }
+  return bad;
+}
+
+/** pg-wal/ reads files and nothing else: no socket, process or driver module, through any import. */
+const SOCKET_OR_PROCESS =
+  /^(node:)?(net|http|https|http2|dgram|child_process|worker_threads|cluster)$|^(ws|pg)$/;
+
+function pgWalViolations(graph: ImportGraph): string[] {
+  const roots = [...graph.keys()].filter((f) => topFolder(f) === 'pg-wal');
+  const bad: string[] = [];
+  for (const [file, chain] of closureOf(graph, roots))
+    for (const e of graph.get(file)!.imports)
+      if (!e.typeOnly && SOCKET_OR_PROCESS.test(e.spec))
+        bad.push(`${chain.join(' -> ')} -> ${e.spec} (line ${e.line})`);
   return bad;
 }
 
@@ -168,6 +182,11 @@ describe('layering', () => {
     expect(reached.filter((f) => /^server\/(main|ws-|control-|pg-wire|pg-ctl)/.test(f))).toEqual(
       [],
     );
+  });
+
+  it('pg-wal/ reaches no socket, process or driver module, through any import', () => {
+    expect([...graph.keys()].some((f) => topFolder(f) === 'pg-wal')).toBe(true);
+    expect(pgWalViolations(graph)).toEqual([]);
   });
 
   it("only the node shell creates the roles (the lifecycle machine's actions), never the process or CLIs", () => {
@@ -241,6 +260,15 @@ describe('layering: the checks catch what they are for', () => {
       "import { WalReceiver } from '../standby/walreceiver.ts';\nvoid WalReceiver;\n",
     );
     expect(folderViolations(p)).toContain('primary/walsender.ts:1 -> ../standby/walreceiver.ts');
+  });
+
+  it('pg-wal/ importing a process module, or a higher folder', () => {
+    const g = withFile(
+      'pg-wal/reader.ts',
+      "import { spawn } from 'node:child_process';\nimport type { WalReceiver } from '../standby/walreceiver.ts';\nvoid spawn;\n",
+    );
+    expect(pgWalViolations(g)).toContain('pg-wal/reader.ts -> node:child_process (line 1)');
+    expect(folderViolations(g)).toContain('pg-wal/reader.ts:2 -> ../standby/walreceiver.ts');
   });
 
   it('comments and strings are not imports or calls', () => {

@@ -1,5 +1,5 @@
 /**
- * predict-bench's plan and arithmetic (scripts/predict/bench-plan.ts): the cell specs and their
+ * predict-bench's plan and arithmetic (scripts/calibration/cell-plan.ts): the cell specs and their
  * refusals, which cells a calibration design saw, the default plan (every workload it targets,
  * 128MB–8GB, none seen by the default calibration, within the half-hour budget), the mixed
  * backlog, and predicted vs measured per target (median, min–max, error, within target, stalled
@@ -21,15 +21,15 @@ import {
   benchCellOfCalibration,
   storedRunOfBench,
   type BenchRun,
-} from '../../scripts/predict/bench-plan.ts';
-import { mixedBacklog } from '../../scripts/predict/bench-run.ts';
+} from '../../scripts/calibration/cell-plan.ts';
+import { mixedBacklog } from '../../scripts/calibration/cell-run.ts';
 import {
   DEFAULT_CALIBRATION_RUNS,
   defaultCalibrationDesign,
   planCalibration,
   recordsFromStored,
   storedLabel,
-} from '../../scripts/postgres/calibrate.ts';
+} from '../../scripts/calibration/design.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 
 const DEFAULT_DESIGN = { ...defaultCalibrationDesign(), primarySharedBuffers: '128MB' };

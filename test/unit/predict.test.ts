@@ -14,7 +14,7 @@ import {
   profileBand,
   rankStandbys,
   type Prediction,
-} from '../../scripts/predict/predict.ts';
+} from '../../scripts/predict/prediction.ts';
 import {
   fsmBlocksAfterTruncate,
   pgKindOf,
@@ -23,6 +23,7 @@ import {
   type StandbyFiles,
 } from '../../scripts/predict/replay-model.ts';
 import { readStandbyState } from '../../scripts/predict/standby-state.ts';
+import { formatRanking } from '../../scripts/predict/format.ts';
 import {
   parseWaldumpLine,
   recordFromWalinspect,
@@ -271,6 +272,22 @@ describe('ranking and the profile band', () => {
       ['b', true],
       ['a', true],
     ]);
+  });
+
+  it('says "tie" when Patroni would race equal candidates, whatever the --standby order', () => {
+    const a = pred('a', 1, '0/3000000', '0/3000000');
+    const b = pred('b', 2, '0/3000000', '0/2000000');
+    for (const order of [
+      [a, b],
+      [b, a],
+    ]) {
+      const r = rankStandbys(order);
+      expect(r.patroniPick).toBeNull();
+      expect(r.patroniTie).toEqual(['a', 'b']);
+      expect(formatRanking(r).join('\n')).toMatch(
+        /would promote: tie between a and b \(equal positions: Patroni's members race for the leader key\)/,
+      );
+    }
   });
 
   it("reads the held-out band of a calibration's fit", () => {

@@ -8,7 +8,8 @@ import { csvField, toCsv } from '../../scripts/report/csv.ts';
 import { lineChart, logTicks } from '../../scripts/report/svg-chart.ts';
 import { parseRelSize } from '../../scripts/experiment/rel-size.ts';
 import { renderResults, resultsDirName } from '../../scripts/report/write-results.ts';
-import { planMulti, summarise, type RunRecord } from '../../scripts/experiment/sweep.ts';
+import { planMulti, summarise } from '../../scripts/experiment/sweep-runner.ts';
+import type { RunRecord } from '../../scripts/report/records.ts';
 
 describe('CSV', () => {
   it('quotes fields with commas, quotes and line breaks', () => {

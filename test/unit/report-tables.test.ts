@@ -4,13 +4,8 @@
  * regression sign convention and where the crossover lands.
  */
 import { describe, expect, it } from 'vitest';
-import type { CellSummary } from '../../scripts/experiment/sweep.ts';
-import {
-  planMulti,
-  planThreshold,
-  summarise,
-  type RunRecord,
-} from '../../scripts/experiment/sweep.ts';
+import type { CellSummary, RunRecord } from '../../scripts/report/records.ts';
+import { planMulti, planThreshold, summarise } from '../../scripts/experiment/sweep-runner.ts';
 import { emptyReplayCounts, promotionStepCounts } from '../../storage/replay-counts.ts';
 import {
   computeCrossover,

@@ -18,7 +18,7 @@ import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
 import { computeCrossover } from '../../scripts/report/tables.ts';
 import { modelFailover } from '../../cost-model/model.ts';
 import { COST_CONSTANT_NAMES, loadProfile } from '../../cost-model/profile.ts';
-import type { CellSummary } from '../../scripts/experiment/sweep.ts';
+import type { CellSummary } from '../../scripts/report/records.ts';
 
 const cells = JSON.parse(fs.readFileSync(SEED_CELLS_FILE, 'utf8')) as CountedSeedCell[];
 const profile = loadProfile('seed-001');

@@ -5,9 +5,9 @@
  * hit ratios and rel-list's per-allocation maintenance, and that every file is rendered.
  */
 import { describe, expect, it } from 'vitest';
-import { measureReadOnly, strategyMemory } from '../../scripts/experiment/readonly-workload.ts';
-import { runStrategyFailovers, STRATEGY_WORKLOADS } from '../../scripts/experiment/strategies.ts';
-import { renderStrategies, type StrategiesOutput } from '../../scripts/report/strategies-report.ts';
+import { measureReadOnly, strategyMemory } from '../../scripts/strategies/readonly-workload.ts';
+import { runStrategyFailovers, STRATEGY_WORKLOADS } from '../../scripts/strategies/lab.ts';
+import { renderStrategies, type StrategiesOutput } from '../../scripts/strategies/lab-report.ts';
 import { loadProfile } from '../../cost-model/profile.ts';
 import { DROP_STRATEGIES } from '../../storage/drop.ts';
 

@@ -1,0 +1,273 @@
+/**
+ * The main data of the records the prediction needs, per major: Storage CREATE/TRUNCATE
+ * (storage_xlog.h), Transaction COMMIT/ABORT(_PREPARED) as ParseCommitRecord/ParseAbortRecord
+ * read them (xact.h, rmgrdesc/xactdesc.c), Database DROP (dbcommands_xlog.h), Heap INSERT/UPDATE
+ * and Heap2 MULTI_INSERT (heapam_xlog.h), and the counts of Heap2's prune/vacuum records.
+ *
+ * Entry points: `decodeMainData`, `PgWalMainData`, `XACT_XINFO_*`.
+ */
+import { RM_DBASE_ID, RM_HEAP2_ID, RM_HEAP_ID, RM_SMGR_ID, RM_XACT_ID } from './rmgr-names.ts';
+import type { PgWalFormat } from './format.ts';
+import { PgWalInvalidRecord, u16, u32, u64, type RelFileNode } from './bytes.ts';
+import { formatLsn } from '../wal/lsn.ts';
+
+export const XACT_XINFO_HAS_DBINFO = 1 << 0;
+export const XACT_XINFO_HAS_SUBXACTS = 1 << 1;
+export const XACT_XINFO_HAS_RELFILENODES = 1 << 2;
+export const XACT_XINFO_HAS_INVALS = 1 << 3;
+export const XACT_XINFO_HAS_TWOPHASE = 1 << 4;
+export const XACT_XINFO_HAS_ORIGIN = 1 << 5;
+export const XACT_XINFO_HAS_AE_LOCKS = 1 << 6;
+export const XACT_XINFO_HAS_GID = 1 << 7;
+/** 15+. */
+export const XACT_XINFO_HAS_DROPPED_STATS = 1 << 8;
+const XLOG_XACT_HAS_INFO = 0x80;
+
+/** A dropped-statistics item (15+): kind, database, object (objid_lo | objid_hi << 32 in 18). */
+export interface DroppedStatsItem {
+  kind: number;
+  db: number;
+  objid: number;
+}
+
+export interface XactEnd {
+  kind: 'xact_commit' | 'xact_abort';
+  /** xact_time: microseconds since 2000-01-01 00:00 UTC. */
+  xactTime: number;
+  xinfo: number;
+  dbId: number;
+  tsId: number;
+  subxacts: number[];
+  /** The relations whose files the commit/abort's redo drops (xl_xact_relfilenodes). */
+  rels: RelFileNode[];
+  droppedStats: DroppedStatsItem[];
+  /** Number of shared invalidation messages (16 bytes each). */
+  invalidations: number;
+  /** The prepared transaction's xid for COMMIT_PREPARED/ABORT_PREPARED, else 0. */
+  twophaseXid: number;
+  gid: string | null;
+  originLsn: number | null;
+  originTimestamp: number | null;
+}
+
+/** What of the record the main data's decoding needs (the header, decoded first). */
+interface RecordHead {
+  lsn: number;
+  rmid: number;
+  info: number;
+  rmgr: string;
+  type: string;
+}
+
+export type PgWalMainData =
+  | { kind: 'smgr_create'; node: RelFileNode; fork: number }
+  | { kind: 'smgr_truncate'; node: RelFileNode; blkno: number; flags: number }
+  | XactEnd
+  | { kind: 'dbase_drop'; dbId: number; tablespaces: number[] }
+  | { kind: 'heap_insert'; offnum: number; flags: number }
+  | { kind: 'heap_update'; oldOffnum: number; newOffnum: number; flags: number }
+  | { kind: 'heap_multi_insert'; ntuples: number; flags: number }
+  /** 13 CLEAN, 14–16 PRUNE: line pointers redirected and made dead. */
+  | { kind: 'heap_prune'; nredirected: number; ndead: number }
+  /** 14–16 VACUUM: line pointers made unused. */
+  | { kind: 'heap_vacuum'; nunused: number }
+  /** 17+ PRUNE_*: xl_heap_prune's reason and flags (the counts are in the block data). */
+  | { kind: 'heap_prune_17'; reason: number; flags: number };
+
+const node = (b: Uint8Array, o: number): RelFileNode => ({
+  spc: u32(b, o),
+  db: u32(b, o + 4),
+  rel: u32(b, o + 8),
+});
+
+/** A signed int64 (TimestampTz) as a number: exact within ±2^53 µs (±285 years). */
+const i64 = (b: Uint8Array, o: number): number => u32(b, o) + (u32(b, o + 4) | 0) * 0x1_0000_0000;
+
+/**
+ * The main data of `rec` at `b[off, off + len)`, or null for a record predict does not read.
+ * Throws PgWalInvalidRecord when the main data is shorter than its structure says.
+ */
+export function decodeMainData(
+  rec: RecordHead,
+  b: Uint8Array,
+  off: number,
+  len: number,
+  fmt: PgWalFormat,
+): PgWalMainData | null {
+  const op = rec.info & 0xf0;
+  const need = (n: number, what: string) => {
+    if (len < n)
+      throw new PgWalInvalidRecord(
+        `${rec.rmgr}/${rec.type} record at ${formatLsn(rec.lsn)}: main data of ${len} bytes is too short for ${what} (${n} bytes)`,
+        rec.lsn,
+      );
+  };
+  switch (rec.rmid) {
+    case RM_SMGR_ID:
+      if (op === 0x10) {
+        need(16, 'xl_smgr_create');
+        return { kind: 'smgr_create', node: node(b, off), fork: u32(b, off + 12) };
+      }
+      if (op === 0x20) {
+        need(20, 'xl_smgr_truncate');
+        return {
+          kind: 'smgr_truncate',
+          blkno: u32(b, off),
+          node: node(b, off + 4),
+          flags: u32(b, off + 16),
+        };
+      }
+      return null;
+    case RM_XACT_ID: {
+      const xop = rec.info & 0x70;
+      if (xop === 0x00 || xop === 0x30 || xop === 0x20 || xop === 0x40)
+        return parseXactEnd(rec, b, off, len, fmt, xop === 0x00 || xop === 0x30);
+      return null;
+    }
+    case RM_DBASE_ID:
+      if (op === (fmt.major <= 14 ? 0x10 : 0x20)) {
+        need(8, 'xl_dbase_drop_rec');
+        const n = u32(b, off + 4) | 0;
+        need(8 + 4 * Math.max(0, n), `xl_dbase_drop_rec with ${n} tablespaces`);
+        const tablespaces: number[] = [];
+        for (let i = 0; i < n; i++) tablespaces.push(u32(b, off + 8 + 4 * i));
+        return { kind: 'dbase_drop', dbId: u32(b, off), tablespaces };
+      }
+      return null;
+    case RM_HEAP_ID: {
+      const hop = op & 0x70;
+      if (hop === 0x00) {
+        need(3, 'xl_heap_insert');
+        return { kind: 'heap_insert', offnum: u16(b, off), flags: b[off + 2]! };
+      }
+      if (hop === 0x20 || hop === 0x40) {
+        need(14, 'xl_heap_update');
+        return {
+          kind: 'heap_update',
+          oldOffnum: u16(b, off + 4),
+          flags: b[off + 7]!,
+          newOffnum: u16(b, off + 12),
+        };
+      }
+      return null;
+    }
+    case RM_HEAP2_ID:
+      return heap2Data(op & 0x70, b, off, fmt, need);
+    default:
+      return null;
+  }
+}
+
+function heap2Data(
+  op: number,
+  b: Uint8Array,
+  off: number,
+  fmt: PgWalFormat,
+  need: (n: number, what: string) => void,
+): PgWalMainData | null {
+  if (op === 0x50) {
+    need(4, 'xl_heap_multi_insert');
+    return { kind: 'heap_multi_insert', flags: b[off]!, ntuples: u16(b, off + 2) };
+  }
+  if (fmt.major >= 17) {
+    if (op >= 0x10 && op <= 0x30) {
+      need(2, 'xl_heap_prune');
+      return { kind: 'heap_prune_17', reason: b[off]!, flags: b[off + 1]! };
+    }
+    return null;
+  }
+  if (op === 0x10) {
+    need(8, fmt.major === 13 ? 'xl_heap_clean' : 'xl_heap_prune');
+    return { kind: 'heap_prune', nredirected: u16(b, off + 4), ndead: u16(b, off + 6) };
+  }
+  if (op === 0x20 && fmt.major >= 14) {
+    need(2, 'xl_heap_vacuum');
+    return { kind: 'heap_vacuum', nunused: u16(b, off) };
+  }
+  return null;
+}
+
+/** ParseCommitRecord / ParseAbortRecord: the parts in xinfo's order (commit has invalidations). */
+function parseXactEnd(
+  rec: RecordHead,
+  b: Uint8Array,
+  off: number,
+  len: number,
+  fmt: PgWalFormat,
+  commit: boolean,
+): XactEnd {
+  const end = off + len;
+  let p = off;
+  const take = (n: number, what: string): number => {
+    if (n < 0 || end - p < n)
+      throw new PgWalInvalidRecord(
+        `${rec.rmgr}/${rec.type} record at ${formatLsn(rec.lsn)}: main data ends inside ${what}`,
+        rec.lsn,
+      );
+    const at = p;
+    p += n;
+    return at;
+  };
+  const out: XactEnd = {
+    kind: commit ? 'xact_commit' : 'xact_abort',
+    xactTime: i64(b, take(8, 'xact_time')),
+    xinfo: 0,
+    dbId: 0,
+    tsId: 0,
+    subxacts: [],
+    rels: [],
+    droppedStats: [],
+    invalidations: 0,
+    twophaseXid: 0,
+    gid: null,
+    originLsn: null,
+    originTimestamp: null,
+  };
+  if ((rec.info & XLOG_XACT_HAS_INFO) !== 0) out.xinfo = u32(b, take(4, 'xinfo'));
+  const x = out.xinfo;
+  if (x & XACT_XINFO_HAS_DBINFO) {
+    const o = take(8, 'xl_xact_dbinfo');
+    out.dbId = u32(b, o);
+    out.tsId = u32(b, o + 4);
+  }
+  if (x & XACT_XINFO_HAS_SUBXACTS) {
+    const n = u32(b, take(4, 'nsubxacts')) | 0;
+    const o = take(4 * n, `${n} subxacts`);
+    for (let i = 0; i < n; i++) out.subxacts.push(u32(b, o + 4 * i));
+  }
+  if (x & XACT_XINFO_HAS_RELFILENODES) {
+    const n = u32(b, take(4, 'nrels')) | 0;
+    const o = take(12 * n, `${n} relfilenodes`);
+    for (let i = 0; i < n; i++) out.rels.push(node(b, o + 12 * i));
+  }
+  if (x & XACT_XINFO_HAS_DROPPED_STATS && fmt.xactStatsItemBytes > 0) {
+    const n = u32(b, take(4, 'nitems')) | 0;
+    const size = fmt.xactStatsItemBytes;
+    const o = take(size * n, `${n} dropped stats items`);
+    for (let i = 0; i < n; i++) {
+      const q = o + size * i;
+      const objid = size === 16 ? u64(b, q + 8) : u32(b, q + 8);
+      out.droppedStats.push({ kind: u32(b, q), db: u32(b, q + 4), objid });
+    }
+  }
+  if (commit && x & XACT_XINFO_HAS_INVALS) {
+    const n = u32(b, take(4, 'nmsgs')) | 0;
+    take(16 * n, `${n} invalidation messages`);
+    out.invalidations = n;
+  }
+  if (x & XACT_XINFO_HAS_TWOPHASE) {
+    out.twophaseXid = u32(b, take(4, 'twophase xid'));
+    if (x & XACT_XINFO_HAS_GID) {
+      const z = b.indexOf(0, p);
+      if (z < 0 || z >= end) take(end - p + 1, 'gid');
+      out.gid = Buffer.from(b.buffer, b.byteOffset + p, z - p).toString('utf8');
+      p = z + 1;
+    }
+  }
+  if (x & XACT_XINFO_HAS_ORIGIN) {
+    const o = take(16, 'xl_xact_origin');
+    out.originLsn = u64(b, o);
+    out.originTimestamp = i64(b, o + 8);
+  }
+  return out;
+}

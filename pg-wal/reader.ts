@@ -1,0 +1,488 @@
+/**
+ * The streaming WAL reader: segment files → validated pages → records, as xlogreader.c's
+ * XLogReadRecord / XLogDecodeNextRecord / XLogReaderValidatePageHeader do it, and
+ * XLogFindNextRecord for a start that is not a record's. Reads a segment in chunks of
+ * `chunkBytes`; a record that spans pages (or segments) is copied page by page into one
+ * reassembly buffer, so memory is bounded by the chunk and the largest record, never by the range.
+ * Stops cleanly at the end of valid WAL and says where and why, with PostgreSQL's message.
+ *
+ * Entry points: `PgWalReader` (`batches()`, `records()`, `end`, `major`, `firstRecordLsn`),
+ * `PgWalReadOptions`, `PgWalEnd`.
+ */
+import { assert } from '../common/assert.ts';
+import { WalsimError } from '../common/errors.ts';
+import { formatLsn, type Lsn } from '../wal/lsn.ts';
+import {
+  formatOf,
+  KNOWN_MAGICS,
+  majorOfMagic,
+  SIZE_OF_LONG_PHD,
+  SIZE_OF_SHORT_PHD,
+  SIZE_OF_XLOG_RECORD,
+  XLOG_BLCKSZ,
+  XLP_ALL_FLAGS,
+  XLP_FIRST_IS_CONTRECORD,
+  XLP_FIRST_IS_OVERWRITE_CONTRECORD,
+  XLP_LONG_HEADER,
+  type PgMajor,
+  type PgWalFormat,
+} from './format.ts';
+import { fmtLsn, PgWalInvalidRecord, u16, u32, u64 } from './bytes.ts';
+import {
+  checkRecordHeader,
+  decodeRecord,
+  invalidLengthMessage,
+  recordCrcOk,
+  type PgWalRecord,
+} from './record.ts';
+import { RM_XLOG_ID } from './rmgr-names.ts';
+import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
+
+export interface PgWalReadOptions {
+  /** Where to start: a record's start, or a page's (its first record is read). */
+  startLsn: Lsn;
+  /** Read the records that end at or before this LSN (pg_waldump -e); null: to the end of WAL. */
+  endLsn?: Lsn | null;
+  /** 'record' (default): startLsn is a record's start; 'find': the first record at or after it. */
+  start?: 'record' | 'find';
+  /** The major the WAL must be (e.g. from PG_VERSION); default: whatever the first page says. */
+  major?: PgMajor;
+  /** The cluster's system identifier (pg_control); long page headers must carry it. */
+  systemIdentifier?: bigint;
+  /** Bytes read from a segment file at once (a multiple of 8 kB; default 4 MB). */
+  chunkBytes?: number;
+}
+
+/** Why reading stopped. */
+export interface PgWalEnd {
+  reason: 'end_lsn' | 'invalid_record' | 'missing_segment';
+  /** Where: the record (or page) that could not be read, or endLsn. */
+  lsn: Lsn;
+  /** PostgreSQL's words: "invalid record length at 0/3000060: wanted 24, got 0". */
+  message: string;
+}
+
+/** Thrown inside the reader to stop at the end of valid WAL; never leaves it. */
+class EndOfWal extends Error {
+  constructor(readonly end: PgWalEnd) {
+    super(end.message);
+  }
+}
+
+const maxAlign = (n: number) => n + ((8 - (n % 8)) % 8);
+const XLOG_SWITCH = 0x40;
+
+export class PgWalReader {
+  /** Why reading stopped; null while records remain. */
+  end: PgWalEnd | null = null;
+  /** The first record read (with start 'find', after skipping). */
+  firstRecordLsn: Lsn | null = null;
+  private fmt: PgWalFormat | null = null;
+  private readonly segSize: number;
+  private readonly endLsn: number;
+  private readonly chunkBytes: number;
+  private win: Buffer;
+  private winStart = -1;
+  private winLen = 0;
+  private file: WalSegmentFile | null = null;
+  private fileSegno = -1;
+  /** Pages [checkedFrom, checkedTo) are validated (reading moves forward: one range). */
+  private checkedFrom = -1;
+  private checkedTo = -1;
+  private latestPagePtr = -1;
+  private latestPageTli = 0;
+  private asm: Buffer = Buffer.alloc(2 * XLOG_BLCKSZ);
+  private next: Lsn;
+  private prevLsn: Lsn | null = null;
+  private started = false;
+
+  constructor(
+    private readonly source: WalSegmentSource,
+    private readonly opts: PgWalReadOptions,
+  ) {
+    this.segSize = source.segmentSize;
+    this.endLsn = opts.endLsn ?? Number.MAX_SAFE_INTEGER;
+    this.chunkBytes = Math.max(XLOG_BLCKSZ, opts.chunkBytes ?? 4 * 1024 * 1024);
+    assert(this.chunkBytes % XLOG_BLCKSZ === 0, 'INV-PGWAL-1: chunks are whole pages');
+    if (!Number.isSafeInteger(opts.startLsn) || opts.startLsn <= 0)
+      throw new WalsimError('invalid_input', `invalid start LSN ${opts.startLsn}`);
+    this.win = Buffer.alloc(Math.min(this.chunkBytes, this.segSize));
+    this.next = opts.startLsn;
+  }
+
+  /** The major of the WAL read (known once the first page was read). */
+  get major(): PgMajor | null {
+    return this.fmt?.major ?? null;
+  }
+
+  /** Every record, one at a time. */
+  async *records(): AsyncGenerator<PgWalRecord> {
+    for await (const batch of this.batches()) yield* batch;
+  }
+
+  /** Records in batches of up to `max` (one await per batch rather than per record). */
+  async *batches(max = 2048): AsyncGenerator<PgWalRecord[]> {
+    try {
+      while (this.end === null) {
+        const out: PgWalRecord[] = [];
+        try {
+          if (!this.started) await this.begin();
+          while (out.length < max) {
+            const r = this.tryInPage() ?? (await this.readSlow());
+            if (this.firstRecordLsn === null) this.firstRecordLsn = r.lsn;
+            out.push(r);
+          }
+        } catch (e) {
+          if (e instanceof EndOfWal) this.end = e.end;
+          else if (e instanceof PgWalInvalidRecord)
+            this.end = { reason: 'invalid_record', lsn: e.lsn, message: e.message };
+          else throw e;
+        }
+        if (out.length > 0) yield out;
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    const f = this.file;
+    this.file = null;
+    this.fileSegno = -1;
+    if (f !== null) await f.close();
+  }
+
+  private invalid(lsn: Lsn, message: string): never {
+    throw new EndOfWal({ reason: 'invalid_record', lsn, message });
+  }
+
+  private reachedEnd(): never {
+    throw new EndOfWal({
+      reason: 'end_lsn',
+      lsn: this.endLsn,
+      message: `reached the end of the range at ${formatLsn(this.endLsn)}`,
+    });
+  }
+
+  /** XLogFindNextRecord for start 'find'; the first page read also fixes the major. */
+  private async begin(): Promise<void> {
+    this.started = true;
+    if (this.opts.start !== 'find') return;
+    const target = this.opts.startLsn;
+    let tmp = target;
+    // Skip continuation data, which may fill whole pages; bounded by the segments present.
+    for (;;) {
+      const pagePtr = tmp - (tmp % XLOG_BLCKSZ);
+      const po = await this.page(pagePtr);
+      const phs = this.pageHeaderSize(po);
+      if ((u16(this.win, po + 2) & XLP_FIRST_IS_CONTRECORD) !== 0) {
+        const rem = maxAlign(u32(this.win, po + 16));
+        if (rem >= XLOG_BLCKSZ - phs) {
+          tmp = pagePtr + XLOG_BLCKSZ;
+          continue;
+        }
+        tmp = pagePtr + phs + rem;
+      } else tmp = pagePtr + phs;
+      break;
+    }
+    this.next = tmp;
+    // Read forward to the first record at or after the target (records before it are skipped).
+    for (;;) {
+      const r = this.tryInPage() ?? (await this.readSlow());
+      if (r.lsn >= target) {
+        this.firstRecordLsn = r.lsn;
+        this.pending = r;
+        return;
+      }
+    }
+  }
+
+  /** The record `begin` found, handed out first. */
+  private pending: PgWalRecord | null = null;
+
+  /**
+   * The common case without awaiting: the next record lies whole inside a validated page of the
+   * chunk in memory. Null hands it to readSlow (page start, spanning, end of range, any error).
+   */
+  private tryInPage(): PgWalRecord | null {
+    if (this.pending !== null) {
+      const r = this.pending;
+      this.pending = null;
+      return r;
+    }
+    const lsn = this.next;
+    const recOff = lsn % XLOG_BLCKSZ;
+    const pagePtr = lsn - recOff;
+    if (recOff === 0 || recOff > XLOG_BLCKSZ - SIZE_OF_XLOG_RECORD) return null;
+    if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) return null;
+    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) return null;
+    const o = pagePtr - this.winStart + recOff;
+    const b = this.win;
+    const totLen = u32(b, o);
+    if (recOff + totLen > XLOG_BLCKSZ || lsn + totLen > this.endLsn) return null;
+    const fmt = this.fmt!;
+    if (checkRecordHeader(b, o, lsn, this.prevLsn, fmt) !== null) return null;
+    if (!recordCrcOk(b, o, totLen)) return null;
+    return this.accept(decodeRecord(b, o, lsn, lsn + maxAlign(totLen), fmt));
+  }
+
+  /** After a record: the prev-link to expect, and where the next one starts (XLOG SWITCH). */
+  private accept(r: PgWalRecord): PgWalRecord {
+    assert(
+      r.lsn >= this.next && (this.prevLsn === null || r.prev === this.prevLsn),
+      `INV-PGWAL-2: records come out in order, each linked to the one before (${formatLsn(r.lsn)})`,
+    );
+    this.prevLsn = r.lsn;
+    let next = r.endLsn;
+    if (r.rmid === RM_XLOG_ID && (r.info & 0xf0) === XLOG_SWITCH) {
+      next += this.segSize - 1;
+      next -= next % this.segSize;
+      r.endLsn = next;
+    }
+    this.next = next;
+    return r;
+  }
+
+  /** XLogDecodeNextRecord in full: every check, its message, pages and segments crossed. */
+  private async readSlow(): Promise<PgWalRecord> {
+    for (let restarts = 0; ; restarts++) {
+      assert(restarts < 2, 'INV-PGWAL-3: an overwritten contrecord restarts reading once');
+      let lsn = this.next;
+      if (lsn >= this.endLsn) this.reachedEnd();
+      const pagePtr = lsn - (lsn % XLOG_BLCKSZ);
+      let recOff = lsn % XLOG_BLCKSZ;
+      const po = await this.page(pagePtr);
+      const phs = this.pageHeaderSize(po);
+      if (recOff === 0) {
+        lsn += phs;
+        recOff = phs;
+        this.next = lsn;
+        if (lsn >= this.endLsn) this.reachedEnd();
+      } else if (recOff < phs) {
+        this.invalid(lsn, this.offsetMessage(lsn, phs, recOff));
+      }
+      if ((u16(this.win, po + 2) & XLP_FIRST_IS_CONTRECORD) !== 0 && recOff === phs)
+        this.invalid(lsn, `contrecord is requested by ${formatLsn(lsn)}`);
+      const fmt = this.fmt!;
+      const o = po + recOff;
+      const totLen = u32(this.win, o);
+      const onPage = XLOG_BLCKSZ - recOff;
+      if (lsn + Math.min(onPage, SIZE_OF_XLOG_RECORD) > this.endLsn) this.reachedEnd();
+      const gotHeader = onPage >= SIZE_OF_XLOG_RECORD;
+      if (gotHeader) {
+        const err = checkRecordHeader(this.win, o, lsn, this.prevLsn, fmt);
+        if (err !== null) this.invalid(lsn, err);
+      } else if (totLen < SIZE_OF_XLOG_RECORD) {
+        this.invalid(lsn, invalidLengthMessage(lsn, totLen, fmt));
+      }
+      if (totLen <= onPage) {
+        if (lsn + totLen > this.endLsn) this.reachedEnd();
+        if (!recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
+        return this.accept(decodeRecord(this.win, o, lsn, lsn + maxAlign(totLen), fmt));
+      }
+      const r = await this.readSpanning(lsn, pagePtr, o, onPage, totLen, gotHeader);
+      if (r !== null) return r;
+      // XLP_FIRST_IS_OVERWRITE_CONTRECORD: the record was abandoned; read from that page.
+    }
+  }
+
+  /**
+   * The rest of a record that continues on the next pages: each must say XLP_FIRST_IS_CONTRECORD
+   * with xlp_rem_len equal to what is missing. Null when a page says the record was overwritten
+   * (this.next then points at that page).
+   */
+  private async readSpanning(
+    lsn: Lsn,
+    firstPage: Lsn,
+    o: number,
+    onPage: number,
+    totLen: number,
+    gotHeaderAtStart: boolean,
+  ): Promise<PgWalRecord | null> {
+    const fmt = this.fmt!;
+    let gotHeader = gotHeaderAtStart;
+    this.ensureAsm(onPage);
+    this.win.copy(this.asm, 0, o, o + onPage);
+    let gotLen = onPage;
+    let pg = firstPage;
+    let lastPhs = 0;
+    let lastRem = 0;
+    // Each page adds at least one byte (xlp_rem_len > 0), so at most totLen pages.
+    while (gotLen < totLen) {
+      pg += XLOG_BLCKSZ;
+      const po = await this.page(pg);
+      const info = u16(this.win, po + 2);
+      if ((info & XLP_FIRST_IS_OVERWRITE_CONTRECORD) !== 0) {
+        this.next = pg;
+        return null;
+      }
+      if ((info & XLP_FIRST_IS_CONTRECORD) === 0)
+        this.invalid(lsn, `there is no contrecord flag at ${formatLsn(lsn)}`);
+      const rem = u32(this.win, po + 16);
+      if (rem === 0 || totLen !== rem + gotLen)
+        this.invalid(
+          lsn,
+          `invalid contrecord length ${rem} (expected ${totLen - gotLen}) at ${formatLsn(lsn)}`,
+        );
+      const phs = this.pageHeaderSize(po);
+      const len = Math.min(rem, XLOG_BLCKSZ - phs);
+      if (pg + phs + len > this.endLsn) this.reachedEnd();
+      this.ensureAsm(gotLen + len);
+      this.win.copy(this.asm, gotLen, po + phs, po + phs + len);
+      gotLen += len;
+      lastPhs = phs;
+      lastRem = rem;
+      if (!gotHeader && gotLen >= SIZE_OF_XLOG_RECORD) {
+        const err = checkRecordHeader(this.asm, 0, lsn, this.prevLsn, fmt);
+        if (err !== null) this.invalid(lsn, err);
+        gotHeader = true;
+      }
+    }
+    if (!recordCrcOk(this.asm, 0, totLen)) this.invalid(lsn, crcMessage(lsn));
+    const endLsn = pg + lastPhs + maxAlign(lastRem);
+    return this.accept(decodeRecord(this.asm, 0, lsn, endLsn, fmt));
+  }
+
+  /** Grow the reassembly buffer to `n`: only ever by bytes copied from checked pages. */
+  private ensureAsm(n: number): void {
+    if (this.asm.length >= n) return;
+    const bigger = Buffer.alloc(Math.max(n, this.asm.length * 2));
+    this.asm.copy(bigger);
+    this.asm = bigger;
+  }
+
+  private pageHeaderSize(po: number): number {
+    return (u16(this.win, po + 2) & XLP_LONG_HEADER) !== 0 ? SIZE_OF_LONG_PHD : SIZE_OF_SHORT_PHD;
+  }
+
+  private offsetMessage(lsn: Lsn, phs: number, recOff: number): string {
+    return this.fmt!.lengthMessageWanted
+      ? `invalid record offset at ${formatLsn(lsn)}`
+      : `invalid record offset at ${formatLsn(lsn)}: expected at least ${phs}, got ${recOff}`;
+  }
+
+  /**
+   * The window offset of the validated page at `pagePtr`, reading a chunk of its segment when it
+   * is not in memory (and the segment's first page, so a recycled file is caught early).
+   */
+  private async page(pagePtr: Lsn): Promise<number> {
+    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) {
+      const segno = Math.floor(pagePtr / this.segSize);
+      const segStart = segno * this.segSize;
+      if (this.fileSegno !== segno) {
+        await this.openSegment(segno, pagePtr);
+        if (pagePtr !== segStart) {
+          await this.load(segStart, XLOG_BLCKSZ);
+          this.validatePage(segStart, 0);
+        }
+      }
+      await this.load(pagePtr, Math.min(this.win.length, segStart + this.segSize - pagePtr));
+    }
+    const po = pagePtr - this.winStart;
+    if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) {
+      this.validatePage(pagePtr, po);
+      if (pagePtr === this.checkedTo) this.checkedTo += XLOG_BLCKSZ;
+      else {
+        this.checkedFrom = pagePtr;
+        this.checkedTo = pagePtr + XLOG_BLCKSZ;
+      }
+    }
+    return po;
+  }
+
+  private async openSegment(segno: number, pagePtr: Lsn): Promise<void> {
+    await this.close();
+    const f = await this.source.open(segno);
+    if (f === null)
+      throw new EndOfWal({
+        reason: 'missing_segment',
+        lsn: Math.max(pagePtr, this.next),
+        message: `could not find file "${this.source.expectedName(segno)}" (segment of ${formatLsn(pagePtr)})`,
+      });
+    this.file = f;
+    this.fileSegno = segno;
+  }
+
+  private async load(lsn: Lsn, length: number): Promise<void> {
+    const segStart = this.fileSegno * this.segSize;
+    assert(
+      lsn % XLOG_BLCKSZ === 0 && lsn >= segStart && lsn - segStart + length <= this.segSize,
+      'INV-PGWAL-1: the window holds whole pages of one segment',
+    );
+    assert(length <= this.win.length, 'INV-PGWAL-5: a read never exceeds the chunk');
+    const n = await this.file!.read(this.win, 0, length, lsn - segStart);
+    if (n < length)
+      throw new WalsimError(
+        'invalid_input',
+        `WAL file ${this.file!.name}: could read only ${n} of ${length} bytes at offset ${lsn - segStart} (the file is shorter than the segment size ${this.segSize})`,
+      );
+    this.winStart = lsn;
+    this.winLen = length;
+    // The window was replaced: pages validated earlier stay valid (their bytes were checked).
+  }
+
+  /** XLogReaderValidatePageHeader, and the major from the first page's magic. */
+  private validatePage(pagePtr: Lsn, po: number): void {
+    const b = this.win;
+    const magic = u16(b, po);
+    const info = u16(b, po + 2);
+    const segOff = pagePtr % this.segSize;
+    const where = `in log segment ${this.file!.name}, offset ${segOff}`;
+    if (this.fmt === null) this.fmt = this.formatFromMagic(magic, pagePtr);
+    if (magic !== this.fmt.magic)
+      this.invalid(pagePtr, `invalid magic number ${hex4(magic)} ${where}`);
+    if ((info & ~XLP_ALL_FLAGS) !== 0)
+      this.invalid(pagePtr, `invalid info bits ${hex4(info)} ${where}`);
+    if ((info & XLP_LONG_HEADER) !== 0) {
+      const sysid = b.readBigUInt64LE(po + 24);
+      const bad = 'WAL file is from different database system';
+      if (this.opts.systemIdentifier !== undefined && sysid !== this.opts.systemIdentifier)
+        this.invalid(
+          pagePtr,
+          `${bad}: WAL file database system identifier is ${sysid}, pg_control database system identifier is ${this.opts.systemIdentifier}`,
+        );
+      if (u32(b, po + 32) !== this.segSize)
+        this.invalid(pagePtr, `${bad}: incorrect segment size in page header`);
+      if (u32(b, po + 36) !== XLOG_BLCKSZ)
+        this.invalid(pagePtr, `${bad}: incorrect XLOG_BLCKSZ in page header`);
+    } else if (segOff === 0) {
+      this.invalid(pagePtr, `invalid info bits ${hex4(info)} ${where}`);
+    }
+    const pageaddr = u64(b, po + 8);
+    if (pageaddr !== pagePtr)
+      this.invalid(pagePtr, `unexpected pageaddr ${fmtLsn(pageaddr)} ${where}`);
+    const tli = u32(b, po + 4);
+    if (pagePtr > this.latestPagePtr) {
+      if (tli < this.latestPageTli)
+        this.invalid(
+          pagePtr,
+          `out-of-sequence timeline ID ${tli} (after ${this.latestPageTli}) ${where}`,
+        );
+    }
+    this.latestPagePtr = pagePtr;
+    this.latestPageTli = tli;
+  }
+
+  /** The first page fixes the major; an unknown magic is refused, naming it and the file. */
+  private formatFromMagic(magic: number, pagePtr: Lsn): PgWalFormat {
+    const major = majorOfMagic(magic);
+    const expected = this.opts.major;
+    if (major === null) {
+      if (magic === 0 && expected !== undefined) return formatOf(expected);
+      throw new WalsimError(
+        'invalid_input',
+        `WAL file ${this.file!.name} at ${formatLsn(pagePtr)}: page magic ${hex4(magic)} is no PostgreSQL major this reader knows (${KNOWN_MAGICS})`,
+      );
+    }
+    if (expected !== undefined && expected !== major)
+      throw new WalsimError(
+        'invalid_input',
+        `WAL file ${this.file!.name} at ${formatLsn(pagePtr)} was written by PostgreSQL ${major} (page magic ${hex4(magic)}), not ${expected}`,
+      );
+    return formatOf(major);
+  }
+}
+
+const hex4 = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');
+const crcMessage = (lsn: Lsn) =>
+  `incorrect resource manager data checksum in record at ${formatLsn(lsn)}`;

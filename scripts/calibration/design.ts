@@ -1,0 +1,611 @@
+/**
+ * `npm run calibrate`: fit a cost profile to THIS machine's PostgreSQL. A short fixed set of real
+ * PostgreSQL cells (Test B VACUUM and TRUNCATE of int-only tables — the lookup path —, TRUNCATE of
+ * tables with a TOAST table — a full scan per table, because replay never cached the size of the
+ * never-written TOAST relation; one size beyond the last-level cache —, Test A VACUUM of one
+ * relation of NBuffers/k pages, and the row-level DML backlogs INSERT and DELETE) is run
+ * `runs` times on fresh clusters; the same cells run in walsim, in-process, give their counters;
+ * the profile's constants are fitted by non-negative least squares (cost-model/fit.ts) to
+ * PostgreSQL's median failover (log method; runs whose promote request stalled are left out).
+ *
+ * Entry points: `planCalibration`, `defaultCalibrationDesign`, `fitCalibration`,
+ * `calibrationGroups`, `calibrationGroupsFor`, `CALIBRATION_GROUPS`, `CalibrationReport`,
+ * `readStoredCalibration` and `recordsFromStored` (`--refit`).
+ *
+ * The profile written carries, per cell, measured and fitted seconds, the residual, and the
+ * leave-one-out prediction (fit without the cell, predict it): how well the profile predicts a
+ * cell it has not seen. Its `promotionPoll` is null: the target is the log's instant, not a 100 ms
+ * poll.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import { costFeatures, type CostFeatures } from '../../cost-model/model.ts';
+import { price } from '../../cost-model/price.ts';
+import {
+  fitProfile,
+  flattenFeatures,
+  type FitGroup,
+  type FitObservation,
+} from '../../cost-model/fit.ts';
+import {
+  COST_CONSTANT_NAMES,
+  type CostConstantName,
+  type CostProfile,
+} from '../../cost-model/profile.ts';
+import { withLaterCounters, type FailoverCounts } from '../../storage/replay-counts.ts';
+import { parseRelSize, rowsForPages } from '../experiment/rel-size.ts';
+import { COPY_WIDE_ROWS_PER_TABLE, DML_ROWS_PER_TABLE } from '../experiment/dml.ts';
+import { NO_MODEL, planMulti, type CellSpec } from '../experiment/sweep-runner.ts';
+import type { CellSummary, RunRecord } from '../report/records.ts';
+import { WalsimError } from '../../common/errors.ts';
+
+/** Test A's shared_buffers sizes (and the default of the other cells' sizes). */
+export const DEFAULT_CALIBRATION_SIZES = ['128MB', '1GB', '4GB'];
+/**
+ * Test B VACUUM / TRUNCATE run at two sizes: their drops take the lookup path, whose cost does not
+ * depend on NBuffers, so a third size repeated the same counts (1GB was dropped for the DML cells'
+ * time).
+ */
+export const DEFAULT_CALIBRATION_TESTB_SIZES = ['128MB', '4GB'];
+/**
+ * TOAST-able TRUNCATE (a full scan per table) at Test A's sizes and at 6GB: 786,432 descriptors ×
+ * 64 bytes = 48 MiB, beyond this machine's 32 MiB last-level cache — the one cell of the memory
+ * tier (at 4GB the array is exactly 32 MiB), so that tier's cost is fitted, not assumed. 6GB, not
+ * 8GB: the bench's 8GB cells stay at a size the calibration never ran.
+ */
+export const DEFAULT_CALIBRATION_TOAST_SIZES = ['128MB', '1GB', '4GB', '6GB'];
+/** The row-level DML backlogs (experiment/dml.ts): INSERT and DELETE over 100 tables at 128MB. */
+export const DEFAULT_CALIBRATION_DML = { sharedBuffers: '128MB', tables: 100 } as const;
+/**
+ * The COPY backlogs (experiment/dml.ts `copy`, `copy-wide`) over 100 tables at 128MB: with the
+ * INSERT and DELETE backlogs they identify the FSM update, the page appended and the tuple COPY
+ * places (cost-model/README.md "Terms").
+ */
+export const DEFAULT_CALIBRATION_COPY = { sharedBuffers: '128MB', tables: 100 } as const;
+/**
+ * Test B's table counts: two, so that per-table work (records, smgr operations, pg_control
+ * updates) and per-failover work (end of recovery) come from cells that differ in one thing, and a
+ * per-table cost that is not constant shows as a residual instead of hiding in one table count's
+ * fit (a profile fitted at 200 tables alone priced 1000-table cells 1.4-2.4x too high).
+ */
+export const DEFAULT_CALIBRATION_TABLES = [50, 300];
+/** TOAST-able TRUNCATE (a full scan per table at every size) at one table count: its cost is the scan. */
+export const DEFAULT_CALIBRATION_TOAST_TABLES = 100;
+/** The one table count of calibrations stored before table counts varied. */
+const LEGACY_CALIBRATION_TABLES = 200;
+/**
+ * Test A's relation sizes, NBuffers / k. With 16 beside 512, 64 and 8, every lookup-path cell beyond
+ * 256 pages has a full-scan cell of the same pages at a smaller size (1,024 pages: 4GB NB/512 and 128MB NB/16;
+ * 2,048: 1GB NB/64 and 128MB NB/8; 8,192: 4GB NB/64 and 1GB NB/16), so the per-buffer lookup
+ * constants are fitted on the difference of two cells with the same records, not on one cell's
+ * median (with 4GB NB/64 alone, one slow-mode median priced a dropped buffer at 2.2 µs:
+ * docs/history/benchmarks-2026-12-03.md, fifth measurement).
+ */
+export const DEFAULT_CALIBRATION_REL_DIVISORS = [512, 64, 16, 8];
+/**
+ * Recorded runs a cell (after the warm-up pass): the median of 5 is not moved by two runs of the
+ * startup process's slow mode (docs/history/benchmarks-2026-12-03.md, fourth and fifth
+ * measurements). predict-bench
+ * measures as many, so its medians are the statistic the profile was fitted to.
+ */
+export const DEFAULT_CALIBRATION_RUNS = 5;
+/** Test A cells stay below this many pages (128MB of table), so calibration stays short. */
+export const CALIBRATION_MAX_REL_PAGES = 16_384;
+
+/** The calibration's cells, as stored in a profile's `fit.settings` (with the primary's size). */
+export interface CalibrationDesign {
+  /** Test A's sizes. */
+  sizes: string[];
+  /** Test B's table counts. */
+  tables: number[];
+  /** Where Test B VACUUM / TRUNCATE run (older files: every size). */
+  testBSizes: string[];
+  /** TOAST-able TRUNCATE's table count. */
+  toastTables: number;
+  /** Where TOAST-able TRUNCATE runs (older files: every size). */
+  toastSizes: string[];
+  relDivisors: number[];
+  /** The row-level DML backlogs (INSERT, DELETE) over `tables` tables; null: none (older files). */
+  dml: { sharedBuffers: string; tables: number } | null;
+  /** The COPY backlogs (narrow and wide rows) over `tables` tables; null: none (older files). */
+  copy: { sharedBuffers: string; tables: number } | null;
+}
+
+/** The default design (26 cells). */
+export function defaultCalibrationDesign(): CalibrationDesign {
+  return {
+    sizes: [...DEFAULT_CALIBRATION_SIZES],
+    tables: [...DEFAULT_CALIBRATION_TABLES],
+    testBSizes: [...DEFAULT_CALIBRATION_TESTB_SIZES],
+    toastTables: DEFAULT_CALIBRATION_TOAST_TABLES,
+    toastSizes: [...DEFAULT_CALIBRATION_TOAST_SIZES],
+    relDivisors: [...DEFAULT_CALIBRATION_REL_DIVISORS],
+    dml: { ...DEFAULT_CALIBRATION_DML },
+    copy: { ...DEFAULT_CALIBRATION_COPY },
+  };
+}
+
+/** One PostgreSQL cell over one-block tables (the sweeps' Test B cell; PostgreSQL 15's drop path). */
+const testBCell = (sb: string, variant: CellSpec['variant'], tables: number): CellSpec =>
+  planMulti([sb], tables, [variant], ['cached-lookup'], ['postgres'])[0]!;
+
+/**
+ * The fixed cell set (PostgreSQL engine; walsim counts come from the same specs), size by size
+ * (ascending NBuffers): Test B, TOAST-able TRUNCATE, Test A, then the DML backlogs.
+ */
+export function planCalibration(d: CalibrationDesign): CellSpec[] {
+  const nb = (sb: string) => parseSharedBuffers(sb).nBuffers;
+  const has = (list: readonly string[], sb: string) => list.some((x) => nb(x) === nb(sb));
+  const all: string[] = [];
+  for (const sb of [
+    ...d.sizes,
+    ...d.testBSizes,
+    ...d.toastSizes,
+    ...(d.dml ? [d.dml.sharedBuffers] : []),
+    ...(d.copy ? [d.copy.sharedBuffers] : []),
+  ])
+    if (!has(all, sb)) all.push(sb);
+  all.sort((a, b) => nb(a) - nb(b));
+  const cells: CellSpec[] = [];
+  for (const sb of all) {
+    const { nBuffers } = parseSharedBuffers(sb);
+    if (has(d.testBSizes, sb))
+      for (const n of d.tables)
+        for (const v of ['vacuum', 'truncate'] as const) cells.push(testBCell(sb, v, n));
+    if (has(d.toastSizes, sb)) cells.push(testBCell(sb, 'truncate-toast', d.toastTables));
+    for (const k of has(d.sizes, sb) ? d.relDivisors : []) {
+      const size = parseRelSize(`NB/${k}`, nBuffers);
+      if (size.pages > CALIBRATION_MAX_REL_PAGES) continue;
+      cells.push({
+        kind: 'threshold',
+        engine: 'postgres',
+        sharedBuffers: sb,
+        nBuffers,
+        strategy: 'cached-lookup',
+        forceOptimized: false,
+        variant: 'vacuum',
+        relSize: size.spec,
+        relDivisor: k,
+        pagesPerTable: size.pages,
+        tables: 1,
+      });
+    }
+    if (d.dml !== null && nb(d.dml.sharedBuffers) === nBuffers)
+      for (const v of ['insert', 'delete'] as const) cells.push(testBCell(sb, v, d.dml.tables));
+    if (d.copy !== null && nb(d.copy.sharedBuffers) === nBuffers)
+      for (const v of ['copy', 'copy-wide'] as const) cells.push(testBCell(sb, v, d.copy.tables));
+  }
+  return cells;
+}
+
+/** The walsim twin of a PostgreSQL cell: PostgreSQL 15's drop path (cached-lookup, unforced). */
+export function walsimTwin(c: CellSpec): CellSpec {
+  return { ...c, engine: 'walsim', strategy: 'cached-lookup', forceOptimized: false };
+}
+
+const of = (pred: (k: CostConstantName) => boolean) => COST_CONSTANT_NAMES.filter(pred);
+
+/**
+ * Records whose redo changes one tuple on one page already in shared_buffers
+ * (XLogReadBufferForRedo, the tuple written, the page marked dirty): heap_xlog_insert,
+ * heap_xlog_delete, heap_xlog_update, heap_xlog_inplace, btree_xlog_insert. Every other record
+ * works on a whole page or on no page: lazy vacuum's PRUNE / VACUUM (every line pointer of the
+ * page, then its free space in the FSM) and VISIBLE (the VM page too), full-page images, and the
+ * non-page records (commit, lock, smgr, checkpoint). Measured apart: the mixed bench backlog, 99 %
+ * HEAP_INSERT / HEAP_DELETE, replayed at ≈ 1 µs a record where the one tied constant, fitted on
+ * Test A's lazy-vacuum records, said 4.4 µs (docs/history/benchmarks-2026-12-02.md, second
+ * measurement).
+ */
+export const TUPLE_RECORD_KINDS = [
+  'HEAP_INSERT',
+  'HEAP_DELETE',
+  'HEAP_UPDATE',
+  'HEAP_INPLACE',
+  'BTREE_INSERT_LEAF',
+] as const;
+const isTupleRecord = (k: CostConstantName) =>
+  (TUPLE_RECORD_KINDS as readonly string[]).includes(k.slice('record.'.length));
+
+/**
+ * Constants fitted together: the cells cannot tell apart, e.g., the cost of a PRUNE from a VISIBLE
+ * record (they always come together), so each group shares one value per event. Everything else
+ * keeps the base profile's value — `walByte` included: it counts walsim's encoding, not
+ * PostgreSQL's bytes, so it has no PostgreSQL cost to fit (a free walByte soaked up what the record
+ * constant should price: 0.11 µs per walsim byte and 0 per record in a real calibration).
+ */
+export function calibrationGroups(o: {
+  rowDml: boolean;
+  memoryTier: boolean;
+  copy?: boolean;
+}): FitGroup[] {
+  return [
+    ...(o.rowDml
+      ? [
+          { name: 'record', constants: of((k) => k.startsWith('record.') && !isTupleRecord(k)) },
+          {
+            name: 'recordTuple',
+            constants: of((k) => k.startsWith('record.') && isTupleRecord(k)),
+          },
+        ]
+      : [{ name: 'record', constants: of((k) => k.startsWith('record.')) }]),
+    ...(o.memoryTier
+      ? [
+          {
+            name: 'scan',
+            constants: of(
+              (k) => /^scan\.(single|multi)\.cache$/.test(k) || k === 'scan.preCheckHit',
+            ),
+          },
+          { name: 'scanMemory', constants: of((k) => /^scan\.(single|multi)\.memory$/.test(k)) },
+        ]
+      : [
+          {
+            name: 'scan',
+            constants: of((k) => /^scan\.(single|multi)\./.test(k) || k === 'scan.preCheckHit'),
+          },
+        ]),
+    ...LATER_GROUPS,
+    ...(o.rowDml ? [{ name: 'smgrExtend', constants: ['smgr.extend' as const] }] : []),
+    // With the COPY backlogs beside INSERT and DELETE: an FSM update is 45 a page in the INSERT
+    // backlog, 1 a page in COPY's, 2 a page in lazy vacuum's; a tuple COPY places is 226 a page in
+    // `copy` and 18 in `copy-wide`, every other per-page event the same in both.
+    ...(o.rowDml && o.copy
+      ? [
+          { name: 'fsmUpdate', constants: ['fsm.update' as const] },
+          { name: 'multiInsertTuple', constants: ['multiInsert.tuple' as const] },
+        ]
+      : []),
+  ];
+}
+
+const LATER_GROUPS: FitGroup[] = [
+  {
+    name: 'lookup',
+    constants: of(
+      (k) =>
+        k.startsWith('lookup.') ||
+        k === 'invalidate' ||
+        k === 'dropCall.fullScan' ||
+        k === 'dropCall.lookup',
+    ),
+  },
+  // A file created or unlinked changes a directory and allocates or frees an inode: journaled
+  // namespace changes. Extending, truncating or sizing a file touches one inode's size and extents.
+  // One tied constant for both under-priced TRUNCATE of TOAST-able tables (three files created and
+  // three unlinked per table) by 30–40 % in a real calibration; split, the fit prices a namespace
+  // operation at ~0.3 ms and a size operation at ~0.1 ms on this kind of machine.
+  { name: 'smgrNamespace', constants: ['smgr.create', 'smgr.unlink'] },
+  // smgr.extend is fitted only with the DML cells (smgrExtend, above): without them it counts one
+  // FSM page a VACUUMed table, always beside that table's other per-table events, and a tie gave it
+  // truncate's 64 µs — which priced the 3,845 blocks of a `pgbench -i` backlog at 0.25 s against
+  // 0.12 s measured for the whole failover (predict-bench). Then it keeps the base profile's value.
+  { name: 'smgrSize', constants: ['smgr.truncate', 'smgr.nblocks'] },
+  { name: 'controlFile', constants: ['controlFile.update'] },
+  { name: 'endOfRecovery', constants: of((k) => k.startsWith('endOfRecovery.')) },
+];
+
+/** The groups of a design without DML cells or a memory-tier cell (every calibration before them). */
+export const CALIBRATION_GROUPS: FitGroup[] = calibrationGroups({
+  rowDml: false,
+  memoryTier: false,
+});
+
+/**
+ * The groups a design's cells can identify: the per-record constant split in two when the design
+ * has the DML backlogs (and `smgr.extend` fitted: the INSERT backlog appends 10 pages a table, the
+ * DELETE backlog none), the scan's memory tier fitted on its own when a cell scans beyond the
+ * last-level cache. Otherwise the older ties (a group no cell counts would be fitted to 0).
+ */
+export function calibrationGroupsFor(
+  cells: readonly Pick<CellSpec, 'variant'>[],
+  features: readonly CostFeatures[],
+): FitGroup[] {
+  const rowDml = cells.some((c) => c.variant === 'insert' || c.variant === 'delete');
+  const copy = cells.some((c) => c.variant === 'copy' || c.variant === 'copy-wide');
+  const memoryTier = features.some((f) => {
+    const x = flattenFeatures(f);
+    return (x['scan.single.memory'] ?? 0) + (x['scan.multi.memory'] ?? 0) > 0;
+  });
+  return calibrationGroups({ rowDml, memoryTier, copy });
+}
+
+export interface CalibrationCell {
+  label: string;
+  cell: CellSpec;
+  runs: number;
+  stalls: number;
+  /** PostgreSQL: median failover, seconds (log method, stalled runs excluded). */
+  measuredS: number;
+  fittedS: number;
+  residualS: number;
+  residualPct: number;
+  /** Fitted without this cell, then predicted. */
+  leaveOneOutS: number;
+  leaveOneOutPct: number;
+}
+
+export interface CalibrationReport {
+  profile: CostProfile;
+  groupSeconds: Record<string, number>;
+  cells: CalibrationCell[];
+}
+
+export function cellShortLabel(c: CellSpec): string {
+  const what =
+    c.kind === 'threshold'
+      ? `Test A VACUUM ${c.relSize}`
+      : c.variant === 'insert' || c.variant === 'delete'
+        ? `DML ${c.variant.toUpperCase()} ${c.tables} tables × ${c.variant === 'insert' ? DML_ROWS_PER_TABLE : DML_ROWS_PER_TABLE + rowsForPages(1)} rows`
+        : c.variant === 'copy' || c.variant === 'copy-wide'
+          ? `DML COPY ${c.tables} tables × ${c.variant === 'copy' ? `${DML_ROWS_PER_TABLE} int rows` : `${COPY_WIDE_ROWS_PER_TABLE} wide rows`}`
+          : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
+  return `${c.sharedBuffers} ${what}`;
+}
+
+/** This machine's last-level cache, for the profile's scan tier (sysfs; the base's when unknown). */
+export function machineCache(base: CostProfile): CostProfile['cache'] {
+  for (const idx of ['index3', 'index2']) {
+    try {
+      const text = fs.readFileSync(`/sys/devices/system/cpu/cpu0/cache/${idx}/size`, 'utf8').trim();
+      const m = /^(\d+)([KM])$/.exec(text);
+      if (m)
+        return {
+          ...base.cache,
+          llcBytes: Number(m[1]) * (m[2] === 'M' ? 1 << 20 : 1024),
+          source: `this machine: ${os.cpus()[0]?.model ?? 'cpu'}, last-level cache ${text} (sysfs ${idx})`,
+        };
+    } catch {
+      /* try the next level */
+    }
+  }
+  return base.cache;
+}
+
+/**
+ * Fit the groups to the measured cells (weights 1/measured: relative error), then refit without
+ * each cell to predict it.
+ */
+export function fitCalibration(
+  cells: CellSummary[],
+  counts: FailoverCounts[],
+  base: CostProfile,
+  meta: { name: string; description: string; source: string },
+  groupsGiven?: FitGroup[],
+): CalibrationReport {
+  const usable = cells
+    .map((c, i) => ({ c, counts: counts[i]! }))
+    .filter((x) => Number.isFinite(x.c.failoverMsMedian) && x.c.failoverMsMedian > 0);
+  const obs: FitObservation[] = usable.map(({ c, counts: n }) => ({
+    label: cellShortLabel(c),
+    features: costFeatures(n, base, c.nBuffers),
+    targetS: c.failoverMsMedian / 1000,
+    weight: 1000 / c.failoverMsMedian,
+  }));
+  const groups =
+    groupsGiven ??
+    calibrationGroupsFor(
+      usable.map((u) => u.c),
+      obs.map((o) => o.features),
+    );
+  const spec = { base: { ...base, promotionPoll: null }, groups, ...meta };
+  const all = fitProfile(obs, spec);
+  const out: CalibrationCell[] = usable.map(({ c, counts: n }, i) => {
+    const measuredS = c.failoverMsMedian / 1000;
+    const fittedS = price({ counts: n, nBuffers: c.nBuffers }, all.profile).failoverS;
+    const others = obs.filter((_, j) => j !== i);
+    const loo =
+      others.length > 0
+        ? price({ counts: n, nBuffers: c.nBuffers }, fitProfile(others, spec).profile).failoverS
+        : NaN;
+    return {
+      label: obs[i]!.label,
+      cell: c,
+      runs: c.runs,
+      stalls: c.stalls,
+      measuredS,
+      fittedS,
+      residualS: fittedS - measuredS,
+      residualPct: (fittedS - measuredS) / measuredS,
+      leaveOneOutS: loo,
+      leaveOneOutPct: (loo - measuredS) / measuredS,
+    };
+  });
+  return { profile: all.profile, groupSeconds: all.groupSeconds, cells: out };
+}
+
+/** A run as `npm run calibrate` stores it in the profile's `fit.records`. */
+export interface StoredCalibrationRun {
+  label: string;
+  run: number;
+  warmup?: boolean;
+  failoverMs: number;
+  seedMethodMs?: number;
+  replayMs?: number | null;
+  endOfRecoveryMs?: number | null;
+  openForWritesMs?: number | null;
+  stall?: boolean;
+  loadAvg1?: number;
+  cpuPressure?: number;
+  /** The standby's startup process: on a CPU, waiting for one, blocked (ms; pg-engine.ts). */
+  startupCpuMs?: number;
+  startupRunQueueMs?: number;
+  startupBlockedMs?: number;
+  walBytes?: number;
+  recordsReplayed?: number;
+}
+
+export interface StoredCalibration {
+  measuredAt: string;
+  wallSeconds: number;
+  postgres: string;
+  runs: number;
+  warmupRuns: number;
+  machine: unknown;
+  /**
+   * What the cell set was planned from (older files: inferred from the labels and the defaults;
+   * Test B's table counts one number, TOAST-able TRUNCATE at that count, every cell at every size,
+   * no DML cells).
+   */
+  settings: CalibrationDesign & { primarySharedBuffers: string };
+  records: StoredCalibrationRun[];
+  /**
+   * Per cell label, the counts predict read from the real WAL of a run (calibrations since
+   * `--counts wal`); absent in older files, whose fits priced walsim twins' counts.
+   */
+  walCounts: Record<string, FailoverCounts> | null;
+}
+
+/** The label a stored run carries: `<shared_buffers> <NB/k>` or `<shared_buffers> <variant> <n> tables`. */
+export const storedLabel = (
+  c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant' | 'tables'>,
+) =>
+  c.relSize !== null
+    ? `${c.sharedBuffers} ${c.relSize}`
+    : `${c.sharedBuffers} ${c.variant} ${c.tables} tables`;
+
+/** Labels of calibrations with one table count: `<shared_buffers> <variant>`. */
+const legacyLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>) =>
+  `${c.sharedBuffers} ${c.relSize ?? c.variant}`;
+
+/** Read the measurements of a profile written by `npm run calibrate` (for `--refit`). */
+export function readStoredCalibration(file: string): StoredCalibration {
+  let j: unknown;
+  try {
+    j = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new WalsimError(
+      'invalid_input',
+      `cannot read calibration ${file}: ${(e as Error).message}`,
+    );
+  }
+  const fit = (j as { fit?: Record<string, unknown> } | null)?.fit;
+  const recs = fit?.records;
+  if (!fit || !Array.isArray(recs) || recs.length === 0)
+    throw new WalsimError(
+      'invalid_input',
+      `${file} has no fit.records: only a profile written by npm run calibrate can be refitted`,
+    );
+  for (const r of recs as Array<Record<string, unknown>>) {
+    if (
+      typeof r.label !== 'string' ||
+      typeof r.run !== 'number' ||
+      typeof r.failoverMs !== 'number'
+    ) {
+      throw new WalsimError(
+        'invalid_input',
+        `${file}: a fit.records entry lacks label, run or failoverMs: ${JSON.stringify(r).slice(0, 200)}`,
+      );
+    }
+  }
+  const records = recs as StoredCalibrationRun[];
+  const s = fit.settings as
+    | (Omit<
+        StoredCalibration['settings'],
+        'tables' | 'toastTables' | 'testBSizes' | 'toastSizes' | 'dml' | 'copy'
+      > & {
+        tables?: number | number[];
+        toastTables?: number;
+        testBSizes?: string[];
+        toastSizes?: string[];
+        dml?: CalibrationDesign['dml'];
+        copy?: CalibrationDesign['copy'];
+      })
+    | undefined;
+  const sizes = s?.sizes ?? [...new Set(records.map((r) => r.label.split(' ')[0]!))];
+  const divisors = s?.relDivisors ?? [
+    ...new Set(records.flatMap((r) => /NB\/(\d+)$/.exec(r.label)?.[1] ?? []).map(Number)),
+  ];
+  return {
+    measuredAt: String(fit.measuredAt),
+    wallSeconds: Number(fit.wallSeconds),
+    postgres: String(fit.postgres),
+    runs: Number(fit.runsPerCell),
+    warmupRuns: Number(fit.warmupRunsPerCell ?? 0),
+    machine: fit.machine ?? null,
+    settings: {
+      sizes,
+      tables: Array.isArray(s?.tables)
+        ? s.tables
+        : [typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES],
+      toastTables:
+        s?.toastTables ?? (typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES),
+      testBSizes: s?.testBSizes ?? sizes,
+      toastSizes: s?.toastSizes ?? sizes,
+      dml: s?.dml ?? null,
+      copy: s?.copy ?? null,
+      relDivisors:
+        divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
+      primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',
+    },
+    records,
+    walCounts:
+      fit.walCounts !== null && typeof fit.walCounts === 'object'
+        ? Object.fromEntries(
+            Object.entries(fit.walCounts as Record<string, FailoverCounts>).map(([k, c]) => [
+              k,
+              { ...c, replay: withLaterCounters(c.replay) },
+            ]),
+          )
+        : null,
+  };
+}
+
+/** Stored runs back as PostgreSQL RunRecords of the plan's cells (measured fields only; drop counters NaN). */
+export function recordsFromStored(
+  stored: readonly StoredCalibrationRun[],
+  plan: readonly CellSpec[],
+): RunRecord[] {
+  return stored.map((r) => {
+    const cell =
+      plan.find((c) => storedLabel(c) === r.label) ?? plan.find((c) => legacyLabel(c) === r.label);
+    if (!cell)
+      throw new WalsimError(
+        'invalid_input',
+        `stored run "${r.label}" matches no calibration cell (${plan.map(storedLabel).join(', ')})`,
+      );
+    return {
+      ...cell,
+      ...NO_MODEL,
+      run: r.run,
+      failoverMs: r.failoverMs,
+      replayMs: r.replayMs ?? null,
+      endOfRecoveryMs: r.endOfRecoveryMs ?? null,
+      openForWritesMs: r.openForWritesMs ?? null,
+      recordsReplayed: r.recordsReplayed ?? NaN,
+      dropMs: NaN,
+      dropsFullScan: NaN,
+      dropsCachedLookup: NaN,
+      scanned: NaN,
+      probes: NaN,
+      invalidated: NaN,
+      promoted: true,
+      resumeAt: '',
+      promotedAt: '',
+      stepMs: {},
+      ...(r.seedMethodMs !== undefined ? { seedMethodMs: r.seedMethodMs } : {}),
+      ...(r.walBytes !== undefined ? { walBytes: r.walBytes } : {}),
+      stall: r.stall === true,
+      ...(r.warmup ? { warmup: true } : {}),
+      ...(r.loadAvg1 !== undefined ? { loadAvg1: r.loadAvg1 } : {}),
+      ...(r.cpuPressure !== undefined ? { cpuPressure: r.cpuPressure } : {}),
+      ...(r.startupCpuMs !== undefined ? { startupCpuMs: r.startupCpuMs } : {}),
+      ...(r.startupRunQueueMs !== undefined ? { startupRunQueueMs: r.startupRunQueueMs } : {}),
+      ...(r.startupBlockedMs !== undefined ? { startupBlockedMs: r.startupBlockedMs } : {}),
+    };
+  });
+}
+
+/**
+ * The runs as the fit sees them: `wall` keeps each failover as measured; `uncontended` takes off the
+ * startup process's run-queue wait (the machine's other load; runs without the figure are kept as
+ * measured).
+ */
+export function fitTargets(records: RunRecord[], target: 'wall' | 'uncontended'): RunRecord[] {
+  if (target === 'wall') return records;
+  return records.map((r) =>
+    r.startupRunQueueMs === undefined
+      ? r
+      : { ...r, failoverMs: Math.max(0, r.failoverMs - r.startupRunQueueMs) },
+  );
+}

@@ -1,0 +1,221 @@
+/**
+ * The exporter's own prediction cycle: every interval, `predictStandby` for each watched standby
+ * (all at once, each on its own sessions), then the ranking of those that answered. A scrape never
+ * waits for this: it reads `snapshot()`, the last finished cycle's results.
+ *
+ * One standby failing (down, not in recovery, its WAL segments removed, privileges missing) marks
+ * that standby down and counts the error under a stable reason; the other standbys and the next
+ * cycle go on. Nothing here writes to a server: predictStandby's sessions are read-only.
+ *
+ * Entry points: `Collector`, `Target`, `StandbyStatus`, `ERROR_REASONS`, `errorReason`,
+ * `standbyLabel`, `parseDuration`.
+ */
+import { isWalsimError } from '../../common/errors.ts';
+import type { CostProfile } from '../../cost-model/profile.ts';
+import { predictStandby, rankStandbys, type Prediction } from '../predict/prediction.ts';
+import { redactUrl } from '../predict/standby-state.ts';
+
+/** One watched standby: its URL, its data directory (pg_waldump reads its pg_wal), its label. */
+export interface Target {
+  url: string;
+  pgdata?: string;
+  /** The `standby` label: host:port of the URL (never its user or password). */
+  label: string;
+}
+
+/** Why a prediction failed: a small closed set, the `reason` label of the error counter. */
+export const ERROR_REASONS = [
+  'connect', // the server cannot be reached or dropped the session
+  'privileges', // the role lacks pg_monitor (or the OS user cannot read pg_wal)
+  'not_in_recovery', // a primary, or a standby promoted meanwhile
+  'version', // not PostgreSQL 15
+  'wal_missing', // the range's segments are not (or no longer) in pg_wal
+  'pgdata', // --pgdata is not this standby's data directory
+  'no_wal_source', // neither --pgdata nor a primary with pg_walinspect
+  'timeout',
+  'other',
+] as const;
+export type ErrorReason = (typeof ERROR_REASONS)[number];
+
+/** The reason label of a failed prediction, from its error. */
+export function errorReason(e: unknown): ErrorReason {
+  const msg = e instanceof Error ? e.message : String(e);
+  if (isWalsimError(e) && e.kind === 'not_connected') return 'connect';
+  if (/permission denied|must be superuser|pg_monitor|cannot be read \(EACCES/i.test(msg))
+    return 'privileges';
+  if (/not in recovery/.test(msg)) return 'not_in_recovery';
+  if (/reads PostgreSQL 15 only|holds a PostgreSQL \S+ cluster, not 15/.test(msg)) return 'version';
+  if (/is not complete in|no longer has the WAL range|cannot read the WAL replayed since/.test(msg))
+    return 'wal_missing';
+  if (/^--pgdata /.test(msg)) return 'pgdata';
+  if (/no way to read the WAL range|has no pg_walinspect/.test(msg)) return 'no_wal_source';
+  if (/timeout|canceling statement/i.test(msg)) return 'timeout';
+  if (/terminat|ECONNRESET|ECONNREFUSED|EPIPE|Connection|shutting down|starting up/i.test(msg))
+    return 'connect';
+  return 'other';
+}
+
+/** host:port of a libpq URL (default port 5432), else the URL with its password hidden. */
+export function standbyLabel(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') return redactUrl(url);
+    const host = u.hostname || u.searchParams.get('host') || 'localhost';
+    return `${host}:${u.port || u.searchParams.get('port') || '5432'}`;
+  } catch {
+    return redactUrl(url);
+  }
+}
+
+/** `15s`, `1m`, `500ms`, `2` (seconds) → milliseconds; null when it is not a positive duration. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (m === null) return null;
+  const ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? 's']!;
+  return ms > 0 && Number.isFinite(ms) ? ms : null;
+}
+
+export interface StandbyStatus {
+  target: Target;
+  /** The last cycle's prediction succeeded. */
+  up: boolean;
+  /** The last cycle's prediction, null when it failed (never a stale one in its place). */
+  prediction: Prediction | null;
+  /** When the last successful prediction finished (ms since the epoch), null before one. */
+  lastGoodAt: number | null;
+  /** Seconds the last prediction took (successful or not), null before the first. */
+  lastDurationS: number | null;
+  lastError: { reason: ErrorReason; message: string } | null;
+  predictions: number;
+  errors: Record<ErrorReason, number>;
+}
+
+export interface CycleSnapshot {
+  standbys: readonly StandbyStatus[];
+  /** Over the standbys that answered in the last cycle; null when none did. */
+  ranking: { patroniPick: string | null; writableFirst: string } | null;
+  cycles: number;
+  lastCycleAt: number | null;
+}
+
+export type PredictFn = typeof predictStandby;
+
+export interface CollectorOptions {
+  targets: Target[];
+  primary?: string;
+  profile: CostProfile;
+  profileRef: string;
+  pgWaldump: string;
+  intervalMs: number;
+  /** Replaced in unit tests; predictStandby otherwise. */
+  predict?: PredictFn;
+  /** Told of every failed prediction (the exporter logs one line to stderr). */
+  onError?: (s: StandbyStatus) => void;
+}
+
+const noErrors = () =>
+  Object.fromEntries(ERROR_REASONS.map((r) => [r, 0])) as Record<ErrorReason, number>;
+
+export class Collector {
+  private readonly status: StandbyStatus[];
+  private ranking: CycleSnapshot['ranking'] = null;
+  private cycles = 0;
+  private lastCycleAt: number | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(private readonly opts: CollectorOptions) {
+    this.status = opts.targets.map((target) => ({
+      target,
+      up: false,
+      prediction: null,
+      lastGoodAt: null,
+      lastDurationS: null,
+      lastError: null,
+      predictions: 0,
+      errors: noErrors(),
+    }));
+  }
+
+  snapshot(): CycleSnapshot {
+    return {
+      standbys: this.status,
+      ranking: this.ranking,
+      cycles: this.cycles,
+      lastCycleAt: this.lastCycleAt,
+    };
+  }
+
+  /** Cycle now, then every interval counted from each cycle's start (never two at once). */
+  start(): void {
+    const loop = async () => {
+      const began = Date.now();
+      this.running = this.runCycle();
+      await this.running;
+      this.running = null;
+      if (this.stopped) return;
+      const wait = Math.max(0, this.opts.intervalMs - (Date.now() - began));
+      this.timer = setTimeout(() => void loop(), wait);
+    };
+    void loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One cycle: every standby predicted concurrently; a failure stays with its standby. */
+  async runCycle(): Promise<void> {
+    await Promise.all(this.status.map((s) => this.predictOne(s)));
+    const good = this.status.filter((s) => s.prediction !== null);
+    if (good.length === 0) this.ranking = null;
+    else {
+      const r = rankStandbys(good.map((s) => s.prediction!));
+      const labelOf = (url: string | null) =>
+        url === null
+          ? null
+          : (good.find((s) => s.prediction!.standby === url)?.target.label ?? null);
+      this.ranking = {
+        patroniPick: labelOf(r.patroniPick),
+        writableFirst: labelOf(r.writableFirst)!,
+      };
+    }
+    this.cycles += 1;
+    this.lastCycleAt = Date.now();
+  }
+
+  private async predictOne(s: StandbyStatus): Promise<void> {
+    const t0 = performance.now();
+    const predict = this.opts.predict ?? predictStandby;
+    try {
+      const p = await predict({
+        standby: s.target.url,
+        pgdata: s.target.pgdata,
+        primary: this.opts.primary,
+        profile: this.opts.profile,
+        profileRef: this.opts.profileRef,
+        pgWaldump: this.opts.pgWaldump,
+      });
+      s.prediction = p;
+      s.up = true;
+      s.lastGoodAt = Date.now();
+      s.lastError = null;
+    } catch (e) {
+      const reason = errorReason(e);
+      s.prediction = null;
+      s.up = false;
+      s.errors[reason] += 1;
+      let message = redactUrl(e instanceof Error ? e.message : String(e));
+      if (reason === 'privileges')
+        message += ` — the exporter's role needs pg_monitor (GRANT pg_monitor TO the role in the URL), and the OS user read access to --pgdata's pg_wal`;
+      s.lastError = { reason, message };
+      this.opts.onError?.(s);
+    } finally {
+      s.predictions += 1;
+      s.lastDurationS = (performance.now() - t0) / 1000;
+    }
+  }
+}

@@ -1,0 +1,566 @@
+/**
+ * `npm run predict`'s work: for one live PostgreSQL 15 standby, read its state and its unreplayed
+ * WAL range [replay LSN, receive LSN), turn every record into the cost model's counts
+ * (replay-model.ts), price them with a cost profile (cost-model/price.ts) and say
+ * what dominates; for several standbys, rank them beside the choice Patroni's defaults would make.
+ * Read-only: every session is default_transaction_read_only and runs SELECTs only.
+ *
+ * Entry points: `predictStandby`, `predictedSeconds`, `rankStandbys`, `Prediction`, `profileBand`,
+ * `genericRecordSeconds`, `PATRONI_MAXIMUM_LAG_ON_FAILOVER`.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type pg from 'pg';
+import { WalsimError } from '../../common/errors.ts';
+import { parseLsn } from '../../wal/lsn.ts';
+import {
+  promotionStepCounts,
+  PG_RECORD_KINDS,
+  type FailoverCounts,
+} from '../../storage/replay-counts.ts';
+import { price } from '../../cost-model/price.ts';
+import { PROFILES_DIR, type CostProfile } from '../../cost-model/profile.ts';
+import {
+  RecoveryModel,
+  type PredictedDrop,
+  type RecordTypeCount,
+  type ReplayPrediction,
+  type StandbyFiles,
+} from './replay-model.ts';
+import {
+  checkStandby,
+  connectServer,
+  readPrimaryLsn,
+  readStandbyState,
+  redactUrl,
+  type StandbyState,
+} from './standby-state.ts';
+import {
+  checkPgdata,
+  hasWalinspect,
+  MissingWalError,
+  walDirTimelineHistory,
+  PgdataFiles,
+  waldumpRecords,
+  walinspectRecords,
+  type RangeRead,
+} from './wal-source.ts';
+import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
+
+/** Patroni's default maximum_lag_on_failover: 1 MB. */
+export const PATRONI_MAXIMUM_LAG_ON_FAILOVER = 1048576;
+
+export interface ProfileBand {
+  /** Held-out cells in the profile's fit (leave-one-out predictions of `npm run calibrate`). */
+  cells: number;
+  medianAbsErrorPct: number;
+  minErrorPct: number;
+  maxErrorPct: number;
+  within25Pct: number;
+}
+
+/** The held-out error band a profile file carries (`fit.cells[].leaveOneOutPct`), null when none. */
+export function profileBand(nameOrFile: string): ProfileBand | null {
+  const isFile = nameOrFile.includes('/') || nameOrFile.endsWith('.json');
+  const file = isFile ? path.resolve(nameOrFile) : path.join(PROFILES_DIR, `${nameOrFile}.json`);
+  let cells: unknown;
+  try {
+    cells = (JSON.parse(fs.readFileSync(file, 'utf8')) as { fit?: { cells?: unknown } }).fit?.cells;
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(cells)) return null;
+  const errs = cells
+    .map((c) => Number((c as { leaveOneOutPct?: unknown }).leaveOneOutPct) * 100)
+    .filter(Number.isFinite)
+    .sort((a, b) => a - b);
+  if (errs.length === 0) return null;
+  const abs = errs.map(Math.abs).sort((a, b) => a - b);
+  const mid = abs.length >> 1;
+  return {
+    cells: errs.length,
+    medianAbsErrorPct: abs.length % 2 ? abs[mid]! : (abs[mid - 1]! + abs[mid]!) / 2,
+    minErrorPct: errs[0]!,
+    maxErrorPct: errs[errs.length - 1]!,
+    within25Pct: abs.filter((e) => e <= 25).length,
+  };
+}
+
+/**
+ * Seconds per record of a type the profile has no constant for: the median of its per-record
+ * constants (`npm run calibrate` fits two values, the one-tuple records' — 5 of the 19 kinds — and
+ * every other record's, so this is the latter: Btree/SPLIT_L, Standby/RUNNING_XACTS … are page-level or no-page).
+ */
+export function genericRecordSeconds(profile: CostProfile): number {
+  const v = PG_RECORD_KINDS.map((k) => profile.constants[`record.${k}`].seconds).sort(
+    (a, b) => a - b,
+  );
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
+}
+
+export interface PredictInput {
+  standby: string;
+  pgdata?: string;
+  primary?: string;
+  profile: CostProfile;
+  profileRef: string;
+  pgWaldump: string;
+}
+
+export interface Prediction {
+  standby: string;
+  state: StandbyState;
+  paused: boolean;
+  note: string;
+  range: { from: string; to: string; bytes: number };
+  source: RangeRead & { learnedFrom: string; learnedRecords: number };
+  primary:
+    | { url: string; currentLsn: string; walNotReceivedBytes: number }
+    | { url: string; error: string }
+    | null;
+  /** Patroni's position for this member: max(received, replayed). */
+  patroniPosition: string;
+  counts: FailoverCounts;
+  records: {
+    total: number;
+    bytes: number;
+    generic: number;
+    byType: Array<RecordTypeCount & { seconds: number }>;
+  };
+  drops: {
+    calls: { fullScan: number; lookup: number };
+    descriptorsScanned: number;
+    probes: number;
+    invalidated: number;
+    list: PredictedDrop[];
+  };
+  predicted: {
+    writableS: number;
+    phases: { replayS: number; endOfRecoveryS: number; openForWritesS: number };
+    replay: {
+      recordsS: number;
+      genericRecordsS: number;
+      dropsS: number;
+      smgrS: number;
+      controlFileS: number;
+    };
+    byRmgr: Array<{ rmgr: string; records: number; seconds: number }>;
+  };
+  dominates: string;
+  profile: { name: string; ref: string; band: ProfileBand | null };
+  assumptions: string[];
+  rules: { sizeCached: string; invalidations: string };
+}
+
+const fmtInt = (n: number) => n.toLocaleString('en-US');
+
+/** pg_buffercache blocks of the relations that will be dropped or truncated (read-only). */
+async function residentBlocks(c: pg.Client, nodes: RelFileNode[]): Promise<Map<string, number[]>> {
+  const out = new Map<string, number[]>();
+  if (nodes.length === 0) return out;
+  const r = await c.query(
+    `SELECT reltablespace::int8 AS spc, reldatabase::int8 AS db, relfilenode::int8 AS rel,
+            relforknumber::int AS fork, relblocknumber::int8 AS blk
+       FROM pg_buffercache WHERE relfilenode = ANY($1::oid[])`,
+    [[...new Set(nodes.map((n) => n.rel))]],
+  );
+  for (const row of r.rows as Array<Record<string, string | number>>) {
+    const k = `${row.spc}/${row.db}/${row.rel}#${row.fork}`;
+    let a = out.get(k);
+    if (a === undefined) out.set(k, (a = []));
+    a.push(Number(row.blk));
+  }
+  return out;
+}
+
+/** The relations the range drops or truncates (a cheap first pass when pg_buffercache is read). */
+function droppedNodes(rec: PgWalRecord, into: RelFileNode[]): void {
+  if (rec.truncate) into.push(rec.truncate.node);
+  if (rec.dropRels) into.push(...rec.dropRels);
+}
+
+/** Reads a WAL range record by record (pg_waldump on the standby's pg_wal, or pg_walinspect). */
+type ReadRange = (
+  from: string,
+  to: string,
+  onRecord: (r: PgWalRecord) => void,
+) => Promise<RangeRead>;
+
+/** The sessions a prediction opens; predictStandby ends them whatever happens. */
+interface Sessions {
+  standby: pg.Client;
+  primary: pg.Client | null;
+}
+
+export async function predictStandby(input: PredictInput): Promise<Prediction> {
+  const sessions: Sessions = {
+    standby: await connectServer(input.standby, 'standby'),
+    primary: null,
+  };
+  try {
+    return await predictWith(sessions, input);
+  } finally {
+    await sessions.standby.end().catch(() => {});
+    await sessions.primary?.end().catch(() => {});
+  }
+}
+
+async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
+  const c = sessions.standby;
+  const st = await readStandbyState(c, input.standby);
+  checkStandby(st);
+  const from = st.replayLsn!;
+  // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
+  // the archive or pg_wal at startup) leaves nothing unreplayed.
+  const to = parseLsn(st.receiveLsn!) > parseLsn(from) ? st.receiveLsn! : from;
+  const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st.systemIdentifier) : null;
+  const primaryInfo = await connectPrimary(sessions, input, st, walDir);
+  const read = await rangeReader(sessions.primary, input, st, walDir, from, to);
+
+  // Buffers of the relations the range drops: pg_buffercache when installed (first pass).
+  let resident: Map<string, number[]> | null = null;
+  if (st.hasBuffercache) {
+    const nodes: RelFileNode[] = [];
+    await read(from, to, (r) => droppedNodes(r, nodes));
+    resident = await residentBlocks(c, nodes);
+  }
+  const pgdataFiles =
+    input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
+  const files: StandbyFiles = {
+    diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
+    residentBlocks: (n: RelFileNode, f: ForkNumber) =>
+      resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
+  };
+  const model = new RecoveryModel(st.nBuffers, files, resident !== null);
+  const learnFrom = st.restartpointRedoLsn;
+  const learned = await learnCachedSizes(read, model, learnFrom, from);
+  const src = await read(from, to, (r) => model.replay(r));
+  const rp = model.result();
+  const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
+  const recv = parseLsn(st.receiveLsn!);
+  const rep = parseLsn(st.replayLsn!);
+  return {
+    standby: st.url,
+    state: st,
+    paused: st.pauseState !== 'not paused',
+    note: predictionNotes(st, from, to).join('; '),
+    range: { from, to, bytes: parseLsn(to) - parseLsn(from) },
+    source: { ...src, learnedFrom: learnFrom, learnedRecords: learned },
+    primary: primaryInfo,
+    patroniPosition: recv >= rep ? st.receiveLsn! : st.replayLsn!,
+    counts,
+    records: { total: rp.records, bytes: rp.walBytes, generic: rp.genericRecords, byType },
+    drops,
+    predicted,
+    dominates: dominates(predicted, drops, st.nBuffers, byType),
+    profile: {
+      name: input.profile.name,
+      ref: input.profileRef,
+      band: profileBand(input.profileRef),
+    },
+    assumptions: rp.assumptions,
+    rules: {
+      sizeCached: `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
+      invalidations:
+        resident !== null
+          ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
+          : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
+    },
+  };
+}
+
+/**
+ * --primary: its current LSN (WAL not yet received). A primary that is down is only an error when
+ * there is no pg_wal to read instead (a failover: the standby's pg_wal is enough).
+ */
+async function connectPrimary(
+  sessions: Sessions,
+  input: PredictInput,
+  st: StandbyState,
+  walDir: string | null,
+): Promise<Prediction['primary']> {
+  if (input.primary === undefined) return null;
+  try {
+    sessions.primary = await connectServer(input.primary, 'primary');
+    const lsn = await readPrimaryLsn(sessions.primary, input.primary);
+    return {
+      url: redactUrl(input.primary),
+      currentLsn: lsn,
+      walNotReceivedBytes: Math.max(0, parseLsn(lsn) - parseLsn(st.receiveLsn!)),
+    };
+  } catch (e) {
+    if (walDir === null) throw e;
+    const primaryInfo = { url: redactUrl(input.primary), error: (e as Error).message };
+    await sessions.primary?.end().catch(() => {});
+    sessions.primary = null;
+    return primaryInfo;
+  }
+}
+
+/** How the WAL is read: pg_waldump on --pgdata's pg_wal, else pg_walinspect on the primary. */
+async function rangeReader(
+  primary: pg.Client | null,
+  input: PredictInput,
+  st: StandbyState,
+  walDir: string | null,
+  from: string,
+  to: string,
+): Promise<ReadRange> {
+  if (walDir === null && primary === null)
+    throw new WalsimError(
+      'invalid_input',
+      `no way to read the WAL range ${from} → ${to} of ${st.url}: pass --pgdata DIR (the standby's data directory, for pg_waldump) or --primary URL (a primary with CREATE EXTENSION pg_walinspect)`,
+    );
+  if (walDir === null && !(await hasWalinspect(primary!)))
+    throw new WalsimError(
+      'invalid_input',
+      `the primary ${redactUrl(input.primary!)} has no pg_walinspect in its database, and no --pgdata was given: run CREATE EXTENSION pg_walinspect on the primary (predict never writes to a server) or pass --pgdata`,
+    );
+  const history = walDir !== null ? walDirTimelineHistory(walDir, st.timeline) : [];
+  const remedy =
+    walDir === null
+      ? "; pass --pgdata DIR, the standby's data directory (its pg_wal keeps the WAL it received until its next restartpoint)"
+      : input.primary === undefined
+        ? '; pass --primary URL to read the range from a primary that still has it (with pg_walinspect)'
+        : "; --primary is read only without --pgdata: leave --pgdata out to read the range with the primary's pg_walinspect";
+  return async (a, b, onRecord) => {
+    try {
+      return walDir !== null
+        ? await waldumpRecords(input.pgWaldump, walDir, history, a, b, onRecord)
+        : await walinspectRecords(primary!, redactUrl(input.primary!), a, b, onRecord);
+    } catch (e) {
+      if (e instanceof MissingWalError) throw new MissingWalError(e.message + remedy);
+      throw e;
+    }
+  };
+}
+
+/**
+ * What the startup process has cached: the WAL it replayed since the redo point it started from.
+ * pg_control's last restartpoint redo is at or after that point (an earlier touch is missed: the
+ * relation is then predicted uncached, i.e. a full scan). Returns the records read.
+ */
+async function learnCachedSizes(
+  read: ReadRange,
+  model: RecoveryModel,
+  learnFrom: string,
+  from: string,
+): Promise<number> {
+  let learned = 0;
+  if (parseLsn(learnFrom) < parseLsn(from)) {
+    try {
+      await read(learnFrom, from, (r) => {
+        learned += 1;
+        model.learn(r);
+      });
+    } catch (e) {
+      throw new WalsimError(
+        'invalid_input',
+        `cannot read the WAL replayed since the last restartpoint (${learnFrom} → ${from}), which says which relation sizes replay has cached: ${(e as Error).message}`,
+      );
+    }
+  }
+  return learned;
+}
+
+/**
+ * The prediction's seconds from its counts: the profile's price of the counts plus, in the replay
+ * phase, the generic per-record cost of the records whose type has no constant of its own. Pure:
+ * a stored prediction's counts can be priced again with another profile (predict-bench).
+ */
+export function predictedSeconds(
+  counts: FailoverCounts,
+  genericRecords: number,
+  nBuffers: number,
+  profile: CostProfile,
+): {
+  m: ReturnType<typeof price>;
+  genericS: number;
+  phases: { replayS: number; endOfRecoveryS: number; openForWritesS: number };
+  writableS: number;
+} {
+  const m = price({ counts, nBuffers }, profile);
+  const genericS = genericRecords * genericRecordSeconds(profile);
+  const phases = { ...m.phases, replayS: m.phases.replayS + genericS };
+  return {
+    m,
+    genericS,
+    phases,
+    writableS: phases.replayS + phases.endOfRecoveryS + phases.openForWritesS,
+  };
+}
+
+/** The modeled replay priced with the profile: phases, per record type and rmgr, the drops. */
+function pricePrediction(
+  rp: ReplayPrediction,
+  nBuffers: number,
+  profile: CostProfile,
+): Pick<Prediction, 'counts' | 'drops' | 'predicted'> & {
+  byType: Prediction['records']['byType'];
+} {
+  const counts: FailoverCounts = { replay: rp.counts, ...promotionStepCounts() };
+  const { m, genericS, phases, writableS } = predictedSeconds(
+    counts,
+    rp.genericRecords,
+    nBuffers,
+    profile,
+  );
+  const generic = genericRecordSeconds(profile);
+  const perType = (t: RecordTypeCount) =>
+    t.count * (t.kind === null ? generic : profile.constants[`record.${t.kind}`].seconds);
+  const byType = rp.types
+    .map((t) => ({ ...t, seconds: perType(t) }))
+    .sort((a, b) => b.seconds - a.seconds || b.count - a.count);
+  const rmgrs = new Map<string, { rmgr: string; records: number; seconds: number }>();
+  for (const t of byType) {
+    const x = rmgrs.get(t.rmgr) ?? { rmgr: t.rmgr, records: 0, seconds: 0 };
+    x.records += t.count;
+    x.seconds += t.seconds;
+    rmgrs.set(t.rmgr, x);
+  }
+  const d = rp.counts.drops;
+  const drops: Prediction['drops'] = {
+    calls: { fullScan: d.drops['full-scan'], lookup: d.drops['cached-lookup'] },
+    descriptorsScanned:
+      d.scannedByMatcher.single + d.scannedByMatcher.linear + d.scannedByMatcher.bsearch,
+    probes: d.probes,
+    invalidated: d.invalidated,
+    list: rp.drops,
+  };
+  const predicted: Prediction['predicted'] = {
+    writableS,
+    phases,
+    replay: { ...m.replay, genericRecordsS: genericS },
+    byRmgr: [...rmgrs.values()].sort((a, b) => b.seconds - a.seconds),
+  };
+  return { counts, byType, drops, predicted };
+}
+
+/** What the reader of a prediction should know about the standby's state. */
+function predictionNotes(st: StandbyState, from: string, to: string): string[] {
+  const notes: string[] = [];
+  if (st.pauseState !== 'not paused')
+    notes.push(
+      `replay is ${st.pauseState}: the time counts from pg_wal_replay_resume() (promotion does not resume a paused standby)`,
+    );
+  if (st.walreceiver === null)
+    notes.push(
+      'no walreceiver is running (primary gone or disconnected): the range ends at the WAL received so far',
+    );
+  if (to === from)
+    notes.push('nothing is left to replay: the prediction is the end of recovery only');
+  return notes;
+}
+
+function dominates(
+  p: Prediction['predicted'],
+  drops: Prediction['drops'],
+  nBuffers: number,
+  byType: Array<RecordTypeCount & { seconds: number }>,
+): string {
+  const total = p.writableS;
+  const share = (s: number) => `${s.toFixed(3)} s of ${total.toFixed(3)} s`;
+  const parts: Array<[number, string]> = [
+    [
+      p.replay.recordsS + p.replay.genericRecordsS,
+      `Replaying records dominates (${share(p.replay.recordsS + p.replay.genericRecordsS)})${
+        byType[0]
+          ? `, most of it ${byType[0].rmgr}/${byType[0].type} × ${fmtInt(byType[0].count)}`
+          : ''
+      }.`,
+    ],
+    [
+      p.replay.dropsS,
+      drops.calls.fullScan > 0
+        ? `Buffer drops dominate (${share(p.replay.dropsS)}): ${fmtInt(drops.calls.fullScan)} full scan${drops.calls.fullScan === 1 ? '' : 's'} of all ${fmtInt(nBuffers)} descriptors${
+            drops.list.find((x) => x.path === 'full-scan')
+              ? ` (first: ${drops.list.find((x) => x.path === 'full-scan')!.why})`
+              : ''
+          }.`
+        : `Buffer drops dominate (${share(p.replay.dropsS)}): ${fmtInt(drops.calls.lookup)} lookups, ${fmtInt(drops.probes)} probes.`,
+    ],
+    [
+      p.replay.controlFileS,
+      `pg_control rewrites dominate (${share(p.replay.controlFileS)}): one per replayed truncation or relation-dropping commit.`,
+    ],
+    [
+      p.replay.smgrS,
+      `File operations dominate (${share(p.replay.smgrS)}): creating, truncating and unlinking relation forks.`,
+    ],
+    [
+      p.phases.endOfRecoveryS + p.phases.openForWritesS,
+      `Ending recovery dominates (${share(p.phases.endOfRecoveryS + p.phases.openForWritesS)}): timeline history file, new segment, end-of-recovery record and pg_control; the backlog itself is small.`,
+    ],
+  ];
+  parts.sort((a, b) => b[0] - a[0]);
+  return parts[0]![1];
+}
+
+export interface Ranked {
+  standby: string;
+  writableS: number;
+  paused: boolean;
+  walNotReceivedBytes: number;
+  replayBacklogBytes: number;
+  patroniLagBytes: number;
+  patroniEligible: boolean;
+}
+
+/**
+ * Rank standbys by predicted time to writable, and say which one Patroni's defaults would promote:
+ * lag = leader position − max(received, replayed) ≤ maximum_lag_on_failover (1 MB); among those
+ * the furthest ahead. The leader position is the primary's current LSN when reachable, else the
+ * furthest standby's position.
+ */
+export function rankStandbys(ps: Prediction[]): {
+  rows: Ranked[];
+  leaderPosition: string;
+  leaderFrom: string;
+  /** Patroni's pick; null when none is eligible or on a tie. */
+  patroniPick: string | null;
+  /**
+   * Eligible standbys at the same furthest position, by name: Patroni's members race for the
+   * leader key and any may win, so no definite pick is named. null without a tie.
+   */
+  patroniTie: string[] | null;
+  writableFirst: string;
+} {
+  const prim = ps
+    .map((p) => p.primary)
+    .find(
+      (x): x is { url: string; currentLsn: string; walNotReceivedBytes: number } =>
+        x !== null && 'currentLsn' in x,
+    );
+  const positions = ps.map((p) => parseLsn(p.patroniPosition));
+  const leader = prim !== undefined ? parseLsn(prim.currentLsn) : Math.max(...positions);
+  const rows: Ranked[] = ps.map((p, i) => {
+    const lag = Math.max(0, leader - positions[i]!);
+    return {
+      standby: p.standby,
+      writableS: p.predicted.writableS,
+      paused: p.paused,
+      walNotReceivedBytes: Math.max(0, leader - parseLsn(p.state.receiveLsn!)),
+      replayBacklogBytes: p.range.bytes,
+      patroniLagBytes: lag,
+      patroniEligible: lag <= PATRONI_MAXIMUM_LAG_ON_FAILOVER,
+    };
+  });
+  const eligible = rows.map((_, i) => i).filter((i) => rows[i]!.patroniEligible);
+  const best = Math.max(...eligible.map((i) => positions[i]!));
+  const top = eligible.filter((i) => positions[i] === best);
+  const pick = top.length === 1 ? top[0]! : null;
+  const tie = top.length > 1 ? top.map((i) => rows[i]!.standby).sort() : null;
+  const first = rows.reduce((b, r, i) => (r.writableS < rows[b]!.writableS ? i : b), 0);
+  return {
+    rows: [...rows].sort((a, b) => a.writableS - b.writableS),
+    leaderPosition: prim?.currentLsn ?? ps[positions.indexOf(leader)]!.patroniPosition,
+    leaderFrom:
+      prim !== undefined
+        ? `the primary's pg_current_wal_lsn()`
+        : 'the furthest standby (no primary reachable)',
+    patroniPick: pick === null ? null : rows[pick]!.standby,
+    patroniTie: tie,
+    writableFirst: rows[first]!.standby,
+  };
+}

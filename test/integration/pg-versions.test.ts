@@ -1,0 +1,149 @@
+/**
+ * Every PostgreSQL major 13–18 that is installed (scripts/postgres/pg-install.ts's cache; `.ci/run`
+ * installs 13 and the newest), through the step code both engines share: a primary + synchronous
+ * standby of that major starts (pg_basebackup 15 for 13/14, a cold copy for 16+), streams, pauses,
+ * takes a backlog, replays it and promotes. gdb on the standby's startup process records
+ * PostgreSQL's own drop calls over the failover (test/helpers/pg-drop-trace.ts, with the drop
+ * functions of that major), so each major's drop path is asserted from the binary itself:
+ *
+ * - TRUNCATE of a one-block table written since the standby started: 13 scans every descriptor
+ *   (it has no cached sizes and no lookup path), 14–18 look its blocks up: 4 probes, the main
+ *   fork's block and the 3 pages of the free space map the redo of the filling insert created
+ *   (XLogRecordPageWithFreeSpace: root, internal and leaf page), both sizes cached by that redo;
+ * - DROP DATABASE: one full scan (DropDatabaseBuffers) in every major;
+ * - a TRUNCATE after that DROP DATABASE in the same backlog: the database drop's redo closed every
+ *   relation (13–14 `XLogDropDatabase` → `smgrcloseall`; 15+ also the SMGRRELEASE barrier), so
+ *   the sizes are no longer cached and every major scans.
+ *
+ * A major that is not installed is skipped with the reason. No timing is asserted.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { PgDirs } from '../helpers/postgres.ts';
+import {
+  gdbUnavailableReason,
+  traceDrops,
+  type DropFunction,
+  type ObservedDrop,
+} from '../helpers/pg-drop-trace.ts';
+import { cachedPgBinDir, PG_MAJORS } from '../../scripts/postgres/pg-install.ts';
+import { initPgCluster, pgConnect, readPgEngine } from '../../scripts/postgres/pg-cluster.ts';
+import { PgEngine } from '../../scripts/engines/pg-engine.ts';
+import { runStep, type ResumeResult } from '../../scripts/experiment/steps.ts';
+
+const dirs = new PgDirs();
+afterAll(() => dirs.removeAll());
+const gdbReason = gdbUnavailableReason();
+const TABLES = 3;
+
+/** What each major's drops must be over the failover (see the file comment). */
+function expectedDrops(major: number): Pick<ObservedDrop, 'fn' | 'path' | 'lookups'>[] {
+  const all: DropFunction = major >= 16 ? 'DropRelationsAllBuffers' : 'DropRelFileNodesAllBuffers';
+  const before =
+    major === 13
+      ? { fn: all, path: 'full-scan' as const, lookups: 0 }
+      : { fn: all, path: 'cached-lookup' as const, lookups: 1 + 3 };
+  return [
+    ...Array.from({ length: TABLES }, () => before),
+    { fn: 'DropDatabaseBuffers', path: 'full-scan', lookups: 0 },
+    { fn: all, path: 'full-scan', lookups: 0 },
+  ];
+}
+
+async function onPrimary(dir: string, sql: string[]): Promise<void> {
+  const c = await pgConnect(dir, 'primary');
+  try {
+    for (const q of sql) await c.query(q);
+  } finally {
+    await c.end();
+  }
+}
+
+for (const major of PG_MAJORS) {
+  const reason =
+    cachedPgBinDir(major) === null
+      ? `PostgreSQL ${major} is not installed (npm run cluster -- start --engine postgres --pg-version ${major} installs it)`
+      : null;
+  describe.skipIf(reason !== null)(
+    `PostgreSQL ${major}${reason ? ` (skipped: ${reason})` : ''}`,
+    () => {
+      const title =
+        'starts, streams, pauses, replays and promotes; ' +
+        (gdbReason === null
+          ? 'its own drop calls take its drop path'
+          : `(drop path not checked: ${gdbReason})`);
+      it(title, async () => {
+        const dir = dirs.fresh(`v${major}`);
+        await initPgCluster(dir, {
+          sharedBuffers: '128MB',
+          primarySharedBuffers: '128MB',
+          pgVersion: major,
+        });
+        const e = readPgEngine(dir);
+        expect(e.major).toBe(major);
+        expect(e.standbyMethod).toBe(major <= 15 ? 'pg_basebackup' : 'cold-copy');
+        const engine = new PgEngine(dir);
+        const o = { clusterDir: dir, workload: 'multi' as const, tables: TABLES, engine };
+        await runStep('create', o);
+        await onPrimary(dir, ['CREATE TABLE extra_t (c int)', 'INSERT INTO extra_t VALUES (1)']);
+        expect((await runStep('insert', o)).pagesPerTable).toBe(1);
+        const standby = await pgConnect(dir, 'standby');
+        let startupPid: number;
+        try {
+          const s = await standby.query(
+            "SELECT version() AS v, current_setting('data_checksums') AS dc, pg_is_in_recovery() AS r",
+          );
+          expect(s.rows[0].v).toMatch(new RegExp(`^PostgreSQL ${major}\\.`));
+          expect(s.rows[0].dc).toBe('off');
+          expect(s.rows[0].r).toBe(true);
+          // Streamed: the standby has replayed the extra table's row.
+          expect((await standby.query('SELECT count(*)::int AS n FROM extra_t')).rows[0].n).toBe(1);
+          startupPid = (
+            await standby.query<{ pid: number }>(
+              "SELECT pid FROM pg_stat_activity WHERE backend_type = 'startup'",
+            )
+          ).rows[0]!.pid;
+        } finally {
+          await standby.end();
+        }
+        await runStep('pause', o);
+        await runStep('truncate', o);
+        await onPrimary(dir, [
+          'CREATE DATABASE walsim_dropped',
+          'DROP DATABASE walsim_dropped',
+          'TRUNCATE extra_t',
+        ]);
+        await runStep('stop', o);
+        const trace = gdbReason === null ? await traceDrops(startupPid, major) : null;
+        let r: ResumeResult;
+        try {
+          r = (await runStep('resume', o)) as ResumeResult;
+        } catch (err) {
+          trace?.kill();
+          throw err;
+        }
+        if (r.engine !== 'postgres') throw new Error(`resume answered for engine ${r.engine}`);
+        expect(r.promoted).toBe(true);
+        expect(r.newTimeline).toBe(2);
+        expect(r.failoverMs).toBeGreaterThan(0);
+        // pg_waldump reads one major's WAL: only 15's is on this machine (Debian's).
+        if (major === 15) expect(r.recordsReplayed).toBeGreaterThan(0);
+        else expect(r.waldumpMissing).toMatch(new RegExp(`no pg_waldump of PostgreSQL ${major}`));
+        const promoted = await pgConnect(dir, 'standby');
+        try {
+          expect((await promoted.query('SELECT pg_is_in_recovery() AS r')).rows[0].r).toBe(false);
+          await promoted.query('INSERT INTO extra_t VALUES (2)');
+          expect((await promoted.query('SELECT count(*)::int AS n FROM extra_t')).rows[0].n).toBe(
+            1,
+          );
+        } finally {
+          await promoted.end();
+        }
+        if (trace === null) return;
+        const drops = await trace.finish();
+        expect(drops.map(({ fn, path, lookups }) => ({ fn, path, lookups }))).toEqual(
+          expectedDrops(major),
+        );
+      });
+    },
+  );
+}
