@@ -56,6 +56,7 @@ export class PgWireSession {
   private negotiations = 0;
   private user = '';
   private applicationName = '';
+  private clientEncoding = 'UTF8';
   private reportedHotStandby: boolean | null = null;
   /** After an error in the extended protocol, messages are skipped until Sync. */
   private skipTillSync = false;
@@ -193,6 +194,7 @@ export class PgWireSession {
     const { minor, unrecognized } = request;
     this.user = request.user;
     this.applicationName = request.applicationName;
+    this.clientEncoding = request.clientEncoding;
     this.server.admit(this);
     if (minor > 0 || unrecognized.length > 0) {
       // NegotiateProtocolVersion: we speak 3.0 and none of the protocol options.
@@ -241,7 +243,8 @@ export class PgWireSession {
     this.phase = 'ready';
     const params: Array<[string, string]> = [
       ['application_name', this.applicationName],
-      ...FIXED_PARAMETERS.slice(0, 6),
+      ['client_encoding', this.clientEncoding],
+      ...FIXED_PARAMETERS.slice(1, 6),
       ['session_authorization', this.user],
       ...FIXED_PARAMETERS.slice(6),
     ];

@@ -88,6 +88,41 @@ export function sessionOptions(options: string): Array<[string, string]> {
   return out;
 }
 
+/** PostgreSQL's encoding names (pg_encname_tbl), cleaned as clean_encoding_name does. */
+const PG_ENCODINGS = new Map<string, string>([
+  ...['utf8', 'unicode'].map((n): [string, string] => [n, 'UTF8']),
+  ['sqlascii', 'SQL_ASCII'],
+  ...[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i): [string, string] => [`latin${i}`, `LATIN${i}`]),
+  ...[5, 6, 7, 8].map((i): [string, string] => [`iso8859${i}`, `ISO_8859_${i}`]),
+  ...[866, 874, 1250, 1251, 1252, 1253, 1254, 1255, 1256, 1257, 1258].map((i): [string, string] => [
+    `win${i}`,
+    `WIN${i}`,
+  ]),
+  ...['eucjp', 'euccn', 'euckr', 'euctw', 'eucjis2004', 'sjis', 'shiftjis2004', 'big5'].map(
+    (n): [string, string] => [n, n.toUpperCase()],
+  ),
+  ...['gbk', 'gb18030', 'uhc', 'johab', 'koi8r', 'koi8u', 'muleinternal'].map(
+    (n): [string, string] => [n, n.toUpperCase()],
+  ),
+]);
+
+/**
+ * The start-up packet's client_encoding, as PostgreSQL takes it (check_client_encoding, then
+ * InitializeClientEncoding): an unknown name is FATAL 22023; UTF8 and SQL_ASCII need no
+ * conversion from walsim's UTF8 and are reported as named; any other encoding would need one,
+ * which walsim does not have: FATAL 0A000 with PostgreSQL's words for a missing conversion
+ * (PostgreSQL itself converts LATIN1 and the others; server/README.md says so).
+ */
+export function clientEncodingOf(value: string | undefined): string {
+  if (value === undefined) return 'UTF8';
+  const name = PG_ENCODINGS.get(value.toLowerCase().replace(/[^a-z0-9]/g, ''));
+  if (name === undefined)
+    throw new FatalError('22023', `invalid value for parameter "client_encoding": "${value}"`);
+  if (name !== 'UTF8' && name !== 'SQL_ASCII')
+    throw new FatalError('0A000', `conversion between ${name} and UTF8 is not supported`);
+  return name;
+}
+
 /** What a start-up packet asks for. */
 export type StartupRequest =
   | { kind: 'ssl' }
@@ -98,6 +133,8 @@ export type StartupRequest =
       minor: number;
       user: string;
       applicationName: string;
+      /** client_encoding as reported (UTF8 or SQL_ASCII: no conversion from UTF8 either way). */
+      clientEncoding: string;
       /** `_pq_.` protocol options: walsim knows none (NegotiateProtocolVersion lists them). */
       unrecognized: string[];
     };
@@ -144,5 +181,6 @@ export function readStartupPacket(packet: Buffer): StartupRequest {
     );
   }
   const unrecognized = [...params.keys()].filter((k) => k.startsWith('_pq_.'));
-  return { kind: 'startup', minor, user, applicationName, unrecognized };
+  const clientEncoding = clientEncodingOf(params.get('client_encoding'));
+  return { kind: 'startup', minor, user, applicationName, clientEncoding, unrecognized };
 }

@@ -10,9 +10,11 @@ import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
 import {
   bind,
   execute,
+  errorOf,
   exchange,
   parse,
   query,
+  readyFor,
   replies,
   startupPacket,
   message,
@@ -236,6 +238,42 @@ describe('extended query protocol (raw messages)', () => {
     const keys = await Promise.all([1, 2, 3].map(() => start('')));
     const pids = keys.map((x) => x.messages.find((m) => m.type === 'K')!.body.readInt32BE(0));
     expect(new Set(pids).size).toBe(3);
+  });
+
+  it("takes the start-up packet's client_encoding as PostgreSQL does, or refuses what walsim cannot convert", async () => {
+    const start = (client_encoding: string): Promise<Exchange> =>
+      exchange(port, [startupPacket({ ...USER, client_encoding })], {
+        until: (ms) => ms.some((m) => m.type === 'Z' || m.type === 'E'),
+      });
+    const reported = (x: Exchange) =>
+      x.messages
+        .filter((m) => m.type === 'S')
+        .map((m) => m.body.toString('utf8').split('\0'))
+        .find(([k]) => k === 'client_encoding')?.[1];
+    // UTF8 under its aliases, and SQL_ASCII (psql's choice in a C locale): no conversion needed.
+    for (const [asked, shown] of [
+      ['UTF8', 'UTF8'],
+      ['utf-8', 'UTF8'],
+      ['unicode', 'UTF8'],
+      ['SQL_ASCII', 'SQL_ASCII'],
+    ]) {
+      const x = await start(asked!);
+      expect(readyFor(x.messages), asked).toBe(true);
+      expect(reported(x), asked).toBe(shown);
+    }
+    // An encoding walsim would have to convert to: refused, never accepted and reported UTF8.
+    const latin1 = await start('LATIN1');
+    expect(errorOf(latin1)).toMatchObject({
+      S: 'FATAL',
+      C: '0A000',
+      M: 'conversion between LATIN1 and UTF8 is not supported',
+    });
+    const bogus = await start('klingon');
+    expect(errorOf(bogus)).toMatchObject({
+      S: 'FATAL',
+      C: '22023',
+      M: 'invalid value for parameter "client_encoding": "klingon"',
+    });
   });
 
   it("refuses pg_promote(true, 0) on a primary for not being in recovery first, with PostgreSQL's HINT", async () => {
