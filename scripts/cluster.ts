@@ -18,6 +18,7 @@ import {
   parseCli,
   printJson,
   runCli,
+  splitCommand,
   UsageError,
 } from './cli/command.ts';
 import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './cluster/pg-commands.ts';
@@ -48,6 +49,9 @@ const USAGE = `usage: npm run cluster -- <command> [options]
   rejoin  --node OLD --to NEW [--json] [--dir .walsim]
   promote [--node standby] [--no-wait] [--wait-seconds 60] [--profile seed-001|FILE] [--json] [--dir .walsim]
 ${PG_CLUSTER_USAGE}`;
+
+/** The options of any cluster command that take no value (splitCommand: options before the command). */
+const CLUSTER_FLAGS = new Set(['json', 'force-optimized', 'dashboard', 'no-wait', 'help', 'h']);
 
 async function cmdStop(argv: string[]): Promise<number> {
   const { values } = parseCli(
@@ -343,7 +347,7 @@ async function cmdPromote(argv: string[]): Promise<number> {
 }
 
 runCli(async () => {
-  const [cmd, ...rest] = process.argv.slice(2);
+  const { cmd, rest } = splitCommand(process.argv.slice(2), CLUSTER_FLAGS);
   if (cmd !== undefined && wantsPgEngine(rest)) return pgClusterCommand(cmd, rest, USAGE);
   switch (cmd) {
     case 'start':
