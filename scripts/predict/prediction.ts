@@ -19,7 +19,12 @@ import {
   type FailoverCounts,
 } from '../../storage/replay-counts.ts';
 import { price } from '../../cost-model/price.ts';
-import { PROFILES_DIR, type CostProfile } from '../../cost-model/profile.ts';
+import {
+  DEFAULT_PROFILE,
+  PROFILES_DIR,
+  profilePath,
+  type CostProfile,
+} from '../../cost-model/profile.ts';
 import {
   RecoveryModel,
   type PredictedDrop,
@@ -87,6 +92,21 @@ export function profileBand(nameOrFile: string): ProfileBand | null {
 }
 
 /**
+ * What the reader must know of a shipped profile: it was fitted on another machine. The default
+ * (seed-001) on the seed's 2020 machine; the others on the project's calibration machine. null
+ * for a profile file of one's own.
+ */
+export function profileNote(ref: string): string | null {
+  const { file } = profilePath(ref);
+  if (path.dirname(file) !== PROFILES_DIR) return null;
+  const where =
+    path.basename(file) === `${DEFAULT_PROFILE}.json`
+      ? "the seed's 2020 machine (seed 001: Xeon E5-2637 v4, XFS)"
+      : "the project's calibration machine";
+  return `a shipped profile, fitted on ${where}, not this one: run npm run calibrate for this machine and pass its file with --profile`;
+}
+
+/**
  * Seconds per record of a type the profile has no constant for: the median of its per-record
  * constants (`npm run calibrate` fits two values, the one-tuple records' — 5 of the 19 kinds — and
  * every other record's, so this is the latter: Btree/SPLIT_L, Standby/RUNNING_XACTS … are page-level or no-page).
@@ -148,7 +168,17 @@ export interface Prediction {
     byRmgr: Array<{ rmgr: string; records: number; seconds: number }>;
   };
   dominates: string;
-  profile: { name: string; ref: string; band: ProfileBand | null };
+  /**
+   * The profile: the name inside it, what was passed, the file read, and for a shipped profile
+   * which machine it was fitted on (not this one).
+   */
+  profile: {
+    name: string;
+    ref: string;
+    file: string;
+    band: ProfileBand | null;
+    note: string | null;
+  };
   assumptions: string[];
   rules: { sizeCached: string; invalidations: string };
 }
@@ -214,7 +244,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
   // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
   // the archive or pg_wal at startup) leaves nothing unreplayed.
   const to = parseLsn(st.receiveLsn!) > parseLsn(from) ? st.receiveLsn! : from;
-  const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st.systemIdentifier) : null;
+  const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st) : null;
   const primaryInfo = await connectPrimary(sessions, input, st, walDir);
   const read = await rangeReader(sessions.primary, input, st, walDir, from, to);
 
@@ -257,7 +287,9 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     profile: {
       name: input.profile.name,
       ref: input.profileRef,
+      file: profilePath(input.profileRef).file,
       band: profileBand(input.profileRef),
+      note: profileNote(input.profileRef),
     },
     assumptions: rp.assumptions,
     rules: {

@@ -264,6 +264,11 @@ describe.skipIf(reason !== null)(
         path.join(pgDataDir(dir, 'standby'), 'global', 'pg_control'),
         path.join(fake, 'global', 'pg_control'),
       );
+      // postmaster.pid too: the directory must look like the running standby's own.
+      fs.copyFileSync(
+        path.join(pgDataDir(dir, 'standby'), 'postmaster.pid'),
+        path.join(fake, 'postmaster.pid'),
+      );
       fs.writeFileSync(path.join(fake, 'pg_wal'), '');
       expect(await run(['--standby', standby, '--pgdata', fake])).toMatch(
         /pg_wal cannot be read \(ENOTDIR\)/,
