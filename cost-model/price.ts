@@ -4,11 +4,11 @@
  * simulator's trace — price it here, once, with the profile they were given.
  *
  * Entry points: `CountedFailover` (what a failover is priced from), `price(failover, profile)`,
- * `withModel(report, profile)` (the report plus its `model`).
+ * `withModel(report, profile)` (the report plus its `model`), `genericRecordSeconds(profile)`.
  */
 import { modelFailover, type ModeledFailover } from './model.ts';
 import type { CostProfile } from './profile.ts';
-import type { FailoverCounts } from '../storage/replay-counts.ts';
+import { PG_RECORD_KINDS, type FailoverCounts } from '../storage/replay-counts.ts';
 
 /** A failover's exact counts and the standby's NBuffers (the only other input of the model). */
 export interface CountedFailover {
@@ -30,4 +30,18 @@ export function withModel<R extends CountedFailover>(
   profile: CostProfile | null,
 ): Priced<R> {
   return { ...report, model: profile === null ? null : price(report, profile) };
+}
+
+/**
+ * Seconds per record of a type the profile has no constant for: the median of its per-record
+ * constants (`npm run calibrate` fits two values, the one-tuple records' — 5 of the 19 kinds — and
+ * every other record's, so this is the latter: Btree/SPLIT_L, Standby/RUNNING_XACTS … are
+ * page-level or no-page).
+ */
+export function genericRecordSeconds(profile: CostProfile): number {
+  const v = PG_RECORD_KINDS.map((k) => profile.constants[`record.${k}`].seconds).sort(
+    (a, b) => a - b,
+  );
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
 }

@@ -3,7 +3,7 @@
  * (format `walsim-cost-profile/1`, documented in cost-model/README.md), and their loader.
  *
  * Entry points: `CostProfile`, `COST_CONSTANT_NAMES`, `CostConstantName`, `parseProfile(json, origin)`,
- * `loadProfile(nameOrFile)`, `profilePath(nameOrFile)`, `builtinProfileNames()`, `DEFAULT_PROFILE`, `profileToJson`.
+ * `loadProfile(nameOrFile)` (no argument: the default, decided here only), `profilePath(nameOrFile)`, `builtinProfileNames()`, `DEFAULT_PROFILE`, `profileToJson`.
  *
  * Every constant is seconds per one event of one counter; `per` names the event and `source` says
  * where the value came from (a fit, a measurement, or why it is zero). A profile missing a constant,
@@ -101,6 +101,40 @@ export interface CostProfile {
    */
   promotionPoll: { quantumS: number; offsetS: number; source: string } | null;
   constants: Record<CostConstantName, CostConstant>;
+  /**
+   * The held-out error band of the fit the profile file carries (`fit.cells[].leaveOneOutPct`, the
+   * leave-one-out predictions of `npm run calibrate`), read once with the profile; null when none.
+   */
+  fitBand: ProfileBand | null;
+}
+
+export interface ProfileBand {
+  /** Held-out cells in the profile's fit. */
+  cells: number;
+  medianAbsErrorPct: number;
+  minErrorPct: number;
+  maxErrorPct: number;
+  within25Pct: number;
+}
+
+/** The band of a profile JSON's `fit.cells[].leaveOneOutPct` (a fraction), null when none. */
+function fitBandOf(fit: unknown): ProfileBand | null {
+  const cells = isObject(fit) ? fit.cells : undefined;
+  if (!Array.isArray(cells)) return null;
+  const errs = cells
+    .map((c) => Number((c as { leaveOneOutPct?: unknown }).leaveOneOutPct) * 100)
+    .filter(Number.isFinite)
+    .sort((a, b) => a - b);
+  if (errs.length === 0) return null;
+  const abs = errs.map(Math.abs).sort((a, b) => a - b);
+  const mid = abs.length >> 1;
+  return {
+    cells: errs.length,
+    medianAbsErrorPct: abs.length % 2 ? abs[mid]! : (abs[mid - 1]! + abs[mid]!) / 2,
+    minErrorPct: errs[0]!,
+    maxErrorPct: errs[errs.length - 1]!,
+    within25Pct: abs.filter((e) => e <= 25).length,
+  };
 }
 
 function bad(origin: string, what: string): WalsimError {
@@ -202,6 +236,7 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
             source: str(origin, poll.source ?? '', 'promotionPoll.source'),
           },
     constants: out,
+    fitBand: fitBandOf(json.fit),
   };
 }
 
@@ -237,7 +272,8 @@ export function profilePath(nameOrFile: string): { file: string; isFile: boolean
  * A shipped profile by name (`seed-001`) or a profile file by path (anything containing a `/` or
  * ending in `.json`).
  */
-export function loadProfile(nameOrFile: string = DEFAULT_PROFILE): CostProfile {
+export function loadProfile(nameOrFile?: string): CostProfile {
+  if (nameOrFile === undefined) return defaultCostProfile();
   const { file, isFile } = profilePath(nameOrFile);
   let text: string;
   try {

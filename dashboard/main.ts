@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import * as path from 'node:path';
 import { listNodes, readPgPassword } from '../server/cluster-files.ts';
 import { isPgCluster } from '../scripts/postgres/pg-cluster.ts';
-import { defaultCostProfile, loadProfile } from '../cost-model/profile.ts';
+import { loadProfile } from '../cost-model/profile.ts';
 import { MIN_POLL_MS } from './collector.ts';
 import { PgSource } from './pg-source.ts';
 import { startDashboard } from './server.ts';
@@ -54,7 +54,7 @@ runCli(async () => {
     );
   if (isIP(values.listen!) === 0)
     throw new UsageError(`--listen must be an IP address, got "${values.listen}"`);
-  const profile = values.profile === undefined ? defaultCostProfile() : loadProfile(values.profile);
+  const profile = loadProfile(values.profile);
   const pg = isPgCluster(dir);
   if (!pg && listNodes(dir).length === 0)
     throw new UsageError(

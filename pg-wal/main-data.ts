@@ -94,22 +94,16 @@ export function decodeMainData(
   len: number,
   fmt: PgWalFormat,
 ): PgWalMainData | null {
+  if (rec.rmid > RM_HEAP_ID || rec.rmid === 0 || rec.rmid === 3) return null;
   const op = rec.info & 0xf0;
-  const need = (n: number, what: string) => {
-    if (len < n)
-      throw new PgWalInvalidRecord(
-        `${rec.rmgr}/${rec.type} record at ${formatLsn(rec.lsn)}: main data of ${len} bytes is too short for ${what} (${n} bytes)`,
-        rec.lsn,
-      );
-  };
   switch (rec.rmid) {
     case RM_SMGR_ID:
       if (op === 0x10) {
-        need(16, 'xl_smgr_create');
+        needBytes(rec, len, 16, 'xl_smgr_create');
         return { kind: 'smgr_create', node: node(b, off), fork: u32(b, off + 12) };
       }
       if (op === 0x20) {
-        need(20, 'xl_smgr_truncate');
+        needBytes(rec, len, 20, 'xl_smgr_truncate');
         return {
           kind: 'smgr_truncate',
           blkno: u32(b, off),
@@ -126,9 +120,9 @@ export function decodeMainData(
     }
     case RM_DBASE_ID:
       if (op === (fmt.major <= 14 ? 0x10 : 0x20)) {
-        need(8, 'xl_dbase_drop_rec');
+        needBytes(rec, len, 8, 'xl_dbase_drop_rec');
         const n = u32(b, off + 4) | 0;
-        need(8 + 4 * Math.max(0, n), `xl_dbase_drop_rec with ${n} tablespaces`);
+        needBytes(rec, len, 8 + 4 * Math.max(0, n), `xl_dbase_drop_rec with ${n} tablespaces`);
         const tablespaces: number[] = [];
         for (let i = 0; i < n; i++) tablespaces.push(u32(b, off + 8 + 4 * i));
         return { kind: 'dbase_drop', dbId: u32(b, off), tablespaces };
@@ -137,11 +131,11 @@ export function decodeMainData(
     case RM_HEAP_ID: {
       const hop = op & 0x70;
       if (hop === 0x00) {
-        need(3, 'xl_heap_insert');
+        needBytes(rec, len, 3, 'xl_heap_insert');
         return { kind: 'heap_insert', offnum: u16(b, off), flags: b[off + 2]! };
       }
       if (hop === 0x20 || hop === 0x40) {
-        need(14, 'xl_heap_update');
+        needBytes(rec, len, 14, 'xl_heap_update');
         return {
           kind: 'heap_update',
           oldOffnum: u16(b, off + 4),
@@ -152,36 +146,45 @@ export function decodeMainData(
       return null;
     }
     case RM_HEAP2_ID:
-      return heap2Data(op & 0x70, b, off, fmt, need);
+      return heap2Data(rec, op & 0x70, b, off, len, fmt);
     default:
       return null;
   }
 }
 
+function needBytes(rec: RecordHead, len: number, n: number, what: string): void {
+  if (len < n)
+    throw new PgWalInvalidRecord(
+      `${rec.rmgr}/${rec.type} record at ${formatLsn(rec.lsn)}: main data of ${len} bytes is too short for ${what} (${n} bytes)`,
+      rec.lsn,
+    );
+}
+
 function heap2Data(
+  rec: RecordHead,
   op: number,
   b: Uint8Array,
   off: number,
+  len: number,
   fmt: PgWalFormat,
-  need: (n: number, what: string) => void,
 ): PgWalMainData | null {
   if (op === 0x50) {
-    need(4, 'xl_heap_multi_insert');
+    needBytes(rec, len, 4, 'xl_heap_multi_insert');
     return { kind: 'heap_multi_insert', flags: b[off]!, ntuples: u16(b, off + 2) };
   }
   if (fmt.major >= 17) {
     if (op >= 0x10 && op <= 0x30) {
-      need(2, 'xl_heap_prune');
+      needBytes(rec, len, 2, 'xl_heap_prune');
       return { kind: 'heap_prune_17', reason: b[off]!, flags: b[off + 1]! };
     }
     return null;
   }
   if (op === 0x10) {
-    need(8, fmt.major === 13 ? 'xl_heap_clean' : 'xl_heap_prune');
+    needBytes(rec, len, 8, fmt.major === 13 ? 'xl_heap_clean' : 'xl_heap_prune');
     return { kind: 'heap_prune', nredirected: u16(b, off + 4), ndead: u16(b, off + 6) };
   }
   if (op === 0x20 && fmt.major >= 14) {
-    need(2, 'xl_heap_vacuum');
+    needBytes(rec, len, 2, 'xl_heap_vacuum');
     return { kind: 'heap_vacuum', nunused: u16(b, off) };
   }
   return null;

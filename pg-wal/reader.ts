@@ -228,10 +228,9 @@ export class PgWalReader {
 
   /** After a record: the prev-link to expect, and where the next one starts (XLOG SWITCH). */
   private accept(r: PgWalRecord): PgWalRecord {
-    assert(
-      r.lsn >= this.next && (this.prevLsn === null || r.prev === this.prevLsn),
-      `INV-PGWAL-2: records come out in order, each linked to the one before (${formatLsn(r.lsn)})`,
-    );
+    // The message is built only on failure: this runs once per record.
+    if (!(r.lsn >= this.next && (this.prevLsn === null || r.prev === this.prevLsn)))
+      assert(false, `INV-PGWAL-2: records out of order or unlinked at ${formatLsn(r.lsn)}`);
     this.prevLsn = r.lsn;
     let next = r.endLsn;
     if (r.rmid === RM_XLOG_ID && (r.info & 0xf0) === XLOG_SWITCH) {

@@ -144,11 +144,6 @@ export function decodeRecord(
   const totLen = u32(b, off);
   const rmid = b[off + 17]!;
   const info = b[off + 16]!;
-  const at = formatLsn(lsn);
-  const bad = (msg: string): never => {
-    throw new PgWalInvalidRecord(msg, lsn);
-  };
-  const short = () => bad(`record with invalid length at ${at}`);
   const blocks: PgWalBlockRef[] = [];
   let p = off + SIZE_OF_XLOG_RECORD;
   const end = off + totLen;
@@ -163,61 +158,61 @@ export function decodeRecord(
   while (end - p > datatotal) {
     const id = b[p++]!;
     if (id === XLR_BLOCK_ID_DATA_SHORT) {
-      if (end - p < 1) short();
+      if (end - p < 1) fail(lsn, 'record with invalid length at ');
       mainDataLength = b[p++]!;
       datatotal += mainDataLength;
       break; // the main data header is always last
     } else if (id === XLR_BLOCK_ID_DATA_LONG) {
-      if (end - p < 4) short();
+      if (end - p < 4) fail(lsn, 'record with invalid length at ');
       mainDataLength = u32(b, p);
       p += 4;
       datatotal += mainDataLength;
       break;
     } else if (id === XLR_BLOCK_ID_ORIGIN) {
-      if (end - p < 2) short();
+      if (end - p < 2) fail(lsn, 'record with invalid length at ');
       origin = u16(b, p);
       p += 2;
     } else if (id === XLR_BLOCK_ID_TOPLEVEL_XID && fmt.hasToplevelXid) {
-      if (end - p < 4) short();
+      if (end - p < 4) fail(lsn, 'record with invalid length at ');
       toplevelXid = u32(b, p);
       p += 4;
     } else if (id <= XLR_MAX_BLOCK_ID) {
-      if (id <= maxBlockId) bad(`out-of-order block_id ${id} at ${at}`);
+      if (id <= maxBlockId) fail(lsn, `out-of-order block_id ${id} at `);
       maxBlockId = id;
-      if (end - p < 3) short();
+      if (end - p < 3) fail(lsn, 'record with invalid length at ');
       const flags = b[p]!;
       const dataLength = u16(b, p + 1);
       p += 3;
       const hasData = (flags & BKPBLOCK_HAS_DATA) !== 0;
-      if (hasData && dataLength === 0) bad(`BKPBLOCK_HAS_DATA set, but no data included at ${at}`);
+      if (hasData && dataLength === 0) fail(lsn, `BKPBLOCK_HAS_DATA set, but no data included at `);
       if (!hasData && dataLength !== 0)
-        bad(`BKPBLOCK_HAS_DATA not set, but data length is ${dataLength} at ${at}`);
+        fail(lsn, `BKPBLOCK_HAS_DATA not set, but data length is ${dataLength} at `);
       datatotal += dataLength;
       let image: PgWalBlockImage | null = null;
       if ((flags & BKPBLOCK_HAS_IMAGE) !== 0) {
-        if (end - p < 5) short();
-        image = readImageHeader(b, p, fmt, at, bad);
+        if (end - p < 5) fail(lsn, 'record with invalid length at ');
+        image = readImageHeader(b, p, fmt);
         p += 5;
         if (image.compressed && (image.info & BKPIMAGE_HAS_HOLE) !== 0) {
-          if (end - p < 2) short();
+          if (end - p < 2) fail(lsn, 'record with invalid length at ');
           image.holeLength = u16(b, p);
           p += 2;
         }
-        checkImage(image, fmt, at, bad);
+        checkImage(image, fmt, lsn);
         datatotal += image.length;
         fpiLength += image.length;
       }
       let node: RelFileNode;
       if ((flags & BKPBLOCK_SAME_REL) === 0) {
-        if (end - p < 12) short();
+        if (end - p < 12) fail(lsn, 'record with invalid length at ');
         node = { spc: u32(b, p), db: u32(b, p + 4), rel: u32(b, p + 8) };
         p += 12;
         lastNode = node;
       } else {
-        if (lastNode === null) bad(`BKPBLOCK_SAME_REL set but no previous rel at ${at}`);
+        if (lastNode === null) fail(lsn, `BKPBLOCK_SAME_REL set but no previous rel at `);
         node = lastNode!;
       }
-      if (end - p < 4) short();
+      if (end - p < 4) fail(lsn, 'record with invalid length at ');
       const block = u32(b, p);
       p += 4;
       blocks.push({
@@ -231,10 +226,10 @@ export function decodeRecord(
         image,
       });
     } else {
-      bad(`invalid block_id ${id} at ${at}`);
+      fail(lsn, `invalid block_id ${id} at `);
     }
   }
-  if (end - p !== datatotal) short();
+  if (end - p !== datatotal) fail(lsn, 'record with invalid length at ');
   // The payloads follow in block order (image, then data), then the main data: it is last.
   const mainOff = end - mainDataLength;
   assert(mainOff >= p, 'INV-PGWAL-4: the main data lies inside the record');
@@ -262,13 +257,7 @@ export function decodeRecord(
   return rec;
 }
 
-function readImageHeader(
-  b: Uint8Array,
-  p: number,
-  fmt: PgWalFormat,
-  _at: string,
-  _bad: (m: string) => never,
-): PgWalBlockImage {
+function readImageHeader(b: Uint8Array, p: number, fmt: PgWalFormat): PgWalBlockImage {
   const length = u16(b, p);
   const holeOffset = u16(b, p + 2);
   const info = b[p + 4]!;
@@ -284,27 +273,30 @@ function readImageHeader(
   };
 }
 
+/** Stop at an invalid record: `what` is xlogreader.c's message up to its final "at %X/%X". */
+function fail(lsn: Lsn, what: string): never {
+  throw new PgWalInvalidRecord(what + formatLsn(lsn), lsn);
+}
+
 /** DecodeXLogRecord's four cross-checks of an image header, with its messages. */
-function checkImage(
-  img: PgWalBlockImage,
-  fmt: PgWalFormat,
-  at: string,
-  bad: (m: string) => never,
-): void {
+function checkImage(img: PgWalBlockImage, fmt: PgWalFormat, lsn: Lsn): void {
   const hasHole = (img.info & BKPIMAGE_HAS_HOLE) !== 0;
   const compressedName = fmt.major <= 14 ? 'BKPIMAGE_IS_COMPRESSED' : 'BKPIMAGE_COMPRESSED';
   if (hasHole && (img.holeOffset === 0 || img.holeLength === 0 || img.length === BLCKSZ))
-    bad(
-      `BKPIMAGE_HAS_HOLE set, but hole offset ${img.holeOffset} length ${img.holeLength} block image length ${img.length} at ${at}`,
+    fail(
+      lsn,
+      `BKPIMAGE_HAS_HOLE set, but hole offset ${img.holeOffset} length ${img.holeLength} block image length ${img.length} at `,
     );
   if (!hasHole && (img.holeOffset !== 0 || img.holeLength !== 0))
-    bad(
-      `BKPIMAGE_HAS_HOLE not set, but hole offset ${img.holeOffset} length ${img.holeLength} at ${at}`,
+    fail(
+      lsn,
+      `BKPIMAGE_HAS_HOLE not set, but hole offset ${img.holeOffset} length ${img.holeLength} at `,
     );
   if (img.compressed && img.length === BLCKSZ)
-    bad(`${compressedName} set, but block image length ${img.length} at ${at}`);
+    fail(lsn, `${compressedName} set, but block image length ${img.length} at `);
   if (!hasHole && !img.compressed && img.length !== BLCKSZ)
-    bad(
-      `neither BKPIMAGE_HAS_HOLE nor ${compressedName} set, but block image length is ${img.length} at ${at}`,
+    fail(
+      lsn,
+      `neither BKPIMAGE_HAS_HOLE nor ${compressedName} set, but block image length is ${img.length} at `,
     );
 }

@@ -20,6 +20,10 @@
  *     startup process does it (scripts/bench/replay.ts; `--replay-pages N` to change the size);
  *   - endToEndRecordsPerSec: a bulk INSERT through a real primary and standby, the second of two
  *     (warm JIT); endToEndColdRecordsPerSec the first (`--no-end-to-end` skips both).
+ *   - pgWalReaderMiBPerSec / pgWaldumpMiBPerSec: PostgreSQL's own WAL (`--pg-wal-mib`, default
+ *     1024 MiB, written once by a real PostgreSQL 15) read by pg-wal/ and by `pg_waldump
+ *     --stats=record` (scripts/bench/pg-wal.ts; `--no-pg-wal` skips it, as does a machine without
+ *     PostgreSQL).
  */
 import { BufferPool } from '../storage/buffer-pool.ts';
 import {
@@ -33,12 +37,13 @@ import { formatSharedBuffers, parseSharedBuffers } from '../storage/shared-buffe
 import { StorageManager } from '../storage/smgr.ts';
 import { measureWalCodec } from './bench/codec.ts';
 import { measureEndToEnd, measureVacuumReplay } from './bench/replay.ts';
+import { measurePgWalReader } from './bench/pg-wal.ts';
 import { MAIN_FORKNUM } from '../wal/records.ts';
 import { exitWithUsageIfHelp, parseCli, positiveInt, UsageError } from './cli/command.ts';
 import { exitWhenFlushed } from '../server/process-exit.ts';
 
 const USAGE =
-  'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--json]';
+  'usage: npm run bench -- [--shared-buffers 100GB] [--runs 7] [--replay-pages 131072] [--no-end-to-end] [--pg-wal-mib 1024] [--no-pg-wal] [--json]';
 await exitWithUsageIfHelp(process.argv.slice(2), USAGE);
 
 const OPTIONS = {
@@ -46,6 +51,8 @@ const OPTIONS = {
   runs: { type: 'string', default: '7' },
   'replay-pages': { type: 'string', default: '131072' },
   'no-end-to-end': { type: 'boolean' },
+  'pg-wal-mib': { type: 'string', default: '1024' },
+  'no-pg-wal': { type: 'boolean' },
   json: { type: 'boolean' },
 } as const;
 
@@ -59,6 +66,7 @@ function options() {
     runs: positiveInt(values.runs, 'runs'),
     replayPages: positiveInt(values['replay-pages'], 'replay-pages'),
     endToEnd: values['no-end-to-end'] !== true,
+    pgWalMiB: values['no-pg-wal'] === true ? 0 : positiveInt(values['pg-wal-mib'], 'pg-wal-mib'),
   };
 }
 
@@ -72,7 +80,7 @@ async function optionsOrExit(): Promise<ReturnType<typeof options>> {
     return exitWhenFlushed(2);
   }
 }
-const { json, nBuffers, runs, replayPages, endToEnd } = await optionsOrExit();
+const { json, nBuffers, runs, replayPages, endToEnd, pgWalMiB } = await optionsOrExit();
 const log = (line: string): void => {
   if (!json) console.log(line);
   else console.error(line);
@@ -221,6 +229,7 @@ const wal = measureWalCodec();
 await measureVacuumReplay('8GB', Math.min(replayPages, 4096)); // warm-up for the JIT, not reported
 const replay = await measureVacuumReplay('8GB', replayPages);
 const e2e = endToEnd ? await measureEndToEnd() : null;
+const pgWal = pgWalMiB > 0 ? await measurePgWalReader(pgWalMiB, Math.min(runs, 3), log) : null;
 const rssAfterAll = process.memoryUsage().rss;
 
 const result = {
@@ -256,6 +265,12 @@ const result = {
   endToEndRecords: e2e?.records ?? null,
   endToEndRecordsPerSec: e2e === null ? null : Math.round(e2e.endToEndRecordsPerSec),
   endToEndColdRecordsPerSec: e2e === null ? null : Math.round(e2e.endToEndColdRecordsPerSec),
+  pgWalMiB: pgWal?.walMiB ?? null,
+  pgWalRecords: pgWal?.records ?? null,
+  pgWalReaderMiBPerSec: pgWal?.readerMiBPerSec ?? null,
+  pgWaldumpMiBPerSec: pgWal?.waldumpMiBPerSec ?? null,
+  pgWalReaderToWaldump: pgWal?.readerToWaldump ?? null,
+  pgWalReaderRssGrowthMiB: pgWal?.readerRssGrowthMiB ?? null,
   rssAfterAllMiB: Number((rssAfterAll / MiB).toFixed(0)),
   node: process.version,
   sink: sink % 2,
@@ -294,6 +309,12 @@ const rows: Array<[string, string]> = [
   [
     'end to end (insert → replay)',
     `${result.endToEndRecordsPerSec ?? 'skipped'} records/s warm (target ≥ 500000), ${result.endToEndColdRecordsPerSec ?? 'skipped'} cold`,
+  ],
+  [
+    'PostgreSQL WAL reader (pg-wal/)',
+    pgWal === null
+      ? 'skipped'
+      : `${pgWal.readerMiBPerSec} MiB/s vs pg_waldump --stats=record ${pgWal.waldumpMiBPerSec} MiB/s (${pgWal.readerToWaldump}×; target ≥ 1) over ${pgWal.walMiB} MiB, ${pgWal.records} records, RSS +${pgWal.readerRssGrowthMiB} MiB`,
   ],
 ];
 const width = Math.max(...rows.map(([k]) => k.length));

@@ -18,13 +18,14 @@ import {
   parseCli,
   printJson,
   runCli,
+  splitCommand,
   UsageError,
 } from './cli/command.ts';
 import { PG_CLUSTER_USAGE, pgClusterCommand, wantsPgEngine } from './cluster/pg-commands.ts';
 import { withModel } from '../cost-model/price.ts';
 import { promoteNode } from './cluster/promote.ts';
 import { stopDashboardProcess } from './cluster/dashboard-process.ts';
-import { defaultCostProfile, loadProfile } from '../cost-model/profile.ts';
+import { loadProfile } from '../cost-model/profile.ts';
 import { formatModel } from './engines/walsim-engine.ts';
 import { cmdStart, isStandby } from './cluster/start.ts';
 import { locked } from './cluster/lock.ts';
@@ -40,7 +41,7 @@ const USAGE = `usage: npm run cluster -- <command> [options]
           [--dashboard [--dashboard-port P]]  also start the live dashboard (npm run dashboard) in the background
   stop    [--mode smart|fast|immediate] [--node NAME] [--dir .walsim]   (exit 0 once every node asked for is down,
           also one that was not running; 1 if a stop failed)
-  status  [--json] [--dir .walsim]
+  status  [--profile seed-001|FILE] [--json] [--dir .walsim]
   add-standby --name NAME [--from NODE] [--shared-buffers SIZE] [--dir .walsim]   (from a standby: a cascade)
   repoint --node STANDBY --to NODE [--dir .walsim]
   set     [--node primary] SETTING VALUE [--dir .walsim]   (ALTER SYSTEM SET + pg_reload_conf(); ${RELOADABLE_SETTINGS.join(', ')})
@@ -48,6 +49,9 @@ const USAGE = `usage: npm run cluster -- <command> [options]
   rejoin  --node OLD --to NEW [--json] [--dir .walsim]
   promote [--node standby] [--no-wait] [--wait-seconds 60] [--profile seed-001|FILE] [--json] [--dir .walsim]
 ${PG_CLUSTER_USAGE}`;
+
+/** The options of any cluster command that take no value (splitCommand: options before the command). */
+const CLUSTER_FLAGS = new Set(['json', 'force-optimized', 'dashboard', 'no-wait', 'help', 'h']);
 
 async function cmdStop(argv: string[]): Promise<number> {
   const { values } = parseCli(
@@ -104,9 +108,14 @@ function standbysOf(st: Record<string, unknown>): string {
 async function cmdStatus(argv: string[]): Promise<number> {
   const { values } = parseCli(
     argv,
-    { dir: { type: 'string' }, json: { type: 'boolean', default: false } },
+    {
+      dir: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      profile: { type: 'string' },
+    },
     USAGE,
   );
+  const profile = loadProfile(values.profile);
   const clusterDir = clusterDirOf(values.dir);
   const nodes = listNodes(clusterDir);
   if (nodes.length === 0)
@@ -126,8 +135,8 @@ async function cmdStatus(argv: string[]): Promise<number> {
       const c = await connectNode(clusterDir, name);
       try {
         const st = await c.status();
-        // The status's failover report carries counts; the CLI shows it priced (default profile).
-        const failover = st.failover === null ? null : withModel(st.failover, defaultCostProfile());
+        // The status's failover report carries counts; the CLI prices them with its profile.
+        const failover = st.failover === null ? null : withModel(st.failover, profile);
         out[name] = { running: true, ...st, failover, ...diverged };
       } finally {
         c.close();
@@ -312,7 +321,7 @@ async function cmdPromote(argv: string[]): Promise<number> {
   );
   const clusterDir = clusterDirOf(values.dir);
   // Load the cost profile first, so a bad --profile changes nothing.
-  const profile = values.profile === undefined ? defaultCostProfile() : loadProfile(values.profile);
+  const profile = loadProfile(values.profile);
   const waitSeconds = Number(values['wait-seconds']);
   if (!Number.isInteger(waitSeconds) || waitSeconds <= 0)
     throw new UsageError(
@@ -338,7 +347,7 @@ async function cmdPromote(argv: string[]): Promise<number> {
 }
 
 runCli(async () => {
-  const [cmd, ...rest] = process.argv.slice(2);
+  const { cmd, rest } = splitCommand(process.argv.slice(2), CLUSTER_FLAGS);
   if (cmd !== undefined && wantsPgEngine(rest)) return pgClusterCommand(cmd, rest, USAGE);
   switch (cmd) {
     case 'start':

@@ -16,6 +16,7 @@ import {
   positiveInt,
   printJson,
   runCli,
+  splitCommand,
   UsageError,
 } from './cli/command.ts';
 import { destroyCluster } from './engines/fresh-cluster.ts';
@@ -39,8 +40,11 @@ import {
   type Variant,
 } from './experiment/sweep-runner.ts';
 import { computeCrossover } from './report/tables.ts';
+import { MAX_REL_PAGES, rowsForPages } from './experiment/rel-size.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
+import type { PublishedPoint } from './report/records.ts';
+import { SEED_SIZES, SEED_TEST_B } from './experiment/seed-001.ts';
 import { STRATEGIES_USAGE, strategiesSweep } from './strategies/lab-sweep.ts';
 import { withEntryBundle } from '../server/entry-bundle.ts';
 import { onInterrupt } from './cli/interrupt.ts';
@@ -92,6 +96,15 @@ const SWEEP_OPTIONS = {
   profile: { type: 'string', default: DEFAULT_PROFILE },
   'model-only': { type: 'boolean', default: false },
 } as const;
+
+/** The sweeps' options that take no value (splitCommand: options before the sweep's name). */
+const SWEEP_FLAGS = new Set([
+  ...Object.entries(SWEEP_OPTIONS)
+    .filter(([, o]) => o.type === 'boolean')
+    .map(([name]) => name),
+  'help',
+  'h',
+]);
 
 type SweepValues = ReturnType<typeof parseCli<typeof SWEEP_OPTIONS>>['values'];
 
@@ -156,6 +169,11 @@ function planOf(
     const divisors = list(values['rel-sizes'], 'rel-sizes').map((s) =>
       positiveInt(s.replace(/^NB\//i, ''), 'rel-sizes'),
     );
+    checkThresholdSizes(
+      sharedBuffers,
+      divisors,
+      values['rel-sizes'] === SWEEP_OPTIONS['rel-sizes'].default,
+    );
     const forced = !values['no-force-optimized'];
     return {
       plan: planThreshold(sharedBuffers, divisors, forced, engines, pgVersions),
@@ -175,6 +193,53 @@ function planOf(
     plan: planMulti(sharedBuffers, tables, variants, strategies, engines, pgVersions),
     described: { tables, variants, strategies },
   };
+}
+
+/**
+ * Every NB/k of every --shared-buffers must be a relation the test table can hold (1 page to
+ * MAX_REL_PAGES: its rows are numbered in an int column). Refused naming what the user typed —
+ * the --shared-buffers value, and --rel-sizes or that the sizes are the defaults — and the range
+ * of k that fits, never only the NB/k of a default they did not type.
+ */
+function checkThresholdSizes(sharedBuffers: string[], divisors: number[], defaulted: boolean) {
+  const sizes = defaulted
+    ? `the default --rel-sizes ${DEFAULT_REL_DIVISORS.join(',')}`
+    : `--rel-sizes ${divisors.join(',')}`;
+  for (const sb of sharedBuffers) {
+    const { nBuffers } = parseSharedBuffers(sb);
+    // floor(NBuffers / k) pages must lie in 1..MAX_REL_PAGES.
+    const kMin = Math.floor(nBuffers / (MAX_REL_PAGES + 1)) + 1;
+    for (const k of divisors) {
+      const pages = Math.floor(nBuffers / k);
+      if (pages >= 1 && pages <= MAX_REL_PAGES) continue;
+      const why =
+        pages < 1
+          ? `NB/${k} is less than one page (NBuffers = ${nBuffers})`
+          : `NB/${k} = ${pages} pages, whose ${rowsForPages(pages)} rows overflow the test table's int column (at most ${MAX_REL_PAGES} pages)`;
+      throw new UsageError(
+        `--shared-buffers ${sb} does not fit ${sizes}: ${why}. Give --rel-sizes with k from ${kMin} to ${nBuffers} there, or a ${pages < 1 ? 'larger' : 'smaller'} --shared-buffers`,
+      );
+    }
+  }
+}
+
+/** Seed 001's published Test B seconds at the sweep's shared_buffers sizes the seed measured. */
+function publishedTestB(sharedBuffers: string[]): PublishedPoint[] {
+  const out: PublishedPoint[] = [];
+  for (const sb of sharedBuffers) {
+    const col = (SEED_SIZES as readonly string[]).indexOf(sb);
+    if (col < 0) continue;
+    for (const variant of ['vacuum', 'truncate'] as const)
+      for (const build of ['master', 'patched'] as const)
+        out.push({
+          variant,
+          sharedBuffers: sb,
+          nBuffers: parseSharedBuffers(sb).nBuffers,
+          build,
+          seconds: SEED_TEST_B[variant][build][col]!,
+        });
+  }
+  return out;
 }
 
 /** Ctrl-C: stop the clusters this sweep started, then exit 130 (cli/interrupt.ts). */
@@ -222,7 +287,7 @@ function printSweep(
 }
 
 runCli(async () => {
-  const [kindArg, ...rest] = process.argv.slice(2);
+  const { cmd: kindArg, rest } = splitCommand(process.argv.slice(2), SWEEP_FLAGS);
   if (kindArg === 'strategies')
     return strategiesSweep(rest, (total) => progressBar(total, false), USAGE);
   if (kindArg !== 'threshold' && kindArg !== 'multi') {
@@ -296,6 +361,8 @@ runCli(async () => {
     settings: settingsOut,
     records,
     cells: summarise(plan, records),
+    published:
+      kind === 'multi' && engines.includes('postgres') ? publishedTestB(sharedBuffers) : [],
   };
   printSweep(output, writeResults(values.out, output), json, modelOnly, runsNote);
   return 0;

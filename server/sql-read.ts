@@ -7,8 +7,6 @@
  * statement's result columns with PostgreSQL's names and types before it runs (the wire protocol's
  * RowDescription); `executeRead` builds its results from the same description.
  */
-import { withModel } from '../cost-model/price.ts';
-import { defaultCostProfile } from '../cost-model/profile.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn } from '../wal/lsn.ts';
 import { formatSharedBuffers } from '../storage/shared-buffers.ts';
@@ -296,11 +294,11 @@ function callFunction(
       return node.storage.heap.nblocks(rel) * BLCKSZ;
     }
     case 'walsim_failover_report': {
-      // walsim's extension: the report `cluster promote --json` prints (phases, drop counters,
-      // exact counts, modeled seconds under the default profile), as json text; NULL before a
-      // promotion of this node. An edge that shows seconds: it prices the report's counts here.
+      // walsim's extension: the node's failover report (phases, drop counters, exact counts), as
+      // json text; NULL before a promotion of this node. Counts only, never seconds: the client
+      // prices them once, with the profile it was given (cost-model/price.ts).
       const r = node.failoverReport();
-      return r === null ? null : JSON.stringify(withModel(r, defaultCostProfile()));
+      return r === null ? null : JSON.stringify(r);
     }
     case 'current_setting': {
       // current_setting(setting_name text [, missing_ok boolean])

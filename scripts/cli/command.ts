@@ -143,6 +143,27 @@ export async function connectNode(clusterDir: string, name: NodeName): Promise<C
   );
 }
 
+/**
+ * The command of a multi-command CLI and the rest of its arguments, options given before the
+ * command included: `cluster --dir D stop` is `cluster stop --dir D`, as `git -C D status` and
+ * `pg_ctl -D D stop`. The command is the first argument that is neither an option nor an option's
+ * value; every option takes a value (the next argument, or `--name=value`) except those in
+ * `flags`, so `--dir stop stop` stops the cluster in a directory named "stop".
+ */
+export function splitCommand(
+  argv: readonly string[],
+  flags: ReadonlySet<string>,
+): { cmd: string | undefined; rest: string[] } {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') break;
+    if (!a.startsWith('-') || a === '-') return { cmd: a, rest: argv.filter((_, j) => j !== i) };
+    const name = a.replace(/^--?/, '');
+    if (!a.includes('=') && !flags.has(name)) i++; // its value
+  }
+  return { cmd: undefined, rest: [...argv] };
+}
+
 /** Print `value` as the last line of stdout (the --json contract). */
 export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value) + '\n');

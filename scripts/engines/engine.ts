@@ -17,7 +17,7 @@
  *   3. `promote('standby', waitSeconds)` (PostgreSQL: `pg_ctl promote -w`; walsim:
  *      `SELECT pg_promote(true, N)`), timed by the client for the seed's method;
  *   4. `observer.finish(instants)` — the engine's account: walsim's failover report (server
- *      clock, exact counters, modeled seconds) through `SELECT walsim_failover_report()`;
+ *      clock, exact counters) through `SELECT walsim_failover_report()`, priced with the window's profile;
  *      PostgreSQL's standby log and the waldump of step 1.
  */
 import type { CostProfile } from '../../cost-model/profile.ts';
@@ -42,7 +42,10 @@ export interface FailoverWindow {
   receivedLsn: string;
   /** How long promotion may take. */
   waitSeconds: number;
-  /** The cost profile of modeled seconds (walsim; default seed-001). */
+  /**
+   * The cost profile the walsim engine prices the failover's counts with: the caller's choice, never
+   * a default of its own (required by walsim; real PostgreSQL has no modeled seconds).
+   */
   profile?: CostProfile;
 }
 

@@ -3,13 +3,14 @@
  * cluster CLI's pg_ctl), statements over each node's PostgreSQL port, promotion by
  * `SELECT pg_promote(true, N)` and the failover observed through walsim's SQL extension
  * `SELECT walsim_failover_report()` — the server's failover report (monotonic-clock phases, the
- * drop counters, the exact counts), re-priced with the step's cost profile.
+ * drop counters, the exact counts), priced once, here, with the step's cost profile.
  *
  * Entry points: `WalsimEngine`, `WALSIM_ENGINE` (EngineKind), `WalsimFailover`, `formatFailover`,
  * `formatModel`.
  */
 import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
+import { assert } from '../../common/assert.ts';
 import { ControlClient } from '../../server/control-client.ts';
 import {
   nodeDir,
@@ -22,7 +23,6 @@ import { runningPid, startNode, stopNode } from '../../server/pg-ctl.ts';
 import type { FailoverReport } from '../../standby/failover-report.ts';
 import { withModel, type Priced } from '../../cost-model/price.ts';
 import type { ModeledFailover } from '../../cost-model/model.ts';
-import { defaultCostProfile } from '../../cost-model/profile.ts';
 import { DROP_PATHS, type DropPath } from '../../storage/drop.ts';
 import type {
   Engine,
@@ -152,7 +152,11 @@ export class WalsimEngine implements Engine<WalsimFailover> {
           );
         }
         // The server's report carries counts; this edge prices them once, with the chosen profile.
-        const r = withModel(served, w.profile ?? defaultCostProfile());
+        assert(
+          w.profile !== undefined,
+          "the walsim engine prices with the caller's profile, none given",
+        );
+        const r = withModel(served, w.profile);
         return {
           engine: 'walsim',
           failoverMs: served.failoverMs,

@@ -119,6 +119,7 @@ export function baseProfile(): CostProfile {
       source:
         'Xeon E5-2637 v4: 15 MB last-level cache per socket (Intel specification); BufferDescPadded is 64 bytes (buf_internals.h, BUFFERDESC_PAD_TO_SIZE on 64-bit)',
     },
+    fitBand: null,
     promotionPoll: {
       ...POLL,
       source:

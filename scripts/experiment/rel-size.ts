@@ -3,14 +3,16 @@
  * a page count, or a byte size such as `200MB`. Pure; NBuffers comes from the standby's
  * shared_buffers (the node whose drops are measured).
  *
- * Entry points: `parseRelSize`, `rowsForPages`, `REL_SIZE_FORMS`.
+ * Entry points: `parseRelSize`, `rowsForPages`, `REL_SIZE_FORMS`, `MAX_REL_PAGES`.
  */
 import { WalsimError } from '../../common/errors.ts';
 import { BLCKSZ } from '../../storage/shared-buffers.ts';
 import { TUPLES_PER_PAGE } from '../../wal/records.ts';
 
 /** The largest value of the table's int4 column: generate_series(1, rows) must stay below it. */
-const INT4_MAX = 2147483647;
+export const INT4_MAX = 2147483647;
+/** The most pages a relation of the experiments can have: its rows are numbered in an int. */
+export const MAX_REL_PAGES = Math.floor(INT4_MAX / TUPLES_PER_PAGE);
 
 export const REL_SIZE_FORMS =
   'accepted forms: NB/<k> (NBuffers/k pages, e.g. NB/512, NB/32, NB/8), a page count (e.g. 4096), ' +

@@ -132,7 +132,7 @@ export function stepMain(workload: Workload): void {
       if (values.profile !== undefined && step !== 'resume')
         throw new UsageError(`--profile applies to "npm run ${workload} -- resume" only`);
       // Load the profile before promoting, so a bad --profile changes nothing.
-      const profile = values.profile === undefined ? undefined : loadProfile(values.profile);
+      const profile = loadProfile(values.profile);
       const result = await runStep(step, {
         clusterDir,
         engine: openEngine(clusterDir),

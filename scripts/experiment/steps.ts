@@ -68,7 +68,7 @@ export interface StepOptions {
   waitSeconds?: number;
   /** Reuse connections across steps (the sweeps); otherwise one session per step. */
   session?: StepSession;
-  /** resume (walsim): the cost profile of the modeled seconds (default seed-001). */
+  /** resume (walsim): the cost profile of the modeled seconds, chosen by the caller (required there). */
   profile?: CostProfile;
 }
 

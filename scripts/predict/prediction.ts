@@ -5,25 +5,21 @@
  * what dominates; for several standbys, rank them beside the choice Patroni's defaults would make.
  * Read-only: every session is default_transaction_read_only and runs SELECTs only.
  *
- * Entry points: `predictStandby`, `predictedSeconds`, `rankStandbys`, `Prediction`, `profileBand`,
- * `genericRecordSeconds`, `PATRONI_MAXIMUM_LAG_ON_FAILOVER`.
+ * Entry points: `predictStandby`, `predictedSeconds`, `rankStandbys`, `Prediction`,
+ * `PATRONI_MAXIMUM_LAG_ON_FAILOVER`.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { parseLsn } from '../../wal/lsn.ts';
-import {
-  promotionStepCounts,
-  PG_RECORD_KINDS,
-  type FailoverCounts,
-} from '../../storage/replay-counts.ts';
-import { price } from '../../cost-model/price.ts';
+import { promotionStepCounts, type FailoverCounts } from '../../storage/replay-counts.ts';
+import { genericRecordSeconds, price } from '../../cost-model/price.ts';
 import {
   DEFAULT_PROFILE,
   PROFILES_DIR,
   profilePath,
   type CostProfile,
+  type ProfileBand,
 } from '../../cost-model/profile.ts';
 import {
   RecoveryModel,
@@ -55,42 +51,6 @@ import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './w
 /** Patroni's default maximum_lag_on_failover: 1 MB. */
 export const PATRONI_MAXIMUM_LAG_ON_FAILOVER = 1048576;
 
-export interface ProfileBand {
-  /** Held-out cells in the profile's fit (leave-one-out predictions of `npm run calibrate`). */
-  cells: number;
-  medianAbsErrorPct: number;
-  minErrorPct: number;
-  maxErrorPct: number;
-  within25Pct: number;
-}
-
-/** The held-out error band a profile file carries (`fit.cells[].leaveOneOutPct`), null when none. */
-export function profileBand(nameOrFile: string): ProfileBand | null {
-  const isFile = nameOrFile.includes('/') || nameOrFile.endsWith('.json');
-  const file = isFile ? path.resolve(nameOrFile) : path.join(PROFILES_DIR, `${nameOrFile}.json`);
-  let cells: unknown;
-  try {
-    cells = (JSON.parse(fs.readFileSync(file, 'utf8')) as { fit?: { cells?: unknown } }).fit?.cells;
-  } catch {
-    return null;
-  }
-  if (!Array.isArray(cells)) return null;
-  const errs = cells
-    .map((c) => Number((c as { leaveOneOutPct?: unknown }).leaveOneOutPct) * 100)
-    .filter(Number.isFinite)
-    .sort((a, b) => a - b);
-  if (errs.length === 0) return null;
-  const abs = errs.map(Math.abs).sort((a, b) => a - b);
-  const mid = abs.length >> 1;
-  return {
-    cells: errs.length,
-    medianAbsErrorPct: abs.length % 2 ? abs[mid]! : (abs[mid - 1]! + abs[mid]!) / 2,
-    minErrorPct: errs[0]!,
-    maxErrorPct: errs[errs.length - 1]!,
-    within25Pct: abs.filter((e) => e <= 25).length,
-  };
-}
-
 /**
  * What the reader must know of a shipped profile: it was fitted on another machine. The default
  * (seed-001) on the seed's 2020 machine; the others on the project's calibration machine. null
@@ -104,19 +64,6 @@ export function profileNote(ref: string): string | null {
       ? "the seed's 2020 machine (seed 001: Xeon E5-2637 v4, XFS)"
       : "the project's calibration machine";
   return `a shipped profile, fitted on ${where}, not this one: run npm run calibrate for this machine and pass its file with --profile`;
-}
-
-/**
- * Seconds per record of a type the profile has no constant for: the median of its per-record
- * constants (`npm run calibrate` fits two values, the one-tuple records' — 5 of the 19 kinds — and
- * every other record's, so this is the latter: Btree/SPLIT_L, Standby/RUNNING_XACTS … are page-level or no-page).
- */
-export function genericRecordSeconds(profile: CostProfile): number {
-  const v = PG_RECORD_KINDS.map((k) => profile.constants[`record.${k}`].seconds).sort(
-    (a, b) => a - b,
-  );
-  const m = v.length >> 1;
-  return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
 }
 
 export interface PredictInput {
@@ -288,7 +235,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
       name: input.profile.name,
       ref: input.profileRef,
       file: profilePath(input.profileRef).file,
-      band: profileBand(input.profileRef),
+      band: input.profile.fitBand,
       note: profileNote(input.profileRef),
     },
     assumptions: rp.assumptions,

@@ -186,7 +186,7 @@ export class PgdataFiles {
 
 export interface RangeRead {
   /** How the range was read, for the output. */
-  source: 'pg_waldump' | 'pg_walinspect';
+  source: 'pg_waldump' | 'pg_walinspect' | 'pg-wal';
   detail: string;
 }
 

@@ -144,3 +144,15 @@ export interface SweepProgress {
   current: string;
   lastRecord: RunRecord | null;
 }
+
+/**
+ * A published figure beside a sweep's cells (seed 001's Test B tables): the seed's seconds for a
+ * variant at a shared_buffers, on its "master" (pre-14, full scan) or "patched" (14's lookup) build.
+ */
+export interface PublishedPoint {
+  variant: Variant;
+  sharedBuffers: string;
+  nBuffers: number;
+  build: 'master' | 'patched';
+  seconds: number;
+}

@@ -7,7 +7,7 @@
  * Entry points: `markdownTable`, `thresholdTables`, `computeCrossover`, `multiTables`,
  * `formatSeconds`, `formatRegression`.
  */
-import type { CellSummary, Variant } from './records.ts';
+import type { CellSummary, PublishedPoint, Variant } from './records.ts';
 
 /** A Markdown table; `align` per column: 'l' or 'r' (default 'r' except the first column). */
 export function markdownTable(
@@ -385,50 +385,78 @@ function pgNote(c: CellSummary | undefined): string {
   return `${formatSeconds(c.failoverMsMedian)}${c.stalls > 0 ? ` (${c.stalls} stall${c.stalls === 1 ? '' : 's'} excluded)` : ''}`;
 }
 
+/** "PostgreSQL 13 (master)": the major and which of the seed's builds its drop path is. */
+export function pgColumnName(v: number | undefined): string {
+  if (v === undefined) return 'PostgreSQL';
+  return `PostgreSQL ${v} (${v < 14 ? 'master' : 'patched'})`;
+}
+
 /**
  * Real PostgreSQL next to walsim (sweeps with `--engine walsim,postgres`): per variant (Test B) or
- * per shared_buffers (Test A), PostgreSQL's median failover (log method, runs whose promote request
- * stalled excluded) and the seed's own pg_ctl-polling figure, walsim measured for each strategy, and
- * walsim modeled where the cells carry a modeled time.
+ * per shared_buffers (Test A), each PostgreSQL major's median failover (log method, runs whose
+ * promote request stalled excluded) and the seed's own pg_ctl-polling figure, walsim measured for
+ * each strategy, walsim modeled where the cells carry a modeled time, and the seed's published
+ * master and patched seconds where `published` has them (Test B).
  */
-export function sideBySideTables(cells: CellSummary[]): string {
+export function sideBySideTables(
+  cells: CellSummary[],
+  published: readonly PublishedPoint[] = [],
+): string {
   const pgCells = cells.filter((c) => c.engine === 'postgres');
   if (pgCells.length === 0) return '';
   const ws = cells.filter((c) => c.engine === 'walsim');
+  const versions = unique(pgCells.map((c) => c.pgVersion));
   const modeled = (c: CellSummary | undefined) => formatSeconds(c?.modeledMsMean);
   const hasModel = ws.some((c) => c.modeledMsMean !== undefined);
   const strategies = unique(ws.map((c) => c.strategy + (c.forceOptimized ? '+forced' : '')));
+  const pub = (variant: Variant, sb: string, build: 'master' | 'patched') =>
+    published.find((p) => p.variant === variant && p.sharedBuffers === sb && p.build === build);
+  const hasPub = pgCells.some((c) => pub(c.variant, c.sharedBuffers, 'master') !== undefined);
   const headers = (first: string) => [
     first,
-    'PostgreSQL',
-    'PostgreSQL (seed method)',
+    ...versions.flatMap((v) => [pgColumnName(v), `${pgColumnName(v)} (seed method)`]),
     ...strategies.map((s) => `walsim measured ${s}`),
     ...(hasModel ? strategies.map((s) => `walsim modeled ${s}`) : []),
+    ...(hasPub ? ['seed 001 published master', 'seed 001 published patched'] : []),
   ];
-  const rowFor = (first: string, pgc: CellSummary | undefined, wcs: CellSummary[]) => {
+  const rowFor = (first: string, pgcs: CellSummary[], wcs: CellSummary[]) => {
     const by = (s: string) =>
       wcs.find((c) => c.strategy + (c.forceOptimized ? '+forced' : '') === s);
-    const seed = pgc?.seedMethodMsMedian;
+    const of = (v: number | undefined) => pgcs.find((c) => c.pgVersion === v);
+    const c0 = pgcs[0]!;
+    const seconds = (p: PublishedPoint | undefined) =>
+      p === undefined ? 'n/a' : p.seconds.toFixed(3);
     return [
       first,
-      pgNote(pgc),
-      formatSeconds(seed),
+      ...versions.flatMap((v) => [pgNote(of(v)), formatSeconds(of(v)?.seedMethodMsMedian)]),
       ...strategies.map((s) => formatSeconds(by(s)?.failoverMsMean)),
       ...(hasModel ? strategies.map((s) => modeled(by(s))) : []),
+      ...(hasPub
+        ? [
+            seconds(pub(c0.variant, c0.sharedBuffers, 'master')),
+            seconds(pub(c0.variant, c0.sharedBuffers, 'patched')),
+          ]
+        : []),
     ];
   };
   const parts: string[] = [];
   const runs = unique(pgCells.map((c) => c.runs));
   const note =
     `Failover seconds. PostgreSQL: median of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, resume (clock_timestamp()) → "ready to accept connections" in the standby's log; ` +
-    `seed method: pg_ctl promote -w as the seed timed it (100 ms polling). walsim measured: its own clock, mean; modeled: the cost profile.`;
+    `seed method: pg_ctl promote -w as the seed timed it (100 ms polling). walsim measured: its own clock, mean; modeled: the cost profile.` +
+    (versions.some((v) => v !== undefined)
+      ? " A PostgreSQL column with a major is the npm registry's build of it (every major compiled alike: gcc 7.5, -Os); one without is Debian's 15 (-O2) or --pg-bin."
+      : '') +
+    (hasPub
+      ? " seed 001 published: the seed's tables (5-run averages, 100 ms polling, its own machine)."
+      : '');
   if (pgCells[0]!.kind === 'multi') {
     for (const variant of unique(pgCells.map((c) => c.variant))) {
       const pv = pgCells.filter((c) => c.variant === variant);
       const rows = unique(pv.map((c) => c.sharedBuffers)).map((sb) =>
         rowFor(
           sb,
-          pv.find((c) => c.sharedBuffers === sb),
+          pv.filter((c) => c.sharedBuffers === sb),
           ws.filter((c) => c.variant === variant && c.sharedBuffers === sb),
         ),
       );
@@ -447,7 +475,7 @@ export function sideBySideTables(cells: CellSummary[]): string {
       const rows = unique(pv.map((c) => c.relSize!)).map((rs) =>
         rowFor(
           rs,
-          pv.find((c) => c.relSize === rs),
+          pv.filter((c) => c.relSize === rs),
           ws.filter((c) => c.sharedBuffers === sb && c.relSize === rs),
         ),
       );

@@ -7,13 +7,14 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { CellSummary, RunRecord, SweepKind } from './records.ts';
+import type { CellSummary, PublishedPoint, RunRecord, SweepKind } from './records.ts';
 import { toCsv } from './csv.ts';
 import { lineChart, STRATEGY_COLORS, type ChartSeries } from './svg-chart.ts';
 import {
   computeCrossover,
   isModelOnly,
   multiTables,
+  pgColumnName,
   sideBySideTables,
   thresholdTables,
 } from './tables.ts';
@@ -26,6 +27,8 @@ export interface SweepOutput {
   settings: Record<string, unknown>;
   records: RunRecord[];
   cells: CellSummary[];
+  /** Published figures drawn and tabled beside the cells (seed 001's Test B); none by default. */
+  published?: PublishedPoint[];
 }
 
 const CSV_COLUMNS = [
@@ -80,6 +83,23 @@ const strategyName = (c: CellSummary) =>
 
 const defaultY = (c: CellSummary) => c.failoverMsMean / 1000;
 
+/** Real PostgreSQL series: greens and browns, apart from the strategies' colours. */
+const PG_COLORS = ['#2ca02c', '#8c564b', '#17becf', '#bcbd22', '#7f7f7f', '#e377c2'];
+
+/** The seed's published master and patched seconds (dotted: another machine, another method). */
+function publishedSeries(points: readonly PublishedPoint[], variant: string): ChartSeries[] {
+  return (['master', 'patched'] as const)
+    .map((build) => ({
+      name: `seed 001 published ${build}`,
+      color: build === 'master' ? STRATEGY_COLORS['full-scan'] : STRATEGY_COLORS['cached-lookup'],
+      dashed: true,
+      points: points
+        .filter((p) => p.variant === variant && p.build === build)
+        .map((p) => ({ x: p.nBuffers, y: p.seconds })),
+    }))
+    .filter((s) => s.points.length > 0);
+}
+
 function seriesBy(
   cells: CellSummary[],
   x: (c: CellSummary) => number,
@@ -88,18 +108,15 @@ function seriesBy(
   const pg = cells.filter((c) => c.engine === 'postgres');
   cells = cells.filter((c) => c.engine === 'walsim');
   const names = [...new Set(cells.map(strategyName))];
-  const pgSeries: ChartSeries[] =
-    pg.length === 0
-      ? []
-      : [
-          {
-            name: 'PostgreSQL (median)',
-            color: '#2ca02c',
-            points: pg
-              .map((c) => ({ x: x(c), y: y === defaultY ? c.failoverMsMedian / 1000 : y(c) }))
-              .filter((p) => Number.isFinite(p.y)),
-          },
-        ];
+  // One series per PostgreSQL major (13 is the seed's master, 14+ its patched build).
+  const pgSeries: ChartSeries[] = [...new Set(pg.map((c) => c.pgVersion))].map((v, i) => ({
+    name: `${pgColumnName(v)}, median`,
+    color: PG_COLORS[i % PG_COLORS.length],
+    points: pg
+      .filter((c) => c.pgVersion === v)
+      .map((c) => ({ x: x(c), y: y === defaultY ? c.failoverMsMedian / 1000 : y(c) }))
+      .filter((p) => Number.isFinite(p.y)),
+  }));
   const modeled = cells.filter(
     (c) => c.modeledMsMean !== undefined && Number.isFinite(c.modeledMsMean),
   );
@@ -147,7 +164,7 @@ export function renderResults(o: SweepOutput): Record<string, string> {
   ];
   let tablesMd: string;
   let extra: Record<string, unknown> = {};
-  const side = sideBySideTables(o.cells);
+  const side = sideBySideTables(o.cells, o.published);
   if (o.kind === 'multi') {
     const t = multiTables(o.cells);
     tablesMd = [t.markdown, side].filter((x) => x.length > 0).join('\n\n');
@@ -160,7 +177,10 @@ export function renderResults(o: SweepOutput): Record<string, string> {
         xLog: true,
         yLog: true,
         xTicks: sbTicks(cells),
-        series: failoverSeries(cells, (c) => c.nBuffers),
+        series: [
+          ...failoverSeries(cells, (c) => c.nBuffers),
+          ...publishedSeries(o.published ?? [], variant),
+        ],
       });
     }
   } else {

@@ -226,6 +226,47 @@ describe('CLI errors', () => {
     expect(fs.existsSync(path.join(tmp, 'neg'))).toBe(false);
   });
 
+  it('takes options before the command, as git -C and pg_ctl -D do', async () => {
+    const runs = await Promise.all([
+      runScript('cluster.ts', ['--dir', cluster, 'stop']),
+      runScript('cluster.ts', [`--dir=${cluster}`, '--json', 'status']),
+      runScript('cluster.ts', ['--mode', 'fast', 'stop', '--dir', cluster, '--node', 'standby']),
+      runScript('sweep.ts', ['--model-only', '--json', 'threshold', '--shared-buffers', '1TB']),
+    ]);
+    expect(runs[0]!.code, runs[0]!.stderr).toBe(0);
+    expect(runs[0]!.stdout).toMatch(/^primary: not running$/m);
+    expect(runs[0]!.stdout).toMatch(/^standby: not running$/m);
+    expect(runs[1]!.code, runs[1]!.stderr).toBe(0);
+    expect(runs[1]!.json.nodes.primary.running).toBe(false);
+    expect(runs[2]!.code, runs[2]!.stderr).toBe(0);
+    expect(runs[2]!.stdout.trim()).toBe('standby: not running');
+    // The sweep read its options before "threshold" and names what the user typed.
+    expectOneLineError(
+      runs[3]!,
+      /^error: --shared-buffers 1TB does not fit the default --rel-sizes 512,256,128,64,32,16,8: NB\/8 = 16777216 pages, .* Give --rel-sizes with k from 15 to 134217728 there, or a smaller --shared-buffers$/,
+    );
+  });
+
+  it('sweep threshold names the --shared-buffers and --rel-sizes typed, not a default it made up', async () => {
+    const typed = await runScript('sweep.ts', [
+      'threshold',
+      '--shared-buffers',
+      '128MB,1TB',
+      '--rel-sizes',
+      '64,8',
+      '--model-only',
+    ]);
+    expectOneLineError(
+      typed,
+      /^error: --shared-buffers 1TB does not fit --rel-sizes 64,8: NB\/8 = 16777216 pages, whose 3791650816 rows overflow the test table's int column \(at most 9502140 pages\)/,
+    );
+    const tiny = await runScript('sweep.ts', ['threshold', '--shared-buffers', '128kB']);
+    expectOneLineError(
+      tiny,
+      /^error: --shared-buffers 128kB does not fit the default --rel-sizes .*: NB\/512 is less than one page \(NBuffers = 16\)\. Give --rel-sizes with k from 1 to 16 there, or a larger --shared-buffers$/,
+    );
+  });
+
   it('bench refuses a bad --shared-buffers, --runs or --replay-pages with one line, no stack, no NaN', async () => {
     const runs = await Promise.all([
       runScript('bench.ts', ['--shared-buffers', '0']),

@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clustersPerSuite } from '../helpers/cluster.ts';
 import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
+import { defaultCostProfile } from '../../cost-model/profile.ts';
 import type { EngineKind } from '../../scripts/engines/engine.ts';
 import {
   runStep,
@@ -145,6 +146,7 @@ async function script(
           session,
           workload,
           waitSeconds: 120,
+          profile: defaultCostProfile(),
           ...(step === 'create' || step === 'insert' ? o : {}),
         });
         t.lines.push(r.lines);

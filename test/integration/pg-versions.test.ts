@@ -11,9 +11,9 @@
  *   fork's block and the 3 pages of the free space map the redo of the filling insert created
  *   (XLogRecordPageWithFreeSpace: root, internal and leaf page), both sizes cached by that redo;
  * - DROP DATABASE: one full scan (DropDatabaseBuffers) in every major;
- * - a TRUNCATE after that DROP DATABASE in the same backlog: the database drop's redo closed every
- *   relation (13–14 `XLogDropDatabase` → `smgrcloseall`; 15+ also the SMGRRELEASE barrier), so
- *   the sizes are no longer cached and every major scans.
+ * - a TRUNCATE after that DROP DATABASE in the same backlog: the database drop's redo forgot
+ *   every relation's cached size (dbase_redo → XLogDropDatabase → smgrcloseall, 17+
+ *   smgrdestroyall, in every major; 15+ also the SMGRRELEASE barrier), so every major scans.
  *
  * A major that is not installed is skipped with the reason. No timing is asserted.
  */

@@ -20,6 +20,7 @@ import { detectSegmentSize, readHistory, WalDirectory } from '../../pg-wal/wal-d
 import { findPgBin, pgServerUser } from '../../scripts/postgres/pg-bin.ts';
 import { runPgProgram } from '../../scripts/postgres/pg-cluster.ts';
 import { parseWaldumpStats } from '../../scripts/postgres/pg-waldump.ts';
+import { toPredictRecord } from '../../scripts/predict/pg-wal-source.ts';
 import { parseWaldumpLine, relKey } from '../../scripts/predict/wal-records.ts';
 import { freePort } from '../../server/ports.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
@@ -222,6 +223,15 @@ describe.skipIf(unavailable !== null)(
         JSON.stringify([...seen]),
       ).toEqual([]);
       expect(seen.get('Transaction/COMMIT rels')).toBeGreaterThanOrEqual(60);
+    });
+
+    it("the prediction's records from the reader equal those parsed from pg_waldump's lines, field for field", () => {
+      const lines = waldumpText.split('\n').filter((l) => l.startsWith('rmgr: '));
+      const mine = whole.recs.map(toPredictRecord);
+      const theirs = lines.map((l) => parseWaldumpLine(l)!);
+      expect(mine.length).toBe(theirs.length);
+      for (let i = 0; i < mine.length; i++) expect(mine[i], lines[i]).toEqual(theirs[i]);
+      expect(mine.filter((r) => r.heapPageFreeAfter !== undefined).length).toBeGreaterThan(1000);
     });
 
     it('stops where pg_waldump stops, with the same message', async () => {

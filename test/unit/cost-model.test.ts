@@ -43,6 +43,7 @@ function profileWith(
     cache: { llcBytes, descriptorBytes: 64, source: 'test' },
     promotionPoll: { quantumS: 0.1, offsetS: 0.006, source: 'test' },
     constants,
+    fitBand: null,
   };
 }
 

@@ -46,10 +46,11 @@ const FOLLOWS: Record<string, readonly string[]> = {
   // The lifecycle machine governs both roles and the stop: a floor below both, pure (xstate).
   lifecycle: ['common', 'protocol', 'lifecycle'],
   // The roles never import the shell, the CLIs, the simulator or each other; pricing happens at
-  // the edges (server/, scripts/), so nothing below server/ imports cost-model/.
+  // the edges that show seconds (scripts/, dashboard/, the simulator's trace): the server serves
+  // counts, so nothing of the node imports cost-model/.
   primary: [...ROLES_FLOOR, 'primary'],
   standby: [...ROLES_FLOOR, 'standby'],
-  server: [...ROLES_FLOOR, 'cost-model', 'primary', 'standby', 'server'],
+  server: [...ROLES_FLOOR, 'primary', 'standby', 'server'],
   // Only scripts/ and tests import the simulator.
   sim: [...ROLES_FLOOR, 'cost-model', 'primary', 'standby', 'server', 'sim'],
 };
@@ -88,13 +89,10 @@ const CORE_FOLDERS = [
 const BINDINGS = new Set(['common/node-disk.ts', 'common/system-clock.ts']);
 
 /**
- * Allowed inside the core, with the reason. `cost-model/profile.ts` loads the cost profiles shipped
- * with the code (read-only configuration, the same bytes on every run), which walsim_failover_report
- * prices with; `storage/drop.ts` measures busy time inside drops with performance.now (a benchmark
- * figure, reported and never fed back into what the node does).
+ * Allowed inside the core, with the reason: `storage/drop.ts` measures busy time inside drops with
+ * performance.now (a benchmark figure, reported and never fed back into what the node does).
  */
 const CORE_EXCEPTIONS: Record<string, RegExp> = {
-  'cost-model/profile.ts': /^(node:)?fs$/,
   'storage/drop.ts': /^performance$/,
 };
 

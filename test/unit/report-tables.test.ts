@@ -323,6 +323,60 @@ describe('PostgreSQL side by side', () => {
     );
   });
 
+  it("gives each --pg-version its own columns, named master (13) or patched (14+), and the seed's published figures", () => {
+    const versioned = planMulti(
+      ['128MB', '1GB'],
+      200,
+      ['truncate'],
+      ['full-scan'],
+      ['walsim', 'postgres'],
+      [13, 15],
+    );
+    const ms = (c: { pgVersion?: number; sharedBuffers: string }) =>
+      c.pgVersion === 13 ? (c.sharedBuffers === '1GB' ? 900 : 600) : 450;
+    const rs: RunRecord[] = versioned.map((c) => ({
+      ...records.find((r) => r.engine === c.engine && r.run === 1)!,
+      ...c,
+      failoverMs: c.engine === 'postgres' ? ms(c) : 100,
+      ...(c.engine === 'postgres' ? { seedMethodMs: ms(c) + 50, stall: false } : {}),
+    }));
+    const published = (['master', 'patched'] as const).map((build) => ({
+      variant: 'truncate' as const,
+      sharedBuffers: '1GB',
+      nBuffers: 131072,
+      build,
+      seconds: build === 'master' ? 0.506 : 0.206,
+    }));
+    const md = sideBySideTables(summarise(versioned, rs), published);
+    const lines = md.split('\n');
+    const header = lines.find((l) => l.startsWith('| s_b'))!;
+    expect(
+      header
+        .split('|')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ).toEqual([
+      's_b',
+      'PostgreSQL 13 (master)',
+      'PostgreSQL 13 (master) (seed method)',
+      'PostgreSQL 15 (patched)',
+      'PostgreSQL 15 (patched) (seed method)',
+      'walsim measured full-scan',
+      'walsim modeled full-scan',
+      'seed 001 published master',
+      'seed 001 published patched',
+    ]);
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^\| 1GB +\| +0\.900 \| +0\.950 \| +0\.450 \| +0\.500 \| +0\.100 \| +0\.300 \| +0\.506 \| +0\.206 \|$/,
+      ),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^\| 128MB +\| +0\.600 .*\| +n\/a \| +n\/a \|$/),
+    );
+    expect(md).toContain("npm registry's build");
+  });
+
   it('keeps the walsim-only tables free of PostgreSQL cells', () => {
     expect(multiTables(cells).byVariant.truncate).toMatch(
       /\| 128MB +\| +0\.100 \| +0\.100 \| +0\.00% \|/,

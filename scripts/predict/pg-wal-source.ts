@@ -1,0 +1,72 @@
+/**
+ * Reading a standby's WAL range with pg-wal/ (PostgreSQL's WAL read in TypeScript, any major
+ * 13–18) instead of `pg_waldump` (which reads its own major only): the records in the shape the
+ * prediction consumes (wal-records.ts), the same fields pg_waldump's text gives, so the two
+ * sources are interchangeable and can check each other.
+ *
+ * Entry points: `pgWalRecords`, `toPredictRecord`.
+ */
+import { WalsimError } from '../../common/errors.ts';
+import { PgWalReader } from '../../pg-wal/reader.ts';
+import type { PgWalRecord as ReadRecord } from '../../pg-wal/record.ts';
+import { detectSegmentSize, WalDirectory } from '../../pg-wal/wal-dir.ts';
+import { formatLsn, parseLsn } from '../../wal/lsn.ts';
+import type { TimelineHistoryEntry } from '../../wal/segment.ts';
+import { MissingWalError, type RangeRead } from './wal-source.ts';
+import { heapPageFreeAfter, type ForkNumber, type PgWalRecord } from './wal-records.ts';
+
+/**
+ * The prediction's record for a record the reader decoded. The heap free-space estimate takes
+ * pg_waldump's description words from the decoded main data ("off N", "; new off N", "N tuples").
+ */
+export function toPredictRecord(r: ReadRecord): PgWalRecord {
+  const out: PgWalRecord = {
+    lsn: r.lsn,
+    rmgr: r.rmgr,
+    type: r.type,
+    totalLength: r.totalLength,
+    xid: r.xid,
+    blocks: r.blocks.map((b) => ({ node: b.node, fork: b.fork as ForkNumber, block: b.block })),
+  };
+  const d = r.data;
+  let desc = '';
+  if (d?.kind === 'smgr_create') out.create = { node: d.node, fork: d.fork as ForkNumber };
+  else if (d?.kind === 'smgr_truncate')
+    out.truncate = { node: d.node, blkno: d.blkno, flags: d.flags };
+  else if ((d?.kind === 'xact_commit' || d?.kind === 'xact_abort') && d.rels.length > 0)
+    out.dropRels = d.rels;
+  else if (d?.kind === 'dbase_drop') out.dropDatabase = d.dbId;
+  else if (d?.kind === 'heap_multi_insert') {
+    out.multiInsertTuples = d.ntuples;
+    desc = `${d.ntuples} tuples`;
+  } else if (d?.kind === 'heap_insert') desc = `off ${d.offnum}`;
+  else if (d?.kind === 'heap_update') desc = `; new off ${d.newOffnum} `;
+  const free = heapPageFreeAfter(r.rmgr, r.type, desc, r.recordLength, r.blocks.length);
+  if (free !== undefined) out.heapPageFreeAfter = free;
+  return out;
+}
+
+/**
+ * The records of [from, to) in `walDir`, along `history`, each to `onRecord`: records that end at
+ * or before `to`, as pg_waldump -e. A range the files do not hold to its end (a missing segment,
+ * the end of valid WAL before `to`) is one MissingWalError naming the file or LSN and why.
+ */
+export async function pgWalRecords(
+  walDir: string,
+  history: readonly TimelineHistoryEntry[],
+  from: string,
+  to: string,
+  onRecord: (r: PgWalRecord) => void,
+): Promise<RangeRead> {
+  const detail = `pg-wal reader over ${walDir} from ${from} to ${to}`;
+  if (parseLsn(from) >= parseLsn(to)) return { source: 'pg-wal', detail };
+  const src = new WalDirectory(walDir, detectSegmentSize(walDir), history);
+  const reader = new PgWalReader(src, { startLsn: parseLsn(from), endLsn: parseLsn(to) });
+  for await (const batch of reader.batches()) for (const r of batch) onRecord(toPredictRecord(r));
+  const end = reader.end;
+  if (end === null || end.reason === 'end_lsn')
+    return { source: 'pg-wal', detail: `${detail} (${reader.major ?? '?'} WAL)` };
+  const what = `the WAL range ${from} → ${to} is not complete in ${walDir}: at ${formatLsn(end.lsn)}, ${end.message}`;
+  if (end.reason === 'missing_segment') throw new MissingWalError(what);
+  throw new WalsimError('invalid_input', what);
+}
