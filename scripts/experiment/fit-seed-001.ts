@@ -282,6 +282,28 @@ export function fitReportMarkdown(cells: readonly CountedSeedCell[], profile: Co
  * The seed's tables beside the modeled ones (as the seed's poll reads them), for BENCHMARKS.md:
  * Test A patched and master grids, the regressions and crossover at 100GB, Test B per variant.
  */
+/** `(a − b) / b` as a percentage with one decimal. */
+function pct(a: number, b: number): string {
+  return `${(((a - b) / b) * 100).toFixed(1)}%`;
+}
+
+/** Test A's % regression (optimized − full) / full at 20GB and 100GB: seed vs modeled. */
+function regressionTableA(
+  get: (label: string) => { seed: number; mod: { failoverS: number } },
+): string {
+  return markdownTable(
+    ['rel_size', '20GB seed', '20GB modeled', '100GB seed', '100GB modeled'],
+    SEED_DIVISORS.map((k) => [
+      `NB/${k}`,
+      ...(['20GB', '100GB'] as const).flatMap((sb) => {
+        const o = get(`A ${sb} NB/${k} cached-lookup`);
+        const f = get(`A ${sb} NB/${k} full-scan`);
+        return [pct(o.seed, f.seed), pct(o.mod.failoverS, f.mod.failoverS)];
+      }),
+    ]),
+  );
+}
+
 export function seedComparisonMarkdown(
   cells: readonly CountedSeedCell[],
   profile: CostProfile,
@@ -304,18 +326,7 @@ export function seedComparisonMarkdown(
         }),
       ]),
     );
-  const pct = (a: number, b: number) => `${(((a - b) / b) * 100).toFixed(1)}%`;
-  const regA = markdownTable(
-    ['rel_size', '20GB seed', '20GB modeled', '100GB seed', '100GB modeled'],
-    SEED_DIVISORS.map((k) => [
-      `NB/${k}`,
-      ...(['20GB', '100GB'] as const).flatMap((sb) => {
-        const o = get(`A ${sb} NB/${k} cached-lookup`);
-        const f = get(`A ${sb} NB/${k} full-scan`);
-        return [pct(o.seed, f.seed), pct(o.mod.failoverS, f.mod.failoverS)];
-      }),
-    ]),
-  );
+  const regA = regressionTableA(get);
   const gridB = (variant: string) =>
     markdownTable(
       ['s_b', 'Master seed', 'Master modeled', 'error', 'Patched seed', 'Patched modeled'],

@@ -105,6 +105,20 @@ export const DEFAULT_REL_DIVISORS = [512, 256, 128, 64, 32, 16, 8];
  * cluster is stopped (immediate) and removed whatever happens. `beforeResume`, when given, runs
  * after the stop step with the paused standby up (a test attaches its observer of the replay).
  */
+/** The seed's steps of a cell: Test A's (rel.sh) or Test B's (test.sh), VACUUM or TRUNCATE. */
+function cellSteps(cell: CellSpec): StepName[] {
+  const drop = cell.variant === 'vacuum' ? 'vacuum' : 'truncate';
+  return [
+    'create',
+    'insert',
+    ...(drop === 'vacuum' ? ['delete' as const] : []),
+    'pause',
+    drop,
+    'stop',
+    'resume',
+  ];
+}
+
 export async function runCell(
   cell: CellSpec,
   run: number,
@@ -137,20 +151,10 @@ export async function runCell(
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
-    const drop = cell.variant === 'vacuum' ? 'vacuum' : 'truncate';
-    const steps: StepName[] = [
-      'create',
-      'insert',
-      ...(drop === 'vacuum' ? ['delete' as const] : []),
-      'pause',
-      drop,
-      'stop',
-      'resume',
-    ];
     const session = new StepSession(engine);
     let resume: ResumeResult | null = null;
     try {
-      for (const step of steps) {
+      for (const step of cellSteps(cell)) {
         if (step === 'resume') await beforeResume?.(engine);
         t = performance.now();
         const r = await runStep(step, {

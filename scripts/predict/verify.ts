@@ -239,6 +239,16 @@ export async function verifyPromotion(
       `--verify: no "database system is ready to accept connections" in ${logFile} within ${Math.round(budgetMs / 1000)} s: ${await verifyReport(url, progress)}`,
     );
   }
+  return verifyResultOf(t, resumeMs, promoteRequestedMs, logFile);
+}
+
+/** The measured phases of a promotion from the standby's log (epoch ms instants). */
+function verifyResultOf(
+  t: PromotionTimeline,
+  resumeMs: number,
+  promoteRequestedMs: number,
+  logFile: string,
+): VerifyResult {
   const diff = (a: number | null, b: number | null) =>
     a === null || b === null ? null : (a - b) / 1000;
   const noticeFrom = Math.max(promoteRequestedMs, t.endOfWalAt ?? promoteRequestedMs);
