@@ -50,6 +50,14 @@ export const injectedBugs = {
    * recovery the lookup path finds no fork and leaves every buffer of a dropped relation valid.
    */
   unlinkBeforeDroppingBuffers: false,
+  /**
+   * The pre-January-2025 ordering of RelationTruncate (PostgreSQL's "Fix data corruption when
+   * relation truncation fails"): the truncation runs outside a critical section, so when the file
+   * truncation fails after the buffers were dropped the error is an ERROR, not a PANIC — the
+   * server goes on, the file keeps its pages, and a read of the dropped tail finds their stale
+   * on-disk versions (here: as of the last data image).
+   */
+  truncateFailureLeavesStalePages: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an Error. */
   lifecycleActionError: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an InvariantViolation. */

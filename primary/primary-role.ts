@@ -21,10 +21,18 @@ import type { Notice, QueryResult, SynchronousCommit } from '../protocol/message
 import type { Statement } from '../sql/ast.ts';
 import type { ControlFile } from '../wal/control-file.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
-import type { RelFileNumber, TransactionId, WalRecordBody } from '../wal/records.ts';
+import {
+  FSM_FORKNUM,
+  VISIBILITYMAP_FORKNUM,
+  type RelFileNumber,
+  type TransactionId,
+  type WalRecordBody,
+} from '../wal/records.ts';
 import { walIoOrPanic, type WalWriter } from '../wal/wal-writer.ts';
 import type { NodeStorage } from '../storage/node-storage.ts';
 import { redo } from '../storage/redo.ts';
+import { InjectedDropFault } from '../storage/smgr.ts';
+import { injectedBugs } from '../common/injected-bugs.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from './executor.ts';
 import { primaryStatusOf, type PrimaryStatus } from './primary-status.ts';
 import { waitModeFor, type SyncRepQueue } from './syncrep.ts';
@@ -250,8 +258,45 @@ export class PrimaryRole {
   private logAndApply(body: WalRecordBody, xid: TransactionId): Lsn {
     const { endLsn } = this.walIo(() => this.deps.wal.insert(body, xid));
     this.deps.injectedRedoFailure(endLsn);
-    redo(this.deps.storage, body, xid);
+    if (body.kind === 'SMGR_TRUNCATE' && this.hasFsmOrVm(body.rel)) {
+      // RelationTruncate: "Flush, because otherwise the truncation of the main relation might
+      // hit the disk before the WAL record, and the truncation of the FSM or visibility map" —
+      // and crash recovery must find the record if the truncation fails (its PANIC below).
+      this.flushWal();
+    }
+    try {
+      redo(this.deps.storage, body, xid);
+    } catch (e) {
+      this.dropFailed(body, e);
+      throw e;
+    }
     return endLsn;
+  }
+
+  private hasFsmOrVm(rel: RelFileNumber): boolean {
+    const { smgr } = this.deps.storage;
+    return smgr.exists(rel, FSM_FORKNUM) || smgr.exists(rel, VISIBILITYMAP_FORKNUM);
+  }
+
+  /**
+   * A drop failed between its buffer drop and its file operations. RelationTruncate truncates in
+   * a critical section once the record is logged and the old sizes are known (PostgreSQL 17.3,
+   * 16.7, …: "Fix data corruption when relation truncation fails"): the failure is a PANIC, and
+   * crash recovery replays the truncation — the dropped buffers' pages are never read back from
+   * the untruncated file. A crash there (fault `crash`) ends the process either way.
+   */
+  private dropFailed(body: WalRecordBody, e: unknown): void {
+    if (!(e instanceof InjectedDropFault)) return;
+    if (
+      e.fault.kind === 'io' &&
+      body.kind === 'SMGR_TRUNCATE' &&
+      injectedBugs.truncateFailureLeavesStalePages
+    ) {
+      // The pre-2025 ordering: an ERROR; the file keeps its pages, as stale as they were written.
+      this.deps.storage.readBackStaleTail(body.rel, body.blkno);
+      return;
+    }
+    this.deps.fatal(new Error(`PANIC:  ${e.message}`, { cause: e }));
   }
 
   /**

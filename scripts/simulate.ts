@@ -9,7 +9,12 @@ import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { INJECTED_BUGS, injectedBugs, type InjectedBug } from '../common/injected-bugs.ts';
-import { generateScenario, describeCommand } from '../sim/scenario.ts';
+import {
+  generateScenario,
+  describeCommand,
+  SCENARIO_VERSION,
+  type ScenarioVersion,
+} from '../sim/scenario.ts';
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
@@ -34,6 +39,8 @@ const USAGE = `usage: npm run simulate -- [options]
   --seed S           run one seed and print its outcome; with --trace its whole event trace,
                      with --shrink the smallest command list that still fails
   --steps N          commands per scenario (default 40, at most ${MAX_STEPS})
+  --scenario-version V  the scenario format (default ${SCENARIO_VERSION}; 1: the commands seeds drew
+                     before the drop mechanism's workloads, as the regression seeds were found)
   --json             machine-readable output
   --inject-bug NAME  plant a test-only bug (${INJECTED_BUGS.join(', ')})
   --dir DIR          accepted for symmetry with the other CLIs and ignored: the simulator keeps
@@ -54,6 +61,7 @@ const OPTIONS = {
   shrink: { type: 'boolean' },
   json: { type: 'boolean' },
   steps: { type: 'string' },
+  'scenario-version': { type: 'string' },
   'inject-bug': { type: 'string' },
   dir: { type: 'string' },
   help: { type: 'boolean' },
@@ -87,6 +95,9 @@ function int(
   return n;
 }
 
+let version: ScenarioVersion;
+const scenarioOf = (seed: number) => generateScenario(seed, steps, undefined, version);
+
 interface Totals {
   seeds: number;
   failed: Array<{ seed: number; violation: string }>;
@@ -106,6 +117,9 @@ interface Totals {
   failoverModeledS: number[];
   events: number;
   simMs: number;
+  /** Drops by node kind and path (SIM-10), and how many seeds had at least one of each. */
+  drops: Record<string, number>;
+  dropSeeds: Record<string, number>;
 }
 
 function emptyTotals(): Totals {
@@ -126,6 +140,8 @@ function emptyTotals(): Totals {
     failoverModeledS: [],
     events: 0,
     simMs: 0,
+    drops: {},
+    dropSeeds: {},
   };
 }
 
@@ -147,6 +163,9 @@ function merge(into: Totals, t: Totals): void {
   into.failoverModeledS.push(...t.failoverModeledS);
   into.events += t.events;
   into.simMs += t.simMs;
+  for (const [k, v] of Object.entries(t.drops)) into.drops[k] = (into.drops[k] ?? 0) + v;
+  for (const [k, v] of Object.entries(t.dropSeeds))
+    into.dropSeeds[k] = (into.dropSeeds[k] ?? 0) + v;
 }
 
 /** Run seeds in this process; `onSeed` sees each result (progress, failures). */
@@ -157,7 +176,7 @@ async function runRange(
 ): Promise<Totals> {
   const totals = emptyTotals();
   for (let seed = from; seed < from + n; seed++) {
-    const r = await runSimulation(generateScenario(seed, steps));
+    const r = await runSimulation(scenarioOf(seed));
     const t: Totals = {
       seeds: 1,
       failed: r.ok ? [] : [{ seed, violation: r.violations[0]! }],
@@ -175,6 +194,8 @@ async function runRange(
       failoverModeledS: r.failoverTimes.flatMap((f) => (f.modeledS === null ? [] : [f.modeledS])),
       events: r.events,
       simMs: r.simMs,
+      drops: r.drops,
+      dropSeeds: Object.fromEntries(coverageKinds(r.drops, r.faults).map((k) => [k, 1])),
     };
     merge(totals, t);
     onSeed(seed, t);
@@ -226,6 +247,8 @@ function runJobs(
       String(count),
       '--steps',
       String(steps),
+      '--scenario-version',
+      String(version),
     ];
     if (bug !== undefined) args.push('--inject-bug', bug);
     children.push(
@@ -260,7 +283,7 @@ function runJobs(
 }
 
 async function one(seed: number): Promise<number> {
-  const scenario = generateScenario(seed, steps);
+  const scenario = scenarioOf(seed);
   const r = await runSimulation(scenario, { trace: values.trace === true });
   if (values.trace) for (const line of r.trace ?? []) console.log(line);
   if (values.json) console.log(JSON.stringify({ ...r, trace: undefined }));
@@ -337,6 +360,8 @@ function summaryOf(totals: Totals, from: number, jobs: number, wallS: number) {
     failovers: totals.failovers,
     failoverTime,
     events: totals.events,
+    drops: totals.drops,
+    seedsReaching: totals.dropSeeds,
     simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
     wallSeconds: +wallS.toFixed(1),
     seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
@@ -382,10 +407,39 @@ function printSummary(
     `PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`,
   );
   console.log(
+    `drops (SIM-10): ${Object.entries(totals.drops)
+      .sort()
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  const share = (k: string) =>
+    `${(((totals.dropSeeds[k] ?? 0) / Math.max(1, totals.seeds)) * 100).toFixed(1)} %`;
+  console.log(
+    `seeds reaching: ${Object.keys(totals.dropSeeds)
+      .sort()
+      .map((k) => `${k} ${totals.dropSeeds[k]} (${share(k)})`)
+      .join(', ')}`,
+  );
+  console.log(
     totals.violations === 0
       ? `invariant violations: none in ${totals.seeds} seeds`
       : `invariant violations: ${totals.violations} in ${totals.failed.length} of ${totals.seeds} seeds`,
   );
+}
+
+/**
+ * What a seed reached, for the "seeds reaching" shares: each drop kind and path (SIM-10), any
+ * truncation at all, and each drop fault that fired.
+ */
+function coverageKinds(drops: Record<string, number>, faults: Record<string, number>): string[] {
+  const kinds = Object.keys(drops);
+  if (kinds.some((k) => k.includes('truncation'))) kinds.push('any truncation');
+  if (kinds.some((k) => k.startsWith('replay') && k.includes('full-scan')))
+    kinds.push('any replayed full scan');
+  if (kinds.some((k) => k.startsWith('replay') && k.includes('cached-lookup')))
+    kinds.push('any replayed lookup');
+  for (const k of Object.keys(faults)) if (k.startsWith('drop fault fired')) kinds.push(k);
+  return kinds;
 }
 
 runCli(async () => {
@@ -399,6 +453,9 @@ runCli(async () => {
       `note: --dir ignored: the simulator keeps every disk in memory and writes nothing`,
     );
   steps = int('steps', values.steps, 40, MAX_STEPS, ' (commands per scenario; run more seeds)');
+  const v = int('scenario-version', values['scenario-version'], SCENARIO_VERSION, 2);
+  if (v < 1) usageError(`--scenario-version must be 1 or 2, got "${v}"`);
+  version = v as ScenarioVersion;
   bug = values['inject-bug'];
   if (bug !== undefined) {
     if (!(INJECTED_BUGS as string[]).includes(bug))

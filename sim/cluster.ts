@@ -14,7 +14,7 @@ import type { Lsn } from '../wal/lsn.ts';
 import { DiskLatency, LatencyDisk } from '../common/latency-disk.ts';
 import { ServerNode } from '../server/node.ts';
 import { alterSystem, CONF_FILE, loadNodeConfig, type NodeConfig } from '../server/node-config.ts';
-import { formatConninfo } from '../server/settings.ts';
+import { DEFAULT_WAL_SETTINGS, formatConninfo } from '../server/settings.ts';
 import { writeFileAtomic } from '../common/durable-file.ts';
 import { readTimelineHistoryFile, timelineHistoryFileName, walDir } from '../wal/segment.ts';
 import { timelineOfDataDir } from '../server/topology-core.ts';
@@ -23,6 +23,10 @@ import { Network } from './network.ts';
 import { Scheduler } from './scheduler.ts';
 import { applicationNameOf, subSeed, type Role, type Scenario } from './scenario.ts';
 import { Trace } from './trace.ts';
+import { NodeStorage } from '../storage/node-storage.ts';
+import type { Clock } from '../common/clock.ts';
+import type { Dialer } from '../common/transport.ts';
+import { InjectedDropFault, type DropFault } from '../storage/smgr.ts';
 
 export const DATA_DIR = '/data';
 export const BACKUP_DIR = '/basebackup';
@@ -107,6 +111,8 @@ export class SimCluster {
   /** The process incarnation that last ended in an expected PANIC (a WAL write on a full disk). */
   panicked = '';
   panics = 0;
+  /** Each process's storage as its start loads it, before it replays WAL (SIM-10, set by the simulation). */
+  onStorageLoaded: (h: Host, storage: NodeStorage) => void = () => {};
   /** SIM-2's check at every acknowledged commit (set by the simulation). */
   onCommitAcknowledged: (primary: ServerNode, endLsn: Lsn) => void = () => {};
   /** Every machine disk of the run, replaced ones included (their counters are the run's I/O). */
@@ -345,6 +351,13 @@ export class SimCluster {
     this.faults[kind] = (this.faults[kind] ?? 0) + 1;
   }
 
+  /** Drops by node kind and path (SIM-10's coverage counts). */
+  readonly drops: Record<string, number> = {};
+
+  countDrop(kind: string): void {
+    this.drops[kind] = (this.drops[kind] ?? 0) + 1;
+  }
+
   /** A statement's error: a WalsimError is an answer; anything else is a finding. */
   expectedError(e: unknown, what: string): void {
     if (e instanceof InvariantViolation) this.violation(`${what}: ${e.message}`);
@@ -387,6 +400,9 @@ export class SimCluster {
       applicationName: h.applicationName,
       walSegmentSize: o.walSegmentSize,
       hotStandby: true,
+      ...(o.walKeepSizeMb === undefined
+        ? {}
+        : { wal: { ...DEFAULT_WAL_SETTINGS, walKeepSizeMb: o.walKeepSizeMb } }),
     };
   }
 
@@ -414,7 +430,9 @@ export class SimCluster {
   private log(h: Host, owner: string, message: string): void {
     if (this.sched.isDead(owner)) return; // a dead process says nothing more
     this.record(this.sched.now, owner, message);
-    if (/INV-|FATAL|internal error/.test(message)) this.violation(`${h.name} logged: ${message}`);
+    // The startup process's FATAL for a fault the simulator injected into a drop is expected.
+    if (/INV-|FATAL|internal error/.test(message) && !message.includes('(injected fault)'))
+      this.violation(`${h.name} logged: ${message}`);
   }
 
   // ------------------------------------------------------------------------- processes
@@ -457,6 +475,21 @@ export class SimCluster {
     // primary_conninfo's port names the upstream host (its host part is unused).
     const dialTo = (port: number) =>
       this.net.dialer(h.name, owner, () => this.hostByPort(port)?.name ?? `port-${port}`);
+    // SIM-10 watches every drop of the process, from the crash recovery or replay of its start.
+    NodeStorage.onLoad = (st) => this.onStorageLoaded(h, st);
+    try {
+      return this.openNode(h, owner, clock, dialTo);
+    } finally {
+      NodeStorage.onLoad = null;
+    }
+  }
+
+  private openNode(
+    h: Host,
+    owner: string,
+    clock: Clock,
+    dialTo: (port: number) => Dialer,
+  ): ServerNode {
     return ServerNode.open({
       dataDir: DATA_DIR,
       config: this.twoNodes ? this.config(h) : this.writeConfig(h),
@@ -494,7 +527,17 @@ export class SimCluster {
   /** The process would exit non-zero (a redo failure): a finding, and the process is gone. */
   private fatal(h: Host, owner: string, e: unknown): void {
     if (h.owner !== owner || this.sched.isDead(owner)) return;
-    if (isErrnoCode((e as Error).cause, 'ENOSPC') && h.disk.fullPrefixes.size > 0) {
+    const dropFault = injectedDropFaultOf(e);
+    if (dropFault !== null) {
+      // Expected: the fault the simulator armed fired inside a drop (a PANIC in the truncation's
+      // critical section, a startup process that failed replaying it, or the process killed there).
+      this.record(this.sched.now, owner, `exit after ${(e as Error).message}`);
+      this.countFault(
+        `drop fault fired: ${dropFault.kind} before ${dropFault.where === 'unlink' ? 'the unlinks' : `truncating fork #${dropFault.fork}`} (${h === this.primary ? 'primary' : 'standby replay'})`,
+      );
+      this.panicked = owner;
+      for (const p of [...this.pending]) if (p.owner === owner) this.pending.delete(p);
+    } else if (isErrnoCode((e as Error).cause, 'ENOSPC') && h.disk.fullPrefixes.size > 0) {
       // Expected: a WAL write failed on a full disk and the node PANICs, as PostgreSQL does.
       // Its sessions see the connection end (outcome unknown); it restarts once space is free.
       this.record(this.sched.now, owner, `exit after ${(e as Error).message}`);
@@ -565,4 +608,11 @@ export class SimCluster {
     const wait = h.fullUntil - this.sched.now;
     if (h.disk.fullPrefixes.size > 0 && wait > 0) await this.sched.runFor(wait);
   }
+}
+
+/** The drop fault behind a process's fatal error (itself or its cause), or null. */
+function injectedDropFaultOf(e: unknown): DropFault | null {
+  if (e instanceof InjectedDropFault) return e.fault;
+  const cause = (e as Error | undefined)?.cause;
+  return cause instanceof InjectedDropFault ? cause.fault : null;
 }

@@ -74,6 +74,22 @@ export function injectFault(cluster: SimCluster, c: FaultCommand): void {
   }
 }
 
+/**
+ * Arm a fault inside the next drop of a node's running process (storage/smgr.ts DropFault). It
+ * fires when a drop reaches its point — on a standby, in replay — and ends the process (the
+ * truncation's critical section PANICs; a failed replay is FATAL; a crash is a crash): the
+ * operator restarts it, crash recovery or replay redoes the drop (cluster.ts counts it fired).
+ */
+export function armDropFault(
+  cluster: SimCluster,
+  c: Extract<SimCommand, { op: 'dropFault' }>,
+): void {
+  const h = cluster.hostOf(c.node, c.target);
+  if (h.node === null) return;
+  cluster.countFault(`drop fault armed (${c.node})`);
+  h.node.storage.smgr.dropFault = { kind: c.kind, where: c.where, fork: c.fork };
+}
+
 /** A partition's kind for the fault counts: who is cut off from whom. */
 function partitionKind(cluster: SimCluster, split: number[] | undefined): string {
   if (split === undefined) return 'partition';

@@ -189,7 +189,11 @@ export class Operator {
       await this.handOver(target, oldPrimary);
     }
     const newPrimary = target;
-    const node = newPrimary.node!;
+    // Its process may have ended meanwhile (a fault armed inside a drop fired in its replay while
+    // the old primary stopped): the operator starts it again before promoting it.
+    if (newPrimary.node === null) await c.start(newPrimary);
+    if (newPrimary.node === null) return;
+    const node = newPrimary.node;
     const r = await c.settle(node.promote(true, 60), ACTION_MS + 10_000);
     if (!r.done || r.error !== undefined || r.value !== true) {
       c.violation(

@@ -76,7 +76,15 @@ export type SimCommand =
   /** Repoint the standby at `target` to stream from node `to` (0 the primary, k the standby k-1). */
   | { op: 'repoint'; target: number; to: number }
   /** Let simulated time pass. */
-  | { op: 'wait'; ms: number };
+  | { op: 'wait'; ms: number }
+  /** Several write statements issued at once on the primary (as from several sessions). */
+  | { op: 'sqlBatch'; sqls: string[] }
+  /**
+   * Arm a fault inside the next drop on a node (storage/smgr.ts DropFault): between the buffer
+   * drop and the truncation of fork #`fork` (or the unlinks), an I/O error or the process killed.
+   * On a standby it fires in replay.
+   */
+  | ({ op: 'dropFault'; kind: 'io' | 'crash'; where: 'truncate' | 'unlink'; fork: number } & Aim);
 
 export interface SimOptions {
   synchronousCommit: SynchronousCommit;
@@ -87,6 +95,12 @@ export interface SimOptions {
   link: { delayMinMs: number; delayMaxMs: number; cutDetectMs: number };
   /** Simulated time given to each command before the next one starts. */
   stepMs: number;
+  /**
+   * wal_keep_size in MB (format 2: its episodes write megabytes of WAL, and a standby that was
+   * disconnected meanwhile would find its segments removed — PostgreSQL then needs a new base
+   * backup, which this operator does not take; the DBA's answer is wal_keep_size or a slot).
+   */
+  walKeepSizeMb?: number;
 }
 
 /**
@@ -107,8 +121,18 @@ export interface SimTopology {
   operator: 'careful' | 'any';
 }
 
+/**
+ * Scenario format versions: 1, the commands every seed drew before the drop mechanism's own
+ * workloads existed (the regression seeds pin it); 2 adds, from the `scenario-drop` stream,
+ * episodes that reach the mechanism (see `dropEpisode`) and an 8MB shared_buffers option.
+ */
+export type ScenarioVersion = 1 | 2;
+export const SCENARIO_VERSION: ScenarioVersion = 2;
+
 export interface Scenario {
   seed: number;
+  /** Absent in hand-written scenarios (tests): they say their commands themselves. */
+  version?: ScenarioVersion;
   options: SimOptions;
   topology: SimTopology;
   commands: SimCommand[];
@@ -385,6 +409,100 @@ class StatementDrawer {
   }
 }
 
+/** Values of the drop episodes' tables: their own range, above anything the drawer issues. */
+const EPISODE_VALUE_BASE = 100_000_000;
+
+/**
+ * Format 2: sequences of commands that reach the drop mechanism, from their own stream (`m`).
+ * `tail`: a table filled past NBuffers/32 or not, maybe a checkpoint (an image holds its pages),
+ * a DELETE of its tail or all of it, then VACUUM (which truncates when the freed tail is large
+ * enough), maybe a DROP. `many`: 2–30 tables (around the 20-relation bsearch threshold)
+ * truncated in one transaction, or dropped. Before the drop, maybe a standby restart (its size
+ * cache is lost: replay takes the full scan unless replay touched the forks again) and maybe a
+ * fault armed inside the drop, on the primary or a standby.
+ */
+class DropEpisodes {
+  private nextTable = 1;
+  private nextValue = EPISODE_VALUE_BASE;
+
+  constructor(
+    private readonly m: SeededRandom,
+    private readonly nodes: number,
+  ) {}
+
+  next(): SimCommand[] {
+    return this.m.chance(0.6) ? this.tail() : this.many();
+  }
+
+  private aimStandby(): Aim {
+    return this.nodes > 2
+      ? { node: 'standby', target: this.m.int(0, this.nodes - 2) }
+      : { node: 'standby' };
+  }
+
+  private fill(t: string, rows: number): string {
+    const from = this.nextValue;
+    this.nextValue += rows;
+    return `INSERT INTO ${t} SELECT generate_series(${from}, ${from + rows - 1})`;
+  }
+
+  /** A standby restart before the drop, and a fault inside it (each maybe). */
+  private beforeDrop(where: 'truncate' | 'unlink'): SimCommand[] {
+    const { m } = this;
+    const out: SimCommand[] = [];
+    if (m.chance(0.3)) out.push({ op: 'stop', ...this.aimStandby(), mode: 'fast', downMs: 0 });
+    if (m.chance(0.35)) {
+      const aim: Aim = m.chance(0.5) ? { node: 'primary' } : this.aimStandby();
+      const kind = where === 'unlink' || m.chance(0.5) ? 'crash' : 'io';
+      out.push({
+        op: 'dropFault',
+        ...aim,
+        kind,
+        where,
+        fork: where === 'unlink' ? 0 : m.int(0, 2),
+      });
+    }
+    return out;
+  }
+
+  private tail(): SimCommand[] {
+    const { m } = this;
+    const t = `r${this.nextTable++}`;
+    const rows = m.pick([300, 3000, 8000]);
+    const first = this.nextValue;
+    const out: SimCommand[] = [
+      { op: 'sql', sql: `CREATE TABLE ${t} (c int)` },
+      { op: 'sql', sql: this.fill(t, rows) },
+    ];
+    if (m.chance(0.5)) out.push({ op: 'sql', sql: 'CHECKPOINT' });
+    // Keep 0 %, 30 %, 70 % or 95 % of the rows: all of it, a large or a small tail deleted.
+    const keep = Math.floor(rows * m.pick([0, 0.3, 0.7, 0.95]));
+    out.push({ op: 'sql', sql: `DELETE FROM ${t} WHERE c > ${first + keep - 1}` });
+    if (m.chance(0.3)) out.push({ op: 'wait', ms: m.pick([10, 200]) });
+    out.push(...this.beforeDrop('truncate'), { op: 'sql', sql: `VACUUM ${t}` });
+    if (m.chance(0.3)) out.push({ op: 'sql', sql: `DROP TABLE ${t}` });
+    return out;
+  }
+
+  private many(): SimCommand[] {
+    const { m } = this;
+    const k = m.pick([2, 5, 12, 19, 20, 21, 30]);
+    const ts = Array.from({ length: k }, () => `r${this.nextTable++}`);
+    // One size for all: one-block tables keep even 30 relations below NBuffers/32 at 8MB (the
+    // lookup path above the bsearch threshold); larger ones cross it.
+    const rows = m.pick([1, 20, 300, 3000]);
+    const out: SimCommand[] = [
+      { op: 'sqlBatch', sqls: ts.map((t) => `CREATE TABLE ${t} (c int)`) },
+      { op: 'sqlBatch', sqls: ts.map((t) => this.fill(t, rows)) },
+    ];
+    if (m.chance(0.3)) out.push({ op: 'sql', sql: 'CHECKPOINT' });
+    out.push(...this.beforeDrop('unlink'));
+    if (m.chance(0.6)) out.push({ op: 'sql', sql: `TRUNCATE ${ts.join(', ')}` });
+    else out.push({ op: 'sqlBatch', sqls: ts.map((t) => `DROP TABLE ${t}`) });
+    return out;
+  }
+}
+
 /** A command only several nodes have, drawn after a step (its own stream), or null. */
 function topologyCommand(n: SeededRandom, nodes: number, swarm: Swarm): SimCommand | null {
   if (!swarm.failovers || !n.chance(0.06)) return null;
@@ -396,7 +514,12 @@ function topologyCommand(n: SeededRandom, nodes: number, swarm: Swarm): SimComma
  * The scenario of a seed: options, topology and commands are a pure function of it. `topology`
  * overrides the seed's own (a regression seed found with two nodes keeps its two nodes).
  */
-export function generateScenario(seed: number, steps = 40, topology?: SimTopology): Scenario {
+export function generateScenario(
+  seed: number,
+  steps = 40,
+  topology?: SimTopology,
+  version: ScenarioVersion = SCENARIO_VERSION,
+): Scenario {
   const s: Streams = {
     rng: new SeededRandom(subSeed(seed, 'scenario')),
     // Parameters added after the first release of the generator come from their own stream, so the
@@ -410,14 +533,20 @@ export function generateScenario(seed: number, steps = 40, topology?: SimTopolog
   const swarm = drawSwarm(s.rng);
   const kinds = faultKinds(s, swarm, nodes);
   const statements = new StatementDrawer(s.rng, nodes > 2, s.n, nodes);
+  // Format 2's draws come from their own stream, after the format-1 command of each step.
+  const m = version >= 2 ? new SeededRandom(subSeed(seed, 'scenario-drop')) : null;
+  const episodes = m === null ? null : new DropEpisodes(m, nodes);
+  if (m !== null && m.chance(0.4)) options.sharedBuffers = '8MB';
+  if (m !== null) options.walKeepSizeMb = 16;
   const commands: SimCommand[] = [];
   for (let i = 0; i < steps; i++) {
     if (s.rng.chance(0.3) && kinds.length > 0) commands.push(s.rng.pick(kinds)());
     else commands.push(statements.next());
     const extra = nodes > 2 ? topologyCommand(s.n, nodes, swarm) : null;
     if (extra !== null) commands.push(extra);
+    if (m !== null && episodes !== null && m.chance(0.04)) commands.push(...episodes.next());
   }
-  return { seed, options, topology: topo, commands };
+  return { seed, version, options, topology: topo, commands };
 }
 
 const on = (c: { node?: Role; target?: number }): string =>
@@ -460,6 +589,10 @@ export function describeCommand(c: SimCommand): string {
       return `repoint ${on({ target: c.target })} to ${c.to === 0 ? 'the primary' : on({ target: c.to - 1 })}`;
     case 'wait':
       return `wait ${c.ms} ms`;
+    case 'sqlBatch':
+      return `sql batch (${c.sqls.length}): ${c.sqls[0]} … ${c.sqls[c.sqls.length - 1]}`;
+    case 'dropFault':
+      return `arm ${c.kind === 'io' ? 'an I/O error' : 'a crash'} on ${on(c)} inside its next drop, before ${c.where === 'unlink' ? 'the unlinks' : `truncating fork #${c.fork}`}`;
     default:
       return c.target === undefined ? c.op : `${c.op} ${on({ target: c.target })}`;
   }

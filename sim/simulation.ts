@@ -32,11 +32,12 @@ import { ACTION_MS, SimCluster } from './cluster.ts';
 import { Ledger } from './checkers/ledger.ts';
 import { checkSyncAck } from './checkers/sync-ack.ts';
 import { checkPositions } from './checkers/positions.ts';
+import { watchDrops } from './checkers/drop-path.ts';
 import { checkIdenticalTables } from './checkers/convergence.ts';
 import { checkSyncState } from './checkers/sync-state.ts';
 import { checkCascades, checkClusterShape, checkSingleWriter } from './checkers/cluster-shape.ts';
 import { Operator, type SimFailoverTime } from './operator.ts';
-import { corruptPrimary, corruptStandby, injectFault } from './faults.ts';
+import { armDropFault, corruptPrimary, corruptStandby, injectFault } from './faults.ts';
 import { Workload } from './workload.ts';
 
 export type { SimFailoverTime } from './operator.ts';
@@ -81,6 +82,8 @@ export interface SimResult {
   failovers: number;
   events: number;
   simMs: number;
+  /** Drops by node kind and path (SIM-10): e.g. "replay truncation: cached-lookup". */
+  drops: Record<string, number>;
   /** Bytes written to every machine's disk, base-backup copies included (a work counter). */
   diskBytesWritten: number;
   traceHash: string;
@@ -102,6 +105,7 @@ export class Simulation {
     this.ledger = new Ledger(this.cluster);
     this.operator = new Operator(this.cluster, this.ledger);
     this.workload = new Workload(this.cluster, this.ledger);
+    this.cluster.onStorageLoaded = (h, st) => watchDrops(this.cluster, h, st);
     this.cluster.onCommitAcknowledged = (node, endLsn) => {
       if (this.cluster.twoNodes) return checkSyncAck(this.cluster, node, endLsn);
       checkSyncState(this.cluster, node, endLsn);
@@ -165,6 +169,11 @@ export class Simulation {
       case 'wait':
         await this.cluster.sched.runFor(c.ms);
         return;
+      case 'sqlBatch':
+        for (const sql of c.sqls) this.workload.issue(sql);
+        return;
+      case 'dropFault':
+        return armDropFault(this.cluster, c);
       default:
         return injectFault(this.cluster, c);
     }
@@ -294,6 +303,7 @@ export class Simulation {
       failovers: this.operator.failovers,
       events: c.sched.eventsRun,
       simMs: c.sched.now,
+      drops: c.drops,
       diskBytesWritten: c.diskBytesWritten(),
       traceHash: c.trace.hashHex(),
       ...(c.trace.lines !== null ? { trace: c.trace.lines } : {}),

@@ -10,7 +10,8 @@ import type { Ledger } from './checkers/ledger.ts';
 export class Workload {
   acknowledged = 0;
   readonly acknowledgedByLevel: Partial<Record<SynchronousCommit, number>> = {};
-  private maxValueIssued = 0;
+  /** Per table: the highest value an INSERT issued so far put into it. */
+  private readonly maxValueIssued = new Map<string, number>();
   private issueSeq = 0;
 
   constructor(
@@ -27,10 +28,19 @@ export class Workload {
     const seq = ++this.issueSeq;
     this.ledger.supersede(sql, seq, c.pending);
     const level = c.scenario.options.synchronousCommit;
-    const maxValue = this.maxValueIssued;
-    if (sql.startsWith('INSERT'))
-      for (const m of sql.matchAll(/(?<![a-z_])\d+/g))
-        this.maxValueIssued = Math.max(this.maxValueIssued, Number(m[0]));
+    // The highest value issued into each table the statement names, before it (a TRUNCATE's or
+    // DELETE's facts end there: later INSERTs into a table always use higher values).
+    const maxBefore = new Map<string, number>();
+    for (const m of sql.matchAll(/\b[a-z]\w*\d\b/g))
+      maxBefore.set(m[0], this.maxValueIssued.get(m[0]) ?? 0);
+    const ins = /^INSERT INTO (\w+) /.exec(sql);
+    if (ins !== null) {
+      let max = this.maxValueIssued.get(ins[1]!) ?? 0;
+      for (const m of sql.slice(ins[0].length).matchAll(/(?<![a-z_])\d+/g))
+        max = Math.max(max, Number(m[0]));
+      this.maxValueIssued.set(ins[1]!, max);
+    }
+    const maxValue = (table: string) => maxBefore.get(table) ?? 0;
     const p: Pending = { seq, sql, host: h, owner: h.owner };
     c.pending.add(p);
     node.execute(sql).then(

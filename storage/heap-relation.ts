@@ -292,6 +292,24 @@ export class HeapRelation {
     this.writeBack(block);
   }
 
+  /** Make page `block` a copy of page `block` of `src` (empty when src is shorter). */
+  copyPage(block: number, src: HeapRelation): void {
+    outRuns = 0;
+    if (block < src.nblocks) {
+      const start = src.pageRunStart[block]!;
+      for (let i = start; i < start + src.pageRunCount[block]!; i++)
+        emit(
+          src.runOffset[i]!,
+          src.runCount[i]!,
+          src.runUnused[i]!,
+          src.runValue[i]!,
+          src.runXmin[i]!,
+          src.runXmax[i]!,
+        );
+    }
+    this.writeBack(block);
+  }
+
   /** Store the output scratch as the page's runs: in place if they fit, else at the slab end. */
   private writeBack(block: number): void {
     const n = outRuns;

@@ -533,6 +533,18 @@ export class HeapStore {
     this.rels.set(rel, deserializeHeapRelation(bytes, `relation ${rel}`));
   }
 
+  /**
+   * Pages ≥ `fromBlock` of `rel` become those of `older` (a serializeRelation() copy; pages it
+   * lacks become new, empty pages): what a read finds in the file when the buffers holding the
+   * newer versions were dropped and the file kept its pages (a failed truncation, planted bug).
+   */
+  restorePagesFrom(rel: RelFileNumber, fromBlock: number, older: Uint8Array | null): void {
+    const r = this.changed(rel);
+    const src =
+      older === null ? new HeapRelation() : deserializeHeapRelation(older, `relation ${rel}`);
+    for (let b = fromBlock; b < r.nblocks; b++) r.copyPage(b, src);
+  }
+
   // ---- change tracking (incremental data images) ---------------------------------------------
 
   /** The relations changed since the last call (dropped ones included), and start a new set. */

@@ -7,6 +7,8 @@
  * LSN and switches atomically, so the image and the LSN replay must start from can never disagree
  * (INV-NODE-1). An image writes only the relations changed since the last one.
  */
+import { injectedBugs } from '../common/injected-bugs.ts';
+import type { BlockNumber, ForkNumber, RelFileNumber } from '../wal/records.ts';
 import { BufferPool } from './buffer-pool.ts';
 import { Catalog } from './catalog.ts';
 import { Clog } from './clog.ts';
@@ -35,6 +37,16 @@ import {
 
 export type { DataImageHeader, ImageWriteStats } from './data-image.ts';
 
+/** What a drop is about to drop: smgrtruncate's forks and new sizes, or smgrdounlinkall's relations. */
+export type DropRequest =
+  | {
+      op: 'truncate';
+      rel: RelFileNumber;
+      forks: readonly ForkNumber[];
+      nblocks: readonly BlockNumber[];
+    }
+  | { op: 'unlink'; rels: readonly RelFileNumber[] };
+
 export class NodeStorage {
   /** Cumulative drop counters (counts only: a span is diffCounters of two snapshots). */
   readonly dropCounters = emptyDropCounters();
@@ -44,6 +56,13 @@ export class NodeStorage {
   readonly replayCounters = new ReplayCounters();
   /** Called for every drop, e.g. to attribute counters to a failover. */
   onDrop: ((r: DropResult) => void) | null = null;
+  /** Called before every drop with what it drops (the simulator's drop-path oracle). */
+  beforeDrop: ((d: DropRequest) => void) | null = null;
+  /**
+   * Planted bug `truncateFailureLeavesStalePages` only: each relation as the last data image
+   * written or loaded by this process holds it — the "file" a failed truncation leaves readable.
+   */
+  private readonly imagedCopies = new Map<RelFileNumber, Uint8Array>();
 
   constructor(
     readonly pool: BufferPool,
@@ -141,7 +160,11 @@ export class NodeStorage {
       takeChanged: () => this.heap.takeChanged(),
       markChanged: (rels) => this.heap.markChanged(rels),
       hasRelation: (rel) => this.heap.hasRelation(rel),
-      serializeRelation: (rel) => this.heap.serializeRelation(rel),
+      serializeRelation: (rel) => {
+        const bytes = this.heap.serializeRelation(rel);
+        if (injectedBugs.truncateFailureLeavesStalePages) this.imagedCopies.set(rel, bytes.slice());
+        return bytes;
+      },
       smgrSteps: () => this.smgr.serializeSteps(),
       serializeClog: () => this.clog.serialize(),
       catalogTablesSteps: () => this.catalog.tablesJsonSteps(),
@@ -151,6 +174,21 @@ export class NodeStorage {
       }),
     };
   }
+
+  /**
+   * Planted bug `truncateFailureLeavesStalePages`: a truncation to `blkno` failed after its
+   * buffers were dropped; the pages from `blkno` on read back as the last image holds them.
+   */
+  readBackStaleTail(rel: RelFileNumber, blkno: number): void {
+    if (!this.heap.hasRelation(rel)) return;
+    this.heap.restorePagesFrom(rel, blkno, this.imagedCopies.get(rel) ?? null);
+  }
+
+  /**
+   * Called with each storage loadImage builds, before the start-up replays WAL into it: the
+   * simulator watches every drop of a process, crash recovery's included (set around one open).
+   */
+  static onLoad: ((storage: NodeStorage) => void) | null = null;
 
   /** Load the data image of `dataDir` (a restart: empty buffer pool, no cached sizes). */
   static loadImage(
@@ -176,6 +214,9 @@ export class NodeStorage {
       dropSettings,
     );
     storage.imageState = image.state;
+    NodeStorage.onLoad?.(storage);
+    if (injectedBugs.truncateFailureLeavesStalePages)
+      for (const [rel, bytes] of image.relations) storage.imagedCopies.set(rel, bytes.slice());
     return { storage, header: image.header };
   }
 }

@@ -261,6 +261,7 @@ function* redoTruncate(
     }
   }
   if (forks.length > 0) {
+    st.beforeDrop?.({ op: 'truncate', rel, forks, nblocks });
     yield* recordedDrop(st, smgrtruncateSteps(st.pool, smgr, rel, forks, nblocks, st.dropSettings));
   }
   if (st.heap.hasRelation(rel) && st.heap.nblocks(rel) > blkno) st.heap.truncate(rel, blkno);
@@ -268,6 +269,7 @@ function* redoTruncate(
 
 /** DropRelationFiles: drop buffers of all forks (smgrdounlinkall), then the files and contents. */
 function* dropRelations(st: NodeStorage, rels: RelFileNumber[]): Generator<void, void, void> {
+  st.beforeDrop?.({ op: 'unlink', rels });
   yield* recordedDrop(st, smgrdounlinkallSteps(st.pool, st.smgr, rels, st.dropSettings));
   for (const rel of rels) if (st.heap.hasRelation(rel)) st.heap.dropRelation(rel);
 }

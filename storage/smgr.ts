@@ -84,6 +84,31 @@ export function relpath(rel: RelFileNumber, fork: ForkNumber): string {
 }
 
 /**
+ * A fault inside a drop, armed once on a storage manager (the simulator's faults, tests): where
+ * the buffers are already gone but the files are not. `truncate`: smgrtruncate's truncation of
+ * its `fork`-th fork (0: right after the buffer drop; 1, 2: after the forks before it were
+ * truncated); `unlink`: smgrdounlinkall between the buffer drop and the unlinks (crash only: md.c
+ * only warns when an unlink fails). `io`: the file operation fails (EIO); `crash`: the process
+ * dies there.
+ */
+export interface DropFault {
+  kind: 'io' | 'crash';
+  where: 'truncate' | 'unlink';
+  fork: number;
+}
+
+/** The error an armed DropFault raises. */
+export class InjectedDropFault extends WalsimError {
+  constructor(
+    readonly fault: DropFault,
+    message: string,
+  ) {
+    super('io_error', message, 'XX000');
+    this.name = 'InjectedDropFault';
+  }
+}
+
+/**
  * File operations md.c would make, per fork (index = ForkNumber): the cost model's smgr counters
  * (cost-model/README.md). Counted only when PostgreSQL would touch the file: a create of an
  * existing fork, a truncation to the current size or beyond, and an unlink of a missing fork are
@@ -120,6 +145,21 @@ export class StorageManager {
   /** Open SMgrRelations: per relfilenumber, smgr_cached_nblocks (InvalidBlockNumber = not cached). */
   private readonly cache = new Map<RelFileNumber, Float64Array>();
   private recovery = false;
+  /** Armed once: the next drop that reaches its point fails there (and disarms it). */
+  dropFault: DropFault | null = null;
+
+  /** Throw the armed fault if this is its point (it fires once). */
+  fireDropFault(where: DropFault['where'], fork: number, what: string): void {
+    const f = this.dropFault;
+    if (f === null || f.where !== where || f.fork !== fork) return;
+    this.dropFault = null;
+    throw new InjectedDropFault(
+      f,
+      f.kind === 'io'
+        ? `could not ${what}: Input/output error (injected fault)`
+        : `process killed before it could ${what} (injected fault)`,
+    );
+  }
 
   /** InRecovery: true in the startup process during standby replay or crash recovery. */
   get inRecovery(): boolean {
@@ -253,6 +293,11 @@ export class StorageManager {
       if (!(Number.isInteger(target) && target >= 0 && target <= MAX_NBLOCKS))
         fail(`INV-STORAGE-5: bad size ${target}`);
       cache[fork] = InvalidBlockNumber;
+      this.fireDropFault(
+        'truncate',
+        i,
+        `truncate file "${relpath(rel, fork)}" to ${target} blocks`,
+      );
       if (target > size) {
         if (!this.recovery) {
           throw new WalsimError(
@@ -471,6 +516,7 @@ export function* smgrdounlinkallSteps(
   const unlinkFirst = injectedBugs.unlinkBeforeDroppingBuffers;
   if (unlinkFirst) unlinkAll(smgr, rels);
   const result = yield* dropRelFileNodesAllBuffersSteps(pool, smgr, rels, settings);
+  if (rels.length > 0) smgr.fireDropFault('unlink', 0, `unlink file "${relpath(rels[0]!, 0)}"`);
   if (!unlinkFirst) unlinkAll(smgr, rels);
   return result;
 }

@@ -27,9 +27,11 @@ export type Verdict = 'must' | 'may' | 'corruption' | 'choice';
 
 /** One checkable consequence of an acknowledged statement. */
 export interface Fact {
-  kind: 'present' | 'absentBelow' | 'tableExists' | 'tableGone';
+  kind: 'present' | 'absentBelow' | 'absentAbove' | 'tableExists' | 'tableGone';
   table: string;
   value: number;
+  /** absentAbove: no row with value < c ≤ upTo (the highest value issued before the DELETE). */
+  upTo?: number;
   level: SynchronousCommit;
   ackAt: number;
   /**
@@ -114,12 +116,19 @@ async function holds(node: ServerNode, f: Fact): Promise<boolean> {
       return ((await count(` WHERE c = ${f.value}`)) ?? 0) >= 1;
     case 'absentBelow':
       return ((await count(` WHERE c < ${f.value}`)) ?? 0) === 0;
+    case 'absentAbove': {
+      const above = (await count(` WHERE c > ${f.value}`)) ?? 0;
+      return above === 0 || above === ((await count(` WHERE c > ${f.upTo ?? f.value}`)) ?? 0);
+    }
     case 'tableExists':
       return (await count('')) !== null;
     case 'tableGone':
       return (await count('')) === null;
   }
 }
+
+/** TRUNCATE of one table or a list (`TRUNCATE a, b, c`: one transaction). */
+const TRUNCATE_LIST = /^TRUNCATE (\w+(?:, \w+)*)$/;
 
 export class Ledger {
   private readonly facts: Fact[] = [];
@@ -221,9 +230,12 @@ export class Ledger {
     if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql))) {
       const [t, n] = [m[1]!, Number(m[2])];
       drop((f) => f.table === t && f.kind === 'present' && f.value < n);
-    } else if ((m = /^TRUNCATE (\w+)$/.exec(sql))) {
-      const t = m[1]!;
-      drop((f) => f.table === t && f.kind === 'present');
+    } else if ((m = /^DELETE FROM (\w+) WHERE c > (\d+)$/.exec(sql))) {
+      const [t, n] = [m[1]!, Number(m[2])];
+      drop((f) => f.table === t && f.kind === 'present' && f.value > n);
+    } else if ((m = TRUNCATE_LIST.exec(sql))) {
+      const ts = new Set(m[1]!.split(', '));
+      drop((f) => ts.has(f.table) && f.kind === 'present');
     } else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) {
       const t = m[1]!;
       drop((f) => f.table === t && (f.kind === 'present' || f.kind === 'tableExists'));
@@ -234,16 +246,17 @@ export class Ledger {
   addFacts(
     sql: string,
     level: SynchronousCommit,
-    maxValueBefore: number,
+    maxValueBefore: (table: string) => number,
     seq: number,
     commitEndMax: Lsn,
     copies: Copies = { flushed: new Set(), written: new Set() },
   ): void {
-    const fact = (kind: Fact['kind'], table: string, value = 0) => {
+    const fact = (kind: Fact['kind'], table: string, value = 0, upTo?: number) => {
       const f: Fact = {
         kind,
         table,
         value,
+        ...(upTo === undefined ? {} : { upTo }),
         level,
         ackAt: this.cluster.sched.now,
         commitEndMax,
@@ -263,7 +276,10 @@ export class Ledger {
       fact('present', m[1]!, Number(m[2] ?? m[3]));
     else if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql)))
       fact('absentBelow', m[1]!, Number(m[2]));
-    else if ((m = /^TRUNCATE (\w+)$/.exec(sql))) fact('absentBelow', m[1]!, maxValueBefore + 1);
+    else if ((m = /^DELETE FROM (\w+) WHERE c > (\d+)$/.exec(sql)))
+      fact('absentAbove', m[1]!, Number(m[2]), maxValueBefore(m[1]!));
+    else if ((m = TRUNCATE_LIST.exec(sql)))
+      for (const t of m[1]!.split(', ')) fact('absentBelow', t, maxValueBefore(t) + 1);
     else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) fact('tableGone', m[1]!);
   }
 }

@@ -23,7 +23,7 @@ describe('planted bug', () => {
     let found: number | null = null;
     let violation = '';
     for (let seed = 1; seed <= 1000 && found === null; seed++) {
-      const r = await runSimulation(generateScenario(seed, 40, TWO_NODES));
+      const r = await runSimulation(generateScenario(seed, 40, TWO_NODES, 1));
       if (!r.ok) {
         found = seed;
         violation = r.violations[0]!;
@@ -33,14 +33,14 @@ describe('planted bug', () => {
     expect(violation).toMatch(
       /acknowledged under synchronous_commit=remote_write, but the standby's write LSN is/,
     );
-    const a = await runSimulation(generateScenario(found!, 40, TWO_NODES), { trace: true });
-    const b = await runSimulation(generateScenario(found!, 40, TWO_NODES), { trace: true });
+    const a = await runSimulation(generateScenario(found!, 40, TWO_NODES, 1), { trace: true });
+    const b = await runSimulation(generateScenario(found!, 40, TWO_NODES, 1), { trace: true });
     expect(a.ok).toBe(false);
     expect(b.trace).toEqual(a.trace);
     expect(b.traceHash).toBe(a.traceHash);
     expect(b.violations).toEqual(a.violations);
     // The shrinker reduces the failing workload to a few commands that still fail.
-    const small = await shrinkScenario(generateScenario(found!, 40, TWO_NODES), 200);
+    const small = await shrinkScenario(generateScenario(found!, 40, TWO_NODES, 1), 200);
     expect(small.commands.length).toBeLessThanOrEqual(5);
     expect((await runSimulation(small)).ok).toBe(false);
   }, 300_000);
@@ -51,24 +51,28 @@ describe('planted bug', () => {
       /^t=\d+ ms: failover: acknowledged commit lost on B \(synchronous_commit=(on|remote_apply)/;
     let found: number | null = null;
     for (let seed = 1; seed <= 100 && found === null; seed++) {
-      const r = await runSimulation(generateScenario(seed, 40, TWO_NODES));
+      const r = await runSimulation(generateScenario(seed, 40, TWO_NODES, 1));
       if (!r.ok) {
         found = seed;
         expect(r.violations[0]).toMatch(lost);
       }
     }
     expect(found).not.toBeNull();
-    const small = await shrinkScenario(generateScenario(found!, 40, TWO_NODES), 200, (v) =>
+    const small = await shrinkScenario(generateScenario(found!, 40, TWO_NODES, 1), 200, (v) =>
       lost.test(v),
     );
     expect(small.commands.length).toBeLessThanOrEqual(5);
     expect((await runSimulation(small)).violations[0]).toMatch(lost);
     injectedBugs.promoteSkipsUnreplayedWal = false;
-    expect((await runSimulation(generateScenario(found!, 40, TWO_NODES))).violations).toEqual([]);
+    expect((await runSimulation(generateScenario(found!, 40, TWO_NODES, 1))).violations).toEqual(
+      [],
+    );
   }, 300_000);
 
   it('the same seeds pass without the planted bug', async () => {
     for (let seed = 1; seed <= 20; seed++)
-      expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
+      expect((await runSimulation(generateScenario(seed, 40, undefined, 1))).violations).toEqual(
+        [],
+      );
   }, 120_000);
 });

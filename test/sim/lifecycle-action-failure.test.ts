@@ -12,7 +12,7 @@ import { runSimulation, type SimResult } from '../../sim/simulation.ts';
 /** The first seed from 1 whose run fails (every seed with a promotion must). */
 async function firstFailure(): Promise<SimResult> {
   for (let seed = 1; seed <= 100; seed++) {
-    const r = await runSimulation(generateScenario(seed));
+    const r = await runSimulation(generateScenario(seed, 40, undefined, 1));
     if (!r.ok) return r;
     expect(r.failovers, `seed ${seed} promoted without the planted failure showing`).toBe(0);
   }

@@ -14,7 +14,7 @@ import { generateScenario, TWO_NODES } from '../../sim/scenario.ts';
 describe('simulate --steps', () => {
   it('writes no more disk bytes per step over 1,000 steps than 1.8 times those over 500', async () => {
     const perStep = async (steps: number) => {
-      const r = await runSimulation(generateScenario(1, steps, TWO_NODES));
+      const r = await runSimulation(generateScenario(1, steps, TWO_NODES, 1));
       expect(r.ok, r.violations.join('\n')).toBe(true);
       expect(r.failovers).toBeGreaterThan(steps / 50); // the failovers whose copies grew
       return r.diskBytesWritten / steps;

@@ -3,7 +3,9 @@
  * topology (flat, cascaded, each synchronous_standby_names form), seeded scenarios of the SQL subset with
  * crashes, power losses, stops of every mode, cuts, partitions, a full pg_wal on either node, flipped bytes in
  * either node's WAL, a slow disk (writes and fsyncs), clock jumps and failovers, run on simulated
- * time, network and disk with the production node code. Method: run a block of seeds and require
+ * time, network and disk with the production node code; since scenario format 2 also VACUUM
+ * truncations, TRUNCATE of many tables in one transaction, standby restarts before drops and
+ * faults inside drops, each drop checked by SIM-10. Method: run a block of seeds and require
  * zero invariant violations and zero lost acknowledged commits, with every fault kind drawn on
  * every node it may hit; run one seed twice and require the identical trace.
  */
@@ -26,9 +28,13 @@ describe('simulation', () => {
     const faultKinds = new Set<string>();
     const faultKindsByNode = new Set<string>();
     const topologies = new Set<string>();
+    const drops = new Set<string>();
+    let truncated = 0;
     for (let seed = 1; seed <= CI_SEEDS; seed++) {
       const r = await runSimulation(generateScenario(seed));
       acknowledged += r.acknowledged;
+      for (const k of Object.keys(r.drops)) drops.add(k);
+      if (Object.keys(r.drops).some((k) => k.includes('truncation'))) truncated++;
       for (const k of r.topology) topologies.add(k);
       lost += r.lost;
       for (const k of Object.keys(r.faults)) {
@@ -42,6 +48,25 @@ describe('simulation', () => {
     }
     expect(failures).toEqual([]);
     expect(lost).toBe(0);
+    // The drop mechanism was reached (scenario format 2): truncations in at least 30 % of the
+    // seeds; replayed drops on both paths, the full scan for want of a cached size and for too
+    // many blocks, of one relation and of more than 20 (SIM-10 checked each); faults inside
+    // drops fired on the primary and in replay.
+    expect(truncated).toBeGreaterThanOrEqual(CI_SEEDS * 0.3);
+    for (const k of [
+      'replay truncation: cached-lookup',
+      'replay truncation: full-scan (blocks to drop ≥ NBuffers/32)',
+      'replay drop of ≤ 20 relations: cached-lookup',
+      'replay drop of ≤ 20 relations: full-scan (a size not cached)',
+      'replay drop of > 20 relations: full-scan (blocks to drop ≥ NBuffers/32)',
+      'primary truncation: full-scan (not in recovery)',
+    ])
+      expect([...drops]).toContain(k);
+    for (const k of [
+      'drop fault fired: io before truncating fork #0 (primary)',
+      'drop fault fired: crash before the unlinks (standby replay)',
+    ])
+      expect([...faultKindsByNode]).toContain(k);
     // The run did something: commits were acknowledged and every fault family was drawn.
     expect(acknowledged).toBeGreaterThan(CI_SEEDS * 5);
     for (const k of [
@@ -122,7 +147,9 @@ describe('simulation', () => {
   it('the seeds that found bugs pass', async () => {
     // Found with two nodes, before topologies were drawn: they keep their two-node scenario.
     for (const seed of [149, 169, 626, 1672, 2146, 2454, 777790, 5016821, 3000340])
-      expect((await runSimulation(generateScenario(seed, 40, TWO_NODES))).violations).toEqual([]);
+      expect((await runSimulation(generateScenario(seed, 40, TWO_NODES, 1))).violations).toEqual(
+        [],
+      );
     // Found with several nodes (their drawn topologies), both oracle holes: 41001232 (SIM-3 took a
     // standby whose crash recovery ended local WAL at a damaged record before its timeline's
     // branch point for one claiming a timeline it had not reached; also 41000750, 41002744),
@@ -148,7 +175,9 @@ describe('simulation', () => {
       41001232, 41000397, 3700034318, 3700049330, 3700010935, 3700011387, 3700021682, 2900033426,
       2900041300, 2900061853, 3100017703,
     ])
-      expect((await runSimulation(generateScenario(seed))).violations).toEqual([]);
+      expect((await runSimulation(generateScenario(seed, 40, undefined, 1))).violations).toEqual(
+        [],
+      );
   }, 120_000);
 
   it('replays a seed exactly: same events in the same order, same trace', async () => {
