@@ -161,6 +161,34 @@ async function measureCellsByPredict(
   return { records: recordsFromStored(stored, plan), stored, walCounts };
 }
 
+/** One run as the profile's `fit.records` stores it (its stall judged among its cell's runs). */
+function storedRecord(r: RunRecord, records: readonly RunRecord[]) {
+  return {
+    label: storedLabel(r),
+    run: r.run,
+    warmup: r.warmup === true,
+    failoverMs: r.failoverMs,
+    seedMethodMs: r.seedMethodMs,
+    replayMs: r.replayMs,
+    endOfRecoveryMs: r.endOfRecoveryMs,
+    openForWritesMs: r.openForWritesMs,
+    stall: r.stall,
+    stalled:
+      r.warmup !== true &&
+      isStalled(
+        r,
+        records.filter((x) => cellKey(x) === cellKey(r)),
+      ),
+    loadAvg1: r.loadAvg1,
+    cpuPressure: r.cpuPressure,
+    startupCpuMs: r.startupCpuMs,
+    startupRunQueueMs: r.startupRunQueueMs,
+    startupBlockedMs: r.startupBlockedMs,
+    walBytes: r.walBytes,
+    recordsReplayed: r.recordsReplayed,
+  };
+}
+
 /** What the profile's `fit` stores: the settings, every run and each cell's fit (for --refit). */
 function storedFit(o: {
   startedAt: Date;
@@ -209,30 +237,7 @@ function storedFit(o: {
       leaveOneOutS: c.leaveOneOutS,
       leaveOneOutPct: c.leaveOneOutPct,
     })),
-    records: o.records.map((r) => ({
-      label: storedLabel(r),
-      run: r.run,
-      warmup: r.warmup === true,
-      failoverMs: r.failoverMs,
-      seedMethodMs: r.seedMethodMs,
-      replayMs: r.replayMs,
-      endOfRecoveryMs: r.endOfRecoveryMs,
-      openForWritesMs: r.openForWritesMs,
-      stall: r.stall,
-      stalled:
-        r.warmup !== true &&
-        isStalled(
-          r,
-          o.records.filter((x) => cellKey(x) === cellKey(r)),
-        ),
-      loadAvg1: r.loadAvg1,
-      cpuPressure: r.cpuPressure,
-      startupCpuMs: r.startupCpuMs,
-      startupRunQueueMs: r.startupRunQueueMs,
-      startupBlockedMs: r.startupBlockedMs,
-      walBytes: r.walBytes,
-      recordsReplayed: r.recordsReplayed,
-    })),
+    records: o.records.map((r) => storedRecord(r, o.records)),
     ...(o.walCounts !== null ? { walCounts: o.walCounts } : {}),
   };
 }

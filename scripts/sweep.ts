@@ -245,11 +245,20 @@ function publishedTestB(sharedBuffers: string[]): PublishedPoint[] {
 /** Ctrl-C: stop the clusters this sweep started, then exit 130 (cli/interrupt.ts). */
 function destroyClustersOnSignal(workDir: string): void {
   onInterrupt(async () => {
-    if (!fs.existsSync(workDir)) return;
-    for (const d of fs.readdirSync(workDir)) {
-      const dir = path.join(workDir, d);
-      await (isPgCluster(dir) ? destroyPgCluster(dir) : destroyCluster(dir));
+    // The runs' own `finally` never comes: the clean-up owns the exit. Stop the servers first,
+    // then remove their directories and the work directory, and say what was cleaned.
+    let clusters = 0;
+    if (fs.existsSync(workDir)) {
+      for (const d of fs.readdirSync(workDir)) {
+        const dir = path.join(workDir, d);
+        await (isPgCluster(dir) ? destroyPgCluster(dir) : destroyCluster(dir));
+        clusters++;
+      }
+      fs.rmSync(workDir, { recursive: true, force: true });
     }
+    console.error(
+      `\nsweep interrupted: stopped the servers of ${clusters} cluster${clusters === 1 ? '' : 's'} it had started and removed ${workDir}; no results written`,
+    );
   });
 }
 

@@ -44,7 +44,7 @@ function running(pid: number): boolean {
 }
 
 describe('npm run sweep, interrupted', () => {
-  it('INV-SCRIPTS-3: Ctrl-C stops every cluster it started and exits 130', async () => {
+  it('INV-SCRIPTS-3: Ctrl-C stops every cluster it started, removes its work directory, says so and exits 130', async () => {
     const workDir = path.join(tmp, 'work');
     const args = ['multi', '--shared-buffers', '16MB', '--tables', '6', '--runs', '1'];
     const child = spawn(
@@ -78,5 +78,10 @@ describe('npm run sweep, interrupted', () => {
     expect(await exited, stderr).toBe(130);
     for (const pid of pids) expect(running(pid), `server pid ${pid} still running`).toBe(false);
     expect(serverPids(workDir).filter(running)).toEqual([]);
+    // Its working directory is gone, and it said what it cleaned.
+    expect(fs.existsSync(workDir)).toBe(false);
+    expect(stderr).toMatch(
+      /sweep interrupted: stopped the servers of \d+ clusters? it had started and removed .*work; no results written/,
+    );
   }, 180_000);
 });

@@ -27,7 +27,6 @@ const EXEMPT: Record<string, number> = {
   'dashboard/public/app.js:drawSweepCharts': 94,
   'pg-wal/main-data.ts:parseXactEnd': 83,
   'pg-wal/record.ts:decodeRecord': 127,
-  'scripts/calibrate.ts:storedFit': 74,
   'scripts/calibration/cell-run.ts:runBenchCell': 74,
   'scripts/calibration/design.ts:readStoredCalibration': 81,
   'scripts/predict.ts:run': 87,
