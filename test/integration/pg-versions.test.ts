@@ -15,8 +15,11 @@
  *   every relation's cached size (dbase_redo → XLogDropDatabase → smgrcloseall, 17+
  *   smgrdestroyall, in every major; 15+ also the SMGRRELEASE barrier), so every major scans.
  *
- * A major that is not installed is skipped with the reason. No timing is asserted.
+ * The seed's `pg_ctl` shim drives the pair through that major's own pg_ctl (status, stop). A major
+ * that is not installed is skipped with the reason. No timing is asserted.
  */
+import { spawnSync } from 'node:child_process';
+import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PgDirs } from '../helpers/postgres.ts';
 import {
@@ -26,10 +29,16 @@ import {
   type ObservedDrop,
 } from '../helpers/pg-drop-trace.ts';
 import { cachedPgBinDir, PG_MAJORS } from '../../scripts/postgres/pg-install.ts';
-import { initPgCluster, pgConnect, readPgEngine } from '../../scripts/postgres/pg-cluster.ts';
+import {
+  initPgCluster,
+  pgConnect,
+  pgDataDir,
+  readPgEngine,
+} from '../../scripts/postgres/pg-cluster.ts';
 import { PgEngine } from '../../scripts/engines/pg-engine.ts';
 import { runStep, type ResumeResult } from '../../scripts/experiment/steps.ts';
 
+const SHIM = path.resolve(import.meta.dirname, '../../scripts/seed/pg_ctl');
 const dirs = new PgDirs();
 afterAll(() => dirs.removeAll());
 const gdbReason = gdbUnavailableReason();
@@ -138,6 +147,20 @@ for (const major of PG_MAJORS) {
         } finally {
           await promoted.end();
         }
+        // The seed's pg_ctl shim hands this cluster to its own major's pg_ctl.
+        const shim = (...args: string[]) => {
+          const r = spawnSync(SHIM, args, { encoding: 'utf8' });
+          return { code: r.status, out: `${r.stdout}${r.stderr}` };
+        };
+        expect(shim('status', '-D', pgDataDir(dir, 'standby'))).toMatchObject({
+          code: 0,
+          out: expect.stringContaining('server is running'),
+        });
+        expect(shim('status', '-D', pgDataDir(dir, 'primary'))).toMatchObject({ code: 3 });
+        expect(shim('stop', '-D', pgDataDir(dir, 'standby'), '-m', 'fast')).toMatchObject({
+          code: 0,
+          out: expect.stringContaining('server stopped'),
+        });
         if (trace === null) return;
         const drops = await trace.finish();
         expect(drops.map(({ fn, path, lookups }) => ({ fn, path, lookups }))).toEqual(
