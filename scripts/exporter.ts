@@ -13,6 +13,7 @@ import { exporterRegistry } from './exporter/metrics.ts';
 import { startMetricsServer } from './exporter/server.ts';
 import { isLoopbackHost, loadWebConfig, parseListen, WebAuth } from './exporter/web-config.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
+import { rememberSecrets } from './postgres/conninfo.ts';
 
 const DEFAULT_LISTEN = '127.0.0.1:9187';
 const DEFAULT_INTERVAL = '15s';
@@ -63,6 +64,9 @@ async function main(): Promise<number> {
     },
     USAGE,
   );
+  // Every password given is hidden wherever it would appear (log lines, error messages).
+  for (const url of [...(values.standby ?? []), ...(values.primary ? [values.primary] : [])])
+    rememberSecrets(url);
   const targets = targetsOf(values.standby ?? [], values.pgdata ?? []);
   const intervalText = values.interval ?? DEFAULT_INTERVAL;
   const intervalMs = parseDuration(intervalText);

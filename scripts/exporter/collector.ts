@@ -13,7 +13,7 @@
 import { isWalsimError } from '../../common/errors.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { predictStandby, rankStandbys, type Prediction } from '../predict/prediction.ts';
-import { redactUrl } from '../predict/standby-state.ts';
+import { parseConninfo, redact } from '../postgres/conninfo.ts';
 
 /** One watched standby: its URL, its data directory (pg_waldump reads its pg_wal), its label. */
 export interface Target {
@@ -55,15 +55,17 @@ export function errorReason(e: unknown): ErrorReason {
   return 'other';
 }
 
-/** host:port of a libpq URL (default port 5432), else the URL with its password hidden. */
+/**
+ * host:port of a libpq connection string, URI or keyword/value (libpq's defaults: localhost, 5432),
+ * never its user or password; an unparsable one is shown redacted.
+ */
 export function standbyLabel(url: string): string {
   try {
-    const u = new URL(url);
-    if (u.protocol !== 'postgresql:' && u.protocol !== 'postgres:') return redactUrl(url);
-    const host = u.hostname || u.searchParams.get('host') || 'localhost';
-    return `${host}:${u.port || u.searchParams.get('port') || '5432'}`;
+    const p = parseConninfo(url).params;
+    const host = p.host || p.hostaddr || 'localhost';
+    return `${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${p.port || '5432'}`;
   } catch {
-    return redactUrl(url);
+    return redact(url);
   }
 }
 
@@ -208,7 +210,7 @@ export class Collector {
       s.prediction = null;
       s.up = false;
       s.errors[reason] += 1;
-      let message = redactUrl(e instanceof Error ? e.message : String(e));
+      let message = redact(e instanceof Error ? e.message : String(e));
       if (reason === 'privileges')
         message += ` — the exporter's role needs pg_monitor (GRANT pg_monitor TO the role in the URL), and the OS user read access to --pgdata's pg_wal`;
       s.lastError = { reason, message };

@@ -84,6 +84,7 @@ describe('Collector and metrics', () => {
     expect(snap.standbys.map((s) => s.up)).toEqual([true, false, true]);
     expect(snap.standbys[1]!.errors.connect).toBe(1);
     expect(snap.standbys[1]!.lastError!.message).not.toContain(':pw@');
+    expect(snap.standbys[1]!.lastError!.message).toContain('u:***@');
     // Patroni picks the furthest ahead (10.0.0.1, receive 0/2000); 10.0.0.3 is writable first.
     expect(snap.ranking).toEqual({ patroniPick: '10.0.0.1:5432', writableFirst: '10.0.0.3:5434' });
     const text = await exporterRegistry(() => c.snapshot(), {
@@ -183,7 +184,11 @@ describe('error reasons, labels, durations, --listen', () => {
     );
     expect(standbyLabel('postgres://u@10.1.2.3/postgres')).toBe('10.1.2.3:5432');
     expect(standbyLabel('postgresql://u:secret@[::1]:5433/x')).toBe('[::1]:5433');
-    expect(standbyLabel('not a url')).toBe('not a url');
+    expect(standbyLabel('host=db2.example port=6000 user=u password=secret dbname=x')).toBe(
+      'db2.example:6000',
+    );
+    expect(standbyLabel("host=db3 password='sec ret'")).toBe('db3:5432');
+    expect(standbyLabel('postgresql://u:secret@')).toBe('localhost:5432');
   });
 
   it('parses durations and listen addresses; only loopback is loopback', () => {
