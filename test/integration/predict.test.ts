@@ -173,7 +173,7 @@ describe.skipIf(reason !== null)(
             ])
           ).stdout,
         );
-      const byType = (rows: { rmgr: string; type: string; count: number }[]) =>
+      const byType = (rows: { rmgr: string; type: string | null; count: number }[]) =>
         Object.fromEntries(rows.map((x) => [`${x.rmgr}/${x.type}`, x.count]));
       const stats = await waldumpStats(p.range);
       const theirs = byType(stats.rows);
