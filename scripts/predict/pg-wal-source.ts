@@ -6,12 +6,14 @@
  *
  * Entry points: `pgWalRecords`, `toPredictRecord`.
  */
+import * as fs from 'node:fs';
 import { WalsimError } from '../../common/errors.ts';
 import { PgWalReader } from '../../pg-wal/reader.ts';
 import type { PgWalRecord as ReadRecord } from '../../pg-wal/record.ts';
 import { detectSegmentSize, WalDirectory } from '../../pg-wal/wal-dir.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import type { TimelineHistoryEntry } from '../../wal/segment.ts';
+import { tliOfPointInHistory } from '../../wal/timeline-range.ts';
 import { MissingWalError, type RangeRead } from './wal-source.ts';
 import { heapPageFreeAfter, type ForkNumber, type PgWalRecord } from './wal-records.ts';
 
@@ -60,13 +62,24 @@ export async function pgWalRecords(
 ): Promise<RangeRead> {
   const detail = `pg-wal reader over ${walDir} from ${from} to ${to}`;
   if (parseLsn(from) >= parseLsn(to)) return { source: 'pg-wal', detail };
+  // The words pg_waldump's source uses for a segment that is not there (wal-source.ts).
+  const missing = (segment: string | null, at: string) => {
+    const tli = tliOfPointInHistory(parseLsn(at), history);
+    return new MissingWalError(
+      `${segment !== null ? `WAL segment ${segment} is not` : `no WAL segment of timeline ${tli} (the one holding ${at} first) is`} in ${walDir}: the range ${from} → ${to} on timeline ${tli} needs it (a restartpoint removed it, or the standby never received it there)`,
+    );
+  };
+  if (!fs.readdirSync(walDir).some((n) => /^[0-9A-F]{24}$/.test(n))) throw missing(null, from);
   const src = new WalDirectory(walDir, detectSegmentSize(walDir), history);
   const reader = new PgWalReader(src, { startLsn: parseLsn(from), endLsn: parseLsn(to) });
   for await (const batch of reader.batches()) for (const r of batch) onRecord(toPredictRecord(r));
   const end = reader.end;
   if (end === null || end.reason === 'end_lsn')
-    return { source: 'pg-wal', detail: `${detail} (${reader.major ?? '?'} WAL)` };
-  const what = `the WAL range ${from} → ${to} is not complete in ${walDir}: at ${formatLsn(end.lsn)}, ${end.message}`;
-  if (end.reason === 'missing_segment') throw new MissingWalError(what);
-  throw new WalsimError('invalid_input', what);
+    return { source: 'pg-wal', detail: `${detail} (PostgreSQL ${reader.major ?? '?'} WAL)` };
+  if (end.reason === 'missing_segment')
+    throw missing(/"([0-9A-F]{24})"/.exec(end.message)?.[1] ?? null, formatLsn(end.lsn));
+  throw new WalsimError(
+    'invalid_input',
+    `the WAL range ${from} → ${to} is not complete in ${walDir}: at ${formatLsn(end.lsn)}, ${end.message}`,
+  );
 }

@@ -36,10 +36,10 @@ import {
   MissingWalError,
   walDirTimelineHistory,
   PgdataFiles,
-  waldumpRecords,
   walinspectRecords,
   type RangeRead,
 } from './wal-source.ts';
+import { pgWalRecords } from './pg-wal-source.ts';
 import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
 
 /** Patroni's default maximum_lag_on_failover: 1 MB. */
@@ -244,7 +244,11 @@ async function connectPrimary(
   }
 }
 
-/** How the WAL is read: pg_waldump on --pgdata's pg_wal, else pg_walinspect on the primary. */
+/**
+ * How the WAL is read: the pg-wal/ reader on --pgdata's pg_wal (pg_waldump reads the same
+ * records: test/integration/pg-wal-reader.test.ts checks them field for field, and predict's own
+ * test counts them against pg_waldump --stats), else pg_walinspect on the primary.
+ */
 async function rangeReader(
   primary: pg.Client | null,
   input: PredictInput,
@@ -273,7 +277,7 @@ async function rangeReader(
   return async (a, b, onRecord) => {
     try {
       return walDir !== null
-        ? await waldumpRecords(input.pgWaldump, walDir, history, a, b, onRecord)
+        ? await pgWalRecords(walDir, history, a, b, onRecord)
         : await walinspectRecords(primary!, redactUrl(input.primary!), a, b, onRecord);
     } catch (e) {
       if (e instanceof MissingWalError) throw new MissingWalError(e.message + remedy);

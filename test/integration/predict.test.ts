@@ -151,7 +151,7 @@ describe.skipIf(reason !== null)(
       prediction = r.json.predictions[0];
       const p = prediction;
       expect(p.paused).toBe(true);
-      expect(p.source.source).toBe('pg_waldump');
+      expect(p.source.source).toBe('pg-wal');
       expect(p.range.bytes).toBeGreaterThan(0);
       expect(p.primary.walNotReceivedBytes).toBeGreaterThanOrEqual(0);
       // pg_waldump's counts over one prediction's own range: each run of predict reads up to what
