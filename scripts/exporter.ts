@@ -10,7 +10,7 @@ import { WalsimError } from '../common/errors.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { Collector, parseDuration, standbyLabel, type Target } from './exporter/collector.ts';
 import { exporterRegistry } from './exporter/metrics.ts';
-import { startMetricsServer } from './exporter/server.ts';
+import { startMetricsServer, type MetricsServer } from './exporter/server.ts';
 import { isLoopbackHost, loadWebConfig, parseListen, WebAuth } from './exporter/web-config.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { rememberSecrets } from './postgres/conninfo.ts';
@@ -47,6 +47,22 @@ function targetsOf(standbys: string[], pgdata: string[]): Target[] {
     seen.add(t.label);
   }
   return targets;
+}
+
+/** Run the cycle until SIGINT or SIGTERM, then stop serving. */
+async function serveUntilSignal(collector: Collector, server: MetricsServer): Promise<void> {
+  collector.start();
+  await new Promise<void>((resolve) => {
+    // A cycle can take seconds (pg_waldump over a long backlog): stop without waiting for it; the
+    // pg_waldump child ends when its output pipe closes with this process.
+    const stop = () =>
+      void Promise.all([
+        Promise.race([collector.stop(), new Promise((r) => setTimeout(r, 1000))]),
+        server.close(),
+      ]).then(() => resolve());
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
 }
 
 async function main(): Promise<number> {
@@ -108,18 +124,7 @@ async function main(): Promise<number> {
   console.log(
     `walsim exporter: serving http://${shown}/metrics; predicting ${targets.map((t) => t.label).join(', ')} every ${intervalText} with profile ${profile.name}${auth ? '; credentials required' : ''}`,
   );
-  collector.start();
-  await new Promise<void>((resolve) => {
-    // A cycle can take seconds (pg_waldump over a long backlog): stop without waiting for it; the
-    // pg_waldump child ends when its output pipe closes with this process.
-    const stop = () =>
-      void Promise.all([
-        Promise.race([collector.stop(), new Promise((r) => setTimeout(r, 1000))]),
-        server.close(),
-      ]).then(() => resolve());
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  await serveUntilSignal(collector, server);
   return 0;
 }
 
