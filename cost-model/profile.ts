@@ -145,11 +145,24 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function num(origin: string, v: unknown, where: string, positive = false): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (positive && v === 0)) {
+/**
+ * Upper bounds no real machine comes near: a profile past them (1e308 s per record) would price a
+ * failover at Infinity s. Seconds per event ≤ 60; bytes ≤ 1 TiB.
+ */
+const MAX_SECONDS = 60;
+const MAX_BYTES = 2 ** 40;
+
+function num(
+  origin: string,
+  v: unknown,
+  where: string,
+  positive = false,
+  max = MAX_SECONDS,
+): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (positive && v === 0) || v > max) {
     throw bad(
       origin,
-      `${where} must be a ${positive ? 'positive' : 'non-negative'} finite number, got ${JSON.stringify(v)}`,
+      `${where} must be a ${positive ? 'positive' : 'non-negative'} finite number of at most ${max}, got ${JSON.stringify(v)}`,
     );
   }
   return v;
@@ -210,16 +223,16 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
     name,
     description: str(origin, json.description ?? '', '"description"'),
     cache: {
-      llcBytes: num(origin, cache.llcBytes, 'cache.llcBytes'),
-      descriptorBytes: num(origin, cache.descriptorBytes, 'cache.descriptorBytes', true),
+      llcBytes: num(origin, cache.llcBytes, 'cache.llcBytes', false, MAX_BYTES),
+      descriptorBytes: num(origin, cache.descriptorBytes, 'cache.descriptorBytes', true, MAX_BYTES),
       source: str(origin, cache.source ?? '', 'cache.source'),
     },
     promotionPoll:
       poll === null || poll === undefined
         ? null
         : {
-            quantumS: num(origin, poll.quantumS, 'promotionPoll.quantumS', true),
-            offsetS: num(origin, poll.offsetS, 'promotionPoll.offsetS'),
+            quantumS: num(origin, poll.quantumS, 'promotionPoll.quantumS', true, 3600),
+            offsetS: num(origin, poll.offsetS, 'promotionPoll.offsetS', false, 3600),
             source: str(origin, poll.source ?? '', 'promotionPoll.source'),
           },
     constants: out,
@@ -275,9 +288,11 @@ export function loadProfile(nameOrFile?: string): CostProfile {
   try {
     json = JSON.parse(text);
   } catch (e) {
+    // Not the parser's message: it quotes the file's start (`--profile /etc/passwd`).
+    const at = /position (\d+)/.exec((e as Error).message)?.[1];
     throw new WalsimError(
       'invalid_input',
-      `cost profile "${nameOrFile}" is not valid JSON: ${(e as Error).message}`,
+      `cost profile "${nameOrFile}" is not valid JSON${at === undefined ? '' : ` (at byte ${at})`}: give a profile file written by npm run calibrate, or a shipped name (${builtinProfileNames().join(', ')})`,
     );
   }
   return parseProfile(json, isFile ? file : nameOrFile);

@@ -438,12 +438,12 @@ export class PgWalReader {
       if (this.opts.systemIdentifier !== undefined && sysid !== this.opts.systemIdentifier)
         this.invalid(
           pagePtr,
-          `${bad}: WAL file database system identifier is ${sysid}, pg_control database system identifier is ${this.opts.systemIdentifier}`,
+          `${bad}: WAL file database system identifier is ${sysid}, pg_control database system identifier is ${this.opts.systemIdentifier} ${where}`,
         );
       if (u32(b, po + 32) !== this.segSize)
-        this.invalid(pagePtr, `${bad}: incorrect segment size in page header`);
+        this.invalid(pagePtr, `${bad}: incorrect segment size in page header ${where}`);
       if (u32(b, po + 36) !== XLOG_BLCKSZ)
-        this.invalid(pagePtr, `${bad}: incorrect XLOG_BLCKSZ in page header`);
+        this.invalid(pagePtr, `${bad}: incorrect XLOG_BLCKSZ in page header ${where}`);
     } else if (segOff === 0) {
       this.invalid(pagePtr, `invalid info bits ${hex4(info)} ${where}`);
     }

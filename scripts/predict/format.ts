@@ -37,7 +37,9 @@ export function formatPrediction(p: Prediction): string[] {
     );
   if (p.note !== '') out.push(`note: ${p.note}`);
   out.push('');
-  out.push(`predicted time to writable: ${s3(q.writableS)}  (profile ${p.profile.name})`);
+  out.push(
+    `predicted time to writable: ${s3(q.writableS)}  (profile ${p.profile.name}, file ${p.profile.file})`,
+  );
   out.push(`  replay            ${s3(q.phases.replayS)}`);
   const top = q.byRmgr.slice(0, 6);
   for (const r of top)
@@ -64,6 +66,7 @@ export function formatPrediction(p: Prediction): string[] {
   out.push(`  open for writes   ${s3(q.phases.openForWritesS)}  (pg_control to in production)`);
   out.push(p.dominates);
   const b = p.profile.band;
+  if (p.profile.note !== null) out.push(`profile ${p.profile.name}: ${p.profile.note}`);
   out.push(
     b === null
       ? `profile ${p.profile.name}: no held-out error recorded in it (a profile from npm run calibrate carries one)`

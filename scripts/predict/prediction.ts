@@ -14,7 +14,13 @@ import { WalsimError } from '../../common/errors.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import { promotionStepCounts, type FailoverCounts } from '../../storage/replay-counts.ts';
 import { genericRecordSeconds, price } from '../../cost-model/price.ts';
-import type { CostProfile, ProfileBand } from '../../cost-model/profile.ts';
+import {
+  DEFAULT_PROFILE,
+  PROFILES_DIR,
+  profilePath,
+  type CostProfile,
+  type ProfileBand,
+} from '../../cost-model/profile.ts';
 import {
   RecoveryModel,
   type PredictedDrop,
@@ -44,6 +50,21 @@ import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './w
 
 /** Patroni's default maximum_lag_on_failover: 1 MB. */
 export const PATRONI_MAXIMUM_LAG_ON_FAILOVER = 1048576;
+
+/**
+ * What the reader must know of a shipped profile: it was fitted on another machine. The default
+ * (seed-001) on the seed's 2020 machine; the others on the project's calibration machine. null
+ * for a profile file of one's own.
+ */
+export function profileNote(ref: string): string | null {
+  const { file } = profilePath(ref);
+  if (path.dirname(file) !== PROFILES_DIR) return null;
+  const where =
+    path.basename(file) === `${DEFAULT_PROFILE}.json`
+      ? "the seed's 2020 machine (seed 001: Xeon E5-2637 v4, XFS)"
+      : "the project's calibration machine";
+  return `a shipped profile, fitted on ${where}, not this one: run npm run calibrate for this machine and pass its file with --profile`;
+}
 
 export interface PredictInput {
   standby: string;
@@ -94,7 +115,17 @@ export interface Prediction {
     byRmgr: Array<{ rmgr: string; records: number; seconds: number }>;
   };
   dominates: string;
-  profile: { name: string; ref: string; band: ProfileBand | null };
+  /**
+   * The profile: the name inside it, what was passed, the file read, and for a shipped profile
+   * which machine it was fitted on (not this one).
+   */
+  profile: {
+    name: string;
+    ref: string;
+    file: string;
+    band: ProfileBand | null;
+    note: string | null;
+  };
   assumptions: string[];
   rules: { sizeCached: string; invalidations: string };
 }
@@ -160,7 +191,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
   // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
   // the archive or pg_wal at startup) leaves nothing unreplayed.
   const to = parseLsn(st.receiveLsn!) > parseLsn(from) ? st.receiveLsn! : from;
-  const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st.systemIdentifier) : null;
+  const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st) : null;
   const primaryInfo = await connectPrimary(sessions, input, st, walDir);
   const read = await rangeReader(sessions.primary, input, st, walDir, from, to);
 
@@ -203,7 +234,9 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     profile: {
       name: input.profile.name,
       ref: input.profileRef,
+      file: profilePath(input.profileRef).file,
       band: input.profile.fitBand,
+      note: profileNote(input.profileRef),
     },
     assumptions: rp.assumptions,
     rules: {

@@ -31,6 +31,8 @@ export interface StandbyState {
   restartpointRedoLsn: string;
   systemIdentifier: string;
   dataDirectory: string;
+  /** The server's port (its postmaster.pid says it too). */
+  port: number;
   hasBuffercache: boolean;
   logLinePrefix: string;
   logTimezone: string;
@@ -163,6 +165,7 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
             (SELECT timeline_id::text FROM pg_control_checkpoint()) AS cp_tli,
             (SELECT system_identifier::text FROM pg_control_system()) AS sysid,
             current_setting('data_directory') AS data_directory,
+            current_setting('port') AS port,
             current_setting('log_line_prefix') AS log_line_prefix,
             current_setting('log_timezone') AS log_timezone,
             has_function_privilege('pg_current_logfile()', 'EXECUTE') AS logfile_allowed,
@@ -189,6 +192,7 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
     restartpointRedoLsn: String(s.redo_lsn),
     systemIdentifier: String(s.sysid),
     dataDirectory: String(s.data_directory),
+    port: Number(s.port),
     hasBuffercache: s.buffercache === true,
     logLinePrefix: String(s.log_line_prefix),
     logTimezone: String(s.log_timezone),

@@ -338,15 +338,50 @@ export function readAccuracy(file: string): AccuracyEntry[] {
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l, i) => {
+      let v: unknown;
       try {
-        return JSON.parse(l) as AccuracyEntry;
+        v = JSON.parse(l);
       } catch {
+        throw new WalsimError('invalid_input', `${file} line ${i + 1} is not JSON`);
+      }
+      const why = accuracyEntryProblem(v);
+      if (why !== null)
         throw new WalsimError(
           'invalid_input',
-          `${file} line ${i + 1} is not JSON: ${l.slice(0, 80)}`,
+          `${file} line ${i + 1} is not a --verify entry: ${why} (is --accuracy-log the file predict --verify writes?)`,
         );
-      }
+      return v as AccuracyEntry;
     });
+}
+
+/** What makes a parsed line not an AccuracyEntry (the fields --accuracy reads), null if none. */
+function accuracyEntryProblem(v: unknown): string | null {
+  const isObj = (x: unknown): x is Record<string, unknown> =>
+    typeof x === 'object' && x !== null && !Array.isArray(x);
+  if (!isObj(v)) return 'not a JSON object';
+  const fields: Array<[string, unknown, string]> = [
+    ['at', v.at, 'string'],
+    ['sharedBuffers', v.sharedBuffers, 'string'],
+    ['workload', v.workload, 'string'],
+    ['profile', v.profile, 'string'],
+    ['errorPct', v.errorPct, 'number'],
+    ['stall', v.stall, 'boolean'],
+  ];
+  for (const o of ['predicted', 'measured'] as const) {
+    const x = v[o];
+    if (!isObj(x)) return `"${o}" is ${x === undefined ? 'missing' : 'not an object'}`;
+    for (const k of ['writableS', 'replayS', 'endOfRecoveryS', 'openForWritesS'])
+      fields.push([
+        `${o}.${k}`,
+        x[k],
+        o === 'measured' && k !== 'writableS' ? 'number|null' : 'number',
+      ]);
+  }
+  for (const [k, x, t] of fields) {
+    const ok = t === 'number|null' ? x === null || typeof x === 'number' : typeof x === t;
+    if (!ok) return `"${k}" is ${x === undefined ? 'missing' : `not a ${t}`}`;
+  }
+  return null;
 }
 
 export function formatAccuracy(es: AccuracyEntry[]): string[] {

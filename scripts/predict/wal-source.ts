@@ -19,6 +19,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import type pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
+import type { StandbyState } from './standby-state.ts';
 import { formatLsn, parseLsn, type TimeLineId } from '../../wal/lsn.ts';
 import {
   parseTimelineHistory,
@@ -39,8 +40,17 @@ const FORK_SUFFIX = ['', '_fsm', '_vm', '_init'] as const;
 const BLCKSZ = 8192;
 const RELSEG_BLOCKS = 131072; // 1 GB segments
 
-/** Refuse a --pgdata that is not this standby's data directory or whose pg_wal cannot be read. */
-export function checkPgdata(dir: string, systemIdentifier: string): string {
+/**
+ * Refuse a --pgdata that is not this standby's data directory or whose pg_wal cannot be read. The
+ * system identifier is shared by every member of a cluster (a base backup copies it), so the
+ * directory must also be the running standby's own: pg_control in archive recovery, and a
+ * postmaster.pid naming the server's data_directory and port.
+ */
+export function checkPgdata(
+  dir: string,
+  st: Pick<StandbyState, 'systemIdentifier' | 'dataDirectory' | 'port'>,
+): string {
+  const systemIdentifier = st.systemIdentifier;
   const abs = path.resolve(dir);
   const walDir = path.join(abs, 'pg_wal');
   let version: string;
@@ -74,6 +84,13 @@ export function checkPgdata(dir: string, systemIdentifier: string): string {
         'invalid_input',
         `--pgdata ${abs} belongs to another cluster (system identifier ${sysid}, the standby's is ${systemIdentifier}): pass this standby's data directory`,
       );
+    // ControlFileData.state (pg_control.h: after system_identifier and two uint32 versions).
+    const state = ctl.readInt32LE(16);
+    if (state !== DB_IN_ARCHIVE_RECOVERY)
+      throw notTheStandbys(
+        abs,
+        `its pg_control is "${DB_STATE_NAMES[state] ?? state}", a running standby's is "in archive recovery" (the primary's, or a stopped copy?)`,
+      );
   } catch (e) {
     if (e instanceof WalsimError) throw e;
     throw new WalsimError(
@@ -81,7 +98,44 @@ export function checkPgdata(dir: string, systemIdentifier: string): string {
       `--pgdata ${abs}: cannot read global/pg_control: ${(e as Error).message}`,
     );
   }
+  checkPostmasterPid(abs, st);
   return walDir;
+}
+
+const DB_IN_ARCHIVE_RECOVERY = 5;
+const DB_STATE_NAMES = [
+  'starting up',
+  'shut down',
+  'shut down in recovery',
+  'shutting down',
+  'in crash recovery',
+  'in archive recovery',
+  'in production',
+];
+
+function notTheStandbys(abs: string, why: string): WalsimError {
+  return new WalsimError(
+    'invalid_input',
+    `--pgdata ${abs} is not this standby's data directory: ${why}; pass the data directory of the server --standby connects to`,
+  );
+}
+
+/** postmaster.pid's lines 2 and 4 (data directory, port) against the server's own. */
+function checkPostmasterPid(abs: string, st: Pick<StandbyState, 'dataDirectory' | 'port'>): void {
+  let lines: string[];
+  try {
+    lines = fs.readFileSync(path.join(abs, 'postmaster.pid'), 'utf8').split('\n');
+  } catch (e) {
+    throw notTheStandbys(
+      abs,
+      `no readable postmaster.pid (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): no server runs there`,
+    );
+  }
+  const [dataDir, port] = [lines[1]?.trim(), Number(lines[3])];
+  if (dataDir !== st.dataDirectory)
+    throw notTheStandbys(abs, `its server runs in ${dataDir}, the standby in ${st.dataDirectory}`);
+  if (port !== st.port)
+    throw notTheStandbys(abs, `its server listens on port ${port}, the standby on ${st.port}`);
 }
 
 /** The standby's relation files, as its data directory has them now. */

@@ -124,6 +124,9 @@ describe.skipIf(reason !== null)(
       const human = await runScript('predict.ts', ['--standby', kw, '--pgdata', sData]);
       expect(human.code).toBe(0);
       noSecret(human);
+      // The profile: its name, the file read, and that the default was fitted on another machine.
+      expect(human.stdout).toMatch(/\(profile seed-001, file \S+\/seed-001\.json\)/);
+      expect(human.stdout).toMatch(/seed's 2020 machine.*run npm run calibrate for this machine/);
       // Errors: a password holding '@' (libpq cuts the userinfo at the first one), an empty user,
       // a ?password= parameter, an unparsable keyword string.
       const port = await freePort('127.0.0.1');
@@ -197,6 +200,16 @@ describe.skipIf(reason !== null)(
         /primary postgresql:\/\/postgres@127\.0\.0\.1:\d+\/postgres not reachable \(cannot connect to the primary .*ECONNREFUSED/,
       );
     }, 120_000);
+
+    it("refuses the primary's data directory as the standby's --pgdata", async () => {
+      const r = await runScript('predict.ts', [
+        ...['--standby', `postgresql://postgres@127.0.0.1:${sPort}/postgres`],
+        ...['--pgdata', pgDataDir(dir, 'primary')],
+      ]);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
+      expect(r.stderr).toMatch(/--pgdata \S+ is not this standby's data directory: /);
+    }, 60_000);
 
     it("--verify with another server's log sends nothing and says so", async () => {
       const acc = path.join(path.dirname(dir), 'acc.jsonl');

@@ -6,11 +6,15 @@
  * record types counted and priced generically; FSM/VM truncation lengths; the ranking against
  * Patroni's defaults; the held-out band; the version refusal.
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { genericRecordSeconds } from '../../cost-model/price.ts';
-import { loadProfile } from '../../cost-model/profile.ts';
-import { rankStandbys, type Prediction } from '../../scripts/predict/prediction.ts';
+import { loadProfile, profilePath } from '../../cost-model/profile.ts';
+import { formatAccuracy, readAccuracy } from '../../scripts/predict/verify.ts';
+import { profileNote, rankStandbys, type Prediction } from '../../scripts/predict/prediction.ts';
 import {
   fsmBlocksAfterTruncate,
   pgKindOf,
@@ -303,5 +307,66 @@ describe('server checks', () => {
     ).rejects.toThrow(
       /postgresql:\/\/u:\*\*\*@h:1\/db runs PostgreSQL 16\.4; predict reads PostgreSQL 15 only/,
     );
+  });
+});
+
+describe('profile and accuracy-log input', () => {
+  const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-predict-in-'));
+  const seed = JSON.parse(fs.readFileSync(profilePath('seed-001').file, 'utf8'));
+
+  it('refuses absurd constants, naming the field', () => {
+    const d = tmp();
+    try {
+      for (const [v, re] of [
+        [1e308, /constants\["record\.HEAP_INSERT"\]\.seconds must be .* at most 60/],
+        [-1, /constants\["record\.HEAP_INSERT"\]\.seconds must be/],
+        ['Infinity', /constants\["record\.HEAP_INSERT"\]\.seconds must be/],
+      ] as const) {
+        const f = path.join(d, 'p.json');
+        const j = structuredClone(seed);
+        j.constants['record.HEAP_INSERT'].seconds = v;
+        fs.writeFileSync(f, JSON.stringify(j));
+        expect(() => loadProfile(f)).toThrow(re);
+      }
+      const f = path.join(d, 'c.json');
+      fs.writeFileSync(f, JSON.stringify({ ...seed, cache: { ...seed.cache, llcBytes: 1e300 } }));
+      expect(() => loadProfile(f)).toThrow(/cache\.llcBytes must be/);
+    } finally {
+      fs.rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  it('does not echo a file that is not JSON (--profile /etc/passwd)', () => {
+    const d = tmp();
+    try {
+      const f = path.join(d, 'passwd');
+      fs.writeFileSync(f, 'root:x:0:0:root:/root:/bin/bash\n');
+      expect(() => loadProfile(f)).toThrow(/is not valid JSON/);
+      expect(() => loadProfile(f)).not.toThrow(/root/);
+    } finally {
+      fs.rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  it('says a shipped profile was fitted on another machine, and which', () => {
+    expect(profileNote('seed-001')).toMatch(
+      /fitted on the seed's 2020 machine .* run npm run calibrate for this machine/,
+    );
+    expect(profileNote('test/fixtures/postgres/calibration-17-cells.json')).toBeNull();
+  });
+
+  it('refuses an accuracy-log line of another shape, naming the line, with no TypeError', () => {
+    const d = tmp();
+    try {
+      const f = path.join(d, 'acc.jsonl');
+      fs.writeFileSync(f, '{"hello": 1}\n');
+      expect(() => formatAccuracy(readAccuracy(f))).toThrow(
+        /acc\.jsonl line 1 is not a --verify entry: "predicted" is missing/,
+      );
+      fs.writeFileSync(f, '[1,2]\n');
+      expect(() => readAccuracy(f)).toThrow(/line 1 is not a --verify entry/);
+    } finally {
+      fs.rmSync(d, { recursive: true, force: true });
+    }
   });
 });
