@@ -133,13 +133,14 @@ async function run(argv: string[]): Promise<number> {
   await proveLogIsServers(standbys[0]!, p, logFile); // before anything is sent
   const say = values.json ? err : out;
   if (!values.json) say(formatPrediction(p).join('\n') + '\n');
-  say(
-    `verify: ${p.paused ? 'resuming replay on and ' : ''}promoting ${p.standby} now — it leaves recovery and becomes a primary on a new timeline`,
-  );
   const progress: VerifyProgress = { sent: [] };
   // Ctrl-C (or SIGTERM) from here on: say what was sent and where the standby is, then exit 130.
+  // Installed before the line below, which tells the user that Ctrl-C now has something to report.
   onInterrupt(async () =>
     err(`error: interrupted during --verify: ${await verifyReport(standbys[0]!, progress)}`),
+  );
+  say(
+    `verify: ${p.paused ? 'resuming replay on and ' : ''}promoting ${p.standby} now — it leaves recovery and becomes a primary on a new timeline`,
   );
   let v: VerifyResult;
   try {
