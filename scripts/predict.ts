@@ -134,8 +134,7 @@ async function run(argv: string[]): Promise<number> {
   const say = values.json ? err : out;
   if (!values.json) say(formatPrediction(p).join('\n') + '\n');
   const progress: VerifyProgress = { sent: [] };
-  // Ctrl-C (or SIGTERM) from here on: say what was sent and where the standby is, then exit 130.
-  // Installed before the line below, which tells the user that Ctrl-C now has something to report.
+  // Ctrl-C/SIGTERM from here on (before the line below): report what was sent, exit 130.
   onInterrupt(async () =>
     err(`error: interrupted during --verify: ${await verifyReport(standbys[0]!, progress)}`),
   );
