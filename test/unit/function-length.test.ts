@@ -25,8 +25,6 @@ const EXEMPT: Record<string, number> = {
   'dashboard/public/app.js:renderTopology': 101,
   'dashboard/public/app.js:renderFailover': 90,
   'dashboard/public/app.js:drawSweepCharts': 94,
-  'pg-wal/main-data.ts:parseXactEnd': 83,
-  'pg-wal/record.ts:decodeRecord': 127,
   'scripts/calibration/cell-run.ts:runBenchCell': 74,
   'scripts/calibration/design.ts:readStoredCalibration': 81,
   'scripts/predict.ts:run': 87,
