@@ -31,7 +31,6 @@ const EXEMPT: Record<string, number> = {
   'scripts/report/svg-chart.ts:lineChart': 93,
   'scripts/report/tables.ts:thresholdTables': 118,
   'scripts/report/tables.ts:multiTables': 80,
-  'scripts/report/tables.ts:sideBySideTables': 93,
   'scripts/report/write-results.ts:renderResults': 127,
   'scripts/strategies/lab-report.ts:strategiesCharts': 80,
   'scripts/sweep.ts:main': 81,
