@@ -21,10 +21,6 @@ const MAX_LINES = 70;
  */
 const EXEMPT: Record<string, number> = {
   'dashboard/machine-graph.ts:layout': 74,
-  'dashboard/public/app.js:renderNode': 71,
-  'dashboard/public/app.js:renderTopology': 101,
-  'dashboard/public/app.js:renderFailover': 90,
-  'dashboard/public/app.js:drawSweepCharts': 94,
   'scripts/calibration/cell-run.ts:runBenchCell': 74,
   'scripts/calibration/design.ts:readStoredCalibration': 81,
   'scripts/predict.ts:run': 87,
