@@ -106,6 +106,19 @@ export interface CostProfile {
    * leave-one-out predictions of `npm run calibrate`), read once with the profile; null when none.
    */
   fitBand: ProfileBand | null;
+  /**
+   * The PostgreSQL major the profile was fitted on (its `fit.postgres`, written by `npm run
+   * calibrate`); absent when it was not fitted on a known server version (`seed-001`: the seed's
+   * 2020 builds). Pricing another major's counts with it is warned of (sweep, calibrate).
+   */
+  pgMajor?: number;
+}
+
+/** The major of a `postgres --version` line ("postgres (PostgreSQL) 13.23" → 13), else undefined. */
+export function majorOfVersionText(text: unknown): number | undefined {
+  const m =
+    typeof text === 'string' ? /PostgreSQL\)?\s+(\d+)(?:\.|beta|rc|devel|\b)/.exec(text) : null;
+  return m === null ? undefined : Number(m[1]);
 }
 
 export interface ProfileBand {
@@ -115,6 +128,12 @@ export interface ProfileBand {
   minErrorPct: number;
   maxErrorPct: number;
   within25Pct: number;
+}
+
+/** `{ pgMajor }` of a profile JSON's fit (its `postgres` version line), or nothing. */
+function fittedMajor(fit: unknown): { pgMajor?: number } {
+  const major = isObject(fit) ? majorOfVersionText(fit.postgres) : undefined;
+  return major === undefined ? {} : { pgMajor: major };
 }
 
 /** The band of a profile JSON's `fit.cells[].leaveOneOutPct` (a fraction), null when none. */
@@ -237,6 +256,7 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
           },
     constants: out,
     fitBand: fitBandOf(json.fit),
+    ...fittedMajor(json.fit),
   };
 }
 
