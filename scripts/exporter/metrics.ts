@@ -133,6 +133,7 @@ export function exporterRegistry(
   );
   standbyWalMetrics(g, snapshot, sb);
   standbyHealthMetrics(r, g, snapshot, sb, profile);
+  standbyCostMetrics(r, snapshot, sb);
   return r;
 }
 
@@ -267,6 +268,11 @@ function standbyHealthMetrics(
     snapshot().standbys.map((s) => [sb(s), s.predictions]),
   );
   counterFrom(r, N.cycles, 'Prediction cycles finished', [], () => [[{}, snapshot().cycles]]);
+}
+
+/** What the kept state costs: its starts over by reason, the WAL the cycles read. */
+function standbyCostMetrics(r: Registry, snapshot: () => CycleSnapshot, sb: Sb): void {
+  const N = METRIC_NAMES;
   counterFrom(
     r,
     N.restarts,
