@@ -1,7 +1,7 @@
 /**
  * `npm run predict -- --standby URL [--standby URL2 …] [--pgdata DIR …] [--primary URL]
  * [--profile NAME|FILE] [--json] [--verify [--log FILE]] [--accuracy] [--accuracy-log FILE]
- * [--pg-bin DIR]`: predict how long a live PostgreSQL 15 standby takes to accept writes if promoted
+ * [--pg-bin DIR]`: predict how long a live PostgreSQL 13–18 standby takes to accept writes if promoted
  * now, phase by phase, from its unreplayed WAL (scripts/predict/). Read-only, except `--verify`,
  * which resumes and promotes the standby after saying so.
  */
@@ -31,7 +31,7 @@ import {
 const USAGE = `usage: npm run predict -- --standby URL [--standby URL2 ...] [--pgdata DIR ...] [--primary URL]
                           [--profile NAME|FILE] [--json] [--verify [--log FILE]] [--pg-bin DIR]
        npm run predict -- --accuracy [--accuracy-log FILE] [--json]
-  --standby CONN    a PostgreSQL 15 standby: a libpq URI (postgresql://user@host:port/db) or
+  --standby CONN    a PostgreSQL 13–18 standby: a libpq URI (postgresql://user@host:port/db) or
                     keyword/value conninfo ('host=... port=... user=...'); repeat to rank several
   --pgdata DIR      the standby's data directory (read its pg_wal with pg_waldump, its file sizes);
                     repeat in the order of --standby
