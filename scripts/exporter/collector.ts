@@ -108,7 +108,6 @@ export interface CollectorOptions {
   primary?: string;
   profile: CostProfile;
   profileRef: string;
-  pgWaldump: string;
   intervalMs: number;
   /** Replaced in unit tests; predictStandby otherwise. */
   predict?: PredictFn;
@@ -200,7 +199,6 @@ export class Collector {
         primary: this.opts.primary,
         profile: this.opts.profile,
         profileRef: this.opts.profileRef,
-        pgWaldump: this.opts.pgWaldump,
       });
       s.prediction = p;
       s.up = true;

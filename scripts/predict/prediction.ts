@@ -95,7 +95,6 @@ export interface PredictInput {
   primary?: string;
   profile: CostProfile;
   profileRef: string;
-  pgWaldump: string;
 }
 
 export interface Prediction {

@@ -72,7 +72,6 @@ describe('Collector and metrics', () => {
       targets,
       profile,
       profileRef: 'seed-001',
-      pgWaldump: '',
       intervalMs: 1000,
       predict,
     });

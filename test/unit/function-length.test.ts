@@ -29,7 +29,6 @@ const EXEMPT: Record<string, number> = {
   'pg-wal/record.ts:decodeRecord': 127,
   'scripts/calibration/cell-run.ts:runBenchCell': 74,
   'scripts/calibration/design.ts:readStoredCalibration': 81,
-  'scripts/predict.ts:run': 87,
   'scripts/report/svg-chart.ts:lineChart': 93,
   'scripts/report/tables.ts:thresholdTables': 118,
   'scripts/report/tables.ts:multiTables': 80,
