@@ -1,5 +1,5 @@
 /**
- * The relations a generated backlog works on (generator/README.md "The grammar", 2): their kinds,
+ * The relations a generated backlog works on (README.md "The grammar", 2): their kinds,
  * fill factors, indexes and sizes, how many locks a statement on one of them takes, and the SQL that
  * creates and fills them. Pure: no servers, no clocks; every choice comes from the caller's
  * `SeededRandom`.

@@ -1,5 +1,5 @@
 /**
- * The backlog's transactions (generator/README.md "The grammar", 5–6):
+ * The backlog's transactions (README.md "The grammar", 5–6):
  * which statement kinds a relation's state allows, the statement's SQL and its effect on that
  * state, transactions of one statement to hundreds of relations, and the interleaving of up to
  * three sessions' transactions in one serial order. Pure: every choice comes from the caller's
