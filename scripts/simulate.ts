@@ -18,6 +18,7 @@ import {
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
+import { withEntryBundle } from '../server/entry-bundle.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { exitWhenFlushed } from '../server/process-exit.ts';
 
@@ -317,7 +318,13 @@ async function many(from: number, n: number, jobs: number): Promise<number> {
     if (done % 500 === 0)
       console.log(`${done}/${n} seeds, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   };
-  const totals = jobs > 1 ? await runJobs(from, n, jobs, onSeed) : await runRange(from, n, onSeed);
+  // The workers run an esbuild bundle of this script (server/entry-bundle.ts), not tsx: tsx
+  // transpiles with keepNames, which wraps every function and class it creates in a name-setting
+  // call, and its loader costs about a second per worker start.
+  const totals =
+    jobs > 1
+      ? await withEntryBundle(() => runJobs(from, n, jobs, onSeed))
+      : await runRange(from, n, onSeed);
   const wallS = (performance.now() - t0) / 1000;
   const summary = summaryOf(totals, from, jobs, wallS);
   if (values.json) console.log(JSON.stringify(summary));
