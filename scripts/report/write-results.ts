@@ -86,18 +86,58 @@ const defaultY = (c: CellSummary) => c.failoverMsMean / 1000;
 /** Real PostgreSQL series: greens and browns, apart from the strategies' colours. */
 const PG_COLORS = ['#2ca02c', '#8c564b', '#17becf', '#bcbd22', '#7f7f7f', '#e377c2'];
 
-/** The seed's published master and patched seconds (dotted: another machine, another method). */
-function publishedSeries(points: readonly PublishedPoint[], variant: string): ChartSeries[] {
+/**
+ * The seed's published master and patched seconds (dotted: another machine, another method): the
+ * points `which` keeps, at `x` (Test B: NBuffers; Test A: the relation's pages or NBuffers).
+ */
+function publishedSeries(
+  points: readonly PublishedPoint[],
+  which: (p: PublishedPoint) => boolean,
+  x: (p: PublishedPoint) => number,
+): ChartSeries[] {
   return (['master', 'patched'] as const)
     .map((build) => ({
       name: `seed 001 published ${build}`,
       color: build === 'master' ? STRATEGY_COLORS['full-scan'] : STRATEGY_COLORS['cached-lookup'],
       dashed: true,
       points: points
-        .filter((p) => p.variant === variant && p.build === build)
-        .map((p) => ({ x: p.nBuffers, y: p.seconds })),
+        .filter((p) => which(p) && p.build === build)
+        .map((p) => ({ x: x(p), y: p.seconds })),
     }))
     .filter((s) => s.points.length > 0);
+}
+
+/** Ticks at each relation size of Test A cells, labelled NB/k. */
+const pageTicks = (cells: CellSummary[]) => [
+  ...new Map(
+    cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }]),
+  ).values(),
+];
+
+/**
+ * Test A's time-vs-shared_buffers series: for the smallest and largest relation sizes, every
+ * failover series and the seed's published points of that NB/k, named by it.
+ */
+function thresholdVsSbSeries(o: SweepOutput): { cells: CellSummary[]; series: ChartSeries[] } {
+  const sizes = [...new Set(o.cells.map((c) => c.relDivisor!))].sort((a, b) => b - a);
+  const pick = [...new Set([sizes[0]!, sizes.at(-1)!])];
+  const cells = o.cells.filter((c) => pick.includes(c.relDivisor!));
+  const series: ChartSeries[] = [];
+  // Two relation sizes × several series: the size keeps the default palette, not the strategy colour.
+  for (const k of pick) {
+    const here = failoverSeries(
+      cells.filter((c) => c.relDivisor === k),
+      (c) => c.nBuffers,
+    );
+    const pub = publishedSeries(
+      o.published ?? [],
+      (p) => p.relDivisor === k,
+      (p) => p.nBuffers,
+    );
+    for (const s of [...here, ...pub])
+      series.push({ name: `NB/${k} ${s.name}`, points: s.points, dashed: s.dashed });
+  }
+  return { cells, series };
 }
 
 function seriesBy(
@@ -179,7 +219,11 @@ export function renderResults(o: SweepOutput): Record<string, string> {
         xTicks: sbTicks(cells),
         series: [
           ...failoverSeries(cells, (c) => c.nBuffers),
-          ...publishedSeries(o.published ?? [], variant),
+          ...publishedSeries(
+            o.published ?? [],
+            (p) => p.variant === variant && p.relDivisor === undefined,
+            (p) => p.nBuffers,
+          ),
         ],
       });
     }
@@ -198,12 +242,15 @@ export function renderResults(o: SweepOutput): Record<string, string> {
         yLabel: 'failover seconds',
         xLog: true,
         yLog: true,
-        xTicks: [
-          ...new Map(
-            cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }]),
-          ).values(),
+        xTicks: pageTicks(cells),
+        series: [
+          ...failoverSeries(cells, (c) => c.pagesPerTable),
+          ...publishedSeries(
+            o.published ?? [],
+            (p) => p.sharedBuffers === sb,
+            (p) => p.pages!,
+          ),
         ],
-        series: failoverSeries(cells, (c) => c.pagesPerTable),
       });
       // The drop alone: what the two paths differ in, without the VACUUM's replay around it.
       if (!isModelOnly(cells))
@@ -213,11 +260,7 @@ export function renderResults(o: SweepOutput): Record<string, string> {
           yLabel: 'seconds inside the drop',
           xLog: true,
           yLog: true,
-          xTicks: [
-            ...new Map(
-              cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }]),
-            ).values(),
-          ],
+          xTicks: pageTicks(cells),
           series: seriesBy(
             cells,
             (c) => c.pagesPerTable,
@@ -226,18 +269,7 @@ export function renderResults(o: SweepOutput): Record<string, string> {
         });
     }
     // Time vs shared_buffers too, for the smallest and largest relation sizes.
-    const sizes = [...new Set(o.cells.map((c) => c.relDivisor!))].sort((a, b) => b - a);
-    const pick = [...new Set([sizes[0]!, sizes.at(-1)!])];
-    const cells = o.cells.filter((c) => pick.includes(c.relDivisor!));
-    const series: ChartSeries[] = [];
-    // Two relation sizes × two strategies: the size keeps the default palette, so drop the strategy colour.
-    for (const k of pick) {
-      for (const s of failoverSeries(
-        cells.filter((c) => c.relDivisor === k),
-        (c) => c.nBuffers,
-      ))
-        series.push({ name: `NB/${k} ${s.name}`, points: s.points, dashed: s.dashed });
-    }
+    const { cells, series } = thresholdVsSbSeries(o);
     files['chart-threshold-vs-shared-buffers.svg'] = lineChart({
       title: 'VACUUM of one relation of NBuffers/k pages: failover time',
       xLabel: 'shared_buffers',
