@@ -21,8 +21,6 @@ const MAX_LINES = 70;
  */
 const EXEMPT: Record<string, number> = {
   'dashboard/machine-graph.ts:layout': 74,
-  'pg-wal/main-data.ts:parseXactEnd': 83,
-  'pg-wal/record.ts:decodeRecord': 127,
   'scripts/calibration/cell-run.ts:runBenchCell': 74,
   'scripts/calibration/design.ts:readStoredCalibration': 81,
   'scripts/predict.ts:run': 87,
