@@ -122,6 +122,8 @@ interface Totals {
   /** Drops by node kind and path (SIM-10), and how many seeds had at least one of each. */
   drops: Record<string, number>;
   dropSeeds: Record<string, number>;
+  /** SIM-11's comparisons of a caught-up standby after a restart or failover. */
+  replicaComparisons: number;
 }
 
 function emptyTotals(): Totals {
@@ -144,6 +146,7 @@ function emptyTotals(): Totals {
     simMs: 0,
     drops: {},
     dropSeeds: {},
+    replicaComparisons: 0,
   };
 }
 
@@ -168,6 +171,7 @@ function merge(into: Totals, t: Totals): void {
   for (const [k, v] of Object.entries(t.drops)) into.drops[k] = (into.drops[k] ?? 0) + v;
   for (const [k, v] of Object.entries(t.dropSeeds))
     into.dropSeeds[k] = (into.dropSeeds[k] ?? 0) + v;
+  into.replicaComparisons += t.replicaComparisons;
 }
 
 /** Run seeds in this process; `onSeed` sees each result (progress, failures). */
@@ -198,6 +202,7 @@ async function runRange(
       simMs: r.simMs,
       drops: r.drops,
       dropSeeds: Object.fromEntries(coverageKinds(r.drops, r.faults).map((k) => [k, 1])),
+      replicaComparisons: r.replicaComparisons,
     };
     merge(totals, t);
     onSeed(seed, t);
@@ -370,6 +375,7 @@ function summaryOf(totals: Totals, from: number, jobs: number, wallS: number) {
     events: totals.events,
     drops: totals.drops,
     seedsReaching: totals.dropSeeds,
+    replicaComparisons: totals.replicaComparisons,
     simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
     wallSeconds: +wallS.toFixed(1),
     seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
@@ -413,6 +419,9 @@ function printSummary(
   );
   console.log(
     `PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`,
+  );
+  console.log(
+    `standbys compared block by block with the primary after a restart or failover (SIM-11): ${totals.replicaComparisons}`,
   );
   console.log(
     `drops (SIM-10): ${Object.entries(totals.drops)
