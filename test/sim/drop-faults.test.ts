@@ -121,8 +121,8 @@ describe('planted bug truncateFailureLeavesStalePages', () => {
 
   it('found by random seeds, replayed identically and shrunk; walsim’s ordering passes the same seed', async () => {
     injectedBugs.truncateFailureLeavesStalePages = true;
-    // Every failing seed is a finding of SIM-1 (deleted rows back: stale pages with rows) or
-    // SIM-4 (the primary's relation keeps its blocks); the first with stale rows is shrunk.
+    // Every failing seed is a finding of SIM-1 (deleted rows back: stale pages with rows), SIM-4
+    // or SIM-11 (the primary's relation keeps its blocks); the first with stale rows is shrunk.
     let found: number | null = null;
     for (let seed = 1; seed <= 150 && found === null; seed++) {
       const r = await runSimulation(generateScenario(seed));
