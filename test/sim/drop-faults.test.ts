@@ -133,9 +133,12 @@ describe('planted bug truncateFailureLeavesStalePages', () => {
     const a = await runSimulation(generateScenario(found!), { trace: true });
     const b = await runSimulation(generateScenario(found!), { trace: true });
     expect(b.traceHash).toBe(a.traceHash);
-    const small = await shrinkScenario(generateScenario(found!), 200, (v) => STALE.test(v));
+    // Shrunk for SIM-1's finding with SIM-11 off: SIM-11 sees the same stale blocks at a step
+    // boundary before the ledger reads the rows back, and would keep the steps that lead there.
+    const sim1 = { replicaCheck: false };
+    const small = await shrinkScenario(generateScenario(found!), 200, (v) => STALE.test(v), sim1);
     expect(small.commands.length).toBeLessThanOrEqual(8);
-    expect((await runSimulation(small)).violations[0]).toMatch(STALE);
+    expect((await runSimulation(small, sim1)).violations[0]).toMatch(STALE);
     injectedBugs.truncateFailureLeavesStalePages = false;
     expect((await runSimulation(generateScenario(found!))).violations).toEqual([]);
     expect((await runSimulation(small)).violations).toEqual([]);
