@@ -107,18 +107,10 @@ export interface CostProfile {
    */
   fitBand: ProfileBand | null;
   /**
-   * The PostgreSQL major the profile was fitted on (its `fit.postgres`, written by `npm run
-   * calibrate`); absent when it was not fitted on a known server version (`seed-001`: the seed's
-   * 2020 builds). Pricing another major's counts with it is warned of (sweep, calibrate).
+   * The PostgreSQL major the profile was fitted on: `pgMajor` in the file, else the major of
+   * `fit.postgres` (the server `npm run calibrate` measured); null when the file names none.
    */
-  pgMajor?: number;
-}
-
-/** The major of a `postgres --version` line ("postgres (PostgreSQL) 13.23" → 13), else undefined. */
-export function majorOfVersionText(text: unknown): number | undefined {
-  const m =
-    typeof text === 'string' ? /PostgreSQL\)?\s+(\d+)(?:\.|beta|rc|devel|\b)/.exec(text) : null;
-  return m === null ? undefined : Number(m[1]);
+  pgMajor: number | null;
 }
 
 export interface ProfileBand {
@@ -128,12 +120,6 @@ export interface ProfileBand {
   minErrorPct: number;
   maxErrorPct: number;
   within25Pct: number;
-}
-
-/** `{ pgMajor }` of a profile JSON's fit (its `postgres` version line), or nothing. */
-function fittedMajor(fit: unknown): { pgMajor?: number } {
-  const major = isObject(fit) ? majorOfVersionText(fit.postgres) : undefined;
-  return major === undefined ? {} : { pgMajor: major };
 }
 
 /** The band of a profile JSON's `fit.cells[].leaveOneOutPct` (a fraction), null when none. */
@@ -206,6 +192,7 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
     'promotionPoll',
     'constants',
     'fit',
+    'pgMajor',
   ]);
   for (const k of Object.keys(json)) if (!known.has(k)) throw bad(origin, `unknown field "${k}"`);
   const name = str(origin, json.name, '"name"');
@@ -256,8 +243,27 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
           },
     constants: out,
     fitBand: fitBandOf(json.fit),
-    ...fittedMajor(json.fit),
+    pgMajor: pgMajorOf(origin, json.pgMajor, json.fit),
   };
+}
+
+/** `pgMajor`, else the major in `fit.postgres` ("postgres (PostgreSQL) 15.18 …"), else null. */
+function pgMajorOf(origin: string, v: unknown, fit: unknown): number | null {
+  if (v !== undefined && v !== null) {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 10 || v > 99)
+      throw bad(
+        origin,
+        `"pgMajor" must be a PostgreSQL major such as 15, got ${JSON.stringify(v)}`,
+      );
+    return v;
+  }
+  return pgMajorOfServer(isObject(fit) && typeof fit.postgres === 'string' ? fit.postgres : '');
+}
+
+/** The major in a server's version text ("postgres (PostgreSQL) 15.18 (Debian …)"), else null. */
+export function pgMajorOfServer(text: string): number | null {
+  const m = /PostgreSQL\)?\s+(\d+)(?:\.|beta|rc|devel)/.exec(text);
+  return m === null ? null : Number(m[1]);
 }
 
 /** The folder of the shipped profiles. */
@@ -330,6 +336,7 @@ export function profileToJson(p: CostProfile, fit?: unknown): string {
         description: p.description,
         cache: p.cache,
         promotionPoll: p.promotionPoll,
+        ...(p.pgMajor === null ? {} : { pgMajor: p.pgMajor }),
         constants,
         ...(fit === undefined ? {} : { fit }),
       },

@@ -11,7 +11,7 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import {
   DEFAULT_PROFILE,
   loadProfile,
-  majorOfVersionText,
+  pgMajorOfServer,
   profileToJson,
   type CostProfile,
 } from '../cost-model/profile.ts';
@@ -355,7 +355,7 @@ runCli(async () => {
   const plan = planCalibration(design);
   // The walsim twins price the fit only with --counts walsim (walsim has no COPY, and its FSM
   // updates follow its own int rows); with WAL counts the design is checked on those, after the runs.
-  const major = majorOfVersionText(pgVersion);
+  const major = pgMajorOfServer(pgVersion) ?? undefined;
   const twinCounts = countsFrom === 'walsim' ? await identifiedTwinCounts(plan, base, major) : null;
   const measured = await measureOrRefit(values, inputs, plan, settings, pgVersion, baseProfile);
   const { records, walCounts } = measured;
@@ -368,6 +368,8 @@ runCli(async () => {
     description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pgVersion}, ${startedAt.toISOString()}${refit ? `, refitted ${new Date().toISOString()}` : ''}`,
     source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
   });
+  // The profile names the major it was fitted on (predict warns when a standby runs another).
+  report.profile.pgMajor = pgMajorOfServer(pgVersion);
   return writeCalibration(values, inputs, {
     startedAt,
     wallSeconds,

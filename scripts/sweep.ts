@@ -156,7 +156,7 @@ async function checkPgVersions(
   profile: CostProfile,
 ) {
   // A profile names the major it was fitted on: pricing another major's counts is said, not silent.
-  const others = pgVersions.filter((v) => profile.pgMajor !== undefined && v !== profile.pgMajor);
+  const others = pgVersions.filter((v) => profile.pgMajor !== null && v !== profile.pgMajor);
   if (others.length > 0)
     process.stderr.write(
       `warning: cost profile ${profile.name} was fitted on PostgreSQL ${profile.pgMajor}; the modeled seconds of PostgreSQL ${others.join(', ')} are priced with it (fit one with npm run calibrate -- --pg-version ${others[0]})\n`,

@@ -1,5 +1,5 @@
 /**
- * `npm run predict`'s work: for one live PostgreSQL 15 standby, read its state and its unreplayed
+ * `npm run predict`'s work: for one live PostgreSQL 13–18 standby, read its state and its unreplayed
  * WAL range [replay LSN, receive LSN), turn every record into the cost model's counts
  * (replay-model.ts), price them with a cost profile (cost-model/price.ts) and say
  * what dominates; for several standbys, rank them beside the choice Patroni's defaults would make.
@@ -46,6 +46,7 @@ import {
   type RangeRead,
 } from './wal-source.ts';
 import { pgWalRecords } from './pg-wal-source.ts';
+import type { PgMajor } from '../../pg-wal/format.ts';
 import { pgDropRules, pgVersionOfNum, type PgDropRules } from '../../storage/pg-drop-rules.ts';
 import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
 
@@ -67,13 +68,33 @@ export function profileNote(ref: string): string | null {
   return `a shipped profile, fitted on ${where}, not this one: run npm run calibrate for this machine and pass its file with --profile`;
 }
 
+/**
+ * The profile's PostgreSQL major beside the standby's: a profile that names none is read as 15
+ * (every profile before majors were recorded was fitted on 15), and either case is said.
+ */
+export function profileMajor(
+  p: CostProfile,
+  standbyMajor: number,
+): { pgMajor: number; majorNote: string | null } {
+  const pgMajor = p.pgMajor ?? 15;
+  const named = p.pgMajor === null ? ' (it names no major: read as 15)' : '';
+  if (pgMajor !== standbyMajor)
+    return {
+      pgMajor,
+      majorNote: `profile ${p.name} was fitted on PostgreSQL ${pgMajor}${named}, this standby runs ${standbyMajor}: its seconds are ${pgMajor}'s constants on ${standbyMajor}'s counts — calibrate on ${standbyMajor} (npm run calibrate -- --pg-version ${standbyMajor}) and pass it with --profile`,
+    };
+  return {
+    pgMajor,
+    majorNote: named === '' ? null : `profile ${p.name} names no PostgreSQL major: read as 15`,
+  };
+}
+
 export interface PredictInput {
   standby: string;
   pgdata?: string;
   primary?: string;
   profile: CostProfile;
   profileRef: string;
-  pgWaldump: string;
 }
 
 export interface Prediction {
@@ -126,6 +147,10 @@ export interface Prediction {
     file: string;
     band: ProfileBand | null;
     note: string | null;
+    /** The major the profile was fitted on (15 when it names none, which `majorNote` says). */
+    pgMajor: number;
+    /** Said when the profile names no major, or another than the standby's; else null. */
+    majorNote: string | null;
   };
   assumptions: string[];
   rules: {
@@ -164,14 +189,14 @@ function droppedNodes(rec: PgWalRecord, into: RelFileNode[]): void {
 }
 
 /** Reads a WAL range record by record (pg_waldump on the standby's pg_wal, or pg_walinspect). */
-type ReadRange = (
+export type ReadRange = (
   from: string,
   to: string,
   onRecord: (r: PgWalRecord) => void,
 ) => Promise<RangeRead>;
 
 /** The sessions a prediction opens; predictStandby ends them whatever happens. */
-interface Sessions {
+export interface Sessions {
   standby: pg.Client;
   primary: pg.Client | null;
 }
@@ -189,9 +214,22 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
   }
 }
 
-async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
-  const c = sessions.standby;
-  const st = await readStandbyState(c, input.standby);
+/** What a prediction reads before any WAL: the standby's state, its range, how to read it. */
+export interface RangeSetup {
+  st: StandbyState;
+  /** [replay LSN, receive LSN). */
+  from: string;
+  to: string;
+  /** --pgdata's pg_wal, null when pg_walinspect on the primary is read instead. */
+  walDir: string | null;
+  primaryInfo: Prediction['primary'];
+  read: ReadRange;
+  dropRules: PgDropRules;
+}
+
+/** The standby's state (checked), the unreplayed range, the primary's LSN, the range reader. */
+export async function setUpRange(sessions: Sessions, input: PredictInput): Promise<RangeSetup> {
+  const st = await readStandbyState(sessions.standby, input.standby);
   checkStandby(st);
   const from = st.replayLsn!;
   // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
@@ -200,27 +238,55 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
   const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st) : null;
   const primaryInfo = await connectPrimary(sessions, input, st, walDir);
   const read = await rangeReader(sessions.primary, input, st, walDir, from, to);
+  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
+  return { st, from, to, walDir, primaryInfo, read, dropRules };
+}
 
+/** The standby's files (--pgdata's sizes) and buffers (pg_buffercache's, when `resident`). */
+export function standbyFiles(
+  input: PredictInput,
+  resident: Map<string, number[]> | null,
+): StandbyFiles {
+  const pgdataFiles =
+    input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
+  return {
+    diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
+    residentBlocks: (n: RelFileNode, f: ForkNumber) =>
+      resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
+  };
+}
+
+async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
+  const setup = await setUpRange(sessions, input);
+  const { st, from, to, read } = setup;
   // Buffers of the relations the range drops: pg_buffercache when installed (first pass).
   let resident: Map<string, number[]> | null = null;
   if (st.hasBuffercache) {
     const nodes: RelFileNode[] = [];
     await read(from, to, (r) => droppedNodes(r, nodes));
-    resident = await residentBlocks(c, nodes);
+    resident = await residentBlocks(sessions.standby, nodes);
   }
-  const pgdataFiles =
-    input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
-  const files: StandbyFiles = {
-    diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
-    residentBlocks: (n: RelFileNode, f: ForkNumber) =>
-      resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
-  };
-  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
-  const model = new RecoveryModel(st.nBuffers, files, resident !== null, dropRules);
-  const learnFrom = st.restartpointRedoLsn;
-  const learned = await learnCachedSizes(read, model, learnFrom, from);
+  const files = standbyFiles(input, resident);
+  const model = new RecoveryModel(st.nBuffers, files, resident !== null, setup.dropRules);
+  const learned = await learnCachedSizes(read, model, st.restartpointRedoLsn, from);
   const src = await read(from, to, (r) => model.replay(r));
-  const rp = model.result();
+  return assemblePrediction(setup, input, model.result(), src, learned, resident !== null);
+}
+
+/**
+ * The prediction from the modeled replay of [from, to) (`rp`), priced with the profile.
+ * `learned`: the records read from the last restartpoint's redo to `from`.
+ */
+export function assemblePrediction(
+  setup: RangeSetup,
+  input: PredictInput,
+  rp: ReplayPrediction,
+  src: RangeRead,
+  learned: number,
+  residentKnown: boolean,
+): Prediction {
+  const { st, from, to, dropRules } = setup;
+  const learnFrom = st.restartpointRedoLsn;
   const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
   const recv = parseLsn(st.receiveLsn!);
   const rep = parseLsn(st.replayLsn!);
@@ -231,7 +297,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     note: predictionNotes(st, from, to).join('; '),
     range: { from, to, bytes: parseLsn(to) - parseLsn(from) },
     source: { ...src, learnedFrom: learnFrom, learnedRecords: learned },
-    primary: primaryInfo,
+    primary: setup.primaryInfo,
     patroniPosition: recv >= rep ? st.receiveLsn! : st.replayLsn!,
     counts,
     records: { total: rp.records, bytes: rp.walBytes, generic: rp.genericRecords, byType },
@@ -244,6 +310,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
       file: profilePath(input.profileRef).file,
       band: input.profile.fitBand,
       note: profileNote(input.profileRef),
+      ...profileMajor(input.profile, Math.floor(st.versionNum / 10000)),
     },
     assumptions: rp.assumptions,
     rules: {
@@ -251,10 +318,9 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
       sizeCached: !dropRules.cachedLookup
         ? `PostgreSQL ${dropRules.major} caches no relation sizes: every drop scans all NBuffers descriptors`
         : `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
-      invalidations:
-        resident !== null
-          ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
-          : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
+      invalidations: residentKnown
+        ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
+        : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
     },
   };
 }
@@ -272,7 +338,11 @@ async function connectPrimary(
   if (input.primary === undefined) return null;
   try {
     sessions.primary = await connectServer(input.primary, 'primary');
-    const lsn = await readPrimaryLsn(sessions.primary, input.primary);
+    const lsn = await readPrimaryLsn(
+      sessions.primary,
+      input.primary,
+      Math.floor(st.versionNum / 10000),
+    );
     return {
       url: redactUrl(input.primary),
       currentLsn: lsn,
@@ -320,7 +390,7 @@ async function rangeReader(
   return async (a, b, onRecord) => {
     try {
       return walDir !== null
-        ? await pgWalRecords(walDir, history, a, b, onRecord)
+        ? await pgWalRecords(walDir, history, a, b, onRecord, standbyMajor(st))
         : await walinspectRecords(primary!, redactUrl(input.primary!), a, b, onRecord);
     } catch (e) {
       if (e instanceof MissingWalError) throw new MissingWalError(e.message + remedy);
@@ -329,12 +399,17 @@ async function rangeReader(
   };
 }
 
+/** The standby's major, for the WAL reader (readStandbyState accepted only 13–18). */
+function standbyMajor(st: StandbyState): PgMajor {
+  return Math.floor(st.versionNum / 10000) as PgMajor;
+}
+
 /**
  * What the startup process has cached: the WAL it replayed since the redo point it started from.
  * pg_control's last restartpoint redo is at or after that point (an earlier touch is missed: the
  * relation is then predicted uncached, i.e. a full scan). Returns the records read.
  */
-async function learnCachedSizes(
+export async function learnCachedSizes(
   read: ReadRange,
   model: RecoveryModel,
   learnFrom: string,

@@ -5,7 +5,7 @@
  * follow the calibrated major, and a profile names the major it was fitted on.
  */
 import { describe, expect, it } from 'vitest';
-import { loadProfile, majorOfVersionText } from '../../cost-model/profile.ts';
+import { loadProfile, pgMajorOfServer } from '../../cost-model/profile.ts';
 import { walsimTwin, walsimTwinAt } from '../../scripts/calibration/design.ts';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
 import { planMulti, planThreshold, summarise } from '../../scripts/experiment/sweep-runner.ts';
@@ -105,11 +105,10 @@ describe('calibration at a major', () => {
   });
 
   it('a profile names the major it was fitted on', () => {
-    expect(majorOfVersionText('postgres (PostgreSQL) 13.23')).toBe(13);
-    expect(majorOfVersionText('postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)')).toBe(15);
-    expect(majorOfVersionText('postgres (PostgreSQL) 18beta1')).toBe(18);
-    expect(majorOfVersionText(undefined)).toBeUndefined();
+    expect(pgMajorOfServer('postgres (PostgreSQL) 13.23')).toBe(13);
+    expect(pgMajorOfServer('postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)')).toBe(15);
+    expect(pgMajorOfServer('postgres (PostgreSQL) 18beta1')).toBe(18);
     expect(loadProfile('pg15-calibrated-wall').pgMajor).toBe(15);
-    expect(loadProfile('seed-001').pgMajor).toBeUndefined();
+    expect(loadProfile('seed-001').pgMajor).toBeNull();
   });
 });
