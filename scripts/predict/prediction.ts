@@ -192,14 +192,14 @@ function droppedNodes(rec: PgWalRecord, into: RelFileNode[]): void {
 }
 
 /** Reads a WAL range record by record (pg_waldump on the standby's pg_wal, or pg_walinspect). */
-type ReadRange = (
+export type ReadRange = (
   from: string,
   to: string,
   onRecord: (r: PgWalRecord) => void,
 ) => Promise<RangeRead>;
 
 /** The sessions a prediction opens; predictStandby ends them whatever happens. */
-interface Sessions {
+export interface Sessions {
   standby: pg.Client;
   primary: pg.Client | null;
 }
@@ -217,9 +217,22 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
   }
 }
 
-async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
-  const c = sessions.standby;
-  const st = await readStandbyState(c, input.standby);
+/** What a prediction reads before any WAL: the standby's state, its range, how to read it. */
+export interface RangeSetup {
+  st: StandbyState;
+  /** [replay LSN, receive LSN). */
+  from: string;
+  to: string;
+  /** --pgdata's pg_wal, null when pg_walinspect on the primary is read instead. */
+  walDir: string | null;
+  primaryInfo: Prediction['primary'];
+  read: ReadRange;
+  dropRules: PgDropRules;
+}
+
+/** The standby's state (checked), the unreplayed range, the primary's LSN, the range reader. */
+export async function setUpRange(sessions: Sessions, input: PredictInput): Promise<RangeSetup> {
+  const st = await readStandbyState(sessions.standby, input.standby);
   checkStandby(st);
   const from = st.replayLsn!;
   // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
@@ -230,22 +243,66 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
   checkTargetReadable(st, walDir);
   const primaryInfo = await connectPrimary(sessions, input, st, walDir);
   const read = await rangeReader(sessions.primary, input, st, walDir, from, received);
-  const resident = st.hasBuffercache ? await residentOfRange(c, read, from, received) : null;
+  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
+  return { st, from, to: received, walDir, primaryInfo, read, dropRules };
+}
+
+/** The standby's files (--pgdata's sizes) and buffers (pg_buffercache's, when `resident`). */
+export function standbyFiles(
+  input: PredictInput,
+  resident: Map<string, number[]> | null,
+): StandbyFiles {
   const pgdataFiles =
     input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
-  const files: StandbyFiles = {
+  return {
     diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
     residentBlocks: (n: RelFileNode, f: ForkNumber) =>
       resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
   };
-  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
-  const model = new RecoveryModel(st.nBuffers, files, resident !== null, dropRules);
+}
+
+async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
+  const setup = await setUpRange(sessions, input);
+  const { st, from, to, read } = setup;
+  // Buffers of the relations the range drops: pg_buffercache when installed (first pass).
+  let resident: Map<string, number[]> | null = null;
+  if (st.hasBuffercache) {
+    const nodes: RelFileNode[] = [];
+    await read(from, to, (r) => droppedNodes(r, nodes));
+    resident = await residentBlocks(sessions.standby, nodes);
+  }
+  const files = standbyFiles(input, resident);
+  const model = new RecoveryModel(st.nBuffers, files, resident !== null, setup.dropRules);
+  const stops = stopFinder(st.recoveryTarget);
+  const learned = await learnCachedSizes(read, model, st.restartpointRedoLsn, from, stops.seen);
+  const bound = await replayBounded(read, model, st, from, to, stops.reached());
+  return assemblePrediction(
+    setup,
+    input,
+    model.result(),
+    bound.src,
+    learned,
+    resident !== null,
+    bound,
+  );
+}
+
+/**
+ * The prediction from the modeled replay of [from, to) (`rp`), priced with the profile.
+ * `learned`: the records read from the last restartpoint's redo to `from`.
+ */
+export function assemblePrediction(
+  setup: RangeSetup,
+  input: PredictInput,
+  rp: ReplayPrediction,
+  src: RangeRead,
+  learned: number,
+  residentKnown: boolean,
+  bound: { to: string; target: TargetBound | null } = { to: setup.to, target: null },
+): Prediction {
+  const { st, from, dropRules } = setup;
+  const { to, target } = bound;
   const learnFrom = st.restartpointRedoLsn;
-  const learnedRead = await learnCachedSizes(read, model, learnFrom, from, st.recoveryTarget);
-  const learned = learnedRead.records;
-  const bounded = await replayBounded(read, model, st, from, received, learnedRead.reached);
-  const { src, to, target } = bounded;
-  const rp = model.result();
   const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
   const recv = parseLsn(st.receiveLsn ?? from);
   const rep = parseLsn(st.replayLsn!);
@@ -257,7 +314,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     recoveryTarget: target,
     range: { from, to, bytes: parseLsn(to) - parseLsn(from) },
     source: { ...src, learnedFrom: learnFrom, learnedRecords: learned },
-    primary: primaryInfo,
+    primary: setup.primaryInfo,
     patroniPosition: recv >= rep ? (st.receiveLsn ?? from) : st.replayLsn!,
     counts,
     records: { total: rp.records, bytes: rp.walBytes, generic: rp.genericRecords, byType },
@@ -278,10 +335,9 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
       sizeCached: !dropRules.cachedLookup
         ? `PostgreSQL ${dropRules.major} caches no relation sizes: every drop scans all NBuffers descriptors`
         : `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
-      invalidations:
-        resident !== null
-          ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
-          : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
+      invalidations: residentKnown
+        ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
+        : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
     },
   };
 }
@@ -381,18 +437,6 @@ export interface TargetBound {
 
 const recordName = (r: PgWalRecord) => `${r.rmgr}/${r.type}`;
 
-/** The relations the range truncates or drops, and their buffers now (pg_buffercache). */
-async function residentOfRange(
-  c: pg.Client,
-  read: ReadRange,
-  from: string,
-  to: string,
-): Promise<Map<string, number[]>> {
-  const nodes: RelFileNode[] = [];
-  await read(from, to, (r) => droppedNodes(r, nodes));
-  return residentBlocks(c, nodes);
-}
-
 /**
  * A target by xid, time or restore point is read from each commit's or restore point's main data,
  * which only the pg-wal/ reader of --pgdata decodes (pg_walinspect's rows carry no commit time).
@@ -478,23 +522,20 @@ function standbyMajor(st: StandbyState): PgMajor {
  * pg_control's last restartpoint redo is at or after that point (an earlier touch is missed: the
  * relation is then predicted uncached, i.e. a full scan). Returns the records read.
  */
-async function learnCachedSizes(
+export async function learnCachedSizes(
   read: ReadRange,
   model: RecoveryModel,
   learnFrom: string,
   from: string,
-  target: RecoveryTarget | null,
-): Promise<{ records: number; reached: ReachedStop | null }> {
+  seen: (r: PgWalRecord) => void = () => {},
+): Promise<number> {
   let learned = 0;
-  // A stop among the records already replayed: the standby reached its target (and paused there).
-  let reached: ReachedStop | null = null;
   if (parseLsn(learnFrom) < parseLsn(from)) {
     try {
       await read(learnFrom, from, (r) => {
         learned += 1;
         model.learn(r);
-        const stop = target === null || reached !== null ? null : stopOf(target, r);
-        if (stop !== null) reached = { when: stop, lsn: formatLsn(r.lsn), what: recordName(r) };
+        seen(r);
       });
     } catch (e) {
       throw new WalsimError(
@@ -503,7 +544,25 @@ async function learnCachedSizes(
       );
     }
   }
-  return { records: learned, reached };
+  return learned;
+}
+
+/**
+ * A recovery target's first stop among records already replayed, as `learnCachedSizes`' `seen`
+ * sees them: one means the standby reached its target (and is paused there).
+ */
+function stopFinder(target: RecoveryTarget | null): {
+  seen: (r: PgWalRecord) => void;
+  reached: () => ReachedStop | null;
+} {
+  let reached: ReachedStop | null = null;
+  return {
+    seen: (r) => {
+      const stop = target === null || reached !== null ? null : stopOf(target, r);
+      if (stop !== null) reached = { when: stop, lsn: formatLsn(r.lsn), what: recordName(r) };
+    },
+    reached: () => reached,
+  };
 }
 
 /**
