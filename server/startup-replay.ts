@@ -20,7 +20,6 @@ import { WalWriter } from '../wal/wal-writer.ts';
 import { runSteps, type DropSettings } from '../storage/drop.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { replayRecordSteps } from '../storage/redo.ts';
-import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { NodeConfig } from './node-config.ts';
 import type { StartupReplayStatus } from './node-status.ts';
 
@@ -88,10 +87,14 @@ function skipsBadRecord(reason: WalEndReason | null): boolean {
   );
 }
 
-/** Load the data image, replay local WAL from its REDO point, open WAL for writing at its end. */
+/**
+ * Load the data image into a pool of `nBuffers` buffers (the size the node's assembly chose),
+ * replay local WAL from its REDO point, open WAL for writing at its end.
+ */
 export function replayLocalWal(
   dataDir: string,
   config: NodeConfig,
+  nBuffers: number,
   disk: Disk,
   log: (message: string) => void,
 ): LocalWalReplay {
@@ -107,7 +110,6 @@ export function replayLocalWal(
       control = { ...control, timeline: latest };
     }
   }
-  const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
   const { storage, header } = NodeStorage.loadImage(
     dataDir,
     nBuffers,
