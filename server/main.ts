@@ -299,8 +299,7 @@ async function main(): Promise<void> {
     disk: new LatencyDisk(nodeDisk, systemClock, blockThread),
     dialer: ({ host, port }: Upstream) => wsReplicationDialer(host, port, token),
   };
-  // shared_buffers is read once, here, as postgresql.conf is at the postmaster's start.
-  const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
+  const { nBuffers } = parseSharedBuffers(config.sharedBuffers); // once, as at a postmaster's start
   node = ServerNode.open({ dataDir, config, nBuffers, token, log, fatal, env });
   server = await startWsServer({
     host: config.listen,

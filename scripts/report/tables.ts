@@ -163,128 +163,222 @@ function crossoverTable(cross: Crossover[]): string {
   );
 }
 
-/**
- * Test A's three tables (rows NB/k in the given order, columns shared_buffers) and the crossover.
- * Long on purpose: it lays the tables out in the seed's order and wording, one block per table,
- * measured then modeled; each block is a grid over the same cells.
- */
-export function thresholdTables(cells: CellSummary[]): ThresholdTables {
+/** Test A's walsim cells as grids: rows NB/k (in the given order), columns shared_buffers. */
+interface ThresholdGrid {
+  th: CellSummary[];
+  get(sb: string, rs: string, strategy: string): CellSummary | undefined;
+  grid(f: (sb: string, rs: string) => string): string;
+}
+
+function thresholdGrid(cells: CellSummary[]): ThresholdGrid {
   const th = cells.filter((c) => c.kind === 'threshold' && c.engine === 'walsim');
   const sbs = unique(th.map((c) => c.sharedBuffers));
   const sizes = unique(th.map((c) => c.relSize!));
-  const get = (sb: string, rs: string, strategy: string) =>
-    th.find((c) => c.sharedBuffers === sb && c.relSize === rs && c.strategy === strategy);
   const headers = ['rel_size', ...sbs];
-  const grid = (f: (sb: string, rs: string) => string) =>
-    markdownTable(
-      headers,
-      sizes.map((rs) => [rs, ...sbs.map((sb) => f(sb, rs))]),
-    );
-  const regressionT = grid((sb, rs) =>
-    formatRegression(
-      regression(
-        get(sb, rs, 'cached-lookup')?.failoverMsMean,
-        get(sb, rs, 'full-scan')?.failoverMsMean,
+  return {
+    th,
+    get: (sb, rs, strategy) =>
+      th.find((c) => c.sharedBuffers === sb && c.relSize === rs && c.strategy === strategy),
+    grid: (f) =>
+      markdownTable(
+        headers,
+        sizes.map((rs) => [rs, ...sbs.map((sb) => f(sb, rs))]),
+      ),
+  };
+}
+
+type MeasuredThreshold = Pick<
+  ThresholdTables,
+  'regression' | 'optimized' | 'fullScan' | 'dropOnly' | 'crossover'
+>;
+type ModeledThreshold = Pick<
+  ThresholdTables,
+  | 'modeledRegression'
+  | 'modeledOptimized'
+  | 'modeledFullScan'
+  | 'modeledPolled'
+  | 'modeledCrossover'
+>;
+
+/** Test A's tables of walsim's measured seconds. */
+function measuredThreshold(cells: CellSummary[], { get, grid }: ThresholdGrid): MeasuredThreshold {
+  return {
+    regression: grid((sb, rs) =>
+      formatRegression(
+        regression(
+          get(sb, rs, 'cached-lookup')?.failoverMsMean,
+          get(sb, rs, 'full-scan')?.failoverMsMean,
+        ),
       ),
     ),
-  );
-  const modeledRegression = grid((sb, rs) =>
-    formatRegression(
-      regression(
-        cellMs(get(sb, rs, 'cached-lookup'), 'modeled'),
-        cellMs(get(sb, rs, 'full-scan'), 'modeled'),
-      ),
-    ),
-  );
-  const modeledOptimized = grid((sb, rs) =>
-    formatSeconds(cellMs(get(sb, rs, 'cached-lookup'), 'modeled')),
-  );
-  const modeledFullScan = grid((sb, rs) =>
-    formatSeconds(cellMs(get(sb, rs, 'full-scan'), 'modeled')),
-  );
+    optimized: grid((sb, rs) => formatSeconds(get(sb, rs, 'cached-lookup')?.failoverMsMean)),
+    fullScan: grid((sb, rs) => formatSeconds(get(sb, rs, 'full-scan')?.failoverMsMean)),
+    dropOnly: grid((sb, rs) => {
+      const o = get(sb, rs, 'cached-lookup')?.dropMsMean;
+      const f = get(sb, rs, 'full-scan')?.dropMsMean;
+      return `${formatSeconds(o)} / ${formatSeconds(f)}`;
+    }),
+    crossover: crossoverTable(computeCrossover(cells)),
+  };
+}
+
+/** Test A's tables of modeled PostgreSQL seconds (cost-model). */
+function modeledThreshold(cells: CellSummary[], { get, grid }: ThresholdGrid): ModeledThreshold {
   const polled = (c: CellSummary | undefined) =>
     formatSeconds(c?.modeledPolledS == null ? null : c.modeledPolledS * 1000);
-  const modeledPolled = grid(
-    (sb, rs) => `${polled(get(sb, rs, 'cached-lookup'))} / ${polled(get(sb, rs, 'full-scan'))}`,
-  );
-  const modeledCrossover = crossoverTable(computeCrossover(cells, 'modeled'));
-  const profile = th[0]?.modelProfile ?? '?';
-  const optimized = grid((sb, rs) => formatSeconds(get(sb, rs, 'cached-lookup')?.failoverMsMean));
-  const fullScan = grid((sb, rs) => formatSeconds(get(sb, rs, 'full-scan')?.failoverMsMean));
-  const dropOnly = grid((sb, rs) => {
-    const o = get(sb, rs, 'cached-lookup')?.dropMsMean;
-    const f = get(sb, rs, 'full-scan')?.dropMsMean;
-    return `${formatSeconds(o)} / ${formatSeconds(f)}`;
-  });
-  const crossover = crossoverTable(computeCrossover(cells));
-  const forced = th.some((c) => c.strategy === 'cached-lookup' && c.forceOptimized);
-  const runs = unique(th.map((c) => c.runs));
-  const modeledMd = [
+  return {
+    modeledRegression: grid((sb, rs) =>
+      formatRegression(
+        regression(
+          cellMs(get(sb, rs, 'cached-lookup'), 'modeled'),
+          cellMs(get(sb, rs, 'full-scan'), 'modeled'),
+        ),
+      ),
+    ),
+    modeledOptimized: grid((sb, rs) =>
+      formatSeconds(cellMs(get(sb, rs, 'cached-lookup'), 'modeled')),
+    ),
+    modeledFullScan: grid((sb, rs) => formatSeconds(cellMs(get(sb, rs, 'full-scan'), 'modeled'))),
+    modeledPolled: grid(
+      (sb, rs) => `${polled(get(sb, rs, 'cached-lookup'))} / ${polled(get(sb, rs, 'full-scan'))}`,
+    ),
+    modeledCrossover: crossoverTable(computeCrossover(cells, 'modeled')),
+  };
+}
+
+/** The modeled half of Test A's Markdown (all of it after --model-only). */
+function modeledThresholdMarkdown(t: ModeledThreshold, profile: string, forced: boolean): string[] {
+  return [
     `### Modeled PostgreSQL seconds (cost profile ${profile})`,
     '',
     'From the exact counts of each failover (cost-model/README.md); identical on every run.',
     '',
     `#### M1. Modeled % regression: (optimized − full-scan) / full-scan`,
     '',
-    modeledRegression,
+    t.modeledRegression,
     '',
     `#### M2. Modeled optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`,
     '',
-    modeledOptimized,
+    t.modeledOptimized,
     '',
     `#### M3. Modeled full scan (pre-PG14 "master"), failover seconds`,
     '',
-    modeledFullScan,
+    t.modeledFullScan,
     '',
     `#### M4. Modeled, as the profile's promotion poll reads them (optimized / full scan)`,
     '',
-    modeledPolled,
+    t.modeledPolled,
     '',
     `#### Modeled crossover`,
     '',
-    modeledCrossover,
+    t.modeledCrossover,
   ];
-  const tables = {
-    regression: regressionT,
-    optimized,
-    fullScan,
-    dropOnly,
-    crossover,
-    modeledRegression,
-    modeledOptimized,
-    modeledFullScan,
-    modeledPolled,
-    modeledCrossover,
-  };
-  if (isModelOnly(cells)) return { ...tables, markdown: modeledMd.join('\n') };
-  const markdown = [
+}
+
+/** The measured half of Test A's Markdown, in the seed's order and wording. */
+function measuredThresholdMarkdown(
+  t: MeasuredThreshold,
+  runs: number[],
+  forced: boolean,
+): string[] {
+  return [
     `### 1. % regression: (optimized − full-scan) / full-scan`,
     '',
     `Average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}; negative = the lookup path is faster.`,
     '',
-    regressionT,
+    t.regression,
     '',
     `### 2. Optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`,
     '',
-    optimized,
+    t.optimized,
     '',
     `### 3. Full scan (pre-PG14 "master"), failover seconds`,
     '',
-    fullScan,
+    t.fullScan,
     '',
     `### 4. Inside the buffer drop only, seconds (optimized / full scan)`,
     '',
     "The busy time of the drop itself during the failover, without the replay of the VACUUM's other records.",
     '',
-    dropOnly,
+    t.dropOnly,
     '',
     `### Crossover`,
     '',
-    crossover,
+    t.crossover,
     '',
-    ...modeledMd,
-  ].join('\n');
+  ];
+}
+
+/**
+ * Test A's three tables (rows NB/k in the given order, columns shared_buffers) and the crossover,
+ * measured then modeled, in the seed's order and wording.
+ */
+export function thresholdTables(cells: CellSummary[]): ThresholdTables {
+  const g = thresholdGrid(cells);
+  const tables = { ...measuredThreshold(cells, g), ...modeledThreshold(cells, g) };
+  const profile = g.th[0]?.modelProfile ?? '?';
+  const forced = g.th.some((c) => c.strategy === 'cached-lookup' && c.forceOptimized);
+  const modeledMd = modeledThresholdMarkdown(tables, profile, forced);
+  if (isModelOnly(cells)) return { ...tables, markdown: modeledMd.join('\n') };
+  const runs = unique(g.th.map((c) => c.runs));
+  const markdown = [...measuredThresholdMarkdown(tables, runs, forced), ...modeledMd].join('\n');
   return { ...tables, markdown };
+}
+
+/**
+ * One row of a Test B table: shared_buffers, walsim's measured master, patched, %reg and the other
+ * strategies (left out after --model-only), then the same modeled.
+ */
+function multiRow(here: CellSummary[], sb: string, others: string[], modelOnly: boolean): string[] {
+  const at = (strategy: string) =>
+    here.find((c) => c.sharedBuffers === sb && c.strategy === strategy);
+  const master = at('full-scan');
+  const patched = at('cached-lookup');
+  const modeled = [
+    formatSeconds(cellMs(master, 'modeled')),
+    formatSeconds(cellMs(patched, 'modeled')),
+    formatRegression(regression(cellMs(patched, 'modeled'), cellMs(master, 'modeled')), 2),
+    ...others.map((s) => formatSeconds(cellMs(at(s), 'modeled'))),
+  ];
+  if (modelOnly) return [sb, ...modeled];
+  return [
+    sb,
+    formatSeconds(master?.failoverMsMean),
+    formatSeconds(patched?.failoverMsMean),
+    formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2),
+    ...others.map((s) => formatSeconds(at(s)?.failoverMsMean)),
+    ...modeled,
+  ];
+}
+
+/** Test B's table of one variant's cells (`here`): rows shared_buffers. */
+function multiTable(here: CellSummary[], modelOnly: boolean): string {
+  // The seed debate's other strategies (--strategies rel-list,…) get a column each.
+  const others = unique(here.map((c) => c.strategy)).filter(
+    (s) => s !== 'full-scan' && s !== 'cached-lookup',
+  );
+  const rows = unique(here.map((c) => c.sharedBuffers)).map((sb) =>
+    multiRow(here, sb, others, modelOnly),
+  );
+  const modeledHeaders = [
+    'Master modeled',
+    'Patched modeled',
+    '%reg modeled',
+    ...others.map((s) => `${s} modeled`),
+  ];
+  return markdownTable(
+    modelOnly
+      ? ['s_b', ...modeledHeaders]
+      : [
+          's_b',
+          'Master (full-scan)',
+          'Patched (cached-lookup)',
+          '%reg',
+          ...others,
+          ...modeledHeaders,
+        ],
+    rows,
+  );
 }
 
 /** Test B: one table per variant, rows shared_buffers, Master | Patched | %reg. */
@@ -299,59 +393,7 @@ export function multiTables(cells: CellSummary[]): {
   const profile = mc[0]?.modelProfile ?? '?';
   for (const variant of unique(mc.map((c) => c.variant))) {
     const here = mc.filter((c) => c.variant === variant);
-    // The seed debate's other strategies (--strategies rel-list,…) get a column each.
-    const others = unique(here.map((c) => c.strategy)).filter(
-      (s) => s !== 'full-scan' && s !== 'cached-lookup',
-    );
-    const rows = unique(here.map((c) => c.sharedBuffers)).map((sb) => {
-      const master = here.find((c) => c.sharedBuffers === sb && c.strategy === 'full-scan');
-      const patched = here.find((c) => c.sharedBuffers === sb && c.strategy === 'cached-lookup');
-      const modeled = [
-        formatSeconds(cellMs(master, 'modeled')),
-        formatSeconds(cellMs(patched, 'modeled')),
-        formatRegression(regression(cellMs(patched, 'modeled'), cellMs(master, 'modeled')), 2),
-        ...others.map((s) =>
-          formatSeconds(
-            cellMs(
-              here.find((c) => c.sharedBuffers === sb && c.strategy === s),
-              'modeled',
-            ),
-          ),
-        ),
-      ];
-      if (modelOnly) return [sb, ...modeled];
-      return [
-        sb,
-        formatSeconds(master?.failoverMsMean),
-        formatSeconds(patched?.failoverMsMean),
-        formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2),
-        ...others.map((s) =>
-          formatSeconds(
-            here.find((c) => c.sharedBuffers === sb && c.strategy === s)?.failoverMsMean,
-          ),
-        ),
-        ...modeled,
-      ];
-    });
-    const modeledHeaders = [
-      'Master modeled',
-      'Patched modeled',
-      '%reg modeled',
-      ...others.map((s) => `${s} modeled`),
-    ];
-    const table = markdownTable(
-      modelOnly
-        ? ['s_b', ...modeledHeaders]
-        : [
-            's_b',
-            'Master (full-scan)',
-            'Patched (cached-lookup)',
-            '%reg',
-            ...others,
-            ...modeledHeaders,
-          ],
-      rows,
-    );
+    const table = multiTable(here, modelOnly);
     byVariant[variant] = table;
     const tables = here[0]!.tables;
     const runs = unique(here.map((c) => c.runs));
@@ -391,20 +433,19 @@ export function pgColumnName(v: number | undefined): string {
   return `PostgreSQL ${v} (${v < 14 ? 'master' : 'patched'})`;
 }
 
-/**
- * Real PostgreSQL next to walsim (sweeps with `--engine walsim,postgres`): per variant (Test B) or
- * per shared_buffers (Test A), each PostgreSQL major's median failover (log method, runs whose
- * promote request stalled excluded) and the seed's own pg_ctl-polling figure, walsim measured for
- * each strategy, walsim modeled where the cells carry a modeled time, and the seed's published
- * master and patched seconds where `published` has them (Test B).
- */
-export function sideBySideTables(
-  cells: CellSummary[],
-  published: readonly PublishedPoint[] = [],
-): string {
-  const pgCells = cells.filter((c) => c.engine === 'postgres');
-  if (pgCells.length === 0) return '';
-  const ws = cells.filter((c) => c.engine === 'walsim');
+/** The side-by-side tables' columns: `headers(first)`, and a row of PostgreSQL and walsim cells. */
+interface SideBySideColumns {
+  versions: Array<number | undefined>;
+  hasPub: boolean;
+  headers(first: string): string[];
+  rowFor(first: string, pgcs: CellSummary[], wcs: CellSummary[]): string[];
+}
+
+function sideBySideColumns(
+  pgCells: CellSummary[],
+  ws: CellSummary[],
+  published: readonly PublishedPoint[],
+): SideBySideColumns {
   const versions = unique(pgCells.map((c) => c.pgVersion));
   const modeled = (c: CellSummary | undefined) => formatSeconds(c?.modeledMsMean);
   const hasModel = ws.some((c) => c.modeledMsMean !== undefined);
@@ -439,53 +480,73 @@ export function sideBySideTables(
         : []),
     ];
   };
-  const parts: string[] = [];
+  return { versions, hasPub, headers, rowFor };
+}
+
+/** The paragraph above each side-by-side table: what each column's seconds are. */
+function sideBySideNote(pgCells: CellSummary[], cols: SideBySideColumns): string {
   const runs = unique(pgCells.map((c) => c.runs));
-  const note =
+  return (
     `Failover seconds. PostgreSQL: median of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, resume (clock_timestamp()) → "ready to accept connections" in the standby's log; ` +
     `seed method: pg_ctl promote -w as the seed timed it (100 ms polling). walsim measured: its own clock, mean; modeled: the cost profile.` +
-    (versions.some((v) => v !== undefined)
+    (cols.versions.some((v) => v !== undefined)
       ? " A PostgreSQL column with a major is the npm registry's build of it (every major compiled alike: gcc 7.5, -Os); one without is Debian's 15 (-O2) or --pg-bin."
       : '') +
-    (hasPub
+    (cols.hasPub
       ? " seed 001 published: the seed's tables (5-run averages, 100 ms polling, its own machine)."
-      : '');
+      : '')
+  );
+}
+
+/**
+ * Real PostgreSQL next to walsim (sweeps with `--engine walsim,postgres`): per variant (Test B) or
+ * per shared_buffers (Test A), each PostgreSQL major's median failover (log method, runs whose
+ * promote request stalled excluded) and the seed's own pg_ctl-polling figure, walsim measured for
+ * each strategy, walsim modeled where the cells carry a modeled time, and the seed's published
+ * master and patched seconds where `published` has them (Test B).
+ */
+export function sideBySideTables(
+  cells: CellSummary[],
+  published: readonly PublishedPoint[] = [],
+): string {
+  const pgCells = cells.filter((c) => c.engine === 'postgres');
+  if (pgCells.length === 0) return '';
+  const ws = cells.filter((c) => c.engine === 'walsim');
+  const cols = sideBySideColumns(pgCells, ws, published);
+  const note = sideBySideNote(pgCells, cols);
+  const parts: string[] = [];
+  const section = (title: string, first: string, rows: string[][]) =>
+    parts.push(title, '', note, '', markdownTable(cols.headers(first), rows), '');
   if (pgCells[0]!.kind === 'multi') {
     for (const variant of unique(pgCells.map((c) => c.variant))) {
       const pv = pgCells.filter((c) => c.variant === variant);
       const rows = unique(pv.map((c) => c.sharedBuffers)).map((sb) =>
-        rowFor(
+        cols.rowFor(
           sb,
           pv.filter((c) => c.sharedBuffers === sb),
           ws.filter((c) => c.variant === variant && c.sharedBuffers === sb),
         ),
       );
-      parts.push(
+      section(
         `### ${VARIANT_TITLE[variant]} of ${pv[0]!.tables} relations: PostgreSQL and walsim`,
-        '',
-        note,
-        '',
-        markdownTable(headers('s_b'), rows),
-        '',
+        's_b',
+        rows,
       );
     }
   } else {
     for (const sb of unique(pgCells.map((c) => c.sharedBuffers))) {
       const pv = pgCells.filter((c) => c.sharedBuffers === sb);
       const rows = unique(pv.map((c) => c.relSize!)).map((rs) =>
-        rowFor(
+        cols.rowFor(
           rs,
           pv.filter((c) => c.relSize === rs),
           ws.filter((c) => c.sharedBuffers === sb && c.relSize === rs),
         ),
       );
-      parts.push(
+      section(
         `### VACUUM of one relation at shared_buffers=${sb}: PostgreSQL and walsim`,
-        '',
-        note,
-        '',
-        markdownTable(headers('rel_size'), rows),
-        '',
+        'rel_size',
+        rows,
       );
     }
   }
