@@ -212,6 +212,7 @@ export class Collector {
       sharedBuffers: s.sharedBuffers ?? null,
       replication: s.replication ?? [],
       failover,
+      prediction: null,
       unavailable: s.unavailable ?? [],
     };
   }

@@ -22,40 +22,9 @@ import {
   type LifecycleEvent,
 } from '../lifecycle/lifecycle-machine.ts';
 import { STOP_MODES } from '../protocol/messages.ts';
+import type { FiredTransition, GraphEdge, GraphState, LifecycleGraph } from './wire.ts';
 
-export interface GraphState {
-  /** xstate's id, e.g. 'lifecycle.recovery.replay.paused'. */
-  id: string;
-  label: string;
-  parent: string | null;
-  kind: 'atomic' | 'compound' | 'parallel' | 'final' | 'history';
-  initial: boolean;
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-}
-
-export interface GraphEdge {
-  /** Stable index-based id ('e0', 'e1', …) in definition order. */
-  id: string;
-  source: string;
-  target: string;
-  /** The event type, or 'always' for an eventless transition. */
-  event: string;
-  guard: string | null;
-  /** Polyline in the graph's coordinates. */
-  points: Array<{ x: number; y: number }>;
-  label: { text: string; x: number; y: number };
-}
-
-export interface LifecycleGraph {
-  machineId: string;
-  width: number;
-  height: number;
-  states: GraphState[];
-  edges: GraphEdge[];
-}
+export type { FiredTransition, GraphEdge, GraphState, LifecycleGraph } from './wire.ts';
 
 interface StateNodeLike {
   id: string;
@@ -269,13 +238,6 @@ function allEvents(): LifecycleEvent[] {
     else out.push({ type: t } as LifecycleEvent);
   }
   return out;
-}
-
-export interface FiredTransition {
-  edge: string;
-  event: string;
-  from: string;
-  to: string;
 }
 
 /**

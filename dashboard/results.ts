@@ -8,6 +8,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { marked } from 'marked';
+import type { CellSummary } from '../scripts/report/records.ts';
+import type { SweepCellView } from './wire.ts';
+
+/** The compiler checks that a sweep's cells have every field the page's charts read. */
+type Fits<A extends B, B> = A;
+export type SweepCell = Fits<CellSummary, SweepCellView>;
 
 export interface ResultsEntry {
   name: string;

@@ -1,7 +1,7 @@
 /**
  * The dashboard's HTTP routes: the page (with its token and a strict CSP) and its assets, the
  * lifecycle graph, the nodes' views, the results view's data, and POST /api/action. Nothing but
- * the files in ASSETS is served from disk. Every request passes the Guard first.
+ * the files in ASSETS is served from disk; /app.js is the page's bundle, made at start. Every request passes the Guard first.
  *
  * Entry points: `routeHandler`, `RouteContext`.
  */
@@ -24,7 +24,6 @@ const CSS = 'text/css; charset=utf-8';
 
 /** URL path → file and content type. */
 const ASSETS: Record<string, { file: string; type: string }> = {
-  '/app.js': { file: path.join(PUBLIC, 'app.js'), type: JS },
   '/style.css': { file: path.join(PUBLIC, 'style.css'), type: CSS },
   '/vendor/uPlot.iife.min.js': {
     file: path.join(MODULES, 'uplot', 'dist', 'uPlot.iife.min.js'),
@@ -51,6 +50,8 @@ export interface RouteContext {
   profile: CostProfile;
   resultsDir: string;
   maxBodyBytes: number;
+  /** /app.js: the page's script, bundled from dashboard/page/ at start (page-bundle.ts). */
+  pageScript: string;
 }
 
 /** The request handler: refusals, then POST /api/action or a GET route. */
@@ -84,6 +85,7 @@ export function routeHandler(ctx: RouteContext) {
 function get(ctx: RouteContext, p: string, res: http.ServerResponse): void {
   const asset = ASSETS[p];
   if (asset !== undefined) return send(res, 200, fs.readFileSync(asset.file), asset.type);
+  if (p === '/app.js') return send(res, 200, ctx.pageScript, JS);
   if (p === '/favicon.ico') return void res.writeHead(204).end();
   if (p === '/api/graph') return sendJson(res, 200, ctx.graph);
   if (p === '/api/nodes')

@@ -20,6 +20,7 @@ import { Collector, type ClusterSource } from './collector.ts';
 import { Guard } from './guard.ts';
 import { rawReply, send } from './http-reply.ts';
 import { lifecycleGraph } from './machine-graph.ts';
+import { bundlePage } from './page-bundle.ts';
 import { PushHub } from './push.ts';
 import { routeHandler } from './routes.ts';
 import type { ClusterMeta } from './view.ts';
@@ -62,6 +63,7 @@ export const LIMITS = {
 export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const guard = new Guard(o.listen, o.password, randomBytes(24).toString('hex'));
   const graph = await lifecycleGraph();
+  const pageScript = await bundlePage();
   const collector = new Collector(o.source, o.pollMs, o.profile);
   const meta = (): ClusterMeta => ({
     dir: o.source.dir,
@@ -77,6 +79,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     graph,
     meta,
     maxBodyBytes: LIMITS.maxBodyBytes,
+    pageScript,
   });
   const server = boundedServer(handle);
   const hub = new PushHub(guard, LIMITS, () => ({

@@ -43,8 +43,8 @@ import { computeCrossover } from './report/tables.ts';
 import { MAX_REL_PAGES, rowsForPages } from './experiment/rel-size.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
-import type { PublishedPoint, RunRecord } from './report/records.ts';
-import { SEED_SIZES, SEED_TEST_B } from './experiment/seed-001.ts';
+import type { RunRecord } from './report/records.ts';
+import { publishedPoints } from './experiment/seed-001.ts';
 import { STRATEGIES_USAGE, strategiesSweep } from './strategies/lab-sweep.ts';
 import { withEntryBundle } from '../server/entry-bundle.ts';
 import { onInterrupt } from './cli/interrupt.ts';
@@ -233,25 +233,6 @@ function checkThresholdSizes(
   }
 }
 
-/** Seed 001's published Test B seconds at the sweep's shared_buffers sizes the seed measured. */
-function publishedTestB(sharedBuffers: readonly SweepSize[]): PublishedPoint[] {
-  const out: PublishedPoint[] = [];
-  for (const { sb, nBuffers } of sharedBuffers) {
-    const col = (SEED_SIZES as readonly string[]).indexOf(sb);
-    if (col < 0) continue;
-    for (const variant of ['vacuum', 'truncate'] as const)
-      for (const build of ['master', 'patched'] as const)
-        out.push({
-          variant,
-          sharedBuffers: sb,
-          nBuffers,
-          build,
-          seconds: SEED_TEST_B[variant][build][col]!,
-        });
-  }
-  return out;
-}
-
 /** Ctrl-C: stop the clusters this sweep started, then exit 130 (cli/interrupt.ts). */
 function destroyClustersOnSignal(workDir: string): void {
   onInterrupt(async () => {
@@ -404,7 +385,7 @@ runCli(async () => {
     settings: settingsOut,
     records,
     cells: summarise(plan, records),
-    published: kind === 'multi' && engines.includes('postgres') ? publishedTestB(sizes) : [],
+    published: engines.includes('postgres') ? publishedPoints(plan) : [],
   };
   printSweep(output, writeResults(values.out, output), json, modelOnly, runsNote);
   return 0;

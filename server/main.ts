@@ -319,7 +319,7 @@ async function main(): Promise<void> {
     port: config.pgPort ?? 0,
     password: readPgPassword(clusterDir),
     backend: {
-      execute: (sql, signal) => node.execute(sql, signal),
+      execute: (sql, signal, session) => node.execute(sql, signal, session),
       inRecovery: () => node.inRecovery,
       shuttingDown: () => exiting,
       log,

@@ -53,7 +53,7 @@ import type { TimelineHistoryEntry } from '../wal/segment.ts';
 import { parseStatement, writeCommandName } from '../sql/parser.ts';
 import type { FaultName, QueryResult, StopMode } from './control-protocol.ts';
 import { describeStatement } from '../sql/functions.ts';
-import { executeRead } from './sql-read.ts';
+import { executeRead, type SessionSettings } from './sql-read.ts';
 import {
   executeConfigStatement,
   reloadConfig,
@@ -511,7 +511,11 @@ export class ServerNode {
   }
 
   /** Run one statement. `signal` is a cancel request (pg_cancel_backend); waits end on it with 57014. */
-  async execute(sql: string, signal?: AbortSignal): Promise<QueryResult> {
+  async execute(
+    sql: string,
+    signal?: AbortSignal,
+    session?: SessionSettings,
+  ): Promise<QueryResult> {
     const stmt = parseStatement(sql);
     describeStatement(stmt); // parse analysis: an unknown function or view fails before anything runs
     if (this.shuttingDown !== null)
@@ -539,7 +543,7 @@ export class ServerNode {
       this.reloadConfig(),
     );
     if (configResult !== null) return configResult;
-    return executeRead(this, stmt);
+    return executeRead(this, stmt, session);
   }
 
   /** SIGHUP / pg_reload_conf(): re-read the settings and apply what changed (node-config.ts). */

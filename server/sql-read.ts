@@ -54,6 +54,18 @@ import {
 import { formatMb, formatSeconds, PG_SERVER_VERSION, PG_SERVER_VERSION_NUM } from './settings.ts';
 import { walSettingsOf } from './node-config.ts';
 
+/**
+ * The settings a session chose at start-up (the start-up packet's client_encoding and
+ * application_name): PostgreSQL's SHOW reports the session's value of a GUC, not the server's.
+ */
+export interface SessionSettings {
+  readonly clientEncoding: string;
+  readonly applicationName: string;
+}
+
+/** A session that chose nothing: PostgreSQL's defaults (client_encoding = the server's). */
+const DEFAULT_SESSION: SessionSettings = { clientEncoding: 'UTF8', applicationName: '' };
+
 /** Bytes of a heap page (BLCKSZ). */
 const BLCKSZ = 8192;
 
@@ -141,7 +153,11 @@ function selectView(
   };
 }
 
-export function executeRead(node: ReadContext, stmt: Statement): QueryResult {
+export function executeRead(
+  node: ReadContext,
+  stmt: Statement,
+  session: SessionSettings = DEFAULT_SESSION,
+): QueryResult {
   const [column] = describeStatement(stmt);
   // PostgreSQL's command tags: SHOW for SHOW, SELECT 1 for a one-row SELECT.
   const one = (value: SqlValue): QueryResult => ({
@@ -165,9 +181,9 @@ export function executeRead(node: ReadContext, stmt: Statement): QueryResult {
       return one(n);
     }
     case 'show':
-      return one(showSetting(node, stmt.name));
+      return one(showSetting(node, stmt.name, session));
     case 'select_function':
-      return one(callFunction(node, stmt.fn, stmt.args));
+      return one(callFunction(node, stmt.fn, stmt.args, session));
     case 'select_literal':
       return one(Number.isSafeInteger(Number(stmt.value)) ? Number(stmt.value) : stmt.value);
     case 'select_view':
@@ -178,7 +194,7 @@ export function executeRead(node: ReadContext, stmt: Statement): QueryResult {
 }
 
 /** SHOW and current_setting(): walsim's settings and the read-only ones PostgreSQL reports. */
-function showSetting(node: ReadContext, name: string): string {
+function showSetting(node: ReadContext, name: string, session: SessionSettings): string {
   switch (name) {
     case 'server_version':
       return PG_SERVER_VERSION;
@@ -190,8 +206,11 @@ function showSetting(node: ReadContext, name: string): string {
     case 'default_transaction_read_only':
       return 'off';
     case 'server_encoding':
-    case 'client_encoding':
       return 'UTF8';
+    case 'client_encoding':
+      return session.clientEncoding;
+    case 'application_name':
+      return session.applicationName;
     case 'standard_conforming_strings':
     case 'integer_datetimes':
       return 'on';
@@ -251,6 +270,7 @@ function callFunction(
   node: ReadContext,
   fn: string,
   args: Array<number | boolean | string>,
+  session: SessionSettings,
 ): SqlValue {
   // describeStatement resolved the call (resolveFunction): the arguments fit the signature.
   switch (fn) {
@@ -306,7 +326,7 @@ function callFunction(
       if (typeof name !== 'string' || typeof missingOk !== 'boolean' || args.length > 2)
         throw undefinedFunction(fn, args);
       try {
-        return showSetting(node, name.toLowerCase());
+        return showSetting(node, name.toLowerCase(), session);
       } catch (e) {
         if (missingOk) return null;
         throw e;

@@ -5,9 +5,10 @@
  * in seconds as printed there, as walsim sweep cells. The data the `seed-001` cost profile is
  * fitted to and compared with.
  *
- * Entry points: `SEED_001_CELLS`, `seedCells()`, `SEED_TEST_A`, `SEED_TEST_B`.
+ * Entry points: `SEED_001_CELLS`, `seedCells()`, `SEED_TEST_A`, `SEED_TEST_B`, `publishedPoints`.
  */
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
+import type { PublishedPoint } from '../report/records.ts';
 import { parseRelSize } from './rel-size.ts';
 import type { CellSpec } from './sweep-runner.ts';
 
@@ -106,4 +107,36 @@ export function seedCells(): SeedCell[] {
     }
   });
   return out;
+}
+
+/**
+ * The seed's published seconds beside a sweep's cells, for the cells the seed measured (its four
+ * shared_buffers sizes; Test A at its seven NB/k, Test B VACUUM and TRUNCATE of 1000 tables):
+ * master = its MASTER tables (full scan), patched = its [PATCHED] ones (Test A: the optimized
+ * path forced by its test patch; Test B: the patch as it became PostgreSQL 14).
+ */
+export function publishedPoints(cells: readonly CellSpec[]): PublishedPoint[] {
+  const out = new Map<string, PublishedPoint>();
+  for (const c of cells) {
+    const col = (SEED_SIZES as readonly string[]).indexOf(c.sharedBuffers);
+    if (col < 0) continue;
+    for (const build of ['master', 'patched'] as const) {
+      const seconds =
+        c.kind === 'threshold'
+          ? SEED_TEST_A[build === 'master' ? 'full-scan' : 'cached-lookup'][c.relDivisor!]?.[col]
+          : c.tables === 1000 && (c.variant === 'vacuum' || c.variant === 'truncate')
+            ? SEED_TEST_B[c.variant][build][col]
+            : undefined;
+      if (seconds === undefined) continue;
+      const at =
+        c.kind === 'threshold' ? { relDivisor: c.relDivisor!, pages: c.pagesPerTable } : {};
+      const p = { variant: c.variant, sharedBuffers: c.sharedBuffers, nBuffers: c.nBuffers, build };
+      out.set(`${c.kind} ${c.variant} ${c.sharedBuffers} ${c.relDivisor} ${build}`, {
+        ...p,
+        ...at,
+        seconds,
+      });
+    }
+  }
+  return [...out.values()];
 }

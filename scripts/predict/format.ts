@@ -81,6 +81,7 @@ export function formatPrediction(p: Prediction): string[] {
     for (const [k, n] of lines.slice(0, 8)) out.push(`  ${fmtInt(n)} × ${k}`);
     if (lines.length > 8) out.push(`  … ${lines.length - 8} more kinds (--json lists every call)`);
   }
+  for (const r of p.rules.drop.summary) out.push(`rule: ${r}`);
   out.push(`rule: ${p.rules.sizeCached}`);
   out.push(`rule: ${p.rules.invalidations}`);
   for (const a of p.assumptions) out.push(`assumed: ${a}`);

@@ -46,6 +46,7 @@ import {
   type RangeRead,
 } from './wal-source.ts';
 import { pgWalRecords } from './pg-wal-source.ts';
+import { pgDropRules, pgVersionOfNum, type PgDropRules } from '../../storage/pg-drop-rules.ts';
 import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
 
 /** Patroni's default maximum_lag_on_failover: 1 MB. */
@@ -127,7 +128,12 @@ export interface Prediction {
     note: string | null;
   };
   assumptions: string[];
-  rules: { sizeCached: string; invalidations: string };
+  rules: {
+    /** The standby's version's drop rules (storage/pg-drop-rules.ts): names, paths, cache. */
+    drop: PgDropRules;
+    sizeCached: string;
+    invalidations: string;
+  };
 }
 
 const fmtInt = (n: number) => n.toLocaleString('en-US');
@@ -209,7 +215,8 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     residentBlocks: (n: RelFileNode, f: ForkNumber) =>
       resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
   };
-  const model = new RecoveryModel(st.nBuffers, files, resident !== null);
+  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
+  const model = new RecoveryModel(st.nBuffers, files, resident !== null, dropRules);
   const learnFrom = st.restartpointRedoLsn;
   const learned = await learnCachedSizes(read, model, learnFrom, from);
   const src = await read(from, to, (r) => model.replay(r));
@@ -240,7 +247,10 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     },
     assumptions: rp.assumptions,
     rules: {
-      sizeCached: `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
+      drop: dropRules,
+      sizeCached: !dropRules.cachedLookup
+        ? `PostgreSQL ${dropRules.major} caches no relation sizes: every drop scans all NBuffers descriptors`
+        : `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
       invalidations:
         resident !== null
           ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'

@@ -1,5 +1,5 @@
 /**
- * From PostgreSQL 15's WAL records to the cost model's counts: what the standby's startup process
+ * From PostgreSQL's WAL records (13–18) to the cost model's counts: what the standby's startup process
  * would do replaying them — records by resource manager and type, the buffer-drop call of every
  * Storage TRUNCATE, every commit/abort that drops relations and every DROP DATABASE (its path,
  * descriptors scanned, probes, buffers invalidated), smgr file operations, and pg_control updates.
@@ -9,17 +9,30 @@
  * Entry points: `RecoveryModel` (`learn` the WAL replayed before the range, `replay` the range,
  * `result`), `pgKindOf`, `fsmBlocksAfterTruncate`, `vmBlocksAfterTruncate`, `StandbyFiles`.
  *
- * The "size cached" rule (PostgreSQL 15, smgr.c smgrnblocks_cached + bufmgr.c):
+ * Which drop functions run, whether the lookup path exists, whether truncation replay caches the
+ * truncated forks' sizes and which records forget every cached size are the standby's version's
+ * (storage/pg-drop-rules.ts `PgDropRules`); the rest is the same in 14–18 and moot in 13, which
+ * caches no sizes and scans every descriptor at every drop.
+ *
+ * The "size cached" rule (PostgreSQL 14–18, smgr.c smgrnblocks_cached + bufmgr.c):
  *   a fork's size is cached in the startup process iff replay, since the startup process began,
  *   read a block of it (XLogReadBufferExtended calls smgrnblocks), truncated it (smgrtruncate
  *   stores the new size), or asked its size while preparing an FSM/VM truncation; the cache dies
  *   with the relation's SMgrRelation (dropped at commit/abort redo) and with every SMgrRelation at
- *   DROP DATABASE redo (XLogDropDatabase → smgrcloseall). Storage CREATE does not cache a size, so
+ *   DROP DATABASE redo (XLogDropDatabase → smgrcloseall; 15+ also CREATE DATABASE FILE_COPY and
+ *   DROP TABLESPACE, through the SMGRRELEASE barrier). Storage CREATE does not cache a size, so
  *   a relation created and never written (an empty TOAST table) is uncached: dropping it takes
  *   the full scan. What "since the startup process began" covers is the WAL this module was given
  *   to `learn` (predict.ts: from the redo point replay started at).
  */
 import { countDrop, type DropPath } from '../../storage/drop.ts';
+import {
+  forgetsCachedSizes,
+  pgDropRules,
+  type DropAllFn,
+  type PgDropRules,
+  type TruncateDropFn,
+} from '../../storage/pg-drop-rules.ts';
 import {
   emptyReplayCounts,
   PG_RECORD_KINDS,
@@ -124,12 +137,12 @@ interface RelState {
   forks: [ForkState, ForkState, ForkState, ForkState];
 }
 
-/** One drop call PostgreSQL 15 makes during replay, and why it takes its path. */
+/** One drop call PostgreSQL makes during replay (its version's function), and why it takes its path. */
 export interface PredictedDrop {
   lsn: number;
   /** The record: Storage/TRUNCATE, Transaction/COMMIT, …, Database/DROP. */
   record: string;
-  fn: 'DropRelFileNodeBuffers' | 'DropRelFileNodesAllBuffers' | 'DropDatabaseBuffers';
+  fn: TruncateDropFn | DropAllFn | 'DropDatabaseBuffers';
   relations: string[];
   path: 'full-scan' | 'cached-lookup';
   why: string;
@@ -177,14 +190,43 @@ export class RecoveryModel {
   private records = 0;
   private walBytes = 0;
   private genericRecords = 0;
-  readonly threshold: number;
+  /** BUF_DROP_FULL_SCAN_THRESHOLD; null where the version has no lookup path (13). */
+  readonly threshold: number | null;
 
   constructor(
     readonly nBuffers: number,
     private readonly files: StandbyFiles = NO_FILES,
     private readonly residentKnown = false,
+    /** The standby's version's rules (default: 15, a current minor). */
+    readonly rules: PgDropRules = pgDropRules({ major: 15, minor: null }),
   ) {
-    this.threshold = Math.floor(nBuffers / 32);
+    this.threshold =
+      rules.thresholdDivisor === null ? null : Math.floor(nBuffers / rules.thresholdDivisor);
+  }
+
+  /** The drop path and why, given the blocks to drop by cached sizes (null: a size not cached). */
+  private choosePath(
+    total: number | null,
+    uncachedWhy: string,
+    what: string,
+  ): { lookup: boolean; why: string } {
+    if (this.threshold === null)
+      return {
+        lookup: false,
+        why: `PostgreSQL ${this.rules.major} has no cached-size lookup: every drop scans all NBuffers descriptors`,
+      };
+    if (total === null) return { lookup: false, why: uncachedWhy };
+    return total < this.threshold
+      ? { lookup: true, why: `sizes cached, ${total} ${what} < NBuffers/32 = ${this.threshold}` }
+      : { lookup: false, why: `${total} ${what} ≥ NBuffers/32 = ${this.threshold}` };
+  }
+
+  /** smgrnblocks: 14+ asks the file once and caches the answer in recovery; 13 asks every time. */
+  private askSize(st: ForkState, f: ForkNumber, counted: boolean): void {
+    if (!st.cached || !this.rules.cachedLookup) {
+      st.cached = true;
+      if (counted) this.counts.smgr.nblocks[f]! += 1;
+    }
   }
 
   private rel(node: RelFileNode): RelState {
@@ -240,10 +282,7 @@ export class RecoveryModel {
     const r = this.rel(node);
     const st = r.forks[f];
     const size = this.sizeOf(r, f);
-    if (!st.cached) {
-      st.cached = true;
-      if (counted) this.counts.smgr.nblocks[f]! += 1;
-    }
+    this.askSize(st, f, counted);
     st.exists = true;
     if (block >= size) {
       if (counted) this.counts.smgr.extend[f]! += block + 1 - size;
@@ -311,6 +350,11 @@ export class RecoveryModel {
     if (rec.truncate !== undefined) this.truncate(rec, counted);
     if (rec.dropRels !== undefined && rec.dropRels.length > 0) this.dropRelations(rec, counted);
     if (rec.dropDatabase !== undefined) this.dropDatabase(rec, counted);
+    else if (forgetsCachedSizes(this.rules, rec.rmgr, rec.type) !== null) this.forgetSizes();
+  }
+
+  private forgetSizes(): void {
+    for (const r of this.rels.values()) for (const st of r.forks) st.cached = false;
   }
 
   private truncate(rec: PgWalRecord, counted: boolean): void {
@@ -320,37 +364,34 @@ export class RecoveryModel {
     if (counted) this.counts.controlFileUpdates += 1;
     r.forks[0].exists = true;
     const list: Array<{ fork: ForkNumber; first: number }> = [];
-    if (t.flags & SMGR_TRUNCATE_HEAP) list.push({ fork: 0, first: t.blkno });
+    if (t.flags & SMGR_TRUNCATE_HEAP) {
+      list.push({ fork: 0, first: t.blkno });
+      // The January 2025 minors: smgr_redo asks smgrnblocks of the main fork before truncating.
+      if (this.rules.truncateCachesSizes) this.askSize(r.forks[0], 0, counted);
+    }
     // FreeSpaceMapPrepareTruncateRel / visibilitymap_prepare_truncate: only an existing fork that
     // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size.
     const prepare = (fork: ForkNumber, newLen: number) => {
       if (!this.exists(r, fork)) return;
-      const st = r.forks[fork];
-      if (!st.cached) {
-        st.cached = true;
-        if (counted) this.counts.smgr.nblocks[fork]! += 1;
-      }
+      this.askSize(r.forks[fork], fork, counted);
       if (this.sizeOf(r, fork) > newLen) list.push({ fork, first: newLen });
     };
     if (t.flags & SMGR_TRUNCATE_FSM) prepare(1, fsmBlocksAfterTruncate(t.blkno));
     if (t.flags & SMGR_TRUNCATE_VM) prepare(2, vmBlocksAfterTruncate(t.blkno));
     if (list.length === 0) return;
-    // DropRelFileNodeBuffers: every listed fork's size cached and Σ (size − first) < NBuffers/32.
+    // DropRelFileNodeBuffers / DropRelationBuffers: every listed fork's size cached and
+    // Σ (size − first) < NBuffers/32.
     let total: number | null = 0;
-    let why = '';
+    let uncachedWhy = '';
     for (const { fork, first } of list) {
       if (!r.forks[fork].cached) {
         total = null;
-        why = this.uncached(r, fork);
+        uncachedWhy = this.uncached(r, fork);
         break;
       }
       total += Math.max(0, this.sizeOf(r, fork) - first);
     }
-    const lookup = total !== null && total < this.threshold;
-    if (total !== null)
-      why = lookup
-        ? `sizes cached, ${total} blocks to drop < NBuffers/32 = ${this.threshold}`
-        : `${total} blocks to drop ≥ NBuffers/32 = ${this.threshold}`;
+    const { lookup, why } = this.choosePath(total, uncachedWhy, 'blocks to drop');
     let invalidated = 0;
     let preCheckHits = 0;
     for (const { fork, first } of list) {
@@ -364,7 +405,7 @@ export class RecoveryModel {
     }
     if (!lookup) for (const st of r.forks) preCheckHits += st.resident.size;
     this.record(rec, counted, {
-      fn: 'DropRelFileNodeBuffers',
+      fn: this.rules.fn.truncate,
       relations: [relKey(r.node)],
       path: lookup ? 'cached-lookup' : 'full-scan',
       why,
@@ -390,27 +431,23 @@ export class RecoveryModel {
     // DropRelFileNodesAllBuffers: sizes of every fork; a missing fork is skipped (smgrexists),
     // an existing uncached one ends the size scan and forces the full scan.
     let total: number | null = 0;
-    let why = '';
+    let uncachedWhy = '';
     outer: for (const r of rs) {
       for (const f of [0, 1, 2, 3] as const) {
         if (r.forks[f].cached) {
           total += this.sizeOf(r, f);
         } else if (this.exists(r, f)) {
           total = null;
-          why = this.uncached(r, f);
+          uncachedWhy = this.uncached(r, f);
           break outer;
         }
       }
     }
-    const lookup = total !== null && total < this.threshold;
-    if (total !== null)
-      why = lookup
-        ? `sizes cached, ${total} blocks < NBuffers/32 = ${this.threshold}`
-        : `${total} blocks ≥ NBuffers/32 = ${this.threshold}`;
+    const { lookup, why } = this.choosePath(total, uncachedWhy, 'blocks');
     let invalidated = 0;
     for (const r of rs) for (const st of r.forks) invalidated += st.resident.size;
     this.record(rec, counted, {
-      fn: 'DropRelFileNodesAllBuffers',
+      fn: this.rules.fn.dropRelations,
       relations: rs.map((r) => relKey(r.node)),
       path: lookup ? 'cached-lookup' : 'full-scan',
       why,
@@ -433,16 +470,15 @@ export class RecoveryModel {
       if (r.node.db === db) {
         for (const st of r.forks) invalidated += st.resident.size;
         this.rels.delete(k);
-      } else {
-        // XLogDropDatabase → smgrcloseall(): every SMgrRelation, hence every cached size, is gone.
-        for (const st of r.forks) st.cached = false;
       }
     }
+    // XLogDropDatabase → smgrcloseall/smgrdestroyall: every cached size is gone (pg-drop-rules).
+    this.forgetSizes();
     this.record(rec, counted, {
-      fn: 'DropDatabaseBuffers',
+      fn: this.rules.fn.dropDatabase,
       relations: [`database ${db}`],
       path: 'full-scan',
-      why: 'DropDatabaseBuffers always scans every descriptor; then every cached relation size is forgotten (smgrcloseall)',
+      why: `DropDatabaseBuffers always scans every descriptor; then the startup process forgets ${this.rules.dropDatabaseForgets}`,
       blocksToDrop: null,
       matcher: 'single',
       invalidated,

@@ -146,13 +146,17 @@ export interface SweepProgress {
 }
 
 /**
- * A published figure beside a sweep's cells (seed 001's Test B tables): the seed's seconds for a
- * variant at a shared_buffers, on its "master" (pre-14, full scan) or "patched" (14's lookup) build.
+ * A published figure beside a sweep's cells (seed 001's Test A and Test B tables): the seed's
+ * seconds for a variant at a shared_buffers (Test A: and a relation of NBuffers/`relDivisor`
+ * pages), on its "master" (pre-14, full scan) or "patched" (14's lookup) build.
  */
 export interface PublishedPoint {
   variant: Variant;
   sharedBuffers: string;
   nBuffers: number;
+  /** Test A only: the k of NB/k and the relation's pages. */
+  relDivisor?: number;
+  pages?: number;
   build: 'master' | 'patched';
   seconds: number;
 }

@@ -433,67 +433,68 @@ export function pgColumnName(v: number | undefined): string {
   return `PostgreSQL ${v} (${v < 14 ? 'master' : 'patched'})`;
 }
 
-/** The side-by-side tables' columns: `headers(first)`, and a row of PostgreSQL and walsim cells. */
-interface SideBySideColumns {
-  versions: Array<number | undefined>;
-  hasPub: boolean;
-  headers(first: string): string[];
-  rowFor(first: string, pgcs: CellSummary[], wcs: CellSummary[]): string[];
-}
-
-function sideBySideColumns(
-  pgCells: CellSummary[],
-  ws: CellSummary[],
+/** The published point of a cell's row (Test A: its NB/k too), or undefined. */
+function publishedOf(
   published: readonly PublishedPoint[],
-): SideBySideColumns {
-  const versions = unique(pgCells.map((c) => c.pgVersion));
-  const modeled = (c: CellSummary | undefined) => formatSeconds(c?.modeledMsMean);
-  const hasModel = ws.some((c) => c.modeledMsMean !== undefined);
-  const strategies = unique(ws.map((c) => c.strategy + (c.forceOptimized ? '+forced' : '')));
-  const pub = (variant: Variant, sb: string, build: 'master' | 'patched') =>
-    published.find((p) => p.variant === variant && p.sharedBuffers === sb && p.build === build);
-  const hasPub = pgCells.some((c) => pub(c.variant, c.sharedBuffers, 'master') !== undefined);
-  const headers = (first: string) => [
-    first,
-    ...versions.flatMap((v) => [pgColumnName(v), `${pgColumnName(v)} (seed method)`]),
-    ...strategies.map((s) => `walsim measured ${s}`),
-    ...(hasModel ? strategies.map((s) => `walsim modeled ${s}`) : []),
-    ...(hasPub ? ['seed 001 published master', 'seed 001 published patched'] : []),
-  ];
-  const rowFor = (first: string, pgcs: CellSummary[], wcs: CellSummary[]) => {
-    const by = (s: string) =>
-      wcs.find((c) => c.strategy + (c.forceOptimized ? '+forced' : '') === s);
-    const of = (v: number | undefined) => pgcs.find((c) => c.pgVersion === v);
-    const c0 = pgcs[0]!;
-    const seconds = (p: PublishedPoint | undefined) =>
-      p === undefined ? 'n/a' : p.seconds.toFixed(3);
-    return [
-      first,
-      ...versions.flatMap((v) => [pgNote(of(v)), formatSeconds(of(v)?.seedMethodMsMedian)]),
-      ...strategies.map((s) => formatSeconds(by(s)?.failoverMsMean)),
-      ...(hasModel ? strategies.map((s) => modeled(by(s))) : []),
-      ...(hasPub
-        ? [
-            seconds(pub(c0.variant, c0.sharedBuffers, 'master')),
-            seconds(pub(c0.variant, c0.sharedBuffers, 'patched')),
-          ]
-        : []),
-    ];
-  };
-  return { versions, hasPub, headers, rowFor };
+  c: CellSummary,
+  build: 'master' | 'patched',
+): PublishedPoint | undefined {
+  return published.find(
+    (p) =>
+      p.variant === c.variant &&
+      p.sharedBuffers === c.sharedBuffers &&
+      (p.relDivisor ?? null) === (c.kind === 'threshold' ? c.relDivisor : null) &&
+      p.build === build,
+  );
 }
 
-/** The paragraph above each side-by-side table: what each column's seconds are. */
-function sideBySideNote(pgCells: CellSummary[], cols: SideBySideColumns): string {
+/** The columns of a side-by-side table: which majors, strategies, modeled and published ones. */
+interface SideColumns {
+  versions: Array<number | undefined>;
+  strategies: string[];
+  hasModel: boolean;
+  hasPub: boolean;
+  published: readonly PublishedPoint[];
+}
+
+const strategyKey = (c: CellSummary) => c.strategy + (c.forceOptimized ? '+forced' : '');
+
+function sideHeaders(first: string, k: SideColumns): string[] {
+  return [
+    first,
+    ...k.versions.flatMap((v) => [pgColumnName(v), `${pgColumnName(v)} (seed method)`]),
+    ...k.strategies.map((s) => `walsim measured ${s}`),
+    ...(k.hasModel ? k.strategies.map((s) => `walsim modeled ${s}`) : []),
+    ...(k.hasPub ? ['seed 001 published master', 'seed 001 published patched'] : []),
+  ];
+}
+
+function sideRow(first: string, pgcs: CellSummary[], wcs: CellSummary[], k: SideColumns) {
+  const by = (s: string) => wcs.find((c) => strategyKey(c) === s);
+  const of = (v: number | undefined) => pgcs.find((c) => c.pgVersion === v);
+  const pub = (build: 'master' | 'patched') =>
+    publishedOf(k.published, pgcs[0]!, build)?.seconds.toFixed(3) ?? 'n/a';
+  return [
+    first,
+    ...k.versions.flatMap((v) => [pgNote(of(v)), formatSeconds(of(v)?.seedMethodMsMedian)]),
+    ...k.strategies.map((s) => formatSeconds(by(s)?.failoverMsMean)),
+    ...(k.hasModel ? k.strategies.map((s) => formatSeconds(by(s)?.modeledMsMean)) : []),
+    ...(k.hasPub ? [pub('master'), pub('patched')] : []),
+  ];
+}
+
+/** The paragraph above each side-by-side table: how each column's seconds were obtained. */
+function sideNote(pgCells: CellSummary[], k: SideColumns): string {
   const runs = unique(pgCells.map((c) => c.runs));
+  const testA = pgCells[0]!.kind === 'threshold';
   return (
     `Failover seconds. PostgreSQL: median of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}, resume (clock_timestamp()) → "ready to accept connections" in the standby's log; ` +
     `seed method: pg_ctl promote -w as the seed timed it (100 ms polling). walsim measured: its own clock, mean; modeled: the cost profile.` +
-    (cols.versions.some((v) => v !== undefined)
+    (k.versions.some((v) => v !== undefined)
       ? " A PostgreSQL column with a major is the npm registry's build of it (every major compiled alike: gcc 7.5, -Os); one without is Debian's 15 (-O2) or --pg-bin."
       : '') +
-    (cols.hasPub
-      ? " seed 001 published: the seed's tables (5-run averages, 100 ms polling, its own machine)."
+    (k.hasPub
+      ? ` seed 001 published: the seed's tables (5-run averages, 100 ms polling, its own machine${testA ? '; patched = its optimized path forced by its test patch' : ''}).`
       : '')
   );
 }
@@ -503,7 +504,7 @@ function sideBySideNote(pgCells: CellSummary[], cols: SideBySideColumns): string
  * per shared_buffers (Test A), each PostgreSQL major's median failover (log method, runs whose
  * promote request stalled excluded) and the seed's own pg_ctl-polling figure, walsim measured for
  * each strategy, walsim modeled where the cells carry a modeled time, and the seed's published
- * master and patched seconds where `published` has them (Test B).
+ * master and patched seconds where `published` has them (Test A and Test B).
  */
 export function sideBySideTables(
   cells: CellSummary[],
@@ -512,43 +513,41 @@ export function sideBySideTables(
   const pgCells = cells.filter((c) => c.engine === 'postgres');
   if (pgCells.length === 0) return '';
   const ws = cells.filter((c) => c.engine === 'walsim');
-  const cols = sideBySideColumns(pgCells, ws, published);
-  const note = sideBySideNote(pgCells, cols);
+  const k: SideColumns = {
+    versions: unique(pgCells.map((c) => c.pgVersion)),
+    strategies: unique(ws.map(strategyKey)),
+    hasModel: ws.some((c) => c.modeledMsMean !== undefined),
+    hasPub: pgCells.some((c) => publishedOf(published, c, 'master') !== undefined),
+    published,
+  };
+  const note = sideNote(pgCells, k);
   const parts: string[] = [];
-  const section = (title: string, first: string, rows: string[][]) =>
-    parts.push(title, '', note, '', markdownTable(cols.headers(first), rows), '');
-  if (pgCells[0]!.kind === 'multi') {
-    for (const variant of unique(pgCells.map((c) => c.variant))) {
-      const pv = pgCells.filter((c) => c.variant === variant);
-      const rows = unique(pv.map((c) => c.sharedBuffers)).map((sb) =>
-        cols.rowFor(
-          sb,
-          pv.filter((c) => c.sharedBuffers === sb),
-          ws.filter((c) => c.variant === variant && c.sharedBuffers === sb),
-        ),
-      );
-      section(
-        `### ${VARIANT_TITLE[variant]} of ${pv[0]!.tables} relations: PostgreSQL and walsim`,
-        's_b',
-        rows,
-      );
-    }
-  } else {
-    for (const sb of unique(pgCells.map((c) => c.sharedBuffers))) {
-      const pv = pgCells.filter((c) => c.sharedBuffers === sb);
-      const rows = unique(pv.map((c) => c.relSize!)).map((rs) =>
-        cols.rowFor(
-          rs,
-          pv.filter((c) => c.relSize === rs),
-          ws.filter((c) => c.sharedBuffers === sb && c.relSize === rs),
-        ),
-      );
-      section(
-        `### VACUUM of one relation at shared_buffers=${sb}: PostgreSQL and walsim`,
-        'rel_size',
-        rows,
-      );
-    }
+  const multi = pgCells[0]!.kind === 'multi';
+  // Test B: one table per variant, a row per shared_buffers; Test A: one per size, a row per NB/k.
+  const groups = multi
+    ? unique(pgCells.map((c) => c.variant))
+    : unique(pgCells.map((c) => c.sharedBuffers));
+  for (const g of groups) {
+    const pv = pgCells.filter((c) => (multi ? c.variant : c.sharedBuffers) === g);
+    const rowKey = (c: CellSummary) => (multi ? c.sharedBuffers : c.relSize!);
+    const rows = unique(pv.map(rowKey)).map((r) =>
+      sideRow(
+        r,
+        pv.filter((c) => rowKey(c) === r),
+        ws.filter((c) => rowKey(c) === r && (multi ? c.variant === g : c.sharedBuffers === g)),
+        k,
+      ),
+    );
+    parts.push(
+      multi
+        ? `### ${VARIANT_TITLE[g as Variant]} of ${pv[0]!.tables} relations: PostgreSQL and walsim`
+        : `### VACUUM of one relation at shared_buffers=${g}: PostgreSQL and walsim`,
+      '',
+      note,
+      '',
+      markdownTable(sideHeaders(multi ? 's_b' : 'rel_size', k), rows),
+      '',
+    );
   }
   return parts.join('\n').trimEnd();
 }

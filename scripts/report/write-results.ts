@@ -86,18 +86,58 @@ const defaultY = (c: CellSummary) => c.failoverMsMean / 1000;
 /** Real PostgreSQL series: greens and browns, apart from the strategies' colours. */
 const PG_COLORS = ['#2ca02c', '#8c564b', '#17becf', '#bcbd22', '#7f7f7f', '#e377c2'];
 
-/** The seed's published master and patched seconds (dotted: another machine, another method). */
-function publishedSeries(points: readonly PublishedPoint[], variant: string): ChartSeries[] {
+/**
+ * The seed's published master and patched seconds (dotted: another machine, another method): the
+ * points `which` keeps, at `x` (Test B: NBuffers; Test A: the relation's pages or NBuffers).
+ */
+function publishedSeries(
+  points: readonly PublishedPoint[],
+  which: (p: PublishedPoint) => boolean,
+  x: (p: PublishedPoint) => number,
+): ChartSeries[] {
   return (['master', 'patched'] as const)
     .map((build) => ({
       name: `seed 001 published ${build}`,
       color: build === 'master' ? STRATEGY_COLORS['full-scan'] : STRATEGY_COLORS['cached-lookup'],
       dashed: true,
       points: points
-        .filter((p) => p.variant === variant && p.build === build)
-        .map((p) => ({ x: p.nBuffers, y: p.seconds })),
+        .filter((p) => which(p) && p.build === build)
+        .map((p) => ({ x: x(p), y: p.seconds })),
     }))
     .filter((s) => s.points.length > 0);
+}
+
+/** Ticks at each relation size of Test A cells, labelled NB/k. */
+const pageTicks = (cells: CellSummary[]) => [
+  ...new Map(
+    cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }]),
+  ).values(),
+];
+
+/**
+ * Test A's time-vs-shared_buffers series: for the smallest and largest relation sizes, every
+ * failover series and the seed's published points of that NB/k, named by it.
+ */
+function thresholdVsSbSeries(o: SweepOutput): { cells: CellSummary[]; series: ChartSeries[] } {
+  const sizes = [...new Set(o.cells.map((c) => c.relDivisor!))].sort((a, b) => b - a);
+  const pick = [...new Set([sizes[0]!, sizes.at(-1)!])];
+  const cells = o.cells.filter((c) => pick.includes(c.relDivisor!));
+  const series: ChartSeries[] = [];
+  // Two relation sizes × several series: the size keeps the default palette, not the strategy colour.
+  for (const k of pick) {
+    const here = failoverSeries(
+      cells.filter((c) => c.relDivisor === k),
+      (c) => c.nBuffers,
+    );
+    const pub = publishedSeries(
+      o.published ?? [],
+      (p) => p.relDivisor === k,
+      (p) => p.nBuffers,
+    );
+    for (const s of [...here, ...pub])
+      series.push({ name: `NB/${k} ${s.name}`, points: s.points, dashed: s.dashed });
+  }
+  return { cells, series };
 }
 
 function seriesBy(
@@ -158,13 +198,6 @@ const sbTicks = (cells: CellSummary[]) => [
   ).values(),
 ];
 
-/** x-axis ticks at each cell's relation size in pages, labelled NB/k. */
-const relSizeTicks = (cells: CellSummary[]) => [
-  ...new Map(
-    cells.map((c) => [c.pagesPerTable, { value: c.pagesPerTable, label: c.relSize! }]),
-  ).values(),
-];
-
 /** A sweep kind's tables (Markdown), charts (by file name) and extra results.json fields. */
 interface KindResults {
   markdown: string;
@@ -186,7 +219,11 @@ function multiResults(o: SweepOutput): KindResults {
       xTicks: sbTicks(cells),
       series: [
         ...failoverSeries(cells, (c) => c.nBuffers),
-        ...publishedSeries(o.published ?? [], variant),
+        ...publishedSeries(
+          o.published ?? [],
+          (p) => p.variant === variant && p.relDivisor === undefined,
+          (p) => p.nBuffers,
+        ),
       ],
     });
   }
@@ -203,8 +240,15 @@ function thresholdSizeCharts(o: SweepOutput, charts: Record<string, string>): vo
       yLabel: 'failover seconds',
       xLog: true,
       yLog: true,
-      xTicks: relSizeTicks(cells),
-      series: failoverSeries(cells, (c) => c.pagesPerTable),
+      xTicks: pageTicks(cells),
+      series: [
+        ...failoverSeries(cells, (c) => c.pagesPerTable),
+        ...publishedSeries(
+          o.published ?? [],
+          (p) => p.sharedBuffers === sb,
+          (p) => p.pages!,
+        ),
+      ],
     });
     // The drop alone: what the two paths differ in, without the VACUUM's replay around it.
     if (!isModelOnly(cells))
@@ -214,7 +258,7 @@ function thresholdSizeCharts(o: SweepOutput, charts: Record<string, string>): vo
         yLabel: 'seconds inside the drop',
         xLog: true,
         yLog: true,
-        xTicks: relSizeTicks(cells),
+        xTicks: pageTicks(cells),
         series: seriesBy(
           cells,
           (c) => c.pagesPerTable,
@@ -224,21 +268,17 @@ function thresholdSizeCharts(o: SweepOutput, charts: Record<string, string>): vo
   }
 }
 
-/** Test A: failover seconds against shared_buffers, for the smallest and largest relation sizes. */
-function thresholdVsSharedBuffersChart(o: SweepOutput): string {
-  const sizes = [...new Set(o.cells.map((c) => c.relDivisor!))].sort((a, b) => b - a);
-  const pick = [...new Set([sizes[0]!, sizes.at(-1)!])];
-  const cells = o.cells.filter((c) => pick.includes(c.relDivisor!));
-  const series: ChartSeries[] = [];
-  // Two relation sizes × two strategies: the size keeps the default palette, so drop the strategy colour.
-  for (const k of pick) {
-    for (const s of failoverSeries(
-      cells.filter((c) => c.relDivisor === k),
-      (c) => c.nBuffers,
-    ))
-      series.push({ name: `NB/${k} ${s.name}`, points: s.points, dashed: s.dashed });
-  }
-  return lineChart({
+/** Test A: the tables and crossovers; the charts per shared_buffers, then against it. */
+function thresholdResults(o: SweepOutput): KindResults {
+  const extra = {
+    ...(isModelOnly(o.cells) ? {} : { crossover: computeCrossover(o.cells) }),
+    modeledCrossover: computeCrossover(o.cells, 'modeled'),
+  };
+  const charts: Record<string, string> = {};
+  thresholdSizeCharts(o, charts);
+  // Time vs shared_buffers too, for the smallest and largest relation sizes.
+  const { cells, series } = thresholdVsSbSeries(o);
+  charts['chart-threshold-vs-shared-buffers.svg'] = lineChart({
     title: 'VACUUM of one relation of NBuffers/k pages: failover time',
     xLabel: 'shared_buffers',
     yLabel: 'failover seconds',
@@ -247,17 +287,6 @@ function thresholdVsSharedBuffersChart(o: SweepOutput): string {
     xTicks: sbTicks(cells),
     series,
   });
-}
-
-/** Test A: the tables and crossovers, the charts per shared_buffers and against it. */
-function thresholdResults(o: SweepOutput): KindResults {
-  const extra = {
-    ...(isModelOnly(o.cells) ? {} : { crossover: computeCrossover(o.cells) }),
-    modeledCrossover: computeCrossover(o.cells, 'modeled'),
-  };
-  const charts: Record<string, string> = {};
-  thresholdSizeCharts(o, charts);
-  charts['chart-threshold-vs-shared-buffers.svg'] = thresholdVsSharedBuffersChart(o);
   return { markdown: thresholdTables(o.cells).markdown, charts, extra };
 }
 

@@ -1,11 +1,15 @@
 /** The PostgreSQL port's interface to the process shell: what it needs, how it is started. */
 import type { PgPassword } from '../cluster-files.ts';
 import type { QueryResult } from '../control-protocol.ts';
+import type { SessionSettings } from '../sql-read.ts';
 
 /** What a wire session needs from its node. */
 export interface PgWireBackend {
-  /** Run one statement (ServerNode.execute); `signal` fires on a cancel request. */
-  execute(sql: string, signal: AbortSignal): Promise<QueryResult>;
+  /**
+   * Run one statement (ServerNode.execute); `signal` fires on a cancel request; `session` is what
+   * the session chose at start-up (SHOW client_encoding reports it).
+   */
+  execute(sql: string, signal: AbortSignal, session: SessionSettings): Promise<QueryResult>;
   inRecovery(): boolean;
   /** True once a shutdown began: new connections get FATAL 57P03. */
   shuttingDown(): boolean;

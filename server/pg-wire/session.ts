@@ -367,7 +367,10 @@ export class PgWireSession {
     const ac = new AbortController();
     this.running = ac;
     try {
-      const result = await this.server.opts.backend.execute(sql, ac.signal);
+      const result = await this.server.opts.backend.execute(sql, ac.signal, {
+        clientEncoding: this.clientEncoding,
+        applicationName: this.applicationName,
+      });
       assert(
         result.columns.length === columns.length &&
           result.columns.every((c, i) => c === columns[i]!.name),

@@ -16,6 +16,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { pollUntil } from '../../server/poll.ts';
+import { pgDropRules } from '../../storage/pg-drop-rules.ts';
 
 export type DropFunction =
   | 'DropRelFileNodeBuffers'
@@ -24,19 +25,14 @@ export type DropFunction =
   | 'DropRelationsAllBuffers'
   | 'DropDatabaseBuffers';
 
-/** The drop functions of a major: 16 renamed RelFileNode to RelFileLocator and them with it. */
+/** The drop functions of a major (storage/pg-drop-rules.ts: 16 renamed them with RelFileLocator). */
 export function dropFunctions(major: number): {
   ALL: DropFunction;
   ONE: DropFunction;
   DB: DropFunction;
 } {
-  return major >= 16
-    ? { ALL: 'DropRelationsAllBuffers', ONE: 'DropRelationBuffers', DB: 'DropDatabaseBuffers' }
-    : {
-        ALL: 'DropRelFileNodesAllBuffers',
-        ONE: 'DropRelFileNodeBuffers',
-        DB: 'DropDatabaseBuffers',
-      };
+  const { fn } = pgDropRules({ major, minor: null });
+  return { ALL: fn.dropRelations, ONE: fn.truncate, DB: fn.dropDatabase };
 }
 
 export interface ObservedDrop {

@@ -261,6 +261,23 @@ describe('extended query protocol (raw messages)', () => {
       expect(readyFor(x.messages), asked).toBe(true);
       expect(reported(x), asked).toBe(shown);
     }
+    // SHOW and current_setting() answer what this session asked for, as PostgreSQL's GUC does.
+    for (const asked of ['SQL_ASCII', 'UTF8']) {
+      const x = await exchange(
+        port,
+        [
+          startupPacket({ ...USER, client_encoding: asked, application_name: `enc-${asked}` }),
+          query('SHOW client_encoding'),
+          query("SELECT current_setting('client_encoding')"),
+          query('SHOW application_name'),
+        ],
+        { until: (ms) => ms.filter((m) => m.type === 'Z').length >= 4 },
+      );
+      expect(
+        replies(x).filter((r) => r.startsWith('D:')),
+        asked,
+      ).toEqual([`D:${asked}`, `D:${asked}`, `D:enc-${asked}`]);
+    }
     // An encoding walsim would have to convert to: refused, never accepted and reported UTF8.
     const latin1 = await start('LATIN1');
     expect(errorOf(latin1)).toMatchObject({

@@ -8,8 +8,9 @@
  * simulated node runs — reaches no node:fs, ws, timers, performance or process/network module and
  * no production binding, directly or through what it imports (its clock, disk and dialer are
  * always passed in: server/README.md, "Injected dependencies"); only the node shell creates the
- * roles; no import circles. The last block proves the checks can fail: it injects each kind of
- * forbidden import into an overlay of the sources and expects it reported.
+ * roles; the dashboard page imports its own folder and the wire types only; no import circles.
+ * The last block proves the checks can fail: it injects each kind of forbidden import into an
+ * overlay of the sources and expects it reported.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -162,6 +163,33 @@ function roleCreators(graph: ImportGraph): string[] {
   return bad;
 }
 
+/**
+ * The dashboard page (dashboard/page/, bundled for the browser): it may import its own folder, the
+ * wire format the server speaks (dashboard/wire.ts, types only) and uPlot's types (the library is
+ * a global of the page); nothing of the server, the CLIs (scripts/) or the simulator, not even a
+ * type. wire.ts itself imports nothing, so what the page sees of the server stays that one file.
+ */
+const PAGE = 'dashboard/page/';
+const PAGE_TYPES = new Set(['dashboard/wire.ts']);
+const PAGE_PACKAGE_TYPES = /^uplot$/;
+
+function pageViolations(graph: ImportGraph): string[] {
+  const bad: string[] = [];
+  for (const [file, src] of graph) {
+    if (PAGE_TYPES.has(file))
+      for (const e of src.imports)
+        bad.push(`${file}:${e.line} -> ${e.spec} (wire.ts imports nothing)`);
+    if (!file.startsWith(PAGE)) continue;
+    for (const e of src.imports) {
+      if (e.target !== null && e.target.startsWith(PAGE)) continue;
+      const allowed =
+        e.target === null ? PAGE_PACKAGE_TYPES.test(e.spec) : PAGE_TYPES.has(e.target);
+      if (!allowed || !e.typeOnly) bad.push(`${file}:${e.line} -> ${e.spec}`);
+    }
+  }
+  return bad;
+}
+
 const graph = readImportGraph(ROOT);
 
 describe('layering', () => {
@@ -189,6 +217,11 @@ describe('layering', () => {
 
   it("only the node shell creates the roles (the lifecycle machine's actions), never the process or CLIs", () => {
     expect(roleCreators(graph)).toEqual([]);
+  });
+
+  it('the dashboard page imports its own folder, the wire types and uPlot types only', () => {
+    expect([...graph.keys()].filter((f) => f.startsWith(PAGE)).length).toBeGreaterThan(5);
+    expect(pageViolations(graph)).toEqual([]);
   });
 
   it('no import circles anywhere (type-only imports included)', () => {
@@ -267,6 +300,29 @@ describe('layering: the checks catch what they are for', () => {
     );
     expect(pgWalViolations(g)).toContain('pg-wal/reader.ts -> node:child_process (line 1)');
     expect(folderViolations(g)).toContain('pg-wal/reader.ts:2 -> ../standby/walreceiver.ts');
+  });
+
+  it('the dashboard page importing scripts/ (even a type), the server, or code at run time', () => {
+    const g = withFile(
+      'dashboard/page/results.ts',
+      "import type { CellSummary } from '../../scripts/report/records.ts';\n" +
+        "import { loadProfile } from '../../cost-model/profile.ts';\n" +
+        "import type { NodeView } from '../view.ts';\n" +
+        "import uPlot from 'uplot';\n",
+    );
+    expect(pageViolations(g)).toEqual([
+      'dashboard/page/results.ts:1 -> ../../scripts/report/records.ts',
+      'dashboard/page/results.ts:2 -> ../../cost-model/profile.ts',
+      'dashboard/page/results.ts:3 -> ../view.ts',
+      'dashboard/page/results.ts:4 -> uplot',
+    ]);
+    const w = withFile(
+      'dashboard/wire.ts',
+      "import type { Priced } from '../cost-model/price.ts';\n",
+    );
+    expect(pageViolations(w)).toEqual([
+      'dashboard/wire.ts:1 -> ../cost-model/price.ts (wire.ts imports nothing)',
+    ]);
   });
 
   it('comments and strings are not imports or calls', () => {

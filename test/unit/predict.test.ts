@@ -23,6 +23,7 @@ import {
   type StandbyFiles,
 } from '../../scripts/predict/replay-model.ts';
 import { readStandbyState } from '../../scripts/predict/standby-state.ts';
+import { pgDropRules } from '../../storage/pg-drop-rules.ts';
 import { formatRanking } from '../../scripts/predict/format.ts';
 import {
   parseWaldumpLine,
@@ -180,7 +181,18 @@ describe('the size-cached rule', () => {
   });
 
   it('a relation touched only before the standby restarted (not in the learned WAL) takes the full scan', () => {
-    const m = new RecoveryModel(NB, files({ 100: 1 }));
+    // Dropped by a commit: no version asks its size first.
+    const c = new RecoveryModel(NB, files({ 100: 1 }));
+    c.replay(commitDropping(100));
+    expect(c.result().drops[0]).toMatchObject({ path: 'full-scan' });
+    expect(c.result().drops[0]!.why).toMatch(/not touched by replay since the standby started/);
+    // Truncated, before the January 2025 minors (15.10): the main fork's size is not cached.
+    const m = new RecoveryModel(
+      NB,
+      files({ 100: 1 }),
+      false,
+      pgDropRules({ major: 15, minor: 10 }),
+    );
     m.replay(line(2, 'Storage', 'TRUNCATE', { truncate: { node: node(100), blkno: 0, flags: 7 } }));
     const r = m.result();
     expect(r.drops[0]).toMatchObject({ fn: 'DropRelFileNodeBuffers', path: 'full-scan' });
@@ -188,6 +200,26 @@ describe('the size-cached rule', () => {
     // smgrtruncate cached the new size: the next drop of the same relation looks up.
     m.replay(commitDropping(100));
     expect(m.result().drops[1]).toMatchObject({ path: 'cached-lookup', probes: 0 });
+  });
+
+  it('from 15.11 (and 14.16, 16.7, 17.3, 18) truncation replay caches the main fork first: lookup', () => {
+    for (const v of [
+      { major: 15, minor: 11 },
+      { major: 15, minor: 18 },
+      { major: 14, minor: 16 },
+      { major: 18, minor: 0 },
+    ]) {
+      const m = new RecoveryModel(NB, files({ 100: 1 }), false, pgDropRules(v));
+      m.replay(
+        line(2, 'Storage', 'TRUNCATE', { truncate: { node: node(100), blkno: 0, flags: 7 } }),
+      );
+      expect(m.result().drops[0]).toMatchObject({ path: 'cached-lookup', probes: 1 });
+      expect(m.result().counts.smgr.nblocks[0]).toBe(1);
+    }
+    // The default rules (15, minor unknown) are a current minor's.
+    const d = new RecoveryModel(NB, files({ 100: 1 }));
+    d.replay(line(2, 'Storage', 'TRUNCATE', { truncate: { node: node(100), blkno: 0, flags: 7 } }));
+    expect(d.result().drops[0]).toMatchObject({ path: 'cached-lookup' });
   });
 
   it('DROP DATABASE scans the pool and forgets every cached size', () => {
@@ -244,6 +276,62 @@ describe('the size-cached rule', () => {
     ]);
     const p = loadProfile('seed-001');
     expect(genericRecordSeconds(p)).toBe(p.constants['record.HEAP_INSERT'].seconds);
+  });
+});
+
+describe("each major's drop rules in the replay model", () => {
+  const rules = (major: number, minor: number | null = null) => pgDropRules({ major, minor });
+  const backlog = (m: RecoveryModel) => {
+    m.learn(touch(100));
+    m.learn(touch(101));
+    m.replay(commitDropping(100));
+    m.replay(line(2, 'Storage', 'TRUNCATE', { truncate: { node: node(101), blkno: 0, flags: 7 } }));
+    m.replay(line(3, 'Database', 'DROP', { dropDatabase: 7 }));
+    return m.result().drops.map((d) => `${d.fn} ${d.path}`);
+  };
+
+  it('13 scans every descriptor at every drop, cached or not, and asks the size at every block read', () => {
+    const m = new RecoveryModel(NB, files({ 100: 1, 101: 1 }), false, rules(13, 23));
+    expect(backlog(m)).toEqual([
+      'DropRelFileNodesAllBuffers full-scan',
+      'DropRelFileNodeBuffers full-scan',
+      'DropDatabaseBuffers full-scan',
+    ]);
+    expect(m.result().drops[0]!.why).toMatch(/PostgreSQL 13 has no cached-size lookup/);
+    expect(m.result().counts.drops.scanned).toBe(3 * NB);
+    // No size cache in 13: every block reference asks mdnblocks.
+    const k = new RecoveryModel(NB, files({ 100: 1 }), false, rules(13));
+    k.replay(touch(100));
+    k.replay(touch(100));
+    expect(k.result().counts.smgr.nblocks[0]).toBe(2);
+  });
+
+  it('14–15 call DropRelFileNode*Buffers, 16–18 DropRelation*Buffers, with the same paths', () => {
+    const paths = ['cached-lookup', 'cached-lookup', 'full-scan'];
+    for (const major of [14, 15, 16, 17, 18]) {
+      const got = backlog(new RecoveryModel(NB, files({ 100: 1, 101: 1 }), false, rules(major)));
+      const [all, one] =
+        major >= 16
+          ? ['DropRelationsAllBuffers', 'DropRelationBuffers']
+          : ['DropRelFileNodesAllBuffers', 'DropRelFileNodeBuffers'];
+      expect(got).toEqual([all, one, 'DropDatabaseBuffers'].map((f, i) => `${f} ${paths[i]}`));
+    }
+  });
+
+  it('CREATE DATABASE FILE_COPY and DROP TABLESPACE forget cached sizes from 15 (SMGRRELEASE), not in 14', () => {
+    for (const [major, rmgr, type, path] of [
+      [14, 'Database', 'CREATE', 'cached-lookup'],
+      [14, 'Tablespace', 'DROP', 'cached-lookup'],
+      [15, 'Database', 'CREATE_FILE_COPY', 'full-scan'],
+      [15, 'Database', 'CREATE_WAL_LOG', 'cached-lookup'],
+      [17, 'Tablespace', 'DROP', 'full-scan'],
+    ] as const) {
+      const m = new RecoveryModel(NB, files({ 100: 1 }), false, rules(major));
+      m.learn(touch(100));
+      m.replay(line(2, rmgr, type));
+      m.replay(commitDropping(100));
+      expect([major, type, m.result().drops[0]!.path]).toEqual([major, type, path]);
+    }
   });
 });
 

@@ -8,7 +8,8 @@ import { csvField, toCsv } from '../../scripts/report/csv.ts';
 import { lineChart, logTicks } from '../../scripts/report/svg-chart.ts';
 import { parseRelSize } from '../../scripts/experiment/rel-size.ts';
 import { renderResults, resultsDirName } from '../../scripts/report/write-results.ts';
-import { planMulti, summarise } from '../../scripts/experiment/sweep-runner.ts';
+import { planMulti, planThreshold, summarise } from '../../scripts/experiment/sweep-runner.ts';
+import { publishedPoints } from '../../scripts/experiment/seed-001.ts';
 import type { RunRecord } from '../../scripts/report/records.ts';
 
 describe('CSV', () => {
@@ -184,5 +185,61 @@ describe('results files', () => {
     expect(files['tables.md']).toMatch(/Master modeled \| Patched modeled/);
     expect(files['chart-vacuum.svg']).toMatch(/modeled PostgreSQL \(test\)/);
     expect(files['chart-vacuum.svg']).toMatch(/stroke-dasharray/);
+  });
+  it("draws Test A's real majors and the seed's published points in its charts", () => {
+    const plan = planThreshold(['20GB'], [32, 8], true, ['walsim', 'postgres'], [13, 15]);
+    const records: RunRecord[] = plan.map((c, i) => ({
+      ...c,
+      run: 1,
+      failoverMs: 1000 + i,
+      replayMs: 9,
+      endOfRecoveryMs: 0.5,
+      openForWritesMs: 0.5,
+      recordsReplayed: 20,
+      dropMs: 2,
+      dropsFullScan: 1,
+      dropsCachedLookup: 0,
+      scanned: 0,
+      probes: 0,
+      invalidated: 5,
+      promoted: true,
+      resumeAt: 'a',
+      promotedAt: 'b',
+      stepMs: {},
+      mode: 'measured' as const,
+      counts: null,
+      modelProfile: 'test',
+      modeledS: c.engine === 'walsim' ? 0.5 : NaN,
+      modeledPolledS: null,
+      modeledReplayS: NaN,
+      modeledEndOfRecoveryS: NaN,
+      modeledOpenForWritesS: NaN,
+      modeledDropS: NaN,
+      ...(c.engine === 'postgres' ? { seedMethodMs: 1100, stall: false } : {}),
+    }));
+    const files = renderResults({
+      kind: 'threshold',
+      startedAt: '2026-01-06T10:04:05.123Z',
+      finishedAt: '2026-01-06T10:05:00.000Z',
+      wallSeconds: 55,
+      settings: { runs: 1 },
+      records,
+      cells: summarise(plan, records),
+      published: publishedPoints(plan),
+    });
+    const chart = files['chart-threshold-20GB.svg']!;
+    for (const name of [
+      'PostgreSQL 13 (master), median',
+      'PostgreSQL 15 (patched), median',
+      'full-scan (master)',
+      'modeled PostgreSQL (test)',
+      'seed 001 published master',
+      'seed 001 published patched',
+    ])
+      expect(chart).toContain(name);
+    expect(files['chart-threshold-vs-shared-buffers.svg']).toContain(
+      'NB/8 seed 001 published master',
+    );
+    expect(files['tables.md']).toMatch(/\| NB\/8 +\|.*\| +1\.307 \| +1\.307 \|$/m);
   });
 });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CellSummary, RunRecord } from '../../scripts/report/records.ts';
 import { planMulti, planThreshold, summarise } from '../../scripts/experiment/sweep-runner.ts';
+import { publishedPoints } from '../../scripts/experiment/seed-001.ts';
 import { emptyReplayCounts, promotionStepCounts } from '../../storage/replay-counts.ts';
 import {
   computeCrossover,
@@ -375,6 +376,33 @@ describe('PostgreSQL side by side', () => {
       expect.stringMatching(/^\| 128MB +\| +0\.600 .*\| +n\/a \| +n\/a \|$/),
     );
     expect(md).toContain("npm registry's build");
+  });
+
+  it("puts real 13 and 15, walsim measured and modeled and the seed's published points in Test A's table", () => {
+    const plan = planThreshold(['100GB'], [32, 8], true, ['walsim', 'postgres'], [13, 15]);
+    const rs: RunRecord[] = plan.map((c) => ({
+      ...records.find((r) => r.engine === c.engine && r.run === 1)!,
+      ...c,
+      failoverMs: c.engine === 'postgres' ? (c.pgVersion === 13 ? 2000 : 1500) : 700,
+      ...(c.engine === 'postgres' ? { seedMethodMs: 2100, stall: false } : {}),
+    }));
+    const md = sideBySideTables(summarise(plan, rs), publishedPoints(plan));
+    expect(md).toContain(
+      '### VACUUM of one relation at shared_buffers=100GB: PostgreSQL and walsim',
+    );
+    const lines = md.split('\n');
+    const header = lines.find((l) => l.startsWith('| rel_size'))!;
+    expect(header).toMatch(
+      /PostgreSQL 13 \(master\) .*PostgreSQL 15 \(patched\) .*walsim measured cached-lookup\+forced .*walsim modeled full-scan \| seed 001 published master \| seed 001 published patched \|$/,
+    );
+    // The seed's Test A at 100GB: MASTER 1.608 / 6.114 s, [PATCHED] (forced) 1.508 / 6.614 s.
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^\| NB\/32 +\| +2\.000 \|.* \| +1\.608 \| +1\.508 \|$/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^\| NB\/8 +\| +2\.000 \|.* \| +6\.114 \| +6\.614 \|$/),
+    );
+    expect(md).toContain('optimized path forced by its test patch');
   });
 
   it('keeps the walsim-only tables free of PostgreSQL cells', () => {
