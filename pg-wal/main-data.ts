@@ -190,6 +190,27 @@ function heap2Data(
   return null;
 }
 
+/** A read position inside one record's main data: `take` refuses to pass its end. */
+class MainDataCursor {
+  constructor(
+    private readonly rec: RecordHead,
+    public p: number,
+    readonly end: number,
+  ) {}
+
+  /** The offset of the next `n` bytes (`what` they are, for the message), and moves past them. */
+  take(n: number, what: string): number {
+    if (n < 0 || this.end - this.p < n)
+      throw new PgWalInvalidRecord(
+        `${this.rec.rmgr}/${this.rec.type} record at ${formatLsn(this.rec.lsn)}: main data ends inside ${what}`,
+        this.rec.lsn,
+      );
+    const at = this.p;
+    this.p += n;
+    return at;
+  }
+}
+
 /** ParseCommitRecord / ParseAbortRecord: the parts in xinfo's order (commit has invalidations). */
 function parseXactEnd(
   rec: RecordHead,
@@ -199,21 +220,10 @@ function parseXactEnd(
   fmt: PgWalFormat,
   commit: boolean,
 ): XactEnd {
-  const end = off + len;
-  let p = off;
-  const take = (n: number, what: string): number => {
-    if (n < 0 || end - p < n)
-      throw new PgWalInvalidRecord(
-        `${rec.rmgr}/${rec.type} record at ${formatLsn(rec.lsn)}: main data ends inside ${what}`,
-        rec.lsn,
-      );
-    const at = p;
-    p += n;
-    return at;
-  };
+  const c = new MainDataCursor(rec, off, off + len);
   const out: XactEnd = {
     kind: commit ? 'xact_commit' : 'xact_abort',
-    xactTime: i64(b, take(8, 'xact_time')),
+    xactTime: i64(b, c.take(8, 'xact_time')),
     xinfo: 0,
     dbId: 0,
     tsId: 0,
@@ -226,27 +236,40 @@ function parseXactEnd(
     originLsn: null,
     originTimestamp: null,
   };
-  if ((rec.info & XLOG_XACT_HAS_INFO) !== 0) out.xinfo = u32(b, take(4, 'xinfo'));
+  if ((rec.info & XLOG_XACT_HAS_INFO) !== 0) out.xinfo = u32(b, c.take(4, 'xinfo'));
   const x = out.xinfo;
   if (x & XACT_XINFO_HAS_DBINFO) {
-    const o = take(8, 'xl_xact_dbinfo');
+    const o = c.take(8, 'xl_xact_dbinfo');
     out.dbId = u32(b, o);
     out.tsId = u32(b, o + 4);
   }
   if (x & XACT_XINFO_HAS_SUBXACTS) {
-    const n = u32(b, take(4, 'nsubxacts')) | 0;
-    const o = take(4 * n, `${n} subxacts`);
+    const n = u32(b, c.take(4, 'nsubxacts')) | 0;
+    const o = c.take(4 * n, `${n} subxacts`);
     for (let i = 0; i < n; i++) out.subxacts.push(u32(b, o + 4 * i));
   }
   if (x & XACT_XINFO_HAS_RELFILENODES) {
-    const n = u32(b, take(4, 'nrels')) | 0;
-    const o = take(12 * n, `${n} relfilenodes`);
+    const n = u32(b, c.take(4, 'nrels')) | 0;
+    const o = c.take(12 * n, `${n} relfilenodes`);
     for (let i = 0; i < n; i++) out.rels.push(node(b, o + 12 * i));
   }
+  parseXactTail(b, c, fmt, commit, out);
+  return out;
+}
+
+/** The parts after the dropped relations: dropped stats (15+), invalidations, 2PC, origin. */
+function parseXactTail(
+  b: Uint8Array,
+  c: MainDataCursor,
+  fmt: PgWalFormat,
+  commit: boolean,
+  out: XactEnd,
+): void {
+  const x = out.xinfo;
   if (x & XACT_XINFO_HAS_DROPPED_STATS && fmt.xactStatsItemBytes > 0) {
-    const n = u32(b, take(4, 'nitems')) | 0;
+    const n = u32(b, c.take(4, 'nitems')) | 0;
     const size = fmt.xactStatsItemBytes;
-    const o = take(size * n, `${n} dropped stats items`);
+    const o = c.take(size * n, `${n} dropped stats items`);
     for (let i = 0; i < n; i++) {
       const q = o + size * i;
       const objid = size === 16 ? u64(b, q + 8) : u32(b, q + 8);
@@ -254,23 +277,22 @@ function parseXactEnd(
     }
   }
   if (commit && x & XACT_XINFO_HAS_INVALS) {
-    const n = u32(b, take(4, 'nmsgs')) | 0;
-    take(16 * n, `${n} invalidation messages`);
+    const n = u32(b, c.take(4, 'nmsgs')) | 0;
+    c.take(16 * n, `${n} invalidation messages`);
     out.invalidations = n;
   }
   if (x & XACT_XINFO_HAS_TWOPHASE) {
-    out.twophaseXid = u32(b, take(4, 'twophase xid'));
+    out.twophaseXid = u32(b, c.take(4, 'twophase xid'));
     if (x & XACT_XINFO_HAS_GID) {
-      const z = b.indexOf(0, p);
-      if (z < 0 || z >= end) take(end - p + 1, 'gid');
-      out.gid = Buffer.from(b.buffer, b.byteOffset + p, z - p).toString('utf8');
-      p = z + 1;
+      const z = b.indexOf(0, c.p);
+      if (z < 0 || z >= c.end) c.take(c.end - c.p + 1, 'gid');
+      out.gid = Buffer.from(b.buffer, b.byteOffset + c.p, z - c.p).toString('utf8');
+      c.p = z + 1;
     }
   }
   if (x & XACT_XINFO_HAS_ORIGIN) {
-    const o = take(16, 'xl_xact_origin');
+    const o = c.take(16, 'xl_xact_origin');
     out.originLsn = u64(b, o);
     out.originTimestamp = i64(b, o + 8);
   }
-  return out;
 }

@@ -121,7 +121,7 @@ export class PgWalReader {
   }
 
   /** Records in batches of up to `max` (one await per batch rather than per record). */
-  async *batches(max = 2048): AsyncGenerator<PgWalRecord[]> {
+  async *batches(max = 256): AsyncGenerator<PgWalRecord[]> {
     try {
       while (this.end === null) {
         const out: PgWalRecord[] = [];

@@ -131,6 +131,32 @@ export function recordCrcOk(b: Uint8Array, off: number, totLen: number): boolean
 }
 
 /**
+ * DecodeXLogRecord's running state over one record's header fragments. One object for the module,
+ * reset per record: the hot path allocates only what it hands out (the record, its blocks).
+ */
+const frag = {
+  p: 0,
+  end: 0,
+  datatotal: 0,
+  mainDataLength: 0,
+  origin: 0,
+  toplevelXid: 0,
+  fpiLength: 0,
+  maxBlockId: -1,
+  lastNode: null as RelFileNode | null,
+};
+
+/**
+ * The RelFileNode of the latest block reference that named one: the next record naming the same
+ * relation shares the object (most records touch the relation the one before did). Values only;
+ * nobody mutates a RelFileNode.
+ */
+let nodeCache: RelFileNode = { spc: -1, db: -1, rel: -1 };
+
+/** A record without block references shares this (frozen: nobody pushes onto a record's blocks). */
+const NO_BLOCKS: PgWalBlockRef[] = Object.freeze([]) as unknown as PgWalBlockRef[];
+
+/**
  * DecodeXLogRecord over `b[off, off + xl_tot_len)`, header and CRC already checked. Throws
  * PgWalInvalidRecord with xlogreader.c's message when the block headers do not add up.
  */
@@ -144,97 +170,11 @@ export function decodeRecord(
   const totLen = u32(b, off);
   const rmid = b[off + 17]!;
   const info = b[off + 16]!;
-  const blocks: PgWalBlockRef[] = [];
-  let p = off + SIZE_OF_XLOG_RECORD;
-  const end = off + totLen;
-  let datatotal = 0;
-  let mainDataLength = 0;
-  let origin = 0;
-  let toplevelXid = 0;
-  let fpiLength = 0;
-  let maxBlockId = -1;
-  let lastNode: RelFileNode | null = null;
-  // Each iteration consumes one header fragment; `end - p` shrinks, so the loop is bounded.
-  while (end - p > datatotal) {
-    const id = b[p++]!;
-    if (id === XLR_BLOCK_ID_DATA_SHORT) {
-      if (end - p < 1) fail(lsn, 'record with invalid length at ');
-      mainDataLength = b[p++]!;
-      datatotal += mainDataLength;
-      break; // the main data header is always last
-    } else if (id === XLR_BLOCK_ID_DATA_LONG) {
-      if (end - p < 4) fail(lsn, 'record with invalid length at ');
-      mainDataLength = u32(b, p);
-      p += 4;
-      datatotal += mainDataLength;
-      break;
-    } else if (id === XLR_BLOCK_ID_ORIGIN) {
-      if (end - p < 2) fail(lsn, 'record with invalid length at ');
-      origin = u16(b, p);
-      p += 2;
-    } else if (id === XLR_BLOCK_ID_TOPLEVEL_XID && fmt.hasToplevelXid) {
-      if (end - p < 4) fail(lsn, 'record with invalid length at ');
-      toplevelXid = u32(b, p);
-      p += 4;
-    } else if (id <= XLR_MAX_BLOCK_ID) {
-      if (id <= maxBlockId) fail(lsn, `out-of-order block_id ${id} at `);
-      maxBlockId = id;
-      if (end - p < 3) fail(lsn, 'record with invalid length at ');
-      const flags = b[p]!;
-      const dataLength = u16(b, p + 1);
-      p += 3;
-      const hasData = (flags & BKPBLOCK_HAS_DATA) !== 0;
-      if (hasData && dataLength === 0) fail(lsn, `BKPBLOCK_HAS_DATA set, but no data included at `);
-      if (!hasData && dataLength !== 0)
-        fail(lsn, `BKPBLOCK_HAS_DATA not set, but data length is ${dataLength} at `);
-      datatotal += dataLength;
-      let image: PgWalBlockImage | null = null;
-      if ((flags & BKPBLOCK_HAS_IMAGE) !== 0) {
-        if (end - p < 5) fail(lsn, 'record with invalid length at ');
-        image = readImageHeader(b, p, fmt);
-        p += 5;
-        if (image.compressed && (image.info & BKPIMAGE_HAS_HOLE) !== 0) {
-          if (end - p < 2) fail(lsn, 'record with invalid length at ');
-          image.holeLength = u16(b, p);
-          p += 2;
-        }
-        checkImage(image, fmt, lsn);
-        datatotal += image.length;
-        fpiLength += image.length;
-      }
-      let node: RelFileNode;
-      if ((flags & BKPBLOCK_SAME_REL) === 0) {
-        if (end - p < 12) fail(lsn, 'record with invalid length at ');
-        node = { spc: u32(b, p), db: u32(b, p + 4), rel: u32(b, p + 8) };
-        p += 12;
-        lastNode = node;
-      } else {
-        if (lastNode === null) fail(lsn, `BKPBLOCK_SAME_REL set but no previous rel at `);
-        node = lastNode!;
-      }
-      if (end - p < 4) fail(lsn, 'record with invalid length at ');
-      const block = u32(b, p);
-      p += 4;
-      blocks.push({
-        id,
-        node,
-        fork: flags & BKPBLOCK_FORK_MASK,
-        block,
-        flags,
-        willInit: (flags & BKPBLOCK_WILL_INIT) !== 0,
-        dataLength,
-        image,
-      });
-    } else {
-      fail(lsn, `invalid block_id ${id} at `);
-    }
-  }
-  if (end - p !== datatotal) fail(lsn, 'record with invalid length at ');
+  const blocks = readFragments(b, off, totLen, lsn, fmt);
+  const mainDataLength = frag.mainDataLength;
   // The payloads follow in block order (image, then data), then the main data: it is last.
-  const mainOff = end - mainDataLength;
-  assert(mainOff >= p, 'INV-PGWAL-4: the main data lies inside the record');
-  const rmgr = rmgrName(rmid);
-  const type = recordTypeName(fmt.major, rmid, info);
+  const mainOff = off + totLen - mainDataLength;
+  assert(mainOff >= frag.p, 'INV-PGWAL-4: the main data lies inside the record');
   const rec: PgWalRecord = {
     lsn,
     endLsn,
@@ -242,19 +182,132 @@ export function decodeRecord(
     xid: u32(b, off + 4),
     rmid,
     info,
-    rmgr,
-    type,
+    rmgr: rmgrName(rmid),
+    type: recordTypeName(fmt.major, rmid, info),
     totalLength: totLen,
-    recordLength: totLen - fpiLength,
-    fpiLength,
+    recordLength: totLen - frag.fpiLength,
+    fpiLength: frag.fpiLength,
     blocks,
     mainDataLength,
-    origin,
-    toplevelXid,
+    origin: frag.origin,
+    toplevelXid: frag.toplevelXid,
     data: null,
   };
   rec.data = decodeMainData(rec, b, mainOff, mainDataLength, fmt);
   return rec;
+}
+
+/**
+ * The header fragments after the XLogRecord header, in order: block headers, origin, top-level
+ * xid, and the main data's length (always last). Leaves the totals in `frag`.
+ */
+function readFragments(
+  b: Uint8Array,
+  off: number,
+  totLen: number,
+  lsn: Lsn,
+  fmt: PgWalFormat,
+): PgWalBlockRef[] {
+  const f = frag;
+  f.p = off + SIZE_OF_XLOG_RECORD;
+  f.end = off + totLen;
+  f.datatotal = f.mainDataLength = f.origin = f.toplevelXid = f.fpiLength = 0;
+  f.maxBlockId = -1;
+  f.lastNode = null;
+  let blocks = NO_BLOCKS;
+  // Each iteration consumes one header fragment; `end - p` shrinks, so the loop is bounded.
+  while (f.end - f.p > f.datatotal) {
+    const id = b[f.p++]!;
+    if (id === XLR_BLOCK_ID_DATA_SHORT) {
+      need(1, lsn);
+      f.mainDataLength = b[f.p++]!;
+      f.datatotal += f.mainDataLength;
+      break; // the main data header is always last
+    } else if (id === XLR_BLOCK_ID_DATA_LONG) {
+      need(4, lsn);
+      f.mainDataLength = u32(b, f.p);
+      f.p += 4;
+      f.datatotal += f.mainDataLength;
+      break;
+    } else if (id === XLR_BLOCK_ID_ORIGIN) {
+      need(2, lsn);
+      f.origin = u16(b, f.p);
+      f.p += 2;
+    } else if (id === XLR_BLOCK_ID_TOPLEVEL_XID && fmt.hasToplevelXid) {
+      need(4, lsn);
+      f.toplevelXid = u32(b, f.p);
+      f.p += 4;
+    } else if (id <= XLR_MAX_BLOCK_ID) {
+      if (blocks === NO_BLOCKS) blocks = [];
+      blocks.push(readBlockRef(b, id, lsn, fmt));
+    } else {
+      fail(lsn, `invalid block_id ${id} at `);
+    }
+  }
+  if (f.end - f.p !== f.datatotal) fail(lsn, 'record with invalid length at ');
+  return blocks;
+}
+
+/** At least `n` more bytes of header fragments, else xlogreader.c's "record with invalid length". */
+function need(n: number, lsn: Lsn): void {
+  if (frag.end - frag.p < n) fail(lsn, 'record with invalid length at ');
+}
+
+/** One block header (block id 0–32): flags, data length, image header, RelFileNode, block. */
+function readBlockRef(b: Uint8Array, id: number, lsn: Lsn, fmt: PgWalFormat): PgWalBlockRef {
+  const f = frag;
+  if (id <= f.maxBlockId) fail(lsn, `out-of-order block_id ${id} at `);
+  f.maxBlockId = id;
+  need(3, lsn);
+  const flags = b[f.p]!;
+  const dataLength = u16(b, f.p + 1);
+  f.p += 3;
+  const hasData = (flags & BKPBLOCK_HAS_DATA) !== 0;
+  if (hasData && dataLength === 0) fail(lsn, `BKPBLOCK_HAS_DATA set, but no data included at `);
+  if (!hasData && dataLength !== 0)
+    fail(lsn, `BKPBLOCK_HAS_DATA not set, but data length is ${dataLength} at `);
+  f.datatotal += dataLength;
+  let image: PgWalBlockImage | null = null;
+  if ((flags & BKPBLOCK_HAS_IMAGE) !== 0) {
+    need(5, lsn);
+    image = readImageHeader(b, f.p, fmt);
+    f.p += 5;
+    if (image.compressed && (image.info & BKPIMAGE_HAS_HOLE) !== 0) {
+      need(2, lsn);
+      image.holeLength = u16(b, f.p);
+      f.p += 2;
+    }
+    checkImage(image, fmt, lsn);
+    f.datatotal += image.length;
+    f.fpiLength += image.length;
+  }
+  let node: RelFileNode;
+  if ((flags & BKPBLOCK_SAME_REL) === 0) {
+    need(12, lsn);
+    node = nodeAt(b, f.p);
+    f.p += 12;
+    f.lastNode = node;
+  } else {
+    if (f.lastNode === null) fail(lsn, `BKPBLOCK_SAME_REL set but no previous rel at `);
+    node = f.lastNode;
+  }
+  need(4, lsn);
+  const block = u32(b, f.p);
+  f.p += 4;
+  const fork = flags & BKPBLOCK_FORK_MASK;
+  const willInit = (flags & BKPBLOCK_WILL_INIT) !== 0;
+  return { id, node, fork, block, flags, willInit, dataLength, image };
+}
+
+/** The 12-byte RelFileNode at `p`, the cached object when it names the same relation. */
+function nodeAt(b: Uint8Array, p: number): RelFileNode {
+  const spc = u32(b, p);
+  const db = u32(b, p + 4);
+  const rel = u32(b, p + 8);
+  const c = nodeCache;
+  if (c.rel === rel && c.db === db && c.spc === spc) return c;
+  nodeCache = { spc, db, rel };
+  return nodeCache;
 }
 
 function readImageHeader(b: Uint8Array, p: number, fmt: PgWalFormat): PgWalBlockImage {

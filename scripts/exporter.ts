@@ -8,6 +8,7 @@
 import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { WalsimError } from '../common/errors.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
+import { invocation, usageIndent } from './cli/invocation.ts';
 import { Collector, parseDuration, standbyLabel, type Target } from './exporter/collector.ts';
 import { exporterRegistry } from './exporter/metrics.ts';
 import { startMetricsServer, type MetricsServer } from './exporter/server.ts';
@@ -18,9 +19,11 @@ import { rememberSecrets } from './postgres/conninfo.ts';
 const DEFAULT_LISTEN = '127.0.0.1:9187';
 const DEFAULT_INTERVAL = '15s';
 
-const USAGE = `usage: npm run exporter -- --standby URL --pgdata DIR [--standby URL2 --pgdata DIR2 ...]
-                           [--primary URL] [--profile NAME|FILE] [--listen HOST:PORT]
-                           [--interval 15s] [--web-config FILE] [--pg-bin DIR]
+const CMD = invocation('exporter');
+const PAD = usageIndent('exporter');
+const USAGE = `usage: ${CMD} --standby URL --pgdata DIR [--standby URL2 --pgdata DIR2 ...]
+${PAD}[--primary URL] [--profile NAME|FILE] [--listen HOST:PORT]
+${PAD}[--interval 15s] [--web-config FILE] [--pg-bin DIR]
   --standby URL     a PostgreSQL 15 standby (libpq URL); repeat for several (label: its host:port)
   --pgdata DIR      its data directory (pg_waldump reads its pg_wal); one per --standby, in order;
                     without it the primary's pg_walinspect is read (needs --primary)

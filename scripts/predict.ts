@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { onInterrupt } from './cli/interrupt.ts';
+import { invocation, usageIndent } from './cli/invocation.ts';
 import { findPgBin } from './postgres/pg-bin.ts';
 import { redact, redactValue, rememberSecrets } from './postgres/conninfo.ts';
 import { WalsimError } from '../common/errors.ts';
@@ -28,9 +29,10 @@ import {
   type VerifyResult,
 } from './predict/verify.ts';
 
-const USAGE = `usage: npm run predict -- --standby URL [--standby URL2 ...] [--pgdata DIR ...] [--primary URL]
-                          [--profile NAME|FILE] [--json] [--verify [--log FILE]] [--pg-bin DIR]
-       npm run predict -- --accuracy [--accuracy-log FILE] [--json]
+const CMD = invocation('predict');
+const USAGE = `usage: ${CMD} --standby URL [--standby URL2 ...] [--pgdata DIR ...] [--primary URL]
+${usageIndent('predict')}[--profile NAME|FILE] [--json] [--verify [--log FILE]] [--pg-bin DIR]
+       ${CMD} --accuracy [--accuracy-log FILE] [--json]
   --standby CONN    a PostgreSQL 15 standby: a libpq URI (postgresql://user@host:port/db) or
                     keyword/value conninfo ('host=... port=... user=...'); repeat to rank several
   --pgdata DIR      the standby's data directory (read its pg_wal with pg_waldump, its file sizes);
@@ -186,7 +188,7 @@ function printVerified(p: Prediction, v: VerifyResult, logFile: string, accuracy
       v.stall
         ? 'STALL: the promote request waited for wal_retrieve_retry_interval; this run measures that wait, not the replay'
         : '',
-      `promoted: timeline ${v.newTimeline ?? '?'} at ${v.readyAt}; logged to ${accuracyLog} (npm run predict -- --accuracy)`,
+      `promoted: timeline ${v.newTimeline ?? '?'} at ${v.readyAt}; logged to ${accuracyLog} (${CMD} --accuracy)`,
     ]
       .filter((l) => l !== '')
       .join('\n'),

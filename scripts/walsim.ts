@@ -3,6 +3,8 @@
  * `npm run package`'s output names this file's bundle as its `bin`). It dispatches to the same
  * CLIs `npm run exporter` and `npm run predict` run, with the command word removed from argv.
  */
+import { runAsInstalled } from './cli/invocation.ts';
+
 const USAGE = `usage: walsim <command> [options]
   walsim exporter --standby URL --pgdata DIR [...]   Prometheus exporter of each standby's predicted time to writable
   walsim predict --standby URL [--pgdata DIR] [...]  how long a PostgreSQL 15 standby takes to accept writes if promoted now
@@ -21,5 +23,7 @@ if (command === undefined || command === '--help' || command === '-h') {
   process.exitCode = 2;
 } else {
   process.argv.splice(2, 1);
+  // The command's usage and hints then say `walsim exporter`, what the user typed.
+  runAsInstalled('walsim');
   await COMMANDS[command]!();
 }

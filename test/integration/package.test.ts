@@ -72,6 +72,9 @@ describe('the packed walsim command', () => {
       const h = run([cmd, '--help']);
       expect(h.status).toBe(0);
       expect(h.stdout).toMatch(/--standby URL/);
+      // The command the user ran, not the checkout's npm script.
+      expect(h.stdout).toMatch(new RegExp(`^usage: walsim ${cmd} --standby`));
+      expect(h.stdout).not.toMatch(new RegExp(`npm run ${cmd}`));
     }
     const bad = run(['promote-everything']);
     expect(bad.status).toBe(2);
