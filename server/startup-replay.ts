@@ -88,6 +88,26 @@ function skipsBadRecord(reason: WalEndReason | null): boolean {
 }
 
 /**
+ * pg_control as start-up replays from it, and whether the node starts as a standby: a standby
+ * follows the newest timeline whose history holds pg_control's (recovery_target_timeline = 'latest').
+ */
+function startupControl(
+  dataDir: string,
+  disk: Disk,
+  log: (message: string) => void,
+): { control: ControlFile; standby: boolean } {
+  const control = readControlFile(dataDir, disk);
+  const standby = disk.exists(path.join(dataDir, STANDBY_SIGNAL));
+  if (!standby) return { control, standby };
+  const latest = latestTimeline(dataDir, control.timeline, disk);
+  if (latest === control.timeline) return { control, standby };
+  log(
+    `LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`,
+  );
+  return { control: { ...control, timeline: latest }, standby };
+}
+
+/**
  * Load the data image into a pool of `nBuffers` buffers (the size the node's assembly chose),
  * replay local WAL from its REDO point, open WAL for writing at its end.
  */
@@ -98,18 +118,7 @@ export function replayLocalWal(
   disk: Disk,
   log: (message: string) => void,
 ): LocalWalReplay {
-  let control = readControlFile(dataDir, disk);
-  const standby = disk.exists(path.join(dataDir, STANDBY_SIGNAL));
-  if (standby) {
-    // recovery_target_timeline = 'latest': follow the newest timeline whose history holds ours.
-    const latest = latestTimeline(dataDir, control.timeline, disk);
-    if (latest !== control.timeline) {
-      log(
-        `LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`,
-      );
-      control = { ...control, timeline: latest };
-    }
-  }
+  const { control, standby } = startupControl(dataDir, disk, log);
   const { storage, header } = NodeStorage.loadImage(
     dataDir,
     nBuffers,

@@ -21,10 +21,6 @@ const MAX_LINES = 70;
  */
 const EXEMPT: Record<string, number> = {
   'scripts/predict.ts:run': 87,
-  'server/control-protocol.ts:parseControlRequest': 73,
-  'server/startup-replay.ts:replayLocalWal': 74,
-  'standby/startup.ts:run': 78,
-  'storage/redo.ts:redoAtOnce': 76,
 };
 
 interface LongFunction {
