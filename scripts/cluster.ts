@@ -34,6 +34,8 @@ const USAGE = `usage: npm run cluster -- <command> [options]
   start   [--shared-buffers 128MB] [--standby-shared-buffers SIZE] [--synchronous-commit remote_write]
           [--standbys N | --standby NAME ...] [--synchronous-standby-names 'FIRST 1 (s1, s2)']
           [--drop-strategy cached-lookup|full-scan|rel-list|recovery-hash|cache-at-create] [--threshold-divisor 32] [--force-optimized]
+          [--pg-version 13..18]  replay drops follow that PostgreSQL major's rules (13: always a full scan;
+          14+: the cached-size lookup below NBuffers/32; the major's function names in the failover report)
           [--wal-segment-size 16MB] [--checkpoint-timeout 5min] [--max-wal-size 1GB] [--wal-keep-size 0]
           [--listen 127.0.0.1] [--pg-port BASE] [--password PASSWORD]
           [--password-encryption scram-sha-256|md5] [--dir .walsim]

@@ -1,6 +1,6 @@
 /**
  * `npm run predict -- --standby URL [--standby URL2 …] [--pgdata DIR …] [--primary URL]
- * [--profile NAME|FILE] [--json] [--verify [--log FILE]] [--accuracy] [--accuracy-log FILE]
+ * [--profile NAME|FILE] [--json] [--verify [--log FILE] [--verify-timeout S]] [--accuracy] [--accuracy-log FILE]
  * [--pg-bin DIR]`: predict how long a live PostgreSQL 15 standby takes to accept writes if promoted
  * now, phase by phase, from its unreplayed WAL (scripts/predict/). Read-only, except `--verify`,
  * which resumes and promotes the standby after saying so.
@@ -31,7 +31,8 @@ import {
 
 const CMD = invocation('predict');
 const USAGE = `usage: ${CMD} --standby URL [--standby URL2 ...] [--pgdata DIR ...] [--primary URL]
-${usageIndent('predict')}[--profile NAME|FILE] [--json] [--verify [--log FILE]] [--pg-bin DIR]
+${usageIndent('predict')}[--profile NAME|FILE] [--json] [--pg-bin DIR]
+${usageIndent('predict')}[--verify [--log FILE] [--verify-timeout SECONDS]]
        ${CMD} --accuracy [--accuracy-log FILE] [--json]
   --standby CONN    a PostgreSQL 15 standby: a libpq URI (postgresql://user@host:port/db) or
                     keyword/value conninfo ('host=... port=... user=...'); repeat to rank several
@@ -41,6 +42,9 @@ ${usageIndent('predict')}[--profile NAME|FILE] [--json] [--verify [--log FILE]] 
   --profile         cost profile name or file (default ${DEFAULT_PROFILE}; npm run calibrate writes one for this machine)
   --verify          then resume replay and promote the (single) standby, and print predicted beside measured
   --log FILE        the standby's server log for --verify (default: pg_current_logfile())
+  --verify-timeout  seconds --verify waits for "ready to accept connections" after the promote
+                    request before it reports what it sent and the standby's state
+                    (default: 120, or 20 times the predicted time when that is longer)
   --accuracy        summarise the --verify runs in --accuracy-log (default ${DEFAULT_ACCURACY_LOG})`;
 
 /** Every output and error of predict goes through the one redaction (scripts/postgres/conninfo.ts). */
@@ -75,23 +79,34 @@ async function main(): Promise<number> {
   }
 }
 
+const OPTIONS = {
+  standby: { type: 'string', multiple: true },
+  pgdata: { type: 'string', multiple: true },
+  primary: { type: 'string' },
+  profile: { type: 'string' },
+  json: { type: 'boolean' },
+  verify: { type: 'boolean' },
+  log: { type: 'string' },
+  'verify-timeout': { type: 'string' },
+  accuracy: { type: 'boolean' },
+  'accuracy-log': { type: 'string' },
+  'pg-bin': { type: 'string' },
+} as const;
+
+/** --verify-timeout SECONDS in ms (undefined: verifyPromotion's default), checked before any server is asked. */
+function verifyTimeoutMs(value: string | undefined, verify: boolean): number | undefined {
+  if (value === undefined) return undefined;
+  if (!verify) throw new UsageError('--verify-timeout is for --verify');
+  const s = Number(value);
+  if (value.trim() === '' || !Number.isFinite(s) || s <= 0 || s > 86_400)
+    throw new UsageError(
+      `--verify-timeout must be seconds from 0 to 86400 (not 0), got "${value}"`,
+    );
+  return s * 1000;
+}
+
 async function run(argv: string[]): Promise<number> {
-  const { values } = parseCli(
-    argv,
-    {
-      standby: { type: 'string', multiple: true },
-      pgdata: { type: 'string', multiple: true },
-      primary: { type: 'string' },
-      profile: { type: 'string' },
-      json: { type: 'boolean' },
-      verify: { type: 'boolean' },
-      log: { type: 'string' },
-      accuracy: { type: 'boolean' },
-      'accuracy-log': { type: 'string' },
-      'pg-bin': { type: 'string' },
-    },
-    USAGE,
-  );
+  const { values } = parseCli(argv, OPTIONS, USAGE);
   const accuracyLog = values['accuracy-log'] ?? DEFAULT_ACCURACY_LOG;
   if (values.accuracy) return printAccuracy(accuracyLog, values.json === true);
   const standbys = values.standby ?? [];
@@ -104,6 +119,7 @@ async function run(argv: string[]): Promise<number> {
   if (values.verify && standbys.length !== 1)
     throw new UsageError('--verify promotes one standby: pass exactly one --standby');
   if (values.log !== undefined && !values.verify) throw new UsageError('--log is for --verify');
+  const timeoutMs = verifyTimeoutMs(values['verify-timeout'], values.verify === true);
   const profileRef = values.profile ?? DEFAULT_PROFILE;
   const profile = loadProfile(profileRef); // a bad profile is refused before any server is asked
   let pgWaldump = '';
@@ -145,7 +161,7 @@ async function run(argv: string[]): Promise<number> {
   );
   let v: VerifyResult;
   try {
-    v = await verifyPromotion(standbys[0]!, p, logFile, progress);
+    v = await verifyPromotion(standbys[0]!, p, logFile, progress, timeoutMs);
   } catch (e) {
     if (e instanceof WalsimError && e.kind === 'timeout') throw e; // it carries the report
     throw new WalsimError(

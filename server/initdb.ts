@@ -12,6 +12,8 @@ import { systemClock } from '../common/system-clock.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
+import { dropSettingsForRules } from '../storage/drop.ts';
+import { pgDropRules } from '../storage/pg-drop-rules.ts';
 import { WalsimError } from '../common/errors.ts';
 import { fsyncDir, makeDir, writeFileSynced } from '../common/durable-file.ts';
 import {
@@ -42,6 +44,8 @@ export interface InitOptions {
   dropStrategy: DropStrategy;
   thresholdDivisor: number;
   forceOptimized: boolean;
+  /** Follow a real PostgreSQL major's drop rules (NodeConfig.pgVersion); absent: `dropStrategy`. */
+  pgVersion?: number;
   walSegmentSize: number;
   listen: string;
   /** First PostgreSQL wire-protocol port (primary; the standbys take the next ones); absent: free ports. */
@@ -59,6 +63,20 @@ export interface InitOptions {
   synchronousStandbyNames?: string;
   /** checkpoint_timeout, max_wal_size, wal_keep_size of both nodes; PostgreSQL's defaults when absent. */
   wal?: Partial<WalSettings>;
+}
+
+/**
+ * A node following PostgreSQL `major`'s drop rules: the major, and the strategy and threshold
+ * divisor those rules make (so status and SHOW say what replay does); 13 has no lookup to force.
+ */
+function majorSettings(major: number, forceOptimized: boolean) {
+  const d = dropSettingsForRules(pgDropRules({ major, minor: null }), forceOptimized);
+  return {
+    pgVersion: major,
+    dropStrategy: d.strategy,
+    thresholdDivisor: d.thresholdDivisor,
+    forceOptimized: d.forceOptimized,
+  };
 }
 
 /** A node name: a lower-case identifier (it is a directory and an application_name). */
@@ -275,6 +293,7 @@ async function buildCluster(clusterDir: string, opts: InitOptions): Promise<void
     dropStrategy: opts.dropStrategy,
     thresholdDivisor: opts.thresholdDivisor,
     forceOptimized: opts.forceOptimized,
+    ...(opts.pgVersion !== undefined ? majorSettings(opts.pgVersion, opts.forceOptimized) : {}),
     synchronousCommit: opts.synchronousCommit,
     walSegmentSize: opts.walSegmentSize,
     hotStandby: true,

@@ -47,6 +47,12 @@ export interface NodeConfig {
   dropStrategy: DropStrategy;
   thresholdDivisor: number;
   forceOptimized: boolean;
+  /**
+   * The real PostgreSQL major whose replay drop rules the node follows (`--pg-version`,
+   * storage/pg-drop-rules.ts; its newest minor); `dropStrategy` and `thresholdDivisor` are then
+   * that major's. Absent: walsim's own `dropStrategy`.
+   */
+  pgVersion?: number;
   synchronousCommit: SynchronousCommit;
   synchronousStandbyNames: string;
   /** Standby only: where to stream from, and the name it reports (application_name). */

@@ -49,6 +49,8 @@ export interface NodeCommonStatus {
   sharedBuffers: string;
   nBuffers: number;
   dropStrategy: DropStrategy;
+  /** The real PostgreSQL major whose drop rules the node follows (`--pg-version`), or null. */
+  pgVersion: number | null;
   drop: {
     drops: Record<DropPath, number>;
     scanned: number;
@@ -124,6 +126,7 @@ export function commonStatus(
     sharedBuffers: formatSharedBuffers(node.nBuffers),
     nBuffers: node.nBuffers,
     dropStrategy: node.config.dropStrategy,
+    pgVersion: node.config.pgVersion ?? null,
     drop: {
       drops: { ...drop.drops },
       scanned: drop.scanned,

@@ -446,7 +446,7 @@ export class ServerNode {
 
   /** The failover report: counts only (the edges that show seconds price it). */
   failoverReport(): FailoverReport | null {
-    return this.failover.report();
+    return this.failover.report(this.storage.dropSettings.rules ?? null);
   }
 
   readOptions(): WalReadOptions {

@@ -17,7 +17,8 @@ import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { readTimelineHistory } from '../wal/segment.ts';
 import { readWal, readWalBytes, type WalEndReason, type WalReader } from '../wal/wal-reader.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
-import { runSteps, type DropSettings } from '../storage/drop.ts';
+import { dropSettingsForRules, runSteps, type DropSettings } from '../storage/drop.ts';
+import { pgDropRules } from '../storage/pg-drop-rules.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { replayRecordSteps } from '../storage/redo.ts';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
@@ -45,7 +46,13 @@ export function latestTimeline(dataDir: string, tli: TimeLineId, disk: Disk): Ti
   return newest;
 }
 
+/** The node's drop settings: its major's rules when it follows one, else its own strategy. */
 export function dropSettingsOf(config: NodeConfig): DropSettings {
+  if (config.pgVersion !== undefined)
+    return dropSettingsForRules(
+      pgDropRules({ major: config.pgVersion, minor: null }),
+      config.forceOptimized,
+    );
   return {
     strategy: config.dropStrategy,
     thresholdDivisor: config.thresholdDivisor,

@@ -2,6 +2,7 @@
  * Records the instants of a failover (resume → promotion done) with a monotonic and a wall clock,
  * and the drop counters and replayed records between them, and turns them into a FailoverReport.
  */
+import type { PgDropRules } from '../storage/pg-drop-rules.ts';
 import type { Clock } from '../common/clock.ts';
 import { diffCounters } from '../common/counters.ts';
 import { DROP_PATHS, type DropBusyMs } from '../storage/drop.ts';
@@ -103,8 +104,11 @@ export class FailoverClock {
     if (name === 'readWrite') this.final = this.capture();
   }
 
-  /** The report: counts only (the edges that show seconds price it: cost-model/price.ts). */
-  report(): FailoverReport | null {
+  /**
+   * The report: counts only (the edges that show seconds price it: cost-model/price.ts); `pgRules`
+   * names the real major's rules the node follows (its DropSettings.rules), if any.
+   */
+  report(pgRules: PgDropRules | null = null): FailoverReport | null {
     const t = this.t;
     if (t.resumeRequested === null || this.baseline === null) return null;
     const end = this.final ?? this.capture();
@@ -130,6 +134,15 @@ export class FailoverClock {
         ...replay.drops,
       },
       nBuffers: this.nBuffers,
+      ...(pgRules === null
+        ? {}
+        : {
+            pgRules: {
+              version: pgRules.version,
+              functions: { ...pgRules.fn },
+              summary: [...pgRules.summary],
+            },
+          }),
       counts: {
         replay,
         endOfRecovery: { ...this.endOfRecovery },

@@ -5,6 +5,7 @@
  * (walsim_failover_report, the CLIs, the sweeps) price it with cost-model/price.ts.
  */
 import type { DropBusyMs, DropCounters } from '../storage/drop.ts';
+import type { PgDropRules } from '../storage/pg-drop-rules.ts';
 import type { FailoverCounts } from '../storage/replay-counts.ts';
 
 /** A lifecycle instant: wall clock (ISO) and a monotonic clock reading in ms (performance.now()). */
@@ -56,6 +57,12 @@ export interface FailoverReport {
   drop: FailoverDropSpan;
   /** The standby's NBuffers (what the model's scan costs depend on). */
   nBuffers: number;
+  /**
+   * The real PostgreSQL major whose drop rules the standby followed (`--pg-version`), with the
+   * names that major gives its drop functions and its rules in a sentence each; absent: walsim's
+   * own `--drop-strategy`.
+   */
+  pgRules?: { version: string; functions: PgDropRules['fn']; summary: string[] };
   /**
    * Exact event counts of the failover, per phase (cost-model/README.md "Counters"):
    * replay counts between resume and read-write; end-of-recovery and open-for-writes steps once

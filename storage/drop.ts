@@ -35,6 +35,7 @@ import {
   type RelFileNumber,
 } from '../wal/records.ts';
 import type { BufferPool, BufferPoolOptions } from './buffer-pool.ts';
+import type { PgDropRules } from './pg-drop-rules.ts';
 import { LookupDropper } from './drop-cached-lookup.ts';
 import {
   fullScanDropRelFileNodeBuffersSteps,
@@ -89,6 +90,23 @@ export interface DropSettings {
   thresholdDivisor: number;
   /** Take the lookup path whenever every size is cached, whatever the total. */
   forceOptimized: boolean;
+  /**
+   * The real PostgreSQL major the node follows (`--pg-version`; pg-drop-rules.ts), which chose
+   * `strategy` and `thresholdDivisor` (dropSettingsForRules) and decides whether truncation replay
+   * caches each truncated fork's size first (redo.ts). Absent: walsim's own `--drop-strategy`, whose
+   * truncation replay caches only FSM and VM (as before the January 2025 minors).
+   */
+  rules?: PgDropRules;
+}
+
+/** The drop settings of a node following real PostgreSQL `rules`: 13 full scan, 14+ lookup. */
+export function dropSettingsForRules(rules: PgDropRules, forceOptimized = false): DropSettings {
+  return {
+    strategy: rules.cachedLookup ? 'cached-lookup' : 'full-scan',
+    thresholdDivisor: rules.thresholdDivisor ?? DEFAULT_DROP_SETTINGS.thresholdDivisor,
+    forceOptimized: rules.cachedLookup && forceOptimized,
+    rules,
+  };
 }
 
 export const DEFAULT_DROP_SETTINGS: Readonly<DropSettings> = Object.freeze({

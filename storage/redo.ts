@@ -260,6 +260,10 @@ function* redoTruncate(
       nblocks.push(newVm);
     }
   }
+  // The January 2025 minors (and a node following one: DropSettings.rules) ask smgrnblocks of
+  // every fork they truncate before smgrtruncate2, so in recovery each size is cached at the drop.
+  if (st.dropSettings.rules?.truncateCachesSizes && smgr.inRecovery)
+    for (const f of forks) smgr.nblocks(rel, f);
   if (forks.length > 0) {
     st.beforeDrop?.({ op: 'truncate', rel, forks, nblocks });
     yield* recordedDrop(st, smgrtruncateSteps(st.pool, smgr, rel, forks, nblocks, st.dropSettings));

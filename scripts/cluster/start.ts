@@ -6,6 +6,7 @@
  *
  * Entry points: `cmdStart`, `isStandby`.
  */
+import { parsePgMajor } from '../postgres/pg-install.ts';
 import { isIP } from 'node:net';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -79,6 +80,7 @@ const START_OPTIONS = {
   'drop-strategy': { type: 'string' },
   'threshold-divisor': { type: 'string' },
   'force-optimized': { type: 'boolean' },
+  'pg-version': { type: 'string' },
   'wal-segment-size': { type: 'string' },
   'checkpoint-timeout': { type: 'string' },
   'max-wal-size': { type: 'string' },
@@ -175,6 +177,31 @@ async function startOneNode(
   });
 }
 
+/**
+ * `--pg-version N` for walsim nodes: follow PostgreSQL N's replay drop rules (storage/
+ * pg-drop-rules.ts), which decide the drop path and threshold, so the options that would set them
+ * too are refused beside it, as is forcing a lookup path 13 does not have.
+ */
+function pgVersionOption(values: Record<string, string | boolean | string[] | undefined>) {
+  if (values['pg-version'] === undefined) return {};
+  let major: number;
+  try {
+    major = parsePgMajor(values['pg-version'] as string);
+  } catch (e) {
+    throw new UsageError(`--pg-version: ${(e as Error).message}`); // a bad option: exit 2
+  }
+  for (const k of ['drop-strategy', 'threshold-divisor'])
+    if (values[k] !== undefined)
+      throw new UsageError(
+        `--${k} is decided by --pg-version ${major} (that major's replay drop rules): give one or the other`,
+      );
+  if (major === 13 && values['force-optimized'] === true)
+    throw new UsageError(
+      '--force-optimized: PostgreSQL 13 has no lookup path to force (--pg-version 13 always scans)',
+    );
+  return { pgVersion: major };
+}
+
 /** The InitOptions of `start`'s flags (defaults filled in), validated before initdb writes anything. */
 async function initOptionsOf(values: Record<string, string | boolean | string[] | undefined>) {
   const v = (k: keyof typeof INIT_OPTION_DEFAULTS) =>
@@ -192,6 +219,7 @@ async function initOptionsOf(values: Record<string, string | boolean | string[] 
     dropStrategy: parseDropStrategy(v('drop-strategy')),
     thresholdDivisor: divisor,
     forceOptimized: values['force-optimized'] === true,
+    ...pgVersionOption(values),
     walSegmentSize: parseSharedBuffers(v('wal-segment-size')).bytes,
     listen: v('listen'),
     ...(values['pg-port'] !== undefined

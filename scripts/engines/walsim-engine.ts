@@ -227,6 +227,7 @@ export function formatFailover(r: Priced<FailoverReport>): string[] {
       (d.listSteps > 0 ? `${fmtInt(d.listSteps)} list steps, ` : '') +
       `${fmtInt(d.invalidated)} buffers invalidated, ` +
       `${(d.ms / 1000).toFixed(3)} s inside drops`,
+    ...(r.pgRules === undefined ? [] : [`rules:    ${r.pgRules.summary[0]}`]),
     ...(r.model === null ? [] : [formatModel(r.model)]),
   ];
 }

@@ -186,12 +186,16 @@ export async function verifyReport(url: string, progress: VerifyProgress): Promi
   return `${describeSent()}; ${state}`;
 }
 
-/** Resume replay, request promotion, and read the promotion's instants from the log. */
+/**
+ * Resume replay, request promotion, and read the promotion's instants from the log, waiting
+ * `timeoutMs` for "ready to accept connections" (default: 120 s, or 20 times the prediction).
+ */
 export async function verifyPromotion(
   url: string,
   p: Prediction,
   logFile: string,
   progress: VerifyProgress = { sent: [] },
+  timeoutMs?: number,
 ): Promise<VerifyResult> {
   const offset = fs.statSync(logFile).size;
   const c = new pg.Client(serverConfig(url, '--standby', 'walsim-predict-verify'));
@@ -225,7 +229,7 @@ export async function verifyPromotion(
   const readLog = () =>
     promotionTimeline(parsePgLog(readFrom(logFile, offset)), Math.floor(resumeMs));
   let t = readLog();
-  const budgetMs = Math.max(120_000, p.predicted.writableS * 20_000);
+  const budgetMs = timeoutMs ?? Math.max(120_000, p.predicted.writableS * 20_000);
   try {
     await pollUntil(
       async () => (t = readLog()).readyAt !== null,
@@ -236,7 +240,7 @@ export async function verifyPromotion(
   } catch {
     throw new WalsimError(
       'timeout',
-      `--verify: no "database system is ready to accept connections" in ${logFile} within ${Math.round(budgetMs / 1000)} s: ${await verifyReport(url, progress)}`,
+      `--verify: no "database system is ready to accept connections" in ${logFile} within ${budgetMs / 1000} s (--verify-timeout): ${await verifyReport(url, progress)}`,
     );
   }
   return verifyResultOf(t, resumeMs, promoteRequestedMs, logFile);

@@ -4,7 +4,7 @@
  * never reach stdout, stderr or `--json`; keyword/value conninfo is accepted; connection errors say
  * their own cause; the primary's data directory is refused as the standby's; `--verify` with
  * another server's log touches nothing; Ctrl-C during `--verify` says what was sent and what state
- * the standby is in. No timing is asserted.
+ * the standby is in, and so does a `--verify` that times out. No timing is asserted.
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -22,6 +22,7 @@ import {
 import { entryArgs } from '../../server/entry.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { freePort } from '../../server/ports.ts';
+import { findStartupPid } from '../../scripts/postgres/startup-sched.ts';
 
 const reason = pgUnavailableReason();
 const dirs = new PgDirs();
@@ -226,6 +227,58 @@ describe.skipIf(reason !== null)(
       expect(fs.existsSync(acc)).toBe(false);
     }, 120_000);
 
+    it('--verify that times out says which statements it sent and the state it left', async () => {
+      // The standby's startup process stopped (SIGSTOP): resume and promote are still answered
+      // (shared memory, a signal file), but the promotion cannot end, so no "ready" line comes
+      // within --verify-timeout.
+      const postmaster = Number(
+        fs.readFileSync(path.join(sData, 'postmaster.pid'), 'utf8').split('\n')[0],
+      );
+      const startup = findStartupPid(postmaster);
+      expect(startup, 'the standby has a startup process').not.toBeNull();
+      const acc = path.join(path.dirname(dir), 'acc3.jsonl');
+      process.kill(startup!, 'SIGSTOP');
+      let r: Awaited<ReturnType<typeof runScript>>;
+      try {
+        r = await runScript('predict.ts', [
+          ...['--standby', `postgresql://postgres@127.0.0.1:${sPort}/postgres`],
+          ...['--pgdata', sData, '--verify', '--log', pgLogPath(dir, 'standby')],
+          ...['--verify-timeout', '3', '--accuracy-log', acc],
+        ]);
+      } finally {
+        // The next test needs the standby in recovery: withdraw the promotion request (the startup
+        // process acts on its signal only while the promote file exists) before it runs again.
+        fs.rmSync(path.join(sData, 'promote'), { force: true });
+        process.kill(startup!, 'SIGCONT');
+      }
+      // What it will say must be what the standby is: in recovery, not paused. Then paused again
+      // for the next test.
+      const state = await standbyState();
+      await sql('standby', 'SELECT pg_wal_replay_pause()');
+      await pollUntil(
+        async () => (await standbyState()).pause === 'paused',
+        'replay to pause',
+        30_000,
+        50,
+      );
+      expect(state).toEqual({ rec: true, pause: 'not paused' });
+      expect(r.code, r.stderr).not.toBe(0);
+      expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
+      expect(r.stderr).not.toMatch(/    at /);
+      expect(r.stderr.trim()).toMatch(
+        /no "database system is ready to accept connections" in \S+ within 3 s \(--verify-timeout\): sent pg_wal_replay_resume\(\), then pg_promote\(false\); the standby is in recovery, replay not paused \(the promotion requested will proceed on its own\)$/,
+      );
+      expect(fs.existsSync(acc)).toBe(false);
+      // A bad value is refused before any server is asked.
+      const bad = await runScript('predict.ts', [
+        ...['--standby', `postgresql://postgres@127.0.0.1:${sPort}/postgres`, '--verify'],
+        ...['--verify-timeout', '0'],
+      ]);
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toMatch(/--verify-timeout must be seconds .* got "0"/);
+      expect(await standbyState()).toEqual({ rec: true, pause: 'paused' });
+    }, 120_000);
+
     it('Ctrl-C during --verify says which statements were sent and the state it left', async () => {
       const child = spawn(
         process.execPath,
@@ -241,13 +294,15 @@ describe.skipIf(reason !== null)(
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += d));
       const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-      // The controlled point: predict has said it resumes and promotes now.
-      await new Promise<void>((resolve) =>
+      // The controlled point: predict has said it resumes and promotes now (or it ended first:
+      // then the exit code below fails with its stderr instead of a hang).
+      await new Promise<void>((resolve) => {
+        child.on('close', () => resolve());
         child.stdout.on('data', (d) => {
           stdout += d;
           if (/verify: resuming replay on and promoting/.test(stdout)) resolve();
-        }),
-      );
+        });
+      });
       child.kill('SIGINT');
       expect(await exited, stderr).toBe(130);
       expect(stderr).not.toMatch(/    at /);
