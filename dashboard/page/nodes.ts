@@ -88,13 +88,11 @@ function standbyRows(v: NodeView, pg: boolean): HTMLElement[] {
 /** A PostgreSQL standby's predicted time to writable: seconds, or why there is none yet. */
 function predictionRows(v: NodeView): HTMLElement[] {
   if (!predicts(v)) return [];
-  const p = v.prediction;
+  const p = v.prediction!;
   const text =
-    p === null
-      ? 'not predicted yet'
-      : p.writableS === null
-        ? `no prediction: ${p.error}`
-        : `${p.writableS.toFixed(3)} s (${p.profile})`;
+    p.writableS === null
+      ? `no prediction: ${p.error}`
+      : `${p.writableS.toFixed(3)} s (${p.profile})`;
   return field('predicted time to writable', 'predictedWritable', text);
 }
 

@@ -31,8 +31,8 @@ const OPTIONS: UPlotOptions = {
   scales: { x: { time: true } },
 };
 
-/** Whether a node gets the chart: a standby whose engine predicts (PostgreSQL). */
-export const predicts = (v: NodeView) => v.role === 'standby' && v.engine === 'postgres';
+/** Whether a node gets the chart: a standby the dashboard predicts (PostgreSQL, once a cycle ran). */
+export const predicts = (v: NodeView) => v.role === 'standby' && v.prediction !== null;
 
 function record(h: PredictionHistory, v: NodeView): void {
   h.t.push(v.sampledAt / 1000);
