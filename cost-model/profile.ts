@@ -106,6 +106,11 @@ export interface CostProfile {
    * leave-one-out predictions of `npm run calibrate`), read once with the profile; null when none.
    */
   fitBand: ProfileBand | null;
+  /**
+   * The PostgreSQL major the profile was fitted on: `pgMajor` in the file, else the major of
+   * `fit.postgres` (the server `npm run calibrate` measured); null when the file names none.
+   */
+  pgMajor: number | null;
 }
 
 export interface ProfileBand {
@@ -187,6 +192,7 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
     'promotionPoll',
     'constants',
     'fit',
+    'pgMajor',
   ]);
   for (const k of Object.keys(json)) if (!known.has(k)) throw bad(origin, `unknown field "${k}"`);
   const name = str(origin, json.name, '"name"');
@@ -237,7 +243,27 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
           },
     constants: out,
     fitBand: fitBandOf(json.fit),
+    pgMajor: pgMajorOf(origin, json.pgMajor, json.fit),
   };
+}
+
+/** `pgMajor`, else the major in `fit.postgres` ("postgres (PostgreSQL) 15.18 …"), else null. */
+function pgMajorOf(origin: string, v: unknown, fit: unknown): number | null {
+  if (v !== undefined && v !== null) {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 10 || v > 99)
+      throw bad(
+        origin,
+        `"pgMajor" must be a PostgreSQL major such as 15, got ${JSON.stringify(v)}`,
+      );
+    return v;
+  }
+  return pgMajorOfServer(isObject(fit) && typeof fit.postgres === 'string' ? fit.postgres : '');
+}
+
+/** The major in a server's version text ("postgres (PostgreSQL) 15.18 (Debian …)"), else null. */
+export function pgMajorOfServer(text: string): number | null {
+  const m = /PostgreSQL\)?\s+(\d+)(?:\.|beta|rc|devel)/.exec(text);
+  return m === null ? null : Number(m[1]);
 }
 
 /** The folder of the shipped profiles. */
@@ -310,6 +336,7 @@ export function profileToJson(p: CostProfile, fit?: unknown): string {
         description: p.description,
         cache: p.cache,
         promotionPoll: p.promotionPoll,
+        ...(p.pgMajor === null ? {} : { pgMajor: p.pgMajor }),
         constants,
         ...(fit === undefined ? {} : { fit }),
       },

@@ -11,6 +11,7 @@ import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import {
   DEFAULT_PROFILE,
   loadProfile,
+  pgMajorOfServer,
   profileToJson,
   type CostProfile,
 } from '../cost-model/profile.ts';
@@ -364,6 +365,8 @@ runCli(async () => {
     description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pgVersion}, ${startedAt.toISOString()}${refit ? `, refitted ${new Date().toISOString()}` : ''}`,
     source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
   });
+  // The profile names the major it was fitted on (predict warns when a standby runs another).
+  report.profile.pgMajor = pgMajorOfServer(pgVersion);
   return writeCalibration(values, inputs, {
     startedAt,
     wallSeconds,

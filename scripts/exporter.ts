@@ -1,6 +1,6 @@
 /**
  * `npm run exporter -- --standby URL --pgdata DIR [--standby URL2 --pgdata DIR2 …] [--primary URL]
- * [--profile P] [--listen 127.0.0.1:9187] [--interval 15s] [--web-config FILE] [--pg-bin DIR]`:
+ * [--profile P] [--listen 127.0.0.1:9187] [--interval 15s] [--web-config FILE]`:
  * a Prometheus exporter of `npm run predict`'s answer — each standby's predicted time to writable
  * and what it is made of — recomputed on the exporter's own cycle and served on /metrics
  * (scripts/exporter/). Read-only on every server; loopback unless a web configuration guards it.
@@ -13,7 +13,6 @@ import { Collector, parseDuration, standbyLabel, type Target } from './exporter/
 import { exporterRegistry } from './exporter/metrics.ts';
 import { startMetricsServer, type MetricsServer } from './exporter/server.ts';
 import { isLoopbackHost, loadWebConfig, parseListen, WebAuth } from './exporter/web-config.ts';
-import { findPgBin } from './postgres/pg-bin.ts';
 import { rememberSecrets } from './postgres/conninfo.ts';
 
 const DEFAULT_LISTEN = '127.0.0.1:9187';
@@ -23,9 +22,9 @@ const CMD = invocation('exporter');
 const PAD = usageIndent('exporter');
 const USAGE = `usage: ${CMD} --standby URL --pgdata DIR [--standby URL2 --pgdata DIR2 ...]
 ${PAD}[--primary URL] [--profile NAME|FILE] [--listen HOST:PORT]
-${PAD}[--interval 15s] [--web-config FILE] [--pg-bin DIR]
-  --standby URL     a PostgreSQL 15 standby (libpq URL); repeat for several (label: its host:port)
-  --pgdata DIR      its data directory (pg_waldump reads its pg_wal); one per --standby, in order;
+${PAD}[--interval 15s] [--web-config FILE]
+  --standby URL     a PostgreSQL 13–18 standby (libpq URL); repeat for several (label: its host:port)
+  --pgdata DIR      its data directory (walsim's WAL reader reads its pg_wal); one per --standby, in order;
                     without it the primary's pg_walinspect is read (needs --primary)
   --primary URL     the primary: WAL not received, and pg_walinspect when --pgdata is absent
   --profile         cost profile name or file (default ${DEFAULT_PROFILE})
@@ -79,7 +78,6 @@ async function main(): Promise<number> {
       listen: { type: 'string' },
       interval: { type: 'string' },
       'web-config': { type: 'string' },
-      'pg-bin': { type: 'string' },
     },
     USAGE,
   );
@@ -101,15 +99,11 @@ async function main(): Promise<number> {
   const auth = webConfigFile === undefined ? null : new WebAuth(loadWebConfig(webConfigFile));
   const profileRef = values.profile ?? DEFAULT_PROFILE;
   const profile = loadProfile(profileRef);
-  const pgWaldump = targets.some((t) => t.pgdata !== undefined)
-    ? findPgBin(values['pg-bin']).path('pg_waldump')
-    : '';
   const collector = new Collector({
     targets,
     primary: values.primary,
     profile,
     profileRef,
-    pgWaldump,
     intervalMs,
     onError: (s) =>
       console.error(

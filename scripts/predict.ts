@@ -1,7 +1,7 @@
 /**
  * `npm run predict -- --standby URL [--standby URL2 …] [--pgdata DIR …] [--primary URL]
- * [--profile NAME|FILE] [--json] [--verify [--log FILE] [--verify-timeout S]] [--accuracy] [--accuracy-log FILE]
- * [--pg-bin DIR]`: predict how long a live PostgreSQL 15 standby takes to accept writes if promoted
+ * [--profile NAME|FILE] [--json] [--verify [--log FILE] [--verify-timeout S]] [--accuracy]
+ * [--accuracy-log FILE]`: predict how long a live PostgreSQL 13–18 standby takes to accept writes if promoted
  * now, phase by phase, from its unreplayed WAL (scripts/predict/). Read-only, except `--verify`,
  * which resumes and promotes the standby after saying so.
  */
@@ -10,7 +10,6 @@ import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { onInterrupt } from './cli/interrupt.ts';
 import { invocation, usageIndent } from './cli/invocation.ts';
-import { findPgBin } from './postgres/pg-bin.ts';
 import { redact, redactValue, rememberSecrets } from './postgres/conninfo.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatPrediction, formatRanking } from './predict/format.ts';
@@ -31,12 +30,13 @@ import {
 
 const CMD = invocation('predict');
 const USAGE = `usage: ${CMD} --standby URL [--standby URL2 ...] [--pgdata DIR ...] [--primary URL]
-${usageIndent('predict')}[--profile NAME|FILE] [--json] [--pg-bin DIR]
+${usageIndent('predict')}[--profile NAME|FILE] [--json]
 ${usageIndent('predict')}[--verify [--log FILE] [--verify-timeout SECONDS]]
        ${CMD} --accuracy [--accuracy-log FILE] [--json]
-  --standby CONN    a PostgreSQL 15 standby: a libpq URI (postgresql://user@host:port/db) or
+  --standby CONN    a PostgreSQL 13–18 standby: a libpq URI (postgresql://user@host:port/db) or
                     keyword/value conninfo ('host=... port=... user=...'); repeat to rank several
-  --pgdata DIR      the standby's data directory (read its pg_wal with pg_waldump, its file sizes);
+  --pgdata DIR      the standby's data directory (its pg_wal read by walsim's WAL reader, any major
+                    13–18; its file sizes);
                     repeat in the order of --standby
   --primary URL     the primary: WAL bytes not received, and pg_walinspect when --pgdata is absent
   --profile         cost profile name or file (default ${DEFAULT_PROFILE}; npm run calibrate writes one for this machine)
@@ -90,8 +90,9 @@ const OPTIONS = {
   'verify-timeout': { type: 'string' },
   accuracy: { type: 'boolean' },
   'accuracy-log': { type: 'string' },
-  'pg-bin': { type: 'string' },
 } as const;
+
+type PredictValues = ReturnType<typeof parseCli<typeof OPTIONS>>['values'];
 
 /** --verify-timeout SECONDS in ms (undefined: verifyPromotion's default), checked before any server is asked. */
 function verifyTimeoutMs(value: string | undefined, verify: boolean): number | undefined {
@@ -109,6 +110,37 @@ async function run(argv: string[]): Promise<number> {
   const { values } = parseCli(argv, OPTIONS, USAGE);
   const accuracyLog = values['accuracy-log'] ?? DEFAULT_ACCURACY_LOG;
   if (values.accuracy) return printAccuracy(accuracyLog, values.json === true);
+  const { standbys, pgdata, timeoutMs } = checkOptions(values);
+  const profileRef = values.profile ?? DEFAULT_PROFILE;
+  const profile = loadProfile(profileRef); // a bad profile is refused before any server is asked
+  const predictions: Prediction[] = [];
+  for (const [i, url] of standbys.entries()) {
+    predictions.push(
+      await predictStandby({
+        standby: url,
+        pgdata: pgdata[i],
+        primary: values.primary,
+        profile,
+        profileRef,
+      }),
+    );
+  }
+  if (values.verify) return verify(predictions[0]!, standbys[0]!, values, accuracyLog, timeoutMs);
+  const ranking = predictions.length > 1 ? rankStandbys(predictions) : null;
+  if (values.json) outJson({ predictions, ranking });
+  else {
+    for (const p of predictions) out(formatPrediction(p).join('\n') + '\n');
+    if (ranking !== null) out(formatRanking(ranking).join('\n'));
+  }
+  return 0;
+}
+
+/** The options that must agree with each other, refused before any server is asked. */
+function checkOptions(values: PredictValues): {
+  standbys: string[];
+  pgdata: string[];
+  timeoutMs: number | undefined;
+} {
   const standbys = values.standby ?? [];
   if (standbys.length === 0) throw new UsageError(`--standby URL is required\n${USAGE}`);
   const pgdata = values.pgdata ?? [];
@@ -120,53 +152,37 @@ async function run(argv: string[]): Promise<number> {
     throw new UsageError('--verify promotes one standby: pass exactly one --standby');
   if (values.log !== undefined && !values.verify) throw new UsageError('--log is for --verify');
   const timeoutMs = verifyTimeoutMs(values['verify-timeout'], values.verify === true);
-  const profileRef = values.profile ?? DEFAULT_PROFILE;
-  const profile = loadProfile(profileRef); // a bad profile is refused before any server is asked
-  let pgWaldump = '';
-  if (pgdata.length > 0) pgWaldump = findPgBin(values['pg-bin']).path('pg_waldump');
-  const predictions: Prediction[] = [];
-  for (const [i, url] of standbys.entries()) {
-    predictions.push(
-      await predictStandby({
-        standby: url,
-        pgdata: pgdata[i],
-        primary: values.primary,
-        profile,
-        profileRef,
-        pgWaldump,
-      }),
-    );
-  }
-  const ranking = predictions.length > 1 ? rankStandbys(predictions) : null;
-  if (!values.verify) {
-    if (values.json) outJson({ predictions, ranking });
-    else {
-      for (const p of predictions) out(formatPrediction(p).join('\n') + '\n');
-      if (ranking !== null) out(formatRanking(ranking).join('\n'));
-    }
-    return 0;
-  }
-  const p = predictions[0]!;
+  return { standbys, pgdata, timeoutMs };
+}
+
+/** --verify: prove the log is the server's, resume + promote, report predicted beside measured. */
+async function verify(
+  p: Prediction,
+  standby: string,
+  values: PredictValues,
+  accuracyLog: string,
+  timeoutMs: number | undefined,
+): Promise<number> {
   const logFile = checkVerifiable(p, values.log);
-  await proveLogIsServers(standbys[0]!, p, logFile); // before anything is sent
+  await proveLogIsServers(standby, p, logFile); // before anything is sent
   const say = values.json ? err : out;
   if (!values.json) say(formatPrediction(p).join('\n') + '\n');
   const progress: VerifyProgress = { sent: [] };
   // Ctrl-C/SIGTERM from here on (before the line below): report what was sent, exit 130.
   onInterrupt(async () =>
-    err(`error: interrupted during --verify: ${await verifyReport(standbys[0]!, progress)}`),
+    err(`error: interrupted during --verify: ${await verifyReport(standby, progress)}`),
   );
   say(
     `verify: ${p.paused ? 'resuming replay on and ' : ''}promoting ${p.standby} now — it leaves recovery and becomes a primary on a new timeline`,
   );
   let v: VerifyResult;
   try {
-    v = await verifyPromotion(standbys[0]!, p, logFile, progress, timeoutMs);
+    v = await verifyPromotion(standby, p, logFile, progress, timeoutMs);
   } catch (e) {
     if (e instanceof WalsimError && e.kind === 'timeout') throw e; // it carries the report
     throw new WalsimError(
       'io_error',
-      `--verify failed: ${(e as Error).message}; ${await verifyReport(standbys[0]!, progress)}`,
+      `--verify failed: ${(e as Error).message}; ${await verifyReport(standby, progress)}`,
     );
   }
   const entry = accuracyEntry(p, v);

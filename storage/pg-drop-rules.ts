@@ -82,7 +82,7 @@ export interface PgDropRules {
   summary: string[];
 }
 
-function isRuleMajor(major: number): major is PgRuleMajor {
+export function isRuleMajor(major: number): major is PgRuleMajor {
   return (PG_RULE_MAJORS as readonly number[]).includes(major);
 }
 

@@ -187,7 +187,6 @@ export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings):
         pgdata,
         profile: p.profile,
         profileRef: p.ref,
-        pgWaldump: findPgBin(s.pgBin).path('pg_waldump'),
       });
     const pw = await predict(s.wall);
     // npm run calibrate passes one base profile for both: its prediction is not read twice.

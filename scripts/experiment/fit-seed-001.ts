@@ -120,6 +120,7 @@ export function baseProfile(): CostProfile {
         'Xeon E5-2637 v4: 15 MB last-level cache per socket (Intel specification); BufferDescPadded is 64 bytes (buf_internals.h, BUFFERDESC_PAD_TO_SIZE on 64-bit)',
     },
     fitBand: null,
+    pgMajor: null,
     promotionPoll: {
       ...POLL,
       source:

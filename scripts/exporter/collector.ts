@@ -28,7 +28,7 @@ export const ERROR_REASONS = [
   'connect', // the server cannot be reached or dropped the session
   'privileges', // the role lacks pg_monitor (or the OS user cannot read pg_wal)
   'not_in_recovery', // a primary, or a standby promoted meanwhile
-  'version', // not PostgreSQL 15
+  'version', // not PostgreSQL 13–18, or --pgdata of another major
   'wal_missing', // the range's segments are not (or no longer) in pg_wal
   'pgdata', // --pgdata is not this standby's data directory
   'no_wal_source', // neither --pgdata nor a primary with pg_walinspect
@@ -44,7 +44,8 @@ export function errorReason(e: unknown): ErrorReason {
   if (/permission denied|must be superuser|pg_monitor|cannot be read \(EACCES/i.test(msg))
     return 'privileges';
   if (/not in recovery/.test(msg)) return 'not_in_recovery';
-  if (/reads PostgreSQL 15 only|holds a PostgreSQL \S+ cluster, not 15/.test(msg)) return 'version';
+  if (/predict reads PostgreSQL \d|holds a PostgreSQL \S+ cluster, the standby runs/.test(msg))
+    return 'version';
   if (/is not complete in|no longer has the WAL range|cannot read the WAL replayed since/.test(msg))
     return 'wal_missing';
   if (/^--pgdata /.test(msg)) return 'pgdata';
@@ -107,7 +108,6 @@ export interface CollectorOptions {
   primary?: string;
   profile: CostProfile;
   profileRef: string;
-  pgWaldump: string;
   intervalMs: number;
   /** Replaced in unit tests; predictStandby otherwise. */
   predict?: PredictFn;
@@ -199,7 +199,6 @@ export class Collector {
         primary: this.opts.primary,
         profile: this.opts.profile,
         profileRef: this.opts.profileRef,
-        pgWaldump: this.opts.pgWaldump,
       });
       s.prediction = p;
       s.up = true;

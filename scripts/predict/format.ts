@@ -67,6 +67,7 @@ export function formatPrediction(p: Prediction): string[] {
   out.push(p.dominates);
   const b = p.profile.band;
   if (p.profile.note !== null) out.push(`profile ${p.profile.name}: ${p.profile.note}`);
+  if (p.profile.majorNote !== null) out.push(`warning: ${p.profile.majorNote}`);
   out.push(
     b === null
       ? `profile ${p.profile.name}: no held-out error recorded in it (a profile from npm run calibrate carries one)`

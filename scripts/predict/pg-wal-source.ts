@@ -9,6 +9,7 @@
 import * as fs from 'node:fs';
 import { WalsimError } from '../../common/errors.ts';
 import { PgWalReader } from '../../pg-wal/reader.ts';
+import type { PgMajor } from '../../pg-wal/format.ts';
 import type { PgWalRecord as ReadRecord } from '../../pg-wal/record.ts';
 import { detectSegmentSize, WalDirectory } from '../../pg-wal/wal-dir.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
@@ -59,6 +60,8 @@ export async function pgWalRecords(
   from: string,
   to: string,
   onRecord: (r: PgWalRecord) => void,
+  /** The standby's major: WAL of another one (its page magic) is refused, naming the file. */
+  major?: PgMajor,
 ): Promise<RangeRead> {
   const detail = `pg-wal reader over ${walDir} from ${from} to ${to}`;
   if (parseLsn(from) >= parseLsn(to)) return { source: 'pg-wal', detail };
@@ -71,7 +74,11 @@ export async function pgWalRecords(
   };
   if (!fs.readdirSync(walDir).some((n) => /^[0-9A-F]{24}$/.test(n))) throw missing(null, from);
   const src = new WalDirectory(walDir, detectSegmentSize(walDir), history);
-  const reader = new PgWalReader(src, { startLsn: parseLsn(from), endLsn: parseLsn(to) });
+  const reader = new PgWalReader(src, {
+    startLsn: parseLsn(from),
+    endLsn: parseLsn(to),
+    ...(major !== undefined ? { major } : {}),
+  });
   for await (const batch of reader.batches()) for (const r of batch) onRecord(toPredictRecord(r));
   const end = reader.end;
   if (end === null || end.reason === 'end_lsn')

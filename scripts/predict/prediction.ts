@@ -1,5 +1,5 @@
 /**
- * `npm run predict`'s work: for one live PostgreSQL 15 standby, read its state and its unreplayed
+ * `npm run predict`'s work: for one live PostgreSQL 13–18 standby, read its state and its unreplayed
  * WAL range [replay LSN, receive LSN), turn every record into the cost model's counts
  * (replay-model.ts), price them with a cost profile (cost-model/price.ts) and say
  * what dominates; for several standbys, rank them beside the choice Patroni's defaults would make.
@@ -46,6 +46,7 @@ import {
   type RangeRead,
 } from './wal-source.ts';
 import { pgWalRecords } from './pg-wal-source.ts';
+import type { PgMajor } from '../../pg-wal/format.ts';
 import { pgDropRules, pgVersionOfNum, type PgDropRules } from '../../storage/pg-drop-rules.ts';
 import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
 
@@ -67,13 +68,33 @@ export function profileNote(ref: string): string | null {
   return `a shipped profile, fitted on ${where}, not this one: run npm run calibrate for this machine and pass its file with --profile`;
 }
 
+/**
+ * The profile's PostgreSQL major beside the standby's: a profile that names none is read as 15
+ * (every profile before majors were recorded was fitted on 15), and either case is said.
+ */
+export function profileMajor(
+  p: CostProfile,
+  standbyMajor: number,
+): { pgMajor: number; majorNote: string | null } {
+  const pgMajor = p.pgMajor ?? 15;
+  const named = p.pgMajor === null ? ' (it names no major: read as 15)' : '';
+  if (pgMajor !== standbyMajor)
+    return {
+      pgMajor,
+      majorNote: `profile ${p.name} was fitted on PostgreSQL ${pgMajor}${named}, this standby runs ${standbyMajor}: its seconds are ${pgMajor}'s constants on ${standbyMajor}'s counts — calibrate on ${standbyMajor} (npm run calibrate -- --pg-version ${standbyMajor}) and pass it with --profile`,
+    };
+  return {
+    pgMajor,
+    majorNote: named === '' ? null : `profile ${p.name} names no PostgreSQL major: read as 15`,
+  };
+}
+
 export interface PredictInput {
   standby: string;
   pgdata?: string;
   primary?: string;
   profile: CostProfile;
   profileRef: string;
-  pgWaldump: string;
 }
 
 export interface Prediction {
@@ -126,6 +147,10 @@ export interface Prediction {
     file: string;
     band: ProfileBand | null;
     note: string | null;
+    /** The major the profile was fitted on (15 when it names none, which `majorNote` says). */
+    pgMajor: number;
+    /** Said when the profile names no major, or another than the standby's; else null. */
+    majorNote: string | null;
   };
   assumptions: string[];
   rules: {
@@ -244,6 +269,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
       file: profilePath(input.profileRef).file,
       band: input.profile.fitBand,
       note: profileNote(input.profileRef),
+      ...profileMajor(input.profile, Math.floor(st.versionNum / 10000)),
     },
     assumptions: rp.assumptions,
     rules: {
@@ -272,7 +298,11 @@ async function connectPrimary(
   if (input.primary === undefined) return null;
   try {
     sessions.primary = await connectServer(input.primary, 'primary');
-    const lsn = await readPrimaryLsn(sessions.primary, input.primary);
+    const lsn = await readPrimaryLsn(
+      sessions.primary,
+      input.primary,
+      Math.floor(st.versionNum / 10000),
+    );
     return {
       url: redactUrl(input.primary),
       currentLsn: lsn,
@@ -320,13 +350,18 @@ async function rangeReader(
   return async (a, b, onRecord) => {
     try {
       return walDir !== null
-        ? await pgWalRecords(walDir, history, a, b, onRecord)
+        ? await pgWalRecords(walDir, history, a, b, onRecord, standbyMajor(st))
         : await walinspectRecords(primary!, redactUrl(input.primary!), a, b, onRecord);
     } catch (e) {
       if (e instanceof MissingWalError) throw new MissingWalError(e.message + remedy);
       throw e;
     }
   };
+}
+
+/** The standby's major, for the WAL reader (readStandbyState accepted only 13–18). */
+function standbyMajor(st: StandbyState): PgMajor {
+  return Math.floor(st.versionNum / 10000) as PgMajor;
 }
 
 /**

@@ -10,6 +10,7 @@
 import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { parseConninfo, pgClientConfig, redactConninfo } from '../postgres/conninfo.ts';
+import { isRuleMajor, PG_RULE_MAJORS } from '../../storage/pg-drop-rules.ts';
 
 export interface StandbyState {
   url: string;
@@ -140,6 +141,17 @@ async function privileged<T>(q: Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * The replay pause state: `pg_get_wal_replay_pause_state()` from 14; 13 has only
+ * `pg_is_wal_replay_paused()` (true once a pause is requested; its redo loop checks it before
+ * every record, so nothing more is replayed: 'paused').
+ */
+function pauseStateExpr(major: number): string {
+  return major >= 14
+    ? 'pg_get_wal_replay_pause_state()'
+    : "CASE WHEN pg_is_wal_replay_paused() THEN 'paused' ELSE 'not paused' END";
+}
+
 export async function readStandbyState(c: pg.Client, url: string): Promise<StandbyState> {
   const v = await one<{ server_version: string; num: string }>(
     c,
@@ -147,10 +159,11 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
   );
   const versionNum = Number(v.num);
   const base = { url: redactUrl(url), serverVersion: v.server_version, versionNum };
-  if (versionNum < 150000 || versionNum >= 160000) {
+  const major = Math.floor(versionNum / 10000);
+  if (!isRuleMajor(major)) {
     throw new WalsimError(
       'invalid_input',
-      `${base.url} runs PostgreSQL ${v.server_version}; predict reads PostgreSQL 15 only (its WAL record formats and drop rules) — point --standby at a PostgreSQL 15 standby`,
+      `${base.url} runs PostgreSQL ${v.server_version}; predict reads PostgreSQL ${PG_RULE_MAJORS.join(', ')} (their WAL record formats and drop rules) — point --standby at a standby of one of them`,
     );
   }
   const s = await one<Record<string, string | boolean | null>>(
@@ -158,7 +171,7 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
     `SELECT pg_is_in_recovery() AS in_recovery,
             pg_last_wal_receive_lsn()::text AS receive_lsn,
             pg_last_wal_replay_lsn()::text AS replay_lsn,
-            CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() END AS pause_state,
+            CASE WHEN pg_is_in_recovery() THEN ${pauseStateExpr(major)} END AS pause_state,
             (SELECT setting FROM pg_settings WHERE name = 'shared_buffers') AS nbuffers,
             current_setting('shared_buffers') AS shared_buffers,
             (SELECT redo_lsn::text FROM pg_control_checkpoint()) AS redo_lsn,
@@ -220,7 +233,11 @@ export function checkStandby(st: StandbyState): void {
 }
 
 /** The primary's current WAL position (pg_current_wal_lsn()), after checking it is one. */
-export async function readPrimaryLsn(c: pg.Client, url: string): Promise<string> {
+export async function readPrimaryLsn(
+  c: pg.Client,
+  url: string,
+  standbyMajor: number,
+): Promise<string> {
   const r = await one<{ rec: boolean; lsn: string | null; num: string }>(
     c,
     "SELECT pg_is_in_recovery() AS rec, CASE WHEN NOT pg_is_in_recovery() THEN pg_current_wal_lsn()::text END AS lsn, current_setting('server_version_num') AS num",
@@ -230,10 +247,10 @@ export async function readPrimaryLsn(c: pg.Client, url: string): Promise<string>
       'invalid_input',
       `--primary ${redactUrl(url)} is in recovery: it is a standby, not the primary — pass the primary's URL`,
     );
-  if (Number(r.num) < 150000 || Number(r.num) >= 160000)
+  if (Math.floor(Number(r.num) / 10000) !== standbyMajor)
     throw new WalsimError(
       'invalid_input',
-      `--primary ${redactUrl(url)} runs server_version_num ${r.num}; predict reads PostgreSQL 15 only`,
+      `--primary ${redactUrl(url)} runs server_version_num ${r.num}, the standby PostgreSQL ${standbyMajor}: a standby streams from a primary of its own major — pass its primary`,
     );
   return r.lsn!;
 }

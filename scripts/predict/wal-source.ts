@@ -48,7 +48,7 @@ const RELSEG_BLOCKS = 131072; // 1 GB segments
  */
 export function checkPgdata(
   dir: string,
-  st: Pick<StandbyState, 'systemIdentifier' | 'dataDirectory' | 'port'>,
+  st: Pick<StandbyState, 'systemIdentifier' | 'dataDirectory' | 'port' | 'versionNum'>,
 ): string {
   const systemIdentifier = st.systemIdentifier;
   const abs = path.resolve(dir);
@@ -62,10 +62,11 @@ export function checkPgdata(
       `--pgdata ${abs}: cannot read PG_VERSION (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): pass the standby's data directory, readable by this user, or leave --pgdata out and pass --primary`,
     );
   }
-  if (version !== '15')
+  const major = String(Math.floor(st.versionNum / 10000));
+  if (version !== major)
     throw new WalsimError(
       'invalid_input',
-      `--pgdata ${abs} holds a PostgreSQL ${version} cluster, not 15`,
+      `--pgdata ${abs} holds a PostgreSQL ${version} cluster, the standby runs ${major}: pass the standby's own data directory`,
     );
   try {
     fs.readdirSync(walDir);

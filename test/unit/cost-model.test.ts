@@ -44,6 +44,7 @@ function profileWith(
     promotionPoll: { quantumS: 0.1, offsetS: 0.006, source: 'test' },
     constants,
     fitBand: null,
+    pgMajor: null,
   };
 }
 

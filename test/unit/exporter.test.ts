@@ -72,7 +72,6 @@ describe('Collector and metrics', () => {
       targets,
       profile,
       profileRef: 'seed-001',
-      pgWaldump: '',
       intervalMs: 1000,
       predict,
     });
@@ -166,9 +165,12 @@ describe('error reasons, labels, durations, --listen', () => {
     expect(errorReason(inv('x is not in recovery (pg_is_in_recovery() = false)'))).toBe(
       'not_in_recovery',
     );
-    expect(errorReason(inv('x runs PostgreSQL 16.1; predict reads PostgreSQL 15 only'))).toBe(
-      'version',
-    );
+    expect(
+      errorReason(inv('x runs PostgreSQL 12.1; predict reads PostgreSQL 13, 14, 15, 16, 17, 18')),
+    ).toBe('version');
+    expect(
+      errorReason(inv('--pgdata /x holds a PostgreSQL 16 cluster, the standby runs 15: pass …')),
+    ).toBe('version');
     expect(errorReason(inv('the WAL range 0/1 → 0/2 is not complete in /d/pg_wal (…)'))).toBe(
       'wal_missing',
     );

@@ -23,7 +23,6 @@ const EXEMPT: Record<string, number> = {
   'dashboard/machine-graph.ts:layout': 74,
   'scripts/calibration/cell-run.ts:runBenchCell': 74,
   'scripts/calibration/design.ts:readStoredCalibration': 81,
-  'scripts/predict.ts:run': 73,
   'scripts/report/svg-chart.ts:lineChart': 93,
   'scripts/report/tables.ts:thresholdTables': 118,
   'scripts/report/tables.ts:multiTables': 80,

@@ -12,9 +12,14 @@ import * as path from 'node:path';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { genericRecordSeconds } from '../../cost-model/price.ts';
-import { loadProfile, profilePath } from '../../cost-model/profile.ts';
+import { loadProfile, profilePath, profileToJson } from '../../cost-model/profile.ts';
 import { formatAccuracy, readAccuracy } from '../../scripts/predict/verify.ts';
-import { profileNote, rankStandbys, type Prediction } from '../../scripts/predict/prediction.ts';
+import {
+  profileMajor,
+  profileNote,
+  rankStandbys,
+  type Prediction,
+} from '../../scripts/predict/prediction.ts';
 import {
   fsmBlocksAfterTruncate,
   pgKindOf,
@@ -387,13 +392,44 @@ describe('ranking and the profile band', () => {
   });
 });
 
+describe("the profile's PostgreSQL major", () => {
+  it('reads pgMajor, else fit.postgres, else none; predict warns on another major and says "read as 15"', () => {
+    const wall = loadProfile('pg15-calibrated-wall');
+    expect(wall.pgMajor).toBe(15); // from fit.postgres "postgres (PostgreSQL) 15.18 (Debian …)"
+    const seed = loadProfile('seed-001');
+    expect(seed.pgMajor).toBeNull();
+    expect(profileMajor(wall, 15)).toEqual({ pgMajor: 15, majorNote: null });
+    expect(profileMajor(wall, 17).majorNote).toBe(
+      "profile pg15-calibrated-wall was fitted on PostgreSQL 15, this standby runs 17: its seconds are 15's constants on 17's counts — calibrate on 17 (npm run calibrate -- --pg-version 17) and pass it with --profile",
+    );
+    expect(profileMajor(seed, 15)).toEqual({
+      pgMajor: 15,
+      majorNote: 'profile seed-001 names no PostgreSQL major: read as 15',
+    });
+    expect(profileMajor(seed, 13).majorNote).toMatch(
+      /^profile seed-001 was fitted on PostgreSQL 15 \(it names no major: read as 15\), this standby runs 13/,
+    );
+    // Written and read back: pgMajor is a field of the file.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-major-'));
+    const f = path.join(dir, 'p17.json');
+    fs.writeFileSync(f, profileToJson({ ...wall, name: 'p17', pgMajor: 17 }));
+    expect(loadProfile(f).pgMajor).toBe(17);
+    fs.writeFileSync(
+      f,
+      profileToJson({ ...wall, name: 'p17', pgMajor: 17 }).replace('17,', '"x",'),
+    );
+    expect(() => loadProfile(f)).toThrow(/"pgMajor" must be a PostgreSQL major such as 15/);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
 describe('server checks', () => {
-  it('refuses a server that is not PostgreSQL 15, naming its version', async () => {
-    const fake = { query: async () => ({ rows: [{ server_version: '16.4', num: '160004' }] }) };
+  it('refuses a server outside PostgreSQL 13–18, naming its version', async () => {
+    const fake = { query: async () => ({ rows: [{ server_version: '12.4', num: '120004' }] }) };
     await expect(
       readStandbyState(fake as unknown as pg.Client, 'postgresql://u:secret@h:1/db'),
     ).rejects.toThrow(
-      /postgresql:\/\/u:\*\*\*@h:1\/db runs PostgreSQL 16\.4; predict reads PostgreSQL 15 only/,
+      'postgresql://u:***@h:1/db runs PostgreSQL 12.4; predict reads PostgreSQL 13, 14, 15, 16, 17, 18 (their WAL record formats and drop rules) — point --standby at a standby of one of them',
     );
   });
 });
