@@ -2,15 +2,14 @@
  * The predicted time to writable of a PostgreSQL cluster's standby, for the page: the exporter's
  * own prediction cycle (scripts/exporter/collector.ts — scripts/predict/'s `predictStandby`, the
  * one prediction implementation, on its own interval, never inside a node's poll) over the
- * cluster directory's standby, its pg_wal read with pg_waldump of the cluster's major. The
- * Collector copies the last finished cycle's answer into the standby's NodeView; the page graphs
- * it over time beside the lag.
+ * cluster directory's standby, its pg_wal read from its data directory. The Collector copies
+ * the last finished cycle's answer into the standby's NodeView; the page graphs it over time
+ * beside the lag.
  *
  * Entry points: `PredictionSource`, `PgPredictions`, `DEFAULT_PREDICT_INTERVAL`.
  */
 import type { CostProfile } from '../cost-model/profile.ts';
 import { Collector as PredictionCycle, type StandbyStatus } from '../scripts/exporter/collector.ts';
-import { toolPath } from '../scripts/postgres/pg-bin.ts';
 import { pgDataDir, readPgEngine, type PgNodeName } from '../scripts/postgres/pg-cluster.ts';
 import type { PredictionView } from './view.ts';
 
@@ -51,7 +50,6 @@ export class PgPredictions implements PredictionSource {
       primary: nodeUrl(engine.ports.primary),
       profile,
       profileRef,
-      pgWaldump: toolPath(engine.binDir, engine.major, 'pg_waldump'),
       intervalMs,
     });
   }
