@@ -110,6 +110,11 @@ export interface CalibrationDesign {
   dml: { sharedBuffers: string; tables: number } | null;
   /** The COPY backlogs (narrow and wide rows) over `tables` tables; null: none (older files). */
   copy: { sharedBuffers: string; tables: number } | null;
+  /**
+   * Generated backlogs (scripts/generator/): the seeds, each at the pool it draws, and the
+   * generator version that drew them; absent or null: none (older files).
+   */
+  generated?: { seeds: number[]; generator: number } | null;
 }
 
 /** The default design (26 cells). */
