@@ -189,14 +189,14 @@ function droppedNodes(rec: PgWalRecord, into: RelFileNode[]): void {
 }
 
 /** Reads a WAL range record by record (pg_waldump on the standby's pg_wal, or pg_walinspect). */
-type ReadRange = (
+export type ReadRange = (
   from: string,
   to: string,
   onRecord: (r: PgWalRecord) => void,
 ) => Promise<RangeRead>;
 
 /** The sessions a prediction opens; predictStandby ends them whatever happens. */
-interface Sessions {
+export interface Sessions {
   standby: pg.Client;
   primary: pg.Client | null;
 }
@@ -214,9 +214,22 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
   }
 }
 
-async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
-  const c = sessions.standby;
-  const st = await readStandbyState(c, input.standby);
+/** What a prediction reads before any WAL: the standby's state, its range, how to read it. */
+export interface RangeSetup {
+  st: StandbyState;
+  /** [replay LSN, receive LSN). */
+  from: string;
+  to: string;
+  /** --pgdata's pg_wal, null when pg_walinspect on the primary is read instead. */
+  walDir: string | null;
+  primaryInfo: Prediction['primary'];
+  read: ReadRange;
+  dropRules: PgDropRules;
+}
+
+/** The standby's state (checked), the unreplayed range, the primary's LSN, the range reader. */
+export async function setUpRange(sessions: Sessions, input: PredictInput): Promise<RangeSetup> {
+  const st = await readStandbyState(sessions.standby, input.standby);
   checkStandby(st);
   const from = st.replayLsn!;
   // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
@@ -225,27 +238,55 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
   const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st) : null;
   const primaryInfo = await connectPrimary(sessions, input, st, walDir);
   const read = await rangeReader(sessions.primary, input, st, walDir, from, to);
+  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
+  return { st, from, to, walDir, primaryInfo, read, dropRules };
+}
 
+/** The standby's files (--pgdata's sizes) and buffers (pg_buffercache's, when `resident`). */
+export function standbyFiles(
+  input: PredictInput,
+  resident: Map<string, number[]> | null,
+): StandbyFiles {
+  const pgdataFiles =
+    input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
+  return {
+    diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
+    residentBlocks: (n: RelFileNode, f: ForkNumber) =>
+      resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
+  };
+}
+
+async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
+  const setup = await setUpRange(sessions, input);
+  const { st, from, to, read } = setup;
   // Buffers of the relations the range drops: pg_buffercache when installed (first pass).
   let resident: Map<string, number[]> | null = null;
   if (st.hasBuffercache) {
     const nodes: RelFileNode[] = [];
     await read(from, to, (r) => droppedNodes(r, nodes));
-    resident = await residentBlocks(c, nodes);
+    resident = await residentBlocks(sessions.standby, nodes);
   }
-  const pgdataFiles =
-    input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
-  const files: StandbyFiles = {
-    diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
-    residentBlocks: (n: RelFileNode, f: ForkNumber) =>
-      resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
-  };
-  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
-  const model = new RecoveryModel(st.nBuffers, files, resident !== null, dropRules);
-  const learnFrom = st.restartpointRedoLsn;
-  const learned = await learnCachedSizes(read, model, learnFrom, from);
+  const files = standbyFiles(input, resident);
+  const model = new RecoveryModel(st.nBuffers, files, resident !== null, setup.dropRules);
+  const learned = await learnCachedSizes(read, model, st.restartpointRedoLsn, from);
   const src = await read(from, to, (r) => model.replay(r));
-  const rp = model.result();
+  return assemblePrediction(setup, input, model.result(), src, learned, resident !== null);
+}
+
+/**
+ * The prediction from the modeled replay of [from, to) (`rp`), priced with the profile.
+ * `learned`: the records read from the last restartpoint's redo to `from`.
+ */
+export function assemblePrediction(
+  setup: RangeSetup,
+  input: PredictInput,
+  rp: ReplayPrediction,
+  src: RangeRead,
+  learned: number,
+  residentKnown: boolean,
+): Prediction {
+  const { st, from, to, dropRules } = setup;
+  const learnFrom = st.restartpointRedoLsn;
   const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
   const recv = parseLsn(st.receiveLsn!);
   const rep = parseLsn(st.replayLsn!);
@@ -256,7 +297,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     note: predictionNotes(st, from, to).join('; '),
     range: { from, to, bytes: parseLsn(to) - parseLsn(from) },
     source: { ...src, learnedFrom: learnFrom, learnedRecords: learned },
-    primary: primaryInfo,
+    primary: setup.primaryInfo,
     patroniPosition: recv >= rep ? st.receiveLsn! : st.replayLsn!,
     counts,
     records: { total: rp.records, bytes: rp.walBytes, generic: rp.genericRecords, byType },
@@ -277,10 +318,9 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
       sizeCached: !dropRules.cachedLookup
         ? `PostgreSQL ${dropRules.major} caches no relation sizes: every drop scans all NBuffers descriptors`
         : `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
-      invalidations:
-        resident !== null
-          ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
-          : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
+      invalidations: residentKnown
+        ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
+        : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
     },
   };
 }
@@ -369,7 +409,7 @@ function standbyMajor(st: StandbyState): PgMajor {
  * pg_control's last restartpoint redo is at or after that point (an earlier touch is missed: the
  * relation is then predicted uncached, i.e. a full scan). Returns the records read.
  */
-async function learnCachedSizes(
+export async function learnCachedSizes(
   read: ReadRange,
   model: RecoveryModel,
   learnFrom: string,
