@@ -313,8 +313,11 @@ async function one(seed: number): Promise<number> {
 async function many(from: number, n: number, jobs: number): Promise<number> {
   const t0 = performance.now();
   let done = 0;
+  const soFar = emptyTotals();
+  reportWhenInterrupted(soFar, from, n, jobs, t0);
   const onSeed = (seed: number, t: Totals) => {
     done++;
+    merge(soFar, t);
     if (values.json) return;
     for (const f of t.failed) {
       console.log(`seed ${seed} FAILED: ${f.violation}`);
@@ -335,6 +338,29 @@ async function many(from: number, n: number, jobs: number): Promise<number> {
   if (values.json) console.log(JSON.stringify(summary));
   else printSummary(summary, totals, from, n, jobs, wallS);
   return totals.failed.length === 0 ? 0 : 1;
+}
+
+/**
+ * A long run stopped by SIGINT or SIGTERM (Ctrl-C, a deadline) still reports what it ran: the
+ * summary of the seeds finished so far, after a line saying the run was interrupted (with several
+ * jobs each worker had run a prefix of its own block, so they are not one contiguous range).
+ */
+function reportWhenInterrupted(soFar: Totals, from: number, n: number, jobs: number, t0: number) {
+  const report = (signal: string) => {
+    const wallS = (performance.now() - t0) / 1000;
+    const summary = { ...summaryOf(soFar, from, jobs, wallS), interrupted: signal };
+    if (values.json) console.log(JSON.stringify(summary));
+    else {
+      console.log(
+        `interrupted (${signal}) after ${soFar.seeds} of ${n} seeds` +
+          (jobs > 1 ? ` (each of ${jobs} jobs ran the start of its own block of the range)` : ''),
+      );
+      printSummary(summary, soFar, from, n, jobs, wallS);
+    }
+    void exitWhenFlushed(130);
+  };
+  process.once('SIGINT', () => report('SIGINT'));
+  process.once('SIGTERM', () => report('SIGTERM'));
 }
 
 /** The run's figures (the --json line, and what printSummary prints). */
