@@ -515,6 +515,7 @@ export function renderBenchMarkdown(
  * counts predict reads from the real WAL — the counts every prediction is priced from.
  */
 export function benchCellOfCalibration(c: CellSpec): BenchCell {
+  if (c.variant === 'generated') return parseBenchCell(`gen:${c.seed}@${c.sharedBuffers}`);
   const what = c.kind === 'threshold' ? `testA:NB/${c.relDivisor}` : `${c.variant}:${c.tables}`;
   return parseBenchCell(`${what}@${c.sharedBuffers}`);
 }

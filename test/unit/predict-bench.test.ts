@@ -109,7 +109,7 @@ describe('bench cell specs', () => {
     const saw = (spec: string, seeds: number[]) =>
       calibrationSaw(parseBenchCell(spec), {
         ...DEFAULT_DESIGN,
-        generated: { seeds, generator: 1 },
+        generated: { seeds, pools: seeds.map(() => '1GB'), generator: 1 },
       });
     expect(saw('gen:7@1GB', [7, 8])).toBe(true);
     expect(saw('gen:1007@1GB', [7, 8])).toBe(false);
