@@ -31,7 +31,11 @@ export function toPredictRecord(r: ReadRecord): PgWalRecord {
     xid: r.xid,
     blocks: r.blocks.map((b) => ({ node: b.node, fork: b.fork as ForkNumber, block: b.block })),
   };
+  out.endLsn = r.endLsn;
   const d = r.data;
+  if (d?.kind === 'xact_commit' || d?.kind === 'xact_abort')
+    out.xactEnd = { xid: /_PREPARED$/.test(r.type) ? d.twophaseXid : r.xid, time: d.xactTime };
+  else if (d?.kind === 'xlog_restore_point') out.restorePoint = d.name;
   let desc = '';
   if (d?.kind === 'smgr_create') out.create = { node: d.node, fork: d.fork as ForkNumber };
   else if (d?.kind === 'smgr_truncate')
