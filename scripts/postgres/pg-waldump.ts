@@ -103,7 +103,9 @@ export async function readerStats(
   const rows = new Map<string, WaldumpRow>();
   const total = { count: 0, recordBytes: 0, fpiBytes: 0, combinedBytes: 0 };
   if (parseLsn(from) < parseLsn(to)) {
-    const src = new WalDirectory(walDir, detectSegmentSize(walDir), []);
+    // Timeline 1 open-ended, as `pg_waldump -t 1` (the span ends before the promotion).
+    const history = [{ tli: 1, beginLsn: 0, endLsn: null }];
+    const src = new WalDirectory(walDir, detectSegmentSize(walDir), history);
     const reader = new PgWalReader(src, {
       startLsn: parseLsn(from),
       endLsn: parseLsn(to),
