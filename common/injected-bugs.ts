@@ -58,6 +58,12 @@ export const injectedBugs = {
    * on-disk versions (here: as of the last data image).
    */
   truncateFailureLeavesStalePages: false,
+  /**
+   * Replay of a truncation record cuts the file and drops the buffers but keeps the heap's pages
+   * past the new end (their tuples are dead: the DELETE that freed them committed). Every visible
+   * row agrees and the file sizes agree, so only a page-by-page comparison finds it.
+   */
+  replayTruncateKeepsHeapPages: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an Error. */
   lifecycleActionError: false,
   /** The lifecycle machine's openForWrites action (promotion) throws an InvariantViolation. */

@@ -67,6 +67,8 @@ export type PgWalMainData =
   | { kind: 'heap_insert'; offnum: number; flags: number }
   | { kind: 'heap_update'; oldOffnum: number; newOffnum: number; flags: number }
   | { kind: 'heap_multi_insert'; ntuples: number; flags: number }
+  /** XLOG RESTORE_POINT (pg_create_restore_point): rp_time (µs since 2000) and rp_name. */
+  | { kind: 'xlog_restore_point'; time: number; name: string }
   /** 13 CLEAN, 14–16 PRUNE: line pointers redirected and made dead. */
   | { kind: 'heap_prune'; nredirected: number; ndead: number }
   /** 14–16 VACUUM: line pointers made unused. */
@@ -94,8 +96,9 @@ export function decodeMainData(
   len: number,
   fmt: PgWalFormat,
 ): PgWalMainData | null {
-  if (rec.rmid > RM_HEAP_ID || rec.rmid === 0 || rec.rmid === 3) return null;
   const op = rec.info & 0xf0;
+  if (rec.rmid === 0 && op === 0x70) return restorePoint(rec, b, off, len);
+  if (rec.rmid > RM_HEAP_ID || rec.rmid === 0 || rec.rmid === 3) return null;
   switch (rec.rmid) {
     case RM_SMGR_ID:
       if (op === 0x10) {
@@ -150,6 +153,18 @@ export function decodeMainData(
     default:
       return null;
   }
+}
+
+/** xl_restore_point: TimestampTz rp_time, char rp_name[MAXFNAMELEN = 64] (NUL-terminated). */
+function restorePoint(rec: RecordHead, b: Uint8Array, off: number, len: number): PgWalMainData {
+  needBytes(rec, len, 8 + 64, 'xl_restore_point');
+  const name = b.subarray(off + 8, off + 8 + 64);
+  const nul = name.indexOf(0);
+  return {
+    kind: 'xlog_restore_point',
+    time: i64(b, off),
+    name: Buffer.from(name.subarray(0, nul < 0 ? 64 : nul)).toString('utf8'),
+  };
 }
 
 function needBytes(rec: RecordHead, len: number, n: number, what: string): void {

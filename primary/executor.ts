@@ -107,7 +107,7 @@ export async function executeWrite(ctx: ExecutorContext, stmt: Statement): Promi
     case 'create_table':
       return createTable(ctx, stmt.name, stmt.toastColumn !== null);
     case 'drop_table':
-      return dropTable(ctx, stmt.name, stmt.ifExists);
+      return dropTables(ctx, stmt.names, stmt.ifExists);
     case 'insert_series': {
       const rel = relOf(ctx, stmt.name);
       const n = stmt.to >= stmt.from ? stmt.to - stmt.from + 1 : 0;
@@ -191,25 +191,40 @@ function createToastRelations(
   return [toast, index];
 }
 
-async function dropTable(
+/**
+ * DROP TABLE a, b, …: one transaction, one commit record whose dropped relfilenumbers are every
+ * table's (and its TOAST table's and index's), so replay drops them all at once
+ * (smgrdounlinkall: DropRelationsAllBuffers over the whole set). Every name is checked before
+ * anything is logged: a missing one without IF EXISTS drops nothing (PostgreSQL's error).
+ */
+async function dropTables(
   ctx: ExecutorContext,
-  name: string,
+  names: string[],
   ifExists: boolean,
 ): Promise<QueryResult> {
-  const rel = ctx.catalog.lookup(name);
-  if (rel === undefined) {
-    if (ifExists) return done('DROP TABLE');
-    throw undefinedTable(name);
-  }
-  const toast = ctx.catalog.toastOf(name);
+  names = [...new Set(names)];
+  const rels = names.map((name) => {
+    const rel = ctx.catalog.lookup(name);
+    if (rel === undefined && !ifExists) throw undefinedTable(name);
+    return rel;
+  });
+  const present = names.filter((_, i) => rels[i] !== undefined);
+  if (present.length === 0) return done('DROP TABLE');
   const xid = ctx.catalog.allocateXid();
-  ctx.log({ kind: 'STANDBY_LOCK', rel }, xid);
-  ctx.log({ kind: 'CATALOG_UPDATE', relname: name, rel: 0 }, xid);
-  if (toast) {
-    ctx.log({ kind: 'CATALOG_UPDATE', relname: toastTableName(name), rel: 0 }, xid);
-    ctx.log({ kind: 'CATALOG_UPDATE', relname: toastIndexName(name), rel: 0 }, xid);
+  const dropped: RelFileNumber[] = [];
+  for (const name of present) {
+    const rel = ctx.catalog.lookup(name)!;
+    const toast = ctx.catalog.toastOf(name);
+    ctx.log({ kind: 'STANDBY_LOCK', rel }, xid);
+    ctx.log({ kind: 'CATALOG_UPDATE', relname: name, rel: 0 }, xid);
+    dropped.push(rel);
+    if (toast) {
+      ctx.log({ kind: 'CATALOG_UPDATE', relname: toastTableName(name), rel: 0 }, xid);
+      ctx.log({ kind: 'CATALOG_UPDATE', relname: toastIndexName(name), rel: 0 }, xid);
+      dropped.push(toast.toast, toast.index);
+    }
   }
-  await ctx.commit(xid, toast ? [rel, toast.toast, toast.index] : [rel]);
+  await ctx.commit(xid, dropped);
   return done('DROP TABLE');
 }
 

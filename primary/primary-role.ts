@@ -101,7 +101,6 @@ function isSingleTransaction(stmt: Statement): boolean {
 function touchedTables(stmt: Statement): ReadonlySet<string> | null {
   switch (stmt.type) {
     case 'create_table':
-    case 'drop_table':
     case 'insert_series':
     case 'insert_values':
     case 'delete':
@@ -109,6 +108,7 @@ function touchedTables(stmt: Statement): ReadonlySet<string> | null {
     case 'vacuum':
       return stmt.name === null ? null : new Set([stmt.name]);
     case 'truncate':
+    case 'drop_table':
       return new Set(stmt.names);
     case 'checkpoint':
       return new Set();

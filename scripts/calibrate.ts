@@ -45,6 +45,7 @@ import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
 import { onInterrupt } from './cli/interrupt.ts';
 import { benchCellOfCalibration, storedRunOfBench } from './calibration/cell-plan.ts';
 import { runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
+import { generateBacklog, GENERATOR_VERSION, machineGeneratorLimits } from './generator/backlog.ts';
 import {
   cellShortLabel,
   type StoredCalibrationRun,
@@ -54,6 +55,7 @@ import {
   DEFAULT_CALIBRATION_DML,
   DEFAULT_CALIBRATION_REL_DIVISORS,
   DEFAULT_CALIBRATION_RUNS,
+  DEFAULT_CALIBRATION_SEEDS,
   DEFAULT_CALIBRATION_SIZES,
   DEFAULT_CALIBRATION_TABLES,
   DEFAULT_CALIBRATION_TOAST_SIZES,
@@ -73,13 +75,14 @@ const USAGE = `usage: npm run calibrate -- [--pg-version 13..18] [--pg-bin DIR] 
                                [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]
                                [--toast-sizes SIZES,6GB] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}]
                                [--dml-tables ${DEFAULT_CALIBRATION_DML.tables}] [--dml-shared-buffers ${DEFAULT_CALIBRATION_DML.sharedBuffers}]
-                               [--copy-tables ${DEFAULT_CALIBRATION_COPY.tables}] [--base ${DEFAULT_PROFILE}]
+                               [--copy-tables ${DEFAULT_CALIBRATION_COPY.tables}] [--gen-seeds ${DEFAULT_CALIBRATION_SEEDS}|none] [--base ${DEFAULT_PROFILE}]
                                [--name NAME] [--out FILE] [--work-dir DIR] [--json] [--refit FILE]
                                [--target wall|uncontended] [--counts wal|walsim]
   Runs a fixed set of real PostgreSQL cells (Test A VACUUM of NBuffers/k pages at --shared-buffers;
   Test B VACUUM and TRUNCATE at --testb-sizes, default the first and last --shared-buffers size;
-  TRUNCATE of TOAST-able tables at --toast-sizes, default --shared-buffers and 6GB, beyond a 32 MiB
-  last-level cache; INSERT and DELETE of 2,260 rows a table over --dml-tables tables, 0: none;
+  TRUNCATE of TOAST-able tables at --toast-sizes, default --shared-buffers, 6GB (beyond a 32 MiB
+  last-level cache) and the largest pool this machine starts (20GB on 24 GiB);
+  the generated backlogs of --gen-seeds (npm run workload -- --seed N prints one), each at its pool; INSERT and DELETE of 2,260 rows a table over --dml-tables tables, 0: none;
   COPY of 2,260 int rows and of 900 rows with a 400-byte text a table over --copy-tables tables
   at --dml-shared-buffers, 0: none),
   counts the same cells in walsim, fits the cost profile by non-negative least squares, and
@@ -304,6 +307,7 @@ const CALIBRATE_OPTIONS = {
   'dml-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_DML.tables) },
   'dml-shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_DML.sharedBuffers },
   'copy-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_COPY.tables) },
+  'gen-seeds': { type: 'string', default: DEFAULT_CALIBRATION_SEEDS },
   'rel-sizes': { type: 'string', default: DEFAULT_CALIBRATION_REL_DIVISORS.join(',') },
   base: { type: 'string', default: DEFAULT_PROFILE },
   name: { type: 'string' },
@@ -393,6 +397,25 @@ function sizeList(text: string, what: string): string[] {
   return sizes;
 }
 
+/**
+ * `--gen-seeds FROM-TO` (or `none`): the generated backlogs, each at the pool its seed draws on
+ * this machine (stored, so a refit elsewhere plans the same cells).
+ */
+function generatedDesign(text: string): CalibrationDesign['generated'] {
+  if (text.trim() === 'none' || text.trim() === '0') return null;
+  const m = /^(\d+)(?:-(\d+))?$/.exec(text.trim());
+  const from = Number(m?.[1]);
+  const to = Number(m?.[2] ?? m?.[1]);
+  if (m === null || to < from || to >= 1000)
+    throw new UsageError(
+      `--gen-seeds takes FROM-TO below 1000 (the bench draws 1001 on), one seed, or none; got "${text}"`,
+    );
+  const limits = machineGeneratorLimits();
+  const seeds = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  const pools = seeds.map((n) => generateBacklog(n, limits).sharedBuffers);
+  return { seeds, pools, generator: GENERATOR_VERSION };
+}
+
 /** The cell design the options give (a --refit takes the stored one instead). */
 function designOf(values: CalibrateValues): CalibrationDesign {
   const sizes = sizeList(values['shared-buffers']!, 'shared-buffers');
@@ -410,7 +433,13 @@ function designOf(values: CalibrateValues): CalibrationDesign {
     toastTables: positiveInt(values['toast-tables']!, 'toast-tables'),
     toastSizes: sizeList(
       values['toast-sizes'] ??
-        [...new Set([...sizes, DEFAULT_CALIBRATION_TOAST_SIZES.at(-1)!])].join(','),
+        [
+          ...new Set([
+            ...sizes,
+            DEFAULT_CALIBRATION_TOAST_SIZES.at(-1)!,
+            machineGeneratorLimits().maxSharedBuffers,
+          ]),
+        ].join(','),
       'toast-sizes',
     ),
     relDivisors: values['rel-sizes']!.split(',').map((s) =>
@@ -418,6 +447,7 @@ function designOf(values: CalibrateValues): CalibrationDesign {
     ),
     dml: dmlTables === 0 ? null : { sharedBuffers: dmlSize[0]!, tables: dmlTables },
     copy: copyTables === 0 ? null : { sharedBuffers: dmlSize[0]!, tables: copyTables },
+    generated: generatedDesign(values['gen-seeds']!),
   };
 }
 
@@ -452,10 +482,15 @@ function calibrationInputs(values: CalibrateValues): CalibrationInputs {
           relDivisors: r.relDivisors,
           dml: r.dml,
           copy: r.copy,
+          generated: r.generated ?? null,
         };
-  if (countsFrom === 'walsim' && refit === null && (design.dml !== null || design.copy !== null))
+  if (
+    countsFrom === 'walsim' &&
+    refit === null &&
+    (design.dml !== null || design.copy !== null || (design.generated ?? null) !== null)
+  )
     throw new UsageError(
-      '--counts walsim measures through the sweep, which has no DML or COPY backlogs: pass --dml-tables 0 --copy-tables 0',
+      '--counts walsim measures through the sweep, which has no DML, COPY or generated backlogs: pass --dml-tables 0 --copy-tables 0 --gen-seeds none',
     );
   return { target, refit, countsFrom, runs, warmupRuns, design };
 }
@@ -503,6 +538,14 @@ async function measureOrRefit(
     wallSeconds = NaN;
   }
   return { records, walCounts, wallSeconds };
+}
+
+/** The pools the fit saw; a larger standby (the seed's 100GB) is priced by extrapolation. */
+function poolRangeLine(report: ReturnType<typeof fitCalibration>): string {
+  const cells = [...report.cells].sort((a, b) => a.cell.nBuffers - b.cell.nBuffers);
+  const lo = cells[0]?.cell.sharedBuffers ?? 'none';
+  const hi = cells.at(-1)?.cell.sharedBuffers ?? 'none';
+  return `pools fitted: ${lo}–${hi} (the largest this machine starts: ${machineGeneratorLimits().maxSharedBuffers}); a standby above ${hi} (the seed's 100GB) is priced by extrapolation`;
 }
 
 /** Write the fitted profile with its stored runs, then print it (text or --json). */
@@ -562,6 +605,7 @@ function writeCalibration(
     return 0;
   }
   printCalibration(report, records, warmupRuns, within);
+  console.log(poolRangeLine(report));
   console.log(
     `${refit ? 'measured' : 'finished'} in ${fmtDuration(wallSeconds)}; profile: ${out}  (use it with --profile ${path.relative(process.cwd(), out) || out})`,
   );

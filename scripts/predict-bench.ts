@@ -24,6 +24,7 @@ import {
   calibrationSaw,
   DEFAULT_BENCH_CELLS,
   DEFAULT_BENCH_RUNS,
+  DEFAULT_BENCH_SEEDS,
   estimateBenchRunSeconds,
   parseBenchCell,
   QUICK_BENCH_CELLS,
@@ -39,7 +40,7 @@ import { withLaterCounters } from '../storage/replay-counts.ts';
 export const DEFAULT_WALL_PROFILE = 'pg15-calibrated-wall';
 export const DEFAULT_UNCONTENDED_PROFILE = 'pg15-calibrated-uncontended';
 
-const USAGE = `usage: npm run predict-bench -- [--quick] [--cells SPEC,SPEC,...] [--runs ${DEFAULT_BENCH_RUNS}]
+const USAGE = `usage: npm run predict-bench -- [--seeds ${DEFAULT_BENCH_SEEDS}] [--families] [--quick] [--cells SPEC,SPEC,...] [--runs ${DEFAULT_BENCH_RUNS}]
                               [--profile ${DEFAULT_WALL_PROFILE}] [--uncontended-profile ${DEFAULT_UNCONTENDED_PROFILE}]
                               [--out DIR] [--continue RESULTS.json] [--reprice RESULTS.json]
                               [--work-dir DIR] [--pg-version 13..18] [--pg-bin DIR] [--json]
@@ -47,9 +48,12 @@ const USAGE = `usage: npm run predict-bench -- [--quick] [--cells SPEC,SPEC,...]
   predicts it (npm run predict, from the standby's unreplayed WAL), promotes (predict --verify)
   and prints predicted against measured per cell, for wall time (--profile) and uncontended time
   (wall less the startup process's run-queue wait; --uncontended-profile).
+  Default: the backlogs the workload generator draws from seeds ${DEFAULT_BENCH_SEEDS} (npm run workload
+  -- --seed N prints one), a range npm run calibrate never draws (--seeds FROM-TO: another).
   SPEC: WORKLOAD[:N]@SHARED_BUFFERS, WORKLOAD one of testA (N = NB/k), vacuum, truncate,
-        truncate-toast, drop, mixed (N = tables), pgbench (N = scale); default: ${DEFAULT_BENCH_CELLS.length} cells the
-        default calibration never saw. --quick: ${QUICK_BENCH_CELLS.length} small cells, 1 run each.
+        truncate-toast, drop, mixed (N = tables), pgbench (N = scale); gen:SEED[@SIZE]: a generated
+        backlog. --families: the ${DEFAULT_BENCH_CELLS.length} family cells the default calibration never saw.
+        --quick: ${QUICK_BENCH_CELLS.length} small cells, 1 run each.
   --continue FILE  keep the runs of an earlier results.json and run only the missing ones
   --reprice FILE   no PostgreSQL: price the stored runs' counts again with the given profiles
   --no-wait        do not wait out ext4's inode-reuse delay after a recent removal (no journal:
@@ -150,7 +154,19 @@ async function measure(
   }
 }
 
+/** `FROM-TO` (or one seed) → `gen:N` specs. */
+function seedRange(text: string): string[] {
+  const m = /^(\d+)(?:-(\d+))?$/.exec(text.trim());
+  const from = Number(m?.[1]);
+  const to = Number(m?.[2] ?? m?.[1]);
+  if (m === null || !Number.isSafeInteger(to) || to < from || to - from >= 1000)
+    throw new UsageError(`--seeds takes FROM-TO (at most 1000 seeds) or one seed, got "${text}"`);
+  return Array.from({ length: to - from + 1 }, (_, i) => `gen:${from + i}`);
+}
+
 const PREDICT_BENCH_OPTIONS = {
+  seeds: { type: 'string' },
+  families: { type: 'boolean', default: false },
   quick: { type: 'boolean', default: false },
   cells: { type: 'string' },
   runs: { type: 'string' },
@@ -180,7 +196,14 @@ runCli(async () => {
   const specs =
     values.cells !== undefined
       ? list(values.cells, 'cells')
-      : (file?.settings.cells ?? (values.quick ? QUICK_BENCH_CELLS : DEFAULT_BENCH_CELLS));
+      : values.seeds !== undefined
+        ? seedRange(values.seeds)
+        : (file?.settings.cells ??
+          (values.quick
+            ? QUICK_BENCH_CELLS
+            : values.families
+              ? DEFAULT_BENCH_CELLS
+              : seedRange(DEFAULT_BENCH_SEEDS)));
   let cells: BenchCell[];
   try {
     cells = specs.map(parseBenchCell);

@@ -18,6 +18,7 @@ import {
 import { runSimulation } from '../sim/simulation.ts';
 import { shrinkScenario } from '../sim/shrink.ts';
 import { entryArgs } from '../server/entry.ts';
+import { withEntryBundle } from '../server/entry-bundle.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { exitWhenFlushed } from '../server/process-exit.ts';
 
@@ -40,7 +41,8 @@ const USAGE = `usage: npm run simulate -- [options]
                      with --shrink the smallest command list that still fails
   --steps N          commands per scenario (default 40, at most ${MAX_STEPS})
   --scenario-version V  the scenario format (default ${SCENARIO_VERSION}; 1: the commands seeds drew
-                     before the drop mechanism's workloads, as the regression seeds were found)
+                     before the drop mechanism's workloads, 2: before DROP TABLE of many tables
+                     in one statement; as the regression seeds were found)
   --json             machine-readable output
   --inject-bug NAME  plant a test-only bug (${INJECTED_BUGS.join(', ')})
   --dir DIR          accepted for symmetry with the other CLIs and ignored: the simulator keeps
@@ -120,6 +122,8 @@ interface Totals {
   /** Drops by node kind and path (SIM-10), and how many seeds had at least one of each. */
   drops: Record<string, number>;
   dropSeeds: Record<string, number>;
+  /** SIM-11's comparisons of a caught-up standby after a restart or failover. */
+  replicaComparisons: number;
 }
 
 function emptyTotals(): Totals {
@@ -142,6 +146,7 @@ function emptyTotals(): Totals {
     simMs: 0,
     drops: {},
     dropSeeds: {},
+    replicaComparisons: 0,
   };
 }
 
@@ -166,6 +171,7 @@ function merge(into: Totals, t: Totals): void {
   for (const [k, v] of Object.entries(t.drops)) into.drops[k] = (into.drops[k] ?? 0) + v;
   for (const [k, v] of Object.entries(t.dropSeeds))
     into.dropSeeds[k] = (into.dropSeeds[k] ?? 0) + v;
+  into.replicaComparisons += t.replicaComparisons;
 }
 
 /** Run seeds in this process; `onSeed` sees each result (progress, failures). */
@@ -196,6 +202,7 @@ async function runRange(
       simMs: r.simMs,
       drops: r.drops,
       dropSeeds: Object.fromEntries(coverageKinds(r.drops, r.faults).map((k) => [k, 1])),
+      replicaComparisons: r.replicaComparisons,
     };
     merge(totals, t);
     onSeed(seed, t);
@@ -306,8 +313,11 @@ async function one(seed: number): Promise<number> {
 async function many(from: number, n: number, jobs: number): Promise<number> {
   const t0 = performance.now();
   let done = 0;
+  const soFar = emptyTotals();
+  reportWhenInterrupted(soFar, from, n, jobs, t0);
   const onSeed = (seed: number, t: Totals) => {
     done++;
+    merge(soFar, t);
     if (values.json) return;
     for (const f of t.failed) {
       console.log(`seed ${seed} FAILED: ${f.violation}`);
@@ -316,12 +326,41 @@ async function many(from: number, n: number, jobs: number): Promise<number> {
     if (done % 500 === 0)
       console.log(`${done}/${n} seeds, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   };
-  const totals = jobs > 1 ? await runJobs(from, n, jobs, onSeed) : await runRange(from, n, onSeed);
+  // The workers run an esbuild bundle of this script (server/entry-bundle.ts), not tsx: tsx
+  // transpiles with keepNames, which wraps every function and class it creates in a name-setting
+  // call, and its loader costs about a second per worker start.
+  const totals =
+    jobs > 1
+      ? await withEntryBundle(() => runJobs(from, n, jobs, onSeed))
+      : await runRange(from, n, onSeed);
   const wallS = (performance.now() - t0) / 1000;
   const summary = summaryOf(totals, from, jobs, wallS);
   if (values.json) console.log(JSON.stringify(summary));
   else printSummary(summary, totals, from, n, jobs, wallS);
   return totals.failed.length === 0 ? 0 : 1;
+}
+
+/**
+ * A long run stopped by SIGINT or SIGTERM (Ctrl-C, a deadline) still reports what it ran: the
+ * summary of the seeds finished so far, after a line saying the run was interrupted (with several
+ * jobs each worker had run a prefix of its own block, so they are not one contiguous range).
+ */
+function reportWhenInterrupted(soFar: Totals, from: number, n: number, jobs: number, t0: number) {
+  const report = (signal: string) => {
+    const wallS = (performance.now() - t0) / 1000;
+    const summary = { ...summaryOf(soFar, from, jobs, wallS), interrupted: signal };
+    if (values.json) console.log(JSON.stringify(summary));
+    else {
+      console.log(
+        `interrupted (${signal}) after ${soFar.seeds} of ${n} seeds` +
+          (jobs > 1 ? ` (each of ${jobs} jobs ran the start of its own block of the range)` : ''),
+      );
+      printSummary(summary, soFar, from, n, jobs, wallS);
+    }
+    void exitWhenFlushed(130);
+  };
+  process.once('SIGINT', () => report('SIGINT'));
+  process.once('SIGTERM', () => report('SIGTERM'));
 }
 
 /** The run's figures (the --json line, and what printSummary prints). */
@@ -362,6 +401,7 @@ function summaryOf(totals: Totals, from: number, jobs: number, wallS: number) {
     events: totals.events,
     drops: totals.drops,
     seedsReaching: totals.dropSeeds,
+    replicaComparisons: totals.replicaComparisons,
     simulatedHours: +(totals.simMs / 3_600_000).toFixed(2),
     wallSeconds: +wallS.toFixed(1),
     seedsPerSecond: +(totals.seeds / wallS).toFixed(1),
@@ -405,6 +445,9 @@ function printSummary(
   );
   console.log(
     `PANICs (a primary's WAL write on a full disk, then crash recovery): ${totals.panics}`,
+  );
+  console.log(
+    `standbys compared block by block with the primary after a restart or failover (SIM-11): ${totals.replicaComparisons}`,
   );
   console.log(
     `drops (SIM-10): ${Object.entries(totals.drops)
@@ -453,8 +496,8 @@ runCli(async () => {
       `note: --dir ignored: the simulator keeps every disk in memory and writes nothing`,
     );
   steps = int('steps', values.steps, 40, MAX_STEPS, ' (commands per scenario; run more seeds)');
-  const v = int('scenario-version', values['scenario-version'], SCENARIO_VERSION, 2);
-  if (v < 1) usageError(`--scenario-version must be 1 or 2, got "${v}"`);
+  const v = int('scenario-version', values['scenario-version'], SCENARIO_VERSION, SCENARIO_VERSION);
+  if (v < 1) usageError(`--scenario-version must be 1 to ${SCENARIO_VERSION}, got "${v}"`);
   version = v as ScenarioVersion;
   bug = values['inject-bug'];
   if (bug !== undefined) {

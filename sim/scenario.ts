@@ -124,10 +124,12 @@ export interface SimTopology {
 /**
  * Scenario format versions: 1, the commands every seed drew before the drop mechanism's own
  * workloads existed (the regression seeds pin it); 2 adds, from the `scenario-drop` stream,
- * episodes that reach the mechanism (see `dropEpisode`) and an 8MB shared_buffers option.
+ * episodes that reach the mechanism (see `dropEpisode`) and an 8MB shared_buffers option; 3 drops
+ * an episode's many tables in one `DROP TABLE a, b, …` (one commit record) as often as one by one
+ * (format 2's seeds, e.g. its regression seeds, keep their commands: the draw is 3's alone).
  */
-export type ScenarioVersion = 1 | 2;
-export const SCENARIO_VERSION: ScenarioVersion = 2;
+export type ScenarioVersion = 1 | 2 | 3;
+export const SCENARIO_VERSION: ScenarioVersion = 3;
 
 export interface Scenario {
   seed: number;
@@ -428,6 +430,7 @@ class DropEpisodes {
   constructor(
     private readonly m: SeededRandom,
     private readonly nodes: number,
+    private readonly version: ScenarioVersion,
   ) {}
 
   next(): SimCommand[] {
@@ -498,6 +501,8 @@ class DropEpisodes {
     if (m.chance(0.3)) out.push({ op: 'sql', sql: 'CHECKPOINT' });
     out.push(...this.beforeDrop('unlink'));
     if (m.chance(0.6)) out.push({ op: 'sql', sql: `TRUNCATE ${ts.join(', ')}` });
+    else if (this.version >= 3 && m.chance(0.5))
+      out.push({ op: 'sql', sql: `DROP TABLE ${ts.join(', ')}` });
     else out.push({ op: 'sqlBatch', sqls: ts.map((t) => `DROP TABLE ${t}`) });
     return out;
   }
@@ -535,7 +540,7 @@ export function generateScenario(
   const statements = new StatementDrawer(s.rng, nodes > 2, s.n, nodes);
   // Format 2's draws come from their own stream, after the format-1 command of each step.
   const m = version >= 2 ? new SeededRandom(subSeed(seed, 'scenario-drop')) : null;
-  const episodes = m === null ? null : new DropEpisodes(m, nodes);
+  const episodes = m === null ? null : new DropEpisodes(m, nodes, version);
   if (m !== null && m.chance(0.4)) options.sharedBuffers = '8MB';
   if (m !== null) options.walKeepSizeMb = 16;
   const commands: SimCommand[] = [];

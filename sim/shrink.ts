@@ -4,16 +4,18 @@
  * is a full deterministic run, so the result replays exactly like the original.
  */
 import type { Scenario } from './scenario.ts';
-import { runSimulation } from './simulation.ts';
+import { runSimulation, type SimRunOptions } from './simulation.ts';
 
 export async function shrinkScenario(
   scenario: Scenario,
   maxRuns = 400,
   /** Which failure counts (default: any): keeps the shrinker on the bug it was given. */
   same: (violation: string) => boolean = () => true,
+  /** Run options of every trial (e.g. one oracle off, so that another's finding is kept). */
+  opts: SimRunOptions = {},
 ): Promise<Scenario> {
   const fails = async (s: Scenario) => {
-    const r = await runSimulation(s);
+    const r = await runSimulation(s, opts);
     return !r.ok && same(r.violations[0]!);
   };
   let best = scenario;

@@ -34,6 +34,7 @@ import { checkSyncAck } from './checkers/sync-ack.ts';
 import { checkPositions } from './checkers/positions.ts';
 import { watchDrops } from './checkers/drop-path.ts';
 import { checkIdenticalTables } from './checkers/convergence.ts';
+import { ReplicaStateChecker } from './checkers/replica-state.ts';
 import { checkSyncState } from './checkers/sync-state.ts';
 import { checkCascades, checkClusterShape, checkSingleWriter } from './checkers/cluster-shape.ts';
 import { Operator, type SimFailoverTime } from './operator.ts';
@@ -50,6 +51,8 @@ export interface SimRunOptions {
   trace?: boolean;
   /** Stop at the first invariant violation (default true). */
   stopAtViolation?: boolean;
+  /** SIM-11's comparisons after restarts and failovers (default true; off: the oracle before it). */
+  replicaCheck?: boolean;
 }
 
 export interface SimResult {
@@ -84,6 +87,8 @@ export interface SimResult {
   simMs: number;
   /** Drops by node kind and path (SIM-10): e.g. "replay truncation: cached-lookup". */
   drops: Record<string, number>;
+  /** SIM-11: standbys compared with the primary after a restart or failover, once caught up. */
+  replicaComparisons: number;
   /** Bytes written to every machine's disk, base-backup copies included (a work counter). */
   diskBytesWritten: number;
   traceHash: string;
@@ -95,6 +100,7 @@ export class Simulation {
   private readonly ledger: Ledger;
   private readonly operator: Operator;
   private readonly workload: Workload;
+  private readonly replicas: ReplicaStateChecker;
   private stepsRun = 0;
 
   constructor(
@@ -105,6 +111,7 @@ export class Simulation {
     this.ledger = new Ledger(this.cluster);
     this.operator = new Operator(this.cluster, this.ledger);
     this.workload = new Workload(this.cluster, this.ledger);
+    this.replicas = new ReplicaStateChecker(this.cluster);
     this.cluster.onStorageLoaded = (h, st) => watchDrops(this.cluster, h, st);
     this.cluster.onCommitAcknowledged = (node, endLsn) => {
       if (this.cluster.twoNodes) return checkSyncAck(this.cluster, node, endLsn);
@@ -179,10 +186,15 @@ export class Simulation {
     }
   }
 
-  /** After every step: positions, buffers, timelines (SIM-3); several nodes: SIM-7 … SIM-9. */
+  /**
+   * After every step: positions, buffers, timelines (SIM-3); several nodes: SIM-7 … SIM-9; the
+   * relations of a standby caught up since its restart or the last failover (SIM-11).
+   */
   checkInvariants(where: string): void {
     checkPositions(this.cluster, where);
     if (!this.cluster.twoNodes) checkClusterShape(this.cluster, where);
+    if (this.cluster.violations.length === 0 && this.opts.replicaCheck !== false)
+      this.replicas.check(where);
   }
 
   // ------------------------------------------------------------------------- liveness
@@ -304,6 +316,7 @@ export class Simulation {
       events: c.sched.eventsRun,
       simMs: c.sched.now,
       drops: c.drops,
+      replicaComparisons: this.replicas.comparisons,
       diskBytesWritten: c.diskBytesWritten(),
       traceHash: c.trace.hashHex(),
       ...(c.trace.lines !== null ? { trace: c.trace.lines } : {}),

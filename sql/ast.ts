@@ -9,7 +9,7 @@ export type DeletePredicate = { op: 'all' } | { op: '<' | '>' | '='; value: numb
 export type Statement =
   /** `toastColumn`: a second column of a TOAST-able type (the table gets a TOAST table), or null. */
   | { type: 'create_table'; name: string; column: string; toastColumn: string | null }
-  | { type: 'drop_table'; name: string; ifExists: boolean }
+  | { type: 'drop_table'; names: string[]; ifExists: boolean }
   | { type: 'insert_series'; name: string; from: number; to: number }
   | { type: 'insert_values'; name: string; values: number[] }
   | { type: 'delete'; name: string; predicate: DeletePredicate }

@@ -5,7 +5,7 @@
  *
  * Grammar (case-insensitive keywords, optional trailing semicolon; the lexer folds unquoted
  * identifiers to lower case, "quoted" identifiers keep their case):
- *   CREATE TABLE name (col int [, col2 text|bytea]) | DROP TABLE [IF EXISTS] name
+ *   CREATE TABLE name (col int [, col2 text|bytea]) | DROP TABLE [IF EXISTS] name [, ...]
  *   INSERT INTO name SELECT generate_series(a, b) | INSERT INTO name VALUES (n), (n), ...
  *   DELETE FROM name [WHERE col < n | col > n | col = n]
  *   VACUUM [name] | TRUNCATE [TABLE] name [, ...] | CHECKPOINT
@@ -286,12 +286,12 @@ function parseCreate(p: Parser): Statement {
   return { type: 'create_table', name, column, toastColumn };
 }
 
-/** DROP TABLE [IF EXISTS] name */
+/** DROP TABLE [IF EXISTS] name [, ...]: every table in one transaction, as PostgreSQL does. */
 function parseDrop(p: Parser): Statement {
   if (!p.isWord('table')) {
     const what = p.peek()?.text.toUpperCase() ?? '';
     throw notSupported(
-      `DROP ${what} is not supported by walsim: it has DROP TABLE [IF EXISTS] name`,
+      `DROP ${what} is not supported by walsim: it has DROP TABLE [IF EXISTS] name [, ...]`,
     );
   }
   p.word('table');
@@ -301,7 +301,9 @@ function parseDrop(p: Parser): Statement {
     p.word('exists');
     ifExists = true;
   }
-  return { type: 'drop_table', name: p.identifier('a table name'), ifExists };
+  const names = [p.identifier('a table name')];
+  while (p.optPunct(',')) names.push(p.identifier('a table name'));
+  return { type: 'drop_table', names, ifExists };
 }
 
 /** INSERT INTO name SELECT generate_series(a, b) | INSERT INTO name VALUES (n), ... */

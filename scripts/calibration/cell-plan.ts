@@ -26,6 +26,11 @@ import {
 } from './design.ts';
 import type { CellSpec } from '../report/records.ts';
 import { markdownTable } from '../report/tables.ts';
+import {
+  generateBacklog,
+  machineGeneratorLimits,
+  type GeneratedBacklog,
+} from '../generator/backlog.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 
 /**
@@ -49,7 +54,9 @@ export const DEFAULT_BENCH_RUNS = DEFAULT_CALIBRATION_RUNS;
  * - `insert` / `delete`: the row-level DML backlogs of the calibration (experiment/dml.ts): INSERT
  *   of 2,260 rows into each of N tables / DELETE of each table's 2,486 rows;
  * - `copy` / `copy-wide`: COPY of 2,260 int rows / of 900 rows with a 400-byte text into each of N
- *   tables (COPY's multi-insert: one record a page), the calibration's COPY backlogs.
+ *   tables (COPY's multi-insert: one record a page), the calibration's COPY backlogs;
+ * - `gen`: the backlog the workload generator draws from seed N (scripts/generator/README.md),
+ *   with the pool it draws (`gen:N`) or a given one (`gen:N@SIZE`).
  */
 export const BENCH_WORKLOADS = [
   'testA',
@@ -63,6 +70,7 @@ export const BENCH_WORKLOADS = [
   'delete',
   'copy',
   'copy-wide',
+  'gen',
 ] as const;
 export type BenchWorkload = (typeof BENCH_WORKLOADS)[number];
 
@@ -72,27 +80,61 @@ export interface BenchCell {
   workload: BenchWorkload;
   sharedBuffers: string;
   nBuffers: number;
-  /** testA: k of NB/k; pgbench: the scale; every other workload: the table count. */
+  /** testA: k of NB/k; pgbench: the scale; gen: the seed; every other workload: the table count. */
   n: number;
-  /** testA: the relation's pages (NBuffers/k); others: 1 page per table (pgbench: 0). */
+  /** testA: NBuffers/k; gen: the setup's heap pages; others: 1 page per table (pgbench: 0). */
   pages: number;
 }
 
-/** Standby shared_buffers the bench accepts (128MB–8GB: beyond the calibration's sizes on both sides). */
+/**
+ * Standby shared_buffers the bench accepts: 128MB to the 20GB a 24 GiB machine starts (the pool is
+ * touched lazily; only its descriptors are scanned). Beyond that (the seed's 100GB) predict
+ * extrapolates, and says so.
+ */
 export const BENCH_MIN_NBUFFERS = parseSharedBuffers('128MB').nBuffers;
-export const BENCH_MAX_NBUFFERS = parseSharedBuffers('8GB').nBuffers;
+export const BENCH_MAX_NBUFFERS = parseSharedBuffers('20GB').nBuffers;
 const MAX_TABLES = 5000;
 const MAX_PGBENCH_SCALE = 20;
 
 const SPEC_FORMS =
-  'WORKLOAD[:N]@SHARED_BUFFERS, e.g. testA:NB/64@2GB, truncate:300@1GB, truncate-toast:50@8GB, vacuum:1000@512MB, drop:500@1GB, pgbench:2@1GB, mixed:200@2GB, insert:100@128MB, delete:100@128MB, copy:100@128MB, copy-wide:100@128MB';
+  'WORKLOAD[:N]@SHARED_BUFFERS, e.g. testA:NB/64@2GB, truncate:300@1GB, truncate-toast:50@8GB, vacuum:1000@512MB, drop:500@1GB, pgbench:2@1GB, mixed:200@2GB, insert:100@128MB, delete:100@128MB, copy:100@128MB, copy-wide:100@128MB, gen:1001 (a generated seed, its own pool), gen:1001@20GB';
 
 function refuse(text: string, why: string): WalsimError {
   return new WalsimError('invalid_input', `invalid bench cell "${text}": ${why}; ${SPEC_FORMS}`);
 }
 
+/** The backlog a `gen` cell runs: its seed's draw with the cell's pool (machine-independent). */
+export function backlogOfCell(c: Pick<BenchCell, 'n' | 'sharedBuffers'>): GeneratedBacklog {
+  return generateBacklog(c.n, undefined, c.sharedBuffers);
+}
+
+/** `gen:N` (the pool the seed draws, at most what this machine starts) or `gen:N@SIZE`. */
+function parseGenCell(text: string, seed: string, size: string | undefined): BenchCell {
+  const n = Number(seed);
+  if (!/^\d+$/.test(seed) || !Number.isSafeInteger(n)) throw refuse(text, 'gen takes a seed ≥ 0');
+  let pool: string;
+  try {
+    pool = size ?? generateBacklog(n, machineGeneratorLimits()).sharedBuffers;
+  } catch (e) {
+    throw refuse(text, (e as Error).message);
+  }
+  let nb: number;
+  try {
+    nb = parseSharedBuffers(pool).nBuffers;
+  } catch (e) {
+    throw refuse(text, (e as Error).message);
+  }
+  if (nb < BENCH_MIN_NBUFFERS || nb > BENCH_MAX_NBUFFERS)
+    throw refuse(text, `shared_buffers ${pool} is outside 128MB–20GB`);
+  const b = backlogOfCell({ n, sharedBuffers: pool });
+  const pages = b.relations.reduce((a, r) => a + r.pages, 0);
+  return { id: `gen:${n}@${pool}`, workload: 'gen', sharedBuffers: pool, nBuffers: nb, n, pages };
+}
+
 /** `WORKLOAD[:N]@SHARED_BUFFERS` → a cell; a clear error naming what was wrong otherwise. */
 export function parseBenchCell(text: string): BenchCell {
+  const g = /^gen:([^@]*)(?:@(\S+))?$/.exec(text.trim());
+  if (g !== null) return parseGenCell(text, g[1]!, g[2]);
   const m = /^([a-zA-Z-]+)(?::([^@]+))?@(\S+)$/.exec(text.trim());
   if (m === null) throw refuse(text, 'not of the form WORKLOAD[:N]@SHARED_BUFFERS');
   const workload = m[1] as BenchWorkload;
@@ -106,7 +148,7 @@ export function parseBenchCell(text: string): BenchCell {
     throw refuse(text, (e as Error).message);
   }
   if (sb.nBuffers < BENCH_MIN_NBUFFERS || sb.nBuffers > BENCH_MAX_NBUFFERS)
-    throw refuse(text, `shared_buffers ${sb.text} is outside 128MB–8GB`);
+    throw refuse(text, `shared_buffers ${sb.text} is outside 128MB–20GB`);
   const arg = m[2];
   const base = { workload, sharedBuffers: sb.text, nBuffers: sb.nBuffers };
   if (workload === 'testA') {
@@ -168,6 +210,12 @@ export const DEFAULT_BENCH_CELLS: readonly string[] = [
   'mixed:100@8GB',
 ];
 
+/**
+ * The generated seeds `npm run predict-bench` runs by default (FROM-TO): a range the default
+ * calibration's seeds (design.ts `DEFAULT_CALIBRATION_SEEDS`, 1–999) never reach.
+ */
+export const DEFAULT_BENCH_SEEDS = '1001-1040';
+
 /** `--quick`: a handful of small cells, one of each kind of drop path, for a first look. */
 export const QUICK_BENCH_CELLS: readonly string[] = [
   'truncate:100@256MB',
@@ -205,6 +253,8 @@ export function calibrationSaw(
       return (
         settings.dml !== null && at([settings.dml.sharedBuffers]) && settings.dml.tables === cell.n
       );
+    case 'gen':
+      return (settings.generated?.seeds ?? []).includes(cell.n);
     case 'copy':
     case 'copy-wide':
       return (
@@ -239,6 +289,8 @@ export function estimateBenchRunSeconds(c: BenchCell): number {
       return pair + c.n * 0.06;
     case 'copy-wide':
       return pair + c.n * 0.1;
+    case 'gen':
+      return pair + 3 + c.pages * 3e-3;
     default:
       return pair + c.n * 0.025;
   }
@@ -463,6 +515,7 @@ export function renderBenchMarkdown(
  * counts predict reads from the real WAL — the counts every prediction is priced from.
  */
 export function benchCellOfCalibration(c: CellSpec): BenchCell {
+  if (c.variant === 'generated') return parseBenchCell(`gen:${c.seed}@${c.sharedBuffers}`);
   const what = c.kind === 'threshold' ? `testA:NB/${c.relDivisor}` : `${c.variant}:${c.tables}`;
   return parseBenchCell(`${what}@${c.sharedBuffers}`);
 }

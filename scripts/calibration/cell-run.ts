@@ -32,7 +32,8 @@ import {
 } from '../postgres/pg-cluster.ts';
 import { PgEngine } from '../engines/pg-engine.ts';
 import { startupSamplerOf } from '../postgres/startup-sched.ts';
-import type { BenchCell, BenchRun } from './cell-plan.ts';
+import { backlogOfCell, type BenchCell, type BenchRun } from './cell-plan.ts';
+import { makeGeneratedBacklog } from './gen-backlog.ts';
 import { predictStandby } from '../predict/prediction.ts';
 import { checkVerifiable, verifyPromotion } from '../predict/verify.ts';
 
@@ -109,6 +110,7 @@ function stepsOf(c: BenchCell): { before: StepName[]; drop: 'vacuum' | 'truncate
 
 /** Make the cell's backlog on `dir`'s pair: the standby paused, the primary stopped. */
 export async function makeBacklog(dir: string, c: BenchCell): Promise<void> {
+  if (c.workload === 'gen') return makeGeneratedBacklog(dir, backlogOfCell(c));
   const engine = new PgEngine(dir);
   const session = new StepSession(engine);
   const workload = c.workload === 'testA' ? 'rel' : 'multi';

@@ -110,7 +110,27 @@ export interface CalibrationDesign {
   dml: { sharedBuffers: string; tables: number } | null;
   /** The COPY backlogs (narrow and wide rows) over `tables` tables; null: none (older files). */
   copy: { sharedBuffers: string; tables: number } | null;
+  /**
+   * Generated backlogs (scripts/generator/): the seeds, each at the pool it draws, and the
+   * generator version that drew them; absent or null: none (older files).
+   */
+  generated?: { seeds: number[]; pools: string[]; generator: number } | null;
 }
+
+/**
+ * The generated backlogs calibration runs by default (seeds 1–12, each at the pool it draws on
+ * this machine): below the bench's seeds (1001 on), so the bench never measures a seed the fit saw.
+ */
+export const DEFAULT_CALIBRATION_SEEDS = '1-12';
+
+/** A generated calibration cell: the seed's backlog at its pool (calibration/gen-backlog.ts runs it). */
+const generatedCell = (seed: number, sb: string): CellSpec => ({
+  ...testBCell(sb, 'truncate', 1),
+  variant: 'generated',
+  tables: 0,
+  pagesPerTable: 0,
+  seed,
+});
 
 /** The default design (26 cells). */
 export function defaultCalibrationDesign(): CalibrationDesign {
@@ -176,6 +196,8 @@ export function planCalibration(d: CalibrationDesign): CellSpec[] {
     if (d.copy !== null && nb(d.copy.sharedBuffers) === nBuffers)
       for (const v of ['copy', 'copy-wide'] as const) cells.push(testBCell(sb, v, d.copy.tables));
   }
+  const g = d.generated ?? null;
+  if (g !== null) g.seeds.forEach((seed, i) => cells.push(generatedCell(seed, g.pools[i]!)));
   return cells;
 }
 
@@ -332,6 +354,7 @@ export interface CalibrationReport {
 }
 
 export function cellShortLabel(c: CellSpec): string {
+  if (c.variant === 'generated') return `${c.sharedBuffers} generated seed ${c.seed}`;
   const what =
     c.kind === 'threshold'
       ? `Test A VACUUM ${c.relSize}`
@@ -458,11 +481,13 @@ export interface StoredCalibration {
 
 /** The label a stored run carries: `<shared_buffers> <NB/k>` or `<shared_buffers> <variant> <n> tables`. */
 export const storedLabel = (
-  c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant' | 'tables'>,
+  c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant' | 'tables' | 'seed'>,
 ) =>
-  c.relSize !== null
-    ? `${c.sharedBuffers} ${c.relSize}`
-    : `${c.sharedBuffers} ${c.variant} ${c.tables} tables`;
+  c.variant === 'generated'
+    ? `${c.sharedBuffers} generated seed ${c.seed}`
+    : c.relSize !== null
+      ? `${c.sharedBuffers} ${c.relSize}`
+      : `${c.sharedBuffers} ${c.variant} ${c.tables} tables`;
 
 /** Labels of calibrations with one table count: `<shared_buffers> <variant>`. */
 const legacyLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>) =>
@@ -491,12 +516,11 @@ export function readStoredCalibration(file: string): StoredCalibration {
       typeof r.label !== 'string' ||
       typeof r.run !== 'number' ||
       typeof r.failoverMs !== 'number'
-    ) {
+    )
       throw new WalsimError(
         'invalid_input',
         `${file}: a fit.records entry lacks label, run or failoverMs: ${JSON.stringify(r).slice(0, 200)}`,
       );
-    }
   }
   const records = recs as StoredCalibrationRun[];
   const s = fit.settings as
@@ -534,6 +558,7 @@ export function readStoredCalibration(file: string): StoredCalibration {
       toastSizes: s?.toastSizes ?? sizes,
       dml: s?.dml ?? null,
       copy: s?.copy ?? null,
+      generated: s?.generated ?? null,
       relDivisors:
         divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
       primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',

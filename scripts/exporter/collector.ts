@@ -1,6 +1,7 @@
 /**
- * The exporter's own prediction cycle: every interval, `predictStandby` for each watched standby
- * (all at once, each on its own sessions), then the ranking of those that answered. A scrape never
+ * The exporter's own prediction cycle: every interval, each watched standby's
+ * `IncrementalPredictor` (all at once, each on its own sessions; it reads only the WAL that came
+ * since the last cycle), then the ranking of those that answered. A scrape never
  * waits for this: it reads `snapshot()`, the last finished cycle's results.
  *
  * One standby failing (down, not in recovery, its WAL segments removed, privileges missing) marks
@@ -14,6 +15,7 @@ import { isWalsimError } from '../../common/errors.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { predictStandby, rankStandbys, type Prediction } from '../predict/prediction.ts';
 import { parseConninfo, redact } from '../postgres/conninfo.ts';
+import { IncrementalPredictor, RESTART_REASONS, type RestartReason } from './incremental.ts';
 
 /** One watched standby: its URL, its data directory (pg_waldump reads its pg_wal), its label. */
 export interface Target {
@@ -91,6 +93,10 @@ export interface StandbyStatus {
   lastError: { reason: ErrorReason; message: string } | null;
   predictions: number;
   errors: Record<ErrorReason, number>;
+  /** Starts over of the kept replay state, by reason (incremental.ts). */
+  restarts: Record<RestartReason, number>;
+  /** Bytes of WAL the cycles read. */
+  walReadBytes: number;
 }
 
 export interface CycleSnapshot {
@@ -109,7 +115,7 @@ export interface CollectorOptions {
   profile: CostProfile;
   profileRef: string;
   intervalMs: number;
-  /** Replaced in unit tests; predictStandby otherwise. */
+  /** Replaced in unit tests; otherwise each standby's IncrementalPredictor. */
   predict?: PredictFn;
   /** Told of every failed prediction (the exporter logs one line to stderr). */
   onError?: (s: StandbyStatus) => void;
@@ -120,6 +126,8 @@ const noErrors = () =>
 
 export class Collector {
   private readonly status: StandbyStatus[];
+  /** Each standby's prediction kept between cycles (same order as `status`). */
+  private readonly predictors: IncrementalPredictor[];
   private ranking: CycleSnapshot['ranking'] = null;
   private cycles = 0;
   private lastCycleAt: number | null = null;
@@ -137,7 +145,13 @@ export class Collector {
       lastError: null,
       predictions: 0,
       errors: noErrors(),
+      restarts: Object.fromEntries(RESTART_REASONS.map((r) => [r, 0])) as Record<
+        RestartReason,
+        number
+      >,
+      walReadBytes: 0,
     }));
+    this.predictors = opts.targets.map(() => new IncrementalPredictor());
   }
 
   snapshot(): CycleSnapshot {
@@ -171,7 +185,7 @@ export class Collector {
 
   /** One cycle: every standby predicted concurrently; a failure stays with its standby. */
   async runCycle(): Promise<void> {
-    await Promise.all(this.status.map((s) => this.predictOne(s)));
+    await Promise.all(this.status.map((s, i) => this.predictOne(s, this.predictors[i]!)));
     const good = this.status.filter((s) => s.prediction !== null);
     if (good.length === 0) this.ranking = null;
     else {
@@ -189,9 +203,9 @@ export class Collector {
     this.lastCycleAt = Date.now();
   }
 
-  private async predictOne(s: StandbyStatus): Promise<void> {
+  private async predictOne(s: StandbyStatus, incremental: IncrementalPredictor): Promise<void> {
     const t0 = performance.now();
-    const predict = this.opts.predict ?? predictStandby;
+    const predict = this.opts.predict ?? ((input) => incremental.predict(input));
     try {
       const p = await predict({
         standby: s.target.url,
@@ -217,6 +231,8 @@ export class Collector {
     } finally {
       s.predictions += 1;
       s.lastDurationS = (performance.now() - t0) / 1000;
+      s.restarts = { ...incremental.restarts };
+      s.walReadBytes = incremental.walReadBytes;
     }
   }
 }

@@ -11,6 +11,7 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { ERROR_REASONS, type CycleSnapshot, type StandbyStatus } from './collector.ts';
+import { RESTART_REASONS } from './incremental.ts';
 
 /** The PostgreSQL major a profile was fitted on, from its description ("PostgreSQL 14-dev", "(PostgreSQL) 15.18"). */
 export function profileMajor(profile: CostProfile): string {
@@ -43,6 +44,8 @@ export const METRIC_NAMES = {
   predictions: `${P}predictions_total`,
   profile: 'walsim_profile_info',
   cycles: 'walsim_exporter_cycles_total',
+  restarts: `${P}model_restarts_total`,
+  walRead: `${P}wal_read_bytes_total`,
 } as const;
 
 type Sample = [labels: Record<string, string>, value: number];
@@ -130,6 +133,7 @@ export function exporterRegistry(
   );
   standbyWalMetrics(g, snapshot, sb);
   standbyHealthMetrics(r, g, snapshot, sb, profile);
+  standbyCostMetrics(r, snapshot, sb);
   return r;
 }
 
@@ -264,6 +268,24 @@ function standbyHealthMetrics(
     snapshot().standbys.map((s) => [sb(s), s.predictions]),
   );
   counterFrom(r, N.cycles, 'Prediction cycles finished', [], () => [[{}, snapshot().cycles]]);
+}
+
+/** What the kept state costs: its starts over by reason, the WAL the cycles read. */
+function standbyCostMetrics(r: Registry, snapshot: () => CycleSnapshot, sb: Sb): void {
+  const N = METRIC_NAMES;
+  counterFrom(
+    r,
+    N.restarts,
+    'Starts over of the replay state kept between cycles, by reason',
+    ['standby', 'reason'],
+    () =>
+      snapshot().standbys.flatMap((s) =>
+        RESTART_REASONS.map((reason): Sample => [{ ...sb(s), reason }, s.restarts[reason]]),
+      ),
+  );
+  counterFrom(r, N.walRead, 'Bytes of WAL the prediction cycles read', ['standby'], () =>
+    snapshot().standbys.map((s) => [sb(s), s.walReadBytes]),
+  );
 }
 
 /**

@@ -31,7 +31,11 @@ export function toPredictRecord(r: ReadRecord): PgWalRecord {
     xid: r.xid,
     blocks: r.blocks.map((b) => ({ node: b.node, fork: b.fork as ForkNumber, block: b.block })),
   };
+  out.endLsn = r.endLsn;
   const d = r.data;
+  if (d?.kind === 'xact_commit' || d?.kind === 'xact_abort')
+    out.xactEnd = { xid: /_PREPARED$/.test(r.type) ? d.twophaseXid : r.xid, time: d.xactTime };
+  else if (d?.kind === 'xlog_restore_point') out.restorePoint = d.name;
   let desc = '';
   if (d?.kind === 'smgr_create') out.create = { node: d.node, fork: d.fork as ForkNumber };
   else if (d?.kind === 'smgr_truncate')
@@ -64,7 +68,7 @@ export async function pgWalRecords(
   major?: PgMajor,
 ): Promise<RangeRead> {
   const detail = `pg-wal reader over ${walDir} from ${from} to ${to}`;
-  if (parseLsn(from) >= parseLsn(to)) return { source: 'pg-wal', detail };
+  if (parseLsn(from) >= parseLsn(to)) return { source: 'pg-wal', detail, nextLsn: from };
   // The words pg_waldump's source uses for a segment that is not there (wal-source.ts).
   const missing = (segment: string | null, at: string) => {
     const tli = tliOfPointInHistory(parseLsn(at), history);
@@ -79,10 +83,22 @@ export async function pgWalRecords(
     endLsn: parseLsn(to),
     ...(major !== undefined ? { major } : {}),
   });
-  for await (const batch of reader.batches()) for (const r of batch) onRecord(toPredictRecord(r));
+  let next = parseLsn(from);
+  let batches = 0;
+  for await (const batch of reader.batches()) {
+    for (const r of batch) onRecord(toPredictRecord(r));
+    next = batch[batch.length - 1]!.endLsn;
+    // A turn of the event loop every 8 batches (about 2,000 records): an exporter's scrape is
+    // answered while a long range is read in the same thread.
+    if (++batches % 8 === 0) await new Promise((r) => setImmediate(r));
+  }
   const end = reader.end;
   if (end === null || end.reason === 'end_lsn')
-    return { source: 'pg-wal', detail: `${detail} (PostgreSQL ${reader.major ?? '?'} WAL)` };
+    return {
+      source: 'pg-wal',
+      detail: `${detail} (PostgreSQL ${reader.major ?? '?'} WAL)`,
+      nextLsn: formatLsn(next),
+    };
   if (end.reason === 'missing_segment')
     throw missing(/"([0-9A-F]{24})"/.exec(end.message)?.[1] ?? null, formatLsn(end.lsn));
   throw new WalsimError(

@@ -11,7 +11,8 @@
 import * as path from 'node:path';
 import type pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
-import { parseLsn } from '../../wal/lsn.ts';
+import { formatLsn, parseLsn } from '../../wal/lsn.ts';
+import { describeTarget, stopOf, type RecoveryTarget } from './recovery-target.ts';
 import { promotionStepCounts, type FailoverCounts } from '../../storage/replay-counts.ts';
 import { genericRecordSeconds, price } from '../../cost-model/price.ts';
 import {
@@ -103,6 +104,8 @@ export interface Prediction {
   paused: boolean;
   note: string;
   range: { from: string; to: string; bytes: number };
+  /** The recovery target, when one is set: where it stops replay in or before the range. */
+  recoveryTarget: TargetBound | null;
   source: RangeRead & { learnedFrom: string; learnedRecords: number };
   primary:
     | { url: string; currentLsn: string; walNotReceivedBytes: number }
@@ -189,14 +192,14 @@ function droppedNodes(rec: PgWalRecord, into: RelFileNode[]): void {
 }
 
 /** Reads a WAL range record by record (pg_waldump on the standby's pg_wal, or pg_walinspect). */
-type ReadRange = (
+export type ReadRange = (
   from: string,
   to: string,
   onRecord: (r: PgWalRecord) => void,
 ) => Promise<RangeRead>;
 
 /** The sessions a prediction opens; predictStandby ends them whatever happens. */
-interface Sessions {
+export interface Sessions {
   standby: pg.Client;
   primary: pg.Client | null;
 }
@@ -214,50 +217,105 @@ export async function predictStandby(input: PredictInput): Promise<Prediction> {
   }
 }
 
-async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
-  const c = sessions.standby;
-  const st = await readStandbyState(c, input.standby);
+/** What a prediction reads before any WAL: the standby's state, its range, how to read it. */
+export interface RangeSetup {
+  st: StandbyState;
+  /** [replay LSN, receive LSN). */
+  from: string;
+  to: string;
+  /** --pgdata's pg_wal, null when pg_walinspect on the primary is read instead. */
+  walDir: string | null;
+  primaryInfo: Prediction['primary'];
+  read: ReadRange;
+  dropRules: PgDropRules;
+}
+
+/** The standby's state (checked), the unreplayed range, the primary's LSN, the range reader. */
+export async function setUpRange(sessions: Sessions, input: PredictInput): Promise<RangeSetup> {
+  const st = await readStandbyState(sessions.standby, input.standby);
   checkStandby(st);
   const from = st.replayLsn!;
   // Replay stops at the end of what was received; a replay LSN past the receive LSN (WAL from
   // the archive or pg_wal at startup) leaves nothing unreplayed.
-  const to = parseLsn(st.receiveLsn!) > parseLsn(from) ? st.receiveLsn! : from;
+  const received =
+    st.receiveLsn !== null && parseLsn(st.receiveLsn) > parseLsn(from) ? st.receiveLsn : from;
   const walDir = input.pgdata !== undefined ? checkPgdata(input.pgdata, st) : null;
+  checkTargetReadable(st, walDir);
   const primaryInfo = await connectPrimary(sessions, input, st, walDir);
-  const read = await rangeReader(sessions.primary, input, st, walDir, from, to);
+  const read = await rangeReader(sessions.primary, input, st, walDir, from, received);
+  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
+  return { st, from, to: received, walDir, primaryInfo, read, dropRules };
+}
 
+/** The standby's files (--pgdata's sizes) and buffers (pg_buffercache's, when `resident`). */
+export function standbyFiles(
+  input: PredictInput,
+  resident: Map<string, number[]> | null,
+): StandbyFiles {
+  const pgdataFiles =
+    input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
+  return {
+    diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
+    residentBlocks: (n: RelFileNode, f: ForkNumber) =>
+      resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
+  };
+}
+
+async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
+  const setup = await setUpRange(sessions, input);
+  const { st, from, to, read } = setup;
   // Buffers of the relations the range drops: pg_buffercache when installed (first pass).
   let resident: Map<string, number[]> | null = null;
   if (st.hasBuffercache) {
     const nodes: RelFileNode[] = [];
     await read(from, to, (r) => droppedNodes(r, nodes));
-    resident = await residentBlocks(c, nodes);
+    resident = await residentBlocks(sessions.standby, nodes);
   }
-  const pgdataFiles =
-    input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
-  const files: StandbyFiles = {
-    diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
-    residentBlocks: (n: RelFileNode, f: ForkNumber) =>
-      resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
-  };
-  const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
-  const model = new RecoveryModel(st.nBuffers, files, resident !== null, dropRules);
+  const files = standbyFiles(input, resident);
+  const model = new RecoveryModel(st.nBuffers, files, resident !== null, setup.dropRules);
+  const stops = stopFinder(st.recoveryTarget);
+  const learned = await learnCachedSizes(read, model, st.restartpointRedoLsn, from, stops.seen);
+  const bound = await replayBounded(read, model, st, from, to, stops.reached());
+  return assemblePrediction(
+    setup,
+    input,
+    model.result(),
+    bound.src,
+    learned,
+    resident !== null,
+    bound,
+  );
+}
+
+/**
+ * The prediction from the modeled replay of [from, to) (`rp`), priced with the profile.
+ * `learned`: the records read from the last restartpoint's redo to `from`.
+ */
+export function assemblePrediction(
+  setup: RangeSetup,
+  input: PredictInput,
+  rp: ReplayPrediction,
+  src: RangeRead,
+  learned: number,
+  residentKnown: boolean,
+  bound: { to: string; target: TargetBound | null } = { to: setup.to, target: null },
+): Prediction {
+  const { st, from, dropRules } = setup;
+  const { to, target } = bound;
   const learnFrom = st.restartpointRedoLsn;
-  const learned = await learnCachedSizes(read, model, learnFrom, from);
-  const src = await read(from, to, (r) => model.replay(r));
-  const rp = model.result();
   const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
-  const recv = parseLsn(st.receiveLsn!);
+  const recv = parseLsn(st.receiveLsn ?? from);
   const rep = parseLsn(st.replayLsn!);
   return {
     standby: st.url,
     state: st,
     paused: st.pauseState !== 'not paused',
-    note: predictionNotes(st, from, to).join('; '),
+    note: [...predictionNotes(st, from, to), ...(target !== null ? [target.note] : [])].join('; '),
+    recoveryTarget: target,
     range: { from, to, bytes: parseLsn(to) - parseLsn(from) },
     source: { ...src, learnedFrom: learnFrom, learnedRecords: learned },
-    primary: primaryInfo,
-    patroniPosition: recv >= rep ? st.receiveLsn! : st.replayLsn!,
+    primary: setup.primaryInfo,
+    patroniPosition: recv >= rep ? (st.receiveLsn ?? from) : st.replayLsn!,
     counts,
     records: { total: rp.records, bytes: rp.walBytes, generic: rp.genericRecords, byType },
     drops,
@@ -277,10 +335,9 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
       sizeCached: !dropRules.cachedLookup
         ? `PostgreSQL ${dropRules.major} caches no relation sizes: every drop scans all NBuffers descriptors`
         : `a fork's size is cached iff replay read, extended or truncated it since the startup process began (WAL read from the last restartpoint's redo ${learnFrom}: ${fmtInt(learned)} records); a relation created and never written, or touched only before the standby restarted, is not`,
-      invalidations:
-        resident !== null
-          ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
-          : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
+      invalidations: residentKnown
+        ? 'buffers to invalidate: pg_buffercache now, plus the blocks the range reads'
+        : 'buffers to invalidate: the blocks replay read since the standby started (pg_buffercache not installed)',
     },
   };
 }
@@ -306,7 +363,7 @@ async function connectPrimary(
     return {
       url: redactUrl(input.primary),
       currentLsn: lsn,
-      walNotReceivedBytes: Math.max(0, parseLsn(lsn) - parseLsn(st.receiveLsn!)),
+      walNotReceivedBytes: Math.max(0, parseLsn(lsn) - parseLsn(st.receiveLsn ?? st.replayLsn!)),
     };
   } catch (e) {
     if (walDir === null) throw e;
@@ -359,6 +416,102 @@ async function rangeReader(
   };
 }
 
+/** Where a recovery target stopped (or will stop) replay: before or after which record. */
+interface ReachedStop {
+  when: 'before' | 'after';
+  /** The record's start. */
+  lsn: string;
+  /** rmgr/type of the record. */
+  what: string;
+}
+
+/** The recovery target and what it does to the range, for the answer and `--json`. */
+export interface TargetBound {
+  setting: string;
+  /** The stop: already reached (replay paused at it), in the range, or not within the range. */
+  stop: (ReachedStop & { reached: boolean }) | null;
+  /** Bytes of the received range past the stop, which promotion does not replay. */
+  notReplayedBytes: number;
+  note: string;
+}
+
+const recordName = (r: PgWalRecord) => `${r.rmgr}/${r.type}`;
+
+/**
+ * A target by xid, time or restore point is read from each commit's or restore point's main data,
+ * which only the pg-wal/ reader of --pgdata decodes (pg_walinspect's rows carry no commit time).
+ */
+function checkTargetReadable(st: StandbyState, walDir: string | null): void {
+  const t = st.recoveryTarget;
+  if (t === null || walDir !== null || t.kind === 'lsn' || t.kind === 'immediate') return;
+  throw new WalsimError(
+    'invalid_input',
+    `${st.url} has ${describeTarget(t)}: where it stops replay is read from the records' own data, which needs --pgdata DIR (the standby's data directory)`,
+  );
+}
+
+/**
+ * Replay the range into the model up to where PostgreSQL's startup process stops: the recovery
+ * target (recoveryStopsBefore / recoveryStopsAfter), else the end of what was received. A
+ * standby that already reached its target replays nothing more: resuming or promoting it ends
+ * recovery there. A standby that never streamed (receive LSN NULL) is bounded only that way.
+ */
+async function replayBounded(
+  read: ReadRange,
+  model: RecoveryModel,
+  st: StandbyState,
+  from: string,
+  received: string,
+  reached: ReachedStop | null,
+): Promise<{ src: RangeRead; to: string; target: TargetBound | null }> {
+  const t = st.recoveryTarget;
+  if (reached === null && st.receiveLsn === null)
+    throw new WalsimError(
+      'invalid_input',
+      `${st.url} has received no WAL by streaming (pg_last_wal_receive_lsn() is NULL) and has not reached a recovery target${t === null ? '' : ` (${describeTarget(t)})`}: the WAL it would replay from pg_wal past ${from} has no known end — let it stream from its primary first`,
+    );
+  if (t === null)
+    return { src: await read(from, received, (r) => model.replay(r)), to: received, target: null };
+  const setting = describeTarget(t);
+  const bytesPast = (lsn: string) => Math.max(0, parseLsn(received) - parseLsn(lsn));
+  if (reached !== null) {
+    const src = await read(from, from, () => {});
+    const note = `a recovery target bounds the range: ${setting} was reached ${reached.when} ${reached.what} at ${reached.lsn} and replay is paused there; promotion (or pg_wal_replay_resume()) ends recovery without replaying the ${bytesPast(from)} bytes received past ${from}`;
+    return {
+      src,
+      to: from,
+      target: {
+        setting,
+        stop: { ...reached, reached: true },
+        notReplayedBytes: bytesPast(from),
+        note,
+      },
+    };
+  }
+  let stop: ReachedStop | null = null;
+  let to = received;
+  const src = await read(from, received, (r) => {
+    if (stop !== null) return;
+    const s = stopOf(t, r);
+    if (s !== 'before') model.replay(r);
+    if (s === null) return;
+    stop = { when: s, lsn: formatLsn(r.lsn), what: recordName(r) };
+    to = s === 'before' ? formatLsn(r.lsn) : formatLsn(r.endLsn ?? r.lsn + r.totalLength);
+  });
+  const found = stop as ReachedStop | null;
+  const note =
+    found === null
+      ? `a recovery target is set (${setting}) and is not reached within the range: all of it is replayed`
+      : `a recovery target bounds the range: ${setting} stops replay ${found.when} ${found.what} at ${found.lsn}; the ${bytesPast(to)} bytes received past ${to} are not replayed`;
+  const bound = {
+    setting,
+    stop: found === null ? null : { ...found, reached: false },
+    notReplayedBytes: bytesPast(to),
+    note,
+  };
+  return { src, to, target: bound };
+}
+
 /** The standby's major, for the WAL reader (readStandbyState accepted only 13–18). */
 function standbyMajor(st: StandbyState): PgMajor {
   return Math.floor(st.versionNum / 10000) as PgMajor;
@@ -369,11 +522,12 @@ function standbyMajor(st: StandbyState): PgMajor {
  * pg_control's last restartpoint redo is at or after that point (an earlier touch is missed: the
  * relation is then predicted uncached, i.e. a full scan). Returns the records read.
  */
-async function learnCachedSizes(
+export async function learnCachedSizes(
   read: ReadRange,
   model: RecoveryModel,
   learnFrom: string,
   from: string,
+  seen: (r: PgWalRecord) => void = () => {},
 ): Promise<number> {
   let learned = 0;
   if (parseLsn(learnFrom) < parseLsn(from)) {
@@ -381,6 +535,7 @@ async function learnCachedSizes(
       await read(learnFrom, from, (r) => {
         learned += 1;
         model.learn(r);
+        seen(r);
       });
     } catch (e) {
       throw new WalsimError(
@@ -390,6 +545,24 @@ async function learnCachedSizes(
     }
   }
   return learned;
+}
+
+/**
+ * A recovery target's first stop among records already replayed, as `learnCachedSizes`' `seen`
+ * sees them: one means the standby reached its target (and is paused there).
+ */
+function stopFinder(target: RecoveryTarget | null): {
+  seen: (r: PgWalRecord) => void;
+  reached: () => ReachedStop | null;
+} {
+  let reached: ReachedStop | null = null;
+  return {
+    seen: (r) => {
+      const stop = target === null || reached !== null ? null : stopOf(target, r);
+      if (stop !== null) reached = { when: stop, lsn: formatLsn(r.lsn), what: recordName(r) };
+    },
+    reached: () => reached,
+  };
 }
 
 /**
@@ -568,7 +741,7 @@ export function rankStandbys(ps: Prediction[]): {
       standby: p.standby,
       writableS: p.predicted.writableS,
       paused: p.paused,
-      walNotReceivedBytes: Math.max(0, leader - parseLsn(p.state.receiveLsn!)),
+      walNotReceivedBytes: Math.max(0, leader - parseLsn(p.state.receiveLsn ?? p.range.from)),
       replayBacklogBytes: p.range.bytes,
       patroniLagBytes: lag,
       patroniEligible: lag <= PATRONI_MAXIMUM_LAG_ON_FAILOVER,

@@ -183,7 +183,7 @@ const SMGR_TRUNCATE_FSM = 4;
 /** The startup process's relation state, fed record by record. */
 export class RecoveryModel {
   private readonly rels = new Map<string, RelState>();
-  private readonly counts = emptyReplayCounts();
+  private counts = emptyReplayCounts();
   private readonly types = new Map<string, RecordTypeCount>();
   private readonly drops: PredictedDrop[] = [];
   private readonly assumptions = new Set<string>();
@@ -521,6 +521,26 @@ export class RecoveryModel {
       probes,
       invalidated: d.invalidated,
     });
+  }
+
+  /**
+   * A copy that later records change independently of this one: the exporter keeps the state
+   * learned up to the replay LSN and replays the unreplayed range on a copy (scripts/exporter/).
+   */
+  clone(): RecoveryModel {
+    const c = new RecoveryModel(this.nBuffers, this.files, this.residentKnown, this.rules);
+    for (const [k, r] of this.rels) {
+      const forks = r.forks.map((f) => ({ ...f, resident: new Set(f.resident) }));
+      c.rels.set(k, { node: r.node, forks: forks as RelState['forks'] });
+    }
+    c.counts = structuredClone(this.counts);
+    for (const [k, t] of this.types) c.types.set(k, { ...t });
+    for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
+    for (const a of this.assumptions) c.assumptions.add(a);
+    c.records = this.records;
+    c.walBytes = this.walBytes;
+    c.genericRecords = this.genericRecords;
+    return c;
   }
 
   result(): ReplayPrediction {

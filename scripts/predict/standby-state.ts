@@ -7,6 +7,11 @@
  * Entry points: `connectServer`, `readStandbyState`, `readPrimaryLsn`, `checkStandby`,
  * `StandbyState`, `redactUrl`, `serverConfig`, `connectionFailure`.
  */
+import {
+  recoveryTargetOf,
+  type RecoveryTarget,
+  type RecoveryTargetSettings,
+} from './recovery-target.ts';
 import pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { parseConninfo, pgClientConfig, redactConninfo } from '../postgres/conninfo.ts';
@@ -39,6 +44,26 @@ export interface StandbyState {
   logTimezone: string;
   /** pg_current_logfile(), relative to the data directory unless absolute; null without logging_collector. */
   currentLogfile: string | null;
+  /** recovery_target_* (recovery-target.ts): where replay will stop, null when none is set. */
+  recoveryTarget: RecoveryTarget | null;
+}
+
+/** The recovery target settings; the server parses recovery_target_time (its TimeZone). */
+async function readRecoveryTarget(c: pg.Client): Promise<RecoveryTarget | null> {
+  const s = await one<RecoveryTargetSettings>(
+    c,
+    `SELECT current_setting('recovery_target') AS target,
+            current_setting('recovery_target_lsn') AS lsn,
+            current_setting('recovery_target_xid') AS xid,
+            current_setting('recovery_target_time') AS time,
+            CASE WHEN current_setting('recovery_target_time') <> '' THEN
+              ((extract(epoch FROM current_setting('recovery_target_time')::timestamptz)
+                - 946684800) * 1000000)::int8::text END AS "timeUs",
+            current_setting('recovery_target_name') AS name,
+            current_setting('recovery_target_inclusive') AS inclusive,
+            current_setting('recovery_target_action') AS action`,
+  );
+  return recoveryTargetOf(s);
 }
 
 /** A connection string with its secrets hidden (for messages and output). */
@@ -210,6 +235,7 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
     logLinePrefix: String(s.log_line_prefix),
     logTimezone: String(s.log_timezone),
     currentLogfile: logfile,
+    recoveryTarget: await readRecoveryTarget(c),
   };
 }
 
@@ -220,10 +246,12 @@ export function checkStandby(st: StandbyState): void {
       'invalid_input',
       `${st.url} is not in recovery (pg_is_in_recovery() = false): it is a primary or was already promoted — pass a standby with --standby (the primary goes in --primary)`,
     );
-  if (st.receiveLsn === null || st.replayLsn === null)
+  // A NULL receive LSN alone is a standby that replayed its pg_wal without streaming (one paused
+  // at a recovery target it reached there): predictWith decides whether that range is bounded.
+  if (st.replayLsn === null)
     throw new WalsimError(
       'invalid_input',
-      `${st.url} has ${st.replayLsn === null ? 'replayed' : 'received'} no WAL yet (pg_last_wal_${st.replayLsn === null ? 'replay' : 'receive'}_lsn() is NULL): predict needs a streaming standby that has started replay`,
+      `${st.url} has replayed no WAL yet (pg_last_wal_replay_lsn() is NULL): predict needs a standby that has started replay`,
     );
   if (!Number.isSafeInteger(st.nBuffers) || st.nBuffers <= 0)
     throw new WalsimError(

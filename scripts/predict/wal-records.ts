@@ -33,6 +33,15 @@ export interface BlockRef {
 
 export interface PgWalRecord {
   lsn: Lsn;
+  /** Where replay is after this record (EndRecPtr); pg-wal/ gives it, the text sources do not. */
+  endLsn?: Lsn;
+  /**
+   * Transaction COMMIT/ABORT(_PREPARED): the transaction it ends (the prepared one's xid for
+   * _PREPARED) and xact_time (µs since 2000-01-01 UTC): what a recovery target by xid or time reads.
+   */
+  xactEnd?: { xid: number; time: number };
+  /** XLOG RESTORE_POINT: its name (recovery_target_name). */
+  restorePoint?: string;
   /** Resource manager name (`Heap2`, `Transaction`, …). */
   rmgr: string;
   /** rm_identify's name (`PRUNE`, `INSERT+INIT`, `COMMIT`, …). */

@@ -189,6 +189,11 @@ export interface RangeRead {
   /** How the range was read, for the output. */
   source: 'pg_waldump' | 'pg_walinspect' | 'pg-wal';
   detail: string;
+  /**
+   * pg-wal only: where the record after the last one read starts (≤ the range's end: a record
+   * that ends past it is not read), so the next read of the WAL that follows starts there.
+   */
+  nextLsn?: string;
 }
 
 /** The last lines of a program's stderr, for a message. */

@@ -15,7 +15,14 @@ export type SweepKind = 'threshold' | 'multi';
  * 2,486 rows), which only `npm run calibrate` plans (through predict-bench's runner, not the sweeps).
  */
 export type Variant =
-  'vacuum' | 'truncate' | 'truncate-toast' | 'insert' | 'delete' | 'copy' | 'copy-wide';
+  | 'vacuum'
+  | 'truncate'
+  | 'truncate-toast'
+  | 'insert'
+  | 'delete'
+  | 'copy'
+  | 'copy-wide'
+  | 'generated';
 
 /** The row-level backlogs (experiment/dml.ts): measured through predict-bench's runner only. */
 export const ROW_BACKLOG_VARIANTS: readonly Variant[] = ['insert', 'delete', 'copy', 'copy-wide'];
@@ -41,6 +48,8 @@ export interface CellSpec {
    * pg-install.ts); absent: the default binaries (Debian's 15, or `--pg-bin`).
    */
   pgVersion?: number;
+  /** `generated` cells: the workload generator's seed (scripts/generator/), drawn at this pool. */
+  seed?: number;
 }
 
 /** The modeled columns of a run (cost-model), from its exact counts. */

@@ -377,6 +377,7 @@ const VARIANT_TITLE: Record<Variant, string> = {
   delete: 'DELETE of every row',
   copy: 'COPY of 2,260 int rows per table',
   'copy-wide': 'COPY of 900 wide rows per table',
+  generated: 'a generated backlog (scripts/generator/)',
 };
 
 /** A cell's label in a side-by-side table: which engine, and how its seconds were obtained. */

@@ -129,6 +129,8 @@ async function holds(node: ServerNode, f: Fact): Promise<boolean> {
 
 /** TRUNCATE of one table or a list (`TRUNCATE a, b, c`: one transaction). */
 const TRUNCATE_LIST = /^TRUNCATE (\w+(?:, \w+)*)$/;
+/** DROP TABLE a, b, …: every table gone (one transaction). */
+const DROP_LIST = /^DROP TABLE (\w+(?:, \w+)*)$/;
 
 export class Ledger {
   private readonly facts: Fact[] = [];
@@ -236,9 +238,9 @@ export class Ledger {
     } else if ((m = TRUNCATE_LIST.exec(sql))) {
       const ts = new Set(m[1]!.split(', '));
       drop((f) => ts.has(f.table) && f.kind === 'present');
-    } else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) {
-      const t = m[1]!;
-      drop((f) => f.table === t && (f.kind === 'present' || f.kind === 'tableExists'));
+    } else if ((m = DROP_LIST.exec(sql))) {
+      const ts = new Set(m[1]!.split(', '));
+      drop((f) => ts.has(f.table) && (f.kind === 'present' || f.kind === 'tableExists'));
     }
   }
 
@@ -280,6 +282,6 @@ export class Ledger {
       fact('absentAbove', m[1]!, Number(m[2]), maxValueBefore(m[1]!));
     else if ((m = TRUNCATE_LIST.exec(sql)))
       for (const t of m[1]!.split(', ')) fact('absentBelow', t, maxValueBefore(t) + 1);
-    else if ((m = /^DROP TABLE (\w+)$/.exec(sql))) fact('tableGone', m[1]!);
+    else if ((m = DROP_LIST.exec(sql))) for (const t of m[1]!.split(', ')) fact('tableGone', t);
   }
 }

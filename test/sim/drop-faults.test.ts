@@ -48,7 +48,8 @@ const replayedTruncations = (drops: Record<string, number>): number =>
     .filter(([k]) => k.startsWith('replay truncation'))
     .reduce((n, [, v]) => n + v, 0);
 
-const FINDING = /acknowledged commit lost on A .*\[absentAbove|after convergence the nodes differ/;
+const FINDING =
+  /acknowledged commit lost on A .*\[absentAbove|after convergence the nodes differ|but differs: table/;
 const STALE = /acknowledged commit lost on A .*DELETE FROM r\d+ WHERE c > \d+ \[absentAbove/;
 
 describe('a fault inside a truncation', () => {
@@ -120,8 +121,8 @@ describe('planted bug truncateFailureLeavesStalePages', () => {
 
   it('found by random seeds, replayed identically and shrunk; walsim’s ordering passes the same seed', async () => {
     injectedBugs.truncateFailureLeavesStalePages = true;
-    // Every failing seed is a finding of SIM-1 (deleted rows back: stale pages with rows) or
-    // SIM-4 (the primary's relation keeps its blocks); the first with stale rows is shrunk.
+    // Every failing seed is a finding of SIM-1 (deleted rows back: stale pages with rows), SIM-4
+    // or SIM-11 (the primary's relation keeps its blocks); the first with stale rows is shrunk.
     let found: number | null = null;
     for (let seed = 1; seed <= 150 && found === null; seed++) {
       const r = await runSimulation(generateScenario(seed));
@@ -132,9 +133,12 @@ describe('planted bug truncateFailureLeavesStalePages', () => {
     const a = await runSimulation(generateScenario(found!), { trace: true });
     const b = await runSimulation(generateScenario(found!), { trace: true });
     expect(b.traceHash).toBe(a.traceHash);
-    const small = await shrinkScenario(generateScenario(found!), 200, (v) => STALE.test(v));
+    // Shrunk for SIM-1's finding with SIM-11 off: SIM-11 sees the same stale blocks at a step
+    // boundary before the ledger reads the rows back, and would keep the steps that lead there.
+    const sim1 = { replicaCheck: false };
+    const small = await shrinkScenario(generateScenario(found!), 200, (v) => STALE.test(v), sim1);
     expect(small.commands.length).toBeLessThanOrEqual(8);
-    expect((await runSimulation(small)).violations[0]).toMatch(STALE);
+    expect((await runSimulation(small, sim1)).violations[0]).toMatch(STALE);
     injectedBugs.truncateFailureLeavesStalePages = false;
     expect((await runSimulation(generateScenario(found!))).violations).toEqual([]);
     expect((await runSimulation(small)).violations).toEqual([]);

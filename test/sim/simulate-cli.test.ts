@@ -4,7 +4,8 @@
  * modulo 2^32), accepts --dir (every CLI takes it) with a note that it is ignored, and replays a
  * seed of several nodes to the same trace hash in two processes (seed 65 once logged a temp file
  * name holding the process id). Absurd numbers are refused naming the bound (`--steps 1e12`,
- * `--jobs 0`), the summary counts the seeds it ran, and its workers end when it is SIGKILLed.
+ * `--jobs 0`), the summary counts the seeds it ran, an interrupted run (SIGINT) still prints the
+ * summary of the seeds it finished, and its workers end when it is SIGKILLed.
  * Method: the CLI as a child process; exit codes and the first stderr line.
  */
 import { spawn } from 'node:child_process';
@@ -100,6 +101,35 @@ describe('simulate CLI', () => {
     expect(r.stdout).toMatch(/^2 seeds \(1\.\.2\)/m);
     expect(r.stdout).toMatch(/^invariant violations: none in 2 seeds$/m);
   });
+
+  it('interrupted by SIGINT, it prints the summary of the seeds it finished and exits 130', async () => {
+    const parent = spawn(
+      process.execPath,
+      [...entryArgs(path.join('scripts', 'simulate.ts')), '--seeds', '100000', '--jobs', '2'],
+      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    parent.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => parent.on('exit', resolve));
+    let workers: number[] = [];
+    try {
+      await pollUntil(
+        async () => (workers = workersOf(parent.pid!)).length === 2,
+        'two simulation workers',
+        60_000,
+        100,
+      );
+      parent.kill('SIGINT');
+      expect(await exited, out).toBe(130);
+      expect(out).toMatch(/^interrupted \(SIGINT\) after (\d+) of 100000 seeds \(each of 2 jobs/m);
+      const ran = Number(/after (\d+) of/.exec(out)![1]);
+      expect(out).toMatch(new RegExp(`^invariant violations: none in ${ran} seeds$`, 'm'));
+      await pollUntil(async () => !workers.some(alive), 'the workers to end', 30_000, 100);
+    } finally {
+      parent.kill('SIGKILL');
+      for (const w of workers.filter(alive)) process.kill(w, 'SIGKILL');
+    }
+  }, 120_000);
 
   it('its workers end when it is killed with SIGKILL', async () => {
     const parent = spawn(

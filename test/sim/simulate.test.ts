@@ -180,7 +180,9 @@ describe('simulation', () => {
       );
     // Scenario format 2: 4200000037 (a crash armed inside a drop fired in the paused standby's
     // last replay as it was promoted; the operator now starts it again and promotes it).
-    expect((await runSimulation(generateScenario(4200000037))).violations).toEqual([]);
+    expect(
+      (await runSimulation(generateScenario(4200000037, 40, undefined, 2))).violations,
+    ).toEqual([]);
   }, 120_000);
 
   it('replays a seed exactly: same events in the same order, same trace', async () => {

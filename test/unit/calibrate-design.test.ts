@@ -19,10 +19,12 @@ import {
   readStoredCalibration,
   TUPLE_RECORD_KINDS,
   fitTargets,
+  recordsFromStored,
   storedLabel,
   walsimTwin,
 } from '../../scripts/calibration/design.ts';
 import type { CellSpec } from '../../scripts/experiment/sweep-runner.ts';
+import { benchCellOfCalibration } from '../../scripts/calibration/cell-plan.ts';
 import type { CellSummary, RunRecord } from '../../scripts/report/records.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
 import { price } from '../../cost-model/price.ts';
@@ -233,5 +235,33 @@ describe('calibration target', () => {
     ] as unknown as RunRecord[];
     expect(fitTargets(runs, 'wall')).toBe(runs);
     expect(fitTargets(runs, 'uncontended').map((r) => r.failoverMs)).toEqual([380, 300, 0]);
+  });
+});
+
+describe('calibration on generated backlogs', () => {
+  const design = {
+    ...defaultCalibrationDesign(),
+    generated: { seeds: [3, 4], pools: ['2GB', '20GB'], generator: 1 },
+  };
+
+  it('plans one cell a seed at its stored pool, labelled by seed, run as the gen bench cell', () => {
+    const plan = planCalibration(design);
+    const gen = plan.filter((c) => c.variant === 'generated');
+    expect(plan).toHaveLength(planCalibration(defaultCalibrationDesign()).length + 2);
+    expect(gen.map((c) => [c.seed, c.sharedBuffers, c.nBuffers])).toEqual([
+      [3, '2GB', 262_144],
+      [4, '20GB', 2_621_440],
+    ]);
+    expect(gen.map(storedLabel)).toEqual(['2GB generated seed 3', '20GB generated seed 4']);
+    expect(gen.map((c) => benchCellOfCalibration(c).id)).toEqual(['gen:3@2GB', 'gen:4@20GB']);
+  });
+
+  it('stored runs of a generated cell come back as that cell (refit plans the same cells)', () => {
+    const plan = planCalibration(design);
+    const recs = recordsFromStored(
+      [{ label: '20GB generated seed 4', run: 1, failoverMs: 120 }],
+      plan,
+    );
+    expect(recs[0]).toMatchObject({ variant: 'generated', seed: 4, sharedBuffers: '20GB' });
   });
 });

@@ -266,6 +266,7 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
       relDivisors: [512, 64, 8],
       dml: null,
       copy: null,
+      generated: null, // no generated backlogs before the generator
       primarySharedBuffers: '128MB',
     });
     expect([stored.runs, stored.warmupRuns]).toEqual([3, 1]);

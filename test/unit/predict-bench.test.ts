@@ -5,11 +5,13 @@
  * backlog, and predicted vs measured per target (median, min–max, error, within target, stalled
  * runs left out). No PostgreSQL, no timing.
  */
+import { generateBacklog } from '../../scripts/generator/backlog.ts';
 import { describe, expect, it } from 'vitest';
 import {
   accuracyOf,
   benchTotals,
   BENCH_WORKLOADS,
+  backlogOfCell,
   calibrationSaw,
   DEFAULT_BENCH_CELLS,
   DEFAULT_BENCH_RUNS,
@@ -57,8 +59,9 @@ describe('bench cell specs', () => {
     expect(() => parseBenchCell('truncate@1GB')).toThrow(/table count from 1 to 5000/);
     expect(() => parseBenchCell('truncate:0@1GB')).toThrow(/table count/);
     expect(() => parseBenchCell('update:10@1GB')).toThrow(/unknown workload "update"/);
-    expect(() => parseBenchCell('truncate:10@64MB')).toThrow(/outside 128MB–8GB/);
-    expect(() => parseBenchCell('truncate:10@16GB')).toThrow(/outside 128MB–8GB/);
+    expect(() => parseBenchCell('truncate:10@64MB')).toThrow(/outside 128MB–20GB/);
+    expect(() => parseBenchCell('truncate:10@24GB')).toThrow(/outside 128MB–20GB/);
+    expect(parseBenchCell('truncate:10@20GB').nBuffers).toBe(2_621_440);
     expect(() => parseBenchCell('truncate:10@1XB')).toThrow(/invalid bench cell "truncate:10@1XB"/);
     expect(() => parseBenchCell('testA:100@1GB')).toThrow(/testA takes NB\/k/);
     expect(() => parseBenchCell('testA:NB/8@8GB')).toThrow(/131072 pages; at most 16384/);
@@ -87,6 +90,30 @@ describe('bench cell specs', () => {
     expect(saw('drop:50@1GB')).toBe(false); // workloads calibration never runs
     expect(saw('mixed:50@1GB')).toBe(false);
     expect(calibrationSaw(parseBenchCell('truncate:300@1GB'), null)).toBe(false);
+  });
+
+  it('a generated cell: its seed, the pool it draws or the one given, the setup pages', () => {
+    const b = generateBacklog(1018, undefined, '8GB');
+    expect(parseBenchCell('gen:1018@8GB')).toEqual({
+      id: 'gen:1018@8GB',
+      workload: 'gen',
+      sharedBuffers: '8GB',
+      nBuffers: 1_048_576,
+      n: 1018,
+      pages: b.relations.reduce((a, r) => a + r.pages, 0),
+    });
+    expect(backlogOfCell(parseBenchCell('gen:1018@20GB')).nBuffers).toBe(2_621_440);
+    expect(() => parseBenchCell('gen:x')).toThrow(/gen takes a seed ≥ 0/);
+    expect(() => parseBenchCell('gen:5@1XB')).toThrow(/invalid bench cell "gen:5@1XB"/);
+    expect(() => parseBenchCell('gen:5@64MB')).toThrow(/outside 128MB–20GB/);
+    const saw = (spec: string, seeds: number[]) =>
+      calibrationSaw(parseBenchCell(spec), {
+        ...DEFAULT_DESIGN,
+        generated: { seeds, pools: seeds.map(() => '1GB'), generator: 1 },
+      });
+    expect(saw('gen:7@1GB', [7, 8])).toBe(true);
+    expect(saw('gen:1007@1GB', [7, 8])).toBe(false);
+    expect(calibrationSaw(parseBenchCell('gen:7@1GB'), DEFAULT_DESIGN)).toBe(false);
   });
 });
 
@@ -118,7 +145,9 @@ describe('the default plan', () => {
     // pgbench -i a COPY).
     expect(new Set(cells.map((c) => c.workload))).toEqual(
       new Set(
-        BENCH_WORKLOADS.filter((w) => !['insert', 'delete', 'copy', 'copy-wide'].includes(w)),
+        BENCH_WORKLOADS.filter(
+          (w) => !['insert', 'delete', 'copy', 'copy-wide', 'gen'].includes(w),
+        ),
       ),
     );
     expect(cells.filter((c) => calibrationSaw(c, DEFAULT_DESIGN))).toEqual([]);

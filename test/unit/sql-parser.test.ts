@@ -92,7 +92,9 @@ describe('parseStatement', () => {
         message: `identifier "${long}" will be truncated to "${'é'.repeat(31)}"`,
       },
     ]);
-    expect(parseStatement(`DROP TABLE ${'x'.repeat(63)}`)).toMatchObject({ name: 'x'.repeat(63) });
+    expect(parseStatement(`DROP TABLE ${'x'.repeat(63)}`)).toMatchObject({
+      names: ['x'.repeat(63)],
+    });
   });
 
   it('compares WHERE values beyond int4 as bigint; stores only int4 (integer out of range)', () => {

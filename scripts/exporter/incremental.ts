@@ -1,0 +1,198 @@
+/**
+ * The exporter's prediction of one standby, kept between cycles: each cycle reads only the WAL
+ * received since the last one, and what the standby replayed since (its replay LSN moved) only
+ * once more, to learn it, instead of everything from the last restartpoint's redo again.
+ *
+ * Two replay models (scripts/predict/replay-model.ts) are kept, never a record:
+ *   - `learned`: the startup process's state after the WAL from the last restartpoint's redo to
+ *     `learnedTo` (the replay LSN of a cycle), as `npm run predict`'s learn pass builds it;
+ *   - `pending`: a copy of `learned` that replayed [learnedTo, pendingTo): the counts of the
+ *     unreplayed range, per relation and per record type.
+ * A cycle whose replay LSN did not move (replay paused, or idle) feeds only [pendingTo, receive)
+ * to `pending`. One whose replay LSN moved learns [learnedTo, replay) into `learned` and replays a
+ * new copy over [replay, receive) — the WAL replayed since, plus the backlog (small when the
+ * standby keeps up). Either way the prediction equals `npm run predict`'s over the same state
+ * (test/integration/exporter-incremental.test.ts checks it cycle by cycle).
+ *
+ * It starts over, reading from the restartpoint's redo as predict does, when what the models
+ * stand for is no longer the standby's: another timeline, a new restartpoint (predict learns from
+ * the new redo), a restarted standby (its startup process forgot every cached size), the replay
+ * or receive LSN going back, a failed cycle (a segment removed or recycled under the reader), or
+ * other settings (NBuffers, version, data directory). Each start over is counted by reason. With
+ * pg_buffercache installed or without --pgdata, every cycle is a whole prediction (the buffers
+ * resident now, or pg_walinspect's range, cannot be carried over).
+ *
+ * Entry points: `IncrementalPredictor`, `RESTART_REASONS`, `RestartReason`.
+ */
+import { parseLsn } from '../../wal/lsn.ts';
+import {
+  assemblePrediction,
+  learnCachedSizes,
+  predictStandby,
+  setUpRange,
+  standbyFiles,
+  type PredictInput,
+  type Prediction,
+  type RangeSetup,
+  type Sessions,
+} from '../predict/prediction.ts';
+import { RecoveryModel } from '../predict/replay-model.ts';
+import { connectServer } from '../predict/standby-state.ts';
+import type { RangeRead } from '../predict/wal-source.ts';
+
+/** Why the kept state was dropped and rebuilt: the `reason` label of the restart counter. */
+export const RESTART_REASONS = [
+  'first', // the first cycle (or the first after a cycle that could not read the standby)
+  'timeline', // the standby's timeline changed
+  'restartpoint', // a restartpoint moved the redo predict learns from
+  'standby_restart', // pg_postmaster_start_time() changed: a new startup process
+  'lsn_went_back', // the replay or receive LSN is behind what was read
+  'settings', // NBuffers, version, system identifier or data directory changed
+  'failed_cycle', // the last cycle failed (a segment removed or recycled, a read error)
+  'not_incremental', // pg_buffercache installed, or no --pgdata: a whole prediction every cycle
+] as const;
+export type RestartReason = (typeof RESTART_REASONS)[number];
+
+interface Kept {
+  /** What must not change for the models to stay the standby's (reason → value). */
+  identity: Record<'timeline' | 'restartpoint' | 'standby_restart' | 'settings', string>;
+  learned: RecoveryModel;
+  learnedTo: string;
+  learnedRecords: number;
+  pending: RecoveryModel;
+  /** The replay LSN `pending` starts at (= learnedTo). */
+  pendingFrom: string;
+  /** Where the next record to read starts (the end of the last record read). */
+  pendingTo: string;
+  /** The receive LSN of the last cycle. */
+  receivedTo: string;
+  source: RangeRead;
+}
+
+export class IncrementalPredictor {
+  private kept: Kept | null = null;
+  private nextReason: RestartReason = 'first';
+  /** Starts over by reason (cumulative). */
+  readonly restarts = Object.fromEntries(RESTART_REASONS.map((r) => [r, 0])) as Record<
+    RestartReason,
+    number
+  >;
+  /** Bytes of WAL the cycles read (cumulative): what the incremental form saves shows here. */
+  walReadBytes = 0;
+
+  /** One cycle's prediction; on failure the kept state is dropped (the next cycle starts over). */
+  async predict(input: PredictInput): Promise<Prediction> {
+    const sessions: Sessions = {
+      standby: await connectServer(input.standby, 'standby'),
+      primary: null,
+    };
+    try {
+      return await this.cycle(sessions, input);
+    } catch (e) {
+      this.kept = null;
+      this.nextReason = 'failed_cycle';
+      throw e;
+    } finally {
+      await sessions.standby.end().catch(() => {});
+      await sessions.primary?.end().catch(() => {});
+    }
+  }
+
+  private async cycle(sessions: Sessions, input: PredictInput): Promise<Prediction> {
+    const setup = await setUpRange(sessions, input);
+    const { st } = setup;
+    if (setup.walDir === null || st.hasBuffercache) {
+      this.kept = null;
+      this.restarts.not_incremental += 1;
+      this.walReadBytes += parseLsn(setup.to) - parseLsn(st.restartpointRedoLsn);
+      return await predictStandby(input);
+    }
+    const startedAt = await sessions.standby.query<{ t: string }>(
+      'SELECT pg_postmaster_start_time()::text AS t',
+    );
+    const identity: Kept['identity'] = {
+      timeline: String(st.timeline),
+      restartpoint: st.restartpointRedoLsn,
+      standby_restart: startedAt.rows[0]!.t,
+      settings: [st.nBuffers, st.versionNum, st.systemIdentifier, setup.walDir].join(' '),
+    };
+    const reason = this.staleReason(identity, setup);
+    const kept = reason === null ? await this.advance(this.kept!, setup) : null;
+    const k = kept ?? (await this.startOver(reason!, identity, setup, input));
+    return assemblePrediction(setup, input, k.pending.result(), k.source, k.learnedRecords, false);
+  }
+
+  /** Null when the kept models still stand for this standby, else why they do not. */
+  private staleReason(identity: Kept['identity'], setup: RangeSetup): RestartReason | null {
+    const k = this.kept;
+    if (k === null) return this.nextReason;
+    for (const key of ['settings', 'standby_restart', 'timeline', 'restartpoint'] as const)
+      if (k.identity[key] !== identity[key]) return key;
+    if (parseLsn(setup.from) < parseLsn(k.learnedTo)) return 'lsn_went_back';
+    if (parseLsn(setup.to) < parseLsn(k.receivedTo)) return 'lsn_went_back';
+    return null;
+  }
+
+  /** The same state as a from-scratch prediction: learn from the redo, replay the range. */
+  private async startOver(
+    reason: RestartReason,
+    identity: Kept['identity'],
+    setup: RangeSetup,
+    input: PredictInput,
+  ): Promise<Kept> {
+    this.kept = null;
+    this.restarts[reason] += 1;
+    const { st, from, to, read } = setup;
+    const learned = new RecoveryModel(
+      st.nBuffers,
+      standbyFiles(input, null),
+      false,
+      setup.dropRules,
+    );
+    const learnedRecords = await learnCachedSizes(read, learned, st.restartpointRedoLsn, from);
+    this.walReadBytes += Math.max(0, parseLsn(from) - parseLsn(st.restartpointRedoLsn));
+    const pending = learned.clone();
+    const source = await read(from, to, (r) => pending.replay(r));
+    this.walReadBytes += parseLsn(to) - parseLsn(from);
+    this.kept = {
+      identity,
+      learned,
+      learnedTo: from,
+      learnedRecords,
+      pending,
+      pendingFrom: from,
+      pendingTo: source.nextLsn ?? to,
+      receivedTo: to,
+      source,
+    };
+    this.nextReason = 'failed_cycle';
+    return this.kept;
+  }
+
+  /** The kept models brought to this cycle's [replay, receive). */
+  private async advance(k: Kept, setup: RangeSetup): Promise<Kept> {
+    const { from, to, read } = setup;
+    if (from !== k.learnedTo) {
+      // Replay moved: learn what it replayed since, then replay the rest on a fresh copy.
+      let n = 0;
+      await read(k.learnedTo, from, (r) => {
+        n += 1;
+        k.learned.learn(r);
+      });
+      this.walReadBytes += parseLsn(from) - parseLsn(k.learnedTo);
+      k.learnedRecords += n;
+      k.learnedTo = from;
+      k.pending = k.learned.clone();
+      k.pendingFrom = from;
+      k.pendingTo = from;
+    }
+    const pending = k.pending;
+    const src = await read(k.pendingTo, to, (r) => pending.replay(r));
+    this.walReadBytes += Math.max(0, parseLsn(to) - parseLsn(k.pendingTo));
+    k.pendingTo = src.nextLsn ?? to;
+    k.receivedTo = to;
+    // How the whole range was read, in predict's words (its detail names [from, to)).
+    k.source = { ...src, detail: src.detail.replace(/ from \S+ to /, ` from ${from} to `) };
+    return k;
+  }
+}
