@@ -14,6 +14,7 @@ import type { FailoverReport } from '../standby/failover-report.ts';
 import { withModel } from '../cost-model/price.ts';
 import type { CostProfile } from '../cost-model/profile.ts';
 import { LagTracker } from './lag.ts';
+import type { PredictionSource } from './predictions.ts';
 import { activeStates, inferTransitions, type FiredTransition } from './machine-graph.ts';
 import type { EngineName, NodeState, NodeView, ReplicationView } from './view.ts';
 
@@ -91,6 +92,8 @@ export class Collector {
     readonly source: ClusterSource,
     readonly pollMs: number,
     private readonly profile: CostProfile | null,
+    /** A PostgreSQL standby's predicted time to writable (predictions.ts), when predicted. */
+    private readonly predictions: PredictionSource | null = null,
   ) {
     if (!(pollMs >= MIN_POLL_MS))
       throw new Error(`poll interval must be at least ${MIN_POLL_MS} ms`);
@@ -212,13 +215,14 @@ export class Collector {
       sharedBuffers: s.sharedBuffers ?? null,
       replication: s.replication ?? [],
       failover,
-      prediction: null,
+      prediction: this.predictions?.view(name) ?? null,
       unavailable: s.unavailable ?? [],
     };
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    await this.predictions?.stop();
     if (this.listTimer) clearInterval(this.listTimer);
     await this.source.close();
   }

@@ -9,20 +9,25 @@ import { isIP } from 'node:net';
 import * as path from 'node:path';
 import { listNodes, readPgPassword } from '../server/cluster-files.ts';
 import { isPgCluster } from '../scripts/postgres/pg-cluster.ts';
-import { loadProfile } from '../cost-model/profile.ts';
+import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
+import { parseDuration } from '../scripts/exporter/collector.ts';
 import { MIN_POLL_MS } from './collector.ts';
 import { PgSource } from './pg-source.ts';
+import { DEFAULT_PREDICT_INTERVAL, PgPredictions } from './predictions.ts';
 import { startDashboard } from './server.ts';
 import { WalsimSource } from './walsim-source.ts';
 import { clusterDirOf, parseCli, runCli, UsageError } from '../scripts/cli/command.ts';
 
 const USAGE = `usage: npm run dashboard -- [--dir .walsim] [--port 0] [--listen 127.0.0.1]
           [--interval 250] [--profile seed-001|FILE] [--results results]
+          [--predict-interval ${DEFAULT_PREDICT_INTERVAL}]
   --port       TCP port of the page (default: a free one; the URL is printed)
   --listen     address to bind; anything but loopback needs a cluster started with --password
   --interval   ms between two status requests to one node (at least ${MIN_POLL_MS})
   --profile    cost profile of the modeled PostgreSQL seconds
   --results    folder of sweep results for the Results view
+  --predict-interval  --engine postgres: time between two predictions of the standby's time to
+               writable (npm run exporter's cycle; each reads its whole unreplayed WAL)
 A cluster started with --password: the page and every request (the API, the buttons, the live
 socket) ask for that password (HTTP Basic, any user name), on loopback too.
 A cluster without one (and every --engine postgres cluster, whose servers trust loopback): every
@@ -40,6 +45,7 @@ runCli(async () => {
       interval: { type: 'string', default: '250' },
       profile: { type: 'string' },
       results: { type: 'string', default: 'results' },
+      'predict-interval': { type: 'string', default: DEFAULT_PREDICT_INTERVAL },
     },
     USAGE,
   );
@@ -54,6 +60,11 @@ runCli(async () => {
     );
   if (isIP(values.listen!) === 0)
     throw new UsageError(`--listen must be an IP address, got "${values.listen}"`);
+  const predictMs = parseDuration(values['predict-interval']!);
+  if (predictMs === null || predictMs < 1000)
+    throw new UsageError(
+      `--predict-interval must be a duration of at least 1s (e.g. 5s, 1m), got "${values['predict-interval']}"`,
+    );
   const profile = loadProfile(values.profile);
   const pg = isPgCluster(dir);
   if (!pg && listNodes(dir).length === 0)
@@ -77,6 +88,9 @@ runCli(async () => {
     profile,
     profileName: profile.name,
     resultsDir: path.resolve(values.results!),
+    predictions: pg
+      ? new PgPredictions(dir, profile, values.profile ?? DEFAULT_PROFILE, predictMs)
+      : null,
   });
   console.log(
     `dashboard for ${dir} (${source.engine}): ${d.url}${password === null ? '' : " (asks for the cluster's password)"}`,

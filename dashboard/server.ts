@@ -21,6 +21,7 @@ import { Guard } from './guard.ts';
 import { rawReply, send } from './http-reply.ts';
 import { lifecycleGraph } from './machine-graph.ts';
 import { bundlePage } from './page-bundle.ts';
+import type { PredictionSource } from './predictions.ts';
 import { PushHub } from './push.ts';
 import { routeHandler } from './routes.ts';
 import type { ClusterMeta } from './view.ts';
@@ -37,6 +38,8 @@ export interface DashboardOptions {
   profileName: string;
   /** The folder of sweep results (`results/`). */
   resultsDir: string;
+  /** A PostgreSQL cluster's predicted time to writable per standby (predictions.ts), if any. */
+  predictions?: PredictionSource | null;
 }
 
 export interface Dashboard {
@@ -64,7 +67,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const guard = new Guard(o.listen, o.password, randomBytes(24).toString('hex'));
   const graph = await lifecycleGraph();
   const pageScript = await bundlePage();
-  const collector = new Collector(o.source, o.pollMs, o.profile);
+  const collector = new Collector(o.source, o.pollMs, o.profile, o.predictions ?? null);
   const meta = (): ClusterMeta => ({
     dir: o.source.dir,
     engine: o.source.engine,
@@ -96,6 +99,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   });
   guard.port = await listen(server, o.port, o.listen);
   collector.start();
+  o.predictions?.start();
   return {
     url: pageUrl(o.listen, guard.port),
     port: guard.port,

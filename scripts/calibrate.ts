@@ -68,7 +68,7 @@ import {
   storedLabel,
   fitTargets,
   type StoredCalibration,
-  walsimTwin,
+  walsimTwinAt,
 } from './calibration/design.ts';
 
 const USAGE = `usage: npm run calibrate -- [--pg-version 13..18] [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs ${DEFAULT_CALIBRATION_RUNS}] [--warmup 1]
@@ -254,8 +254,10 @@ function storedFit(o: {
 async function identifiedTwinCounts(
   plan: ReturnType<typeof planCalibration>,
   base: CostProfile,
+  major: number | undefined,
 ): Promise<FailoverCounts[]> {
-  const counts = await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 });
+  const twins = plan.map((c) => walsimTwinAt(c, major));
+  const counts = await countCellsInProcess(twins, { thresholdDivisor: 32 });
   const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
   const unidentified = unidentifiedGroups(features, calibrationGroupsFor(plan, features));
   if (unidentified.length > 0)
@@ -357,7 +359,8 @@ runCli(async () => {
   const plan = planCalibration(design);
   // The walsim twins price the fit only with --counts walsim (walsim has no COPY, and its FSM
   // updates follow its own int rows); with WAL counts the design is checked on those, after the runs.
-  const twinCounts = countsFrom === 'walsim' ? await identifiedTwinCounts(plan, base) : null;
+  const major = pgMajorOfServer(pgVersion) ?? undefined;
+  const twinCounts = countsFrom === 'walsim' ? await identifiedTwinCounts(plan, base, major) : null;
   const measured = await measureOrRefit(values, inputs, plan, settings, pgVersion, baseProfile);
   const { records, walCounts } = measured;
   let { wallSeconds } = measured;

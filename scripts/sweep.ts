@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseSharedBuffers } from '../storage/shared-buffers.ts';
-import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
+import { DEFAULT_PROFILE, loadProfile, type CostProfile } from '../cost-model/profile.ts';
 import { parseDropStrategy, type DropStrategy } from '../server/settings.ts';
 import {
   list,
@@ -62,7 +62,9 @@ const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
              PostgreSQL primary + synchronous standby too (PostgreSQL 14 and later: the cached-lookup path, unforced),
              side by side with walsim's measured and modeled seconds
              [--pg-version 13,15]: one PostgreSQL column per major (13–18, the npm registry's builds, installed on first use);
-             default: Debian's newest (15) or --pg-bin
+             default: Debian's newest (15) or --pg-bin. walsim's cells then follow each major's drop rules
+             (13 full scan, 14+ the lookup below NBuffers/32, unforced) instead of --strategies: one walsim
+             column per major, also with --engine walsim or --model-only
 ${STRATEGIES_USAGE}
   common     [--shared-buffers ${DEFAULT_SHARED_BUFFERS.join(',')}] (the standby's; the primary gets --primary-shared-buffers 128MB)
              [--threshold-divisor 32] [--out results] [--work-dir DIR] [--wait-seconds 3600] [--json]
@@ -137,20 +139,28 @@ function runsAndEngines(kind: SweepKind, values: SweepValues) {
     values['pg-version'] === undefined
       ? []
       : list(values['pg-version'], 'pg-version').map((v) => parsePgMajor(v) as number);
-  if (pgVersions.length > 0 && !engines.includes('postgres'))
-    throw new UsageError(
-      '--pg-version applies to --engine postgres (add it: --engine walsim,postgres)',
-    );
   if (pgVersions.length > 1 && values['pg-bin'] !== undefined)
     throw new UsageError('--pg-bin names one installation; give one --pg-version with it');
   return { modelOnly, runs, warmupRuns, engines, pgVersions };
 }
 
 /**
- * Fail before any cell runs when PostgreSQL is asked for and absent (a version not yet in the
+ * Warn when the profile was fitted on another major than a --pg-version priced with it; fail
+ * before any cell runs when PostgreSQL is asked for and absent (a version not yet in the
  * cache is installed now, with its progress line).
  */
-async function checkPgBinaries(engines: Engine[], pgVersions: number[], pgBin?: string) {
+async function checkPgVersions(
+  engines: Engine[],
+  pgVersions: number[],
+  pgBin: string | undefined,
+  profile: CostProfile,
+) {
+  // A profile names the major it was fitted on: pricing another major's counts is said, not silent.
+  const others = pgVersions.filter((v) => profile.pgMajor !== null && v !== profile.pgMajor);
+  if (others.length > 0)
+    process.stderr.write(
+      `warning: cost profile ${profile.name} was fitted on PostgreSQL ${profile.pgMajor}; the modeled seconds of PostgreSQL ${others.join(', ')} are priced with it (fit one with npm run calibrate -- --pg-version ${others[0]})\n`,
+    );
   if (!engines.includes('postgres')) return;
   if (pgVersions.length === 0) await resolvePgBin({ pgBin });
   for (const v of pgVersions) await resolvePgBin({ pgBin, pgVersion: v });
@@ -293,7 +303,7 @@ runCli(async () => {
   for (const sb of [...sharedBuffers, values['primary-shared-buffers']]) parseSharedBuffers(sb);
   const profile = loadProfile(values.profile);
   const { modelOnly, runs, warmupRuns, engines, pgVersions } = runsAndEngines(kind, values);
-  await checkPgBinaries(engines, pgVersions, values['pg-bin']);
+  await checkPgVersions(engines, pgVersions, values['pg-bin'], profile);
   const settings: SweepSettings = {
     primarySharedBuffers: values['primary-shared-buffers'],
     thresholdDivisor: positiveInt(values['threshold-divisor'], 'threshold-divisor'),

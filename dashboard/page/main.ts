@@ -7,6 +7,7 @@ import { $ } from './dom.ts';
 import { renderFailover } from './failover.ts';
 import { drawMachine, litMachine, transitions, updateMachineSelect } from './machine.ts';
 import { recordHistory, renderNode } from './nodes.ts';
+import { forgetPrediction } from './prediction-chart.ts';
 import { drawSweepCharts, loadResultsList } from './results.ts';
 import { state, TOKEN, type NodeView } from './state.ts';
 import { renderTopology } from './topology.ts';
@@ -29,6 +30,7 @@ function removeNode(name: string): void {
   state.history.delete(name);
   state.charts.get(name)?.destroy();
   state.charts.delete(name);
+  forgetPrediction(name);
   document.querySelector(`[data-node="${CSS.escape(name)}"]`)?.remove();
   renderTopology();
   updateMachineSelect();

@@ -7,6 +7,7 @@ import { $, el, field, unavailable } from './dom.ts';
 import { fmtBytes, lsnNum } from './format.ts';
 import { renderActions } from './actions.ts';
 import { renderChart } from './lsn-chart.ts';
+import { predicts, renderPredictionChart } from './prediction-chart.ts';
 import { HISTORY, state, type NodeView } from './state.ts';
 
 /** Append a sample of the node's lanes (null while it is not running), keeping HISTORY. */
@@ -84,6 +85,17 @@ function standbyRows(v: NodeView, pg: boolean): HTMLElement[] {
   ];
 }
 
+/** A PostgreSQL standby's predicted time to writable: seconds, or why there is none yet. */
+function predictionRows(v: NodeView): HTMLElement[] {
+  if (!predicts(v)) return [];
+  const p = v.prediction!;
+  const text =
+    p.writableS === null
+      ? `no prediction: ${p.error}`
+      : `${p.writableS.toFixed(3)} s (${p.profile})`;
+  return field('predicted time to writable', 'predictedWritable', text);
+}
+
 function renderFields(card: HTMLElement, v: NodeView): void {
   const pg = v.engine === 'postgres';
   card
@@ -97,6 +109,7 @@ function renderFields(card: HTMLElement, v: NodeView): void {
       ...field('pid', 'pid', v.pid),
       ...lsnRows(v),
       ...standbyRows(v, pg),
+      ...predictionRows(v),
       ...field('shared_buffers', 'sharedBuffers', v.sharedBuffers),
       ...(v.error ? field('error', 'error', v.error) : []),
     );
@@ -111,4 +124,5 @@ export function renderNode(v: NodeView, prev: NodeView | undefined): void {
   renderFields(card, v);
   renderActions(card, v);
   renderChart(card, v, prev);
+  renderPredictionChart(card, v);
 }

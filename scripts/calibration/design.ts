@@ -17,6 +17,7 @@
  * cell it has not seen. Its `promotionPoll` is null: the target is the log's instant, not a 100 ms
  * poll.
  */
+import { pgDropRules } from '../../storage/pg-drop-rules.ts';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
@@ -201,10 +202,20 @@ export function planCalibration(d: CalibrationDesign): CellSpec[] {
   return cells;
 }
 
-/** The walsim twin of a PostgreSQL cell: PostgreSQL 15's drop path (cached-lookup, unforced). */
-export function walsimTwin(c: CellSpec): CellSpec {
-  return { ...c, engine: 'walsim', strategy: 'cached-lookup', forceOptimized: false };
+/**
+ * The walsim twin of a PostgreSQL cell: walsim following the calibrated server's `major` (13: a
+ * full scan at every drop; 14+: the lookup below NBuffers/32, unforced); no major: PostgreSQL
+ * 15's drop path (cached-lookup), the machine's Debian server.
+ */
+export function walsimTwinAt(c: CellSpec, major: number | undefined): CellSpec {
+  const twin = { ...c, engine: 'walsim' as const, forceOptimized: false };
+  if (major === undefined) return { ...twin, strategy: 'cached-lookup' };
+  const lookup = pgDropRules({ major, minor: null }).cachedLookup;
+  return { ...twin, strategy: lookup ? 'cached-lookup' : 'full-scan', pgVersion: major };
 }
+
+/** The walsim twin of a PostgreSQL cell: PostgreSQL 15's drop path (cached-lookup, unforced). */
+export const walsimTwin = (c: CellSpec): CellSpec => walsimTwinAt(c, undefined);
 
 const of = (pred: (k: CostConstantName) => boolean) => COST_CONSTANT_NAMES.filter(pred);
 

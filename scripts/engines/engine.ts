@@ -124,9 +124,8 @@ export interface Engine<F extends EngineFailover = EngineFailover> {
 
 /** Settings of a fresh cluster for one sweep run: walsim's (drop path, threshold, standbys; PostgreSQL 15 is cached-lookup, divisor 32) plus `--pg-bin`. */
 export interface NewClusterSettings extends FreshClusterSettings {
-  /** PostgreSQL only: `--pg-bin`, `--pg-version` (pg-bin.ts `resolvePgBin`). */
+  /** PostgreSQL only: `--pg-bin` (pg-bin.ts `resolvePgBin`, with FreshClusterSettings.pgVersion). */
   pgBin?: string;
-  pgVersion?: number;
 }
 
 /** How to make and remove clusters of one engine. */

@@ -25,6 +25,11 @@ export interface FreshClusterSettings {
   thresholdDivisor: number;
   /** Standbys streaming from the primary (default 1: the seed's one). */
   standbys?: number;
+  /**
+   * walsim: the nodes follow this PostgreSQL major's drop rules (`cluster start --pg-version`),
+   * which then decide strategy and divisor; PostgreSQL: that major's binaries (engine.ts).
+   */
+  pgVersion?: number;
 }
 
 /** The seed's postgresql.conf: checkpoint_timeout = 30min, max_wal_size = 20GB. */
@@ -52,6 +57,7 @@ export async function startFreshCluster(dir: string, s: FreshClusterSettings): P
     walSegmentSize: 16 * 1024 * 1024,
     listen: '127.0.0.1',
     ...(n > 1 ? { standbys: extras, synchronousStandbyNames: 'standby' } : {}),
+    ...(s.pgVersion !== undefined ? { pgVersion: s.pgVersion } : {}),
     wal: SEED_WAL_SETTINGS,
   });
   for (const name of extras.slice(1))

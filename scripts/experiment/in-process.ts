@@ -23,6 +23,8 @@
  *  - Records before the pause point are not framed (their WAL bytes are counted as 0): only the
  *    span's bytes are reported, and those records are framed by the real encoder.
  */
+import { dropSettingsForRules, type DropSettings } from '../../storage/drop.ts';
+import { pgDropRules } from '../../storage/pg-drop-rules.ts';
 import { WalsimError } from '../../common/errors.ts';
 import { executeWrite, heapPlannerOf, type ExecutorContext } from '../../primary/executor.ts';
 import { parseStatement } from '../../sql/parser.ts';
@@ -143,6 +145,16 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
 }
 
 /**
+ * The drop settings of a walsim cell: the major's rules when it follows one (`--pg-version`, as
+ * a node started with it: storage/pg-drop-rules.ts), else its strategy and the sweep's divisor.
+ */
+export function cellDropSettings(c: CellSpec, thresholdDivisor: number): DropSettings {
+  if (c.pgVersion !== undefined)
+    return dropSettingsForRules(pgDropRules({ major: c.pgVersion, minor: null }), c.forceOptimized);
+  return { strategy: c.strategy, thresholdDivisor, forceOptimized: c.forceOptimized };
+}
+
+/**
  * The failover counts of each cell, computed in-process (same order as `cells`). Cells sharing a
  * workload run together.
  */
@@ -161,11 +173,7 @@ export async function countCellsInProcess(
   for (const idx of groups.values()) {
     const first = cells[idx[0]!]!;
     const standbys = idx.map((i) =>
-      NodeStorage.create(cells[i]!.nBuffers, {
-        strategy: cells[i]!.strategy,
-        thresholdDivisor: s.thresholdDivisor,
-        forceOptimized: cells[i]!.forceOptimized,
-      }),
+      NodeStorage.create(cells[i]!.nBuffers, cellDropSettings(cells[i]!, s.thresholdDivisor)),
     );
     const cluster = new InProcessCluster(standbys);
     const { before, failover } = statements(first);

@@ -5,6 +5,7 @@
  *
  * Entry points: `planThreshold`, `planMulti`, `cellKey`, `cellLabel`, `estimateCellSeconds`.
  */
+import { pgDropRules } from '../../storage/pg-drop-rules.ts';
 import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import type { DropStrategy } from '../../server/settings.ts';
 import { parseRelSize } from './rel-size.ts';
@@ -27,7 +28,8 @@ export function cellLabel(c: CellSpec): string {
       ? `${c.relSize} (${c.pagesPerTable.toLocaleString('en-US')} pages)`
       : `${c.tables} tables ${c.variant.toUpperCase()}`;
   if (c.engine === 'postgres') return `s_b=${c.sharedBuffers} ${what} ${pgName(c)}`;
-  return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}`;
+  const rules = c.pgVersion === undefined ? '' : ` (${pgName(c)} rules)`;
+  return `s_b=${c.sharedBuffers} ${what} ${c.strategy}${c.forceOptimized ? ' (forced)' : ''}${rules}`;
 }
 
 /** "PostgreSQL 13" for a cell of `--pg-version 13`, else "PostgreSQL". */
@@ -38,6 +40,23 @@ export function pgName(c: Pick<CellSpec, 'pgVersion'>): string {
 /** One PostgreSQL cell per `--pg-version` (none given: one cell of the default binaries). */
 const versionsOf = (pgVersions: readonly number[]) =>
   pgVersions.length === 0 ? [{}] : pgVersions.map((v) => ({ pgVersion: v }));
+
+/**
+ * With `--pg-version`, the walsim cells follow each major's rules instead of the strategies: one
+ * walsim cell per major (13 full scan, 14+ the lookup below NBuffers/32, unforced, as the real
+ * server beside it), so each walsim column sits next to the real server it models.
+ */
+function walsimPerMajor(
+  base: Omit<CellSpec, 'engine' | 'strategy' | 'forceOptimized'>,
+  pgVersions: readonly number[],
+): CellSpec[] {
+  return pgVersions.map((v) => {
+    const strategy = pgDropRules({ major: v, minor: null }).cachedLookup
+      ? ('cached-lookup' as const)
+      : ('full-scan' as const);
+    return { ...base, engine: 'walsim', strategy, forceOptimized: false, pgVersion: v };
+  });
+}
 
 /** Test A cells: shared_buffers × NB/k × {cached-lookup forced (or not), full-scan}. */
 export function planThreshold(
@@ -74,6 +93,10 @@ export function planThreshold(
             forceOptimized: false,
           });
       if (!engines.includes('walsim')) continue;
+      if (pgVersions.length > 0) {
+        cells.push(...walsimPerMajor(base, pgVersions));
+        continue;
+      }
       for (const strategy of ['cached-lookup', 'full-scan'] as const) {
         cells.push({
           ...base,
@@ -115,7 +138,8 @@ export function planMulti(
         for (const v of versionsOf(pgVersions))
           cells.push({ ...base, ...v, engine: 'postgres', strategy: 'cached-lookup' });
       if (!engines.includes('walsim')) continue;
-      for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
+      if (pgVersions.length > 0) cells.push(...walsimPerMajor(base, pgVersions));
+      else for (const strategy of strategies) cells.push({ ...base, engine: 'walsim', strategy });
     }
   }
   return cells;

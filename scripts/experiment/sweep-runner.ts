@@ -147,7 +147,8 @@ export async function runCell(
       thresholdDivisor: s.thresholdDivisor,
       standbys: s.standbys ?? 1,
       pgBin: s.pgBin,
-      pgVersion: cell.pgVersion ?? s.pgVersion,
+      // A walsim cell follows its own major only; a PostgreSQL cell falls back to --pg-version.
+      pgVersion: cell.engine === 'walsim' ? cell.pgVersion : (cell.pgVersion ?? s.pgVersion),
     });
     stepMs.start = performance.now() - t;
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';

@@ -416,7 +416,11 @@ interface SideColumns {
   published: readonly PublishedPoint[];
 }
 
-const strategyKey = (c: CellSummary) => c.strategy + (c.forceOptimized ? '+forced' : '');
+/** A walsim column: its strategy, or the major whose rules it followed (`--pg-version`). */
+const strategyKey = (c: CellSummary) =>
+  c.pgVersion !== undefined
+    ? `PostgreSQL ${c.pgVersion} rules (${c.strategy})`
+    : c.strategy + (c.forceOptimized ? '+forced' : '');
 
 function sideHeaders(first: string, k: SideColumns): string[] {
   return [

@@ -75,11 +75,13 @@ const CSV_COLUMNS = [
 ];
 
 const strategyName = (c: CellSummary) =>
-  c.strategy === 'full-scan'
-    ? 'full-scan (master)'
-    : c.strategy === 'cached-lookup'
-      ? `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)`
-      : c.strategy;
+  c.pgVersion !== undefined
+    ? `walsim, PostgreSQL ${c.pgVersion} rules (${c.strategy})`
+    : c.strategy === 'full-scan'
+      ? 'full-scan (master)'
+      : c.strategy === 'cached-lookup'
+        ? `cached-lookup${c.forceOptimized ? ', forced' : ''} (patched)`
+        : c.strategy;
 
 const defaultY = (c: CellSummary) => c.failoverMsMean / 1000;
 

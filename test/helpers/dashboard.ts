@@ -7,12 +7,19 @@ import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { startDashboard, type Dashboard } from '../../dashboard/server.ts';
 import type { ClusterSource } from '../../dashboard/collector.ts';
+import type { PredictionSource } from '../../dashboard/predictions.ts';
 import { defaultCostProfile } from '../../cost-model/profile.ts';
 import { parseLsn, type Lsn } from '../../wal/lsn.ts';
 
 export function startTestDashboard(
   source: ClusterSource,
-  opts: { pollMs?: number; resultsDir?: string; listen?: string; password?: string | null } = {},
+  opts: {
+    pollMs?: number;
+    resultsDir?: string;
+    listen?: string;
+    password?: string | null;
+    predictions?: PredictionSource;
+  } = {},
 ): Promise<Dashboard> {
   return startDashboard({
     source,
@@ -23,6 +30,7 @@ export function startTestDashboard(
     profile: defaultCostProfile(),
     profileName: defaultCostProfile().name,
     resultsDir: opts.resultsDir ?? source.dir,
+    predictions: opts.predictions ?? null,
   });
 }
 

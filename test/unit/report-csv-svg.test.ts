@@ -231,8 +231,8 @@ describe('results files', () => {
     for (const name of [
       'PostgreSQL 13 (master), median',
       'PostgreSQL 15 (patched), median',
-      'full-scan (master)',
-      'modeled PostgreSQL (test)',
+      'walsim, PostgreSQL 13 rules (full-scan)',
+      'walsim, PostgreSQL 15 rules (cached-lookup), modeled PostgreSQL (test)',
       'seed 001 published master',
       'seed 001 published patched',
     ])

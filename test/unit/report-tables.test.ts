@@ -362,14 +362,17 @@ describe('PostgreSQL side by side', () => {
       'PostgreSQL 13 (master) (seed method)',
       'PostgreSQL 15 (patched)',
       'PostgreSQL 15 (patched) (seed method)',
-      'walsim measured full-scan',
-      'walsim modeled full-scan',
+      // With --pg-version, walsim runs one cell per major, following that major's drop rules.
+      'walsim measured PostgreSQL 13 rules (full-scan)',
+      'walsim measured PostgreSQL 15 rules (cached-lookup)',
+      'walsim modeled PostgreSQL 13 rules (full-scan)',
+      'walsim modeled PostgreSQL 15 rules (cached-lookup)',
       'seed 001 published master',
       'seed 001 published patched',
     ]);
     expect(lines).toContainEqual(
       expect.stringMatching(
-        /^\| 1GB +\| +0\.900 \| +0\.950 \| +0\.450 \| +0\.500 \| +0\.100 \| +0\.300 \| +0\.506 \| +0\.206 \|$/,
+        /^\| 1GB +\| +0\.900 \| +0\.950 \| +0\.450 \| +0\.500 \| +0\.100 \| +0\.100 \| +0\.300 \| +0\.300 \| +0\.506 \| +0\.206 \|$/,
       ),
     );
     expect(lines).toContainEqual(
@@ -393,7 +396,7 @@ describe('PostgreSQL side by side', () => {
     const lines = md.split('\n');
     const header = lines.find((l) => l.startsWith('| rel_size'))!;
     expect(header).toMatch(
-      /PostgreSQL 13 \(master\) .*PostgreSQL 15 \(patched\) .*walsim measured cached-lookup\+forced .*walsim modeled full-scan \| seed 001 published master \| seed 001 published patched \|$/,
+      /PostgreSQL 13 \(master\) .*PostgreSQL 15 \(patched\) .*walsim measured PostgreSQL 13 rules \(full-scan\) .*walsim modeled PostgreSQL 15 rules \(cached-lookup\) \| seed 001 published master \| seed 001 published patched \|$/,
     );
     // The seed's Test A at 100GB: MASTER 1.608 / 6.114 s, [PATCHED] (forced) 1.508 / 6.614 s.
     expect(lines).toContainEqual(
