@@ -96,8 +96,13 @@ export function lifecycleGraph(): Promise<LifecycleGraph> {
   return cached;
 }
 
-async function layout(): Promise<LifecycleGraph> {
-  const { states, edges } = walk();
+type WalkedState = Omit<GraphState, 'x' | 'y' | 'width' | 'height'>;
+type WalkedEdge = Omit<GraphEdge, 'points' | 'label'>;
+
+const edgeLabelOf = (e: WalkedEdge) => (e.guard === null ? e.event : `${e.event} [${e.guard}]`);
+
+/** ELK's input: compound states as labelled containers, leaves sized by their label, the edges. */
+function elkGraph(states: WalkedState[], edges: WalkedEdge[]): ElkNode {
   const elkNodes = new Map<string, ElkNode>();
   const root: ElkNode = {
     id: '__root',
@@ -132,15 +137,17 @@ async function layout(): Promise<LifecycleGraph> {
     elkNodes.set(s.id, n);
     (s.parent === null ? root : elkNodes.get(s.parent)!).children!.push(n);
   }
-  const labelOf = (e: Omit<GraphEdge, 'points' | 'label'>) =>
-    e.guard === null ? e.event : `${e.event} [${e.guard}]`;
   root.edges = edges.map((e): ElkExtendedEdge => ({
     id: e.id,
     sources: [e.source],
     targets: [e.target],
-    labels: [{ text: labelOf(e), width: labelOf(e).length * 6 + 4, height: 14 }],
+    labels: [{ text: edgeLabelOf(e), width: edgeLabelOf(e).length * 6 + 4, height: 14 }],
   }));
-  const out = await new ELK().layout(root);
+  return root;
+}
+
+/** The walked states and edges with the positions ELK gave them (`out`: its laid-out root). */
+function placedGraph(out: ElkNode, states: WalkedState[], edges: WalkedEdge[]): LifecycleGraph {
   const placed = new Map<string, ElkNode>();
   const collect = (n: ElkNode) => {
     placed.set(n.id, n);
@@ -165,10 +172,16 @@ async function layout(): Promise<LifecycleGraph> {
       return {
         ...e,
         points: points.map((p) => ({ x: p.x, y: p.y })),
-        label: { text: labelOf(e), x: l?.x ?? 0, y: l?.y ?? 0 },
+        label: { text: edgeLabelOf(e), x: l?.x ?? 0, y: l?.y ?? 0 },
       };
     }),
   };
+}
+
+async function layout(): Promise<LifecycleGraph> {
+  const { states, edges } = walk();
+  const out = await new ELK().layout(elkGraph(states, edges));
+  return placedGraph(out, states, edges);
 }
 
 /**

@@ -43,6 +43,7 @@ import { computeCrossover } from './report/tables.ts';
 import { MAX_REL_PAGES, rowsForPages } from './experiment/rel-size.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
 import { writeResults, type SweepOutput } from './report/write-results.ts';
+import type { RunRecord } from './report/records.ts';
 import { publishedPoints } from './experiment/seed-001.ts';
 import { STRATEGIES_USAGE, strategiesSweep } from './strategies/lab-sweep.ts';
 import { withEntryBundle } from '../server/entry-bundle.ts';
@@ -166,20 +167,27 @@ async function checkPgVersions(
   for (const v of pgVersions) await resolvePgBin({ pgBin, pgVersion: v });
 }
 
+/** A --shared-buffers value as typed and its NBuffers: parsed once, here at the command's edge. */
+interface SweepSize {
+  sb: string;
+  nBuffers: number;
+}
+
 /** The cells of a threshold or multi sweep, and the options that shaped them (for settings.json). */
 function planOf(
   kind: SweepKind,
   values: SweepValues,
-  sharedBuffers: string[],
+  sizes: readonly SweepSize[],
   engines: Engine[],
   pgVersions: number[],
 ): { plan: CellSpec[]; described: Record<string, unknown> } {
+  const sharedBuffers = sizes.map((s) => s.sb);
   if (kind === 'threshold') {
     const divisors = list(values['rel-sizes'], 'rel-sizes').map((s) =>
       positiveInt(s.replace(/^NB\//i, ''), 'rel-sizes'),
     );
     checkThresholdSizes(
-      sharedBuffers,
+      sizes,
       divisors,
       values['rel-sizes'] === SWEEP_OPTIONS['rel-sizes'].default,
     );
@@ -210,12 +218,15 @@ function planOf(
  * the --shared-buffers value, and --rel-sizes or that the sizes are the defaults — and the range
  * of k that fits, never only the NB/k of a default they did not type.
  */
-function checkThresholdSizes(sharedBuffers: string[], divisors: number[], defaulted: boolean) {
+function checkThresholdSizes(
+  sharedBuffers: readonly SweepSize[],
+  divisors: number[],
+  defaulted: boolean,
+) {
   const sizes = defaulted
     ? `the default --rel-sizes ${DEFAULT_REL_DIVISORS.join(',')}`
     : `--rel-sizes ${divisors.join(',')}`;
-  for (const sb of sharedBuffers) {
-    const { nBuffers } = parseSharedBuffers(sb);
+  for (const { sb, nBuffers } of sharedBuffers) {
     // floor(NBuffers / k) pages must lie in 1..MAX_REL_PAGES.
     const kMin = Math.floor(nBuffers / (MAX_REL_PAGES + 1)) + 1;
     for (const k of divisors) {
@@ -285,26 +296,17 @@ function printSweep(
   console.log(`files: ${written.dir}/{${written.files.join(',')}}`);
 }
 
-runCli(async () => {
-  const { cmd: kindArg, rest } = splitCommand(process.argv.slice(2), SWEEP_FLAGS);
-  if (kindArg === 'strategies')
-    return strategiesSweep(rest, (total) => progressBar(total, false), USAGE);
-  if (kindArg !== 'threshold' && kindArg !== 'multi') {
-    throw new UsageError(
-      `${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold, multi or strategies)\n${USAGE}`,
-    );
-  }
-  const kind: SweepKind = kindArg;
-  const { values, positionals } = parseCli(rest, SWEEP_OPTIONS, USAGE);
-  if (positionals.length > 0)
-    throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
-  const json = values.json;
-  const sharedBuffers = list(values['shared-buffers'], 'shared-buffers');
-  for (const sb of [...sharedBuffers, values['primary-shared-buffers']]) parseSharedBuffers(sb);
-  const profile = loadProfile(values.profile);
-  const { modelOnly, runs, warmupRuns, engines, pgVersions } = runsAndEngines(kind, values);
-  await checkPgVersions(engines, pgVersions, values['pg-bin'], profile);
-  const settings: SweepSettings = {
+/** The sweep's name: threshold or multi (strategies is dispatched before). */
+function sweepKindOf(kindArg: string | undefined): SweepKind {
+  if (kindArg === 'threshold' || kindArg === 'multi') return kindArg;
+  throw new UsageError(
+    `${kindArg === undefined ? 'missing sweep' : `unknown sweep "${kindArg}"`} (threshold, multi or strategies)\n${USAGE}`,
+  );
+}
+
+/** What every cell runs with. */
+function sweepSettingsOf(values: SweepValues, profile: CostProfile): SweepSettings {
+  return {
     primarySharedBuffers: values['primary-shared-buffers'],
     thresholdDivisor: positiveInt(values['threshold-divisor'], 'threshold-divisor'),
     workDir: path.resolve(values['work-dir'] ?? defaultWorkDir()),
@@ -313,7 +315,55 @@ runCli(async () => {
     pgBin: values['pg-bin'],
     profile,
   };
-  const { plan, described } = planOf(kind, values, sharedBuffers, engines, pgVersions);
+}
+
+/** The first line and the last: how many runs per cell, and which seconds are modeled. */
+function runsNoteOf(r: ReturnType<typeof runsAndEngines>, profile: CostProfile): string {
+  const { modelOnly, runs, warmupRuns } = r;
+  return modelOnly
+    ? `model only: counts in-process, modeled PostgreSQL seconds (cost profile ${profile.name}), nothing measured`
+    : `${runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''}; modeled PostgreSQL seconds with cost profile ${profile.name}`;
+}
+
+/** Run every cell (or only count them, --model-only) with a progress bar; the work dir goes after. */
+async function runPlan(
+  plan: CellSpec[],
+  r: ReturnType<typeof runsAndEngines>,
+  settings: SweepSettings,
+): Promise<RunRecord[]> {
+  const { modelOnly, runs, warmupRuns } = r;
+  const bar = progressBar(plan.length * (runs + warmupRuns), false);
+  try {
+    return modelOnly
+      ? await runSweepModelOnly(plan, settings, (p) => bar.update(p))
+      : // Two server processes per cell: start them from one bundle built now, not through tsx.
+        await withEntryBundle(() =>
+          runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns }),
+        );
+  } finally {
+    bar.stop();
+    fs.rmSync(settings.workDir, { recursive: true, force: true });
+  }
+}
+
+runCli(async () => {
+  const { cmd: kindArg, rest } = splitCommand(process.argv.slice(2), SWEEP_FLAGS);
+  if (kindArg === 'strategies')
+    return strategiesSweep(rest, (total) => progressBar(total, false), USAGE);
+  const kind = sweepKindOf(kindArg);
+  const { values, positionals } = parseCli(rest, SWEEP_OPTIONS, USAGE);
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}"\n${USAGE}`);
+  const json = values.json;
+  const sharedBuffers = list(values['shared-buffers'], 'shared-buffers');
+  const sizes = sharedBuffers.map((sb) => ({ sb, nBuffers: parseSharedBuffers(sb).nBuffers }));
+  parseSharedBuffers(values['primary-shared-buffers']);
+  const profile = loadProfile(values.profile);
+  const r = runsAndEngines(kind, values);
+  const { modelOnly, runs, warmupRuns, engines, pgVersions } = r;
+  await checkPgVersions(engines, pgVersions, values['pg-bin'], profile);
+  const settings = sweepSettingsOf(values, profile);
+  const { plan, described } = planOf(kind, values, sizes, engines, pgVersions);
   const settingsOut = {
     engines,
     ...(pgVersions.length > 0 ? { pgVersions } : {}),
@@ -328,29 +378,14 @@ runCli(async () => {
     profile: profile.name,
     modelOnly,
   };
-  const runsNote = modelOnly
-    ? `model only: counts in-process, modeled PostgreSQL seconds (cost profile ${profile.name}), nothing measured`
-    : `${runs < SEED_RUNS ? `${runs} run${runs === 1 ? '' : 's'} per cell (the seed averaged ${SEED_RUNS}; pass --runs ${SEED_RUNS} for its averaging)` : `${runs} runs per cell`}${warmupRuns ? ` after ${warmupRuns} unrecorded warm-up pass${warmupRuns === 1 ? '' : 'es'}` : ''}; modeled PostgreSQL seconds with cost profile ${profile.name}`;
+  const runsNote = runsNoteOf(r, profile);
   if (!json)
     console.log(
       `seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`,
     );
   destroyClustersOnSignal(settings.workDir);
-
   const startedAt = new Date();
-  const bar = progressBar(plan.length * (runs + warmupRuns), false);
-  let records;
-  try {
-    records = modelOnly
-      ? await runSweepModelOnly(plan, settings, (p) => bar.update(p))
-      : // Two server processes per cell: start them from one bundle built now, not through tsx.
-        await withEntryBundle(() =>
-          runSweep(plan, runs, settings, (p) => bar.update(p), { warmupRuns }),
-        );
-  } finally {
-    bar.stop();
-    fs.rmSync(settings.workDir, { recursive: true, force: true });
-  }
+  const records = await runPlan(plan, r, settings);
   const finishedAt = new Date();
   const output: SweepOutput = {
     kind,

@@ -50,6 +50,41 @@ function bad(message: string): WalsimError {
   return new WalsimError('protocol_violation', `invalid control request: ${message}`);
 }
 
+/** A `fault` request's fields: a known fault, holdMs 0–600000, latencyMs for slow_disk only. */
+function parseFaultRequest(id: number, v: Record<string, unknown>): ControlRequest {
+  const holdMs = v.holdMs ?? 0;
+  if (typeof v.fault !== 'string' || !(FAULT_NAMES as readonly string[]).includes(v.fault)) {
+    throw bad(`"fault" must be one of ${FAULT_NAMES.join(', ')}`);
+  }
+  if (typeof holdMs !== 'number' || !Number.isInteger(holdMs) || holdMs < 0 || holdMs > 600_000) {
+    throw bad('"holdMs" must be an integer between 0 and 600000');
+  }
+  if (v.latencyMs !== undefined) {
+    if (v.fault !== 'slow_disk') throw bad('"latencyMs" applies to the slow_disk fault only');
+    if (
+      typeof v.latencyMs !== 'number' ||
+      !Number.isInteger(v.latencyMs) ||
+      v.latencyMs < 0 ||
+      v.latencyMs > MAX_DISK_LATENCY_MS
+    ) {
+      throw bad(`"latencyMs" must be an integer between 0 and ${MAX_DISK_LATENCY_MS}`);
+    }
+    return { id, op: 'fault', fault: v.fault, holdMs, latencyMs: v.latencyMs };
+  }
+  return { id, op: 'fault', fault: v.fault as FaultName, holdMs };
+}
+
+/** A `promote` request's fields: wait (default true), waitSeconds (a positive integer, default 60). */
+function parsePromoteRequest(id: number, v: Record<string, unknown>): ControlRequest {
+  const wait = v.wait ?? true;
+  const waitSeconds = v.waitSeconds ?? 60;
+  if (typeof wait !== 'boolean') throw bad('"wait" must be a boolean');
+  if (typeof waitSeconds !== 'number' || !Number.isInteger(waitSeconds) || waitSeconds <= 0) {
+    throw bad('"waitSeconds" must be a positive integer');
+  }
+  return { id, op: 'promote', wait, waitSeconds };
+}
+
 /** Parse and validate one request frame. Throws WalsimError('protocol_violation') naming the problem. */
 export function parseControlRequest(text: string): ControlRequest {
   let value: unknown;
@@ -71,33 +106,8 @@ export function parseControlRequest(text: string): ControlRequest {
       return { id, op: 'status' };
     case 'inspect':
       return { id, op: 'inspect' };
-    case 'fault': {
-      const holdMs = v.holdMs ?? 0;
-      if (typeof v.fault !== 'string' || !(FAULT_NAMES as readonly string[]).includes(v.fault)) {
-        throw bad(`"fault" must be one of ${FAULT_NAMES.join(', ')}`);
-      }
-      if (
-        typeof holdMs !== 'number' ||
-        !Number.isInteger(holdMs) ||
-        holdMs < 0 ||
-        holdMs > 600_000
-      ) {
-        throw bad('"holdMs" must be an integer between 0 and 600000');
-      }
-      if (v.latencyMs !== undefined) {
-        if (v.fault !== 'slow_disk') throw bad('"latencyMs" applies to the slow_disk fault only');
-        if (
-          typeof v.latencyMs !== 'number' ||
-          !Number.isInteger(v.latencyMs) ||
-          v.latencyMs < 0 ||
-          v.latencyMs > MAX_DISK_LATENCY_MS
-        ) {
-          throw bad(`"latencyMs" must be an integer between 0 and ${MAX_DISK_LATENCY_MS}`);
-        }
-        return { id, op: 'fault', fault: v.fault, holdMs, latencyMs: v.latencyMs };
-      }
-      return { id, op: 'fault', fault: v.fault as FaultName, holdMs };
-    }
+    case 'fault':
+      return parseFaultRequest(id, v);
     case 'basebackup':
       if (typeof v.targetDir !== 'string' || v.targetDir === '')
         throw bad('"targetDir" must be a non-empty string');
@@ -109,15 +119,8 @@ export function parseControlRequest(text: string): ControlRequest {
       }
       return { id, op: 'stop', mode: mode as StopMode };
     }
-    case 'promote': {
-      const wait = v.wait ?? true;
-      const waitSeconds = v.waitSeconds ?? 60;
-      if (typeof wait !== 'boolean') throw bad('"wait" must be a boolean');
-      if (typeof waitSeconds !== 'number' || !Number.isInteger(waitSeconds) || waitSeconds <= 0) {
-        throw bad('"waitSeconds" must be a positive integer');
-      }
-      return { id, op: 'promote', wait, waitSeconds };
-    }
+    case 'promote':
+      return parsePromoteRequest(id, v);
     default:
       throw bad(
         `unknown op ${JSON.stringify(v.op)} (expected sql, status, inspect, basebackup, fault, stop or promote)`,

@@ -11,7 +11,7 @@ import { nodeDisk } from '../common/node-disk.ts';
 import { systemClock } from '../common/system-clock.ts';
 import { WalWriter } from '../wal/wal-writer.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
-import { parseSharedBuffers } from '../storage/shared-buffers.ts';
+import { MIN_SHARED_BUFFERS } from '../storage/shared-buffers.ts';
 import { dropSettingsForRules } from '../storage/drop.ts';
 import { pgDropRules } from '../storage/pg-drop-rules.ts';
 import { WalsimError } from '../common/errors.ts';
@@ -129,9 +129,9 @@ export async function initdb(
   const nowMs = io.clock.now();
   makeDir(path.join(dataDir, 'pg_wal'), disk);
   makeDir(path.join(dataDir, 'global'), disk);
-  const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
-  // The data image does not depend on shared_buffers; a small pool is enough to write it.
-  const storage = NodeStorage.create(Math.min(nBuffers, 1024), dropSettingsOf(config));
+  // The data image of an empty cluster does not depend on shared_buffers (nothing is cached):
+  // the smallest pool writes it, and initdb reads no setting it does not need.
+  const storage = NodeStorage.create(MIN_SHARED_BUFFERS, dropSettingsOf(config));
   const wal = WalWriter.open(dataDir, { segmentSize: config.walSegmentSize, timeline: 1, disk });
   const redoLsn = wal.insertLsn;
   await storage.writeImage(dataDir, { redoLsn, redoPrevLsn: 0, timeline: 1 }, async () => {}, io);

@@ -46,6 +46,7 @@ import {
 } from './ws-server.ts';
 import { startPgWireServer, type PgWireHandle } from './pg-wire/index.ts';
 import { exitWhenFlushed } from './process-exit.ts';
+import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 
 /** Largest frame the walsender side accepts from a standby (ws maxPayload). */
 const REPLICATION_MAX_PAYLOAD = 64 * 1024;
@@ -298,7 +299,8 @@ async function main(): Promise<void> {
     disk: new LatencyDisk(nodeDisk, systemClock, blockThread),
     dialer: ({ host, port }: Upstream) => wsReplicationDialer(host, port, token),
   };
-  node = ServerNode.open({ dataDir, config, token, log, fatal, env });
+  const { nBuffers } = parseSharedBuffers(config.sharedBuffers); // once, as at a postmaster's start
+  node = ServerNode.open({ dataDir, config, nBuffers, token, log, fatal, env });
   server = await startWsServer({
     host: config.listen,
     port: config.port,

@@ -12,6 +12,12 @@ import type { NodeConfig } from './node-config.ts';
 export interface NodeOptions {
   dataDir: string;
   config: NodeConfig;
+  /**
+   * NBuffers: shared_buffers as parsed once where the settings were read (server/main.ts at the
+   * process's start, the simulator's cluster from its scenario); `ServerNode.open` sizes the pool
+   * with it. PGC_POSTMASTER, as in PostgreSQL: a reload never changes it.
+   */
+  nBuffers: number;
   token: string;
   log(message: string): void;
   /**

@@ -453,9 +453,12 @@ export class ServerNode {
     return { timeline: this.timeline, segmentSize: this.config.walSegmentSize, disk: this.disk };
   }
 
-  /** Load the data image, replay local WAL from its REDO point, open WAL for writing. */
+  /**
+   * Assemble the node: a pool of `opts.nBuffers` buffers loaded with the data image, local WAL
+   * replayed from its REDO point, WAL open for writing.
+   */
   static open(opts: NodeOptions): ServerNode {
-    const r = replayLocalWal(opts.dataDir, opts.config, opts.env.disk, opts.log);
+    const r = replayLocalWal(opts.dataDir, opts.config, opts.nBuffers, opts.env.disk, opts.log);
     return new ServerNode(opts, r.storage, r.wal, r.control, r.startupReplay);
   }
 

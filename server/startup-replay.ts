@@ -21,7 +21,6 @@ import { dropSettingsForRules, runSteps, type DropSettings } from '../storage/dr
 import { pgDropRules } from '../storage/pg-drop-rules.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
 import { replayRecordSteps } from '../storage/redo.ts';
-import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { NodeConfig } from './node-config.ts';
 import type { StartupReplayStatus } from './node-status.ts';
 
@@ -95,26 +94,38 @@ function skipsBadRecord(reason: WalEndReason | null): boolean {
   );
 }
 
-/** Load the data image, replay local WAL from its REDO point, open WAL for writing at its end. */
+/**
+ * pg_control as start-up replays from it, and whether the node starts as a standby: a standby
+ * follows the newest timeline whose history holds pg_control's (recovery_target_timeline = 'latest').
+ */
+function startupControl(
+  dataDir: string,
+  disk: Disk,
+  log: (message: string) => void,
+): { control: ControlFile; standby: boolean } {
+  const control = readControlFile(dataDir, disk);
+  const standby = disk.exists(path.join(dataDir, STANDBY_SIGNAL));
+  if (!standby) return { control, standby };
+  const latest = latestTimeline(dataDir, control.timeline, disk);
+  if (latest === control.timeline) return { control, standby };
+  log(
+    `LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`,
+  );
+  return { control: { ...control, timeline: latest }, standby };
+}
+
+/**
+ * Load the data image into a pool of `nBuffers` buffers (the size the node's assembly chose),
+ * replay local WAL from its REDO point, open WAL for writing at its end.
+ */
 export function replayLocalWal(
   dataDir: string,
   config: NodeConfig,
+  nBuffers: number,
   disk: Disk,
   log: (message: string) => void,
 ): LocalWalReplay {
-  let control = readControlFile(dataDir, disk);
-  const standby = disk.exists(path.join(dataDir, STANDBY_SIGNAL));
-  if (standby) {
-    // recovery_target_timeline = 'latest': follow the newest timeline whose history holds ours.
-    const latest = latestTimeline(dataDir, control.timeline, disk);
-    if (latest !== control.timeline) {
-      log(
-        `LOG:  recovery follows the latest timeline ${latest} (pg_control names ${control.timeline})`,
-      );
-      control = { ...control, timeline: latest };
-    }
-  }
-  const { nBuffers } = parseSharedBuffers(config.sharedBuffers);
+  const { control, standby } = startupControl(dataDir, disk, log);
   const { storage, header } = NodeStorage.loadImage(
     dataDir,
     nBuffers,

@@ -24,6 +24,7 @@ import { Scheduler } from './scheduler.ts';
 import { applicationNameOf, subSeed, type Role, type Scenario } from './scenario.ts';
 import { Trace } from './trace.ts';
 import { NodeStorage } from '../storage/node-storage.ts';
+import { parseSharedBuffers } from '../storage/shared-buffers.ts';
 import type { Clock } from '../common/clock.ts';
 import type { Dialer } from '../common/transport.ts';
 import { InjectedDropFault, type DropFault } from '../storage/smgr.ts';
@@ -117,12 +118,15 @@ export class SimCluster {
   onCommitAcknowledged: (primary: ServerNode, endLsn: Lsn) => void = () => {};
   /** Every machine disk of the run, replaced ones included (their counters are the run's I/O). */
   private readonly disks: MemDisk[] = [];
+  /** NBuffers of every node: the scenario's shared_buffers, parsed once. */
+  private readonly nBuffers: number;
 
   constructor(
     readonly scenario: Scenario,
     keepTrace: boolean,
   ) {
     const seed = scenario.seed;
+    this.nBuffers = parseSharedBuffers(scenario.options.sharedBuffers).nBuffers;
     this.faultRng = new SeededRandom(subSeed(seed, 'disk'));
     this.net = new Network(this.sched, new SeededRandom(subSeed(seed, 'network')), {
       ...scenario.options.link,
@@ -493,6 +497,7 @@ export class SimCluster {
     return ServerNode.open({
       dataDir: DATA_DIR,
       config: this.twoNodes ? this.config(h) : this.writeConfig(h),
+      nBuffers: this.nBuffers,
       token: TOKEN,
       log: (m) => this.log(h, owner, m),
       fatal: (e) => this.fatal(h, owner, e),

@@ -150,6 +150,26 @@ export function redoSteps(
   }
 }
 
+/** heap_xlog_multi_insert: the rows into one page, then the free-space reports. */
+function redoMultiInsert(
+  st: NodeStorage,
+  body: Extract<WalRecordBody, { kind: 'HEAP2_MULTI_INSERT' }>,
+  xid: TransactionId,
+): void {
+  touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
+  ensureHeapPage(st, body.rel, body.block);
+  st.heap.applyMultiInsert(body.rel, body.block, body.firstOffset, body.runs, xid, body.initPage);
+  // One HEAP_INSERT a row in PostgreSQL: each row at offset ≥ FSM_REPORT_NITEMS reports.
+  const last = st.heap.nitems(body.rel, body.block);
+  if (last >= FSM_REPORT_NITEMS)
+    recordFreeSpace(
+      st,
+      body.rel,
+      body.block,
+      last - Math.max(body.firstOffset, FSM_REPORT_NITEMS) + 1,
+    );
+}
+
 /** The records that drop no buffers: applied in one go. */
 function redoAtOnce(st: NodeStorage, body: WalRecordBody, xid: TransactionId): void {
   switch (body.kind) {
@@ -167,28 +187,9 @@ function redoAtOnce(st: NodeStorage, body: WalRecordBody, xid: TransactionId): v
       st.heap.applyInsert(body.rel, body.block, body.offset, body.value, xid, body.initPage);
       if (body.offset >= FSM_REPORT_NITEMS) recordFreeSpace(st, body.rel, body.block, 1);
       return;
-    case 'HEAP2_MULTI_INSERT': {
-      touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
-      ensureHeapPage(st, body.rel, body.block);
-      st.heap.applyMultiInsert(
-        body.rel,
-        body.block,
-        body.firstOffset,
-        body.runs,
-        xid,
-        body.initPage,
-      );
-      // One HEAP_INSERT a row in PostgreSQL: each row at offset ≥ FSM_REPORT_NITEMS reports.
-      const last = st.heap.nitems(body.rel, body.block);
-      if (last >= FSM_REPORT_NITEMS)
-        recordFreeSpace(
-          st,
-          body.rel,
-          body.block,
-          last - Math.max(body.firstOffset, FSM_REPORT_NITEMS) + 1,
-        );
+    case 'HEAP2_MULTI_INSERT':
+      redoMultiInsert(st, body, xid);
       return;
-    }
     case 'HEAP_DELETE':
       touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
       st.heap.applyDelete(body.rel, body.block, body.offsets, xid);

@@ -167,6 +167,79 @@ export async function makeBacklog(dir: string, c: BenchCell): Promise<void> {
   }
 }
 
+type Prediction = Awaited<ReturnType<typeof predictStandby>>;
+
+/** A verified promotion and what was sampled around it. */
+interface MeasuredPromotion {
+  v: Awaited<ReturnType<typeof verifyPromotion>>;
+  /** The startup process's scheduler statistics over the promotion (null: not readable). */
+  sched: ReturnType<NonNullable<ReturnType<typeof startupSamplerOf>>['stop']> | null;
+  /** The share of the promotion's wall time some task waited for a CPU (PSI; null: no PSI). */
+  cpuPressure: number | null;
+}
+
+/** Promote the standby as `--verify` does, sampling its startup process and the CPU pressure. */
+async function measurePromotion(
+  standby: string,
+  pgdata: string,
+  pw: Prediction,
+  logFile: string,
+): Promise<MeasuredPromotion> {
+  // Every dirty page written back first: the standby's data files then have their blocks
+  // allocated, as on a standby whose restartpoints wrote them long ago. Without it, files younger
+  // than the kernel's dirty_expire (30 s) are still delayed-allocation extents, whose truncation
+  // and unlink free no blocks (no discard on this kind of mount), and writeback racing the replay
+  // made the per-table cost depend on how long the backlog took to make (BENCHMARKS.md).
+  spawnSync('sync', { stdio: 'ignore' });
+  const sampler = startupSamplerOf(pgdata);
+  const p0 = cpuPressureTotalUs();
+  const t0 = performance.now();
+  const v = await verifyPromotion(standby, pw, logFile);
+  const sched = sampler?.stop() ?? null;
+  const p1 = cpuPressureTotalUs();
+  const wallUs = (performance.now() - t0) * 1000;
+  const cpuPressure =
+    p0 !== null && p1 !== null && wallUs > 0 ? Math.min(1, (p1 - p0) / wallUs) : null;
+  return { v, sched, cpuPressure };
+}
+
+/** The run's record: both predictions beside what the promotion measured. */
+function benchRunOf(
+  c: BenchCell,
+  run: number,
+  pw: Prediction,
+  pu: Prediction,
+  { v, sched, cpuPressure }: MeasuredPromotion,
+): BenchRun {
+  return {
+    cell: c.id,
+    run,
+    predictedWallS: pw.predicted.writableS,
+    predictedUncontendedS: pu.predicted.writableS,
+    measuredWallS: v.measured.writableS,
+    runQueueS: sched === null ? null : sched.runQueueMs / 1000,
+    startupCpuS: sched === null ? null : sched.cpuMs / 1000,
+    startupBlockedS: sched === null ? null : sched.blockedMs / 1000,
+    stall: v.stall,
+    phases: {
+      replayS: v.measured.replayS,
+      endOfRecoveryS: v.measured.endOfRecoveryS,
+      openForWritesS: v.measured.openForWritesS,
+    },
+    predictedPhasesWall: pw.predicted.phases,
+    records: pw.records.total,
+    walBytes: pw.range.bytes,
+    dropsFullScan: pw.drops.calls.fullScan,
+    dropsLookup: pw.drops.calls.lookup,
+    counts: pw.counts,
+    genericRecords: pw.records.generic,
+    dominates: pw.dominates,
+    loadAvg1: os.loadavg()[0]!,
+    cpuPressure,
+    at: v.readyAt,
+  };
+}
+
 /** One run: fresh pair, backlog, two predictions, verified promotion, removal. */
 export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings): Promise<BenchRun> {
   fs.mkdirSync(s.workDir, { recursive: true });
@@ -194,47 +267,7 @@ export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings):
     // npm run calibrate passes one base profile for both: its prediction is not read twice.
     const pu = s.uncontended.profile === s.wall.profile ? pw : await predict(s.uncontended);
     const logFile = checkVerifiable(pw, pgLogPath(dir, 'standby'));
-    // Every dirty page written back first: the standby's data files then have their blocks
-    // allocated, as on a standby whose restartpoints wrote them long ago. Without it, files younger
-    // than the kernel's dirty_expire (30 s) are still delayed-allocation extents, whose truncation
-    // and unlink free no blocks (no discard on this kind of mount), and writeback racing the replay
-    // made the per-table cost depend on how long the backlog took to make (BENCHMARKS.md).
-    spawnSync('sync', { stdio: 'ignore' });
-    const sampler = startupSamplerOf(pgdata);
-    const p0 = cpuPressureTotalUs();
-    const t0 = performance.now();
-    const v = await verifyPromotion(standby, pw, logFile);
-    const sched = sampler?.stop() ?? null;
-    const p1 = cpuPressureTotalUs();
-    const wallUs = (performance.now() - t0) * 1000;
-    return {
-      cell: c.id,
-      run,
-      predictedWallS: pw.predicted.writableS,
-      predictedUncontendedS: pu.predicted.writableS,
-      measuredWallS: v.measured.writableS,
-      runQueueS: sched === null ? null : sched.runQueueMs / 1000,
-      startupCpuS: sched === null ? null : sched.cpuMs / 1000,
-      startupBlockedS: sched === null ? null : sched.blockedMs / 1000,
-      stall: v.stall,
-      phases: {
-        replayS: v.measured.replayS,
-        endOfRecoveryS: v.measured.endOfRecoveryS,
-        openForWritesS: v.measured.openForWritesS,
-      },
-      predictedPhasesWall: pw.predicted.phases,
-      records: pw.records.total,
-      walBytes: pw.range.bytes,
-      dropsFullScan: pw.drops.calls.fullScan,
-      dropsLookup: pw.drops.calls.lookup,
-      counts: pw.counts,
-      genericRecords: pw.records.generic,
-      dominates: pw.dominates,
-      loadAvg1: os.loadavg()[0]!,
-      cpuPressure:
-        p0 !== null && p1 !== null && wallUs > 0 ? Math.min(1, (p1 - p0) / wallUs) : null,
-      at: v.readyAt,
-    };
+    return benchRunOf(c, run, pw, pu, await measurePromotion(standby, pgdata, pw, logFile));
   } finally {
     // The small files stay until the command removes its work directory (inode-reuse.ts: removing
     // thousands of files here would slow every file creation of the next run's replay).

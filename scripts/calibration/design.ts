@@ -504,8 +504,24 @@ export const storedLabel = (
 const legacyLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>) =>
   `${c.sharedBuffers} ${c.relSize ?? c.variant}`;
 
-/** Read the measurements of a profile written by `npm run calibrate` (for `--refit`). */
-export function readStoredCalibration(file: string): StoredCalibration {
+/** The settings a stored fit wrote: older files lack some and have one table count. */
+type StoredSettings = Omit<
+  StoredCalibration['settings'],
+  'tables' | 'toastTables' | 'testBSizes' | 'toastSizes' | 'dml' | 'copy'
+> & {
+  tables?: number | number[];
+  toastTables?: number;
+  testBSizes?: string[];
+  toastSizes?: string[];
+  dml?: CalibrationDesign['dml'];
+  copy?: CalibrationDesign['copy'];
+};
+
+/** The profile file's `fit` and its runs, each checked for the fields a refit needs. */
+function readStoredFit(file: string): {
+  fit: Record<string, unknown>;
+  records: StoredCalibrationRun[];
+} {
   let j: unknown;
   try {
     j = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -533,24 +549,39 @@ export function readStoredCalibration(file: string): StoredCalibration {
         `${file}: a fit.records entry lacks label, run or failoverMs: ${JSON.stringify(r).slice(0, 200)}`,
       );
   }
-  const records = recs as StoredCalibrationRun[];
-  const s = fit.settings as
-    | (Omit<
-        StoredCalibration['settings'],
-        'tables' | 'toastTables' | 'testBSizes' | 'toastSizes' | 'dml' | 'copy'
-      > & {
-        tables?: number | number[];
-        toastTables?: number;
-        testBSizes?: string[];
-        toastSizes?: string[];
-        dml?: CalibrationDesign['dml'];
-        copy?: CalibrationDesign['copy'];
-      })
-    | undefined;
+  return { fit, records: recs as StoredCalibrationRun[] };
+}
+
+/** The cell design a stored fit was planned from (what older files lack: from labels, defaults). */
+function storedSettings(
+  s: StoredSettings | undefined,
+  records: readonly StoredCalibrationRun[],
+): StoredCalibration['settings'] {
   const sizes = s?.sizes ?? [...new Set(records.map((r) => r.label.split(' ')[0]!))];
   const divisors = s?.relDivisors ?? [
     ...new Set(records.flatMap((r) => /NB\/(\d+)$/.exec(r.label)?.[1] ?? []).map(Number)),
   ];
+  return {
+    sizes,
+    tables: Array.isArray(s?.tables)
+      ? s.tables
+      : [typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES],
+    toastTables:
+      s?.toastTables ?? (typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES),
+    testBSizes: s?.testBSizes ?? sizes,
+    toastSizes: s?.toastSizes ?? sizes,
+    dml: s?.dml ?? null,
+    copy: s?.copy ?? null,
+    generated: s?.generated ?? null,
+    relDivisors:
+      divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
+    primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',
+  };
+}
+
+/** Read the measurements of a profile written by `npm run calibrate` (for `--refit`). */
+export function readStoredCalibration(file: string): StoredCalibration {
+  const { fit, records } = readStoredFit(file);
   return {
     measuredAt: String(fit.measuredAt),
     wallSeconds: Number(fit.wallSeconds),
@@ -558,22 +589,7 @@ export function readStoredCalibration(file: string): StoredCalibration {
     runs: Number(fit.runsPerCell),
     warmupRuns: Number(fit.warmupRunsPerCell ?? 0),
     machine: fit.machine ?? null,
-    settings: {
-      sizes,
-      tables: Array.isArray(s?.tables)
-        ? s.tables
-        : [typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES],
-      toastTables:
-        s?.toastTables ?? (typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES),
-      testBSizes: s?.testBSizes ?? sizes,
-      toastSizes: s?.toastSizes ?? sizes,
-      dml: s?.dml ?? null,
-      copy: s?.copy ?? null,
-      generated: s?.generated ?? null,
-      relDivisors:
-        divisors.length > 0 ? divisors.sort((a, b) => b - a) : DEFAULT_CALIBRATION_REL_DIVISORS,
-      primarySharedBuffers: s?.primarySharedBuffers ?? '128MB',
-    },
+    settings: storedSettings(fit.settings as StoredSettings | undefined, records),
     records,
     walCounts:
       fit.walCounts !== null && typeof fit.walCounts === 'object'

@@ -138,27 +138,103 @@ function makeAxis(
   return { toPx, ticks };
 }
 
+/** The figure's size and the plot area inside its margins (px; y0 is the x axis, y1 the top). */
+interface PlotBox {
+  W: number;
+  H: number;
+  x0: number;
+  x1: number;
+  y0: number;
+  y1: number;
+}
+
 /**
- * Render the chart; points with a non-positive coordinate on a log axis are left out. Long on
- * purpose: it emits the SVG top to bottom (frame, ticks, series, legend), each part a few lines
- * that only make sense in that order.
+ * The figure's box. The legend sits right of the plot: the figure widens so the longest name fits
+ * (~7 px a character).
  */
-export function lineChart(spec: LineChartSpec): string {
-  // The legend sits right of the plot: widen the figure so the longest name fits (~7 px a character).
+function plotBox(spec: LineChartSpec): PlotBox {
   const legendPx = 60 + 7 * Math.max(0, ...spec.series.map((s) => s.name.length));
   const right = Math.max(200, legendPx);
   const W = (spec.width ?? 720) + (right - 200);
   const H = spec.height ?? 440;
   const m = { left: 80, right, top: 44, bottom: 64 };
+  return { W, H, x0: m.left, x1: W - m.right, y0: H - m.bottom, y1: m.top };
+}
+
+/** The series with only their drawable points (finite; positive on a log axis), sorted by x. */
+function drawableSeries(spec: LineChartSpec): ChartSeries[] {
   const ok = (p: ChartPoint) =>
     Number.isFinite(p.x) &&
     Number.isFinite(p.y) &&
     (!spec.xLog || p.x > 0) &&
     (!spec.yLog || p.y > 0);
-  const series = spec.series.map((s) => ({
+  return spec.series.map((s) => ({
     ...s,
     points: s.points.filter(ok).sort((a, b) => a.x - b.x),
   }));
+}
+
+const px = (v: number) => v.toFixed(1);
+
+/** Grid lines and tick labels of both axes, the axis lines, the axis titles. */
+function axesSvg(spec: LineChartSpec, b: PlotBox, xa: Axis, ya: Axis): string[] {
+  const { x0, x1, y0, y1 } = b;
+  const out: string[] = [];
+  for (const t of ya.ticks) {
+    const y = ya.toPx(t.value);
+    if (y < y1 - 0.5 || y > y0 + 0.5) continue;
+    out.push(`<line x1="${x0}" y1="${px(y)}" x2="${x1}" y2="${px(y)}" stroke="#e5e5e5"/>`);
+    out.push(`<text x="${x0 - 6}" y="${px(y + 4)}" text-anchor="end">${esc(t.label)}</text>`);
+  }
+  for (const t of xa.ticks) {
+    const x = xa.toPx(t.value);
+    if (x < x0 - 0.5 || x > x1 + 0.5) continue;
+    out.push(`<line x1="${px(x)}" y1="${y0}" x2="${px(x)}" y2="${y1}" stroke="#f0f0f0"/>`);
+    out.push(`<text x="${px(x)}" y="${y0 + 18}" text-anchor="middle">${esc(t.label)}</text>`);
+  }
+  out.push(`<line x1="${x0}" y1="${y0}" x2="${x1}" y2="${y0}" stroke="black"/>`);
+  out.push(`<line x1="${x0}" y1="${y0}" x2="${x0}" y2="${y1}" stroke="black"/>`);
+  out.push(
+    `<text x="${(x0 + x1) / 2}" y="${b.H - 20}" text-anchor="middle">${esc(spec.xLabel)}${spec.xLog ? ' (log scale)' : ''}</text>`,
+  );
+  out.push(
+    `<text transform="translate(20 ${(y0 + y1) / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}${spec.yLog ? ' (log scale)' : ''}</text>`,
+  );
+  return out;
+}
+
+/** Each series' polyline and markers, and its legend entry (the i-th row right of the plot). */
+function seriesSvg(series: ChartSeries[], b: PlotBox, xa: Axis, ya: Axis): string[] {
+  const out: string[] = [];
+  series.forEach((s, i) => {
+    const color = s.color ?? COLORS[i % COLORS.length]!;
+    const pts = s.points.map((p) => `${px(xa.toPx(p.x))},${px(ya.toPx(p.y))}`);
+    const dash = s.dashed ? ' stroke-dasharray="6 4"' : '';
+    if (pts.length > 1)
+      out.push(
+        `<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="2"${dash} points="${pts.join(' ')}"/>`,
+      );
+    for (const p of s.points)
+      out.push(
+        `<circle cx="${px(xa.toPx(p.x))}" cy="${px(ya.toPx(p.y))}" r="3.5" fill="${color}"><title>${esc(`${s.name}: ${shortNumber(p.x)}, ${shortNumber(p.y)}`)}</title></circle>`,
+      );
+    const ly = b.y1 + 10 + i * 20;
+    out.push(
+      `<line x1="${b.x1 + 16}" y1="${ly}" x2="${b.x1 + 40}" y2="${ly}" stroke="${color}" stroke-width="2"${dash}/>`,
+    );
+    out.push(`<text x="${b.x1 + 46}" y="${ly + 4}">${esc(s.name)}</text>`);
+  });
+  return out;
+}
+
+/**
+ * Render the chart; points with a non-positive coordinate on a log axis are left out. The SVG is
+ * emitted top to bottom: frame and title, grid and axes, series, legend.
+ */
+export function lineChart(spec: LineChartSpec): string {
+  const b = plotBox(spec);
+  const { W, H, x0, x1, y0, y1 } = b;
+  const series = drawableSeries(spec);
   const all = series.flatMap((s) => s.points);
   const out: string[] = [];
   out.push(
@@ -168,10 +244,6 @@ export function lineChart(spec: LineChartSpec): string {
   out.push(
     `<text x="${W / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${esc(spec.title)}</text>`,
   );
-  const x0 = m.left;
-  const x1 = W - m.right;
-  const y0 = H - m.bottom;
-  const y1 = m.top;
   if (all.length === 0) {
     out.push(
       `<text x="${(x0 + x1) / 2}" y="${(y0 + y1) / 2}" text-anchor="middle">no data</text></svg>`,
@@ -192,47 +264,7 @@ export function lineChart(spec: LineChartSpec): string {
     y0,
     y1,
   );
-  const f = (v: number) => v.toFixed(1);
-  // Grid and ticks.
-  for (const t of ya.ticks) {
-    const y = ya.toPx(t.value);
-    if (y < y1 - 0.5 || y > y0 + 0.5) continue;
-    out.push(`<line x1="${x0}" y1="${f(y)}" x2="${x1}" y2="${f(y)}" stroke="#e5e5e5"/>`);
-    out.push(`<text x="${x0 - 6}" y="${f(y + 4)}" text-anchor="end">${esc(t.label)}</text>`);
-  }
-  for (const t of xa.ticks) {
-    const x = xa.toPx(t.value);
-    if (x < x0 - 0.5 || x > x1 + 0.5) continue;
-    out.push(`<line x1="${f(x)}" y1="${y0}" x2="${f(x)}" y2="${y1}" stroke="#f0f0f0"/>`);
-    out.push(`<text x="${f(x)}" y="${y0 + 18}" text-anchor="middle">${esc(t.label)}</text>`);
-  }
-  out.push(`<line x1="${x0}" y1="${y0}" x2="${x1}" y2="${y0}" stroke="black"/>`);
-  out.push(`<line x1="${x0}" y1="${y0}" x2="${x0}" y2="${y1}" stroke="black"/>`);
-  out.push(
-    `<text x="${(x0 + x1) / 2}" y="${H - 20}" text-anchor="middle">${esc(spec.xLabel)}${spec.xLog ? ' (log scale)' : ''}</text>`,
-  );
-  out.push(
-    `<text transform="translate(20 ${(y0 + y1) / 2}) rotate(-90)" text-anchor="middle">${esc(spec.yLabel)}${spec.yLog ? ' (log scale)' : ''}</text>`,
-  );
-  // Series.
-  series.forEach((s, i) => {
-    const color = s.color ?? COLORS[i % COLORS.length]!;
-    const pts = s.points.map((p) => `${f(xa.toPx(p.x))},${f(ya.toPx(p.y))}`);
-    const dash = s.dashed ? ' stroke-dasharray="6 4"' : '';
-    if (pts.length > 1)
-      out.push(
-        `<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="2"${dash} points="${pts.join(' ')}"/>`,
-      );
-    for (const p of s.points)
-      out.push(
-        `<circle cx="${f(xa.toPx(p.x))}" cy="${f(ya.toPx(p.y))}" r="3.5" fill="${color}"><title>${esc(`${s.name}: ${shortNumber(p.x)}, ${shortNumber(p.y)}`)}</title></circle>`,
-      );
-    const ly = y1 + 10 + i * 20;
-    out.push(
-      `<line x1="${x1 + 16}" y1="${ly}" x2="${x1 + 40}" y2="${ly}" stroke="${color}" stroke-width="2"${dash}/>`,
-    );
-    out.push(`<text x="${x1 + 46}" y="${ly + 4}">${esc(s.name)}</text>`);
-  });
+  out.push(...axesSvg(spec, b, xa, ya), ...seriesSvg(series, b, xa, ya));
   out.push('</svg>');
   return out.join('\n') + '\n';
 }

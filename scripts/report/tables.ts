@@ -163,128 +163,222 @@ function crossoverTable(cross: Crossover[]): string {
   );
 }
 
-/**
- * Test A's three tables (rows NB/k in the given order, columns shared_buffers) and the crossover.
- * Long on purpose: it lays the tables out in the seed's order and wording, one block per table,
- * measured then modeled; each block is a grid over the same cells.
- */
-export function thresholdTables(cells: CellSummary[]): ThresholdTables {
+/** Test A's walsim cells as grids: rows NB/k (in the given order), columns shared_buffers. */
+interface ThresholdGrid {
+  th: CellSummary[];
+  get(sb: string, rs: string, strategy: string): CellSummary | undefined;
+  grid(f: (sb: string, rs: string) => string): string;
+}
+
+function thresholdGrid(cells: CellSummary[]): ThresholdGrid {
   const th = cells.filter((c) => c.kind === 'threshold' && c.engine === 'walsim');
   const sbs = unique(th.map((c) => c.sharedBuffers));
   const sizes = unique(th.map((c) => c.relSize!));
-  const get = (sb: string, rs: string, strategy: string) =>
-    th.find((c) => c.sharedBuffers === sb && c.relSize === rs && c.strategy === strategy);
   const headers = ['rel_size', ...sbs];
-  const grid = (f: (sb: string, rs: string) => string) =>
-    markdownTable(
-      headers,
-      sizes.map((rs) => [rs, ...sbs.map((sb) => f(sb, rs))]),
-    );
-  const regressionT = grid((sb, rs) =>
-    formatRegression(
-      regression(
-        get(sb, rs, 'cached-lookup')?.failoverMsMean,
-        get(sb, rs, 'full-scan')?.failoverMsMean,
+  return {
+    th,
+    get: (sb, rs, strategy) =>
+      th.find((c) => c.sharedBuffers === sb && c.relSize === rs && c.strategy === strategy),
+    grid: (f) =>
+      markdownTable(
+        headers,
+        sizes.map((rs) => [rs, ...sbs.map((sb) => f(sb, rs))]),
+      ),
+  };
+}
+
+type MeasuredThreshold = Pick<
+  ThresholdTables,
+  'regression' | 'optimized' | 'fullScan' | 'dropOnly' | 'crossover'
+>;
+type ModeledThreshold = Pick<
+  ThresholdTables,
+  | 'modeledRegression'
+  | 'modeledOptimized'
+  | 'modeledFullScan'
+  | 'modeledPolled'
+  | 'modeledCrossover'
+>;
+
+/** Test A's tables of walsim's measured seconds. */
+function measuredThreshold(cells: CellSummary[], { get, grid }: ThresholdGrid): MeasuredThreshold {
+  return {
+    regression: grid((sb, rs) =>
+      formatRegression(
+        regression(
+          get(sb, rs, 'cached-lookup')?.failoverMsMean,
+          get(sb, rs, 'full-scan')?.failoverMsMean,
+        ),
       ),
     ),
-  );
-  const modeledRegression = grid((sb, rs) =>
-    formatRegression(
-      regression(
-        cellMs(get(sb, rs, 'cached-lookup'), 'modeled'),
-        cellMs(get(sb, rs, 'full-scan'), 'modeled'),
-      ),
-    ),
-  );
-  const modeledOptimized = grid((sb, rs) =>
-    formatSeconds(cellMs(get(sb, rs, 'cached-lookup'), 'modeled')),
-  );
-  const modeledFullScan = grid((sb, rs) =>
-    formatSeconds(cellMs(get(sb, rs, 'full-scan'), 'modeled')),
-  );
+    optimized: grid((sb, rs) => formatSeconds(get(sb, rs, 'cached-lookup')?.failoverMsMean)),
+    fullScan: grid((sb, rs) => formatSeconds(get(sb, rs, 'full-scan')?.failoverMsMean)),
+    dropOnly: grid((sb, rs) => {
+      const o = get(sb, rs, 'cached-lookup')?.dropMsMean;
+      const f = get(sb, rs, 'full-scan')?.dropMsMean;
+      return `${formatSeconds(o)} / ${formatSeconds(f)}`;
+    }),
+    crossover: crossoverTable(computeCrossover(cells)),
+  };
+}
+
+/** Test A's tables of modeled PostgreSQL seconds (cost-model). */
+function modeledThreshold(cells: CellSummary[], { get, grid }: ThresholdGrid): ModeledThreshold {
   const polled = (c: CellSummary | undefined) =>
     formatSeconds(c?.modeledPolledS == null ? null : c.modeledPolledS * 1000);
-  const modeledPolled = grid(
-    (sb, rs) => `${polled(get(sb, rs, 'cached-lookup'))} / ${polled(get(sb, rs, 'full-scan'))}`,
-  );
-  const modeledCrossover = crossoverTable(computeCrossover(cells, 'modeled'));
-  const profile = th[0]?.modelProfile ?? '?';
-  const optimized = grid((sb, rs) => formatSeconds(get(sb, rs, 'cached-lookup')?.failoverMsMean));
-  const fullScan = grid((sb, rs) => formatSeconds(get(sb, rs, 'full-scan')?.failoverMsMean));
-  const dropOnly = grid((sb, rs) => {
-    const o = get(sb, rs, 'cached-lookup')?.dropMsMean;
-    const f = get(sb, rs, 'full-scan')?.dropMsMean;
-    return `${formatSeconds(o)} / ${formatSeconds(f)}`;
-  });
-  const crossover = crossoverTable(computeCrossover(cells));
-  const forced = th.some((c) => c.strategy === 'cached-lookup' && c.forceOptimized);
-  const runs = unique(th.map((c) => c.runs));
-  const modeledMd = [
+  return {
+    modeledRegression: grid((sb, rs) =>
+      formatRegression(
+        regression(
+          cellMs(get(sb, rs, 'cached-lookup'), 'modeled'),
+          cellMs(get(sb, rs, 'full-scan'), 'modeled'),
+        ),
+      ),
+    ),
+    modeledOptimized: grid((sb, rs) =>
+      formatSeconds(cellMs(get(sb, rs, 'cached-lookup'), 'modeled')),
+    ),
+    modeledFullScan: grid((sb, rs) => formatSeconds(cellMs(get(sb, rs, 'full-scan'), 'modeled'))),
+    modeledPolled: grid(
+      (sb, rs) => `${polled(get(sb, rs, 'cached-lookup'))} / ${polled(get(sb, rs, 'full-scan'))}`,
+    ),
+    modeledCrossover: crossoverTable(computeCrossover(cells, 'modeled')),
+  };
+}
+
+/** The modeled half of Test A's Markdown (all of it after --model-only). */
+function modeledThresholdMarkdown(t: ModeledThreshold, profile: string, forced: boolean): string[] {
+  return [
     `### Modeled PostgreSQL seconds (cost profile ${profile})`,
     '',
     'From the exact counts of each failover (cost-model/README.md); identical on every run.',
     '',
     `#### M1. Modeled % regression: (optimized − full-scan) / full-scan`,
     '',
-    modeledRegression,
+    t.modeledRegression,
     '',
     `#### M2. Modeled optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`,
     '',
-    modeledOptimized,
+    t.modeledOptimized,
     '',
     `#### M3. Modeled full scan (pre-PG14 "master"), failover seconds`,
     '',
-    modeledFullScan,
+    t.modeledFullScan,
     '',
     `#### M4. Modeled, as the profile's promotion poll reads them (optimized / full scan)`,
     '',
-    modeledPolled,
+    t.modeledPolled,
     '',
     `#### Modeled crossover`,
     '',
-    modeledCrossover,
+    t.modeledCrossover,
   ];
-  const tables = {
-    regression: regressionT,
-    optimized,
-    fullScan,
-    dropOnly,
-    crossover,
-    modeledRegression,
-    modeledOptimized,
-    modeledFullScan,
-    modeledPolled,
-    modeledCrossover,
-  };
-  if (isModelOnly(cells)) return { ...tables, markdown: modeledMd.join('\n') };
-  const markdown = [
+}
+
+/** The measured half of Test A's Markdown, in the seed's order and wording. */
+function measuredThresholdMarkdown(
+  t: MeasuredThreshold,
+  runs: number[],
+  forced: boolean,
+): string[] {
+  return [
     `### 1. % regression: (optimized − full-scan) / full-scan`,
     '',
     `Average of ${runs.join('/')} run${runs.length === 1 && runs[0] === 1 ? '' : 's'}; negative = the lookup path is faster.`,
     '',
-    regressionT,
+    t.regression,
     '',
     `### 2. Optimized (cached-lookup${forced ? ', optimized path forced' : ''}), failover seconds`,
     '',
-    optimized,
+    t.optimized,
     '',
     `### 3. Full scan (pre-PG14 "master"), failover seconds`,
     '',
-    fullScan,
+    t.fullScan,
     '',
     `### 4. Inside the buffer drop only, seconds (optimized / full scan)`,
     '',
     "The busy time of the drop itself during the failover, without the replay of the VACUUM's other records.",
     '',
-    dropOnly,
+    t.dropOnly,
     '',
     `### Crossover`,
     '',
-    crossover,
+    t.crossover,
     '',
-    ...modeledMd,
-  ].join('\n');
+  ];
+}
+
+/**
+ * Test A's three tables (rows NB/k in the given order, columns shared_buffers) and the crossover,
+ * measured then modeled, in the seed's order and wording.
+ */
+export function thresholdTables(cells: CellSummary[]): ThresholdTables {
+  const g = thresholdGrid(cells);
+  const tables = { ...measuredThreshold(cells, g), ...modeledThreshold(cells, g) };
+  const profile = g.th[0]?.modelProfile ?? '?';
+  const forced = g.th.some((c) => c.strategy === 'cached-lookup' && c.forceOptimized);
+  const modeledMd = modeledThresholdMarkdown(tables, profile, forced);
+  if (isModelOnly(cells)) return { ...tables, markdown: modeledMd.join('\n') };
+  const runs = unique(g.th.map((c) => c.runs));
+  const markdown = [...measuredThresholdMarkdown(tables, runs, forced), ...modeledMd].join('\n');
   return { ...tables, markdown };
+}
+
+/**
+ * One row of a Test B table: shared_buffers, walsim's measured master, patched, %reg and the other
+ * strategies (left out after --model-only), then the same modeled.
+ */
+function multiRow(here: CellSummary[], sb: string, others: string[], modelOnly: boolean): string[] {
+  const at = (strategy: string) =>
+    here.find((c) => c.sharedBuffers === sb && c.strategy === strategy);
+  const master = at('full-scan');
+  const patched = at('cached-lookup');
+  const modeled = [
+    formatSeconds(cellMs(master, 'modeled')),
+    formatSeconds(cellMs(patched, 'modeled')),
+    formatRegression(regression(cellMs(patched, 'modeled'), cellMs(master, 'modeled')), 2),
+    ...others.map((s) => formatSeconds(cellMs(at(s), 'modeled'))),
+  ];
+  if (modelOnly) return [sb, ...modeled];
+  return [
+    sb,
+    formatSeconds(master?.failoverMsMean),
+    formatSeconds(patched?.failoverMsMean),
+    formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2),
+    ...others.map((s) => formatSeconds(at(s)?.failoverMsMean)),
+    ...modeled,
+  ];
+}
+
+/** Test B's table of one variant's cells (`here`): rows shared_buffers. */
+function multiTable(here: CellSummary[], modelOnly: boolean): string {
+  // The seed debate's other strategies (--strategies rel-list,…) get a column each.
+  const others = unique(here.map((c) => c.strategy)).filter(
+    (s) => s !== 'full-scan' && s !== 'cached-lookup',
+  );
+  const rows = unique(here.map((c) => c.sharedBuffers)).map((sb) =>
+    multiRow(here, sb, others, modelOnly),
+  );
+  const modeledHeaders = [
+    'Master modeled',
+    'Patched modeled',
+    '%reg modeled',
+    ...others.map((s) => `${s} modeled`),
+  ];
+  return markdownTable(
+    modelOnly
+      ? ['s_b', ...modeledHeaders]
+      : [
+          's_b',
+          'Master (full-scan)',
+          'Patched (cached-lookup)',
+          '%reg',
+          ...others,
+          ...modeledHeaders,
+        ],
+    rows,
+  );
 }
 
 /** Test B: one table per variant, rows shared_buffers, Master | Patched | %reg. */
@@ -299,59 +393,7 @@ export function multiTables(cells: CellSummary[]): {
   const profile = mc[0]?.modelProfile ?? '?';
   for (const variant of unique(mc.map((c) => c.variant))) {
     const here = mc.filter((c) => c.variant === variant);
-    // The seed debate's other strategies (--strategies rel-list,…) get a column each.
-    const others = unique(here.map((c) => c.strategy)).filter(
-      (s) => s !== 'full-scan' && s !== 'cached-lookup',
-    );
-    const rows = unique(here.map((c) => c.sharedBuffers)).map((sb) => {
-      const master = here.find((c) => c.sharedBuffers === sb && c.strategy === 'full-scan');
-      const patched = here.find((c) => c.sharedBuffers === sb && c.strategy === 'cached-lookup');
-      const modeled = [
-        formatSeconds(cellMs(master, 'modeled')),
-        formatSeconds(cellMs(patched, 'modeled')),
-        formatRegression(regression(cellMs(patched, 'modeled'), cellMs(master, 'modeled')), 2),
-        ...others.map((s) =>
-          formatSeconds(
-            cellMs(
-              here.find((c) => c.sharedBuffers === sb && c.strategy === s),
-              'modeled',
-            ),
-          ),
-        ),
-      ];
-      if (modelOnly) return [sb, ...modeled];
-      return [
-        sb,
-        formatSeconds(master?.failoverMsMean),
-        formatSeconds(patched?.failoverMsMean),
-        formatRegression(regression(patched?.failoverMsMean, master?.failoverMsMean), 2),
-        ...others.map((s) =>
-          formatSeconds(
-            here.find((c) => c.sharedBuffers === sb && c.strategy === s)?.failoverMsMean,
-          ),
-        ),
-        ...modeled,
-      ];
-    });
-    const modeledHeaders = [
-      'Master modeled',
-      'Patched modeled',
-      '%reg modeled',
-      ...others.map((s) => `${s} modeled`),
-    ];
-    const table = markdownTable(
-      modelOnly
-        ? ['s_b', ...modeledHeaders]
-        : [
-            's_b',
-            'Master (full-scan)',
-            'Patched (cached-lookup)',
-            '%reg',
-            ...others,
-            ...modeledHeaders,
-          ],
-      rows,
-    );
+    const table = multiTable(here, modelOnly);
     byVariant[variant] = table;
     const tables = here[0]!.tables;
     const runs = unique(here.map((c) => c.runs));

@@ -193,100 +193,112 @@ function failoverSeries(cells: CellSummary[], x: (c: CellSummary) => number): Ch
   return seriesBy(cells, x);
 }
 
-/**
- * Every file of the results directory, by name. Long on purpose: one block per output file (the
- * seed's tables, charts, CSV, JSON), in the order the README lists them.
- */
-export function renderResults(o: SweepOutput): Record<string, string> {
-  const files: Record<string, string> = {};
-  const sbTicks = (cells: CellSummary[]) => [
-    ...new Map(
-      cells.map((c) => [c.nBuffers, { value: c.nBuffers, label: c.sharedBuffers }]),
-    ).values(),
-  ];
-  let tablesMd: string;
-  let extra: Record<string, unknown> = {};
-  const side = sideBySideTables(o.cells, o.published);
-  if (o.kind === 'multi') {
-    const t = multiTables(o.cells);
-    tablesMd = [t.markdown, side].filter((x) => x.length > 0).join('\n\n');
-    for (const variant of [...new Set(o.cells.map((c) => c.variant))]) {
-      const cells = o.cells.filter((c) => c.variant === variant);
-      files[`chart-${variant}.svg`] = lineChart({
-        title: `${variant.toUpperCase()} of ${cells[0]!.tables} one-block relations: failover time`,
-        xLabel: 'shared_buffers',
-        yLabel: 'failover seconds',
-        xLog: true,
-        yLog: true,
-        xTicks: sbTicks(cells),
-        series: [
-          ...failoverSeries(cells, (c) => c.nBuffers),
-          ...publishedSeries(
-            o.published ?? [],
-            (p) => p.variant === variant && p.relDivisor === undefined,
-            (p) => p.nBuffers,
-          ),
-        ],
-      });
-    }
-  } else {
-    const t = thresholdTables(o.cells);
-    tablesMd = [t.markdown, side].filter((x) => x.length > 0).join('\n\n');
-    extra = {
-      ...(isModelOnly(o.cells) ? {} : { crossover: computeCrossover(o.cells) }),
-      modeledCrossover: computeCrossover(o.cells, 'modeled'),
-    };
-    for (const sb of [...new Set(o.cells.map((c) => c.sharedBuffers))]) {
-      const cells = o.cells.filter((c) => c.sharedBuffers === sb);
-      files[`chart-threshold-${sb}.svg`] = lineChart({
-        title: `VACUUM of one relation, shared_buffers=${sb}: failover time`,
-        xLabel: 'relation size (pages; NB/k)',
-        yLabel: 'failover seconds',
-        xLog: true,
-        yLog: true,
-        xTicks: pageTicks(cells),
-        series: [
-          ...failoverSeries(cells, (c) => c.pagesPerTable),
-          ...publishedSeries(
-            o.published ?? [],
-            (p) => p.sharedBuffers === sb,
-            (p) => p.pages!,
-          ),
-        ],
-      });
-      // The drop alone: what the two paths differ in, without the VACUUM's replay around it.
-      if (!isModelOnly(cells))
-        files[`chart-threshold-drop-${sb}.svg`] = lineChart({
-          title: `VACUUM of one relation, shared_buffers=${sb}: time inside the buffer drop`,
-          xLabel: 'relation size (pages; NB/k)',
-          yLabel: 'seconds inside the drop',
-          xLog: true,
-          yLog: true,
-          xTicks: pageTicks(cells),
-          series: seriesBy(
-            cells,
-            (c) => c.pagesPerTable,
-            (c) => c.dropMsMean / 1000,
-          ),
-        });
-    }
-    // Time vs shared_buffers too, for the smallest and largest relation sizes.
-    const { cells, series } = thresholdVsSbSeries(o);
-    files['chart-threshold-vs-shared-buffers.svg'] = lineChart({
-      title: 'VACUUM of one relation of NBuffers/k pages: failover time',
+/** x-axis ticks at each cell's NBuffers, labelled with its shared_buffers. */
+const sbTicks = (cells: CellSummary[]) => [
+  ...new Map(
+    cells.map((c) => [c.nBuffers, { value: c.nBuffers, label: c.sharedBuffers }]),
+  ).values(),
+];
+
+/** A sweep kind's tables (Markdown), charts (by file name) and extra results.json fields. */
+interface KindResults {
+  markdown: string;
+  charts: Record<string, string>;
+  extra: Record<string, unknown>;
+}
+
+/** Test B: the tables, and per variant failover seconds against shared_buffers. */
+function multiResults(o: SweepOutput): KindResults {
+  const charts: Record<string, string> = {};
+  for (const variant of [...new Set(o.cells.map((c) => c.variant))]) {
+    const cells = o.cells.filter((c) => c.variant === variant);
+    charts[`chart-${variant}.svg`] = lineChart({
+      title: `${variant.toUpperCase()} of ${cells[0]!.tables} one-block relations: failover time`,
       xLabel: 'shared_buffers',
       yLabel: 'failover seconds',
       xLog: true,
       yLog: true,
       xTicks: sbTicks(cells),
-      series,
+      series: [
+        ...failoverSeries(cells, (c) => c.nBuffers),
+        ...publishedSeries(
+          o.published ?? [],
+          (p) => p.variant === variant && p.relDivisor === undefined,
+          (p) => p.nBuffers,
+        ),
+      ],
     });
   }
+  return { markdown: multiTables(o.cells).markdown, charts, extra: {} };
+}
+
+/** Test A per shared_buffers: failover seconds, and the drop alone, against the relation size. */
+function thresholdSizeCharts(o: SweepOutput, charts: Record<string, string>): void {
+  for (const sb of [...new Set(o.cells.map((c) => c.sharedBuffers))]) {
+    const cells = o.cells.filter((c) => c.sharedBuffers === sb);
+    charts[`chart-threshold-${sb}.svg`] = lineChart({
+      title: `VACUUM of one relation, shared_buffers=${sb}: failover time`,
+      xLabel: 'relation size (pages; NB/k)',
+      yLabel: 'failover seconds',
+      xLog: true,
+      yLog: true,
+      xTicks: pageTicks(cells),
+      series: [
+        ...failoverSeries(cells, (c) => c.pagesPerTable),
+        ...publishedSeries(
+          o.published ?? [],
+          (p) => p.sharedBuffers === sb,
+          (p) => p.pages!,
+        ),
+      ],
+    });
+    // The drop alone: what the two paths differ in, without the VACUUM's replay around it.
+    if (!isModelOnly(cells))
+      charts[`chart-threshold-drop-${sb}.svg`] = lineChart({
+        title: `VACUUM of one relation, shared_buffers=${sb}: time inside the buffer drop`,
+        xLabel: 'relation size (pages; NB/k)',
+        yLabel: 'seconds inside the drop',
+        xLog: true,
+        yLog: true,
+        xTicks: pageTicks(cells),
+        series: seriesBy(
+          cells,
+          (c) => c.pagesPerTable,
+          (c) => c.dropMsMean / 1000,
+        ),
+      });
+  }
+}
+
+/** Test A: the tables and crossovers; the charts per shared_buffers, then against it. */
+function thresholdResults(o: SweepOutput): KindResults {
+  const extra = {
+    ...(isModelOnly(o.cells) ? {} : { crossover: computeCrossover(o.cells) }),
+    modeledCrossover: computeCrossover(o.cells, 'modeled'),
+  };
+  const charts: Record<string, string> = {};
+  thresholdSizeCharts(o, charts);
+  // Time vs shared_buffers too, for the smallest and largest relation sizes.
+  const { cells, series } = thresholdVsSbSeries(o);
+  charts['chart-threshold-vs-shared-buffers.svg'] = lineChart({
+    title: 'VACUUM of one relation of NBuffers/k pages: failover time',
+    xLabel: 'shared_buffers',
+    yLabel: 'failover seconds',
+    xLog: true,
+    yLog: true,
+    xTicks: sbTicks(cells),
+    series,
+  });
+  return { markdown: thresholdTables(o.cells).markdown, charts, extra };
+}
+
+/** tables.md: the title, when and with which settings the sweep ran, the tables. */
+function tablesFile(o: SweepOutput, tablesMd: string): string {
   const title =
     o.kind === 'multi'
       ? 'Seed 001 Test B (test.sh): failover after many one-block drops'
       : 'Seed 001 Test A (rel.sh): threshold of the optimized drop path';
-  files['tables.md'] = [
+  return [
     `## ${title}`,
     '',
     `walsim, ${o.startedAt} → ${o.finishedAt} (${o.wallSeconds.toFixed(0)} s). Settings: ${Object.entries(
@@ -298,23 +310,32 @@ export function renderResults(o: SweepOutput): Record<string, string> {
     tablesMd,
     '',
   ].join('\n');
-  files['results.json'] =
-    JSON.stringify(
-      {
-        kind: o.kind,
-        startedAt: o.startedAt,
-        finishedAt: o.finishedAt,
-        wallSeconds: o.wallSeconds,
-        settings: o.settings,
-        cells: o.cells,
-        ...extra,
-        runs: o.records,
-      },
-      null,
-      2,
-    ) + '\n';
-  files['results.csv'] = toCsv(o.records as unknown as Array<Record<string, unknown>>, CSV_COLUMNS);
-  return files;
+}
+
+/**
+ * Every file of the results directory, by name, in the order the README lists them: the charts,
+ * the seed's tables, the JSON, the CSV.
+ */
+export function renderResults(o: SweepOutput): Record<string, string> {
+  const side = sideBySideTables(o.cells, o.published);
+  const r = o.kind === 'multi' ? multiResults(o) : thresholdResults(o);
+  const tablesMd = [r.markdown, side].filter((x) => x.length > 0).join('\n\n');
+  const json = {
+    kind: o.kind,
+    startedAt: o.startedAt,
+    finishedAt: o.finishedAt,
+    wallSeconds: o.wallSeconds,
+    settings: o.settings,
+    cells: o.cells,
+    ...r.extra,
+    runs: o.records,
+  };
+  return {
+    ...r.charts,
+    'tables.md': tablesFile(o, tablesMd),
+    'results.json': JSON.stringify(json, null, 2) + '\n',
+    'results.csv': toCsv(o.records as unknown as Array<Record<string, unknown>>, CSV_COLUMNS),
+  };
 }
 
 /** `2026-01-06T10-04-05Z`: an ISO time usable as a directory name. */

@@ -267,18 +267,17 @@ export function renderStrategies(o: StrategiesOutput): Record<string, string> {
   };
 }
 
-/** The SVG charts: failover per workload (modeled and measured), read-only tax, memory. */
-function strategiesCharts(o: StrategiesOutput): Record<string, string> {
+/** Per workload, failover seconds against shared_buffers: modeled, and measured in-process. */
+function failoverCharts(o: StrategiesOutput): Record<string, string> {
   const files: Record<string, string> = {};
   const cells = o.failover.cells;
-  const workloads = unique(cells.map((c) => c.workload));
   const sbTicks = [
     ...new Map(
       cells.map((c) => [c.nBuffers, { value: c.nBuffers, label: c.sharedBuffers }]),
     ).values(),
   ];
   const tables = cells[0]?.tables ?? 0;
-  for (const w of workloads) {
+  for (const w of unique(cells.map((c) => c.workload))) {
     const here = cells.filter((c) => c.workload === w);
     files[`chart-failover-modeled-${w}.svg`] = lineChart({
       title: `${WORKLOAD_TITLES[w]}, ${tables} tables: modeled failover (PostgreSQL s, profile ${o.profile})`,
@@ -307,8 +306,13 @@ function strategiesCharts(o: StrategiesOutput): Record<string, string> {
       ),
     });
   }
+  return files;
+}
+
+/** The read-only workload's time against cached-lookup's, by target hit ratio. */
+function readOnlyChart(o: StrategiesOutput): string {
   const ro = o.readOnly.cells.filter((c) => c.strategy !== 'cached-lookup');
-  files['chart-readonly-regression.svg'] = lineChart({
+  return lineChart({
     title: `Read-only workload (pgbench -S-like), shared_buffers=${o.readOnly.sharedBuffers}: time vs cached-lookup`,
     xLabel: 'target hit ratio',
     yLabel: '% regression (median paired ratio − 1)',
@@ -318,6 +322,10 @@ function strategiesCharts(o: StrategiesOutput): Record<string, string> {
       (c) => ({ x: c.targetHitRatio, y: (c.regressionVsCachedLookup ?? NaN) * 100 }),
     ),
   });
+}
+
+/** Bytes each strategy adds per buffer, beside PostgreSQL's buffer table. */
+function memoryChart(o: StrategiesOutput): string {
   const memSeries = strategySeries(
     o.memory,
     (m) => m.strategy,
@@ -331,7 +339,7 @@ function strategiesCharts(o: StrategiesOutput): Record<string, string> {
       y: PG_BUFFER_TABLE_BYTES_PER_BUFFER,
     })),
   });
-  files['chart-memory.svg'] = lineChart({
+  return lineChart({
     title: 'Memory each strategy adds per buffer',
     xLabel: 'shared_buffers',
     yLabel: 'bytes per buffer',
@@ -346,7 +354,15 @@ function strategiesCharts(o: StrategiesOutput): Record<string, string> {
     ],
     series: memSeries,
   });
-  return files;
+}
+
+/** The SVG charts: failover per workload (modeled and measured), read-only tax, memory. */
+function strategiesCharts(o: StrategiesOutput): Record<string, string> {
+  return {
+    ...failoverCharts(o),
+    'chart-readonly-regression.svg': readOnlyChart(o),
+    'chart-memory.svg': memoryChart(o),
+  };
 }
 
 /** tables.md: the summary, the per-workload grids, drop counters, read-only tax and memory. */

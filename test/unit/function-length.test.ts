@@ -16,24 +16,10 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 const MAX_LINES = 70;
 
 /**
- * Functions longer than MAX_LINES that are not split yet (`file:name` → lines when listed). Each one
- * is a debt, not a rule: split it and remove its line.
+ * Functions longer than MAX_LINES that are not split yet (`file:name` → lines when listed): none
+ * today. An entry would be a debt, not a rule: split it and remove its line.
  */
-const EXEMPT: Record<string, number> = {
-  'dashboard/machine-graph.ts:layout': 74,
-  'scripts/calibration/cell-run.ts:runBenchCell': 74,
-  'scripts/calibration/design.ts:readStoredCalibration': 81,
-  'scripts/report/svg-chart.ts:lineChart': 93,
-  'scripts/report/tables.ts:thresholdTables': 118,
-  'scripts/report/tables.ts:multiTables': 80,
-  'scripts/report/write-results.ts:renderResults': 127,
-  'scripts/strategies/lab-report.ts:strategiesCharts': 80,
-  'scripts/sweep.ts:main': 81,
-  'server/control-protocol.ts:parseControlRequest': 73,
-  'server/startup-replay.ts:replayLocalWal': 74,
-  'standby/startup.ts:run': 78,
-  'storage/redo.ts:redoAtOnce': 76,
-};
+const EXEMPT: Record<string, number> = {};
 
 interface LongFunction {
   key: string;
@@ -53,19 +39,22 @@ function nameOf(n: ts.FunctionLikeDeclaration, sf: ts.SourceFile): string {
 
 /** Functions of `text` (file `file`) longer than MAX_LINES. */
 function longFunctions(file: string, text: string): LongFunction[] {
+  return functionLengths(file, text).filter((f) => f.lines > MAX_LINES);
+}
+
+/** Every function of `text` (file `file`) with its length. */
+function functionLengths(file: string, text: string): LongFunction[] {
   const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const out: LongFunction[] = [];
   const visit = (n: ts.Node): void => {
     if (ts.isFunctionLike(n) && (n as ts.FunctionLikeDeclaration).body !== undefined) {
       const first = sf.getLineAndCharacterOfPosition(n.getStart(sf)).line;
       const last = sf.getLineAndCharacterOfPosition(n.getEnd()).line;
-      const lines = last - first + 1;
-      if (lines > MAX_LINES)
-        out.push({
-          key: `${file}:${nameOf(n as ts.FunctionLikeDeclaration, sf)}`,
-          line: first + 1,
-          lines,
-        });
+      out.push({
+        key: `${file}:${nameOf(n as ts.FunctionLikeDeclaration, sf)}`,
+        line: first + 1,
+        lines: last - first + 1,
+      });
     }
     ts.forEachChild(n, visit);
   };
@@ -101,13 +90,15 @@ function violations(found: LongFunction[], exempt: Record<string, number>): stri
   return bad;
 }
 
-const found = sourceFiles().flatMap((f) =>
-  longFunctions(f, fs.readFileSync(path.join(ROOT, f), 'utf8')),
+const measured = sourceFiles().flatMap((f) =>
+  functionLengths(f, fs.readFileSync(path.join(ROOT, f), 'utf8')),
 );
+const found = measured.filter((f) => f.lines > MAX_LINES);
 
 describe('function length', () => {
   it(`no function over ${MAX_LINES} lines but the named exemptions, and those only shrink`, () => {
-    expect(found.length).toBeGreaterThan(0);
+    // The scan saw the sources' functions (an empty scan would pass everything).
+    expect(measured.length).toBeGreaterThan(1000);
     expect(violations(found, EXEMPT)).toEqual([]);
   });
 });
