@@ -45,6 +45,8 @@ import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
 import { onInterrupt } from './cli/interrupt.ts';
 import { benchCellOfCalibration, storedRunOfBench } from './calibration/cell-plan.ts';
 import { runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
+import { probeMachine } from './predict/probe.ts';
+import type { MachineProbe } from '../cost-model/machine-scale.ts';
 import { generateBacklog, GENERATOR_VERSION, machineGeneratorLimits } from './generator/backlog.ts';
 import {
   cellShortLabel,
@@ -208,6 +210,7 @@ function storedFit(o: {
   walCounts: Record<string, FailoverCounts> | null;
   report: ReturnType<typeof fitCalibration>;
   records: RunRecord[];
+  probe: MachineProbe | null;
 }) {
   return {
     measuredAt: o.startedAt.toISOString(),
@@ -242,6 +245,7 @@ function storedFit(o: {
       leaveOneOutPct: c.leaveOneOutPct,
     })),
     records: o.records.map((r) => storedRecord(r, o.records)),
+    ...(o.probe !== null ? { probe: o.probe } : {}),
     ...(o.walCounts !== null ? { walCounts: o.walCounts } : {}),
   };
 }
@@ -550,6 +554,20 @@ async function measureOrRefit(
   return { records, walCounts, wallSeconds };
 }
 
+/**
+ * This machine's probe (predict/probe.ts) in the work directory the pairs ran in, stored as
+ * `fit.probe`: predict scales the I/O and memory terms from it to the machine it runs on.
+ */
+function machineProbeNow(workDir: string): MachineProbe | null {
+  fs.mkdirSync(workDir, { recursive: true });
+  const p = probeMachine(path.join(workDir, 'pair'));
+  if ('error' in p) {
+    console.error(`machine probe not stored: ${p.error}`);
+    return null;
+  }
+  return p;
+}
+
 /** The pools the fit saw; a larger standby (the seed's 100GB) is priced by extrapolation. */
 function poolRangeLine(report: ReturnType<typeof fitCalibration>): string {
   const cells = [...report.cells].sort((a, b) => a.cell.nBuffers - b.cell.nBuffers);
@@ -599,6 +617,9 @@ function writeCalibration(
     walCounts: countsFrom === 'wal' ? walCounts : null,
     report,
     records,
+    probe: refit
+      ? (loadProfile(path.resolve(values.refit!)).machineProbe ?? null)
+      : machineProbeNow(settings.workDir),
   });
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, profileToJson(report.profile, fit));
