@@ -39,7 +39,7 @@ import type { RunRecord } from './report/records.ts';
 import { resultsDirName } from './report/write-results.ts';
 import { printCalibration } from './calibration/table.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
-import { resolvePgBin, toolMissingReason } from './postgres/pg-bin.ts';
+import { resolvePgBin } from './postgres/pg-bin.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
 import { onInterrupt } from './cli/interrupt.ts';
@@ -339,13 +339,6 @@ runCli(async () => {
   const bin = refit
     ? null
     : await resolvePgBin({ pgBin: values['pg-bin'], pgVersion: values['pg-version'] });
-  if (bin !== null && countsFrom === 'wal') {
-    const why = toolMissingReason(bin, 'pg_waldump');
-    if (why !== null)
-      throw new UsageError(
-        `--counts wal reads the WAL with pg_waldump: ${why} (use --counts walsim)`,
-      );
-  }
   const pgVersion = refit?.postgres ?? bin!.version;
   const baseProfile = loadProfile(values.base!);
   const base = { ...baseProfile, cache: machineCache(baseProfile) };
