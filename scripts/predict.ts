@@ -120,12 +120,17 @@ function verifyTimeoutMs(value: string | undefined, verify: boolean): number | u
 /**
  * The profile scaled to this machine by the probe (predict/probe.ts, cost-model/machine-scale.ts),
  * or as loaded, saying why: `--no-probe`, no `--pgdata` to probe beside, no probe stored in the
- * profile, or the probe failed. The account is printed first (stderr with --json) and kept.
+ * profile, or the probe failed. The account is printed first (with --json: in the answer, and on
+ * stderr only when the probe failed) and kept.
  */
 function probed(profile: CostProfile, values: PredictValues, pgdata?: string): CostProfile {
   const r = probeProfile(profile, pgdata, values['no-probe'] === true);
   probeReport = r.report;
-  (values.json ? err : out)(formatProbe(r.report));
+  // With --json the answer carries the account (`probe`): stderr only for a probe that failed,
+  // so a script reading a successful --json answer sees an empty stderr.
+  const failed = r.report.here === null && values['no-probe'] !== true && pgdata !== undefined;
+  if (!values.json) out(formatProbe(r.report));
+  else if (failed) err(formatProbe(r.report));
   return r.profile;
 }
 
