@@ -2,8 +2,8 @@
  * WAL segment geometry and file names (PostgreSQL's xlog_internal.h), and timeline history files.
  *
  * Entry points: `walDir`, `segmentFileName`, `parseSegmentFileName`, `segmentOf`,
- * `segmentStartLsn`, `firstRecordLsn`, `checkSegmentSize`, `readTimelineHistory`,
- * `writeTimelineHistory`, `timelineHistoryFileName`, `listSegmentFiles`.
+ * `segmentStartLsn`, `firstRecordLsn`, `checkSegmentSize`, `parseSegmentSize`,
+ * `readTimelineHistory`, `writeTimelineHistory`, `timelineHistoryFileName`, `listSegmentFiles`.
  */
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
@@ -28,6 +28,31 @@ const TWO_32 = 0x1_0000_0000;
 /** `<dataDir>/pg_wal`. */
 export function walDir(dataDir: string): string {
   return path.join(dataDir, 'pg_wal');
+}
+
+const SEGMENT_SIZE_UNITS: Readonly<Record<string, number>> = {
+  B: 1,
+  kB: 1024,
+  MB: 1024 ** 2,
+  GB: 1024 ** 3,
+};
+
+/**
+ * A wal_segment_size value as SHOW prints it and as the cluster CLI takes it: a whole number of
+ * bytes, or of a case-sensitive memory unit B, kB, MB, GB (GUC_UNIT_BYTE, multiples of 1024),
+ * e.g. `16MB`; then the power-of-two range `checkSegmentSize` enforces. Errors name the parameter.
+ */
+export function parseSegmentSize(text: string): number {
+  const m = /^\s*([0-9]+)\s*([A-Za-z]*)\s*$/.exec(text);
+  const unit = m === null ? undefined : SEGMENT_SIZE_UNITS[m[2] === '' ? 'B' : m[2]!];
+  if (m === null || unit === undefined)
+    throw new WalsimError(
+      'invalid_input',
+      `invalid value for parameter "wal_segment_size": "${text}": expected a whole number of bytes or of "B", "kB", "MB", "GB" (e.g. 16MB)`,
+    );
+  const bytes = Number(m[1]) * unit;
+  checkSegmentSize(bytes);
+  return bytes;
 }
 
 /** Throws WalsimError('invalid_input') unless a power of two in [64 kB, 1 GB]. */

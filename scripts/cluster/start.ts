@@ -10,7 +10,7 @@ import { parsePgMajor } from '../postgres/pg-install.ts';
 import { isIP } from 'node:net';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { checkSegmentSize } from '../../wal/segment.ts';
+import { checkSegmentSize, parseSegmentSize } from '../../wal/segment.ts';
 import {
   listNodes,
   nodeDir,
@@ -220,7 +220,7 @@ async function initOptionsOf(values: Record<string, string | boolean | string[] 
     thresholdDivisor: divisor,
     forceOptimized: values['force-optimized'] === true,
     ...pgVersionOption(values),
-    walSegmentSize: parseSharedBuffers(v('wal-segment-size')).bytes,
+    walSegmentSize: parseSegmentSize(v('wal-segment-size')),
     listen: v('listen'),
     ...(values['pg-port'] !== undefined
       ? { pgPortBase: parsePort(values['pg-port'] as string) }

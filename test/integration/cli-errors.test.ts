@@ -134,6 +134,7 @@ describe('CLI errors', () => {
       runScript('rel.ts', ['insert', '--size', 'lots', '--dir', cluster]),
       runScript('multi.ts', ['create', '--tables', 'many', '--dir', cluster]),
       runScript('cluster.ts', ['promote', '--wait-seconds', '0', '--dir', cluster]),
+      runScript('cluster.ts', ['start', '--dir', dir, '--wal-segment-size', '12XB']),
     ]);
     expectOneLineError(
       runs[0]!,
@@ -153,6 +154,8 @@ describe('CLI errors', () => {
     );
     expectOneLineError(runs[9]!, /--tables must be a positive integer/);
     expectOneLineError(runs[10]!, /--wait-seconds must be a positive integer/);
+    // Named as the setting it is (was reported as an invalid "shared_buffers").
+    expectOneLineError(runs[11]!, /invalid value for parameter "wal_segment_size": "12XB"/);
     // Nothing half-made: no token, no node directory.
     expect(fs.existsSync(dir)).toBe(false);
   });

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   checkSegmentSize,
+  parseSegmentSize,
   chooseSegmentFile,
   firstRecordLsn,
   parseSegmentFileName,
@@ -129,5 +130,18 @@ describe('timeline history files', () => {
     expect(chooseSegmentFile('', 3, history, KB64, has)?.tli).toBe(2);
     expect(chooseSegmentFile('', 4, history, KB64, has)?.tli).toBe(2);
     expect(chooseSegmentFile('', 5, history, KB64, has)).toBeNull();
+  });
+});
+
+describe('parseSegmentSize', () => {
+  it('reads bytes and memory units, names wal_segment_size when refusing', () => {
+    expect(parseSegmentSize('16MB')).toBe(16 * 1024 ** 2);
+    expect(parseSegmentSize('64kB')).toBe(64 * 1024);
+    expect(parseSegmentSize('1GB')).toBe(1024 ** 3);
+    expect(parseSegmentSize('1048576')).toBe(1024 ** 2);
+    for (const bad of ['12XB', '16mb', '1.5MB', '', '-16MB'])
+      expect(() => parseSegmentSize(bad)).toThrow(/parameter "wal_segment_size": /);
+    expect(() => parseSegmentSize('3MB')).toThrow(/WAL segment size must be a power of two/);
+    expect(() => parseSegmentSize('2GB')).toThrow(/WAL segment size must be a power of two/);
   });
 });
