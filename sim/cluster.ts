@@ -19,7 +19,7 @@ import { writeFileAtomic } from '../common/durable-file.ts';
 import { readTimelineHistoryFile, timelineHistoryFileName, walDir } from '../wal/segment.ts';
 import { timelineOfDataDir } from '../server/topology-core.ts';
 import { MemDisk } from './mem-disk.ts';
-import { exitFencedDisk } from './exited-disk.ts';
+import { exitedProcessError, exitFencedDisk } from './exited-disk.ts';
 import { Network } from './network.ts';
 import { Scheduler } from './scheduler.ts';
 import { applicationNameOf, subSeed, type Role, type Scenario } from './scenario.ts';
@@ -365,6 +365,8 @@ export class SimCluster {
 
   /** A statement's error: a WalsimError is an answer; anything else is a finding. */
   expectedError(e: unknown, what: string): void {
+    // A statement of a process that exited under it (fatal()) has no answer, as for its client.
+    if (exitedProcessError(e)) return;
     if (e instanceof InvariantViolation) this.violation(`${what}: ${e.message}`);
     else if (!isWalsimError(e))
       this.violation(`${what}: unexpected error ${(e as Error).stack ?? String(e)}`);

@@ -23,8 +23,24 @@ const MUTATING = new Set<keyof Disk>([
   'rmrfAsync',
 ]);
 
+/** What an exited process's disk call fails with: its statement has no answer (the client sees
+ * the connection end), so the simulator never reads it as one (`exitedProcessError`). */
+export class ProcessExitedError extends Error {
+  readonly code = 'EIO';
+  constructor() {
+    super('the process has exited');
+  }
+}
+
 function exitedError(): Error {
-  return Object.assign(new Error('the process has exited'), { code: 'EIO' });
+  return new ProcessExitedError();
+}
+
+/** Whether `e` (or an error it was caused by) is an exited process's disk call failing. */
+export function exitedProcessError(e: unknown): boolean {
+  for (let x = e, depth = 0; x instanceof Error && depth < 10; x = x.cause, depth++)
+    if (x instanceof ProcessExitedError) return true;
+  return false;
 }
 
 export function exitFencedDisk(disk: Disk, exited: () => boolean): Disk {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemDisk } from '../../sim/mem-disk.ts';
-import { exitFencedDisk } from '../../sim/exited-disk.ts';
+import { exitedProcessError, exitFencedDisk } from '../../sim/exited-disk.ts';
 
 describe('exitFencedDisk', () => {
   it('passes every call through while the process lives, refuses every change once it exited', async () => {
@@ -35,5 +35,14 @@ describe('exitFencedDisk', () => {
     expect(new TextDecoder().decode(mem.readFile('/data/a'))).toBe('one');
     expect(new TextDecoder().decode(mem.readFile('/data/img'))).toBe('image');
     expect(mem.exists('/data/x')).toBe(false);
+    // A statement failing on it has no answer, also when production wrapped the error.
+    let err: unknown;
+    try {
+      d.writeFile('/data/a', 'three');
+    } catch (e) {
+      err = e;
+    }
+    expect(exitedProcessError(new Error('could not write', { cause: err }))).toBe(true);
+    expect(exitedProcessError(new Error('could not write'))).toBe(false);
   });
 });
