@@ -111,6 +111,23 @@ export interface CostProfile {
    * `fit.postgres` (the server `npm run calibrate` measured); null when the file names none.
    */
   pgMajor: number | null;
+  /**
+   * The probe `npm run calibrate` measured on the calibration machine (`fit.probe`), which predict
+   * scales the I/O and memory terms from (machine-scale.ts); absent or null: none stored.
+   */
+  machineProbe?: MachineProbe | null;
+}
+
+/** One machine probe's figures, seconds per operation (machine-scale.ts scales by them). */
+export interface MachineProbe {
+  /** write 8 KiB + fsync of one small file, median. */
+  fsyncS: number;
+  /** create + unlink of one empty file, median per pair. */
+  createUnlinkS: number;
+  /** one 64-byte descriptor read in a scan of an array sized like the pool, per descriptor. */
+  scanPerDescriptorS: number;
+  /** The descriptors the scan covered (the pool it was sized like). */
+  scanDescriptors: number;
 }
 
 export interface ProfileBand {
@@ -120,6 +137,15 @@ export interface ProfileBand {
   minErrorPct: number;
   maxErrorPct: number;
   within25Pct: number;
+}
+
+/** The calibration machine's probe of a profile JSON's `fit.probe`, null when absent or malformed. */
+function probeOf(fit: unknown): MachineProbe | null {
+  const p = isObject(fit) ? fit.probe : undefined;
+  if (!isObject(p)) return null;
+  const keys = ['fsyncS', 'createUnlinkS', 'scanPerDescriptorS', 'scanDescriptors'] as const;
+  if (!keys.every((k) => typeof p[k] === 'number' && Number.isFinite(p[k]))) return null;
+  return Object.fromEntries(keys.map((k) => [k, p[k]])) as unknown as MachineProbe;
 }
 
 /** The band of a profile JSON's `fit.cells[].leaveOneOutPct` (a fraction), null when none. */
@@ -244,6 +270,7 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
     constants: out,
     fitBand: fitBandOf(json.fit),
     pgMajor: pgMajorOf(origin, json.pgMajor, json.fit),
+    machineProbe: probeOf(json.fit),
   };
 }
 

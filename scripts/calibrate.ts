@@ -39,12 +39,14 @@ import type { RunRecord } from './report/records.ts';
 import { resultsDirName } from './report/write-results.ts';
 import { printCalibration } from './calibration/table.ts';
 import { fmtDuration, progressBar } from './report/progress.ts';
-import { resolvePgBin, toolMissingReason } from './postgres/pg-bin.ts';
+import { resolvePgBin } from './postgres/pg-bin.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
 import { onInterrupt } from './cli/interrupt.ts';
 import { benchCellOfCalibration, storedRunOfBench } from './calibration/cell-plan.ts';
 import { runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
+import { probeMachine } from './predict/probe.ts';
+import type { MachineProbe } from '../cost-model/machine-scale.ts';
 import { generateBacklog, GENERATOR_VERSION, machineGeneratorLimits } from './generator/backlog.ts';
 import {
   cellShortLabel,
@@ -208,6 +210,7 @@ function storedFit(o: {
   walCounts: Record<string, FailoverCounts> | null;
   report: ReturnType<typeof fitCalibration>;
   records: RunRecord[];
+  probe: MachineProbe | null;
 }) {
   return {
     measuredAt: o.startedAt.toISOString(),
@@ -242,6 +245,7 @@ function storedFit(o: {
       leaveOneOutPct: c.leaveOneOutPct,
     })),
     records: o.records.map((r) => storedRecord(r, o.records)),
+    ...(o.probe !== null ? { probe: o.probe } : {}),
     ...(o.walCounts !== null ? { walCounts: o.walCounts } : {}),
   };
 }
@@ -335,13 +339,6 @@ runCli(async () => {
   const bin = refit
     ? null
     : await resolvePgBin({ pgBin: values['pg-bin'], pgVersion: values['pg-version'] });
-  if (bin !== null && countsFrom === 'wal') {
-    const why = toolMissingReason(bin, 'pg_waldump');
-    if (why !== null)
-      throw new UsageError(
-        `--counts wal reads the WAL with pg_waldump: ${why} (use --counts walsim)`,
-      );
-  }
   const pgVersion = refit?.postgres ?? bin!.version;
   const baseProfile = loadProfile(values.base!);
   const base = { ...baseProfile, cache: machineCache(baseProfile) };
@@ -550,6 +547,20 @@ async function measureOrRefit(
   return { records, walCounts, wallSeconds };
 }
 
+/**
+ * This machine's probe (predict/probe.ts) in the work directory the pairs ran in, stored as
+ * `fit.probe`: predict scales the I/O and memory terms from it to the machine it runs on.
+ */
+function machineProbeNow(workDir: string): MachineProbe | null {
+  fs.mkdirSync(workDir, { recursive: true });
+  const p = probeMachine(path.join(workDir, 'pair'));
+  if ('error' in p) {
+    console.error(`machine probe not stored: ${p.error}`);
+    return null;
+  }
+  return p;
+}
+
 /** The pools the fit saw; a larger standby (the seed's 100GB) is priced by extrapolation. */
 function poolRangeLine(report: ReturnType<typeof fitCalibration>): string {
   const cells = [...report.cells].sort((a, b) => a.cell.nBuffers - b.cell.nBuffers);
@@ -599,6 +610,9 @@ function writeCalibration(
     walCounts: countsFrom === 'wal' ? walCounts : null,
     report,
     records,
+    probe: refit
+      ? (loadProfile(path.resolve(values.refit!)).machineProbe ?? null)
+      : machineProbeNow(settings.workDir),
   });
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, profileToJson(report.profile, fit));

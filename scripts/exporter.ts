@@ -55,8 +55,8 @@ function targetsOf(standbys: string[], pgdata: string[]): Target[] {
 async function serveUntilSignal(collector: Collector, server: MetricsServer): Promise<void> {
   collector.start();
   await new Promise<void>((resolve) => {
-    // A cycle can take seconds (pg_waldump over a long backlog): stop without waiting for it; the
-    // pg_waldump child ends when its output pipe closes with this process.
+    // A cycle can take minutes (a start over reads from the restartpoint's redo through the whole
+    // backlog, in this process): stop without waiting for it; nothing of it needs finishing.
     const stop = () =>
       void Promise.all([
         Promise.race([collector.stop(), new Promise((r) => setTimeout(r, 1000))]),

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { loadProfile, profilePath, type CostProfile } from '../cost-model/profile.ts';
 import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli/command.ts';
 import { defaultWorkDir } from './experiment/sweep-runner.ts';
-import { resolvePgBin, toolMissingReason } from './postgres/pg-bin.ts';
+import { resolvePgBin } from './postgres/pg-bin.ts';
 import { readStoredCalibration, type StoredCalibration } from './calibration/design.ts';
 import { destroyPgClustersOnSignal } from './postgres/pg-cluster.ts';
 import { removeWorkDir, waitOutInodeReuse } from './postgres/inode-reuse.ts';
@@ -309,9 +309,6 @@ async function measureOnPostgres(
 ): Promise<void> {
   // One-line error naming what to install when absent; --pg-version installs that major.
   const bin = await resolvePgBin({ pgBin: values['pg-bin'], pgVersion: values['pg-version'] });
-  const noWaldump = toolMissingReason(bin, 'pg_waldump');
-  if (noWaldump !== null)
-    throw new UsageError(`predict reads the standby's WAL with pg_waldump: ${noWaldump}`);
   bench.settings.postgres = bin.version;
   const noPgbench = pgbenchMissingReason(bin.dir);
   const runnable = cells.filter((c) => {

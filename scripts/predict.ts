@@ -6,7 +6,8 @@
  * which resumes and promotes the standby after saying so.
  */
 import * as path from 'node:path';
-import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
+import { DEFAULT_PROFILE, loadProfile, type CostProfile } from '../cost-model/profile.ts';
+import { formatProbe, probeProfile, type ProbeReport } from './predict/probe.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { onInterrupt } from './cli/interrupt.ts';
 import { invocation, usageIndent } from './cli/invocation.ts';
@@ -40,6 +41,8 @@ ${usageIndent('predict')}[--verify [--log FILE] [--verify-timeout SECONDS]]
                     repeat in the order of --standby
   --primary URL     the primary: WAL bytes not received, and pg_walinspect when --pgdata is absent
   --profile         cost profile name or file (default ${DEFAULT_PROFILE}; npm run calibrate writes one for this machine)
+  --no-probe        do not probe this machine beside --pgdata (fsync, create/unlink, a descriptor scan;
+                    under 1 s) to scale the profile's I/O and memory terms from the calibration machine's
   --verify          then resume replay and promote the (single) standby, and print predicted beside measured
   --log FILE        the standby's server log for --verify (default: pg_current_logfile())
   --verify-timeout  seconds --verify waits for "ready to accept connections" after the promote
@@ -50,7 +53,14 @@ ${usageIndent('predict')}[--verify [--log FILE] [--verify-timeout SECONDS]]
 /** Every output and error of predict goes through the one redaction (scripts/postgres/conninfo.ts). */
 const out = (text: string) => console.log(redact(text));
 const err = (text: string) => console.error(redact(text));
-const outJson = (value: unknown) => console.log(JSON.stringify(redactValue(value)));
+/** The machine probe's account (set once before pricing): every --json answer carries it. */
+let probeReport: ProbeReport | null = null;
+const outJson = (value: unknown) =>
+  console.log(
+    JSON.stringify(
+      redactValue(probeReport === null ? value : { ...(value as object), probe: probeReport }),
+    ),
+  );
 
 /** An error with every secret hidden, of the same kind (runCli prints it in one line). */
 function redacted(e: unknown): unknown {
@@ -86,6 +96,7 @@ const OPTIONS = {
   profile: { type: 'string' },
   json: { type: 'boolean' },
   verify: { type: 'boolean' },
+  'no-probe': { type: 'boolean' },
   log: { type: 'string' },
   'verify-timeout': { type: 'string' },
   accuracy: { type: 'boolean' },
@@ -106,13 +117,30 @@ function verifyTimeoutMs(value: string | undefined, verify: boolean): number | u
   return s * 1000;
 }
 
+/**
+ * The profile scaled to this machine by the probe (predict/probe.ts, cost-model/machine-scale.ts),
+ * or as loaded, saying why: `--no-probe`, no `--pgdata` to probe beside, no probe stored in the
+ * profile, or the probe failed. The account is printed first (with --json: in the answer, and on
+ * stderr only when the probe failed) and kept.
+ */
+function probed(profile: CostProfile, values: PredictValues, pgdata?: string): CostProfile {
+  const r = probeProfile(profile, pgdata, values['no-probe'] === true);
+  probeReport = r.report;
+  // With --json the answer carries the account (`probe`): stderr only for a probe that failed,
+  // so a script reading a successful --json answer sees an empty stderr.
+  const failed = r.report.here === null && values['no-probe'] !== true && pgdata !== undefined;
+  if (!values.json) out(formatProbe(r.report));
+  else if (failed) err(formatProbe(r.report));
+  return r.profile;
+}
+
 async function run(argv: string[]): Promise<number> {
   const { values } = parseCli(argv, OPTIONS, USAGE);
   const accuracyLog = values['accuracy-log'] ?? DEFAULT_ACCURACY_LOG;
   if (values.accuracy) return printAccuracy(accuracyLog, values.json === true);
   const { standbys, pgdata, timeoutMs } = checkOptions(values);
   const profileRef = values.profile ?? DEFAULT_PROFILE;
-  const profile = loadProfile(profileRef); // a bad profile is refused before any server is asked
+  const profile = probed(loadProfile(profileRef), values, pgdata[0]); // refused before any server
   const predictions: Prediction[] = [];
   for (const [i, url] of standbys.entries()) {
     predictions.push(

@@ -18,10 +18,11 @@
  *   reported separately as `seedMethod`;
  * - a promote request seen more than STALL_MS after it was sent and after replay reached the end
  *   of WAL is flagged `stall` (the startup process slept out `wal_retrieve_retry_interval`).
- * WAL replayed at failover is counted with `pg_waldump --stats=record` from the replay LSN at pause
- * to the end of the WAL the standby received, before the resume (outside the timed window). It
- * reads one major's WAL only; for a major without its own pg_waldump here (the npm packages ship
- * none) the failover says so and its record counts are not known (`waldump: null`).
+ * WAL replayed at failover is counted as `pg_waldump --stats=record` would, from the replay LSN at
+ * pause to the end of the WAL the standby received, before the resume (outside the timed window),
+ * by pg-wal/ on the standby's pg_wal (`readerStats`): every major 13–18, where pg_waldump reads its
+ * own major only (the npm packages ship none). A range the files do not hold is said
+ * (`waldumpMissing`) and its counts are not known (`waldump: null`).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -49,11 +50,10 @@ import {
   pgNodeRunning,
   pauseStateSql,
   readPgEngine,
-  runPgProgram,
 } from '../postgres/pg-cluster.ts';
 import { parsePgLog, promotionTimeline, type PromotionTimeline } from '../postgres/pg-log.ts';
-import { parseWaldumpStats, type WaldumpStats } from '../postgres/pg-waldump.ts';
-import { toolMissingReason } from '../postgres/pg-bin.ts';
+import { readerStats, type WaldumpStats } from '../postgres/pg-waldump.ts';
+import type { PgMajor } from '../../pg-wal/format.ts';
 import { startupSamplerOf, type StartupSched } from '../postgres/startup-sched.ts';
 
 /** A promote request noticed later than this after it was sent (and after replay ran out of WAL) is a stall. */
@@ -69,7 +69,7 @@ export interface PgFailover extends EngineFailover {
   stall: boolean;
   /** promote request sent → seen by the startup process, less any replay still running, ms. */
   promoteNoticeMs: number | null;
-  /** null: no pg_waldump of the server's major on this machine (`waldumpMissing` says why). */
+  /** pg_waldump --stats=record's table of the replayed WAL (pg-wal/); null when not readable (`waldumpMissing` says why). */
   waldump: WaldumpStats | null;
   waldumpMissing?: string;
   /**
@@ -126,48 +126,35 @@ export class PgEngine implements Engine<PgFailover> {
       throw new WalsimError('timeout', `pg_ctl promote failed: ${(r.stderr || r.stdout).trim()}`);
   }
 
-  private waldumpMissing(): string | null {
-    const e = readPgEngine(this.clusterDir);
-    return toolMissingReason({ dir: e.binDir, major: e.major }, 'pg_waldump');
-  }
-
-  /** pg_waldump --stats=record over [from, to) of the standby's timeline-1 WAL. */
-  private async waldump(from: string, to: string): Promise<WaldumpStats | null> {
-    const engine = readPgEngine(this.clusterDir);
-    if (this.waldumpMissing() !== null) return null;
-    const r = await runPgProgram(
-      engine,
-      'pg_waldump',
-      [
-        '--stats=record',
-        '-p',
-        path.join(pgDataDir(this.clusterDir, 'standby'), 'pg_wal'),
-        '-t',
-        '1',
-        '-s',
-        from,
-        '-e',
-        to,
-      ],
-      { cwd: this.clusterDir },
-    );
-    return parseWaldumpStats(r.stdout);
+  /** pg_waldump --stats=record over [from, to) of the standby's timeline-1 WAL, by pg-wal/. */
+  private async waldump(from: string, to: string): Promise<WaldumpStats | string> {
+    const major = readPgEngine(this.clusterDir).major as PgMajor;
+    const walDir = path.join(pgDataDir(this.clusterDir, 'standby'), 'pg_wal');
+    try {
+      return await readerStats(walDir, from, to, major);
+    } catch (e) {
+      if (e instanceof WalsimError) return e.message;
+      throw e;
+    }
   }
 
   async prepareFailover(w: FailoverWindow): Promise<FailoverObserver<PgFailover>> {
     const from = w.pauseLsn ?? w.receivedLsn;
     const to =
       w.endLsn !== null && parseLsn(w.endLsn) <= parseLsn(w.receivedLsn) ? w.endLsn : w.receivedLsn;
-    const stats = await this.waldump(from, to);
+    const counted = await this.waldump(from, to);
+    const stats = typeof counted === 'string' ? null : counted;
+    const missing = typeof counted === 'string' ? counted : null;
     const sampler = startupSamplerOf(pgDataDir(this.clusterDir, 'standby'));
     return {
-      finish: (instants) => this.observe(instants, stats, to, sampler?.stop() ?? null),
+      finish: (instants) => this.observe(instants, stats, missing, to, sampler?.stop() ?? null),
     };
   }
 
   private async observe(
     i: FailoverInstants,
     stats: WaldumpStats | null,
+    missing: string | null,
     endLsn: string,
     startupSched: StartupSched | null,
   ): Promise<PgFailover> {
@@ -221,7 +208,7 @@ export class PgEngine implements Engine<PgFailover> {
       promoteNoticeMs,
       recordsReplayed: stats?.total.count ?? NaN,
       waldump: stats,
-      ...(stats === null ? { waldumpMissing: this.waldumpMissing() ?? 'no pg_waldump' } : {}),
+      ...(missing !== null ? { waldumpMissing: missing } : {}),
       startupSched,
       newTimeline: t.newTimeline,
       promoted: true,
@@ -275,7 +262,7 @@ export function formatPgFailover(r: Omit<PgFailover, 'lines'>, endLsn?: string):
           `startup process: ${sec(r.startupSched.cpuMs)} on a CPU, ${sec(r.startupSched.runQueueMs)} waiting for a CPU, ${sec(r.startupSched.blockedMs)} blocked (${fmtInt(r.startupSched.slices)} timeslices; /proc schedstat)`,
         ]),
     r.waldump === null
-      ? `replayed: not counted (${r.waldumpMissing ?? 'no pg_waldump'})`
-      : `replayed: ${fmtInt(r.waldump.total.count)} records, ${fmtInt(r.waldump.total.combinedBytes)} bytes of WAL (${r.waldump.from} → ${endLsn ?? r.waldump.to}; pg_waldump): ${top.join(', ')}`,
+      ? `replayed: not counted (${r.waldumpMissing ?? 'WAL not read'})`
+      : `replayed: ${fmtInt(r.waldump.total.count)} records, ${fmtInt(r.waldump.total.combinedBytes)} bytes of WAL (${r.waldump.from} → ${endLsn ?? r.waldump.to}; pg-wal reader): ${top.join(', ')}`,
   ];
 }

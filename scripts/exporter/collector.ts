@@ -17,7 +17,7 @@ import { predictStandby, rankStandbys, type Prediction } from '../predict/predic
 import { parseConninfo, redact } from '../postgres/conninfo.ts';
 import { IncrementalPredictor, RESTART_REASONS, type RestartReason } from './incremental.ts';
 
-/** One watched standby: its URL, its data directory (pg_waldump reads its pg_wal), its label. */
+/** One watched standby: its URL, its data directory (its pg_wal is read in-process), its label. */
 export interface Target {
   url: string;
   pgdata?: string;

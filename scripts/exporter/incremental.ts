@@ -49,7 +49,9 @@ export const RESTART_REASONS = [
   'lsn_went_back', // the replay or receive LSN is behind what was read
   'settings', // NBuffers, version, system identifier or data directory changed
   'failed_cycle', // the last cycle failed (a segment removed or recycled, a read error)
-  'not_incremental', // pg_buffercache installed, or no --pgdata: a whole prediction every cycle
+  // pg_buffercache installed, no --pgdata, or a recovery target set (where replay stops is
+  // decided record by record from the replay LSN on): a whole prediction every cycle
+  'not_incremental',
 ] as const;
 export type RestartReason = (typeof RESTART_REASONS)[number];
 
@@ -101,7 +103,7 @@ export class IncrementalPredictor {
   private async cycle(sessions: Sessions, input: PredictInput): Promise<Prediction> {
     const setup = await setUpRange(sessions, input);
     const { st } = setup;
-    if (setup.walDir === null || st.hasBuffercache) {
+    if (setup.walDir === null || st.hasBuffercache || st.recoveryTarget !== null) {
       this.kept = null;
       this.restarts.not_incremental += 1;
       this.walReadBytes += parseLsn(setup.to) - parseLsn(st.restartpointRedoLsn);

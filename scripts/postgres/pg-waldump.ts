@@ -1,10 +1,16 @@
 /**
  * `pg_waldump --stats=record` over an exact LSN range: records and bytes by resource manager and
- * record type. The parser is pure (`parseWaldumpStats`); `waldumpStats` runs the program.
+ * record type. The parser is pure (`parseWaldumpStats`); `readerStats` gives the same table from
+ * pg-wal/ (PostgreSQL's WAL read in TypeScript), for every major 13–18, where pg_waldump reads
+ * one major only.
  *
- * Entry points: `parseWaldumpStats`, `waldumpStats`, `WaldumpStats`.
+ * Entry points: `parseWaldumpStats`, `readerStats`, `waldumpCount`, `WaldumpStats`.
  */
 import { WalsimError } from '../../common/errors.ts';
+import type { PgMajor } from '../../pg-wal/format.ts';
+import { PgWalReader } from '../../pg-wal/reader.ts';
+import { detectSegmentSize, WalDirectory } from '../../pg-wal/wal-dir.ts';
+import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 
 export interface WaldumpRow {
   /** Resource manager, e.g. `Heap2`. */
@@ -81,6 +87,60 @@ export function parseWaldumpStats(text: string): WaldumpStats {
       `pg_waldump --stats rows add up to ${sum} records, its Total says ${total.count}`,
     );
   return { from, to, rows, total };
+}
+
+/**
+ * `pg_waldump --stats=record -p walDir -t 1 -s from -e to` computed by pg-wal/: the records that
+ * end by `to`, by rmgr/type, record (less FPI), FPI and combined bytes; WAL of another major than
+ * `major` is refused. A range the files do not hold to its end is an error naming where and why.
+ */
+export async function readerStats(
+  walDir: string,
+  from: string,
+  to: string,
+  major: PgMajor,
+): Promise<WaldumpStats> {
+  const rows = new Map<string, WaldumpRow>();
+  const total = { count: 0, recordBytes: 0, fpiBytes: 0, combinedBytes: 0 };
+  if (parseLsn(from) < parseLsn(to)) {
+    // Timeline 1 open-ended, as `pg_waldump -t 1` (the span ends before the promotion).
+    const history = [{ tli: 1, beginLsn: 0, endLsn: null }];
+    const src = new WalDirectory(walDir, detectSegmentSize(walDir), history);
+    const reader = new PgWalReader(src, {
+      startLsn: parseLsn(from),
+      endLsn: parseLsn(to),
+      major,
+    });
+    for await (const batch of reader.batches())
+      for (const r of batch) {
+        const k = `${r.rmgr}/${r.type}`;
+        let row = rows.get(k);
+        if (row === undefined) {
+          row = {
+            rmgr: r.rmgr,
+            type: r.type,
+            count: 0,
+            recordBytes: 0,
+            fpiBytes: 0,
+            combinedBytes: 0,
+          };
+          rows.set(k, row);
+        }
+        for (const t of [row, total]) {
+          t.count += 1;
+          t.recordBytes += r.recordLength;
+          t.fpiBytes += r.fpiLength;
+          t.combinedBytes += r.totalLength;
+        }
+      }
+    const end = reader.end;
+    if (end !== null && end.reason !== 'end_lsn')
+      throw new WalsimError(
+        'invalid_input',
+        `the WAL range ${from} → ${to} is not complete in ${walDir}: at ${formatLsn(end.lsn)}, ${end.message}`,
+      );
+  }
+  return { from, to, rows: [...rows.values()], total };
 }
 
 /** Records of one resource manager (and type, if given) in the stats. */

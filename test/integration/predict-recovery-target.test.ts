@@ -13,6 +13,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runScript } from '../helpers/cli.ts';
+import { DEFAULT_PROFILE, loadProfile } from '../../cost-model/profile.ts';
+import { IncrementalPredictor } from '../../scripts/exporter/incremental.ts';
 import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
 import {
   initPgCluster,
@@ -104,6 +106,16 @@ describe.skipIf(reason !== null)(
         '--stats=record',
       ]);
       expect(p.records.total).toBe(parseWaldumpStats(dump.stdout).total.count);
+      // The exporter's cycle stops where predict does (it predicts whole while a target is set).
+      const inc = new IncrementalPredictor();
+      const profile = loadProfile(DEFAULT_PROFILE);
+      const cycle = await inc.predict({
+        standby: `postgresql://postgres@127.0.0.1:${readPgEngine(dir).ports.standby}/postgres`,
+        ...{ pgdata: sData, profile, profileRef: DEFAULT_PROFILE, pgWaldump: '' },
+      });
+      expect(cycle.range).toEqual(p.range);
+      expect(cycle.records.total).toBe(p.records.total);
+      expect(inc.restarts.not_incremental).toBe(1);
       // PostgreSQL stops where predict said: resumed, it replays to the target and pauses there.
       await sql('standby', 'SELECT pg_wal_replay_resume()');
       await pollUntil(

@@ -320,7 +320,7 @@ describe.skipIf(reason !== null)(
             ],
             180_000,
           );
-          expect(v.code).toBe(0);
+          expect(v.code, v.stderr).toBe(0);
           expect(v.stderr).toMatch(/verify: resuming replay on and promoting .* now/);
           expect(v.json.verify.newTimeline).toBe(2);
           expect(v.json.verify.measured.writableS).toBeGreaterThan(0);
