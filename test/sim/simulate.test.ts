@@ -186,8 +186,8 @@ describe('simulation', () => {
     // Scenario format 3, found by SIM-11 (simulator bugs: a process that PANICked inside a drop
     // went on running until the next event). 4000001650, 4000001869, 4000151388: a CHECKPOINT
     // queued behind the VACUUM whose truncation PANICked (or crashed) still ran in the dead
-    // process, flushed the truncation record (which the standbys replayed) and wrote a data image
-    // and checkpoint record past it with the file untruncated, so crash recovery skipped it.
+    // process and wrote a data image (file untruncated) and a checkpoint record past the flushed
+    // truncation record the standbys replayed, so crash recovery skipped it.
     // 4000151962: the convergence check compared a primary that had just PANICked (not yet
     // crash-recovered) with standbys that had replayed its flushed truncation.
     for (const seed of [4000001650, 4000001869, 4000151388, 4000151962])
