@@ -19,6 +19,7 @@ import { writeFileAtomic } from '../common/durable-file.ts';
 import { readTimelineHistoryFile, timelineHistoryFileName, walDir } from '../wal/segment.ts';
 import { timelineOfDataDir } from '../server/topology-core.ts';
 import { MemDisk } from './mem-disk.ts';
+import { exitedProcessError, exitFencedDisk } from './exited-disk.ts';
 import { Network } from './network.ts';
 import { Scheduler } from './scheduler.ts';
 import { applicationNameOf, subSeed, type Role, type Scenario } from './scenario.ts';
@@ -364,6 +365,8 @@ export class SimCluster {
 
   /** A statement's error: a WalsimError is an answer; anything else is a finding. */
   expectedError(e: unknown, what: string): void {
+    // A statement of a process that exited under it (fatal()) has no answer, as for its client.
+    if (exitedProcessError(e)) return;
     if (e instanceof InvariantViolation) this.violation(`${what}: ${e.message}`);
     else if (!isWalsimError(e))
       this.violation(`${what}: unexpected error ${(e as Error).stack ?? String(e)}`);
@@ -505,7 +508,12 @@ export class SimCluster {
       // write or fsync stalls by advancing simulated time inside the running event.
       env: {
         clock,
-        disk: new LatencyDisk(h.disk, clock, (ms) => this.sched.advance(ms), h.latency),
+        disk: new LatencyDisk(
+          exitFencedDisk(h.disk, () => this.sched.isDead(owner)),
+          clock,
+          (ms) => this.sched.advance(ms),
+          h.latency,
+        ),
         dialer: (upstream) => dialTo(upstream.port),
       },
     });
@@ -552,6 +560,9 @@ export class SimCluster {
     } else {
       this.violation(`${h.name} FATAL: ${(e as Error).stack ?? String(e)}`);
     }
+    // Production exits inside fatal(): from here the process runs no event and changes no file
+    // (its disk view is fenced); the rest of the kill follows as the next event.
+    this.sched.kill(owner);
     this.sched.at(0, 'sim', 'fatal exit', () => {
       if (h.owner !== owner || h.node === null) return;
       this.kill(h, false);

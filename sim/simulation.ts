@@ -237,10 +237,13 @@ export class Simulation {
             s.wal.flushLsn === p.wal.flushLsn,
         );
       const down = () => c.roleOrder().some((h, i) => h.node !== nodes[i]);
+      // A process that exited inside a drop or a WAL write (a PANIC) is gone already; its kill is
+      // the next event. It is not caught up: its files are not yet crash-recovered.
+      const exiting = () => c.roleOrder().some((h) => h.node !== null && c.sched.isDead(h.owner));
       deadline ??= c.sched.now + CONVERGE_MS;
-      await c.sched.runUntil(() => caughtUp() || down(), deadline - c.sched.now);
+      await c.sched.runUntil(() => (caughtUp() && !exiting()) || down(), deadline - c.sched.now);
       if (down() && c.sched.now < deadline) continue; // the operator starts it again
-      if (!caughtUp()) {
+      if (!caughtUp() || exiting()) {
         const lag = c.standbys
           .map(
             (h) =>
