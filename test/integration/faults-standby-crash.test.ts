@@ -98,6 +98,12 @@ describe('standby SIGKILL mid-replay', () => {
     const flushed = parseLsn((await c.status('standby')).receiveLsn);
     await c.kill('standby');
     await c.startNode('standby');
+    // The walreceiver starts after the startup process's local replay, which may end after the
+    // node answers: wait for its first START_REPLICATION rather than read the status once.
+    await c.pollUntil(
+      async () => (await c.status('standby')).receiverStartLsns.length > 0,
+      'the restarted standby to start streaming',
+    );
     const s = await c.status('standby');
     // It kept what it had flushed before the kill and asked to stream from there on.
     expect(parseLsn(s.receiverStartLsns[0])).toBeGreaterThanOrEqual(flushed);
