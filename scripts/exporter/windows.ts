@@ -43,6 +43,11 @@ export interface WindowOptions {
   windowBytes: number;
   /** Windows kept at most: beyond, adjacent pairs are merged. */
   maxWindows: number;
+  /**
+   * New windows wide enough that the backlog spans at most maxWindows/2 of them (default), or
+   * always `windowBytes` wide (merging alone bounds them: tests use it to merge often).
+   */
+  grow?: boolean;
 }
 
 export const DEFAULT_WINDOW_OPTIONS: WindowOptions = { windowBytes: 4 << 20, maxWindows: 256 };
@@ -92,6 +97,9 @@ export interface WindowStats {
   imageBlocks: number;
   /** Record types the windows' tallies hold (each tally has one entry a type). */
   tallyTypes: number;
+  /** Pairs of windows merged so far; windows retired so far. */
+  merges: number;
+  retired: number;
 }
 
 /** The unreplayed range of one standby, by LSN window (see the file's comment). */
@@ -107,6 +115,8 @@ export class ReplayWindows {
   private cut: { key: string; tally: ReplayTally; learned: number } | null = null;
   /** Bytes of WAL read (new WAL once, plus the cut window again). */
   readBytes = 0;
+  private merges = 0;
+  private retired = 0;
 
   /**
    * `tail`: the state learned from the restartpoint's redo to `from` (`tailRecords` records);
@@ -153,6 +163,7 @@ export class ReplayWindows {
       const w = this.sealed.shift()!;
       applyImage(this.tail, w.image);
       this.tailRecords += w.tally.records;
+      this.retired += 1;
       this.cut = null;
     }
   }
@@ -181,6 +192,11 @@ export class ReplayWindows {
     return { rp: { ...sumTallies(tallies), assumptions: this.head.assumptionList() }, learned };
   }
 
+  /** The tail model and the LSN it stands at (the first kept window's start): for tests. */
+  tailState(): { lsn: number; model: RecoveryModel } {
+    return { lsn: this.sealed[0]?.from ?? this.openFrom, model: this.tail };
+  }
+
   stats(): WindowStats {
     let imageRelations = 0;
     let imageBlocks = 0;
@@ -199,6 +215,8 @@ export class ReplayWindows {
       imageRelations,
       imageBlocks,
       tallyTypes,
+      merges: this.merges,
+      retired: this.retired,
     };
   }
 
@@ -237,7 +255,8 @@ export class ReplayWindows {
     // New windows wide enough that the backlog spans at most half of maxWindows of them.
     const backlog = to - (this.sealed[0]?.from ?? to);
     this.windowBytes = this.opts.windowBytes;
-    while (backlog / this.windowBytes > this.opts.maxWindows / 2) this.windowBytes *= 2;
+    while (this.opts.grow !== false && backlog / this.windowBytes > this.opts.maxWindows / 2)
+      this.windowBytes *= 2;
     if (this.sealed.length > this.opts.maxWindows) this.mergePairs();
   }
 
@@ -247,6 +266,7 @@ export class ReplayWindows {
     for (let i = 1; i < this.sealed.length; i += 2) {
       const a = this.sealed[i]!;
       const b = this.sealed[i + 1];
+      if (b !== undefined) this.merges += 1;
       out.push(
         b === undefined
           ? a
