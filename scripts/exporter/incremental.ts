@@ -1,18 +1,16 @@
 /**
  * The exporter's prediction of one standby, kept between cycles: each cycle reads only the WAL
- * received since the last one, and what the standby replayed since (its replay LSN moved) only
- * once more, to learn it, instead of everything from the last restartpoint's redo again.
+ * received since the last one, once; when the standby's replay LSN moved, the LSN windows it
+ * passed are retired without reading them again and only the window it cuts is read again
+ * (windows.ts), instead of everything from the last restartpoint's redo or the whole backlog.
  *
- * Two replay models (scripts/predict/replay-model.ts) are kept, never a record:
- *   - `learned`: the startup process's state after the WAL from the last restartpoint's redo to
- *     `learnedTo` (the replay LSN of a cycle), as `npm run predict`'s learn pass builds it;
- *   - `pending`: a copy of `learned` that replayed [learnedTo, pendingTo): the counts of the
- *     unreplayed range, per relation and per record type.
- * A cycle whose replay LSN did not move (replay paused, or idle) feeds only [pendingTo, receive)
- * to `pending`. One whose replay LSN moved learns [learnedTo, replay) into `learned` and replays a
- * new copy over [replay, receive) — the WAL replayed since, plus the backlog (small when the
- * standby keeps up). Either way the prediction equals `npm run predict`'s over the same state
- * (test/integration/exporter-incremental.test.ts checks it cycle by cycle).
+ * Kept: a `ReplayWindows` (two replay models — the tail, the startup process's state before the
+ * first kept window, learned from the restartpoint's redo; the head, after every record read —
+ * and per window its counts and relation image, never a record), the last replay and receive
+ * LSNs, and what identifies the standby's state. The prediction equals `npm run predict`'s over
+ * the same state (test/integration/exporter-incremental.test.ts checks it cycle by cycle on a real
+ * pair, test/unit/exporter-windows.test.ts over generated WAL), but for the list of drop calls: the
+ * exporter keeps only the range's first full-scan drop (the one the summary names).
  *
  * It starts over, reading from the restartpoint's redo as predict does, when what the models
  * stand for is no longer the standby's: another timeline, a new restartpoint (predict learns from
