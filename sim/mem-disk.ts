@@ -21,7 +21,10 @@ import type { SeededRandom } from '../common/random.ts';
 type Pending =
   { kind: 'write'; pos: number; bytes: Uint8Array } | { kind: 'truncate'; len: number };
 
-/** A growable byte array: `bytes[0, len)` is the content, capacity doubles. */
+/**
+ * A growable byte array: `data[0, len)` is the content, zeros after it; the first allocation is
+ * exact (most files are written once, whole), later ones double.
+ */
 class Bytes {
   data = new Uint8Array(0);
   len = 0;
@@ -32,7 +35,7 @@ class Bytes {
 
   setLength(n: number): void {
     if (n > this.data.length) {
-      let cap = Math.max(this.data.length * 2, 4096);
+      let cap = this.data.length === 0 ? n : this.data.length * 2;
       while (cap < n) cap *= 2;
       const grown = new Uint8Array(cap);
       grown.set(this.data.subarray(0, this.len));
