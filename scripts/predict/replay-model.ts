@@ -41,6 +41,7 @@ import {
 } from '../../storage/replay-counts.ts';
 import {
   FORK_NAMES,
+  PRUNE_17_TYPES,
   relKey,
   type ForkNumber,
   type PgWalRecord,
@@ -71,12 +72,31 @@ const RMGR_PREFIX: Readonly<Record<string, string>> = {
   Btree: 'BTREE',
 };
 
+/** Heap2 records whose redo always updates the FSM: 13's CLEAN, 14–16's PRUNE and VACUUM. */
+const PRUNE_FSM_TYPES: ReadonlySet<string> = new Set(['CLEAN', 'PRUNE', 'VACUUM']);
+
+/**
+ * Other majors' names for the redo routines a kind stands for: 13's CLEAN is 14–16's PRUNE (it also
+ * logged VACUUM's second pass); 17+ log pruning and freezing as PRUNE_ON_ACCESS / PRUNE_VACUUM_SCAN
+ * (heap_page_prune_execute, PageRepairFragmentation) and VACUUM's second pass as
+ * PRUNE_VACUUM_CLEANUP (line pointers set unused, as 14–16's VACUUM). Without them these records
+ * were priced by the generic constant and left out of a calibration's counts.
+ */
+const PG_KIND_ALIASES: Readonly<Record<string, PgRecordKind>> = {
+  'Heap2/CLEAN': 'HEAP2_PRUNE',
+  'Heap2/PRUNE_ON_ACCESS': 'HEAP2_PRUNE',
+  'Heap2/PRUNE_VACUUM_SCAN': 'HEAP2_PRUNE',
+  'Heap2/PRUNE_VACUUM_CLEANUP': 'HEAP2_VACUUM',
+};
+
 /**
  * The cost model's record kind of a PostgreSQL record, or null when the profile has no constant
  * of its own for it (priced by the generic per-record constant). `+INIT` (the page is
  * re-initialised) is the same redo routine.
  */
 export function pgKindOf(rmgr: string, type: string): PgRecordKind | null {
+  const alias = PG_KIND_ALIASES[`${rmgr}/${type}`];
+  if (alias !== undefined) return alias;
   const prefix = RMGR_PREFIX[rmgr];
   if (prefix === undefined) return null;
   const k = `${prefix}_${type.replace(/\+INIT$/, '')}`;
@@ -121,7 +141,7 @@ export function vmBlocksAfterTruncate(nblocks: number): number {
   return nblocks % HEAPBLOCKS_PER_VM_PAGE === 0 ? truncBlock : truncBlock + 1;
 }
 
-interface ForkState {
+export interface ForkState {
   /** The fork exists (true), does not (false), unknown (undefined: ask StandbyFiles). */
   exists: boolean | undefined;
   /** smgr_cached_nblocks is valid in the startup process. */
@@ -132,7 +152,9 @@ interface ForkState {
   resident: Set<number>;
 }
 
-interface RelState {
+export interface RelState {
+  /** relKey(node), kept so that the journal needs no key per block. */
+  key: string;
   node: RelFileNode;
   forks: [ForkState, ForkState, ForkState, ForkState];
 }
@@ -175,6 +197,41 @@ export interface ReplayPrediction {
   assumptions: string[];
 }
 
+/**
+ * What records replayed (not learned) added since a point: the counts of an LSN window
+ * (scripts/exporter/windows.ts sums these instead of keeping records).
+ */
+export interface ReplayTally {
+  counts: ReplayCounts;
+  /** Records by rmgr/type, in first-seen order. */
+  types: RecordTypeCount[];
+  genericRecords: number;
+  records: number;
+  walBytes: number;
+  /** Every drop call, or only the first full-scan one with `dropList: 'first-full-scan'`. */
+  drops: PredictedDrop[];
+}
+
+/**
+ * What changed in the relation state since the journal began (an LSN window of the exporter):
+ * which relations were touched (`fresh`: created in the window, so their state at its start does
+ * not matter), per fork the blocks that became resident and the lowest truncation point, and
+ * whether every cached size was forgotten. windows.ts turns it into the window's image.
+ */
+export interface RelJournal {
+  forgot: boolean;
+  rels: Map<string, JournalEntry>;
+}
+export interface JournalEntry {
+  /** The relation was in the state when the window began. */
+  existed: boolean;
+  fresh: boolean;
+  newly: [Set<number> | null, Set<number> | null, Set<number> | null, Set<number> | null];
+  truncFrom: [number | null, number | null, number | null, number | null];
+}
+
+export const newJournal = (): RelJournal => ({ forgot: false, rels: new Map() });
+
 const RELS_BSEARCH_THRESHOLD = 20;
 const SMGR_TRUNCATE_HEAP = 1;
 const SMGR_TRUNCATE_VM = 2;
@@ -185,8 +242,10 @@ export class RecoveryModel {
   private readonly rels = new Map<string, RelState>();
   private counts = emptyReplayCounts();
   private readonly types = new Map<string, RecordTypeCount>();
-  private readonly drops: PredictedDrop[] = [];
+  private drops: PredictedDrop[] = [];
   private readonly assumptions = new Set<string>();
+  /** Changes since the exporter's current LSN window began (null: not journaled). */
+  journal: RelJournal | null = null;
   private records = 0;
   private walBytes = 0;
   private genericRecords = 0;
@@ -199,6 +258,8 @@ export class RecoveryModel {
     private readonly residentKnown = false,
     /** The standby's version's rules (default: 15, a current minor). */
     readonly rules: PgDropRules = pgDropRules({ major: 15, minor: null }),
+    /** Keep every drop call (predict lists them) or the first full scan only (bounded memory). */
+    readonly dropList: 'all' | 'first-full-scan' = 'all',
   ) {
     this.threshold =
       rules.thresholdDivisor === null ? null : Math.floor(nBuffers / rules.thresholdDivisor);
@@ -232,17 +293,53 @@ export class RecoveryModel {
   private rel(node: RelFileNode): RelState {
     const k = relKey(node);
     let r = this.rels.get(k);
-    if (r === undefined) {
+    if (r !== undefined) {
+      if (this.journal !== null) this.journaled(k, false);
+      return r;
+    }
+    {
       const fork = (f: ForkNumber): ForkState => ({
         exists: undefined,
         cached: false,
         size: undefined,
         resident: new Set(this.files.residentBlocks(node, f) ?? []),
       });
-      r = { node, forks: [fork(0), fork(1), fork(2), fork(3)] };
+      r = { key: k, node, forks: [fork(0), fork(1), fork(2), fork(3)] };
       this.rels.set(k, r);
+      if (this.journal !== null) this.journaled(k, true);
     }
     return r;
+  }
+
+  /** The journal's entry of a relation read or changed in this window (`created`: just now). */
+  private journaled(k: string, created: boolean): JournalEntry {
+    const rels = this.journal!.rels;
+    let e = rels.get(k);
+    if (e === undefined) {
+      e = {
+        existed: !created,
+        fresh: created,
+        newly: [null, null, null, null],
+        truncFrom: [null, null, null, null],
+      };
+      rels.set(k, e);
+    } else if (created) e.fresh = true;
+    return e;
+  }
+
+  /** A relation leaves the state: one created in this window leaves the journal too. */
+  private deleteRel(k: string): void {
+    this.rels.delete(k);
+    if (this.journal !== null && this.journal.rels.get(k)?.existed === false)
+      this.journal.rels.delete(k);
+  }
+
+  /** A block became resident (journaled: the window's image adds it). */
+  private addResident(r: RelState, f: ForkNumber, block: number): void {
+    const st = r.forks[f];
+    if (st.resident.has(block)) return;
+    st.resident.add(block);
+    if (this.journal !== null) (this.journaled(r.key, false).newly[f] ??= new Set()).add(block);
   }
 
   private exists(r: RelState, f: ForkNumber): boolean {
@@ -288,17 +385,21 @@ export class RecoveryModel {
       if (counted) this.counts.smgr.extend[f]! += block + 1 - size;
       st.size = block + 1;
     }
-    if (counted || !this.residentKnown) st.resident.add(block);
+    if (counted || !this.residentKnown) this.addResident(r, f, block);
   }
 
   /**
    * Redo routines that touch the FSM outside the block references (XLogRecordPageWithFreeSpace):
-   * PRUNE and VACUUM always; INSERT, MULTI_INSERT and non-HOT UPDATE when the page is left with
+   * 13's CLEAN and 14–16's PRUNE and VACUUM always; 17+'s PRUNE_* when they redirected, killed or
+   * freed a line pointer (`freedSpace`; unknown counts as freed); INSERT, MULTI_INSERT and non-HOT
+   * UPDATE when the page is left with
    * less than BLCKSZ / 5 free (wal-records.ts heapPageFreeAfter) — a one-block table filled by
    * INSERT (226 int rows) has its FSM read, created and cached by replay.
    */
   private touchFsm(rec: PgWalRecord, counted: boolean): void {
-    const pruned = rec.rmgr === 'Heap2' && (rec.type === 'PRUNE' || rec.type === 'VACUUM');
+    const pruned =
+      rec.rmgr === 'Heap2' &&
+      (PRUNE_FSM_TYPES.has(rec.type) || (PRUNE_17_TYPES.has(rec.type) && rec.freedSpace !== false));
     const filled = rec.heapPageFreeAfter !== undefined && rec.heapPageFreeAfter < BLCKSZ / 5;
     if (!pruned && !filled) return;
     const b = rec.blocks[0];
@@ -355,6 +456,7 @@ export class RecoveryModel {
 
   private forgetSizes(): void {
     for (const r of this.rels.values()) for (const st of r.forks) st.cached = false;
+    if (this.journal !== null) this.journal.forgot = true;
   }
 
   private truncate(rec: PgWalRecord, counted: boolean): void {
@@ -401,6 +503,10 @@ export class RecoveryModel {
           invalidated += 1;
           st.resident.delete(b);
         }
+      }
+      if (this.journal !== null) {
+        const t = this.journaled(r.key, false).truncFrom;
+        t[fork] = Math.min(t[fork] ?? first, first);
       }
     }
     if (!lookup) for (const st of r.forks) preCheckHits += st.resident.size;
@@ -459,7 +565,7 @@ export class RecoveryModel {
     for (const r of rs) {
       for (const f of [0, 1, 2, 3] as const)
         if (counted && (r.forks[f].cached || this.exists(r, f))) this.counts.smgr.unlink[f]! += 1;
-      this.rels.delete(relKey(r.node));
+      this.deleteRel(r.key);
     }
   }
 
@@ -469,7 +575,8 @@ export class RecoveryModel {
     for (const [k, r] of this.rels) {
       if (r.node.db === db) {
         for (const st of r.forks) invalidated += st.resident.size;
-        this.rels.delete(k);
+        if (this.journal !== null) this.journaled(k, false);
+        this.deleteRel(k);
       }
     }
     // XLogDropDatabase → smgrcloseall/smgrdestroyall: every cached size is gone (pg-drop-rules).
@@ -509,6 +616,7 @@ export class RecoveryModel {
       listSteps: 0,
       hashInserts: 0,
     });
+    if (this.dropList === 'first-full-scan' && (!full || this.drops.length > 0)) return;
     this.drops.push({
       lsn: rec.lsn,
       record: `${rec.rmgr}/${rec.type}`,
@@ -528,11 +636,14 @@ export class RecoveryModel {
    * learned up to the replay LSN and replays the unreplayed range on a copy (scripts/exporter/).
    */
   clone(): RecoveryModel {
-    const c = new RecoveryModel(this.nBuffers, this.files, this.residentKnown, this.rules);
-    for (const [k, r] of this.rels) {
-      const forks = r.forks.map((f) => ({ ...f, resident: new Set(f.resident) }));
-      c.rels.set(k, { node: r.node, forks: forks as RelState['forks'] });
-    }
+    const c = new RecoveryModel(
+      this.nBuffers,
+      this.files,
+      this.residentKnown,
+      this.rules,
+      this.dropList,
+    );
+    for (const [k, r] of this.rels) c.rels.set(k, copyRelState(r));
     c.counts = structuredClone(this.counts);
     for (const [k, t] of this.types) c.types.set(k, { ...t });
     for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
@@ -543,11 +654,13 @@ export class RecoveryModel {
     return c;
   }
 
-  result(): ReplayPrediction {
-    if (!this.residentKnown)
-      this.assumptions.add(
-        'buffers to invalidate = the blocks replay read since the standby started (pg_buffercache not installed)',
-      );
+  /** Records replayed since the last take (or since the model began). */
+  peekRecords(): number {
+    return this.records;
+  }
+
+  /** What was replayed since the last take (or since the model began), copied. */
+  peekTally(): ReplayTally {
     return {
       counts: structuredClone(this.counts),
       types: [...this.types.values()].map((t) => ({ ...t })),
@@ -555,7 +668,56 @@ export class RecoveryModel {
       records: this.records,
       walBytes: this.walBytes,
       drops: this.drops.map((d) => ({ ...d, relations: [...d.relations] })),
-      assumptions: [...this.assumptions],
     };
   }
+
+  /** What was replayed since the last take; the counts start again from zero (state is kept). */
+  takeTally(): ReplayTally {
+    const t: ReplayTally = {
+      counts: this.counts,
+      types: [...this.types.values()],
+      genericRecords: this.genericRecords,
+      records: this.records,
+      walBytes: this.walBytes,
+      drops: this.drops,
+    };
+    this.counts = emptyReplayCounts();
+    this.types.clear();
+    this.drops = [];
+    this.records = this.walBytes = this.genericRecords = 0;
+    return t;
+  }
+
+  /** What had to be assumed, each once, in the order first met; the buffers note last. */
+  assumptionList(): string[] {
+    const out = [...this.assumptions];
+    if (!this.residentKnown) out.push(RESIDENT_NOTE);
+    return out;
+  }
+
+  /**
+   * The relation states by relKey, for the exporter's LSN windows only (windows.ts reads a
+   * window's image from the head model and applies images to the tail model).
+   */
+  relStates(): Map<string, RelState> {
+    return this.rels;
+  }
+
+  /** Every cached size forgotten: a window image whose records forgot them (windows.ts). */
+  forgetAllSizes(): void {
+    this.forgetSizes();
+  }
+
+  result(): ReplayPrediction {
+    return { ...this.peekTally(), assumptions: this.assumptionList() };
+  }
+}
+
+const RESIDENT_NOTE =
+  'buffers to invalidate = the blocks replay read since the standby started (pg_buffercache not installed)';
+
+/** A relation's state, its own copy (resident sets included). */
+export function copyRelState(r: RelState): RelState {
+  const forks = r.forks.map((f) => ({ ...f, resident: new Set(f.resident) }));
+  return { key: r.key, node: r.node, forks: forks as RelState['forks'] };
 }
