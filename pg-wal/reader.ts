@@ -28,14 +28,15 @@ import {
   type PgWalFormat,
 } from './format.ts';
 import { fmtLsn, PgWalInvalidRecord, u16, u32, u64 } from './bytes.ts';
+import { PgWalColumns } from './columns.ts';
 import {
   checkRecordHeader,
   decodeRecord,
   invalidLengthMessage,
-  recordCrcOk,
   type PgWalRecord,
 } from './record.ts';
 import { RM_XLOG_ID } from './rmgr-names.ts';
+import { ScanMemory } from './scan-wasm.ts';
 import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
 
 export interface PgWalReadOptions {
@@ -81,7 +82,14 @@ export class PgWalReader {
   private readonly segSize: number;
   private readonly endLsn: number;
   private readonly chunkBytes: number;
+  /** The window in use: one of the memory's two (the other is being read ahead into). */
   private win: Buffer;
+  private other: Buffer;
+  private readonly mem: ScanMemory;
+  /** The next chunk of the open segment, being read into `other`. */
+  private ahead: ReadAhead | null = null;
+  /** scan.wat's flags for the major (set with the format). */
+  private scanFlags = 0;
   private winStart = -1;
   private winLen = 0;
   private file: WalSegmentFile | null = null;
@@ -91,7 +99,9 @@ export class PgWalReader {
   private checkedTo = -1;
   private latestPagePtr = -1;
   private latestPageTli = 0;
-  private asm: Buffer = Buffer.alloc(2 * XLOG_BLCKSZ);
+  /** The reassembly buffer: the memory's region, or `bigAsm` for a record larger than it. */
+  private asm: Buffer;
+  private bigAsm: Buffer = Buffer.alloc(0);
   private next: Lsn;
   private prevLsn: Lsn | null = null;
   private started = false;
@@ -106,7 +116,9 @@ export class PgWalReader {
     assert(this.chunkBytes % XLOG_BLCKSZ === 0, 'INV-PGWAL-1: chunks are whole pages');
     if (!Number.isSafeInteger(opts.startLsn) || opts.startLsn <= 0)
       throw new WalsimError('invalid_input', `invalid start LSN ${opts.startLsn}`);
-    this.win = Buffer.alloc(Math.min(this.chunkBytes, this.segSize));
+    this.mem = new ScanMemory(Math.min(this.chunkBytes, this.segSize));
+    [this.win, this.other] = this.mem.windows;
+    this.asm = this.mem.asm;
     this.next = opts.startLsn;
   }
 
@@ -125,19 +137,7 @@ export class PgWalReader {
     try {
       while (this.end === null) {
         const out: PgWalRecord[] = [];
-        try {
-          if (!this.started) await this.begin();
-          while (out.length < max) {
-            const r = this.tryInPage() ?? (await this.readSlow());
-            if (this.firstRecordLsn === null) this.firstRecordLsn = r.lsn;
-            out.push(r);
-          }
-        } catch (e) {
-          if (e instanceof EndOfWal) this.end = e.end;
-          else if (e instanceof PgWalInvalidRecord)
-            this.end = { reason: 'invalid_record', lsn: e.lsn, message: e.message };
-          else throw e;
-        }
+        await this.fill(max, out, null);
         if (out.length > 0) yield out;
       }
     } finally {
@@ -145,7 +145,55 @@ export class PgWalReader {
     }
   }
 
+  /**
+   * The same records as columns (`PgWalColumns`: LSN, rmgr id, xl_info, lengths), one object
+   * refilled per batch and valid until the next: what `pg_waldump --stats=record` needs, with
+   * every check PostgreSQL makes, and no object per record (nor the main data predict decodes).
+   */
+  async *columns(max = 4096): AsyncGenerator<PgWalColumns> {
+    const cols = new PgWalColumns(max);
+    try {
+      while (this.end === null) {
+        cols.length = 0;
+        await this.fill(max, null, cols);
+        if (cols.length > 0) yield cols;
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** Up to `max` records into `out` (decoded) or `cols`; sets `end` when reading stops. */
+  private async fill(
+    max: number,
+    out: PgWalRecord[] | null,
+    cols: PgWalColumns | null,
+  ): Promise<void> {
+    let n = 0;
+    try {
+      if (!this.started) await this.begin();
+      while (n < max) {
+        const k = this.scanInPage(max - n, out, cols);
+        if (k > 0) {
+          n += k;
+          continue;
+        }
+        const r = this.tryInPage() ?? (await this.readSlow());
+        if (this.firstRecordLsn === null) this.firstRecordLsn = r.lsn;
+        if (out !== null) out.push(r);
+        else cols!.pushRecord(r);
+        n++;
+      }
+    } catch (e) {
+      if (e instanceof EndOfWal) this.end = e.end;
+      else if (e instanceof PgWalInvalidRecord)
+        this.end = { reason: 'invalid_record', lsn: e.lsn, message: e.message };
+      else throw e;
+    }
+  }
+
   async close(): Promise<void> {
+    await this.dropReadAhead();
     const f = this.file;
     this.file = null;
     this.fileSegno = -1;
@@ -197,6 +245,49 @@ export class PgWalReader {
     }
   }
 
+  /**
+   * The hot path: the records from `next` on that lie whole inside a validated page of the
+   * window, checked in WebAssembly (scan.wat: header, CRC-32C, fragments) and decoded into `out`
+   * or counted into `cols` where they lie. 0 leaves the next record to tryInPage/readSlow (the
+   * first record, a page start, a record that spans, XLOG SWITCH, the range's end, any doubt).
+   */
+  private scanInPage(max: number, out: PgWalRecord[] | null, cols: PgWalColumns | null): number {
+    const prev = this.prevLsn;
+    const lsn = this.next;
+    const recOff = lsn % XLOG_BLCKSZ;
+    const pagePtr = lsn - recOff;
+    if (prev === null || this.pending !== null || recOff === 0) return 0;
+    if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) return 0;
+    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) return 0;
+    const pageOff = pagePtr - this.winStart;
+    const limit = Math.min(pageOff + XLOG_BLCKSZ, this.endLsn - this.winStart);
+    if (limit < pageOff + recOff + SIZE_OF_XLOG_RECORD) return 0;
+    const win = this.win;
+    const n = this.mem.scanPage(
+      win,
+      pageOff + recOff,
+      limit,
+      this.winStart,
+      prev,
+      max,
+      this.scanFlags,
+    );
+    const res = this.mem.out;
+    const at = win.byteOffset;
+    const fmt = this.fmt!;
+    for (let i = 0; i < n; i++) {
+      const off = res[2 * i]! - at;
+      const l = this.winStart + off;
+      const tot = u32(win, off);
+      const end = l + maxAlign(tot);
+      if (out !== null) out.push(decodeRecord(win, off, l, end, fmt));
+      else cols!.push(l, end, win[off + 17]!, win[off + 16]!, tot, res[2 * i + 1]!);
+      this.prevLsn = l;
+      this.next = end;
+    }
+    return n;
+  }
+
   /** The record `begin` found, handed out first. */
   private pending: PgWalRecord | null = null;
 
@@ -222,7 +313,7 @@ export class PgWalReader {
     if (recOff + totLen > XLOG_BLCKSZ || lsn + totLen > this.endLsn) return null;
     const fmt = this.fmt!;
     if (checkRecordHeader(b, o, lsn, this.prevLsn, fmt) !== null) return null;
-    if (!recordCrcOk(b, o, totLen)) return null;
+    if (!this.mem.recordCrcOk(b, o, totLen)) return null;
     return this.accept(decodeRecord(b, o, lsn, lsn + maxAlign(totLen), fmt));
   }
 
@@ -276,7 +367,7 @@ export class PgWalReader {
       }
       if (totLen <= onPage) {
         if (lsn + totLen > this.endLsn) this.reachedEnd();
-        if (!recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
+        if (!this.mem.recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
         return this.accept(decodeRecord(this.win, o, lsn, lsn + maxAlign(totLen), fmt));
       }
       const r = await this.readSpanning(lsn, pagePtr, o, onPage, totLen, gotHeader);
@@ -300,6 +391,7 @@ export class PgWalReader {
   ): Promise<PgWalRecord | null> {
     const fmt = this.fmt!;
     let gotHeader = gotHeaderAtStart;
+    this.asm = this.mem.asm;
     this.ensureAsm(onPage);
     this.win.copy(this.asm, 0, o, o + onPage);
     let gotLen = onPage;
@@ -337,17 +429,24 @@ export class PgWalReader {
         gotHeader = true;
       }
     }
-    if (!recordCrcOk(this.asm, 0, totLen)) this.invalid(lsn, crcMessage(lsn));
+    if (!this.mem.recordCrcOk(this.asm, 0, totLen)) this.invalid(lsn, crcMessage(lsn));
     const endLsn = pg + lastPhs + maxAlign(lastRem);
     return this.accept(decodeRecord(this.asm, 0, lsn, endLsn, fmt));
   }
 
-  /** Grow the reassembly buffer to `n`: only ever by bytes copied from checked pages. */
+  /**
+   * Grow the reassembly buffer to `n`: only ever by bytes copied from checked pages. Past the
+   * memory's region, an ordinary Buffer (kept for the next large record).
+   */
   private ensureAsm(n: number): void {
     if (this.asm.length >= n) return;
-    const bigger = Buffer.alloc(Math.max(n, this.asm.length * 2));
-    this.asm.copy(bigger);
-    this.asm = bigger;
+    if (this.bigAsm.length < n) {
+      const bigger = Buffer.alloc(Math.max(n, this.bigAsm.length * 2, this.asm.length * 2));
+      if (this.asm === this.bigAsm) this.bigAsm.copy(bigger);
+      this.bigAsm = bigger;
+    }
+    if (this.asm !== this.bigAsm) this.asm.copy(this.bigAsm);
+    this.asm = this.bigAsm;
   }
 
   private pageHeaderSize(po: number): number {
@@ -409,7 +508,17 @@ export class PgWalReader {
       'INV-PGWAL-1: the window holds whole pages of one segment',
     );
     assert(length <= this.win.length, 'INV-PGWAL-5: a read never exceeds the chunk');
-    const n = await this.file!.read(this.win, 0, length, lsn - segStart);
+    const ahead = this.ahead;
+    this.ahead = null;
+    let n = -1;
+    if (ahead !== null) {
+      const got = await ahead.done;
+      if (ahead.lsn === lsn && ahead.length === length && got === length) {
+        [this.win, this.other] = [this.other, this.win];
+        n = got;
+      }
+    }
+    if (n < 0) n = await this.file!.read(this.win, 0, length, lsn - segStart);
     if (n < length)
       throw new WalsimError(
         'invalid_input',
@@ -418,6 +527,27 @@ export class PgWalReader {
     this.winStart = lsn;
     this.winLen = length;
     // The window was replaced: pages validated earlier stay valid (their bytes were checked).
+    this.readAhead(lsn + length, segStart);
+  }
+
+  /**
+   * Start reading the chunk after [.., next) of the open segment into the other window while the
+   * records of this one are parsed. A failed read ahead is read again, in order, by `load`
+   * (which then reports the error).
+   */
+  private readAhead(next: Lsn, segStart: Lsn): void {
+    const left = segStart + this.segSize - next;
+    if (left <= 0 || this.file === null) return;
+    const length = Math.min(this.other.length, left);
+    const done = this.file.read(this.other, 0, length, next - segStart).catch(() => -1);
+    this.ahead = { lsn: next, length, done };
+  }
+
+  /** Wait out a read ahead nobody will use (its window is about to be reused or its file closed). */
+  private async dropReadAhead(): Promise<void> {
+    const ahead = this.ahead;
+    this.ahead = null;
+    if (ahead !== null) await ahead.done;
   }
 
   /** XLogReaderValidatePageHeader, and the major from the first page's magic. */
@@ -427,7 +557,13 @@ export class PgWalReader {
     const info = u16(b, po + 2);
     const segOff = pagePtr % this.segSize;
     const where = `in log segment ${this.file!.name}, offset ${segOff}`;
-    if (this.fmt === null) this.fmt = this.formatFromMagic(magic, pagePtr);
+    if (this.fmt === null) {
+      this.fmt = this.formatFromMagic(magic, pagePtr);
+      this.scanFlags =
+        (this.fmt.hasToplevelXid ? 1 : 0) |
+        (this.fmt.hasCustomRmgrs ? 2 : 0) |
+        (this.fmt.bkpImageCompressed << 8);
+    }
     if (magic !== this.fmt.magic)
       this.invalid(pagePtr, `invalid magic number ${hex4(magic)} ${where}`);
     if ((info & ~XLP_ALL_FLAGS) !== 0)
@@ -480,6 +616,14 @@ export class PgWalReader {
       );
     return formatOf(major);
   }
+}
+
+/** A chunk being read ahead into the other window. */
+interface ReadAhead {
+  lsn: Lsn;
+  length: number;
+  /** Bytes read; -1 when the read failed (load reads it again and says why). */
+  done: Promise<number>;
 }
 
 const hex4 = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');
