@@ -489,8 +489,18 @@ export class PgWalReader {
   }
 
   private async openSegment(segno: number, pagePtr: Lsn): Promise<void> {
-    await this.close();
-    const f = await this.source.open(segno);
+    const ahead = this.ahead;
+    let f: WalSegmentFile | null;
+    if (ahead !== null && ahead.opening !== null && ahead.opening.segno === segno) {
+      // The segment was opened ahead (and its first chunk is being read): adopt both.
+      this.ahead = null;
+      await this.close();
+      f = await ahead.opening.file;
+      this.ahead = { ...ahead, opening: null };
+    } else {
+      await this.close();
+      f = await this.source.open(segno);
+    }
     if (f === null)
       throw new EndOfWal({
         reason: 'missing_segment',
@@ -537,17 +547,34 @@ export class PgWalReader {
    */
   private readAhead(next: Lsn, segStart: Lsn): void {
     const left = segStart + this.segSize - next;
-    if (left <= 0 || this.file === null) return;
-    const length = Math.min(this.other.length, left);
-    const done = this.file.read(this.other, 0, length, next - segStart).catch(() => -1);
-    this.ahead = { lsn: next, length, done };
+    if (this.file === null || next >= this.endLsn) return;
+    if (left > 0) {
+      const length = Math.min(this.other.length, left);
+      const done = this.file.read(this.other, 0, length, next - segStart).catch(() => -1);
+      this.ahead = { lsn: next, length, done, opening: null };
+      return;
+    }
+    // The segment is read to its end: open the next one and read its first chunk meanwhile.
+    const segno = this.fileSegno + 1;
+    const file = this.source.open(segno);
+    file.catch(() => {}); // an error is the adopter's (openSegment awaits it) or nobody's
+    const length = Math.min(this.other.length, this.segSize);
+    const done = file
+      .then((f) => (f === null ? -1 : f.read(this.other, 0, length, 0)))
+      .catch(() => -1);
+    this.ahead = { lsn: next, length, done, opening: { segno, file } };
   }
 
   /** Wait out a read ahead nobody will use (its window is about to be reused or its file closed). */
   private async dropReadAhead(): Promise<void> {
     const ahead = this.ahead;
     this.ahead = null;
-    if (ahead !== null) await ahead.done;
+    if (ahead === null) return;
+    await ahead.done;
+    if (ahead.opening !== null) {
+      const f = await ahead.opening.file.catch(() => null);
+      if (f !== null) await f.close();
+    }
   }
 
   /** XLogReaderValidatePageHeader, and the major from the first page's magic. */
@@ -624,6 +651,8 @@ interface ReadAhead {
   length: number;
   /** Bytes read; -1 when the read failed (load reads it again and says why). */
   done: Promise<number>;
+  /** The next segment's file, opened ahead (null: the chunk is of the open segment). */
+  opening: { segno: number; file: Promise<WalSegmentFile | null> } | null;
 }
 
 const hex4 = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');

@@ -1,7 +1,7 @@
 /**
  * The reader's WebAssembly memory and hot loop (scan.wat): the two read windows, the reassembly
  * buffer and the CRC-32C tables live in one WebAssembly.Memory, so the records read into them
- * are checked in WebAssembly (CRC-32C slice-by-8, ValidXLogRecordHeader, DecodeXLogRecord's
+ * are checked in WebAssembly (CRC-32C slice-by-16, ValidXLogRecordHeader, DecodeXLogRecord's
  * fragment checks) without copying. The memory is fixed at construction (it never grows, so no
  * view of it is ever detached while a read is in flight); a record larger than the reassembly
  * region is assembled in an ordinary Buffer and its CRC computed in TypeScript.
@@ -14,10 +14,10 @@ import { recordCrcOk as recordCrcOkTs } from './record.ts';
 import { SCAN_WASM_BASE64 } from './scan-wasm-bytes.ts';
 
 const WASM_PAGE = 65536;
-/** [0, 8 KB): the CRC tables scan.wat reads at fixed offsets. */
+/** [0, 16 KB): the sixteen CRC tables scan.wat reads at fixed offsets. */
 const TABLES_AT = 0;
 /** The scan's output: (window address, fpi bytes) per record. */
-const OUT_AT = 8192;
+const OUT_AT = 16384;
 /** Records one scanPage call reports at most. */
 export const SCAN_OUT_MAX = 4096;
 const ASM_AT = OUT_AT + SCAN_OUT_MAX * 8;
@@ -52,6 +52,18 @@ const TWO_32 = 0x1_0000_0000;
 const lo32 = (v: number) => (((v % TWO_32) + TWO_32) % TWO_32) | 0;
 const hi32 = (v: number) => Math.floor(v / TWO_32) | 0;
 
+/** Slice-by-16's tables: TABLE[k * 256 + b], the CRC of byte b followed by k zero bytes. */
+function sixteenTables(): Int32Array {
+  const t = new Int32Array(16 * 256);
+  t.set(crc32cTables());
+  for (let k = 8; k < 16; k++)
+    for (let n = 0; n < 256; n++) {
+      const c = t[(k - 1) * 256 + n]!;
+      t[k * 256 + n] = t[c & 0xff]! ^ (c >>> 8);
+    }
+  return t;
+}
+
 /** One reader's memory: two windows of `windowBytes` and the reassembly region. */
 export class ScanMemory {
   readonly windows: [Buffer, Buffer];
@@ -69,7 +81,7 @@ export class ScanMemory {
     const instance = new WebAssembly.Instance(scanModule(), { env: { memory: this.memory } });
     this.wasm = instance.exports as unknown as ScanExports;
     const buf = this.memory.buffer;
-    new Int32Array(buf, TABLES_AT, 2048).set(crc32cTables());
+    new Int32Array(buf, TABLES_AT, 16 * 256).set(sixteenTables());
     this.out = new Int32Array(buf, OUT_AT, SCAN_OUT_MAX * 2);
     this.asm = Buffer.from(buf, ASM_AT, ASM_BYTES);
     this.windows = [

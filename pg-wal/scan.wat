@@ -1,55 +1,149 @@
-;; The pg-wal/ reader's hot loop in WebAssembly: CRC-32C (slice-by-8, PostgreSQL's polynomial) and
+;; The pg-wal/ reader's hot loop in WebAssembly: CRC-32C (slice-by-16, PostgreSQL's polynomial) and
 ;; a walk over the records that lie whole inside one validated page, each checked as
 ;; ValidXLogRecordHeader, ValidXLogRecord and DecodeXLogRecord check it (xlogreader.c). It only
 ;; says yes or stops: on any doubt it returns, and the TypeScript reader (reader.ts) reads that
 ;; record again with every check and PostgreSQL's message. Source of scan-wasm-bytes.ts
 ;; (rebuilt by scripts/build/scan-wasm.ts; test/unit/pg-wal-scan-wasm.test.ts checks the bytes).
 ;;
-;; Memory (imported, laid out by scan-wasm.ts): [0, 8192) the eight CRC tables, TABLE[k][b] at
+;; Memory (imported, laid out by scan-wasm.ts): [0, 16384) the sixteen CRC tables, TABLE[k][b] at
 ;; k * 1024 + b * 4, the CRC of byte b followed by k zero bytes; everything else is the caller's.
 (module
   (import "env" "memory" (memory 1))
 
-  ;; COMP_CRC32C over [i, end): the running (unfinished) state in, the new state out.
+  ;; COMP_CRC32C over [i, end): the running (unfinished) state in, the new state out. Slice-by-16
+  ;; (sixteen table lookups per 16 bytes, whose chains overlap), then 8, 4 and single bytes.
   (func $crc (export "crc") (param $c i32) (param $i i32) (param $end i32) (result i32)
-    (local $lo i32) (local $hi i32) (local $end8 i32)
-    (local.set $end8
-      (i32.sub (local.get $end) (i32.and (i32.sub (local.get $end) (local.get $i)) (i32.const 7))))
-    (block $done
-      (loop $eight
-        (br_if $done (i32.ge_u (local.get $i) (local.get $end8)))
-        (local.set $lo (i32.xor (local.get $c) (i32.load (local.get $i))))
-        (local.set $hi (i32.load offset=4 (local.get $i)))
+    (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32)
+    (block $done16
+      (loop $sixteen
+        (br_if $done16 (i32.lt_s (i32.sub (local.get $end) (local.get $i)) (i32.const 16)))
+        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
+        (local.set $w1 (i32.load offset=4 (local.get $i)))
+        (local.set $w2 (i32.load offset=8 (local.get $i)))
+        (local.set $w3 (i32.load offset=12 (local.get $i)))
+        (local.set $c
+          (i32.xor
+            (i32.xor
+              (i32.xor
+                (i32.xor
+                  (i32.load offset=15360
+                    (i32.shl (i32.and (local.get $w0) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=14336
+                    (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
+                      (i32.const 2))))
+                (i32.xor
+                  (i32.load offset=13312
+                    (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=12288
+                    (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
+                      (i32.const 2)))))
+              (i32.xor
+                (i32.xor
+                  (i32.load offset=11264
+                    (i32.shl (i32.and (local.get $w1) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=10240
+                    (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 8)) (i32.const 255))
+                      (i32.const 2))))
+                (i32.xor
+                  (i32.load offset=9216
+                    (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 16)) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=8192
+                    (i32.shl (i32.shr_u (local.get $w1) (i32.const 24))
+                      (i32.const 2))))))
+            (i32.xor
+              (i32.xor
+                (i32.xor
+                  (i32.load offset=7168
+                    (i32.shl (i32.and (local.get $w2) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=6144
+                    (i32.shl (i32.and (i32.shr_u (local.get $w2) (i32.const 8)) (i32.const 255))
+                      (i32.const 2))))
+                (i32.xor
+                  (i32.load offset=5120
+                    (i32.shl (i32.and (i32.shr_u (local.get $w2) (i32.const 16)) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=4096
+                    (i32.shl (i32.shr_u (local.get $w2) (i32.const 24))
+                      (i32.const 2)))))
+              (i32.xor
+                (i32.xor
+                  (i32.load offset=3072
+                    (i32.shl (i32.and (local.get $w3) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=2048
+                    (i32.shl (i32.and (i32.shr_u (local.get $w3) (i32.const 8)) (i32.const 255))
+                      (i32.const 2))))
+                (i32.xor
+                  (i32.load offset=1024
+                    (i32.shl (i32.and (i32.shr_u (local.get $w3) (i32.const 16)) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load
+                    (i32.shl (i32.shr_u (local.get $w3) (i32.const 24))
+                      (i32.const 2))))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $sixteen)))
+    (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 8))
+      (then
+        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
+        (local.set $w1 (i32.load offset=4 (local.get $i)))
         (local.set $c
           (i32.xor
             (i32.xor
               (i32.xor
                 (i32.load offset=7168
-                  (i32.shl (i32.and (local.get $lo) (i32.const 255)) (i32.const 2)))
+                  (i32.shl (i32.and (local.get $w0) (i32.const 255))
+                    (i32.const 2)))
                 (i32.load offset=6144
-                  (i32.shl (i32.and (i32.shr_u (local.get $lo) (i32.const 8)) (i32.const 255))
+                  (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
                     (i32.const 2))))
               (i32.xor
                 (i32.load offset=5120
-                  (i32.shl (i32.and (i32.shr_u (local.get $lo) (i32.const 16)) (i32.const 255))
+                  (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
                     (i32.const 2)))
                 (i32.load offset=4096
-                  (i32.shl (i32.shr_u (local.get $lo) (i32.const 24)) (i32.const 2)))))
+                  (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
+                    (i32.const 2)))))
             (i32.xor
               (i32.xor
                 (i32.load offset=3072
-                  (i32.shl (i32.and (local.get $hi) (i32.const 255)) (i32.const 2)))
+                  (i32.shl (i32.and (local.get $w1) (i32.const 255))
+                    (i32.const 2)))
                 (i32.load offset=2048
-                  (i32.shl (i32.and (i32.shr_u (local.get $hi) (i32.const 8)) (i32.const 255))
+                  (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 8)) (i32.const 255))
                     (i32.const 2))))
               (i32.xor
                 (i32.load offset=1024
-                  (i32.shl (i32.and (i32.shr_u (local.get $hi) (i32.const 16)) (i32.const 255))
+                  (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 16)) (i32.const 255))
                     (i32.const 2)))
                 (i32.load
-                  (i32.shl (i32.shr_u (local.get $hi) (i32.const 24)) (i32.const 2)))))))
-        (local.set $i (i32.add (local.get $i) (i32.const 8)))
-        (br $eight)))
+                  (i32.shl (i32.shr_u (local.get $w1) (i32.const 24))
+                    (i32.const 2)))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 8)))))
+    (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 4))
+      (then
+        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
+        (local.set $c
+          (i32.xor
+            (i32.xor
+              (i32.load offset=3072
+                (i32.shl (i32.and (local.get $w0) (i32.const 255))
+                  (i32.const 2)))
+              (i32.load offset=2048
+                (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
+                  (i32.const 2))))
+            (i32.xor
+              (i32.load offset=1024
+                (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
+                  (i32.const 2)))
+              (i32.load
+                (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
+                  (i32.const 2))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 4)))))
     (block $tail_done
       (loop $tail
         (br_if $tail_done (i32.ge_u (local.get $i) (local.get $end)))
@@ -229,7 +323,8 @@
               (i32.const 0x40))))
         (br_if $stop (i32.eqz (call $crc_ok (local.get $o) (local.get $tot))))
         (local.set $fpi
-          (call $fragments (local.get $o) (local.get $tot) (i32.and (local.get $flags) (i32.const 1))
+          (call $fragments (local.get $o) (local.get $tot)
+            (i32.and (local.get $flags) (i32.const 1))
             (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))))
         (br_if $stop (i32.lt_s (local.get $fpi) (i32.const 0)))
         (i32.store (local.get $out) (local.get $o))
