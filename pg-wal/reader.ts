@@ -88,6 +88,8 @@ export class PgWalReader {
   private readonly mem: ScanMemory;
   /** The next chunk of the open segment, being read into `other`. */
   private ahead: ReadAhead | null = null;
+  /** The columns `fill` is filling (records go there instead of being decoded), else null. */
+  private cols: PgWalColumns | null = null;
   /** scan.wat's flags for the major (set with the format). */
   private scanFlags = 0;
   private winStart = -1;
@@ -172,16 +174,28 @@ export class PgWalReader {
     let n = 0;
     try {
       if (!this.started) await this.begin();
+      this.cols = cols;
       while (n < max) {
+        if (this.pending !== null) {
+          // The record `begin` found, handed out first.
+          if (out !== null) out.push(this.pending);
+          else cols!.pushRecord(this.pending);
+          this.pending = null;
+          n++;
+          continue;
+        }
         const k = this.scanInPage(max - n, out, cols);
         if (k > 0) {
           n += k;
           continue;
         }
-        const r = this.tryInPage() ?? (await this.readSlow());
-        if (this.firstRecordLsn === null) this.firstRecordLsn = r.lsn;
-        if (out !== null) out.push(r);
-        else cols!.pushRecord(r);
+        // readSlow rather than tryInPage: the scan refused what tryInPage would take.
+        const r = await this.readSlow();
+        if (r !== null) {
+          if (out !== null) out.push(r);
+          else cols!.pushRecord(r);
+        }
+        this.firstRecordLsn ??= r !== null ? r.lsn : cols!.lsn[cols!.length - 1]!;
         n++;
       }
     } catch (e) {
@@ -237,6 +251,7 @@ export class PgWalReader {
     // Read forward to the first record at or after the target (records before it are skipped).
     for (;;) {
       const r = this.tryInPage() ?? (await this.readSlow());
+      assert(r !== null, 'no columns are filled before the start is found');
       if (r.lsn >= target) {
         this.firstRecordLsn = r.lsn;
         this.pending = r;
@@ -256,7 +271,7 @@ export class PgWalReader {
     const lsn = this.next;
     const recOff = lsn % XLOG_BLCKSZ;
     const pagePtr = lsn - recOff;
-    if (prev === null || this.pending !== null || recOff === 0) return 0;
+    if (prev === null || recOff === 0) return 0;
     if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) return 0;
     if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) return 0;
     const pageOff = pagePtr - this.winStart;
@@ -296,11 +311,6 @@ export class PgWalReader {
    * chunk in memory. Null hands it to readSlow (page start, spanning, end of range, any error).
    */
   private tryInPage(): PgWalRecord | null {
-    if (this.pending !== null) {
-      const r = this.pending;
-      this.pending = null;
-      return r;
-    }
     const lsn = this.next;
     const recOff = lsn % XLOG_BLCKSZ;
     const pagePtr = lsn - recOff;
@@ -319,22 +329,47 @@ export class PgWalReader {
 
   /** After a record: the prev-link to expect, and where the next one starts (XLOG SWITCH). */
   private accept(r: PgWalRecord): PgWalRecord {
-    // The message is built only on failure: this runs once per record.
-    if (!(r.lsn >= this.next && (this.prevLsn === null || r.prev === this.prevLsn)))
-      assert(false, `INV-PGWAL-2: records out of order or unlinked at ${formatLsn(r.lsn)}`);
-    this.prevLsn = r.lsn;
-    let next = r.endLsn;
-    if (r.rmid === RM_XLOG_ID && (r.info & 0xf0) === XLOG_SWITCH) {
-      next += this.segSize - 1;
-      next -= next % this.segSize;
-      r.endLsn = next;
-    }
-    this.next = next;
+    r.endLsn = this.acceptAt(r.lsn, r.prev, r.rmid, r.info, r.endLsn);
     return r;
   }
 
+  /** accept() by values: moves past the record; where the next one starts. */
+  private acceptAt(lsn: Lsn, prev: Lsn, rmid: number, info: number, endLsn: Lsn): Lsn {
+    // The message is built only on failure: this runs once per record.
+    if (!(lsn >= this.next && (this.prevLsn === null || prev === this.prevLsn)))
+      assert(false, `INV-PGWAL-2: records out of order or unlinked at ${formatLsn(lsn)}`);
+    this.prevLsn = lsn;
+    let next = endLsn;
+    if (rmid === RM_XLOG_ID && (info & 0xf0) === XLOG_SWITCH) {
+      next += this.segSize - 1;
+      next -= next % this.segSize;
+    }
+    this.next = next;
+    return next;
+  }
+
+  /**
+   * A record whose header and CRC passed, at `b[o…]`: counted into the columns being filled
+   * (null; its fragments checked in WebAssembly) or decoded (DecodeXLogRecord's checks and
+   * messages in TypeScript: also what a record the WebAssembly refuses gets).
+   */
+  private finish(b: Buffer, o: number, lsn: Lsn, end: Lsn, fmt: PgWalFormat): PgWalRecord | null {
+    const cols = this.cols;
+    if (cols !== null) {
+      const tot = u32(b, o);
+      const fpi = this.mem.recordFpi(b, o, tot, this.scanFlags);
+      if (fpi >= 0) {
+        const rmid = b[o + 17]!;
+        const info = b[o + 16]!;
+        cols.push(lsn, this.acceptAt(lsn, u64(b, o + 8), rmid, info, end), rmid, info, tot, fpi);
+        return null;
+      }
+    }
+    return this.accept(decodeRecord(b, o, lsn, end, fmt));
+  }
+
   /** XLogDecodeNextRecord in full: every check, its message, pages and segments crossed. */
-  private async readSlow(): Promise<PgWalRecord> {
+  private async readSlow(): Promise<PgWalRecord | null> {
     for (let restarts = 0; ; restarts++) {
       assert(restarts < 2, 'INV-PGWAL-3: an overwritten contrecord restarts reading once');
       let lsn = this.next;
@@ -368,18 +403,18 @@ export class PgWalReader {
       if (totLen <= onPage) {
         if (lsn + totLen > this.endLsn) this.reachedEnd();
         if (!this.mem.recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
-        return this.accept(decodeRecord(this.win, o, lsn, lsn + maxAlign(totLen), fmt));
+        return this.finish(this.win, o, lsn, lsn + maxAlign(totLen), fmt);
       }
       const r = await this.readSpanning(lsn, pagePtr, o, onPage, totLen, gotHeader);
-      if (r !== null) return r;
+      if (r !== OVERWRITTEN) return r;
       // XLP_FIRST_IS_OVERWRITE_CONTRECORD: the record was abandoned; read from that page.
     }
   }
 
   /**
    * The rest of a record that continues on the next pages: each must say XLP_FIRST_IS_CONTRECORD
-   * with xlp_rem_len equal to what is missing. Null when a page says the record was overwritten
-   * (this.next then points at that page).
+   * with xlp_rem_len equal to what is missing. OVERWRITTEN when a page says the record was
+   * overwritten (this.next then points at that page); null when it went into the columns.
    */
   private async readSpanning(
     lsn: Lsn,
@@ -388,7 +423,7 @@ export class PgWalReader {
     onPage: number,
     totLen: number,
     gotHeaderAtStart: boolean,
-  ): Promise<PgWalRecord | null> {
+  ): Promise<PgWalRecord | null | typeof OVERWRITTEN> {
     const fmt = this.fmt!;
     let gotHeader = gotHeaderAtStart;
     this.asm = this.mem.asm;
@@ -405,7 +440,7 @@ export class PgWalReader {
       const info = u16(this.win, po + 2);
       if ((info & XLP_FIRST_IS_OVERWRITE_CONTRECORD) !== 0) {
         this.next = pg;
-        return null;
+        return OVERWRITTEN;
       }
       if ((info & XLP_FIRST_IS_CONTRECORD) === 0)
         this.invalid(lsn, `there is no contrecord flag at ${formatLsn(lsn)}`);
@@ -431,7 +466,7 @@ export class PgWalReader {
     }
     if (!this.mem.recordCrcOk(this.asm, 0, totLen)) this.invalid(lsn, crcMessage(lsn));
     const endLsn = pg + lastPhs + maxAlign(lastRem);
-    return this.accept(decodeRecord(this.asm, 0, lsn, endLsn, fmt));
+    return this.finish(this.asm, 0, lsn, endLsn, fmt);
   }
 
   /**
@@ -644,6 +679,9 @@ export class PgWalReader {
     return formatOf(major);
   }
 }
+
+/** readSpanning's answer for a record abandoned by XLP_FIRST_IS_OVERWRITE_CONTRECORD. */
+const OVERWRITTEN = Symbol('overwritten contrecord');
 
 /** A chunk being read ahead into the other window. */
 interface ReadAhead {

@@ -28,6 +28,7 @@ const WINDOWS_AT = Math.ceil((ASM_AT + ASM_BYTES) / WASM_PAGE) * WASM_PAGE;
 
 interface ScanExports {
   recordCrcOk(address: number, totLen: number): number;
+  recordFpi(address: number, totLen: number, flags: number): number;
   scan(
     address: number,
     limit: number,
@@ -95,6 +96,16 @@ export class ScanMemory {
     if (b.buffer === this.memory.buffer)
       return this.wasm.recordCrcOk(b.byteOffset + off, totLen) === 1;
     return recordCrcOkTs(b, off, totLen);
+  }
+
+  /**
+   * DecodeXLogRecord's fragment checks of the record at `b[off…]` (xl_tot_len `totLen`), in
+   * WebAssembly: its full-page image bytes, or -1 when they fail or `b` is not in this memory
+   * (the caller then decodes it in TypeScript, which says why).
+   */
+  recordFpi(b: Buffer, off: number, totLen: number, flags: number): number {
+    if (b.buffer !== this.memory.buffer) return -1;
+    return this.wasm.recordFpi(b.byteOffset + off, totLen, flags);
   }
 
   /**

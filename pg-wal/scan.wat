@@ -287,6 +287,13 @@
       (return (local.get $fpi)))
     (i32.const -1))
 
+  ;; $fragments for one record the TypeScript reader assembled (or read) itself: its full-page
+  ;; image bytes, or -1 when DecodeXLogRecord would refuse it. flags as for scan.
+  (func (export "recordFpi") (param $o i32) (param $tot i32) (param $flags i32) (result i32)
+    (call $fragments (local.get $o) (local.get $tot)
+      (i32.and (local.get $flags) (i32.const 1))
+      (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))))
+
   ;; The records from $o on that lie whole inside [.., $limit) (the page's end, or the range's),
   ;; each accepted as the TypeScript hot path accepts one: xl_tot_len at least 24 and inside the
   ;; limit, a known rmgr id (flags bit 1: 128–255 are custom rmgrs, 15+), xl_prev equal to the
