@@ -205,17 +205,34 @@ export type LifecycleSnapshot = SnapshotFrom<typeof lifecycleMachine>;
 
 export type RecoveryPauseState = 'not paused' | 'pause requested' | 'paused';
 
-/** pg_is_in_recovery(): true until the node opens for writes (promotion sets it false before the checkpoint). */
-export function isInRecovery(s: LifecycleSnapshot): boolean {
-  return s.matches('recovery') || s.matches('promoting');
+/**
+ * A value derived from a snapshot, computed once per snapshot. A snapshot never changes (each
+ * transition makes a new one), and these are read on every statement, WAL record batch and
+ * status reply: xstate's `matches` resolves the state value again each time (about 1 µs).
+ */
+function perSnapshot<T>(derive: (s: LifecycleSnapshot) => T): (s: LifecycleSnapshot) => T {
+  const memo = new WeakMap<LifecycleSnapshot, { v: T }>();
+  return (s) => {
+    let m = memo.get(s);
+    if (m === undefined) {
+      m = { v: derive(s) };
+      memo.set(s, m);
+    }
+    return m.v;
+  };
 }
 
+/** pg_is_in_recovery(): true until the node opens for writes (promotion sets it false before the checkpoint). */
+export const isInRecovery: (s: LifecycleSnapshot) => boolean = perSnapshot(
+  (s) => s.matches('recovery') || s.matches('promoting'),
+);
+
 /** pg_get_wal_replay_pause_state(), read from the machine. Promotion resets it to 'not paused'. */
-export function pauseStateOf(s: LifecycleSnapshot): RecoveryPauseState {
+export const pauseStateOf: (s: LifecycleSnapshot) => RecoveryPauseState = perSnapshot((s) => {
   if (s.matches({ recovery: { replay: 'pauseRequested' } })) return 'pause requested';
   if (s.matches({ recovery: { replay: 'paused' } })) return 'paused';
   return 'not paused';
-}
+});
 
 export function isPromoting(s: LifecycleSnapshot): boolean {
   return s.matches('promoting');
@@ -228,9 +245,9 @@ const STOP_MODES: readonly StopMode[] = ['smart', 'fast', 'immediate'];
  * promotion is a fast one: promotion has no sessions to wait for.) The node's "shutting down" is
  * this, never a flag of its own.
  */
-export function stopModeOf(s: LifecycleSnapshot): StopMode | null {
-  return STOP_MODES.find((m) => s.matches({ stopping: m })) ?? null;
-}
+export const stopModeOf: (s: LifecycleSnapshot) => StopMode | null = perSnapshot(
+  (s) => STOP_MODES.find((m) => s.matches({ stopping: m })) ?? null,
+);
 
 /** A short name of the current state for status output, e.g. 'recovery(streaming,paused)'. */
 export function describeState(s: LifecycleSnapshot): string {

@@ -536,6 +536,7 @@ async function measureOrRefit(
         pgBin: settings.pgBin,
         primarySharedBuffers: settings.primarySharedBuffers,
         inodeReuseWait: !values['no-wait'],
+        probe: false,
         wall: { profile: baseProfile, ref: values.base! },
         uncontended: { profile: baseProfile, ref: values.base! },
       });

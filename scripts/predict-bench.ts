@@ -27,6 +27,7 @@ import {
   DEFAULT_BENCH_SEEDS,
   estimateBenchRunSeconds,
   parseBenchCell,
+  priceBenchRun,
   QUICK_BENCH_CELLS,
   renderBenchMarkdown,
   summariseBench,
@@ -34,7 +35,6 @@ import {
   type BenchRun,
 } from './calibration/cell-plan.ts';
 import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
-import { predictedSeconds } from './predict/prediction.ts';
 import { withLaterCounters } from '../storage/replay-counts.ts';
 
 export const DEFAULT_WALL_PROFILE = 'pg15-calibrated-wall';
@@ -57,7 +57,9 @@ const USAGE = `usage: npm run predict-bench -- [--seeds ${DEFAULT_BENCH_SEEDS}] 
   --continue FILE  keep the runs of an earlier results.json and run only the missing ones
   --reprice FILE   no PostgreSQL: price the stored runs' counts again with the given profiles
   --no-wait        do not wait out ext4's inode-reuse delay after a recent removal (no journal:
-                   60 s; the first runs' file creations then scan the freed inodes)`;
+                   60 s; the first runs' file creations then scan the freed inodes)
+  --no-probe       price with the profiles as calibrated: no machine probe before each prediction
+                   (by default it runs as npm run predict runs it, and the unscaled price is kept beside)`;
 
 interface BenchFile {
   format: 'walsim-predict-bench/1';
@@ -181,6 +183,7 @@ const PREDICT_BENCH_OPTIONS = {
   'primary-shared-buffers': { type: 'string', default: '128MB' },
   json: { type: 'boolean', default: false },
   'no-wait': { type: 'boolean', default: false },
+  'no-probe': { type: 'boolean', default: false },
 } as const;
 
 type PredictBenchValues = ReturnType<typeof parseCli<typeof PREDICT_BENCH_OPTIONS>>['values'];
@@ -280,19 +283,16 @@ function benchFileOf(
 /** Predictions are counts × profile: price the stored counts with the profiles given now. */
 function reprice(bench: BenchFile, wall: NamedProfile, uncontended: NamedProfile): void {
   for (const r of bench.runs) {
-    const c = parseBenchCell(r.cell);
-    r.predictedWallS = predictedSeconds(
-      r.counts,
-      r.genericRecords,
-      c.nBuffers,
+    const priced = priceBenchRun(
+      r,
+      parseBenchCell(r.cell).nBuffers,
       wall.profile,
-    ).writableS;
-    r.predictedUncontendedS = predictedSeconds(
-      r.counts,
-      r.genericRecords,
-      c.nBuffers,
       uncontended.profile,
-    ).writableS;
+    );
+    r.predictedWallS = priced.predictedWallS;
+    r.predictedUncontendedS = priced.predictedUncontendedS;
+    // Runs measured without the probe keep no unscaled pair (their predictions are unscaled).
+    if (r.probe !== undefined) r.unprobed = priced.unprobed;
   }
 }
 
@@ -332,6 +332,7 @@ async function measureOnPostgres(
       inodeReuseWait: !values['no-wait'],
       wall,
       uncontended,
+      probe: values['no-probe'] !== true,
     },
     save,
   );

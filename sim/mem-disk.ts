@@ -21,12 +21,13 @@ import type { SeededRandom } from '../common/random.ts';
 type Pending =
   { kind: 'write'; pos: number; bytes: Uint8Array } | { kind: 'truncate'; len: number };
 
-class MemFile {
-  readonly kind = 'file';
+/**
+ * A growable byte array: `data[0, len)` is the content, zeros after it; the first allocation is
+ * exact (most files are written once, whole), later ones double.
+ */
+class Bytes {
   data = new Uint8Array(0);
   len = 0;
-  synced = new Uint8Array(0);
-  pending: Pending[] = [];
 
   content(): Uint8Array {
     return this.data.subarray(0, this.len);
@@ -34,7 +35,7 @@ class MemFile {
 
   setLength(n: number): void {
     if (n > this.data.length) {
-      let cap = Math.max(this.data.length * 2, 4096);
+      let cap = this.data.length === 0 ? n : this.data.length * 2;
       while (cap < n) cap *= 2;
       const grown = new Uint8Array(cap);
       grown.set(this.data.subarray(0, this.len));
@@ -50,25 +51,59 @@ class MemFile {
     this.data.set(bytes, pos);
   }
 
+  apply(op: Pending): void {
+    if (op.kind === 'truncate') this.setLength(op.len);
+    else this.writeAt(op.pos, op.bytes);
+  }
+}
+
+/**
+ * A file: its current bytes, and its durable bytes (`synced`) plus the operations since the last
+ * fsync (`pending`). The current bytes are always the durable ones with the pending operations
+ * applied in order, so an fsync applies the pending operations to the durable copy (work in
+ * proportion to what changed, not to the file's size: a WAL segment is fsynced at every commit).
+ */
+class MemFile {
+  readonly kind = 'file';
+  private readonly cur = new Bytes();
+  readonly synced = new Bytes();
+  pending: Pending[] = [];
+
+  get len(): number {
+    return this.cur.len;
+  }
+
+  get data(): Uint8Array {
+    return this.cur.data;
+  }
+
+  content(): Uint8Array {
+    return this.cur.content();
+  }
+
+  /** A change of the current bytes, pending until the next fsync. */
+  change(op: Pending): void {
+    this.cur.apply(op);
+    this.pending.push(op);
+  }
+
   fsync(): void {
-    this.synced = this.content().slice();
+    for (const op of this.pending) this.synced.apply(op);
     this.pending = [];
   }
 
   /** Power loss: the synced bytes, plus a prefix of the pending operations, the last maybe torn. */
   loseUnsynced(rng: SeededRandom | null): void {
     const ops = this.pending;
-    this.data = new Uint8Array(0);
-    this.len = 0;
-    this.writeAt(0, this.synced);
-    this.setLength(this.synced.length);
+    this.pending = [];
+    this.cur.setLength(0);
+    this.cur.writeAt(0, this.synced.content());
     const keep = rng === null ? 0 : rng.int(0, ops.length);
     for (let i = 0; i < keep; i++) {
       const op = ops[i]!;
-      if (op.kind === 'truncate') this.setLength(op.len);
-      else if (i === keep - 1 && rng !== null && rng.chance(0.5))
-        this.writeAt(op.pos, op.bytes.subarray(0, rng.int(0, op.bytes.length)));
-      else this.writeAt(op.pos, op.bytes);
+      if (op.kind === 'write' && i === keep - 1 && rng !== null && rng.chance(0.5))
+        this.change({ ...op, bytes: op.bytes.subarray(0, rng.int(0, op.bytes.length)) });
+      else this.change(op);
     }
     this.fsync();
   }
@@ -81,6 +116,23 @@ class MemDir {
 }
 
 type MemNode = MemFile | MemDir;
+
+/** Memoized paths per disk at most (a bound, not a tuning: a run touches a few hundred). */
+const PARTS_MEMO_MAX = 10_000;
+
+function splitPath(p: string): readonly string[] {
+  // Fast path: an absolute path without '.', '..', empty or trailing components is already normal.
+  if (
+    p.length > 1 &&
+    p.charCodeAt(0) === 47 &&
+    !p.endsWith('/') &&
+    !p.includes('//') &&
+    !p.includes('/.')
+  )
+    return p.slice(1).split('/');
+  const norm = path.posix.resolve('/', p);
+  return norm === '/' ? [] : norm.slice(1).split('/');
+}
 
 function errno(code: string, op: string, p: string, what: string): Error {
   // Callers test for ENOENT routinely (a missing history file): skip the costly stack capture.
@@ -115,36 +167,44 @@ export class MemDisk implements Disk {
 
   // ------------------------------------------------------------------------- lookups
 
-  private parts(p: string): string[] {
-    // Fast path: an absolute path without '.', '..', empty or trailing components is already normal.
-    if (
-      p.length > 1 &&
-      p.charCodeAt(0) === 47 &&
-      !p.endsWith('/') &&
-      !p.includes('//') &&
-      !p.includes('/.')
-    )
-      return p.slice(1).split('/');
-    const norm = path.posix.resolve('/', p);
-    return norm === '/' ? [] : norm.slice(1).split('/');
+  /**
+   * Path components, memoized: the same few hundred paths (segments, relation forks, the control
+   * file) are looked up on every I/O, and splitting them each time was a few percent of a run.
+   */
+  private readonly partsOf = new Map<string, readonly string[]>();
+
+  private parts(p: string): readonly string[] {
+    let parts = this.partsOf.get(p);
+    if (parts === undefined) {
+      parts = splitPath(p);
+      if (this.partsOf.size >= PARTS_MEMO_MAX) this.partsOf.clear();
+      this.partsOf.set(p, parts);
+    }
+    return parts;
   }
 
-  private lookup(p: string): MemNode | null {
+  /** The node at the first `n` components of `parts`, or null. */
+  private walk(parts: readonly string[], n: number): MemNode | null {
     let node: MemNode = this.root;
-    for (const name of this.parts(p)) {
+    for (let i = 0; i < n; i++) {
       if (node.kind !== 'dir') return null;
-      const next = node.entries.get(name);
+      const next: MemNode | undefined = node.entries.get(parts[i]!);
       if (next === undefined) return null;
       node = next;
     }
     return node;
   }
 
+  private lookup(p: string): MemNode | null {
+    const parts = this.parts(p);
+    return this.walk(parts, parts.length);
+  }
+
   private parentOf(p: string, op: string): { dir: MemDir; name: string } {
     const parts = this.parts(p);
-    const name = parts.pop();
+    const name = parts[parts.length - 1];
     if (name === undefined) throw errno('EISDIR', op, p, 'is the root directory');
-    const dir = this.lookup('/' + parts.join('/'));
+    const dir = this.walk(parts, parts.length - 1);
     if (dir === null) throw errno('ENOENT', op, p, 'no such file or directory');
     if (dir.kind !== 'dir') throw errno('ENOTDIR', op, p, 'not a directory');
     return { dir, name };
@@ -189,10 +249,7 @@ export class MemDisk implements Disk {
         dir.entries.set(name, file);
       } else {
         file = existing;
-        if (file.len > 0) {
-          file.setLength(0);
-          file.pending.push({ kind: 'truncate', len: 0 });
-        }
+        if (file.len > 0) file.change({ kind: 'truncate', len: 0 });
       }
     } else {
       file = this.fileAt(p, 'open');
@@ -217,8 +274,7 @@ export class MemDisk implements Disk {
       throw errno('ENOSPC', 'write', f.path, 'no space left on device');
     }
     const bytes = buf.slice(offset, offset + length);
-    f.file.writeAt(position, bytes);
-    f.file.pending.push({ kind: 'write', pos: position, bytes });
+    f.file.change({ kind: 'write', pos: position, bytes });
     this.counters.writes++;
     this.counters.bytesWritten += length;
     return length;
@@ -273,8 +329,7 @@ export class MemDisk implements Disk {
 
   truncate(p: string, length: number): void {
     const file = this.fileAt(p, 'truncate');
-    file.setLength(length);
-    file.pending.push({ kind: 'truncate', len: length });
+    file.change({ kind: 'truncate', len: length });
   }
 
   rename(from: string, to: string): void {
@@ -394,7 +449,7 @@ export class MemDisk implements Disk {
     if (offset >= file.len)
       throw new RangeError(`flipByte: offset ${offset} beyond ${p} (${file.len} bytes)`);
     file.data[offset] = file.data[offset]! ^ mask;
-    if (offset < file.synced.length) file.synced[offset] = file.synced[offset]! ^ mask;
+    if (offset < file.synced.len) file.synced.data[offset] = file.synced.data[offset]! ^ mask;
   }
 
   /** Open file descriptors (a leak check). */

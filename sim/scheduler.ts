@@ -8,8 +8,16 @@
  * crash cancels them all at once (`kill(owner)`; owners are process incarnations), and its wall clock can jump (`jumpWallClock`)
  * without moving simulated time for anyone else.
  */
-import { setImmediate as realImmediate } from 'node:timers/promises';
 import type { Clock, TimerHandle } from '../common/clock.ts';
+
+/**
+ * One turn of the real event loop: every microtask queued before it has run when it resolves.
+ * A plain callback, not node:timers/promises' setImmediate (which also handles an AbortSignal
+ * and a value): the simulator takes this turn after every event.
+ */
+function realImmediate(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 /** Wall-clock epoch of simulated time 0 (fixed, so WAL timestamps are the same on every run). */
 export const SIM_EPOCH_MS = Date.UTC(2026, 0, 1);

@@ -8,10 +8,15 @@
  */
 import { assert } from '../common/assert.ts';
 import type { Clock } from '../common/clock.ts';
-import { formatLsn, type Lsn } from '../wal/lsn.ts';
+import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { isInvalidWalRecordError, maxAlign } from '../wal/codec.ts';
 import { readWal, type WalReadOptions, type WalReader } from '../wal/wal-reader.ts';
 import type { WalRecord } from '../wal/records.ts';
+import {
+  parseTimelineHistory,
+  readTimelineHistoryFile,
+  type TimelineHistoryEntry,
+} from '../wal/segment.ts';
 
 /** Longest stretch of replay between event-loop turns. */
 const REPLAY_SLICE_MS = 10;
@@ -171,10 +176,29 @@ export class StartupProcess {
     this.reader = null;
   }
 
+  /** The history file last read, by timeline (a timeline's history file never changes). */
+  private readHistory: { tli: TimeLineId; entries: readonly TimelineHistoryEntry[] } | null = null;
+
+  /**
+   * The WAL read options with the timeline's history, its file read once per timeline (as the
+   * walsender does): a reader per stretch of flushed WAL read and parsed it every time.
+   */
+  private readOptionsWithHistory(): WalReadOptions {
+    const opts = this.deps.readOptions();
+    if (opts.history !== undefined) return opts;
+    const tli = opts.timeline;
+    if (this.readHistory?.tli === tli) return { ...opts, history: this.readHistory.entries };
+    const text = readTimelineHistoryFile(this.deps.dataDir, tli, opts.disk);
+    // No file (timeline 1): the reader's own default; kept only once a file exists.
+    if (text === null) return { ...opts, history: [{ tli, beginLsn: 0, endLsn: null }] };
+    this.readHistory = { tli, entries: parseTimelineHistory(text, tli) };
+    return { ...opts, history: this.readHistory.entries };
+  }
+
   /** One reader per stretch of flushed WAL: it stops at the flush LSN it was opened with. */
   private readerUpTo(limit: Lsn): WalReader {
     this.reader ??= readWal(this.deps.dataDir, this.nextLsn, {
-      ...this.deps.readOptions(),
+      ...this.readOptionsWithHistory(),
       stopLsn: limit,
       expectedPrev: this.lastRecordLsn || undefined,
     });

@@ -394,6 +394,13 @@ export class BufferPool {
     return written;
   }
 
+  /** Visit the tag of every valid buffer, in buffer order, without allocating (checks run often). */
+  forEachValidTag(visit: (rel: RelFileNumber, fork: ForkNumber, block: BlockNumber) => void): void {
+    const { flags, tagRel, tagFork, tagBlock } = this;
+    for (let id = 0; id < this.nBuffers; id++)
+      if (flags[id]! & BM_TAG_VALID) visit(tagRel[id]!, tagFork[id] as ForkNumber, tagBlock[id]!);
+  }
+
   /** Tags of the valid buffers (of `rel` if given), sorted by rel, fork, block. For tests and tools. */
   bufferedBlocks(rel?: RelFileNumber): BufferedBlock[] {
     const out: BufferedBlock[] = [];

@@ -83,7 +83,7 @@ export class Catalog {
    * buffer: a list of the steps' strings, joined at the end, survived every scavenge in between.
    */
   *tablesJsonSteps(stepEntries = 256): Generator<void, Uint8Array, void> {
-    const out = new ByteBuffer(1 << 16);
+    const out = new ByteBuffer(1 << 10);
     putUtf8(out, '[');
     let chunk: Array<[string, RelFileNumber]> = [];
     let first = true;

@@ -89,12 +89,16 @@ export class NodeStorage {
    * the fork's size): "rel/fork/block" each. Empty unless a drop missed a buffer.
    */
   orphanBuffers(): string[] {
-    const out: string[] = [];
-    for (const b of this.pool.bufferedBlocks()) {
-      if (!this.smgr.exists(b.rel, b.fork) || b.block >= this.smgr.diskNblocks(b.rel, b.fork))
-        out.push(`${b.rel}/${b.fork}/${b.block}`);
-    }
-    return out;
+    // Sorted by rel, fork, block; only the orphans are collected (the simulator asks after every
+    // step, and a list of every valid buffer, sorted, was a visible share of its run).
+    const orphans: Array<[RelFileNumber, ForkNumber, BlockNumber]> = [];
+    this.pool.forEachValidTag((rel, fork, block) => {
+      if (!this.smgr.exists(rel, fork) || block >= this.smgr.diskNblocks(rel, fork))
+        orphans.push([rel, fork, block]);
+    });
+    return orphans
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2])
+      .map(([rel, fork, block]) => `${rel}/${fork}/${block}`);
   }
 
   /** Recovery ended (promotion): not in recovery any more, and the strategy drops recovery-only state. */

@@ -53,6 +53,7 @@ export interface WalReadOptions {
 export type WalEndReason = 'end_of_wal' | InvalidWalRecordError;
 
 const READ_CHUNK_BYTES = 1024 * 1024;
+const MIN_WINDOW_BYTES = 8 * 1024;
 
 /**
  * Sequential reader of records from `fromLsn` (a record boundary). Iterate it (or call
@@ -75,7 +76,10 @@ export class WalReader implements Iterable<WalRecord> {
   private readonly stopLsn: number;
   private readonly checkFirstPrev: boolean;
   /** Window of WAL bytes [winStartLsn, winStartLsn + winLen). */
-  private win = new Uint8Array(64 * 1024); // grows to a chunk (or a large record) on demand
+  // Allocated at the first read and grown on demand (to a chunk, or a large record): a standby
+  // opens a reader per stretch of flushed WAL, often a few hundred bytes, and a zero-filled 64 KB
+  // window per reader was a visible share of a simulation's allocation.
+  private win = new Uint8Array(0);
   private winStartLsn: Lsn;
   private winLen = 0;
   /** No more bytes beyond the window: missing file, short file, or stopLsn. */
@@ -211,7 +215,7 @@ export class WalReader implements Iterable<WalRecord> {
       this.stopLsn - at,
     );
     if (this.winLen + toRead > this.win.length) {
-      let cap = this.win.length * 2;
+      let cap = Math.max(this.win.length * 2, MIN_WINDOW_BYTES);
       while (cap < this.winLen + toRead) cap *= 2;
       const grown = new Uint8Array(cap);
       grown.set(this.win.subarray(0, this.winLen));

@@ -74,7 +74,7 @@ export function walIoOrPanic<T>(fn: () => T, fatal: (error: unknown) => void): T
 export class WalWriter {
   private readonly encoder = new RecordEncoder();
   /** WAL bytes in [writeLsn, insertLsn); starts small and doubles as needed (up to walBuffersBytes and a record). */
-  private readonly buffers = new ByteBuffer(64 * 1024);
+  private readonly buffers = new ByteBuffer(8 * 1024);
   private fd: number | null = null;
   private fdSegno = -1;
   private fdDirty = false;

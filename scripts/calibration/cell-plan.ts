@@ -7,7 +7,7 @@
  *
  * Entry points: `parseBenchCell`, `DEFAULT_BENCH_CELLS`, `QUICK_BENCH_CELLS`, `calibrationSaw`,
  * `estimateBenchRunSeconds`, `accuracyOf`, `summariseBench`, `benchTotals`, `renderBenchMarkdown`,
- * `WITHIN_PCT`, `benchCellOfCalibration`, `storedRunOfBench`.
+ * `WITHIN_PCT`, `benchCellOfCalibration`, `storedRunOfBench`, `probedProfile`, `priceBenchRun`.
  *
  * Within target: |predicted − median| ≤ 25 % of the median, or predicted inside PostgreSQL's own
  * min–max when at least three clean runs were measured (a cell whose runs spread wider than ±25 %
@@ -32,6 +32,9 @@ import {
   type GeneratedBacklog,
 } from '../generator/backlog.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
+import type { CostProfile, MachineProbe } from '../../cost-model/profile.ts';
+import { scaleProfileByProbe } from '../../cost-model/machine-scale.ts';
+import { predictedSeconds } from '../predict/prediction.ts';
 
 /**
  * Runs a cell by default: as many as `npm run calibrate` records a cell, so a bench cell's median is
@@ -324,6 +327,47 @@ export interface BenchRun {
   loadAvg1: number;
   cpuPressure: number | null;
   at: string;
+  /**
+   * The machine probe run beside the standby's data directory before pricing, as `npm run predict`
+   * runs it (predict/probe.ts); null: skipped or failed (absent in files from before the probe).
+   * When it ran and a profile stores its calibration machine's probe, that profile's prediction
+   * above is scaled by it (cost-model/machine-scale.ts), as predict prints it.
+   */
+  probe?: MachineProbe | null;
+  /** The same counts priced with the profiles as calibrated (no probe scaling). */
+  unprobed?: { wallS: number; uncontendedS: number };
+}
+
+/**
+ * The profile a run's prediction is priced with: scaled by the run's probe when the run stored one
+ * and the profile stores its calibration machine's probe (what `npm run predict` does), else as
+ * calibrated.
+ */
+export function probedProfile(
+  profile: CostProfile,
+  probe: MachineProbe | null | undefined,
+): CostProfile {
+  const calibrated = profile.machineProbe ?? null;
+  if (probe === undefined || probe === null || calibrated === null) return profile;
+  return scaleProfileByProbe(profile, calibrated, probe).profile;
+}
+
+/**
+ * A run's predictions from its stored counts: each profile scaled by the run's probe (as predict
+ * prints them), and unscaled (`unprobed`).
+ */
+export function priceBenchRun(
+  r: Pick<BenchRun, 'counts' | 'genericRecords' | 'probe'>,
+  nBuffers: number,
+  wall: CostProfile,
+  uncontended: CostProfile,
+): Pick<BenchRun, 'predictedWallS' | 'predictedUncontendedS' | 'unprobed'> {
+  const s = (p: CostProfile) => predictedSeconds(r.counts, r.genericRecords, nBuffers, p).writableS;
+  return {
+    predictedWallS: s(probedProfile(wall, r.probe)),
+    predictedUncontendedS: s(probedProfile(uncontended, r.probe)),
+    unprobed: { wallS: s(wall), uncontendedS: s(uncontended) },
+  };
 }
 
 export const WITHIN_PCT = 25;
@@ -382,6 +426,8 @@ export interface BenchCellSummary {
   dropsFullScan: number;
   dropsLookup: number;
   dominates: string;
+  /** Both targets priced without the machine probe; null when a run has no unscaled price. */
+  unprobed: { wall: TargetAccuracy; uncontended: TargetAccuracy } | null;
 }
 
 /** Per cell in plan order: stalled runs left out (all kept if every run stalled), both targets. */
@@ -403,6 +449,11 @@ export function summariseBench(
     const rs = clean.length > 0 ? clean : all;
     const med = (f: (r: BenchRun) => number | null) =>
       median(rs.map(f).filter((v): v is number => v !== null && Number.isFinite(v)));
+    const wallMeasured = rs.map((r) => r.measuredWallS);
+    const uncontendedMeasured = rs.map((r) =>
+      r.runQueueS === null ? NaN : r.measuredWallS - r.runQueueS,
+    );
+    const unprobed = rs.length > 0 && rs.every((r) => r.unprobed !== undefined);
     return {
       cell,
       seen: seen(cell),
@@ -410,12 +461,24 @@ export function summariseBench(
       stalls: all.length - clean.length,
       wall: accuracyOf(
         rs.map((r) => r.predictedWallS),
-        rs.map((r) => r.measuredWallS),
+        wallMeasured,
       ),
       uncontended: accuracyOf(
         rs.map((r) => r.predictedUncontendedS),
-        rs.map((r) => (r.runQueueS === null ? NaN : r.measuredWallS - r.runQueueS)),
+        uncontendedMeasured,
       ),
+      unprobed: unprobed
+        ? {
+            wall: accuracyOf(
+              rs.map((r) => r.unprobed!.wallS),
+              wallMeasured,
+            ),
+            uncontended: accuracyOf(
+              rs.map((r) => r.unprobed!.uncontendedS),
+              uncontendedMeasured,
+            ),
+          }
+        : null,
       runQueueS: med((r) => r.runQueueS),
       loadAvg1: med((r) => r.loadAvg1),
       cpuPressure: med((r) => r.cpuPressure),
@@ -435,6 +498,8 @@ export interface BenchTotals {
   /** Unseen cells with an uncontended figure (schedstat readable). */
   uncontendedCells: number;
   medianAbsErrorPct: { wall: number; uncontended: number };
+  /** The same unseen cells priced without the machine probe (cells with an unscaled price). */
+  unprobed: { cells: number; wallWithin: number; uncontendedWithin: number };
 }
 
 export function benchTotals(s: readonly BenchCellSummary[]): BenchTotals {
@@ -448,6 +513,11 @@ export function benchTotals(s: readonly BenchCellSummary[]): BenchTotals {
     medianAbsErrorPct: {
       wall: median(unseen.map((c) => Math.abs(c.wall.errorPct))),
       uncontended: median(unc.map((c) => Math.abs(c.uncontended.errorPct))),
+    },
+    unprobed: {
+      cells: unseen.filter((c) => c.unprobed !== null).length,
+      wallWithin: unseen.filter((c) => c.unprobed?.wall.within === true).length,
+      uncontendedWithin: unseen.filter((c) => c.unprobed?.uncontended.within === true).length,
     },
   };
 }
@@ -506,6 +576,11 @@ export function renderBenchMarkdown(
     '',
     `Profiles: wall ${meta.wallProfile}; uncontended ${meta.uncontendedProfile}. Within target: |error| ≤ ${WITHIN_PCT}% of the median, or predicted inside PostgreSQL's min–max over ≥ 3 clean runs.`,
     `Unseen cells within target: wall ${t.wallWithin} of ${t.unseen} (median |error| ${pct(t.medianAbsErrorPct.wall).replace('+', '')}); uncontended ${t.uncontendedWithin} of ${t.uncontendedCells} (median |error| ${pct(t.medianAbsErrorPct.uncontended).replace('+', '')}).`,
+    ...(t.unprobed.cells > 0
+      ? [
+          `Priced without the machine probe (the profiles as calibrated), the same cells: wall ${t.unprobed.wallWithin} of ${t.unprobed.cells}, uncontended ${t.unprobed.uncontendedWithin} of ${t.unprobed.cells}.`,
+        ]
+      : []),
   ].join('\n');
 }
 

@@ -6,7 +6,8 @@
  * unreplayed WAL (predictStandby with --pgdata, once per profile), then `--verify`'s promotion
  * (verifyPromotion: resume + pg_promote, instants from the standby's log) with the startup
  * process's scheduler statistics sampled over it (postgres/startup-sched.ts). `sync` right before
- * the resume. The pair is stopped whatever happens and its WAL removed; its other files stay until
+ * the resume. With `probe`, predict's machine probe runs beside the standby's data directory first
+ * and the predictions are the profiles scaled by it, the unscaled ones stored beside. The pair is stopped whatever happens and its WAL removed; its other files stay until
  * the command removes its work directory (postgres/inode-reuse.ts).
  *
  * Entry points: `runBenchCell`, `BenchSettings`, `pgbenchMissingReason`, `mixedBacklog`.
@@ -32,7 +33,14 @@ import {
 } from '../postgres/pg-cluster.ts';
 import { PgEngine } from '../engines/pg-engine.ts';
 import { startupSamplerOf } from '../postgres/startup-sched.ts';
-import { backlogOfCell, type BenchCell, type BenchRun } from './cell-plan.ts';
+import {
+  backlogOfCell,
+  priceBenchRun,
+  probedProfile,
+  type BenchCell,
+  type BenchRun,
+} from './cell-plan.ts';
+import { probeMachine } from '../predict/probe.ts';
 import { makeGeneratedBacklog } from './gen-backlog.ts';
 import { predictStandby } from '../predict/prediction.ts';
 import { checkVerifiable, verifyPromotion } from '../predict/verify.ts';
@@ -49,6 +57,11 @@ export interface BenchSettings {
   inodeReuseWait: boolean;
   wall: { profile: CostProfile; ref: string };
   uncontended: { profile: CostProfile; ref: string };
+  /**
+   * Run predict's machine probe beside the standby's data directory before pricing, and price with
+   * the profiles scaled by it (predict's default; `npm run calibrate` prices with an unscaled base).
+   */
+  probe: boolean;
 }
 
 /** null when `pgbench` is installed beside the server binaries, else why the pgbench cell cannot run. */
@@ -256,18 +269,29 @@ export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings):
     await makeBacklog(dir, c);
     const standby = pgConnectionString(dir, 'standby');
     const pgdata = pgDataDir(dir, 'standby');
+    // Before the predictions, as npm run predict probes before it prices; a failure is stored as null.
+    const here = s.probe ? probeMachine(pgdata) : null;
+    const probe = here === null || 'error' in here ? null : here;
     const predict = (p: BenchSettings['wall']) =>
       predictStandby({
         standby,
         pgdata,
-        profile: p.profile,
+        profile: probedProfile(p.profile, probe),
         profileRef: p.ref,
       });
     const pw = await predict(s.wall);
     // npm run calibrate passes one base profile for both: its prediction is not read twice.
     const pu = s.uncontended.profile === s.wall.profile ? pw : await predict(s.uncontended);
     const logFile = checkVerifiable(pw, pgLogPath(dir, 'standby'));
-    return benchRunOf(c, run, pw, pu, await measurePromotion(standby, pgdata, pw, logFile));
+    const r = benchRunOf(c, run, pw, pu, await measurePromotion(standby, pgdata, pw, logFile));
+    if (!s.probe) return r;
+    const unscaled = priceBenchRun(
+      { ...r, probe: null },
+      c.nBuffers,
+      s.wall.profile,
+      s.uncontended.profile,
+    );
+    return { ...r, probe, unprobed: unscaled.unprobed };
   } finally {
     // The small files stay until the command removes its work directory (inode-reuse.ts: removing
     // thousands of files here would slow every file creation of the next run's replay).

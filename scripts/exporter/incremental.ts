@@ -1,18 +1,16 @@
 /**
  * The exporter's prediction of one standby, kept between cycles: each cycle reads only the WAL
- * received since the last one, and what the standby replayed since (its replay LSN moved) only
- * once more, to learn it, instead of everything from the last restartpoint's redo again.
+ * received since the last one, once; when the standby's replay LSN moved, the LSN windows it
+ * passed are retired without reading them again and only the window it cuts is read again
+ * (windows.ts), instead of everything from the last restartpoint's redo or the whole backlog.
  *
- * Two replay models (scripts/predict/replay-model.ts) are kept, never a record:
- *   - `learned`: the startup process's state after the WAL from the last restartpoint's redo to
- *     `learnedTo` (the replay LSN of a cycle), as `npm run predict`'s learn pass builds it;
- *   - `pending`: a copy of `learned` that replayed [learnedTo, pendingTo): the counts of the
- *     unreplayed range, per relation and per record type.
- * A cycle whose replay LSN did not move (replay paused, or idle) feeds only [pendingTo, receive)
- * to `pending`. One whose replay LSN moved learns [learnedTo, replay) into `learned` and replays a
- * new copy over [replay, receive) — the WAL replayed since, plus the backlog (small when the
- * standby keeps up). Either way the prediction equals `npm run predict`'s over the same state
- * (test/integration/exporter-incremental.test.ts checks it cycle by cycle).
+ * Kept: a `ReplayWindows` (two replay models — the tail, the startup process's state before the
+ * first kept window, learned from the restartpoint's redo; the head, after every record read —
+ * and per window its counts and relation image, never a record), the last replay and receive
+ * LSNs, and what identifies the standby's state. The prediction equals `npm run predict`'s over
+ * the same state (test/integration/exporter-incremental.test.ts checks it cycle by cycle on a real
+ * pair, test/unit/exporter-windows.test.ts over generated WAL), but for the list of drop calls: the
+ * exporter keeps only the range's first full-scan drop (the one the summary names).
  *
  * It starts over, reading from the restartpoint's redo as predict does, when what the models
  * stand for is no longer the standby's: another timeline, a new restartpoint (predict learns from
@@ -36,9 +34,15 @@ import {
   type RangeSetup,
   type Sessions,
 } from '../predict/prediction.ts';
-import { RecoveryModel } from '../predict/replay-model.ts';
+import { RecoveryModel, type ReplayPrediction } from '../predict/replay-model.ts';
 import { connectServer } from '../predict/standby-state.ts';
 import type { RangeRead } from '../predict/wal-source.ts';
+import {
+  DEFAULT_WINDOW_OPTIONS,
+  ReplayWindows,
+  type WindowOptions,
+  type WindowStats,
+} from './windows.ts';
 
 /** Why the kept state was dropped and rebuilt: the `reason` label of the restart counter. */
 export const RESTART_REASONS = [
@@ -58,21 +62,19 @@ export type RestartReason = (typeof RESTART_REASONS)[number];
 interface Kept {
   /** What must not change for the models to stay the standby's (reason → value). */
   identity: Record<'timeline' | 'restartpoint' | 'standby_restart' | 'settings', string>;
-  learned: RecoveryModel;
-  learnedTo: string;
-  learnedRecords: number;
-  pending: RecoveryModel;
-  /** The replay LSN `pending` starts at (= learnedTo). */
-  pendingFrom: string;
-  /** Where the next record to read starts (the end of the last record read). */
-  pendingTo: string;
+  /** The unreplayed range by LSN window, with the tail (replayed) and head (read) models. */
+  windows: ReplayWindows;
+  /** The replay LSN of the last cycle. */
+  replayedTo: string;
   /** The receive LSN of the last cycle. */
   receivedTo: string;
-  source: RangeRead;
 }
 
 export class IncrementalPredictor {
   private kept: Kept | null = null;
+
+  constructor(private readonly windowOptions: WindowOptions = DEFAULT_WINDOW_OPTIONS) {}
+
   private nextReason: RestartReason = 'first';
   /** Starts over by reason (cumulative). */
   readonly restarts = Object.fromEntries(RESTART_REASONS.map((r) => [r, 0])) as Record<
@@ -119,9 +121,9 @@ export class IncrementalPredictor {
       settings: [st.nBuffers, st.versionNum, st.systemIdentifier, setup.walDir].join(' '),
     };
     const reason = this.staleReason(identity, setup);
-    const kept = reason === null ? await this.advance(this.kept!, setup) : null;
-    const k = kept ?? (await this.startOver(reason!, identity, setup, input));
-    return assemblePrediction(setup, input, k.pending.result(), k.source, k.learnedRecords, false);
+    const k = reason === null ? this.kept! : await this.startOver(reason, identity, setup, input);
+    const c = await this.advance(k, setup);
+    return assemblePrediction(setup, input, c.rp, c.source, c.learned, false);
   }
 
   /** Null when the kept models still stand for this standby, else why they do not. */
@@ -130,12 +132,12 @@ export class IncrementalPredictor {
     if (k === null) return this.nextReason;
     for (const key of ['settings', 'standby_restart', 'timeline', 'restartpoint'] as const)
       if (k.identity[key] !== identity[key]) return key;
-    if (parseLsn(setup.from) < parseLsn(k.learnedTo)) return 'lsn_went_back';
+    if (parseLsn(setup.from) < parseLsn(k.replayedTo)) return 'lsn_went_back';
     if (parseLsn(setup.to) < parseLsn(k.receivedTo)) return 'lsn_went_back';
     return null;
   }
 
-  /** The same state as a from-scratch prediction: learn from the redo, replay the range. */
+  /** The same state as a from-scratch prediction: learn from the redo; windows from the replay LSN. */
   private async startOver(
     reason: RestartReason,
     identity: Kept['identity'],
@@ -144,57 +146,48 @@ export class IncrementalPredictor {
   ): Promise<Kept> {
     this.kept = null;
     this.restarts[reason] += 1;
-    const { st, from, to, read } = setup;
-    const learned = new RecoveryModel(
+    const { st, from, read } = setup;
+    const tail = new RecoveryModel(
       st.nBuffers,
       standbyFiles(input, null),
       false,
       setup.dropRules,
+      'first-full-scan',
     );
-    const learnedRecords = await learnCachedSizes(read, learned, st.restartpointRedoLsn, from);
+    const learned = await learnCachedSizes(read, tail, st.restartpointRedoLsn, from);
     this.walReadBytes += Math.max(0, parseLsn(from) - parseLsn(st.restartpointRedoLsn));
-    const pending = learned.clone();
-    const source = await read(from, to, (r) => pending.replay(r));
-    this.walReadBytes += parseLsn(to) - parseLsn(from);
-    this.kept = {
-      identity,
-      learned,
-      learnedTo: from,
-      learnedRecords,
-      pending,
-      pendingFrom: from,
-      pendingTo: source.nextLsn ?? to,
-      receivedTo: to,
-      source,
-    };
+    const windows = new ReplayWindows(tail, learned, from, this.windowOptions);
+    this.kept = { identity, windows, replayedTo: from, receivedTo: from };
     this.nextReason = 'failed_cycle';
     return this.kept;
   }
 
-  /** The kept models brought to this cycle's [replay, receive). */
-  private async advance(k: Kept, setup: RangeSetup): Promise<Kept> {
+  /**
+   * The kept windows brought to this cycle's [replay, receive): the new WAL read once, the
+   * windows replayed since retired, the window the replay LSN cuts read again.
+   */
+  private async advance(k: Kept, setup: RangeSetup): Promise<Cycle> {
     const { from, to, read } = setup;
-    if (from !== k.learnedTo) {
-      // Replay moved: learn what it replayed since, then replay the rest on a fresh copy.
-      let n = 0;
-      await read(k.learnedTo, from, (r) => {
-        n += 1;
-        k.learned.learn(r);
-      });
-      this.walReadBytes += parseLsn(from) - parseLsn(k.learnedTo);
-      k.learnedRecords += n;
-      k.learnedTo = from;
-      k.pending = k.learned.clone();
-      k.pendingFrom = from;
-      k.pendingTo = from;
-    }
-    const pending = k.pending;
-    const src = await read(k.pendingTo, to, (r) => pending.replay(r));
-    this.walReadBytes += Math.max(0, parseLsn(to) - parseLsn(k.pendingTo));
-    k.pendingTo = src.nextLsn ?? to;
+    const before = k.windows.readBytes;
+    const src = await k.windows.read(read, to);
+    k.windows.retire(from);
+    const { rp, learned } = await k.windows.prediction(from, read);
+    this.walReadBytes += k.windows.readBytes - before;
+    k.replayedTo = from;
     k.receivedTo = to;
     // How the whole range was read, in predict's words (its detail names [from, to)).
-    k.source = { ...src, detail: src.detail.replace(/ from \S+ to /, ` from ${from} to `) };
-    return k;
+    const source = { ...src, detail: src.detail.replace(/ from \S+ to /, ` from ${from} to `) };
+    return { rp, learned, source };
   }
+
+  /** What the kept state holds now (windows, relations, image blocks); null before a cycle. */
+  stats(): WindowStats | null {
+    return this.kept?.windows.stats() ?? null;
+  }
+}
+
+interface Cycle {
+  rp: ReplayPrediction;
+  learned: number;
+  source: RangeRead;
 }

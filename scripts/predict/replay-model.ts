@@ -121,7 +121,7 @@ export function vmBlocksAfterTruncate(nblocks: number): number {
   return nblocks % HEAPBLOCKS_PER_VM_PAGE === 0 ? truncBlock : truncBlock + 1;
 }
 
-interface ForkState {
+export interface ForkState {
   /** The fork exists (true), does not (false), unknown (undefined: ask StandbyFiles). */
   exists: boolean | undefined;
   /** smgr_cached_nblocks is valid in the startup process. */
@@ -132,7 +132,9 @@ interface ForkState {
   resident: Set<number>;
 }
 
-interface RelState {
+export interface RelState {
+  /** relKey(node), kept so that the journal needs no key per block. */
+  key: string;
   node: RelFileNode;
   forks: [ForkState, ForkState, ForkState, ForkState];
 }
@@ -175,6 +177,41 @@ export interface ReplayPrediction {
   assumptions: string[];
 }
 
+/**
+ * What records replayed (not learned) added since a point: the counts of an LSN window
+ * (scripts/exporter/windows.ts sums these instead of keeping records).
+ */
+export interface ReplayTally {
+  counts: ReplayCounts;
+  /** Records by rmgr/type, in first-seen order. */
+  types: RecordTypeCount[];
+  genericRecords: number;
+  records: number;
+  walBytes: number;
+  /** Every drop call, or only the first full-scan one with `dropList: 'first-full-scan'`. */
+  drops: PredictedDrop[];
+}
+
+/**
+ * What changed in the relation state since the journal began (an LSN window of the exporter):
+ * which relations were touched (`fresh`: created in the window, so their state at its start does
+ * not matter), per fork the blocks that became resident and the lowest truncation point, and
+ * whether every cached size was forgotten. windows.ts turns it into the window's image.
+ */
+export interface RelJournal {
+  forgot: boolean;
+  rels: Map<string, JournalEntry>;
+}
+export interface JournalEntry {
+  /** The relation was in the state when the window began. */
+  existed: boolean;
+  fresh: boolean;
+  newly: [Set<number> | null, Set<number> | null, Set<number> | null, Set<number> | null];
+  truncFrom: [number | null, number | null, number | null, number | null];
+}
+
+export const newJournal = (): RelJournal => ({ forgot: false, rels: new Map() });
+
 const RELS_BSEARCH_THRESHOLD = 20;
 const SMGR_TRUNCATE_HEAP = 1;
 const SMGR_TRUNCATE_VM = 2;
@@ -185,8 +222,10 @@ export class RecoveryModel {
   private readonly rels = new Map<string, RelState>();
   private counts = emptyReplayCounts();
   private readonly types = new Map<string, RecordTypeCount>();
-  private readonly drops: PredictedDrop[] = [];
+  private drops: PredictedDrop[] = [];
   private readonly assumptions = new Set<string>();
+  /** Changes since the exporter's current LSN window began (null: not journaled). */
+  journal: RelJournal | null = null;
   private records = 0;
   private walBytes = 0;
   private genericRecords = 0;
@@ -199,6 +238,8 @@ export class RecoveryModel {
     private readonly residentKnown = false,
     /** The standby's version's rules (default: 15, a current minor). */
     readonly rules: PgDropRules = pgDropRules({ major: 15, minor: null }),
+    /** Keep every drop call (predict lists them) or the first full scan only (bounded memory). */
+    readonly dropList: 'all' | 'first-full-scan' = 'all',
   ) {
     this.threshold =
       rules.thresholdDivisor === null ? null : Math.floor(nBuffers / rules.thresholdDivisor);
@@ -232,17 +273,53 @@ export class RecoveryModel {
   private rel(node: RelFileNode): RelState {
     const k = relKey(node);
     let r = this.rels.get(k);
-    if (r === undefined) {
+    if (r !== undefined) {
+      if (this.journal !== null) this.journaled(k, false);
+      return r;
+    }
+    {
       const fork = (f: ForkNumber): ForkState => ({
         exists: undefined,
         cached: false,
         size: undefined,
         resident: new Set(this.files.residentBlocks(node, f) ?? []),
       });
-      r = { node, forks: [fork(0), fork(1), fork(2), fork(3)] };
+      r = { key: k, node, forks: [fork(0), fork(1), fork(2), fork(3)] };
       this.rels.set(k, r);
+      if (this.journal !== null) this.journaled(k, true);
     }
     return r;
+  }
+
+  /** The journal's entry of a relation read or changed in this window (`created`: just now). */
+  private journaled(k: string, created: boolean): JournalEntry {
+    const rels = this.journal!.rels;
+    let e = rels.get(k);
+    if (e === undefined) {
+      e = {
+        existed: !created,
+        fresh: created,
+        newly: [null, null, null, null],
+        truncFrom: [null, null, null, null],
+      };
+      rels.set(k, e);
+    } else if (created) e.fresh = true;
+    return e;
+  }
+
+  /** A relation leaves the state: one created in this window leaves the journal too. */
+  private deleteRel(k: string): void {
+    this.rels.delete(k);
+    if (this.journal !== null && this.journal.rels.get(k)?.existed === false)
+      this.journal.rels.delete(k);
+  }
+
+  /** A block became resident (journaled: the window's image adds it). */
+  private addResident(r: RelState, f: ForkNumber, block: number): void {
+    const st = r.forks[f];
+    if (st.resident.has(block)) return;
+    st.resident.add(block);
+    if (this.journal !== null) (this.journaled(r.key, false).newly[f] ??= new Set()).add(block);
   }
 
   private exists(r: RelState, f: ForkNumber): boolean {
@@ -288,7 +365,7 @@ export class RecoveryModel {
       if (counted) this.counts.smgr.extend[f]! += block + 1 - size;
       st.size = block + 1;
     }
-    if (counted || !this.residentKnown) st.resident.add(block);
+    if (counted || !this.residentKnown) this.addResident(r, f, block);
   }
 
   /**
@@ -355,6 +432,7 @@ export class RecoveryModel {
 
   private forgetSizes(): void {
     for (const r of this.rels.values()) for (const st of r.forks) st.cached = false;
+    if (this.journal !== null) this.journal.forgot = true;
   }
 
   private truncate(rec: PgWalRecord, counted: boolean): void {
@@ -401,6 +479,10 @@ export class RecoveryModel {
           invalidated += 1;
           st.resident.delete(b);
         }
+      }
+      if (this.journal !== null) {
+        const t = this.journaled(r.key, false).truncFrom;
+        t[fork] = Math.min(t[fork] ?? first, first);
       }
     }
     if (!lookup) for (const st of r.forks) preCheckHits += st.resident.size;
@@ -459,7 +541,7 @@ export class RecoveryModel {
     for (const r of rs) {
       for (const f of [0, 1, 2, 3] as const)
         if (counted && (r.forks[f].cached || this.exists(r, f))) this.counts.smgr.unlink[f]! += 1;
-      this.rels.delete(relKey(r.node));
+      this.deleteRel(r.key);
     }
   }
 
@@ -469,7 +551,8 @@ export class RecoveryModel {
     for (const [k, r] of this.rels) {
       if (r.node.db === db) {
         for (const st of r.forks) invalidated += st.resident.size;
-        this.rels.delete(k);
+        if (this.journal !== null) this.journaled(k, false);
+        this.deleteRel(k);
       }
     }
     // XLogDropDatabase → smgrcloseall/smgrdestroyall: every cached size is gone (pg-drop-rules).
@@ -509,6 +592,7 @@ export class RecoveryModel {
       listSteps: 0,
       hashInserts: 0,
     });
+    if (this.dropList === 'first-full-scan' && (!full || this.drops.length > 0)) return;
     this.drops.push({
       lsn: rec.lsn,
       record: `${rec.rmgr}/${rec.type}`,
@@ -528,11 +612,14 @@ export class RecoveryModel {
    * learned up to the replay LSN and replays the unreplayed range on a copy (scripts/exporter/).
    */
   clone(): RecoveryModel {
-    const c = new RecoveryModel(this.nBuffers, this.files, this.residentKnown, this.rules);
-    for (const [k, r] of this.rels) {
-      const forks = r.forks.map((f) => ({ ...f, resident: new Set(f.resident) }));
-      c.rels.set(k, { node: r.node, forks: forks as RelState['forks'] });
-    }
+    const c = new RecoveryModel(
+      this.nBuffers,
+      this.files,
+      this.residentKnown,
+      this.rules,
+      this.dropList,
+    );
+    for (const [k, r] of this.rels) c.rels.set(k, copyRelState(r));
     c.counts = structuredClone(this.counts);
     for (const [k, t] of this.types) c.types.set(k, { ...t });
     for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
@@ -543,11 +630,13 @@ export class RecoveryModel {
     return c;
   }
 
-  result(): ReplayPrediction {
-    if (!this.residentKnown)
-      this.assumptions.add(
-        'buffers to invalidate = the blocks replay read since the standby started (pg_buffercache not installed)',
-      );
+  /** Records replayed since the last take (or since the model began). */
+  peekRecords(): number {
+    return this.records;
+  }
+
+  /** What was replayed since the last take (or since the model began), copied. */
+  peekTally(): ReplayTally {
     return {
       counts: structuredClone(this.counts),
       types: [...this.types.values()].map((t) => ({ ...t })),
@@ -555,7 +644,56 @@ export class RecoveryModel {
       records: this.records,
       walBytes: this.walBytes,
       drops: this.drops.map((d) => ({ ...d, relations: [...d.relations] })),
-      assumptions: [...this.assumptions],
     };
   }
+
+  /** What was replayed since the last take; the counts start again from zero (state is kept). */
+  takeTally(): ReplayTally {
+    const t: ReplayTally = {
+      counts: this.counts,
+      types: [...this.types.values()],
+      genericRecords: this.genericRecords,
+      records: this.records,
+      walBytes: this.walBytes,
+      drops: this.drops,
+    };
+    this.counts = emptyReplayCounts();
+    this.types.clear();
+    this.drops = [];
+    this.records = this.walBytes = this.genericRecords = 0;
+    return t;
+  }
+
+  /** What had to be assumed, each once, in the order first met; the buffers note last. */
+  assumptionList(): string[] {
+    const out = [...this.assumptions];
+    if (!this.residentKnown) out.push(RESIDENT_NOTE);
+    return out;
+  }
+
+  /**
+   * The relation states by relKey, for the exporter's LSN windows only (windows.ts reads a
+   * window's image from the head model and applies images to the tail model).
+   */
+  relStates(): Map<string, RelState> {
+    return this.rels;
+  }
+
+  /** Every cached size forgotten: a window image whose records forgot them (windows.ts). */
+  forgetAllSizes(): void {
+    this.forgetSizes();
+  }
+
+  result(): ReplayPrediction {
+    return { ...this.peekTally(), assumptions: this.assumptionList() };
+  }
+}
+
+const RESIDENT_NOTE =
+  'buffers to invalidate = the blocks replay read since the standby started (pg_buffercache not installed)';
+
+/** A relation's state, its own copy (resident sets included). */
+export function copyRelState(r: RelState): RelState {
+  const forks = r.forks.map((f) => ({ ...f, resident: new Set(f.resident) }));
+  return { key: r.key, node: r.node, forks: forks as RelState['forks'] };
 }

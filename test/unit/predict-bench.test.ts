@@ -22,8 +22,12 @@ import {
   summariseBench,
   benchCellOfCalibration,
   storedRunOfBench,
+  priceBenchRun,
+  probedProfile,
   type BenchRun,
 } from '../../scripts/calibration/cell-plan.ts';
+import { loadProfile, type MachineProbe } from '../../cost-model/profile.ts';
+import { emptyReplayCounts, promotionStepCounts } from '../../storage/replay-counts.ts';
 import { mixedBacklog } from '../../scripts/calibration/cell-run.ts';
 import {
   DEFAULT_CALIBRATION_RUNS,
@@ -310,5 +314,80 @@ describe('predicted against measured', () => {
     expect(md).toMatch(/\| truncate:100@256MB +\| unseen +\| 3 \(1 stalled\) \|/);
     expect(md).toContain('Unseen cells within target: wall 1 of 2');
     expect(md).toContain('uncontended 1 of 2');
+  });
+});
+
+describe('the machine probe in the bench', () => {
+  const calibrated: MachineProbe = {
+    fsyncS: 0.001,
+    createUnlinkS: 20e-6,
+    scanPerDescriptorS: 1e-9,
+    scanDescriptors: 16384,
+  };
+  // fsync twice as slow here, create/unlink 1.5×, the scan as calibrated.
+  const here: MachineProbe = { ...calibrated, fsyncS: 0.002, createUnlinkS: 30e-6 };
+  const base = loadProfile('pg15-calibrated-wall');
+  const profile = { ...base, machineProbe: calibrated };
+  const replay = { ...emptyReplayCounts(), controlFileUpdates: 10 };
+  replay.smgr = { ...replay.smgr, create: [4, 0, 0, 0], unlink: [6, 2, 0, 0] };
+  const counts: FailoverCounts = { replay, ...promotionStepCounts() };
+  const c = base.constants;
+
+  it('prices each profile scaled by the run probe, the unscaled price beside', () => {
+    const p = priceBenchRun({ counts, genericRecords: 0, probe: here }, 16384, profile, base);
+    const u = p.unprobed!;
+    // pg_control updates (10 in replay, 1 opening for writes) ×2; 4 creates + 8 unlinks ×1.5.
+    const extra =
+      11 * c['controlFile.update'].seconds +
+      0.5 * (4 * c['smgr.create'].seconds + 8 * c['smgr.unlink'].seconds);
+    expect(p.predictedWallS - u.wallS).toBeCloseTo(extra, 12);
+    // The uncontended profile here stores no probe: used as calibrated.
+    expect(p.predictedUncontendedS).toBe(u.uncontendedS);
+    expect(u.wallS).toBe(u.uncontendedS);
+  });
+
+  it('no probe stored by the run (skipped or failed): the profile as calibrated', () => {
+    expect(probedProfile(profile, null)).toBe(profile);
+    expect(probedProfile(profile, undefined)).toBe(profile);
+    expect(probedProfile(base, here)).toBe(base);
+    const p = priceBenchRun({ counts, genericRecords: 0, probe: null }, 16384, profile, profile);
+    expect(p.predictedWallS).toBe(p.unprobed!.wallS);
+  });
+
+  it('totals the cells priced without the probe beside the probed ones', () => {
+    const cell = parseBenchCell('truncate:100@256MB');
+    const r = (run: number, measured: number): BenchRun => ({
+      cell: cell.id,
+      run,
+      predictedWallS: 1.0,
+      predictedUncontendedS: 1.0,
+      unprobed: { wallS: 2.0, uncontendedS: 2.0 },
+      probe: here,
+      measuredWallS: measured,
+      runQueueS: 0,
+      startupCpuS: null,
+      startupBlockedS: null,
+      stall: false,
+      phases: { replayS: null, endOfRecoveryS: null, openForWritesS: null },
+      predictedPhasesWall: { replayS: 1, endOfRecoveryS: 0, openForWritesS: 0 },
+      records: 1,
+      walBytes: 1,
+      dropsFullScan: 0,
+      dropsLookup: 0,
+      counts,
+      genericRecords: 0,
+      dominates: '',
+      loadAvg1: 1,
+      cpuPressure: 0,
+      at: '',
+    });
+    const s = summariseBench([cell], [r(1, 1.0), r(2, 1.1), r(3, 0.9)], () => false);
+    expect(s[0]!.wall.within).toBe(true);
+    expect(s[0]!.unprobed!.wall).toMatchObject({ predictedS: 2, errorPct: 100, within: false });
+    const t = benchTotals(s);
+    expect(t.unprobed).toEqual({ cells: 1, wallWithin: 0, uncontendedWithin: 0 });
+    expect(renderBenchMarkdown(s, { wallProfile: 'w', uncontendedProfile: 'u' })).toContain(
+      'Priced without the machine probe (the profiles as calibrated), the same cells: wall 0 of 1, uncontended 0 of 1.',
+    );
   });
 });

@@ -1,0 +1,420 @@
+/**
+ * The exporter's unreplayed range kept as LSN windows: each window holds the counts its records
+ * add to a prediction (a `ReplayTally`) and its image (what its records changed in the startup
+ * process's relation state), never its records. When the replay LSN moves, the windows wholly
+ * replayed are dropped after their images are applied to the tail model; only the window the
+ * replay LSN falls in is read again (from its start: the records before the replay LSN learned,
+ * the rest counted); new WAL is read once, into the head model.
+ *
+ * Why this is exact (the size-cache rule, replay-model.ts): what a record adds — whether a drop
+ * takes the full scan or the lookup, whether smgrnblocks is called, how many blocks are extended
+ * or invalidated — depends on the relation state left by every record since the startup process
+ * began (the restartpoint's redo). Learning a record and replaying it change that state alike
+ * (the exporter never has pg_buffercache's resident buffers: INV-EXPORTER-6), so a record's counts
+ * do not depend on where the replay LSN is: they are fixed when the head first meets the record,
+ * after the same records a from-scratch prediction reads before it. The sum of the windows after
+ * the replay LSN is then what a from-scratch prediction counts. The one window cut by the replay
+ * LSN needs the state at its start: the tail model, which is the state before the first kept
+ * window (the images of the retired windows applied in order equal replaying their records).
+ *
+ * Memory: the windows are at most `maxWindows` (pairs are merged beyond, and the size of new
+ * windows doubles while the backlog is longer than maxWindows/2 of them); an image holds, per
+ * relation its records read or changed, the final fork state, the lowest truncation point and
+ * the blocks that became resident — bounded by the relations and their blocks, not by records.
+ *
+ * Entry points: `ReplayWindows`, `sumTallies`, `WindowOptions`, `DEFAULT_WINDOW_OPTIONS`.
+ */
+import { addCounters } from '../../common/counters.ts';
+import { formatLsn, parseLsn } from '../../wal/lsn.ts';
+import type { ReadRange } from '../predict/prediction.ts';
+import {
+  newJournal,
+  type RecoveryModel,
+  type RelJournal,
+  type RelState,
+  type ReplayPrediction,
+  type ReplayTally,
+} from '../predict/replay-model.ts';
+import type { RangeRead } from '../predict/wal-source.ts';
+import type { RelFileNode } from '../predict/wal-records.ts';
+
+export interface WindowOptions {
+  /** Bytes of WAL a new window spans at least (doubled while the backlog is long). */
+  windowBytes: number;
+  /** Windows kept at most: beyond, adjacent pairs are merged. */
+  maxWindows: number;
+  /**
+   * New windows wide enough that the backlog spans at most maxWindows/2 of them (default), or
+   * always `windowBytes` wide (merging alone bounds them: tests use it to merge often).
+   */
+  grow?: boolean;
+}
+
+export const DEFAULT_WINDOW_OPTIONS: WindowOptions = { windowBytes: 4 << 20, maxWindows: 256 };
+
+interface ForkImage {
+  exists: boolean | undefined;
+  cached: boolean;
+  size: number | undefined;
+  /** The lowest block a truncation in the window cut from (null: none). */
+  truncFrom: number | null;
+  /** Blocks resident at the window's end that became resident in it. */
+  add: number[];
+}
+type ForkImages = [ForkImage, ForkImage, ForkImage, ForkImage];
+
+/**
+ * A relation after the window: gone (it was there when the window began), or its forks
+ * (`existed`: there when the window began; `fresh`: created in the window).
+ */
+type RelImage =
+  | { deleted: true }
+  | { deleted: false; existed: boolean; fresh: boolean; node: RelFileNode; forks: ForkImages };
+
+interface WindowImage {
+  /** The window's records forgot every cached size (DROP DATABASE, …). */
+  forgot: boolean;
+  rels: Map<string, RelImage>;
+}
+
+interface Window {
+  /** Its records start at or after `from` and before `to` (the end of its last record). */
+  from: number;
+  to: number;
+  tally: ReplayTally;
+  image: WindowImage;
+}
+
+/** What a `ReplayWindows` holds: the memory-bound test reads these counters. */
+export interface WindowStats {
+  windows: number;
+  windowBytes: number;
+  /** Relations in the head and the tail models. */
+  headRelations: number;
+  tailRelations: number;
+  /** Relation images and resident blocks the windows' images hold. */
+  imageRelations: number;
+  imageBlocks: number;
+  /** Record types the windows' tallies hold (each tally has one entry a type). */
+  tallyTypes: number;
+  /** Pairs of windows merged so far; windows retired so far. */
+  merges: number;
+  retired: number;
+}
+
+/** The unreplayed range of one standby, by LSN window (see the file's comment). */
+export class ReplayWindows {
+  private readonly head: RecoveryModel;
+  private readonly sealed: Window[] = [];
+  /** Where the open window (the head's tally since the last seal) starts. */
+  private openFrom: number;
+  /** Where the next record to read starts. */
+  private headTo: number;
+  private windowBytes: number;
+  /** The cut window's unreplayed part, read for (window, replay LSN) = key. */
+  private cut: { key: string; tally: ReplayTally; learned: number } | null = null;
+  /** Bytes of WAL read (new WAL once, plus the cut window again). */
+  readBytes = 0;
+  private merges = 0;
+  private retired = 0;
+
+  /**
+   * `tail`: the state learned from the restartpoint's redo to `from` (`tailRecords` records);
+   * it stays the state before the first kept window.
+   */
+  constructor(
+    private readonly tail: RecoveryModel,
+    private tailRecords: number,
+    from: string,
+    private readonly opts: WindowOptions = DEFAULT_WINDOW_OPTIONS,
+  ) {
+    this.head = tail.clone();
+    this.head.takeTally();
+    this.head.journal = newJournal();
+    this.openFrom = this.headTo = parseLsn(from);
+    this.windowBytes = opts.windowBytes;
+  }
+
+  /** The WAL received since the last read, [end of the last record read, `to`), read once. */
+  async read(read: ReadRange, to: string): Promise<RangeRead> {
+    const start = this.headTo;
+    let lastEnd: number | null = null;
+    let inOpen = this.head.peekRecords();
+    const src = await read(formatLsn(start), to, (rec) => {
+      if (inOpen > 0 && rec.lsn - this.openFrom >= this.windowBytes) {
+        this.seal(lastEnd ?? start);
+        inOpen = 0;
+      }
+      this.head.replay(rec);
+      inOpen += 1;
+      lastEnd = rec.endLsn ?? null;
+    });
+    this.headTo = parseLsn(src.nextLsn ?? to);
+    this.readBytes += Math.max(0, parseLsn(to) - start);
+    return src;
+  }
+
+  /** Drop the windows wholly replayed (replay LSN ≥ their end), their images into the tail. */
+  retire(replay: string): void {
+    const r = parseLsn(replay);
+    // The replay LSN inside (or past) the open window: it becomes a window to cut or retire.
+    if (r > this.openFrom && this.head.peekRecords() > 0) this.seal(this.headTo);
+    while (this.sealed.length > 0 && this.sealed[0]!.to <= r) {
+      const w = this.sealed.shift()!;
+      applyImage(this.tail, w.image);
+      this.tailRecords += w.tally.records;
+      this.retired += 1;
+      this.cut = null;
+    }
+  }
+
+  /**
+   * The counts of [replay LSN, end of the WAL read), equal to a from-scratch replay model's, and
+   * the records learned before the replay LSN since the redo (predict's `learnedRecords`).
+   */
+  async prediction(
+    replay: string,
+    read: ReadRange,
+  ): Promise<{ rp: ReplayPrediction; learned: number }> {
+    const r = parseLsn(replay);
+    const tallies: ReplayTally[] = [];
+    let learned = this.tailRecords;
+    let rest = this.sealed;
+    const w = this.sealed[0];
+    if (w !== undefined && w.from < r) {
+      const c = await this.cutWindow(w, r, read);
+      tallies.push(c.tally);
+      learned += c.learned;
+      rest = this.sealed.slice(1);
+    }
+    for (const x of rest) tallies.push(x.tally);
+    tallies.push(this.head.peekTally());
+    return { rp: { ...sumTallies(tallies), assumptions: this.head.assumptionList() }, learned };
+  }
+
+  /** The tail model and the LSN it stands at (the first kept window's start): for tests. */
+  tailState(): { lsn: number; model: RecoveryModel } {
+    return { lsn: this.sealed[0]?.from ?? this.openFrom, model: this.tail };
+  }
+
+  stats(): WindowStats {
+    let imageRelations = 0;
+    let imageBlocks = 0;
+    let tallyTypes = 0;
+    for (const w of this.sealed) {
+      imageRelations += w.image.rels.size;
+      tallyTypes += w.tally.types.length;
+      for (const ri of w.image.rels.values())
+        if (!ri.deleted) for (const f of ri.forks) imageBlocks += f.add.length;
+    }
+    return {
+      windows: this.sealed.length + (this.head.peekRecords() > 0 ? 1 : 0),
+      windowBytes: this.windowBytes,
+      headRelations: this.head.relStates().size,
+      tailRelations: this.tail.relStates().size,
+      imageRelations,
+      imageBlocks,
+      tallyTypes,
+      merges: this.merges,
+      retired: this.retired,
+    };
+  }
+
+  /** The window the replay LSN cuts, read again from its start on a copy of the tail. */
+  private async cutWindow(
+    w: Window,
+    r: number,
+    read: ReadRange,
+  ): Promise<{ tally: ReplayTally; learned: number }> {
+    const key = `${w.from}-${w.to}-${r}`;
+    if (this.cut?.key === key) return this.cut;
+    const m = this.tail.clone();
+    let learned = 0;
+    await read(formatLsn(w.from), formatLsn(w.to), (rec) => {
+      if (rec.lsn < r) {
+        m.learn(rec);
+        learned += 1;
+      } else m.replay(rec);
+    });
+    this.readBytes += w.to - w.from;
+    this.cut = { key, tally: m.takeTally(), learned };
+    return this.cut;
+  }
+
+  /** Close the open window at `to`: its tally and image become a kept window. */
+  private seal(to: number): void {
+    const journal = this.head.journal!;
+    this.sealed.push({
+      from: this.openFrom,
+      to,
+      tally: this.head.takeTally(),
+      image: imageOf(this.head.relStates(), journal),
+    });
+    this.head.journal = newJournal();
+    this.openFrom = to;
+    // New windows wide enough that the backlog spans at most half of maxWindows of them.
+    const backlog = to - (this.sealed[0]?.from ?? to);
+    this.windowBytes = this.opts.windowBytes;
+    while (this.opts.grow !== false && backlog / this.windowBytes > this.opts.maxWindows / 2)
+      this.windowBytes *= 2;
+    if (this.sealed.length > this.opts.maxWindows) this.mergePairs();
+  }
+
+  /** Merge adjacent windows pairwise, the first (perhaps cut) kept as it is. */
+  private mergePairs(): void {
+    const out: Window[] = [this.sealed[0]!];
+    for (let i = 1; i < this.sealed.length; i += 2) {
+      const a = this.sealed[i]!;
+      const b = this.sealed[i + 1];
+      if (b !== undefined) this.merges += 1;
+      out.push(
+        b === undefined
+          ? a
+          : {
+              from: a.from,
+              to: b.to,
+              tally: sumTallies([a.tally, b.tally]),
+              image: composeImages(a.image, b.image),
+            },
+      );
+    }
+    this.sealed.splice(0, this.sealed.length, ...out);
+  }
+}
+
+/**
+ * The tallies of consecutive spans as one: counts added, record types in first-seen order, the
+ * first full-scan drop kept (the exporter's models keep no other: `dropList`).
+ */
+export function sumTallies(ts: readonly ReplayTally[]): ReplayTally {
+  const types = new Map<string, ReplayTally['types'][number]>();
+  let counts = ts[0]?.counts;
+  const out: ReplayTally = {
+    counts: counts!,
+    types: [],
+    genericRecords: 0,
+    records: 0,
+    walBytes: 0,
+    drops: [],
+  };
+  for (const [i, t] of ts.entries()) {
+    if (i > 0) counts = addCounters(counts!, t.counts);
+    for (const x of t.types) {
+      const k = `${x.rmgr}/${x.type}`;
+      const y = types.get(k);
+      if (y === undefined) types.set(k, { ...x });
+      else {
+        y.count += x.count;
+        y.bytes += x.bytes;
+      }
+    }
+    out.genericRecords += t.genericRecords;
+    out.records += t.records;
+    out.walBytes += t.walBytes;
+    if (out.drops.length === 0) {
+      const d = t.drops.find((x) => x.path === 'full-scan');
+      if (d !== undefined) out.drops.push(d);
+    }
+  }
+  out.counts = ts.length === 1 ? structuredClone(counts!) : counts!;
+  out.types = [...types.values()];
+  return out;
+}
+
+/** A window's image: the head's state of every relation its journal names. */
+function imageOf(states: Map<string, RelState>, journal: RelJournal): WindowImage {
+  const rels = new Map<string, RelImage>();
+  for (const [k, e] of journal.rels) {
+    const r = states.get(k);
+    if (r === undefined) {
+      rels.set(k, { deleted: true });
+      continue;
+    }
+    const forks = r.forks.map((st, f): ForkImage => {
+      const newly = e.newly[f];
+      return {
+        exists: st.exists,
+        cached: st.cached,
+        size: st.size,
+        truncFrom: e.truncFrom[f] ?? null,
+        // Created in the window: all its resident blocks came in it.
+        add: e.fresh
+          ? [...st.resident]
+          : newly === null || newly === undefined
+            ? []
+            : [...newly].filter((b) => st.resident.has(b)),
+      };
+    }) as ForkImages;
+    rels.set(k, { deleted: false, existed: e.existed, fresh: e.fresh, node: r.node, forks });
+  }
+  return { forgot: journal.forgot, rels };
+}
+
+/** The tail moved over a window: the same state as learning the window's records. */
+function applyImage(tail: RecoveryModel, img: WindowImage): void {
+  if (img.forgot) tail.forgetAllSizes();
+  const states = tail.relStates();
+  for (const [k, ri] of img.rels) {
+    if (ri.deleted) {
+      states.delete(k);
+      continue;
+    }
+    let r = states.get(k);
+    if (ri.fresh || r === undefined) {
+      const fork = () => ({
+        exists: undefined,
+        cached: false,
+        size: undefined,
+        resident: new Set<number>(),
+      });
+      r = { key: k, node: ri.node, forks: [fork(), fork(), fork(), fork()] };
+      states.set(k, r);
+    }
+    for (const [f, fi] of ri.forks.entries()) {
+      const st = r.forks[f]!;
+      st.exists = fi.exists;
+      st.cached = fi.cached;
+      st.size = fi.size;
+      if (fi.truncFrom !== null)
+        for (const b of [...st.resident]) if (b >= fi.truncFrom) st.resident.delete(b);
+      for (const b of fi.add) st.resident.add(b);
+    }
+  }
+}
+
+/** Two consecutive windows' images as one (applying it = applying `a` then `b`). */
+function composeImages(a: WindowImage, b: WindowImage): WindowImage {
+  const rels = new Map(a.rels);
+  // `b` forgot every cached size: what `a` alone changed keeps its state, uncached.
+  if (b.forgot)
+    for (const [k, ri] of a.rels)
+      if (!ri.deleted && !b.rels.has(k))
+        rels.set(k, { ...ri, forks: ri.forks.map((f) => ({ ...f, cached: false })) as ForkImages });
+  for (const [k, bi] of b.rels) {
+    const ai = a.rels.get(k);
+    // Created in `a`, dropped in `b`: the two windows leave no trace of it.
+    const existedAtA = ai === undefined || ai.deleted || ai.existed;
+    if (bi.deleted) {
+      if (existedAtA) rels.set(k, bi);
+      else rels.delete(k);
+      continue;
+    }
+    if (bi.fresh || ai === undefined || ai.deleted) {
+      rels.set(k, { ...bi, existed: existedAtA });
+      continue;
+    }
+    const forks = bi.forks.map((fb, f): ForkImage => {
+      const fa = ai.forks[f]!;
+      const t = fb.truncFrom;
+      const keptA = t === null ? fa.add : fa.add.filter((x) => x < t);
+      return {
+        ...fb,
+        truncFrom:
+          fa.truncFrom === null ? t : t === null ? fa.truncFrom : Math.min(fa.truncFrom, t),
+        add: [...new Set([...keptA, ...fb.add])],
+      };
+    }) as ForkImages;
+    rels.set(k, { deleted: false, existed: ai.existed, fresh: ai.fresh, node: bi.node, forks });
+  }
+  return { forgot: a.forgot || b.forgot, rels };
+}
