@@ -76,7 +76,9 @@ async function read(src: MemorySegments, startLsn: number): Promise<Outcome> {
   const recs: PgWalRecord[] = [];
   let out: Outcome;
   try {
-    for await (const r of reader.records()) recs.push(r);
+    // Small batches, the same size as the columns' below: a WalsimError ends the batch it
+    // interrupts, so both must hand out the same records before it.
+    for await (const batch of reader.batches(7)) recs.push(...batch);
     out = { recs, end: reader.end, error: null };
   } catch (e) {
     if (!(e instanceof WalsimError)) throw e;
