@@ -64,12 +64,15 @@ export interface BenchSettings {
   probe: boolean;
 }
 
-/** null when `pgbench` is installed beside the server binaries, else why the pgbench cell cannot run. */
+/**
+ * null when a `pgbench` is installed (beside the server binaries, else a Debian one of any major:
+ * postgres/pg-bin.ts `toolPath`), else why the pgbench cell cannot run.
+ */
 export function pgbenchMissingReason(pgBin?: string): string | null {
   const p = findPgBin(pgBin).path('pgbench');
   return fs.existsSync(p)
     ? null
-    : `${p} is missing (Debian ships pgbench in postgresql-client-15, which postgresql-15 depends on)`;
+    : `${p} is missing (Debian ships pgbench in postgresql-client-NN, which postgresql-NN depends on)`;
 }
 
 /**

@@ -9,7 +9,8 @@
  * none, so `toolPath` takes them from the folder when there, else from a Debian installation
  * whose version can serve this server's: pg_basebackup and psql of a major at least the server's
  * (pg_basebackup refuses newer servers), pg_waldump only of the same major (it reads one major's
- * WAL page format).
+ * WAL page format), pgbench of any major (a libpq client whose `-i` is SQL and COPY; it picks its
+ * COPY options by the server's version, and the npm packages of 16–18 would otherwise have none).
  *
  * Entry points: `resolvePgBin`, `findPgBin`, `toolPath`, `pgServerUser`, `PgMissingError`.
  */
@@ -43,13 +44,20 @@ export interface PgBin {
   path(program: PgProgram): string;
 }
 
-function majorDirs(): string[] {
-  if (!fs.existsSync(DEBIAN_LIB)) return [];
+function majorDirs(root = DEBIAN_LIB): string[] {
+  if (!fs.existsSync(root)) return [];
   return fs
-    .readdirSync(DEBIAN_LIB)
-    .filter((d) => /^\d+$/.test(d) && fs.existsSync(path.join(DEBIAN_LIB, d, 'bin', 'postgres')))
+    .readdirSync(root)
+    .filter((d) => /^\d+$/.test(d) && fs.existsSync(path.join(root, d, 'bin', 'postgres')))
     .sort((a, b) => Number(b) - Number(a))
-    .map((d) => path.join(DEBIAN_LIB, d, 'bin'));
+    .map((d) => path.join(root, d, 'bin'));
+}
+
+/** Whether a client tool of major `m` can serve a server of `major` (see the file comment). */
+function toolServes(program: PgProgram, m: number, major: number): boolean {
+  if (program === 'pg_waldump') return m === major;
+  if (program === 'pgbench') return true;
+  return m >= major;
 }
 
 /**
@@ -104,13 +112,18 @@ function serverVersion(postgres: string): string {
  * Debian installation that can serve that major (see the file comment); else the path in `binDir`
  * (running it then fails naming it, and `toolMissingReason` says why beforehand).
  */
-export function toolPath(binDir: string, major: number, program: PgProgram): string {
+export function toolPath(
+  binDir: string,
+  major: number,
+  program: PgProgram,
+  debianLib = DEBIAN_LIB,
+): string {
   const own = path.join(binDir, program);
   if (fs.existsSync(own)) return own;
-  const serves = (m: number) => (program === 'pg_waldump' ? m === major : m >= major);
-  for (const d of majorDirs()) {
+  for (const d of majorDirs(debianLib)) {
     const m = Number(path.basename(path.dirname(d)));
-    if (serves(m) && fs.existsSync(path.join(d, program))) return path.join(d, program);
+    if (toolServes(program, m, major) && fs.existsSync(path.join(d, program)))
+      return path.join(d, program);
   }
   return own;
 }
@@ -122,7 +135,11 @@ export function toolMissingReason(
 ): string | null {
   if (fs.existsSync(toolPath(bin.dir, bin.major, program))) return null;
   const which =
-    program === 'pg_waldump' ? `of PostgreSQL ${bin.major}` : `of PostgreSQL ${bin.major} or newer`;
+    program === 'pg_waldump'
+      ? `of PostgreSQL ${bin.major}`
+      : program === 'pgbench'
+        ? 'of any PostgreSQL'
+        : `of PostgreSQL ${bin.major} or newer`;
   return `no ${program} ${which} beside ${bin.dir} or in /usr/lib/postgresql/*/bin`;
 }
 

@@ -16,7 +16,12 @@ import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import type { TimelineHistoryEntry } from '../../wal/segment.ts';
 import { tliOfPointInHistory } from '../../wal/timeline-range.ts';
 import { MissingWalError, type RangeRead } from './wal-source.ts';
-import { heapPageFreeAfter, type ForkNumber, type PgWalRecord } from './wal-records.ts';
+import {
+  heapPageFreeAfter,
+  XLHP_FREES_SPACE,
+  type ForkNumber,
+  type PgWalRecord,
+} from './wal-records.ts';
 
 /**
  * The prediction's record for a record the reader decoded. The heap free-space estimate takes
@@ -43,6 +48,7 @@ export function toPredictRecord(r: ReadRecord): PgWalRecord {
   else if ((d?.kind === 'xact_commit' || d?.kind === 'xact_abort') && d.rels.length > 0)
     out.dropRels = d.rels;
   else if (d?.kind === 'dbase_drop') out.dropDatabase = d.dbId;
+  else if (d?.kind === 'heap_prune_17') out.freedSpace = (d.flags & XLHP_FREES_SPACE) !== 0;
   else if (d?.kind === 'heap_multi_insert') {
     out.multiInsertTuples = d.ntuples;
     desc = `${d.ntuples} tuples`;

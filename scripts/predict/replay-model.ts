@@ -41,6 +41,7 @@ import {
 } from '../../storage/replay-counts.ts';
 import {
   FORK_NAMES,
+  PRUNE_17_TYPES,
   relKey,
   type ForkNumber,
   type PgWalRecord,
@@ -71,12 +72,31 @@ const RMGR_PREFIX: Readonly<Record<string, string>> = {
   Btree: 'BTREE',
 };
 
+/** Heap2 records whose redo always updates the FSM: 13's CLEAN, 14–16's PRUNE and VACUUM. */
+const PRUNE_FSM_TYPES: ReadonlySet<string> = new Set(['CLEAN', 'PRUNE', 'VACUUM']);
+
+/**
+ * Other majors' names for the redo routines a kind stands for: 13's CLEAN is 14–16's PRUNE (it also
+ * logged VACUUM's second pass); 17+ log pruning and freezing as PRUNE_ON_ACCESS / PRUNE_VACUUM_SCAN
+ * (heap_page_prune_execute, PageRepairFragmentation) and VACUUM's second pass as
+ * PRUNE_VACUUM_CLEANUP (line pointers set unused, as 14–16's VACUUM). Without them these records
+ * were priced by the generic constant and left out of a calibration's counts.
+ */
+const PG_KIND_ALIASES: Readonly<Record<string, PgRecordKind>> = {
+  'Heap2/CLEAN': 'HEAP2_PRUNE',
+  'Heap2/PRUNE_ON_ACCESS': 'HEAP2_PRUNE',
+  'Heap2/PRUNE_VACUUM_SCAN': 'HEAP2_PRUNE',
+  'Heap2/PRUNE_VACUUM_CLEANUP': 'HEAP2_VACUUM',
+};
+
 /**
  * The cost model's record kind of a PostgreSQL record, or null when the profile has no constant
  * of its own for it (priced by the generic per-record constant). `+INIT` (the page is
  * re-initialised) is the same redo routine.
  */
 export function pgKindOf(rmgr: string, type: string): PgRecordKind | null {
+  const alias = PG_KIND_ALIASES[`${rmgr}/${type}`];
+  if (alias !== undefined) return alias;
   const prefix = RMGR_PREFIX[rmgr];
   if (prefix === undefined) return null;
   const k = `${prefix}_${type.replace(/\+INIT$/, '')}`;
@@ -370,12 +390,16 @@ export class RecoveryModel {
 
   /**
    * Redo routines that touch the FSM outside the block references (XLogRecordPageWithFreeSpace):
-   * PRUNE and VACUUM always; INSERT, MULTI_INSERT and non-HOT UPDATE when the page is left with
+   * 13's CLEAN and 14–16's PRUNE and VACUUM always; 17+'s PRUNE_* when they redirected, killed or
+   * freed a line pointer (`freedSpace`; unknown counts as freed); INSERT, MULTI_INSERT and non-HOT
+   * UPDATE when the page is left with
    * less than BLCKSZ / 5 free (wal-records.ts heapPageFreeAfter) — a one-block table filled by
    * INSERT (226 int rows) has its FSM read, created and cached by replay.
    */
   private touchFsm(rec: PgWalRecord, counted: boolean): void {
-    const pruned = rec.rmgr === 'Heap2' && (rec.type === 'PRUNE' || rec.type === 'VACUUM');
+    const pruned =
+      rec.rmgr === 'Heap2' &&
+      (PRUNE_FSM_TYPES.has(rec.type) || (PRUNE_17_TYPES.has(rec.type) && rec.freedSpace !== false));
     const filled = rec.heapPageFreeAfter !== undefined && rec.heapPageFreeAfter < BLCKSZ / 5;
     if (!pruned && !filled) return;
     const b = rec.blocks[0];

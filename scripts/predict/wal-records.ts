@@ -66,6 +66,13 @@ export interface PgWalRecord {
   heapPageFreeAfter?: number;
   /** Heap2 MULTI_INSERT(+INIT): the tuples it places (heap_desc's "N tuples"). */
   multiInsertTuples?: number;
+  /**
+   * Heap2 PRUNE_ON_ACCESS / PRUNE_VACUUM_SCAN / PRUNE_VACUUM_CLEANUP (17+): whether the record
+   * redirected, killed or freed a line pointer (XLHP_HAS_REDIRECTIONS | XLHP_HAS_DEAD_ITEMS |
+   * XLHP_HAS_NOW_UNUSED_ITEMS in its flags) — heap_xlog_prune_freeze updates the FSM only then (a
+   * freeze-only record does not). Undefined: not known (a description without the item counts).
+   */
+  freedSpace?: boolean;
 }
 
 export const relKey = (n: RelFileNode) => `${n.spc}/${n.db}/${n.rel}`;
@@ -136,8 +143,21 @@ function interpret(rec: PgWalRecord, desc: string): void {
     const m = /dir \d+\/(\d+)/.exec(desc);
     if (m === null) throw bad(rec, `Database DROP without a database: "${desc}"`);
     rec.dropDatabase = Number(m[1]);
+  } else if (rec.rmgr === 'Heap2' && PRUNE_17_TYPES.has(rec.type)) {
+    // heap2_desc (17+) prints the item counts only when the block data is in the record.
+    const m = /nredirected: (\d+), ndead: (\d+), nunused: (\d+)/.exec(desc);
+    if (m !== null) rec.freedSpace = Number(m[1]) + Number(m[2]) + Number(m[3]) > 0;
   }
 }
+
+/** 17+'s one record kind for pruning, freezing and VACUUM's second pass (xl_heap_prune). */
+export const PRUNE_17_TYPES: ReadonlySet<string> = new Set([
+  'PRUNE_ON_ACCESS',
+  'PRUNE_VACUUM_SCAN',
+  'PRUNE_VACUUM_CLEANUP',
+]);
+/** xl_heap_prune.flags (17+): XLHP_HAS_REDIRECTIONS | _DEAD_ITEMS | _NOW_UNUSED_ITEMS. */
+export const XLHP_FREES_SPACE = (1 << 5) | (1 << 6) | (1 << 7);
 
 const BLCKSZ = 8192;
 const SIZE_OF_PAGE_HEADER = 24;
