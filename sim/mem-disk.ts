@@ -21,10 +21,7 @@ import type { SeededRandom } from '../common/random.ts';
 type Pending =
   { kind: 'write'; pos: number; bytes: Uint8Array } | { kind: 'truncate'; len: number };
 
-/**
- * A growable byte array: `data[0, len)` is the content, zeros after it; the first allocation is
- * exact (most files are written once, whole), later ones double.
- */
+/** A growable byte array: `data[0, len)` is the content, zeros after it; capacity doubles. */
 class Bytes {
   data = new Uint8Array(0);
   len = 0;
@@ -33,13 +30,19 @@ class Bytes {
     return this.data.subarray(0, this.len);
   }
 
+  /** Capacity for at least `n` bytes: exactly `n` when it must grow (`setLength` doubles). */
+  reserve(n: number): void {
+    if (n <= this.data.length) return;
+    const grown = new Uint8Array(n);
+    grown.set(this.data.subarray(0, this.len));
+    this.data = grown;
+  }
+
   setLength(n: number): void {
     if (n > this.data.length) {
-      let cap = this.data.length === 0 ? n : this.data.length * 2;
+      let cap = Math.max(this.data.length * 2, 4096);
       while (cap < n) cap *= 2;
-      const grown = new Uint8Array(cap);
-      grown.set(this.data.subarray(0, this.len));
-      this.data = grown;
+      this.reserve(cap);
     } else if (n < this.len) {
       this.data.fill(0, n, this.len);
     }
@@ -88,6 +91,9 @@ class MemFile {
   }
 
   fsync(): void {
+    // The durable copy ends as long as the current one: one allocation of that size, not a
+    // doubling per write of a file written in chunks (a data image).
+    this.synced.reserve(this.cur.len);
     for (const op of this.pending) this.synced.apply(op);
     this.pending = [];
   }

@@ -23,10 +23,22 @@ export class Trace {
     this.hash = h >>> 0;
   }
 
+  private mixSpace(): void {
+    const h = this.hash;
+    this.hash = (fmix32(h ^ 32) ^ (h >>> 7)) >>> 0;
+  }
+
+  /**
+   * The line `at owner what`, folded piece by piece: the hash folds characters in order, so this
+   * is the hash of the joined line without building it (it is built only when lines are kept).
+   */
   record(at: number, owner: string, what: string): void {
-    const line = `${at} ${owner} ${what}`;
-    this.mix(line);
-    this.lines?.push(line);
+    this.mix(String(at));
+    this.mixSpace();
+    this.mix(owner);
+    this.mixSpace();
+    this.mix(what);
+    this.lines?.push(`${at} ${owner} ${what}`);
   }
 
   violation(message: string): void {
