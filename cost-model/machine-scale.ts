@@ -7,7 +7,7 @@
  * full scan's per-descriptor terms. Every other term (records, lookups, end of recovery) is left
  * as calibrated: the probe does not measure them. Pure arithmetic.
  *
- * Entry points: `MachineProbe`, `scaleProfileByProbe`, `ScaledTerm`, `PROBE_TERMS`.
+ * Entry points: `MachineProbe`, `scaleProfileByProbe`, `ScaledTerm`, `PROBE_TERMS`, `medianProbe`.
  */
 import type { CostConstantName, CostProfile, MachineProbe } from './profile.ts';
 
@@ -64,4 +64,28 @@ export function scaleProfileByProbe(
     scaled.push({ probe, constants: PROBE_TERMS[probe], factor, calibratedS: there, hereS: now });
   }
   return { profile: { ...profile, constants }, scaled };
+}
+
+/**
+ * One probe standing for many (a calibration's runs, each probed as predict probes before it
+ * prices): each figure's median over the probes whose figure is a positive finite number; null
+ * when no probe is given. `scanDescriptors` is the median too (the pools differ cell to cell).
+ */
+export function medianProbe(probes: readonly MachineProbe[]): MachineProbe | null {
+  if (probes.length === 0) return null;
+  const med = (k: keyof MachineProbe): number => {
+    const v = probes
+      .map((p) => p[k])
+      .filter((x) => Number.isFinite(x) && x > 0)
+      .sort((a, b) => a - b);
+    if (v.length === 0) return NaN;
+    const m = v.length >> 1;
+    return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
+  };
+  return {
+    fsyncS: med('fsyncS'),
+    createUnlinkS: med('createUnlinkS'),
+    scanPerDescriptorS: med('scanPerDescriptorS'),
+    scanDescriptors: med('scanDescriptors'),
+  };
 }

@@ -28,14 +28,15 @@ import {
   type PgWalFormat,
 } from './format.ts';
 import { fmtLsn, PgWalInvalidRecord, u16, u32, u64 } from './bytes.ts';
+import { PgWalColumns } from './columns.ts';
 import {
   checkRecordHeader,
   decodeRecord,
   invalidLengthMessage,
-  recordCrcOk,
   type PgWalRecord,
 } from './record.ts';
 import { RM_XLOG_ID } from './rmgr-names.ts';
+import { ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
 import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
 
 export interface PgWalReadOptions {
@@ -81,7 +82,16 @@ export class PgWalReader {
   private readonly segSize: number;
   private readonly endLsn: number;
   private readonly chunkBytes: number;
+  /** The window in use: one of the memory's two (the other is being read ahead into). */
   private win: Buffer;
+  private other: Buffer;
+  private readonly mem: ScanMemory;
+  /** The next chunk of the open segment, being read into `other`. */
+  private ahead: ReadAhead | null = null;
+  /** The columns `fill` is filling (records go there instead of being decoded), else null. */
+  private cols: PgWalColumns | null = null;
+  /** scan.wat's flags for the major (set with the format). */
+  private scanFlags = 0;
   private winStart = -1;
   private winLen = 0;
   private file: WalSegmentFile | null = null;
@@ -91,7 +101,9 @@ export class PgWalReader {
   private checkedTo = -1;
   private latestPagePtr = -1;
   private latestPageTli = 0;
-  private asm: Buffer = Buffer.alloc(2 * XLOG_BLCKSZ);
+  /** The reassembly buffer: the memory's region, or `bigAsm` for a record larger than it. */
+  private asm: Buffer;
+  private bigAsm: Buffer = Buffer.alloc(0);
   private next: Lsn;
   private prevLsn: Lsn | null = null;
   private started = false;
@@ -106,7 +118,9 @@ export class PgWalReader {
     assert(this.chunkBytes % XLOG_BLCKSZ === 0, 'INV-PGWAL-1: chunks are whole pages');
     if (!Number.isSafeInteger(opts.startLsn) || opts.startLsn <= 0)
       throw new WalsimError('invalid_input', `invalid start LSN ${opts.startLsn}`);
-    this.win = Buffer.alloc(Math.min(this.chunkBytes, this.segSize));
+    this.mem = new ScanMemory(Math.min(this.chunkBytes, this.segSize));
+    [this.win, this.other] = this.mem.windows;
+    this.asm = this.mem.asm;
     this.next = opts.startLsn;
   }
 
@@ -125,19 +139,7 @@ export class PgWalReader {
     try {
       while (this.end === null) {
         const out: PgWalRecord[] = [];
-        try {
-          if (!this.started) await this.begin();
-          while (out.length < max) {
-            const r = this.tryInPage() ?? (await this.readSlow());
-            if (this.firstRecordLsn === null) this.firstRecordLsn = r.lsn;
-            out.push(r);
-          }
-        } catch (e) {
-          if (e instanceof EndOfWal) this.end = e.end;
-          else if (e instanceof PgWalInvalidRecord)
-            this.end = { reason: 'invalid_record', lsn: e.lsn, message: e.message };
-          else throw e;
-        }
+        await this.fill(max, out, null);
         if (out.length > 0) yield out;
       }
     } finally {
@@ -145,7 +147,68 @@ export class PgWalReader {
     }
   }
 
+  /**
+   * The same records as columns (`PgWalColumns`: LSN, rmgr id, xl_info, lengths), one object
+   * refilled per batch and valid until the next: what `pg_waldump --stats=record` needs, with
+   * every check PostgreSQL makes, and no object per record (nor the main data predict decodes).
+   */
+  async *columns(max = SCAN_OUT_MAX): AsyncGenerator<PgWalColumns> {
+    const cols = this.mem.columns;
+    max = Math.min(max, cols.capacity);
+    try {
+      while (this.end === null) {
+        cols.length = 0;
+        await this.fill(max, null, cols);
+        if (cols.length > 0) yield cols;
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** Up to `max` records into `out` (decoded) or `cols`; sets `end` when reading stops. */
+  private async fill(
+    max: number,
+    out: PgWalRecord[] | null,
+    cols: PgWalColumns | null,
+  ): Promise<void> {
+    let n = 0;
+    try {
+      if (!this.started) await this.begin();
+      this.cols = cols;
+      while (n < max) {
+        if (this.pending !== null) {
+          // The record `begin` found, handed out first.
+          if (out !== null) out.push(this.pending);
+          else cols!.pushRecord(this.pending);
+          this.pending = null;
+          n++;
+          continue;
+        }
+        const k = this.scanInPage(max - n, out, cols);
+        if (k > 0) {
+          n += k;
+          continue;
+        }
+        // readSlow rather than tryInPage: the scan refused what tryInPage would take.
+        const r = await this.readSlow();
+        if (r !== null) {
+          if (out !== null) out.push(r);
+          else cols!.pushRecord(r);
+        }
+        this.firstRecordLsn ??= r !== null ? r.lsn : cols!.lsn[cols!.length - 1]!;
+        n++;
+      }
+    } catch (e) {
+      if (e instanceof EndOfWal) this.end = e.end;
+      else if (e instanceof PgWalInvalidRecord)
+        this.end = { reason: 'invalid_record', lsn: e.lsn, message: e.message };
+      else throw e;
+    }
+  }
+
   async close(): Promise<void> {
+    await this.dropReadAhead();
     const f = this.file;
     this.file = null;
     this.fileSegno = -1;
@@ -189,12 +252,73 @@ export class PgWalReader {
     // Read forward to the first record at or after the target (records before it are skipped).
     for (;;) {
       const r = this.tryInPage() ?? (await this.readSlow());
+      assert(r !== null, 'no columns are filled before the start is found');
       if (r.lsn >= target) {
         this.firstRecordLsn = r.lsn;
         this.pending = r;
         return;
       }
     }
+  }
+
+  /**
+   * The hot path: the records from `next` on that lie whole inside a validated page of the
+   * window, checked in WebAssembly (scan.wat: header, CRC-32C, fragments) and decoded into `out`
+   * or counted into `cols` where they lie. 0 leaves the next record to tryInPage/readSlow (the
+   * first record, a page start, a record that spans, XLOG SWITCH, the range's end, any doubt).
+   */
+  private scanInPage(max: number, out: PgWalRecord[] | null, cols: PgWalColumns | null): number {
+    const prev = this.prevLsn;
+    const lsn = this.next;
+    const recOff = lsn % XLOG_BLCKSZ;
+    const pagePtr = lsn - recOff;
+    if (prev === null || recOff === 0) return 0;
+    if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) return 0;
+    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) return 0;
+    const pageOff = pagePtr - this.winStart;
+    const limit = Math.min(pageOff + XLOG_BLCKSZ, this.endLsn - this.winStart);
+    if (limit < pageOff + recOff + SIZE_OF_XLOG_RECORD) return 0;
+    const win = this.win;
+    if (cols !== null) {
+      const at = cols.length;
+      const k = this.mem.scanPage(
+        win,
+        pageOff + recOff,
+        limit,
+        this.winStart,
+        prev,
+        at,
+        max,
+        this.scanFlags,
+      );
+      if (k === 0) return 0;
+      cols.length += k;
+      this.prevLsn = cols.lsn[at + k - 1]!;
+      this.next = cols.endLsn[at + k - 1]!;
+      return k;
+    }
+    const n = this.mem.scanPage(
+      win,
+      pageOff + recOff,
+      limit,
+      this.winStart,
+      prev,
+      0,
+      max,
+      this.scanFlags,
+    );
+    const addresses = this.mem.addresses;
+    const w = win.byteOffset;
+    const fmt = this.fmt!;
+    for (let i = 0; i < n; i++) {
+      const off = addresses[i]! - w;
+      const l = this.winStart + off;
+      const end = l + maxAlign(u32(win, off));
+      out!.push(decodeRecord(win, off, l, end, fmt));
+      this.prevLsn = l;
+      this.next = end;
+    }
+    return n;
   }
 
   /** The record `begin` found, handed out first. */
@@ -205,11 +329,6 @@ export class PgWalReader {
    * chunk in memory. Null hands it to readSlow (page start, spanning, end of range, any error).
    */
   private tryInPage(): PgWalRecord | null {
-    if (this.pending !== null) {
-      const r = this.pending;
-      this.pending = null;
-      return r;
-    }
     const lsn = this.next;
     const recOff = lsn % XLOG_BLCKSZ;
     const pagePtr = lsn - recOff;
@@ -222,28 +341,53 @@ export class PgWalReader {
     if (recOff + totLen > XLOG_BLCKSZ || lsn + totLen > this.endLsn) return null;
     const fmt = this.fmt!;
     if (checkRecordHeader(b, o, lsn, this.prevLsn, fmt) !== null) return null;
-    if (!recordCrcOk(b, o, totLen)) return null;
+    if (!this.mem.recordCrcOk(b, o, totLen)) return null;
     return this.accept(decodeRecord(b, o, lsn, lsn + maxAlign(totLen), fmt));
   }
 
   /** After a record: the prev-link to expect, and where the next one starts (XLOG SWITCH). */
   private accept(r: PgWalRecord): PgWalRecord {
-    // The message is built only on failure: this runs once per record.
-    if (!(r.lsn >= this.next && (this.prevLsn === null || r.prev === this.prevLsn)))
-      assert(false, `INV-PGWAL-2: records out of order or unlinked at ${formatLsn(r.lsn)}`);
-    this.prevLsn = r.lsn;
-    let next = r.endLsn;
-    if (r.rmid === RM_XLOG_ID && (r.info & 0xf0) === XLOG_SWITCH) {
-      next += this.segSize - 1;
-      next -= next % this.segSize;
-      r.endLsn = next;
-    }
-    this.next = next;
+    r.endLsn = this.acceptAt(r.lsn, r.prev, r.rmid, r.info, r.endLsn);
     return r;
   }
 
+  /** accept() by values: moves past the record; where the next one starts. */
+  private acceptAt(lsn: Lsn, prev: Lsn, rmid: number, info: number, endLsn: Lsn): Lsn {
+    // The message is built only on failure: this runs once per record.
+    if (!(lsn >= this.next && (this.prevLsn === null || prev === this.prevLsn)))
+      assert(false, `INV-PGWAL-2: records out of order or unlinked at ${formatLsn(lsn)}`);
+    this.prevLsn = lsn;
+    let next = endLsn;
+    if (rmid === RM_XLOG_ID && (info & 0xf0) === XLOG_SWITCH) {
+      next += this.segSize - 1;
+      next -= next % this.segSize;
+    }
+    this.next = next;
+    return next;
+  }
+
+  /**
+   * A record whose header and CRC passed, at `b[o…]`: counted into the columns being filled
+   * (null; its fragments checked in WebAssembly) or decoded (DecodeXLogRecord's checks and
+   * messages in TypeScript: also what a record the WebAssembly refuses gets).
+   */
+  private finish(b: Buffer, o: number, lsn: Lsn, end: Lsn, fmt: PgWalFormat): PgWalRecord | null {
+    const cols = this.cols;
+    if (cols !== null) {
+      const tot = u32(b, o);
+      const fpi = this.mem.recordFpi(b, o, tot, this.scanFlags);
+      if (fpi >= 0) {
+        const rmid = b[o + 17]!;
+        const info = b[o + 16]!;
+        cols.push(lsn, this.acceptAt(lsn, u64(b, o + 8), rmid, info, end), rmid, info, tot, fpi);
+        return null;
+      }
+    }
+    return this.accept(decodeRecord(b, o, lsn, end, fmt));
+  }
+
   /** XLogDecodeNextRecord in full: every check, its message, pages and segments crossed. */
-  private async readSlow(): Promise<PgWalRecord> {
+  private async readSlow(): Promise<PgWalRecord | null> {
     for (let restarts = 0; ; restarts++) {
       assert(restarts < 2, 'INV-PGWAL-3: an overwritten contrecord restarts reading once');
       let lsn = this.next;
@@ -276,19 +420,19 @@ export class PgWalReader {
       }
       if (totLen <= onPage) {
         if (lsn + totLen > this.endLsn) this.reachedEnd();
-        if (!recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
-        return this.accept(decodeRecord(this.win, o, lsn, lsn + maxAlign(totLen), fmt));
+        if (!this.mem.recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
+        return this.finish(this.win, o, lsn, lsn + maxAlign(totLen), fmt);
       }
       const r = await this.readSpanning(lsn, pagePtr, o, onPage, totLen, gotHeader);
-      if (r !== null) return r;
+      if (r !== OVERWRITTEN) return r;
       // XLP_FIRST_IS_OVERWRITE_CONTRECORD: the record was abandoned; read from that page.
     }
   }
 
   /**
    * The rest of a record that continues on the next pages: each must say XLP_FIRST_IS_CONTRECORD
-   * with xlp_rem_len equal to what is missing. Null when a page says the record was overwritten
-   * (this.next then points at that page).
+   * with xlp_rem_len equal to what is missing. OVERWRITTEN when a page says the record was
+   * overwritten (this.next then points at that page); null when it went into the columns.
    */
   private async readSpanning(
     lsn: Lsn,
@@ -297,9 +441,10 @@ export class PgWalReader {
     onPage: number,
     totLen: number,
     gotHeaderAtStart: boolean,
-  ): Promise<PgWalRecord | null> {
+  ): Promise<PgWalRecord | null | typeof OVERWRITTEN> {
     const fmt = this.fmt!;
     let gotHeader = gotHeaderAtStart;
+    this.asm = this.mem.asm;
     this.ensureAsm(onPage);
     this.win.copy(this.asm, 0, o, o + onPage);
     let gotLen = onPage;
@@ -313,7 +458,7 @@ export class PgWalReader {
       const info = u16(this.win, po + 2);
       if ((info & XLP_FIRST_IS_OVERWRITE_CONTRECORD) !== 0) {
         this.next = pg;
-        return null;
+        return OVERWRITTEN;
       }
       if ((info & XLP_FIRST_IS_CONTRECORD) === 0)
         this.invalid(lsn, `there is no contrecord flag at ${formatLsn(lsn)}`);
@@ -337,17 +482,24 @@ export class PgWalReader {
         gotHeader = true;
       }
     }
-    if (!recordCrcOk(this.asm, 0, totLen)) this.invalid(lsn, crcMessage(lsn));
+    if (!this.mem.recordCrcOk(this.asm, 0, totLen)) this.invalid(lsn, crcMessage(lsn));
     const endLsn = pg + lastPhs + maxAlign(lastRem);
-    return this.accept(decodeRecord(this.asm, 0, lsn, endLsn, fmt));
+    return this.finish(this.asm, 0, lsn, endLsn, fmt);
   }
 
-  /** Grow the reassembly buffer to `n`: only ever by bytes copied from checked pages. */
+  /**
+   * Grow the reassembly buffer to `n`: only ever by bytes copied from checked pages. Past the
+   * memory's region, an ordinary Buffer (kept for the next large record).
+   */
   private ensureAsm(n: number): void {
     if (this.asm.length >= n) return;
-    const bigger = Buffer.alloc(Math.max(n, this.asm.length * 2));
-    this.asm.copy(bigger);
-    this.asm = bigger;
+    if (this.bigAsm.length < n) {
+      const bigger = Buffer.alloc(Math.max(n, this.bigAsm.length * 2, this.asm.length * 2));
+      if (this.asm === this.bigAsm) this.bigAsm.copy(bigger);
+      this.bigAsm = bigger;
+    }
+    if (this.asm !== this.bigAsm) this.asm.copy(this.bigAsm);
+    this.asm = this.bigAsm;
   }
 
   private pageHeaderSize(po: number): number {
@@ -390,8 +542,18 @@ export class PgWalReader {
   }
 
   private async openSegment(segno: number, pagePtr: Lsn): Promise<void> {
-    await this.close();
-    const f = await this.source.open(segno);
+    const ahead = this.ahead;
+    let f: WalSegmentFile | null;
+    if (ahead !== null && ahead.opening !== null && ahead.opening.segno === segno) {
+      // The segment was opened ahead (and its first chunk is being read): adopt both.
+      this.ahead = null;
+      await this.close();
+      f = await ahead.opening.file;
+      this.ahead = { ...ahead, opening: null };
+    } else {
+      await this.close();
+      f = await this.source.open(segno);
+    }
     if (f === null)
       throw new EndOfWal({
         reason: 'missing_segment',
@@ -409,7 +571,17 @@ export class PgWalReader {
       'INV-PGWAL-1: the window holds whole pages of one segment',
     );
     assert(length <= this.win.length, 'INV-PGWAL-5: a read never exceeds the chunk');
-    const n = await this.file!.read(this.win, 0, length, lsn - segStart);
+    const ahead = this.ahead;
+    this.ahead = null;
+    let n = -1;
+    if (ahead !== null) {
+      const got = await ahead.done;
+      if (ahead.lsn === lsn && ahead.length === length && got === length) {
+        [this.win, this.other] = [this.other, this.win];
+        n = got;
+      }
+    }
+    if (n < 0) n = await this.file!.read(this.win, 0, length, lsn - segStart);
     if (n < length)
       throw new WalsimError(
         'invalid_input',
@@ -418,6 +590,44 @@ export class PgWalReader {
     this.winStart = lsn;
     this.winLen = length;
     // The window was replaced: pages validated earlier stay valid (their bytes were checked).
+    this.readAhead(lsn + length, segStart);
+  }
+
+  /**
+   * Start reading the chunk after [.., next) of the open segment into the other window while the
+   * records of this one are parsed. A failed read ahead is read again, in order, by `load`
+   * (which then reports the error).
+   */
+  private readAhead(next: Lsn, segStart: Lsn): void {
+    const left = segStart + this.segSize - next;
+    if (this.file === null || next >= this.endLsn) return;
+    if (left > 0) {
+      const length = Math.min(this.other.length, left);
+      const done = this.file.read(this.other, 0, length, next - segStart).catch(() => -1);
+      this.ahead = { lsn: next, length, done, opening: null };
+      return;
+    }
+    // The segment is read to its end: open the next one and read its first chunk meanwhile.
+    const segno = this.fileSegno + 1;
+    const file = this.source.open(segno);
+    file.catch(() => {}); // an error is the adopter's (openSegment awaits it) or nobody's
+    const length = Math.min(this.other.length, this.segSize);
+    const done = file
+      .then((f) => (f === null ? -1 : f.read(this.other, 0, length, 0)))
+      .catch(() => -1);
+    this.ahead = { lsn: next, length, done, opening: { segno, file } };
+  }
+
+  /** Wait out a read ahead nobody will use (its window is about to be reused or its file closed). */
+  private async dropReadAhead(): Promise<void> {
+    const ahead = this.ahead;
+    this.ahead = null;
+    if (ahead === null) return;
+    await ahead.done;
+    if (ahead.opening !== null) {
+      const f = await ahead.opening.file.catch(() => null);
+      if (f !== null) await f.close();
+    }
   }
 
   /** XLogReaderValidatePageHeader, and the major from the first page's magic. */
@@ -427,7 +637,13 @@ export class PgWalReader {
     const info = u16(b, po + 2);
     const segOff = pagePtr % this.segSize;
     const where = `in log segment ${this.file!.name}, offset ${segOff}`;
-    if (this.fmt === null) this.fmt = this.formatFromMagic(magic, pagePtr);
+    if (this.fmt === null) {
+      this.fmt = this.formatFromMagic(magic, pagePtr);
+      this.scanFlags =
+        (this.fmt.hasToplevelXid ? 1 : 0) |
+        (this.fmt.hasCustomRmgrs ? 2 : 0) |
+        (this.fmt.bkpImageCompressed << 8);
+    }
     if (magic !== this.fmt.magic)
       this.invalid(pagePtr, `invalid magic number ${hex4(magic)} ${where}`);
     if ((info & ~XLP_ALL_FLAGS) !== 0)
@@ -480,6 +696,19 @@ export class PgWalReader {
       );
     return formatOf(major);
   }
+}
+
+/** readSpanning's answer for a record abandoned by XLP_FIRST_IS_OVERWRITE_CONTRECORD. */
+const OVERWRITTEN = Symbol('overwritten contrecord');
+
+/** A chunk being read ahead into the other window. */
+interface ReadAhead {
+  lsn: Lsn;
+  length: number;
+  /** Bytes read; -1 when the read failed (load reads it again and says why). */
+  done: Promise<number>;
+  /** The next segment's file, opened ahead (null: the chunk is of the open segment). */
+  opening: { segno: number; file: Promise<WalSegmentFile | null> } | null;
 }
 
 const hex4 = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');

@@ -22,8 +22,9 @@
  *     (warm JIT); endToEndColdRecordsPerSec the first (`--no-end-to-end` skips both).
  *   - pgWalReaderMiBPerSec / pgWaldumpMiBPerSec: PostgreSQL's own WAL (`--pg-wal-mib`, default
  *     1024 MiB, written once by a real PostgreSQL 15) read by pg-wal/ and by `pg_waldump
- *     --stats=record` (scripts/bench/pg-wal.ts; `--no-pg-wal` skips it, as does a machine without
- *     PostgreSQL).
+ *     --stats=record` for the same per-type counts, wall clock and CPU time (the *Cpu* figures);
+ *     pgWalRecordsMiBPerSec the reader decoding an object per record as predict does
+ *     (scripts/bench/pg-wal.ts; `--no-pg-wal` skips it, as does a machine without PostgreSQL).
  */
 import { BufferPool } from '../storage/buffer-pool.ts';
 import {
@@ -270,6 +271,11 @@ const result = {
   pgWalReaderMiBPerSec: pgWal?.readerMiBPerSec ?? null,
   pgWaldumpMiBPerSec: pgWal?.waldumpMiBPerSec ?? null,
   pgWalReaderToWaldump: pgWal?.readerToWaldump ?? null,
+  pgWalReaderCpuMiBPerSec: pgWal?.readerCpuMiBPerSec ?? null,
+  pgWaldumpCpuMiBPerSec: pgWal?.waldumpCpuMiBPerSec ?? null,
+  pgWalReaderToWaldumpCpu: pgWal?.readerToWaldumpCpu ?? null,
+  pgWalRecordsMiBPerSec: pgWal?.recordsMiBPerSec ?? null,
+  pgWalRecordsCpuMiBPerSec: pgWal?.recordsCpuMiBPerSec ?? null,
   pgWalReaderRssGrowthMiB: pgWal?.readerRssGrowthMiB ?? null,
   rssAfterAllMiB: Number((rssAfterAll / MiB).toFixed(0)),
   node: process.version,
@@ -315,6 +321,18 @@ const rows: Array<[string, string]> = [
     pgWal === null
       ? 'skipped'
       : `${pgWal.readerMiBPerSec} MiB/s vs pg_waldump --stats=record ${pgWal.waldumpMiBPerSec} MiB/s (${pgWal.readerToWaldump}×; target ≥ 1) over ${pgWal.walMiB} MiB, ${pgWal.records} records, RSS +${pgWal.readerRssGrowthMiB} MiB`,
+  ],
+  [
+    '  the same in CPU time',
+    pgWal === null
+      ? 'skipped'
+      : `${pgWal.readerCpuMiBPerSec} MiB/s vs ${pgWal.waldumpCpuMiBPerSec ?? '?'} MiB/s (${pgWal.readerToWaldumpCpu ?? '?'}×)`,
+  ],
+  [
+    '  an object per record (batches)',
+    pgWal === null
+      ? 'skipped'
+      : `${pgWal.recordsMiBPerSec} MiB/s, ${pgWal.recordsCpuMiBPerSec} MiB/s of CPU`,
   ],
 ];
 const width = Math.max(...rows.map(([k]) => k.length));

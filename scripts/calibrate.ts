@@ -46,7 +46,7 @@ import { onInterrupt } from './cli/interrupt.ts';
 import { benchCellOfCalibration, storedRunOfBench } from './calibration/cell-plan.ts';
 import { runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
 import { probeMachine } from './predict/probe.ts';
-import type { MachineProbe } from '../cost-model/machine-scale.ts';
+import { medianProbe, type MachineProbe } from '../cost-model/machine-scale.ts';
 import { generateBacklog, GENERATOR_VERSION, machineGeneratorLimits } from './generator/backlog.ts';
 import {
   cellShortLabel,
@@ -359,7 +359,7 @@ runCli(async () => {
   const major = pgMajorOfServer(pgVersion) ?? undefined;
   const twinCounts = countsFrom === 'walsim' ? await identifiedTwinCounts(plan, base, major) : null;
   const measured = await measureOrRefit(values, inputs, plan, settings, pgVersion, baseProfile);
-  const { records, walCounts } = measured;
+  const { records, walCounts, probe } = measured;
   let { wallSeconds } = measured;
   const cells = summarise(plan, fitTargets(records, target));
   const counts = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : twinCounts!;
@@ -381,6 +381,7 @@ runCli(async () => {
     walCounts,
     report,
     records,
+    probe,
   });
 }, USAGE);
 
@@ -514,7 +515,10 @@ async function measureOrRefit(
   records: RunRecord[];
   walCounts: Record<string, FailoverCounts> | null;
   wallSeconds: number;
+  /** The recorded runs' median machine probe (null: none probed, or a refit). */
+  probe: MachineProbe | null;
 }> {
+  let probe: MachineProbe | null = null;
   let records: RunRecord[];
   let walCounts: Record<string, FailoverCounts> | null = refit?.walCounts ?? null;
   let wallSeconds: number;
@@ -536,21 +540,27 @@ async function measureOrRefit(
         pgBin: settings.pgBin,
         primarySharedBuffers: settings.primarySharedBuffers,
         inodeReuseWait: !values['no-wait'],
-        probe: false,
+        // Each run probes the machine as predict does before it prices (the base profile stores
+        // no probe, so nothing is scaled): the profile stores the recorded runs' median probe.
+        probe: true,
         wall: { profile: baseProfile, ref: values.base! },
         uncontended: { profile: baseProfile, ref: values.base! },
       });
       records = m.records;
       walCounts = m.walCounts;
+      probe = medianProbe(m.stored.flatMap((r) => (r.warmup !== true && r.probe ? [r.probe] : [])));
     } else records = await measureCells(plan, runs, warmupRuns, settings);
     wallSeconds = NaN;
   }
-  return { records, walCounts, wallSeconds };
+  return { records, walCounts, wallSeconds, probe };
 }
 
 /**
  * This machine's probe (predict/probe.ts) in the work directory the pairs ran in, stored as
- * `fit.probe`: predict scales the I/O and memory terms from it to the machine it runs on.
+ * `fit.probe` when no run was probed (`--counts walsim`, whose runs go through the sweep):
+ * predict scales the I/O and memory terms from it to the machine it runs on. Taken after the work
+ * directory's removal, its create + unlink can meet ext4's inode-reuse delay
+ * (postgres/inode-reuse.ts); the runs' own probes, taken where predict takes its, are preferred.
  */
 function machineProbeNow(workDir: string): MachineProbe | null {
   fs.mkdirSync(workDir, { recursive: true });
@@ -584,6 +594,7 @@ function writeCalibration(
     walCounts,
     report,
     records,
+    probe,
   }: {
     startedAt: Date;
     wallSeconds: number;
@@ -594,6 +605,8 @@ function writeCalibration(
     walCounts: Record<string, FailoverCounts> | null;
     report: ReturnType<typeof fitCalibration>;
     records: RunRecord[];
+    /** The runs' median probe; null: probe the machine now (the walsim-counts path). */
+    probe: MachineProbe | null;
   },
 ): number {
   const fit = storedFit({
@@ -613,7 +626,7 @@ function writeCalibration(
     records,
     probe: refit
       ? (loadProfile(path.resolve(values.refit!)).machineProbe ?? null)
-      : machineProbeNow(settings.workDir),
+      : (probe ?? machineProbeNow(settings.workDir)),
   });
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, profileToJson(report.profile, fit));

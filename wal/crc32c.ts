@@ -36,6 +36,11 @@ function buildTables(): Int32Array {
   return t;
 }
 
+/** A copy of the eight tables (TABLE[k * 256 + b]), for a WebAssembly CRC-32C to read. */
+export function crc32cTables(): Int32Array {
+  return TABLE.slice();
+}
+
 /**
  * COMP_CRC32C: feed `buf[start, end)` into a running (unfinished) state and return the new state.
  * The state is an unsigned 32-bit value; start from CRC32C_INIT and end with crc32cFinish.

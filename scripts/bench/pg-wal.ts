@@ -4,10 +4,13 @@
  * segments writes `mib` MiB of WAL once (rounds of INSERT of 100,000 rows with text, UPDATE of a
  * tenth, DELETE + VACUUM of a fifth, a CHECKPOINT every fourth round so FPIs are in the mix) and
  * is stopped; then, `runs` times each, alternating, with medians: `pg_waldump --stats=record -s
- * START -e END` (wall time of the process), and the reader over [START, END) counting records and
- * bytes per rmgr/type as --stats=record does (wall time, in this process). The page cache is warm
- * for both after the first round. Counts must agree with pg_waldump's, else the bench fails. The
- * peak RSS while reading says that memory is bounded (a 4 MB window and one reassembly buffer).
+ * START -e END` (wall time of the process; CPU time from /proc's children times), the reader's
+ * `columns()` over [START, END) counting records and bytes per rmgr/type as --stats=record does
+ * (the same job; wall and CPU time of this process while it reads), and the reader's `batches()`
+ * (a decoded object per record, what predict consumes) doing the same. The page cache is warm for
+ * all after the first round. Record count, record bytes and FPI bytes must equal pg_waldump's,
+ * else the bench fails. The peak RSS while reading says that memory is bounded (two 4 MB windows
+ * and one reassembly buffer).
  *
  * Entry point: `measurePgWalReader`.
  */
@@ -27,9 +30,17 @@ import { parseWaldumpStats } from '../postgres/pg-waldump.ts';
 export interface PgWalReaderResult {
   walMiB: number;
   records: number;
+  /** `columns()`, wall clock and CPU time. */
   readerMiBPerSec: number;
+  readerCpuMiBPerSec: number;
   waldumpMiBPerSec: number;
+  /** null where /proc gives no children's CPU times. */
+  waldumpCpuMiBPerSec: number | null;
   readerToWaldump: number;
+  readerToWaldumpCpu: number | null;
+  /** `batches()` (an object per record), wall clock and CPU time. */
+  recordsMiBPerSec: number;
+  recordsCpuMiBPerSec: number;
   /** RSS growth while reading, over the RSS before (MiB). */
   readerRssGrowthMiB: number;
   buildSeconds: number;
@@ -55,28 +66,37 @@ export async function measurePgWalReader(
     const { walDir, start, end } = await buildWal(bin.dir, parent, mib);
     const buildSeconds = (performance.now() - t0) / 1000;
     const bytes = parseLsn(end) - parseLsn(start);
-    const waldumpMs: number[] = [];
-    const readerMs: number[] = [];
+    const t = { waldump: new Timings(), columns: new Timings(), records: new Timings() };
     let records = 0;
     let rssGrowth = 0;
     for (let i = 0; i < runs; i++) {
       const w = await timeWaldump(bin.path('pg_waldump'), walDir, start, end);
-      waldumpMs.push(w.ms);
-      const r = await timeReader(walDir, start, end);
-      readerMs.push(r.ms);
-      rssGrowth = Math.max(rssGrowth, r.rssGrowth);
-      if (r.records !== w.records)
-        throw new Error(`bench: the reader read ${r.records} records, pg_waldump ${w.records}`);
-      records = r.records;
+      t.waldump.add(w);
+      for (const mode of ['columns', 'records'] as const) {
+        const r = await timeReader(walDir, start, end, mode);
+        t[mode].add(r);
+        rssGrowth = Math.max(rssGrowth, r.rssGrowth);
+        const [a, b] = [JSON.stringify(r.total), JSON.stringify(w.total)];
+        if (a !== b) throw new Error(`bench: the reader (${mode}) counted ${a}, pg_waldump ${b}`);
+      }
+      records = w.total.count;
     }
     const mibOf = bytes / 2 ** 20;
-    const rate = (ms: number[]) => mibOf / (median(ms) / 1000);
+    const rate = (ms: number | null) => (ms === null ? null : mibOf / (ms / 1000));
+    const fix = (v: number | null) => (v === null ? null : Number(v.toFixed(0)));
+    const ratio = (a: number | null, b: number | null) =>
+      a === null || b === null ? null : Number((b / a).toFixed(2));
     return {
       walMiB: Number(mibOf.toFixed(0)),
       records,
-      readerMiBPerSec: Number(rate(readerMs).toFixed(0)),
-      waldumpMiBPerSec: Number(rate(waldumpMs).toFixed(0)),
-      readerToWaldump: Number((rate(readerMs) / rate(waldumpMs)).toFixed(2)),
+      readerMiBPerSec: fix(rate(t.columns.wall()))!,
+      readerCpuMiBPerSec: fix(rate(t.columns.cpu()))!,
+      waldumpMiBPerSec: fix(rate(t.waldump.wall()))!,
+      waldumpCpuMiBPerSec: fix(rate(t.waldump.cpu())),
+      readerToWaldump: ratio(t.columns.wall(), t.waldump.wall())!,
+      readerToWaldumpCpu: ratio(t.columns.cpu(), t.waldump.cpu()),
+      recordsMiBPerSec: fix(rate(t.records.wall()))!,
+      recordsCpuMiBPerSec: fix(rate(t.records.cpu()))!,
       readerRssGrowthMiB: Number((rssGrowth / 2 ** 20).toFixed(1)),
       buildSeconds: Number(buildSeconds.toFixed(0)),
     };
@@ -89,6 +109,41 @@ function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Wall and CPU milliseconds of repeated runs; medians. */
+class Timings {
+  private readonly walls: number[] = [];
+  private readonly cpus: number[] = [];
+  add(r: { ms: number; cpuMs: number | null }): void {
+    this.walls.push(r.ms);
+    if (r.cpuMs !== null) this.cpus.push(r.cpuMs);
+  }
+  wall(): number {
+    return median(this.walls);
+  }
+  cpu(): number | null {
+    return this.cpus.length === this.walls.length ? median(this.cpus) : null;
+  }
+}
+
+/** Totals as pg_waldump's --stats=record "Total" line counts them. */
+interface StatsTotal {
+  count: number;
+  recordBytes: number;
+  fpiBytes: number;
+}
+
+/** CPU ms of this process's waited-for children (utime + stime of /proc/self/stat), or null. */
+function childrenCpuMs(): number | null {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    // Fields after the command's closing parenthesis; cutime and cstime are fields 16 and 17.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[13]) + Number(f[14])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
 }
 
 /** A server writes `mib` MiB of WAL; returns its pg_wal and the range, after stopping it. */
@@ -142,7 +197,8 @@ function timeWaldump(
   walDir: string,
   start: string,
   end: string,
-): Promise<{ ms: number; records: number }> {
+): Promise<{ ms: number; cpuMs: number | null; total: StatsTotal }> {
+  const cpu0 = childrenCpuMs();
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     execFile(
@@ -151,24 +207,30 @@ function timeWaldump(
       { encoding: 'utf8', maxBuffer: 16 * 2 ** 20 },
       (err, stdout, stderr) => {
         const ms = performance.now() - t0;
+        const cpu1 = childrenCpuMs();
         if (err !== null) return reject(new Error(`pg_waldump failed: ${stderr.trim()}`));
-        resolve({ ms, records: parseWaldumpStats(stdout).total.count });
+        const { count, recordBytes, fpiBytes } = parseWaldumpStats(stdout).total;
+        const cpuMs = cpu0 === null || cpu1 === null ? null : cpu1 - cpu0;
+        resolve({ ms, cpuMs, total: { count, recordBytes, fpiBytes } });
       },
     );
   });
 }
 
-/** The reader over [start, end): counts and bytes per rmid/info, as --stats=record keeps them. */
+/**
+ * The reader over [start, end): counts and bytes per rmid/info, as --stats=record keeps them,
+ * from `columns()` or from `batches()`' records.
+ */
 async function timeReader(
   walDir: string,
   start: string,
   end: string,
-): Promise<{ ms: number; records: number; rssGrowth: number }> {
-  const count = new Float64Array(256 * 16);
-  const recBytes = new Float64Array(256 * 16);
-  const fpiBytes = new Float64Array(256 * 16);
+  mode: 'columns' | 'records',
+): Promise<{ ms: number; cpuMs: number; total: StatsTotal; rssGrowth: number }> {
+  const stats = new ByRecordType();
   const rss0 = process.memoryUsage().rss;
   let rssMax = rss0;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const src = new WalDirectory(walDir, detectSegmentSize(walDir), readHistory(walDir, 1));
   const reader = new PgWalReader(src, {
@@ -176,22 +238,50 @@ async function timeReader(
     endLsn: parseLsn(end),
     start: 'find',
   });
-  let records = 0;
   let batches = 0;
-  for await (const batch of reader.batches()) {
-    for (const r of batch) {
-      const k = (r.rmid << 4) | (r.info >> 4);
-      count[k]! += 1;
-      recBytes[k]! += r.recordLength;
-      fpiBytes[k]! += r.fpiLength;
-    }
-    records += batch.length;
+  const sample = () => {
     if (++batches % 64 === 0) rssMax = Math.max(rssMax, process.memoryUsage().rss);
-  }
+  };
+  if (mode === 'columns')
+    for await (const c of reader.columns()) {
+      for (let i = 0; i < c.length; i++)
+        stats.add(c.rmid[i]!, c.info[i]!, c.totalLength[i]!, c.fpiLength[i]!);
+      sample();
+    }
+  else
+    for await (const batch of reader.batches()) {
+      for (const r of batch) stats.add(r.rmid, r.info, r.totalLength, r.fpiLength);
+      sample();
+    }
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   if (reader.end?.reason !== 'end_lsn')
     throw new Error(
       `bench: the reader stopped early at ${formatLsn(reader.end!.lsn)}: ${reader.end!.message}`,
     );
-  return { ms, records, rssGrowth: Math.max(0, rssMax - rss0) };
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  return { ms, cpuMs, total: stats.total(), rssGrowth: Math.max(0, rssMax - rss0) };
+}
+
+/** --stats=record's counters: records, record bytes and FPI bytes per rmid and xl_info. */
+class ByRecordType {
+  private readonly count = new Float64Array(256 * 16);
+  private readonly recBytes = new Float64Array(256 * 16);
+  private readonly fpiBytes = new Float64Array(256 * 16);
+
+  add(rmid: number, info: number, totalLength: number, fpiLength: number): void {
+    const k = (rmid << 4) | (info >> 4);
+    this.count[k]! += 1;
+    this.recBytes[k]! += totalLength - fpiLength;
+    this.fpiBytes[k]! += fpiLength;
+  }
+
+  total(): StatsTotal {
+    const sum = (a: Float64Array) => a.reduce((x, y) => x + y, 0);
+    return {
+      count: sum(this.count),
+      recordBytes: sum(this.recBytes),
+      fpiBytes: sum(this.fpiBytes),
+    };
+  }
 }

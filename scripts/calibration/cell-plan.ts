@@ -318,6 +318,8 @@ export interface BenchRun {
   predictedPhasesWall: { replayS: number; endOfRecoveryS: number; openForWritesS: number };
   records: number;
   walBytes: number;
+  /** The unreplayed range predict read, [from, to) (absent in files from before it was kept). */
+  range?: { from: string; to: string };
   dropsFullScan: number;
   dropsLookup: number;
   /** predict's counts of the range and its records without a constant of their own (repricing). */
@@ -614,5 +616,6 @@ export function storedRunOfBench(c: CellSpec, r: BenchRun, warmup: boolean): Sto
     ...(r.startupBlockedS !== null ? { startupBlockedMs: r.startupBlockedS * 1000 } : {}),
     walBytes: r.walBytes,
     recordsReplayed: r.records,
+    ...(r.probe !== undefined ? { probe: r.probe } : {}),
   };
 }

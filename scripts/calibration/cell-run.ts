@@ -245,6 +245,7 @@ function benchRunOf(
     predictedPhasesWall: pw.predicted.phases,
     records: pw.records.total,
     walBytes: pw.range.bytes,
+    range: { from: pw.range.from, to: pw.range.to },
     dropsFullScan: pw.drops.calls.fullScan,
     dropsLookup: pw.drops.calls.lookup,
     counts: pw.counts,

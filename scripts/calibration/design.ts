@@ -33,6 +33,7 @@ import {
   COST_CONSTANT_NAMES,
   type CostConstantName,
   type CostProfile,
+  type MachineProbe,
 } from '../../cost-model/profile.ts';
 import { withLaterCounters, type FailoverCounts } from '../../storage/replay-counts.ts';
 import { parseRelSize, rowsForPages } from '../experiment/rel-size.ts';
@@ -467,6 +468,8 @@ export interface StoredCalibrationRun {
   startupBlockedMs?: number;
   walBytes?: number;
   recordsReplayed?: number;
+  /** The machine probe run before the run's prediction (predict/probe.ts); null: it failed. */
+  probe?: MachineProbe | null;
 }
 
 export interface StoredCalibration {

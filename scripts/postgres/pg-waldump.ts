@@ -9,6 +9,7 @@
 import { WalsimError } from '../../common/errors.ts';
 import type { PgMajor } from '../../pg-wal/format.ts';
 import { PgWalReader } from '../../pg-wal/reader.ts';
+import { recordTypeName, rmgrName } from '../../pg-wal/rmgr-names.ts';
 import { detectSegmentSize, WalDirectory } from '../../pg-wal/wal-dir.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 
@@ -111,26 +112,24 @@ export async function readerStats(
       endLsn: parseLsn(to),
       major,
     });
-    for await (const batch of reader.batches())
-      for (const r of batch) {
-        const k = `${r.rmgr}/${r.type}`;
-        let row = rows.get(k);
+    // Columns, not records: no object per record; a row per rmid and xl_info seen.
+    const byInfo = new Map<number, WaldumpRow>();
+    for await (const c of reader.columns())
+      for (let i = 0; i < c.length; i++) {
+        const rmid = c.rmid[i]!;
+        const info = c.info[i]!;
+        let row = byInfo.get((rmid << 8) | info);
         if (row === undefined) {
-          row = {
-            rmgr: r.rmgr,
-            type: r.type,
-            count: 0,
-            recordBytes: 0,
-            fpiBytes: 0,
-            combinedBytes: 0,
-          };
-          rows.set(k, row);
+          row = statsRow(rows, rmgrName(rmid), recordTypeName(major, rmid, info));
+          byInfo.set((rmid << 8) | info, row);
         }
+        const tot = c.totalLength[i]!;
+        const fpi = c.fpiLength[i]!;
         for (const t of [row, total]) {
           t.count += 1;
-          t.recordBytes += r.recordLength;
-          t.fpiBytes += r.fpiLength;
-          t.combinedBytes += r.totalLength;
+          t.recordBytes += tot - fpi;
+          t.fpiBytes += fpi;
+          t.combinedBytes += tot;
         }
       }
     const end = reader.end;
@@ -141,6 +140,17 @@ export async function readerStats(
       );
   }
   return { from, to, rows: [...rows.values()], total };
+}
+
+/** The row of rmgr/type in `rows`, added (zeroed) when absent. */
+function statsRow(rows: Map<string, WaldumpRow>, rmgr: string, type: string): WaldumpRow {
+  const k = `${rmgr}/${type}`;
+  let row = rows.get(k);
+  if (row === undefined) {
+    row = { rmgr, type, count: 0, recordBytes: 0, fpiBytes: 0, combinedBytes: 0 };
+    rows.set(k, row);
+  }
+  return row;
 }
 
 /** Records of one resource manager (and type, if given) in the stats. */

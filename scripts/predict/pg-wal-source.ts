@@ -4,7 +4,7 @@
  * prediction consumes (wal-records.ts), the same fields pg_waldump's text gives, so the two
  * sources are interchangeable and can check each other.
  *
- * Entry points: `pgWalRecords`, `toPredictRecord`.
+ * Entry points: `pgWalRecords`, `toPredictRecord`, `READ_SLICE_MS`.
  */
 import * as fs from 'node:fs';
 import { WalsimError } from '../../common/errors.ts';
@@ -60,6 +60,12 @@ export function toPredictRecord(r: ReadRecord): PgWalRecord {
 }
 
 /**
+ * The longest a read holds the event loop between two turns (plus the batch it is in): the
+ * exporter reads WAL in the thread that answers scrapes (scripts/exporter/README.md "Cost").
+ */
+export const READ_SLICE_MS = 10;
+
+/**
  * The records of [from, to) in `walDir`, along `history`, each to `onRecord`: records that end at
  * or before `to`, as pg_waldump -e. A range the files do not hold to its end (a missing segment,
  * the end of valid WAL before `to`) is one MissingWalError naming the file or LSN and why.
@@ -90,13 +96,16 @@ export async function pgWalRecords(
     ...(major !== undefined ? { major } : {}),
   });
   let next = parseLsn(from);
-  let batches = 0;
+  let turn = performance.now();
   for await (const batch of reader.batches()) {
     for (const r of batch) onRecord(toPredictRecord(r));
     next = batch[batch.length - 1]!.endLsn;
-    // A turn of the event loop every 8 batches (about 2,000 records): an exporter's scrape is
-    // answered while a long range is read in the same thread.
-    if (++batches % 8 === 0) await new Promise((r) => setImmediate(r));
+    // A turn of the event loop once READ_SLICE_MS have passed since the last: an exporter's
+    // scrape, in the same thread, waits at most that plus one batch (256 records).
+    if (performance.now() - turn >= READ_SLICE_MS) {
+      await new Promise((r) => setImmediate(r));
+      turn = performance.now();
+    }
   }
   const end = reader.end;
   if (end === null || end.reason === 'end_lsn')

@@ -19,7 +19,7 @@ import { waldumpBlockRefs, waldumpPrefix } from '../../pg-wal/waldump-text.ts';
 import { detectSegmentSize, readHistory, WalDirectory } from '../../pg-wal/wal-dir.ts';
 import { findPgBin, pgServerUser } from '../../scripts/postgres/pg-bin.ts';
 import { runPgProgram } from '../../scripts/postgres/pg-cluster.ts';
-import { parseWaldumpStats } from '../../scripts/postgres/pg-waldump.ts';
+import { parseWaldumpStats, readerStats } from '../../scripts/postgres/pg-waldump.ts';
 import { toPredictRecord } from '../../scripts/predict/pg-wal-source.ts';
 import { parseWaldumpLine, relKey } from '../../scripts/predict/wal-records.ts';
 import { freePort } from '../../server/ports.ts';
@@ -282,6 +282,12 @@ describe.skipIf(unavailable !== null)(
         mine.set(k, [t[0] + 1, t[1] + x.recordLength, t[2] + x.fpiLength]);
       }
       expect(Object.fromEntries(mine)).toEqual(Object.fromEntries(theirs));
+      // The same from the reader's columns (no object per record), as the bench and PgEngine count.
+      const to = formatLsn(recs[recs.length - 1]!.endLsn);
+      const viaColumns = new Map<string, [number, number, number]>();
+      for (const row of (await readerStats(walDir, startLsn, to, 15)).rows)
+        viaColumns.set(`${row.rmgr}/${row.type}`, [row.count, row.recordBytes, row.fpiBytes]);
+      expect(Object.fromEntries(viaColumns)).toEqual(Object.fromEntries(theirs));
     });
   },
 );

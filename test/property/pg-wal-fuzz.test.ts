@@ -6,7 +6,9 @@
  * overwritten with random ones, a segment cut short, a segment replaced by random bytes. The
  * reader must end (bounded: it is awaited under the test's timeout) with either records that are
  * a prefix of the originals and an end saying why at an LSN, or one WalsimError line naming the
- * file; a flip inside a record's own bytes ends reading at or before that record.
+ * file; a flip inside a record's own bytes ends reading at or before that record. Every read is
+ * done twice, as records (`records()`) and as columns (`columns()`, the WebAssembly checks without
+ * decoding): the two must give the same records, the same end and the same error.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -72,13 +74,44 @@ interface Outcome {
 async function read(src: MemorySegments, startLsn: number): Promise<Outcome> {
   const reader = new PgWalReader(src, { startLsn, chunkBytes: 16 * 1024 });
   const recs: PgWalRecord[] = [];
+  let out: Outcome;
   try {
-    for await (const r of reader.records()) recs.push(r);
+    // Small batches, the same size as the columns' below: a WalsimError ends the batch it
+    // interrupts, so both must hand out the same records before it.
+    for await (const batch of reader.batches(7)) recs.push(...batch);
+    out = { recs, end: reader.end, error: null };
   } catch (e) {
     if (!(e instanceof WalsimError)) throw e;
-    return { recs, end: null, error: e.message };
+    out = { recs, end: null, error: e.message };
   }
-  return { recs, end: reader.end, error: null };
+  const cols = await readColumns(src, startLsn);
+  expect(cols.rows).toEqual(recs.map(row));
+  expect({ end: cols.end, error: cols.error }).toEqual({ end: out.end, error: out.error });
+  return out;
+}
+
+const row = (r: PgWalRecord) => [r.lsn, r.endLsn, r.rmid, r.info, r.totalLength, r.fpiLength];
+
+/** The same range through `columns()`: each record's values as `row` gives them. */
+async function readColumns(src: MemorySegments, startLsn: number) {
+  const reader = new PgWalReader(src, { startLsn, chunkBytes: 16 * 1024 });
+  const rows: number[][] = [];
+  try {
+    for await (const c of reader.columns(7))
+      for (let i = 0; i < c.length; i++)
+        rows.push([
+          c.lsn[i]!,
+          c.endLsn[i]!,
+          c.rmid[i]!,
+          c.info[i]!,
+          c.totalLength[i]!,
+          c.fpiLength[i]!,
+        ]);
+  } catch (e) {
+    if (!(e instanceof WalsimError)) throw e;
+    return { rows, end: null, error: e.message };
+  }
+  return { rows, end: reader.end, error: null };
 }
 
 /** Either an end at an LSN, with one line of PostgreSQL's words, or one line naming a WAL file. */

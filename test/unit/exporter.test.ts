@@ -2,9 +2,13 @@
  * The exporter's parts without servers: the collector's cycle with a stand-in prediction (a
  * failing standby is down with its error counted and no stale prediction, the others unaffected),
  * the metrics rendered from its snapshot, error reasons, labels without passwords, durations,
- * --listen, the web configuration and its credential checks.
+ * --listen, the web configuration and its credential checks. And a scrape answered, from the last
+ * finished cycle, while a cycle reads WAL in the same thread (the reader's turns of the event loop).
  */
 import bcrypt from 'bcryptjs';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WalsimError } from '../../common/errors.ts';
 import { loadProfile } from '../../cost-model/profile.ts';
@@ -17,6 +21,11 @@ import {
   type PredictFn,
 } from '../../scripts/exporter/collector.ts';
 import { exporterRegistry, profileMajor } from '../../scripts/exporter/metrics.ts';
+import { startMetricsServer } from '../../scripts/exporter/server.ts';
+import { pgWalRecords } from '../../scripts/predict/pg-wal-source.ts';
+import { formatLsn } from '../../wal/lsn.ts';
+import { segmentFileName } from '../../wal/segment.ts';
+import { buildWal } from '../helpers/pg-wal-build.ts';
 import {
   isLoopbackHost,
   parseListen,
@@ -102,6 +111,16 @@ describe('Collector and metrics', () => {
     expect(sampleValue(s, 'walsim_standby_patroni_pick', { standby: '10.0.0.1:5432' })).toBe(1);
     expect(sampleValue(s, 'walsim_standby_writable_first', { standby: '10.0.0.3:5434' })).toBe(1);
     expect(sampleValue(s, 'walsim_standby_writable_first', { standby: '10.0.0.1:5432' })).toBe(0);
+    // What the fleet rules rank across exporters: LSNs as byte positions (0/2000 = 8192).
+    const sb1 = { standby: '10.0.0.1:5432' };
+    expect(sampleValue(s, 'walsim_standby_wal_receive_lsn_bytes', sb1)).toBe(0x2000);
+    expect(sampleValue(s, 'walsim_standby_wal_replay_lsn_bytes', sb1)).toBe(0x100);
+    expect(sampleValue(s, 'walsim_standby_patroni_position_bytes', sb1)).toBe(0x2000);
+    expect(
+      sampleValue(s, 'walsim_standby_patroni_position_bytes', { standby: '10.0.0.2:5433' }),
+    ).toBeUndefined();
+    // No --primary: no leader position from this exporter.
+    expect(sampleValue(s, 'walsim_primary_current_wal_lsn_bytes', {})).toBeUndefined();
     // Every reason of every standby starts at 0, so increase() sees the first error.
     for (const reason of ERROR_REASONS)
       expect(
@@ -149,6 +168,81 @@ describe('Collector and metrics', () => {
   it('profile _info names the major the profile was fitted on', () => {
     expect(profileMajor(profile)).toBe('14');
     expect(profileMajor(loadProfile('pg15-calibrated-wall'))).toBe('15');
+  });
+});
+
+describe('a scrape while a cycle reads WAL', () => {
+  it('is answered from the last finished cycle before the read ends', async () => {
+    // 4 MB of WAL in one 16 MB segment: one file read, then records parsed without I/O, so only
+    // the reader's own turns of the event loop let a scrape in before the read ends.
+    const noops = Array.from({ length: 150_000 }, () => ({
+      rmid: 0,
+      info: 0x20,
+      main: new Uint8Array(0),
+    }));
+    const wal = buildWal(noops, { major: 15, segmentSize: 16 << 20, startSegno: 1 });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-scrape-'));
+    for (const [segno, bytes] of wal.segments)
+      fs.writeFileSync(path.join(dir, segmentFileName(1, segno, wal.segmentSize)), bytes);
+    const from = formatLsn(wal.records[0]!.lsn);
+    const to = formatLsn(wal.end);
+    let cycle = 0;
+    let read = 0;
+    let answered: { atRecord: number; body: string } | null = null;
+    let scrape: Promise<void> | null = null;
+    const url = 'postgresql://u@10.0.0.9:5432/db';
+    const c = new Collector({
+      targets: [{ url, label: '10.0.0.9:5432' }],
+      profile,
+      profileRef: 'seed-001',
+      intervalMs: 1000,
+      predict: async () => {
+        if (++cycle === 1) return fakePrediction(url, 1.5, '0/1000');
+        await pgWalRecords(
+          dir,
+          [{ tli: 1, beginLsn: 0, endLsn: null }],
+          from,
+          to,
+          () => {
+            // The scrape is sent once the read is under way; its answer is noted when it comes.
+            if (++read === 1000)
+              scrape = fetch(`http://127.0.0.1:${srv.address.port}/metrics`).then(async (r) => {
+                answered = { atRecord: read, body: await r.text() };
+              });
+          },
+          15,
+        );
+        return fakePrediction(url, 9.5, '0/2000');
+      },
+    });
+    const srv = await startMetricsServer(
+      '127.0.0.1',
+      0,
+      exporterRegistry(() => c.snapshot(), {
+        name: 'seed-001',
+        ref: 'seed-001',
+        profile,
+      }),
+      null,
+    );
+    try {
+      await c.runCycle();
+      await c.runCycle();
+      await scrape;
+      expect(read).toBe(noops.length);
+      const a = answered as { atRecord: number; body: string } | null;
+      expect(a).not.toBeNull();
+      // Answered while the second cycle was still reading, with the first cycle's prediction.
+      expect(a!.atRecord).toBeLessThan(noops.length);
+      const m = parsePromText(a!.body);
+      expect(sampleValue(m, 'walsim_exporter_cycles_total', {})).toBe(1);
+      expect(
+        sampleValue(m, 'walsim_standby_predicted_writable_seconds', { standby: '10.0.0.9:5432' }),
+      ).toBe(1.5);
+    } finally {
+      await srv.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

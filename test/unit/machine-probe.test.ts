@@ -9,7 +9,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProfile } from '../../cost-model/profile.ts';
-import { scaleProfileByProbe, type MachineProbe } from '../../cost-model/machine-scale.ts';
+import {
+  medianProbe,
+  scaleProfileByProbe,
+  type MachineProbe,
+} from '../../cost-model/machine-scale.ts';
 import {
   formatProbe,
   poolOfPgdata,
@@ -56,6 +60,34 @@ describe('scaling a profile by the machine probe', () => {
   it('a figure missing or zero on either side scales nothing of its own', () => {
     const { scaled } = scaleProfileByProbe(base, { ...there, fsyncS: 0 }, here);
     expect(scaled.map((t) => t.probe)).toEqual(['createUnlinkS', 'scanPerDescriptorS']);
+  });
+});
+
+describe("the calibration machine's probe: the median of its runs' probes", () => {
+  it("takes each figure's median on its own, leaving out figures that are not positive", () => {
+    const p = (fsyncS: number, createUnlinkS: number, scanPerDescriptorS: number, n: number) => ({
+      fsyncS,
+      createUnlinkS,
+      scanPerDescriptorS,
+      scanDescriptors: n,
+    });
+    expect(
+      medianProbe([
+        p(1e-3, 9e-5, 2e-9, 16384),
+        p(3e-3, 1e-5, 1e-9, 2621440),
+        p(2e-3, 5e-5, 0, 131072),
+      ]),
+    ).toEqual({
+      fsyncS: 2e-3,
+      createUnlinkS: 5e-5,
+      scanPerDescriptorS: (1e-9 + 2e-9) / 2, // the zero left out: two figures
+      scanDescriptors: 131072,
+    });
+    // An even count: the mean of the middle two.
+    expect(medianProbe([p(1e-3, 1e-5, 1e-9, 2), p(4e-3, 3e-5, 3e-9, 4)])).toEqual(
+      p((1e-3 + 4e-3) / 2, (1e-5 + 3e-5) / 2, (1e-9 + 3e-9) / 2, 3),
+    );
+    expect(medianProbe([])).toBeNull();
   });
 });
 

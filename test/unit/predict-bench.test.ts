@@ -272,6 +272,16 @@ describe('predicted against measured', () => {
       recordsReplayed: 800,
     });
     expect(stored.startupBlockedMs).toBeUndefined();
+    expect(stored.probe).toBeUndefined(); // a run from before the probe carries none
+    const probe = {
+      fsyncS: 1e-3,
+      createUnlinkS: 2e-5,
+      scanPerDescriptorS: 1e-9,
+      scanDescriptors: 9,
+    };
+    expect(
+      storedRunOfBench(c!, { ...run('vacuum:50@128MB', 2, 0.25, 0.1), probe }, false).probe,
+    ).toEqual(probe);
     const [back] = recordsFromStored([stored], [c!]);
     expect(back).toMatchObject({
       failoverMs: 250,

@@ -4,7 +4,8 @@
  * records are built as bytes of each major (test/helpers/pg-wal-build.ts), read by pg-wal/ and
  * turned into predict's records as a real standby's are (scripts/predict/pg-wal-source.ts): each
  * is priced as the redo routine it is, not by the generic constant, and its FSM update is counted
- * as its redo does it (13–16 always; 17+ only when the flags say line pointers changed).
+ * as its redo does it (13–16 always; 17+ only when the flags say line pointers changed; VISIBLE
+ * always, on its heap page).
  */
 import { describe, expect, it } from 'vitest';
 import type { PgMajor } from '../../pg-wal/format.ts';
@@ -87,6 +88,29 @@ describe("each major's pruning records in the replay model", () => {
     expect(r13.types.map((t) => [t.type, t.kind])).toEqual([['CLEAN', 'HEAP2_PRUNE']]);
     expect(r13.genericRecords).toBe(0);
     expect(r13.counts.fsmUpdates).toBe(1);
+  });
+
+  it('VISIBLE updates the FSM of its heap page (block reference 1) in every major', async () => {
+    for (const major of [13, 14, 15, 16, 17, 18] as const) {
+      const main = Buffer.alloc(5);
+      main[4] = 0x03; // VISIBILITYMAP_ALL_VISIBLE | VISIBILITYMAP_ALL_FROZEN
+      const r = await replayed(major, [
+        {
+          rmid: HEAP2,
+          info: 0x40,
+          xid: 0,
+          blocks: [
+            { id: 0, fork: 2, node: REL, block: 0 },
+            { id: 1, node: REL, block: 7 },
+          ],
+          main,
+        },
+      ]);
+      expect(r.types.map((t) => [t.type, t.kind])).toEqual([['VISIBLE', 'HEAP2_VISIBLE']]);
+      expect(r.counts.fsmUpdates).toBe(1);
+      // The FSM fork is read (its size asked, as XLogReadBufferExtended does), not the VM's twice.
+      expect(r.counts.smgr.nblocks[1]).toBe(1);
+    }
   });
 
   it("17+ through pg_walinspect's description: the item counts decide the FSM update", () => {

@@ -1,0 +1,364 @@
+;; The pg-wal/ reader's hot loop in WebAssembly: CRC-32C (slice-by-16, PostgreSQL's polynomial) and
+;; a walk over the records that lie whole inside one validated page, each checked as
+;; ValidXLogRecordHeader, ValidXLogRecord and DecodeXLogRecord check it (xlogreader.c). It only
+;; says yes or stops: on any doubt it returns, and the TypeScript reader (reader.ts) reads that
+;; record again with every check and PostgreSQL's message. Source of scan-wasm-bytes.ts
+;; (rebuilt by scripts/package/scan-wasm.ts; test/unit/pg-wal-scan-wasm.test.ts checks the bytes).
+;;
+;; Memory (imported, laid out by scan-wasm.ts): [0, 16384) the sixteen CRC tables, TABLE[k][b] at
+;; k * 1024 + b * 4, the CRC of byte b followed by k zero bytes; then scan's output, a column per
+;; value, 4096 records: [16384) window address i32, [32768) FPI bytes i32, [49152) xl_tot_len i32,
+;; [65536) LSN f64, [98304) end LSN f64, [131072) xl_rmid u8, [135168) xl_info u8; everything
+;; from 139264 on is the caller's.
+(module
+  (import "env" "memory" (memory 1))
+
+  ;; COMP_CRC32C over [i, end): the running (unfinished) state in, the new state out. Slice-by-16
+  ;; (sixteen table lookups per 16 bytes, whose chains overlap), then 8, 4 and single bytes.
+  (func $crc (export "crc") (param $c i32) (param $i i32) (param $end i32) (result i32)
+    (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32)
+    (block $done16
+      (loop $sixteen
+        (br_if $done16 (i32.lt_s (i32.sub (local.get $end) (local.get $i)) (i32.const 16)))
+        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
+        (local.set $w1 (i32.load offset=4 (local.get $i)))
+        (local.set $w2 (i32.load offset=8 (local.get $i)))
+        (local.set $w3 (i32.load offset=12 (local.get $i)))
+        (local.set $c
+          (i32.xor
+            (i32.xor
+              (i32.xor
+                (i32.xor
+                  (i32.load offset=15360
+                    (i32.shl (i32.and (local.get $w0) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=14336
+                    (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
+                      (i32.const 2))))
+                (i32.xor
+                  (i32.load offset=13312
+                    (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=12288
+                    (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
+                      (i32.const 2)))))
+              (i32.xor
+                (i32.xor
+                  (i32.load offset=11264
+                    (i32.shl (i32.and (local.get $w1) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=10240
+                    (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 8)) (i32.const 255))
+                      (i32.const 2))))
+                (i32.xor
+                  (i32.load offset=9216
+                    (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 16)) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=8192
+                    (i32.shl (i32.shr_u (local.get $w1) (i32.const 24))
+                      (i32.const 2))))))
+            (i32.xor
+              (i32.xor
+                (i32.xor
+                  (i32.load offset=7168
+                    (i32.shl (i32.and (local.get $w2) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=6144
+                    (i32.shl (i32.and (i32.shr_u (local.get $w2) (i32.const 8)) (i32.const 255))
+                      (i32.const 2))))
+                (i32.xor
+                  (i32.load offset=5120
+                    (i32.shl (i32.and (i32.shr_u (local.get $w2) (i32.const 16)) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=4096
+                    (i32.shl (i32.shr_u (local.get $w2) (i32.const 24))
+                      (i32.const 2)))))
+              (i32.xor
+                (i32.xor
+                  (i32.load offset=3072
+                    (i32.shl (i32.and (local.get $w3) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load offset=2048
+                    (i32.shl (i32.and (i32.shr_u (local.get $w3) (i32.const 8)) (i32.const 255))
+                      (i32.const 2))))
+                (i32.xor
+                  (i32.load offset=1024
+                    (i32.shl (i32.and (i32.shr_u (local.get $w3) (i32.const 16)) (i32.const 255))
+                      (i32.const 2)))
+                  (i32.load
+                    (i32.shl (i32.shr_u (local.get $w3) (i32.const 24))
+                      (i32.const 2))))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $sixteen)))
+    (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 8))
+      (then
+        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
+        (local.set $w1 (i32.load offset=4 (local.get $i)))
+        (local.set $c
+          (i32.xor
+            (i32.xor
+              (i32.xor
+                (i32.load offset=7168
+                  (i32.shl (i32.and (local.get $w0) (i32.const 255))
+                    (i32.const 2)))
+                (i32.load offset=6144
+                  (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
+                    (i32.const 2))))
+              (i32.xor
+                (i32.load offset=5120
+                  (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
+                    (i32.const 2)))
+                (i32.load offset=4096
+                  (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
+                    (i32.const 2)))))
+            (i32.xor
+              (i32.xor
+                (i32.load offset=3072
+                  (i32.shl (i32.and (local.get $w1) (i32.const 255))
+                    (i32.const 2)))
+                (i32.load offset=2048
+                  (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 8)) (i32.const 255))
+                    (i32.const 2))))
+              (i32.xor
+                (i32.load offset=1024
+                  (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 16)) (i32.const 255))
+                    (i32.const 2)))
+                (i32.load
+                  (i32.shl (i32.shr_u (local.get $w1) (i32.const 24))
+                    (i32.const 2)))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 8)))))
+    (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 4))
+      (then
+        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
+        (local.set $c
+          (i32.xor
+            (i32.xor
+              (i32.load offset=3072
+                (i32.shl (i32.and (local.get $w0) (i32.const 255))
+                  (i32.const 2)))
+              (i32.load offset=2048
+                (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
+                  (i32.const 2))))
+            (i32.xor
+              (i32.load offset=1024
+                (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
+                  (i32.const 2)))
+              (i32.load
+                (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
+                  (i32.const 2))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 4)))))
+    (block $tail_done
+      (loop $tail
+        (br_if $tail_done (i32.ge_u (local.get $i) (local.get $end)))
+        (local.set $c
+          (i32.xor
+            (i32.load
+              (i32.shl
+                (i32.and (i32.xor (local.get $c) (i32.load8_u (local.get $i))) (i32.const 255))
+                (i32.const 2)))
+            (i32.shr_u (local.get $c) (i32.const 8))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $tail)))
+    (local.get $c))
+
+  ;; ValidXLogRecord: CRC-32C of the bytes after the 24-byte header, then of the header up to
+  ;; xl_crc (offset 20), finished, equal to xl_crc. 1 when equal.
+  (func $crc_ok (export "recordCrcOk") (param $o i32) (param $tot i32) (result i32)
+    (i32.eq
+      (i32.xor
+        (call $crc
+          (call $crc (i32.const -1) (i32.add (local.get $o) (i32.const 24))
+            (i32.add (local.get $o) (local.get $tot)))
+          (local.get $o) (i32.add (local.get $o) (i32.const 20)))
+        (i32.const -1))
+      (i32.load offset=20 (local.get $o))))
+
+  ;; DecodeXLogRecord's checks of the header fragments of the record at $o (xl_tot_len $tot):
+  ;; block headers in order (data length against BKPBLOCK_HAS_DATA, the image header's hole and
+  ;; compression, BKPBLOCK_SAME_REL after a relation), origin, top-level xid (flags bit 0),
+  ;; main data last, and everything adding up to xl_tot_len. The bytes of full-page images
+  ;; (bimg_len summed), or -1 when any check fails. $comp: the major's BKPIMAGE_COMPRESSED bits.
+  (func $fragments (param $o i32) (param $tot i32) (param $xid_ok i32) (param $comp i32)
+    (result i32)
+    (local $p i32) (local $end i32) (local $datatotal i32) (local $max_id i32) (local $rel i32)
+    (local $fpi i32) (local $id i32) (local $flags i32) (local $len i32) (local $hoff i32)
+    (local $hlen i32) (local $binfo i32) (local $hole i32) (local $compressed i32)
+    (local.set $p (i32.add (local.get $o) (i32.const 24)))
+    (local.set $end (i32.add (local.get $o) (local.get $tot)))
+    (local.set $max_id (i32.const -1))
+    (block $bad
+      (block $main
+        (loop $next
+          ;; while (end - p > datatotal): every length here is below 2^31 (the record is
+          ;; inside one page and a long main data length is refused above xl_tot_len).
+          (br_if $main
+            (i32.le_s (i32.sub (local.get $end) (local.get $p)) (local.get $datatotal)))
+          (local.set $id (i32.load8_u (local.get $p)))
+          (local.set $p (i32.add (local.get $p) (i32.const 1)))
+          ;; XLR_BLOCK_ID_DATA_SHORT
+          (if (i32.eq (local.get $id) (i32.const 255))
+            (then
+              (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 1)))
+              (local.set $datatotal
+                (i32.add (local.get $datatotal) (i32.load8_u (local.get $p))))
+              (local.set $p (i32.add (local.get $p) (i32.const 1)))
+              (br $main)))
+          ;; XLR_BLOCK_ID_DATA_LONG
+          (if (i32.eq (local.get $id) (i32.const 254))
+            (then
+              (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 4)))
+              (local.set $len (i32.load (local.get $p)))
+              (br_if $bad (i32.gt_u (local.get $len) (local.get $tot)))
+              (local.set $datatotal (i32.add (local.get $datatotal) (local.get $len)))
+              (local.set $p (i32.add (local.get $p) (i32.const 4)))
+              (br $main)))
+          ;; XLR_BLOCK_ID_ORIGIN
+          (if (i32.eq (local.get $id) (i32.const 253))
+            (then
+              (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 2)))
+              (local.set $p (i32.add (local.get $p) (i32.const 2)))
+              (br $next)))
+          ;; XLR_BLOCK_ID_TOPLEVEL_XID (14+)
+          (if (i32.and (i32.eq (local.get $id) (i32.const 252)) (local.get $xid_ok))
+            (then
+              (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 4)))
+              (local.set $p (i32.add (local.get $p) (i32.const 4)))
+              (br $next)))
+          ;; A block header, id 0–32, ids increasing.
+          (br_if $bad (i32.gt_u (local.get $id) (i32.const 32)))
+          (br_if $bad (i32.le_s (local.get $id) (local.get $max_id)))
+          (local.set $max_id (local.get $id))
+          (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 3)))
+          (local.set $flags (i32.load8_u (local.get $p)))
+          (local.set $len (i32.load16_u offset=1 (local.get $p)))
+          (local.set $p (i32.add (local.get $p) (i32.const 3)))
+          ;; BKPBLOCK_HAS_DATA (0x20) exactly when there is data.
+          (br_if $bad
+            (i32.ne (i32.eqz (i32.and (local.get $flags) (i32.const 0x20)))
+              (i32.eqz (local.get $len))))
+          (local.set $datatotal (i32.add (local.get $datatotal) (local.get $len)))
+          ;; BKPBLOCK_HAS_IMAGE (0x10): the 5-byte image header, + 2 for a compressed hole.
+          (if (i32.and (local.get $flags) (i32.const 0x10))
+            (then
+              (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 5)))
+              (local.set $len (i32.load16_u (local.get $p)))
+              (local.set $hoff (i32.load16_u offset=2 (local.get $p)))
+              (local.set $binfo (i32.load8_u offset=4 (local.get $p)))
+              (local.set $p (i32.add (local.get $p) (i32.const 5)))
+              (local.set $hole (i32.and (local.get $binfo) (i32.const 1)))
+              (local.set $compressed
+                (i32.ne (i32.and (local.get $binfo) (local.get $comp)) (i32.const 0)))
+              (local.set $hlen (i32.sub (i32.const 8192) (local.get $len)))
+              (if (local.get $compressed)
+                (then
+                  (local.set $hlen (i32.const 0))
+                  (if (local.get $hole)
+                    (then
+                      (br_if $bad
+                        (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 2)))
+                      (local.set $hlen (i32.load16_u (local.get $p)))
+                      (local.set $p (i32.add (local.get $p) (i32.const 2)))))))
+              ;; The four cross-checks of DecodeXLogRecord.
+              (if (local.get $hole)
+                (then
+                  (br_if $bad (i32.eqz (local.get $hoff)))
+                  (br_if $bad (i32.eqz (local.get $hlen)))
+                  (br_if $bad (i32.eq (local.get $len) (i32.const 8192))))
+                (else
+                  (br_if $bad (i32.ne (local.get $hoff) (i32.const 0)))
+                  (br_if $bad (i32.ne (local.get $hlen) (i32.const 0)))))
+              (br_if $bad
+                (i32.and (local.get $compressed) (i32.eq (local.get $len) (i32.const 8192))))
+              (br_if $bad
+                (i32.and
+                  (i32.eqz (i32.or (local.get $hole) (local.get $compressed)))
+                  (i32.ne (local.get $len) (i32.const 8192))))
+              (local.set $datatotal (i32.add (local.get $datatotal) (local.get $len)))
+              (local.set $fpi (i32.add (local.get $fpi) (local.get $len)))))
+          ;; RelFileNode unless BKPBLOCK_SAME_REL (0x80), which needs an earlier one.
+          (if (i32.and (local.get $flags) (i32.const 0x80))
+            (then (br_if $bad (i32.eqz (local.get $rel))))
+            (else
+              (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 12)))
+              (local.set $p (i32.add (local.get $p) (i32.const 12)))
+              (local.set $rel (i32.const 1))))
+          ;; The block number.
+          (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 4)))
+          (local.set $p (i32.add (local.get $p) (i32.const 4)))
+          (br $next)))
+      (br_if $bad (i32.ne (i32.sub (local.get $end) (local.get $p)) (local.get $datatotal)))
+      (return (local.get $fpi)))
+    (i32.const -1))
+
+  ;; $fragments for one record the TypeScript reader assembled (or read) itself: its full-page
+  ;; image bytes, or -1 when DecodeXLogRecord would refuse it. flags as for scan.
+  (func (export "recordFpi") (param $o i32) (param $tot i32) (param $flags i32) (result i32)
+    (call $fragments (local.get $o) (local.get $tot)
+      (i32.and (local.get $flags) (i32.const 1))
+      (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))))
+
+;; The records from $o on that lie whole inside [.., $limit) (the page's end, or the range's),
+  ;; each accepted as the TypeScript hot path accepts one: xl_tot_len at least 24 and inside the
+  ;; limit, a known rmgr id (flags bit 1: 128–255 are custom rmgrs, 15+), xl_prev equal to the
+  ;; record before (the first: $prev_lo/$prev_hi), not an XLOG SWITCH, CRC-32C matching, the
+  ;; fragments adding up. Writes each record's values into the output columns from index $at on;
+  ;; stops after $max records or before the first it does not accept; returns how many.
+  ;; $base_lo/$base_hi: the LSN of address 0 (two's complement: it may be below 0).
+  ;; flags: bit 0 top-level xid (14+), bit 1 custom rmgrs (15+), bits 8–15 BKPIMAGE_COMPRESSED.
+  (func (export "scan") (param $o i32) (param $limit i32) (param $prev_lo i32) (param $prev_hi i32)
+    (param $base_lo i32) (param $base_hi i32) (param $at i32) (param $max i32) (param $flags i32)
+    (result i32)
+    (local $n i32) (local $tot i32) (local $rmid i32) (local $fpi i32) (local $lsn i64)
+    (local $base i64) (local $next i32) (local $i i32)
+    (local.set $base
+      (i64.or (i64.shl (i64.extend_i32_u (local.get $base_hi)) (i64.const 32))
+        (i64.extend_i32_u (local.get $base_lo))))
+    (block $stop
+      (loop $more
+        (br_if $stop (i32.ge_u (local.get $n) (local.get $max)))
+        (br_if $stop (i32.gt_u (i32.add (local.get $o) (i32.const 24)) (local.get $limit)))
+        (local.set $tot (i32.load (local.get $o)))
+        (br_if $stop (i32.lt_u (local.get $tot) (i32.const 24)))
+        (br_if $stop (i32.gt_u (local.get $tot) (i32.sub (local.get $limit) (local.get $o))))
+        (local.set $rmid (i32.load8_u offset=17 (local.get $o)))
+        (if (i32.gt_u (local.get $rmid) (i32.const 21))
+          (then
+            (br_if $stop (i32.eqz (i32.and (local.get $flags) (i32.const 2))))
+            (br_if $stop (i32.lt_u (local.get $rmid) (i32.const 128)))))
+        (br_if $stop (i32.ne (i32.load offset=8 (local.get $o)) (local.get $prev_lo)))
+        (br_if $stop (i32.ne (i32.load offset=12 (local.get $o)) (local.get $prev_hi)))
+        ;; XLOG SWITCH moves the next record to the next segment: the TypeScript path does it.
+        (br_if $stop
+          (i32.and (i32.eqz (local.get $rmid))
+            (i32.eq (i32.and (i32.load8_u offset=16 (local.get $o)) (i32.const 0xf0))
+              (i32.const 0x40))))
+        (br_if $stop (i32.eqz (call $crc_ok (local.get $o) (local.get $tot))))
+        (local.set $fpi
+          (call $fragments (local.get $o) (local.get $tot)
+            (i32.and (local.get $flags) (i32.const 1))
+            (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))))
+        (br_if $stop (i32.lt_s (local.get $fpi) (i32.const 0)))
+        ;; MAXALIGN: the next record starts on an 8-byte boundary.
+        (local.set $next
+          (i32.and (i32.add (i32.add (local.get $o) (local.get $tot)) (i32.const 7))
+            (i32.const -8)))
+        (local.set $lsn (i64.add (local.get $base) (i64.extend_i32_u (local.get $o))))
+        (local.set $i (i32.add (local.get $at) (local.get $n)))
+        (i32.store offset=16384 (i32.shl (local.get $i) (i32.const 2)) (local.get $o))
+        (i32.store offset=32768 (i32.shl (local.get $i) (i32.const 2)) (local.get $fpi))
+        (i32.store offset=49152 (i32.shl (local.get $i) (i32.const 2)) (local.get $tot))
+        (f64.store offset=65536 (i32.shl (local.get $i) (i32.const 3))
+          (f64.convert_i64_u (local.get $lsn)))
+        (f64.store offset=98304 (i32.shl (local.get $i) (i32.const 3))
+          (f64.convert_i64_u
+            (i64.add (local.get $lsn)
+              (i64.extend_i32_u (i32.sub (local.get $next) (local.get $o))))))
+        (i32.store8 offset=131072 (local.get $i) (local.get $rmid))
+        (i32.store8 offset=135168 (local.get $i) (i32.load8_u offset=16 (local.get $o)))
+        (local.set $n (i32.add (local.get $n) (i32.const 1)))
+        (local.set $prev_lo (i32.wrap_i64 (local.get $lsn)))
+        (local.set $prev_hi (i32.wrap_i64 (i64.shr_u (local.get $lsn) (i64.const 32))))
+        (local.set $o (local.get $next))
+        (br $more)))
+    (local.get $n))
+)
