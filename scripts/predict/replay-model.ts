@@ -87,6 +87,8 @@ const ALWAYS_FSM_TYPES: ReadonlySet<string> = new Set(['CLEAN', 'PRUNE', 'VACUUM
  * were priced by the generic constant and left out of a calibration's counts.
  */
 const PG_KIND_ALIASES: Readonly<Record<string, PgRecordKind>> = {
+  // heap_redo replays a HOT update with heap_xlog_update (hot_update = true): one tuple, one page.
+  'Heap/HOT_UPDATE': 'HEAP_UPDATE',
   'Heap2/CLEAN': 'HEAP2_PRUNE',
   'Heap2/PRUNE_ON_ACCESS': 'HEAP2_PRUNE',
   'Heap2/PRUNE_VACUUM_SCAN': 'HEAP2_PRUNE',
@@ -99,7 +101,7 @@ const PG_KIND_ALIASES: Readonly<Record<string, PgRecordKind>> = {
  * re-initialised) is the same redo routine.
  */
 export function pgKindOf(rmgr: string, type: string): PgRecordKind | null {
-  const alias = PG_KIND_ALIASES[`${rmgr}/${type}`];
+  const alias = PG_KIND_ALIASES[`${rmgr}/${type.replace(/\+INIT$/, '')}`];
   if (alias !== undefined) return alias;
   const prefix = RMGR_PREFIX[rmgr];
   if (prefix === undefined) return null;

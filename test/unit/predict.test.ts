@@ -106,6 +106,10 @@ describe('pg_waldump lines and pg_walinspect rows', () => {
     expect(pgKindOf('Standby', 'LOCK')).toBe('STANDBY_LOCK');
     // COPY's record: a page-level kind of its own (its tuples are counted apart: multiInsertTuples).
     expect(pgKindOf('Heap2', 'MULTI_INSERT+INIT')).toBe('HEAP2_MULTI_INSERT');
+    // A HOT update is replayed by heap_xlog_update too (heap_redo: hot_update = true): one tuple,
+    // one page. Priced as generic, a backlog of HOT updates was priced at a page-level record's cost.
+    expect(pgKindOf('Heap', 'HOT_UPDATE')).toBe('HEAP_UPDATE');
+    expect(pgKindOf('Heap', 'HOT_UPDATE+INIT')).toBe('HEAP_UPDATE');
     expect(pgKindOf('Btree', 'SPLIT_L')).toBeNull();
     expect(pgKindOf('Standby', 'RUNNING_XACTS')).toBeNull();
   });
