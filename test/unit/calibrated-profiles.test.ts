@@ -1,8 +1,9 @@
 /**
- * The shipped calibrated profiles (cost-model/profiles/pg15-calibrated-*.json) are reproducible:
- * fitting again the measurements each one stores (fit.records, and fit.walCounts — the counts
- * predict read from the real WAL — where present, else the walsim twins' counts) with its target
- * and cache tier gives its constants exactly. No PostgreSQL, no timing.
+ * The shipped calibrated profiles (cost-model/profiles/pgN-calibrated-*.json, a pair per major
+ * calibrated, each naming its major) are reproducible: fitting again the measurements each one
+ * stores (fit.records, and fit.walCounts — the counts predict read from the real WAL — where
+ * present, else the walsim twins' counts) with its target and cache tier gives its constants
+ * exactly. No PostgreSQL, no timing.
  */
 import { describe, expect, it } from 'vitest';
 import { builtinProfileNames, loadProfile, profilePath } from '../../cost-model/profile.ts';
@@ -19,11 +20,20 @@ import {
 } from '../../scripts/calibration/design.ts';
 import * as fs from 'node:fs';
 
-const shipped = builtinProfileNames().filter((n) => n.startsWith('pg15-calibrated-'));
+const shipped = builtinProfileNames().filter((n) => /^pg\d+-calibrated-/.test(n));
 
 describe('shipped calibrated profiles', () => {
-  it('there is one for each target', () => {
-    expect(shipped).toEqual(['pg15-calibrated-uncontended', 'pg15-calibrated-wall']);
+  it('there is one for each target, per major, and each names the major it was fitted on', () => {
+    const majors = [...new Set(shipped.map((n) => Number(/^pg(\d+)/.exec(n)![1])))];
+    expect(majors).toContain(15);
+    for (const m of majors) {
+      expect(shipped.filter((n) => n.startsWith(`pg${m}-`))).toEqual([
+        `pg${m}-calibrated-uncontended`,
+        `pg${m}-calibrated-wall`,
+      ]);
+      for (const t of ['uncontended', 'wall'])
+        expect(loadProfile(`pg${m}-calibrated-${t}`).pgMajor).toBe(m);
+    }
   });
 
   for (const name of shipped) {
