@@ -23,13 +23,19 @@ export class PgWalColumns {
   /** Bytes of full-page images (pg_waldump's "fpi"; the "rec" length is total − fpi). */
   readonly fpiLength: Uint32Array;
 
-  constructor(readonly capacity: number) {
-    this.lsn = new Float64Array(capacity);
-    this.endLsn = new Float64Array(capacity);
-    this.rmid = new Uint8Array(capacity);
-    this.info = new Uint8Array(capacity);
-    this.totalLength = new Uint32Array(capacity);
-    this.fpiLength = new Uint32Array(capacity);
+  /** `arrays`: where the values live (the reader's WebAssembly memory writes them there too). */
+  constructor(
+    readonly capacity: number,
+    arrays: Pick<PgWalColumns, 'lsn' | 'endLsn' | 'rmid' | 'info' | 'totalLength' | 'fpiLength'>,
+  ) {
+    ({
+      lsn: this.lsn,
+      endLsn: this.endLsn,
+      rmid: this.rmid,
+      info: this.info,
+      totalLength: this.totalLength,
+      fpiLength: this.fpiLength,
+    } = arrays);
   }
 
   /** Append one record's values. */

@@ -36,7 +36,7 @@ import {
   type PgWalRecord,
 } from './record.ts';
 import { RM_XLOG_ID } from './rmgr-names.ts';
-import { ScanMemory } from './scan-wasm.ts';
+import { ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
 import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
 
 export interface PgWalReadOptions {
@@ -152,8 +152,9 @@ export class PgWalReader {
    * refilled per batch and valid until the next: what `pg_waldump --stats=record` needs, with
    * every check PostgreSQL makes, and no object per record (nor the main data predict decodes).
    */
-  async *columns(max = 4096): AsyncGenerator<PgWalColumns> {
-    const cols = new PgWalColumns(max);
+  async *columns(max = SCAN_OUT_MAX): AsyncGenerator<PgWalColumns> {
+    const cols = this.mem.columns;
+    max = Math.min(max, cols.capacity);
     try {
       while (this.end === null) {
         cols.length = 0;
@@ -278,25 +279,42 @@ export class PgWalReader {
     const limit = Math.min(pageOff + XLOG_BLCKSZ, this.endLsn - this.winStart);
     if (limit < pageOff + recOff + SIZE_OF_XLOG_RECORD) return 0;
     const win = this.win;
+    if (cols !== null) {
+      const at = cols.length;
+      const k = this.mem.scanPage(
+        win,
+        pageOff + recOff,
+        limit,
+        this.winStart,
+        prev,
+        at,
+        max,
+        this.scanFlags,
+      );
+      if (k === 0) return 0;
+      cols.length += k;
+      this.prevLsn = cols.lsn[at + k - 1]!;
+      this.next = cols.endLsn[at + k - 1]!;
+      return k;
+    }
     const n = this.mem.scanPage(
       win,
       pageOff + recOff,
       limit,
       this.winStart,
       prev,
+      0,
       max,
       this.scanFlags,
     );
-    const res = this.mem.out;
-    const at = win.byteOffset;
+    const addresses = this.mem.addresses;
+    const w = win.byteOffset;
     const fmt = this.fmt!;
     for (let i = 0; i < n; i++) {
-      const off = res[2 * i]! - at;
+      const off = addresses[i]! - w;
       const l = this.winStart + off;
-      const tot = u32(win, off);
-      const end = l + maxAlign(tot);
-      if (out !== null) out.push(decodeRecord(win, off, l, end, fmt));
-      else cols!.push(l, end, win[off + 17]!, win[off + 16]!, tot, res[2 * i + 1]!);
+      const end = l + maxAlign(u32(win, off));
+      out!.push(decodeRecord(win, off, l, end, fmt));
       this.prevLsn = l;
       this.next = end;
     }

@@ -10,17 +10,18 @@
  */
 import { assert } from '../common/assert.ts';
 import { crc32cTables } from '../wal/crc32c.ts';
+import { PgWalColumns } from './columns.ts';
 import { recordCrcOk as recordCrcOkTs } from './record.ts';
 import { SCAN_WASM_BASE64 } from './scan-wasm-bytes.ts';
 
 const WASM_PAGE = 65536;
 /** [0, 16 KB): the sixteen CRC tables scan.wat reads at fixed offsets. */
 const TABLES_AT = 0;
-/** The scan's output: (window address, fpi bytes) per record. */
-const OUT_AT = 16384;
-/** Records one scanPage call reports at most. */
+/** The scan's output columns (scan.wat's header says where each is), for this many records. */
 export const SCAN_OUT_MAX = 4096;
-const ASM_AT = OUT_AT + SCAN_OUT_MAX * 8;
+const OUT = { address: 16384, fpi: 32768, tot: 49152, lsn: 65536, end: 98304, rmid: 131072 };
+const OUT_INFO = 135168;
+const ASM_AT = OUT_INFO + SCAN_OUT_MAX;
 /** Records up to this length are reassembled inside the memory (an FPI record is ~8 kB). */
 const ASM_BYTES = 256 * 1024;
 /** Windows start on a WebAssembly page (and so on an 8 kB WAL page: MAXALIGN holds). */
@@ -70,8 +71,10 @@ export class ScanMemory {
   readonly windows: [Buffer, Buffer];
   /** The reassembly region (ASM_BYTES), inside the memory. */
   readonly asm: Buffer;
-  /** The scan's output, as (address, fpi bytes) pairs. */
-  readonly out: Int32Array;
+  /** The scan's output: each record's window address. */
+  readonly addresses: Int32Array;
+  /** The scan's output as columns; `PgWalColumns` pushes into the same arrays. */
+  readonly columns: PgWalColumns;
   private readonly memory: WebAssembly.Memory;
   private readonly wasm: ScanExports;
 
@@ -83,7 +86,15 @@ export class ScanMemory {
     this.wasm = instance.exports as unknown as ScanExports;
     const buf = this.memory.buffer;
     new Int32Array(buf, TABLES_AT, 16 * 256).set(sixteenTables());
-    this.out = new Int32Array(buf, OUT_AT, SCAN_OUT_MAX * 2);
+    this.addresses = new Int32Array(buf, OUT.address, SCAN_OUT_MAX);
+    this.columns = new PgWalColumns(SCAN_OUT_MAX, {
+      lsn: new Float64Array(buf, OUT.lsn, SCAN_OUT_MAX),
+      endLsn: new Float64Array(buf, OUT.end, SCAN_OUT_MAX),
+      rmid: new Uint8Array(buf, OUT.rmid, SCAN_OUT_MAX),
+      info: new Uint8Array(buf, OUT_INFO, SCAN_OUT_MAX),
+      totalLength: new Uint32Array(buf, OUT.tot, SCAN_OUT_MAX),
+      fpiLength: new Uint32Array(buf, OUT.fpi, SCAN_OUT_MAX),
+    });
     this.asm = Buffer.from(buf, ASM_AT, ASM_BYTES);
     this.windows = [
       Buffer.from(buf, WINDOWS_AT, windowBytes),
@@ -110,8 +121,9 @@ export class ScanMemory {
 
   /**
    * scan.wat's `scan` over window `win` from offset `off` up to offset `limit`: how many records
-   * it accepted (their offsets in `win` and fpi bytes are in `out`, as window addresses).
-   * `winLsn`: the LSN of the window's first byte; `prev`: the LSN the first xl_prev must equal.
+   * it accepted (at most `max`), their values written into `columns` from index `at` on (and their window
+   * addresses into `addresses`). `winLsn`: the LSN of the window's first byte; `prev`: the LSN
+   * the first xl_prev must equal.
    */
   scanPage(
     win: Buffer,
@@ -119,22 +131,22 @@ export class ScanMemory {
     limit: number,
     winLsn: number,
     prev: number,
+    at: number,
     max: number,
     flags: number,
   ): number {
     assert(win.buffer === this.memory.buffer, 'the scan reads a window of its memory');
-    const at = win.byteOffset;
-    const base = winLsn - at;
-    const n = Math.min(max, SCAN_OUT_MAX);
-    const w = this.wasm;
-    return w.scan(
-      at + off,
-      at + limit,
+    const w = win.byteOffset;
+    const base = winLsn - w;
+    const n = Math.min(max, SCAN_OUT_MAX - at);
+    return this.wasm.scan(
+      w + off,
+      w + limit,
       lo32(prev),
       hi32(prev),
       lo32(base),
       hi32(base),
-      OUT_AT,
+      at,
       n,
       flags,
     );

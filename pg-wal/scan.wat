@@ -3,10 +3,13 @@
 ;; ValidXLogRecordHeader, ValidXLogRecord and DecodeXLogRecord check it (xlogreader.c). It only
 ;; says yes or stops: on any doubt it returns, and the TypeScript reader (reader.ts) reads that
 ;; record again with every check and PostgreSQL's message. Source of scan-wasm-bytes.ts
-;; (rebuilt by scripts/build/scan-wasm.ts; test/unit/pg-wal-scan-wasm.test.ts checks the bytes).
+;; (rebuilt by scripts/package/scan-wasm.ts; test/unit/pg-wal-scan-wasm.test.ts checks the bytes).
 ;;
 ;; Memory (imported, laid out by scan-wasm.ts): [0, 16384) the sixteen CRC tables, TABLE[k][b] at
-;; k * 1024 + b * 4, the CRC of byte b followed by k zero bytes; everything else is the caller's.
+;; k * 1024 + b * 4, the CRC of byte b followed by k zero bytes; then scan's output, a column per
+;; value, 4096 records: [16384) window address i32, [32768) FPI bytes i32, [49152) xl_tot_len i32,
+;; [65536) LSN f64, [98304) end LSN f64, [131072) xl_rmid u8, [135168) xl_info u8; everything
+;; from 139264 on is the caller's.
 (module
   (import "env" "memory" (memory 1))
 
@@ -294,23 +297,24 @@
       (i32.and (local.get $flags) (i32.const 1))
       (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))))
 
-  ;; The records from $o on that lie whole inside [.., $limit) (the page's end, or the range's),
+;; The records from $o on that lie whole inside [.., $limit) (the page's end, or the range's),
   ;; each accepted as the TypeScript hot path accepts one: xl_tot_len at least 24 and inside the
   ;; limit, a known rmgr id (flags bit 1: 128–255 are custom rmgrs, 15+), xl_prev equal to the
   ;; record before (the first: $prev_lo/$prev_hi), not an XLOG SWITCH, CRC-32C matching, the
-  ;; fragments adding up. Writes (offset, fpi bytes) per record at $out; stops after $max
-  ;; records or before the first it does not accept. $base_lo/$base_hi: the LSN of offset 0.
+  ;; fragments adding up. Writes each record's values into the output columns from index $at on;
+  ;; stops after $max records or before the first it does not accept; returns how many.
+  ;; $base_lo/$base_hi: the LSN of address 0 (two's complement: it may be below 0).
   ;; flags: bit 0 top-level xid (14+), bit 1 custom rmgrs (15+), bits 8–15 BKPIMAGE_COMPRESSED.
   (func (export "scan") (param $o i32) (param $limit i32) (param $prev_lo i32) (param $prev_hi i32)
-    (param $base_lo i32) (param $base_hi i32) (param $out i32) (param $max i32) (param $flags i32)
+    (param $base_lo i32) (param $base_hi i32) (param $at i32) (param $max i32) (param $flags i32)
     (result i32)
     (local $n i32) (local $tot i32) (local $rmid i32) (local $fpi i32) (local $lsn i64)
-    (local $base i64)
+    (local $base i64) (local $next i32) (local $i i32)
     (local.set $base
       (i64.or (i64.shl (i64.extend_i32_u (local.get $base_hi)) (i64.const 32))
         (i64.extend_i32_u (local.get $base_lo))))
     (block $stop
-      (loop $next
+      (loop $more
         (br_if $stop (i32.ge_u (local.get $n) (local.get $max)))
         (br_if $stop (i32.gt_u (i32.add (local.get $o) (i32.const 24)) (local.get $limit)))
         (local.set $tot (i32.load (local.get $o)))
@@ -334,17 +338,27 @@
             (i32.and (local.get $flags) (i32.const 1))
             (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))))
         (br_if $stop (i32.lt_s (local.get $fpi) (i32.const 0)))
-        (i32.store (local.get $out) (local.get $o))
-        (i32.store offset=4 (local.get $out) (local.get $fpi))
-        (local.set $out (i32.add (local.get $out) (i32.const 8)))
-        (local.set $n (i32.add (local.get $n) (i32.const 1)))
-        (local.set $lsn (i64.add (local.get $base) (i64.extend_i32_u (local.get $o))))
-        (local.set $prev_lo (i32.wrap_i64 (local.get $lsn)))
-        (local.set $prev_hi (i32.wrap_i64 (i64.shr_u (local.get $lsn) (i64.const 32))))
         ;; MAXALIGN: the next record starts on an 8-byte boundary.
-        (local.set $o
+        (local.set $next
           (i32.and (i32.add (i32.add (local.get $o) (local.get $tot)) (i32.const 7))
             (i32.const -8)))
-        (br $next)))
+        (local.set $lsn (i64.add (local.get $base) (i64.extend_i32_u (local.get $o))))
+        (local.set $i (i32.add (local.get $at) (local.get $n)))
+        (i32.store offset=16384 (i32.shl (local.get $i) (i32.const 2)) (local.get $o))
+        (i32.store offset=32768 (i32.shl (local.get $i) (i32.const 2)) (local.get $fpi))
+        (i32.store offset=49152 (i32.shl (local.get $i) (i32.const 2)) (local.get $tot))
+        (f64.store offset=65536 (i32.shl (local.get $i) (i32.const 3))
+          (f64.convert_i64_u (local.get $lsn)))
+        (f64.store offset=98304 (i32.shl (local.get $i) (i32.const 3))
+          (f64.convert_i64_u
+            (i64.add (local.get $lsn)
+              (i64.extend_i32_u (i32.sub (local.get $next) (local.get $o))))))
+        (i32.store8 offset=131072 (local.get $i) (local.get $rmid))
+        (i32.store8 offset=135168 (local.get $i) (i32.load8_u offset=16 (local.get $o)))
+        (local.set $n (i32.add (local.get $n) (i32.const 1)))
+        (local.set $prev_lo (i32.wrap_i64 (local.get $lsn)))
+        (local.set $prev_hi (i32.wrap_i64 (i64.shr_u (local.get $lsn) (i64.const 32))))
+        (local.set $o (local.get $next))
+        (br $more)))
     (local.get $n))
 )
