@@ -23,7 +23,7 @@ import * as fs from 'node:fs';
 const shipped = builtinProfileNames().filter((n) => /^pg\d+-(calibrated|generated)-/.test(n));
 
 describe('shipped calibrated profiles', () => {
-  it('there is one for each target, per major and design, each naming the major it was fitted on', () => {
+  it('one for each target, per major and design, each naming its major', () => {
     const pairs = [...new Set(shipped.map((n) => /^(pg(\d+)-\w+)-/.exec(n)![1]!))];
     expect(pairs).toContain('pg15-calibrated');
     expect(pairs).toContain('pg15-generated');
