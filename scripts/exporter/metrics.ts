@@ -10,7 +10,13 @@
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CostProfile } from '../../cost-model/profile.ts';
-import { ERROR_REASONS, type CycleSnapshot, type StandbyStatus } from './collector.ts';
+import { parseLsn } from '../../wal/lsn.ts';
+import {
+  ERROR_REASONS,
+  standbyLabel,
+  type CycleSnapshot,
+  type StandbyStatus,
+} from './collector.ts';
 import { RESTART_REASONS } from './incremental.ts';
 
 /** The PostgreSQL major a profile was fitted on, from its description ("PostgreSQL 14-dev", "(PostgreSQL) 15.18"). */
@@ -46,6 +52,10 @@ export const METRIC_NAMES = {
   cycles: 'walsim_exporter_cycles_total',
   restarts: `${P}model_restarts_total`,
   walRead: `${P}wal_read_bytes_total`,
+  receiveLsn: `${P}wal_receive_lsn_bytes`,
+  replayLsn: `${P}wal_replay_lsn_bytes`,
+  position: `${P}patroni_position_bytes`,
+  primaryLsn: 'walsim_primary_current_wal_lsn_bytes',
 } as const;
 
 type Sample = [labels: Record<string, string>, value: number];
@@ -132,6 +142,7 @@ export function exporterRegistry(
     }),
   );
   standbyWalMetrics(g, snapshot, sb);
+  fleetMetrics(g, snapshot, sb);
   standbyHealthMetrics(r, g, snapshot, sb, profile);
   standbyCostMetrics(r, snapshot, sb);
   return r;
@@ -210,6 +221,49 @@ function standbyWalMetrics(g: G, snapshot: () => CycleSnapshot, sb: Sb): void {
   );
 }
 
+/**
+ * What Prometheus needs to rank the standbys of many exporters (prometheus/walsim-rules.yml, the
+ * `walsim-fleet` group): each standby's LSNs as byte positions, Patroni's position for it
+ * (max(received, replayed)), and the primary's current LSN when --primary is reachable.
+ */
+function fleetMetrics(g: G, snapshot: () => CycleSnapshot, sb: Sb): void {
+  const N = METRIC_NAMES;
+  const lsn = (
+    name: string,
+    help: string,
+    of: (p: NonNullable<StandbyStatus['prediction']>) => string | null,
+  ) =>
+    g(
+      name,
+      help,
+      ['standby'],
+      perUp(snapshot, (s) => {
+        const v = of(s.prediction);
+        return v === null ? [] : [[sb(s), parseLsn(v)]];
+      }),
+    );
+  lsn(N.receiveLsn, 'pg_last_wal_receive_lsn() as a byte position', (p) => p.state.receiveLsn);
+  lsn(N.replayLsn, 'pg_last_wal_replay_lsn() as a byte position', (p) => p.state.replayLsn);
+  lsn(
+    N.position,
+    "Patroni's position for this member, max(received, replayed), as a byte position",
+    (p) => p.patroniPosition,
+  );
+  g(
+    N.primaryLsn,
+    "The primary's pg_current_wal_lsn() as a byte position (with a reachable --primary)",
+    ['primary'],
+    () => {
+      for (const s of snapshot().standbys) {
+        const p = s.prediction?.primary;
+        if (p !== null && p !== undefined && 'currentLsn' in p)
+          return [[{ primary: standbyLabel(p.url) }, parseLsn(p.currentLsn)]];
+      }
+      return [];
+    },
+  );
+}
+
 /** Ranking, timing, errors, profile. */
 function standbyHealthMetrics(
   r: Registry,
@@ -228,13 +282,13 @@ function standbyHealthMetrics(
   };
   g(
     N.patroniPick,
-    "1 for the standby Patroni's defaults would promote (lag = leader - max(received, replayed) <= 1 MB, then furthest ahead), among those that answered",
+    "1 for the standby Patroni's defaults would promote (lag = leader - max(received, replayed) <= 1 MB, then furthest ahead), among those this exporter watches that answered (the fleet's pick: prometheus/walsim-rules.yml)",
     ['standby'],
     ranked('patroniPick'),
   );
   g(
     N.writableFirst,
-    '1 for the standby predicted to become writable first, among those that answered',
+    '1 for the standby predicted to become writable first, among those this exporter watches that answered',
     ['standby'],
     ranked('writableFirst'),
   );

@@ -182,6 +182,17 @@ describe.skipIf(reason !== null)(
       expect(v('walsim_standby_replay_paused')).toBe(1);
       expect(v('walsim_standby_unreplayed_wal_bytes')).toBeGreaterThan(0);
       expect(v('walsim_standby_unreceived_wal_bytes')).toBeGreaterThanOrEqual(0);
+      // The fleet rules' inputs: positions as bytes, the primary's LSN at or past them.
+      const receive = v('walsim_standby_wal_receive_lsn_bytes')!;
+      expect(v('walsim_standby_wal_replay_lsn_bytes')).toBe(
+        receive - v('walsim_standby_unreplayed_wal_bytes')!,
+      );
+      expect(v('walsim_standby_patroni_position_bytes')).toBe(receive);
+      const primaryLsn = samples(s, 'walsim_primary_current_wal_lsn_bytes');
+      expect(primaryLsn.map((x) => x.labels.primary)).toEqual([
+        `127.0.0.1:${new URL(primaryUrl).port}`,
+      ]);
+      expect(primaryLsn[0]!.value).toBeGreaterThanOrEqual(receive);
       expect(v('walsim_standby_replay_records', { rmgr: 'Transaction', type: 'COMMIT' })).toBe(
         TABLES,
       );

@@ -1,5 +1,6 @@
 /**
- * The shipped calibrated profiles (cost-model/profiles/pg15-calibrated-*.json) are reproducible:
+ * The shipped calibrated profiles (cost-model/profiles/pg15-calibrated-*.json, pg15-generated-*.json)
+ * are reproducible:
  * fitting again the measurements each one stores (fit.records, and fit.walCounts — the counts
  * predict read from the real WAL — where present, else the walsim twins' counts) with its target
  * and cache tier gives its constants exactly. No PostgreSQL, no timing.
@@ -19,11 +20,16 @@ import {
 } from '../../scripts/calibration/design.ts';
 import * as fs from 'node:fs';
 
-const shipped = builtinProfileNames().filter((n) => n.startsWith('pg15-calibrated-'));
+const shipped = builtinProfileNames().filter((n) => /^pg15-(calibrated|generated)-/.test(n));
 
 describe('shipped calibrated profiles', () => {
   it('there is one for each target', () => {
-    expect(shipped).toEqual(['pg15-calibrated-uncontended', 'pg15-calibrated-wall']);
+    expect(shipped).toEqual([
+      'pg15-calibrated-uncontended',
+      'pg15-calibrated-wall',
+      'pg15-generated-uncontended',
+      'pg15-generated-wall',
+    ]);
   });
 
   for (const name of shipped) {

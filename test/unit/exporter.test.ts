@@ -111,6 +111,16 @@ describe('Collector and metrics', () => {
     expect(sampleValue(s, 'walsim_standby_patroni_pick', { standby: '10.0.0.1:5432' })).toBe(1);
     expect(sampleValue(s, 'walsim_standby_writable_first', { standby: '10.0.0.3:5434' })).toBe(1);
     expect(sampleValue(s, 'walsim_standby_writable_first', { standby: '10.0.0.1:5432' })).toBe(0);
+    // What the fleet rules rank across exporters: LSNs as byte positions (0/2000 = 8192).
+    const sb1 = { standby: '10.0.0.1:5432' };
+    expect(sampleValue(s, 'walsim_standby_wal_receive_lsn_bytes', sb1)).toBe(0x2000);
+    expect(sampleValue(s, 'walsim_standby_wal_replay_lsn_bytes', sb1)).toBe(0x100);
+    expect(sampleValue(s, 'walsim_standby_patroni_position_bytes', sb1)).toBe(0x2000);
+    expect(
+      sampleValue(s, 'walsim_standby_patroni_position_bytes', { standby: '10.0.0.2:5433' }),
+    ).toBeUndefined();
+    // No --primary: no leader position from this exporter.
+    expect(sampleValue(s, 'walsim_primary_current_wal_lsn_bytes', {})).toBeUndefined();
     // Every reason of every standby starts at 0, so increase() sees the first error.
     for (const reason of ERROR_REASONS)
       expect(
