@@ -41,7 +41,8 @@ export interface ScaledTerm {
 
 /**
  * The profile with each probe figure's constants multiplied by here ÷ there; a figure that is not
- * a positive finite number on either side leaves its constants as they are (not listed).
+ * a positive finite number on either side, or a scan of another number of descriptors, leaves its
+ * constants as they are (not listed).
  */
 export function scaleProfileByProbe(
   profile: CostProfile,
@@ -54,6 +55,10 @@ export function scaleProfileByProbe(
     const there = calibrated[probe];
     const now = here[probe];
     if (!(there > 0 && now > 0 && Number.isFinite(there) && Number.isFinite(now))) continue;
+    // A scan's seconds per descriptor depend on its size (the cache tier, the timer's overhead on
+    // a short scan): only a scan of as many descriptors is a ratio of machines.
+    if (probe === 'scanPerDescriptorS' && calibrated.scanDescriptors !== here.scanDescriptors)
+      continue;
     const factor = now / there;
     for (const k of PROBE_TERMS[probe])
       constants[k] = {

@@ -338,6 +338,11 @@ export interface BenchRun {
   probe?: MachineProbe | null;
   /** The same counts priced with the profiles as calibrated (no probe scaling). */
   unprobed?: { wallS: number; uncontendedS: number };
+  /**
+   * The buffer descriptor array's 4 KiB pages and how many the standby's startup process had not
+   * mapped before the promotion (its first full scan faults each in); null: not readable.
+   */
+  descriptorPages?: { pages: number; unmapped: number } | null;
 }
 
 /**

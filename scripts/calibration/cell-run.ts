@@ -32,7 +32,8 @@ import {
   runPgProgram,
 } from '../postgres/pg-cluster.ts';
 import { PgEngine } from '../engines/pg-engine.ts';
-import { startupSamplerOf } from '../postgres/startup-sched.ts';
+import pg from 'pg';
+import { startupSamplerOf, unmappedDescriptorPages } from '../postgres/startup-sched.ts';
 import {
   backlogOfCell,
   priceBenchRun,
@@ -257,6 +258,30 @@ function benchRunOf(
   };
 }
 
+/**
+ * The buffer descriptor array's 4 KiB pages and how many of them the standby's startup process has
+ * not mapped (postgres/startup-sched.ts), read before the promotion; null when unreadable.
+ */
+async function descriptorPagesOf(
+  standby: string,
+  pgdata: string,
+): Promise<{ pages: number; unmapped: number } | null> {
+  const client = new pg.Client({ connectionString: standby });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    const r = await client.query(
+      "SELECT off::float8 AS off, allocated_size::float8 AS size FROM pg_shmem_allocations WHERE name = 'Buffer Descriptors'",
+    );
+    const row = r.rows[0] as { off: number; size: number } | undefined;
+    return row === undefined ? null : unmappedDescriptorPages(pgdata, row.off, row.size);
+  } catch {
+    return null;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 /** One run: fresh pair, backlog, two predictions, verified promotion, removal. */
 export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings): Promise<BenchRun> {
   fs.mkdirSync(s.workDir, { recursive: true });
@@ -287,7 +312,11 @@ export async function runBenchCell(c: BenchCell, run: number, s: BenchSettings):
     // npm run calibrate passes one base profile for both: its prediction is not read twice.
     const pu = s.uncontended.profile === s.wall.profile ? pw : await predict(s.uncontended);
     const logFile = checkVerifiable(pw, pgLogPath(dir, 'standby'));
-    const r = benchRunOf(c, run, pw, pu, await measurePromotion(standby, pgdata, pw, logFile));
+    const descriptorPages = await descriptorPagesOf(standby, pgdata);
+    const r = {
+      ...benchRunOf(c, run, pw, pu, await measurePromotion(standby, pgdata, pw, logFile)),
+      descriptorPages,
+    };
     if (!s.probe) return r;
     const unscaled = priceBenchRun(
       { ...r, probe: null },

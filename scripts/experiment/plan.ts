@@ -19,6 +19,8 @@ export function cellKey(c: CellSpec): string {
     c.variant,
     c.relSize ?? `${c.tables}x1`,
     c.strategy + (c.forceOptimized ? '+forced' : ''),
+    // A generated backlog is its seed: two seeds at one pool are two cells.
+    ...(c.seed !== undefined ? [`seed${c.seed}`] : []),
   ].join(' ');
 }
 

@@ -125,3 +125,45 @@ export function startupSamplerOf(pgdata: string): StartupSampler | null {
     return null;
   }
 }
+
+/**
+ * How many 4 KiB pages of the buffer descriptor array the startup process has not mapped yet
+ * (`/proc/<pid>/pagemap`: neither present nor swapped). Its first full scan of NBuffers descriptors
+ * takes one minor page fault for each such page; later scans take none. `descOffset` and
+ * `descBytes` are the array's place in the main shared memory segment (`pg_shmem_allocations`,
+ * "Buffer Descriptors"); the segment is the process's largest shared mapping. null: not readable.
+ */
+export function unmappedDescriptorPages(
+  pgdata: string,
+  descOffset: number,
+  descBytes: number,
+): { pages: number; unmapped: number } | null {
+  try {
+    const pm = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const pid = Number.isInteger(pm) && pm > 0 ? findStartupPid(pm) : null;
+    if (pid === null) return null;
+    let base = -1;
+    let largest = 0;
+    for (const line of fs.readFileSync(`/proc/${pid}/maps`, 'utf8').split('\n')) {
+      const m = /^([0-9a-f]+)-([0-9a-f]+) rw-s /.exec(line);
+      if (!m) continue;
+      const [a, b] = [parseInt(m[1]!, 16), parseInt(m[2]!, 16)];
+      if (b - a > largest) [largest, base] = [b - a, a];
+    }
+    if (base < 0 || descOffset + descBytes > largest) return null;
+    const first = Math.floor((base + descOffset) / 4096);
+    const pages = Math.ceil((base + descOffset + descBytes) / 4096) - first;
+    const buf = Buffer.alloc(pages * 8);
+    const fd = fs.openSync(`/proc/${pid}/pagemap`, 'r');
+    try {
+      fs.readSync(fd, buf, 0, buf.length, first * 8);
+    } finally {
+      fs.closeSync(fd);
+    }
+    let unmapped = 0;
+    for (let i = 0; i < pages; i++) if (buf.readBigUInt64LE(i * 8) >> 62n === 0n) unmapped++;
+    return { pages, unmapped };
+  } catch {
+    return null;
+  }
+}

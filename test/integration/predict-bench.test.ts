@@ -67,6 +67,17 @@ describe.skipIf(reason !== null)(
       expect(stored.runs).toHaveLength(3);
       const run = stored.runs.find((x: Json) => x.cell === 'truncate:5@128MB');
       expect(run.counts.replay.controlFileUpdates).toBe(5);
+      // The descriptor array of a 128MB pool: 16,384 × 64 bytes = 256 pages of 4 KiB (257 when it
+      // does not start on a page boundary); the startup process has mapped some of them at most.
+      if (run.descriptorPages !== null) {
+        expect(run.descriptorPages.pages).toBeGreaterThanOrEqual(256);
+        expect(run.descriptorPages.pages).toBeLessThanOrEqual(257);
+        expect(run.descriptorPages.unmapped).toBeGreaterThanOrEqual(0);
+        expect(run.descriptorPages.unmapped).toBeLessThanOrEqual(run.descriptorPages.pages);
+      }
+      // The machine probe ran before the prediction; seed-001 stores none, so nothing was scaled.
+      expect(run.probe === null || run.probe.fsyncS > 0).toBe(true);
+      expect(run.unprobed.wallS).toBe(run.predictedWallS);
       expect(run.measuredWallS).toBeCloseTo(s.wall.medianS, 9);
       if (run.runQueueS !== null)
         expect(s.uncontended.medianS).toBeCloseTo(run.measuredWallS - run.runQueueS, 9);

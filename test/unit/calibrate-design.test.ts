@@ -23,7 +23,7 @@ import {
   storedLabel,
   walsimTwin,
 } from '../../scripts/calibration/design.ts';
-import type { CellSpec } from '../../scripts/experiment/sweep-runner.ts';
+import { summarise, type CellSpec } from '../../scripts/experiment/sweep-runner.ts';
 import { benchCellOfCalibration } from '../../scripts/calibration/cell-plan.ts';
 import type { CellSummary, RunRecord } from '../../scripts/report/records.ts';
 import type { FailoverCounts } from '../../storage/replay-counts.ts';
@@ -263,5 +263,25 @@ describe('calibration on generated backlogs', () => {
       plan,
     );
     expect(recs[0]).toMatchObject({ variant: 'generated', seed: 4, sharedBuffers: '20GB' });
+  });
+
+  it('two seeds at the same pool are two cells: their runs are summarised apart', () => {
+    const plan = planCalibration({
+      ...defaultCalibrationDesign(),
+      generated: { seeds: [1, 3], pools: ['2GB', '2GB'], generator: 1 },
+    });
+    const gen = plan.filter((c) => c.variant === 'generated');
+    const recs = recordsFromStored(
+      [
+        { label: '2GB generated seed 1', run: 1, failoverMs: 100 },
+        { label: '2GB generated seed 3', run: 1, failoverMs: 300 },
+      ],
+      plan,
+    );
+    const cells = summarise(gen, recs);
+    expect(cells.map((c) => [c.seed, c.runs, c.failoverMsMedian])).toEqual([
+      [1, 1, 100],
+      [3, 1, 300],
+    ]);
   });
 });

@@ -57,6 +57,19 @@ describe('scaling a profile by the machine probe', () => {
     expect(base.constants['smgr.unlink'].seconds).toBe(b('smgr.unlink')); // the input untouched
   });
 
+  it('a scan of another size is not a machine ratio: the scan terms stay as calibrated', () => {
+    // 16,384 descriptors (1 MiB, in the cache) against 2,621,440 (160 MiB, from memory): the
+    // per-descriptor seconds differ by the tier and the timer's overhead, not by the machine.
+    const { scaled, profile } = scaleProfileByProbe(base, there, {
+      ...here,
+      scanDescriptors: 2_621_440,
+    });
+    expect(scaled.map((t) => t.probe)).toEqual(['fsyncS', 'createUnlinkS']);
+    expect(profile.constants['scan.multi.memory'].seconds).toBe(
+      base.constants['scan.multi.memory'].seconds,
+    );
+  });
+
   it('a figure missing or zero on either side scales nothing of its own', () => {
     const { scaled } = scaleProfileByProbe(base, { ...there, fsyncS: 0 }, here);
     expect(scaled.map((t) => t.probe)).toEqual(['createUnlinkS', 'scanPerDescriptorS']);

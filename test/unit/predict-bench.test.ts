@@ -336,7 +336,7 @@ describe('the machine probe in the bench', () => {
   };
   // fsync twice as slow here, create/unlink 1.5×, the scan as calibrated.
   const here: MachineProbe = { ...calibrated, fsyncS: 0.002, createUnlinkS: 30e-6 };
-  const base = loadProfile('pg15-calibrated-wall');
+  const base = { ...loadProfile('pg15-calibrated-wall'), machineProbe: null };
   const profile = { ...base, machineProbe: calibrated };
   const replay = { ...emptyReplayCounts(), controlFileUpdates: 10 };
   replay.smgr = { ...replay.smgr, create: [4, 0, 0, 0], unlink: [6, 2, 0, 0] };
