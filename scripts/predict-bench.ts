@@ -9,7 +9,13 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { loadProfile, profilePath, type CostProfile } from '../cost-model/profile.ts';
+import {
+  builtinProfileNames,
+  loadProfile,
+  profilePath,
+  type CostProfile,
+} from '../cost-model/profile.ts';
+import { parsePgMajor } from './postgres/pg-install.ts';
 import { list, parseCli, positiveInt, printJson, runCli, UsageError } from './cli/command.ts';
 import { defaultWorkDir } from './experiment/sweep-runner.ts';
 import { resolvePgBin } from './postgres/pg-bin.ts';
@@ -23,6 +29,7 @@ import {
   benchTotals,
   calibrationSaw,
   DEFAULT_BENCH_CELLS,
+  defaultBenchProfiles,
   DEFAULT_BENCH_RUNS,
   DEFAULT_BENCH_SEEDS,
   estimateBenchRunSeconds,
@@ -37,17 +44,15 @@ import {
 import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
 import { withLaterCounters } from '../storage/replay-counts.ts';
 
-export const DEFAULT_WALL_PROFILE = 'pg15-calibrated-wall';
-export const DEFAULT_UNCONTENDED_PROFILE = 'pg15-calibrated-uncontended';
-
 const USAGE = `usage: npm run predict-bench -- [--seeds ${DEFAULT_BENCH_SEEDS}] [--families] [--quick] [--cells SPEC,SPEC,...] [--runs ${DEFAULT_BENCH_RUNS}]
-                              [--profile ${DEFAULT_WALL_PROFILE}] [--uncontended-profile ${DEFAULT_UNCONTENDED_PROFILE}]
+                              [--profile pgN-calibrated-wall] [--uncontended-profile pgN-calibrated-uncontended]
                               [--out DIR] [--continue RESULTS.json] [--reprice RESULTS.json]
                               [--work-dir DIR] [--pg-version 13..18] [--pg-bin DIR] [--json]
   Builds a real PostgreSQL 15 primary + standby per run, makes a backlog with replay paused,
   predicts it (npm run predict, from the standby's unreplayed WAL), promotes (predict --verify)
   and prints predicted against measured per cell, for wall time (--profile) and uncontended time
-  (wall less the startup process's run-queue wait; --uncontended-profile).
+  (wall less the startup process's run-queue wait; --uncontended-profile). Profiles by default:
+  the calibrated pair of --pg-version's major when shipped (pg16-calibrated-wall, …), else 15's.
   Default: the backlogs the workload generator draws from seeds ${DEFAULT_BENCH_SEEDS} (npm run workload
   -- --seed N prints one), a range npm run calibrate never draws (--seeds FROM-TO: another).
   SPEC: WORKLOAD[:N]@SHARED_BUFFERS, WORKLOAD one of testA (N = NB/k), vacuum, truncate,
@@ -172,8 +177,8 @@ const PREDICT_BENCH_OPTIONS = {
   quick: { type: 'boolean', default: false },
   cells: { type: 'string' },
   runs: { type: 'string' },
-  profile: { type: 'string', default: DEFAULT_WALL_PROFILE },
-  'uncontended-profile': { type: 'string', default: DEFAULT_UNCONTENDED_PROFILE },
+  profile: { type: 'string' },
+  'uncontended-profile': { type: 'string' },
   out: { type: 'string' },
   continue: { type: 'string' },
   reprice: { type: 'string' },
@@ -213,8 +218,12 @@ runCli(async () => {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
-  const wall = loadNamed(values.profile!);
-  const uncontended = loadNamed(values['uncontended-profile']!);
+  const defaults = defaultBenchProfiles(
+    values['pg-version'] === undefined ? null : parsePgMajor(values['pg-version']),
+    builtinProfileNames(),
+  );
+  const wall = loadNamed(values.profile ?? defaults.wall);
+  const uncontended = loadNamed(values['uncontended-profile'] ?? defaults.uncontended);
   const runs =
     values.runs !== undefined
       ? positiveInt(values.runs, 'runs')
@@ -310,6 +319,11 @@ async function measureOnPostgres(
   // One-line error naming what to install when absent; --pg-version installs that major.
   const bin = await resolvePgBin({ pgBin: values['pg-bin'], pgVersion: values['pg-version'] });
   bench.settings.postgres = bin.version;
+  for (const p of [wall, uncontended])
+    if ((p.profile.pgMajor ?? 15) !== bin.major)
+      console.error(
+        `predict-bench: profile ${p.ref} was fitted on PostgreSQL ${p.profile.pgMajor ?? 15}, the bench runs ${bin.major}: its seconds are ${p.profile.pgMajor ?? 15}'s constants on ${bin.major}'s counts (npm run calibrate -- --pg-version ${bin.major})`,
+      );
   const noPgbench = pgbenchMissingReason(bin.dir);
   const runnable = cells.filter((c) => {
     if (c.workload !== 'pgbench' || noPgbench === null) return true;

@@ -6,6 +6,7 @@
  * wall time and uncontended time (wall less the standby startup process's run-queue wait).
  *
  * Entry points: `parseBenchCell`, `DEFAULT_BENCH_CELLS`, `QUICK_BENCH_CELLS`, `calibrationSaw`,
+ * `defaultBenchProfiles`,
  * `estimateBenchRunSeconds`, `accuracyOf`, `summariseBench`, `benchTotals`, `renderBenchMarkdown`,
  * `WITHIN_PCT`, `benchCellOfCalibration`, `storedRunOfBench`, `probedProfile`, `priceBenchRun`.
  *
@@ -218,6 +219,25 @@ export const DEFAULT_BENCH_CELLS: readonly string[] = [
  * calibration's seeds (design.ts `DEFAULT_CALIBRATION_SEEDS`, 1–999) never reach.
  */
 export const DEFAULT_BENCH_SEEDS = '1001-1040';
+
+/**
+ * The profiles a bench on PostgreSQL `major` prices with when none is given: that major's shipped
+ * calibrated pair (`pgN-calibrated-wall`, `pgN-calibrated-uncontended`) when both are shipped, else
+ * 15's (a profile fitted on another major than the bench's is warned of).
+ */
+export function defaultBenchProfiles(
+  major: number | null,
+  shipped: readonly string[],
+): { wall: string; uncontended: string } {
+  const pair = (m: number) => ({
+    wall: `pg${m}-calibrated-wall`,
+    uncontended: `pg${m}-calibrated-uncontended`,
+  });
+  const own = major === null ? null : pair(major);
+  return own !== null && shipped.includes(own.wall) && shipped.includes(own.uncontended)
+    ? own
+    : pair(15);
+}
 
 /** `--quick`: a handful of small cells, one of each kind of drop path, for a first look. */
 export const QUICK_BENCH_CELLS: readonly string[] = [

@@ -7,7 +7,9 @@
  * `ReplayCounts` (storage/replay-counts.ts) and a per-drop account out.
  *
  * Entry points: `RecoveryModel` (`learn` the WAL replayed before the range, `replay` the range,
- * `result`), `pgKindOf`, `fsmBlocksAfterTruncate`, `vmBlocksAfterTruncate`, `StandbyFiles`.
+ * `result`; for the exporter's LSN windows: `takeTally`/`peekTally` the counts since a point, a
+ * `journal` of what a window changed, `clone`, `relStates`), `pgKindOf`, `fsmBlocksAfterTruncate`,
+ * `vmBlocksAfterTruncate`, `StandbyFiles`, `ReplayTally`, `RelJournal`, `copyRelState`.
  *
  * Which drop functions run, whether the lookup path exists, whether truncation replay caches the
  * truncated forks' sizes and which records forget every cached size are the standby's version's

@@ -1,9 +1,9 @@
 /**
- * The shipped calibrated profiles (cost-model/profiles/pg15-calibrated-*.json, pg15-generated-*.json)
- * are reproducible:
- * fitting again the measurements each one stores (fit.records, and fit.walCounts — the counts
- * predict read from the real WAL — where present, else the walsim twins' counts) with its target
- * and cache tier gives its constants exactly. No PostgreSQL, no timing.
+ * The shipped calibrated profiles (cost-model/profiles/pgN-calibrated-*.json, a pair per major
+ * calibrated, each naming its major, and pg15-generated-*.json) are reproducible: fitting again
+ * the measurements each one stores (fit.records, and fit.walCounts — the counts predict read from
+ * the real WAL — where present, else the walsim twins' counts) with its target and cache tier
+ * gives its constants exactly. No PostgreSQL, no timing.
  */
 import { describe, expect, it } from 'vitest';
 import { builtinProfileNames, loadProfile, profilePath } from '../../cost-model/profile.ts';
@@ -20,16 +20,22 @@ import {
 } from '../../scripts/calibration/design.ts';
 import * as fs from 'node:fs';
 
-const shipped = builtinProfileNames().filter((n) => /^pg15-(calibrated|generated)-/.test(n));
+const shipped = builtinProfileNames().filter((n) => /^pg\d+-(calibrated|generated)-/.test(n));
 
 describe('shipped calibrated profiles', () => {
-  it('there is one for each target', () => {
-    expect(shipped).toEqual([
-      'pg15-calibrated-uncontended',
-      'pg15-calibrated-wall',
-      'pg15-generated-uncontended',
-      'pg15-generated-wall',
-    ]);
+  it('one for each target, per major and design, each naming its major', () => {
+    const pairs = [...new Set(shipped.map((n) => /^(pg(\d+)-\w+)-/.exec(n)![1]!))];
+    expect(pairs).toContain('pg15-calibrated');
+    expect(pairs).toContain('pg15-generated');
+    for (const pair of pairs) {
+      expect(shipped.filter((n) => n.startsWith(`${pair}-`))).toEqual([
+        `${pair}-uncontended`,
+        `${pair}-wall`,
+      ]);
+      const major = Number(/^pg(\d+)/.exec(pair)![1]);
+      for (const t of ['uncontended', 'wall'])
+        expect(loadProfile(`${pair}-${t}`).pgMajor).toBe(major);
+    }
   });
 
   for (const name of shipped) {

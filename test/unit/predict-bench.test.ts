@@ -15,6 +15,7 @@ import {
   calibrationSaw,
   DEFAULT_BENCH_CELLS,
   DEFAULT_BENCH_RUNS,
+  defaultBenchProfiles,
   estimateBenchRunSeconds,
   parseBenchCell,
   QUICK_BENCH_CELLS,
@@ -26,7 +27,7 @@ import {
   probedProfile,
   type BenchRun,
 } from '../../scripts/calibration/cell-plan.ts';
-import { loadProfile, type MachineProbe } from '../../cost-model/profile.ts';
+import { builtinProfileNames, loadProfile, type MachineProbe } from '../../cost-model/profile.ts';
 import { emptyReplayCounts, promotionStepCounts } from '../../storage/replay-counts.ts';
 import { mixedBacklog } from '../../scripts/calibration/cell-run.ts';
 import {
@@ -138,6 +139,23 @@ describe('calibration runs through the bench runner', () => {
       expect(c.nBuffers).toBe(plan[i]!.nBuffers);
       expect(c.pages).toBe(plan[i]!.pagesPerTable);
     });
+  });
+});
+
+describe("the bench's default profiles", () => {
+  it("prices with the --pg-version major's shipped pair, else 15's", () => {
+    const shipped = builtinProfileNames();
+    expect(defaultBenchProfiles(16, shipped)).toEqual({
+      wall: 'pg16-calibrated-wall',
+      uncontended: 'pg16-calibrated-uncontended',
+    });
+    const pg15 = { wall: 'pg15-calibrated-wall', uncontended: 'pg15-calibrated-uncontended' };
+    expect(defaultBenchProfiles(null, shipped)).toEqual(pg15);
+    expect(defaultBenchProfiles(15, shipped)).toEqual(pg15);
+    // A major with no pair shipped, or half a pair, falls back to 15's (and is warned of).
+    expect(defaultBenchProfiles(13, ['pg13-calibrated-wall', ...shipped])).toEqual(pg15);
+    for (const name of Object.values(defaultBenchProfiles(16, shipped)))
+      expect(loadProfile(name).pgMajor).toBe(16);
   });
 });
 
