@@ -192,15 +192,8 @@ export interface RecordTypeCount {
   kind: PgRecordKind | null;
 }
 
-export interface ReplayPrediction {
-  counts: ReplayCounts;
-  /** Records by rmgr/type, in first-seen order. */
-  types: RecordTypeCount[];
-  /** Records of types the profile has no constant for, by `rmgr/type`. */
-  genericRecords: number;
-  records: number;
-  walBytes: number;
-  drops: PredictedDrop[];
+/** A whole prediction: the tally of every record read, and what had to be assumed. */
+export interface ReplayPrediction extends ReplayTally {
   /** What had to be assumed because a fact was unknown (each once). */
   assumptions: string[];
 }
@@ -213,6 +206,7 @@ export interface ReplayTally {
   counts: ReplayCounts;
   /** Records by rmgr/type, in first-seen order. */
   types: RecordTypeCount[];
+  /** Records of types the profile has no constant for, by `rmgr/type`. */
   genericRecords: number;
   records: number;
   walBytes: number;
