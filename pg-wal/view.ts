@@ -1,0 +1,73 @@
+/**
+ * One record as values, refilled for every record `PgWalReader.views()` hands to its callback and
+ * valid only during that call: the header's values, the block references in typed arrays, and
+ * the main data predict reads (main-data.ts), decoded as `batches()` decodes it. What a consumer
+ * that walks every record needs, without an object (or a block array) per record.
+ *
+ * Entry point: `PgWalRecordView`.
+ */
+import type { Lsn } from '../wal/lsn.ts';
+import { XLR_MAX_BLOCK_ID } from './format.ts';
+import type { PgWalMainData } from './main-data.ts';
+import type { PgWalRecord } from './record.ts';
+
+const MAX_BLOCKS = XLR_MAX_BLOCK_ID + 1;
+
+export class PgWalRecordView {
+  lsn: Lsn = 0;
+  /** Where the next record starts (after alignment, page headers, an XLOG SWITCH). */
+  endLsn: Lsn = 0;
+  xid = 0;
+  rmid = 0;
+  /** xl_info. */
+  info = 0;
+  rmgr = '';
+  /** rm_identify's name, as `pg_waldump` prints it. */
+  type = '';
+  /** xl_tot_len. */
+  totalLength = 0;
+  /** Bytes of full-page images. */
+  fpiLength = 0;
+  mainDataLength = 0;
+  /** The main data of the records predict needs (main-data.ts), null for the others. */
+  data: PgWalMainData | null = null;
+  /** Block references of this record: entries [0, blockCount) of the arrays below. */
+  blockCount = 0;
+  readonly blockSpc = new Uint32Array(MAX_BLOCKS);
+  readonly blockDb = new Uint32Array(MAX_BLOCKS);
+  readonly blockRel = new Uint32Array(MAX_BLOCKS);
+  /** ForkNumber: main 0, fsm 1, vm 2, init 3. */
+  readonly blockFork = new Uint8Array(MAX_BLOCKS);
+  readonly blockNo = new Uint32Array(MAX_BLOCKS);
+
+  /** xl_tot_len less the full-page images: pg_waldump's "rec" length. */
+  get recordLength(): number {
+    return this.totalLength - this.fpiLength;
+  }
+
+  /** The values of a decoded record (the reader's slow path, or a caller's record). */
+  fromRecord(r: PgWalRecord): this {
+    this.lsn = r.lsn;
+    this.endLsn = r.endLsn;
+    this.xid = r.xid;
+    this.rmid = r.rmid;
+    this.info = r.info;
+    this.rmgr = r.rmgr;
+    this.type = r.type;
+    this.totalLength = r.totalLength;
+    this.fpiLength = r.fpiLength;
+    this.mainDataLength = r.mainDataLength;
+    this.data = r.data;
+    const n = r.blocks.length;
+    for (let i = 0; i < n; i++) {
+      const b = r.blocks[i]!;
+      this.blockSpc[i] = b.node.spc;
+      this.blockDb[i] = b.node.db;
+      this.blockRel[i] = b.node.rel;
+      this.blockFork[i] = b.fork;
+      this.blockNo[i] = b.block;
+    }
+    this.blockCount = n;
+    return this;
+  }
+}
