@@ -33,13 +33,12 @@ import { PgWalColumns } from './columns.ts';
 import {
   checkRecordHeader,
   decodeRecord,
-  decodeRecordInto,
   invalidLengthMessage,
   type PgWalRecord,
 } from './record.ts';
 import { RM_XLOG_ID } from './rmgr-names.ts';
 import { ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
-import { PgWalRecordView } from './view.ts';
+import { decodeRecordInto, PgWalRecordView } from './view.ts';
 import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
 
 export interface PgWalReadOptions {

@@ -4,7 +4,7 @@
  * block references, origin, top-level xid and main data laid out as DecodeXLogRecord reads them
  * (xlogreader.c). Pure; the reader (reader.ts) assembles the bytes across pages.
  *
- * Entry points: `decodeRecord`, `decodeRecordInto`, `checkRecordHeader`, `recordCrcOk`, `PgWalRecord`,
+ * Entry points: `decodeRecord`, `checkRecordHeader`, `recordCrcOk`, `PgWalRecord`,
  * `PgWalBlockRef`.
  */
 import { assert } from '../common/assert.ts';
@@ -30,7 +30,6 @@ import {
 import { fmtLsn, PgWalInvalidRecord, u16, u32, u64, type RelFileNode } from './bytes.ts';
 import { decodeMainData, type PgWalMainData } from './main-data.ts';
 import { RM_MAX_BUILTIN_ID, RM_MIN_CUSTOM_ID, recordTypeName, rmgrName } from './rmgr-names.ts';
-import type { PgWalRecordView } from './view.ts';
 
 /** A block reference (DecodedBkpBlock). */
 export type { RelFileNode };
@@ -196,83 +195,6 @@ export function decodeRecord(
   };
   rec.data = decodeMainData(rec, b, mainOff, mainDataLength, fmt);
   return rec;
-}
-
-/**
- * DecodeXLogRecord into a view, for a record whose header, CRC-32C and header fragments the
- * WebAssembly scan already checked (scan.wat `$fragments`): the walk here repeats its layout
- * without its checks, writing the block references into the view's arrays, then decodes the
- * main data as `decodeRecord` does (its own checks can still end reading, naming the record).
- */
-export function decodeRecordInto(
-  v: PgWalRecordView,
-  b: Uint8Array,
-  off: number,
-  lsn: Lsn,
-  endLsn: Lsn,
-  fpiLength: number,
-  fmt: PgWalFormat,
-): void {
-  const totLen = u32(b, off);
-  const rmid = b[off + 17]!;
-  const info = b[off + 16]!;
-  v.lsn = lsn;
-  v.endLsn = endLsn;
-  v.xid = u32(b, off + 4);
-  v.rmid = rmid;
-  v.info = info;
-  v.rmgr = rmgrName(rmid);
-  v.type = recordTypeName(fmt.major, rmid, info);
-  v.totalLength = totLen;
-  v.fpiLength = fpiLength;
-  const end = off + totLen;
-  let p = off + SIZE_OF_XLOG_RECORD;
-  let datatotal = 0;
-  let main = 0;
-  let n = 0;
-  // The same loop as readFragments; each iteration consumes one fragment, so it is bounded.
-  while (end - p > datatotal) {
-    const id = b[p++]!;
-    if (id === XLR_BLOCK_ID_DATA_SHORT) {
-      main = b[p]!;
-      break;
-    } else if (id === XLR_BLOCK_ID_DATA_LONG) {
-      main = u32(b, p);
-      break;
-    } else if (id === XLR_BLOCK_ID_ORIGIN) p += 2;
-    else if (id === XLR_BLOCK_ID_TOPLEVEL_XID && fmt.hasToplevelXid) p += 4;
-    else {
-      const flags = b[p]!;
-      datatotal += u16(b, p + 1);
-      p += 3;
-      if ((flags & BKPBLOCK_HAS_IMAGE) !== 0) {
-        datatotal += u16(b, p);
-        const bimgInfo = b[p + 4]!;
-        p += 5;
-        if ((bimgInfo & fmt.bkpImageCompressed) !== 0 && (bimgInfo & BKPIMAGE_HAS_HOLE) !== 0)
-          p += 2;
-      }
-      if ((flags & BKPBLOCK_SAME_REL) === 0) {
-        v.blockSpc[n] = u32(b, p);
-        v.blockDb[n] = u32(b, p + 4);
-        v.blockRel[n] = u32(b, p + 8);
-        p += 12;
-      } else {
-        // The relation of the block before (every block names one or repeats it).
-        v.blockSpc[n] = v.blockSpc[n - 1]!;
-        v.blockDb[n] = v.blockDb[n - 1]!;
-        v.blockRel[n] = v.blockRel[n - 1]!;
-      }
-      v.blockNo[n] = u32(b, p);
-      v.blockFork[n] = flags & BKPBLOCK_FORK_MASK;
-      p += 4;
-      n++;
-    }
-  }
-  v.blockCount = n;
-  v.mainDataLength = main;
-  v.data = null;
-  v.data = decodeMainData(v, b, end - main, main, fmt);
 }
 
 /**

@@ -4,12 +4,26 @@
  * the main data predict reads (main-data.ts), decoded as `batches()` decodes it. What a consumer
  * that walks every record needs, without an object (or a block array) per record.
  *
- * Entry point: `PgWalRecordView`.
+ * Entry points: `PgWalRecordView`, `decodeRecordInto`.
  */
 import type { Lsn } from '../wal/lsn.ts';
-import { XLR_MAX_BLOCK_ID } from './format.ts';
-import type { PgWalMainData } from './main-data.ts';
+import { u16, u32 } from './bytes.ts';
+import {
+  BKPBLOCK_FORK_MASK,
+  BKPBLOCK_HAS_IMAGE,
+  BKPBLOCK_SAME_REL,
+  BKPIMAGE_HAS_HOLE,
+  SIZE_OF_XLOG_RECORD,
+  XLR_BLOCK_ID_DATA_LONG,
+  XLR_BLOCK_ID_DATA_SHORT,
+  XLR_BLOCK_ID_ORIGIN,
+  XLR_BLOCK_ID_TOPLEVEL_XID,
+  XLR_MAX_BLOCK_ID,
+  type PgWalFormat,
+} from './format.ts';
+import { decodeMainData, type PgWalMainData } from './main-data.ts';
 import type { PgWalRecord } from './record.ts';
+import { recordTypeName, rmgrName } from './rmgr-names.ts';
 
 const MAX_BLOCKS = XLR_MAX_BLOCK_ID + 1;
 
@@ -70,4 +84,81 @@ export class PgWalRecordView {
     this.blockCount = n;
     return this;
   }
+}
+
+/**
+ * DecodeXLogRecord into a view, for a record whose header, CRC-32C and header fragments the
+ * WebAssembly scan already checked (scan.wat `$fragments`): the walk here repeats its layout
+ * without its checks, writing the block references into the view's arrays, then decodes the
+ * main data as `decodeRecord` does (its own checks can still end reading, naming the record).
+ */
+export function decodeRecordInto(
+  v: PgWalRecordView,
+  b: Uint8Array,
+  off: number,
+  lsn: Lsn,
+  endLsn: Lsn,
+  fpiLength: number,
+  fmt: PgWalFormat,
+): void {
+  const totLen = u32(b, off);
+  const rmid = b[off + 17]!;
+  const info = b[off + 16]!;
+  v.lsn = lsn;
+  v.endLsn = endLsn;
+  v.xid = u32(b, off + 4);
+  v.rmid = rmid;
+  v.info = info;
+  v.rmgr = rmgrName(rmid);
+  v.type = recordTypeName(fmt.major, rmid, info);
+  v.totalLength = totLen;
+  v.fpiLength = fpiLength;
+  const end = off + totLen;
+  let p = off + SIZE_OF_XLOG_RECORD;
+  let datatotal = 0;
+  let main = 0;
+  let n = 0;
+  // The same loop as readFragments; each iteration consumes one fragment, so it is bounded.
+  while (end - p > datatotal) {
+    const id = b[p++]!;
+    if (id === XLR_BLOCK_ID_DATA_SHORT) {
+      main = b[p]!;
+      break;
+    } else if (id === XLR_BLOCK_ID_DATA_LONG) {
+      main = u32(b, p);
+      break;
+    } else if (id === XLR_BLOCK_ID_ORIGIN) p += 2;
+    else if (id === XLR_BLOCK_ID_TOPLEVEL_XID && fmt.hasToplevelXid) p += 4;
+    else {
+      const flags = b[p]!;
+      datatotal += u16(b, p + 1);
+      p += 3;
+      if ((flags & BKPBLOCK_HAS_IMAGE) !== 0) {
+        datatotal += u16(b, p);
+        const bimgInfo = b[p + 4]!;
+        p += 5;
+        if ((bimgInfo & fmt.bkpImageCompressed) !== 0 && (bimgInfo & BKPIMAGE_HAS_HOLE) !== 0)
+          p += 2;
+      }
+      if ((flags & BKPBLOCK_SAME_REL) === 0) {
+        v.blockSpc[n] = u32(b, p);
+        v.blockDb[n] = u32(b, p + 4);
+        v.blockRel[n] = u32(b, p + 8);
+        p += 12;
+      } else {
+        // The relation of the block before (every block names one or repeats it).
+        v.blockSpc[n] = v.blockSpc[n - 1]!;
+        v.blockDb[n] = v.blockDb[n - 1]!;
+        v.blockRel[n] = v.blockRel[n - 1]!;
+      }
+      v.blockNo[n] = u32(b, p);
+      v.blockFork[n] = flags & BKPBLOCK_FORK_MASK;
+      p += 4;
+      n++;
+    }
+  }
+  v.blockCount = n;
+  v.mainDataLength = main;
+  v.data = null;
+  v.data = decodeMainData(v, b, end - main, main, fmt);
 }
