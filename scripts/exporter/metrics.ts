@@ -50,6 +50,8 @@ export const METRIC_NAMES = {
   predictions: `${P}predictions_total`,
   profile: 'walsim_profile_info',
   cycles: 'walsim_exporter_cycles_total',
+  threadUp: 'walsim_exporter_cycle_thread_up',
+  threadRestarts: 'walsim_exporter_cycle_thread_restarts_total',
   restarts: `${P}model_restarts_total`,
   walRead: `${P}wal_read_bytes_total`,
   receiveLsn: `${P}wal_receive_lsn_bytes`,
@@ -322,6 +324,21 @@ function standbyHealthMetrics(
     snapshot().standbys.map((s) => [sb(s), s.predictions]),
   );
   counterFrom(r, N.cycles, 'Prediction cycles finished', [], () => [[{}, snapshot().cycles]]);
+  const thread = () => snapshot().thread;
+  g(N.threadUp, '1 while the thread running the prediction cycles is alive', [], () => {
+    const t = thread();
+    return t === null ? [] : [[{}, t.up ? 1 : 0]];
+  });
+  counterFrom(
+    r,
+    N.threadRestarts,
+    'Restarts of the prediction cycles thread after it failed',
+    [],
+    () => {
+      const t = thread();
+      return t === null ? [] : [[{}, t.restarts]];
+    },
+  );
 }
 
 /** What the kept state costs: its starts over by reason, the WAL the cycles read. */
