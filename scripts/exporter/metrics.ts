@@ -147,6 +147,7 @@ export function exporterRegistry(
   fleetMetrics(g, snapshot, sb);
   standbyHealthMetrics(r, g, snapshot, sb, profile);
   standbyCostMetrics(r, snapshot, sb);
+  threadMetrics(r, g, snapshot);
   return r;
 }
 
@@ -324,6 +325,11 @@ function standbyHealthMetrics(
     snapshot().standbys.map((s) => [sb(s), s.predictions]),
   );
   counterFrom(r, N.cycles, 'Prediction cycles finished', [], () => [[{}, snapshot().cycles]]);
+}
+
+/** The cycle thread (cycle-host.ts): alive or not, its restarts; nothing when run in-process. */
+function threadMetrics(r: Registry, g: G, snapshot: () => CycleSnapshot): void {
+  const N = METRIC_NAMES;
   const thread = () => snapshot().thread;
   g(N.threadUp, '1 while the thread running the prediction cycles is alive', [], () => {
     const t = thread();
