@@ -6,7 +6,8 @@
  * reassembly buffer, so memory is bounded by the chunk and the largest record, never by the range.
  * Stops cleanly at the end of valid WAL and says where and why, with PostgreSQL's message.
  *
- * Entry points: `PgWalReader` (`batches()`, `records()`, `end`, `major`, `firstRecordLsn`),
+ * Entry points: `PgWalReader` (`batches()`, `records()`, `columns()`, `views()`, `end`, `major`,
+ * `firstRecordLsn`),
  * `PgWalReadOptions`, `PgWalEnd`.
  */
 import { assert } from '../common/assert.ts';
@@ -37,6 +38,7 @@ import {
 } from './record.ts';
 import { RM_XLOG_ID } from './rmgr-names.ts';
 import { ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
+import { decodeRecordInto, PgWalRecordView } from './view.ts';
 import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
 
 export interface PgWalReadOptions {
@@ -166,12 +168,47 @@ export class PgWalReader {
     }
   }
 
-  /** Up to `max` records into `out` (decoded) or `cols`; sets `end` when reading stops. */
+  /**
+   * Every record as a view (`PgWalRecordView`: header values, block references in typed arrays,
+   * the main data predict reads), passed to `fn` and valid only during the call: the records
+   * `batches()` gives, ending the same way, without an object per record. Yields after each
+   * `max` records (how many), so the caller can give the event loop a turn.
+   */
+  async *views(fn: (v: PgWalRecordView) => void, max = SCAN_OUT_MAX): AsyncGenerator<number> {
+    const visit = { view: new PgWalRecordView(), fn };
+    max = Math.min(max, SCAN_OUT_MAX);
+    try {
+      while (this.end === null) {
+        const n = await this.fill(max, null, null, visit);
+        if (n > 0) yield n;
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** A record read by the slow path, into whichever of `out`, `cols`, `visit` is filled. */
+  private deliver(
+    r: PgWalRecord,
+    out: PgWalRecord[] | null,
+    cols: PgWalColumns | null,
+    visit: Visit | null,
+  ): void {
+    if (out !== null) out.push(r);
+    else if (cols !== null) cols.pushRecord(r);
+    else visit!.fn(visit!.view.fromRecord(r));
+  }
+
+  /**
+   * Up to `max` records into `out` (decoded), `cols` or `visit`; sets `end` when reading stops.
+   * Returns how many.
+   */
   private async fill(
     max: number,
     out: PgWalRecord[] | null,
     cols: PgWalColumns | null,
-  ): Promise<void> {
+    visit: Visit | null = null,
+  ): Promise<number> {
     let n = 0;
     try {
       if (!this.started) await this.begin();
@@ -179,23 +216,21 @@ export class PgWalReader {
       while (n < max) {
         if (this.pending !== null) {
           // The record `begin` found, handed out first.
-          if (out !== null) out.push(this.pending);
-          else cols!.pushRecord(this.pending);
+          const p = this.pending;
           this.pending = null;
+          this.deliver(p, out, cols, visit);
           n++;
           continue;
         }
-        const k = this.scanInPage(max - n, out, cols);
+        const k =
+          visit !== null ? this.scanViews(max - n, visit) : this.scanInPage(max - n, out, cols);
         if (k > 0) {
           n += k;
           continue;
         }
         // readSlow rather than tryInPage: the scan refused what tryInPage would take.
         const r = await this.readSlow();
-        if (r !== null) {
-          if (out !== null) out.push(r);
-          else cols!.pushRecord(r);
-        }
+        if (r !== null) this.deliver(r, out, cols, visit);
         this.firstRecordLsn ??= r !== null ? r.lsn : cols!.lsn[cols!.length - 1]!;
         n++;
       }
@@ -205,6 +240,7 @@ export class PgWalReader {
         this.end = { reason: 'invalid_record', lsn: e.lsn, message: e.message };
       else throw e;
     }
+    return n;
   }
 
   async close(): Promise<void> {
@@ -268,45 +304,20 @@ export class PgWalReader {
    * first record, a page start, a record that spans, XLOG SWITCH, the range's end, any doubt).
    */
   private scanInPage(max: number, out: PgWalRecord[] | null, cols: PgWalColumns | null): number {
-    const prev = this.prevLsn;
-    const lsn = this.next;
-    const recOff = lsn % XLOG_BLCKSZ;
-    const pagePtr = lsn - recOff;
-    if (prev === null || recOff === 0) return 0;
-    if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) return 0;
-    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) return 0;
-    const pageOff = pagePtr - this.winStart;
-    const limit = Math.min(pageOff + XLOG_BLCKSZ, this.endLsn - this.winStart);
-    if (limit < pageOff + recOff + SIZE_OF_XLOG_RECORD) return 0;
+    if (!this.scanStart()) return 0;
+    const { off: start, limit } = scanAt;
+    const prev = this.prevLsn!;
     const win = this.win;
     if (cols !== null) {
       const at = cols.length;
-      const k = this.mem.scanPage(
-        win,
-        pageOff + recOff,
-        limit,
-        this.winStart,
-        prev,
-        at,
-        max,
-        this.scanFlags,
-      );
+      const k = this.mem.scanPage(win, start, limit, this.winStart, prev, at, max, this.scanFlags);
       if (k === 0) return 0;
       cols.length += k;
       this.prevLsn = cols.lsn[at + k - 1]!;
       this.next = cols.endLsn[at + k - 1]!;
       return k;
     }
-    const n = this.mem.scanPage(
-      win,
-      pageOff + recOff,
-      limit,
-      this.winStart,
-      prev,
-      0,
-      max,
-      this.scanFlags,
-    );
+    const n = this.mem.scanPage(win, start, limit, this.winStart, prev, 0, max, this.scanFlags);
     const addresses = this.mem.addresses;
     const w = win.byteOffset;
     const fmt = this.fmt!;
@@ -319,6 +330,61 @@ export class PgWalReader {
       this.next = end;
     }
     return n;
+  }
+
+  /**
+   * Whether the next record may be scanned in WebAssembly (it starts inside a validated page of
+   * the window, not at its start, after a record read before); `scanAt` says from where to where.
+   */
+  private scanStart(): boolean {
+    const lsn = this.next;
+    const recOff = lsn % XLOG_BLCKSZ;
+    const pagePtr = lsn - recOff;
+    if (this.prevLsn === null || recOff === 0) return false;
+    if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) return false;
+    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) return false;
+    const pageOff = pagePtr - this.winStart;
+    scanAt.limit = Math.min(pageOff + XLOG_BLCKSZ, this.endLsn - this.winStart);
+    scanAt.off = pageOff + recOff;
+    return scanAt.limit >= scanAt.off + SIZE_OF_XLOG_RECORD;
+  }
+
+  /**
+   * scanInPage for `views()`: each record the WebAssembly accepted is decoded into the view where
+   * it lies and handed to the callback before the next (the window cannot change meanwhile).
+   */
+  private scanViews(max: number, visit: Visit): number {
+    if (!this.scanStart()) return 0;
+    const win = this.win;
+    const k = this.mem.scanPage(
+      win,
+      scanAt.off,
+      scanAt.limit,
+      this.winStart,
+      this.prevLsn!,
+      0,
+      max,
+      this.scanFlags,
+    );
+    const { addresses, columns: cols } = this.mem;
+    const w = win.byteOffset;
+    const fmt = this.fmt!;
+    const v = visit.view;
+    for (let i = 0; i < k; i++) {
+      decodeRecordInto(
+        v,
+        win,
+        addresses[i]! - w,
+        cols.lsn[i]!,
+        cols.endLsn[i]!,
+        cols.fpiLength[i]!,
+        fmt,
+      );
+      this.prevLsn = v.lsn;
+      this.next = v.endLsn;
+      visit.fn(v);
+    }
+    return k;
   }
 
   /** The record `begin` found, handed out first. */
@@ -696,6 +762,15 @@ export class PgWalReader {
       );
     return formatOf(major);
   }
+}
+
+/** Where scanStart says the WebAssembly scan may run (window offsets); one for the module. */
+const scanAt = { off: 0, limit: 0 };
+
+/** `views()`' view and callback. */
+interface Visit {
+  view: PgWalRecordView;
+  fn: (v: PgWalRecordView) => void;
 }
 
 /** readSpanning's answer for a record abandoned by XLP_FIRST_IS_OVERWRITE_CONTRECORD. */
