@@ -37,7 +37,7 @@ import {
   type PgWalRecord,
 } from './record.ts';
 import { RM_XLOG_ID } from './rmgr-names.ts';
-import { ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
+import { crcWorkerError, ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
 import { decodeRecordInto, PgWalRecordView } from './view.ts';
 import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
 
@@ -54,7 +54,21 @@ export interface PgWalReadOptions {
   systemIdentifier?: bigint;
   /** Bytes read from a segment file at once (a multiple of 8 kB; default 4 MB). */
   chunkBytes?: number;
+  /**
+   * CRC-32C verdicts on a second thread (scan-wasm.ts `CrcWorker`): 'auto' (default) when the
+   * range has an end at least CRC_WORKER_MIN_BYTES past its start, where the thread's start-up
+   * is paid back; 'on'; 'off'.
+   */
+  crcWorker?: 'auto' | 'on' | 'off';
+  /** The worker thread's code instead of the real one (tests: a worker that fails). */
+  crcWorkerCode?: string;
 }
+
+/**
+ * The smallest range 'auto' starts the CRC worker for: below it the thread's start-up (tens of
+ * milliseconds) is not paid back (BENCHMARKS.md, "Reading PostgreSQL's WAL").
+ */
+export const CRC_WORKER_MIN_BYTES = 64 * 1024 * 1024;
 
 /** Why reading stopped. */
 export interface PgWalEnd {
@@ -122,8 +136,26 @@ export class PgWalReader {
       throw new WalsimError('invalid_input', `invalid start LSN ${opts.startLsn}`);
     this.mem = new ScanMemory(Math.min(this.chunkBytes, this.segSize));
     [this.win, this.other] = this.mem.windows;
+    const w = opts.crcWorker ?? 'auto';
+    const span = this.endLsn - opts.startLsn;
+    if (w === 'on' || (w === 'auto' && opts.endLsn != null && span >= CRC_WORKER_MIN_BYTES))
+      this.mem.startCrcWorker(opts.crcWorkerCode);
     this.asm = this.mem.asm;
     this.next = opts.startLsn;
+  }
+
+  /**
+   * What reading used: the memory's bytes (fixed when the reader is made) and the CRC worker's
+   * jobs (posted, the most unfinished at once).
+   */
+  get scanStats(): { memoryBytes: number; worker: boolean; jobs: number; maxJobsInFlight: number } {
+    const j = this.mem.jobStats;
+    return {
+      memoryBytes: this.mem.bytes,
+      worker: j.started,
+      jobs: j.posted,
+      maxJobsInFlight: j.maxInFlight,
+    };
   }
 
   /** The major of the WAL read (known once the first page was read). */
@@ -240,10 +272,19 @@ export class PgWalReader {
         this.end = { reason: 'invalid_record', lsn: e.lsn, message: e.message };
       else throw e;
     }
+    // A worker that failed is reported even when reading ended without needing it again.
+    const failure = this.end !== null ? this.mem.workerFailure() : null;
+    if (failure !== null) throw crcWorkerError(failure);
     return n;
   }
 
+  /** Stop reading: the open file, the read ahead and the CRC worker. */
   async close(): Promise<void> {
+    await this.closeFile();
+    await this.mem.close();
+  }
+
+  private async closeFile(): Promise<void> {
     await this.dropReadAhead();
     const f = this.file;
     this.file = null;
@@ -613,11 +654,11 @@ export class PgWalReader {
     if (ahead !== null && ahead.opening !== null && ahead.opening.segno === segno) {
       // The segment was opened ahead (and its first chunk is being read): adopt both.
       this.ahead = null;
-      await this.close();
+      await this.closeFile();
       f = await ahead.opening.file;
       this.ahead = { ...ahead, opening: null };
     } else {
-      await this.close();
+      await this.closeFile();
       f = await this.source.open(segno);
     }
     if (f === null)
@@ -647,7 +688,13 @@ export class PgWalReader {
         n = got;
       }
     }
-    if (n < 0) n = await this.file!.read(this.win, 0, length, lsn - segStart);
+    const failure = this.mem.workerFailure();
+    if (failure !== null) throw crcWorkerError(failure);
+    if (n < 0) {
+      this.mem.invalidate(this.win);
+      n = await this.file!.read(this.win, 0, length, lsn - segStart);
+      if (n === length) this.mem.computeVerdicts(this.win, length);
+    }
     if (n < length)
       throw new WalsimError(
         'invalid_input',
@@ -667,9 +714,11 @@ export class PgWalReader {
   private readAhead(next: Lsn, segStart: Lsn): void {
     const left = segStart + this.segSize - next;
     if (this.file === null || next >= this.endLsn) return;
+    const into = this.other;
+    this.mem.invalidate(into);
     if (left > 0) {
-      const length = Math.min(this.other.length, left);
-      const done = this.file.read(this.other, 0, length, next - segStart).catch(() => -1);
+      const length = Math.min(into.length, left);
+      const done = this.readAheadInto(this.file, into, length, next - segStart);
       this.ahead = { lsn: next, length, done, opening: null };
       return;
     }
@@ -677,11 +726,34 @@ export class PgWalReader {
     const segno = this.fileSegno + 1;
     const file = this.source.open(segno);
     file.catch(() => {}); // an error is the adopter's (openSegment awaits it) or nobody's
-    const length = Math.min(this.other.length, this.segSize);
+    const length = Math.min(into.length, this.segSize);
     const done = file
-      .then((f) => (f === null ? -1 : f.read(this.other, 0, length, 0)))
+      .then((f) => (f === null ? -1 : this.readAheadInto(f, into, length, 0)))
       .catch(() => -1);
     this.ahead = { lsn: next, length, done, opening: { segno, file } };
+  }
+
+  /**
+   * A chunk read ahead into window `into`, and its CRC-32C verdicts computed while the other
+   * window is parsed: by the worker thread, reading too, when the file has a descriptor (the
+   * read then completes without waiting for this thread's event loop); else read here and the
+   * verdicts computed after. -1 when the read failed (`load` reads again and says why).
+   */
+  private readAheadInto(
+    f: WalSegmentFile,
+    into: Buffer,
+    length: number,
+    position: number,
+  ): Promise<number> {
+    if (f.fd !== undefined && this.mem.workerReads())
+      return this.mem.readOnWorker(into, f.fd, position, length);
+    return f.read(into, 0, length, position).then(
+      (n) => {
+        if (n === length) this.mem.computeVerdicts(into, length);
+        return n;
+      },
+      () => -1,
+    );
   }
 
   /** Wait out a read ahead nobody will use (its window is about to be reused or its file closed). */
