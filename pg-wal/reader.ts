@@ -55,20 +55,14 @@ export interface PgWalReadOptions {
   /** Bytes read from a segment file at once (a multiple of 8 kB; default 4 MB). */
   chunkBytes?: number;
   /**
-   * CRC-32C verdicts on a second thread (scan-wasm.ts `CrcWorker`): 'auto' (default) when the
-   * range has an end at least CRC_WORKER_MIN_BYTES past its start, where the thread's start-up
-   * is paid back; 'on'; 'off'.
+   * CRC-32C verdicts on a second thread (scan-wasm.ts `CrcWorker`): 'off' (default) or 'on'.
+   * Off by default: on this project's 2-vCPU machine it measured from 25 % slower to 5 % faster
+   * over 1 GB and slower below 256 MiB (BENCHMARKS.md, "Reading PostgreSQL's WAL").
    */
-  crcWorker?: 'auto' | 'on' | 'off';
+  crcWorker?: 'on' | 'off';
   /** The worker thread's code instead of the real one (tests: a worker that fails). */
   crcWorkerCode?: string;
 }
-
-/**
- * The smallest range 'auto' starts the CRC worker for: below it the thread's start-up (tens of
- * milliseconds) is not paid back (BENCHMARKS.md, "Reading PostgreSQL's WAL").
- */
-export const CRC_WORKER_MIN_BYTES = 64 * 1024 * 1024;
 
 /** Why reading stopped. */
 export interface PgWalEnd {
@@ -138,10 +132,7 @@ export class PgWalReader {
       throw new WalsimError('invalid_input', `invalid start LSN ${opts.startLsn}`);
     this.mem = new ScanMemory(Math.min(this.chunkBytes, this.segSize));
     [this.win, this.other] = this.mem.windows;
-    const w = opts.crcWorker ?? 'auto';
-    const span = this.endLsn - opts.startLsn;
-    if (w === 'on' || (w === 'auto' && opts.endLsn != null && span >= CRC_WORKER_MIN_BYTES))
-      this.mem.startCrcWorker(opts.crcWorkerCode);
+    if (opts.crcWorker === 'on') this.mem.startCrcWorker(opts.crcWorkerCode);
     this.asm = this.mem.asm;
     this.next = opts.startLsn;
   }

@@ -6,8 +6,8 @@
  * is stopped; then, `runs` times each, alternating, with medians: `pg_waldump --stats=record -s
  * START -e END` (wall time of the process; CPU time from /proc's children times), the reader's
  * `columns()` over [START, END) counting records and bytes per rmgr/type as --stats=record does
- * (the same job; wall and CPU time of this process while it reads, every thread counted), with
- * its CRC-32C worker thread (what a range this long gets) and without it (one thread), the
+ * (the same job; wall and CPU time of this process while it reads, every thread counted), on one
+ * thread (the default) and with its CRC-32C worker thread (`crcWorker: 'on'`), the
  * reader's `batches()` (a decoded object per record) doing the same, and predict's own path:
  * `pgWalRecords` (the reader's `views()`) into the replay model (`RecoveryModel.replay`), as
  * `npm run predict` reads a range. The page cache is warm for all after the first round. Record
@@ -44,9 +44,9 @@ export interface PgWalReaderResult {
   waldumpCpuMiBPerSec: number | null;
   readerToWaldump: number;
   readerToWaldumpCpu: number | null;
-  /** `columns()` without the CRC worker (one thread). */
-  oneThreadMiBPerSec: number;
-  oneThreadCpuMiBPerSec: number;
+  /** `columns()` with the CRC worker (two threads; off by default). */
+  workerMiBPerSec: number;
+  workerCpuMiBPerSec: number;
   /** `batches()` (an object per record), wall clock and CPU time. */
   recordsMiBPerSec: number;
   recordsCpuMiBPerSec: number;
@@ -104,8 +104,8 @@ export async function measurePgWalReader(
       waldumpCpuMiBPerSec: fix(rate(t.waldump.cpu())),
       readerToWaldump: ratio(t.columns.wall(), t.waldump.wall())!,
       readerToWaldumpCpu: ratio(t.columns.cpu(), t.waldump.cpu()),
-      oneThreadMiBPerSec: fix(rate(t.oneThread.wall()))!,
-      oneThreadCpuMiBPerSec: fix(rate(t.oneThread.cpu()))!,
+      workerMiBPerSec: fix(rate(t.worker.wall()))!,
+      workerCpuMiBPerSec: fix(rate(t.worker.cpu()))!,
       recordsMiBPerSec: fix(rate(t.records.wall()))!,
       recordsCpuMiBPerSec: fix(rate(t.records.cpu()))!,
       predictMiBPerSec: fix(rate(t.predict.wall()))!,
@@ -129,7 +129,7 @@ async function rounds(pgWaldump: string, walDir: string, start: string, end: str
   const t = {
     waldump: new Timings(),
     columns: new Timings(),
-    oneThread: new Timings(),
+    worker: new Timings(),
     records: new Timings(),
     predict: new Timings(),
   };
@@ -138,7 +138,7 @@ async function rounds(pgWaldump: string, walDir: string, start: string, end: str
   for (let i = 0; i < runs; i++) {
     const w = await timeWaldump(pgWaldump, walDir, start, end);
     t.waldump.add(w);
-    for (const mode of ['columns', 'oneThread', 'records', 'predict'] as const) {
+    for (const mode of ['columns', 'worker', 'records', 'predict'] as const) {
       const r = await timeReader(walDir, start, end, mode);
       t[mode].add(r);
       rssGrowth = Math.max(rssGrowth, r.rssGrowth);
@@ -264,11 +264,11 @@ function timeWaldump(
   });
 }
 
-type ReaderMode = 'columns' | 'oneThread' | 'records' | 'predict';
+type ReaderMode = 'columns' | 'worker' | 'records' | 'predict';
 
 /**
  * The reader over [start, end): counts and bytes per rmid/info, as --stats=record keeps them,
- * from `columns()` (with the CRC worker or without: 'oneThread') or from `batches()`' records;
+ * from `columns()` (on one thread, or with the CRC worker: 'worker') or from `batches()`' records;
  * 'predict': predict's path into the replay model (its count and bytes). CPU time is the
  * process's, every thread counted.
  */
@@ -310,7 +310,7 @@ async function readerStats(
     startLsn: parseLsn(start),
     endLsn: parseLsn(end),
     start: 'find',
-    ...(mode === 'oneThread' ? { crcWorker: 'off' as const } : {}),
+    ...(mode === 'worker' ? { crcWorker: 'on' as const } : {}),
   });
   if (mode === 'records')
     for await (const batch of reader.batches()) {
@@ -365,7 +365,6 @@ async function crossover(
     for (let i = 0; i < runs; i++)
       for (const mode of ['columns', 'oneThread'] as const) {
         const t0 = performance.now();
-        // 'on' below CRC_WORKER_MIN_BYTES too: what the worker costs and gives at each size.
         const src = new WalDirectory(walDir, detectSegmentSize(walDir), readHistory(walDir, 1));
         const reader = new PgWalReader(src, {
           startLsn: parseLsn(start),
