@@ -54,6 +54,7 @@ export function replayFeatures(
   f[`scan.single.${tier}`] = d.scannedByMatcher.single;
   f[`scan.multi.${tier}`] = d.scannedByMatcher.linear + d.scannedByMatcher.bsearch;
   f['scan.preCheckHit'] = d.headerLocksByPath['full-scan'];
+  f['scan.descriptorPageMapped'] = c.descriptorPagesMapped;
   f['lookup.probe'] = d.probes;
   f['lookup.hit'] = d.headerLocksByPath['cached-lookup'];
   f.invalidate = d.invalidated;

@@ -44,6 +44,8 @@ export const OTHER_CONSTANTS = {
   'scan.hashBuild.memory':
     'descriptor visited by the recovery hash build, descriptor array larger than the last-level cache',
   'hashBuild.insert': 'buffer inserted into the recovery hash by its build',
+  'scan.descriptorPageMapped':
+    "4 KiB page of the buffer descriptor array mapped into the startup process by its first full scan (a new process's first touch of a shared page)",
   'smgr.create': 'fork file created (mdcreate)',
   'smgr.extend': 'block appended (mdextend)',
   'smgr.truncate': 'fork file truncated (mdtruncate)',
@@ -205,6 +207,18 @@ function str(origin: string, v: unknown, where: string): string {
   return v;
 }
 
+/**
+ * Constants added after profiles were written: a file without one priced its event at 0 (the
+ * counter did not exist), and is read so.
+ */
+const LATER_CONSTANTS: Partial<Record<CostConstantName, CostConstant>> = {
+  'scan.descriptorPageMapped': {
+    seconds: 0,
+    per: constantPer('scan.descriptorPageMapped'),
+    source: 'absent from the file (written before the constant existed): 0',
+  },
+};
+
 /** Validate a parsed profile; `origin` names it in errors (a file path or profile name). */
 export function parseProfile(json: unknown, origin: string): CostProfile {
   if (!isObject(json)) throw bad(origin, 'must be a JSON object');
@@ -241,7 +255,7 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
       throw bad(origin, `unknown constant "${k}" (known: ${COST_CONSTANT_NAMES.join(', ')})`);
   const out = {} as Record<CostConstantName, CostConstant>;
   for (const k of COST_CONSTANT_NAMES) {
-    const c = constants[k];
+    const c = constants[k] ?? LATER_CONSTANTS[k];
     if (c === undefined) throw bad(origin, `constant "${k}" is missing`);
     if (!isObject(c)) throw bad(origin, `constant "${k}" must be an object {seconds, per, source}`);
     out[k] = {

@@ -50,6 +50,7 @@ import { pgWalRecords } from './pg-wal-source.ts';
 import type { PgMajor } from '../../pg-wal/format.ts';
 import { pgDropRules, pgVersionOfNum, type PgDropRules } from '../../storage/pg-drop-rules.ts';
 import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
+import { unmappedDescriptorPages } from '../postgres/startup-sched.ts';
 
 /** Patroni's default maximum_lag_on_failover: 1 MB. */
 export const PATRONI_MAXIMUM_LAG_ON_FAILOVER = 1048576;
@@ -247,10 +248,14 @@ export async function setUpRange(sessions: Sessions, input: PredictInput): Promi
   return { st, from, to: received, walDir, primaryInfo, read, dropRules };
 }
 
-/** The standby's files (--pgdata's sizes) and buffers (pg_buffercache's, when `resident`). */
+/**
+ * The standby's files (--pgdata's sizes), buffers (pg_buffercache's, when `resident`) and the
+ * descriptor pages its startup process has not mapped (`unmapped`: its page map, when readable).
+ */
 export function standbyFiles(
   input: PredictInput,
   resident: Map<string, number[]> | null,
+  unmapped: number | null = null,
 ): StandbyFiles {
   const pgdataFiles =
     input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
@@ -258,7 +263,31 @@ export function standbyFiles(
     diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
     residentBlocks: (n: RelFileNode, f: ForkNumber) =>
       resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
+    unmappedDescriptorPages: () => unmapped ?? undefined,
   };
+}
+
+/**
+ * How many 4 KiB pages of the buffer descriptor array the standby's startup process has not
+ * mapped: its /proc/<pid>/pagemap (predict on the standby's host, --pgdata given, as the
+ * postgres user or root) at the array's place in shared memory (pg_shmem_allocations, readable by
+ * superusers and pg_read_all_stats). null when any of it is out of reach.
+ */
+export async function unmappedDescriptorPagesOf(
+  standby: pg.Client,
+  pgdata: string | undefined,
+): Promise<number | null> {
+  if (pgdata === undefined) return null;
+  try {
+    const r = await standby.query(
+      "SELECT off::float8 AS off, allocated_size::float8 AS size FROM pg_shmem_allocations WHERE name = 'Buffer Descriptors'",
+    );
+    const row = r.rows[0] as { off: number; size: number } | undefined;
+    if (row === undefined) return null;
+    return unmappedDescriptorPages(path.resolve(pgdata), row.off, row.size)?.unmapped ?? null;
+  } catch {
+    return null;
+  }
 }
 
 async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
@@ -271,7 +300,8 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     await read(from, to, (r) => droppedNodes(r, nodes));
     resident = await residentBlocks(sessions.standby, nodes);
   }
-  const files = standbyFiles(input, resident);
+  const unmapped = await unmappedDescriptorPagesOf(sessions.standby, input.pgdata);
+  const files = standbyFiles(input, resident, unmapped);
   const model = new RecoveryModel(st.nBuffers, files, resident !== null, setup.dropRules);
   const stops = stopFinder(st.recoveryTarget);
   const learned = await learnCachedSizes(read, model, st.restartpointRedoLsn, from, stops.seen);

@@ -56,6 +56,11 @@ export interface StandbyFiles {
   diskBlocks(node: RelFileNode, fork: ForkNumber): number | null | undefined;
   /** Blocks of a fork in shared_buffers now (pg_buffercache); undefined when unknown. */
   residentBlocks(node: RelFileNode, fork: ForkNumber): readonly number[] | undefined;
+  /**
+   * 4 KiB pages of the buffer descriptor array the startup process has not mapped now (its
+   * /proc/<pid>/pagemap, read on the standby's host); absent or undefined when unknown.
+   */
+  unmappedDescriptorPages?(): number | undefined;
 }
 
 export const NO_FILES: StandbyFiles = {
@@ -222,6 +227,8 @@ export interface ReplayTally {
  */
 export interface RelJournal {
   forgot: boolean;
+  /** A full scan ran in the window: the descriptor array is mapped from then on. */
+  fullScan: boolean;
   rels: Map<string, JournalEntry>;
 }
 export interface JournalEntry {
@@ -232,9 +239,12 @@ export interface JournalEntry {
   truncFrom: [number | null, number | null, number | null, number | null];
 }
 
-export const newJournal = (): RelJournal => ({ forgot: false, rels: new Map() });
+export const newJournal = (): RelJournal => ({ forgot: false, fullScan: false, rels: new Map() });
 
 const RELS_BSEARCH_THRESHOLD = 20;
+/** sizeof(BufferDescPadded) on 64-bit builds, and the kernel's base page. */
+const DESCRIPTOR_BYTES = 64;
+const PAGE_BYTES = 4096;
 const SMGR_TRUNCATE_HEAP = 1;
 const SMGR_TRUNCATE_VM = 2;
 const SMGR_TRUNCATE_FSM = 4;
@@ -251,6 +261,8 @@ export class RecoveryModel {
   private records = 0;
   private walBytes = 0;
   private genericRecords = 0;
+  /** A full scan has run in this startup process (learned or replayed): the array is mapped. */
+  private descriptorsMapped = false;
   /** BUF_DROP_FULL_SCAN_THRESHOLD; null where the version has no lookup path (13). */
   readonly threshold: number | null;
 
@@ -607,8 +619,13 @@ export class RecoveryModel {
       preCheckHits: number;
     },
   ): void {
-    if (!counted) return;
     const full = d.path === 'full-scan';
+    if (full && this.journal !== null) this.journal.fullScan = true;
+    if (full && !this.descriptorsMapped) {
+      this.descriptorsMapped = true;
+      if (counted) this.counts.descriptorPagesMapped += this.unmappedDescriptorPages();
+    }
+    if (!counted) return;
     const probes = full ? 0 : d.blocksToDrop!;
     // One drop call as walsim's own drops count it (storage/drop.ts DropResult → DropCounters).
     countDrop(this.counts.drops, {
@@ -638,6 +655,18 @@ export class RecoveryModel {
   }
 
   /**
+   * The pages of the descriptor array (NBuffers × 64-byte BufferDescPadded) the startup process
+   * maps at its first full scan: what its page map reports, else all of them (no full scan in the
+   * WAL learned since the startup process began; it touched only its buffers' descriptors).
+   */
+  private unmappedDescriptorPages(): number {
+    return (
+      this.files.unmappedDescriptorPages?.() ??
+      Math.ceil((this.nBuffers * DESCRIPTOR_BYTES) / PAGE_BYTES)
+    );
+  }
+
+  /**
    * A copy that later records change independently of this one: the exporter keeps the state
    * learned up to the replay LSN and replays the unreplayed range on a copy (scripts/exporter/).
    */
@@ -654,6 +683,7 @@ export class RecoveryModel {
     for (const [k, t] of this.types) c.types.set(k, { ...t });
     for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
     for (const a of this.assumptions) c.assumptions.add(a);
+    c.descriptorsMapped = this.descriptorsMapped;
     c.records = this.records;
     c.walBytes = this.walBytes;
     c.genericRecords = this.genericRecords;
@@ -694,9 +724,14 @@ export class RecoveryModel {
     return t;
   }
 
-  /** What had to be assumed, each once, in the order first met; the buffers note last. */
-  assumptionList(): string[] {
+  /**
+   * What had to be assumed, each once, in the order first met; the descriptor pages' note when
+   * `counts` (default: this tally's) priced pages no page map gave; the buffers note last.
+   */
+  assumptionList(counts: ReplayCounts = this.counts): string[] {
     const out = [...this.assumptions];
+    if (counts.descriptorPagesMapped > 0 && this.files.unmappedDescriptorPages?.() === undefined)
+      out.push(DESCRIPTOR_NOTE);
     if (!this.residentKnown) out.push(RESIDENT_NOTE);
     return out;
   }
@@ -709,6 +744,11 @@ export class RecoveryModel {
     return this.rels;
   }
 
+  /** A full scan ran: a window image whose records scanned (windows.ts). */
+  markDescriptorsMapped(): void {
+    this.descriptorsMapped = true;
+  }
+
   /** Every cached size forgotten: a window image whose records forgot them (windows.ts). */
   forgetAllSizes(): void {
     this.forgetSizes();
@@ -718,6 +758,9 @@ export class RecoveryModel {
     return { ...this.peekTally(), assumptions: this.assumptionList() };
   }
 }
+
+const DESCRIPTOR_NOTE =
+  "the startup process is assumed to have mapped none of the buffer descriptor array before the range's first full scan (no full scan in the WAL replayed since the last restartpoint; run with --pgdata on the standby's host to read its page map)";
 
 const RESIDENT_NOTE =
   'buffers to invalidate = the blocks replay read since the standby started (pg_buffercache not installed)';

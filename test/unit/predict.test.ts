@@ -288,6 +288,42 @@ describe('the size-cached rule', () => {
   });
 });
 
+describe("the descriptor pages the startup process's first full scan maps", () => {
+  const uncached = () => commitDropping(200); // never touched: size not cached → full scan
+  it('counts the unmapped pages the page map reports, at the first full scan of the range only', () => {
+    const m = new RecoveryModel(NB, {
+      ...files({ 200: 1, 201: 1 }),
+      unmappedDescriptorPages: () => 201,
+    });
+    m.replay(uncached());
+    m.replay(commitDropping(201));
+    const r = m.result();
+    expect(r.counts.drops.drops['full-scan']).toBe(2);
+    expect(r.counts.descriptorPagesMapped).toBe(201);
+    expect(r.assumptions.join(' ')).not.toMatch(/descriptor array/);
+  });
+
+  it('without a page map: every page of the array (NBuffers × 64 B / 4 KiB), said as an assumption', () => {
+    const m = new RecoveryModel(NB, files({ 200: 1 }));
+    m.replay(uncached());
+    expect(m.result().counts.descriptorPagesMapped).toBe((NB * 64) / 4096);
+    expect(m.result().assumptions.join(' ')).toMatch(/descriptor array/);
+  });
+
+  it('none after a full scan in the WAL replayed since the startup process began, none on lookups', () => {
+    const m = new RecoveryModel(NB, files({ 100: 1, 200: 1, 300: 1 }));
+    m.learn(commitDropping(300));
+    m.learn(touch(100));
+    m.replay(uncached());
+    expect(m.result().counts.descriptorPagesMapped).toBe(0);
+    const k = new RecoveryModel(NB, files({ 100: 1 }));
+    k.learn(touch(100));
+    k.replay(commitDropping(100));
+    expect(k.result().counts.drops.drops['cached-lookup']).toBe(1);
+    expect(k.result().counts.descriptorPagesMapped).toBe(0);
+  });
+});
+
 describe("each major's drop rules in the replay model", () => {
   const rules = (major: number, minor: number | null = null) => pgDropRules({ major, minor });
   const backlog = (m: RecoveryModel) => {
