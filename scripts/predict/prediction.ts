@@ -24,6 +24,7 @@ import {
 } from '../../cost-model/profile.ts';
 import {
   RecoveryModel,
+  withDescriptorPageMap,
   type PredictedDrop,
   type RecordTypeCount,
   type ReplayPrediction,
@@ -229,6 +230,8 @@ export interface RangeSetup {
   primaryInfo: Prediction['primary'];
   read: ReadRange;
   dropRules: PgDropRules;
+  /** Descriptor pages the startup process has not mapped (its page map); null: not readable. */
+  unmappedDescriptorPages: number | null;
 }
 
 /** The standby's state (checked), the unreplayed range, the primary's LSN, the range reader. */
@@ -245,17 +248,23 @@ export async function setUpRange(sessions: Sessions, input: PredictInput): Promi
   const primaryInfo = await connectPrimary(sessions, input, st, walDir);
   const read = await rangeReader(sessions.primary, input, st, walDir, from, received);
   const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
-  return { st, from, to: received, walDir, primaryInfo, read, dropRules };
+  const unmappedDescriptorPages = await unmappedDescriptorPagesOf(sessions.standby, input.pgdata);
+  return {
+    st,
+    from,
+    to: received,
+    walDir,
+    primaryInfo,
+    read,
+    dropRules,
+    unmappedDescriptorPages,
+  };
 }
 
-/**
- * The standby's files (--pgdata's sizes), buffers (pg_buffercache's, when `resident`) and the
- * descriptor pages its startup process has not mapped (`unmapped`: its page map, when readable).
- */
+/** The standby's files (--pgdata's sizes) and buffers (pg_buffercache's, when `resident`). */
 export function standbyFiles(
   input: PredictInput,
   resident: Map<string, number[]> | null,
-  unmapped: number | null = null,
 ): StandbyFiles {
   const pgdataFiles =
     input.pgdata !== undefined ? new PgdataFiles(path.resolve(input.pgdata)) : null;
@@ -263,7 +272,6 @@ export function standbyFiles(
     diskBlocks: (n: RelFileNode, f: ForkNumber) => pgdataFiles?.diskBlocks(n, f),
     residentBlocks: (n: RelFileNode, f: ForkNumber) =>
       resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
-    unmappedDescriptorPages: () => unmapped ?? undefined,
   };
 }
 
@@ -300,8 +308,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
     await read(from, to, (r) => droppedNodes(r, nodes));
     resident = await residentBlocks(sessions.standby, nodes);
   }
-  const unmapped = await unmappedDescriptorPagesOf(sessions.standby, input.pgdata);
-  const files = standbyFiles(input, resident, unmapped);
+  const files = standbyFiles(input, resident);
   const model = new RecoveryModel(st.nBuffers, files, resident !== null, setup.dropRules);
   const stops = stopFinder(st.recoveryTarget);
   const learned = await learnCachedSizes(read, model, st.restartpointRedoLsn, from, stops.seen);
@@ -324,7 +331,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
 export function assemblePrediction(
   setup: RangeSetup,
   input: PredictInput,
-  rp: ReplayPrediction,
+  walRp: ReplayPrediction,
   src: RangeRead,
   learned: number,
   residentKnown: boolean,
@@ -332,6 +339,7 @@ export function assemblePrediction(
 ): Prediction {
   const { st, from, dropRules } = setup;
   const { to, target } = bound;
+  const rp = withDescriptorPageMap(walRp, setup.unmappedDescriptorPages);
   const learnFrom = st.restartpointRedoLsn;
   const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
   const recv = parseLsn(st.receiveLsn ?? from);

@@ -56,11 +56,6 @@ export interface StandbyFiles {
   diskBlocks(node: RelFileNode, fork: ForkNumber): number | null | undefined;
   /** Blocks of a fork in shared_buffers now (pg_buffercache); undefined when unknown. */
   residentBlocks(node: RelFileNode, fork: ForkNumber): readonly number[] | undefined;
-  /**
-   * 4 KiB pages of the buffer descriptor array the startup process has not mapped now (its
-   * /proc/<pid>/pagemap, read on the standby's host); absent or undefined when unknown.
-   */
-  unmappedDescriptorPages?(): number | undefined;
 }
 
 export const NO_FILES: StandbyFiles = {
@@ -656,14 +651,12 @@ export class RecoveryModel {
 
   /**
    * The pages of the descriptor array (NBuffers × 64-byte BufferDescPadded) the startup process
-   * maps at its first full scan: what its page map reports, else all of them (no full scan in the
-   * WAL learned since the startup process began; it touched only its buffers' descriptors).
+   * maps at its first full scan, from the WAL alone: all of them (no full scan in the WAL learned
+   * since the startup process began; it touched only its own buffers' descriptors).
+   * `withDescriptorPageMap` puts the page map's figure in their place when it could be read.
    */
   private unmappedDescriptorPages(): number {
-    return (
-      this.files.unmappedDescriptorPages?.() ??
-      Math.ceil((this.nBuffers * DESCRIPTOR_BYTES) / PAGE_BYTES)
-    );
+    return Math.ceil((this.nBuffers * DESCRIPTOR_BYTES) / PAGE_BYTES);
   }
 
   /**
@@ -730,8 +723,7 @@ export class RecoveryModel {
    */
   assumptionList(counts: ReplayCounts = this.counts): string[] {
     const out = [...this.assumptions];
-    if (counts.descriptorPagesMapped > 0 && this.files.unmappedDescriptorPages?.() === undefined)
-      out.push(DESCRIPTOR_NOTE);
+    if (counts.descriptorPagesMapped > 0) out.push(DESCRIPTOR_NOTE);
     if (!this.residentKnown) out.push(RESIDENT_NOTE);
     return out;
   }
@@ -761,6 +753,22 @@ export class RecoveryModel {
 
 const DESCRIPTOR_NOTE =
   "the startup process is assumed to have mapped none of the buffer descriptor array before the range's first full scan (no full scan in the WAL replayed since the last restartpoint; run with --pgdata on the standby's host to read its page map)";
+
+/**
+ * The prediction with the descriptor pages its first full scan maps as the startup process's page
+ * map reports them now (`unmapped`; null: not readable, the WAL's count and its note stay).
+ */
+export function withDescriptorPageMap(
+  rp: ReplayPrediction,
+  unmapped: number | null,
+): ReplayPrediction {
+  if (unmapped === null || rp.counts.descriptorPagesMapped === 0) return rp;
+  return {
+    ...rp,
+    counts: { ...rp.counts, descriptorPagesMapped: unmapped },
+    assumptions: rp.assumptions.filter((a) => a !== DESCRIPTOR_NOTE),
+  };
+}
 
 const RESIDENT_NOTE =
   'buffers to invalidate = the blocks replay read since the standby started (pg_buffercache not installed)';

@@ -25,6 +25,7 @@ import {
   pgKindOf,
   RecoveryModel,
   vmBlocksAfterTruncate,
+  withDescriptorPageMap,
   type StandbyFiles,
 } from '../../scripts/predict/replay-model.ts';
 import { readStandbyState } from '../../scripts/predict/standby-state.ts';
@@ -291,16 +292,19 @@ describe('the size-cached rule', () => {
 describe("the descriptor pages the startup process's first full scan maps", () => {
   const uncached = () => commitDropping(200); // never touched: size not cached → full scan
   it('counts the unmapped pages the page map reports, at the first full scan of the range only', () => {
-    const m = new RecoveryModel(NB, {
-      ...files({ 200: 1, 201: 1 }),
-      unmappedDescriptorPages: () => 201,
-    });
+    const m = new RecoveryModel(NB, files({ 200: 1, 201: 1 }));
     m.replay(uncached());
     m.replay(commitDropping(201));
-    const r = m.result();
+    const r = withDescriptorPageMap(m.result(), 201);
     expect(r.counts.drops.drops['full-scan']).toBe(2);
     expect(r.counts.descriptorPagesMapped).toBe(201);
     expect(r.assumptions.join(' ')).not.toMatch(/descriptor array/);
+    // No page map: the WAL's count stands; no full scan in the range: nothing to map.
+    expect(withDescriptorPageMap(m.result(), null)).toEqual(m.result());
+    const k = new RecoveryModel(NB, files({ 100: 1 }));
+    k.learn(touch(100));
+    k.replay(commitDropping(100));
+    expect(withDescriptorPageMap(k.result(), 201).counts.descriptorPagesMapped).toBe(0);
   });
 
   it('without a page map: every page of the array (NBuffers × 64 B / 4 KiB), said as an assumption', () => {
