@@ -6,7 +6,8 @@
  * reassembly buffer, so memory is bounded by the chunk and the largest record, never by the range.
  * Stops cleanly at the end of valid WAL and says where and why, with PostgreSQL's message.
  *
- * Entry points: `PgWalReader` (`batches()`, `records()`, `end`, `major`, `firstRecordLsn`),
+ * Entry points: `PgWalReader` (`batches()`, `records()`, `columns()`, `views()`, `end`, `major`,
+ * `firstRecordLsn`),
  * `PgWalReadOptions`, `PgWalEnd`.
  */
 import { assert } from '../common/assert.ts';
@@ -36,7 +37,8 @@ import {
   type PgWalRecord,
 } from './record.ts';
 import { RM_XLOG_ID } from './rmgr-names.ts';
-import { ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
+import { crcWorkerError, ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
+import { decodeRecordInto, PgWalRecordView } from './view.ts';
 import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
 
 export interface PgWalReadOptions {
@@ -52,7 +54,21 @@ export interface PgWalReadOptions {
   systemIdentifier?: bigint;
   /** Bytes read from a segment file at once (a multiple of 8 kB; default 4 MB). */
   chunkBytes?: number;
+  /**
+   * CRC-32C verdicts on a second thread (scan-wasm.ts `CrcWorker`): 'auto' (default) when the
+   * range has an end at least CRC_WORKER_MIN_BYTES past its start, where the thread's start-up
+   * is paid back; 'on'; 'off'.
+   */
+  crcWorker?: 'auto' | 'on' | 'off';
+  /** The worker thread's code instead of the real one (tests: a worker that fails). */
+  crcWorkerCode?: string;
 }
+
+/**
+ * The smallest range 'auto' starts the CRC worker for: below it the thread's start-up (tens of
+ * milliseconds) is not paid back (BENCHMARKS.md, "Reading PostgreSQL's WAL").
+ */
+export const CRC_WORKER_MIN_BYTES = 64 * 1024 * 1024;
 
 /** Why reading stopped. */
 export interface PgWalEnd {
@@ -120,8 +136,26 @@ export class PgWalReader {
       throw new WalsimError('invalid_input', `invalid start LSN ${opts.startLsn}`);
     this.mem = new ScanMemory(Math.min(this.chunkBytes, this.segSize));
     [this.win, this.other] = this.mem.windows;
+    const w = opts.crcWorker ?? 'auto';
+    const span = this.endLsn - opts.startLsn;
+    if (w === 'on' || (w === 'auto' && opts.endLsn != null && span >= CRC_WORKER_MIN_BYTES))
+      this.mem.startCrcWorker(opts.crcWorkerCode);
     this.asm = this.mem.asm;
     this.next = opts.startLsn;
+  }
+
+  /**
+   * What reading used: the memory's bytes (fixed when the reader is made) and the CRC worker's
+   * jobs (posted, the most unfinished at once).
+   */
+  get scanStats(): { memoryBytes: number; worker: boolean; jobs: number; maxJobsInFlight: number } {
+    const j = this.mem.jobStats;
+    return {
+      memoryBytes: this.mem.bytes,
+      worker: j.started,
+      jobs: j.posted,
+      maxJobsInFlight: j.maxInFlight,
+    };
   }
 
   /** The major of the WAL read (known once the first page was read). */
@@ -166,12 +200,47 @@ export class PgWalReader {
     }
   }
 
-  /** Up to `max` records into `out` (decoded) or `cols`; sets `end` when reading stops. */
+  /**
+   * Every record as a view (`PgWalRecordView`: header values, block references in typed arrays,
+   * the main data predict reads), passed to `fn` and valid only during the call: the records
+   * `batches()` gives, ending the same way, without an object per record. Yields after each
+   * `max` records (how many), so the caller can give the event loop a turn.
+   */
+  async *views(fn: (v: PgWalRecordView) => void, max = SCAN_OUT_MAX): AsyncGenerator<number> {
+    const visit = { view: new PgWalRecordView(), fn };
+    max = Math.min(max, SCAN_OUT_MAX);
+    try {
+      while (this.end === null) {
+        const n = await this.fill(max, null, null, visit);
+        if (n > 0) yield n;
+      }
+    } finally {
+      await this.close();
+    }
+  }
+
+  /** A record read by the slow path, into whichever of `out`, `cols`, `visit` is filled. */
+  private deliver(
+    r: PgWalRecord,
+    out: PgWalRecord[] | null,
+    cols: PgWalColumns | null,
+    visit: Visit | null,
+  ): void {
+    if (out !== null) out.push(r);
+    else if (cols !== null) cols.pushRecord(r);
+    else visit!.fn(visit!.view.fromRecord(r));
+  }
+
+  /**
+   * Up to `max` records into `out` (decoded), `cols` or `visit`; sets `end` when reading stops.
+   * Returns how many.
+   */
   private async fill(
     max: number,
     out: PgWalRecord[] | null,
     cols: PgWalColumns | null,
-  ): Promise<void> {
+    visit: Visit | null = null,
+  ): Promise<number> {
     let n = 0;
     try {
       if (!this.started) await this.begin();
@@ -179,23 +248,21 @@ export class PgWalReader {
       while (n < max) {
         if (this.pending !== null) {
           // The record `begin` found, handed out first.
-          if (out !== null) out.push(this.pending);
-          else cols!.pushRecord(this.pending);
+          const p = this.pending;
           this.pending = null;
+          this.deliver(p, out, cols, visit);
           n++;
           continue;
         }
-        const k = this.scanInPage(max - n, out, cols);
+        const k =
+          visit !== null ? this.scanViews(max - n, visit) : this.scanInPage(max - n, out, cols);
         if (k > 0) {
           n += k;
           continue;
         }
         // readSlow rather than tryInPage: the scan refused what tryInPage would take.
         const r = await this.readSlow();
-        if (r !== null) {
-          if (out !== null) out.push(r);
-          else cols!.pushRecord(r);
-        }
+        if (r !== null) this.deliver(r, out, cols, visit);
         this.firstRecordLsn ??= r !== null ? r.lsn : cols!.lsn[cols!.length - 1]!;
         n++;
       }
@@ -205,9 +272,19 @@ export class PgWalReader {
         this.end = { reason: 'invalid_record', lsn: e.lsn, message: e.message };
       else throw e;
     }
+    // A worker that failed is reported even when reading ended without needing it again.
+    const failure = this.end !== null ? this.mem.workerFailure() : null;
+    if (failure !== null) throw crcWorkerError(failure);
+    return n;
   }
 
+  /** Stop reading: the open file, the read ahead and the CRC worker. */
   async close(): Promise<void> {
+    await this.closeFile();
+    await this.mem.close();
+  }
+
+  private async closeFile(): Promise<void> {
     await this.dropReadAhead();
     const f = this.file;
     this.file = null;
@@ -268,45 +345,20 @@ export class PgWalReader {
    * first record, a page start, a record that spans, XLOG SWITCH, the range's end, any doubt).
    */
   private scanInPage(max: number, out: PgWalRecord[] | null, cols: PgWalColumns | null): number {
-    const prev = this.prevLsn;
-    const lsn = this.next;
-    const recOff = lsn % XLOG_BLCKSZ;
-    const pagePtr = lsn - recOff;
-    if (prev === null || recOff === 0) return 0;
-    if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) return 0;
-    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) return 0;
-    const pageOff = pagePtr - this.winStart;
-    const limit = Math.min(pageOff + XLOG_BLCKSZ, this.endLsn - this.winStart);
-    if (limit < pageOff + recOff + SIZE_OF_XLOG_RECORD) return 0;
+    if (!this.scanStart()) return 0;
+    const { off: start, limit } = scanAt;
+    const prev = this.prevLsn!;
     const win = this.win;
     if (cols !== null) {
       const at = cols.length;
-      const k = this.mem.scanPage(
-        win,
-        pageOff + recOff,
-        limit,
-        this.winStart,
-        prev,
-        at,
-        max,
-        this.scanFlags,
-      );
+      const k = this.mem.scanPage(win, start, limit, this.winStart, prev, at, max, this.scanFlags);
       if (k === 0) return 0;
       cols.length += k;
       this.prevLsn = cols.lsn[at + k - 1]!;
       this.next = cols.endLsn[at + k - 1]!;
       return k;
     }
-    const n = this.mem.scanPage(
-      win,
-      pageOff + recOff,
-      limit,
-      this.winStart,
-      prev,
-      0,
-      max,
-      this.scanFlags,
-    );
+    const n = this.mem.scanPage(win, start, limit, this.winStart, prev, 0, max, this.scanFlags);
     const addresses = this.mem.addresses;
     const w = win.byteOffset;
     const fmt = this.fmt!;
@@ -319,6 +371,61 @@ export class PgWalReader {
       this.next = end;
     }
     return n;
+  }
+
+  /**
+   * Whether the next record may be scanned in WebAssembly (it starts inside a validated page of
+   * the window, not at its start, after a record read before); `scanAt` says from where to where.
+   */
+  private scanStart(): boolean {
+    const lsn = this.next;
+    const recOff = lsn % XLOG_BLCKSZ;
+    const pagePtr = lsn - recOff;
+    if (this.prevLsn === null || recOff === 0) return false;
+    if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) return false;
+    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) return false;
+    const pageOff = pagePtr - this.winStart;
+    scanAt.limit = Math.min(pageOff + XLOG_BLCKSZ, this.endLsn - this.winStart);
+    scanAt.off = pageOff + recOff;
+    return scanAt.limit >= scanAt.off + SIZE_OF_XLOG_RECORD;
+  }
+
+  /**
+   * scanInPage for `views()`: each record the WebAssembly accepted is decoded into the view where
+   * it lies and handed to the callback before the next (the window cannot change meanwhile).
+   */
+  private scanViews(max: number, visit: Visit): number {
+    if (!this.scanStart()) return 0;
+    const win = this.win;
+    const k = this.mem.scanPage(
+      win,
+      scanAt.off,
+      scanAt.limit,
+      this.winStart,
+      this.prevLsn!,
+      0,
+      max,
+      this.scanFlags,
+    );
+    const { addresses, columns: cols } = this.mem;
+    const w = win.byteOffset;
+    const fmt = this.fmt!;
+    const v = visit.view;
+    for (let i = 0; i < k; i++) {
+      decodeRecordInto(
+        v,
+        win,
+        addresses[i]! - w,
+        cols.lsn[i]!,
+        cols.endLsn[i]!,
+        cols.fpiLength[i]!,
+        fmt,
+      );
+      this.prevLsn = v.lsn;
+      this.next = v.endLsn;
+      visit.fn(v);
+    }
+    return k;
   }
 
   /** The record `begin` found, handed out first. */
@@ -547,11 +654,11 @@ export class PgWalReader {
     if (ahead !== null && ahead.opening !== null && ahead.opening.segno === segno) {
       // The segment was opened ahead (and its first chunk is being read): adopt both.
       this.ahead = null;
-      await this.close();
+      await this.closeFile();
       f = await ahead.opening.file;
       this.ahead = { ...ahead, opening: null };
     } else {
-      await this.close();
+      await this.closeFile();
       f = await this.source.open(segno);
     }
     if (f === null)
@@ -581,7 +688,13 @@ export class PgWalReader {
         n = got;
       }
     }
-    if (n < 0) n = await this.file!.read(this.win, 0, length, lsn - segStart);
+    const failure = this.mem.workerFailure();
+    if (failure !== null) throw crcWorkerError(failure);
+    if (n < 0) {
+      this.mem.invalidate(this.win);
+      n = await this.file!.read(this.win, 0, length, lsn - segStart);
+      if (n === length) this.mem.computeVerdicts(this.win, length);
+    }
     if (n < length)
       throw new WalsimError(
         'invalid_input',
@@ -601,9 +714,11 @@ export class PgWalReader {
   private readAhead(next: Lsn, segStart: Lsn): void {
     const left = segStart + this.segSize - next;
     if (this.file === null || next >= this.endLsn) return;
+    const into = this.other;
+    this.mem.invalidate(into);
     if (left > 0) {
-      const length = Math.min(this.other.length, left);
-      const done = this.file.read(this.other, 0, length, next - segStart).catch(() => -1);
+      const length = Math.min(into.length, left);
+      const done = this.readAheadInto(this.file, into, length, next - segStart);
       this.ahead = { lsn: next, length, done, opening: null };
       return;
     }
@@ -611,11 +726,34 @@ export class PgWalReader {
     const segno = this.fileSegno + 1;
     const file = this.source.open(segno);
     file.catch(() => {}); // an error is the adopter's (openSegment awaits it) or nobody's
-    const length = Math.min(this.other.length, this.segSize);
+    const length = Math.min(into.length, this.segSize);
     const done = file
-      .then((f) => (f === null ? -1 : f.read(this.other, 0, length, 0)))
+      .then((f) => (f === null ? -1 : this.readAheadInto(f, into, length, 0)))
       .catch(() => -1);
     this.ahead = { lsn: next, length, done, opening: { segno, file } };
+  }
+
+  /**
+   * A chunk read ahead into window `into`, and its CRC-32C verdicts computed while the other
+   * window is parsed: by the worker thread, reading too, when the file has a descriptor (the
+   * read then completes without waiting for this thread's event loop); else read here and the
+   * verdicts computed after. -1 when the read failed (`load` reads again and says why).
+   */
+  private readAheadInto(
+    f: WalSegmentFile,
+    into: Buffer,
+    length: number,
+    position: number,
+  ): Promise<number> {
+    if (f.fd !== undefined && this.mem.workerReads())
+      return this.mem.readOnWorker(into, f.fd, position, length);
+    return f.read(into, 0, length, position).then(
+      (n) => {
+        if (n === length) this.mem.computeVerdicts(into, length);
+        return n;
+      },
+      () => -1,
+    );
   }
 
   /** Wait out a read ahead nobody will use (its window is about to be reused or its file closed). */
@@ -696,6 +834,15 @@ export class PgWalReader {
       );
     return formatOf(major);
   }
+}
+
+/** Where scanStart says the WebAssembly scan may run (window offsets); one for the module. */
+const scanAt = { off: 0, limit: 0 };
+
+/** `views()`' view and callback. */
+interface Visit {
+  view: PgWalRecordView;
+  fn: (v: PgWalRecordView) => void;
 }
 
 /** readSpanning's answer for a record abandoned by XLP_FIRST_IS_OVERWRITE_CONTRECORD. */

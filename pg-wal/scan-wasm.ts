@@ -6,9 +6,18 @@
  * view of it is ever detached while a read is in flight); a record larger than the reassembly
  * region is assembled in an ordinary Buffer and its CRC computed in TypeScript.
  *
- * Entry points: `ScanMemory` (`windows`, `asm`, `recordCrcOk`, `scanPage`, `out`), `SCAN_OUT_MAX`.
+ * The memory is shared: a `CrcWorker` (a worker thread) computes the CRC-32C verdicts of the
+ * window read ahead while the main thread scans the other one (`verdicts` in scan.wat), and the
+ * scan skips the CRC-32C of a record whose verdict says it matched. Each window's verdicts are
+ * used only once the job for its current content has finished (a status word per window, set
+ * with Atomics by the worker after the verdicts); any read into a window first invalidates them.
+ *
+ * Entry points: `ScanMemory` (`windows`, `asm`, `recordCrcOk`, `scanPage`, `out`, the verdict
+ * jobs), `CrcWorker`, `CRC_WORKER_CODE`, `SCAN_OUT_MAX`.
  */
+import { Worker } from 'node:worker_threads';
 import { assert } from '../common/assert.ts';
+import { WalsimError } from '../common/errors.ts';
 import { crc32cTables } from '../wal/crc32c.ts';
 import { PgWalColumns } from './columns.ts';
 import { recordCrcOk as recordCrcOkTs } from './record.ts';
@@ -40,8 +49,12 @@ interface ScanExports {
     out: number,
     max: number,
     flags: number,
+    verdictBase: number,
   ): number;
 }
+
+/** scan.wat's flag: the window's verdicts are complete. */
+const SCAN_VERDICTS = 4;
 
 let compiled: WebAssembly.Module | null = null;
 
@@ -66,9 +79,14 @@ function sixteenTables(): Int32Array {
   return t;
 }
 
-/** One reader's memory: two windows of `windowBytes` and the reassembly region. */
+/**
+ * One reader's memory: two windows of `windowBytes`, the reassembly region, and after the
+ * windows a verdict table per window (a byte per 8 bytes of window) and the two status words.
+ */
 export class ScanMemory {
   readonly windows: [Buffer, Buffer];
+  /** The worker computing verdicts, once `startCrcWorker` started it. */
+  worker: CrcWorker | null = null;
   /** The reassembly region (ASM_BYTES), inside the memory. */
   readonly asm: Buffer;
   /** The scan's output: each record's window address. */
@@ -77,11 +95,28 @@ export class ScanMemory {
   readonly columns: PgWalColumns;
   private readonly memory: WebAssembly.Memory;
   private readonly wasm: ScanExports;
+  /** Where each window's verdict table starts. */
+  private readonly tables: [number, number];
+  /**
+   * Per window, the worker's last finished job ([0], [1]) and the bytes that job read ([2], [3];
+   * -1 when the read failed), written by the worker (Atomics).
+   */
+  private readonly status: Int32Array;
+  private readonly statusAt: number;
+  /** Per window, the job computing the verdicts of its current content (0: none). */
+  private readonly expected = [0, 0];
+  private jobs = 0;
+  /** Jobs posted, and the most ever unfinished at once (bounded: one per window). */
+  readonly jobStats = { started: false, posted: 0, maxInFlight: 0 };
 
   constructor(windowBytes: number) {
     const windowSpan = Math.ceil(windowBytes / WASM_PAGE) * WASM_PAGE;
-    const pages = (WINDOWS_AT + 2 * windowSpan) / WASM_PAGE;
-    this.memory = new WebAssembly.Memory({ initial: pages, maximum: pages });
+    const tableSpan = windowSpan / 8;
+    const tablesAt = WINDOWS_AT + 2 * windowSpan;
+    this.statusAt = tablesAt + 2 * tableSpan;
+    const pages = Math.ceil((this.statusAt + 16) / WASM_PAGE);
+    this.memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+    this.tables = [tablesAt, tablesAt + tableSpan];
     const instance = new WebAssembly.Instance(scanModule(), { env: { memory: this.memory } });
     this.wasm = instance.exports as unknown as ScanExports;
     const buf = this.memory.buffer;
@@ -100,6 +135,108 @@ export class ScanMemory {
       Buffer.from(buf, WINDOWS_AT, windowBytes),
       Buffer.from(buf, WINDOWS_AT + windowSpan, windowBytes),
     ];
+    this.status = new Int32Array(buf, this.statusAt, 4);
+  }
+
+  /** Bytes of the memory: fixed at construction (it never grows). */
+  get bytes(): number {
+    return this.memory.buffer.byteLength;
+  }
+
+  /** Start the worker that computes verdicts (`crcWorkerCode`: tests give a failing one). */
+  startCrcWorker(crcWorkerCode?: string): void {
+    this.jobStats.started = true;
+    this.worker ??= new CrcWorker(scanModule(), this.memory, this.statusAt, crcWorkerCode);
+  }
+
+  /** Which of the two windows `win` is. */
+  private indexOf(win: Buffer): 0 | 1 {
+    return win.byteOffset === this.windows[0].byteOffset ? 0 : 1;
+  }
+
+  /** New content is about to be read into `win`: its verdicts are no longer the content's. */
+  invalidate(win: Buffer): void {
+    this.expected[this.indexOf(win)] = 0;
+  }
+
+  /** `win` holds `length` bytes of new content: the worker computes their verdicts. */
+  computeVerdicts(win: Buffer, length: number): void {
+    const w = this.worker;
+    // Nothing waits for these jobs: one is posted only when none is unfinished, so a slow
+    // worker never has a queue (that content is then checked here, as without the worker).
+    if (w === null || w.failure !== null || this.inFlight() > 0) return;
+    this.post(w, win, { len: length });
+  }
+
+  /** Jobs posted and not finished: the worker finishes them in order, ids increasing. */
+  private inFlight(): number {
+    return this.jobs - Math.max(Atomics.load(this.status, 0), Atomics.load(this.status, 1));
+  }
+
+  private post(w: CrcWorker, win: Buffer, job: { len: number; fd?: number; pos?: number }): number {
+    const i = this.indexOf(win);
+    const id = ++this.jobs;
+    this.expected[i] = id;
+    w.post({ ...job, i, id, win: win.byteOffset, table: this.tables[i] });
+    this.jobStats.posted++;
+    this.jobStats.maxInFlight = Math.max(this.jobStats.maxInFlight, this.inFlight());
+    return id;
+  }
+
+  /** The worker can read for this reader (started, not failed). */
+  workerReads(): boolean {
+    return this.worker !== null && this.worker.failure === null;
+  }
+
+  /**
+   * Read `length` bytes of the file `fd` at `position` into `win` on the worker thread, which
+   * then computes their verdicts: the read completes there, not on this thread's event loop, so
+   * the verdicts are ready when this thread, busy scanning the other window, comes to it. Bytes
+   * read, or -1 when the read or the worker failed (the caller reads again and says why).
+   */
+  async readOnWorker(win: Buffer, fd: number, position: number, length: number): Promise<number> {
+    const w = this.worker!;
+    const i = this.indexOf(win);
+    const id = this.post(w, win, { len: length, fd, pos: position });
+    for (;;) {
+      const v = Atomics.load(this.status, i);
+      if (v === id) break;
+      if (w.failure !== null || w.isClosed()) {
+        this.expected[i] = 0;
+        return -1;
+      }
+      const r = waitAsync(this.status, i, v);
+      if (!r.async) continue;
+      // A pending waitAsync does not keep the process alive; the worker does while it is waited on.
+      w.hold(true);
+      try {
+        await Promise.race([r.value, w.stopped]);
+      } finally {
+        w.hold(false);
+      }
+    }
+    const n = Atomics.load(this.status, 2 + i);
+    // A failed or short read computed no verdicts: none are used for this content.
+    if (n !== length) this.expected[i] = 0;
+    return n;
+  }
+
+  /** The verdicts of `win`'s current content are complete (the worker finished its job). */
+  verdictsReady(win: Buffer): boolean {
+    const i = this.indexOf(win);
+    const id = this.expected[i]!;
+    return id !== 0 && Atomics.load(this.status, i) === id;
+  }
+
+  /** The worker's failure as one line, when it failed. */
+  workerFailure(): string | null {
+    return this.worker?.failure ?? null;
+  }
+
+  async close(): Promise<void> {
+    const w = this.worker;
+    this.worker = null;
+    if (w !== null) await w.close();
   }
 
   /** ValidXLogRecord over `b[off, off + totLen)`: in WebAssembly when `b` is in this memory. */
@@ -139,6 +276,12 @@ export class ScanMemory {
     const w = win.byteOffset;
     const base = winLsn - w;
     const n = Math.min(max, SCAN_OUT_MAX - at);
+    let verdictBase = 0;
+    if (this.verdictsReady(win)) {
+      flags |= SCAN_VERDICTS;
+      // The verdict of address a is at verdictBase + a / 8 (windows start 8-byte aligned).
+      verdictBase = (this.tables[this.indexOf(win)] - w / 8) | 0;
+    }
     return this.wasm.scan(
       w + off,
       w + limit,
@@ -149,6 +292,136 @@ export class ScanMemory {
       at,
       n,
       flags,
+      verdictBase,
     );
   }
+}
+
+/**
+ * The worker thread's code (CommonJS, evaluated: the bundled `walsim` has no file for it): it
+ * instantiates the same module on the shared memory, runs `verdicts` for each job in order and
+ * then stores the job's id in the window's status word.
+ */
+export const CRC_WORKER_CODE = `
+const fs = require('node:fs');
+const { parentPort } = require('node:worker_threads');
+let wasm = null;
+let memory = null;
+let status = null;
+function read(m) {
+  const buf = new Uint8Array(memory.buffer, m.win, m.len);
+  let n = 0;
+  try {
+    while (n < m.len) {
+      const k = fs.readSync(m.fd, buf, n, m.len - n, m.pos + n);
+      if (k === 0) break;
+      n += k;
+    }
+  } catch {
+    return -1;
+  }
+  return n;
+}
+parentPort.on('message', (m) => {
+  if (m.module !== undefined) {
+    memory = m.memory;
+    wasm = new WebAssembly.Instance(m.module, { env: { memory } }).exports;
+    status = new Int32Array(memory.buffer, m.statusAt, 4);
+    return;
+  }
+  const n = m.fd === undefined ? m.len : read(m);
+  if (m.fd !== undefined) Atomics.store(status, 2 + m.i, n);
+  if (n === m.len) wasm.verdicts(m.win, m.len, m.table);
+  Atomics.store(status, m.i, m.id);
+  Atomics.notify(status, m.i);
+});
+`;
+
+/**
+ * A verdict job: window `i`'s `len` bytes at `win` (first read from file descriptor `fd` at
+ * `pos`, when given), verdicts into `table`, then status = `id`.
+ */
+interface VerdictJob {
+  i: number;
+  id: number;
+  win: number;
+  len: number;
+  table: number;
+  fd?: number;
+  pos?: number;
+}
+
+/** Atomics.waitAsync (Node 16+; not in the ES2022 typings). */
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(
+      a: Int32Array,
+      i: number,
+      v: number,
+    ): { async: false; value: string } | { async: true; value: Promise<string> };
+  }
+).waitAsync;
+
+/**
+ * The worker thread computing CRC-32C verdicts for a reader's memory. It holds at most one job
+ * per window (a job is posted only after a read into that window, which waits for the window's
+ * previous content to be scanned), so the work in flight is bounded by the two windows. A failure
+ * (the thread throws or exits) is kept as one line for the reader to report; jobs posted after it
+ * are dropped and nothing waits for them, so reading never hangs on the worker.
+ */
+export class CrcWorker {
+  failure: string | null = null;
+  /** Settles when the thread stopped (failed, exited or was closed): nobody waits past it. */
+  readonly stopped: Promise<void>;
+  private readonly thread: Worker;
+  private closed = false;
+  private holds = 0;
+
+  constructor(
+    module: WebAssembly.Module,
+    memory: WebAssembly.Memory,
+    statusAt: number,
+    code?: string,
+  ) {
+    this.thread = new Worker(code ?? CRC_WORKER_CODE, { eval: true });
+    // The reader closes it; an abandoned reader must not keep the process alive.
+    this.thread.unref();
+    let stop = () => {};
+    this.stopped = new Promise((resolve) => (stop = resolve));
+    this.thread.on('error', (e: Error) => {
+      this.failure ??= `the CRC-32C worker thread failed: ${e.message.split('\n')[0]}`;
+      stop();
+    });
+    this.thread.on('exit', (code) => {
+      if (!this.closed) this.failure ??= `the CRC-32C worker thread exited with code ${code}`;
+      stop();
+    });
+    this.thread.postMessage({ module, memory, statusAt });
+  }
+
+  post(job: VerdictJob): void {
+    if (!this.closed && this.failure === null) this.thread.postMessage(job);
+  }
+
+  isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Keep the process alive while this thread is waited on (else it may not: unref). */
+  hold(on: boolean): void {
+    this.holds += on ? 1 : -1;
+    if (this.holds > 0) this.thread.ref();
+    else this.thread.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.thread.terminate();
+  }
+}
+
+/** The error a reader raises for a failed worker (one line, no stack). */
+export function crcWorkerError(failure: string): WalsimError {
+  return new WalsimError('io_error', `pg-wal reader: ${failure}`);
 }

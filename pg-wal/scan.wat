@@ -9,9 +9,10 @@
 ;; k * 1024 + b * 4, the CRC of byte b followed by k zero bytes; then scan's output, a column per
 ;; value, 4096 records: [16384) window address i32, [32768) FPI bytes i32, [49152) xl_tot_len i32,
 ;; [65536) LSN f64, [98304) end LSN f64, [131072) xl_rmid u8, [135168) xl_info u8; everything
-;; from 139264 on is the caller's.
+;; from 139264 on is the caller's. The memory is shared: a worker thread runs `verdicts` over the
+;; window the main thread will scan next (scan-wasm.ts `CrcWorker`).
 (module
-  (import "env" "memory" (memory 1))
+  (import "env" "memory" (memory 1 65536 shared))
 
   ;; COMP_CRC32C over [i, end): the running (unfinished) state in, the new state out. Slice-by-16
   ;; (sixteen table lookups per 16 bytes, whose chains overlap), then 8, 4 and single bytes.
@@ -290,6 +291,65 @@
       (return (local.get $fpi)))
     (i32.const -1))
 
+  ;; The CRC worker's pass over a window of $len bytes (whole pages) at $win: for every record
+  ;; that starts where the page's records start (after the header and any continuation data,
+  ;; xlp_rem_len MAXALIGNed) or after one such, and lies whole inside its page, whether its
+  ;; CRC-32C matches: 1 at $table + (its offset / 8) when it does, else 0. Nothing else is
+  ;; checked and nothing is trusted: a verdict is a fact about the bytes at that offset (xl_tot_len,
+  ;; the bytes it covers, xl_crc), which `scan` uses only for a record it reached and checked
+  ;; itself, in the window content the verdicts were computed on.
+  (func (export "verdicts") (param $win i32) (param $len i32) (param $table i32)
+    (local $pg i32) (local $pend i32) (local $o i32) (local $tot i32) (local $info i32)
+    (local $rem i32) (local $end i32)
+    ;; Every verdict of the previous content cleared first (8 bytes a store).
+    (local.set $o (local.get $table))
+    (local.set $end (i32.add (local.get $table) (i32.shr_u (local.get $len) (i32.const 3))))
+    (block $cleared
+      (loop $clear
+        (br_if $cleared (i32.ge_u (local.get $o) (local.get $end)))
+        (i64.store (local.get $o) (i64.const 0))
+        (local.set $o (i32.add (local.get $o) (i32.const 8)))
+        (br $clear)))
+    (local.set $pg (local.get $win))
+    (local.set $end (i32.add (local.get $win) (local.get $len)))
+    (block $done
+      (loop $page
+        (br_if $done (i32.ge_u (local.get $pg) (local.get $end)))
+        (local.set $pend (i32.add (local.get $pg) (i32.const 8192)))
+        (local.set $info (i32.load16_u offset=2 (local.get $pg)))
+        ;; XLP_LONG_HEADER: 40 bytes, else 24.
+        (local.set $o
+          (i32.add (local.get $pg)
+            (select (i32.const 40) (i32.const 24) (i32.and (local.get $info) (i32.const 2)))))
+        ;; XLP_FIRST_IS_CONTRECORD: the rest of a record comes first.
+        (if (i32.and (local.get $info) (i32.const 1))
+          (then
+            (local.set $rem (i32.load offset=16 (local.get $pg)))
+            (if (i32.ge_u (local.get $rem) (i32.sub (local.get $pend) (local.get $o)))
+              (then (local.set $o (local.get $pend)))
+              (else
+                (local.set $o
+                  (i32.and (i32.add (i32.add (local.get $o) (local.get $rem)) (i32.const 7))
+                    (i32.const -8)))))))
+        (block $page_done
+          (loop $rec
+            (br_if $page_done (i32.gt_u (i32.add (local.get $o) (i32.const 24)) (local.get $pend)))
+            (local.set $tot (i32.load (local.get $o)))
+            (br_if $page_done (i32.lt_u (local.get $tot) (i32.const 24)))
+            (br_if $page_done (i32.gt_u (local.get $tot) (i32.sub (local.get $pend) (local.get $o))))
+            (if (call $crc_ok (local.get $o) (local.get $tot))
+              (then
+                (i32.store8
+                  (i32.add (local.get $table)
+                    (i32.shr_u (i32.sub (local.get $o) (local.get $win)) (i32.const 3)))
+                  (i32.const 1))))
+            (local.set $o
+              (i32.and (i32.add (i32.add (local.get $o) (local.get $tot)) (i32.const 7))
+                (i32.const -8)))
+            (br $rec)))
+        (local.set $pg (local.get $pend))
+        (br $page))))
+
   ;; $fragments for one record the TypeScript reader assembled (or read) itself: its full-page
   ;; image bytes, or -1 when DecodeXLogRecord would refuse it. flags as for scan.
   (func (export "recordFpi") (param $o i32) (param $tot i32) (param $flags i32) (result i32)
@@ -304,12 +364,14 @@
   ;; fragments adding up. Writes each record's values into the output columns from index $at on;
   ;; stops after $max records or before the first it does not accept; returns how many.
   ;; $base_lo/$base_hi: the LSN of address 0 (two's complement: it may be below 0).
-  ;; flags: bit 0 top-level xid (14+), bit 1 custom rmgrs (15+), bits 8–15 BKPIMAGE_COMPRESSED.
+  ;; flags: bit 0 top-level xid (14+), bit 1 custom rmgrs (15+), bit 2 the CRC worker's verdicts
+  ;; on this window's content are complete (the verdict of address a is at $vt + a / 8, and a
+  ;; 1 there spares the CRC-32C), bits 8–15 BKPIMAGE_COMPRESSED.
   (func (export "scan") (param $o i32) (param $limit i32) (param $prev_lo i32) (param $prev_hi i32)
     (param $base_lo i32) (param $base_hi i32) (param $at i32) (param $max i32) (param $flags i32)
-    (result i32)
+    (param $vt i32) (result i32)
     (local $n i32) (local $tot i32) (local $rmid i32) (local $fpi i32) (local $lsn i64)
-    (local $base i64) (local $next i32) (local $i i32)
+    (local $base i64) (local $next i32) (local $i i32) (local $ok i32)
     (local.set $base
       (i64.or (i64.shl (i64.extend_i32_u (local.get $base_hi)) (i64.const 32))
         (i64.extend_i32_u (local.get $base_lo))))
@@ -332,7 +394,13 @@
           (i32.and (i32.eqz (local.get $rmid))
             (i32.eq (i32.and (i32.load8_u offset=16 (local.get $o)) (i32.const 0xf0))
               (i32.const 0x40))))
-        (br_if $stop (i32.eqz (call $crc_ok (local.get $o) (local.get $tot))))
+        (local.set $ok (i32.const 0))
+        (if (i32.and (local.get $flags) (i32.const 4))
+          (then
+            (local.set $ok
+              (i32.load8_u (i32.add (local.get $vt) (i32.shr_u (local.get $o) (i32.const 3)))))))
+        (if (i32.eqz (local.get $ok))
+          (then (br_if $stop (i32.eqz (call $crc_ok (local.get $o) (local.get $tot))))))
         (local.set $fpi
           (call $fragments (local.get $o) (local.get $tot)
             (i32.and (local.get $flags) (i32.const 1))

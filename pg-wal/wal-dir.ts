@@ -27,6 +27,8 @@ export interface WalSegmentFile {
   /** Read up to `length` bytes at file offset `position` into `buf[offset…]`; bytes read. */
   read(buf: Uint8Array, offset: number, length: number, position: number): Promise<number>;
   close(): Promise<void>;
+  /** The open file's descriptor, when it is a file: the CRC worker thread reads ahead with it. */
+  fd?: number;
 }
 
 /** Where the reader gets segments from (a directory here; tests may give bytes in memory). */
@@ -171,6 +173,7 @@ export class WalDirectory implements WalSegmentSource {
       read: async (buf, offset, length, position) =>
         (await fh.read(buf, offset, length, position)).bytesRead,
       close: () => fh.close(),
+      fd: fh.fd,
     };
   }
 }

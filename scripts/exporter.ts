@@ -9,7 +9,8 @@ import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { WalsimError } from '../common/errors.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { invocation, usageIndent } from './cli/invocation.ts';
-import { Collector, parseDuration, standbyLabel, type Target } from './exporter/collector.ts';
+import { parseDuration, standbyLabel, type Target } from './exporter/collector.ts';
+import { CycleHost } from './exporter/cycle-host.ts';
 import { exporterRegistry } from './exporter/metrics.ts';
 import { startMetricsServer, type MetricsServer } from './exporter/server.ts';
 import { isLoopbackHost, loadWebConfig, parseListen, WebAuth } from './exporter/web-config.ts';
@@ -52,16 +53,12 @@ function targetsOf(standbys: string[], pgdata: string[]): Target[] {
 }
 
 /** Run the cycle until SIGINT or SIGTERM, then stop serving. */
-async function serveUntilSignal(collector: Collector, server: MetricsServer): Promise<void> {
-  collector.start();
+async function serveUntilSignal(cycles: CycleHost, server: MetricsServer): Promise<void> {
+  cycles.start();
   await new Promise<void>((resolve) => {
     // A cycle can take minutes (a start over reads from the restartpoint's redo through the whole
-    // backlog, in this process): stop without waiting for it; nothing of it needs finishing.
-    const stop = () =>
-      void Promise.all([
-        Promise.race([collector.stop(), new Promise((r) => setTimeout(r, 1000))]),
-        server.close(),
-      ]).then(() => resolve());
+    // backlog): its thread is terminated, not waited for; nothing of it needs finishing.
+    const stop = () => void Promise.all([cycles.stop(), server.close()]).then(() => resolve());
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
@@ -99,18 +96,15 @@ async function main(): Promise<number> {
   const auth = webConfigFile === undefined ? null : new WebAuth(loadWebConfig(webConfigFile));
   const profileRef = values.profile ?? DEFAULT_PROFILE;
   const profile = loadProfile(profileRef);
-  const collector = new Collector({
+  // The cycle runs on its own thread; this one answers HTTP from its last snapshot.
+  const cycles = new CycleHost({
     targets,
     primary: values.primary,
     profile,
     profileRef,
     intervalMs,
-    onError: (s) =>
-      console.error(
-        `walsim exporter: ${s.target.label}: ${s.lastError!.reason}: ${s.lastError!.message}`,
-      ),
   });
-  const registry = exporterRegistry(() => collector.snapshot(), {
+  const registry = exporterRegistry(() => cycles.snapshot(), {
     name: profile.name,
     ref: profileRef,
     profile,
@@ -121,7 +115,7 @@ async function main(): Promise<number> {
   console.log(
     `walsim exporter: serving http://${shown}/metrics; predicting ${targets.map((t) => t.label).join(', ')} every ${intervalText} with profile ${profile.name}${auth ? '; credentials required' : ''}`,
   );
-  await serveUntilSignal(collector, server);
+  await serveUntilSignal(cycles, server);
   return 0;
 }
 

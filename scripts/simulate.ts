@@ -212,8 +212,8 @@ async function runRange(
 
 /**
  * A worker ends when its parent does, even one killed by SIGKILL (no clean-up ran): the IPC
- * channel the parent opened closes then, and the scheduler yields to the event loop after every
- * simulated event, so 'disconnect' is seen within one event. Without it the workers ran on.
+ * channel the parent opened closes then, and the scheduler yields to the event loop every 256
+ * simulated events at most, so 'disconnect' is seen within them. Without it the workers ran on.
  */
 function exitWithParent(): void {
   if (process.send === undefined) return; // started by hand, without the parent's channel

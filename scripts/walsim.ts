@@ -4,6 +4,7 @@
  * CLIs `npm run exporter` and `npm run predict` run, with the command word removed from argv.
  */
 import { runAsInstalled } from './cli/invocation.ts';
+import { isCycleThread } from './exporter/thread-mark.ts';
 
 const USAGE = `usage: walsim <command> [options]
   walsim exporter --standby URL --pgdata DIR [...]   Prometheus exporter of each standby's predicted time to writable
@@ -16,7 +17,10 @@ const COMMANDS: Record<string, () => Promise<unknown>> = {
 };
 
 const command = process.argv[2];
-if (command === undefined || command === '--help' || command === '-h') {
+if (isCycleThread()) {
+  // The packed package is one file: the exporter's cycle thread runs this bundle too.
+  await import('./exporter/cycle-worker.ts');
+} else if (command === undefined || command === '--help' || command === '-h') {
   process.stdout.write(`${USAGE}\n`);
 } else if (!Object.hasOwn(COMMANDS, command)) {
   process.stderr.write(`error: unknown command "${command}"\n${USAGE}\n`);

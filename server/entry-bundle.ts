@@ -41,7 +41,12 @@ export async function buildEntryBundle(dir: string): Promise<void> {
     .map((f) => path.join(PROJECT_ROOT, 'scripts', f));
   fs.rmSync(dir, { recursive: true, force: true });
   await build({
-    entryPoints: [path.join(PROJECT_ROOT, 'server', 'main.ts'), ...scripts],
+    entryPoints: [
+      path.join(PROJECT_ROOT, 'server', 'main.ts'),
+      ...scripts,
+      // The exporter's cycle thread (a worker's module: scripts/exporter/cycle-host.ts).
+      path.join(PROJECT_ROOT, 'scripts', 'exporter', 'cycle-worker.ts'),
+    ],
     outdir: dir,
     outbase: PROJECT_ROOT,
     outExtension: { '.js': '.mjs' },

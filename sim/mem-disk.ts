@@ -30,19 +30,23 @@ class Bytes {
     return this.data.subarray(0, this.len);
   }
 
-  /** Capacity for at least `n` bytes: exactly `n` when it must grow (`setLength` doubles). */
+  /**
+   * Capacity for at least `n` bytes: exactly `n` for an empty array (a file written whole, a
+   * durable copy's first fsync), else at least double (a WAL segment grows at every commit and is
+   * fsynced each time: growing exactly copied the whole file per commit).
+   */
   reserve(n: number): void {
     if (n <= this.data.length) return;
-    const grown = new Uint8Array(n);
+    let cap = this.data.length === 0 ? n : Math.max(this.data.length * 2, 4096);
+    while (cap < n) cap *= 2;
+    const grown = new Uint8Array(cap);
     grown.set(this.data.subarray(0, this.len));
     this.data = grown;
   }
 
   setLength(n: number): void {
     if (n > this.data.length) {
-      let cap = Math.max(this.data.length * 2, 4096);
-      while (cap < n) cap *= 2;
-      this.reserve(cap);
+      this.reserve(n);
     } else if (n < this.len) {
       this.data.fill(0, n, this.len);
     }
@@ -91,8 +95,8 @@ class MemFile {
   }
 
   fsync(): void {
-    // The durable copy ends as long as the current one: one allocation of that size, not a
-    // doubling per write of a file written in chunks (a data image).
+    // The durable copy ends as long as the current one: one allocation for all the pending
+    // writes, not one per write of a file written in chunks (a data image).
     this.synced.reserve(this.cur.len);
     for (const op of this.pending) this.synced.apply(op);
     this.pending = [];

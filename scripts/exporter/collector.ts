@@ -36,6 +36,7 @@ export const ERROR_REASONS = [
   'no_wal_source', // neither --pgdata nor a primary with pg_walinspect
   'timeout',
   'other',
+  'worker', // the exporter's cycle thread failed (it is restarted; cycle-host.ts)
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 
@@ -105,6 +106,8 @@ export interface CycleSnapshot {
   ranking: { patroniPick: string | null; writableFirst: string } | null;
   cycles: number;
   lastCycleAt: number | null;
+  /** The cycle's thread (cycle-host.ts): running or not, restarts; null when run in-process. */
+  thread: { up: boolean; restarts: number } | null;
 }
 
 export type PredictFn = typeof predictStandby;
@@ -119,6 +122,13 @@ export interface CollectorOptions {
   predict?: PredictFn;
   /** Told of every failed prediction (the exporter logs one line to stderr). */
   onError?: (s: StandbyStatus) => void;
+  /** Told of every finished cycle (the cycle thread posts the snapshot to the HTTP thread). */
+  onCycle?: (snap: CycleSnapshot) => void;
+  /**
+   * The tallies to count on from (a restarted cycle thread: the counters stay monotonic); its
+   * standbys are in `targets`' order.
+   */
+  carry?: CycleSnapshot;
 }
 
 const noErrors = () =>
@@ -134,6 +144,9 @@ export class Collector {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
+  /** Starts over counted by an earlier collector (`carry`), added to this one's. */
+  private readonly restartsBefore: Array<Record<RestartReason, number> | null>;
+  private readonly walReadBefore: number[];
 
   constructor(private readonly opts: CollectorOptions) {
     this.status = opts.targets.map((target) => ({
@@ -152,6 +165,27 @@ export class Collector {
       walReadBytes: 0,
     }));
     this.predictors = opts.targets.map(() => new IncrementalPredictor());
+    this.restartsBefore = opts.targets.map(() => null);
+    this.walReadBefore = opts.targets.map(() => 0);
+    if (opts.carry !== undefined) this.countOnFrom(opts.carry);
+  }
+
+  /** Start the tallies where a previous collector of the same targets left them. */
+  private countOnFrom(carry: CycleSnapshot): void {
+    this.cycles = carry.cycles;
+    this.lastCycleAt = carry.lastCycleAt;
+    this.status.forEach((s, i) => {
+      const c = carry.standbys[i];
+      if (c === undefined || c.target.label !== s.target.label) return;
+      s.predictions = c.predictions;
+      s.errors = { ...c.errors };
+      s.lastGoodAt = c.lastGoodAt;
+      s.lastError = c.lastError;
+      s.walReadBytes = c.walReadBytes;
+      this.walReadBefore[i] = c.walReadBytes;
+      this.restartsBefore[i] = { ...c.restarts };
+      s.restarts = { ...c.restarts };
+    });
   }
 
   snapshot(): CycleSnapshot {
@@ -160,6 +194,7 @@ export class Collector {
       ranking: this.ranking,
       cycles: this.cycles,
       lastCycleAt: this.lastCycleAt,
+      thread: null,
     };
   }
 
@@ -201,6 +236,7 @@ export class Collector {
     }
     this.cycles += 1;
     this.lastCycleAt = Date.now();
+    this.opts.onCycle?.(this.snapshot());
   }
 
   private async predictOne(s: StandbyStatus, incremental: IncrementalPredictor): Promise<void> {
@@ -231,8 +267,10 @@ export class Collector {
     } finally {
       s.predictions += 1;
       s.lastDurationS = (performance.now() - t0) / 1000;
+      const before = this.restartsBefore[this.status.indexOf(s)] ?? null;
       s.restarts = { ...incremental.restarts };
-      s.walReadBytes = incremental.walReadBytes;
+      if (before !== null) for (const r of RESTART_REASONS) s.restarts[r] += before[r];
+      s.walReadBytes = incremental.walReadBytes + this.walReadBefore[this.status.indexOf(s)]!;
     }
   }
 }

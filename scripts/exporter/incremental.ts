@@ -169,7 +169,7 @@ export class IncrementalPredictor {
   private async advance(k: Kept, setup: RangeSetup): Promise<Cycle> {
     const { from, to, read } = setup;
     const before = k.windows.readBytes;
-    const src = await k.windows.read(read, to);
+    const src = await k.windows.read(read, to, from);
     k.windows.retire(from);
     const { rp, learned } = await k.windows.prediction(from, read);
     this.walReadBytes += k.windows.readBytes - before;

@@ -50,6 +50,8 @@ export const METRIC_NAMES = {
   predictions: `${P}predictions_total`,
   profile: 'walsim_profile_info',
   cycles: 'walsim_exporter_cycles_total',
+  threadUp: 'walsim_exporter_cycle_thread_up',
+  threadRestarts: 'walsim_exporter_cycle_thread_restarts_total',
   restarts: `${P}model_restarts_total`,
   walRead: `${P}wal_read_bytes_total`,
   receiveLsn: `${P}wal_receive_lsn_bytes`,
@@ -145,6 +147,7 @@ export function exporterRegistry(
   fleetMetrics(g, snapshot, sb);
   standbyHealthMetrics(r, g, snapshot, sb, profile);
   standbyCostMetrics(r, snapshot, sb);
+  threadMetrics(r, g, snapshot);
   return r;
 }
 
@@ -322,6 +325,26 @@ function standbyHealthMetrics(
     snapshot().standbys.map((s) => [sb(s), s.predictions]),
   );
   counterFrom(r, N.cycles, 'Prediction cycles finished', [], () => [[{}, snapshot().cycles]]);
+}
+
+/** The cycle thread (cycle-host.ts): alive or not, its restarts; nothing when run in-process. */
+function threadMetrics(r: Registry, g: G, snapshot: () => CycleSnapshot): void {
+  const N = METRIC_NAMES;
+  const thread = () => snapshot().thread;
+  g(N.threadUp, '1 while the thread running the prediction cycles is alive', [], () => {
+    const t = thread();
+    return t === null ? [] : [[{}, t.up ? 1 : 0]];
+  });
+  counterFrom(
+    r,
+    N.threadRestarts,
+    'Restarts of the prediction cycles thread after it failed',
+    [],
+    () => {
+      const t = thread();
+      return t === null ? [] : [[{}, t.restarts]];
+    },
+  );
 }
 
 /** What the kept state costs: its starts over by reason, the WAL the cycles read. */

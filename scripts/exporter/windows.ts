@@ -110,6 +110,8 @@ export class ReplayWindows {
   private readonly sealed: Window[] = [];
   /** Where the open window (the head's tally since the last seal) starts. */
   private openFrom: number;
+  /** Where the open window's first record starts; null while it has none. */
+  private openFirst: number | null = null;
   /** Where the next record to read starts. */
   private headTo: number;
   private windowBytes: number;
@@ -137,16 +139,24 @@ export class ReplayWindows {
     this.windowBytes = opts.windowBytes;
   }
 
-  /** The WAL received since the last read, [end of the last record read, `to`), read once. */
-  async read(read: ReadRange, to: string): Promise<RangeRead> {
+  /**
+   * The WAL received since the last read, [end of the last record read, `to`), read once. With
+   * the replay LSN (`replay`), the open window is also closed before the first record at or after
+   * it: `retire(replay)` then drops the records before it whole, and the window after it starts
+   * at the replay LSN, so nothing is read again (a standby keeping up: its new WAL read once).
+   */
+  async read(read: ReadRange, to: string, replay?: string): Promise<RangeRead> {
     const start = this.headTo;
+    const r = replay === undefined ? null : parseLsn(replay);
     let lastEnd: number | null = null;
     let inOpen = this.head.peekRecords();
     const src = await read(formatLsn(start), to, (rec) => {
-      if (inOpen > 0 && rec.lsn - this.openFrom >= this.windowBytes) {
+      const atReplay = r !== null && rec.lsn >= r && this.openFirst !== null && this.openFirst < r;
+      if (inOpen > 0 && (atReplay || rec.lsn - this.openFrom >= this.windowBytes)) {
         this.seal(lastEnd ?? start);
         inOpen = 0;
       }
+      if (inOpen === 0) this.openFirst = rec.lsn;
       this.head.replay(rec);
       inOpen += 1;
       lastEnd = rec.endLsn ?? null;
@@ -159,8 +169,9 @@ export class ReplayWindows {
   /** Drop the windows wholly replayed (replay LSN ≥ their end), their images into the tail. */
   retire(replay: string): void {
     const r = parseLsn(replay);
-    // The replay LSN inside (or past) the open window: it becomes a window to cut or retire.
-    if (r > this.openFrom && this.head.peekRecords() > 0) this.seal(this.headTo);
+    // The replay LSN past the open window's first record: it becomes a window to cut or retire.
+    if (this.openFirst !== null && this.openFirst < r && this.head.peekRecords() > 0)
+      this.seal(this.headTo);
     while (this.sealed.length > 0 && this.sealed[0]!.to <= r) {
       const w = this.sealed.shift()!;
       applyImage(this.tail, w.image);
@@ -255,6 +266,7 @@ export class ReplayWindows {
     });
     this.head.journal = newJournal();
     this.openFrom = to;
+    this.openFirst = null;
     // New windows wide enough that the backlog spans at most half of maxWindows of them.
     const backlog = to - (this.sealed[0]?.from ?? to);
     this.windowBytes = this.opts.windowBytes;

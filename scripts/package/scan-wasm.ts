@@ -19,9 +19,12 @@ export const SCAN_BYTES_TS = path.join(ROOT, 'pg-wal/scan-wasm-bytes.ts');
 /** The .wat compiled as wat2wasm does by default (no names section: the same bytes each time). */
 export async function compileScanWat(watText: string): Promise<Uint8Array> {
   const wabt = await wabtInit();
-  const mod = wabt.parseWat('scan.wat', watText);
+  // threads: the memory is shared with the CRC worker thread (validate takes the features too,
+  // which wabt's typings leave out).
+  const threads = { threads: true };
+  const mod = wabt.parseWat('scan.wat', watText, threads);
   try {
-    mod.validate();
+    (mod as unknown as { validate(features: typeof threads): void }).validate(threads);
     return mod.toBinary({ write_debug_names: false }).buffer;
   } finally {
     mod.destroy();

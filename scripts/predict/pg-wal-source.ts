@@ -4,28 +4,31 @@
  * prediction consumes (wal-records.ts), the same fields pg_waldump's text gives, so the two
  * sources are interchangeable and can check each other.
  *
- * Entry points: `pgWalRecords`, `toPredictRecord`, `READ_SLICE_MS`.
+ * Entry points: `pgWalRecords`, `toPredictRecord`, `PredictRecordOfView`, `READ_SLICE_MS`.
  */
 import * as fs from 'node:fs';
 import { WalsimError } from '../../common/errors.ts';
 import { PgWalReader } from '../../pg-wal/reader.ts';
 import type { PgMajor } from '../../pg-wal/format.ts';
 import type { PgWalRecord as ReadRecord } from '../../pg-wal/record.ts';
+import { PgWalRecordView } from '../../pg-wal/view.ts';
 import { detectSegmentSize, WalDirectory } from '../../pg-wal/wal-dir.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import type { TimelineHistoryEntry } from '../../wal/segment.ts';
 import { tliOfPointInHistory } from '../../wal/timeline-range.ts';
 import { MissingWalError, type RangeRead } from './wal-source.ts';
 import {
-  heapPageFreeAfter,
+  heapFreeAfter,
   XLHP_FREES_SPACE,
+  type BlockRef,
   type ForkNumber,
   type PgWalRecord,
 } from './wal-records.ts';
 
 /**
- * The prediction's record for a record the reader decoded. The heap free-space estimate takes
- * pg_waldump's description words from the decoded main data ("off N", "; new off N", "N tuples").
+ * The prediction's record for a record the reader decoded (a fresh object). The heap free-space
+ * estimate takes the numbers pg_waldump's description shows ("off N", "new off N", "N tuples")
+ * from the decoded main data.
  */
 export function toPredictRecord(r: ReadRecord): PgWalRecord {
   const out: PgWalRecord = {
@@ -37,26 +40,96 @@ export function toPredictRecord(r: ReadRecord): PgWalRecord {
     blocks: r.blocks.map((b) => ({ node: b.node, fork: b.fork as ForkNumber, block: b.block })),
   };
   out.endLsn = r.endLsn;
-  const d = r.data;
-  if (d?.kind === 'xact_commit' || d?.kind === 'xact_abort')
-    out.xactEnd = { xid: /_PREPARED$/.test(r.type) ? d.twophaseXid : r.xid, time: d.xactTime };
-  else if (d?.kind === 'xlog_restore_point') out.restorePoint = d.name;
-  let desc = '';
-  if (d?.kind === 'smgr_create') out.create = { node: d.node, fork: d.fork as ForkNumber };
-  else if (d?.kind === 'smgr_truncate')
-    out.truncate = { node: d.node, blkno: d.blkno, flags: d.flags };
-  else if ((d?.kind === 'xact_commit' || d?.kind === 'xact_abort') && d.rels.length > 0)
-    out.dropRels = d.rels;
-  else if (d?.kind === 'dbase_drop') out.dropDatabase = d.dbId;
-  else if (d?.kind === 'heap_prune_17') out.freedSpace = (d.flags & XLHP_FREES_SPACE) !== 0;
-  else if (d?.kind === 'heap_multi_insert') {
-    out.multiInsertTuples = d.ntuples;
-    desc = `${d.ntuples} tuples`;
-  } else if (d?.kind === 'heap_insert') desc = `off ${d.offnum}`;
-  else if (d?.kind === 'heap_update') desc = `; new off ${d.newOffnum} `;
-  const free = heapPageFreeAfter(r.rmgr, r.type, desc, r.recordLength, r.blocks.length);
-  if (free !== undefined) out.heapPageFreeAfter = free;
+  setMainData(out, new PgWalRecordView().fromRecord(r));
   return out;
+}
+
+/**
+ * The prediction's record of the reader's views, without an object per record: one record
+ * object, one block array per block count and one RelFileNode per block slot, refilled for every
+ * view. What `of` returns is valid until the next call (RecoveryModel copies what it keeps).
+ */
+export class PredictRecordOfView {
+  private readonly rec: PgWalRecord = {
+    lsn: 0,
+    rmgr: '',
+    type: '',
+    totalLength: 0,
+    xid: 0,
+    blocks: [],
+  };
+  private readonly byCount: BlockRef[][] = [];
+
+  of(v: PgWalRecordView): PgWalRecord {
+    const out = this.rec;
+    out.lsn = v.lsn;
+    out.endLsn = v.endLsn;
+    out.rmgr = v.rmgr;
+    out.type = v.type;
+    out.totalLength = v.totalLength;
+    out.xid = v.xid;
+    const n = v.blockCount;
+    const blocks = (this.byCount[n] ??= Array.from({ length: n }, () => ({
+      node: { spc: 0, db: 0, rel: 0 },
+      fork: 0 as ForkNumber,
+      block: 0,
+    })));
+    for (let i = 0; i < n; i++) {
+      const b = blocks[i]!;
+      b.node.spc = v.blockSpc[i]!;
+      b.node.db = v.blockDb[i]!;
+      b.node.rel = v.blockRel[i]!;
+      b.fork = v.blockFork[i]! as ForkNumber;
+      b.block = v.blockNo[i]!;
+    }
+    out.blocks = blocks;
+    out.xactEnd = out.restorePoint = out.create = out.truncate = out.dropRels = undefined;
+    out.dropDatabase = out.heapPageFreeAfter = out.multiInsertTuples = out.freedSpace = undefined;
+    setMainData(out, v);
+    return out;
+  }
+}
+
+/** The fields the prediction reads from the decoded main data (and the heap free-space estimate). */
+function setMainData(out: PgWalRecord, v: PgWalRecordView): void {
+  const d = v.data;
+  if (d === null) return;
+  let n: number | undefined;
+  switch (d.kind) {
+    case 'xact_commit':
+    case 'xact_abort':
+      out.xactEnd = { xid: v.type.endsWith('_PREPARED') ? d.twophaseXid : v.xid, time: d.xactTime };
+      if (d.rels.length > 0) out.dropRels = d.rels;
+      break;
+    case 'xlog_restore_point':
+      out.restorePoint = d.name;
+      break;
+    case 'smgr_create':
+      out.create = { node: d.node, fork: d.fork as ForkNumber };
+      break;
+    case 'smgr_truncate':
+      out.truncate = { node: d.node, blkno: d.blkno, flags: d.flags };
+      break;
+    case 'dbase_drop':
+      out.dropDatabase = d.dbId;
+      break;
+    case 'heap_prune_17':
+      out.freedSpace = (d.flags & XLHP_FREES_SPACE) !== 0;
+      break;
+    case 'heap_multi_insert':
+      out.multiInsertTuples = d.ntuples;
+      n = d.ntuples;
+      break;
+    case 'heap_insert':
+      n = d.offnum;
+      break;
+    case 'heap_update':
+      n = d.newOffnum;
+      break;
+  }
+  if (n === undefined) return;
+  const free = heapFreeAfter(v.rmgr, v.type, n, v.recordLength, v.blockCount);
+  if (free !== undefined) out.heapPageFreeAfter = free;
 }
 
 /**
@@ -64,10 +137,13 @@ export function toPredictRecord(r: ReadRecord): PgWalRecord {
  * exporter reads WAL in the thread that answers scrapes (scripts/exporter/README.md "Cost").
  */
 export const READ_SLICE_MS = 10;
+/** Records read between two looks at the clock. */
+const VIEWS_PER_TURN = 256;
 
 /**
- * The records of [from, to) in `walDir`, along `history`, each to `onRecord`: records that end at
- * or before `to`, as pg_waldump -e. A range the files do not hold to its end (a missing segment,
+ * The records of [from, to) in `walDir`, along `history`, each to `onRecord` (one object refilled
+ * per record, valid during the call: `PredictRecordOfView`): records that end at or before `to`,
+ * as pg_waldump -e. A range the files do not hold to its end (a missing segment,
  * the end of valid WAL before `to`) is one MissingWalError naming the file or LSN and why.
  */
 export async function pgWalRecords(
@@ -97,11 +173,14 @@ export async function pgWalRecords(
   });
   let next = parseLsn(from);
   let turn = performance.now();
-  for await (const batch of reader.batches()) {
-    for (const r of batch) onRecord(toPredictRecord(r));
-    next = batch[batch.length - 1]!.endLsn;
+  const rec = new PredictRecordOfView();
+  const each = (v: PgWalRecordView) => {
+    onRecord(rec.of(v));
+    next = v.endLsn;
+  };
+  for await (const _ of reader.views(each, VIEWS_PER_TURN)) {
     // A turn of the event loop once READ_SLICE_MS have passed since the last: an exporter's
-    // scrape, in the same thread, waits at most that plus one batch (256 records).
+    // scrape, in the same thread, waits at most that plus VIEWS_PER_TURN records.
     if (performance.now() - turn >= READ_SLICE_MS) {
       await new Promise((r) => setImmediate(r));
       turn = performance.now();

@@ -193,7 +193,11 @@ function droppedNodes(rec: PgWalRecord, into: RelFileNode[]): void {
   if (rec.dropRels) into.push(...rec.dropRels);
 }
 
-/** Reads a WAL range record by record (pg_waldump on the standby's pg_wal, or pg_walinspect). */
+/**
+ * Reads a WAL range record by record (pg-wal/ or pg_waldump on the standby's pg_wal, or
+ * pg_walinspect). The record handed to `onRecord` is valid during the call only (the pg-wal/
+ * source refills one object): a caller keeps values or a copy, never the object.
+ */
 export type ReadRange = (
   from: string,
   to: string,

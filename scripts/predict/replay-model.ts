@@ -45,6 +45,7 @@ import {
   FORK_NAMES,
   PRUNE_17_TYPES,
   relKey,
+  type BlockRef,
   type ForkNumber,
   type PgWalRecord,
   type RelFileNode,
@@ -247,8 +248,12 @@ const SMGR_TRUNCATE_FSM = 4;
 /** The startup process's relation state, fed record by record. */
 export class RecoveryModel {
   private readonly rels = new Map<string, RelState>();
+  /** The state `rel` returned last (null after it left `rels`, or once `rels` was handed out). */
+  private lastRel: RelState | null = null;
   private counts = emptyReplayCounts();
   private readonly types = new Map<string, RecordTypeCount>();
+  /** The same entries by rmgr, then type (`typeCount`). */
+  private readonly typeIndex = new Map<string, Map<string, RecordTypeCount>>();
   private drops: PredictedDrop[] = [];
   private readonly assumptions = new Set<string>();
   /** Changes since the exporter's current LSN window began (null: not journaled). */
@@ -299,25 +304,39 @@ export class RecoveryModel {
     }
   }
 
+  /**
+   * The state of `node`'s relation, created when new. `node` may be refilled by the caller after
+   * the call (pg-wal-source.ts reuses one per block slot): a new state keeps a copy.
+   */
   private rel(node: RelFileNode): RelState {
+    // Consecutive block references mostly name one relation: no key string for those.
+    const last = this.lastRel;
+    if (
+      last !== null &&
+      last.node.rel === node.rel &&
+      last.node.db === node.db &&
+      last.node.spc === node.spc
+    ) {
+      if (this.journal !== null) this.journaled(last.key, false);
+      return last;
+    }
     const k = relKey(node);
     let r = this.rels.get(k);
     if (r !== undefined) {
       if (this.journal !== null) this.journaled(k, false);
-      return r;
+      return (this.lastRel = r);
     }
-    {
-      const fork = (f: ForkNumber): ForkState => ({
-        exists: undefined,
-        cached: false,
-        size: undefined,
-        resident: new Set(this.files.residentBlocks(node, f) ?? []),
-      });
-      r = { key: k, node, forks: [fork(0), fork(1), fork(2), fork(3)] };
-      this.rels.set(k, r);
-      if (this.journal !== null) this.journaled(k, true);
-    }
-    return r;
+    const copy = { spc: node.spc, db: node.db, rel: node.rel };
+    const fork = (f: ForkNumber): ForkState => ({
+      exists: undefined,
+      cached: false,
+      size: undefined,
+      resident: new Set(this.files.residentBlocks(copy, f) ?? []),
+    });
+    r = { key: k, node: copy, forks: [fork(0), fork(1), fork(2), fork(3)] };
+    this.rels.set(k, r);
+    if (this.journal !== null) this.journaled(k, true);
+    return (this.lastRel = r);
   }
 
   /** The journal's entry of a relation read or changed in this window (`created`: just now). */
@@ -339,6 +358,7 @@ export class RecoveryModel {
   /** A relation leaves the state: one created in this window leaves the journal too. */
   private deleteRel(k: string): void {
     this.rels.delete(k);
+    if (this.lastRel?.key === k) this.lastRel = null;
     if (this.journal !== null && this.journal.rels.get(k)?.existed === false)
       this.journal.rels.delete(k);
   }
@@ -415,7 +435,12 @@ export class RecoveryModel {
         (PRUNE_17_TYPES.has(rec.type) && rec.freedSpace !== false));
     const filled = rec.heapPageFreeAfter !== undefined && rec.heapPageFreeAfter < BLCKSZ / 5;
     if (!pruned && !filled) return;
-    const b = rec.blocks.find((x) => x.fork === 0);
+    let b: BlockRef | undefined;
+    for (const x of rec.blocks)
+      if (x.fork === 0) {
+        b = x;
+        break;
+      }
     if (b === undefined) return;
     this.touch(b.node, 1, fsmBlockOf(b.block), counted);
     if (counted) this.counts.fsmUpdates += 1;
@@ -430,23 +455,28 @@ export class RecoveryModel {
   replay(rec: PgWalRecord): void {
     this.records += 1;
     this.walBytes += rec.totalLength;
-    const key = `${rec.rmgr}/${rec.type}`;
-    let t = this.types.get(key);
-    if (t === undefined) {
-      t = {
-        rmgr: rec.rmgr,
-        type: rec.type,
-        count: 0,
-        bytes: 0,
-        kind: pgKindOf(rec.rmgr, rec.type),
-      };
-      this.types.set(key, t);
-    }
+    const t = this.typeCount(rec.rmgr, rec.type);
     t.count += 1;
     t.bytes += rec.totalLength;
     if (t.kind !== null) this.counts.pgRecords[t.kind] = (this.counts.pgRecords[t.kind] ?? 0) + 1;
     else this.genericRecords += 1;
     this.apply(rec, true);
+  }
+
+  /**
+   * The tally's entry of a record type, added in first-seen order: looked up by rmgr, then type
+   * (two lookups of constant strings instead of building a `rmgr/type` key per record).
+   */
+  private typeCount(rmgr: string, type: string): RecordTypeCount {
+    let byType = this.typeIndex.get(rmgr);
+    if (byType === undefined) this.typeIndex.set(rmgr, (byType = new Map()));
+    let t = byType.get(type);
+    if (t === undefined) {
+      t = { rmgr, type, count: 0, bytes: 0, kind: pgKindOf(rmgr, type) };
+      byType.set(type, t);
+      this.types.set(`${rmgr}/${type}`, t);
+    }
+    return t;
   }
 
   private apply(rec: PgWalRecord, counted: boolean): void {
@@ -673,7 +703,7 @@ export class RecoveryModel {
     );
     for (const [k, r] of this.rels) c.rels.set(k, copyRelState(r));
     c.counts = structuredClone(this.counts);
-    for (const [k, t] of this.types) c.types.set(k, { ...t });
+    for (const t of this.types.values()) Object.assign(c.typeCount(t.rmgr, t.type), t);
     for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
     for (const a of this.assumptions) c.assumptions.add(a);
     c.descriptorsMapped = this.descriptorsMapped;
@@ -712,6 +742,7 @@ export class RecoveryModel {
     };
     this.counts = emptyReplayCounts();
     this.types.clear();
+    this.typeIndex.clear();
     this.drops = [];
     this.records = this.walBytes = this.genericRecords = 0;
     return t;
@@ -733,6 +764,8 @@ export class RecoveryModel {
    * window's image from the head model and applies images to the tail model).
    */
   relStates(): Map<string, RelState> {
+    // The caller may delete or replace entries: `rel` must look them up again.
+    this.lastRel = null;
     return this.rels;
   }
 

@@ -5,8 +5,8 @@
  * block references, and what the drop logic needs from the description (Storage CREATE/TRUNCATE,
  * the relations a commit or abort drops, DROP DATABASE). Pure.
  *
- * Entry points: `parseWaldumpLine`, `recordFromWalinspect`, `PgWalRecord`, `RelFileNode`,
- * `relKey`, `FORK_NAMES`.
+ * Entry points: `parseWaldumpLine`, `recordFromWalinspect`, `heapPageFreeAfter`, `heapFreeAfter`,
+ * `PgWalRecord`, `RelFileNode`, `relKey`, `FORK_NAMES`.
  *
  * A line or row that is not a record is refused with the text; a record type this module does not
  * know is still a record (rmgr and type kept), never dropped.
@@ -183,24 +183,40 @@ export function heapPageFreeAfter(
   recLength: number,
   blockRefs: number,
 ): number | undefined {
-  const free = (tuples: number, tupleLen: number) =>
-    Math.max(
-      0,
-      BLCKSZ - SIZE_OF_PAGE_HEADER - tuples * (ITEM_ID + maxAlign(Math.max(24, tupleLen))),
-    );
-  const t = type.replace(/\+INIT$/, '');
-  if (rmgr === 'Heap' && t === 'INSERT') {
-    const m = /^off (\d+)/.exec(desc.trim());
-    return m === null ? undefined : free(Number(m[1]), recLength - 31);
-  }
-  if (rmgr === 'Heap' && t === 'UPDATE') {
-    const m = /; new off (\d+)/.exec(desc);
-    // Two block references (new page, old page: 8 more bytes) unless the new tuple stays on its page.
-    return m === null ? undefined : free(Number(m[1]), recLength - (blockRefs > 1 ? 50 : 42));
-  }
+  let m: RegExpExecArray | null = null;
+  if (rmgr === 'Heap' && (type === 'INSERT' || type === 'INSERT+INIT'))
+    m = /^off (\d+)/.exec(desc.trim());
+  else if (rmgr === 'Heap' && (type === 'UPDATE' || type === 'UPDATE+INIT'))
+    m = /; new off (\d+)/.exec(desc);
+  else if (rmgr === 'Heap2' && type === 'MULTI_INSERT+INIT') m = /^(\d+) tuples/.exec(desc.trim());
+  return m === null ? undefined : heapFreeAfter(rmgr, type, Number(m[1]), recLength, blockRefs);
+}
+
+/** The free space on a page holding `tuples` tuples of `tupleLen` bytes (and their line pointers). */
+function free(tuples: number, tupleLen: number): number {
+  return Math.max(
+    0,
+    BLCKSZ - SIZE_OF_PAGE_HEADER - tuples * (ITEM_ID + maxAlign(Math.max(24, tupleLen))),
+  );
+}
+
+/**
+ * `heapPageFreeAfter` from the number the description gives: the tuple's offset number (Heap
+ * INSERT, UPDATE) or the tuples placed (Heap2 MULTI_INSERT+INIT), as the main data carries it.
+ */
+export function heapFreeAfter(
+  rmgr: string,
+  type: string,
+  n: number,
+  recLength: number,
+  blockRefs: number,
+): number | undefined {
+  if (rmgr === 'Heap' && (type === 'INSERT' || type === 'INSERT+INIT'))
+    return free(n, recLength - 31);
+  // Two block references (new page, old page: 8 more bytes) unless the new tuple stays on its page.
+  if (rmgr === 'Heap' && (type === 'UPDATE' || type === 'UPDATE+INIT'))
+    return free(n, recLength - (blockRefs > 1 ? 50 : 42));
   if (rmgr === 'Heap2' && type === 'MULTI_INSERT+INIT') {
-    const m = /^(\d+) tuples/.exec(desc.trim());
-    const n = m === null ? 0 : Number(m[1]);
     if (n < 1) return undefined;
     // Block data: per tuple a SHORTALIGNed xl_multi_insert_tuple (7 → 8 bytes) and the tuple
     // less its 23-byte header; main data xl_heap_multi_insert (3 bytes; no offsets with INIT).

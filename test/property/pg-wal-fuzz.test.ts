@@ -7,14 +7,16 @@
  * reader must end (bounded: it is awaited under the test's timeout) with either records that are
  * a prefix of the originals and an end saying why at an LSN, or one WalsimError line naming the
  * file; a flip inside a record's own bytes ends reading at or before that record. Every read is
- * done twice, as records (`records()`) and as columns (`columns()`, the WebAssembly checks without
- * decoding): the two must give the same records, the same end and the same error.
+ * done three times, as records (`records()`), as columns (`columns()`, the WebAssembly checks
+ * without decoding) and as views (`views()`, block references and main data decoded where the
+ * records lie): all must give the same records, the same end and the same error.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { WalsimError } from '../../common/errors.ts';
 import { PG_MAJORS } from '../../pg-wal/format.ts';
 import { PgWalReader, type PgWalEnd } from '../../pg-wal/reader.ts';
+import type { PgWalRecordView } from '../../pg-wal/view.ts';
 import type { PgWalRecord } from '../../pg-wal/record.ts';
 import { buildWal, MemorySegments, type BuildRecord } from '../helpers/pg-wal-build.ts';
 
@@ -50,6 +52,21 @@ const recordArb: fc.Arbitrary<BuildRecord> = fc.oneof(
     main.writeUInt32LE(7, 16);
     return { rmid: 2, info: 0x20, main };
   }),
+  // Several block references: other forks, a second relation, BKPBLOCK_SAME_REL, an origin.
+  fc
+    .record({ blk: fc.nat(1 << 20), rel: fc.nat(1000), origin: fc.option(fc.nat(65535)) })
+    .map(({ blk, rel, origin }) => ({
+      rmid: 9,
+      info: 0x40,
+      xid: 702,
+      blocks: [
+        { id: 0, fork: 2, node: REL, block: blk >> 15 },
+        { id: 1, node: { spc: 1664, db: 0, rel: 20000 + rel }, block: blk, data: Buffer.alloc(4) },
+        { id: 3, fork: 1, sameRel: true, node: REL, block: blk >> 12 },
+      ],
+      ...(origin !== null ? { origin } : {}),
+      main: Buffer.alloc(2, 1),
+    })),
   fc.integer({ min: 1, max: 8000 }).map((hole) => ({
     rmid: 0,
     info: 0xb0,
@@ -87,7 +104,42 @@ async function read(src: MemorySegments, startLsn: number): Promise<Outcome> {
   const cols = await readColumns(src, startLsn);
   expect(cols.rows).toEqual(recs.map(row));
   expect({ end: cols.end, error: cols.error }).toEqual({ end: out.end, error: out.error });
+  const views = await readViews(src, startLsn);
+  // A WalsimError loses the batch it interrupts, while views() handed each record out already.
+  if (out.error !== null) expect(views.rows.slice(0, recs.length)).toEqual(recs.map(viewRow));
+  else expect(views.rows).toEqual(recs.map(viewRow));
+  expect({ end: views.end, error: views.error }).toEqual({ end: out.end, error: out.error });
   return out;
+}
+
+/** Everything `views()` gives of a record, from a decoded record. */
+const viewRow = (r: PgWalRecord) => ({
+  head: [r.lsn, r.endLsn, r.xid, r.rmid, r.info, r.rmgr, r.type, r.totalLength, r.fpiLength],
+  main: [r.recordLength, r.mainDataLength, r.data],
+  blocks: r.blocks.map((b) => [b.node.spc, b.node.db, b.node.rel, b.fork, b.block]),
+});
+
+/** The same range through `views()`, each view's values as `viewRow` gives them. */
+async function readViews(src: MemorySegments, startLsn: number) {
+  const reader = new PgWalReader(src, { startLsn, chunkBytes: 16 * 1024 });
+  const rows: ReturnType<typeof viewRow>[] = [];
+  const take = (v: PgWalRecordView) => {
+    const blocks: number[][] = [];
+    for (let i = 0; i < v.blockCount; i++)
+      blocks.push([v.blockSpc[i]!, v.blockDb[i]!, v.blockRel[i]!, v.blockFork[i]!, v.blockNo[i]!]);
+    rows.push({
+      head: [v.lsn, v.endLsn, v.xid, v.rmid, v.info, v.rmgr, v.type, v.totalLength, v.fpiLength],
+      main: [v.recordLength, v.mainDataLength, v.data],
+      blocks,
+    });
+  };
+  try {
+    for await (const n of reader.views(take, 7)) expect(n).toBeGreaterThan(0);
+  } catch (e) {
+    if (!(e instanceof WalsimError)) throw e;
+    return { rows, end: null, error: e.message };
+  }
+  return { rows, end: reader.end, error: null };
 }
 
 const row = (r: PgWalRecord) => [r.lsn, r.endLsn, r.rmid, r.info, r.totalLength, r.fpiLength];

@@ -32,35 +32,12 @@ import {
   parseWebConfig,
   WebAuth,
 } from '../../scripts/exporter/web-config.ts';
-import type { Prediction } from '../../scripts/predict/prediction.ts';
 import { parsePromText, sampleValue } from '../helpers/prom-text.ts';
+import { fakePrediction, type CycleStubExtra } from '../helpers/exporter-cycle-stub.ts';
+import { CycleHost } from '../../scripts/exporter/cycle-host.ts';
+import { pollUntil } from '../../server/poll.ts';
 
 const profile = loadProfile('seed-001');
-
-/** The fields of a Prediction the exporter reads. */
-function fakePrediction(url: string, writableS: number, receive: string): Prediction {
-  return {
-    standby: url,
-    state: { timeline: 1, nBuffers: 16384, receiveLsn: receive, replayLsn: '0/100' },
-    paused: true,
-    range: { from: '0/100', to: receive, bytes: 4096 },
-    primary: null,
-    patroniPosition: receive,
-    records: { byType: [{ rmgr: 'Transaction', type: 'COMMIT', count: 3 }] },
-    drops: { calls: { fullScan: 2, lookup: 1 }, descriptorsScanned: 32768, probes: 4 },
-    predicted: {
-      writableS,
-      phases: { replayS: writableS - 0.01, endOfRecoveryS: 0.006, openForWritesS: 0.004 },
-      replay: {
-        recordsS: 0,
-        genericRecordsS: 0,
-        dropsS: writableS - 0.01,
-        smgrS: 0,
-        controlFileS: 0,
-      },
-    },
-  } as unknown as Prediction;
-}
 
 describe('Collector and metrics', () => {
   const targets = [
@@ -242,6 +219,150 @@ describe('a scrape while a cycle reads WAL', () => {
     } finally {
       await srv.close();
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** 150,000 no-op records of built WAL in one 16 MB segment of a fresh directory, and its range. */
+function builtWalDir(): { dir: string; from: string; to: string; records: number } {
+  const noops = Array.from({ length: 150_000 }, () => ({
+    rmid: 0,
+    info: 0x20,
+    main: new Uint8Array(0),
+  }));
+  const wal = buildWal(noops, { major: 15, segmentSize: 16 << 20, startSegno: 1 });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-scrape-'));
+  for (const [segno, bytes] of wal.segments)
+    fs.writeFileSync(path.join(dir, segmentFileName(1, segno, wal.segmentSize)), bytes);
+  return {
+    dir,
+    from: formatLsn(wal.records[0]!.lsn),
+    to: formatLsn(wal.end),
+    records: noops.length,
+  };
+}
+
+const STUB = path.join(import.meta.dirname, '..', 'helpers', 'exporter-cycle-stub.ts');
+const stubTarget = { url: 'postgresql://u@10.0.0.9:5432/db', label: '10.0.0.9:5432' };
+
+/** A CycleHost running the stand-in cycle thread, its metrics served on a loopback port. */
+async function stubExporter(extra: CycleStubExtra, log: string[]) {
+  const host = new CycleHost({
+    targets: [stubTarget],
+    profile,
+    profileRef: 'seed-001',
+    intervalMs: 200,
+    entry: STUB,
+    extra,
+    log: (l) => log.push(l),
+  });
+  const reg = exporterRegistry(() => host.snapshot(), {
+    name: 'seed-001',
+    ref: 'seed-001',
+    profile,
+  });
+  const srv = await startMetricsServer('127.0.0.1', 0, reg, null);
+  const scrape = async () =>
+    parsePromText(await (await fetch(`http://127.0.0.1:${srv.address.port}/metrics`)).text());
+  host.start();
+  return { host, scrape, close: () => Promise.all([host.stop(), srv.close()]) };
+}
+
+describe('the cycle thread', () => {
+  const sb = { standby: stubTarget.label };
+
+  it('is not the thread that answers: a scrape is answered while the cycle thread is blocked mid-read', async () => {
+    const wal = builtWalDir();
+    const flags = new Int32Array(new SharedArrayBuffer(16));
+    const log: string[] = [];
+    const x = await stubExporter(
+      { mode: 'block', shared: flags.buffer as SharedArrayBuffer, walDir: wal.dir, ...wal },
+      log,
+    );
+    try {
+      // This thread's event loop turns while the cycle thread reads, then while it is blocked
+      // (Atomics.wait at its 1000th record: no turn of its own loop until released below).
+      let turns = 0;
+      await pollUntil(
+        async () => {
+          turns += 1;
+          return Atomics.load(flags, 1) === 1 && x.host.snapshot().cycles === 1;
+        },
+        'the cycle thread to be mid-read in its second cycle',
+        60_000,
+        5,
+      );
+      const turnsAtBlock = turns;
+      const m = await x.scrape();
+      await pollUntil(async () => ++turns > turnsAtBlock + 3, 'turns of this loop', 5_000, 1);
+      // Still blocked: the answer came from this thread, with the first cycle's snapshot.
+      expect(Atomics.load(flags, 2)).toBe(0);
+      expect(sampleValue(m, 'walsim_exporter_cycles_total', {})).toBe(1);
+      expect(sampleValue(m, 'walsim_standby_predicted_writable_seconds', sb)).toBe(1.5);
+      expect(sampleValue(m, 'walsim_exporter_cycle_thread_up', {})).toBe(1);
+      Atomics.store(flags, 0, 1);
+      Atomics.notify(flags, 0);
+      await pollUntil(
+        async () => x.host.snapshot().cycles >= 2,
+        'the second cycle to finish',
+        60_000,
+        10,
+      );
+      expect(Atomics.load(flags, 2)).toBe(1000);
+      expect(Atomics.load(flags, 3)).toBe(wal.records);
+      expect(log).toEqual([]);
+    } finally {
+      await x.close();
+      fs.rmSync(wal.dir, { recursive: true, force: true });
+    }
+  });
+
+  it('that throws does not end the process: the standby is down with a worker error, scrapes answer, the thread restarts and counts on', async () => {
+    const flags = new Int32Array(new SharedArrayBuffer(16));
+    const log: string[] = [];
+    const x = await stubExporter({ mode: 'throw', shared: flags.buffer as SharedArrayBuffer }, log);
+    try {
+      await pollUntil(
+        async () => x.host.snapshot().standbys[0]!.errors.worker === 1,
+        'the cycle thread to fail',
+        60_000,
+        10,
+      );
+      // The restarted thread waits for flag 0 before its first prediction: this state holds.
+      const down = await x.scrape();
+      expect(sampleValue(down, 'walsim_standby_up', sb)).toBe(0);
+      expect(sampleValue(down, 'walsim_standby_predicted_writable_seconds', sb)).toBeUndefined();
+      expect(
+        sampleValue(down, 'walsim_standby_prediction_errors_total', { ...sb, reason: 'worker' }),
+      ).toBe(1);
+      expect(sampleValue(down, 'walsim_exporter_cycles_total', {})).toBe(1);
+      expect(log.join('\n')).toMatch(/cycle thread failed \(stand-in fault of the cycle thread\)/);
+      await pollUntil(
+        async () => x.host.snapshot().thread!.restarts === 1,
+        'the cycle thread to be started again',
+        60_000,
+        10,
+      );
+      Atomics.store(flags, 0, 1);
+      Atomics.notify(flags, 0);
+      await pollUntil(
+        async () => x.host.snapshot().standbys[0]!.up,
+        'the restarted thread to predict',
+        60_000,
+        10,
+      );
+      const up = await x.scrape();
+      expect(sampleValue(up, 'walsim_standby_up', sb)).toBe(1);
+      expect(sampleValue(up, 'walsim_standby_predicted_writable_seconds', sb)).toBe(1.5);
+      expect(sampleValue(up, 'walsim_exporter_cycle_thread_restarts_total', {})).toBe(1);
+      expect(sampleValue(up, 'walsim_exporter_cycle_thread_up', {})).toBe(1);
+      // Counted on from the first thread's: 1 cycle before the fault, then the restarted ones.
+      expect(sampleValue(up, 'walsim_exporter_cycles_total', {})).toBeGreaterThanOrEqual(2);
+      expect(
+        sampleValue(up, 'walsim_standby_prediction_errors_total', { ...sb, reason: 'worker' }),
+      ).toBe(1);
+    } finally {
+      await x.close();
     }
   });
 });

@@ -43,4 +43,22 @@ describe('Scheduler', () => {
     await s.runFor(100);
     expect(firedAt).toBe(0);
   });
+
+  it('runs every continuation an event caused before the next event, however deep the chain', async () => {
+    const s = new Scheduler();
+    const seen: string[] = [];
+    for (let k = 0; k < 600; k++) {
+      // More events than one real event-loop turn covers: most are settled without a turn.
+      s.at(1, 'n#1', `e${k}`, () => {
+        const chain = async () => {
+          for (let i = 0; i < 50; i++) await Promise.resolve();
+          queueMicrotask(() => void Promise.resolve().then(() => seen.push(`done ${k}`)));
+        };
+        seen.push(`start ${k}`);
+        void chain();
+      });
+    }
+    await s.runFor(2);
+    expect(seen).toEqual(Array.from({ length: 600 }, (_, k) => [`start ${k}`, `done ${k}`]).flat());
+  });
 });
