@@ -124,6 +124,13 @@ export interface CostProfile {
 export interface MachineProbe {
   /** write 8 KiB + fsync of one small file, median. */
   fsyncS: number;
+  /**
+   * How `fsyncS` was measured: 'overwrite' — an allocated 8 KiB file opened read-write, its 8 KiB
+   * overwritten at offset 0 and fsynced, as UpdateControlFile writes pg_control; absent — the
+   * first probe's way (opened with truncation: the block freed and allocated again every round,
+   * which on a `discard` mount adds a discard pg_control never pays). Only like is scaled by like.
+   */
+  fsyncMethod?: 'overwrite';
   /** create + unlink of one empty file, median per pair. */
   createUnlinkS: number;
   /** one 64-byte descriptor read in a scan of an array sized like the pool, per descriptor. */
@@ -147,7 +154,8 @@ function probeOf(fit: unknown): MachineProbe | null {
   if (!isObject(p)) return null;
   const keys = ['fsyncS', 'createUnlinkS', 'scanPerDescriptorS', 'scanDescriptors'] as const;
   if (!keys.every((k) => typeof p[k] === 'number' && Number.isFinite(p[k]))) return null;
-  return Object.fromEntries(keys.map((k) => [k, p[k]])) as unknown as MachineProbe;
+  const probe = Object.fromEntries(keys.map((k) => [k, p[k]])) as unknown as MachineProbe;
+  return p.fsyncMethod === 'overwrite' ? { ...probe, fsyncMethod: 'overwrite' } : probe;
 }
 
 /** The band of a profile JSON's `fit.cells[].leaveOneOutPct` (a fraction), null when none. */
