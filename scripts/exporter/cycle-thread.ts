@@ -4,8 +4,10 @@
  * the thread that answers scrapes (cycle-host.ts), so that no part of a cycle runs on the HTTP
  * thread's event loop. The collector's code is the one the dashboard runs in-process.
  *
- * Entry points: `serveCycles`, `CycleThreadData`, `CycleThreadMessage`.
+ * Entry points: `serveCycles`, `CYCLE_THREAD_NICE`, `CycleThreadData`, `CycleThreadMessage`.
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { Collector, type CycleSnapshot, type PredictFn, type Target } from './collector.ts';
@@ -31,12 +33,32 @@ export interface CycleThreadData {
 export type CycleThreadMessage =
   { type: 'snapshot'; snapshot: CycleSnapshot } | { type: 'log'; line: string };
 
+/** The cycle thread's nice value at least (Linux): below the HTTP thread's on a busy host. */
+export const CYCLE_THREAD_NICE = 10;
+
+/**
+ * The cycle is background work: on Linux, where setpriority(2) takes a thread id, this thread's
+ * nice value is raised to CYCLE_THREAD_NICE (never lowered), so that on a busy host the thread
+ * answering scrapes gets a core first. Elsewhere nothing changes. Returns the nice value set.
+ */
+function yieldToTheHttpThread(): number | null {
+  try {
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+    if (!Number.isInteger(tid)) return null;
+    os.setPriority(tid, Math.max(CYCLE_THREAD_NICE, os.getPriority(tid)));
+    return os.getPriority(tid);
+  } catch {
+    return null;
+  }
+}
+
 /** Run the cycle in this worker until it is terminated; `predict` replaced in tests only. */
 export function serveCycles(predict?: PredictFn): Collector {
   if (!isCycleThread() || parentPort === null)
     throw new Error('serveCycles runs in a worker started by the exporter (cycle-host.ts)');
   const port = parentPort;
   const d = workerData as CycleThreadData;
+  yieldToTheHttpThread();
   const post = (m: CycleThreadMessage) => port.postMessage(m);
   const collector = new Collector({
     targets: d.targets,

@@ -6,8 +6,11 @@
  * - `block`: the second cycle reads WAL with the real reader and, at its 1000th record, sets flag
  *   1 and blocks the whole thread (Atomics.wait: no turn of its event loop) until flag 0 is set.
  * Flags are an Int32Array over `extra.shared`: [0] released, [1] mid-read, [2] the record at
- * which the read was released, [3] records read in all.
+ * which the read was released, [3] records read in all, [4] 100 + this thread's nice value once
+ * the cycle thread started (Linux; 0 elsewhere).
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { workerData } from 'node:worker_threads';
 import type { PredictFn } from '../../scripts/exporter/collector.ts';
 import { serveCycles, type CycleThreadData } from '../../scripts/exporter/cycle-thread.ts';
@@ -85,4 +88,11 @@ function stubPredict(data: CycleThreadData): PredictFn {
   };
 }
 
-if (isCycleThread()) serveCycles(stubPredict(workerData as CycleThreadData));
+if (isCycleThread()) {
+  serveCycles(stubPredict(workerData as CycleThreadData));
+  const flags = new Int32Array(((workerData as CycleThreadData).extra as CycleStubExtra).shared);
+  if (fs.existsSync('/proc/thread-self')) {
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+    Atomics.store(flags, 4, 100 + os.getPriority(tid));
+  }
+}

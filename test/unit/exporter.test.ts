@@ -35,6 +35,7 @@ import {
 import { parsePromText, sampleValue } from '../helpers/prom-text.ts';
 import { fakePrediction, type CycleStubExtra } from '../helpers/exporter-cycle-stub.ts';
 import { CycleHost } from '../../scripts/exporter/cycle-host.ts';
+import { CYCLE_THREAD_NICE } from '../../scripts/exporter/cycle-thread.ts';
 import { pollUntil } from '../../server/poll.ts';
 
 const profile = loadProfile('seed-001');
@@ -273,7 +274,8 @@ describe('the cycle thread', () => {
 
   it('is not the thread that answers: a scrape is answered while the cycle thread is blocked mid-read', async () => {
     const wal = builtWalDir();
-    const flags = new Int32Array(new SharedArrayBuffer(16));
+    const niceBefore = os.getPriority();
+    const flags = new Int32Array(new SharedArrayBuffer(20));
     const log: string[] = [];
     const x = await stubExporter(
       { mode: 'block', shared: flags.buffer as SharedArrayBuffer, walDir: wal.dir, ...wal },
@@ -310,6 +312,11 @@ describe('the cycle thread', () => {
       );
       expect(Atomics.load(flags, 2)).toBe(1000);
       expect(Atomics.load(flags, 3)).toBe(wal.records);
+      // On Linux the cycle thread runs at nice 10 at least, this thread as it was.
+      if (fs.existsSync('/proc/thread-self')) {
+        expect(Atomics.load(flags, 4) - 100).toBe(Math.max(CYCLE_THREAD_NICE, os.getPriority()));
+        expect(os.getPriority()).toBe(niceBefore);
+      }
       expect(log).toEqual([]);
     } finally {
       await x.close();
@@ -318,7 +325,7 @@ describe('the cycle thread', () => {
   });
 
   it('that throws does not end the process: the standby is down with a worker error, scrapes answer, the thread restarts and counts on', async () => {
-    const flags = new Int32Array(new SharedArrayBuffer(16));
+    const flags = new Int32Array(new SharedArrayBuffer(20));
     const log: string[] = [];
     const x = await stubExporter({ mode: 'throw', shared: flags.buffer as SharedArrayBuffer }, log);
     try {
