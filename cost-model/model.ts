@@ -69,6 +69,7 @@ export function replayFeatures(
   f['smgr.extend'] = sum(c.smgr.extend);
   f['smgr.truncate'] = sum(c.smgr.truncate);
   f['smgr.unlink'] = sum(c.smgr.unlink);
+  f['smgr.unlinkNonEmpty'] = c.unlinkedNonEmptyForks;
   f['smgr.nblocks'] = sum(c.smgr.nblocks);
   f['controlFile.update'] = c.controlFileUpdates;
   f['fsm.update'] = c.fsmUpdates;

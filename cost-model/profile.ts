@@ -50,6 +50,8 @@ export const OTHER_CONSTANTS = {
   'smgr.extend': 'block appended (mdextend)',
   'smgr.truncate': 'fork file truncated (mdtruncate)',
   'smgr.unlink': 'fork file removed (mdunlink)',
+  'smgr.unlinkNonEmpty':
+    'fork file removed that held blocks, beyond smgr.unlink (mdunlinkfork truncates it to 0 first: its extents freed, a synchronous discard each on a discard mount)',
   'smgr.nblocks': 'fork size asked of the file (mdnblocks: lseek)',
   'fsm.update':
     'FSM update by redo (XLogRecordPageWithFreeSpace: FSM page read, locked, slot set) — PRUNE, VACUUM, and INSERT / MULTI_INSERT leaving < BLCKSZ/5 free',
@@ -223,6 +225,11 @@ const LATER_CONSTANTS: Partial<Record<CostConstantName, CostConstant>> = {
   'scan.descriptorPageMapped': {
     seconds: 0,
     per: constantPer('scan.descriptorPageMapped'),
+    source: 'absent from the file (written before the constant existed): 0',
+  },
+  'smgr.unlinkNonEmpty': {
+    seconds: 0,
+    per: constantPer('smgr.unlinkNonEmpty'),
     source: 'absent from the file (written before the constant existed): 0',
   },
 };

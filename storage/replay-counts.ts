@@ -259,6 +259,13 @@ export interface ReplayCounts {
    * and counts none; npm run predict counts them from the startup process's page map.
    */
   descriptorPagesMapped: number;
+  /**
+   * Fork files a relation-dropping commit/abort removes that held blocks (counted in `smgr.unlink`
+   * too): mdunlinkfork truncates each to 0 before the unlink (do_truncate), freeing its extents —
+   * on a `discard` mount a synchronous discard per extent. walsim counts none (its files are not a
+   * file system's); npm run predict counts them from the fork sizes (--pgdata, else the WAL's).
+   */
+  unlinkedNonEmptyForks: number;
 }
 
 /**
@@ -272,6 +279,7 @@ export function withLaterCounters(c: ReplayCounts): ReplayCounts {
     fsmUpdates: c.fsmUpdates ?? 0,
     multiInsertTuples: c.multiInsertTuples ?? 0,
     descriptorPagesMapped: c.descriptorPagesMapped ?? 0,
+    unlinkedNonEmptyForks: c.unlinkedNonEmptyForks ?? 0,
   };
 }
 
@@ -326,6 +334,7 @@ export function replayCountsOf(st: CountedStorage): ReplayCounts {
     fsmUpdates: r.fsmUpdates,
     multiInsertTuples: 0,
     descriptorPagesMapped: 0,
+    unlinkedNonEmptyForks: 0,
   };
 }
 
@@ -366,6 +375,7 @@ export function emptyReplayCounts(): ReplayCounts {
     fsmUpdates: 0,
     multiInsertTuples: 0,
     descriptorPagesMapped: 0,
+    unlinkedNonEmptyForks: 0,
   };
 }
 

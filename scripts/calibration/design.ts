@@ -253,6 +253,7 @@ export function calibrationGroups(o: {
   memoryTier: boolean;
   copy?: boolean;
   firstTouch?: boolean;
+  unlinkNonEmpty?: boolean;
 }): FitGroup[] {
   return [
     ...(o.rowDml
@@ -297,6 +298,12 @@ export function calibrationGroups(o: {
     // base profile's value (the fitted scan constants then carry what their cells paid for it).
     ...(o.firstTouch
       ? [{ name: 'descriptorPageMapped', constants: ['scan.descriptorPageMapped' as const] }]
+      : []),
+    // Runs that count the unlinked forks that held blocks (predict, from the fork sizes): apart
+    // from the per-file unlink where cells drop empty forks beside written ones (TOAST TRUNCATE)
+    // and many written tables in one commit (generated seeds) beside one a commit (Test B).
+    ...(o.unlinkNonEmpty
+      ? [{ name: 'unlinkNonEmpty', constants: ['smgr.unlinkNonEmpty' as const] }]
       : []),
   ];
 }
@@ -352,7 +359,8 @@ export function calibrationGroupsFor(
   const firstTouch = features.some(
     (f) => (flattenFeatures(f)['scan.descriptorPageMapped'] ?? 0) > 0,
   );
-  return calibrationGroups({ rowDml, memoryTier, copy, firstTouch });
+  const unlinkNonEmpty = features.some((f) => (flattenFeatures(f)['smgr.unlinkNonEmpty'] ?? 0) > 0);
+  return calibrationGroups({ rowDml, memoryTier, copy, firstTouch, unlinkNonEmpty });
 }
 
 export interface CalibrationCell {

@@ -606,8 +606,12 @@ export class RecoveryModel {
       preCheckHits: invalidated,
     });
     for (const r of rs) {
-      for (const f of [0, 1, 2, 3] as const)
-        if (counted && (r.forks[f].cached || this.exists(r, f))) this.counts.smgr.unlink[f]! += 1;
+      for (const f of [0, 1, 2, 3] as const) {
+        if (!counted || !(r.forks[f].cached || this.exists(r, f))) continue;
+        this.counts.smgr.unlink[f]! += 1;
+        // mdunlinkfork's do_truncate frees the blocks first (a discard each extent on such mounts).
+        if (this.sizeOf(r, f) > 0) this.counts.unlinkedNonEmptyForks += 1;
+      }
       this.deleteRel(r.key);
     }
   }

@@ -102,11 +102,24 @@ describe('modelFailover', () => {
     expect(m.replay.dropsS).toBeCloseTo(m.phases.replayS, 15);
   });
 
+  it('prices an unlinked fork that held blocks on top of the unlink itself', () => {
+    const p = profileWith({ 'smgr.unlink': 1e-5, 'smgr.unlinkNonEmpty': 4e-4 });
+    const c = counts((c) => {
+      c.replay.smgr.unlink = [630, 0, 0, 0];
+      c.replay.unlinkedNonEmptyForks = 600;
+    });
+    const m = modelFailover(c, p, 65536);
+    expect(m.phases.replayS).toBeCloseTo(630 * 1e-5 + 600 * 4e-4, 15);
+    expect(m.replay.smgrS).toBeCloseTo(m.phases.replayS, 15);
+  });
+
   it('reads a profile written before the descriptor-page constant existed as pricing it at 0', () => {
     const j = JSON.parse(profileToJson(profileWith({ 'lookup.probe': 1e-6 })));
     delete j.constants['scan.descriptorPageMapped'];
+    delete j.constants['smgr.unlinkNonEmpty'];
     const p = parseProfile(j, 'old.json');
     expect(p.constants['scan.descriptorPageMapped'].seconds).toBe(0);
+    expect(p.constants['smgr.unlinkNonEmpty'].seconds).toBe(0);
     expect(p.constants['scan.descriptorPageMapped'].source).toMatch(/absent/);
   });
 

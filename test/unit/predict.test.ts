@@ -328,6 +328,17 @@ describe("the descriptor pages the startup process's first full scan maps", () =
   });
 });
 
+describe('files a relation-dropping commit removes', () => {
+  it('counts the unlinked forks that held blocks apart from the empty ones', () => {
+    // 100: one block on disk; 101: an empty main fork; 102: two blocks.
+    const m = new RecoveryModel(NB, files({ 100: 1, 101: 0, 102: 2 }));
+    m.replay(commitDropping(100, 101, 102));
+    const c = m.result().counts;
+    expect(c.smgr.unlink[0]).toBe(3);
+    expect(c.unlinkedNonEmptyForks).toBe(2);
+  });
+});
+
 describe("each major's drop rules in the replay model", () => {
   const rules = (major: number, minor: number | null = null) => pgDropRules({ major, minor });
   const backlog = (m: RecoveryModel) => {
