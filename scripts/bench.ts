@@ -22,8 +22,11 @@
  *     (warm JIT); endToEndColdRecordsPerSec the first (`--no-end-to-end` skips both).
  *   - pgWalReaderMiBPerSec / pgWaldumpMiBPerSec: PostgreSQL's own WAL (`--pg-wal-mib`, default
  *     1024 MiB, written once by a real PostgreSQL 15) read by pg-wal/ and by `pg_waldump
- *     --stats=record` for the same per-type counts, wall clock and CPU time (the *Cpu* figures);
- *     pgWalRecordsMiBPerSec the reader decoding an object per record as predict does
+ *     --stats=record` for the same per-type counts, wall clock and CPU time (the *Cpu* figures,
+ *     every thread of the process counted): the reader with its CRC-32C worker thread (two
+ *     threads) and pgWalOneThread* without it; pgWalRecordsMiBPerSec the reader decoding an
+ *     object per record; pgWalPredict* predict's path (the reader's views into the replay model);
+ *     pgWalWorkerCrossover the worker against one thread over the first 8–256 MiB
  *     (scripts/bench/pg-wal.ts; `--no-pg-wal` skips it, as does a machine without PostgreSQL).
  */
 import { BufferPool } from '../storage/buffer-pool.ts';
@@ -274,8 +277,15 @@ const result = {
   pgWalReaderCpuMiBPerSec: pgWal?.readerCpuMiBPerSec ?? null,
   pgWaldumpCpuMiBPerSec: pgWal?.waldumpCpuMiBPerSec ?? null,
   pgWalReaderToWaldumpCpu: pgWal?.readerToWaldumpCpu ?? null,
+  pgWalOneThreadMiBPerSec: pgWal?.oneThreadMiBPerSec ?? null,
+  pgWalOneThreadCpuMiBPerSec: pgWal?.oneThreadCpuMiBPerSec ?? null,
   pgWalRecordsMiBPerSec: pgWal?.recordsMiBPerSec ?? null,
   pgWalRecordsCpuMiBPerSec: pgWal?.recordsCpuMiBPerSec ?? null,
+  pgWalPredictMiBPerSec: pgWal?.predictMiBPerSec ?? null,
+  pgWalPredictCpuMiBPerSec: pgWal?.predictCpuMiBPerSec ?? null,
+  pgWalPredictToWaldump: pgWal?.predictToWaldump ?? null,
+  pgWalPredictToWaldumpCpu: pgWal?.predictToWaldumpCpu ?? null,
+  pgWalWorkerCrossover: pgWal?.workerCrossover ?? null,
   pgWalReaderRssGrowthMiB: pgWal?.readerRssGrowthMiB ?? null,
   rssAfterAllMiB: Number((rssAfterAll / MiB).toFixed(0)),
   node: process.version,
@@ -320,7 +330,7 @@ const rows: Array<[string, string]> = [
     'PostgreSQL WAL reader (pg-wal/)',
     pgWal === null
       ? 'skipped'
-      : `${pgWal.readerMiBPerSec} MiB/s vs pg_waldump --stats=record ${pgWal.waldumpMiBPerSec} MiB/s (${pgWal.readerToWaldump}×; target ≥ 1) over ${pgWal.walMiB} MiB, ${pgWal.records} records, RSS +${pgWal.readerRssGrowthMiB} MiB`,
+      : `${pgWal.readerMiBPerSec} MiB/s on 2 threads (CRC-32C worker) vs pg_waldump --stats=record ${pgWal.waldumpMiBPerSec} MiB/s on 1 (${pgWal.readerToWaldump}×; target ≥ 1) over ${pgWal.walMiB} MiB, ${pgWal.records} records, RSS +${pgWal.readerRssGrowthMiB} MiB`,
   ],
   [
     '  the same in CPU time',
@@ -329,10 +339,28 @@ const rows: Array<[string, string]> = [
       : `${pgWal.readerCpuMiBPerSec} MiB/s vs ${pgWal.waldumpCpuMiBPerSec ?? '?'} MiB/s (${pgWal.readerToWaldumpCpu ?? '?'}×)`,
   ],
   [
+    '  on one thread (no CRC worker)',
+    pgWal === null
+      ? 'skipped'
+      : `${pgWal.oneThreadMiBPerSec} MiB/s, ${pgWal.oneThreadCpuMiBPerSec} MiB/s of CPU`,
+  ],
+  [
     '  an object per record (batches)',
     pgWal === null
       ? 'skipped'
       : `${pgWal.recordsMiBPerSec} MiB/s, ${pgWal.recordsCpuMiBPerSec} MiB/s of CPU`,
+  ],
+  [
+    "  predict's path (views → model)",
+    pgWal === null
+      ? 'skipped'
+      : `${pgWal.predictMiBPerSec} MiB/s (${pgWal.predictToWaldump}× pg_waldump), ${pgWal.predictCpuMiBPerSec} MiB/s of CPU (${pgWal.predictToWaldumpCpu ?? '?'}×)`,
+  ],
+  [
+    '  CRC worker vs one thread (ms)',
+    pgWal === null
+      ? 'skipped'
+      : pgWal.workerCrossover.map((c) => `${c.mib} MiB ${c.workerMs}/${c.oneThreadMs}`).join(', '),
   ],
 ];
 const width = Math.max(...rows.map(([k]) => k.length));

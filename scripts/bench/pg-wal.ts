@@ -6,11 +6,15 @@
  * is stopped; then, `runs` times each, alternating, with medians: `pg_waldump --stats=record -s
  * START -e END` (wall time of the process; CPU time from /proc's children times), the reader's
  * `columns()` over [START, END) counting records and bytes per rmgr/type as --stats=record does
- * (the same job; wall and CPU time of this process while it reads), and the reader's `batches()`
- * (a decoded object per record, what predict consumes) doing the same. The page cache is warm for
- * all after the first round. Record count, record bytes and FPI bytes must equal pg_waldump's,
- * else the bench fails. The peak RSS while reading says that memory is bounded (two 4 MB windows
- * and one reassembly buffer).
+ * (the same job; wall and CPU time of this process while it reads, every thread counted), with
+ * its CRC-32C worker thread (what a range this long gets) and without it (one thread), the
+ * reader's `batches()` (a decoded object per record) doing the same, and predict's own path:
+ * `pgWalRecords` (the reader's `views()`) into the replay model (`RecoveryModel.replay`), as
+ * `npm run predict` reads a range. The page cache is warm for all after the first round. Record
+ * count, record bytes and FPI bytes must equal pg_waldump's (predict's path: the count and the
+ * total bytes), else the bench fails. The peak RSS while reading says that memory is bounded (two
+ * 4 MB windows and one reassembly buffer). Then the worker's cross-over: `columns()` over the
+ * first 8–256 MiB of the range with and without the worker (medians of `runs`).
  *
  * Entry point: `measurePgWalReader`.
  */
@@ -21,6 +25,8 @@ import * as path from 'node:path';
 import pg from 'pg';
 import { PgWalReader } from '../../pg-wal/reader.ts';
 import { detectSegmentSize, readHistory, WalDirectory } from '../../pg-wal/wal-dir.ts';
+import { pgWalRecords } from '../predict/pg-wal-source.ts';
+import { RecoveryModel } from '../predict/replay-model.ts';
 import { freePort } from '../../server/ports.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import { findPgBin, pgServerUser } from '../postgres/pg-bin.ts';
@@ -38,9 +44,19 @@ export interface PgWalReaderResult {
   waldumpCpuMiBPerSec: number | null;
   readerToWaldump: number;
   readerToWaldumpCpu: number | null;
+  /** `columns()` without the CRC worker (one thread). */
+  oneThreadMiBPerSec: number;
+  oneThreadCpuMiBPerSec: number;
   /** `batches()` (an object per record), wall clock and CPU time. */
   recordsMiBPerSec: number;
   recordsCpuMiBPerSec: number;
+  /** predict's path: `pgWalRecords` into the replay model. */
+  predictMiBPerSec: number;
+  predictCpuMiBPerSec: number;
+  predictToWaldump: number;
+  predictToWaldumpCpu: number | null;
+  /** `columns()` over the range's first `mib` MiB: wall ms with the worker and without. */
+  workerCrossover: Array<{ mib: number; workerMs: number; oneThreadMs: number }>;
   /** RSS growth while reading, over the RSS before (MiB). */
   readerRssGrowthMiB: number;
   buildSeconds: number;
@@ -66,21 +82,14 @@ export async function measurePgWalReader(
     const { walDir, start, end } = await buildWal(bin.dir, parent, mib);
     const buildSeconds = (performance.now() - t0) / 1000;
     const bytes = parseLsn(end) - parseLsn(start);
-    const t = { waldump: new Timings(), columns: new Timings(), records: new Timings() };
-    let records = 0;
-    let rssGrowth = 0;
-    for (let i = 0; i < runs; i++) {
-      const w = await timeWaldump(bin.path('pg_waldump'), walDir, start, end);
-      t.waldump.add(w);
-      for (const mode of ['columns', 'records'] as const) {
-        const r = await timeReader(walDir, start, end, mode);
-        t[mode].add(r);
-        rssGrowth = Math.max(rssGrowth, r.rssGrowth);
-        const [a, b] = [JSON.stringify(r.total), JSON.stringify(w.total)];
-        if (a !== b) throw new Error(`bench: the reader (${mode}) counted ${a}, pg_waldump ${b}`);
-      }
-      records = w.total.count;
-    }
+    const { t, records, rssGrowth } = await rounds(
+      bin.path('pg_waldump'),
+      walDir,
+      start,
+      end,
+      runs,
+    );
+    const workerCrossover = await crossover(walDir, start, end, runs);
     const mibOf = bytes / 2 ** 20;
     const rate = (ms: number | null) => (ms === null ? null : mibOf / (ms / 1000));
     const fix = (v: number | null) => (v === null ? null : Number(v.toFixed(0)));
@@ -95,14 +104,52 @@ export async function measurePgWalReader(
       waldumpCpuMiBPerSec: fix(rate(t.waldump.cpu())),
       readerToWaldump: ratio(t.columns.wall(), t.waldump.wall())!,
       readerToWaldumpCpu: ratio(t.columns.cpu(), t.waldump.cpu()),
+      oneThreadMiBPerSec: fix(rate(t.oneThread.wall()))!,
+      oneThreadCpuMiBPerSec: fix(rate(t.oneThread.cpu()))!,
       recordsMiBPerSec: fix(rate(t.records.wall()))!,
       recordsCpuMiBPerSec: fix(rate(t.records.cpu()))!,
+      predictMiBPerSec: fix(rate(t.predict.wall()))!,
+      predictCpuMiBPerSec: fix(rate(t.predict.cpu()))!,
+      predictToWaldump: ratio(t.predict.wall(), t.waldump.wall())!,
+      predictToWaldumpCpu: ratio(t.predict.cpu(), t.waldump.cpu()),
+      workerCrossover,
       readerRssGrowthMiB: Number((rssGrowth / 2 ** 20).toFixed(1)),
       buildSeconds: Number(buildSeconds.toFixed(0)),
     };
   } finally {
     fs.rmSync(parent, { recursive: true, force: true });
   }
+}
+
+/**
+ * `runs` rounds of pg_waldump and each reader mode, alternating; every reader's totals checked
+ * against pg_waldump's (predict's records carry no FPI length: its count and total bytes).
+ */
+async function rounds(pgWaldump: string, walDir: string, start: string, end: string, runs: number) {
+  const t = {
+    waldump: new Timings(),
+    columns: new Timings(),
+    oneThread: new Timings(),
+    records: new Timings(),
+    predict: new Timings(),
+  };
+  let records = 0;
+  let rssGrowth = 0;
+  for (let i = 0; i < runs; i++) {
+    const w = await timeWaldump(pgWaldump, walDir, start, end);
+    t.waldump.add(w);
+    for (const mode of ['columns', 'oneThread', 'records', 'predict'] as const) {
+      const r = await timeReader(walDir, start, end, mode);
+      t[mode].add(r);
+      rssGrowth = Math.max(rssGrowth, r.rssGrowth);
+      const both = (x: StatsTotal) =>
+        mode === 'predict' ? { count: x.count, bytes: x.recordBytes + x.fpiBytes } : x;
+      const [a, b] = [JSON.stringify(both(r.total)), JSON.stringify(both(w.total))];
+      if (a !== b) throw new Error(`bench: the reader (${mode}) counted ${a}, pg_waldump ${b}`);
+    }
+    records = w.total.count;
+  }
+  return { t, records, rssGrowth };
 }
 
 function median(xs: number[]): number {
@@ -217,50 +264,122 @@ function timeWaldump(
   });
 }
 
+type ReaderMode = 'columns' | 'oneThread' | 'records' | 'predict';
+
 /**
  * The reader over [start, end): counts and bytes per rmid/info, as --stats=record keeps them,
- * from `columns()` or from `batches()`' records.
+ * from `columns()` (with the CRC worker or without: 'oneThread') or from `batches()`' records;
+ * 'predict': predict's path into the replay model (its count and bytes). CPU time is the
+ * process's, every thread counted.
  */
 async function timeReader(
   walDir: string,
   start: string,
   end: string,
-  mode: 'columns' | 'records',
+  mode: ReaderMode,
 ): Promise<{ ms: number; cpuMs: number; total: StatsTotal; rssGrowth: number }> {
-  const stats = new ByRecordType();
   const rss0 = process.memoryUsage().rss;
   let rssMax = rss0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
+  let batches = 0;
+  const sample = () => {
+    if (++batches % 64 === 0) rssMax = Math.max(rssMax, process.memoryUsage().rss);
+  };
+  const total =
+    mode === 'predict'
+      ? await predictPath(walDir, start, end, sample)
+      : await readerStats(walDir, start, end, mode, sample);
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  return { ms, cpuMs, total, rssGrowth: Math.max(0, rssMax - rss0) };
+}
+
+/** --stats=record's totals from `columns()` or `batches()` over [start, end). */
+async function readerStats(
+  walDir: string,
+  start: string,
+  end: string,
+  mode: Exclude<ReaderMode, 'predict'>,
+  sample: () => void,
+): Promise<StatsTotal> {
+  const stats = new ByRecordType();
   const src = new WalDirectory(walDir, detectSegmentSize(walDir), readHistory(walDir, 1));
   const reader = new PgWalReader(src, {
     startLsn: parseLsn(start),
     endLsn: parseLsn(end),
     start: 'find',
+    ...(mode === 'oneThread' ? { crcWorker: 'off' as const } : {}),
   });
-  let batches = 0;
-  const sample = () => {
-    if (++batches % 64 === 0) rssMax = Math.max(rssMax, process.memoryUsage().rss);
-  };
-  if (mode === 'columns')
+  if (mode === 'records')
+    for await (const batch of reader.batches()) {
+      for (const r of batch) stats.add(r.rmid, r.info, r.totalLength, r.fpiLength);
+      sample();
+    }
+  else
     for await (const c of reader.columns()) {
       for (let i = 0; i < c.length; i++)
         stats.add(c.rmid[i]!, c.info[i]!, c.totalLength[i]!, c.fpiLength[i]!);
       sample();
     }
-  else
-    for await (const batch of reader.batches()) {
-      for (const r of batch) stats.add(r.rmid, r.info, r.totalLength, r.fpiLength);
-      sample();
-    }
-  const ms = performance.now() - t0;
-  const cpu = process.cpuUsage(cpu0);
   if (reader.end?.reason !== 'end_lsn')
     throw new Error(
       `bench: the reader stopped early at ${formatLsn(reader.end!.lsn)}: ${reader.end!.message}`,
     );
-  const cpuMs = (cpu.user + cpu.system) / 1000;
-  return { ms, cpuMs, total: stats.total(), rssGrowth: Math.max(0, rssMax - rss0) };
+  return stats.total();
+}
+
+/** predict's path: `pgWalRecords` into a replay model; the records and bytes it counted. */
+async function predictPath(
+  walDir: string,
+  start: string,
+  end: string,
+  sample: () => void,
+): Promise<StatsTotal> {
+  const model = new RecoveryModel(131072);
+  let n = 0;
+  await pgWalRecords(walDir, readHistory(walDir, 1), start, end, (r) => {
+    model.replay(r);
+    if (++n % 16384 === 0) sample();
+  });
+  const t = model.result();
+  return { count: t.records, recordBytes: t.walBytes, fpiBytes: 0 };
+}
+
+/**
+ * Where the CRC worker starts paying for its thread: `columns()` over the first 8–256 MiB of
+ * the range, with it and without it, alternating; medians of `runs` wall times.
+ */
+async function crossover(
+  walDir: string,
+  start: string,
+  end: string,
+  runs: number,
+): Promise<Array<{ mib: number; workerMs: number; oneThreadMs: number }>> {
+  const out: Array<{ mib: number; workerMs: number; oneThreadMs: number }> = [];
+  for (const mib of [8, 16, 32, 64, 128, 256]) {
+    const to = parseLsn(start) + mib * 2 ** 20;
+    if (to > parseLsn(end)) break;
+    const t = { columns: [] as number[], oneThread: [] as number[] };
+    for (let i = 0; i < runs; i++)
+      for (const mode of ['columns', 'oneThread'] as const) {
+        const t0 = performance.now();
+        // 'on' below CRC_WORKER_MIN_BYTES too: what the worker costs and gives at each size.
+        const src = new WalDirectory(walDir, detectSegmentSize(walDir), readHistory(walDir, 1));
+        const reader = new PgWalReader(src, {
+          startLsn: parseLsn(start),
+          endLsn: to,
+          start: 'find',
+          crcWorker: mode === 'columns' ? 'on' : 'off',
+        });
+        for await (const c of reader.columns()) void c;
+        t[mode].push(performance.now() - t0);
+      }
+    const r = (xs: number[]) => Number(median(xs).toFixed(1));
+    out.push({ mib, workerMs: r(t.columns), oneThreadMs: r(t.oneThread) });
+  }
+  return out;
 }
 
 /** --stats=record's counters: records, record bytes and FPI bytes per rmid and xl_info. */

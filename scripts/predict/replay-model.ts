@@ -241,6 +241,10 @@ const RELS_BSEARCH_THRESHOLD = 20;
 /** sizeof(BufferDescPadded) on 64-bit builds, and the kernel's base page. */
 const DESCRIPTOR_BYTES = 64;
 const PAGE_BYTES = 4096;
+/** Slots of RecoveryModel's cache of relation states (a power of two). */
+const REL_CACHE = 64;
+/** The cache slot of a relKey (`spc/db/rel`): its relfilenode OID modulo REL_CACHE. */
+const relSlotOfKey = (k: string) => Number(k.slice(k.lastIndexOf('/') + 1)) & (REL_CACHE - 1);
 const SMGR_TRUNCATE_HEAP = 1;
 const SMGR_TRUNCATE_VM = 2;
 const SMGR_TRUNCATE_FSM = 4;
@@ -248,12 +252,19 @@ const SMGR_TRUNCATE_FSM = 4;
 /** The startup process's relation state, fed record by record. */
 export class RecoveryModel {
   private readonly rels = new Map<string, RelState>();
-  /** The state `rel` returned last (null after it left `rels`, or once `rels` was handed out). */
-  private lastRel: RelState | null = null;
+  /**
+   * States `rel` returned lately, by relfilenode OID modulo REL_CACHE (a slot is emptied when its
+   * relation leaves `rels`; all are, once `rels` was handed out): a heap and its indexes
+   * alternate, so one "last relation" would miss at every other record.
+   */
+  private readonly relCache: Array<RelState | null> = new Array<RelState | null>(REL_CACHE).fill(
+    null,
+  );
   private counts = emptyReplayCounts();
   private readonly types = new Map<string, RecordTypeCount>();
-  /** The same entries by rmgr, then type (`typeCount`). */
+  /** The same entries by rmgr, then type (`typeCount`), and the one found last. */
   private readonly typeIndex = new Map<string, Map<string, RecordTypeCount>>();
+  private lastType: RecordTypeCount | null = null;
   private drops: PredictedDrop[] = [];
   private readonly assumptions = new Set<string>();
   /** Changes since the exporter's current LSN window began (null: not journaled). */
@@ -309,8 +320,9 @@ export class RecoveryModel {
    * the call (pg-wal-source.ts reuses one per block slot): a new state keeps a copy.
    */
   private rel(node: RelFileNode): RelState {
-    // Consecutive block references mostly name one relation: no key string for those.
-    const last = this.lastRel;
+    // Block references mostly name a few relations: no key string for those.
+    const slot = node.rel & (REL_CACHE - 1);
+    const last = this.relCache[slot]!;
     if (
       last !== null &&
       last.node.rel === node.rel &&
@@ -324,7 +336,7 @@ export class RecoveryModel {
     let r = this.rels.get(k);
     if (r !== undefined) {
       if (this.journal !== null) this.journaled(k, false);
-      return (this.lastRel = r);
+      return (this.relCache[slot] = r);
     }
     const copy = { spc: node.spc, db: node.db, rel: node.rel };
     const fork = (f: ForkNumber): ForkState => ({
@@ -336,7 +348,7 @@ export class RecoveryModel {
     r = { key: k, node: copy, forks: [fork(0), fork(1), fork(2), fork(3)] };
     this.rels.set(k, r);
     if (this.journal !== null) this.journaled(k, true);
-    return (this.lastRel = r);
+    return (this.relCache[slot] = r);
   }
 
   /** The journal's entry of a relation read or changed in this window (`created`: just now). */
@@ -358,7 +370,8 @@ export class RecoveryModel {
   /** A relation leaves the state: one created in this window leaves the journal too. */
   private deleteRel(k: string): void {
     this.rels.delete(k);
-    if (this.lastRel?.key === k) this.lastRel = null;
+    const slot = relSlotOfKey(k);
+    if (this.relCache[slot]?.key === k) this.relCache[slot] = null;
     if (this.journal !== null && this.journal.rels.get(k)?.existed === false)
       this.journal.rels.delete(k);
   }
@@ -468,6 +481,9 @@ export class RecoveryModel {
    * (two lookups of constant strings instead of building a `rmgr/type` key per record).
    */
   private typeCount(rmgr: string, type: string): RecordTypeCount {
+    // Runs of one type (a bulk INSERT) skip the lookups.
+    const last = this.lastType;
+    if (last !== null && last.type === type && last.rmgr === rmgr) return last;
     let byType = this.typeIndex.get(rmgr);
     if (byType === undefined) this.typeIndex.set(rmgr, (byType = new Map()));
     let t = byType.get(type);
@@ -476,7 +492,7 @@ export class RecoveryModel {
       byType.set(type, t);
       this.types.set(`${rmgr}/${type}`, t);
     }
-    return t;
+    return (this.lastType = t);
   }
 
   private apply(rec: PgWalRecord, counted: boolean): void {
@@ -747,6 +763,7 @@ export class RecoveryModel {
     this.counts = emptyReplayCounts();
     this.types.clear();
     this.typeIndex.clear();
+    this.lastType = null;
     this.drops = [];
     this.records = this.walBytes = this.genericRecords = 0;
     return t;
@@ -769,7 +786,7 @@ export class RecoveryModel {
    */
   relStates(): Map<string, RelState> {
     // The caller may delete or replace entries: `rel` must look them up again.
-    this.lastRel = null;
+    this.relCache.fill(null);
     return this.rels;
   }
 

@@ -154,9 +154,16 @@ describe("the bench's default profiles", () => {
     expect(defaultBenchProfiles(null, shipped)).toEqual(pg15);
     expect(defaultBenchProfiles(15, shipped)).toEqual(pg15);
     // A major with no pair shipped, or half a pair, falls back to 15's (and is warned of).
-    expect(defaultBenchProfiles(13, ['pg13-calibrated-wall', ...shipped])).toEqual(pg15);
+    expect(defaultBenchProfiles(14, ['pg14-calibrated-wall', ...shipped])).toEqual(pg15);
     for (const name of Object.values(defaultBenchProfiles(16, shipped)))
       expect(loadProfile(name).pgMajor).toBe(16);
+    // 13's pair is shipped too (the seed's master): fitted on 13, named so.
+    expect(defaultBenchProfiles(13, shipped)).toEqual({
+      wall: 'pg13-calibrated-wall',
+      uncontended: 'pg13-calibrated-uncontended',
+    });
+    for (const name of Object.values(defaultBenchProfiles(13, shipped)))
+      expect(loadProfile(name).pgMajor).toBe(13);
   });
 });
 
