@@ -3,7 +3,8 @@
  * port, its output kept, scraped over HTTP, and stopped by its pid.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { entryArgs, PROJECT_ROOT } from '../../server/entry.ts';
+import * as path from 'node:path';
+import { ENTRY_BUNDLE_ENV, entryArgs, PROJECT_ROOT } from '../../server/entry.ts';
 import { freePort } from '../../server/ports.ts';
 import { parsePromText, type PromSample } from './prom-text.ts';
 
@@ -16,13 +17,25 @@ export interface ExporterProcess {
   stop(): Promise<void>;
 }
 
-export async function startExporter(args: string[]): Promise<ExporterProcess> {
+/**
+ * `tsx`: run it as `npm run exporter` does (tsx's loader, its cycle thread registering tsx too)
+ * instead of the test suite's prebuilt entry bundle.
+ */
+export async function startExporter(
+  args: string[],
+  opts: { tsx?: boolean } = {},
+): Promise<ExporterProcess> {
   const port = await freePort('127.0.0.1');
-  const child = spawn(
-    process.execPath,
-    [...entryArgs('scripts/exporter.ts'), '--listen', `127.0.0.1:${port}`, ...args],
-    { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const env = { ...process.env };
+  if (opts.tsx) delete env[ENTRY_BUNDLE_ENV];
+  const entry = opts.tsx
+    ? ['--import', 'tsx', path.join(PROJECT_ROOT, 'scripts', 'exporter.ts')]
+    : entryArgs('scripts/exporter.ts');
+  const child = spawn(process.execPath, [...entry, '--listen', `127.0.0.1:${port}`, ...args], {
+    cwd: PROJECT_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));

@@ -12,6 +12,8 @@
  * - the standby stopped: up 0, an error counted, its prediction series gone, the exporter still
  *   serving; started again: up 1;
  * - a role without pg_monitor: a privileges error naming pg_monitor.
+ * And, without PostgreSQL: run as `npm run exporter` runs it (tsx, not the suite's entry bundle),
+ * its cycle thread loads and cycles (a standby where nothing listens: connect errors counted).
  * No timing is asserted.
  */
 import * as fs from 'node:fs';
@@ -31,6 +33,38 @@ import {
 } from '../../scripts/postgres/pg-cluster.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { freePort } from '../../server/ports.ts';
+
+describe('npm run exporter as tsx runs it', () => {
+  it("starts its cycle thread through tsx's loader: cycles run, the thread never failed", async () => {
+    const port = await freePort('127.0.0.1');
+    const x = await startExporter(
+      ['--standby', `postgresql://u@127.0.0.1:${port}/db`, '--interval', '200ms'],
+      { tsx: true },
+    );
+    try {
+      let last: PromSample[] = [];
+      await pollUntil(
+        async () => {
+          last = (await x.scrape()).samples;
+          return (sampleValue(last, 'walsim_exporter_cycles_total') ?? 0) >= 2;
+        },
+        'two cycles of the exporter run with tsx',
+        45_000,
+        100,
+      );
+      const sb = { standby: `127.0.0.1:${port}` };
+      expect(sampleValue(last, 'walsim_exporter_cycle_thread_up')).toBe(1);
+      expect(sampleValue(last, 'walsim_exporter_cycle_thread_restarts_total')).toBe(0);
+      expect(sampleValue(last, 'walsim_standby_up', sb)).toBe(0);
+      expect(
+        sampleValue(last, 'walsim_standby_prediction_errors_total', { ...sb, reason: 'connect' }),
+      ).toBeGreaterThanOrEqual(2);
+      expect(x.output().stderr).not.toMatch(/cycle thread failed/);
+    } finally {
+      await x.stop();
+    }
+  });
+});
 
 const reason = pgUnavailableReason();
 const dirs = new PgDirs();
