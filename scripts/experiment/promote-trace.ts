@@ -2,7 +2,8 @@
  * Where the open-for-writes phase of a promotion goes (from "archive recovery complete" to
  * "database system is ready to accept connections"): one pair (standby SIZE), a small backlog made
  * with replay paused, then `pg_ctl promote` with `strace -f -tt -T` attached to the standby's
- * postmaster and its children; prints the traced calls of that phase with their timestamps.
+ * postmaster and its children (OUTFILE: the trace; the standby's log is copied beside it);
+ * PT_PERF=1: `perf record` of them instead.
  *
  * Usage: tsx scripts/experiment/promote-trace.ts WORKDIR SIZE OUTFILE
  */
@@ -34,13 +35,29 @@ try {
   await p.end();
   const pgdata = pgDataDir(dir, 'standby');
   const pm = fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]!;
-  const args = ['-f', '-tt', '-T', '-s', '120', '-o', out, '-p', pm];
-  const st = spawn('strace', args, { stdio: 'ignore' });
+  // The postmaster and every child it has now (the startup process among them), and new ones.
+  const children = fs.readFileSync(`/proc/${pm}/task/${pm}/children`, 'utf8').trim().split(/\s+/);
+  const args = [
+    '-f',
+    '-tt',
+    '-T',
+    '-s',
+    '120',
+    '-o',
+    out,
+    ...[pm, ...children].flatMap((x) => ['-p', x]),
+  ];
+  // PT_PERF=1: perf record (cpu-clock, call graphs) of the same processes instead of strace.
+  const perfArgs = ['record', '-e', 'cpu-clock', '-F', '20000', '-g', '-o', out, '-p'];
+  const st = process.env.PT_PERF
+    ? spawn('perf', [...perfArgs, [pm, ...children].join(',')], { stdio: 'ignore' })
+    : spawn('strace', args, { stdio: 'ignore' });
   await sleep(1000);
   await pgCtl(dir, 'standby', 'promote');
   await sleep(1000);
   st.kill('SIGINT');
   await new Promise((r) => st.on('exit', r));
+  fs.copyFileSync(path.join(dir, 'standby.log'), `${out}.log`);
 } finally {
   await destroyPgCluster(dir).catch(() => {});
 }
