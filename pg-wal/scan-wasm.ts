@@ -103,6 +103,7 @@ export class ScanMemory {
    */
   private readonly status: Int32Array;
   private readonly statusAt: number;
+  private readonly memoryBytes: Uint8Array;
   /** Per window, the job computing the verdicts of its current content (0: none). */
   private readonly expected = [0, 0];
   private jobs = 0;
@@ -136,6 +137,7 @@ export class ScanMemory {
       Buffer.from(buf, WINDOWS_AT + windowSpan, windowBytes),
     ];
     this.status = new Int32Array(buf, this.statusAt, 4);
+    this.memoryBytes = new Uint8Array(buf);
   }
 
   /** Bytes of the memory: fixed at construction (it never grows). */
@@ -226,6 +228,12 @@ export class ScanMemory {
     const i = this.indexOf(win);
     const id = this.expected[i]!;
     return id !== 0 && Atomics.load(this.status, i) === id;
+  }
+
+  /** The verdict at window offset `off` of `win` says a CRC-32C matched (verdicts complete). */
+  verdictAt(win: Buffer, off: number): boolean {
+    if (!this.verdictsReady(win)) return false;
+    return this.memoryBytes[this.tables[this.indexOf(win)] + (off >> 3)] === 1;
   }
 
   /** The worker's failure as one line, when it failed. */

@@ -291,10 +291,47 @@
       (return (local.get $fpi)))
     (i32.const -1))
 
+  ;; ValidXLogRecord for a record at $o (xl_tot_len $tot) that continues past its page's end
+  ;; $pend: CRC-32C over its bytes after the header on this page, then on each next page the
+  ;; bytes after that page's header (40 bytes with XLP_LONG_HEADER, else 24) up to what is still
+  ;; missing, then the header up to xl_crc. 0 when a page it needs lies at or past $end (the
+  ;; window's end): no verdict then. The reader reassembles the same bytes once it has checked
+  ;; each page's XLP_FIRST_IS_CONTRECORD and xlp_rem_len (reader.ts readSpanning).
+  (func $spanning_crc_ok (param $o i32) (param $tot i32) (param $pend i32) (param $end i32)
+    (result i32)
+    (local $c i32) (local $missing i32) (local $pg i32) (local $p i32) (local $take i32)
+    (local.set $c (call $crc (i32.const -1) (i32.add (local.get $o) (i32.const 24))
+      (local.get $pend)))
+    (local.set $missing (i32.sub (local.get $tot) (i32.sub (local.get $pend) (local.get $o))))
+    (local.set $pg (local.get $pend))
+    (block $done
+      (loop $page
+        (br_if $done (i32.eqz (local.get $missing)))
+        ;; The page must lie whole inside the window (pages are 8 kB, the window whole pages).
+        (if (i32.ge_u (local.get $pg) (local.get $end)) (then (return (i32.const 0))))
+        (local.set $p
+          (i32.add (local.get $pg)
+            (select (i32.const 40) (i32.const 24)
+              (i32.and (i32.load16_u offset=2 (local.get $pg)) (i32.const 2)))))
+        (local.set $take (i32.sub (i32.add (local.get $pg) (i32.const 8192)) (local.get $p)))
+        (if (i32.lt_u (local.get $missing) (local.get $take))
+          (then (local.set $take (local.get $missing))))
+        (local.set $c (call $crc (local.get $c) (local.get $p)
+          (i32.add (local.get $p) (local.get $take))))
+        (local.set $missing (i32.sub (local.get $missing) (local.get $take)))
+        (local.set $pg (i32.add (local.get $pg) (i32.const 8192)))
+        (br $page)))
+    (i32.eq
+      (i32.xor
+        (call $crc (local.get $c) (local.get $o) (i32.add (local.get $o) (i32.const 20)))
+        (i32.const -1))
+      (i32.load offset=20 (local.get $o))))
+
   ;; The CRC worker's pass over a window of $len bytes (whole pages) at $win: for every record
   ;; that starts where the page's records start (after the header and any continuation data,
-  ;; xlp_rem_len MAXALIGNed) or after one such, and lies whole inside its page, whether its
-  ;; CRC-32C matches: 1 at $table + (its offset / 8) when it does, else 0. Nothing else is
+  ;; xlp_rem_len MAXALIGNed) or after one such, and lies inside the window (whole in its page,
+  ;; or continued on the next pages: $spanning_crc_ok), whether its CRC-32C matches: 1 at
+  ;; $table + (its offset / 8) when it does, else 0. Nothing else is
   ;; checked and nothing is trusted: a verdict is a fact about the bytes at that offset (xl_tot_len,
   ;; the bytes it covers, xl_crc), which `scan` uses only for a record it reached and checked
   ;; itself, in the window content the verdicts were computed on.
@@ -336,7 +373,18 @@
             (br_if $page_done (i32.gt_u (i32.add (local.get $o) (i32.const 24)) (local.get $pend)))
             (local.set $tot (i32.load (local.get $o)))
             (br_if $page_done (i32.lt_u (local.get $tot) (i32.const 24)))
-            (br_if $page_done (i32.gt_u (local.get $tot) (i32.sub (local.get $pend) (local.get $o))))
+            ;; A record that continues on the next pages: its verdict over the bytes reassembled
+            ;; as the reader does (each next page's bytes after its header), then this page ends.
+            (if (i32.gt_u (local.get $tot) (i32.sub (local.get $pend) (local.get $o)))
+              (then
+                (if (call $spanning_crc_ok (local.get $o) (local.get $tot) (local.get $pend)
+                      (local.get $end))
+                  (then
+                    (i32.store8
+                      (i32.add (local.get $table)
+                        (i32.shr_u (i32.sub (local.get $o) (local.get $win)) (i32.const 3)))
+                      (i32.const 1))))
+                (br $page_done)))
             (if (call $crc_ok (local.get $o) (local.get $tot))
               (then
                 (i32.store8

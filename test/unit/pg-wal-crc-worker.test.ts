@@ -2,11 +2,12 @@
  * The pg-wal/ reader's CRC-32C worker thread (scan-wasm.ts `CrcWorker`): with it, a chunk read
  * ahead is read and its records' CRC-32C verdicts computed on the second thread while this one
  * scans the other window. Checked: the same records, columns and views as without it, and the
- * same end (a record with a wrong CRC in the middle of a chunk the worker checked still stops
- * reading there, with PostgreSQL's message), from segment files (the worker reads them) and from
- * memory (it only computes verdicts); the worker really did the work (its jobs counted), the
- * jobs in flight never exceed one per window and the memory never grows; a worker that fails at
- * start or in the middle gives one clear error line, and reading never hangs on it.
+ * same end (a record with a wrong CRC in the middle of a chunk the worker checked, inside its
+ * page or continued on the next one, still stops reading there, with PostgreSQL's message),
+ * from segment files (the worker reads them) and from memory (it only computes verdicts); the
+ * worker really did the work (its jobs counted), the jobs in flight never exceed one per window
+ * and the memory never grows; a worker that fails at start or in the middle gives one clear
+ * error line, and reading never hangs on it.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -101,27 +102,33 @@ describe('the CRC-32C worker thread', () => {
       }
     });
 
-  it('a record with a wrong CRC-32C inside a chunk the worker checked stops reading there', async () => {
-    const bad = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-crcw-bad-'));
-    try {
-      const victim = wal.records[15000]!;
-      for (const [segno, bytes] of wal.segments) {
-        const b = Buffer.from(bytes);
-        const at = victim.lsn + 30 - segno * SEG; // inside the record, after its header
-        if (at >= 0 && at < SEG) b[at]! ^= 0x10;
-        fs.writeFileSync(path.join(bad, segmentFileName(1, segno, SEG)), b);
+  // A record inside one page, and one that continues on the next page (a byte of its second part).
+  for (const [what, index, at] of [
+    ['inside its page', 15000, (r: (typeof wal.records)[number]) => r.lsn + 30],
+    ['continued on the next page', 14955, (r: (typeof wal.records)[number]) => r.spans[1]![0] + 50],
+  ] as const)
+    it(`a record with a wrong CRC-32C ${what}, in a chunk the worker checked, stops reading there`, async () => {
+      const bad = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-crcw-bad-'));
+      try {
+        const victim = wal.records[index]!;
+        expect(victim.spans.length).toBe(what === 'inside its page' ? 1 : 2);
+        for (const [segno, bytes] of wal.segments) {
+          const b = Buffer.from(bytes);
+          const o = at(victim) - segno * SEG;
+          if (o >= 0 && o < SEG) b[o]! ^= 0x10;
+          fs.writeFileSync(path.join(bad, segmentFileName(1, segno, SEG)), b);
+        }
+        const off = await read(files(bad), 'columns', { crcWorker: 'off' });
+        const on = await read(files(bad), 'columns', { crcWorker: 'on' });
+        expect(off.rows.length).toBe(index);
+        expect(off.end!.message).toMatch(/^incorrect resource manager data checksum in record at /);
+        expect(on.rows).toEqual(off.rows);
+        expect(on.end).toEqual(off.end);
+        expect(on.stats.jobs).toBeGreaterThan(10);
+      } finally {
+        fs.rmSync(bad, { recursive: true, force: true });
       }
-      const off = await read(files(bad), 'columns', { crcWorker: 'off' });
-      const on = await read(files(bad), 'columns', { crcWorker: 'on' });
-      expect(off.rows.length).toBe(15000);
-      expect(off.end!.message).toMatch(/^incorrect resource manager data checksum in record at /);
-      expect(on.rows).toEqual(off.rows);
-      expect(on.end).toEqual(off.end);
-      expect(on.stats.jobs).toBeGreaterThan(10);
-    } finally {
-      fs.rmSync(bad, { recursive: true, force: true });
-    }
-  });
+    });
 
   it("'auto' starts it only for a range with an end at least CRC_WORKER_MIN_BYTES long", async () => {
     const small = await read(files(), 'columns', { crcWorker: 'auto', endLsn: wal.end });
