@@ -59,6 +59,9 @@ export function scaleProfileByProbe(
     // a short scan): only a scan of as many descriptors is a ratio of machines.
     if (probe === 'scanPerDescriptorS' && calibrated.scanDescriptors !== here.scanDescriptors)
       continue;
+    // An fsync after a truncating rewrite (block freed and reallocated, a discard on this kind of
+    // mount) against one after an overwrite in place is two operations, not two machines.
+    if (probe === 'fsyncS' && calibrated.fsyncMethod !== here.fsyncMethod) continue;
     const factor = now / there;
     for (const k of PROBE_TERMS[probe])
       constants[k] = {
@@ -78,7 +81,7 @@ export function scaleProfileByProbe(
  */
 export function medianProbe(probes: readonly MachineProbe[]): MachineProbe | null {
   if (probes.length === 0) return null;
-  const med = (k: keyof MachineProbe): number => {
+  const med = (k: Exclude<keyof MachineProbe, 'fsyncMethod'>): number => {
     const v = probes
       .map((p) => p[k])
       .filter((x) => Number.isFinite(x) && x > 0)
@@ -87,7 +90,10 @@ export function medianProbe(probes: readonly MachineProbe[]): MachineProbe | nul
     const m = v.length >> 1;
     return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
   };
+  // The fsync figure's method when every probe used it (a mix leaves the older way's mark off).
+  const overwrite = probes.every((p) => p.fsyncMethod === 'overwrite');
   return {
+    ...(overwrite ? { fsyncMethod: 'overwrite' as const } : {}),
     fsyncS: med('fsyncS'),
     createUnlinkS: med('createUnlinkS'),
     scanPerDescriptorS: med('scanPerDescriptorS'),

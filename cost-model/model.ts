@@ -54,6 +54,7 @@ export function replayFeatures(
   f[`scan.single.${tier}`] = d.scannedByMatcher.single;
   f[`scan.multi.${tier}`] = d.scannedByMatcher.linear + d.scannedByMatcher.bsearch;
   f['scan.preCheckHit'] = d.headerLocksByPath['full-scan'];
+  f['scan.descriptorPageMapped'] = c.descriptorPagesMapped;
   f['lookup.probe'] = d.probes;
   f['lookup.hit'] = d.headerLocksByPath['cached-lookup'];
   f.invalidate = d.invalidated;
@@ -68,6 +69,7 @@ export function replayFeatures(
   f['smgr.extend'] = sum(c.smgr.extend);
   f['smgr.truncate'] = sum(c.smgr.truncate);
   f['smgr.unlink'] = sum(c.smgr.unlink);
+  f['smgr.unlinkNonEmpty'] = c.unlinkedNonEmptyForks;
   f['smgr.nblocks'] = sum(c.smgr.nblocks);
   f['controlFile.update'] = c.controlFileUpdates;
   f['fsm.update'] = c.fsmUpdates;

@@ -44,10 +44,14 @@ export const OTHER_CONSTANTS = {
   'scan.hashBuild.memory':
     'descriptor visited by the recovery hash build, descriptor array larger than the last-level cache',
   'hashBuild.insert': 'buffer inserted into the recovery hash by its build',
+  'scan.descriptorPageMapped':
+    "4 KiB page of the buffer descriptor array mapped into the startup process by its first full scan (a new process's first touch of a shared page)",
   'smgr.create': 'fork file created (mdcreate)',
   'smgr.extend': 'block appended (mdextend)',
   'smgr.truncate': 'fork file truncated (mdtruncate)',
   'smgr.unlink': 'fork file removed (mdunlink)',
+  'smgr.unlinkNonEmpty':
+    'fork file removed that held blocks, beyond smgr.unlink (mdunlinkfork truncates it to 0 first: its extents freed, a synchronous discard each on a discard mount)',
   'smgr.nblocks': 'fork size asked of the file (mdnblocks: lseek)',
   'fsm.update':
     'FSM update by redo (XLogRecordPageWithFreeSpace: FSM page read, locked, slot set) — PRUNE, VACUUM, and INSERT / MULTI_INSERT leaving < BLCKSZ/5 free',
@@ -122,6 +126,13 @@ export interface CostProfile {
 export interface MachineProbe {
   /** write 8 KiB + fsync of one small file, median. */
   fsyncS: number;
+  /**
+   * How `fsyncS` was measured: 'overwrite' — an allocated 8 KiB file opened read-write, its 8 KiB
+   * overwritten at offset 0 and fsynced, as UpdateControlFile writes pg_control; absent — the
+   * first probe's way (opened with truncation: the block freed and allocated again every round,
+   * which on a `discard` mount adds a discard pg_control never pays). Only like is scaled by like.
+   */
+  fsyncMethod?: 'overwrite';
   /** create + unlink of one empty file, median per pair. */
   createUnlinkS: number;
   /** one 64-byte descriptor read in a scan of an array sized like the pool, per descriptor. */
@@ -145,7 +156,8 @@ function probeOf(fit: unknown): MachineProbe | null {
   if (!isObject(p)) return null;
   const keys = ['fsyncS', 'createUnlinkS', 'scanPerDescriptorS', 'scanDescriptors'] as const;
   if (!keys.every((k) => typeof p[k] === 'number' && Number.isFinite(p[k]))) return null;
-  return Object.fromEntries(keys.map((k) => [k, p[k]])) as unknown as MachineProbe;
+  const probe = Object.fromEntries(keys.map((k) => [k, p[k]])) as unknown as MachineProbe;
+  return p.fsyncMethod === 'overwrite' ? { ...probe, fsyncMethod: 'overwrite' } : probe;
 }
 
 /** The band of a profile JSON's `fit.cells[].leaveOneOutPct` (a fraction), null when none. */
@@ -205,6 +217,23 @@ function str(origin: string, v: unknown, where: string): string {
   return v;
 }
 
+/**
+ * Constants added after profiles were written: a file without one priced its event at 0 (the
+ * counter did not exist), and is read so.
+ */
+const LATER_CONSTANTS: Partial<Record<CostConstantName, CostConstant>> = {
+  'scan.descriptorPageMapped': {
+    seconds: 0,
+    per: constantPer('scan.descriptorPageMapped'),
+    source: 'absent from the file (written before the constant existed): 0',
+  },
+  'smgr.unlinkNonEmpty': {
+    seconds: 0,
+    per: constantPer('smgr.unlinkNonEmpty'),
+    source: 'absent from the file (written before the constant existed): 0',
+  },
+};
+
 /** Validate a parsed profile; `origin` names it in errors (a file path or profile name). */
 export function parseProfile(json: unknown, origin: string): CostProfile {
   if (!isObject(json)) throw bad(origin, 'must be a JSON object');
@@ -241,7 +270,7 @@ export function parseProfile(json: unknown, origin: string): CostProfile {
       throw bad(origin, `unknown constant "${k}" (known: ${COST_CONSTANT_NAMES.join(', ')})`);
   const out = {} as Record<CostConstantName, CostConstant>;
   for (const k of COST_CONSTANT_NAMES) {
-    const c = constants[k];
+    const c = constants[k] ?? LATER_CONSTANTS[k];
     if (c === undefined) throw bad(origin, `constant "${k}" is missing`);
     if (!isObject(c)) throw bad(origin, `constant "${k}" must be an object {seconds, per, source}`);
     out[k] = {

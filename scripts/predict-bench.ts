@@ -37,12 +37,12 @@ import {
   priceBenchRun,
   QUICK_BENCH_CELLS,
   renderBenchMarkdown,
+  storedRunCounts,
   summariseBench,
   type BenchCell,
   type BenchRun,
 } from './calibration/cell-plan.ts';
 import { pgbenchMissingReason, runBenchCell, type BenchSettings } from './calibration/cell-run.ts';
-import { withLaterCounters } from '../storage/replay-counts.ts';
 
 const USAGE = `usage: npm run predict-bench -- [--seeds ${DEFAULT_BENCH_SEEDS}] [--families] [--quick] [--cells SPEC,SPEC,...] [--runs ${DEFAULT_BENCH_RUNS}]
                               [--profile pgN-calibrated-wall] [--uncontended-profile pgN-calibrated-uncontended]
@@ -93,8 +93,9 @@ function readBenchFile(file: string): BenchFile {
   }
   if (j?.format !== 'walsim-predict-bench/1' || !Array.isArray(j.runs))
     throw new UsageError(`${file} is not a results.json written by npm run predict-bench`);
-  // Counters added after the file was written read as 0 there (not counted then).
-  for (const r of j.runs) r.counts = { ...r.counts, replay: withLaterCounters(r.counts.replay) };
+  // Counters added after the file was written read as 0 there (not counted then), but for what
+  // the run recorded itself (storedRunCounts: the page map of its startup process).
+  for (const r of j.runs) r.counts = storedRunCounts(r);
   return j;
 }
 

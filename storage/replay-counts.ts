@@ -251,6 +251,21 @@ export interface ReplayCounts {
    * from the real WAL.
    */
   multiInsertTuples: number;
+  /**
+   * 4 KiB pages of the buffer descriptor array that the standby's startup process maps at the
+   * span's first full scan: a process's first touch of a shared page it has not mapped (PTEs of a
+   * shared mapping are not copied at fork; on this project's virtual machine each such page costs
+   * a hypervisor shadow-page fill, cost-model/README.md). walsim has no processes' address spaces
+   * and counts none; npm run predict counts them from the startup process's page map.
+   */
+  descriptorPagesMapped: number;
+  /**
+   * Fork files a relation-dropping commit/abort removes that held blocks (counted in `smgr.unlink`
+   * too): mdunlinkfork truncates each to 0 before the unlink (do_truncate), freeing its extents —
+   * on a `discard` mount a synchronous discard per extent. walsim counts none (its files are not a
+   * file system's); npm run predict counts them from the fork sizes (--pgdata, else the WAL's).
+   */
+  unlinkedNonEmptyForks: number;
 }
 
 /**
@@ -259,7 +274,13 @@ export interface ReplayCounts {
  * not counted, and the profiles fitted from those files price them at 0.
  */
 export function withLaterCounters(c: ReplayCounts): ReplayCounts {
-  return { ...c, fsmUpdates: c.fsmUpdates ?? 0, multiInsertTuples: c.multiInsertTuples ?? 0 };
+  return {
+    ...c,
+    fsmUpdates: c.fsmUpdates ?? 0,
+    multiInsertTuples: c.multiInsertTuples ?? 0,
+    descriptorPagesMapped: c.descriptorPagesMapped ?? 0,
+    unlinkedNonEmptyForks: c.unlinkedNonEmptyForks ?? 0,
+  };
 }
 
 /** Counted steps of ending recovery (StartupXLOG after redo): see README "Counters". */
@@ -312,6 +333,8 @@ export function replayCountsOf(st: CountedStorage): ReplayCounts {
     controlFileUpdates: r.minRecoveryPointUpdates,
     fsmUpdates: r.fsmUpdates,
     multiInsertTuples: 0,
+    descriptorPagesMapped: 0,
+    unlinkedNonEmptyForks: 0,
   };
 }
 
@@ -351,6 +374,8 @@ export function emptyReplayCounts(): ReplayCounts {
     controlFileUpdates: 0,
     fsmUpdates: 0,
     multiInsertTuples: 0,
+    descriptorPagesMapped: 0,
+    unlinkedNonEmptyForks: 0,
   };
 }
 

@@ -32,7 +32,7 @@ import {
   machineGeneratorLimits,
   type GeneratedBacklog,
 } from '../generator/backlog.ts';
-import type { FailoverCounts } from '../../storage/replay-counts.ts';
+import { withLaterCounters, type FailoverCounts } from '../../storage/replay-counts.ts';
 import type { CostProfile, MachineProbe } from '../../cost-model/profile.ts';
 import { scaleProfileByProbe } from '../../cost-model/machine-scale.ts';
 import { predictedSeconds } from '../predict/prediction.ts';
@@ -363,6 +363,24 @@ export interface BenchRun {
    * mapped before the promotion (its first full scan faults each in); null: not readable.
    */
   descriptorPages?: { pages: number; unmapped: number } | null;
+}
+
+/**
+ * A stored run's counts as predict counts now: counters added since the file was written read as
+ * 0 (withLaterCounters), except the descriptor pages the first full scan maps, which a run that
+ * recorded its startup process's page map before the promotion carries (`descriptorPages`): the
+ * unmapped pages when its range had a full scan (predict reads the same page map at that moment).
+ */
+export function storedRunCounts(
+  r: Pick<BenchRun, 'counts' | 'dropsFullScan' | 'descriptorPages'>,
+): FailoverCounts {
+  const counted = (r.counts.replay as Partial<FailoverCounts['replay']>).descriptorPagesMapped;
+  const fromPageMap = r.dropsFullScan > 0 ? (r.descriptorPages?.unmapped ?? 0) : 0;
+  const replay = withLaterCounters(r.counts.replay);
+  return {
+    ...r.counts,
+    replay: { ...replay, descriptorPagesMapped: counted ?? fromPageMap },
+  };
 }
 
 /**

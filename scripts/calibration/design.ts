@@ -252,6 +252,8 @@ export function calibrationGroups(o: {
   rowDml: boolean;
   memoryTier: boolean;
   copy?: boolean;
+  firstTouch?: boolean;
+  unlinkNonEmpty?: boolean;
 }): FitGroup[] {
   return [
     ...(o.rowDml
@@ -289,6 +291,19 @@ export function calibrationGroups(o: {
           { name: 'fsmUpdate', constants: ['fsm.update' as const] },
           { name: 'multiInsertTuple', constants: ['multiInsert.tuple' as const] },
         ]
+      : []),
+    // Runs that count the descriptor pages the startup process maps at its first full scan (its
+    // page map, read by predict): a TOAST cell maps them once beside 100 scans, a Test A full-scan
+    // cell once beside one, at pools from 128MB to 20GB. Runs stored before the count keep the
+    // base profile's value (the fitted scan constants then carry what their cells paid for it).
+    ...(o.firstTouch
+      ? [{ name: 'descriptorPageMapped', constants: ['scan.descriptorPageMapped' as const] }]
+      : []),
+    // Runs that count the unlinked forks that held blocks (predict, from the fork sizes): apart
+    // from the per-file unlink where cells drop empty forks beside written ones (TOAST TRUNCATE)
+    // and many written tables in one commit (generated seeds) beside one a commit (Test B).
+    ...(o.unlinkNonEmpty
+      ? [{ name: 'unlinkNonEmpty', constants: ['smgr.unlinkNonEmpty' as const] }]
       : []),
   ];
 }
@@ -341,7 +356,11 @@ export function calibrationGroupsFor(
     const x = flattenFeatures(f);
     return (x['scan.single.memory'] ?? 0) + (x['scan.multi.memory'] ?? 0) > 0;
   });
-  return calibrationGroups({ rowDml, memoryTier, copy });
+  const firstTouch = features.some(
+    (f) => (flattenFeatures(f)['scan.descriptorPageMapped'] ?? 0) > 0,
+  );
+  const unlinkNonEmpty = features.some((f) => (flattenFeatures(f)['smgr.unlinkNonEmpty'] ?? 0) > 0);
+  return calibrationGroups({ rowDml, memoryTier, copy, firstTouch, unlinkNonEmpty });
 }
 
 export interface CalibrationCell {

@@ -79,6 +79,10 @@ const FIXED_SOURCES: Partial<Record<CostConstantName, string>> = {
   'fsm.update':
     '0: in every seed cell two per pruned page (PRUNE and VACUUM redo), collinear with the per-page records; folded into them',
   'multiInsert.tuple': '0: seed 001 has no COPY (its inserts happen before the failover)',
+  'smgr.unlinkNonEmpty':
+    "0: walsim counts none (its files are not a file system's); in seed 001's cells one per table, collinear with the per-table events",
+  'scan.descriptorPageMapped':
+    "0: walsim counts none (it has no processes' address spaces), and the seed machine's cost of a first touch was not measured",
   'dropCall.relList':
     '0: not a PostgreSQL path (seed 000 design); no per-call cost beyond its list steps',
   'dropCall.recoveryHash':

@@ -74,6 +74,8 @@ type RelImage =
 interface WindowImage {
   /** The window's records forgot every cached size (DROP DATABASE, …). */
   forgot: boolean;
+  /** The window's records ran a full scan (the startup process mapped the descriptor array). */
+  fullScan: boolean;
   rels: Map<string, RelImage>;
 }
 
@@ -200,7 +202,8 @@ export class ReplayWindows {
     }
     for (const x of rest) tallies.push(x.tally);
     tallies.push(this.head.peekTally());
-    return { rp: { ...sumTallies(tallies), assumptions: this.head.assumptionList() }, learned };
+    const sum = sumTallies(tallies);
+    return { rp: { ...sum, assumptions: this.head.assumptionList(sum.counts) }, learned };
   }
 
   /** The tail model and the LSN it stands at (the first kept window's start): for tests. */
@@ -359,12 +362,13 @@ function imageOf(states: Map<string, RelState>, journal: RelJournal): WindowImag
     }) as ForkImages;
     rels.set(k, { deleted: false, existed: e.existed, fresh: e.fresh, node: r.node, forks });
   }
-  return { forgot: journal.forgot, rels };
+  return { forgot: journal.forgot, fullScan: journal.fullScan, rels };
 }
 
 /** The tail moved over a window: the same state as learning the window's records. */
 function applyImage(tail: RecoveryModel, img: WindowImage): void {
   if (img.forgot) tail.forgetAllSizes();
+  if (img.fullScan) tail.markDescriptorsMapped();
   const states = tail.relStates();
   for (const [k, ri] of img.rels) {
     if (ri.deleted) {
@@ -428,5 +432,5 @@ function composeImages(a: WindowImage, b: WindowImage): WindowImage {
     }) as ForkImages;
     rels.set(k, { deleted: false, existed: ai.existed, fresh: ai.fresh, node: bi.node, forks });
   }
-  return { forgot: a.forgot || b.forgot, rels };
+  return { forgot: a.forgot || b.forgot, fullScan: a.fullScan || b.fullScan, rels };
 }

@@ -24,6 +24,7 @@ import {
 } from '../../cost-model/profile.ts';
 import {
   RecoveryModel,
+  withDescriptorPageMap,
   type PredictedDrop,
   type RecordTypeCount,
   type ReplayPrediction,
@@ -50,6 +51,7 @@ import { pgWalRecords } from './pg-wal-source.ts';
 import type { PgMajor } from '../../pg-wal/format.ts';
 import { pgDropRules, pgVersionOfNum, type PgDropRules } from '../../storage/pg-drop-rules.ts';
 import { relKey, type ForkNumber, type PgWalRecord, type RelFileNode } from './wal-records.ts';
+import { unmappedDescriptorPages } from '../postgres/startup-sched.ts';
 
 /** Patroni's default maximum_lag_on_failover: 1 MB. */
 export const PATRONI_MAXIMUM_LAG_ON_FAILOVER = 1048576;
@@ -232,6 +234,8 @@ export interface RangeSetup {
   primaryInfo: Prediction['primary'];
   read: ReadRange;
   dropRules: PgDropRules;
+  /** Descriptor pages the startup process has not mapped (its page map); null: not readable. */
+  unmappedDescriptorPages: number | null;
 }
 
 /** The standby's state (checked), the unreplayed range, the primary's LSN, the range reader. */
@@ -248,7 +252,17 @@ export async function setUpRange(sessions: Sessions, input: PredictInput): Promi
   const primaryInfo = await connectPrimary(sessions, input, st, walDir);
   const read = await rangeReader(sessions.primary, input, st, walDir, from, received);
   const dropRules = pgDropRules(pgVersionOfNum(st.versionNum));
-  return { st, from, to: received, walDir, primaryInfo, read, dropRules };
+  const unmappedDescriptorPages = await unmappedDescriptorPagesOf(sessions.standby, input.pgdata);
+  return {
+    st,
+    from,
+    to: received,
+    walDir,
+    primaryInfo,
+    read,
+    dropRules,
+    unmappedDescriptorPages,
+  };
 }
 
 /** The standby's files (--pgdata's sizes) and buffers (pg_buffercache's, when `resident`). */
@@ -263,6 +277,29 @@ export function standbyFiles(
     residentBlocks: (n: RelFileNode, f: ForkNumber) =>
       resident === null ? undefined : (resident.get(`${relKey(n)}#${f}`) ?? []),
   };
+}
+
+/**
+ * How many 4 KiB pages of the buffer descriptor array the standby's startup process has not
+ * mapped: its /proc/<pid>/pagemap (predict on the standby's host, --pgdata given, as the
+ * postgres user or root) at the array's place in shared memory (pg_shmem_allocations, readable by
+ * superusers and pg_read_all_stats). null when any of it is out of reach.
+ */
+export async function unmappedDescriptorPagesOf(
+  standby: pg.Client,
+  pgdata: string | undefined,
+): Promise<number | null> {
+  if (pgdata === undefined) return null;
+  try {
+    const r = await standby.query(
+      "SELECT off::float8 AS off, allocated_size::float8 AS size FROM pg_shmem_allocations WHERE name = 'Buffer Descriptors'",
+    );
+    const row = r.rows[0] as { off: number; size: number } | undefined;
+    if (row === undefined) return null;
+    return unmappedDescriptorPages(path.resolve(pgdata), row.off, row.size)?.unmapped ?? null;
+  } catch {
+    return null;
+  }
 }
 
 async function predictWith(sessions: Sessions, input: PredictInput): Promise<Prediction> {
@@ -298,7 +335,7 @@ async function predictWith(sessions: Sessions, input: PredictInput): Promise<Pre
 export function assemblePrediction(
   setup: RangeSetup,
   input: PredictInput,
-  rp: ReplayPrediction,
+  walRp: ReplayPrediction,
   src: RangeRead,
   learned: number,
   residentKnown: boolean,
@@ -306,6 +343,7 @@ export function assemblePrediction(
 ): Prediction {
   const { st, from, dropRules } = setup;
   const { to, target } = bound;
+  const rp = withDescriptorPageMap(walRp, setup.unmappedDescriptorPages);
   const learnFrom = st.restartpointRedoLsn;
   const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
   const recv = parseLsn(st.receiveLsn ?? from);

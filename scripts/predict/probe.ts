@@ -1,7 +1,8 @@
 /**
  * The probe predict runs on the machine it answers for (cost-model/machine-scale.ts says what each
  * figure scales): in a temporary directory beside the standby's data directory (the same file
- * system; nothing inside the data directory is touched), the write + fsync of an 8 KiB file, the
+ * system; nothing inside the data directory is touched), the overwrite in place + fsync of an
+ * allocated 8 KiB file (as UpdateControlFile writes pg_control: `overwriteInPlace`), the
  * create + unlink of empty files, and a scan of an array of 64-byte descriptors sized like the
  * standby's pool (its shared_buffers from postgresql.conf / postgresql.auto.conf). Bounded: each
  * part stops at its share of `budgetMs` (default 300 ms) and the scan at 2.6 M descriptors (20GB).
@@ -21,6 +22,8 @@ import {
 import type { CostProfile } from '../../cost-model/profile.ts';
 
 export const PROBE_BUDGET_MS = 300;
+/** At most this many fsync rounds in the fsync's share of the budget: a median of many. */
+const FSYNC_ROUNDS = 200;
 const MAX_DESCRIPTORS = parseSharedBuffers('20GB').nBuffers;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -71,6 +74,21 @@ function scanSeconds(descriptors: number, ms: number): number {
   return sink < 0n ? NaN : s / descriptors;
 }
 
+/**
+ * pg_control's write (UpdateControlFile): open read-write, 8 KiB written at offset 0, fsync, close.
+ * The file's block stays allocated; opening with truncation would free it and allocate it again
+ * every round (a synchronous discard on a `discard` mount), which pg_control never pays.
+ */
+export function overwriteInPlace(file: string, page: Buffer): void {
+  const fd = fs.openSync(file, 'r+');
+  try {
+    fs.writeSync(fd, page, 0, page.length, 0);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** The probe beside `pgdata`, or why it could not run. */
 export function probeMachine(
   pgdata: string,
@@ -85,16 +103,10 @@ export function probeMachine(
   try {
     const page = Buffer.alloc(8192, 1);
     const file = path.join(dir, 'f');
-    const fsyncS = timed(
-      () => {
-        const fd = fs.openSync(file, 'w');
-        fs.writeSync(fd, page);
-        fs.fsyncSync(fd);
-        fs.closeSync(fd);
-      },
-      budgetMs / 3,
-      20,
-    );
+    // Allocated and written back once, like an existing pg_control; then overwritten in place.
+    fs.writeFileSync(file, page);
+    overwriteInPlace(file, page);
+    const fsyncS = timed(() => overwriteInPlace(file, page), budgetMs / 3, FSYNC_ROUNDS);
     const createUnlinkS = timed(
       (i) => {
         const f = path.join(dir, `c${i}`);
@@ -106,7 +118,7 @@ export function probeMachine(
     );
     const scanDescriptors = Math.min(poolOfPgdata(pgdata), MAX_DESCRIPTORS);
     const scanPerDescriptorS = scanSeconds(scanDescriptors, budgetMs / 3);
-    return { fsyncS, createUnlinkS, scanPerDescriptorS, scanDescriptors };
+    return { fsyncS, fsyncMethod: 'overwrite', createUnlinkS, scanPerDescriptorS, scanDescriptors };
   } catch (e) {
     return { error: `probe beside ${pgdata} failed: ${(e as Error).message}` };
   } finally {

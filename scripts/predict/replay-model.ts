@@ -223,6 +223,8 @@ export interface ReplayTally {
  */
 export interface RelJournal {
   forgot: boolean;
+  /** A full scan ran in the window: the descriptor array is mapped from then on. */
+  fullScan: boolean;
   rels: Map<string, JournalEntry>;
 }
 export interface JournalEntry {
@@ -233,9 +235,12 @@ export interface JournalEntry {
   truncFrom: [number | null, number | null, number | null, number | null];
 }
 
-export const newJournal = (): RelJournal => ({ forgot: false, rels: new Map() });
+export const newJournal = (): RelJournal => ({ forgot: false, fullScan: false, rels: new Map() });
 
 const RELS_BSEARCH_THRESHOLD = 20;
+/** sizeof(BufferDescPadded) on 64-bit builds, and the kernel's base page. */
+const DESCRIPTOR_BYTES = 64;
+const PAGE_BYTES = 4096;
 /** Slots of RecoveryModel's cache of relation states (a power of two). */
 const REL_CACHE = 64;
 /** The cache slot of a relKey (`spc/db/rel`): its relfilenode OID modulo REL_CACHE. */
@@ -267,6 +272,8 @@ export class RecoveryModel {
   private records = 0;
   private walBytes = 0;
   private genericRecords = 0;
+  /** A full scan has run in this startup process (learned or replayed): the array is mapped. */
+  private descriptorsMapped = false;
   /** BUF_DROP_FULL_SCAN_THRESHOLD; null where the version has no lookup path (13). */
   readonly threshold: number | null;
 
@@ -615,8 +622,12 @@ export class RecoveryModel {
       preCheckHits: invalidated,
     });
     for (const r of rs) {
-      for (const f of [0, 1, 2, 3] as const)
-        if (counted && (r.forks[f].cached || this.exists(r, f))) this.counts.smgr.unlink[f]! += 1;
+      for (const f of [0, 1, 2, 3] as const) {
+        if (!counted || !(r.forks[f].cached || this.exists(r, f))) continue;
+        this.counts.smgr.unlink[f]! += 1;
+        // mdunlinkfork's do_truncate frees the blocks first (a discard each extent on such mounts).
+        if (this.sizeOf(r, f) > 0) this.counts.unlinkedNonEmptyForks += 1;
+      }
       this.deleteRel(r.key);
     }
   }
@@ -653,8 +664,13 @@ export class RecoveryModel {
       preCheckHits: number;
     },
   ): void {
-    if (!counted) return;
     const full = d.path === 'full-scan';
+    if (full && this.journal !== null) this.journal.fullScan = true;
+    if (full && !this.descriptorsMapped) {
+      this.descriptorsMapped = true;
+      if (counted) this.counts.descriptorPagesMapped += this.unmappedDescriptorPages();
+    }
+    if (!counted) return;
     const probes = full ? 0 : d.blocksToDrop!;
     // One drop call as walsim's own drops count it (storage/drop.ts DropResult → DropCounters).
     countDrop(this.counts.drops, {
@@ -684,6 +700,16 @@ export class RecoveryModel {
   }
 
   /**
+   * The pages of the descriptor array (NBuffers × 64-byte BufferDescPadded) the startup process
+   * maps at its first full scan, from the WAL alone: all of them (no full scan in the WAL learned
+   * since the startup process began; it touched only its own buffers' descriptors).
+   * `withDescriptorPageMap` puts the page map's figure in their place when it could be read.
+   */
+  private unmappedDescriptorPages(): number {
+    return Math.ceil((this.nBuffers * DESCRIPTOR_BYTES) / PAGE_BYTES);
+  }
+
+  /**
    * A copy that later records change independently of this one: the exporter keeps the state
    * learned up to the replay LSN and replays the unreplayed range on a copy (scripts/exporter/).
    */
@@ -700,6 +726,7 @@ export class RecoveryModel {
     for (const t of this.types.values()) Object.assign(c.typeCount(t.rmgr, t.type), t);
     for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
     for (const a of this.assumptions) c.assumptions.add(a);
+    c.descriptorsMapped = this.descriptorsMapped;
     c.records = this.records;
     c.walBytes = this.walBytes;
     c.genericRecords = this.genericRecords;
@@ -742,9 +769,13 @@ export class RecoveryModel {
     return t;
   }
 
-  /** What had to be assumed, each once, in the order first met; the buffers note last. */
-  assumptionList(): string[] {
+  /**
+   * What had to be assumed, each once, in the order first met; the descriptor pages' note when
+   * `counts` (default: this tally's) priced pages no page map gave; the buffers note last.
+   */
+  assumptionList(counts: ReplayCounts = this.counts): string[] {
     const out = [...this.assumptions];
+    if (counts.descriptorPagesMapped > 0) out.push(DESCRIPTOR_NOTE);
     if (!this.residentKnown) out.push(RESIDENT_NOTE);
     return out;
   }
@@ -759,6 +790,11 @@ export class RecoveryModel {
     return this.rels;
   }
 
+  /** A full scan ran: a window image whose records scanned (windows.ts). */
+  markDescriptorsMapped(): void {
+    this.descriptorsMapped = true;
+  }
+
   /** Every cached size forgotten: a window image whose records forgot them (windows.ts). */
   forgetAllSizes(): void {
     this.forgetSizes();
@@ -767,6 +803,25 @@ export class RecoveryModel {
   result(): ReplayPrediction {
     return { ...this.peekTally(), assumptions: this.assumptionList() };
   }
+}
+
+const DESCRIPTOR_NOTE =
+  "the startup process is assumed to have mapped none of the buffer descriptor array before the range's first full scan (no full scan in the WAL replayed since the last restartpoint; run with --pgdata on the standby's host to read its page map)";
+
+/**
+ * The prediction with the descriptor pages its first full scan maps as the startup process's page
+ * map reports them now (`unmapped`; null: not readable, the WAL's count and its note stay).
+ */
+export function withDescriptorPageMap(
+  rp: ReplayPrediction,
+  unmapped: number | null,
+): ReplayPrediction {
+  if (unmapped === null || rp.counts.descriptorPagesMapped === 0) return rp;
+  return {
+    ...rp,
+    counts: { ...rp.counts, descriptorPagesMapped: unmapped },
+    assumptions: rp.assumptions.filter((a) => a !== DESCRIPTOR_NOTE),
+  };
 }
 
 const RESIDENT_NOTE =

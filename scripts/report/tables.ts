@@ -316,7 +316,9 @@ function measuredThresholdMarkdown(
 export function thresholdTables(cells: CellSummary[]): ThresholdTables {
   const g = thresholdGrid(cells);
   const tables = { ...measuredThreshold(cells, g), ...modeledThreshold(cells, g) };
-  const profile = g.th[0]?.modelProfile ?? '?';
+  // A PostgreSQL-only sweep has no walsim cells: its one table is the side-by-side one.
+  if (g.th.length === 0) return { ...tables, markdown: '' };
+  const profile = g.th[0]!.modelProfile;
   const forced = g.th.some((c) => c.strategy === 'cached-lookup' && c.forceOptimized);
   const modeledMd = modeledThresholdMarkdown(tables, profile, forced);
   if (isModelOnly(cells)) return { ...tables, markdown: modeledMd.join('\n') };

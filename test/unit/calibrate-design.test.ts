@@ -187,6 +187,38 @@ describe('calibration cell design', () => {
     for (const c of fit.cells) expect(Math.abs(c.residualPct)).toBeLessThan(1e-9);
   });
 
+  it('runs that count the descriptor pages a first full scan maps fit that cost as its own group', () => {
+    const plan = planCalibration(defaultCalibrationDesign());
+    const shipped = shippedWalDesign();
+    // As predict counts them now: every page of the array at each cell's first full scan.
+    const counts = shipped.counts.map((c, i) => ({
+      ...c,
+      replay: {
+        ...c.replay,
+        descriptorPagesMapped:
+          c.replay.drops.drops['full-scan'] > 0 ? Math.ceil((plan[i]!.nBuffers * 64) / 4096) : 0,
+      },
+    }));
+    const { groups, unidentified } = groupsOf(plan, counts);
+    expect(shipped.groups.map((g) => g.name)).not.toContain('descriptorPageMapped');
+    expect(groups.map((g) => g.name)).toContain('descriptorPageMapped');
+    expect(unidentified).toEqual([]);
+    const truth = { ...base.constants };
+    for (const g of groups)
+      for (const k of g.constants)
+        truth[k] = { ...truth[k], seconds: g.name === 'descriptorPageMapped' ? 8.1e-6 : 1e-6 };
+    const cells = plan.map((c, i) => ({
+      ...c,
+      runs: 3,
+      stalls: 0,
+      failoverMsMedian:
+        price({ counts: counts[i]!, nBuffers: c.nBuffers }, { ...base, constants: truth })
+          .failoverS * 1000,
+    })) as unknown as CellSummary[];
+    const fit = fitCalibration(cells, counts, base, { name: 't', description: 't', source: 't' });
+    expect(fit.groupSeconds['descriptorPageMapped']! / 8.1e-6).toBeCloseTo(1, 9);
+  });
+
   it('without DML cells or a cell beyond the cache: the older ties', async () => {
     const d = {
       ...defaultCalibrationDesign(),

@@ -90,6 +90,39 @@ describe('modelFailover', () => {
     expect(modelFailover(scan(1001), p, 1001).phases.replayS).toBeCloseTo(1001 * 5e-9, 18);
   });
 
+  it("prices the descriptor pages a startup process's first full scan maps, per page, with the drops", () => {
+    const p = profileWith({ 'scan.descriptorPageMapped': 8e-6, 'scan.multi.cache': 1e-9 }, 2 ** 30);
+    const c = counts((c) => {
+      c.replay.descriptorPagesMapped = 24577;
+      c.replay.drops.scannedByMatcher.linear = 1572864;
+    });
+    const m = modelFailover(c, p, 1572864);
+    expect(costFeatures(c, p, 1572864).replay['scan.descriptorPageMapped']).toBe(24577);
+    expect(m.phases.replayS).toBeCloseTo(24577 * 8e-6 + 1572864 * 1e-9, 15);
+    expect(m.replay.dropsS).toBeCloseTo(m.phases.replayS, 15);
+  });
+
+  it('prices an unlinked fork that held blocks on top of the unlink itself', () => {
+    const p = profileWith({ 'smgr.unlink': 1e-5, 'smgr.unlinkNonEmpty': 4e-4 });
+    const c = counts((c) => {
+      c.replay.smgr.unlink = [630, 0, 0, 0];
+      c.replay.unlinkedNonEmptyForks = 600;
+    });
+    const m = modelFailover(c, p, 65536);
+    expect(m.phases.replayS).toBeCloseTo(630 * 1e-5 + 600 * 4e-4, 15);
+    expect(m.replay.smgrS).toBeCloseTo(m.phases.replayS, 15);
+  });
+
+  it('reads a profile written before the descriptor-page constant existed as pricing it at 0', () => {
+    const j = JSON.parse(profileToJson(profileWith({ 'lookup.probe': 1e-6 })));
+    delete j.constants['scan.descriptorPageMapped'];
+    delete j.constants['smgr.unlinkNonEmpty'];
+    const p = parseProfile(j, 'old.json');
+    expect(p.constants['scan.descriptorPageMapped'].seconds).toBe(0);
+    expect(p.constants['smgr.unlinkNonEmpty'].seconds).toBe(0);
+    expect(p.constants['scan.descriptorPageMapped'].source).toMatch(/absent/);
+  });
+
   it('reports what a 100 ms promotion poll would have measured', () => {
     const poll = { quantumS: 0.1, offsetS: 0.006, source: '' };
     expect(polledSeconds(0.001, poll)).toBeCloseTo(0.106, 12);

@@ -17,6 +17,7 @@ import {
 import {
   formatProbe,
   poolOfPgdata,
+  overwriteInPlace,
   probeMachine,
   probeProfile,
 } from '../../scripts/predict/probe.ts';
@@ -68,6 +69,16 @@ describe('scaling a profile by the machine probe', () => {
     expect(profile.constants['scan.multi.memory'].seconds).toBe(
       base.constants['scan.multi.memory'].seconds,
     );
+  });
+
+  it('an fsync measured another way on the calibration machine does not scale pg_control', () => {
+    // The stored probes of the shipped profiles truncated and rewrote their file (no method);
+    // predict's probe overwrites in place, as UpdateControlFile does.
+    const { scaled } = scaleProfileByProbe(base, there, { ...here, fsyncMethod: 'overwrite' });
+    expect(scaled.map((t) => t.probe)).toEqual(['createUnlinkS', 'scanPerDescriptorS']);
+    const both = { ...there, fsyncMethod: 'overwrite' as const };
+    const again = scaleProfileByProbe(base, both, { ...here, fsyncMethod: 'overwrite' });
+    expect(again.scaled.map((t) => t.probe)).toContain('fsyncS');
   });
 
   it('a figure missing or zero on either side scales nothing of its own', () => {
@@ -135,6 +146,23 @@ describe('predict: probe, or the profile unscaled and why', () => {
       'machine probe: profile used unscaled (the profile seed-001 stores no calibration-machine probe)',
       'machine probe: profile used unscaled (EROFS: read-only file system)',
     ]);
+  });
+
+  it('overwrites its file in place like pg_control: never truncated, never created', () => {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-probe-test-'));
+    try {
+      const f = path.join(d, 'control');
+      fs.writeFileSync(f, Buffer.alloc(16384, 7));
+      overwriteInPlace(f, Buffer.alloc(8192, 1));
+      const after = fs.readFileSync(f);
+      expect(after.length).toBe(16384);
+      expect([after[0], after[8191], after[8192], after[16383]]).toEqual([1, 1, 7, 7]);
+      expect(() => overwriteInPlace(path.join(d, 'absent'), Buffer.alloc(8192))).toThrow(/ENOENT/);
+      const p = probeMachine(d, 30);
+      expect('error' in p ? p.error : p.fsyncMethod).toBe('overwrite');
+    } finally {
+      fs.rmSync(d, { recursive: true, force: true });
+    }
   });
 
   it('the real probe reports an unwritable place instead of throwing; sizes its scan like the pool', () => {

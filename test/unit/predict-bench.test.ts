@@ -25,6 +25,7 @@ import {
   storedRunOfBench,
   priceBenchRun,
   probedProfile,
+  storedRunCounts,
   type BenchRun,
 } from '../../scripts/calibration/cell-plan.ts';
 import { builtinProfileNames, loadProfile, type MachineProbe } from '../../cost-model/profile.ts';
@@ -349,6 +350,28 @@ describe('predicted against measured', () => {
     expect(md).toMatch(/\| truncate:100@256MB +\| unseen +\| 3 \(1 stalled\) \|/);
     expect(md).toContain('Unseen cells within target: wall 1 of 2');
     expect(md).toContain('uncontended 1 of 2');
+  });
+});
+
+describe('stored runs read back for repricing', () => {
+  // A run stored before predict counted the descriptor pages: its counts lack the field.
+  const old = (dropsFullScan: number, unmapped: number | null) => {
+    const { descriptorPagesMapped: _, ...replay } = emptyReplayCounts();
+    return {
+      counts: { replay, ...promotionStepCounts() } as unknown as FailoverCounts,
+      dropsFullScan,
+      descriptorPages: unmapped === null ? null : { pages: 24577, unmapped },
+    };
+  };
+  it('counts the unmapped pages the run recorded when its range had a full scan, as predict now does', () => {
+    expect(storedRunCounts(old(2, 24368)).replay.descriptorPagesMapped).toBe(24368);
+    expect(storedRunCounts(old(0, 24368)).replay.descriptorPagesMapped).toBe(0);
+    expect(storedRunCounts(old(1, null)).replay.descriptorPagesMapped).toBe(0);
+  });
+  it('keeps what a run counted itself', () => {
+    const r = old(1, 500);
+    r.counts.replay.descriptorPagesMapped = 7;
+    expect(storedRunCounts(r).replay.descriptorPagesMapped).toBe(7);
   });
 });
 

@@ -25,6 +25,7 @@ import {
   pgKindOf,
   RecoveryModel,
   vmBlocksAfterTruncate,
+  withDescriptorPageMap,
   type StandbyFiles,
 } from '../../scripts/predict/replay-model.ts';
 import { readStandbyState } from '../../scripts/predict/standby-state.ts';
@@ -285,6 +286,56 @@ describe('the size-cached rule', () => {
     ]);
     const p = loadProfile('seed-001');
     expect(genericRecordSeconds(p)).toBe(p.constants['record.HEAP_INSERT'].seconds);
+  });
+});
+
+describe("the descriptor pages the startup process's first full scan maps", () => {
+  const uncached = () => commitDropping(200); // never touched: size not cached → full scan
+  it('counts the unmapped pages the page map reports, at the first full scan of the range only', () => {
+    const m = new RecoveryModel(NB, files({ 200: 1, 201: 1 }));
+    m.replay(uncached());
+    m.replay(commitDropping(201));
+    const r = withDescriptorPageMap(m.result(), 201);
+    expect(r.counts.drops.drops['full-scan']).toBe(2);
+    expect(r.counts.descriptorPagesMapped).toBe(201);
+    expect(r.assumptions.join(' ')).not.toMatch(/descriptor array/);
+    // No page map: the WAL's count stands; no full scan in the range: nothing to map.
+    expect(withDescriptorPageMap(m.result(), null)).toEqual(m.result());
+    const k = new RecoveryModel(NB, files({ 100: 1 }));
+    k.learn(touch(100));
+    k.replay(commitDropping(100));
+    expect(withDescriptorPageMap(k.result(), 201).counts.descriptorPagesMapped).toBe(0);
+  });
+
+  it('without a page map: every page of the array (NBuffers × 64 B / 4 KiB), said as an assumption', () => {
+    const m = new RecoveryModel(NB, files({ 200: 1 }));
+    m.replay(uncached());
+    expect(m.result().counts.descriptorPagesMapped).toBe((NB * 64) / 4096);
+    expect(m.result().assumptions.join(' ')).toMatch(/descriptor array/);
+  });
+
+  it('none after a full scan in the WAL replayed since the startup process began, none on lookups', () => {
+    const m = new RecoveryModel(NB, files({ 100: 1, 200: 1, 300: 1 }));
+    m.learn(commitDropping(300));
+    m.learn(touch(100));
+    m.replay(uncached());
+    expect(m.result().counts.descriptorPagesMapped).toBe(0);
+    const k = new RecoveryModel(NB, files({ 100: 1 }));
+    k.learn(touch(100));
+    k.replay(commitDropping(100));
+    expect(k.result().counts.drops.drops['cached-lookup']).toBe(1);
+    expect(k.result().counts.descriptorPagesMapped).toBe(0);
+  });
+});
+
+describe('files a relation-dropping commit removes', () => {
+  it('counts the unlinked forks that held blocks apart from the empty ones', () => {
+    // 100: one block on disk; 101: an empty main fork; 102: two blocks.
+    const m = new RecoveryModel(NB, files({ 100: 1, 101: 0, 102: 2 }));
+    m.replay(commitDropping(100, 101, 102));
+    const c = m.result().counts;
+    expect(c.smgr.unlink[0]).toBe(3);
+    expect(c.unlinkedNonEmptyForks).toBe(2);
   });
 });
 

@@ -408,6 +408,20 @@ describe('PostgreSQL side by side', () => {
     expect(md).toContain('optimized path forced by its test patch');
   });
 
+  it('prints no walsim tables for a PostgreSQL-only Test A sweep (no empty grids, no unknown profile)', () => {
+    const plan = planThreshold(['8GB'], [32, 8], true, ['postgres'], [13]);
+    const rs: RunRecord[] = plan.map((c) => ({
+      ...records.find((r) => r.engine === 'postgres' && r.run === 1)!,
+      ...c,
+      failoverMs: 800,
+      seedMethodMs: 800,
+      stall: false,
+    }));
+    const t = thresholdTables(summarise(plan, rs));
+    expect(t.markdown).toBe('');
+    expect(sideBySideTables(summarise(plan, rs))).toContain('PostgreSQL 13 (master)');
+  });
+
   it('keeps the walsim-only tables free of PostgreSQL cells', () => {
     expect(multiTables(cells).byVariant.truncate).toMatch(
       /\| 128MB +\| +0\.100 \| +0\.100 \| +0\.00% \|/,
