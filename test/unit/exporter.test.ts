@@ -153,17 +153,7 @@ describe('a scrape while a cycle reads WAL', () => {
   it('is answered from the last finished cycle before the read ends', async () => {
     // 4 MB of WAL in one 16 MB segment: one file read, then records parsed without I/O, so only
     // the reader's own turns of the event loop let a scrape in before the read ends.
-    const noops = Array.from({ length: 150_000 }, () => ({
-      rmid: 0,
-      info: 0x20,
-      main: new Uint8Array(0),
-    }));
-    const wal = buildWal(noops, { major: 15, segmentSize: 16 << 20, startSegno: 1 });
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-scrape-'));
-    for (const [segno, bytes] of wal.segments)
-      fs.writeFileSync(path.join(dir, segmentFileName(1, segno, wal.segmentSize)), bytes);
-    const from = formatLsn(wal.records[0]!.lsn);
-    const to = formatLsn(wal.end);
+    const { dir, from, to, records } = builtWalDir();
     let cycle = 0;
     let read = 0;
     let answered: { atRecord: number; body: string } | null = null;
@@ -207,11 +197,11 @@ describe('a scrape while a cycle reads WAL', () => {
       await c.runCycle();
       await c.runCycle();
       await scrape;
-      expect(read).toBe(noops.length);
+      expect(read).toBe(records);
       const a = answered as { atRecord: number; body: string } | null;
       expect(a).not.toBeNull();
       // Answered while the second cycle was still reading, with the first cycle's prediction.
-      expect(a!.atRecord).toBeLessThan(noops.length);
+      expect(a!.atRecord).toBeLessThan(records);
       const m = parsePromText(a!.body);
       expect(sampleValue(m, 'walsim_exporter_cycles_total', {})).toBe(1);
       expect(
