@@ -18,7 +18,8 @@
   (import "env" "memory" (memory 1 65536 shared))
 
   ;; COMP_CRC32C over [i, end): the running (unfinished) state in, the new state out. Slice-by-16
-  ;; (sixteen table lookups per 16 bytes, whose chains overlap), then 8, 4 and single bytes.
+  ;; (sixteen table lookups per 16 bytes, whose chains overlap), then 8, 4 and single bytes. A
+  ;; table index is byte b of a word times 4: (w >> (8b - 2)) & 1020, one shift and one mask.
   (func $crc (export "crc") (param $c i32) (param $i i32) (param $end i32) (result i32)
     (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32)
     (block $done16
@@ -34,64 +35,48 @@
               (i32.xor
                 (i32.xor
                   (i32.load offset=15360
-                    (i32.shl (i32.and (local.get $w0) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
                   (i32.load offset=14336
-                    (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
-                      (i32.const 2))))
+                    (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
                 (i32.xor
                   (i32.load offset=13312
-                    (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
                   (i32.load offset=12288
-                    (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
-                      (i32.const 2)))))
+                    (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020)))))
               (i32.xor
                 (i32.xor
                   (i32.load offset=11264
-                    (i32.shl (i32.and (local.get $w1) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shl (local.get $w1) (i32.const 2)) (i32.const 1020)))
                   (i32.load offset=10240
-                    (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 8)) (i32.const 255))
-                      (i32.const 2))))
+                    (i32.and (i32.shr_u (local.get $w1) (i32.const 6)) (i32.const 1020))))
                 (i32.xor
                   (i32.load offset=9216
-                    (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 16)) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shr_u (local.get $w1) (i32.const 14)) (i32.const 1020)))
                   (i32.load offset=8192
-                    (i32.shl (i32.shr_u (local.get $w1) (i32.const 24))
-                      (i32.const 2))))))
+                    (i32.and (i32.shr_u (local.get $w1) (i32.const 22)) (i32.const 1020))))))
             (i32.xor
               (i32.xor
                 (i32.xor
                   (i32.load offset=7168
-                    (i32.shl (i32.and (local.get $w2) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shl (local.get $w2) (i32.const 2)) (i32.const 1020)))
                   (i32.load offset=6144
-                    (i32.shl (i32.and (i32.shr_u (local.get $w2) (i32.const 8)) (i32.const 255))
-                      (i32.const 2))))
+                    (i32.and (i32.shr_u (local.get $w2) (i32.const 6)) (i32.const 1020))))
                 (i32.xor
                   (i32.load offset=5120
-                    (i32.shl (i32.and (i32.shr_u (local.get $w2) (i32.const 16)) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shr_u (local.get $w2) (i32.const 14)) (i32.const 1020)))
                   (i32.load offset=4096
-                    (i32.shl (i32.shr_u (local.get $w2) (i32.const 24))
-                      (i32.const 2)))))
+                    (i32.and (i32.shr_u (local.get $w2) (i32.const 22)) (i32.const 1020)))))
               (i32.xor
                 (i32.xor
                   (i32.load offset=3072
-                    (i32.shl (i32.and (local.get $w3) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shl (local.get $w3) (i32.const 2)) (i32.const 1020)))
                   (i32.load offset=2048
-                    (i32.shl (i32.and (i32.shr_u (local.get $w3) (i32.const 8)) (i32.const 255))
-                      (i32.const 2))))
+                    (i32.and (i32.shr_u (local.get $w3) (i32.const 6)) (i32.const 1020))))
                 (i32.xor
                   (i32.load offset=1024
-                    (i32.shl (i32.and (i32.shr_u (local.get $w3) (i32.const 16)) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shr_u (local.get $w3) (i32.const 14)) (i32.const 1020)))
                   (i32.load
-                    (i32.shl (i32.shr_u (local.get $w3) (i32.const 24))
-                      (i32.const 2))))))))
+                    (i32.and (i32.shr_u (local.get $w3) (i32.const 22)) (i32.const 1020))))))))
         (local.set $i (i32.add (local.get $i) (i32.const 16)))
         (br $sixteen)))
     (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 8))
@@ -103,33 +88,24 @@
             (i32.xor
               (i32.xor
                 (i32.load offset=7168
-                  (i32.shl (i32.and (local.get $w0) (i32.const 255))
-                    (i32.const 2)))
+                  (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
                 (i32.load offset=6144
-                  (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
-                    (i32.const 2))))
+                  (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
               (i32.xor
                 (i32.load offset=5120
-                  (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
-                    (i32.const 2)))
+                  (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
                 (i32.load offset=4096
-                  (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
-                    (i32.const 2)))))
+                  (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020)))))
             (i32.xor
               (i32.xor
                 (i32.load offset=3072
-                  (i32.shl (i32.and (local.get $w1) (i32.const 255))
-                    (i32.const 2)))
+                  (i32.and (i32.shl (local.get $w1) (i32.const 2)) (i32.const 1020)))
                 (i32.load offset=2048
-                  (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 8)) (i32.const 255))
-                    (i32.const 2))))
+                  (i32.and (i32.shr_u (local.get $w1) (i32.const 6)) (i32.const 1020))))
               (i32.xor
                 (i32.load offset=1024
-                  (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 16)) (i32.const 255))
-                    (i32.const 2)))
-                (i32.load
-                  (i32.shl (i32.shr_u (local.get $w1) (i32.const 24))
-                    (i32.const 2)))))))
+                  (i32.and (i32.shr_u (local.get $w1) (i32.const 14)) (i32.const 1020)))
+                (i32.load (i32.and (i32.shr_u (local.get $w1) (i32.const 22)) (i32.const 1020)))))))
         (local.set $i (i32.add (local.get $i) (i32.const 8)))))
     (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 4))
       (then
@@ -138,18 +114,13 @@
           (i32.xor
             (i32.xor
               (i32.load offset=3072
-                (i32.shl (i32.and (local.get $w0) (i32.const 255))
-                  (i32.const 2)))
+                (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
               (i32.load offset=2048
-                (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
-                  (i32.const 2))))
+                (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
             (i32.xor
               (i32.load offset=1024
-                (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
-                  (i32.const 2)))
-              (i32.load
-                (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
-                  (i32.const 2))))))
+                (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
+              (i32.load (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020))))))
         (local.set $i (i32.add (local.get $i) (i32.const 4)))))
     (block $tail_done
       (loop $tail
