@@ -36,9 +36,9 @@ import {
   invalidLengthMessage,
   type PgWalRecord,
 } from './record.ts';
-import { RM_XLOG_ID } from './rmgr-names.ts';
-import { crcWorkerError, ScanMemory, SCAN_OUT_MAX } from './scan-wasm.ts';
-import { decodeRecordInto, PgWalRecordView } from './view.ts';
+import { recordTypeNames, RM_XLOG_ID } from './rmgr-names.ts';
+import { crcWorkerError, ScanMemory, SCAN_OUT_MAX, SCAN_VIEWS } from './scan-wasm.ts';
+import { decodeScannedInto, PgWalRecordView } from './view.ts';
 import type { WalSegmentFile, WalSegmentSource } from './wal-dir.ts';
 
 export interface PgWalReadOptions {
@@ -398,22 +398,15 @@ export class PgWalReader {
       this.prevLsn!,
       0,
       max,
-      this.scanFlags,
+      this.scanFlags | SCAN_VIEWS,
     );
-    const { addresses, columns: cols } = this.mem;
+    const { addresses, columns: cols, views: sv } = this.mem;
     const w = win.byteOffset;
     const fmt = this.fmt!;
+    const names = (this.typeNames ??= recordTypeNames(fmt.major));
     const v = visit.view;
     for (let i = 0; i < k; i++) {
-      decodeRecordInto(
-        v,
-        win,
-        addresses[i]! - w,
-        cols.lsn[i]!,
-        cols.endLsn[i]!,
-        cols.fpiLength[i]!,
-        fmt,
-      );
+      decodeScannedInto(v, win, addresses[i]! - w, i, cols, sv, fmt, names);
       this.prevLsn = v.lsn;
       this.next = v.endLsn;
       visit.fn(v);
@@ -423,6 +416,8 @@ export class PgWalReader {
 
   /** The record `begin` found, handed out first. */
   private pending: PgWalRecord | null = null;
+  /** The major's record type names (`recordTypeNames`), once the first page fixed it. */
+  private typeNames: Array<string | undefined> | null = null;
 
   /**
    * The common case without awaiting: the next record lies whole inside a validated page of the

@@ -17,7 +17,7 @@ import {
 } from '../cost-model/profile.ts';
 import type { FailoverCounts } from '../storage/replay-counts.ts';
 import { costFeatures } from '../cost-model/model.ts';
-import { unidentifiedGroups } from '../cost-model/fit.ts';
+import { unidentifiedGroups, type FitGroup } from '../cost-model/fit.ts';
 import {
   nonNegativeInt,
   parseCli,
@@ -69,6 +69,8 @@ import {
   recordsFromStored,
   storedLabel,
   fitTargets,
+  identifiableGroups,
+  MEASURED_WHEN_UNIDENTIFIED,
   type StoredCalibration,
   walsimTwinAt,
 } from './calibration/design.ts';
@@ -271,12 +273,16 @@ async function identifiedTwinCounts(
   return counts;
 }
 
-/** The plan's WAL counts in plan order, refusing a missing cell or an unidentified group. */
+/**
+ * The plan's WAL counts in plan order and the groups they identify, refusing a missing cell or an
+ * unidentified group — except a term with a measured constant, which keeps it (printed), so runs
+ * already measured are not thrown away.
+ */
 function identifiedWalCounts(
   plan: ReturnType<typeof planCalibration>,
   walCounts: Record<string, FailoverCounts>,
   base: CostProfile,
-): FailoverCounts[] {
+): { counts: FailoverCounts[]; groups: FitGroup[]; base: CostProfile } {
   const counts = plan.map((c) => {
     const n = walCounts[storedLabel(c)];
     if (n === undefined)
@@ -286,12 +292,16 @@ function identifiedWalCounts(
     return n;
   });
   const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
-  const unidentified = unidentifiedGroups(features, calibrationGroupsFor(plan, features));
-  if (unidentified.length > 0)
+  const fit = identifiableGroups(plan, features, base);
+  if (fit.unidentified.length > 0)
     throw new UsageError(
-      `the WAL counts of these cells cannot tell apart the fit groups ${unidentified.join(', ')}`,
+      `the WAL counts of these cells cannot tell apart the fit groups ${fit.unidentified.join(', ')}`,
     );
-  return counts;
+  for (const g of fit.measured)
+    console.error(
+      `fit group ${g} not identified by these cells: ${MEASURED_WHEN_UNIDENTIFIED[g]!.constant} keeps its measured ${MEASURED_WHEN_UNIDENTIFIED[g]!.seconds} s`,
+    );
+  return { counts, groups: fit.groups, base: fit.base };
 }
 
 const CALIBRATE_OPTIONS = {
@@ -362,13 +372,20 @@ runCli(async () => {
   const { records, walCounts, probe } = measured;
   let { wallSeconds } = measured;
   const cells = summarise(plan, fitTargets(records, target));
-  const counts = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : twinCounts!;
+  const wal = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : null;
+  const counts = wal?.counts ?? twinCounts!;
   if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
-  const report = fitCalibration(cells, counts, base, {
-    name,
-    description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pgVersion}, ${startedAt.toISOString()}${refit ? `, refitted ${new Date().toISOString()}` : ''}`,
-    source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
-  });
+  const report = fitCalibration(
+    cells,
+    counts,
+    wal?.base ?? base,
+    {
+      name,
+      description: `fitted by npm run calibrate on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'} against ${pgVersion}, ${startedAt.toISOString()}${refit ? `, refitted ${new Date().toISOString()}` : ''}`,
+      source: `npm run calibrate ${startedAt.toISOString()}${refit ? ` (refitted by npm run calibrate --refit ${new Date().toISOString()})` : ''}: NNLS fit to ${cells.length} PostgreSQL cells`,
+    },
+    wal?.groups,
+  );
   // The profile names the major it was fitted on (predict warns when a standby runs another).
   report.profile.pgMajor = pgMajorOfServer(pgVersion);
   return writeCalibration(values, inputs, {

@@ -26,6 +26,7 @@ import { price } from '../../cost-model/price.ts';
 import {
   fitProfile,
   flattenFeatures,
+  unidentifiedGroups,
   type FitGroup,
   type FitObservation,
 } from '../../cost-model/fit.ts';
@@ -361,6 +362,62 @@ export function calibrationGroupsFor(
   );
   const unlinkNonEmpty = features.some((f) => (flattenFeatures(f)['smgr.unlinkNonEmpty'] ?? 0) > 0);
   return calibrationGroups({ rowDml, memoryTier, copy, firstTouch, unlinkNonEmpty });
+}
+
+/**
+ * The terms found by the generated bench, as measured outside a fit (cost-model/README.md: the
+ * startup process's first-scan CPU less its second scan's, per unmapped page; a commit dropping
+ * 300 written tables against 300 empty ones, per written file). A design whose runs count a term
+ * but whose cells cannot tell it from the others keeps this value (and says so) rather than
+ * refusing the fit after the runs were measured.
+ */
+export const MEASURED_WHEN_UNIDENTIFIED: Readonly<
+  Record<string, { constant: CostConstantName; seconds: number; measured: string }>
+> = {
+  descriptorPageMapped: {
+    constant: 'scan.descriptorPageMapped',
+    seconds: 8.1e-6,
+    measured: 'the first full scan less the second, per unmapped page: 8.1 us (6.9-9.9)',
+  },
+  unlinkNonEmpty: {
+    constant: 'smgr.unlinkNonEmpty',
+    seconds: 0.43e-3,
+    measured:
+      'a commit dropping 300 written tables less one dropping 300 empty ones: 0.43 ms a file',
+  },
+};
+
+/**
+ * The groups a calibration fits: `calibrationGroupsFor`'s, less a group with a measured constant
+ * (MEASURED_WHEN_UNIDENTIFIED) the cells cannot identify — that constant is set in the returned
+ * base and named in `measured`. `unidentified`: the other groups the cells cannot identify (the
+ * caller refuses the fit).
+ */
+export function identifiableGroups(
+  cells: readonly Pick<CellSpec, 'variant'>[],
+  features: readonly CostFeatures[],
+  base: CostProfile,
+): { groups: FitGroup[]; base: CostProfile; measured: string[]; unidentified: string[] } {
+  const all = calibrationGroupsFor(cells, features);
+  const measured = unidentifiedGroups(features, all).filter(
+    (g) => MEASURED_WHEN_UNIDENTIFIED[g] !== undefined,
+  );
+  const groups = all.filter((g) => !measured.includes(g.name));
+  const constants = { ...base.constants };
+  for (const g of measured) {
+    const m = MEASURED_WHEN_UNIDENTIFIED[g]!;
+    constants[m.constant] = {
+      ...constants[m.constant],
+      seconds: m.seconds,
+      source: `measured, not fitted: the calibration's cells count it but cannot tell it from the other groups (${m.measured}; cost-model/README.md)`,
+    };
+  }
+  return {
+    groups,
+    base: { ...base, constants },
+    measured,
+    unidentified: unidentifiedGroups(features, groups),
+  };
 }
 
 export interface CalibrationCell {

@@ -265,6 +265,8 @@ export class RecoveryModel {
   /** The same entries by rmgr, then type (`typeCount`), and the one found last. */
   private readonly typeIndex = new Map<string, Map<string, RecordTypeCount>>();
   private lastType: RecordTypeCount | null = null;
+  /** The same entries by `PgWalRecord.typeKey` (rmid * 256 + xl_info), when records carry it. */
+  private typeByKey: Array<RecordTypeCount | undefined> = new Array(256 * 256);
   private drops: PredictedDrop[] = [];
   private readonly assumptions = new Set<string>();
   /** Changes since the exporter's current LSN window began (null: not journaled). */
@@ -468,12 +470,29 @@ export class RecoveryModel {
   replay(rec: PgWalRecord): void {
     this.records += 1;
     this.walBytes += rec.totalLength;
-    const t = this.typeCount(rec.rmgr, rec.type);
+    // By the record's rmid and xl_info when it has them: one array read, no string compared.
+    const key = rec.typeKey;
+    const t =
+      key !== undefined
+        ? (this.typeByKey[key] ??= this.typeCount(rec.rmgr, rec.type))
+        : this.typeCount(rec.rmgr, rec.type);
     t.count += 1;
     t.bytes += rec.totalLength;
-    if (t.kind !== null) this.counts.pgRecords[t.kind] = (this.counts.pgRecords[t.kind] ?? 0) + 1;
-    else this.genericRecords += 1;
+    // counts.pgRecords is these counts summed by kind when the tally is read (countsNow).
+    if (t.kind === null) this.genericRecords += 1;
     this.apply(rec, true);
+  }
+
+  /**
+   * The counts, their `pgRecords` summed from the tally's types by kind, in the order the kinds
+   * were first met (as a count per record would have added them).
+   */
+  private countsNow(): ReplayCounts {
+    const pg: Partial<Record<PgRecordKind, number>> = {};
+    for (const t of this.types.values())
+      if (t.kind !== null) pg[t.kind] = (pg[t.kind] ?? 0) + t.count;
+    this.counts.pgRecords = pg;
+    return this.counts;
   }
 
   /**
@@ -722,7 +741,7 @@ export class RecoveryModel {
       this.dropList,
     );
     for (const [k, r] of this.rels) c.rels.set(k, copyRelState(r));
-    c.counts = structuredClone(this.counts);
+    c.counts = structuredClone(this.countsNow());
     for (const t of this.types.values()) Object.assign(c.typeCount(t.rmgr, t.type), t);
     for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
     for (const a of this.assumptions) c.assumptions.add(a);
@@ -741,7 +760,7 @@ export class RecoveryModel {
   /** What was replayed since the last take (or since the model began), copied. */
   peekTally(): ReplayTally {
     return {
-      counts: structuredClone(this.counts),
+      counts: structuredClone(this.countsNow()),
       types: [...this.types.values()].map((t) => ({ ...t })),
       genericRecords: this.genericRecords,
       records: this.records,
@@ -753,7 +772,7 @@ export class RecoveryModel {
   /** What was replayed since the last take; the counts start again from zero (state is kept). */
   takeTally(): ReplayTally {
     const t: ReplayTally = {
-      counts: this.counts,
+      counts: this.countsNow(),
       types: [...this.types.values()],
       genericRecords: this.genericRecords,
       records: this.records,
@@ -763,6 +782,7 @@ export class RecoveryModel {
     this.counts = emptyReplayCounts();
     this.types.clear();
     this.typeIndex.clear();
+    this.typeByKey = new Array(256 * 256);
     this.lastType = null;
     this.drops = [];
     this.records = this.walBytes = this.genericRecords = 0;

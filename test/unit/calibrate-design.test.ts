@@ -15,6 +15,7 @@ import {
   DEFAULT_CALIBRATION_SIZES,
   defaultCalibrationDesign,
   fitCalibration,
+  identifiableGroups,
   planCalibration,
   readStoredCalibration,
   TUPLE_RECORD_KINDS,
@@ -217,6 +218,40 @@ describe('calibration cell design', () => {
     })) as unknown as CellSummary[];
     const fit = fitCalibration(cells, counts, base, { name: 't', description: 't', source: 't' });
     expect(fit.groupSeconds['descriptorPageMapped']! / 8.1e-6).toBeCloseTo(1, 9);
+  });
+
+  it('a term the cells count but cannot identify keeps its measured constant, the rest fit', () => {
+    const plan = planCalibration(defaultCalibrationDesign());
+    const shipped = shippedWalDesign();
+    // Two written files dropped at every pg_control update: the column is controlFile's, twice.
+    const counts = shipped.counts.map((c) => ({
+      ...c,
+      replay: { ...c.replay, unlinkedNonEmptyForks: 2 * c.replay.controlFileUpdates },
+    }));
+    const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
+    expect(unidentifiedGroups(features, calibrationGroupsFor(plan, features))).toContain(
+      'unlinkNonEmpty',
+    );
+    const fit = identifiableGroups(plan, features, base);
+    expect(fit.measured).toEqual(['unlinkNonEmpty']);
+    expect(fit.unidentified).toEqual([]);
+    expect(fit.groups.map((g) => g.name)).not.toContain('unlinkNonEmpty');
+    expect(fit.base.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
+    const truth = { ...fit.base.constants };
+    for (const g of fit.groups)
+      for (const k of g.constants) truth[k] = { ...truth[k], seconds: 1e-6 };
+    const cells = plan.map((c, i) => ({
+      ...c,
+      runs: 3,
+      stalls: 0,
+      failoverMsMedian:
+        price({ counts: counts[i]!, nBuffers: c.nBuffers }, { ...base, constants: truth })
+          .failoverS * 1000,
+    })) as unknown as CellSummary[];
+    const meta = { name: 't', description: 't', source: 't' };
+    const r = fitCalibration(cells, counts, fit.base, meta, fit.groups);
+    expect(r.profile.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
+    expect(r.groupSeconds['controlFile']! / 1e-6).toBeCloseTo(1, 9);
   });
 
   it('without DML cells or a cell beyond the cache: the older ties', async () => {
