@@ -146,30 +146,8 @@ export function decodeMainData(
         return { kind: 'dbase_drop', dbId: u32(b, off), tablespaces };
       }
       return null;
-    case RM_HEAP_ID: {
-      const hop = op & 0x70;
-      if (hop === 0x00) {
-        needBytes(rec, len, 3, 'xl_heap_insert');
-        const d: HeapInsert = scratch?.heapInsert ?? { kind: 'heap_insert', offnum: 0, flags: 0 };
-        d.offnum = u16(b, off);
-        d.flags = b[off + 2]!;
-        return d;
-      }
-      if (hop === 0x20 || hop === 0x40) {
-        needBytes(rec, len, 14, 'xl_heap_update');
-        const d: HeapUpdate = scratch?.heapUpdate ?? {
-          kind: 'heap_update',
-          oldOffnum: 0,
-          newOffnum: 0,
-          flags: 0,
-        };
-        d.oldOffnum = u16(b, off + 4);
-        d.flags = b[off + 7]!;
-        d.newOffnum = u16(b, off + 12);
-        return d;
-      }
-      return null;
-    }
+    case RM_HEAP_ID:
+      return heapData(rec, op & 0x70, b, off, len, scratch);
     case RM_HEAP2_ID:
       return heap2Data(rec, op & 0x70, b, off, len, fmt);
     default:
@@ -195,6 +173,38 @@ function needBytes(rec: RecordHead, len: number, n: number, what: string): void 
       `${rec.rmgr}/${rec.type} record at ${formatLsn(rec.lsn)}: main data of ${len} bytes is too short for ${what} (${n} bytes)`,
       rec.lsn,
     );
+}
+
+/** Heap INSERT and UPDATE (heap_xlog_insert, heap_xlog_update): the offsets predict reads. */
+function heapData(
+  rec: RecordHead,
+  hop: number,
+  b: Uint8Array,
+  off: number,
+  len: number,
+  scratch: MainDataScratch | null,
+): PgWalMainData | null {
+  if (hop === 0x00) {
+    needBytes(rec, len, 3, 'xl_heap_insert');
+    const d: HeapInsert = scratch?.heapInsert ?? { kind: 'heap_insert', offnum: 0, flags: 0 };
+    d.offnum = u16(b, off);
+    d.flags = b[off + 2]!;
+    return d;
+  }
+  if (hop === 0x20 || hop === 0x40) {
+    needBytes(rec, len, 14, 'xl_heap_update');
+    const d: HeapUpdate = scratch?.heapUpdate ?? {
+      kind: 'heap_update',
+      oldOffnum: 0,
+      newOffnum: 0,
+      flags: 0,
+    };
+    d.oldOffnum = u16(b, off + 4);
+    d.flags = b[off + 7]!;
+    d.newOffnum = u16(b, off + 12);
+    return d;
+  }
+  return null;
 }
 
 function heap2Data(
