@@ -284,6 +284,11 @@ export class RecoveryModel {
   private genericRecords = 0;
   /** A full scan has run in this startup process (learned or replayed): the array is mapped. */
   private descriptorsMapped = false;
+  /**
+   * The LSN of the last full-scan drop counted since the last take (null: none): the exporter
+   * keeps it per LSN window, to know whether a window has a full-scan drop after a replay LSN.
+   */
+  lastFullScanLsn: number | null = null;
   /** BUF_DROP_FULL_SCAN_THRESHOLD; null where the version has no lookup path (13). */
   readonly threshold: number | null;
 
@@ -725,6 +730,7 @@ export class RecoveryModel {
       listSteps: 0,
       hashInserts: 0,
     });
+    if (full) this.lastFullScanLsn = rec.lsn;
     if (this.dropList === 'first-full-scan' && (!full || this.drops.length > 0)) return;
     this.drops.push({
       lsn: rec.lsn,
@@ -768,6 +774,7 @@ export class RecoveryModel {
     for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
     for (const a of this.assumptions) c.assumptions.add(a);
     c.descriptorsMapped = this.descriptorsMapped;
+    c.lastFullScanLsn = this.lastFullScanLsn;
     c.records = this.records;
     c.walBytes = this.walBytes;
     c.genericRecords = this.genericRecords;
@@ -807,6 +814,7 @@ export class RecoveryModel {
     this.typeByKey = new Array(256 * 256);
     this.lastType = null;
     this.drops = [];
+    this.lastFullScanLsn = null;
     this.records = this.walBytes = this.genericRecords = 0;
     return t;
   }
