@@ -306,7 +306,8 @@ export class PgWalReader {
     // Skip continuation data, which may fill whole pages; bounded by the segments present.
     for (;;) {
       const pagePtr = tmp - (tmp % XLOG_BLCKSZ);
-      const po = await this.page(pagePtr);
+      const p = this.page(pagePtr);
+      const po = typeof p === 'number' ? p : await p;
       const phs = this.pageHeaderSize(po);
       if ((u16(this.win, po + 2) & XLP_FIRST_IS_CONTRECORD) !== 0) {
         const rem = maxAlign(u32(this.win, po + 16));
@@ -489,7 +490,8 @@ export class PgWalReader {
       if (lsn >= this.endLsn) this.reachedEnd();
       const pagePtr = lsn - (lsn % XLOG_BLCKSZ);
       let recOff = lsn % XLOG_BLCKSZ;
-      const po = await this.page(pagePtr);
+      const p = this.page(pagePtr);
+      const po = typeof p === 'number' ? p : await p;
       const phs = this.pageHeaderSize(po);
       if (recOff === 0) {
         lsn += phs;
@@ -550,7 +552,8 @@ export class PgWalReader {
     // Each page adds at least one byte (xlp_rem_len > 0), so at most totLen pages.
     while (gotLen < totLen) {
       pg += XLOG_BLCKSZ;
-      const po = await this.page(pg);
+      const p = this.page(pg);
+      const po = typeof p === 'number' ? p : await p;
       const info = u16(this.win, po + 2);
       if ((info & XLP_FIRST_IS_OVERWRITE_CONTRECORD) !== 0) {
         this.next = pg;
@@ -613,21 +616,34 @@ export class PgWalReader {
 
   /**
    * The window offset of the validated page at `pagePtr`, reading a chunk of its segment when it
-   * is not in memory (and the segment's first page, so a recycled file is caught early).
+   * is not in memory (and the segment's first page, so a recycled file is caught early). A page
+   * in the window is answered at once, not as a promise: the slow path asks for one or two pages
+   * of every page's records (spanning records), and a promise and an await each cost more than
+   * the rest of the call.
    */
-  private async page(pagePtr: Lsn): Promise<number> {
-    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen) {
-      const segno = Math.floor(pagePtr / this.segSize);
-      const segStart = segno * this.segSize;
-      if (this.fileSegno !== segno) {
-        await this.openSegment(segno, pagePtr);
-        if (pagePtr !== segStart) {
-          await this.load(segStart, XLOG_BLCKSZ);
-          this.validatePage(segStart, 0);
-        }
+  private page(pagePtr: Lsn): number | Promise<number> {
+    if (pagePtr < this.winStart || pagePtr >= this.winStart + this.winLen)
+      return this.pageRead(pagePtr);
+    return this.pageInWindow(pagePtr);
+  }
+
+  /** `page` for a page not in the window: its chunk read first. */
+  private async pageRead(pagePtr: Lsn): Promise<number> {
+    const segno = Math.floor(pagePtr / this.segSize);
+    const segStart = segno * this.segSize;
+    if (this.fileSegno !== segno) {
+      await this.openSegment(segno, pagePtr);
+      if (pagePtr !== segStart) {
+        await this.load(segStart, XLOG_BLCKSZ);
+        this.validatePage(segStart, 0);
       }
-      await this.load(pagePtr, Math.min(this.win.length, segStart + this.segSize - pagePtr));
     }
+    await this.load(pagePtr, Math.min(this.win.length, segStart + this.segSize - pagePtr));
+    return this.pageInWindow(pagePtr);
+  }
+
+  /** `page` for a page in the window: validated once. */
+  private pageInWindow(pagePtr: Lsn): number {
     const po = pagePtr - this.winStart;
     if (pagePtr < this.checkedFrom || pagePtr >= this.checkedTo) {
       this.validatePage(pagePtr, po);

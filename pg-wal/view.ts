@@ -10,7 +10,7 @@ import type { Lsn } from '../wal/lsn.ts';
 import { u32 } from './bytes.ts';
 import type { PgWalColumns } from './columns.ts';
 import { XLR_MAX_BLOCK_ID, type PgWalFormat } from './format.ts';
-import { decodeMainData, type PgWalMainData } from './main-data.ts';
+import { decodeMainData, MainDataScratch, type PgWalMainData } from './main-data.ts';
 import type { PgWalRecord } from './record.ts';
 import { recordTypeName, rmgrName } from './rmgr-names.ts';
 import type { ScanViews } from './scan-wasm.ts';
@@ -33,8 +33,13 @@ export class PgWalRecordView {
   /** Bytes of full-page images. */
   fpiLength = 0;
   mainDataLength = 0;
-  /** The main data of the records predict needs (main-data.ts), null for the others. */
+  /**
+   * The main data of the records predict needs (main-data.ts), null for the others; valid, like
+   * the rest of the view, only during the callback (a Heap INSERT's or UPDATE's is refilled).
+   */
   data: PgWalMainData | null = null;
+  /** The objects a Heap INSERT's and UPDATE's `data` are refilled in. */
+  readonly scratch = new MainDataScratch();
   /** Block references of this record: entries [0, blockCount) of the arrays below. */
   blockCount = 0;
   readonly blockSpc = new Uint32Array(MAX_BLOCKS);
@@ -119,5 +124,5 @@ export function decodeScannedInto(
   const main = sv.mainLength[i]!;
   v.mainDataLength = main;
   v.data = null;
-  v.data = decodeMainData(v, b, off + totLen - main, main, fmt);
+  v.data = decodeMainData(v, b, off + totLen - main, main, fmt, v.scratch);
 }

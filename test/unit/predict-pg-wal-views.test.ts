@@ -252,4 +252,40 @@ describe("the replay model's shortcut for the relation named last", () => {
     const c = m.result().counts.smgr;
     expect([c.nblocks[0], c.extend[0], c.unlink[0]]).toEqual([1, 1, 1]);
   });
+
+  // The block added last per relation and fork is remembered (no hash lookup for a run of
+  // records on one page); whatever removes blocks from the resident sets must forget it.
+  const at = (lsn: number, block: number): PgWalRecord => ({
+    ...touch(lsn),
+    blocks: [{ node, fork: 0, block }],
+  });
+  const dropIt = (lsn: number): PgWalRecord => ({
+    ...touch(lsn),
+    rmgr: 'Transaction',
+    type: 'COMMIT',
+    blocks: [],
+    dropRels: [{ ...node }],
+  });
+  it('a block truncated away and written again is resident again (its drop invalidates it)', () => {
+    const m = new RecoveryModel(4096);
+    m.replay(at(1, 5));
+    m.replay(at(2, 5));
+    const trunc: PgWalRecord = { ...touch(3), rmgr: 'Storage', type: 'TRUNCATE', blocks: [] };
+    trunc.truncate = { node: { ...node }, blkno: 0, flags: 1 };
+    m.replay(trunc);
+    m.replay(at(4, 5));
+    m.replay(dropIt(5));
+    expect(m.result().drops.map((d) => [d.record, d.invalidated])).toEqual([
+      ['Storage/TRUNCATE', 1],
+      ['Transaction/COMMIT', 1],
+    ]);
+  });
+  it('a block removed from the states handed out (the exporter) and written again is resident again', () => {
+    const m = new RecoveryModel(4096);
+    m.replay(at(1, 7));
+    for (const st of m.relStates().values()) st.forks[0].resident.delete(7);
+    m.replay(at(2, 7));
+    m.replay(dropIt(3));
+    expect(m.result().drops.map((d) => d.invalidated)).toEqual([1]);
+  });
 });
