@@ -6,8 +6,8 @@
  * it exits at promotion. Its startup CPU, records and WAL bytes are the run record's. PERF_DIR also
  * `perf record`s the startup process (cpu-clock, call graphs) into PERF_DIR/perf-<major>-<k>.data.
  *
- * The question it answers (BENCHMARKS.md, "Test A … real 13 and 15"): 13 replays the same records
- * as 15 at 3–4× the CPU a page. 13's smgrnblocks asks the kernel the fork's size (mdnblocks: an
+ * The question it answers (BENCHMARKS.md "Test A, one relation of NBuffers/k pages: real 13 and
+ * 15, walsim, the seed"): 13 replays the same records as 15 at 3–4× the CPU a page. 13's smgrnblocks asks the kernel the fork's size (mdnblocks: an
  * lseek to the end of its last segment) on every block a record touches; 14 and later answer it
  * from the size cached during recovery. The lseek count a page says which.
  *
