@@ -118,6 +118,8 @@ export class ScanMemory {
   /** The scan's block references and main data lengths (flag SCAN_VIEWS). */
   readonly views: ScanViews;
   private readonly memory: WebAssembly.Memory;
+  /** The memory's buffer, read once (the memory never grows; the getter costs a call). */
+  private readonly buffer: ArrayBuffer | SharedArrayBuffer;
   private readonly wasm: ScanExports;
   /** Where each window's verdict table starts. */
   private readonly tables: [number, number];
@@ -145,6 +147,7 @@ export class ScanMemory {
     const instance = new WebAssembly.Instance(scanModule(), { env: { memory: this.memory } });
     this.wasm = instance.exports as unknown as ScanExports;
     const buf = this.memory.buffer;
+    this.buffer = buf;
     new Int32Array(buf, TABLES_AT, 16 * 256).set(sixteenTables());
     this.addresses = new Int32Array(buf, OUT.address, SCAN_OUT_MAX);
     this.columns = new PgWalColumns(SCAN_OUT_MAX, {
@@ -284,8 +287,7 @@ export class ScanMemory {
 
   /** ValidXLogRecord over `b[off, off + totLen)`: in WebAssembly when `b` is in this memory. */
   recordCrcOk(b: Buffer, off: number, totLen: number): boolean {
-    if (b.buffer === this.memory.buffer)
-      return this.wasm.recordCrcOk(b.byteOffset + off, totLen) === 1;
+    if (b.buffer === this.buffer) return this.wasm.recordCrcOk(b.byteOffset + off, totLen) === 1;
     return recordCrcOkTs(b, off, totLen);
   }
 
@@ -295,7 +297,7 @@ export class ScanMemory {
    * (the caller then decodes it in TypeScript, which says why).
    */
   recordFpi(b: Buffer, off: number, totLen: number, flags: number): number {
-    if (b.buffer !== this.memory.buffer) return -1;
+    if (b.buffer !== this.buffer) return -1;
     return this.wasm.recordFpi(b.byteOffset + off, totLen, flags);
   }
 
@@ -315,7 +317,7 @@ export class ScanMemory {
     max: number,
     flags: number,
   ): number {
-    assert(win.buffer === this.memory.buffer, 'the scan reads a window of its memory');
+    assert(win.buffer === this.buffer, 'the scan reads a window of its memory');
     const w = win.byteOffset;
     const base = winLsn - w;
     const n = Math.min(max, SCAN_OUT_MAX - at);
