@@ -4,7 +4,7 @@
  * read them (xact.h, rmgrdesc/xactdesc.c), Database DROP (dbcommands_xlog.h), Heap INSERT/UPDATE
  * and Heap2 MULTI_INSERT (heapam_xlog.h), and the counts of Heap2's prune/vacuum records.
  *
- * Entry points: `decodeMainData`, `PgWalMainData`, `XACT_XINFO_*`.
+ * Entry points: `decodeMainData`, `MainDataScratch`, `PgWalMainData`, `XACT_XINFO_*`.
  */
 import { RM_DBASE_ID, RM_HEAP2_ID, RM_HEAP_ID, RM_SMGR_ID, RM_XACT_ID } from './rmgr-names.ts';
 import type { PgWalFormat } from './format.ts';
@@ -85,9 +85,23 @@ const node = (b: Uint8Array, o: number): RelFileNode => ({
 /** A signed int64 (TimestampTz) as a number: exact within ±2^53 µs (±285 years). */
 const i64 = (b: Uint8Array, o: number): number => u32(b, o) + (u32(b, o + 4) | 0) * 0x1_0000_0000;
 
+type HeapInsert = Extract<PgWalMainData, { kind: 'heap_insert' }>;
+type HeapUpdate = Extract<PgWalMainData, { kind: 'heap_update' }>;
+
+/**
+ * The main data of the records that come one per row (Heap INSERT, UPDATE), refilled instead of
+ * allocated for a reader that hands each record out before decoding the next (`views()`): what
+ * `decodeMainData` returns from it is valid until its next call with the same scratch.
+ */
+export class MainDataScratch {
+  readonly heapInsert: HeapInsert = { kind: 'heap_insert', offnum: 0, flags: 0 };
+  readonly heapUpdate: HeapUpdate = { kind: 'heap_update', oldOffnum: 0, newOffnum: 0, flags: 0 };
+}
+
 /**
  * The main data of `rec` at `b[off, off + len)`, or null for a record predict does not read.
- * Throws PgWalInvalidRecord when the main data is shorter than its structure says.
+ * Throws PgWalInvalidRecord when the main data is shorter than its structure says. With
+ * `scratch`, a Heap INSERT's or UPDATE's is that scratch's object, refilled.
  */
 export function decodeMainData(
   rec: RecordHead,
@@ -95,6 +109,7 @@ export function decodeMainData(
   off: number,
   len: number,
   fmt: PgWalFormat,
+  scratch: MainDataScratch | null = null,
 ): PgWalMainData | null {
   const op = rec.info & 0xf0;
   if (rec.rmid === 0 && op === 0x70) return restorePoint(rec, b, off, len);
@@ -131,23 +146,8 @@ export function decodeMainData(
         return { kind: 'dbase_drop', dbId: u32(b, off), tablespaces };
       }
       return null;
-    case RM_HEAP_ID: {
-      const hop = op & 0x70;
-      if (hop === 0x00) {
-        needBytes(rec, len, 3, 'xl_heap_insert');
-        return { kind: 'heap_insert', offnum: u16(b, off), flags: b[off + 2]! };
-      }
-      if (hop === 0x20 || hop === 0x40) {
-        needBytes(rec, len, 14, 'xl_heap_update');
-        return {
-          kind: 'heap_update',
-          oldOffnum: u16(b, off + 4),
-          flags: b[off + 7]!,
-          newOffnum: u16(b, off + 12),
-        };
-      }
-      return null;
-    }
+    case RM_HEAP_ID:
+      return heapData(rec, op & 0x70, b, off, len, scratch);
     case RM_HEAP2_ID:
       return heap2Data(rec, op & 0x70, b, off, len, fmt);
     default:
@@ -173,6 +173,38 @@ function needBytes(rec: RecordHead, len: number, n: number, what: string): void 
       `${rec.rmgr}/${rec.type} record at ${formatLsn(rec.lsn)}: main data of ${len} bytes is too short for ${what} (${n} bytes)`,
       rec.lsn,
     );
+}
+
+/** Heap INSERT and UPDATE (heap_xlog_insert, heap_xlog_update): the offsets predict reads. */
+function heapData(
+  rec: RecordHead,
+  hop: number,
+  b: Uint8Array,
+  off: number,
+  len: number,
+  scratch: MainDataScratch | null,
+): PgWalMainData | null {
+  if (hop === 0x00) {
+    needBytes(rec, len, 3, 'xl_heap_insert');
+    const d: HeapInsert = scratch?.heapInsert ?? { kind: 'heap_insert', offnum: 0, flags: 0 };
+    d.offnum = u16(b, off);
+    d.flags = b[off + 2]!;
+    return d;
+  }
+  if (hop === 0x20 || hop === 0x40) {
+    needBytes(rec, len, 14, 'xl_heap_update');
+    const d: HeapUpdate = scratch?.heapUpdate ?? {
+      kind: 'heap_update',
+      oldOffnum: 0,
+      newOffnum: 0,
+      flags: 0,
+    };
+    d.oldOffnum = u16(b, off + 4);
+    d.flags = b[off + 7]!;
+    d.newOffnum = u16(b, off + 12);
+    return d;
+  }
+  return null;
 }
 
 function heap2Data(

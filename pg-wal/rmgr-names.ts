@@ -3,7 +3,7 @@
  * rmgrdesc/*.c), per major: the names `pg_waldump` prints and `pg_waldump --stats=record` groups
  * by. A type no identify function names is `UNKNOWN (%x)`, as pg_waldump prints it.
  *
- * Entry points: `rmgrName`, `recordTypeName`, `RM_*` ids.
+ * Entry points: `rmgrName`, `recordTypeName`, `recordTypeNames`, `RM_*` ids.
  */
 import type { PgMajor } from './format.ts';
 
@@ -286,13 +286,22 @@ function identifyKey(rmid: number, info: number): number {
 /** Cache: names per (major, rmid, info): a record type lookup is one array read. */
 const cache = new Map<PgMajor, Array<string | undefined>>();
 
-/** The record type name pg_waldump prints for a record of `rmid` with `info` (xl_info). */
-export function recordTypeName(major: PgMajor, rmid: number, info: number): string {
+/**
+ * The names of `major` found so far, by `rmid * 256 + info` (undefined: not asked yet, ask
+ * `recordTypeName`): a reader keeps its major's to look a name up without the map.
+ */
+export function recordTypeNames(major: PgMajor): Array<string | undefined> {
   let table = cache.get(major);
   if (table === undefined) {
-    table = new Array<string | undefined>(256 * 256);
+    table = new Array<string | undefined>(256 * 256).fill(undefined);
     cache.set(major, table);
   }
+  return table;
+}
+
+/** The record type name pg_waldump prints for a record of `rmid` with `info` (xl_info). */
+export function recordTypeName(major: PgMajor, rmid: number, info: number): string {
+  const table = recordTypeNames(major);
   const slot = rmid * 256 + info;
   const hit = table[slot];
   if (hit !== undefined) return hit;

@@ -12,8 +12,8 @@
  * used only once the job for its current content has finished (a status word per window, set
  * with Atomics by the worker after the verdicts); any read into a window first invalidates them.
  *
- * Entry points: `ScanMemory` (`windows`, `asm`, `recordCrcOk`, `scanPage`, `out`, the verdict
- * jobs), `CrcWorker`, `CRC_WORKER_CODE`, `SCAN_OUT_MAX`.
+ * Entry points: `ScanMemory` (`windows`, `asm`, `recordCrcOk`, `scanPage`, `columns`, `views`,
+ * the verdict jobs), `CrcWorker`, `CRC_WORKER_CODE`, `SCAN_OUT_MAX`, `SCAN_VIEWS`.
  */
 import { Worker } from 'node:worker_threads';
 import { assert } from '../common/assert.ts';
@@ -30,7 +30,12 @@ const TABLES_AT = 0;
 export const SCAN_OUT_MAX = 4096;
 const OUT = { address: 16384, fpi: 32768, tot: 49152, lsn: 65536, end: 98304, rmid: 131072 };
 const OUT_INFO = 135168;
-const ASM_AT = OUT_INFO + SCAN_OUT_MAX;
+/** `views()`' output (scan's flag SCAN_VIEWS): per record, then per block slot. */
+const OUT_VIEW = { main: 139264, first: 155648, count: 172032 };
+/** Block slots of one scan: a page's records hold fewer (an 8-byte block header at least). */
+export const SCAN_BLOCK_SLOTS = 1024;
+const BLOCKS = { spc: 176128, db: 180224, rel: 184320, no: 188416, fork: 192512 };
+const ASM_AT = BLOCKS.fork + SCAN_BLOCK_SLOTS;
 /** Records up to this length are reassembled inside the memory (an FPI record is ~8 kB). */
 const ASM_BYTES = 256 * 1024;
 /** Windows start on a WebAssembly page (and so on an 8 kB WAL page: MAXALIGN holds). */
@@ -55,6 +60,23 @@ interface ScanExports {
 
 /** scan.wat's flag: the window's verdicts are complete. */
 const SCAN_VERDICTS = 4;
+/** scan.wat's flag: write each record's block references and main data length (`ScanViews`). */
+export const SCAN_VIEWS = 8;
+
+/**
+ * What scan.wat's fragment walk wrote for `views()` (flag SCAN_VIEWS): record i's main data
+ * length, its block references in slots [first[i], first[i] + count[i]) of the block arrays.
+ */
+export interface ScanViews {
+  readonly mainLength: Uint32Array;
+  readonly first: Int32Array;
+  readonly count: Uint8Array;
+  readonly spc: Uint32Array;
+  readonly db: Uint32Array;
+  readonly rel: Uint32Array;
+  readonly block: Uint32Array;
+  readonly fork: Uint8Array;
+}
 
 let compiled: WebAssembly.Module | null = null;
 
@@ -93,7 +115,11 @@ export class ScanMemory {
   readonly addresses: Int32Array;
   /** The scan's output as columns; `PgWalColumns` pushes into the same arrays. */
   readonly columns: PgWalColumns;
+  /** The scan's block references and main data lengths (flag SCAN_VIEWS). */
+  readonly views: ScanViews;
   private readonly memory: WebAssembly.Memory;
+  /** The memory's buffer, read once (the memory never grows; the getter costs a call). */
+  private readonly buffer: ArrayBuffer | SharedArrayBuffer;
   private readonly wasm: ScanExports;
   /** Where each window's verdict table starts. */
   private readonly tables: [number, number];
@@ -121,6 +147,7 @@ export class ScanMemory {
     const instance = new WebAssembly.Instance(scanModule(), { env: { memory: this.memory } });
     this.wasm = instance.exports as unknown as ScanExports;
     const buf = this.memory.buffer;
+    this.buffer = buf;
     new Int32Array(buf, TABLES_AT, 16 * 256).set(sixteenTables());
     this.addresses = new Int32Array(buf, OUT.address, SCAN_OUT_MAX);
     this.columns = new PgWalColumns(SCAN_OUT_MAX, {
@@ -131,6 +158,17 @@ export class ScanMemory {
       totalLength: new Uint32Array(buf, OUT.tot, SCAN_OUT_MAX),
       fpiLength: new Uint32Array(buf, OUT.fpi, SCAN_OUT_MAX),
     });
+    const slots = SCAN_BLOCK_SLOTS;
+    this.views = {
+      mainLength: new Uint32Array(buf, OUT_VIEW.main, SCAN_OUT_MAX),
+      first: new Int32Array(buf, OUT_VIEW.first, SCAN_OUT_MAX),
+      count: new Uint8Array(buf, OUT_VIEW.count, SCAN_OUT_MAX),
+      spc: new Uint32Array(buf, BLOCKS.spc, slots),
+      db: new Uint32Array(buf, BLOCKS.db, slots),
+      rel: new Uint32Array(buf, BLOCKS.rel, slots),
+      block: new Uint32Array(buf, BLOCKS.no, slots),
+      fork: new Uint8Array(buf, BLOCKS.fork, slots),
+    };
     this.asm = Buffer.from(buf, ASM_AT, ASM_BYTES);
     this.windows = [
       Buffer.from(buf, WINDOWS_AT, windowBytes),
@@ -249,8 +287,7 @@ export class ScanMemory {
 
   /** ValidXLogRecord over `b[off, off + totLen)`: in WebAssembly when `b` is in this memory. */
   recordCrcOk(b: Buffer, off: number, totLen: number): boolean {
-    if (b.buffer === this.memory.buffer)
-      return this.wasm.recordCrcOk(b.byteOffset + off, totLen) === 1;
+    if (b.buffer === this.buffer) return this.wasm.recordCrcOk(b.byteOffset + off, totLen) === 1;
     return recordCrcOkTs(b, off, totLen);
   }
 
@@ -260,7 +297,7 @@ export class ScanMemory {
    * (the caller then decodes it in TypeScript, which says why).
    */
   recordFpi(b: Buffer, off: number, totLen: number, flags: number): number {
-    if (b.buffer !== this.memory.buffer) return -1;
+    if (b.buffer !== this.buffer) return -1;
     return this.wasm.recordFpi(b.byteOffset + off, totLen, flags);
   }
 
@@ -280,7 +317,7 @@ export class ScanMemory {
     max: number,
     flags: number,
   ): number {
-    assert(win.buffer === this.memory.buffer, 'the scan reads a window of its memory');
+    assert(win.buffer === this.buffer, 'the scan reads a window of its memory');
     const w = win.byteOffset;
     const base = winLsn - w;
     const n = Math.min(max, SCAN_OUT_MAX - at);

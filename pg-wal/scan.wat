@@ -8,14 +8,18 @@
 ;; Memory (imported, laid out by scan-wasm.ts): [0, 16384) the sixteen CRC tables, TABLE[k][b] at
 ;; k * 1024 + b * 4, the CRC of byte b followed by k zero bytes; then scan's output, a column per
 ;; value, 4096 records: [16384) window address i32, [32768) FPI bytes i32, [49152) xl_tot_len i32,
-;; [65536) LSN f64, [98304) end LSN f64, [131072) xl_rmid u8, [135168) xl_info u8; everything
-;; from 139264 on is the caller's. The memory is shared: a worker thread runs `verdicts` over the
-;; window the main thread will scan next (scan-wasm.ts `CrcWorker`).
+;; [65536) LSN f64, [98304) end LSN f64, [131072) xl_rmid u8, [135168) xl_info u8; for `views()`
+;; (scan's flag 8) also [139264) main data length i32, [155648) first block slot i32, [172032)
+;; block count u8, and the block references of one scan, 1024 slots: [176128) spcOid u32,
+;; [180224) dbOid u32, [184320) relNumber u32, [188416) block number u32, [192512) fork u8;
+;; everything from 193536 on is the caller's. The memory is shared: a worker thread runs
+;; `verdicts` over the window the main thread will scan next (scan-wasm.ts `CrcWorker`).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
   ;; COMP_CRC32C over [i, end): the running (unfinished) state in, the new state out. Slice-by-16
-  ;; (sixteen table lookups per 16 bytes, whose chains overlap), then 8, 4 and single bytes.
+  ;; (sixteen table lookups per 16 bytes, whose chains overlap), then 8, 4 and single bytes. A
+  ;; table index is byte b of a word times 4: (w >> (8b - 2)) & 1020, one shift and one mask.
   (func $crc (export "crc") (param $c i32) (param $i i32) (param $end i32) (result i32)
     (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32)
     (block $done16
@@ -31,64 +35,48 @@
               (i32.xor
                 (i32.xor
                   (i32.load offset=15360
-                    (i32.shl (i32.and (local.get $w0) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
                   (i32.load offset=14336
-                    (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
-                      (i32.const 2))))
+                    (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
                 (i32.xor
                   (i32.load offset=13312
-                    (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
                   (i32.load offset=12288
-                    (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
-                      (i32.const 2)))))
+                    (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020)))))
               (i32.xor
                 (i32.xor
                   (i32.load offset=11264
-                    (i32.shl (i32.and (local.get $w1) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shl (local.get $w1) (i32.const 2)) (i32.const 1020)))
                   (i32.load offset=10240
-                    (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 8)) (i32.const 255))
-                      (i32.const 2))))
+                    (i32.and (i32.shr_u (local.get $w1) (i32.const 6)) (i32.const 1020))))
                 (i32.xor
                   (i32.load offset=9216
-                    (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 16)) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shr_u (local.get $w1) (i32.const 14)) (i32.const 1020)))
                   (i32.load offset=8192
-                    (i32.shl (i32.shr_u (local.get $w1) (i32.const 24))
-                      (i32.const 2))))))
+                    (i32.and (i32.shr_u (local.get $w1) (i32.const 22)) (i32.const 1020))))))
             (i32.xor
               (i32.xor
                 (i32.xor
                   (i32.load offset=7168
-                    (i32.shl (i32.and (local.get $w2) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shl (local.get $w2) (i32.const 2)) (i32.const 1020)))
                   (i32.load offset=6144
-                    (i32.shl (i32.and (i32.shr_u (local.get $w2) (i32.const 8)) (i32.const 255))
-                      (i32.const 2))))
+                    (i32.and (i32.shr_u (local.get $w2) (i32.const 6)) (i32.const 1020))))
                 (i32.xor
                   (i32.load offset=5120
-                    (i32.shl (i32.and (i32.shr_u (local.get $w2) (i32.const 16)) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shr_u (local.get $w2) (i32.const 14)) (i32.const 1020)))
                   (i32.load offset=4096
-                    (i32.shl (i32.shr_u (local.get $w2) (i32.const 24))
-                      (i32.const 2)))))
+                    (i32.and (i32.shr_u (local.get $w2) (i32.const 22)) (i32.const 1020)))))
               (i32.xor
                 (i32.xor
                   (i32.load offset=3072
-                    (i32.shl (i32.and (local.get $w3) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shl (local.get $w3) (i32.const 2)) (i32.const 1020)))
                   (i32.load offset=2048
-                    (i32.shl (i32.and (i32.shr_u (local.get $w3) (i32.const 8)) (i32.const 255))
-                      (i32.const 2))))
+                    (i32.and (i32.shr_u (local.get $w3) (i32.const 6)) (i32.const 1020))))
                 (i32.xor
                   (i32.load offset=1024
-                    (i32.shl (i32.and (i32.shr_u (local.get $w3) (i32.const 16)) (i32.const 255))
-                      (i32.const 2)))
+                    (i32.and (i32.shr_u (local.get $w3) (i32.const 14)) (i32.const 1020)))
                   (i32.load
-                    (i32.shl (i32.shr_u (local.get $w3) (i32.const 24))
-                      (i32.const 2))))))))
+                    (i32.and (i32.shr_u (local.get $w3) (i32.const 22)) (i32.const 1020))))))))
         (local.set $i (i32.add (local.get $i) (i32.const 16)))
         (br $sixteen)))
     (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 8))
@@ -100,33 +88,24 @@
             (i32.xor
               (i32.xor
                 (i32.load offset=7168
-                  (i32.shl (i32.and (local.get $w0) (i32.const 255))
-                    (i32.const 2)))
+                  (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
                 (i32.load offset=6144
-                  (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
-                    (i32.const 2))))
+                  (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
               (i32.xor
                 (i32.load offset=5120
-                  (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
-                    (i32.const 2)))
+                  (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
                 (i32.load offset=4096
-                  (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
-                    (i32.const 2)))))
+                  (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020)))))
             (i32.xor
               (i32.xor
                 (i32.load offset=3072
-                  (i32.shl (i32.and (local.get $w1) (i32.const 255))
-                    (i32.const 2)))
+                  (i32.and (i32.shl (local.get $w1) (i32.const 2)) (i32.const 1020)))
                 (i32.load offset=2048
-                  (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 8)) (i32.const 255))
-                    (i32.const 2))))
+                  (i32.and (i32.shr_u (local.get $w1) (i32.const 6)) (i32.const 1020))))
               (i32.xor
                 (i32.load offset=1024
-                  (i32.shl (i32.and (i32.shr_u (local.get $w1) (i32.const 16)) (i32.const 255))
-                    (i32.const 2)))
-                (i32.load
-                  (i32.shl (i32.shr_u (local.get $w1) (i32.const 24))
-                    (i32.const 2)))))))
+                  (i32.and (i32.shr_u (local.get $w1) (i32.const 14)) (i32.const 1020)))
+                (i32.load (i32.and (i32.shr_u (local.get $w1) (i32.const 22)) (i32.const 1020)))))))
         (local.set $i (i32.add (local.get $i) (i32.const 8)))))
     (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 4))
       (then
@@ -135,18 +114,13 @@
           (i32.xor
             (i32.xor
               (i32.load offset=3072
-                (i32.shl (i32.and (local.get $w0) (i32.const 255))
-                  (i32.const 2)))
+                (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
               (i32.load offset=2048
-                (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 8)) (i32.const 255))
-                  (i32.const 2))))
+                (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
             (i32.xor
               (i32.load offset=1024
-                (i32.shl (i32.and (i32.shr_u (local.get $w0) (i32.const 16)) (i32.const 255))
-                  (i32.const 2)))
-              (i32.load
-                (i32.shl (i32.shr_u (local.get $w0) (i32.const 24))
-                  (i32.const 2))))))
+                (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
+              (i32.load (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020))))))
         (local.set $i (i32.add (local.get $i) (i32.const 4)))))
     (block $tail_done
       (loop $tail
@@ -179,11 +153,17 @@
   ;; compression, BKPBLOCK_SAME_REL after a relation), origin, top-level xid (flags bit 0),
   ;; main data last, and everything adding up to xl_tot_len. The bytes of full-page images
   ;; (bimg_len summed), or -1 when any check fails. $comp: the major's BKPIMAGE_COMPRESSED bits.
+  ;; $i >= 0 (a scan for views): the walk also writes what DecodeXLogRecord keeps — each block
+  ;; reference's relation (the one before for BKPBLOCK_SAME_REL), fork and block number into the
+  ;; block slots from $bo on, and the record's main data length, first slot and block count
+  ;; into the output columns at index $i — so the reader needs no second walk of the fragments.
   (func $fragments (param $o i32) (param $tot i32) (param $xid_ok i32) (param $comp i32)
-    (result i32)
+    (param $i i32) (param $bo i32) (result i32)
     (local $p i32) (local $end i32) (local $datatotal i32) (local $max_id i32) (local $rel i32)
     (local $fpi i32) (local $id i32) (local $flags i32) (local $len i32) (local $hoff i32)
     (local $hlen i32) (local $binfo i32) (local $hole i32) (local $compressed i32)
+    (local $main i32) (local $nb i32) (local $slot i32) (local $spc i32) (local $db i32)
+    (local $relno i32)
     (local.set $p (i32.add (local.get $o) (i32.const 24)))
     (local.set $end (i32.add (local.get $o) (local.get $tot)))
     (local.set $max_id (i32.const -1))
@@ -200,8 +180,8 @@
           (if (i32.eq (local.get $id) (i32.const 255))
             (then
               (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 1)))
-              (local.set $datatotal
-                (i32.add (local.get $datatotal) (i32.load8_u (local.get $p))))
+              (local.set $main (i32.load8_u (local.get $p)))
+              (local.set $datatotal (i32.add (local.get $datatotal) (local.get $main)))
               (local.set $p (i32.add (local.get $p) (i32.const 1)))
               (br $main)))
           ;; XLR_BLOCK_ID_DATA_LONG
@@ -210,6 +190,7 @@
               (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 4)))
               (local.set $len (i32.load (local.get $p)))
               (br_if $bad (i32.gt_u (local.get $len) (local.get $tot)))
+              (local.set $main (local.get $len))
               (local.set $datatotal (i32.add (local.get $datatotal) (local.get $len)))
               (local.set $p (i32.add (local.get $p) (i32.const 4)))
               (br $main)))
@@ -281,13 +262,34 @@
             (then (br_if $bad (i32.eqz (local.get $rel))))
             (else
               (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 12)))
+              (local.set $spc (i32.load (local.get $p)))
+              (local.set $db (i32.load offset=4 (local.get $p)))
+              (local.set $relno (i32.load offset=8 (local.get $p)))
               (local.set $p (i32.add (local.get $p) (i32.const 12)))
               (local.set $rel (i32.const 1))))
           ;; The block number.
           (br_if $bad (i32.lt_s (i32.sub (local.get $end) (local.get $p)) (i32.const 4)))
+          (if (i32.ge_s (local.get $i) (i32.const 0))
+            (then
+              (local.set $slot (i32.add (local.get $bo) (local.get $nb)))
+              (i32.store offset=176128 (i32.shl (local.get $slot) (i32.const 2)) (local.get $spc))
+              (i32.store offset=180224 (i32.shl (local.get $slot) (i32.const 2)) (local.get $db))
+              (i32.store offset=184320 (i32.shl (local.get $slot) (i32.const 2))
+                (local.get $relno))
+              (i32.store offset=188416 (i32.shl (local.get $slot) (i32.const 2))
+                (i32.load (local.get $p)))
+              ;; BKPBLOCK_FORK_MASK
+              (i32.store8 offset=192512 (local.get $slot)
+                (i32.and (local.get $flags) (i32.const 0x0f)))))
+          (local.set $nb (i32.add (local.get $nb) (i32.const 1)))
           (local.set $p (i32.add (local.get $p) (i32.const 4)))
           (br $next)))
       (br_if $bad (i32.ne (i32.sub (local.get $end) (local.get $p)) (local.get $datatotal)))
+      (if (i32.ge_s (local.get $i) (i32.const 0))
+        (then
+          (i32.store offset=139264 (i32.shl (local.get $i) (i32.const 2)) (local.get $main))
+          (i32.store offset=155648 (i32.shl (local.get $i) (i32.const 2)) (local.get $bo))
+          (i32.store8 offset=172032 (local.get $i) (local.get $nb))))
       (return (local.get $fpi)))
     (i32.const -1))
 
@@ -403,7 +405,8 @@
   (func (export "recordFpi") (param $o i32) (param $tot i32) (param $flags i32) (result i32)
     (call $fragments (local.get $o) (local.get $tot)
       (i32.and (local.get $flags) (i32.const 1))
-      (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))))
+      (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))
+      (i32.const -1) (i32.const 0)))
 
 ;; The records from $o on that lie whole inside [.., $limit) (the page's end, or the range's),
   ;; each accepted as the TypeScript hot path accepts one: xl_tot_len at least 24 and inside the
@@ -414,12 +417,16 @@
   ;; $base_lo/$base_hi: the LSN of address 0 (two's complement: it may be below 0).
   ;; flags: bit 0 top-level xid (14+), bit 1 custom rmgrs (15+), bit 2 the CRC worker's verdicts
   ;; on this window's content are complete (the verdict of address a is at $vt + a / 8, and a
-  ;; 1 there spares the CRC-32C), bits 8–15 BKPIMAGE_COMPRESSED.
+  ;; 1 there spares the CRC-32C), bit 3 views: each record's block references and main data
+  ;; length too ($fragments' $i), its slots from 0 on (a scan stops before a record that might
+  ;; not fit the 1024 slots: a page holds fewer), bits 8–15 BKPIMAGE_COMPRESSED.
   (func (export "scan") (param $o i32) (param $limit i32) (param $prev_lo i32) (param $prev_hi i32)
     (param $base_lo i32) (param $base_hi i32) (param $at i32) (param $max i32) (param $flags i32)
     (param $vt i32) (result i32)
     (local $n i32) (local $tot i32) (local $rmid i32) (local $fpi i32) (local $lsn i64)
-    (local $base i64) (local $next i32) (local $i i32) (local $ok i32)
+    (local $base i64) (local $next i32) (local $i i32) (local $ok i32) (local $views i32)
+    (local $bo i32)
+    (local.set $views (i32.and (local.get $flags) (i32.const 8)))
     (local.set $base
       (i64.or (i64.shl (i64.extend_i32_u (local.get $base_hi)) (i64.const 32))
         (i64.extend_i32_u (local.get $base_lo))))
@@ -449,17 +456,26 @@
               (i32.load8_u (i32.add (local.get $vt) (i32.shr_u (local.get $o) (i32.const 3)))))))
         (if (i32.eqz (local.get $ok))
           (then (br_if $stop (i32.eqz (call $crc_ok (local.get $o) (local.get $tot))))))
+        (local.set $i (i32.add (local.get $at) (local.get $n)))
+        ;; 33 block references at most (ids 0–32).
+        (br_if $stop
+          (i32.and (i32.ne (local.get $views) (i32.const 0))
+            (i32.gt_u (i32.add (local.get $bo) (i32.const 33)) (i32.const 1024))))
         (local.set $fpi
           (call $fragments (local.get $o) (local.get $tot)
             (i32.and (local.get $flags) (i32.const 1))
-            (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))))
+            (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))
+            (select (local.get $i) (i32.const -1) (local.get $views)) (local.get $bo)))
         (br_if $stop (i32.lt_s (local.get $fpi) (i32.const 0)))
+        (if (local.get $views)
+          (then
+            (local.set $bo
+              (i32.add (local.get $bo) (i32.load8_u offset=172032 (local.get $i))))))
         ;; MAXALIGN: the next record starts on an 8-byte boundary.
         (local.set $next
           (i32.and (i32.add (i32.add (local.get $o) (local.get $tot)) (i32.const 7))
             (i32.const -8)))
         (local.set $lsn (i64.add (local.get $base) (i64.extend_i32_u (local.get $o))))
-        (local.set $i (i32.add (local.get $at) (local.get $n)))
         (i32.store offset=16384 (i32.shl (local.get $i) (i32.const 2)) (local.get $o))
         (i32.store offset=32768 (i32.shl (local.get $i) (i32.const 2)) (local.get $fpi))
         (i32.store offset=49152 (i32.shl (local.get $i) (i32.const 2)) (local.get $tot))

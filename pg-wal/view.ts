@@ -4,26 +4,16 @@
  * the main data predict reads (main-data.ts), decoded as `batches()` decodes it. What a consumer
  * that walks every record needs, without an object (or a block array) per record.
  *
- * Entry points: `PgWalRecordView`, `decodeRecordInto`.
+ * Entry points: `PgWalRecordView`, `decodeScannedInto`.
  */
 import type { Lsn } from '../wal/lsn.ts';
-import { u16, u32 } from './bytes.ts';
-import {
-  BKPBLOCK_FORK_MASK,
-  BKPBLOCK_HAS_IMAGE,
-  BKPBLOCK_SAME_REL,
-  BKPIMAGE_HAS_HOLE,
-  SIZE_OF_XLOG_RECORD,
-  XLR_BLOCK_ID_DATA_LONG,
-  XLR_BLOCK_ID_DATA_SHORT,
-  XLR_BLOCK_ID_ORIGIN,
-  XLR_BLOCK_ID_TOPLEVEL_XID,
-  XLR_MAX_BLOCK_ID,
-  type PgWalFormat,
-} from './format.ts';
-import { decodeMainData, type PgWalMainData } from './main-data.ts';
+import { u32 } from './bytes.ts';
+import type { PgWalColumns } from './columns.ts';
+import { XLR_MAX_BLOCK_ID, type PgWalFormat } from './format.ts';
+import { decodeMainData, MainDataScratch, type PgWalMainData } from './main-data.ts';
 import type { PgWalRecord } from './record.ts';
 import { recordTypeName, rmgrName } from './rmgr-names.ts';
+import type { ScanViews } from './scan-wasm.ts';
 
 const MAX_BLOCKS = XLR_MAX_BLOCK_ID + 1;
 
@@ -43,8 +33,13 @@ export class PgWalRecordView {
   /** Bytes of full-page images. */
   fpiLength = 0;
   mainDataLength = 0;
-  /** The main data of the records predict needs (main-data.ts), null for the others. */
+  /**
+   * The main data of the records predict needs (main-data.ts), null for the others; valid, like
+   * the rest of the view, only during the callback (a Heap INSERT's or UPDATE's is refilled).
+   */
   data: PgWalMainData | null = null;
+  /** The objects a Heap INSERT's and UPDATE's `data` are refilled in. */
+  readonly scratch = new MainDataScratch();
   /** Block references of this record: entries [0, blockCount) of the arrays below. */
   blockCount = 0;
   readonly blockSpc = new Uint32Array(MAX_BLOCKS);
@@ -87,78 +82,47 @@ export class PgWalRecordView {
 }
 
 /**
- * DecodeXLogRecord into a view, for a record whose header, CRC-32C and header fragments the
- * WebAssembly scan already checked (scan.wat `$fragments`): the walk here repeats its layout
- * without its checks, writing the block references into the view's arrays, then decodes the
- * main data as `decodeRecord` does (its own checks can still end reading, naming the record).
+ * DecodeXLogRecord into a view, for record `i` of a scan with SCAN_VIEWS (at `b[off…]`): the
+ * WebAssembly checked its header, CRC-32C and header fragments, and its one walk of the
+ * fragments (scan.wat `$fragments`) wrote the block references and the main data length, which
+ * are copied here; then the main data is decoded as `decodeRecord` does (its own checks can
+ * still end reading, naming the record). `typeNames`: `recordTypeNames(fmt.major)`.
  */
-export function decodeRecordInto(
+export function decodeScannedInto(
   v: PgWalRecordView,
   b: Uint8Array,
   off: number,
-  lsn: Lsn,
-  endLsn: Lsn,
-  fpiLength: number,
+  i: number,
+  cols: PgWalColumns,
+  sv: ScanViews,
   fmt: PgWalFormat,
+  typeNames: Array<string | undefined>,
 ): void {
-  const totLen = u32(b, off);
   const rmid = b[off + 17]!;
   const info = b[off + 16]!;
-  v.lsn = lsn;
-  v.endLsn = endLsn;
+  const totLen = cols.totalLength[i]!;
+  v.lsn = cols.lsn[i]!;
+  v.endLsn = cols.endLsn[i]!;
   v.xid = u32(b, off + 4);
   v.rmid = rmid;
   v.info = info;
   v.rmgr = rmgrName(rmid);
-  v.type = recordTypeName(fmt.major, rmid, info);
+  v.type = typeNames[rmid * 256 + info] ?? recordTypeName(fmt.major, rmid, info);
   v.totalLength = totLen;
-  v.fpiLength = fpiLength;
-  const end = off + totLen;
-  let p = off + SIZE_OF_XLOG_RECORD;
-  let datatotal = 0;
-  let main = 0;
-  let n = 0;
-  // The same loop as readFragments; each iteration consumes one fragment, so it is bounded.
-  while (end - p > datatotal) {
-    const id = b[p++]!;
-    if (id === XLR_BLOCK_ID_DATA_SHORT) {
-      main = b[p]!;
-      break;
-    } else if (id === XLR_BLOCK_ID_DATA_LONG) {
-      main = u32(b, p);
-      break;
-    } else if (id === XLR_BLOCK_ID_ORIGIN) p += 2;
-    else if (id === XLR_BLOCK_ID_TOPLEVEL_XID && fmt.hasToplevelXid) p += 4;
-    else {
-      const flags = b[p]!;
-      datatotal += u16(b, p + 1);
-      p += 3;
-      if ((flags & BKPBLOCK_HAS_IMAGE) !== 0) {
-        datatotal += u16(b, p);
-        const bimgInfo = b[p + 4]!;
-        p += 5;
-        if ((bimgInfo & fmt.bkpImageCompressed) !== 0 && (bimgInfo & BKPIMAGE_HAS_HOLE) !== 0)
-          p += 2;
-      }
-      if ((flags & BKPBLOCK_SAME_REL) === 0) {
-        v.blockSpc[n] = u32(b, p);
-        v.blockDb[n] = u32(b, p + 4);
-        v.blockRel[n] = u32(b, p + 8);
-        p += 12;
-      } else {
-        // The relation of the block before (every block names one or repeats it).
-        v.blockSpc[n] = v.blockSpc[n - 1]!;
-        v.blockDb[n] = v.blockDb[n - 1]!;
-        v.blockRel[n] = v.blockRel[n - 1]!;
-      }
-      v.blockNo[n] = u32(b, p);
-      v.blockFork[n] = flags & BKPBLOCK_FORK_MASK;
-      p += 4;
-      n++;
-    }
+  v.fpiLength = cols.fpiLength[i]!;
+  const n = sv.count[i]!;
+  const first = sv.first[i]!;
+  for (let j = 0; j < n; j++) {
+    const k = first + j;
+    v.blockSpc[j] = sv.spc[k]!;
+    v.blockDb[j] = sv.db[k]!;
+    v.blockRel[j] = sv.rel[k]!;
+    v.blockFork[j] = sv.fork[k]!;
+    v.blockNo[j] = sv.block[k]!;
   }
   v.blockCount = n;
+  const main = sv.mainLength[i]!;
   v.mainDataLength = main;
   v.data = null;
-  v.data = decodeMainData(v, b, end - main, main, fmt);
+  v.data = decodeMainData(v, b, off + totLen - main, main, fmt, v.scratch);
 }

@@ -25,7 +25,8 @@
  *     --stats=record` for the same per-type counts, wall clock and CPU time (the *Cpu* figures,
  *     every thread of the process counted): the reader on one thread (its default) and
  *     pgWalWorker* with its CRC-32C worker thread; pgWalRecordsMiBPerSec the reader decoding an
- *     object per record; pgWalPredict* predict's path (the reader's views into the replay model);
+ *     object per record; pgWalViews* predict's reading alone (the reader's views, counted);
+ *     pgWalPredict* predict's path (the reader's views into the replay model);
  *     pgWalWorkerCrossover the worker against one thread over the first 8–256 MiB
  *     (scripts/bench/pg-wal.ts; `--no-pg-wal` skips it, as does a machine without PostgreSQL).
  */
@@ -281,6 +282,8 @@ const result = {
   pgWalWorkerCpuMiBPerSec: pgWal?.workerCpuMiBPerSec ?? null,
   pgWalRecordsMiBPerSec: pgWal?.recordsMiBPerSec ?? null,
   pgWalRecordsCpuMiBPerSec: pgWal?.recordsCpuMiBPerSec ?? null,
+  pgWalViewsMiBPerSec: pgWal?.viewsMiBPerSec ?? null,
+  pgWalViewsCpuMiBPerSec: pgWal?.viewsCpuMiBPerSec ?? null,
   pgWalPredictMiBPerSec: pgWal?.predictMiBPerSec ?? null,
   pgWalPredictCpuMiBPerSec: pgWal?.predictCpuMiBPerSec ?? null,
   pgWalPredictToWaldump: pgWal?.predictToWaldump ?? null,
@@ -349,6 +352,12 @@ const rows: Array<[string, string]> = [
     pgWal === null
       ? 'skipped'
       : `${pgWal.recordsMiBPerSec} MiB/s, ${pgWal.recordsCpuMiBPerSec} MiB/s of CPU`,
+  ],
+  [
+    "  predict's reading (views, no model)",
+    pgWal === null
+      ? 'skipped'
+      : `${pgWal.viewsMiBPerSec} MiB/s, ${pgWal.viewsCpuMiBPerSec} MiB/s of CPU`,
   ],
   [
     "  predict's path (views → model)",

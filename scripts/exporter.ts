@@ -9,9 +9,9 @@ import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
 import { WalsimError } from '../common/errors.ts';
 import { parseCli, runCli, UsageError } from './cli/command.ts';
 import { invocation, usageIndent } from './cli/invocation.ts';
-import { parseDuration, standbyLabel, type Target } from './exporter/collector.ts';
 import { CycleHost } from './exporter/cycle-host.ts';
-import { exporterRegistry } from './exporter/metrics.ts';
+import { liveRegistry, metricsPage } from './exporter/metrics.ts';
+import { parseDuration, standbyLabel, type Target } from './exporter/snapshot.ts';
 import { startMetricsServer, type MetricsServer } from './exporter/server.ts';
 import { isLoopbackHost, loadWebConfig, parseListen, WebAuth } from './exporter/web-config.ts';
 import { rememberSecrets } from './postgres/conninfo.ts';
@@ -104,12 +104,12 @@ async function main(): Promise<number> {
     profileRef,
     intervalMs,
   });
-  const registry = exporterRegistry(() => cycles.snapshot(), {
-    name: profile.name,
-    ref: profileRef,
-    profile,
-  });
-  const server = await startMetricsServer(host, port, registry, auth);
+  // A scrape collects the live series here and serves the cycle thread's last text as it is.
+  const page = metricsPage(
+    liveRegistry(() => cycles.snapshot()),
+    () => cycles.cycleText(),
+  );
+  const server = await startMetricsServer(host, port, page, auth);
   const a = server.address;
   const shown = a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
   console.log(

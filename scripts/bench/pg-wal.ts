@@ -8,9 +8,9 @@
  * `columns()` over [START, END) counting records and bytes per rmgr/type as --stats=record does
  * (the same job; wall and CPU time of this process while it reads, every thread counted), on one
  * thread (the default) and with its CRC-32C worker thread (`crcWorker: 'on'`), the
- * reader's `batches()` (a decoded object per record) doing the same, and predict's own path:
- * `pgWalRecords` (the reader's `views()`) into the replay model (`RecoveryModel.replay`), as
- * `npm run predict` reads a range. The page cache is warm for all after the first round. Record
+ * reader's `batches()` (a decoded object per record) doing the same, predict's reading alone
+ * (`pgWalRecords`, the reader's `views()`, each record counted) and predict's own path: the same
+ * into the replay model (`RecoveryModel.replay`), as `npm run predict` reads a range. The page cache is warm for all after the first round. Record
  * count, record bytes and FPI bytes must equal pg_waldump's (predict's path: the count and the
  * total bytes), else the bench fails. The peak RSS while reading says that memory is bounded (two
  * 4 MB windows and one reassembly buffer). Then the worker's cross-over: `columns()` over the
@@ -50,6 +50,9 @@ export interface PgWalReaderResult {
   /** `batches()` (an object per record), wall clock and CPU time. */
   recordsMiBPerSec: number;
   recordsCpuMiBPerSec: number;
+  /** predict's reading alone: `pgWalRecords` (the reader's `views()`), no replay model. */
+  viewsMiBPerSec: number;
+  viewsCpuMiBPerSec: number;
   /** predict's path: `pgWalRecords` into the replay model. */
   predictMiBPerSec: number;
   predictCpuMiBPerSec: number;
@@ -108,6 +111,8 @@ export async function measurePgWalReader(
       workerCpuMiBPerSec: fix(rate(t.worker.cpu()))!,
       recordsMiBPerSec: fix(rate(t.records.wall()))!,
       recordsCpuMiBPerSec: fix(rate(t.records.cpu()))!,
+      viewsMiBPerSec: fix(rate(t.views.wall()))!,
+      viewsCpuMiBPerSec: fix(rate(t.views.cpu()))!,
       predictMiBPerSec: fix(rate(t.predict.wall()))!,
       predictCpuMiBPerSec: fix(rate(t.predict.cpu()))!,
       predictToWaldump: ratio(t.predict.wall(), t.waldump.wall())!,
@@ -131,6 +136,7 @@ async function rounds(pgWaldump: string, walDir: string, start: string, end: str
     columns: new Timings(),
     worker: new Timings(),
     records: new Timings(),
+    views: new Timings(),
     predict: new Timings(),
   };
   let records = 0;
@@ -138,12 +144,14 @@ async function rounds(pgWaldump: string, walDir: string, start: string, end: str
   for (let i = 0; i < runs; i++) {
     const w = await timeWaldump(pgWaldump, walDir, start, end);
     t.waldump.add(w);
-    for (const mode of ['columns', 'worker', 'records', 'predict'] as const) {
+    for (const mode of ['columns', 'worker', 'records', 'views', 'predict'] as const) {
       const r = await timeReader(walDir, start, end, mode);
       t[mode].add(r);
       rssGrowth = Math.max(rssGrowth, r.rssGrowth);
       const both = (x: StatsTotal) =>
-        mode === 'predict' ? { count: x.count, bytes: x.recordBytes + x.fpiBytes } : x;
+        mode === 'predict' || mode === 'views'
+          ? { count: x.count, bytes: x.recordBytes + x.fpiBytes }
+          : x;
       const [a, b] = [JSON.stringify(both(r.total)), JSON.stringify(both(w.total))];
       if (a !== b) throw new Error(`bench: the reader (${mode}) counted ${a}, pg_waldump ${b}`);
     }
@@ -264,7 +272,7 @@ function timeWaldump(
   });
 }
 
-type ReaderMode = 'columns' | 'worker' | 'records' | 'predict';
+type ReaderMode = 'columns' | 'worker' | 'records' | 'views' | 'predict';
 
 /**
  * The reader over [start, end): counts and bytes per rmid/info, as --stats=record keeps them,
@@ -287,8 +295,8 @@ async function timeReader(
     if (++batches % 64 === 0) rssMax = Math.max(rssMax, process.memoryUsage().rss);
   };
   const total =
-    mode === 'predict'
-      ? await predictPath(walDir, start, end, sample)
+    mode === 'predict' || mode === 'views'
+      ? await predictPath(walDir, start, end, sample, mode === 'predict')
       : await readerStats(walDir, start, end, mode, sample);
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
@@ -301,7 +309,7 @@ async function readerStats(
   walDir: string,
   start: string,
   end: string,
-  mode: Exclude<ReaderMode, 'predict'>,
+  mode: Exclude<ReaderMode, 'predict' | 'views'>,
   sample: () => void,
 ): Promise<StatsTotal> {
   const stats = new ByRecordType();
@@ -330,19 +338,26 @@ async function readerStats(
   return stats.total();
 }
 
-/** predict's path: `pgWalRecords` into a replay model; the records and bytes it counted. */
+/**
+ * predict's path: `pgWalRecords` into a replay model (`replay`), or only counted (predict's
+ * reading alone); the records and bytes counted.
+ */
 async function predictPath(
   walDir: string,
   start: string,
   end: string,
   sample: () => void,
+  replay: boolean,
 ): Promise<StatsTotal> {
   const model = new RecoveryModel(131072);
   let n = 0;
+  let bytes = 0;
   await pgWalRecords(walDir, readHistory(walDir, 1), start, end, (r) => {
-    model.replay(r);
+    if (replay) model.replay(r);
+    else bytes += r.totalLength;
     if (++n % 16384 === 0) sample();
   });
+  if (!replay) return { count: n, recordBytes: bytes, fpiBytes: 0 };
   const t = model.result();
   return { count: t.records, recordBytes: t.walBytes, fpiBytes: 0 };
 }

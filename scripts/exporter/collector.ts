@@ -13,32 +13,29 @@
  */
 import { isWalsimError } from '../../common/errors.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
-import { predictStandby, rankStandbys, type Prediction } from '../predict/prediction.ts';
-import { parseConninfo, redact } from '../postgres/conninfo.ts';
-import { IncrementalPredictor, RESTART_REASONS, type RestartReason } from './incremental.ts';
+import { predictStandby, rankStandbys } from '../predict/prediction.ts';
+import { redact } from '../postgres/conninfo.ts';
+import { IncrementalPredictor } from './incremental.ts';
+import {
+  initialStatus,
+  RESTART_REASONS,
+  type CycleSnapshot,
+  type ErrorReason,
+  type RestartReason,
+  type StandbyStatus,
+  type Target,
+} from './snapshot.ts';
 
-/** One watched standby: its URL, its data directory (its pg_wal is read in-process), its label. */
-export interface Target {
-  url: string;
-  pgdata?: string;
-  /** The `standby` label: host:port of the URL (never its user or password). */
-  label: string;
-}
-
-/** Why a prediction failed: a small closed set, the `reason` label of the error counter. */
-export const ERROR_REASONS = [
-  'connect', // the server cannot be reached or dropped the session
-  'privileges', // the role lacks pg_monitor (or the OS user cannot read pg_wal)
-  'not_in_recovery', // a primary, or a standby promoted meanwhile
-  'version', // not PostgreSQL 13–18, or --pgdata of another major
-  'wal_missing', // the range's segments are not (or no longer) in pg_wal
-  'pgdata', // --pgdata is not this standby's data directory
-  'no_wal_source', // neither --pgdata nor a primary with pg_walinspect
-  'timeout',
-  'other',
-  'worker', // the exporter's cycle thread failed (it is restarted; cycle-host.ts)
-] as const;
-export type ErrorReason = (typeof ERROR_REASONS)[number];
+// What the threads share lives in snapshot.ts (the HTTP thread imports it, not this module).
+export {
+  ERROR_REASONS,
+  parseDuration,
+  standbyLabel,
+  type CycleSnapshot,
+  type ErrorReason,
+  type StandbyStatus,
+  type Target,
+} from './snapshot.ts';
 
 /** The reason label of a failed prediction, from its error. */
 export function errorReason(e: unknown): ErrorReason {
@@ -57,57 +54,6 @@ export function errorReason(e: unknown): ErrorReason {
   if (/terminat|ECONNRESET|ECONNREFUSED|EPIPE|Connection|shutting down|starting up/i.test(msg))
     return 'connect';
   return 'other';
-}
-
-/**
- * host:port of a libpq connection string, URI or keyword/value (libpq's defaults: localhost, 5432),
- * never its user or password; an unparsable one is shown redacted.
- */
-export function standbyLabel(url: string): string {
-  try {
-    const p = parseConninfo(url).params;
-    const host = p.host || p.hostaddr || 'localhost';
-    return `${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${p.port || '5432'}`;
-  } catch {
-    return redact(url);
-  }
-}
-
-/** `15s`, `1m`, `500ms`, `2` (seconds) → milliseconds; null when it is not a positive duration. */
-export function parseDuration(text: string): number | null {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (m === null) return null;
-  const ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? 's']!;
-  return ms > 0 && Number.isFinite(ms) ? ms : null;
-}
-
-export interface StandbyStatus {
-  target: Target;
-  /** The last cycle's prediction succeeded. */
-  up: boolean;
-  /** The last cycle's prediction, null when it failed (never a stale one in its place). */
-  prediction: Prediction | null;
-  /** When the last successful prediction finished (ms since the epoch), null before one. */
-  lastGoodAt: number | null;
-  /** Seconds the last prediction took (successful or not), null before the first. */
-  lastDurationS: number | null;
-  lastError: { reason: ErrorReason; message: string } | null;
-  predictions: number;
-  errors: Record<ErrorReason, number>;
-  /** Starts over of the kept replay state, by reason (incremental.ts). */
-  restarts: Record<RestartReason, number>;
-  /** Bytes of WAL the cycles read. */
-  walReadBytes: number;
-}
-
-export interface CycleSnapshot {
-  standbys: readonly StandbyStatus[];
-  /** Over the standbys that answered in the last cycle; null when none did. */
-  ranking: { patroniPick: string | null; writableFirst: string } | null;
-  cycles: number;
-  lastCycleAt: number | null;
-  /** The cycle's thread (cycle-host.ts): running or not, restarts; null when run in-process. */
-  thread: { up: boolean; restarts: number } | null;
 }
 
 export type PredictFn = typeof predictStandby;
@@ -131,9 +77,6 @@ export interface CollectorOptions {
   carry?: CycleSnapshot;
 }
 
-const noErrors = () =>
-  Object.fromEntries(ERROR_REASONS.map((r) => [r, 0])) as Record<ErrorReason, number>;
-
 export class Collector {
   private readonly status: StandbyStatus[];
   /** Each standby's prediction kept between cycles (same order as `status`). */
@@ -149,21 +92,7 @@ export class Collector {
   private readonly walReadBefore: number[];
 
   constructor(private readonly opts: CollectorOptions) {
-    this.status = opts.targets.map((target) => ({
-      target,
-      up: false,
-      prediction: null,
-      lastGoodAt: null,
-      lastDurationS: null,
-      lastError: null,
-      predictions: 0,
-      errors: noErrors(),
-      restarts: Object.fromEntries(RESTART_REASONS.map((r) => [r, 0])) as Record<
-        RestartReason,
-        number
-      >,
-      walReadBytes: 0,
-    }));
+    this.status = opts.targets.map(initialStatus);
     this.predictors = opts.targets.map(() => new IncrementalPredictor());
     this.restartsBefore = opts.targets.map(() => null);
     this.walReadBefore = opts.targets.map(() => 0);

@@ -1,8 +1,9 @@
 /**
- * The exporter's two threads: this side (the main thread) answers HTTP from the last snapshot a
- * cycle thread posted; the cycle thread (cycle-thread.ts, a node:worker_threads worker) runs the
- * `Collector`. A cycle thread that throws or exits is not the process's end: every standby is
- * marked down with a `worker` error (no prediction served from the lost thread), the thread is
+ * The exporter's two threads: this side (the main thread) answers HTTP with the text of the last
+ * cycle the cycle thread posted, as it was rendered there; the cycle thread (cycle-thread.ts, a
+ * node:worker_threads worker) runs the `Collector`. A cycle thread that throws or exits is not
+ * the process's end: every standby is marked down with a `worker` error (no prediction served
+ * from the lost thread; the one time this thread renders the cycle's series), the thread is
  * started again after a pause — 1 s, doubling while it keeps failing, at most the interval —
  * and its counters go on from the last snapshot.
  *
@@ -16,8 +17,9 @@ import { Worker } from 'node:worker_threads';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { entryArgs, PROJECT_ROOT } from '../../server/entry.ts';
 import { redact } from '../postgres/conninfo.ts';
-import { Collector, type CycleSnapshot, type Target } from './collector.ts';
 import type { CycleThreadData, CycleThreadMessage } from './cycle-thread.ts';
+import { renderCycleMetrics, type ProfileInfo } from './metrics.ts';
+import { initialSnapshot, type CycleSnapshot, type Target } from './snapshot.ts';
 import { CYCLE_THREAD_MARK } from './thread-mark.ts';
 
 export interface CycleHostOptions {
@@ -73,6 +75,9 @@ export function cycleThreadEntry(): string {
 
 export class CycleHost {
   private last: CycleSnapshot;
+  /** The cycle's series of `last` as exposition text (the cycle thread's, or rendered here). */
+  private text: Promise<string>;
+  private readonly info: ProfileInfo;
   private worker: Worker | null = null;
   private threadUp = false;
   private restarts = 0;
@@ -82,15 +87,19 @@ export class CycleHost {
 
   constructor(private readonly opts: CycleHostOptions) {
     // Before the first cycle: every standby down, nothing counted (the collector's own start).
-    this.last = new Collector({
-      ...opts,
-      predict: () => Promise.reject(new Error('unused')),
-    }).snapshot();
+    this.info = { name: opts.profile.name, ref: opts.profileRef, profile: opts.profile };
+    this.last = initialSnapshot(opts.targets);
+    this.text = renderCycleMetrics(this.last, this.info);
   }
 
   /** The last finished cycle's snapshot, and the cycle thread's state. */
   snapshot(): CycleSnapshot {
     return { ...this.last, thread: { up: this.threadUp, restarts: this.restarts } };
+  }
+
+  /** The last finished cycle's series as exposition text: what a scrape serves of the cycle. */
+  cycleText(): Promise<string> {
+    return this.text;
   }
 
   start(): void {
@@ -130,6 +139,7 @@ export class CycleHost {
   private received(m: CycleThreadMessage): void {
     if (m.type === 'snapshot') {
       this.last = m.snapshot;
+      this.text = Promise.resolve(m.text);
       this.failuresInARow = 0;
     } else (this.opts.log ?? console.error)(m.line);
   }
@@ -148,6 +158,7 @@ export class CycleHost {
         errors: { ...s.errors, worker: s.errors.worker + 1 },
       })),
     };
+    this.text = renderCycleMetrics(this.last, this.info);
     (this.opts.log ?? console.error)(`walsim exporter: ${message}`);
     this.failuresInARow += 1;
     const pause = Math.min(this.opts.intervalMs, 1000 * 2 ** (this.failuresInARow - 1));

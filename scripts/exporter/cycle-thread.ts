@@ -1,8 +1,10 @@
 /**
  * The exporter's cycle thread (a node:worker_threads worker): it runs the `Collector` — WAL
- * reading, window tallies, tail model, prediction — and posts each finished cycle's snapshot to
- * the thread that answers scrapes (cycle-host.ts), so that no part of a cycle runs on the HTTP
- * thread's event loop. The collector's code is the one the dashboard runs in-process.
+ * reading, window tallies, tail model, prediction — renders each finished cycle's series as
+ * exposition text, and posts the text with the snapshot to the thread that answers scrapes
+ * (cycle-host.ts), so that no part of a cycle, its rendering included, runs on the HTTP thread's
+ * event loop: a scrape serves the posted text as it is. The collector's code is the one the
+ * dashboard runs in-process.
  *
  * Entry points: `serveCycles`, `CYCLE_THREAD_NICE`, `CycleThreadData`, `CycleThreadMessage`.
  */
@@ -11,6 +13,7 @@ import * as os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { Collector, type CycleSnapshot, type PredictFn, type Target } from './collector.ts';
+import { renderCycleMetrics } from './metrics.ts';
 import { CYCLE_THREAD_MARK, isCycleThread } from './thread-mark.ts';
 
 /** What the host gives a cycle thread (structured-cloned). */
@@ -29,9 +32,9 @@ export interface CycleThreadData {
   extra?: unknown;
 }
 
-/** What a cycle thread posts. */
+/** What a cycle thread posts: each finished cycle's snapshot and its series' text; log lines. */
 export type CycleThreadMessage =
-  { type: 'snapshot'; snapshot: CycleSnapshot } | { type: 'log'; line: string };
+  { type: 'snapshot'; snapshot: CycleSnapshot; text: string } | { type: 'log'; line: string };
 
 /** The cycle thread's nice value at least (Linux): below the HTTP thread's on a busy host. */
 export const CYCLE_THREAD_NICE = 10;
@@ -60,6 +63,15 @@ export function serveCycles(predict?: PredictFn): Collector {
   const d = workerData as CycleThreadData;
   yieldToTheHttpThread();
   const post = (m: CycleThreadMessage) => port.postMessage(m);
+  const info = { name: d.profile.name, ref: d.profileRef, profile: d.profile };
+  // Rendered in cycle order; the snapshot copied first (the collector's statuses are live objects).
+  let posted = Promise.resolve();
+  const postCycle = (live: CycleSnapshot) => {
+    const snapshot = structuredClone(live);
+    posted = posted
+      .then(() => renderCycleMetrics(snapshot, info))
+      .then((text) => post({ type: 'snapshot', snapshot, text }));
+  };
   const collector = new Collector({
     targets: d.targets,
     primary: d.primary,
@@ -73,7 +85,7 @@ export function serveCycles(predict?: PredictFn): Collector {
         type: 'log',
         line: `walsim exporter: ${s.target.label}: ${s.lastError!.reason}: ${s.lastError!.message}`,
       }),
-    onCycle: (snapshot) => post({ type: 'snapshot', snapshot }),
+    onCycle: postCycle,
   });
   collector.start();
   return collector;

@@ -23,6 +23,7 @@
  * Entry points: `IncrementalPredictor`, `RESTART_REASONS`, `RestartReason`.
  */
 import { parseLsn } from '../../wal/lsn.ts';
+import { RESTART_REASONS, type RestartReason } from './snapshot.ts';
 import {
   assemblePrediction,
   learnCachedSizes,
@@ -44,20 +45,8 @@ import {
   type WindowStats,
 } from './windows.ts';
 
-/** Why the kept state was dropped and rebuilt: the `reason` label of the restart counter. */
-export const RESTART_REASONS = [
-  'first', // the first cycle (or the first after a cycle that could not read the standby)
-  'timeline', // the standby's timeline changed
-  'restartpoint', // a restartpoint moved the redo predict learns from
-  'standby_restart', // pg_postmaster_start_time() changed: a new startup process
-  'lsn_went_back', // the replay or receive LSN is behind what was read
-  'settings', // NBuffers, version, system identifier or data directory changed
-  'failed_cycle', // the last cycle failed (a segment removed or recycled, a read error)
-  // pg_buffercache installed, no --pgdata, or a recovery target set (where replay stops is
-  // decided record by record from the replay LSN on): a whole prediction every cycle
-  'not_incremental',
-] as const;
-export type RestartReason = (typeof RESTART_REASONS)[number];
+// The reasons are shared with the HTTP thread (snapshot.ts).
+export { RESTART_REASONS, type RestartReason } from './snapshot.ts';
 
 interface Kept {
   /** What must not change for the models to stay the standby's (reason → value). */

@@ -1,23 +1,30 @@
 /**
- * The exporter's metrics (prom-client): every gauge is filled at scrape time from the collector's
- * last finished cycle (`Collector.snapshot()`), so a scrape does no PostgreSQL work and a standby
- * that stopped answering loses its prediction series instead of showing a stale value. Counters
+ * The exporter's metrics (prom-client), in two parts:
+ * - the cycle's series (`renderCycleMetrics`), rendered once per finished cycle from its snapshot
+ *   — in the cycle thread, which posts the text with the snapshot (cycle-thread.ts) — so a scrape
+ *   does no PostgreSQL work and no rendering of them, and a standby that stopped answering loses
+ *   its prediction series instead of showing a stale value;
+ * - the live series (`liveRegistry`), collected by the thread answering HTTP at each scrape: the
+ *   process's CPU and memory and that thread's event loop (prom-client's default metrics), the
+ *   cycle thread's state, the age of each standby's last good prediction.
+ * A scrape serves the live text followed by the last cycle's text (`metricsPage`). Counters
  * (`_total`) count from the collector's own tallies. Names follow the exporter conventions:
  * `walsim_` namespace, snake_case, base units (`_seconds`, `_bytes`), `_info` with labels and the
  * value 1, an `up`-style gauge per standby; the `standby` label is the URL's host:port.
  *
- * Entry points: `exporterRegistry`, `profileMajor`, `METRIC_NAMES`.
+ * Entry points: `renderCycleMetrics`, `cycleRenders`, `liveRegistry`, `metricsPage`,
+ * `MetricsPage`, `ProfileInfo`, `profileMajor`, `METRIC_NAMES`.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import {
   ERROR_REASONS,
+  RESTART_REASONS,
   standbyLabel,
   type CycleSnapshot,
   type StandbyStatus,
-} from './collector.ts';
-import { RESTART_REASONS } from './incremental.ts';
+} from './snapshot.ts';
 
 /** The PostgreSQL major a profile was fitted on, from its description ("PostgreSQL 14-dev", "(PostgreSQL) 15.18"). */
 export function profileMajor(profile: CostProfile): string {
@@ -93,18 +100,78 @@ function perUp<T>(
       .flatMap((s) => f(s as Parameters<typeof f>[0]));
 }
 
-/** The registry of one exporter: its metrics read `snapshot` at every scrape. */
-export function exporterRegistry(
-  snapshot: () => CycleSnapshot,
-  profile: { name: string; ref: string; profile: CostProfile },
-): Registry {
+/** The cost profile pricing the predictions, as the `_info` metric names it. */
+export interface ProfileInfo {
+  name: string;
+  ref: string;
+  profile: CostProfile;
+}
+
+/** What a scrape is served: the exposition text and its content type. */
+export interface MetricsPage {
+  contentType: string;
+  render(): Promise<string>;
+}
+
+let renders = 0;
+
+/** How many times this thread rendered a cycle's series (the HTTP thread's: at start, on a failure). */
+export function cycleRenders(): number {
+  return renders;
+}
+
+/**
+ * The cycle's series of one snapshot as exposition text: rendered once per finished cycle (a
+ * registry of its own each time, so each counter shows the snapshot's tally).
+ */
+export function renderCycleMetrics(snap: CycleSnapshot, profile: ProfileInfo): Promise<string> {
+  renders += 1;
+  const r = new Registry();
+  const g = (name: string, help: string, labels: string[], samples: () => Sample[]) =>
+    snapshotGauge(r, name, help, labels, samples);
+  const sb = (s: StandbyStatus) => ({ standby: s.target.label });
+  const snapshot = () => snap;
+  predictionMetrics(g, snapshot, sb);
+  standbyWalMetrics(g, snapshot, sb);
+  fleetMetrics(g, snapshot, sb);
+  standbyHealthMetrics(r, g, snapshot, sb, profile);
+  standbyCostMetrics(r, snapshot, sb);
+  return r.metrics();
+}
+
+/**
+ * The series the HTTP thread collects at each scrape: the process (prom-client's defaults: CPU,
+ * memory, this thread's event loop and garbage collections), the cycle thread, and the age of
+ * each standby's last good prediction (it grows while a cycle runs long).
+ */
+export function liveRegistry(snapshot: () => CycleSnapshot): Registry {
   const r = new Registry();
   collectDefaultMetrics({ register: r });
   const g = (name: string, help: string, labels: string[], samples: () => Sample[]) =>
     snapshotGauge(r, name, help, labels, samples);
-  const sb = (s: StandbyStatus) => ({ standby: s.target.label });
-  const N = METRIC_NAMES;
+  g(METRIC_NAMES.lastGoodAge, 'Seconds since the last successful prediction', ['standby'], () =>
+    snapshot()
+      .standbys.filter((s) => s.lastGoodAt !== null)
+      .map((s) => [{ standby: s.target.label }, (Date.now() - s.lastGoodAt!) / 1000]),
+  );
+  threadMetrics(r, g, snapshot);
+  return r;
+}
 
+/** A scrape's answer: the live series, then the last cycle's text as it was rendered. */
+export function metricsPage(live: Registry, cycleText: () => Promise<string>): MetricsPage {
+  return {
+    contentType: live.contentType,
+    render: async () => (await live.metrics()) + (await cycleText()),
+  };
+}
+
+type G = (name: string, help: string, labels: string[], samples: () => Sample[]) => void;
+type Sb = (s: StandbyStatus) => { standby: string };
+
+/** Up or not, and the prediction: seconds to writable, by phase, the replay phase by part. */
+function predictionMetrics(g: G, snapshot: () => CycleSnapshot, sb: Sb): void {
+  const N = METRIC_NAMES;
   g(N.up, '1 if the last prediction cycle read this standby and its WAL, else 0', ['standby'], () =>
     snapshot().standbys.map((s) => [sb(s), s.up ? 1 : 0]),
   );
@@ -143,16 +210,7 @@ export function exporterRegistry(
       return parts.map(([part, v]): Sample => [{ ...sb(s), part }, v]);
     }),
   );
-  standbyWalMetrics(g, snapshot, sb);
-  fleetMetrics(g, snapshot, sb);
-  standbyHealthMetrics(r, g, snapshot, sb, profile);
-  standbyCostMetrics(r, snapshot, sb);
-  threadMetrics(r, g, snapshot);
-  return r;
 }
-
-type G = (name: string, help: string, labels: string[], samples: () => Sample[]) => void;
-type Sb = (s: StandbyStatus) => { standby: string };
 
 /** What the unreplayed WAL holds: bytes, records by type, drop calls by path, state. */
 function standbyWalMetrics(g: G, snapshot: () => CycleSnapshot, sb: Sb): void {
@@ -273,7 +331,7 @@ function standbyHealthMetrics(
   g: G,
   snapshot: () => CycleSnapshot,
   sb: Sb,
-  profile: { name: string; ref: string; profile: CostProfile },
+  profile: ProfileInfo,
 ): void {
   const N = METRIC_NAMES;
   const ranked = (key: 'patroniPick' | 'writableFirst') => () => {
@@ -304,11 +362,6 @@ function standbyHealthMetrics(
     snapshot()
       .standbys.filter((s) => s.lastGoodAt !== null)
       .map((s) => [sb(s), s.lastGoodAt! / 1000]),
-  );
-  g(N.lastGoodAge, 'Seconds since the last successful prediction', ['standby'], () =>
-    snapshot()
-      .standbys.filter((s) => s.lastGoodAt !== null)
-      .map((s) => [sb(s), (Date.now() - s.lastGoodAt!) / 1000]),
   );
   g(
     N.profile,

@@ -11,9 +11,17 @@
  *   4. sitting: the backlog paused, `--sit-s` seconds;
  *   5. replayed: pg_wal_replay_resume(), until the standby caught up, and 20 s more.
  * Per state: the window, the exporter's CPU (Δ process_cpu_seconds_total: every thread of its
- * process) as % of one core, RSS, the cycle durations, each scrape's time (a new connection per
- * scrape, to the last byte, as curl's time_total), the main thread's event-loop delay maximum,
- * the WAL the cycles read, the unreplayed WAL, and the load average at its start and end.
+ * process) as % of one core, and of it the HTTP thread's (its on-CPU time in
+ * /proc/PID/task/PID/schedstat), RSS, the cycle durations, each scrape's time (a new connection
+ * per scrape, to the last byte, as curl's time_total), the main thread's event-loop delay
+ * maximum, the WAL the cycles read, the unreplayed WAL, and the load average at its start and
+ * end. Each scrape over 50 ms is taken apart: the exporter's time building it (its
+ * Server-Timing header), the time the HTTP thread spent runnable but waiting for a core during
+ * the scrape (schedstat's run-queue wait before and after it), the time this process's thread
+ * waited for a core (the scraper's side), and the HTTP thread's garbage collection in the
+ * interval before (prom-client's nodejs_gc_duration_seconds, by kind).
+ * `--states keep-up,arriving,replayed` runs only those states (idle and sitting are skipped).
+ * `--samples FILE` writes every scrape's figures as JSON lines.
  * Prints a Markdown table; the last line of stdout is the JSON of the rows. Run it under the
  * measurement lock. The pair is removed at the end unless `--keep`.
  */
@@ -35,17 +43,42 @@ import {
 
 const USAGE = `usage: npx tsx scripts/exporter/overhead-bench.ts --dir DIR [--keepup-s 90] [--idle-s 30]
        [--scale 400] [--backlog-runs 2] [--sit-s 60] [--interval 15s] [--keep]
+       [--states keep-up,idle,arriving,sitting,replayed] [--samples FILE]
        [--exporter-node-args="--cpu-prof --cpu-prof-dir=DIR"]`;
+
+const STATES = ['keep-up', 'idle', 'arriving', 'sitting', 'replayed'] as const;
 
 interface Sample {
   t: number;
   scrapeMs: number;
+  /** The exporter's time building the answer (Server-Timing), ms. */
+  renderMs: number | null;
+  /** During the scrape: the HTTP thread on a core, and runnable waiting for one; ms. */
+  httpRunMs: number;
+  httpWaitMs: number;
+  /** During the scrape: this (the scraper's) thread runnable waiting for a core, ms. */
+  selfWaitMs: number;
+  /** The HTTP thread's on-CPU time since it started, s. */
+  httpCpuS: number;
+  /** The HTTP thread's garbage collection time so far by kind (major, minor, …), s. */
+  gcS: Record<string, number>;
+  heapUsed: number;
   cpuS: number;
   rss: number;
   cycleS: number | null;
   walRead: number;
   unreplayed: number | null;
   loopMaxS: number | null;
+}
+
+/** A scrape over 50 ms taken apart (Sample's fields, ms; gc: the interval before it). */
+interface SlowScrape {
+  ms: number;
+  renderMs: number | null;
+  httpWaitMs: number;
+  selfWaitMs: number;
+  gcMs: Record<string, number>;
+  loopMaxMs: number;
 }
 
 interface Row {
@@ -56,6 +89,8 @@ interface Row {
   cycleS: [number, number];
   scrapeMs: { min: number; median: number; max: number; n: number };
   loopDelayMaxMs: number;
+  httpCpuPct: number;
+  slow: SlowScrape[];
   walReadMiB: number;
   unreplayedMiB: [number, number];
   load: [string, string];
@@ -65,19 +100,44 @@ interface Row {
 const MiB = 1024 * 1024;
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
-/** One GET on a fresh connection, timed to its last byte. */
-function scrapeOnce(port: number): Promise<{ ms: number; body: string }> {
+/** One GET on a fresh connection, timed to its last byte; the Server-Timing render, ms. */
+function scrapeOnce(port: number): Promise<{ ms: number; body: string; renderMs: number | null }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     http
       .get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
         let body = '';
+        const timing = /render;dur=([\d.]+)/.exec(String(res.headers['server-timing'] ?? ''));
         res.setEncoding('utf8');
         res.on('data', (d: string) => (body += d));
-        res.on('end', () => resolve({ ms: performance.now() - t0, body }));
+        res.on('end', () =>
+          resolve({
+            ms: performance.now() - t0,
+            body,
+            renderMs: timing ? Number(timing[1]) : null,
+          }),
+        );
       })
       .on('error', reject);
   });
+}
+
+/** A thread's schedstat: ns on a core, ns runnable waiting for one (zeros where unreadable). */
+function schedstat(file: string): { runNs: number; waitNs: number } {
+  try {
+    const [run, wait] = fs.readFileSync(file, 'utf8').trim().split(/\s+/).map(Number);
+    return { runNs: run!, waitNs: wait! };
+  } catch {
+    return { runNs: 0, waitNs: 0 };
+  }
+}
+
+/** The HTTP thread's garbage collection seconds so far, by kind. */
+function gcSeconds(body: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of body.matchAll(/^nodejs_gc_duration_seconds_sum\{kind="(\w+)"\} (\S+)$/gm))
+    out[m[1]!] = Number(m[2]);
+  return out;
 }
 
 /** The first sample of `name` (any labels) in an exposition, null when absent. */
@@ -86,11 +146,24 @@ function metric(body: string, name: string): number | null {
   return m === null ? null : Number(m[1]);
 }
 
-async function sample(port: number): Promise<Sample> {
-  const { ms, body } = await scrapeOnce(port);
+/** One scrape of the exporter whose main thread (the HTTP thread) is `pid`. */
+async function sample(port: number, pid: number): Promise<Sample> {
+  const httpFile = `/proc/${pid}/task/${pid}/schedstat`;
+  const h0 = schedstat(httpFile);
+  const s0 = schedstat('/proc/thread-self/schedstat');
+  const { ms, body, renderMs } = await scrapeOnce(port);
+  const h1 = schedstat(httpFile);
+  const s1 = schedstat('/proc/thread-self/schedstat');
   return {
     t: Date.now() / 1000,
     scrapeMs: ms,
+    renderMs,
+    httpRunMs: (h1.runNs - h0.runNs) / 1e6,
+    httpWaitMs: (h1.waitNs - h0.waitNs) / 1e6,
+    selfWaitMs: (s1.waitNs - s0.waitNs) / 1e6,
+    httpCpuS: h1.runNs / 1e9,
+    gcS: gcSeconds(body),
+    heapUsed: metric(body, 'nodejs_heap_size_used_bytes') ?? NaN,
     cpuS: metric(body, 'process_cpu_seconds_total') ?? NaN,
     rss: metric(body, 'process_resident_memory_bytes') ?? NaN,
     cycleS: metric(body, 'walsim_standby_prediction_duration_seconds'),
@@ -101,13 +174,13 @@ async function sample(port: number): Promise<Sample> {
 }
 
 /** Samples every 2 s until `stop` is called. */
-function sampler(port: number): { stop(): Promise<Sample[]> } {
+function sampler(port: number, pid: number): { stop(): Promise<Sample[]> } {
   const out: Sample[] = [];
   let running = true;
   const loop = (async () => {
     while (running) {
       const next = Date.now() + 2000;
-      out.push(await sample(port));
+      out.push(await sample(port, pid));
       await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
     }
   })();
@@ -144,6 +217,8 @@ function summarize(state: string, s: Sample[], load: [string, string], note: str
       n: scrapes.length,
     },
     loopDelayMaxMs: round(Math.max(...s.map((x) => (x.loopMaxS ?? 0) * 1000))),
+    httpCpuPct: round(((z.httpCpuS - a.httpCpuS) / (z.t - a.t)) * 100),
+    slow: slowScrapes(s),
     walReadMiB: round((z.walRead - a.walRead) / MiB),
     unreplayedMiB: [round(unreplayed[0] ?? NaN, 0), round(unreplayed.at(-1) ?? NaN, 0)],
     load,
@@ -151,18 +226,50 @@ function summarize(state: string, s: Sample[], load: [string, string], note: str
   };
 }
 
+/** The scrapes over 50 ms, each with what it waited for (`SlowScrape`). */
+function slowScrapes(s: Sample[]): SlowScrape[] {
+  const r1 = (x: number) => Math.round(x * 10) / 10;
+  return s.flatMap((x, i) => {
+    if (x.scrapeMs <= 50) return [];
+    const before = s[i - 1]?.gcS ?? {};
+    const gcMs = Object.fromEntries(
+      Object.entries(x.gcS)
+        .map(([k, v]) => [k, r1((v - (before[k] ?? 0)) * 1000)] as const)
+        .filter(([, v]) => i > 0 && v > 0),
+    );
+    return [
+      {
+        ms: r1(x.scrapeMs),
+        renderMs: x.renderMs === null ? null : r1(x.renderMs),
+        httpWaitMs: r1(x.httpWaitMs),
+        selfWaitMs: r1(x.selfWaitMs),
+        gcMs,
+        loopMaxMs: r1((x.loopMaxS ?? 0) * 1000),
+      },
+    ];
+  });
+}
+
+/** Where `--samples FILE` writes each scrape (null: nowhere). */
+let samplesFile: string | null = null;
+
 /** Sample while `work` runs (and `afterS` seconds after it), as one row. */
 async function during(
-  port: number,
+  x: { port: number; pid: number },
   state: string,
   work: () => Promise<string>,
   afterS = 0,
 ): Promise<Row> {
   const load0 = loadavg();
-  const s = sampler(port);
+  const s = sampler(x.port, x.pid);
   const note = await work();
   await new Promise((r) => setTimeout(r, afterS * 1000));
   const samples = await s.stop();
+  if (samplesFile !== null)
+    fs.appendFileSync(
+      samplesFile,
+      samples.map((v) => JSON.stringify({ state, ...v }) + '\n').join(''),
+    );
   const row = summarize(state, samples, [load0, loadavg()], note);
   console.error(`overhead-bench: ${JSON.stringify(row)}`);
   return row;
@@ -234,28 +341,32 @@ async function caughtUp(dir: string): Promise<void> {
   }
 }
 
-async function states(dir: string, port: number, o: Options): Promise<Row[]> {
+async function states(dir: string, x: { port: number; pid: number }, o: Options): Promise<Row[]> {
   const rows: Row[] = [];
-  rows.push(
-    await during(port, `keep-up: pgbench -c 4 -j 2 -T ${o.keepupS}`, async () => {
-      const tps = await pgbench(dir, ['-c', '4', '-j', '2', '-T', String(o.keepupS)]);
-      await caughtUp(dir);
-      return `${tps} tps`;
-    }),
-  );
-  rows.push(await during(port, 'idle', () => sleep(o.idleS)));
+  const run = (st: (typeof STATES)[number]) => o.states.includes(st);
+  if (run('keep-up'))
+    rows.push(
+      await during(x, `keep-up: pgbench -c 4 -j 2 -T ${o.keepupS}`, async () => {
+        const tps = await pgbench(dir, ['-c', '4', '-j', '2', '-T', String(o.keepupS)]);
+        await caughtUp(dir);
+        return `${tps} tps`;
+      }),
+    );
+  if (run('idle')) rows.push(await during(x, 'idle', () => sleep(o.idleS)));
   await standbySql(dir, 'SELECT pg_wal_replay_pause()');
-  rows.push(
-    await during(port, `arriving: replay paused, pgbench -i -s ${o.scale} x${o.runs}`, async () => {
-      for (let i = 0; i < o.runs; i++) await pgbench(dir, ['-i', '-q', '-s', String(o.scale)]);
-      return '';
-    }),
-  );
-  rows.push(await during(port, 'sitting: replay paused', () => sleep(o.sitS)));
+  const arrive = async () => {
+    for (let i = 0; i < o.runs; i++) await pgbench(dir, ['-i', '-q', '-s', String(o.scale)]);
+    return '';
+  };
+  const arriving = `arriving: replay paused, pgbench -i -s ${o.scale} x${o.runs}`;
+  if (run('arriving')) rows.push(await during(x, arriving, arrive));
+  else await arrive();
+  if (run('sitting')) rows.push(await during(x, 'sitting: replay paused', () => sleep(o.sitS)));
+  if (!run('replayed')) return rows;
   const t0 = Date.now();
   rows.push(
     await during(
-      port,
+      x,
       'replayed: pg_wal_replay_resume() until caught up, then 20 s',
       async () => {
         await standbySql(dir, 'SELECT pg_wal_replay_resume()');
@@ -274,13 +385,18 @@ interface Options {
   scale: number;
   runs: number;
   sitS: number;
+  states: readonly string[];
 }
 
 function table(rows: Row[]): string {
   const head =
-    '| state | window | CPU, % of one core | RSS | cycle | scrape min / median / max (n) | main loop delay max | WAL read | unreplayed | load | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+    '| state | window | CPU, % of one core (HTTP thread) | RSS | cycle | scrape min / median / max (n) | main loop delay max | scrapes > 50 ms: ms (render; HTTP thread waiting for a core; scraper waiting; HTTP thread GC before) | WAL read | unreplayed | load | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+  const slow = (x: SlowScrape) =>
+    `${x.ms} (${x.renderMs}; ${x.httpWaitMs}; ${x.selfWaitMs}; ${Object.entries(x.gcMs)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(' ')})`;
   const line = (r: Row) =>
-    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.walReadMiB} MiB | ${r.unreplayedMiB[0]} → ${r.unreplayedMiB[1]} MiB | ${r.load[0]} → ${r.load[1]} | ${r.note} |`;
+    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB | ${r.unreplayedMiB[0]} → ${r.unreplayedMiB[1]} MiB | ${r.load[0]} → ${r.load[1]} | ${r.note} |`;
   return [head, ...rows.map(line)].join('\n');
 }
 
@@ -296,6 +412,8 @@ async function main(): Promise<number> {
       'sit-s': { type: 'string', default: '60' },
       interval: { type: 'string', default: '15s' },
       keep: { type: 'boolean' },
+      states: { type: 'string', default: STATES.join(',') },
+      samples: { type: 'string' },
       'exporter-node-args': { type: 'string', default: '' },
     },
     USAGE,
@@ -308,7 +426,12 @@ async function main(): Promise<number> {
     scale: positiveInt(values.scale, 'scale'),
     runs: positiveInt(values['backlog-runs'], 'backlog-runs'),
     sitS: positiveInt(values['sit-s'], 'sit-s'),
+    states: values.states.split(','),
   };
+  const unknown = o.states.filter((st) => !(STATES as readonly string[]).includes(st));
+  if (unknown.length > 0)
+    throw new Error(`--states ${unknown.join(',')}: not a state (${STATES.join(', ')})`);
+  samplesFile = values.samples ?? null;
   await initPgCluster(dir, { sharedBuffers: '128MB', primarySharedBuffers: '128MB' });
   let exporter: ChildProcess | null = null;
   try {
@@ -320,7 +443,7 @@ async function main(): Promise<number> {
     console.error(
       `overhead-bench: exporter pid ${x.child.pid} on port ${x.port}; load ${loadavg()}`,
     );
-    const rows = await states(dir, x.port, o);
+    const rows = await states(dir, { port: x.port, pid: x.child.pid! }, o);
     console.log(table(rows));
     console.log(JSON.stringify(rows));
   } finally {

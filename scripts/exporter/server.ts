@@ -1,14 +1,16 @@
 /**
- * The exporter's HTTP side: `GET /metrics` in Prometheus's text format (the registry renders the
- * last cycle's results: no PostgreSQL work inside a scrape), `GET /` a short page linking to it.
- * With a web configuration every request needs its credentials (401 and a WWW-Authenticate
- * challenge otherwise).
+ * The exporter's HTTP side: `GET /metrics` in Prometheus's text format (the page serves the last
+ * cycle's text as the cycle thread rendered it, after the live process series: no PostgreSQL
+ * work and no cycle work inside a scrape), `GET /` a short page linking to it. Each answer of
+ * /metrics says how long this thread took to build it (`Server-Timing: render;dur=<ms>`), so a
+ * slow scrape can be told apart from a slow build. With a web configuration every request needs
+ * its credentials (401 and a WWW-Authenticate challenge otherwise).
  *
  * Entry points: `startMetricsServer`.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
+import type { MetricsPage } from './metrics.ts';
 import type { WebAuth } from './web-config.ts';
 
 export interface MetricsServer {
@@ -25,7 +27,7 @@ const LANDING = `<html><head><title>walsim exporter</title></head><body>
 async function handle(
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  registry: Registry,
+  page: MetricsPage,
   auth: WebAuth | null,
 ): Promise<void> {
   if (auth !== null && !(await auth.allows(req.headers.authorization))) {
@@ -42,8 +44,12 @@ async function handle(
     return;
   }
   if (url.pathname === '/metrics') {
-    const body = await registry.metrics();
-    res.writeHead(200, { 'Content-Type': registry.contentType });
+    const t0 = performance.now();
+    const body = await page.render();
+    res.writeHead(200, {
+      'Content-Type': page.contentType,
+      'Server-Timing': `render;dur=${(performance.now() - t0).toFixed(3)}`,
+    });
     res.end(req.method === 'HEAD' ? undefined : body);
   } else if (url.pathname === '/') {
     res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(LANDING);
@@ -53,11 +59,11 @@ async function handle(
 export function startMetricsServer(
   host: string,
   port: number,
-  registry: Registry,
+  page: MetricsPage,
   auth: WebAuth | null,
 ): Promise<MetricsServer> {
   const server = http.createServer((req, res) => {
-    handle(req, res, registry, auth).catch((e: unknown) => {
+    handle(req, res, page, auth).catch((e: unknown) => {
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain' });
       res.end(`error: ${(e as Error).message}\n`);
     });

@@ -1,10 +1,14 @@
 /**
  * The exporter's unreplayed range kept as LSN windows: each window holds the counts its records
- * add to a prediction (a `ReplayTally`) and its image (what its records changed in the startup
- * process's relation state), never its records. When the replay LSN moves, the windows wholly
- * replayed are dropped after their images are applied to the tail model; only the window the
- * replay LSN falls in is read again (from its start: the records before the replay LSN learned,
- * the rest counted); new WAL is read once, into the head model.
+ * add to a prediction (a `ReplayTally`), the LSN of its last full-scan drop, and its image (what
+ * its records changed in the startup process's relation state), never its records. When the
+ * replay LSN moves, the windows wholly replayed are dropped after their images are applied to
+ * the tail model; of the window the replay LSN falls in, only its records before the replay LSN
+ * are read again — counted on a copy of the tail, kept for the next cycle, which reads on from
+ * there — and its unreplayed part is its counts less theirs (`subtractTally`); the window's
+ * first full-scan drop after the replay LSN, when its first one lies before it and its last one
+ * after it, is found by reading on from the replay LSN to that drop. New WAL is read once, into
+ * the head model.
  *
  * Why this is exact (the size-cache rule, replay-model.ts): what a record adds — whether a drop
  * takes the full scan or the lookup, whether smgrnblocks is called, how many blocks are extended
@@ -14,21 +18,24 @@
  * do not depend on where the replay LSN is: they are fixed when the head first meets the record,
  * after the same records a from-scratch prediction reads before it. The sum of the windows after
  * the replay LSN is then what a from-scratch prediction counts. The one window cut by the replay
- * LSN needs the state at its start: the tail model, which is the state before the first kept
- * window (the images of the retired windows applied in order equal replaying their records).
+ * LSN is its counts less those of its records before the replay LSN, which need the state at its
+ * start to be counted again: the tail model, which is the state before the first kept window (the
+ * images of the retired windows applied in order equal replaying their records).
  *
  * Memory: the windows are at most `maxWindows` (pairs are merged beyond, and the size of new
  * windows doubles while the backlog is longer than maxWindows/2 of them); an image holds, per
  * relation its records read or changed, the final fork state, the lowest truncation point and
  * the blocks that became resident — bounded by the relations and their blocks, not by records.
  *
- * Entry points: `ReplayWindows`, `sumTallies`, `WindowOptions`, `DEFAULT_WINDOW_OPTIONS`.
+ * Entry points: `ReplayWindows`, `sumTallies`, `subtractTally`, `WindowOptions`,
+ * `DEFAULT_WINDOW_OPTIONS`.
  */
-import { addCounters } from '../../common/counters.ts';
+import { addCounters, diffCounters } from '../../common/counters.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import type { ReadRange } from '../predict/prediction.ts';
 import {
   newJournal,
+  type PredictedDrop,
   type RecoveryModel,
   type RelJournal,
   type RelState,
@@ -84,7 +91,23 @@ interface Window {
   from: number;
   to: number;
   tally: ReplayTally;
+  /** The LSN of its last full-scan drop (null: none); `tally.drops` holds its first. */
+  lastFullScan: number | null;
   image: WindowImage;
+}
+
+/**
+ * The window the replay LSN cuts, as far as it was read again: `model` is the tail moved over
+ * [from, at) — those records counted in `before` — kept so that a later replay LSN in the same
+ * window reads on from `at`; `last` the answer for the last replay LSN asked.
+ */
+interface Cut {
+  from: number;
+  to: number;
+  at: number;
+  model: RecoveryModel;
+  before: ReplayTally;
+  last: { r: number; tally: ReplayTally; learned: number } | null;
 }
 
 /** What a `ReplayWindows` holds: the memory-bound test reads these counters. */
@@ -115,9 +138,9 @@ export class ReplayWindows {
   /** Where the next record to read starts. */
   private headTo: number;
   private windowBytes: number;
-  /** The cut window's unreplayed part, read for (window, replay LSN) = key. */
-  private cut: { key: string; tally: ReplayTally; learned: number } | null = null;
-  /** Bytes of WAL read (new WAL once, plus the cut window again). */
+  /** The window the replay LSN cuts, read again up to the replay LSN. */
+  private cut: Cut | null = null;
+  /** Bytes of WAL read (new WAL once, plus the cut window's records before the replay LSN). */
   readBytes = 0;
   private merges = 0;
   private retired = 0;
@@ -234,34 +257,68 @@ export class ReplayWindows {
     };
   }
 
-  /** The window the replay LSN cuts, read again from its start on a copy of the tail. */
+  /**
+   * The unreplayed part of the window the replay LSN cuts: its records before the replay LSN are
+   * counted on a copy of the tail (from where the last cut of this window stopped, else from its
+   * start), and subtracted from the window's counts.
+   */
   private async cutWindow(
     w: Window,
     r: number,
     read: ReadRange,
   ): Promise<{ tally: ReplayTally; learned: number }> {
-    const key = `${w.from}-${w.to}-${r}`;
-    if (this.cut?.key === key) return this.cut;
-    const m = this.tail.clone();
-    let learned = 0;
-    await read(formatLsn(w.from), formatLsn(w.to), (rec) => {
-      if (rec.lsn < r) {
-        m.learn(rec);
-        learned += 1;
-      } else m.replay(rec);
-    });
-    this.readBytes += w.to - w.from;
-    this.cut = { key, tally: m.takeTally(), learned };
-    return this.cut;
+    let c = this.cut;
+    if (c === null || c.from !== w.from || c.to !== w.to || c.at > r) {
+      const model = this.tail.clone();
+      c = { from: w.from, to: w.to, at: w.from, model, before: model.takeTally(), last: null };
+      this.cut = c;
+    }
+    if (c.last?.r === r) return c.last;
+    if (c.at < r) {
+      const m = c.model;
+      await read(formatLsn(c.at), formatLsn(r), (rec) => m.replay(rec));
+      this.readBytes += r - c.at;
+      c.at = r;
+      c.before = sumTallies([c.before, m.takeTally()]);
+    }
+    const tally = subtractTally(w.tally, c.before, await this.firstFullScanFrom(w, c, read));
+    c.last = { r, tally, learned: c.before.records };
+    return c.last;
+  }
+
+  /**
+   * The window's first full-scan drop at or after the cut's replay LSN (`c.at`): the window's
+   * first when it lies there, none when its last lies before, else read on from the replay LSN
+   * on a copy of the cut's model until one is met.
+   */
+  private async firstFullScanFrom(w: Window, c: Cut, read: ReadRange): Promise<PredictedDrop[]> {
+    const first = w.tally.drops.find((d) => d.path === 'full-scan');
+    if (first === undefined || first.lsn >= c.at) return first === undefined ? [] : [first];
+    if (w.lastFullScan === null || w.lastFullScan < c.at) return [];
+    const m = c.model.clone();
+    let stop = c.at;
+    try {
+      await read(formatLsn(c.at), formatLsn(w.to), (rec) => {
+        m.replay(rec);
+        stop = rec.endLsn ?? rec.lsn;
+        if (m.lastFullScanLsn !== null) throw FOUND;
+      });
+    } catch (e) {
+      if (e !== FOUND) throw e;
+    }
+    this.readBytes += stop - c.at;
+    return m.takeTally().drops.filter((d) => d.path === 'full-scan');
   }
 
   /** Close the open window at `to`: its tally and image become a kept window. */
   private seal(to: number): void {
     const journal = this.head.journal!;
+    const lastFullScan = this.head.lastFullScanLsn;
     this.sealed.push({
       from: this.openFrom,
       to,
       tally: this.head.takeTally(),
+      lastFullScan,
       image: imageOf(this.head.relStates(), journal),
     });
     this.head.journal = newJournal();
@@ -289,6 +346,7 @@ export class ReplayWindows {
               from: a.from,
               to: b.to,
               tally: sumTallies([a.tally, b.tally]),
+              lastFullScan: b.lastFullScan ?? a.lastFullScan,
               image: composeImages(a.image, b.image),
             },
       );
@@ -334,6 +392,39 @@ export function sumTallies(ts: readonly ReplayTally[]): ReplayTally {
   out.counts = ts.length === 1 ? structuredClone(counts!) : counts!;
   out.types = [...types.values()];
   return out;
+}
+
+/** Thrown from a read's callback to end it at the record it was looking for. */
+const FOUND = Symbol('found');
+
+/**
+ * `total` less `part` (a span and its first records): counts, records by type (those left at
+ * zero dropped; `total`'s order), generic records, records, bytes; `drops` given (what the
+ * difference cannot tell: the first full-scan drop of the rest).
+ */
+export function subtractTally(
+  total: ReplayTally,
+  part: ReplayTally,
+  drops: PredictedDrop[],
+): ReplayTally {
+  const less = new Map(part.types.map((t) => [`${t.rmgr}/${t.type}`, t]));
+  const types = total.types.flatMap((t) => {
+    const p = less.get(`${t.rmgr}/${t.type}`);
+    const count = t.count - (p?.count ?? 0);
+    return count === 0 ? [] : [{ ...t, count, bytes: t.bytes - (p?.bytes ?? 0) }];
+  });
+  const counts = diffCounters(part.counts, total.counts);
+  // By kind, only the kinds met (as a model counts them): those left at zero go.
+  for (const byKind of [counts.records, counts.pgRecords] as Array<Record<string, number>>)
+    for (const [k, v] of Object.entries(byKind)) if (v === 0) delete byKind[k];
+  return {
+    counts,
+    types,
+    genericRecords: total.genericRecords - part.genericRecords,
+    records: total.records - part.records,
+    walBytes: total.walBytes - part.walBytes,
+    drops,
+  };
 }
 
 /** A window's image: the head's state of every relation its journal names. */

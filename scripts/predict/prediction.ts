@@ -652,9 +652,23 @@ function pricePrediction(
   const generic = genericRecordSeconds(profile);
   const perType = (t: RecordTypeCount) =>
     t.count * (t.kind === null ? generic : profile.constants[`record.${t.kind}`].seconds);
+  // A total order (ties by name): the exporter's counts by type come in no first-seen order.
   const byType = rp.types
     .map((t) => ({ ...t, seconds: perType(t) }))
-    .sort((a, b) => b.seconds - a.seconds || b.count - a.count);
+    .sort(
+      (a, b) =>
+        b.seconds - a.seconds ||
+        b.count - a.count ||
+        (a.rmgr < b.rmgr
+          ? -1
+          : a.rmgr > b.rmgr
+            ? 1
+            : a.type < b.type
+              ? -1
+              : a.type > b.type
+                ? 1
+                : 0),
+    );
   const rmgrs = new Map<string, { rmgr: string; records: number; seconds: number }>();
   for (const t of byType) {
     const x = rmgrs.get(t.rmgr) ?? { rmgr: t.rmgr, records: 0, seconds: 0 };

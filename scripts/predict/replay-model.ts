@@ -260,11 +260,21 @@ export class RecoveryModel {
   private readonly relCache: Array<RelState | null> = new Array<RelState | null>(REL_CACHE).fill(
     null,
   );
+  /**
+   * The block added last to a resident set, by (relfilenode OID × 4 + fork) modulo REL_CACHE:
+   * the block is in that set as long as nothing removed blocks from sets (`forgetResidentMemo`).
+   */
+  private readonly residentMemoSet: Array<Set<number> | null> = new Array<Set<number> | null>(
+    REL_CACHE,
+  ).fill(null);
+  private readonly residentMemoBlock = new Float64Array(REL_CACHE);
   private counts = emptyReplayCounts();
   private readonly types = new Map<string, RecordTypeCount>();
   /** The same entries by rmgr, then type (`typeCount`), and the one found last. */
   private readonly typeIndex = new Map<string, Map<string, RecordTypeCount>>();
   private lastType: RecordTypeCount | null = null;
+  /** The same entries by `PgWalRecord.typeKey` (rmid * 256 + xl_info), when records carry it. */
+  private typeByKey: Array<RecordTypeCount | undefined> = new Array(256 * 256);
   private drops: PredictedDrop[] = [];
   private readonly assumptions = new Set<string>();
   /** Changes since the exporter's current LSN window began (null: not journaled). */
@@ -274,6 +284,11 @@ export class RecoveryModel {
   private genericRecords = 0;
   /** A full scan has run in this startup process (learned or replayed): the array is mapped. */
   private descriptorsMapped = false;
+  /**
+   * The LSN of the last full-scan drop counted since the last take (null: none): the exporter
+   * keeps it per LSN window, to know whether a window has a full-scan drop after a replay LSN.
+   */
+  lastFullScanLsn: number | null = null;
   /** BUF_DROP_FULL_SCAN_THRESHOLD; null where the version has no lookup path (13). */
   readonly threshold: number | null;
 
@@ -369,6 +384,7 @@ export class RecoveryModel {
 
   /** A relation leaves the state: one created in this window leaves the journal too. */
   private deleteRel(k: string): void {
+    this.forgetResidentMemo();
     this.rels.delete(k);
     const slot = relSlotOfKey(k);
     if (this.relCache[slot]?.key === k) this.relCache[slot] = null;
@@ -379,9 +395,21 @@ export class RecoveryModel {
   /** A block became resident (journaled: the window's image adds it). */
   private addResident(r: RelState, f: ForkNumber, block: number): void {
     const st = r.forks[f];
+    // Runs of records write one page of a relation (a bulk INSERT: a heap page, a btree leaf):
+    // the block added last to this slot's set is still in it, no hash lookup needed.
+    const slot = (r.node.rel * 4 + f) & (REL_CACHE - 1);
+    if (this.residentMemoSet[slot] === st.resident && this.residentMemoBlock[slot] === block)
+      return;
+    this.residentMemoSet[slot] = st.resident;
+    this.residentMemoBlock[slot] = block;
     if (st.resident.has(block)) return;
     st.resident.add(block);
     if (this.journal !== null) (this.journaled(r.key, false).newly[f] ??= new Set()).add(block);
+  }
+
+  /** Blocks may have left resident sets (a truncation, a drop, states handed out): forget. */
+  private forgetResidentMemo(): void {
+    this.residentMemoSet.fill(null);
   }
 
   private exists(r: RelState, f: ForkNumber): boolean {
@@ -468,12 +496,29 @@ export class RecoveryModel {
   replay(rec: PgWalRecord): void {
     this.records += 1;
     this.walBytes += rec.totalLength;
-    const t = this.typeCount(rec.rmgr, rec.type);
+    // By the record's rmid and xl_info when it has them: one array read, no string compared.
+    const key = rec.typeKey;
+    const t =
+      key !== undefined
+        ? (this.typeByKey[key] ??= this.typeCount(rec.rmgr, rec.type))
+        : this.typeCount(rec.rmgr, rec.type);
     t.count += 1;
     t.bytes += rec.totalLength;
-    if (t.kind !== null) this.counts.pgRecords[t.kind] = (this.counts.pgRecords[t.kind] ?? 0) + 1;
-    else this.genericRecords += 1;
+    // counts.pgRecords is these counts summed by kind when the tally is read (countsNow).
+    if (t.kind === null) this.genericRecords += 1;
     this.apply(rec, true);
+  }
+
+  /**
+   * The counts, their `pgRecords` summed from the tally's types by kind, in the order the kinds
+   * were first met (as a count per record would have added them).
+   */
+  private countsNow(): ReplayCounts {
+    const pg: Partial<Record<PgRecordKind, number>> = {};
+    for (const t of this.types.values())
+      if (t.kind !== null) pg[t.kind] = (pg[t.kind] ?? 0) + t.count;
+    this.counts.pgRecords = pg;
+    return this.counts;
   }
 
   /**
@@ -555,6 +600,7 @@ export class RecoveryModel {
     const { lookup, why } = this.choosePath(total, uncachedWhy, 'blocks to drop');
     let invalidated = 0;
     let preCheckHits = 0;
+    this.forgetResidentMemo();
     for (const { fork, first } of list) {
       const st = r.forks[fork];
       for (const b of [...st.resident]) {
@@ -684,6 +730,7 @@ export class RecoveryModel {
       listSteps: 0,
       hashInserts: 0,
     });
+    if (full) this.lastFullScanLsn = rec.lsn;
     if (this.dropList === 'first-full-scan' && (!full || this.drops.length > 0)) return;
     this.drops.push({
       lsn: rec.lsn,
@@ -722,11 +769,12 @@ export class RecoveryModel {
       this.dropList,
     );
     for (const [k, r] of this.rels) c.rels.set(k, copyRelState(r));
-    c.counts = structuredClone(this.counts);
+    c.counts = structuredClone(this.countsNow());
     for (const t of this.types.values()) Object.assign(c.typeCount(t.rmgr, t.type), t);
     for (const d of this.drops) c.drops.push({ ...d, relations: [...d.relations] });
     for (const a of this.assumptions) c.assumptions.add(a);
     c.descriptorsMapped = this.descriptorsMapped;
+    c.lastFullScanLsn = this.lastFullScanLsn;
     c.records = this.records;
     c.walBytes = this.walBytes;
     c.genericRecords = this.genericRecords;
@@ -741,7 +789,7 @@ export class RecoveryModel {
   /** What was replayed since the last take (or since the model began), copied. */
   peekTally(): ReplayTally {
     return {
-      counts: structuredClone(this.counts),
+      counts: structuredClone(this.countsNow()),
       types: [...this.types.values()].map((t) => ({ ...t })),
       genericRecords: this.genericRecords,
       records: this.records,
@@ -753,7 +801,7 @@ export class RecoveryModel {
   /** What was replayed since the last take; the counts start again from zero (state is kept). */
   takeTally(): ReplayTally {
     const t: ReplayTally = {
-      counts: this.counts,
+      counts: this.countsNow(),
       types: [...this.types.values()],
       genericRecords: this.genericRecords,
       records: this.records,
@@ -763,8 +811,10 @@ export class RecoveryModel {
     this.counts = emptyReplayCounts();
     this.types.clear();
     this.typeIndex.clear();
+    this.typeByKey = new Array(256 * 256);
     this.lastType = null;
     this.drops = [];
+    this.lastFullScanLsn = null;
     this.records = this.walBytes = this.genericRecords = 0;
     return t;
   }
@@ -785,8 +835,9 @@ export class RecoveryModel {
    * window's image from the head model and applies images to the tail model).
    */
   relStates(): Map<string, RelState> {
-    // The caller may delete or replace entries: `rel` must look them up again.
+    // The caller may delete or replace entries (and blocks): `rel` must look them up again.
     this.relCache.fill(null);
+    this.forgetResidentMemo();
     return this.rels;
   }
 

@@ -46,6 +46,12 @@ export interface PgWalRecord {
   rmgr: string;
   /** rm_identify's name (`PRUNE`, `INSERT+INIT`, `COMMIT`, …). */
   type: string;
+  /**
+   * xl_rmid * 256 + xl_info, when the source read them (pg-wal/; not the text sources): within
+   * one major a key always names the same rmgr and type, so the replay model's tally finds the
+   * type by it.
+   */
+  typeKey?: number;
   /** Total record length (xl_tot_len). */
   totalLength: number;
   xid: number;

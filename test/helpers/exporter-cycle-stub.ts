@@ -1,6 +1,7 @@
 /**
  * A cycle thread for the exporter's tests (CycleHost's `entry`): the real `serveCycles` with a
  * stand-in prediction, steered by the host's `extra`:
+ * - `plain`: every cycle predicts 1.5 s;
  * - `throw`: the first thread's second cycle throws outside any promise (the thread dies); a
  *   restarted thread waits, before its first prediction, until the test sets flag 0;
  * - `block`: the second cycle reads WAL with the real reader and, at its 1000th record, sets flag
@@ -19,7 +20,7 @@ import { pgWalRecords } from '../../scripts/predict/pg-wal-source.ts';
 import type { Prediction } from '../../scripts/predict/prediction.ts';
 
 export interface CycleStubExtra {
-  mode: 'throw' | 'block';
+  mode: 'plain' | 'throw' | 'block';
   shared: SharedArrayBuffer;
   /** `block`: a pg_wal directory and the range to read. */
   walDir?: string;

@@ -232,9 +232,11 @@ describe.skipIf(unavailable !== null)(
       expect(mine.length).toBe(theirs.length);
       for (let i = 0; i < mine.length; i++) {
         // The reader's own fields (pg_waldump's line has none of them in this form): the end LSN,
-        // where the next record starts; a commit's/abort's xid and time; a restore point's name.
-        const { endLsn, xactEnd, restorePoint, ...rest } = mine[i]!;
+        // where the next record starts; a commit's/abort's xid and time; a restore point's name;
+        // the rmid and xl_info the replay model's tally keys types by.
+        const { endLsn, xactEnd, restorePoint, typeKey, ...rest } = mine[i]!;
         expect(rest, lines[i]).toEqual(theirs[i]);
+        expect(typeKey).toBe(whole.recs[i]!.rmid * 256 + whole.recs[i]!.info);
         if (/^(COMMIT|ABORT)$/.test(rest.type)) expect(xactEnd?.xid, lines[i]).toBe(rest.xid);
         if (restorePoint !== undefined) expect(lines[i]).toContain(restorePoint);
         expect(endLsn).toBe(whole.recs[i]!.endLsn);

@@ -30,7 +30,7 @@ describe.skipIf(reason !== null)(
   () => {
     it('promtool check rules and check config accept them', () => {
       const r = promtool(['check', 'rules', 'walsim-rules.yml']);
-      expect(r.stdout + r.stderr).toMatch(/SUCCESS: 15 rules found/);
+      expect(r.stdout + r.stderr).toMatch(/SUCCESS: 16 rules found/);
       expect(r.status).toBe(0);
       const c = promtool(['check', 'config', 'prometheus.yml']);
       expect(c.stdout + c.stderr).toMatch(/is valid prometheus config file syntax/);

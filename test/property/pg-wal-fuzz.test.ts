@@ -129,7 +129,8 @@ async function readViews(src: MemorySegments, startLsn: number) {
       blocks.push([v.blockSpc[i]!, v.blockDb[i]!, v.blockRel[i]!, v.blockFork[i]!, v.blockNo[i]!]);
     rows.push({
       head: [v.lsn, v.endLsn, v.xid, v.rmid, v.info, v.rmgr, v.type, v.totalLength, v.fpiLength],
-      main: [v.recordLength, v.mainDataLength, v.data],
+      // The view and its data are valid only during the call (a heap row's data is refilled).
+      main: [v.recordLength, v.mainDataLength, structuredClone(v.data)],
       blocks,
     });
   };

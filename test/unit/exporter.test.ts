@@ -20,7 +20,13 @@ import {
   standbyLabel,
   type PredictFn,
 } from '../../scripts/exporter/collector.ts';
-import { exporterRegistry, profileMajor } from '../../scripts/exporter/metrics.ts';
+import {
+  cycleRenders,
+  liveRegistry,
+  metricsPage,
+  profileMajor,
+  renderCycleMetrics,
+} from '../../scripts/exporter/metrics.ts';
 import { startMetricsServer } from '../../scripts/exporter/server.ts';
 import { pgWalRecords } from '../../scripts/predict/pg-wal-source.ts';
 import { formatLsn } from '../../wal/lsn.ts';
@@ -37,8 +43,10 @@ import { fakePrediction, type CycleStubExtra } from '../helpers/exporter-cycle-s
 import { CycleHost } from '../../scripts/exporter/cycle-host.ts';
 import { CYCLE_THREAD_NICE } from '../../scripts/exporter/cycle-thread.ts';
 import { pollUntil } from '../../server/poll.ts';
+import { closureOf, readImportGraph } from '../helpers/import-graph.ts';
 
 const profile = loadProfile('seed-001');
+const info = { name: profile.name, ref: 'seed-001', profile };
 
 describe('Collector and metrics', () => {
   const targets = [
@@ -73,11 +81,7 @@ describe('Collector and metrics', () => {
     expect(snap.standbys[1]!.lastError!.message).toContain('u:***@');
     // Patroni picks the furthest ahead (10.0.0.1, receive 0/2000); 10.0.0.3 is writable first.
     expect(snap.ranking).toEqual({ patroniPick: '10.0.0.1:5432', writableFirst: '10.0.0.3:5434' });
-    const text = await exporterRegistry(() => c.snapshot(), {
-      name: profile.name,
-      ref: 'seed-001',
-      profile,
-    }).metrics();
+    const text = await renderCycleMetrics(c.snapshot(), info);
     const s = parsePromText(text);
     expect(sampleValue(s, 'walsim_standby_up', { standby: '10.0.0.2:5433' })).toBe(0);
     expect(
@@ -112,17 +116,12 @@ describe('Collector and metrics', () => {
 
   it('a standby that recovers is up again; one that fails later loses its prediction', async () => {
     const c = collector();
-    const reg = exporterRegistry(() => c.snapshot(), {
-      name: 'seed-001',
-      ref: 'seed-001',
-      profile,
-    });
     await c.runCycle();
-    await reg.metrics();
+    await renderCycleMetrics(c.snapshot(), info);
     down.delete('postgresql://u:pw@10.0.0.2:5433/db');
     down.add('postgresql://u:pw@10.0.0.3:5434/db');
     await c.runCycle();
-    const s = parsePromText(await reg.metrics());
+    const s = parsePromText(await renderCycleMetrics(c.snapshot(), info));
     expect(sampleValue(s, 'walsim_standby_up', { standby: '10.0.0.2:5433' })).toBe(1);
     expect(sampleValue(s, 'walsim_standby_up', { standby: '10.0.0.3:5434' })).toBe(0);
     expect(
@@ -186,11 +185,11 @@ describe('a scrape while a cycle reads WAL', () => {
     const srv = await startMetricsServer(
       '127.0.0.1',
       0,
-      exporterRegistry(() => c.snapshot(), {
-        name: 'seed-001',
-        ref: 'seed-001',
-        profile,
-      }),
+      // In-process (as the dashboard runs the collector): the cycle's series rendered per scrape.
+      metricsPage(
+        liveRegistry(() => c.snapshot()),
+        () => renderCycleMetrics(c.snapshot(), info),
+      ),
       null,
     );
     try {
@@ -237,30 +236,80 @@ const STUB = path.join(import.meta.dirname, '..', 'helpers', 'exporter-cycle-stu
 const stubTarget = { url: 'postgresql://u@10.0.0.9:5432/db', label: '10.0.0.9:5432' };
 
 /** A CycleHost running the stand-in cycle thread, its metrics served on a loopback port. */
-async function stubExporter(extra: CycleStubExtra, log: string[]) {
+async function stubExporter(extra: CycleStubExtra, log: string[], intervalMs = 200) {
   const host = new CycleHost({
     targets: [stubTarget],
     profile,
     profileRef: 'seed-001',
-    intervalMs: 200,
+    intervalMs,
     entry: STUB,
     extra,
     log: (l) => log.push(l),
   });
-  const reg = exporterRegistry(() => host.snapshot(), {
-    name: 'seed-001',
-    ref: 'seed-001',
-    profile,
-  });
-  const srv = await startMetricsServer('127.0.0.1', 0, reg, null);
-  const scrape = async () =>
-    parsePromText(await (await fetch(`http://127.0.0.1:${srv.address.port}/metrics`)).text());
+  const page = metricsPage(
+    liveRegistry(() => host.snapshot()),
+    () => host.cycleText(),
+  );
+  const srv = await startMetricsServer('127.0.0.1', 0, page, null);
+  const get = () => fetch(`http://127.0.0.1:${srv.address.port}/metrics`);
+  const scrape = async () => parsePromText(await (await get()).text());
   host.start();
-  return { host, scrape, close: () => Promise.all([host.stop(), srv.close()]) };
+  return { host, get, scrape, close: () => Promise.all([host.stop(), srv.close()]) };
 }
+
+describe('the thread answering HTTP', () => {
+  it("loads none of the cycle's modules: its heap holds what a scrape serves", () => {
+    const root = path.resolve(import.meta.dirname, '../..');
+    const graph = readImportGraph(root);
+    const reach = closureOf(graph, ['scripts/exporter.ts']);
+    const CYCLE =
+      /^(scripts\/predict\/|pg-wal\/|scripts\/exporter\/(collector|incremental|windows|cycle-thread|cycle-worker)\.ts$)/;
+    const cycleModules = [...reach].filter(([f]) => CYCLE.test(f)).map(([, c]) => c.join(' -> '));
+    expect(cycleModules).toEqual([]);
+    const driver = [...reach.keys()].filter((f) =>
+      graph.get(f)!.imports.some((e) => !e.typeOnly && e.spec === 'pg'),
+    );
+    expect(driver).toEqual([]);
+    // What it does load: the HTTP side, the host of the cycle thread, the shared shapes.
+    for (const f of ['cycle-host', 'metrics', 'server', 'snapshot'])
+      expect(reach.has(`scripts/exporter/${f}.ts`)).toBe(true);
+  });
+});
 
 describe('the cycle thread', () => {
   const sb = { standby: stubTarget.label };
+
+  it('renders the cycle: a scrape serves the text it posted as it is, this thread renders none of it', async () => {
+    const flags = new Int32Array(new SharedArrayBuffer(20));
+    const log: string[] = [];
+    // One cycle (the next is a minute away): every scrape below sees the same posted text.
+    const x = await stubExporter(
+      { mode: 'plain', shared: flags.buffer as SharedArrayBuffer },
+      log,
+      60_000,
+    );
+    try {
+      const rendersAtStart = cycleRenders();
+      await pollUntil(async () => x.host.snapshot().cycles === 1, 'the first cycle', 60_000, 10);
+      const posted = await x.host.cycleText();
+      expect(sampleValue(parsePromText(posted), 'walsim_standby_up', sb)).toBe(1);
+      expect(sampleValue(parsePromText(posted), 'walsim_exporter_cycles_total', {})).toBe(1);
+      for (let i = 0; i < 10; i++) {
+        const r = await x.get();
+        expect(r.headers.get('server-timing')).toMatch(/^render;dur=\d+\.\d{3}$/);
+        const body = await r.text();
+        // The live series first (this thread's process and event loop), then the posted text.
+        expect(body.endsWith(posted)).toBe(true);
+        expect(body.slice(0, -posted.length)).toMatch(/^# HELP process_cpu_user_seconds_total/);
+        expect(body.slice(0, -posted.length)).not.toContain('walsim_standby_up');
+      }
+      // Not once per scrape, not on the snapshot's arrival: the cycle thread rendered it.
+      expect(cycleRenders()).toBe(rendersAtStart);
+      expect(log).toEqual([]);
+    } finally {
+      await x.close();
+    }
+  });
 
   it('is not the thread that answers: a scrape is answered while the cycle thread is blocked mid-read', async () => {
     const wal = builtWalDir();
@@ -318,6 +367,7 @@ describe('the cycle thread', () => {
     const flags = new Int32Array(new SharedArrayBuffer(20));
     const log: string[] = [];
     const x = await stubExporter({ mode: 'throw', shared: flags.buffer as SharedArrayBuffer }, log);
+    const rendersAtStart = cycleRenders();
     try {
       await pollUntil(
         async () => x.host.snapshot().standbys[0]!.errors.worker === 1,
@@ -325,6 +375,8 @@ describe('the cycle thread', () => {
         60_000,
         10,
       );
+      // The standbys marked down here: the one time this thread renders the cycle's series.
+      expect(cycleRenders()).toBe(rendersAtStart + 1);
       // The restarted thread waits for flag 0 before its first prediction: this state holds.
       const down = await x.scrape();
       expect(sampleValue(down, 'walsim_standby_up', sb)).toBe(0);

@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import type { PgMajor } from '../../pg-wal/format.ts';
 import { PgWalReader } from '../../pg-wal/reader.ts';
 import { pgWalRecords, toPredictRecord } from '../../scripts/predict/pg-wal-source.ts';
-import { RecoveryModel } from '../../scripts/predict/replay-model.ts';
+import { pgKindOf, RecoveryModel } from '../../scripts/predict/replay-model.ts';
 import type { PgWalRecord } from '../../scripts/predict/wal-records.ts';
 import { formatLsn } from '../../wal/lsn.ts';
 import { segmentFileName } from '../../wal/segment.ts';
@@ -153,6 +153,9 @@ async function bothWays(major: PgMajor) {
       decoded.push(structuredClone(p));
       modelDecoded.replay(p);
     }
+    // A text source's records (pg_waldump, pg_walinspect) carry no typeKey.
+    const modelByName = new RecoveryModel(4096);
+    for (const p of decoded) modelByName.replay({ ...p, typeKey: undefined });
     const viewed: PgWalRecord[] = [];
     const modelViewed = new RecoveryModel(4096);
     const history = [{ tli: 1, beginLsn: 0, endLsn: null }];
@@ -160,7 +163,7 @@ async function bothWays(major: PgMajor) {
       viewed.push(structuredClone(r));
       modelViewed.replay(r);
     });
-    return { w, decoded, viewed, read, modelDecoded, modelViewed };
+    return { w, decoded, viewed, read, modelDecoded, modelViewed, modelByName };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -169,7 +172,8 @@ async function bothWays(major: PgMajor) {
 describe('predict reads the range through views(), one record object refilled', () => {
   for (const major of [13, 15, 17] as const)
     it(`${major}: the same records and the same model result as a fresh object per record`, async () => {
-      const { w, decoded, viewed, read, modelDecoded, modelViewed } = await bothWays(major);
+      const { w, decoded, viewed, read, modelDecoded, modelViewed, modelByName } =
+        await bothWays(major);
       expect(decoded.length).toBe(w.records.length);
       expect(w.segments.size).toBeGreaterThan(1);
       expect(viewed).toEqual(decoded);
@@ -185,7 +189,47 @@ describe('predict reads the range through views(), one record object refilled', 
       ]);
       expect(a.counts.fsmUpdates).toBeGreaterThan(0);
       expect(a.counts.multiInsertTuples).toBe(9 * 30);
+      // The tally found by typeKey (rmid, xl_info) equals the one found by the names, key order
+      // included; pgRecords (summed from the types when read) equals a count per record.
+      expect(JSON.stringify(modelByName.result())).toBe(JSON.stringify(a));
+      const perRecord: Record<string, number> = {};
+      for (const r of decoded) {
+        const k = pgKindOf(r.rmgr, r.type);
+        if (k !== null) perRecord[k] = (perRecord[k] ?? 0) + 1;
+      }
+      expect(JSON.stringify(a.counts.pgRecords)).toBe(JSON.stringify(perRecord));
+      expect(Object.keys(perRecord).length).toBeGreaterThan(4);
     });
+});
+
+describe('the tally by typeKey across takeTally and clone', () => {
+  const rec = (lsn: number, rmgr: string, type: string, typeKey?: number): PgWalRecord => ({
+    lsn,
+    rmgr,
+    type,
+    totalLength: 100,
+    xid: 1,
+    blocks: [],
+    ...(typeKey !== undefined ? { typeKey } : {}),
+  });
+  it('each tally counts only its own records, a clone its original and its own', () => {
+    const m = new RecoveryModel(4096);
+    m.replay(rec(1, 'Heap', 'INSERT', 10 * 256));
+    m.replay(rec(2, 'Btree', 'INSERT_LEAF', 11 * 256));
+    m.replay(rec(3, 'Heap', 'INSERT', 10 * 256 + 1));
+    const first = m.takeTally();
+    expect(first.counts.pgRecords).toEqual({ HEAP_INSERT: 2, BTREE_INSERT_LEAF: 1 });
+    expect(first.types.map((t) => [t.rmgr, t.type, t.count])).toEqual([
+      ['Heap', 'INSERT', 2],
+      ['Btree', 'INSERT_LEAF', 1],
+    ]);
+    m.replay(rec(4, 'Btree', 'INSERT_LEAF', 11 * 256));
+    const c = m.clone();
+    c.replay(rec(5, 'Btree', 'INSERT_LEAF'));
+    expect(m.peekTally().counts.pgRecords).toEqual({ BTREE_INSERT_LEAF: 1 });
+    expect(c.peekTally().counts.pgRecords).toEqual({ BTREE_INSERT_LEAF: 2 });
+    expect(c.peekTally().types.map((t) => t.count)).toEqual([2]);
+  });
 });
 
 describe("the replay model's shortcut for the relation named last", () => {
@@ -207,5 +251,41 @@ describe("the replay model's shortcut for the relation named last", () => {
     m.replay(touch(3));
     const c = m.result().counts.smgr;
     expect([c.nblocks[0], c.extend[0], c.unlink[0]]).toEqual([1, 1, 1]);
+  });
+
+  // The block added last per relation and fork is remembered (no hash lookup for a run of
+  // records on one page); whatever removes blocks from the resident sets must forget it.
+  const at = (lsn: number, block: number): PgWalRecord => ({
+    ...touch(lsn),
+    blocks: [{ node, fork: 0, block }],
+  });
+  const dropIt = (lsn: number): PgWalRecord => ({
+    ...touch(lsn),
+    rmgr: 'Transaction',
+    type: 'COMMIT',
+    blocks: [],
+    dropRels: [{ ...node }],
+  });
+  it('a block truncated away and written again is resident again (its drop invalidates it)', () => {
+    const m = new RecoveryModel(4096);
+    m.replay(at(1, 5));
+    m.replay(at(2, 5));
+    const trunc: PgWalRecord = { ...touch(3), rmgr: 'Storage', type: 'TRUNCATE', blocks: [] };
+    trunc.truncate = { node: { ...node }, blkno: 0, flags: 1 };
+    m.replay(trunc);
+    m.replay(at(4, 5));
+    m.replay(dropIt(5));
+    expect(m.result().drops.map((d) => [d.record, d.invalidated])).toEqual([
+      ['Storage/TRUNCATE', 1],
+      ['Transaction/COMMIT', 1],
+    ]);
+  });
+  it('a block removed from the states handed out (the exporter) and written again is resident again', () => {
+    const m = new RecoveryModel(4096);
+    m.replay(at(1, 7));
+    for (const st of m.relStates().values()) st.forks[0].resident.delete(7);
+    m.replay(at(2, 7));
+    m.replay(dropIt(3));
+    expect(m.result().drops.map((d) => d.invalidated)).toEqual([1]);
   });
 });
