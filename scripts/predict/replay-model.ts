@@ -92,6 +92,10 @@ const ALWAYS_FSM_TYPES: ReadonlySet<string> = new Set(['CLEAN', 'PRUNE', 'VACUUM
 const PG_KIND_ALIASES: Readonly<Record<string, PgRecordKind>> = {
   // heap_redo replays a HOT update with heap_xlog_update (hot_update = true): one tuple, one page.
   'Heap/HOT_UPDATE': 'HEAP_UPDATE',
+  // heap_update logs a LOCK of the old tuple before it moves the new version to another page (one
+  // per such update); heap_xlog_lock rewrites that tuple's xmax and infomask on one page, the work
+  // of heap_xlog_delete without the line pointer: priced as that one-tuple record.
+  'Heap/LOCK': 'HEAP_DELETE',
   'Heap2/CLEAN': 'HEAP2_PRUNE',
   'Heap2/PRUNE_ON_ACCESS': 'HEAP2_PRUNE',
   'Heap2/PRUNE_VACUUM_SCAN': 'HEAP2_PRUNE',
