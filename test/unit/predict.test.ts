@@ -111,6 +111,10 @@ describe('pg_waldump lines and pg_walinspect rows', () => {
     // one page. Priced as generic, a backlog of HOT updates was priced at a page-level record's cost.
     expect(pgKindOf('Heap', 'HOT_UPDATE')).toBe('HEAP_UPDATE');
     expect(pgKindOf('Heap', 'HOT_UPDATE+INIT')).toBe('HEAP_UPDATE');
+    // heap_update's LOCK of the old tuple before it moves the row to another page (one per such
+    // update: 264,032 of a 583,799-record backlog): one tuple header on one page, not page-level.
+    expect(pgKindOf('Heap', 'LOCK')).toBe('HEAP_DELETE');
+    expect(pgKindOf('Heap2', 'LOCK_UPDATED')).toBeNull();
     expect(pgKindOf('Btree', 'SPLIT_L')).toBeNull();
     expect(pgKindOf('Standby', 'RUNNING_XACTS')).toBeNull();
   });
