@@ -341,6 +341,22 @@ describe('files a relation-dropping commit removes', () => {
     expect(c.smgr.unlink[0]).toBe(3);
     expect(c.unlinkedNonEmptyForks).toBe(2);
   });
+
+  it('blocks replay wrote to a file empty or absent on disk are not counted (no extent to free)', () => {
+    // 100: one block on disk; 101: empty on disk, written by replay; 103: no file before the range.
+    const m = new RecoveryModel(NB, files({ 100: 1, 101: 0 }));
+    m.replay(touch(100, 3));
+    m.replay(touch(101, 5));
+    m.replay(touch(103, 2));
+    m.replay(commitDropping(100, 101, 103));
+    expect(m.result().counts.smgr.unlink[0]).toBe(3);
+    expect(m.result().counts.unlinkedNonEmptyForks).toBe(1);
+    // Without the standby's files, the blocks the model knows of.
+    const k = new RecoveryModel(NB);
+    k.replay(touch(101, 5));
+    k.replay(commitDropping(101));
+    expect(k.result().counts.unlinkedNonEmptyForks).toBe(1);
+  });
 });
 
 describe("each major's drop rules in the replay model", () => {
