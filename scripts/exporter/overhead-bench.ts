@@ -20,6 +20,9 @@
  * the scrape (schedstat's run-queue wait before and after it), the time this process's thread
  * waited for a core (the scraper's side), and the HTTP thread's garbage collection in the
  * interval before (prom-client's nodejs_gc_duration_seconds, by kind).
+ * The bench scrapes every 2 s; Prometheus's default is every 15 s: the CPU at that interval is
+ * the CPU less the scrapes' above one per 15 s (a scrape's CPU: the HTTP thread's on-CPU time
+ * during it, averaged over the state's scrapes).
  * `--states keep-up,arriving,replayed` runs only those states (idle and sitting are skipped).
  * `--samples FILE` writes every scrape's figures as JSON lines.
  * Prints a Markdown table; the last line of stdout is the JSON of the rows. Run it under the
@@ -90,6 +93,11 @@ interface Row {
   scrapeMs: { min: number; median: number; max: number; n: number };
   loopDelayMaxMs: number;
   httpCpuPct: number;
+  /** The HTTP thread's CPU a scrape took (mean of its on-CPU time during each scrape), ms. */
+  scrapeCpuMs: number;
+  /** The exporter's CPU had Prometheus scraped every 15 s instead of every 2 s: cpuPct less
+   * the scrapes' CPU above one per 15 s. */
+  cpuPctAt15s: number;
   slow: SlowScrape[];
   walReadMiB: number;
   unreplayedMiB: [number, number];
@@ -202,10 +210,12 @@ function summarize(state: string, s: Sample[], load: [string, string], note: str
   const scrapes = s.map((x) => x.scrapeMs).sort((x, y) => x - y);
   const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
   const unreplayed = s.flatMap((x) => (x.unreplayed === null ? [] : [x.unreplayed / MiB]));
+  const scrapeCpuMs = s.reduce((t, x) => t + x.httpRunMs, 0) / s.length;
+  const cpuPct = ((z.cpuS - a.cpuS) / (z.t - a.t)) * 100;
   return {
     state,
     windowS: round(z.t - a.t, 0),
-    cpuPct: round(((z.cpuS - a.cpuS) / (z.t - a.t)) * 100),
+    cpuPct: round(cpuPct),
     rssMiB: range(s.map((x) => x.rss / MiB)).map((x) => round(x, 0)) as [number, number],
     cycleS: range(s.flatMap((x) => (x.cycleS === null ? [] : [x.cycleS]))).map((x) =>
       round(x, 2),
@@ -218,6 +228,8 @@ function summarize(state: string, s: Sample[], load: [string, string], note: str
     },
     loopDelayMaxMs: round(Math.max(...s.map((x) => (x.loopMaxS ?? 0) * 1000))),
     httpCpuPct: round(((z.httpCpuS - a.httpCpuS) / (z.t - a.t)) * 100),
+    scrapeCpuMs: round(scrapeCpuMs, 2),
+    cpuPctAt15s: round(cpuPct - (scrapeCpuMs / 1000) * (1 / 2 - 1 / 15) * 100),
     slow: slowScrapes(s),
     walReadMiB: round((z.walRead - a.walRead) / MiB),
     unreplayedMiB: [round(unreplayed[0] ?? NaN, 0), round(unreplayed.at(-1) ?? NaN, 0)],
@@ -390,13 +402,13 @@ interface Options {
 
 function table(rows: Row[]): string {
   const head =
-    '| state | window | CPU, % of one core (HTTP thread) | RSS | cycle | scrape min / median / max (n) | main loop delay max | scrapes > 50 ms: ms (render; HTTP thread waiting for a core; scraper waiting; HTTP thread GC before) | WAL read | unreplayed | load | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+    '| state | window | CPU, % of one core (HTTP thread; scrape CPU; at one scrape per 15 s) | RSS | cycle | scrape min / median / max (n) | main loop delay max | scrapes > 50 ms: ms (render; HTTP thread waiting for a core; scraper waiting; HTTP thread GC before) | WAL read | unreplayed | load | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
   const slow = (x: SlowScrape) =>
     `${x.ms} (${x.renderMs}; ${x.httpWaitMs}; ${x.selfWaitMs}; ${Object.entries(x.gcMs)
       .map(([k, v]) => `${k} ${v}`)
       .join(' ')})`;
   const line = (r: Row) =>
-    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB | ${r.unreplayedMiB[0]} → ${r.unreplayedMiB[1]} MiB | ${r.load[0]} → ${r.load[1]} | ${r.note} |`;
+    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %; ${r.scrapeCpuMs} ms; ${r.cpuPctAt15s} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB | ${r.unreplayedMiB[0]} → ${r.unreplayedMiB[1]} MiB | ${r.load[0]} → ${r.load[1]} | ${r.note} |`;
   return [head, ...rows.map(line)].join('\n');
 }
 
