@@ -319,6 +319,30 @@ async function startExporter(
   return { child, port };
 }
 
+/**
+ * The scheduler's autogroups (one per session, shared fairly when enabled) of the exporter,
+ * this process (and pgbench, its child) and the two postmasters: whose CPU competes with whose.
+ */
+function autogroups(dir: string, exporterPid: number): string {
+  const read = (f: string) => {
+    try {
+      return fs.readFileSync(f, 'utf8').trim();
+    } catch {
+      return '?';
+    }
+  };
+  const pm = (node: 'primary' | 'standby') =>
+    read(`${pgDataDir(dir, node)}/postmaster.pid`).split('\n')[0]!;
+  const pids: Array<[string, string]> = [
+    ['exporter', String(exporterPid)],
+    ['bench', String(process.pid)],
+    ['primary', pm('primary')],
+    ['standby', pm('standby')],
+  ];
+  const groups = pids.map(([k, pid]) => `${k} ${read(`/proc/${pid}/autogroup`)}`).join(', ');
+  return `sched_autogroup_enabled ${read('/proc/sys/kernel/sched_autogroup_enabled')}: ${groups}`;
+}
+
 async function pgbench(dir: string, args: string[]): Promise<string> {
   const e = readPgEngine(dir);
   const conn = ['-h', '127.0.0.1', '-p', String(e.ports.primary), '-U', 'postgres'];
@@ -453,7 +477,7 @@ async function main(): Promise<number> {
     const x = await startExporter(dir, values.interval, nodeArgs);
     exporter = x.child;
     console.error(
-      `overhead-bench: exporter pid ${x.child.pid} on port ${x.port}; load ${loadavg()}`,
+      `overhead-bench: exporter pid ${x.child.pid} on port ${x.port}; load ${loadavg()}; ${autogroups(dir, x.child.pid!)}`,
     );
     const rows = await states(dir, { port: x.port, pid: x.child.pid! }, o);
     console.log(table(rows));
