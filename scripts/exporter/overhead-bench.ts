@@ -24,7 +24,9 @@
  * the CPU less the scrapes' above one per 15 s (a scrape's CPU: the HTTP thread's on-CPU time
  * during it, averaged over the state's scrapes).
  * `--states keep-up,arriving,replayed` runs only those states (idle and sitting are skipped).
- * `--samples FILE` writes every scrape's figures as JSON lines.
+ * `--samples FILE` writes every scrape's figures as JSON lines. The exporter runs in a session of
+ * its own (as systemd starts it: its own autogroup on Linux), or with `--exporter-session bench`
+ * in this process's (with pgbench's client threads, as before 2026-12-05 noon).
  * Prints a Markdown table; the last line of stdout is the JSON of the rows. Run it under the
  * measurement lock. The pair is removed at the end unless `--keep`.
  */
@@ -47,6 +49,7 @@ import {
 const USAGE = `usage: npx tsx scripts/exporter/overhead-bench.ts --dir DIR [--keepup-s 90] [--idle-s 30]
        [--scale 400] [--backlog-runs 2] [--sit-s 60] [--interval 15s] [--keep]
        [--states keep-up,idle,arriving,sitting,replayed] [--samples FILE]
+       [--exporter-session own|bench]
        [--exporter-node-args="--cpu-prof --cpu-prof-dir=DIR"]`;
 
 const STATES = ['keep-up', 'idle', 'arriving', 'sitting', 'replayed'] as const;
@@ -289,11 +292,16 @@ async function during(
 
 const sleep = (s: number) => new Promise<string>((r) => setTimeout(() => r(''), s * 1000));
 
-/** The exporter as `npm run exporter` runs it (tsx), on a free loopback port, once it is up. */
+/**
+ * The exporter as `npm run exporter` runs it (tsx), on a free loopback port, once it is up; in a
+ * session of its own (`ownSession`: as systemd starts a service, so the scheduler's autogroup
+ * it shares CPU in is its own, not this process's and pgbench's), or in this one.
+ */
 async function startExporter(
   dir: string,
   intervalText: string,
   nodeArgs: string[],
+  ownSession: boolean,
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort('127.0.0.1');
   const env = { ...process.env };
@@ -309,6 +317,7 @@ async function startExporter(
     cwd: PROJECT_ROOT,
     env,
     stdio: ['ignore', 'inherit', 'inherit'],
+    detached: ownSession,
   });
   for (let i = 0; ; i++) {
     const s = await scrapeOnce(port).catch(() => null);
@@ -451,6 +460,7 @@ async function main(): Promise<number> {
       states: { type: 'string', default: STATES.join(',') },
       samples: { type: 'string' },
       'exporter-node-args': { type: 'string', default: '' },
+      'exporter-session': { type: 'string', default: 'own' },
     },
     USAGE,
   );
@@ -468,13 +478,16 @@ async function main(): Promise<number> {
   if (unknown.length > 0)
     throw new Error(`--states ${unknown.join(',')}: not a state (${STATES.join(', ')})`);
   samplesFile = values.samples ?? null;
+  const session = values['exporter-session'];
+  if (session !== 'own' && session !== 'bench')
+    throw new Error(`--exporter-session ${session}: own (its own session, default) or bench`);
   await initPgCluster(dir, { sharedBuffers: '128MB', primarySharedBuffers: '128MB' });
   let exporter: ChildProcess | null = null;
   try {
     await pgbench(dir, ['-i', '-q', '-s', '10']);
     await caughtUp(dir);
     const nodeArgs = values['exporter-node-args'].split(' ').filter((a) => a !== '');
-    const x = await startExporter(dir, values.interval, nodeArgs);
+    const x = await startExporter(dir, values.interval, nodeArgs, session === 'own');
     exporter = x.child;
     console.error(
       `overhead-bench: exporter pid ${x.child.pid} on port ${x.port}; load ${loadavg()}; ${autogroups(dir, x.child.pid!)}`,
