@@ -100,6 +100,8 @@ export class PgWalReader {
   private ahead: ReadAhead | null = null;
   /** The columns `fill` is filling (records go there instead of being decoded), else null. */
   private cols: PgWalColumns | null = null;
+  /** The view and callback being filled (views()), or null. */
+  private visit: Visit | null = null;
   /** scan.wat's flags for the major (set with the format). */
   private scanFlags = 0;
   private winStart = -1;
@@ -238,6 +240,7 @@ export class PgWalReader {
     try {
       if (!this.started) await this.begin();
       this.cols = cols;
+      this.visit = visit;
       while (n < max) {
         if (this.pending !== null) {
           // The record `begin` found, handed out first.
@@ -254,9 +257,11 @@ export class PgWalReader {
           continue;
         }
         // readSlow rather than tryInPage: the scan refused what tryInPage would take.
-        const r = await this.readSlow();
+        const got = this.readSlow();
+        const r = got instanceof Promise ? await got : got;
         if (r !== null) this.deliver(r, out, cols, visit);
-        this.firstRecordLsn ??= r !== null ? r.lsn : cols!.lsn[cols!.length - 1]!;
+        this.firstRecordLsn ??=
+          r !== null ? r.lsn : visit !== null ? visit.view.lsn : cols!.lsn[cols!.length - 1]!;
         n++;
       }
     } catch (e) {
@@ -407,7 +412,19 @@ export class PgWalReader {
     const names = (this.typeNames ??= recordTypeNames(fmt.major));
     const v = visit.view;
     for (let i = 0; i < k; i++) {
-      decodeScannedInto(v, win, addresses[i]! - w, i, cols, sv, fmt, names);
+      const off = addresses[i]! - w;
+      decodeScannedInto(
+        v,
+        win,
+        off,
+        cols.lsn[i]!,
+        cols.endLsn[i]!,
+        cols.fpiLength[i]!,
+        i,
+        sv,
+        fmt,
+        names,
+      );
       this.prevLsn = v.lsn;
       this.next = v.endLsn;
       visit.fn(v);
@@ -469,7 +486,19 @@ export class PgWalReader {
    */
   private finish(b: Buffer, o: number, lsn: Lsn, end: Lsn, fmt: PgWalFormat): PgWalRecord | null {
     const cols = this.cols;
-    if (cols !== null) {
+    const visit = this.visit;
+    if (visit !== null) {
+      // For views() (null: handed to the callback), the fragments walked once in WebAssembly.
+      const v = visit.view;
+      const fpi = this.mem.recordView(b, o, u32(b, o), this.scanFlags);
+      if (fpi >= 0) {
+        const names = (this.typeNames ??= recordTypeNames(fmt.major));
+        decodeScannedInto(v, b, o, lsn, end, fpi, 0, this.mem.views, fmt, names);
+        v.endLsn = this.acceptAt(lsn, u64(b, o + 8), v.rmid, v.info, end);
+        visit.fn(v);
+        return null;
+      }
+    } else if (cols !== null) {
       const tot = u32(b, o);
       const fpi = this.mem.recordFpi(b, o, tot, this.scanFlags);
       if (fpi >= 0) {
@@ -482,111 +511,132 @@ export class PgWalReader {
     return this.accept(decodeRecord(b, o, lsn, end, fmt));
   }
 
-  /** XLogDecodeNextRecord in full: every check, its message, pages and segments crossed. */
-  private async readSlow(): Promise<PgWalRecord | null> {
-    for (let restarts = 0; ; restarts++) {
-      assert(restarts < 2, 'INV-PGWAL-3: an overwritten contrecord restarts reading once');
-      let lsn = this.next;
-      if (lsn >= this.endLsn) this.reachedEnd();
-      const pagePtr = lsn - (lsn % XLOG_BLCKSZ);
-      let recOff = lsn % XLOG_BLCKSZ;
-      const p = this.page(pagePtr);
-      const po = typeof p === 'number' ? p : await p;
-      const phs = this.pageHeaderSize(po);
-      if (recOff === 0) {
-        lsn += phs;
-        recOff = phs;
-        this.next = lsn;
-        if (lsn >= this.endLsn) this.reachedEnd();
-      } else if (recOff < phs) {
-        this.invalid(lsn, this.offsetMessage(lsn, phs, recOff));
-      }
-      if ((u16(this.win, po + 2) & XLP_FIRST_IS_CONTRECORD) !== 0 && recOff === phs)
-        this.invalid(lsn, `contrecord is requested by ${formatLsn(lsn)}`);
-      const fmt = this.fmt!;
-      const o = po + recOff;
-      const totLen = u32(this.win, o);
-      const onPage = XLOG_BLCKSZ - recOff;
-      if (lsn + Math.min(onPage, SIZE_OF_XLOG_RECORD) > this.endLsn) this.reachedEnd();
-      const gotHeader = onPage >= SIZE_OF_XLOG_RECORD;
-      if (gotHeader) {
-        const err = checkRecordHeader(this.win, o, lsn, this.prevLsn, fmt);
-        if (err !== null) this.invalid(lsn, err);
-      } else if (totLen < SIZE_OF_XLOG_RECORD) {
-        this.invalid(lsn, invalidLengthMessage(lsn, totLen, fmt));
-      }
-      if (totLen <= onPage) {
-        if (lsn + totLen > this.endLsn) this.reachedEnd();
-        if (!this.mem.recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
-        return this.finish(this.win, o, lsn, lsn + maxAlign(totLen), fmt);
-      }
-      const r = await this.readSpanning(lsn, pagePtr, o, onPage, totLen, gotHeader);
-      if (r !== OVERWRITTEN) return r;
-      // XLP_FIRST_IS_OVERWRITE_CONTRECORD: the record was abandoned; read from that page.
-    }
+  /**
+   * XLogDecodeNextRecord in full: every check, its message, pages and segments crossed. Answered
+   * at once, not as a promise, when every page the record needs is in the window: this path reads
+   * a record or two of every page (a page's first record, a record spanning pages), and a promise
+   * and an await each cost more than the rest of such a record.
+   */
+  private readSlow(restarts = 0): Soon<PgWalRecord | null> {
+    assert(restarts < 2, 'INV-PGWAL-3: an overwritten contrecord restarts reading once');
+    const lsn = this.next;
+    if (lsn >= this.endLsn) this.reachedEnd();
+    const pagePtr = lsn - (lsn % XLOG_BLCKSZ);
+    const p = this.page(pagePtr);
+    return typeof p === 'number'
+      ? this.readOnPage(pagePtr, p, restarts)
+      : p.then((po) => this.readOnPage(pagePtr, po, restarts));
   }
 
-  /**
-   * The rest of a record that continues on the next pages: each must say XLP_FIRST_IS_CONTRECORD
-   * with xlp_rem_len equal to what is missing. OVERWRITTEN when a page says the record was
-   * overwritten (this.next then points at that page); null when it went into the columns.
-   */
-  private async readSpanning(
-    lsn: Lsn,
-    firstPage: Lsn,
-    o: number,
-    onPage: number,
-    totLen: number,
-    gotHeaderAtStart: boolean,
-  ): Promise<PgWalRecord | null | typeof OVERWRITTEN> {
+  /** readSlow once the page the next record starts on is at window offset `po`. */
+  private readOnPage(pagePtr: Lsn, po: number, restarts: number): Soon<PgWalRecord | null> {
+    let lsn = this.next;
+    let recOff = lsn % XLOG_BLCKSZ;
+    const phs = this.pageHeaderSize(po);
+    if (recOff === 0) {
+      lsn += phs;
+      recOff = phs;
+      this.next = lsn;
+      if (lsn >= this.endLsn) this.reachedEnd();
+    } else if (recOff < phs) {
+      this.invalid(lsn, this.offsetMessage(lsn, phs, recOff));
+    }
+    if ((u16(this.win, po + 2) & XLP_FIRST_IS_CONTRECORD) !== 0 && recOff === phs)
+      this.invalid(lsn, `contrecord is requested by ${formatLsn(lsn)}`);
     const fmt = this.fmt!;
-    let gotHeader = gotHeaderAtStart;
-    const loadsAtStart = this.loads;
+    const o = po + recOff;
+    const totLen = u32(this.win, o);
+    const onPage = XLOG_BLCKSZ - recOff;
+    if (lsn + Math.min(onPage, SIZE_OF_XLOG_RECORD) > this.endLsn) this.reachedEnd();
+    const gotHeader = onPage >= SIZE_OF_XLOG_RECORD;
+    if (gotHeader) {
+      const err = checkRecordHeader(this.win, o, lsn, this.prevLsn, fmt);
+      if (err !== null) this.invalid(lsn, err);
+    } else if (totLen < SIZE_OF_XLOG_RECORD) {
+      this.invalid(lsn, invalidLengthMessage(lsn, totLen, fmt));
+    }
+    if (totLen <= onPage) {
+      if (lsn + totLen > this.endLsn) this.reachedEnd();
+      if (!this.mem.recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
+      return this.finish(this.win, o, lsn, lsn + maxAlign(totLen), fmt);
+    }
+    // XLP_FIRST_IS_OVERWRITE_CONTRECORD: the record was abandoned; read from that page.
+    const after = (r: PgWalRecord | null | typeof OVERWRITTEN) =>
+      r === OVERWRITTEN ? this.readSlow(restarts + 1) : r;
     this.asm = this.mem.asm;
     this.ensureAsm(onPage);
     this.win.copy(this.asm, 0, o, o + onPage);
-    let gotLen = onPage;
-    let pg = firstPage;
-    let lastPhs = 0;
-    let lastRem = 0;
+    const r = this.readSpanning({
+      lsn,
+      o,
+      totLen,
+      gotLen: onPage,
+      pg: pagePtr,
+      lastPhs: 0,
+      lastRem: 0,
+      gotHeader,
+      loadsAtStart: this.loads,
+    });
+    return r instanceof Promise ? r.then(after) : after(r);
+  }
+
+  /**
+   * The rest of a record that continues on the next pages (its bytes on its first page are in
+   * the reassembly buffer): each must say XLP_FIRST_IS_CONTRECORD with xlp_rem_len equal to what
+   * is missing. OVERWRITTEN when a page says the record was overwritten (this.next then points at
+   * that page); null when it went into the columns. At once while the pages are in the window.
+   */
+  private readSpanning(s: Spanning): Soon<PgWalRecord | null | typeof OVERWRITTEN> {
     // Each page adds at least one byte (xlp_rem_len > 0), so at most totLen pages.
-    while (gotLen < totLen) {
-      pg += XLOG_BLCKSZ;
-      const p = this.page(pg);
-      const po = typeof p === 'number' ? p : await p;
-      const info = u16(this.win, po + 2);
-      if ((info & XLP_FIRST_IS_OVERWRITE_CONTRECORD) !== 0) {
-        this.next = pg;
-        return OVERWRITTEN;
-      }
-      if ((info & XLP_FIRST_IS_CONTRECORD) === 0)
-        this.invalid(lsn, `there is no contrecord flag at ${formatLsn(lsn)}`);
-      const rem = u32(this.win, po + 16);
-      if (rem === 0 || totLen !== rem + gotLen)
-        this.invalid(
-          lsn,
-          `invalid contrecord length ${rem} (expected ${totLen - gotLen}) at ${formatLsn(lsn)}`,
-        );
-      const phs = this.pageHeaderSize(po);
-      const len = Math.min(rem, XLOG_BLCKSZ - phs);
-      if (pg + phs + len > this.endLsn) this.reachedEnd();
-      this.ensureAsm(gotLen + len);
-      this.win.copy(this.asm, gotLen, po + phs, po + phs + len);
-      gotLen += len;
-      lastPhs = phs;
-      lastRem = rem;
-      if (!gotHeader && gotLen >= SIZE_OF_XLOG_RECORD) {
-        const err = checkRecordHeader(this.asm, 0, lsn, this.prevLsn, fmt);
-        if (err !== null) this.invalid(lsn, err);
-        gotHeader = true;
-      }
+    while (s.gotLen < s.totLen) {
+      s.pg += XLOG_BLCKSZ;
+      const p = this.page(s.pg);
+      if (typeof p !== 'number')
+        return p.then((po) => (this.spanPage(s, po) ? OVERWRITTEN : this.readSpanning(s)));
+      if (this.spanPage(s, p)) return OVERWRITTEN;
     }
     // The CRC worker's verdict on these bytes, when every page read came from the window the
     // record starts in (no chunk was loaded meanwhile: `o` still points at its start there).
-    const spared = this.loads === loadsAtStart && this.mem.verdictAt(this.win, o);
-    if (!spared && !this.mem.recordCrcOk(this.asm, 0, totLen)) this.invalid(lsn, crcMessage(lsn));
-    const endLsn = pg + lastPhs + maxAlign(lastRem);
-    return this.finish(this.asm, 0, lsn, endLsn, fmt);
+    const spared = this.loads === s.loadsAtStart && this.mem.verdictAt(this.win, s.o);
+    if (!spared && !this.mem.recordCrcOk(this.asm, 0, s.totLen))
+      this.invalid(s.lsn, crcMessage(s.lsn));
+    const endLsn = s.pg + s.lastPhs + maxAlign(s.lastRem);
+    return this.finish(this.asm, 0, s.lsn, endLsn, this.fmt!);
+  }
+
+  /**
+   * One continuation page of a spanning record (at window offset `po`): its bytes appended to
+   * the reassembly buffer after the checks. True when the page says the record was overwritten.
+   */
+  private spanPage(s: Spanning, po: number): boolean {
+    const { lsn, totLen } = s;
+    const info = u16(this.win, po + 2);
+    if ((info & XLP_FIRST_IS_OVERWRITE_CONTRECORD) !== 0) {
+      this.next = s.pg;
+      return true;
+    }
+    if ((info & XLP_FIRST_IS_CONTRECORD) === 0)
+      this.invalid(lsn, `there is no contrecord flag at ${formatLsn(lsn)}`);
+    const rem = u32(this.win, po + 16);
+    if (rem === 0 || totLen !== rem + s.gotLen)
+      this.invalid(
+        lsn,
+        `invalid contrecord length ${rem} (expected ${totLen - s.gotLen}) at ${formatLsn(lsn)}`,
+      );
+    const phs = this.pageHeaderSize(po);
+    const len = Math.min(rem, XLOG_BLCKSZ - phs);
+    if (s.pg + phs + len > this.endLsn) this.reachedEnd();
+    this.ensureAsm(s.gotLen + len);
+    this.win.copy(this.asm, s.gotLen, po + phs, po + phs + len);
+    s.gotLen += len;
+    s.lastPhs = phs;
+    s.lastRem = rem;
+    if (!s.gotHeader && s.gotLen >= SIZE_OF_XLOG_RECORD) {
+      const err = checkRecordHeader(this.asm, 0, lsn, this.prevLsn, this.fmt!);
+      if (err !== null) this.invalid(lsn, err);
+      s.gotHeader = true;
+    }
+    return false;
   }
 
   /**
@@ -856,6 +906,27 @@ interface Visit {
 
 /** readSpanning's answer for a record abandoned by XLP_FIRST_IS_OVERWRITE_CONTRECORD. */
 const OVERWRITTEN = Symbol('overwritten contrecord');
+
+/** A value now, or a promise of it once a chunk was read. */
+type Soon<T> = T | Promise<T>;
+
+/** A record spanning pages while it is reassembled (`readSpanning`). */
+interface Spanning {
+  lsn: Lsn;
+  /** Its window offset on its first page. */
+  o: number;
+  totLen: number;
+  /** Bytes in the reassembly buffer. */
+  gotLen: number;
+  /** The page read last. */
+  pg: Lsn;
+  /** That page's header size and xlp_rem_len. */
+  lastPhs: number;
+  lastRem: number;
+  gotHeader: boolean;
+  /** Chunks loaded when it began (`loads`): the CRC worker's verdict holds while unchanged. */
+  loadsAtStart: number;
+}
 
 /** A chunk being read ahead into the other window. */
 interface ReadAhead {
