@@ -100,6 +100,8 @@ export class PgWalReader {
   private ahead: ReadAhead | null = null;
   /** The columns `fill` is filling (records go there instead of being decoded), else null. */
   private cols: PgWalColumns | null = null;
+  /** The view and callback being filled (views()), or null. */
+  private visit: Visit | null = null;
   /** scan.wat's flags for the major (set with the format). */
   private scanFlags = 0;
   private winStart = -1;
@@ -238,6 +240,7 @@ export class PgWalReader {
     try {
       if (!this.started) await this.begin();
       this.cols = cols;
+      this.visit = visit;
       while (n < max) {
         if (this.pending !== null) {
           // The record `begin` found, handed out first.
@@ -257,7 +260,8 @@ export class PgWalReader {
         const got = this.readSlow();
         const r = got instanceof Promise ? await got : got;
         if (r !== null) this.deliver(r, out, cols, visit);
-        this.firstRecordLsn ??= r !== null ? r.lsn : cols!.lsn[cols!.length - 1]!;
+        this.firstRecordLsn ??=
+          r !== null ? r.lsn : visit !== null ? visit.view.lsn : cols!.lsn[cols!.length - 1]!;
         n++;
       }
     } catch (e) {
@@ -408,7 +412,19 @@ export class PgWalReader {
     const names = (this.typeNames ??= recordTypeNames(fmt.major));
     const v = visit.view;
     for (let i = 0; i < k; i++) {
-      decodeScannedInto(v, win, addresses[i]! - w, i, cols, sv, fmt, names);
+      const off = addresses[i]! - w;
+      decodeScannedInto(
+        v,
+        win,
+        off,
+        cols.lsn[i]!,
+        cols.endLsn[i]!,
+        cols.fpiLength[i]!,
+        i,
+        sv,
+        fmt,
+        names,
+      );
       this.prevLsn = v.lsn;
       this.next = v.endLsn;
       visit.fn(v);
@@ -470,7 +486,19 @@ export class PgWalReader {
    */
   private finish(b: Buffer, o: number, lsn: Lsn, end: Lsn, fmt: PgWalFormat): PgWalRecord | null {
     const cols = this.cols;
-    if (cols !== null) {
+    const visit = this.visit;
+    if (visit !== null) {
+      // For views() (null: handed to the callback), the fragments walked once in WebAssembly.
+      const v = visit.view;
+      const fpi = this.mem.recordView(b, o, u32(b, o), this.scanFlags);
+      if (fpi >= 0) {
+        const names = (this.typeNames ??= recordTypeNames(fmt.major));
+        decodeScannedInto(v, b, o, lsn, end, fpi, 0, this.mem.views, fmt, names);
+        v.endLsn = this.acceptAt(lsn, u64(b, o + 8), v.rmid, v.info, end);
+        visit.fn(v);
+        return null;
+      }
+    } else if (cols !== null) {
       const tot = u32(b, o);
       const fpi = this.mem.recordFpi(b, o, tot, this.scanFlags);
       if (fpi >= 0) {

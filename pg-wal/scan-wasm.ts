@@ -44,6 +44,7 @@ const WINDOWS_AT = Math.ceil((ASM_AT + ASM_BYTES) / WASM_PAGE) * WASM_PAGE;
 interface ScanExports {
   recordCrcOk(address: number, totLen: number): number;
   recordFpi(address: number, totLen: number, flags: number): number;
+  recordView(address: number, totLen: number, flags: number): number;
   scan(
     address: number,
     limit: number,
@@ -299,6 +300,15 @@ export class ScanMemory {
   recordFpi(b: Buffer, off: number, totLen: number, flags: number): number {
     if (b.buffer !== this.buffer) return -1;
     return this.wasm.recordFpi(b.byteOffset + off, totLen, flags);
+  }
+
+  /**
+   * `recordFpi` for a view: the record's block references and main data length also written as
+   * record 0 of `views` (its fragments walked once, in WebAssembly). -1 as for recordFpi.
+   */
+  recordView(b: Buffer, off: number, totLen: number, flags: number): number {
+    if (b.buffer !== this.buffer) return -1;
+    return this.wasm.recordView(b.byteOffset + off, totLen, flags);
   }
 
   /**

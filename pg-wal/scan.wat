@@ -408,6 +408,15 @@
       (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))
       (i32.const -1) (i32.const 0)))
 
+;; $fragments for one record the TypeScript reader assembled (or read) itself, for views():
+  ;; its block references and main data length written as record 0 of a scan's output (slots
+  ;; from 0), its full-page image bytes returned, or -1 when DecodeXLogRecord would refuse it.
+  (func (export "recordView") (param $o i32) (param $tot i32) (param $flags i32) (result i32)
+    (call $fragments (local.get $o) (local.get $tot)
+      (i32.and (local.get $flags) (i32.const 1))
+      (i32.and (i32.shr_u (local.get $flags) (i32.const 8)) (i32.const 255))
+      (i32.const 0) (i32.const 0)))
+
 ;; The records from $o on that lie whole inside [.., $limit) (the page's end, or the range's),
   ;; each accepted as the TypeScript hot path accepts one: xl_tot_len at least 24 and inside the
   ;; limit, a known rmgr id (flags bit 1: 128–255 are custom rmgrs, 15+), xl_prev equal to the

@@ -8,7 +8,6 @@
  */
 import type { Lsn } from '../wal/lsn.ts';
 import { u32 } from './bytes.ts';
-import type { PgWalColumns } from './columns.ts';
 import { XLR_MAX_BLOCK_ID, type PgWalFormat } from './format.ts';
 import { decodeMainData, MainDataScratch, type PgWalMainData } from './main-data.ts';
 import type { PgWalRecord } from './record.ts';
@@ -82,34 +81,37 @@ export class PgWalRecordView {
 }
 
 /**
- * DecodeXLogRecord into a view, for record `i` of a scan with SCAN_VIEWS (at `b[off…]`): the
- * WebAssembly checked its header, CRC-32C and header fragments, and its one walk of the
- * fragments (scan.wat `$fragments`) wrote the block references and the main data length, which
- * are copied here; then the main data is decoded as `decodeRecord` does (its own checks can
- * still end reading, naming the record). `typeNames`: `recordTypeNames(fmt.major)`.
+ * DecodeXLogRecord into a view, for record `i` of a scan with SCAN_VIEWS (or record 0 of
+ * `ScanMemory.recordView`), at `b[off…]`: the WebAssembly checked its header, CRC-32C and header
+ * fragments, and its one walk of the fragments (scan.wat `$fragments`) wrote the block
+ * references and the main data length, which are copied here; then the main data is decoded as
+ * `decodeRecord` does (its own checks can still end reading, naming the record). `typeNames`:
+ * `recordTypeNames(fmt.major)`.
  */
 export function decodeScannedInto(
   v: PgWalRecordView,
   b: Uint8Array,
   off: number,
+  lsn: Lsn,
+  endLsn: Lsn,
+  fpiLength: number,
   i: number,
-  cols: PgWalColumns,
   sv: ScanViews,
   fmt: PgWalFormat,
   typeNames: Array<string | undefined>,
 ): void {
   const rmid = b[off + 17]!;
   const info = b[off + 16]!;
-  const totLen = cols.totalLength[i]!;
-  v.lsn = cols.lsn[i]!;
-  v.endLsn = cols.endLsn[i]!;
+  const totLen = u32(b, off);
+  v.lsn = lsn;
+  v.endLsn = endLsn;
   v.xid = u32(b, off + 4);
   v.rmid = rmid;
   v.info = info;
   v.rmgr = rmgrName(rmid);
   v.type = typeNames[rmid * 256 + info] ?? recordTypeName(fmt.major, rmid, info);
   v.totalLength = totLen;
-  v.fpiLength = cols.fpiLength[i]!;
+  v.fpiLength = fpiLength;
   const n = sv.count[i]!;
   const first = sv.first[i]!;
   for (let j = 0; j < n; j++) {
