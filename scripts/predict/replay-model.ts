@@ -92,6 +92,10 @@ const ALWAYS_FSM_TYPES: ReadonlySet<string> = new Set(['CLEAN', 'PRUNE', 'VACUUM
 const PG_KIND_ALIASES: Readonly<Record<string, PgRecordKind>> = {
   // heap_redo replays a HOT update with heap_xlog_update (hot_update = true): one tuple, one page.
   'Heap/HOT_UPDATE': 'HEAP_UPDATE',
+  // heap_update logs a LOCK of the old tuple before it moves the new version to another page (one
+  // per such update); heap_xlog_lock rewrites that tuple's xmax and infomask on one page, the work
+  // of heap_xlog_delete without the line pointer: priced as that one-tuple record.
+  'Heap/LOCK': 'HEAP_DELETE',
   'Heap2/CLEAN': 'HEAP2_PRUNE',
   'Heap2/PRUNE_ON_ACCESS': 'HEAP2_PRUNE',
   'Heap2/PRUNE_VACUUM_SCAN': 'HEAP2_PRUNE',
@@ -671,11 +675,22 @@ export class RecoveryModel {
       for (const f of [0, 1, 2, 3] as const) {
         if (!counted || !(r.forks[f].cached || this.exists(r, f))) continue;
         this.counts.smgr.unlink[f]! += 1;
-        // mdunlinkfork's do_truncate frees the blocks first (a discard each extent on such mounts).
-        if (this.sizeOf(r, f) > 0) this.counts.unlinkedNonEmptyForks += 1;
+        if (this.heldAllocatedBlocks(r, f)) this.counts.unlinkedNonEmptyForks += 1;
       }
       this.deleteRel(r.key);
     }
+  }
+
+  /**
+   * mdunlinkfork's do_truncate frees the fork's allocated extents first, a discard each on a
+   * `discard` mount. Blocks replay wrote after the standby's file was last written back are
+   * delayed allocations with no extent yet (ext4 delalloc): a fork created in the range, or one
+   * whose file was empty, frees none. So: the blocks the standby's file held when predict read it
+   * (before the range); without the files, the blocks the model knows of.
+   */
+  private heldAllocatedBlocks(r: RelState, f: ForkNumber): boolean {
+    const d = this.files.diskBlocks(r.node, f);
+    return d === undefined ? this.sizeOf(r, f) > 0 : (d ?? 0) > 0;
   }
 
   private dropDatabase(rec: PgWalRecord, counted: boolean): void {
