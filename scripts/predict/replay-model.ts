@@ -31,6 +31,7 @@ import { countDrop, type DropPath } from '../../storage/drop.ts';
 import {
   forgetsCachedSizes,
   pgDropRules,
+  smgrnblocksAsksFile,
   type DropAllFn,
   type PgDropRules,
   type TruncateDropFn,
@@ -328,7 +329,7 @@ export class RecoveryModel {
 
   /** smgrnblocks: 14+ asks the file once and caches the answer in recovery; 13 asks every time. */
   private askSize(st: ForkState, f: ForkNumber, counted: boolean): void {
-    if (!st.cached || !this.rules.cachedLookup) {
+    if (smgrnblocksAsksFile(this.rules, st.cached)) {
       st.cached = true;
       if (counted) this.counts.smgr.nblocks[f]! += 1;
     }
@@ -580,11 +581,14 @@ export class RecoveryModel {
       if (this.rules.truncateCachesSizes) this.askSize(r.forks[0], 0, counted);
     }
     // FreeSpaceMapPrepareTruncateRel / visibilitymap_prepare_truncate: only an existing fork that
-    // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size.
+    // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size. The
+    // January 2025 minors ask it again for the fork's old size (a second lseek in 13).
     const prepare = (fork: ForkNumber, newLen: number) => {
       if (!this.exists(r, fork)) return;
       this.askSize(r.forks[fork], fork, counted);
-      if (this.sizeOf(r, fork) > newLen) list.push({ fork, first: newLen });
+      if (this.sizeOf(r, fork) <= newLen) return;
+      list.push({ fork, first: newLen });
+      if (this.rules.truncateCachesSizes) this.askSize(r.forks[fork], fork, counted);
     };
     if (t.flags & SMGR_TRUNCATE_FSM) prepare(1, fsmBlocksAfterTruncate(t.blkno));
     if (t.flags & SMGR_TRUNCATE_VM) prepare(2, vmBlocksAfterTruncate(t.blkno));
