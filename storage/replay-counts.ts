@@ -178,7 +178,7 @@ export class ReplayCounters {
   minRecoveryPointUpdates = 0;
   /**
    * FSM updates PostgreSQL's redo makes outside the records' block references
-   * (XLogRecordPageWithFreeSpace: an FSM page read, locked and its slot set): PRUNE and VACUUM always,
+   * (XLogRecordPageWithFreeSpace: an FSM page read, locked and its slot set): PRUNE, VACUUM and VISIBLE always,
    * INSERT / MULTI_INSERT when the page is left with less than BLCKSZ / 5 free. Counted by
    * storage/redo.ts where walsim touches the FSM, once per PostgreSQL record that would.
    */
