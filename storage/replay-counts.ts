@@ -178,9 +178,9 @@ export class ReplayCounters {
   minRecoveryPointUpdates = 0;
   /**
    * FSM updates PostgreSQL's redo makes outside the records' block references
-   * (XLogRecordPageWithFreeSpace: an FSM page read, locked and its slot set): PRUNE, VACUUM and VISIBLE always,
-   * INSERT / MULTI_INSERT when the page is left with less than BLCKSZ / 5 free. Counted by
-   * storage/redo.ts where walsim touches the FSM, once per PostgreSQL record that would.
+   * (XLogRecordPageWithFreeSpace: an FSM page read, locked and its slot set): PRUNE, VACUUM and
+   * VISIBLE always, INSERT / MULTI_INSERT when the page is left with less than BLCKSZ / 5 free.
+   * Counted by storage/redo.ts where walsim touches the FSM, once per PostgreSQL record that would.
    */
   fsmUpdates = 0;
   /** Open transactions' shapes (bounded by concurrent transactions: one at a time in walsim). */

@@ -87,7 +87,7 @@ function perPage(
 }
 
 describe('size queries and FSM updates of a replayed VACUUM, by major', () => {
-  it("13's rules: every block read asks the size, 7 a Test A page; 15's: the cached size", async () => {
+  it("13's rules: every block read asks the size, 7 a Test A page; 15's: cached", async () => {
     const w13 = await walsimCounts(64, 13);
     // Main: PRUNE, VACUUM and VISIBLE read the heap page (3 a page), and the truncation asks the
     // old size; FSM: the 3 free-space updates a page, then FreeSpaceMapPrepareTruncateRel and the
@@ -102,7 +102,7 @@ describe('size queries and FSM updates of a replayed VACUUM, by major', () => {
     expect(await walsimCounts(64)).toEqual(w15);
   });
 
-  it("walsim's replay counts what predict counts of PostgreSQL's records, page for page", async () => {
+  it("walsim's replay counts what predict counts of PostgreSQL's records", async () => {
     const w13 = perPage(await walsimCounts(64, 13), await walsimCounts(128, 13), 64);
     const p13 = perPage(predictCounts(13, 64), predictCounts(13, 128), 64);
     expect(w13).toEqual({ nblocks: [3, 3, 1, 0], fsmUpdates: 3 });
