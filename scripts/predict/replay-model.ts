@@ -568,12 +568,12 @@ export class RecoveryModel {
     if (this.journal !== null) this.journal.forgot = true;
   }
 
-  private truncate(rec: PgWalRecord, counted: boolean): void {
-    const t = rec.truncate!;
-    const r = this.rel(t.node);
-    // smgr_redo: XLogFlush(lsn) before truncating → UpdateMinRecoveryPoint rewrites pg_control.
-    if (counted) this.counts.controlFileUpdates += 1;
-    r.forks[0].exists = true;
+  /** smgr_redo's forks to truncate (main, then FSM and VM when they shrink) and their new ends. */
+  private forksToTruncate(
+    r: RelState,
+    t: NonNullable<PgWalRecord['truncate']>,
+    counted: boolean,
+  ): Array<{ fork: ForkNumber; first: number }> {
     const list: Array<{ fork: ForkNumber; first: number }> = [];
     if (t.flags & SMGR_TRUNCATE_HEAP) {
       list.push({ fork: 0, first: t.blkno });
@@ -592,6 +592,16 @@ export class RecoveryModel {
     };
     if (t.flags & SMGR_TRUNCATE_FSM) prepare(1, fsmBlocksAfterTruncate(t.blkno));
     if (t.flags & SMGR_TRUNCATE_VM) prepare(2, vmBlocksAfterTruncate(t.blkno));
+    return list;
+  }
+
+  private truncate(rec: PgWalRecord, counted: boolean): void {
+    const t = rec.truncate!;
+    const r = this.rel(t.node);
+    // smgr_redo: XLogFlush(lsn) before truncating → UpdateMinRecoveryPoint rewrites pg_control.
+    if (counted) this.counts.controlFileUpdates += 1;
+    r.forks[0].exists = true;
+    const list = this.forksToTruncate(r, t, counted);
     if (list.length === 0) return;
     // DropRelFileNodeBuffers / DropRelationBuffers: every listed fork's size cached and
     // Σ (size − first) < NBuffers/32.
