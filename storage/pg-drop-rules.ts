@@ -28,6 +28,10 @@
  *    in 13–17, smgrtruncate's old_nblocks in 18), so in recovery every truncated fork's size is
  *    cached when the truncate drop runs. Before them only FSM and VM were (their
  *    prepare-truncate functions ask smgrnblocks); the main fork only if replay had read it.
+ * 8. smgrnblocks in recovery: 14+ answer from the size cached in the SMgrRelation
+ *    (smgrnblocks_cached) and ask the file (mdnblocks: an lseek) only when none is cached; 13's
+ *    smgrnblocks is mdnblocks, so every block a replayed record reads (XLogReadBufferExtended)
+ *    asks the kernel the fork's size (`smgrnblocksAsksFile`).
  */
 
 /** The majors whose rules are known. */
@@ -165,6 +169,16 @@ function summaryOf(
         : `truncation replay before ${fix}: the main fork's size is cached only if replay read it since the startup process began`,
     );
   return out;
+}
+
+/**
+ * Rule 8, the one implementation walsim's storage manager and predict's replay model both call:
+ * does this smgrnblocks ask the file (mdnblocks, an lseek) rather than answer from the cache?
+ * `cached`: a size is cached and usable (in recovery). `rules` undefined: a walsim node that
+ * follows no major (the cache answers, as in 14+).
+ */
+export function smgrnblocksAsksFile(rules: PgDropRules | undefined, cached: boolean): boolean {
+  return !cached || (rules !== undefined && !rules.cachedLookup);
 }
 
 /**

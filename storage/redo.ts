@@ -26,7 +26,7 @@ import {
 import type { NodeStorage } from './node-storage.ts';
 import { runSteps, timedSteps, type DropResult } from './drop.ts';
 import { smgrcreate, smgrdounlinkallSteps, smgrtruncateSteps } from './smgr.ts';
-import type { ReplayedRecord } from './replay-counts.ts';
+import { runTuples, type ReplayedRecord } from './replay-counts.ts';
 
 /** Heap pages per visibility-map page: 2 bits per heap page in 8168 usable bytes (visibilitymap.c). */
 export const HEAPBLOCKS_PER_VM_PAGE = (8192 - 24) * 4;
@@ -54,17 +54,25 @@ export function vmBlocksFor(heapBlocks: number): number {
   return Math.ceil(heapBlocks / HEAPBLOCKS_PER_VM_PAGE);
 }
 
-/** XLogReadBufferExtended + MarkBufferDirty + release. */
+/**
+ * XLogReadBufferExtended + MarkBufferDirty + release. `reads`: how many PostgreSQL records this
+ * read stands for (walsim's PRUNE is PRUNE + VACUUM, its multi-insert one HEAP_INSERT a row):
+ * each of them asks smgrnblocks, which under 13's rules is an lseek every time (pg-drop-rules.ts
+ * rule 8) and under 14+ the size cached by the first.
+ */
 function touchBlockForRedo(
   st: NodeStorage,
   rel: RelFileNumber,
   fork: ForkNumber,
   block: number,
+  reads = 1,
 ): void {
   const { smgr, pool } = st;
+  const rules = st.dropSettings.rules;
   if (!smgr.exists(rel, fork)) smgr.create(rel, fork);
-  let n = smgr.nblocks(rel, fork);
+  let n = smgr.nblocks(rel, fork, rules);
   while (n <= block) smgr.extend(rel, fork, n++);
+  for (let i = 1; i < reads; i++) smgr.nblocks(rel, fork, rules);
   const id = pool.readBuffer(rel, fork, block);
   pool.markDirty(id);
   pool.releaseBuffer(id);
@@ -82,7 +90,7 @@ function recordFreeSpace(
   updates: number,
 ): void {
   const leaf = fsmBlocksFor(heapBlock + 1) - 1;
-  touchBlockForRedo(st, rel, FSM_FORKNUM, leaf);
+  touchBlockForRedo(st, rel, FSM_FORKNUM, leaf, updates);
   if (st.smgr.inRecovery) st.replayCounters.fsmUpdates += updates;
 }
 
@@ -156,7 +164,7 @@ function redoMultiInsert(
   body: Extract<WalRecordBody, { kind: 'HEAP2_MULTI_INSERT' }>,
   xid: TransactionId,
 ): void {
-  touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
+  touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block, runTuples(body.runs));
   ensureHeapPage(st, body.rel, body.block);
   st.heap.applyMultiInsert(body.rel, body.block, body.firstOffset, body.runs, xid, body.initPage);
   // One HEAP_INSERT a row in PostgreSQL: each row at offset ≥ FSM_REPORT_NITEMS reports.
@@ -191,16 +199,22 @@ function redoAtOnce(st: NodeStorage, body: WalRecordBody, xid: TransactionId): v
       redoMultiInsert(st, body, xid);
       return;
     case 'HEAP_DELETE':
-      touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
+      // One HEAP_DELETE a row in PostgreSQL, each reading the page.
+      touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block, runTuples(body.offsets));
       st.heap.applyDelete(body.rel, body.block, body.offsets, xid);
       return;
     case 'HEAP2_PRUNE':
-      touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
+      // PRUNE and VACUUM each read the heap page.
+      touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block, 2);
       st.heap.applyPrune(body.rel, body.block, body.offsets);
       // heap_xlog_prune and heap_xlog_vacuum each report the page's free space.
       recordFreeSpace(st, body.rel, body.block, 2);
       return;
     case 'HEAP2_VISIBLE':
+      // heap_xlog_visible: the heap page (its second block reference), whose free space it
+      // records in the FSM (the record sets a bit), then the visibility-map page.
+      touchBlockForRedo(st, body.rel, MAIN_FORKNUM, body.block);
+      recordFreeSpace(st, body.rel, body.block, 1);
       touchBlockForRedo(
         st,
         body.rel,
@@ -237,6 +251,7 @@ function* redoTruncate(
   flags: number,
 ): Generator<void, void, void> {
   const { smgr } = st;
+  const rules = st.dropSettings.rules;
   // In case a later record drops the relation, replay goes on best-effort: make sure MAIN exists.
   if (!smgr.exists(rel, MAIN_FORKNUM)) smgr.create(rel, MAIN_FORKNUM);
   // smgr_redo: XLogFlush(lsn) before truncating; in recovery it rewrites pg_control's minRecoveryPoint.
@@ -250,22 +265,22 @@ function* redoTruncate(
   }
   if (flags & SMGR_TRUNCATE_FSM && smgr.exists(rel, FSM_FORKNUM)) {
     const newFsm = fsmBlocksFor(blkno);
-    if (newFsm < smgr.nblocks(rel, FSM_FORKNUM)) {
+    if (newFsm < smgr.nblocks(rel, FSM_FORKNUM, rules)) {
       forks.push(FSM_FORKNUM);
       nblocks.push(newFsm);
     }
   }
   if (flags & SMGR_TRUNCATE_VM && smgr.exists(rel, VISIBILITYMAP_FORKNUM)) {
     const newVm = vmBlocksFor(blkno);
-    if (newVm < smgr.nblocks(rel, VISIBILITYMAP_FORKNUM)) {
+    if (newVm < smgr.nblocks(rel, VISIBILITYMAP_FORKNUM, rules)) {
       forks.push(VISIBILITYMAP_FORKNUM);
       nblocks.push(newVm);
     }
   }
   // The January 2025 minors (and a node following one: DropSettings.rules) ask smgrnblocks of
   // every fork they truncate before smgrtruncate2, so in recovery each size is cached at the drop.
-  if (st.dropSettings.rules?.truncateCachesSizes && smgr.inRecovery)
-    for (const f of forks) smgr.nblocks(rel, f);
+  if (rules?.truncateCachesSizes && smgr.inRecovery)
+    for (const f of forks) smgr.nblocks(rel, f, rules);
   if (forks.length > 0) {
     st.beforeDrop?.({ op: 'truncate', rel, forks, nblocks });
     yield* recordedDrop(st, smgrtruncateSteps(st.pool, smgr, rel, forks, nblocks, st.dropSettings));

@@ -59,7 +59,8 @@ interface XactShape {
   lock: boolean;
 }
 
-function tuples(ranges: readonly number[]): number {
+/** Rows in a run list (start, count pairs: multi-insert runs, delete offsets). */
+export function runTuples(ranges: readonly number[]): number {
   let n = 0;
   for (let i = 1; i < ranges.length; i += 2) n += ranges[i]!;
   return n;
@@ -95,10 +96,10 @@ export function pgRecordsFor(
     case 'HEAP_INSERT':
       return add('HEAP_INSERT', 1);
     case 'HEAP2_MULTI_INSERT':
-      return add('HEAP_INSERT', tuples(body.runs));
+      return add('HEAP_INSERT', runTuples(body.runs));
     // heap_delete logs one record per row.
     case 'HEAP_DELETE':
-      return add('HEAP_DELETE', tuples(body.offsets));
+      return add('HEAP_DELETE', runTuples(body.offsets));
     // walsim's prune is PostgreSQL's two passes over a table without indexes: PRUNE, then VACUUM.
     case 'HEAP2_PRUNE':
       add('HEAP2_PRUNE', 1);
@@ -177,9 +178,9 @@ export class ReplayCounters {
   minRecoveryPointUpdates = 0;
   /**
    * FSM updates PostgreSQL's redo makes outside the records' block references
-   * (XLogRecordPageWithFreeSpace: an FSM page read, locked and its slot set): PRUNE and VACUUM always,
-   * INSERT / MULTI_INSERT when the page is left with less than BLCKSZ / 5 free. Counted by
-   * storage/redo.ts where walsim touches the FSM, once per PostgreSQL record that would.
+   * (XLogRecordPageWithFreeSpace: an FSM page read, locked and its slot set): PRUNE, VACUUM and
+   * VISIBLE always, INSERT / MULTI_INSERT when the page is left with less than BLCKSZ / 5 free.
+   * Counted by storage/redo.ts where walsim touches the FSM, once per PostgreSQL record that would.
    */
   fsmUpdates = 0;
   /** Open transactions' shapes (bounded by concurrent transactions: one at a time in walsim). */

@@ -21,7 +21,8 @@
  *   INV-STORAGE-2  open (smgropen) of a relation not open starts with every fork uncached; close
  *                  (smgrclose) forgets all cached sizes; a restart (deserialize) caches nothing.
  *   INV-STORAGE-3  nblocks returns the cached size if usable (in recovery), else the disk size, and
- *                  stores that in the cache in any process.
+ *                  stores that in the cache in any process. Under 13's rules (pg-drop-rules.ts
+ *                  rule 8) it asks the disk every time: each call is a counted mdnblocks.
  *   INV-STORAGE-4  extend(blocknum) sets the cache to blocknum + 1 if it equalled blocknum, else
  *                  invalidates it; the disk size becomes blocknum + 1 (holes read as zeros).
  *   INV-STORAGE-5  truncateForks invalidates each fork's cached size, truncates the file, then stores
@@ -56,6 +57,7 @@ import {
   type DropResult,
   type DropSettings,
 } from './drop.ts';
+import { smgrnblocksAsksFile, type PgDropRules } from './pg-drop-rules.ts';
 
 const NFORKS = MAX_FORKNUM + 1;
 /** Sentinel in `disk`: the fork's file does not exist. */
@@ -228,10 +230,14 @@ export class StorageManager {
     return size;
   }
 
-  /** smgrnblocks (INV-STORAGE-3): cached size in recovery, else the disk size, which is cached. */
-  nblocks(rel: RelFileNumber, fork: ForkNumber): number {
+  /**
+   * smgrnblocks (INV-STORAGE-3): cached size in recovery, else the disk size, which is cached.
+   * `rules`: the major the node follows; under 13's (no smgrnblocks_cached) every call asks the
+   * file and is counted.
+   */
+  nblocks(rel: RelFileNumber, fork: ForkNumber, rules?: PgDropRules): number {
     const cached = this.nblocksCached(rel, fork);
-    if (cached !== InvalidBlockNumber) return cached;
+    if (!smgrnblocksAsksFile(rules, cached !== InvalidBlockNumber)) return cached;
     const size = this.diskNblocks(rel, fork);
     this.fileOps.nblocks[fork]!++;
     this.cached(rel)[fork] = size;

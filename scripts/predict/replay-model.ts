@@ -31,6 +31,7 @@ import { countDrop, type DropPath } from '../../storage/drop.ts';
 import {
   forgetsCachedSizes,
   pgDropRules,
+  smgrnblocksAsksFile,
   type DropAllFn,
   type PgDropRules,
   type TruncateDropFn,
@@ -328,7 +329,7 @@ export class RecoveryModel {
 
   /** smgrnblocks: 14+ asks the file once and caches the answer in recovery; 13 asks every time. */
   private askSize(st: ForkState, f: ForkNumber, counted: boolean): void {
-    if (!st.cached || !this.rules.cachedLookup) {
+    if (smgrnblocksAsksFile(this.rules, st.cached)) {
       st.cached = true;
       if (counted) this.counts.smgr.nblocks[f]! += 1;
     }
@@ -567,12 +568,12 @@ export class RecoveryModel {
     if (this.journal !== null) this.journal.forgot = true;
   }
 
-  private truncate(rec: PgWalRecord, counted: boolean): void {
-    const t = rec.truncate!;
-    const r = this.rel(t.node);
-    // smgr_redo: XLogFlush(lsn) before truncating → UpdateMinRecoveryPoint rewrites pg_control.
-    if (counted) this.counts.controlFileUpdates += 1;
-    r.forks[0].exists = true;
+  /** smgr_redo's forks to truncate (main, then FSM and VM when they shrink) and their new ends. */
+  private forksToTruncate(
+    r: RelState,
+    t: NonNullable<PgWalRecord['truncate']>,
+    counted: boolean,
+  ): Array<{ fork: ForkNumber; first: number }> {
     const list: Array<{ fork: ForkNumber; first: number }> = [];
     if (t.flags & SMGR_TRUNCATE_HEAP) {
       list.push({ fork: 0, first: t.blkno });
@@ -580,14 +581,27 @@ export class RecoveryModel {
       if (this.rules.truncateCachesSizes) this.askSize(r.forks[0], 0, counted);
     }
     // FreeSpaceMapPrepareTruncateRel / visibilitymap_prepare_truncate: only an existing fork that
-    // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size.
+    // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size. The
+    // January 2025 minors ask it again for the fork's old size (a second lseek in 13).
     const prepare = (fork: ForkNumber, newLen: number) => {
       if (!this.exists(r, fork)) return;
       this.askSize(r.forks[fork], fork, counted);
-      if (this.sizeOf(r, fork) > newLen) list.push({ fork, first: newLen });
+      if (this.sizeOf(r, fork) <= newLen) return;
+      list.push({ fork, first: newLen });
+      if (this.rules.truncateCachesSizes) this.askSize(r.forks[fork], fork, counted);
     };
     if (t.flags & SMGR_TRUNCATE_FSM) prepare(1, fsmBlocksAfterTruncate(t.blkno));
     if (t.flags & SMGR_TRUNCATE_VM) prepare(2, vmBlocksAfterTruncate(t.blkno));
+    return list;
+  }
+
+  private truncate(rec: PgWalRecord, counted: boolean): void {
+    const t = rec.truncate!;
+    const r = this.rel(t.node);
+    // smgr_redo: XLogFlush(lsn) before truncating → UpdateMinRecoveryPoint rewrites pg_control.
+    if (counted) this.counts.controlFileUpdates += 1;
+    r.forks[0].exists = true;
+    const list = this.forksToTruncate(r, t, counted);
     if (list.length === 0) return;
     // DropRelFileNodeBuffers / DropRelationBuffers: every listed fork's size cached and
     // Σ (size − first) < NBuffers/32.
