@@ -14,8 +14,9 @@
  * process) as % of one core, and of it the HTTP thread's (its on-CPU time in
  * /proc/PID/task/PID/schedstat), RSS, the cycle durations, each scrape's time (a new connection
  * per scrape, to the last byte, as curl's time_total), the main thread's event-loop delay
- * maximum, the WAL the cycles read, the unreplayed WAL, and the load average at its start and
- * end. Each scrape over 50 ms is taken apart: the exporter's time building it (its
+ * maximum, the WAL the cycles read (and the starts over of their kept replay state, by
+ * reason: each reads from the restartpoint's redo again), the unreplayed WAL, and the load
+ * average at its start and end. Each scrape over 50 ms is taken apart: the exporter's time building it (its
  * Server-Timing header), the time the HTTP thread spent runnable but waiting for a core during
  * the scrape (schedstat's run-queue wait before and after it), the time this process's thread
  * waited for a core (the scraper's side), and the HTTP thread's garbage collection in the
@@ -73,6 +74,8 @@ interface Sample {
   rss: number;
   cycleS: number | null;
   walRead: number;
+  /** The kept replay state's starts over so far, by reason (walsim_standby_model_restarts_total). */
+  restarts: Record<string, number>;
   unreplayed: number | null;
   loopMaxS: number | null;
 }
@@ -103,6 +106,8 @@ interface Row {
   cpuPctAt15s: number;
   slow: SlowScrape[];
   walReadMiB: number;
+  /** Starts over of the kept replay state in the window, by reason (those that happened). */
+  restarts: Record<string, number>;
   unreplayedMiB: [number, number];
   load: [string, string];
   note: string;
@@ -143,6 +148,14 @@ function schedstat(file: string): { runNs: number; waitNs: number } {
   }
 }
 
+/** The kept replay state's starts over so far, by reason (the first standby's). */
+function restartsByReason(body: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  const re = /^walsim_standby_model_restarts_total\{[^}]*reason="(\w+)"[^}]*\} (\S+)$/gm;
+  for (const m of body.matchAll(re)) out[m[1]!] ??= Number(m[2]);
+  return out;
+}
+
 /** The HTTP thread's garbage collection seconds so far, by kind. */
 function gcSeconds(body: string): Record<string, number> {
   const out: Record<string, number> = {};
@@ -179,6 +192,7 @@ async function sample(port: number, pid: number): Promise<Sample> {
     rss: metric(body, 'process_resident_memory_bytes') ?? NaN,
     cycleS: metric(body, 'walsim_standby_prediction_duration_seconds'),
     walRead: metric(body, 'walsim_standby_wal_read_bytes_total') ?? 0,
+    restarts: restartsByReason(body),
     unreplayed: metric(body, 'walsim_standby_unreplayed_wal_bytes'),
     loopMaxS: metric(body, 'nodejs_eventloop_lag_max_seconds'),
   };
@@ -235,6 +249,11 @@ function summarize(state: string, s: Sample[], load: [string, string], note: str
     cpuPctAt15s: round(cpuPct - (scrapeCpuMs / 1000) * (1 / 2 - 1 / 15) * 100),
     slow: slowScrapes(s),
     walReadMiB: round((z.walRead - a.walRead) / MiB),
+    restarts: Object.fromEntries(
+      Object.entries(z.restarts)
+        .map(([k, v]) => [k, v - (a.restarts[k] ?? 0)] as const)
+        .filter(([, v]) => v > 0),
+    ),
     unreplayedMiB: [round(unreplayed[0] ?? NaN, 0), round(unreplayed.at(-1) ?? NaN, 0)],
     load,
     note,
@@ -441,7 +460,13 @@ function table(rows: Row[]): string {
       .map(([k, v]) => `${k} ${v}`)
       .join(' ')})`;
   const line = (r: Row) =>
-    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %; ${r.scrapeCpuMs} ms; ${r.cpuPctAt15s} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB | ${r.unreplayedMiB[0]} → ${r.unreplayedMiB[1]} MiB | ${r.load[0]} → ${r.load[1]} | ${r.note} |`;
+    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %; ${r.scrapeCpuMs} ms; ${r.cpuPctAt15s} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB${
+      Object.keys(r.restarts).length > 0
+        ? ` (starts over: ${Object.entries(r.restarts)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')})`
+        : ''
+    } | ${r.unreplayedMiB[0]} → ${r.unreplayedMiB[1]} MiB | ${r.load[0]} → ${r.load[1]} | ${r.note} |`;
   return [head, ...rows.map(line)].join('\n');
 }
 
