@@ -27,6 +27,7 @@ import type { NodeStorage } from './node-storage.ts';
 import { runSteps, timedSteps, type DropResult } from './drop.ts';
 import { smgrcreate, smgrdounlinkallSteps, smgrtruncateSteps } from './smgr.ts';
 import { runTuples, type ReplayedRecord } from './replay-counts.ts';
+import { smgrnblocksAsksFile } from './pg-drop-rules.ts';
 
 /** Heap pages per visibility-map page: 2 bits per heap page in 8168 usable bytes (visibilitymap.c). */
 export const HEAPBLOCKS_PER_VM_PAGE = (8192 - 24) * 4;
@@ -72,7 +73,11 @@ function touchBlockForRedo(
   if (!smgr.exists(rel, fork)) smgr.create(rel, fork);
   let n = smgr.nblocks(rel, fork, rules);
   while (n <= block) smgr.extend(rel, fork, n++);
-  for (let i = 1; i < reads; i++) smgr.nblocks(rel, fork, rules);
+  // In recovery the first call cached the size: under 14+ the other reads are cache hits with no
+  // effect, so they are asked only where each one goes to the file (13's rules, or no recovery).
+  if (reads > 1 && smgrnblocksAsksFile(rules, smgr.inRecovery)) {
+    for (let i = 1; i < reads; i++) smgr.nblocks(rel, fork, rules);
+  }
   const id = pool.readBuffer(rel, fork, block);
   pool.markDirty(id);
   pool.releaseBuffer(id);
