@@ -19,13 +19,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { loadProfile } from '../../cost-model/profile.ts';
-import { parseSharedBuffers } from '../../storage/shared-buffers.ts';
 import { pgBuildOf, resolvePgBin } from '../postgres/pg-bin.ts';
 import { pgDataDir } from '../postgres/pg-cluster.ts';
 import { findStartupPid } from '../postgres/startup-sched.ts';
 import type { AnyEngine } from '../engines/step-session.ts';
-import type { CellSpec } from '../report/records.ts';
-import { parseRelSize } from './rel-size.ts';
+import { planThreshold } from './plan.ts';
 import { runCell } from './sweep-runner.ts';
 
 /**
@@ -54,25 +52,6 @@ export function parsePerfStatCsv(text: string): Record<string, number> {
       Number(f[0]);
   }
   return out;
-}
-
-function thresholdCell(sharedBuffers: string, k: number, major: number): CellSpec {
-  const { nBuffers } = parseSharedBuffers(sharedBuffers);
-  const size = parseRelSize(`NB/${k}`, nBuffers);
-  return {
-    kind: 'threshold',
-    engine: 'postgres',
-    sharedBuffers,
-    nBuffers,
-    strategy: 'cached-lookup',
-    forceOptimized: false,
-    variant: 'vacuum',
-    relSize: size.spec,
-    relDivisor: k,
-    pagesPerTable: size.pages,
-    tables: 1,
-    pgVersion: major,
-  };
 }
 
 interface Attached {
@@ -111,7 +90,7 @@ const exited = (c: ChildProcess) =>
   c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r));
 
 async function oneRun(work: string, major: number, sb: string, k: number, perfDir: string | null) {
-  const cell = thresholdCell(sb, k, major);
+  const cell = planThreshold([sb], [k], false, ['postgres'], [major])[0]!;
   const base = path.join(work, `redo-${major}-${sb}-nb${k}`);
   let a: Attached | null = null;
   const settings = {
