@@ -369,7 +369,13 @@ export class ReplayWindows {
     const journal = this.head.journal!;
     const lastFullScan = this.head.lastFullScanLsn;
     const image = imageOf(this.head.relStates(), journal);
-    this.sealed.push({ from: this.openFrom, to, tally: this.head.takeTally(), lastFullScan, image });
+    this.sealed.push({
+      from: this.openFrom,
+      to,
+      tally: this.head.takeTally(),
+      lastFullScan,
+      image,
+    });
     this.imageEntries += imageEntries(image);
     this.head.journal = newJournal();
     this.openFrom = to;
