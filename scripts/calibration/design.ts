@@ -419,11 +419,12 @@ export function calibrationGroupsFor(
 }
 
 /**
- * The terms found by the generated bench, as measured outside a fit (cost-model/README.md: the
+ * Terms measured outside a fit (cost-model/README.md "Terms"): the generated bench's (the
  * startup process's first-scan CPU less its second scan's, per unmapped page; a commit dropping
- * 300 written tables against 300 empty ones, per written file). A design whose runs count a term
- * but whose cells cannot tell it from the others keeps this value (and says so) rather than
- * refusing the fit after the runs were measured.
+ * 300 written tables against 300 empty ones, per written file) and 13's (its startup CPU a Test A
+ * page against 15's, per lseek; at 8GB NB/8 against NB/16, per failed segment open). A design
+ * whose runs count a term but whose cells cannot tell it from the others keeps this value (and
+ * says so) rather than refusing the fit after the runs were measured.
  */
 export const MEASURED_WHEN_UNIDENTIFIED: Readonly<
   Record<string, { constant: CostConstantName; seconds: number; measured: string }>
@@ -469,8 +470,9 @@ function measuredWhenUncounted(features: readonly CostFeatures[]): string[] {
 /**
  * The groups a calibration fits: `calibrationGroupsFor`'s, less a group with a measured constant
  * (MEASURED_WHEN_UNIDENTIFIED) the cells cannot identify — that constant is set in the returned
- * base and named in `measured`. `unidentified`: the other groups the cells cannot identify (the
- * caller refuses the fit).
+ * base and named in `measured`, as is the failed segment open that no cell counts where the size
+ * is asked per read (`measuredWhenUncounted`). `unidentified`: the other groups the cells cannot
+ * identify (the caller refuses the fit).
  */
 export function identifiableGroups(
   cells: readonly Pick<CellSpec, 'variant'>[],
@@ -478,13 +480,13 @@ export function identifiableGroups(
   base: CostProfile,
 ): { groups: FitGroup[]; base: CostProfile; measured: string[]; unidentified: string[] } {
   const all = calibrationGroupsFor(cells, features);
-  const unidentified = unidentifiedGroups(features, all).filter(
+  const notIdentified = unidentifiedGroups(features, all).filter(
     (g) => MEASURED_WHEN_UNIDENTIFIED[g] !== undefined,
   );
   const uncounted = measuredWhenUncounted(features);
-  const groups = all.filter((g) => !unidentified.includes(g.name));
+  const groups = all.filter((g) => !notIdentified.includes(g.name));
   const constants = { ...base.constants };
-  for (const g of [...unidentified, ...uncounted]) {
+  for (const g of [...notIdentified, ...uncounted]) {
     const m = MEASURED_WHEN_UNIDENTIFIED[g]!;
     const why = uncounted.includes(g)
       ? "none of the calibration's cells counts it"
@@ -498,7 +500,7 @@ export function identifiableGroups(
   return {
     groups,
     base: { ...base, constants },
-    measured: [...unidentified, ...uncounted],
+    measured: [...notIdentified, ...uncounted],
     unidentified: unidentifiedGroups(features, groups),
   };
 }
