@@ -350,30 +350,30 @@ export function sizeQueriesPerRead(features: readonly CostFeatures[]): boolean {
 
 function laterGroups(sizeQueryPerRead: boolean): FitGroup[] {
   return [
-  {
-    name: 'lookup',
-    constants: of(
-      (k) =>
-        k.startsWith('lookup.') ||
-        k === 'invalidate' ||
-        k === 'dropCall.fullScan' ||
-        k === 'dropCall.lookup',
-    ),
-  },
-  // A file created or unlinked changes a directory and allocates or frees an inode: journaled
-  // namespace changes. Extending, truncating or sizing a file touches one inode's size and extents.
-  // One tied constant for both under-priced TRUNCATE of TOAST-able tables (three files created and
-  // three unlinked per table) by 30–40 % in a real calibration; split, the fit prices a namespace
-  // operation at ~0.3 ms and a size operation at ~0.1 ms on this kind of machine.
-  { name: 'smgrNamespace', constants: ['smgr.create', 'smgr.unlink'] },
-  // smgr.extend is fitted only with the DML cells (smgrExtend, above): without them it counts one
-  // FSM page a VACUUMed table, always beside that table's other per-table events, and a tie gave it
-  // truncate's 64 µs — which priced the 3,845 blocks of a `pgbench -i` backlog at 0.25 s against
-  // 0.12 s measured for the whole failover (predict-bench). Then it keeps the base profile's value.
-  // Truncation and size query: tied, or apart where the size is asked per read (`sizeGroups`).
-  ...sizeGroups(sizeQueryPerRead),
-  { name: 'controlFile', constants: ['controlFile.update'] },
-  { name: 'endOfRecovery', constants: of((k) => k.startsWith('endOfRecovery.')) },
+    {
+      name: 'lookup',
+      constants: of(
+        (k) =>
+          k.startsWith('lookup.') ||
+          k === 'invalidate' ||
+          k === 'dropCall.fullScan' ||
+          k === 'dropCall.lookup',
+      ),
+    },
+    // A file created or unlinked changes a directory and allocates or frees an inode: journaled
+    // namespace changes. Extending, truncating or sizing a file touches one inode's size and extents.
+    // One tied constant for both under-priced TRUNCATE of TOAST-able tables (three files created and
+    // three unlinked per table) by 30–40 % in a real calibration; split, the fit prices a namespace
+    // operation at ~0.3 ms and a size operation at ~0.1 ms on this kind of machine.
+    { name: 'smgrNamespace', constants: ['smgr.create', 'smgr.unlink'] },
+    // smgr.extend is fitted only with the DML cells (smgrExtend, above): without them it counts one
+    // FSM page a VACUUMed table, always beside that table's other per-table events, and a tie gave it
+    // truncate's 64 µs — which priced the 3,845 blocks of a `pgbench -i` backlog at 0.25 s against
+    // 0.12 s measured for the whole failover (predict-bench). Then it keeps the base profile's value.
+    // Truncation and size query: tied, or apart where the size is asked per read (`sizeGroups`).
+    ...sizeGroups(sizeQueryPerRead),
+    { name: 'controlFile', constants: ['controlFile.update'] },
+    { name: 'endOfRecovery', constants: of((k) => k.startsWith('endOfRecovery.')) },
   ];
 }
 

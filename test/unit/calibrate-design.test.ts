@@ -324,7 +324,9 @@ describe('calibration cell design', () => {
     })) as unknown as CellSummary[];
     const meta = { name: 't', description: 't', source: 't' };
     const r = fitCalibration(cells, counts, fit.base, meta, fit.groups);
-    expect(r.groupSeconds['sizeQuery']! / 1.5e-6).toBeCloseTo(1, 9);
+    // Identified, though less sharply than 15's groups (one contrast: Test A against COPY), so
+    // exact synthetic seconds come back to 1e-6 rather than 1e-9.
+    expect(r.groupSeconds['sizeQuery']! / 1.5e-6).toBeCloseTo(1, 6);
     expect(r.profile.constants['smgr.segmentOpenFailed'].seconds).toBe(2.9e-6);
     for (const c of r.cells) expect(Math.abs(c.residualPct)).toBeLessThan(1e-9);
   });

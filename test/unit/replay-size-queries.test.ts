@@ -131,7 +131,12 @@ describe('size queries and FSM updates of a replayed VACUUM, by major', () => {
     // WAL), then a VACUUM of its first pages. 13: the 3 main-fork reads a page each fail to open
     // segment 1 (perf stat on 13.23 at 8GB NB/8: 3.00 openat a page); 15: its sizes are cached.
     const segmentOpens = (major: 13 | 15, pages: number) => {
-      const model = new RecoveryModel(NBUFFERS, NO_FILES, false, pgDropRules({ major, minor: null }));
+      const model = new RecoveryModel(
+        NBUFFERS,
+        NO_FILES,
+        false,
+        pgDropRules({ major, minor: null }),
+      );
       const last = { node: NODE, fork: 0 as const, block: RELSEG_SIZE - 1 };
       const [first] = vacuumRecords(major, 1);
       model.learn({ ...first!, blocks: [last] });
