@@ -30,6 +30,7 @@
 import { countDrop, type DropPath } from '../../storage/drop.ts';
 import {
   forgetsCachedSizes,
+  mdnblocksOpensNextSegment,
   pgDropRules,
   smgrnblocksAsksFile,
   type DropAllFn,
@@ -332,11 +333,17 @@ export class RecoveryModel {
       : { lookup: false, why: `${total} ${what} ≥ NBuffers/32 = ${this.threshold}` };
   }
 
-  /** smgrnblocks: 14+ asks the file once and caches the answer in recovery; 13 asks every time. */
-  private askSize(st: ForkState, f: ForkNumber, counted: boolean): void {
+  /**
+   * smgrnblocks: 14+ asks the file once and caches the answer in recovery; 13 asks every time. An
+   * mdnblocks of a fork of whole 1 GB segments also fails to open the next segment (rule 9).
+   */
+  private askSize(r: RelState, f: ForkNumber, counted: boolean): void {
+    const st = r.forks[f];
     if (smgrnblocksAsksFile(this.rules, st.cached)) {
       st.cached = true;
-      if (counted) this.counts.smgr.nblocks[f]! += 1;
+      if (!counted) return;
+      this.counts.smgr.nblocks[f]! += 1;
+      if (mdnblocksOpensNextSegment(this.sizeOf(r, f))) this.counts.failedSegmentOpens += 1;
     }
   }
 
@@ -459,7 +466,7 @@ export class RecoveryModel {
     const r = this.rel(node);
     const st = r.forks[f];
     const size = this.sizeOf(r, f);
-    this.askSize(st, f, counted);
+    this.askSize(r, f, counted);
     st.exists = true;
     if (block >= size) {
       if (counted) this.counts.smgr.extend[f]! += block + 1 - size;
@@ -587,17 +594,17 @@ export class RecoveryModel {
     if (t.flags & SMGR_TRUNCATE_HEAP) {
       list.push({ fork: 0, first: t.blkno });
       // The January 2025 minors: smgr_redo asks smgrnblocks of the main fork before truncating.
-      if (this.rules.truncateCachesSizes) this.askSize(r.forks[0], 0, counted);
+      if (this.rules.truncateCachesSizes) this.askSize(r, 0, counted);
     }
     // FreeSpaceMapPrepareTruncateRel / visibilitymap_prepare_truncate: only an existing fork that
     // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size. The
     // January 2025 minors ask it again for the fork's old size (a second lseek in 13).
     const prepare = (fork: ForkNumber, newLen: number) => {
       if (!this.exists(r, fork)) return;
-      this.askSize(r.forks[fork], fork, counted);
+      this.askSize(r, fork, counted);
       if (this.sizeOf(r, fork) <= newLen) return;
       list.push({ fork, first: newLen });
-      if (this.rules.truncateCachesSizes) this.askSize(r.forks[fork], fork, counted);
+      if (this.rules.truncateCachesSizes) this.askSize(r, fork, counted);
     };
     if (t.flags & SMGR_TRUNCATE_FSM) prepare(1, fsmBlocksAfterTruncate(t.blkno));
     if (t.flags & SMGR_TRUNCATE_VM) prepare(2, vmBlocksAfterTruncate(t.blkno));
