@@ -132,17 +132,17 @@ function scrapeOnce(port: number): Promise<{ ms: number; body: string; renderMs:
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-        let body = '';
-        const timing = /render;dur=([\d.]+)/.exec(String(res.headers['server-timing'] ?? ''));
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => (body += d));
-        res.on('end', () =>
-          resolve({
-            ms: performance.now() - t0,
-            body,
-            renderMs: timing ? Number(timing[1]) : null,
-          }),
-        );
+      let body = '';
+      const timing = /render;dur=([\d.]+)/.exec(String(res.headers['server-timing'] ?? ''));
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () =>
+        resolve({
+          ms: performance.now() - t0,
+          body,
+          renderMs: timing ? Number(timing[1]) : null,
+        }),
+      );
     });
     req.on('error', reject);
     // A stopped or hung exporter ends the bench with an error instead of a sample never taken.
