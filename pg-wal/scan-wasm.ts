@@ -16,7 +16,7 @@
  * the verdict jobs), `CrcWorker`, `CRC_WORKER_CODE`, `SCAN_OUT_MAX`, `SCAN_VIEWS`.
  */
 import { Worker } from 'node:worker_threads';
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { crc32cTables } from '../wal/crc32c.ts';
 import { PgWalColumns } from './columns.ts';
@@ -46,6 +46,7 @@ const WINDOWS_AT = Math.ceil((ASM_AT + ASM_BYTES) / WASM_PAGE) * WASM_PAGE;
 
 interface ScanExports {
   crc(state: number, address: number, end: number): number;
+  copy(to: number, from: number, length: number): void;
   recordCrcOk(address: number, totLen: number): number;
   recordFpi(address: number, totLen: number, flags: number): number;
   recordView(address: number, totLen: number, flags: number): number;
@@ -297,8 +298,24 @@ export class ScanMemory {
    * (unfinished) state in, the new one out, as wal/crc32c.ts `crc32cUpdate` (which it equals).
    */
   crc32cUpdate(state: number, b: Buffer, start: number, end: number): number {
-    assert(b.buffer === this.buffer && start >= 0 && start <= end && end <= b.length, 'crc32cUpdate reads a range of its memory');
+    assert(
+      b.buffer === this.buffer && start >= 0 && start <= end && end <= b.length,
+      'crc32cUpdate reads a range of its memory',
+    );
     return this.wasm.crc(state | 0, b.byteOffset + start, b.byteOffset + end) >>> 0;
+  }
+
+  /**
+   * `src.copy(dst, at, start, end)`, by WebAssembly's memory.copy when both lie in this memory
+   * (a call of Buffer.copy costs more than copying a small record's bytes).
+   */
+  copy(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
+    const n = end - start;
+    if (!(start >= 0 && n >= 0 && end <= src.length && at >= 0 && at + n <= dst.length))
+      fail(`copy of [${start}, ${end}) of ${src.length} bytes to ${at} of ${dst.length}`);
+    if (src.buffer === this.buffer && dst.buffer === this.buffer)
+      this.wasm.copy(dst.byteOffset + at, src.byteOffset + start, n);
+    else src.copy(dst, at, start, end);
   }
 
   /** ValidXLogRecord over `b[off, off + totLen)`: in WebAssembly when `b` is in this memory. */

@@ -651,6 +651,10 @@
   (func (export "crc") (param $c i32) (param $i i32) (param $end i32) (result i32)
     (call $crc (local.get $c) (local.get $i) (local.get $end) (i32.const 0)))
 
+  ;; Bytes from one place of the memory to another (reader.ts reassembling a record).
+  (func (export "copy") (param $to i32) (param $from i32) (param $n i32)
+    (memory.copy (local.get $to) (local.get $from) (local.get $n)))
+
   ;; ValidXLogRecord: CRC-32C of the bytes after the 24-byte header, then of the header up to
   ;; xl_crc (offset 20), finished, equal to xl_crc. 1 when equal.
   (func $crc_ok (export "recordCrcOk") (param $o i32) (param $tot i32) (result i32)
