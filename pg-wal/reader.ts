@@ -609,6 +609,9 @@ export class PgWalReader {
     // Each page adds at least one byte (xlp_rem_len > 0), so at most totLen pages.
     while (s.gotLen < s.totLen) {
       s.pg += XLOG_BLCKSZ;
+      // The record goes on past the range's end (a received LSN at a page start inside it):
+      // the page there is not WAL yet (zeros, or a recycled segment's old page), so not read.
+      if (s.pg >= this.endLsn) this.reachedEnd();
       const p = this.page(s.pg);
       if (typeof p !== 'number')
         return p.then((po) => (this.spanPage(s, po) ? OVERWRITTEN : this.readSpanning(s)));
