@@ -227,7 +227,7 @@ const COMMANDS: Record<string, (p: Parser) => Statement> = {
 /**
  * Statements parsed without a caller's NOTICE list, by text: parsing is pure (rule 5), so the same
  * text is the same statement. A node parses every statement it runs, and the same texts come back
- * (a count(*) the simulator's ledger asks again at every check, CHECKPOINT, pg_wal_replay_resume()):
+ * (the simulator's ledger asks the same count(*) at every check; CHECKPOINT; replay resumes):
  * their lexing was a few percent of a simulation's time. Entries are frozen (a consumer that
  * changed a shared statement would throw); a statement that fails to parse is not kept and fails
  * again. Bounded: cleared when full (a bound on memory, not a tuning).

@@ -25,7 +25,7 @@ export const LONG_PAGE_HEADER_BYTES = 40;
 
 const TWO_32 = 0x1_0000_0000;
 
-/** `walDir` by data directory (a process has one or a few; the simulator asks at every WAL read). */
+/** `walDir` by data directory (a process has one or a few; asked at every WAL read). */
 const walDirs = new Map<string, string>();
 
 /** `<dataDir>/pg_wal`. */

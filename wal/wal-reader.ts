@@ -61,7 +61,7 @@ const READ_CHUNK_BYTES = 1024 * 1024;
  * it at once, as before (what it holds in memory is `bufferedEndLsn`).
  */
 const FIRST_UNBOUNDED_CHUNK_BYTES = 8 * 1024;
-/** The window's capacity is a multiple of this (it used to start at 8 KB for a 200-byte stretch). */
+/** The window's capacity is a multiple of this (it was 8 KB at least, for a 200-byte stretch). */
 const WINDOW_ROUND_BYTES = 512;
 
 /**

@@ -111,7 +111,7 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
-/** `pageTuples` as the violation says it: `offset+count v<value> <xmin>/<xmax>` or `offset+count unused`. */
+/** `pageTuples` as text: `offset+count v<value> <xmin>/<xmax>` or `offset+count unused` a run. */
 function pageText(runs: readonly number[]): string {
   const out: string[] = [];
   for (let i = 0; i < runs.length; i += RUN_FIELDS) {

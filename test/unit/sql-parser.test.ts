@@ -146,7 +146,7 @@ describe('parseStatement', () => {
     );
   });
 
-  it('parses a text once: the same frozen statement again, a fresh one for a NOTICE list, errors every time', () => {
+  it('keeps a parsed text: the same frozen statement; afresh with NOTICEs; errors each time', () => {
     const sql = 'SELECT count(*) FROM t WHERE c > 5';
     const a = parseStatement(sql);
     expect(a).toEqual({ type: 'select_count', name: 't', predicate: { op: '>', value: 5 } });
