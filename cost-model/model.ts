@@ -71,6 +71,7 @@ export function replayFeatures(
   f['smgr.unlink'] = sum(c.smgr.unlink);
   f['smgr.unlinkNonEmpty'] = c.unlinkedNonEmptyForks;
   f['smgr.nblocks'] = sum(c.smgr.nblocks);
+  f['smgr.segmentOpenFailed'] = c.failedSegmentOpens;
   f['controlFile.update'] = c.controlFileUpdates;
   f['fsm.update'] = c.fsmUpdates;
   f['multiInsert.tuple'] = c.multiInsertTuples;

@@ -53,6 +53,8 @@ export const OTHER_CONSTANTS = {
   'smgr.unlinkNonEmpty':
     'fork file removed that held blocks, beyond smgr.unlink (mdunlinkfork truncates it to 0 first: its extents freed, a synchronous discard each on a discard mount)',
   'smgr.nblocks': 'fork size asked of the file (mdnblocks: lseek)',
+  'smgr.segmentOpenFailed':
+    'size query of a fork of whole 1 GB segments, beyond smgr.nblocks (mdnblocks finds its last segment full and fails to open the next: openat, ENOENT)',
   'fsm.update':
     'FSM update by redo (XLogRecordPageWithFreeSpace: FSM page read, locked, slot set) — PRUNE, VACUUM, and INSERT / MULTI_INSERT leaving < BLCKSZ/5 free',
   'multiInsert.tuple':
@@ -230,6 +232,11 @@ const LATER_CONSTANTS: Partial<Record<CostConstantName, CostConstant>> = {
   'smgr.unlinkNonEmpty': {
     seconds: 0,
     per: constantPer('smgr.unlinkNonEmpty'),
+    source: 'absent from the file (written before the constant existed): 0',
+  },
+  'smgr.segmentOpenFailed': {
+    seconds: 0,
+    per: constantPer('smgr.segmentOpenFailed'),
     source: 'absent from the file (written before the constant existed): 0',
   },
 };

@@ -32,6 +32,13 @@
  *    (smgrnblocks_cached) and ask the file (mdnblocks: an lseek) only when none is cached; 13's
  *    smgrnblocks is mdnblocks, so every block a replayed record reads (XLogReadBufferExtended)
  *    asks the kernel the fork's size (`smgrnblocksAsksFile`).
+ * 9. mdnblocks (md.c, every major) starts at the fork's last open segment file; when that segment
+ *    is exactly RELSEG_SIZE blocks it tries to open the next one (_mdfd_openseg without O_CREAT),
+ *    which does not exist, and returns. Nothing remembers the failure, so every size query that
+ *    reaches the file of a fork of a whole number of 1 GB segments makes one failed openat
+ *    (`mdnblocksOpensNextSegment`): under 13's rules 3 a Test A page at 8GB NB/8 (131,072 pages;
+ *    perf stat on a 13.23 startup process: 393,270 openat); under 14+ only the fork's first,
+ *    uncached, size query.
  */
 
 /** The majors whose rules are known. */
@@ -179,6 +186,18 @@ function summaryOf(
  */
 export function smgrnblocksAsksFile(rules: PgDropRules | undefined, cached: boolean): boolean {
   return !cached || (rules !== undefined && !rules.cachedLookup);
+}
+
+/** RELSEG_SIZE: the blocks of one segment file of a fork (1 GB of 8 KiB blocks, the default build). */
+export const RELSEG_SIZE = 131072;
+
+/**
+ * Rule 9, the one implementation walsim's storage manager and predict's replay model both call:
+ * does an mdnblocks of a fork of `blocks` blocks also fail to open a next segment file? Yes when the
+ * fork is a positive whole number of segments (its last open segment is full).
+ */
+export function mdnblocksOpensNextSegment(blocks: number): boolean {
+  return blocks > 0 && blocks % RELSEG_SIZE === 0;
 }
 
 /**

@@ -267,6 +267,13 @@ export interface ReplayCounts {
    * file system's); npm run predict counts them from the fork sizes (--pgdata, else the WAL's).
    */
   unlinkedNonEmptyForks: number;
+  /**
+   * Size queries that reached the file (counted in `smgr.nblocks` too) of a fork of a whole number
+   * of 1 GB segments: mdnblocks finds its last open segment full and tries to open the next, which
+   * does not exist (storage/pg-drop-rules.ts rule 9). Under 13's rules every block a record reads
+   * of such a fork pays one; under 14+ only the fork's first, uncached, size query.
+   */
+  failedSegmentOpens: number;
 }
 
 /**
@@ -281,6 +288,7 @@ export function withLaterCounters(c: ReplayCounts): ReplayCounts {
     multiInsertTuples: c.multiInsertTuples ?? 0,
     descriptorPagesMapped: c.descriptorPagesMapped ?? 0,
     unlinkedNonEmptyForks: c.unlinkedNonEmptyForks ?? 0,
+    failedSegmentOpens: c.failedSegmentOpens ?? 0,
   };
 }
 
@@ -311,7 +319,7 @@ export interface FailoverCounts {
 /** The storage a replay span runs against (a NodeStorage). */
 export interface CountedStorage {
   readonly dropCounters: DropCounters;
-  readonly smgr: { readonly fileOps: SmgrFileOps };
+  readonly smgr: { readonly fileOps: SmgrFileOps; readonly failedSegmentOpens: number };
   readonly replayCounters: ReplayCounters;
 }
 
@@ -336,6 +344,7 @@ export function replayCountsOf(st: CountedStorage): ReplayCounts {
     multiInsertTuples: 0,
     descriptorPagesMapped: 0,
     unlinkedNonEmptyForks: 0,
+    failedSegmentOpens: st.smgr.failedSegmentOpens,
   };
 }
 
@@ -377,6 +386,7 @@ export function emptyReplayCounts(): ReplayCounts {
     multiInsertTuples: 0,
     descriptorPagesMapped: 0,
     unlinkedNonEmptyForks: 0,
+    failedSegmentOpens: 0,
   };
 }
 

@@ -22,7 +22,9 @@
  *                  (smgrclose) forgets all cached sizes; a restart (deserialize) caches nothing.
  *   INV-STORAGE-3  nblocks returns the cached size if usable (in recovery), else the disk size, and
  *                  stores that in the cache in any process. Under 13's rules (pg-drop-rules.ts
- *                  rule 8) it asks the disk every time: each call is a counted mdnblocks.
+ *                  rule 8) it asks the disk every time: each call is a counted mdnblocks. A call
+ *                  that asks the disk of a fork of a whole number of 1 GB segments also counts a
+ *                  failed open of the next segment (rule 9, `failedSegmentOpens`).
  *   INV-STORAGE-4  extend(blocknum) sets the cache to blocknum + 1 if it equalled blocknum, else
  *                  invalidates it; the disk size becomes blocknum + 1 (holes read as zeros).
  *   INV-STORAGE-5  truncateForks invalidates each fork's cached size, truncates the file, then stores
@@ -57,7 +59,11 @@ import {
   type DropResult,
   type DropSettings,
 } from './drop.ts';
-import { smgrnblocksAsksFile, type PgDropRules } from './pg-drop-rules.ts';
+import {
+  mdnblocksOpensNextSegment,
+  smgrnblocksAsksFile,
+  type PgDropRules,
+} from './pg-drop-rules.ts';
 
 const NFORKS = MAX_FORKNUM + 1;
 /** Sentinel in `disk`: the fork's file does not exist. */
@@ -142,6 +148,8 @@ export function emptySmgrFileOps(): SmgrFileOps {
 export class StorageManager {
   /** File operations so far (monotonic; a failover's are the difference of two snapshots). */
   readonly fileOps: SmgrFileOps = emptySmgrFileOps();
+  /** Size queries that also failed to open a next segment (pg-drop-rules.ts rule 9). */
+  private failedOpens = 0;
   /** Disk: per relfilenumber, the size of each fork in blocks, or NO_FILE. */
   private readonly disk = new Map<RelFileNumber, Float64Array>();
   /** Open SMgrRelations: per relfilenumber, smgr_cached_nblocks (InvalidBlockNumber = not cached). */
@@ -161,6 +169,14 @@ export class StorageManager {
         ? `could not ${what}: Input/output error (injected fault)`
         : `process killed before it could ${what} (injected fault)`,
     );
+  }
+
+  /**
+   * mdnblocks calls (counted in `fileOps.nblocks` too) that also tried to open the segment after a
+   * full last one, which does not exist (a fork of a whole number of 1 GB segments). Monotonic.
+   */
+  get failedSegmentOpens(): number {
+    return this.failedOpens;
   }
 
   /** InRecovery: true in the startup process during standby replay or crash recovery. */
@@ -240,6 +256,7 @@ export class StorageManager {
     if (!smgrnblocksAsksFile(rules, cached !== InvalidBlockNumber)) return cached;
     const size = this.diskNblocks(rel, fork);
     this.fileOps.nblocks[fork]!++;
+    if (mdnblocksOpensNextSegment(size)) this.failedOpens++;
     this.cached(rel)[fork] = size;
     return size;
   }

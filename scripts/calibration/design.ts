@@ -255,6 +255,8 @@ export function calibrationGroups(o: {
   copy?: boolean;
   firstTouch?: boolean;
   unlinkNonEmpty?: boolean;
+  sizeQueryPerRead?: boolean;
+  segmentOpenFailed?: boolean;
 }): FitGroup[] {
   return [
     ...(o.rowDml
@@ -282,7 +284,7 @@ export function calibrationGroups(o: {
             constants: of((k) => /^scan\.(single|multi)\./.test(k) || k === 'scan.preCheckHit'),
           },
         ]),
-    ...LATER_GROUPS,
+    ...laterGroups(o.sizeQueryPerRead === true),
     ...(o.rowDml ? [{ name: 'smgrExtend', constants: ['smgr.extend' as const] }] : []),
     // With the COPY backlogs beside INSERT and DELETE: an FSM update is 45 a page in the INSERT
     // backlog, 1 a page in COPY's, 2 a page in lazy vacuum's; a tuple COPY places is 226 a page in
@@ -306,34 +308,74 @@ export function calibrationGroups(o: {
     ...(o.unlinkNonEmpty
       ? [{ name: 'unlinkNonEmpty', constants: ['smgr.unlinkNonEmpty' as const] }]
       : []),
+    // Runs that count failed opens of a next 1 GB segment (a fork of whole segments asked its size
+    // at the file): cost-model/README.md "Terms".
+    ...(o.segmentOpenFailed
+      ? [{ name: 'segmentOpenFailed', constants: ['smgr.segmentOpenFailed' as const] }]
+      : []),
   ];
 }
 
-const LATER_GROUPS: FitGroup[] = [
-  {
-    name: 'lookup',
-    constants: of(
-      (k) =>
-        k.startsWith('lookup.') ||
-        k === 'invalidate' ||
-        k === 'dropCall.fullScan' ||
-        k === 'dropCall.lookup',
-    ),
-  },
-  // A file created or unlinked changes a directory and allocates or frees an inode: journaled
-  // namespace changes. Extending, truncating or sizing a file touches one inode's size and extents.
-  // One tied constant for both under-priced TRUNCATE of TOAST-able tables (three files created and
-  // three unlinked per table) by 30–40 % in a real calibration; split, the fit prices a namespace
-  // operation at ~0.3 ms and a size operation at ~0.1 ms on this kind of machine.
-  { name: 'smgrNamespace', constants: ['smgr.create', 'smgr.unlink'] },
-  // smgr.extend is fitted only with the DML cells (smgrExtend, above): without them it counts one
-  // FSM page a VACUUMed table, always beside that table's other per-table events, and a tie gave it
-  // truncate's 64 µs — which priced the 3,845 blocks of a `pgbench -i` backlog at 0.25 s against
-  // 0.12 s measured for the whole failover (predict-bench). Then it keeps the base profile's value.
-  { name: 'smgrSize', constants: ['smgr.truncate', 'smgr.nblocks'] },
-  { name: 'controlFile', constants: ['controlFile.update'] },
-  { name: 'endOfRecovery', constants: of((k) => k.startsWith('endOfRecovery.')) },
-];
+/**
+ * The size query's group. Where smgrnblocks asks the file only for a fork's first read after
+ * the size cache was reset (14+ in recovery), a size query comes with the fork's first read or
+ * truncation: a few a table, in step with the truncations, so the two share a constant. Where it
+ * asks at every block a record reads (13: no smgrnblocks_cached; 7 a Test A page), it is an lseek
+ * per block read, apart from the truncation: its own term (`sizeQuery`), identified by Test A (7
+ * a page beside 3 records and 3 FSM updates) against the COPY backlogs (2 a page beside 1 record
+ * and about 1 FSM update) and the row backlogs (1 a row).
+ */
+function sizeGroups(perRead: boolean): FitGroup[] {
+  return perRead
+    ? [
+        { name: 'smgrTruncate', constants: ['smgr.truncate'] },
+        { name: 'sizeQuery', constants: ['smgr.nblocks'] },
+      ]
+    : [{ name: 'smgrSize', constants: ['smgr.truncate', 'smgr.nblocks'] }];
+}
+
+/**
+ * Do these counts ask the size at block reads — some cell with more size queries than PostgreSQL
+ * records? Only where smgrnblocks reaches the file at every read (13's rules): 14+ ask a fork's
+ * size once until the cache is reset, which no cell's records come near.
+ */
+export function sizeQueriesPerRead(features: readonly CostFeatures[]): boolean {
+  return features.some((f) => {
+    const x = flattenFeatures(f);
+    let records = 0;
+    for (const [k, n] of Object.entries(x)) if (k.startsWith('record.')) records += n ?? 0;
+    return (x['smgr.nblocks'] ?? 0) > records;
+  });
+}
+
+function laterGroups(sizeQueryPerRead: boolean): FitGroup[] {
+  return [
+    {
+      name: 'lookup',
+      constants: of(
+        (k) =>
+          k.startsWith('lookup.') ||
+          k === 'invalidate' ||
+          k === 'dropCall.fullScan' ||
+          k === 'dropCall.lookup',
+      ),
+    },
+    // A file created or unlinked changes a directory and allocates or frees an inode: journaled
+    // namespace changes. Extending, truncating or sizing a file touches one inode's size and extents.
+    // One tied constant for both under-priced TRUNCATE of TOAST-able tables (three files created and
+    // three unlinked per table) by 30–40 % in a real calibration; split, the fit prices a namespace
+    // operation at ~0.3 ms and a size operation at ~0.1 ms on this kind of machine.
+    { name: 'smgrNamespace', constants: ['smgr.create', 'smgr.unlink'] },
+    // smgr.extend is fitted only with the DML cells (smgrExtend, above): without them it counts one
+    // FSM page a VACUUMed table, always beside that table's other per-table events, and a tie gave it
+    // truncate's 64 µs — which priced the 3,845 blocks of a `pgbench -i` backlog at 0.25 s against
+    // 0.12 s measured for the whole failover (predict-bench). Then it keeps the base profile's value.
+    // Truncation and size query: tied, or apart where the size is asked per read (`sizeGroups`).
+    ...sizeGroups(sizeQueryPerRead),
+    { name: 'controlFile', constants: ['controlFile.update'] },
+    { name: 'endOfRecovery', constants: of((k) => k.startsWith('endOfRecovery.')) },
+  ];
+}
 
 /** The groups of a design without DML cells or a memory-tier cell (every calibration before them). */
 export const CALIBRATION_GROUPS: FitGroup[] = calibrationGroups({
@@ -361,15 +403,28 @@ export function calibrationGroupsFor(
     (f) => (flattenFeatures(f)['scan.descriptorPageMapped'] ?? 0) > 0,
   );
   const unlinkNonEmpty = features.some((f) => (flattenFeatures(f)['smgr.unlinkNonEmpty'] ?? 0) > 0);
-  return calibrationGroups({ rowDml, memoryTier, copy, firstTouch, unlinkNonEmpty });
+  const segmentOpenFailed = features.some(
+    (f) => (flattenFeatures(f)['smgr.segmentOpenFailed'] ?? 0) > 0,
+  );
+  const sizeQueryPerRead = sizeQueriesPerRead(features);
+  return calibrationGroups({
+    rowDml,
+    memoryTier,
+    copy,
+    firstTouch,
+    unlinkNonEmpty,
+    sizeQueryPerRead,
+    segmentOpenFailed,
+  });
 }
 
 /**
- * The terms found by the generated bench, as measured outside a fit (cost-model/README.md: the
+ * Terms measured outside a fit (cost-model/README.md "Terms"): the generated bench's (the
  * startup process's first-scan CPU less its second scan's, per unmapped page; a commit dropping
- * 300 written tables against 300 empty ones, per written file). A design whose runs count a term
- * but whose cells cannot tell it from the others keeps this value (and says so) rather than
- * refusing the fit after the runs were measured.
+ * 300 written tables against 300 empty ones, per written file) and 13's (its startup CPU a Test A
+ * page against 15's, per lseek; at 8GB NB/8 against NB/16, per failed segment open). A design
+ * whose runs count a term but whose cells cannot tell it from the others keeps this value (and
+ * says so) rather than refusing the fit after the runs were measured.
  */
 export const MEASURED_WHEN_UNIDENTIFIED: Readonly<
   Record<string, { constant: CostConstantName; seconds: number; measured: string }>
@@ -385,13 +440,39 @@ export const MEASURED_WHEN_UNIDENTIFIED: Readonly<
     measured:
       'a commit dropping 300 written tables less one dropping 300 empty ones: 0.43 ms a file',
   },
+  sizeQuery: {
+    constant: 'smgr.nblocks',
+    seconds: 1.5e-6,
+    measured:
+      "13.23 less 15.18 (one build), startup CPU a Test A page added from 1GB NB/16 to NB/8, over 13's 7 lseeks a page: 1.5 us",
+  },
+  segmentOpenFailed: {
+    constant: 'smgr.segmentOpenFailed',
+    seconds: 2.9e-6,
+    measured:
+      "13.23's startup CPU a page under perf stat, Test A at 8GB NB/8 less NB/16, over its 3 failed opens a page: 2.9 us",
+  },
 };
+
+/**
+ * Measured terms a calibration prices even when none of its cells counts them: the failed open of
+ * a next segment repeats at every block read of a fork of whole 1 GB segments where the size is
+ * asked per read (13), so a profile for such counts must price it — yet a calibration cell with a
+ * 1 GB relation would stream 1 GB of WAL a run. Where the size is cached (14+) it happens at most
+ * once a fork between cache resets, and the base's value (0 in every shipped profile) stays.
+ */
+function measuredWhenUncounted(features: readonly CostFeatures[]): string[] {
+  if (!sizeQueriesPerRead(features)) return [];
+  const counted = features.some((f) => (flattenFeatures(f)['smgr.segmentOpenFailed'] ?? 0) > 0);
+  return counted ? [] : ['segmentOpenFailed'];
+}
 
 /**
  * The groups a calibration fits: `calibrationGroupsFor`'s, less a group with a measured constant
  * (MEASURED_WHEN_UNIDENTIFIED) the cells cannot identify — that constant is set in the returned
- * base and named in `measured`. `unidentified`: the other groups the cells cannot identify (the
- * caller refuses the fit).
+ * base and named in `measured`, as is the failed segment open that no cell counts where the size
+ * is asked per read (`measuredWhenUncounted`). `unidentified`: the other groups the cells cannot
+ * identify (the caller refuses the fit).
  */
 export function identifiableGroups(
   cells: readonly Pick<CellSpec, 'variant'>[],
@@ -399,23 +480,27 @@ export function identifiableGroups(
   base: CostProfile,
 ): { groups: FitGroup[]; base: CostProfile; measured: string[]; unidentified: string[] } {
   const all = calibrationGroupsFor(cells, features);
-  const measured = unidentifiedGroups(features, all).filter(
+  const notIdentified = unidentifiedGroups(features, all).filter(
     (g) => MEASURED_WHEN_UNIDENTIFIED[g] !== undefined,
   );
-  const groups = all.filter((g) => !measured.includes(g.name));
+  const uncounted = measuredWhenUncounted(features);
+  const groups = all.filter((g) => !notIdentified.includes(g.name));
   const constants = { ...base.constants };
-  for (const g of measured) {
+  for (const g of [...notIdentified, ...uncounted]) {
     const m = MEASURED_WHEN_UNIDENTIFIED[g]!;
+    const why = uncounted.includes(g)
+      ? "none of the calibration's cells counts it"
+      : "the calibration's cells count it but cannot tell it from the other groups";
     constants[m.constant] = {
       ...constants[m.constant],
       seconds: m.seconds,
-      source: `measured, not fitted: the calibration's cells count it but cannot tell it from the other groups (${m.measured}; cost-model/README.md)`,
+      source: `measured, not fitted: ${why} (${m.measured}; cost-model/README.md)`,
     };
   }
   return {
     groups,
     base: { ...base, constants },
-    measured,
+    measured: [...notIdentified, ...uncounted],
     unidentified: unidentifiedGroups(features, groups),
   };
 }

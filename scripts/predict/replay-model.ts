@@ -30,6 +30,7 @@
 import { countDrop, type DropPath } from '../../storage/drop.ts';
 import {
   forgetsCachedSizes,
+  mdnblocksOpensNextSegment,
   pgDropRules,
   smgrnblocksAsksFile,
   type DropAllFn,
@@ -279,7 +280,12 @@ export class RecoveryModel {
   private readonly typeIndex = new Map<string, Map<string, RecordTypeCount>>();
   private lastType: RecordTypeCount | null = null;
   /** The same entries by `PgWalRecord.typeKey` (rmid * 256 + xl_info), when records carry it. */
-  private typeByKey: Array<RecordTypeCount | undefined> = new Array(256 * 256);
+  private readonly typeByKey: Array<RecordTypeCount | undefined> = new Array(256 * 256);
+  /**
+   * The keys set in `typeByKey` since the last take: a take clears those, not the whole array
+   * (allocating it again cost 2.5 ms a take — the exporter takes one per LSN window it seals).
+   */
+  private readonly typeKeys: number[] = [];
   private drops: PredictedDrop[] = [];
   private readonly assumptions = new Set<string>();
   /** Changes since the exporter's current LSN window began (null: not journaled). */
@@ -327,11 +333,17 @@ export class RecoveryModel {
       : { lookup: false, why: `${total} ${what} ≥ NBuffers/32 = ${this.threshold}` };
   }
 
-  /** smgrnblocks: 14+ asks the file once and caches the answer in recovery; 13 asks every time. */
-  private askSize(st: ForkState, f: ForkNumber, counted: boolean): void {
+  /**
+   * smgrnblocks: 14+ asks the file once and caches the answer in recovery; 13 asks every time. An
+   * mdnblocks of a fork of whole 1 GB segments also fails to open the next segment (rule 9).
+   */
+  private askSize(r: RelState, f: ForkNumber, counted: boolean): void {
+    const st = r.forks[f];
     if (smgrnblocksAsksFile(this.rules, st.cached)) {
       st.cached = true;
-      if (counted) this.counts.smgr.nblocks[f]! += 1;
+      if (!counted) return;
+      this.counts.smgr.nblocks[f]! += 1;
+      if (mdnblocksOpensNextSegment(this.sizeOf(r, f))) this.counts.failedSegmentOpens += 1;
     }
   }
 
@@ -454,7 +466,7 @@ export class RecoveryModel {
     const r = this.rel(node);
     const st = r.forks[f];
     const size = this.sizeOf(r, f);
-    this.askSize(st, f, counted);
+    this.askSize(r, f, counted);
     st.exists = true;
     if (block >= size) {
       if (counted) this.counts.smgr.extend[f]! += block + 1 - size;
@@ -503,10 +515,14 @@ export class RecoveryModel {
     this.walBytes += rec.totalLength;
     // By the record's rmid and xl_info when it has them: one array read, no string compared.
     const key = rec.typeKey;
-    const t =
-      key !== undefined
-        ? (this.typeByKey[key] ??= this.typeCount(rec.rmgr, rec.type))
-        : this.typeCount(rec.rmgr, rec.type);
+    let t = key !== undefined ? this.typeByKey[key] : undefined;
+    if (t === undefined) {
+      t = this.typeCount(rec.rmgr, rec.type);
+      if (key !== undefined) {
+        this.typeByKey[key] = t;
+        this.typeKeys.push(key);
+      }
+    }
     t.count += 1;
     t.bytes += rec.totalLength;
     // counts.pgRecords is these counts summed by kind when the tally is read (countsNow).
@@ -578,17 +594,17 @@ export class RecoveryModel {
     if (t.flags & SMGR_TRUNCATE_HEAP) {
       list.push({ fork: 0, first: t.blkno });
       // The January 2025 minors: smgr_redo asks smgrnblocks of the main fork before truncating.
-      if (this.rules.truncateCachesSizes) this.askSize(r.forks[0], 0, counted);
+      if (this.rules.truncateCachesSizes) this.askSize(r, 0, counted);
     }
     // FreeSpaceMapPrepareTruncateRel / visibilitymap_prepare_truncate: only an existing fork that
     // is longer than its new length joins; both ask smgrnblocks, which caches the fork's size. The
     // January 2025 minors ask it again for the fork's old size (a second lseek in 13).
     const prepare = (fork: ForkNumber, newLen: number) => {
       if (!this.exists(r, fork)) return;
-      this.askSize(r.forks[fork], fork, counted);
+      this.askSize(r, fork, counted);
       if (this.sizeOf(r, fork) <= newLen) return;
       list.push({ fork, first: newLen });
-      if (this.rules.truncateCachesSizes) this.askSize(r.forks[fork], fork, counted);
+      if (this.rules.truncateCachesSizes) this.askSize(r, fork, counted);
     };
     if (t.flags & SMGR_TRUNCATE_FSM) prepare(1, fsmBlocksAfterTruncate(t.blkno));
     if (t.flags & SMGR_TRUNCATE_VM) prepare(2, vmBlocksAfterTruncate(t.blkno));
@@ -840,7 +856,8 @@ export class RecoveryModel {
     this.counts = emptyReplayCounts();
     this.types.clear();
     this.typeIndex.clear();
-    this.typeByKey = new Array(256 * 256);
+    for (const k of this.typeKeys) this.typeByKey[k] = undefined;
+    this.typeKeys.length = 0;
     this.lastType = null;
     this.drops = [];
     this.lastFullScanLsn = null;

@@ -21,6 +21,7 @@ import {
   TUPLE_RECORD_KINDS,
   fitTargets,
   recordsFromStored,
+  sizeQueriesPerRead,
   storedLabel,
   walsimTwin,
 } from '../../scripts/calibration/design.ts';
@@ -60,6 +61,13 @@ function groupsOf(plan: CellSpec[], counts: FailoverCounts[]) {
 
 async function designOf(plan: CellSpec[]) {
   return groupsOf(plan, await countCellsInProcess(plan.map(walsimTwin), { thresholdDivisor: 32 }));
+}
+
+/** The features of the shipped 15 calibration's stored WAL counts. */
+function shippedWalFeatures() {
+  const plan = planCalibration(defaultCalibrationDesign());
+  const { counts } = shippedWalDesign();
+  return counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
 }
 
 /** The full default design priced by the WAL counts the shipped calibration stored per cell. */
@@ -252,6 +260,75 @@ describe('calibration cell design', () => {
     const r = fitCalibration(cells, counts, fit.base, meta, fit.groups);
     expect(r.profile.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
     expect(r.groupSeconds['controlFile']! / 1e-6).toBeCloseTo(1, 9);
+  });
+
+  it("13's counts (a size query at every block read) fit the size query apart; 15's tie it", () => {
+    const stored = readStoredCalibration(profilePath('pg13-calibrated-wall').file);
+    const plan = planCalibration(stored.settings);
+    const counts = plan.map((c) => stored.walCounts![storedLabel(c)]!);
+    const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
+    // 1GB NB/8: 7 size queries a page beside 3 records; 15 asks once a fork.
+    const nb8 = counts[plan.findIndex((c) => storedLabel(c) === '1GB NB/8')]!.replay;
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    expect(sum(nb8.smgr.nblocks) / sum(Object.values(nb8.pgRecords))).toBeCloseTo(7 / 3, 2);
+    expect(sizeQueriesPerRead(features)).toBe(true);
+    expect(sizeQueriesPerRead(shippedWalFeatures())).toBe(false);
+    expect(shippedWalDesign().groups.map((g) => g.name)).toContain('smgrSize');
+    const fit = identifiableGroups(plan, features, base);
+    const names = fit.groups.map((g) => g.name);
+    expect(names).toEqual(expect.arrayContaining(['smgrTruncate', 'sizeQuery']));
+    expect(names).not.toContain('smgrSize');
+    expect(fit.groups.find((g) => g.name === 'sizeQuery')!.constants).toEqual(['smgr.nblocks']);
+    expect(fit.unidentified).toEqual([]);
+    // No calibration cell has a relation of whole 1 GB segments: its failed open keeps the measured
+    // constant (13 pays it at every block read of such a fork); 15's counts leave the base's 0.
+    expect(fit.measured).toEqual(['segmentOpenFailed']);
+    expect(fit.base.constants['smgr.segmentOpenFailed'].seconds).toBe(2.9e-6);
+    expect(fit.base.constants['smgr.segmentOpenFailed'].source).toMatch(/none of the/);
+    const fit15 = identifiableGroups(
+      planCalibration(defaultCalibrationDesign()),
+      shippedWalFeatures(),
+      base,
+    );
+    expect(fit15.measured).toEqual([]);
+    expect(fit15.base.constants['smgr.segmentOpenFailed'].seconds).toBe(0);
+    // The fit recovers a known size-query cost beside every other group's (synthetic seconds of
+    // this machine's order).
+    const perEvent: Record<string, number> = {
+      record: 2e-6,
+      recordTuple: 0.5e-6,
+      scan: 3e-9,
+      scanMemory: 4e-9,
+      lookup: 15e-6,
+      smgrNamespace: 60e-6,
+      smgrTruncate: 40e-6,
+      sizeQuery: 1.5e-6,
+      controlFile: 400e-6,
+      endOfRecovery: 15e-3,
+      smgrExtend: 13e-6,
+      fsmUpdate: 0.3e-6,
+      multiInsertTuple: 0.02e-6,
+      descriptorPageMapped: 8e-6,
+      unlinkNonEmpty: 0.4e-3,
+    };
+    const truth = { ...fit.base.constants };
+    for (const g of fit.groups)
+      for (const k of g.constants) truth[k] = { ...truth[k], seconds: perEvent[g.name]! };
+    const cells = plan.map((c, i) => ({
+      ...c,
+      runs: 3,
+      stalls: 0,
+      failoverMsMedian:
+        price({ counts: counts[i]!, nBuffers: c.nBuffers }, { ...base, constants: truth })
+          .failoverS * 1000,
+    })) as unknown as CellSummary[];
+    const meta = { name: 't', description: 't', source: 't' };
+    const r = fitCalibration(cells, counts, fit.base, meta, fit.groups);
+    // Identified, though less sharply than 15's groups (one contrast: Test A against COPY), so
+    // exact synthetic seconds come back to 1e-6 rather than 1e-9.
+    expect(r.groupSeconds['sizeQuery']! / 1.5e-6).toBeCloseTo(1, 6);
+    expect(r.profile.constants['smgr.segmentOpenFailed'].seconds).toBe(2.9e-6);
+    for (const c of r.cells) expect(Math.abs(c.residualPct)).toBeLessThan(1e-9);
   });
 
   it('without DML cells or a cell beyond the cache: the older ties', async () => {

@@ -6,12 +6,14 @@
  * gives its constants exactly. No PostgreSQL, no timing.
  */
 import { describe, expect, it } from 'vitest';
+import { costFeatures } from '../../cost-model/model.ts';
 import { builtinProfileNames, loadProfile, profilePath } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
 import { summarise } from '../../scripts/experiment/sweep-runner.ts';
 import {
   fitCalibration,
   fitTargets,
+  identifiableGroups,
   planCalibration,
   readStoredCalibration,
   recordsFromStored,
@@ -53,12 +55,12 @@ describe('shipped calibrated profiles', () => {
       const target = /run-queue wait/.test(fit.target) ? 'uncontended' : 'wall';
       expect(target).toBe(name.endsWith('uncontended') ? 'uncontended' : 'wall');
       const cells = summarise(plan, fitTargets(recordsFromStored(stored.records, plan), target));
-      const base = { ...loadProfile('seed-001'), cache: profile.cache };
-      const again = fitCalibration(cells, counts, base, {
-        name: profile.name,
-        description: profile.description,
-        source: 'refit',
-      });
+      const seed = { ...loadProfile('seed-001'), cache: profile.cache };
+      const meta = { name: profile.name, description: profile.description, source: 'refit' };
+      // As npm run calibrate fits WAL counts: the groups they identify, measured terms kept.
+      const features = counts.map((n, i) => costFeatures(n, seed, plan[i]!.nBuffers));
+      const wal = stored.walCounts !== null ? identifiableGroups(plan, features, seed) : null;
+      const again = fitCalibration(cells, counts, wal?.base ?? seed, meta, wal?.groups);
       for (const [k, c] of Object.entries(profile.constants))
         expect(again.profile.constants[k as keyof typeof profile.constants].seconds, k).toBe(
           c.seconds,

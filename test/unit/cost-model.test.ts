@@ -113,13 +113,47 @@ describe('modelFailover', () => {
     expect(m.replay.smgrS).toBeCloseTo(m.phases.replayS, 15);
   });
 
+  it("prices 13's size queries and its failed segment opens apart, each per event", () => {
+    // Test A at 8GB NB/8 under 13's rules: 7 size queries a page (3 main, 3 FSM, 1 VM), the 3 of
+    // the main fork, one whole 1 GB segment, each failing to open segment 1; and the truncation.
+    const p = profileWith({
+      'smgr.nblocks': 1.5e-6,
+      'smgr.segmentOpenFailed': 2.9e-6,
+      'smgr.truncate': 4e-5,
+      'record.HEAP2_PRUNE': 2e-6,
+    });
+    const pages = 131072;
+    const c = counts((c) => {
+      c.replay.pgRecords.HEAP2_PRUNE = 2 * pages;
+      c.replay.smgr.nblocks = [3 * pages + 1, 3 * pages + 2, pages + 2, 0];
+      c.replay.failedSegmentOpens = 3 * pages + 1;
+      c.replay.smgr.truncate = [1, 1, 1, 0];
+    });
+    const f = costFeatures(c, p, 1048576).replay;
+    expect(f['smgr.nblocks']).toBe(7 * pages + 5);
+    expect(f['smgr.segmentOpenFailed']).toBe(3 * pages + 1);
+    const m = modelFailover(c, p, 1048576);
+    const smgrS = (7 * pages + 5) * 1.5e-6 + (3 * pages + 1) * 2.9e-6 + 3 * 4e-5;
+    expect(m.replay.smgrS).toBeCloseTo(smgrS, 15);
+    expect(m.replay.recordsS).toBeCloseTo(2 * pages * 2e-6, 15);
+    expect(m.phases.replayS).toBeCloseTo(smgrS + 2 * pages * 2e-6, 15);
+    // 15's rules on the same relation: the size cached, one query and one failed open a fork.
+    const c15 = counts((c) => {
+      c.replay.smgr.nblocks = [1, 0, 0, 0];
+      c.replay.failedSegmentOpens = 1;
+    });
+    expect(modelFailover(c15, p, 1048576).phases.replayS).toBeCloseTo(1.5e-6 + 2.9e-6, 18);
+  });
+
   it('reads a profile written before the descriptor-page constant existed as pricing it at 0', () => {
     const j = JSON.parse(profileToJson(profileWith({ 'lookup.probe': 1e-6 })));
     delete j.constants['scan.descriptorPageMapped'];
     delete j.constants['smgr.unlinkNonEmpty'];
+    delete j.constants['smgr.segmentOpenFailed'];
     const p = parseProfile(j, 'old.json');
     expect(p.constants['scan.descriptorPageMapped'].seconds).toBe(0);
     expect(p.constants['smgr.unlinkNonEmpty'].seconds).toBe(0);
+    expect(p.constants['smgr.segmentOpenFailed'].seconds).toBe(0);
     expect(p.constants['scan.descriptorPageMapped'].source).toMatch(/absent/);
   });
 

@@ -217,6 +217,28 @@ describe('pg-wal reader: records, pages and segments', () => {
     }
   });
 
+  it('a range ending at a page boundary inside a record does not read the page after it', async () => {
+    // A standby's received LSN can be a page start inside a record (the walreceiver writes what
+    // the primary flushed: whole pages); what follows in the file is not WAL yet (zeros, or a
+    // recycled segment's old pages). The range ends there: no page at or past it is read.
+    const w = buildWal(
+      Array.from({ length: 20 }, () => heapInsert(3000)),
+      { major: 15, segmentSize: SEG, startSegno: 1 },
+    );
+    const crossing = w.records.findIndex((r) => r.spans.length > 1 && r.spans[1]![0] % 8192 !== 0);
+    const r = w.records[crossing]!;
+    const boundary = r.spans[1]![0] - (r.spans[1]![0] % 8192);
+    w.segments.get(1)!.fill(0, boundary - SEG);
+    for (const opts of [{}, { mode: 'views' }]) {
+      const reader = new PgWalReader(src(w), { startLsn: w.records[0]!.lsn, endLsn: boundary });
+      let n = 0;
+      if ('mode' in opts) for await (const _ of reader.views(() => n++, 64));
+      else for await (const _ of reader.records()) n++;
+      expect(n).toBe(crossing);
+      expect(reader.end?.reason).toBe('end_lsn');
+    }
+  });
+
   it('a missing next segment ends reading with its file name', async () => {
     const w = buildWal(
       Array.from({ length: 400 }, () => heapInsert(3000)),

@@ -13,8 +13,14 @@ import type { CellSpec } from '../../scripts/experiment/sweep-runner.ts';
 import { RecoveryModel } from '../../scripts/predict/replay-model.ts';
 import type { PgWalRecord } from '../../scripts/predict/wal-records.ts';
 import { NO_FILES } from '../../scripts/predict/replay-model.ts';
-import { pgDropRules } from '../../storage/pg-drop-rules.ts';
+import {
+  mdnblocksOpensNextSegment,
+  pgDropRules,
+  RELSEG_SIZE,
+} from '../../storage/pg-drop-rules.ts';
 import type { ReplayCounts } from '../../storage/replay-counts.ts';
+import { StorageManager } from '../../storage/smgr.ts';
+import { MAIN_FORKNUM } from '../../wal/records.ts';
 
 const NBUFFERS = 4096;
 
@@ -111,5 +117,53 @@ describe('size queries and FSM updates of a replayed VACUUM, by major', () => {
     const p15 = perPage(predictCounts(15, 64), predictCounts(15, 128), 64);
     expect(w15).toEqual({ nblocks: [0, 0, 0, 0], fsmUpdates: 3 });
     expect(p15).toEqual(w15);
+  });
+
+  it('a fork of whole 1 GB segments: each size query at the file also fails to open the next', () => {
+    expect([0, 1, RELSEG_SIZE - 1, RELSEG_SIZE + 1].map(mdnblocksOpensNextSegment)).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect([RELSEG_SIZE, 2 * RELSEG_SIZE].map(mdnblocksOpensNextSegment)).toEqual([true, true]);
+    // predict: the relation's highest block is RELSEG_SIZE − 1 (its size a lower bound from the
+    // WAL), then a VACUUM of its first pages. 13: the 3 main-fork reads a page each fail to open
+    // segment 1 (perf stat on 13.23 at 8GB NB/8: 3.00 openat a page); 15: its sizes are cached.
+    const segmentOpens = (major: 13 | 15, pages: number) => {
+      const model = new RecoveryModel(
+        NBUFFERS,
+        NO_FILES,
+        false,
+        pgDropRules({ major, minor: null }),
+      );
+      const last = { node: NODE, fork: 0 as const, block: RELSEG_SIZE - 1 };
+      const [first] = vacuumRecords(major, 1);
+      model.learn({ ...first!, blocks: [last] });
+      for (const r of vacuumRecords(major, 1)) model.learn(r);
+      for (const r of vacuumRecords(major, pages)) model.replay(r);
+      const c = model.result().counts;
+      return { failed: c.failedSegmentOpens, mainSizeQueries: c.smgr.nblocks[0] };
+    };
+    expect(segmentOpens(13, 10)).toEqual({ failed: 30, mainSizeQueries: 30 });
+    expect(segmentOpens(13, 20)).toEqual({ failed: 60, mainSizeQueries: 60 });
+    expect(segmentOpens(15, 20)).toEqual({ failed: 0, mainSizeQueries: 0 });
+  });
+
+  it("walsim's storage manager counts the failed segment open at each size query at the file", () => {
+    const sizeQueries = (blocks: number, major: 13 | 15) => {
+      const smgr = new StorageManager();
+      smgr.create(16384, MAIN_FORKNUM);
+      for (let b = 0; b < blocks; b++) smgr.extend(16384, MAIN_FORKNUM, b);
+      smgr.close(16384);
+      smgr.inRecovery = true;
+      const rules = pgDropRules({ major, minor: null });
+      for (let i = 0; i < 3; i++) expect(smgr.nblocks(16384, MAIN_FORKNUM, rules)).toBe(blocks);
+      return { asked: smgr.fileOps.nblocks[MAIN_FORKNUM], failed: smgr.failedSegmentOpens };
+    };
+    expect(sizeQueries(RELSEG_SIZE, 13)).toEqual({ asked: 3, failed: 3 });
+    expect(sizeQueries(RELSEG_SIZE - 1, 13)).toEqual({ asked: 3, failed: 0 });
+    // 14+: the first query asks the file (and fails to open segment 1), the others are cached.
+    expect(sizeQueries(RELSEG_SIZE, 15)).toEqual({ asked: 1, failed: 1 });
   });
 });
