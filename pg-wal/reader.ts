@@ -262,13 +262,13 @@ export class PgWalReader {
           n++;
           continue;
         }
-        const k =
-          visit !== null ? this.scanViews(max - n, visit) : this.scanInPage(max - n, out, cols);
-        if (k > 0) {
-          n += k;
-          continue;
-        }
-        // readSlow rather than tryInPage: the scan refused what tryInPage would take.
+        const want = max - n;
+        const k = visit !== null ? this.scanViews(want, visit) : this.scanInPage(want, out, cols);
+        n += k;
+        if (k === want) continue;
+        // Fewer than asked: the scan stopped before a record it does not take (at a page's end,
+        // most often one that spans pages), and would refuse it again. readSlow rather than
+        // tryInPage: the scan refused what tryInPage would take.
         const got = this.readSlow();
         const r = got instanceof Promise ? await got : got;
         if (r !== null) this.deliver(r, out, cols, visit);
