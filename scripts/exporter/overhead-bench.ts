@@ -125,25 +125,30 @@ interface Row {
 const MiB = 1024 * 1024;
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
+const SCRAPE_TIMEOUT_MS = 30_000;
+
 /** One GET on a fresh connection, timed to its last byte; the Server-Timing render, ms. */
 function scrapeOnce(port: number): Promise<{ ms: number; body: string; renderMs: number | null }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-        let body = '';
-        const timing = /render;dur=([\d.]+)/.exec(String(res.headers['server-timing'] ?? ''));
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => (body += d));
-        res.on('end', () =>
-          resolve({
-            ms: performance.now() - t0,
-            body,
-            renderMs: timing ? Number(timing[1]) : null,
-          }),
-        );
-      })
-      .on('error', reject);
+    const req = http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
+      let body = '';
+      const timing = /render;dur=([\d.]+)/.exec(String(res.headers['server-timing'] ?? ''));
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () =>
+        resolve({
+          ms: performance.now() - t0,
+          body,
+          renderMs: timing ? Number(timing[1]) : null,
+        }),
+      );
+    });
+    req.on('error', reject);
+    // A stopped or hung exporter ends the bench with an error instead of a sample never taken.
+    req.setTimeout(SCRAPE_TIMEOUT_MS, () =>
+      req.destroy(new Error(`no answer from the exporter in ${SCRAPE_TIMEOUT_MS / 1000} s`)),
+    );
   });
 }
 
@@ -208,7 +213,10 @@ async function sample(port: number, pid: number): Promise<Sample> {
   };
 }
 
-/** Samples every 2 s until `stop` is called. */
+/**
+ * Samples every 2 s until `stop` is called, and once more then: a state's last sample is taken at
+ * its end (a cycle that finished in its last 2 s counts in it, not in the next state).
+ */
 function sampler(port: number, pid: number): { stop(): Promise<Sample[]> } {
   const out: Sample[] = [];
   let running = true;
@@ -223,6 +231,7 @@ function sampler(port: number, pid: number): { stop(): Promise<Sample[]> } {
     async stop() {
       running = false;
       await loop;
+      out.push(await sample(port, pid));
       return out;
     },
   };
