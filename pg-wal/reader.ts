@@ -118,6 +118,18 @@ export class PgWalReader {
   /** The reassembly buffer: the memory's region, or `bigAsm` for a record larger than it. */
   private asm: Buffer;
   private bigAsm: Buffer = Buffer.alloc(0);
+  /** The record being reassembled (`readSpanning`): one object, refilled for each. */
+  private readonly span: Spanning = {
+    lsn: 0,
+    o: 0,
+    totLen: 0,
+    gotLen: 0,
+    pg: 0,
+    lastPhs: 0,
+    lastRem: 0,
+    gotHeader: false,
+    loadsAtStart: 0,
+  };
   private next: Lsn;
   private prevLsn: Lsn | null = null;
   private started = false;
@@ -250,13 +262,13 @@ export class PgWalReader {
           n++;
           continue;
         }
-        const k =
-          visit !== null ? this.scanViews(max - n, visit) : this.scanInPage(max - n, out, cols);
-        if (k > 0) {
-          n += k;
-          continue;
-        }
-        // readSlow rather than tryInPage: the scan refused what tryInPage would take.
+        const want = max - n;
+        const k = visit !== null ? this.scanViews(want, visit) : this.scanInPage(want, out, cols);
+        n += k;
+        if (k === want) continue;
+        // Fewer than asked: the scan stopped before a record it does not take (at a page's end,
+        // most often one that spans pages), and would refuse it again. readSlow rather than
+        // tryInPage: the scan refused what tryInPage would take.
         const got = this.readSlow();
         const r = got instanceof Promise ? await got : got;
         if (r !== null) this.deliver(r, out, cols, visit);
@@ -560,24 +572,31 @@ export class PgWalReader {
       if (!this.mem.recordCrcOk(this.win, o, totLen)) this.invalid(lsn, crcMessage(lsn));
       return this.finish(this.win, o, lsn, lsn + maxAlign(totLen), fmt);
     }
-    // XLP_FIRST_IS_OVERWRITE_CONTRECORD: the record was abandoned; read from that page.
-    const after = (r: PgWalRecord | null | typeof OVERWRITTEN) =>
-      r === OVERWRITTEN ? this.readSlow(restarts + 1) : r;
     this.asm = this.mem.asm;
     this.ensureAsm(onPage);
-    this.win.copy(this.asm, 0, o, o + onPage);
-    const r = this.readSpanning({
-      lsn,
-      o,
-      totLen,
-      gotLen: onPage,
-      pg: pagePtr,
-      lastPhs: 0,
-      lastRem: 0,
-      gotHeader,
-      loadsAtStart: this.loads,
-    });
-    return r instanceof Promise ? r.then(after) : after(r);
+    this.mem.copy(this.win, o, o + onPage, this.asm, 0);
+    // One Spanning, refilled: a record spans pages on almost every page.
+    const s = this.span;
+    s.lsn = lsn;
+    s.o = o;
+    s.totLen = totLen;
+    s.gotLen = onPage;
+    s.pg = pagePtr;
+    s.lastPhs = s.lastRem = 0;
+    s.gotHeader = gotHeader;
+    s.loadsAtStart = this.loads;
+    const r = this.readSpanning(s);
+    return r instanceof Promise
+      ? r.then((x) => this.afterSpanning(x, restarts))
+      : this.afterSpanning(r, restarts);
+  }
+
+  /** XLP_FIRST_IS_OVERWRITE_CONTRECORD: the record was abandoned; read again from that page. */
+  private afterSpanning(
+    r: PgWalRecord | null | typeof OVERWRITTEN,
+    restarts: number,
+  ): Soon<PgWalRecord | null> {
+    return r === OVERWRITTEN ? this.readSlow(restarts + 1) : r;
   }
 
   /**
@@ -630,7 +649,7 @@ export class PgWalReader {
     const len = Math.min(rem, XLOG_BLCKSZ - phs);
     if (s.pg + phs + len > this.endLsn) this.reachedEnd();
     this.ensureAsm(s.gotLen + len);
-    this.win.copy(this.asm, s.gotLen, po + phs, po + phs + len);
+    this.mem.copy(this.win, po + phs, po + phs + len, this.asm, s.gotLen);
     s.gotLen += len;
     s.lastPhs = phs;
     s.lastRem = rem;
@@ -830,13 +849,17 @@ export class PgWalReader {
     }
   }
 
+  /** Where a page is, for a message (built only when one is needed: pages are validated often). */
+  private where(segOff: number): string {
+    return `in log segment ${this.file!.name}, offset ${segOff}`;
+  }
+
   /** XLogReaderValidatePageHeader, and the major from the first page's magic. */
   private validatePage(pagePtr: Lsn, po: number): void {
     const b = this.win;
     const magic = u16(b, po);
     const info = u16(b, po + 2);
     const segOff = pagePtr % this.segSize;
-    const where = `in log segment ${this.file!.name}, offset ${segOff}`;
     if (this.fmt === null) {
       this.fmt = this.formatFromMagic(magic, pagePtr);
       this.scanFlags =
@@ -845,33 +868,36 @@ export class PgWalReader {
         (this.fmt.bkpImageCompressed << 8);
     }
     if (magic !== this.fmt.magic)
-      this.invalid(pagePtr, `invalid magic number ${hex4(magic)} ${where}`);
+      this.invalid(pagePtr, `invalid magic number ${hex4(magic)} ${this.where(segOff)}`);
     if ((info & ~XLP_ALL_FLAGS) !== 0)
-      this.invalid(pagePtr, `invalid info bits ${hex4(info)} ${where}`);
+      this.invalid(pagePtr, `invalid info bits ${hex4(info)} ${this.where(segOff)}`);
     if ((info & XLP_LONG_HEADER) !== 0) {
       const sysid = b.readBigUInt64LE(po + 24);
       const bad = 'WAL file is from different database system';
       if (this.opts.systemIdentifier !== undefined && sysid !== this.opts.systemIdentifier)
         this.invalid(
           pagePtr,
-          `${bad}: WAL file database system identifier is ${sysid}, pg_control database system identifier is ${this.opts.systemIdentifier} ${where}`,
+          `${bad}: WAL file database system identifier is ${sysid}, pg_control database system identifier is ${this.opts.systemIdentifier} ${this.where(segOff)}`,
         );
       if (u32(b, po + 32) !== this.segSize)
-        this.invalid(pagePtr, `${bad}: incorrect segment size in page header ${where}`);
+        this.invalid(
+          pagePtr,
+          `${bad}: incorrect segment size in page header ${this.where(segOff)}`,
+        );
       if (u32(b, po + 36) !== XLOG_BLCKSZ)
-        this.invalid(pagePtr, `${bad}: incorrect XLOG_BLCKSZ in page header ${where}`);
+        this.invalid(pagePtr, `${bad}: incorrect XLOG_BLCKSZ in page header ${this.where(segOff)}`);
     } else if (segOff === 0) {
-      this.invalid(pagePtr, `invalid info bits ${hex4(info)} ${where}`);
+      this.invalid(pagePtr, `invalid info bits ${hex4(info)} ${this.where(segOff)}`);
     }
     const pageaddr = u64(b, po + 8);
     if (pageaddr !== pagePtr)
-      this.invalid(pagePtr, `unexpected pageaddr ${fmtLsn(pageaddr)} ${where}`);
+      this.invalid(pagePtr, `unexpected pageaddr ${fmtLsn(pageaddr)} ${this.where(segOff)}`);
     const tli = u32(b, po + 4);
     if (pagePtr > this.latestPagePtr) {
       if (tli < this.latestPageTli)
         this.invalid(
           pagePtr,
-          `out-of-sequence timeline ID ${tli} (after ${this.latestPageTli}) ${where}`,
+          `out-of-sequence timeline ID ${tli} (after ${this.latestPageTli}) ${this.where(segOff)}`,
         );
     }
     this.latestPagePtr = pagePtr;

@@ -16,7 +16,7 @@
  * the verdict jobs), `CrcWorker`, `CRC_WORKER_CODE`, `SCAN_OUT_MAX`, `SCAN_VIEWS`.
  */
 import { Worker } from 'node:worker_threads';
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { crc32cTables } from '../wal/crc32c.ts';
 import { PgWalColumns } from './columns.ts';
@@ -24,7 +24,7 @@ import { recordCrcOk as recordCrcOkTs } from './record.ts';
 import { SCAN_WASM_BASE64 } from './scan-wasm-bytes.ts';
 
 const WASM_PAGE = 65536;
-/** [0, 16 KB): the sixteen CRC tables scan.wat reads at fixed offsets. */
+/** [0, 16 KB): CRC tables 0–15, read by scan.wat at fixed offsets (16–19: TABLES_HIGH_AT). */
 const TABLES_AT = 0;
 /** The scan's output columns (scan.wat's header says where each is), for this many records. */
 export const SCAN_OUT_MAX = 4096;
@@ -35,13 +35,18 @@ const OUT_VIEW = { main: 139264, first: 155648, count: 172032 };
 /** Block slots of one scan: a page's records hold fewer (an 8-byte block header at least). */
 export const SCAN_BLOCK_SLOTS = 1024;
 const BLOCKS = { spc: 176128, db: 180224, rel: 184320, no: 188416, fork: 192512 };
-const ASM_AT = BLOCKS.fork + SCAN_BLOCK_SLOTS;
+/** CRC tables 16–19 (for a record header's 20 bytes in one step), after the block slots. */
+const TABLES_HIGH_AT = BLOCKS.fork + SCAN_BLOCK_SLOTS;
+const CRC_TABLES = 20;
+const ASM_AT = TABLES_HIGH_AT + (CRC_TABLES - 16) * 1024;
 /** Records up to this length are reassembled inside the memory (an FPI record is ~8 kB). */
 const ASM_BYTES = 256 * 1024;
 /** Windows start on a WebAssembly page (and so on an 8 kB WAL page: MAXALIGN holds). */
 const WINDOWS_AT = Math.ceil((ASM_AT + ASM_BYTES) / WASM_PAGE) * WASM_PAGE;
 
 interface ScanExports {
+  crc(state: number, address: number, end: number): number;
+  copy(to: number, from: number, length: number): void;
   recordCrcOk(address: number, totLen: number): number;
   recordFpi(address: number, totLen: number, flags: number): number;
   recordView(address: number, totLen: number, flags: number): number;
@@ -90,11 +95,11 @@ const TWO_32 = 0x1_0000_0000;
 const lo32 = (v: number) => (((v % TWO_32) + TWO_32) % TWO_32) | 0;
 const hi32 = (v: number) => Math.floor(v / TWO_32) | 0;
 
-/** Slice-by-16's tables: TABLE[k * 256 + b], the CRC of byte b followed by k zero bytes. */
-function sixteenTables(): Int32Array {
-  const t = new Int32Array(16 * 256);
+/** scan.wat's tables: TABLE[k * 256 + b], the CRC of byte b followed by k zero bytes. */
+function crcTables(): Int32Array {
+  const t = new Int32Array(CRC_TABLES * 256);
   t.set(crc32cTables());
-  for (let k = 8; k < 16; k++)
+  for (let k = 8; k < CRC_TABLES; k++)
     for (let n = 0; n < 256; n++) {
       const c = t[(k - 1) * 256 + n]!;
       t[k * 256 + n] = t[c & 0xff]! ^ (c >>> 8);
@@ -149,7 +154,9 @@ export class ScanMemory {
     this.wasm = instance.exports as unknown as ScanExports;
     const buf = this.memory.buffer;
     this.buffer = buf;
-    new Int32Array(buf, TABLES_AT, 16 * 256).set(sixteenTables());
+    const tables = crcTables();
+    new Int32Array(buf, TABLES_AT, 16 * 256).set(tables.subarray(0, 16 * 256));
+    new Int32Array(buf, TABLES_HIGH_AT, (CRC_TABLES - 16) * 256).set(tables.subarray(16 * 256));
     this.addresses = new Int32Array(buf, OUT.address, SCAN_OUT_MAX);
     this.columns = new PgWalColumns(SCAN_OUT_MAX, {
       lsn: new Float64Array(buf, OUT.lsn, SCAN_OUT_MAX),
@@ -284,6 +291,31 @@ export class ScanMemory {
     const w = this.worker;
     this.worker = null;
     if (w !== null) await w.close();
+  }
+
+  /**
+   * COMP_CRC32C in WebAssembly over `b[start, end)`, `b` a view of this memory: the running
+   * (unfinished) state in, the new one out, as wal/crc32c.ts `crc32cUpdate` (which it equals).
+   */
+  crc32cUpdate(state: number, b: Buffer, start: number, end: number): number {
+    assert(
+      b.buffer === this.buffer && start >= 0 && start <= end && end <= b.length,
+      'crc32cUpdate reads a range of its memory',
+    );
+    return this.wasm.crc(state | 0, b.byteOffset + start, b.byteOffset + end) >>> 0;
+  }
+
+  /**
+   * `src.copy(dst, at, start, end)`, by WebAssembly's memory.copy when both lie in this memory
+   * (a call of Buffer.copy costs more than copying a small record's bytes).
+   */
+  copy(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
+    const n = end - start;
+    if (!(start >= 0 && n >= 0 && end <= src.length && at >= 0 && at + n <= dst.length))
+      fail(`copy of [${start}, ${end}) of ${src.length} bytes to ${at} of ${dst.length}`);
+    if (src.buffer === this.buffer && dst.buffer === this.buffer)
+      this.wasm.copy(dst.byteOffset + at, src.byteOffset + start, n);
+    else src.copy(dst, at, start, end);
   }
 
   /** ValidXLogRecord over `b[off, off + totLen)`: in WebAssembly when `b` is in this memory. */

@@ -5,146 +5,663 @@
 ;; record again with every check and PostgreSQL's message. Source of scan-wasm-bytes.ts
 ;; (rebuilt by scripts/package/scan-wasm.ts; test/unit/pg-wal-scan-wasm.test.ts checks the bytes).
 ;;
-;; Memory (imported, laid out by scan-wasm.ts): [0, 16384) the sixteen CRC tables, TABLE[k][b] at
-;; k * 1024 + b * 4, the CRC of byte b followed by k zero bytes; then scan's output, a column per
-;; value, 4096 records: [16384) window address i32, [32768) FPI bytes i32, [49152) xl_tot_len i32,
-;; [65536) LSN f64, [98304) end LSN f64, [131072) xl_rmid u8, [135168) xl_info u8; for `views()`
-;; (scan's flag 8) also [139264) main data length i32, [155648) first block slot i32, [172032)
-;; block count u8, and the block references of one scan, 1024 slots: [176128) spcOid u32,
-;; [180224) dbOid u32, [184320) relNumber u32, [188416) block number u32, [192512) fork u8;
-;; everything from 193536 on is the caller's. The memory is shared: a worker thread runs
-;; `verdicts` over the window the main thread will scan next (scan-wasm.ts `CrcWorker`).
+;; Memory (imported, laid out by scan-wasm.ts): [0, 16384) CRC tables 0-15, TABLE[k][b] at
+;; k * 1024 + b * 4, the CRC of byte b followed by k zero bytes (16-19 further on); then scan's
+;; output, a column per value, 4096 records: [16384) window address i32, [32768) FPI bytes i32,
+;; [49152) xl_tot_len i32, [65536) LSN f64, [98304) end LSN f64, [131072) xl_rmid u8, [135168)
+;; xl_info u8; for `views()` (scan's flag 8) also [139264) main data length i32, [155648) first
+;; block slot i32, [172032) block count u8, and the block references of one scan, 1024 slots:
+;; [176128) spcOid u32, [180224) dbOid u32, [184320) relNumber u32, [188416) block number u32,
+;; [192512) fork u8; then [193536, 197632) CRC tables 16-19, TABLE[k][b] at 193536 + (k - 16) *
+;; 1024 + b * 4; everything from 197632 on is the caller's. The memory is shared: a worker
+;; thread runs `verdicts` over the window the main thread will scan next (scan-wasm.ts
+;; `CrcWorker`).
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
-  ;; COMP_CRC32C over [i, end): the running (unfinished) state in, the new state out. Slice-by-16
-  ;; (sixteen table lookups per 16 bytes, whose chains overlap), then 8, 4 and single bytes. A
-  ;; table index is byte b of a word times 4: (w >> (8b - 2)) & 1020, one shift and one mask.
-  (func $crc (export "crc") (param $c i32) (param $i i32) (param $end i32) (result i32)
-    (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32)
-    (block $done16
+  ;; COMP_CRC32C over [i, end), the running (unfinished) state in, the new state out; then, when
+  ;; $hdr is not 0, over the 20 bytes at $hdr too (a record's header up to xl_crc). Slice-by-16
+  ;; over the data, then ONE step of exactly the bytes left (a br_table on 0-15: one branch that
+  ;; may be mispredicted and one step, where halving steps of 8, 4, 2, 1 took up to four of each),
+  ;; then one step of 20 for the header. In a step of N bytes, byte k is looked up in
+  ;; TABLE[N - 1 - k] (the CRC of that byte followed by N - 1 - k zero bytes), the running CRC
+  ;; XORed into the first four bytes: the lookups of the other words are XORed together first
+  ;; ($x), so only the first word's four wait for the step before. A table index is byte b of a
+  ;; word times 4: (w >> (8b - 2)) & 1020, one shift and one mask. The header in the same call:
+  ;; each call costs more than a step.
+  (func $crc (param $c i32) (param $i i32) (param $end i32) (param $hdr i32) (result i32)
+    (local $w i32) (local $x i32)
+    (block $done
       (loop $sixteen
-        (br_if $done16 (i32.lt_s (i32.sub (local.get $end) (local.get $i)) (i32.const 16)))
-        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
-        (local.set $w1 (i32.load offset=4 (local.get $i)))
-        (local.set $w2 (i32.load offset=8 (local.get $i)))
-        (local.set $w3 (i32.load offset=12 (local.get $i)))
-        (local.set $c
+        (br_if $done (i32.lt_s (i32.sub (local.get $end) (local.get $i)) (i32.const 16)))
+        (local.set $w (i32.load offset=4 (local.get $i)))
+        (local.set $x
           (i32.xor
             (i32.xor
-              (i32.xor
-                (i32.xor
-                  (i32.load offset=15360
-                    (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
-                  (i32.load offset=14336
-                    (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
-                (i32.xor
-                  (i32.load offset=13312
-                    (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
-                  (i32.load offset=12288
-                    (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020)))))
-              (i32.xor
-                (i32.xor
-                  (i32.load offset=11264
-                    (i32.and (i32.shl (local.get $w1) (i32.const 2)) (i32.const 1020)))
-                  (i32.load offset=10240
-                    (i32.and (i32.shr_u (local.get $w1) (i32.const 6)) (i32.const 1020))))
-                (i32.xor
-                  (i32.load offset=9216
-                    (i32.and (i32.shr_u (local.get $w1) (i32.const 14)) (i32.const 1020)))
-                  (i32.load offset=8192
-                    (i32.and (i32.shr_u (local.get $w1) (i32.const 22)) (i32.const 1020))))))
+              (i32.load offset=11264
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=10240
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
             (i32.xor
-              (i32.xor
-                (i32.xor
-                  (i32.load offset=7168
-                    (i32.and (i32.shl (local.get $w2) (i32.const 2)) (i32.const 1020)))
-                  (i32.load offset=6144
-                    (i32.and (i32.shr_u (local.get $w2) (i32.const 6)) (i32.const 1020))))
-                (i32.xor
-                  (i32.load offset=5120
-                    (i32.and (i32.shr_u (local.get $w2) (i32.const 14)) (i32.const 1020)))
-                  (i32.load offset=4096
-                    (i32.and (i32.shr_u (local.get $w2) (i32.const 22)) (i32.const 1020)))))
-              (i32.xor
-                (i32.xor
-                  (i32.load offset=3072
-                    (i32.and (i32.shl (local.get $w3) (i32.const 2)) (i32.const 1020)))
-                  (i32.load offset=2048
-                    (i32.and (i32.shr_u (local.get $w3) (i32.const 6)) (i32.const 1020))))
-                (i32.xor
-                  (i32.load offset=1024
-                    (i32.and (i32.shr_u (local.get $w3) (i32.const 14)) (i32.const 1020)))
-                  (i32.load
-                    (i32.and (i32.shr_u (local.get $w3) (i32.const 22)) (i32.const 1020))))))))
-        (local.set $i (i32.add (local.get $i) (i32.const 16)))
-        (br $sixteen)))
-    (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 8))
-      (then
-        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
-        (local.set $w1 (i32.load offset=4 (local.get $i)))
-        (local.set $c
+              (i32.load offset=9216
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=8192
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+        (local.set $w (i32.load offset=8 (local.get $i)))
+        (local.set $x
           (i32.xor
+            (local.get $x)
             (i32.xor
               (i32.xor
                 (i32.load offset=7168
-                  (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
+                  (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
                 (i32.load offset=6144
-                  (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
               (i32.xor
                 (i32.load offset=5120
-                  (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
                 (i32.load offset=4096
-                  (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020)))))
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+        (local.set $w (i32.load offset=12 (local.get $i)))
+        (local.set $x
+          (i32.xor
+            (local.get $x)
             (i32.xor
               (i32.xor
                 (i32.load offset=3072
-                  (i32.and (i32.shl (local.get $w1) (i32.const 2)) (i32.const 1020)))
+                  (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
                 (i32.load offset=2048
-                  (i32.and (i32.shr_u (local.get $w1) (i32.const 6)) (i32.const 1020))))
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
               (i32.xor
                 (i32.load offset=1024
-                  (i32.and (i32.shr_u (local.get $w1) (i32.const 14)) (i32.const 1020)))
-                (i32.load (i32.and (i32.shr_u (local.get $w1) (i32.const 22)) (i32.const 1020)))))))
-        (local.set $i (i32.add (local.get $i) (i32.const 8)))))
-    (if (i32.ge_s (i32.sub (local.get $end) (local.get $i)) (i32.const 4))
-      (then
-        (local.set $w0 (i32.xor (local.get $c) (i32.load (local.get $i))))
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+                (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+        (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
         (local.set $c
+          (i32.xor
+            (local.get $x)
+            (i32.xor
+              (i32.xor
+                (i32.load offset=15360
+                  (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+                (i32.load offset=14336
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+              (i32.xor
+                (i32.load offset=13312
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+                (i32.load offset=12288
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $sixteen)))
+    (block $tail
+      (block $r0 (block $r1 (block $r2 (block $r3 (block $r4 (block $r5 (block $r6 (block $r7
+      (block $r8 (block $r9 (block $r10 (block $r11 (block $r12 (block $r13 (block $r14 (block $r15
+        (br_table $r0 $r1 $r2 $r3 $r4 $r5 $r6 $r7 $r8 $r9 $r10 $r11 $r12 $r13 $r14 $r15 $r0
+          (i32.sub (local.get $end) (local.get $i))))
+      ;; 15 bytes left
+      (local.set $w (i32.load offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=10240
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=9216
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=8192
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load offset=7168
+              (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (local.set $w (i32.load offset=8 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=6144
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=5120
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=4096
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=3072
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (local.set $w
+        (i32.or
+          (i32.load16_u offset=12 (local.get $i))
+          (i32.shl (i32.load8_u offset=14 (local.get $i)) (i32.const 16))))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=2048
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=1024
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020))))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=14336
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=13312
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=12288
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=11264
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 14 bytes left
+      (local.set $w (i32.load offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=9216
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=8192
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=7168
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load offset=6144
+              (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (local.set $w (i32.load offset=8 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=5120
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=4096
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=3072
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=2048
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (local.set $w (i32.load16_u offset=12 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.load offset=1024
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=13312
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=12288
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=11264
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=10240
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 13 bytes left
+      (local.set $w (i32.load offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=8192
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=7168
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=6144
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load offset=5120
+              (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (local.set $w (i32.load offset=8 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=4096
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=3072
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=2048
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=1024
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (local.set $w (i32.load8_u offset=12 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.load (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=12288
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=11264
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=10240
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=9216
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 12 bytes left
+      (local.set $w (i32.load offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=7168
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=6144
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=5120
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load offset=4096
+              (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (local.set $w (i32.load offset=8 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
           (i32.xor
             (i32.xor
               (i32.load offset=3072
-                (i32.and (i32.shl (local.get $w0) (i32.const 2)) (i32.const 1020)))
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
               (i32.load offset=2048
-                (i32.and (i32.shr_u (local.get $w0) (i32.const 6)) (i32.const 1020))))
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
             (i32.xor
               (i32.load offset=1024
-                (i32.and (i32.shr_u (local.get $w0) (i32.const 14)) (i32.const 1020)))
-              (i32.load (i32.and (i32.shr_u (local.get $w0) (i32.const 22)) (i32.const 1020))))))
-        (local.set $i (i32.add (local.get $i) (i32.const 4)))))
-    (block $tail_done
-      (loop $tail
-        (br_if $tail_done (i32.ge_u (local.get $i) (local.get $end)))
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=11264
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=10240
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=9216
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=8192
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 11 bytes left
+      (local.set $w (i32.load offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=6144
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=5120
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=4096
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load offset=3072
+              (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (local.set $w
+        (i32.or
+          (i32.load16_u offset=8 (local.get $i))
+          (i32.shl (i32.load8_u offset=10 (local.get $i)) (i32.const 16))))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=2048
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=1024
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020))))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=10240
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=9216
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=8192
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=7168
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 10 bytes left
+      (local.set $w (i32.load offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=5120
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=4096
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=3072
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load offset=2048
+              (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (local.set $w (i32.load16_u offset=8 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.load offset=1024
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=9216
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=8192
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=7168
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=6144
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 9 bytes left
+      (local.set $w (i32.load offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=4096
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=3072
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=2048
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load offset=1024
+              (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (local.set $w (i32.load8_u offset=8 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (local.get $x)
+          (i32.load (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=8192
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=7168
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=6144
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=5120
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 8 bytes left
+      (local.set $w (i32.load offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=3072
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=2048
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=1024
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=7168
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=6144
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=5120
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=4096
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 7 bytes left
+      (local.set $w
+        (i32.or
+          (i32.load16_u offset=4 (local.get $i))
+          (i32.shl (i32.load8_u offset=6 (local.get $i)) (i32.const 16))))
+      (local.set $x
+        (i32.xor
+          (i32.xor
+            (i32.load offset=2048
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=1024
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=6144
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=5120
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=4096
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=3072
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 6 bytes left
+      (local.set $w (i32.load16_u offset=4 (local.get $i)))
+      (local.set $x
+        (i32.xor
+          (i32.load offset=1024 (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+          (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020)))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=5120
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=4096
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=3072
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=2048
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 5 bytes left
+      (local.set $w (i32.load8_u offset=4 (local.get $i)))
+      (local.set $x (i32.load (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020))))
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (local.get $x)
+          (i32.xor
+            (i32.xor
+              (i32.load offset=4096
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=3072
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=2048
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=1024
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+      (br $tail))
+      ;; 4 bytes left
+      (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (i32.xor
+            (i32.load offset=3072
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load offset=2048
+              (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+          (i32.xor
+            (i32.load offset=1024
+              (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+            (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+      (br $tail))
+      ;; 3 bytes left
+      (local.set $w
+        (i32.xor
+          (local.get $c)
+          (i32.or
+            (i32.load16_u (local.get $i))
+            (i32.shl (i32.load8_u offset=2 (local.get $i)) (i32.const 16)))))
+      (local.set $c
+        (i32.xor
+          (i32.shr_u (local.get $c) (i32.const 24))
+          (i32.xor
+            (i32.xor
+              (i32.load offset=2048
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=1024
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020))))))
+      (br $tail))
+      ;; 2 bytes left
+      (local.set $w (i32.xor (local.get $c) (i32.load16_u (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (i32.shr_u (local.get $c) (i32.const 16))
+          (i32.xor
+            (i32.load offset=1024
+              (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+            (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))))
+      (br $tail))
+      ;; 1 byte left
+      (local.set $w (i32.xor (local.get $c) (i32.load8_u (local.get $i))))
+      (local.set $c
+        (i32.xor
+          (i32.shr_u (local.get $c) (i32.const 8))
+          (i32.load (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))))
+      (br $tail))
+      )
+    (if (local.get $hdr)
+      (then
+        (local.set $i (local.get $hdr))
+        (local.set $w (i32.load offset=4 (local.get $i)))
+        (local.set $x
+          (i32.xor
+            (i32.xor
+              (i32.load offset=15360
+                (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+              (i32.load offset=14336
+                (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+            (i32.xor
+              (i32.load offset=13312
+                (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+              (i32.load offset=12288
+                (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020))))))
+        (local.set $w (i32.load offset=8 (local.get $i)))
+        (local.set $x
+          (i32.xor
+            (local.get $x)
+            (i32.xor
+              (i32.xor
+                (i32.load offset=11264
+                  (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+                (i32.load offset=10240
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+              (i32.xor
+                (i32.load offset=9216
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+                (i32.load offset=8192
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+        (local.set $w (i32.load offset=12 (local.get $i)))
+        (local.set $x
+          (i32.xor
+            (local.get $x)
+            (i32.xor
+              (i32.xor
+                (i32.load offset=7168
+                  (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+                (i32.load offset=6144
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+              (i32.xor
+                (i32.load offset=5120
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+                (i32.load offset=4096
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+        (local.set $w (i32.load offset=16 (local.get $i)))
+        (local.set $x
+          (i32.xor
+            (local.get $x)
+            (i32.xor
+              (i32.xor
+                (i32.load offset=3072
+                  (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+                (i32.load offset=2048
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+              (i32.xor
+                (i32.load offset=1024
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+                (i32.load (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))
+        (local.set $w (i32.xor (local.get $c) (i32.load (local.get $i))))
         (local.set $c
           (i32.xor
-            (i32.load
-              (i32.shl
-                (i32.and (i32.xor (local.get $c) (i32.load8_u (local.get $i))) (i32.const 255))
-                (i32.const 2)))
-            (i32.shr_u (local.get $c) (i32.const 8))))
-        (local.set $i (i32.add (local.get $i) (i32.const 1)))
-        (br $tail)))
+            (local.get $x)
+            (i32.xor
+              (i32.xor
+                (i32.load offset=196608
+                  (i32.and (i32.shl (local.get $w) (i32.const 2)) (i32.const 1020)))
+                (i32.load offset=195584
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 6)) (i32.const 1020))))
+              (i32.xor
+                (i32.load offset=194560
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 14)) (i32.const 1020)))
+                (i32.load offset=193536
+                  (i32.and (i32.shr_u (local.get $w) (i32.const 22)) (i32.const 1020)))))))))
     (local.get $c))
+
+  ;; COMP_CRC32C over [i, end) (for the tests: scan-wasm.ts `crc32cUpdate`).
+  (func (export "crc") (param $c i32) (param $i i32) (param $end i32) (result i32)
+    (call $crc (local.get $c) (local.get $i) (local.get $end) (i32.const 0)))
+
+  ;; Bytes from one place of the memory to another (reader.ts reassembling a record).
+  (func (export "copy") (param $to i32) (param $from i32) (param $n i32)
+    (memory.copy (local.get $to) (local.get $from) (local.get $n)))
 
   ;; ValidXLogRecord: CRC-32C of the bytes after the 24-byte header, then of the header up to
   ;; xl_crc (offset 20), finished, equal to xl_crc. 1 when equal.
   (func $crc_ok (export "recordCrcOk") (param $o i32) (param $tot i32) (result i32)
     (i32.eq
       (i32.xor
-        (call $crc
-          (call $crc (i32.const -1) (i32.add (local.get $o) (i32.const 24))
-            (i32.add (local.get $o) (local.get $tot)))
-          (local.get $o) (i32.add (local.get $o) (i32.const 20)))
+        (call $crc (i32.const -1) (i32.add (local.get $o) (i32.const 24))
+          (i32.add (local.get $o) (local.get $tot)) (local.get $o))
         (i32.const -1))
       (i32.load offset=20 (local.get $o))))
 
@@ -303,7 +820,7 @@
     (result i32)
     (local $c i32) (local $missing i32) (local $pg i32) (local $p i32) (local $take i32)
     (local.set $c (call $crc (i32.const -1) (i32.add (local.get $o) (i32.const 24))
-      (local.get $pend)))
+      (local.get $pend) (i32.const 0)))
     (local.set $missing (i32.sub (local.get $tot) (i32.sub (local.get $pend) (local.get $o))))
     (local.set $pg (local.get $pend))
     (block $done
@@ -319,13 +836,13 @@
         (if (i32.lt_u (local.get $missing) (local.get $take))
           (then (local.set $take (local.get $missing))))
         (local.set $c (call $crc (local.get $c) (local.get $p)
-          (i32.add (local.get $p) (local.get $take))))
+          (i32.add (local.get $p) (local.get $take)) (i32.const 0)))
         (local.set $missing (i32.sub (local.get $missing) (local.get $take)))
         (local.set $pg (i32.add (local.get $pg) (i32.const 8192)))
         (br $page)))
     (i32.eq
       (i32.xor
-        (call $crc (local.get $c) (local.get $o) (i32.add (local.get $o) (i32.const 20)))
+        (call $crc (local.get $c) (local.get $o) (local.get $o) (local.get $o))
         (i32.const -1))
       (i32.load offset=20 (local.get $o))))
 

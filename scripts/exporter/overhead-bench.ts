@@ -7,15 +7,17 @@
  *   1. keep-up: `pgbench -c 4 -j 2 -T <keepup-s>` on the primary, the standby replaying as it comes;
  *   2. idle: nothing written, `--idle-s` seconds;
  *   3. arriving: replay paused on the standby, `pgbench -i -s <scale>` run `--backlog-runs` times
- *      on the primary (each about 12.3 MB of WAL per scale unit with full_page_writes off);
+ *      on the primary (each about 12.3 MB of WAL per scale unit with full_page_writes off),
+ *      until a finished cycle of the exporter read all of it (the standby receives behind pgbench);
  *   4. sitting: the backlog paused, `--sit-s` seconds;
  *   5. replayed: pg_wal_replay_resume(), until the standby caught up, and 20 s more.
  * Per state: the window, the exporter's CPU (Δ process_cpu_seconds_total: every thread of its
  * process) as % of one core, and of it the HTTP thread's (its on-CPU time in
  * /proc/PID/task/PID/schedstat), RSS, the cycle durations, each scrape's time (a new connection
  * per scrape, to the last byte, as curl's time_total), the main thread's event-loop delay
- * maximum, the WAL the cycles read (and the starts over of their kept replay state, by
- * reason: each reads from the restartpoint's redo again), the unreplayed WAL, and the load
+ * maximum, the WAL the cycles read and of it what they read again (beyond the receive LSN's
+ * advance), the starts over of their kept replay state by reason (each reads from the
+ * restartpoint's redo again), the unreplayed WAL, and the load
  * average at its start and end. Each scrape over 50 ms is taken apart: the exporter's time building it (its
  * Server-Timing header), the time the HTTP thread spent runnable but waiting for a core during
  * the scrape (schedstat's run-queue wait before and after it), the time this process's thread
@@ -74,6 +76,8 @@ interface Sample {
   rss: number;
   cycleS: number | null;
   walRead: number;
+  /** The receive LSN the last finished cycle read to, as a byte position (null: none yet). */
+  receiveLsn: number | null;
   /** The kept replay state's starts over so far, by reason (walsim_standby_model_restarts_total). */
   restarts: Record<string, number>;
   unreplayed: number | null;
@@ -106,6 +110,11 @@ interface Row {
   cpuPctAt15s: number;
   slow: SlowScrape[];
   walReadMiB: number;
+  /**
+   * Of it, WAL read again (what the cycles read beyond the receive LSN's advance: the cut
+   * windows, a start over's read from the redo); NaN without a receive LSN at both ends.
+   */
+  rereadMiB: number;
   /** Starts over of the kept replay state in the window, by reason (those that happened). */
   restarts: Record<string, number>;
   unreplayedMiB: [number, number];
@@ -116,25 +125,30 @@ interface Row {
 const MiB = 1024 * 1024;
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
+const SCRAPE_TIMEOUT_MS = 30_000;
+
 /** One GET on a fresh connection, timed to its last byte; the Server-Timing render, ms. */
 function scrapeOnce(port: number): Promise<{ ms: number; body: string; renderMs: number | null }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-        let body = '';
-        const timing = /render;dur=([\d.]+)/.exec(String(res.headers['server-timing'] ?? ''));
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => (body += d));
-        res.on('end', () =>
-          resolve({
-            ms: performance.now() - t0,
-            body,
-            renderMs: timing ? Number(timing[1]) : null,
-          }),
-        );
-      })
-      .on('error', reject);
+    const req = http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
+      let body = '';
+      const timing = /render;dur=([\d.]+)/.exec(String(res.headers['server-timing'] ?? ''));
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () =>
+        resolve({
+          ms: performance.now() - t0,
+          body,
+          renderMs: timing ? Number(timing[1]) : null,
+        }),
+      );
+    });
+    req.on('error', reject);
+    // A stopped or hung exporter ends the bench with an error instead of a sample never taken.
+    req.setTimeout(SCRAPE_TIMEOUT_MS, () =>
+      req.destroy(new Error(`no answer from the exporter in ${SCRAPE_TIMEOUT_MS / 1000} s`)),
+    );
   });
 }
 
@@ -192,13 +206,17 @@ async function sample(port: number, pid: number): Promise<Sample> {
     rss: metric(body, 'process_resident_memory_bytes') ?? NaN,
     cycleS: metric(body, 'walsim_standby_prediction_duration_seconds'),
     walRead: metric(body, 'walsim_standby_wal_read_bytes_total') ?? 0,
+    receiveLsn: metric(body, 'walsim_standby_wal_receive_lsn_bytes'),
     restarts: restartsByReason(body),
     unreplayed: metric(body, 'walsim_standby_unreplayed_wal_bytes'),
     loopMaxS: metric(body, 'nodejs_eventloop_lag_max_seconds'),
   };
 }
 
-/** Samples every 2 s until `stop` is called. */
+/**
+ * Samples every 2 s until `stop` is called, and once more then: a state's last sample is taken at
+ * its end (a cycle that finished in its last 2 s counts in it, not in the next state).
+ */
 function sampler(port: number, pid: number): { stop(): Promise<Sample[]> } {
   const out: Sample[] = [];
   let running = true;
@@ -213,6 +231,7 @@ function sampler(port: number, pid: number): { stop(): Promise<Sample[]> } {
     async stop() {
       running = false;
       await loop;
+      out.push(await sample(port, pid));
       return out;
     },
   };
@@ -249,6 +268,9 @@ function summarize(state: string, s: Sample[], load: [string, string], note: str
     cpuPctAt15s: round(cpuPct - (scrapeCpuMs / 1000) * (1 / 2 - 1 / 15) * 100),
     slow: slowScrapes(s),
     walReadMiB: round((z.walRead - a.walRead) / MiB),
+    rereadMiB: round(
+      (z.walRead - a.walRead - ((z.receiveLsn ?? NaN) - (a.receiveLsn ?? NaN))) / MiB,
+    ),
     restarts: Object.fromEntries(
       Object.entries(z.restarts)
         .map(([k, v]) => [k, v - (a.restarts[k] ?? 0)] as const)
@@ -405,6 +427,28 @@ async function caughtUp(dir: string): Promise<void> {
   }
 }
 
+/**
+ * Until a finished cycle of the exporter read the WAL the primary wrote (its receive LSN gauge at
+ * the primary's LSN now): the WAL arriving after pgbench returned — the standby receiving behind
+ * it, the cycle that began before — is read in the arriving state, not in the one after it.
+ */
+async function exporterReadAll(dir: string, port: number): Promise<void> {
+  const p = await pgConnect(dir, 'primary', 'overhead-bench');
+  let lsn: number;
+  try {
+    const sql = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS l";
+    lsn = Number((await p.query(sql)).rows[0].l);
+  } finally {
+    await p.end();
+  }
+  for (let i = 0; ; i++) {
+    const got = metric((await scrapeOnce(port)).body, 'walsim_standby_wal_receive_lsn_bytes');
+    if (got !== null && got >= lsn) return;
+    if (i >= 600) throw new Error('the exporter did not read the WAL written within 10 minutes');
+    await sleep(1);
+  }
+}
+
 async function states(dir: string, x: { port: number; pid: number }, o: Options): Promise<Row[]> {
   const rows: Row[] = [];
   const run = (st: (typeof STATES)[number]) => o.states.includes(st);
@@ -420,7 +464,8 @@ async function states(dir: string, x: { port: number; pid: number }, o: Options)
   await standbySql(dir, 'SELECT pg_wal_replay_pause()');
   const arrive = async () => {
     for (let i = 0; i < o.runs; i++) await pgbench(dir, ['-i', '-q', '-s', String(o.scale)]);
-    return '';
+    await exporterReadAll(dir, x.port);
+    return 'until the exporter read it all';
   };
   const arriving = `arriving: replay paused, pgbench -i -s ${o.scale} x${o.runs}`;
   if (run('arriving')) rows.push(await during(x, arriving, arrive));
@@ -454,13 +499,13 @@ interface Options {
 
 function table(rows: Row[]): string {
   const head =
-    '| state | window | CPU, % of one core (HTTP thread; scrape CPU; at one scrape per 15 s) | RSS | cycle | scrape min / median / max (n) | main loop delay max | scrapes > 50 ms: ms (render; HTTP thread waiting for a core; scraper waiting; HTTP thread GC before) | WAL read | unreplayed | load | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
+    '| state | window | CPU, % of one core (HTTP thread; scrape CPU; at one scrape per 15 s) | RSS | cycle | scrape min / median / max (n) | main loop delay max | scrapes > 50 ms: ms (render; HTTP thread waiting for a core; scraper waiting; HTTP thread GC before) | WAL read (of it read again) | unreplayed | load | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |';
   const slow = (x: SlowScrape) =>
     `${x.ms} (${x.renderMs}; ${x.httpWaitMs}; ${x.selfWaitMs}; ${Object.entries(x.gcMs)
       .map(([k, v]) => `${k} ${v}`)
       .join(' ')})`;
   const line = (r: Row) =>
-    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %; ${r.scrapeCpuMs} ms; ${r.cpuPctAt15s} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB${
+    `| ${r.state} | ${r.windowS} s | ${r.cpuPct} % (${r.httpCpuPct} %; ${r.scrapeCpuMs} ms; ${r.cpuPctAt15s} %) | ${r.rssMiB[0]}–${r.rssMiB[1]} MiB | ${r.cycleS[0]}–${r.cycleS[1]} s | ${r.scrapeMs.min} / ${r.scrapeMs.median} / ${r.scrapeMs.max} ms (${r.scrapeMs.n}) | ${r.loopDelayMaxMs} ms | ${r.slow.map(slow).join(', ') || 'none'} | ${r.walReadMiB} MiB (read again: ${r.rereadMiB} MiB)${
       Object.keys(r.restarts).length > 0
         ? ` (starts over: ${Object.entries(r.restarts)
             .map(([k, v]) => `${k} ${v}`)

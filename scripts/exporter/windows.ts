@@ -22,10 +22,19 @@
  * start to be counted again: the tail model, which is the state before the first kept window (the
  * images of the retired windows applied in order equal replaying their records).
  *
+ * What a cycle reads again is at most the cut window (and, for a full-scan drop, the rest of it):
+ * so windows are many and narrow — up to `maxWindows` (2048), a backlog spanning at most half of
+ * them — and a 10 GB backlog is cut in windows of 4–16 MiB (256 windows would make them
+ * 64–128 MiB).
+ *
  * Memory: the windows are at most `maxWindows` (pairs are merged beyond, and the size of new
  * windows doubles while the backlog is longer than maxWindows/2 of them); an image holds, per
  * relation its records read or changed, the final fork state, the lowest truncation point and
  * the blocks that became resident — bounded by the relations and their blocks, not by records.
+ * Narrow windows multiply the images of a backlog that touches many relations in every window
+ * (DDL): beyond `minWindows` windows, pairs are also merged while the images weigh more (a
+ * relation as 32 blocks, plus the blocks they make resident) than `imageBudget` plus twice the
+ * head model, so that they never weigh more than that or than `minWindows` windows' images.
  *
  * Entry points: `ReplayWindows`, `sumTallies`, `subtractTally`, `WindowOptions`,
  * `DEFAULT_WINDOW_OPTIONS`.
@@ -55,9 +64,26 @@ export interface WindowOptions {
    * always `windowBytes` wide (merging alone bounds them: tests use it to merge often).
    */
   grow?: boolean;
+  /**
+   * Beyond this many windows (default: maxWindows), pairs also merge while the images weigh more
+   * (relations × 32 + the blocks they make resident) than `imageBudget` plus twice the head model.
+   */
+  minWindows?: number;
+  /** What the images may weigh beyond twice the head model (default: no such bound). */
+  imageBudget?: number;
 }
 
-export const DEFAULT_WINDOW_OPTIONS: WindowOptions = { windowBytes: 4 << 20, maxWindows: 256 };
+/**
+ * Narrow windows (a cycle reads again at most about one: 4 MiB, or about the backlog/1000 on
+ * a long one), many of them; a backlog that touches many relations in every window is kept
+ * in as few as 256 windows when their images outgrow the budget: memory before read-again cost.
+ */
+export const DEFAULT_WINDOW_OPTIONS: WindowOptions = {
+  windowBytes: 4 << 20,
+  maxWindows: 2048,
+  minWindows: 256,
+  imageBudget: 1 << 21,
+};
 
 interface ForkImage {
   exists: boolean | undefined;
@@ -117,6 +143,8 @@ export interface WindowStats {
   /** Relations in the head and the tail models. */
   headRelations: number;
   tailRelations: number;
+  /** Resident blocks in the head model (what the image budget grows with). */
+  headBlocks: number;
   /** Relation images and resident blocks the windows' images hold. */
   imageRelations: number;
   imageBlocks: number;
@@ -144,6 +172,14 @@ export class ReplayWindows {
   readBytes = 0;
   private merges = 0;
   private retired = 0;
+  /** The sealed windows' images weighed as the budget counts them (`imageEntries`). */
+  private imageEntries = 0;
+  /**
+   * The tallies of the sealed windows after the first, summed (`n`: of sealed[1..n)): the
+   * prediction of a paused backlog adds three tallies a cycle, not one a window. Appending a
+   * window extends it; retiring or merging windows drops it.
+   */
+  private rest: { tally: ReplayTally; n: number } | null = null;
 
   /**
    * `tail`: the state learned from the restartpoint's redo to `from` (`tailRecords` records);
@@ -199,8 +235,10 @@ export class ReplayWindows {
       const w = this.sealed.shift()!;
       applyImage(this.tail, w.image);
       this.tailRecords += w.tally.records;
+      this.imageEntries -= imageEntries(w.image);
       this.retired += 1;
       this.cut = null;
+      this.rest = null;
     }
   }
 
@@ -215,18 +253,33 @@ export class ReplayWindows {
     const r = parseLsn(replay);
     const tallies: ReplayTally[] = [];
     let learned = this.tailRecords;
-    let rest = this.sealed;
     const w = this.sealed[0];
-    if (w !== undefined && w.from < r) {
-      const c = await this.cutWindow(w, r, read);
-      tallies.push(c.tally);
-      learned += c.learned;
-      rest = this.sealed.slice(1);
+    if (w !== undefined) {
+      if (w.from < r) {
+        const c = await this.cutWindow(w, r, read);
+        tallies.push(c.tally);
+        learned += c.learned;
+      } else tallies.push(w.tally);
     }
-    for (const x of rest) tallies.push(x.tally);
+    const rest = this.restTally();
+    if (rest !== null) tallies.push(rest);
     tallies.push(this.head.peekTally());
     const sum = sumTallies(tallies);
     return { rp: { ...sum, assumptions: this.head.assumptionList(sum.counts) }, learned };
+  }
+
+  /** The sum of the sealed windows' tallies after the first (null: none), kept between cycles. */
+  private restTally(): ReplayTally | null {
+    const n = this.sealed.length;
+    if (n <= 1) return null;
+    const c = this.rest;
+    if (c === null || c.n > n) {
+      this.rest = { tally: sumTallies(this.sealed.slice(1).map((x) => x.tally)), n };
+    } else if (c.n < n) {
+      const added = this.sealed.slice(c.n).map((x) => x.tally);
+      this.rest = { tally: sumTallies([c.tally, ...added]), n };
+    }
+    return this.rest!.tally;
   }
 
   /** The tail model and the LSN it stands at (the first kept window's start): for tests. */
@@ -248,6 +301,7 @@ export class ReplayWindows {
       windows: this.sealed.length + (this.head.peekRecords() > 0 ? 1 : 0),
       windowBytes: this.windowBytes,
       headRelations: this.head.relStates().size,
+      headBlocks: modelEntries(this.head) - this.head.relStates().size * RELATION_WEIGHT,
       tailRelations: this.tail.relStates().size,
       imageRelations,
       imageBlocks,
@@ -314,13 +368,15 @@ export class ReplayWindows {
   private seal(to: number): void {
     const journal = this.head.journal!;
     const lastFullScan = this.head.lastFullScanLsn;
+    const image = imageOf(this.head.relStates(), journal);
     this.sealed.push({
       from: this.openFrom,
       to,
       tally: this.head.takeTally(),
       lastFullScan,
-      image: imageOf(this.head.relStates(), journal),
+      image,
     });
+    this.imageEntries += imageEntries(image);
     this.head.journal = newJournal();
     this.openFrom = to;
     this.openFirst = null;
@@ -329,7 +385,18 @@ export class ReplayWindows {
     this.windowBytes = this.opts.windowBytes;
     while (this.opts.grow !== false && backlog / this.windowBytes > this.opts.maxWindows / 2)
       this.windowBytes *= 2;
-    if (this.sealed.length > this.opts.maxWindows) this.mergePairs();
+    while (this.sealed.length > this.opts.maxWindows || this.overBudget()) this.mergePairs();
+  }
+
+  /**
+   * More than `minWindows` windows (and more than two: a merge of two changes nothing) whose
+   * images hold more entries than the budget allows beyond twice the head model's.
+   */
+  private overBudget(): boolean {
+    const { minWindows, imageBudget } = this.opts;
+    if (imageBudget === undefined || this.sealed.length <= Math.max(2, minWindows ?? Infinity))
+      return false;
+    return this.imageEntries > imageBudget + 2 * modelEntries(this.head);
   }
 
   /** Merge adjacent windows pairwise, the first (perhaps cut) kept as it is. */
@@ -352,7 +419,32 @@ export class ReplayWindows {
       );
     }
     this.sealed.splice(0, this.sealed.length, ...out);
+    this.imageEntries = out.reduce((n, w) => n + imageEntries(w.image), 0);
+    this.rest = null;
   }
+}
+
+/**
+ * What the image budget counts a relation as, in block numbers: a relation's image (its object,
+ * four fork images and their arrays) weighs about what 32 entries of a block list do.
+ */
+const RELATION_WEIGHT = 32;
+
+/** An image's weight for the budget: relations (weighted) and the blocks it makes resident. */
+function imageEntries(img: WindowImage): number {
+  let n = img.rels.size * RELATION_WEIGHT;
+  for (const ri of img.rels.values()) if (!ri.deleted) for (const f of ri.forks) n += f.add.length;
+  return n;
+}
+
+/** A model's weight, counted as images are: relations (weighted) and resident blocks. */
+function modelEntries(m: RecoveryModel): number {
+  let n = 0;
+  for (const r of m.relStates().values()) {
+    n += RELATION_WEIGHT;
+    for (const f of r.forks) n += f.resident.size;
+  }
+  return n;
 }
 
 /**

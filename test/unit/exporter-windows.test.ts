@@ -14,7 +14,12 @@ import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import type { ReadRange } from '../../scripts/predict/prediction.ts';
 import { RecoveryModel, type StandbyFiles } from '../../scripts/predict/replay-model.ts';
 import type { PgWalRecord, RelFileNode } from '../../scripts/predict/wal-records.ts';
-import { ReplayWindows, type WindowOptions } from '../../scripts/exporter/windows.ts';
+import {
+  DEFAULT_WINDOW_OPTIONS,
+  ReplayWindows,
+  type WindowOptions,
+  type WindowStats,
+} from '../../scripts/exporter/windows.ts';
 
 const NB = 2048; // NBuffers: the lookup threshold is 64 blocks
 const RULES = pgDropRules({ major: 15, minor: 11 });
@@ -189,6 +194,23 @@ async function runCycles(
   }
 }
 
+/** The state kept after a paused standby received `n` generated records over 50 cycles. */
+async function pausedBacklog(n: number, opts: WindowOptions): Promise<WindowStats> {
+  const recs = generate(n, 7);
+  const w = new ReplayWindows(
+    new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
+    0,
+    formatLsn(recs[0]!.lsn),
+    opts,
+  );
+  const read = reader(recs);
+  for (let c = 1; c <= 50; c++) {
+    await w.read(read, formatLsn(recs[Math.floor((recs.length * c) / 50) - 1]!.endLsn!));
+    w.retire(formatLsn(recs[0]!.lsn));
+  }
+  return w.stats();
+}
+
 describe('the exporter LSN windows', () => {
   it('equal a from-scratch prediction cycle after cycle while replay moves through the backlog', async () => {
     const runs: Array<[number, WindowOptions]> = [];
@@ -197,6 +219,12 @@ describe('the exporter LSN windows', () => {
     for (const seed of [7, 8]) runs.push([seed, { windowBytes: 1024, maxWindows: 2 }]);
     for (const seed of [9, 10, 12, 13])
       runs.push([seed, { windowBytes: 1024, maxWindows: 3, grow: false }]);
+    // Merged by the image budget: many windows allowed, but their images outweigh the head.
+    for (const seed of [14, 15])
+      runs.push([
+        seed,
+        { windowBytes: 1024, maxWindows: 64, minWindows: 3, imageBudget: 0, grow: false },
+      ]);
     for (const [seed, opts] of runs) {
       const recs = generate(3000, seed);
       let cuts = 0;
@@ -225,7 +253,8 @@ describe('the exporter LSN windows', () => {
       );
       // Replay LSNs fell inside windows (read again) in every run.
       expect(cuts).toBeGreaterThan(0);
-      if (opts.grow === false) expect(stats!.merges).toBeGreaterThan(10);
+      if (opts.grow === false || opts.imageBudget !== undefined)
+        expect(stats!.merges).toBeGreaterThan(10);
     }
   });
 
@@ -326,24 +355,8 @@ describe('the exporter LSN windows', () => {
 
   it('keep windows, images and tallies bounded whatever the backlog', async () => {
     const opts = { windowBytes: 4096, maxWindows: 8 };
-    const bounds = async (n: number) => {
-      const recs = generate(n, 7);
-      const w = new ReplayWindows(
-        new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
-        0,
-        formatLsn(recs[0]!.lsn),
-        opts,
-      );
-      // A paused standby: the whole backlog arrives over 50 cycles, nothing is replayed.
-      const read = reader(recs);
-      for (let c = 1; c <= 50; c++) {
-        await w.read(read, formatLsn(recs[Math.floor((recs.length * c) / 50) - 1]!.endLsn!));
-        w.retire(formatLsn(recs[0]!.lsn));
-      }
-      return w.stats();
-    };
-    const short = await bounds(2_000);
-    const long = await bounds(40_000);
+    const short = await pausedBacklog(2_000, opts);
+    const long = await pausedBacklog(40_000, opts);
     for (const s of [short, long]) {
       expect(s.windows).toBeLessThanOrEqual(opts.maxWindows + 1);
       // Per window at most the relations and blocks the generator can hold at once.
@@ -439,5 +452,61 @@ describe('the exporter LSN windows', () => {
     }
     // Less than a window a cut, in all: what reading each cut window whole would exceed.
     expect(reread).toBeLessThan(8 * (16 << 10));
+  });
+
+  it('merge narrow windows whose images outweigh the budget, down to minWindows', async () => {
+    // The generated backlog touches several relations in every window (creations, drops).
+    const narrow: WindowOptions = { windowBytes: 1024, maxWindows: 256, grow: false };
+    const budget: WindowOptions = { ...narrow, minWindows: 16, imageBudget: 2000 };
+    const free = await pausedBacklog(40_000, narrow);
+    const bounded = await pausedBacklog(40_000, budget);
+    const weight = (s: WindowStats) => s.imageRelations * 32 + s.imageBlocks;
+    const allowed = (s: WindowStats) => 2000 + 2 * (s.headRelations * 32 + s.headBlocks);
+    // Without the budget, the images of many narrow windows outweigh it (what it is for) …
+    expect(weight(free)).toBeGreaterThan(allowed(free));
+    // … with it, they were merged until they weigh no more, or down to minWindows (+ the open).
+    expect(weight(bounded) <= allowed(bounded) || bounded.windows <= 16 + 1).toBe(true);
+    expect(bounded.windows).toBeLessThan(free.windows);
+    expect(weight(bounded)).toBeLessThan(weight(free));
+  });
+
+  it('read again at most the backlog/512 a cycle while replay moves through a long backlog', async () => {
+    // 16,384 records of 512 KiB each (no drops: nothing is searched past the replay LSN): an
+    // 8 GiB backlog received while paused, then replay moving through it, the exporter's own
+    // window options. A cycle reads again the cut window's records before the replay LSN: with
+    // windows of the backlog/128 to /64 (256 windows) that is up to 64–128 MiB.
+    const STEP = 512 << 10;
+    const base = 0x100000000;
+    const recs = generate(24_000, 47)
+      .filter((x) => x.truncate === undefined && !x.dropRels && x.dropDatabase === undefined)
+      .slice(0, 16_384)
+      .map((x, i) => ({ ...x, lsn: base + i * STEP, endLsn: base + (i + 1) * STEP - 16 }))
+      .map((x) => ({ ...x, totalLength: x.endLsn - x.lsn }));
+    expect(recs.length).toBe(16_384);
+    const backlog = recs.at(-1)!.endLsn - base;
+    const read = reader(recs);
+    const w = new ReplayWindows(
+      new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
+      0,
+      formatLsn(base),
+      DEFAULT_WINDOW_OPTIONS,
+    );
+    for (let c = 1; c <= 8; c++) {
+      await w.read(read, formatLsn(recs[(recs.length * c) / 8 - 1]!.endLsn), formatLsn(base));
+      w.retire(formatLsn(base));
+    }
+    expect(w.readBytes).toBe(backlog);
+    let most = 0;
+    for (let k = 1; k <= 12; k++) {
+      // Replay moved by about a thirteenth of the backlog, to a record end anywhere in a window.
+      const r = endOf(recs, Math.floor((k * recs.length) / 13) + ((k * 577) % 997));
+      w.retire(formatLsn(r));
+      const before = w.readBytes;
+      const got = await w.prediction(formatLsn(r), read);
+      expect(byName(got)).toEqual(byName(fromScratch(recs, r, recs.at(-1)!.endLsn)));
+      most = Math.max(most, w.readBytes - before);
+    }
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(backlog / 512);
   });
 });
