@@ -284,7 +284,7 @@ describe('calibration cell design', () => {
     expect(fit.unidentified).toEqual([]);
     // No calibration cell has a relation of whole 1 GB segments: its failed open keeps the measured
     // constant (13 pays it at every block read of such a fork); 15's counts leave the base's 0.
-    expect(fit.measured).toEqual(['segmentOpenFailed']);
+    expect(fit.measured).toContain('segmentOpenFailed');
     expect(fit.base.constants['smgr.segmentOpenFailed'].seconds).toBe(2.9e-6);
     expect(fit.base.constants['smgr.segmentOpenFailed'].source).toMatch(/none of the/);
     const fit15 = identifiableGroups(
