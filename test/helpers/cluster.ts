@@ -105,3 +105,10 @@ export function clustersPerSuite(): TestClusters {
   afterAll(() => clusters.destroyAll());
   return clusters;
 }
+
+/**
+ * Tables as a node's inspect reports them, without the blocks in its buffer pool (which differ
+ * between a primary and its standby holding the same rows): comparable across nodes.
+ */
+export const withoutBuffered = <T extends { buffered: string[] }>(tables: T[]) =>
+  tables.map(({ buffered: _, ...t }) => t);
