@@ -112,3 +112,10 @@ export function clustersPerSuite(): TestClusters {
  */
 export const withoutBuffered = <T extends { buffered: string[] }>(tables: T[]) =>
   tables.map(({ buffered: _, ...t }) => t);
+
+/** Each table of `node` as name:rows:digest, in inspect's order: equal data, equal lists. */
+export async function tableDigests(cl: TestCluster, node: string): Promise<string[]> {
+  return (await (await cl.client(node)).inspect()).tables.map(
+    (t) => `${t.name}:${t.rows}:${t.digest}`,
+  );
+}
