@@ -23,7 +23,7 @@ type Pending =
 
 /** A growable byte array: `data[0, len)` is the content, zeros after it; capacity doubles. */
 class Bytes {
-  data = new Uint8Array(0);
+  data: Uint8Array = new Uint8Array(0);
   len = 0;
 
   content(): Uint8Array {
@@ -42,6 +42,12 @@ class Bytes {
     const grown = new Uint8Array(cap);
     grown.set(this.data.subarray(0, this.len));
     this.data = grown;
+  }
+
+  /** Take `bytes` (owned by no one else from now on) as the whole content. */
+  adopt(bytes: Uint8Array): void {
+    this.data = bytes;
+    this.len = bytes.length;
   }
 
   setLength(n: number): void {
@@ -95,6 +101,21 @@ class MemFile {
   }
 
   fsync(): void {
+    const first = this.pending[0];
+    if (
+      this.synced.len === 0 &&
+      this.pending.length === 1 &&
+      first!.kind === 'write' &&
+      first!.pos === 0 &&
+      first!.bytes.length === this.cur.len
+    ) {
+      // A file written whole, then fsynced (a data image's files, a control file, a config
+      // file): the write's own copy of the bytes becomes the durable copy, which nothing else
+      // holds once the pending list is cleared.
+      this.synced.adopt(first!.bytes);
+      this.pending = [];
+      return;
+    }
     // The durable copy ends as long as the current one: one allocation for all the pending
     // writes, not one per write of a file written in chunks (a data image).
     this.synced.reserve(this.cur.len);

@@ -242,24 +242,26 @@ export class Scheduler {
     const until = this.nowMs + ms;
     // First let the work the caller started (a statement, a promotion) run up to its first wait on
     // the scheduler: only then is its next event in the heap. Without this, simulated time would
-    // pass while that work sat in the microtask queue (CPU work taking simulated time).
-    await realImmediate();
-    const first = this.eventsRun;
+    // pass while that work sat in the microtask queue (CPU work taking simulated time). Draining
+    // the microtask queue is that wait (the simulated processes use no real timers or I/O); the
+    // real turn that lets Node report a rejection left unhandled is taken once, at the end.
+    await drained();
     for (;;) {
       const next = this.nextAt();
       if (next === null || next > until) break;
       await this.stepDrained();
     }
-    await this.settledSince(first);
+    await this.settled();
     if (this.nowMs < until) this.nowMs = until;
   }
 
   /**
-   * After events run with `drained`: one real turn, so that a rejection they left unhandled is
-   * reported (a violation) before the caller's checks, as when every event ended in a turn.
+   * At the end of runFor/runUntil: one real turn, so that a rejection left unhandled by the
+   * events (run with `drained`) or by the work the caller started is reported (a violation)
+   * before the caller's checks. (There was a turn at the start too: two per call.)
    */
-  private async settledSince(first: number): Promise<void> {
-    if (this.eventsRun !== first) await realImmediate();
+  private settled(): Promise<void> {
+    return realImmediate();
   }
 
   /**
@@ -268,15 +270,14 @@ export class Scheduler {
    */
   async runUntil(done: () => boolean, ms: number): Promise<boolean> {
     const until = this.nowMs + ms;
-    await realImmediate();
-    const first = this.eventsRun;
+    await drained(); // as in runFor
     for (;;) {
       if (done()) break;
       const next = this.nextAt();
       if (next === null || next > until) break;
       await this.stepDrained();
     }
-    await this.settledSince(first);
+    await this.settled();
     if (done()) return true;
     if (this.nowMs < until) this.nowMs = until;
     return false;

@@ -225,11 +225,38 @@ const COMMANDS: Record<string, (p: Parser) => Statement> = {
 };
 
 /**
+ * Statements parsed without a caller's NOTICE list, by text: parsing is pure (rule 5), so the same
+ * text is the same statement. A node parses every statement it runs, and the same texts come back
+ * (the simulator's ledger asks the same count(*) at every check; CHECKPOINT; replay resumes):
+ * their lexing was a few percent of a simulation's time. Entries are frozen (a consumer that
+ * changed a shared statement would throw); a statement that fails to parse is not kept and fails
+ * again. Bounded: cleared when full (a bound on memory, not a tuning).
+ */
+const parsed = new Map<string, Statement>();
+const PARSED_MAX = 4096;
+
+function frozen(stmt: Statement): Statement {
+  for (const v of Object.values(stmt)) if (typeof v === 'object' && v !== null) Object.freeze(v);
+  return Object.freeze(stmt);
+}
+
+/**
  * Parse one statement. NOTICEs the lexer raises (an identifier truncated to 63 bytes) are
- * appended to `notices`.
+ * appended to `notices`; without `notices` the statement may be a shared, frozen one.
  */
 export function parseStatement(sql: string, notices?: Notice[]): Statement {
   if (typeof sql !== 'string') throw new WalsimError('invalid_input', 'statement must be a string');
+  if (notices !== undefined) return parseFresh(sql, notices);
+  let stmt = parsed.get(sql);
+  if (stmt === undefined) {
+    stmt = frozen(parseFresh(sql, undefined));
+    if (parsed.size >= PARSED_MAX) parsed.clear();
+    parsed.set(sql, stmt);
+  }
+  return stmt;
+}
+
+function parseFresh(sql: string, notices: Notice[] | undefined): Statement {
   const p = new Parser(tokenize(sql, notices));
   if (p.atEnd()) throw syntaxError('empty statement');
   const head = p.next();

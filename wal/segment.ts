@@ -25,9 +25,18 @@ export const LONG_PAGE_HEADER_BYTES = 40;
 
 const TWO_32 = 0x1_0000_0000;
 
+/** `walDir` by data directory (a process has one or a few; asked at every WAL read). */
+const walDirs = new Map<string, string>();
+
 /** `<dataDir>/pg_wal`. */
 export function walDir(dataDir: string): string {
-  return path.join(dataDir, 'pg_wal');
+  let dir = walDirs.get(dataDir);
+  if (dir === undefined) {
+    dir = path.join(dataDir, 'pg_wal');
+    if (walDirs.size >= 64) walDirs.clear(); // a bound, not a tuning
+    walDirs.set(dataDir, dir);
+  }
+  return dir;
 }
 
 const SEGMENT_SIZE_UNITS: Readonly<Record<string, number>> = {
@@ -206,8 +215,11 @@ export function readTimelineHistoryFile(
   tli: TimeLineId,
   disk: Disk,
 ): string | null {
+  const p = path.join(walDir(dataDir), timelineHistoryFileName(tli));
+  // Timeline 1 has none, and a missing file is the common case: asked first, without the error.
+  if (!disk.exists(p)) return null;
   try {
-    return readTextFile(disk, path.join(walDir(dataDir), timelineHistoryFileName(tli)));
+    return readTextFile(disk, p);
   } catch (e) {
     if (isErrnoCode(e, 'ENOENT')) return null;
     throw e;

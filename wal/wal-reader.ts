@@ -53,7 +53,16 @@ export interface WalReadOptions {
 export type WalEndReason = 'end_of_wal' | InvalidWalRecordError;
 
 const READ_CHUNK_BYTES = 1024 * 1024;
-const MIN_WINDOW_BYTES = 8 * 1024;
+/**
+ * A reader with no stop LSN (start-up replay, the end-of-WAL search) reads its first chunk this
+ * large and doubles it up to READ_CHUNK_BYTES: WAL since a REDO point is often a few hundred bytes
+ * of a segment, and reading the rest of the segment at once sized (and zero-filled) a window as
+ * large as the segment — up to a megabyte — at every start. A reader with a stop LSN reads up to
+ * it at once, as before (what it holds in memory is `bufferedEndLsn`).
+ */
+const FIRST_UNBOUNDED_CHUNK_BYTES = 8 * 1024;
+/** The window's capacity is a multiple of this (it was 8 KB at least, for a 200-byte stretch). */
+const WINDOW_ROUND_BYTES = 512;
 
 /**
  * Sequential reader of records from `fromLsn` (a record boundary). Iterate it (or call
@@ -87,6 +96,8 @@ export class WalReader implements Iterable<WalRecord> {
   private fd: number | null = null;
   private fdSegno = -1;
   private readonly fileBySegno = new Map<number, string>();
+  /** Bytes a fill reads ahead at least (grows for a reader with no stop LSN). */
+  private chunkBytes: number;
 
   constructor(
     readonly dataDir: string,
@@ -107,6 +118,12 @@ export class WalReader implements Iterable<WalRecord> {
     this.winStartLsn = fromLsn;
     this.lastRecordLsn = opts.expectedPrev ?? 0;
     this.checkFirstPrev = opts.expectedPrev !== undefined;
+    this.chunkBytes = opts.stopLsn === undefined ? FIRST_UNBOUNDED_CHUNK_BYTES : READ_CHUNK_BYTES;
+  }
+
+  /** Bytes of memory its window holds (what it read ahead, rounded up; for tests). */
+  get windowBytes(): number {
+    return this.win.length;
   }
 
   /** End of the WAL bytes this reader holds in memory: bytes before it are not read from disk again. */
@@ -211,12 +228,16 @@ export class WalReader implements Iterable<WalRecord> {
     const offset = segmentOffset(at, this.segmentSize);
     const toRead = Math.min(
       this.segmentSize - offset,
-      Math.max(want - at, READ_CHUNK_BYTES),
+      Math.max(want - at, this.chunkBytes),
       this.stopLsn - at,
     );
+    this.chunkBytes = Math.min(this.chunkBytes * 2, READ_CHUNK_BYTES);
     if (this.winLen + toRead > this.win.length) {
-      let cap = Math.max(this.win.length * 2, MIN_WINDOW_BYTES);
-      while (cap < this.winLen + toRead) cap *= 2;
+      const need = this.winLen + toRead;
+      const cap = Math.max(
+        this.win.length * 2,
+        Math.ceil(need / WINDOW_ROUND_BYTES) * WINDOW_ROUND_BYTES,
+      );
       const grown = new Uint8Array(cap);
       grown.set(this.win.subarray(0, this.winLen));
       this.win = grown;

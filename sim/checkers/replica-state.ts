@@ -68,35 +68,55 @@ export function storageDifference(a: NodeStorage, b: NodeStorage): string | null
     for (let blk = 0; blk < (pages(a) ?? 0); blk++) {
       const pa = pageTuples(a, rel, blk);
       const pb = pageTuples(b, rel, blk);
-      if (pa !== pb) return `table ${name} block ${blk}: primary ${pa}, standby ${pb}`;
+      if (!sameNumbers(pa, pb))
+        return `table ${name} block ${blk}: primary ${pageText(pa)}, standby ${pageText(pb)}`;
     }
   }
   return null;
 }
 
-/** A page's line pointers as text, consecutive runs of like tuples merged. */
-function pageTuples(st: NodeStorage, rel: RelFileNumber, blk: number): string {
-  const out: string[] = [];
-  let cur: { offset: number; count: number; unused: boolean; value: number; xs: string } | null =
-    null;
-  const flush = () => {
-    if (cur !== null)
-      out.push(`${cur.offset}+${cur.count}${cur.unused ? ' unused' : ` v${cur.value} ${cur.xs}`}`);
-  };
+/** Numbers per merged run in `pageTuples`: offset, count, unused (0/1), value, xmin, xmax. */
+const RUN_FIELDS = 6;
+
+/**
+ * A page's line pointers, consecutive runs of like tuples merged, as RUN_FIELDS numbers a run (an
+ * unused run's value, xmin and xmax are 0: they are not compared). Numbers, not text: every page
+ * of every table is compared at each comparison, and the text is needed only for a difference.
+ */
+function pageTuples(st: NodeStorage, rel: RelFileNumber, blk: number): number[] {
+  const out: number[] = [];
   for (const r of st.heap.pageRuns(rel, blk)) {
-    const xs = `${r.xmin}/${r.xmax}`;
+    const n = out.length;
     if (
-      cur !== null &&
-      cur.offset + cur.count === r.offset &&
-      cur.unused === r.unused &&
-      (r.unused || (cur.value + cur.count === r.firstValue && cur.xs === xs))
+      n > 0 &&
+      out[n - 6]! + out[n - 5]! === r.offset &&
+      out[n - 4] === (r.unused ? 1 : 0) &&
+      (r.unused ||
+        (out[n - 3]! + out[n - 5]! === r.firstValue &&
+          out[n - 2] === r.xmin &&
+          out[n - 1] === r.xmax))
     ) {
-      cur.count += r.count;
+      out[n - 5]! += r.count;
       continue;
     }
-    flush();
-    cur = { offset: r.offset, count: r.count, unused: r.unused, value: r.firstValue, xs };
+    if (r.unused) out.push(r.offset, r.count, 1, 0, 0, 0);
+    else out.push(r.offset, r.count, 0, r.firstValue, r.xmin, r.xmax);
   }
-  flush();
+  return out;
+}
+
+function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** `pageTuples` as text: `offset+count v<value> <xmin>/<xmax>` or `offset+count unused` a run. */
+function pageText(runs: readonly number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < runs.length; i += RUN_FIELDS) {
+    const [offset, count, unused, value, xmin, xmax] = runs.slice(i, i + RUN_FIELDS);
+    out.push(`${offset}+${count}${unused === 1 ? ' unused' : ` v${value} ${xmin}/${xmax}`}`);
+  }
   return out.join(', ');
 }

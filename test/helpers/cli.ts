@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
+import { expect } from 'vitest';
 import { entryArgs, PROJECT_ROOT } from '../../server/entry.ts';
 
 export { PROJECT_ROOT };
@@ -55,4 +56,20 @@ export function runScript(script: string, args: string[], timeoutMs = 120_000): 
       resolve({ code, stdout, stderr, json });
     });
   });
+}
+
+/**
+ * A one-line error: the first stderr line says what is wrong; no stack trace; exit status `code`
+ * (any non-zero status when not given).
+ */
+export function expectOneLineError(r: CliRun, pattern: RegExp, code?: number): void {
+  if (code !== undefined) expect(r.code, r.stdout + r.stderr).toBe(code);
+  else {
+    expect(r.code, r.stdout + r.stderr).not.toBe(0);
+    expect(r.code).not.toBeNull();
+  }
+  const first = r.stderr.split('\n')[0]!;
+  expect(first).toMatch(/^error: /);
+  expect(first).toMatch(pattern);
+  expect(r.stderr).not.toMatch(/^\s+at /m);
 }

@@ -105,3 +105,17 @@ export function clustersPerSuite(): TestClusters {
   afterAll(() => clusters.destroyAll());
   return clusters;
 }
+
+/**
+ * Tables as a node's inspect reports them, without the blocks in its buffer pool (which differ
+ * between a primary and its standby holding the same rows): comparable across nodes.
+ */
+export const withoutBuffered = <T extends { buffered: string[] }>(tables: T[]) =>
+  tables.map(({ buffered: _, ...t }) => t);
+
+/** Each table of `node` as name:rows:digest, in inspect's order: equal data, equal lists. */
+export async function tableDigests(cl: TestCluster, node: string): Promise<string[]> {
+  return (await (await cl.client(node)).inspect()).tables.map(
+    (t) => `${t.name}:${t.rows}:${t.digest}`,
+  );
+}

@@ -195,3 +195,53 @@ export function encodeCrc(rec: Buffer): void {
   c = crc32cUpdate(c, rec, 0, 20);
   rec.writeUInt32LE(crc32cFinish(c), 20);
 }
+
+/**
+ * A Heap INSERT (rmid 10, info 0): xl_heap_insert's offnum and flags as main data, block 0 with
+ * `len` bytes of tuple data filled with `fill`.
+ */
+export function heapInsert(p: {
+  node: BuildBlock['node'];
+  block: number;
+  len: number;
+  offnum: number;
+  xid: number;
+  fill: number;
+}): BuildRecord {
+  const main = Buffer.alloc(3);
+  main.writeUInt16LE(p.offnum, 0);
+  return {
+    rmid: 10,
+    info: 0,
+    xid: p.xid,
+    blocks: [{ id: 0, node: p.node, block: p.block, data: Buffer.alloc(p.len, p.fill) }],
+    main,
+  };
+}
+
+/**
+ * `count` heap inserts over several segments: offsets 1..200, tuple data of 20..169 bytes with
+ * every 997th 9000 bytes (so some records span pages), `perBlock` records a heap block. `xid`,
+ * `rel` and `fill` give each record's transaction, relfilenode and data byte from its index.
+ */
+export function heapInsertRun(
+  count: number,
+  p: {
+    node: BuildBlock['node'];
+    perBlock: number;
+    xid: (i: number) => number;
+    rel: (i: number) => number;
+    fill: (i: number) => number;
+  },
+): BuildRecord[] {
+  return Array.from({ length: count }, (_, i) =>
+    heapInsert({
+      node: { ...p.node, rel: p.rel(i) },
+      block: Math.floor(i / p.perBlock),
+      len: i % 997 === 0 ? 9000 : 20 + (i % 150),
+      offnum: (i % 200) + 1,
+      xid: p.xid(i),
+      fill: p.fill(i),
+    }),
+  );
+}

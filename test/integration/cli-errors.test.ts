@@ -12,7 +12,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runScript, type CliRun } from '../helpers/cli.ts';
+import { expectOneLineError, runScript } from '../helpers/cli.ts';
 import { initCluster } from '../../server/initdb.ts';
 import { SERVER_MARKER } from '../../server/cluster-files.ts';
 import { freePort } from '../../server/ports.ts';
@@ -34,16 +34,6 @@ beforeAll(async () => {
   });
 });
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-/** A one-line error: the first stderr line says what is wrong; no stack trace; non-zero exit. */
-function expectOneLineError(r: CliRun, pattern: RegExp): void {
-  expect(r.code, r.stdout + r.stderr).not.toBe(0);
-  expect(r.code).not.toBeNull();
-  const first = r.stderr.split('\n')[0]!;
-  expect(first).toMatch(/^error: /);
-  expect(first).toMatch(pattern);
-  expect(r.stderr).not.toMatch(/^\s+at /m);
-}
 
 function writePidFile(node: string, pid: number): void {
   fs.writeFileSync(

@@ -7,14 +7,12 @@
  * (records), and compare with the records actually in the WAL between the same positions.
  */
 import { describe, expect, it } from 'vitest';
-import { clustersPerTest } from '../helpers/cluster.ts';
+import { clustersPerTest, withoutBuffered } from '../helpers/cluster.ts';
 import { recordsIn } from '../helpers/wal-files.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import { maxAlign } from '../../wal/codec.ts';
 
 const clusters = clustersPerTest();
-
-const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered: _, ...t }) => t);
 
 describe('replication connection cut mid-batch', () => {
   it('reconnects from the flush LSN; no byte received twice, no record replayed twice; nodes equal', async () => {
@@ -71,7 +69,7 @@ describe('replication connection cut mid-batch', () => {
     expect(maxAlign(inWal.at(-1)!.endLsn)).toBe(flush);
     const p = await (await c.client('primary')).inspect();
     const q = await standby.inspect();
-    expect(strip(q.tables)).toEqual(strip(p.tables));
+    expect(withoutBuffered(q.tables)).toEqual(withoutBuffered(p.tables));
     expect(q.orphanBuffers).toEqual([]);
     expect(await c.scalar('standby', 'SELECT count(*) FROM big')).toBe(200000);
   });

@@ -8,12 +8,10 @@
  * Method: inject the fault, run a remote_write commit on the primary, watch status, then compare.
  */
 import { describe, expect, it } from 'vitest';
-import { clustersPerTest } from '../helpers/cluster.ts';
+import { clustersPerTest, withoutBuffered } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
 const clusters = clustersPerTest();
-
-const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered: _, ...t }) => t);
 
 describe('standby disk full', () => {
   it('reports the write error, holds synchronous commits, and recovers when writable again', async () => {
@@ -54,13 +52,15 @@ describe('standby disk full', () => {
       parseLsn(after.receiveLsn) - parseLsn(after.receiverStartLsns[0]),
     );
     const p = await (await c.client('primary')).inspect();
-    expect(strip((await (await c.client('standby')).inspect()).tables)).toEqual(strip(p.tables));
+    expect(withoutBuffered((await (await c.client('standby')).inspect()).tables)).toEqual(
+      withoutBuffered(p.tables),
+    );
     // No damage on disk: a crash restart replays the local WAL and still equals the primary.
     await c.kill('standby');
     await c.startNode('standby');
     await c.waitForCatchup('replay');
     const q = await (await c.client('standby')).inspect();
-    expect(strip(q.tables)).toEqual(strip(p.tables));
+    expect(withoutBuffered(q.tables)).toEqual(withoutBuffered(p.tables));
     expect(q.orphanBuffers).toEqual([]);
     expect(await c.scalar('standby', 'SELECT count(*) FROM d')).toBe(21000);
   });

@@ -9,11 +9,9 @@
  * counters (never wall-clock durations) and contents.
  */
 import { describe, expect, it } from 'vitest';
-import { clustersPerTest } from '../helpers/cluster.ts';
+import { clustersPerTest, withoutBuffered } from '../helpers/cluster.ts';
 
 const clusters = clustersPerTest();
-
-const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered: _, ...t }) => t);
 
 describe('slow disk', () => {
   it('delays WAL writes and fsyncs on either role, loses nothing, and ends with the hold', async () => {
@@ -60,14 +58,16 @@ describe('slow disk', () => {
 
     // Nothing damaged: both nodes equal, and a crash restart of each replays to the same data.
     const p = await primary.inspect();
-    expect(strip((await standby.inspect()).tables)).toEqual(strip(p.tables));
+    expect(withoutBuffered((await standby.inspect()).tables)).toEqual(withoutBuffered(p.tables));
     await c.kill('primary');
     await c.startNode('primary');
     expect(await c.scalar('primary', 'SELECT count(*) FROM s')).toBe(1500);
     await c.kill('standby');
     await c.startNode('standby');
     await c.waitForCatchup('replay');
-    expect(strip((await (await c.client('standby')).inspect()).tables)).toEqual(strip(p.tables));
+    expect(withoutBuffered((await (await c.client('standby')).inspect()).tables)).toEqual(
+      withoutBuffered(p.tables),
+    );
   });
 
   it('refuses a latency out of range or on another fault, naming it', async () => {

@@ -10,12 +10,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clustersPerTest } from '../helpers/cluster.ts';
+import { clustersPerTest, withoutBuffered } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
 const clusters = clustersPerTest();
-
-const strip = (tables: Array<{ buffered: string[] }>) => tables.map(({ buffered: _, ...t }) => t);
 
 describe('standby SIGKILL mid-replay', () => {
   it('restarts from its restartpoint and local WAL, catches up, equals the primary', async () => {
@@ -75,7 +73,7 @@ describe('standby SIGKILL mid-replay', () => {
     expect(done.nBuffers).toBe(13107200);
     const p = await (await c.client('primary')).inspect();
     const q = await (await c.client('standby')).inspect();
-    expect(strip(q.tables)).toEqual(strip(p.tables));
+    expect(withoutBuffered(q.tables)).toEqual(withoutBuffered(p.tables));
     expect(q.orphanBuffers).toEqual([]);
     expect(await c.scalar('standby', 'SELECT count(*) FROM t7')).toBe(52);
   });
@@ -113,6 +111,8 @@ describe('standby SIGKILL mid-replay', () => {
     await c.waitForCatchup('replay');
     expect(await c.scalar('standby', 'SELECT count(*) FROM s')).toBe(acked * 1000);
     const p = await (await c.client('primary')).inspect();
-    expect(strip((await (await c.client('standby')).inspect()).tables)).toEqual(strip(p.tables));
+    expect(withoutBuffered((await (await c.client('standby')).inspect()).tables)).toEqual(
+      withoutBuffered(p.tables),
+    );
   });
 });

@@ -6,17 +6,11 @@
  * Method: one cluster walked through these steps; positions from status, data from inspect().
  */
 import { describe, expect, it } from 'vitest';
-import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
+import { clustersPerSuite, tableDigests, TestCluster } from '../helpers/cluster.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
 const clusters = clustersPerSuite();
 let c: TestCluster;
-
-async function digests(node: string) {
-  return (await (await c.client(node)).inspect()).tables.map(
-    (t) => `${t.name}:${t.rows}:${t.digest}`,
-  );
-}
 
 describe('cascade P -> S1 -> S2', () => {
   it('S2 receives through S1, never ahead of what S1 has flushed, and ends equal', async () => {
@@ -48,7 +42,7 @@ describe('cascade P -> S1 -> S2', () => {
     await c.waitForCatchup('replay', 's1', 'primary');
     await c.waitForCatchup('replay', 's2', 's1');
     expect(await c.scalar('s2', 'SELECT count(*) FROM t')).toBe(40000);
-    expect(await digests('s2')).toEqual(await digests('primary'));
+    expect(await tableDigests(c, 's2')).toEqual(await tableDigests(c, 'primary'));
 
     // The primary serves s1 only; s1 serves s2 as an asynchronous cascaded standby.
     const p = await c.sql(
@@ -84,7 +78,7 @@ describe('cascade P -> S1 -> S2', () => {
     await c.waitForCatchup('replay', 's1', 'primary');
     await c.waitForCatchup('replay', 's2', 's1');
     expect(await c.scalar('s2', 'SELECT count(*) FROM t')).toBe(50000);
-    expect(await digests('s2')).toEqual(await digests('primary'));
+    expect(await tableDigests(c, 's2')).toEqual(await tableDigests(c, 'primary'));
   });
 
   it('repointing S2 to P restarts streaming at its flush LSN: nothing lost, nothing received twice', async () => {
@@ -113,7 +107,7 @@ describe('cascade P -> S1 -> S2', () => {
     // Every byte between the start and now arrived once: received bytes = LSN distance.
     expect(after.receivedBytes).toBe(parseLsn(after.receiveLsn) - parseLsn(flushAt)); // the new walreceiver counts from there
     expect(await c.scalar('s2', 'SELECT count(*) FROM t')).toBe(60000);
-    expect(await digests('s2')).toEqual(await digests('primary'));
+    expect(await tableDigests(c, 's2')).toEqual(await tableDigests(c, 'primary'));
     expect(await c.scalar('s2', 'SHOW primary_conninfo')).toBe(r.conninfo);
     expect((await c.sql('s1', 'SELECT application_name FROM pg_stat_replication')).rows).toEqual(
       [],
@@ -146,7 +140,7 @@ describe('cascade P -> S1 -> S2', () => {
       { received_tli: 2 },
     ]);
     expect(await c.scalar('s2', 'SELECT count(*) FROM t')).toBe(62000);
-    expect(await digests('s2')).toEqual(await digests('s1'));
+    expect(await tableDigests(c, 's2')).toEqual(await tableDigests(c, 's1'));
     // S1 now lists s2 as a regular (non-cascading) walsender.
     const rows = (await c.sql('s1', 'SELECT application_name, state FROM pg_stat_replication'))
       .rows;
@@ -158,6 +152,6 @@ describe('cascade P -> S1 -> S2', () => {
     await c.waitForCatchup('replay', 's3', 's1');
     expect((await c.status('s3')).timeline).toBe(2);
     expect(await c.scalar('s3', 'SELECT count(*) FROM t')).toBe(62000);
-    expect(await digests('s3')).toEqual(await digests('s1'));
+    expect(await tableDigests(c, 's3')).toEqual(await tableDigests(c, 's1'));
   });
 });

@@ -10,17 +10,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
+import { clustersPerTest, tableDigests } from '../helpers/cluster.ts';
 import { runScript } from '../helpers/cli.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
 const clusters = clustersPerTest();
-
-async function digests(cl: TestCluster, node: string) {
-  return (await (await cl.client(node)).inspect()).tables.map(
-    (t) => `${t.name}:${t.rows}:${t.digest}`,
-  );
-}
 
 describe('switchover', () => {
   it('promotes the target, rejoins the old primary and repoints the sibling: equal data on timeline 2, then back on 3', async () => {
@@ -57,9 +51,9 @@ describe('switchover', () => {
     await cl.waitForCatchup('replay', 'primary', 's1');
     await cl.waitForCatchup('replay', 's2', 's1');
     expect((await cl.status('s2')).timeline).toBe(2);
-    const want = await digests(cl, 's1');
-    expect(await digests(cl, 'primary')).toEqual(want);
-    expect(await digests(cl, 's2')).toEqual(want);
+    const want = await tableDigests(cl, 's1');
+    expect(await tableDigests(cl, 'primary')).toEqual(want);
+    expect(await tableDigests(cl, 's2')).toEqual(want);
     expect(await cl.scalar('primary', 'SELECT count(*) FROM t')).toBe(25000);
     const rows = (
       await cl.sql(
@@ -84,9 +78,9 @@ describe('switchover', () => {
     await cl.sql('primary', 'INSERT INTO t SELECT generate_series(25001, 26000)');
     await cl.waitForCatchup('replay', 's1', 'primary');
     await cl.waitForCatchup('replay', 's2', 'primary');
-    const again = await digests(cl, 'primary');
-    expect(await digests(cl, 's1')).toEqual(again);
-    expect(await digests(cl, 's2')).toEqual(again);
+    const again = await tableDigests(cl, 'primary');
+    expect(await tableDigests(cl, 's1')).toEqual(again);
+    expect(await tableDigests(cl, 's2')).toEqual(again);
     expect((await cl.status('s2')).timeline).toBe(3);
   });
 });
@@ -143,7 +137,7 @@ describe('rejoin after a failover', () => {
     await cl.sql('standby', 'INSERT INTO t SELECT generate_series(5001, 6000)');
     await cl.waitForCatchup('replay', 'primary', 'standby');
     expect(await cl.scalar('primary', 'SELECT count(*) FROM t')).toBe(6000);
-    expect(await digests(cl, 'primary')).toEqual(await digests(cl, 'standby'));
+    expect(await tableDigests(cl, 'primary')).toEqual(await tableDigests(cl, 'standby'));
   });
 });
 

@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runScript, type CliRun } from '../helpers/cli.ts';
+import { expectOneLineError, runScript } from '../helpers/cli.ts';
 import { entryArgs, PROJECT_ROOT } from '../../server/entry.ts';
 import { pollUntil } from '../../server/poll.ts';
 
@@ -32,14 +32,6 @@ function workersOf(pid: number): number[] {
 
 const alive = (pid: number) => fs.existsSync(`/proc/${pid}`);
 
-function expectOneLineError(r: CliRun, pattern: RegExp): void {
-  expect(r.code, r.stdout + r.stderr).toBe(2);
-  const first = r.stderr.split('\n')[0]!;
-  expect(first).toMatch(/^error: /);
-  expect(first).toMatch(pattern);
-  expect(r.stderr).not.toMatch(/^\s+at /m);
-}
-
 describe('simulate CLI', () => {
   it('prints its usage for --help', async () => {
     const r = await runScript('simulate.ts', ['--help']);
@@ -49,18 +41,20 @@ describe('simulate CLI', () => {
   });
 
   it('refuses negative and unknown values with one line', async () => {
-    expectOneLineError(await runScript('simulate.ts', ['--seeds', '-1']), /--seeds .*"-1"/);
-    expectOneLineError(await runScript('simulate.ts', ['--bogus']), /Unknown option '--bogus'/);
+    expectOneLineError(await runScript('simulate.ts', ['--seeds', '-1']), /--seeds .*"-1"/, 2);
+    expectOneLineError(await runScript('simulate.ts', ['--bogus']), /Unknown option '--bogus'/, 2);
   });
 
   it('refuses a seed range past the last 32-bit seed', async () => {
     expectOneLineError(
       await runScript('simulate.ts', ['--from', '9007199254740991', '--seeds', '2']),
       /--from must be at most 4294967295/,
+      2,
     );
     expectOneLineError(
       await runScript('simulate.ts', ['--from', '4294967295', '--seeds', '2']),
       /runs past the last seed/,
+      2,
     );
   });
 
@@ -84,14 +78,17 @@ describe('simulate CLI', () => {
     expectOneLineError(
       await runScript('simulate.ts', ['--steps', '1e12']),
       /--steps must be at most 10000 \(commands per scenario; run more seeds\), got "1e12"/,
+      2,
     );
     expectOneLineError(
       await runScript('simulate.ts', ['--jobs', '0']),
       /--jobs must be at least 1, got "0"/,
+      2,
     );
     expectOneLineError(
       await runScript('simulate.ts', ['--jobs', '100000']),
       /--jobs must be at most 256, got "100000"/,
+      2,
     );
   });
 

@@ -81,6 +81,34 @@ function shippedWalDesign() {
   );
 }
 
+/** Every constant of each group set to that group's `seconds` (the rest as given). */
+function withGroupSeconds(
+  constants: typeof base.constants,
+  groups: ReturnType<typeof calibrationGroupsFor>,
+  seconds: (group: string) => number,
+): typeof base.constants {
+  const out = { ...constants };
+  for (const g of groups)
+    for (const k of g.constants) out[k] = { ...out[k], seconds: seconds(g.name) };
+  return out;
+}
+
+/** The plan's cells, 3 runs each, whose median failover is exactly what `profile` prices. */
+function syntheticCells(
+  plan: CellSpec[],
+  counts: FailoverCounts[],
+  profile: typeof base,
+): CellSummary[] {
+  return plan.map((c, i) => ({
+    ...c,
+    runs: 3,
+    stalls: 0,
+    failoverMsMedian: price({ counts: counts[i]!, nBuffers: c.nBuffers }, profile).failoverS * 1000,
+  })) as unknown as CellSummary[];
+}
+
+const META = { name: 't', description: 't', source: 't' };
+
 describe('calibration cell design', () => {
   it('the default cells vary table counts and identify every fitted group', async () => {
     const full = planCalibration(defaultCalibrationDesign());
@@ -179,18 +207,10 @@ describe('calibration cell design', () => {
       fsmUpdate: 1.1e-6,
       multiInsertTuple: 0.05e-6,
     };
-    const constants = { ...base.constants };
-    for (const g of groups)
-      for (const k of g.constants) constants[k] = { ...constants[k], seconds: truth[g.name]! };
+    const constants = withGroupSeconds(base.constants, groups, (g) => truth[g]!);
     const truthProfile = { ...base, constants };
-    const cells = plan.map((c, i) => ({
-      ...c,
-      runs: 3,
-      stalls: 0,
-      failoverMsMedian:
-        price({ counts: counts[i]!, nBuffers: c.nBuffers }, truthProfile).failoverS * 1000,
-    })) as unknown as CellSummary[];
-    const fit = fitCalibration(cells, counts, base, { name: 't', description: 't', source: 't' });
+    const cells = syntheticCells(plan, counts, truthProfile);
+    const fit = fitCalibration(cells, counts, base, META);
     for (const [g, v] of Object.entries(truth))
       expect(fit.groupSeconds[g]! / v, g).toBeCloseTo(1, 9);
     for (const c of fit.cells) expect(Math.abs(c.residualPct)).toBeLessThan(1e-9);
@@ -212,19 +232,11 @@ describe('calibration cell design', () => {
     expect(shipped.groups.map((g) => g.name)).not.toContain('descriptorPageMapped');
     expect(groups.map((g) => g.name)).toContain('descriptorPageMapped');
     expect(unidentified).toEqual([]);
-    const truth = { ...base.constants };
-    for (const g of groups)
-      for (const k of g.constants)
-        truth[k] = { ...truth[k], seconds: g.name === 'descriptorPageMapped' ? 8.1e-6 : 1e-6 };
-    const cells = plan.map((c, i) => ({
-      ...c,
-      runs: 3,
-      stalls: 0,
-      failoverMsMedian:
-        price({ counts: counts[i]!, nBuffers: c.nBuffers }, { ...base, constants: truth })
-          .failoverS * 1000,
-    })) as unknown as CellSummary[];
-    const fit = fitCalibration(cells, counts, base, { name: 't', description: 't', source: 't' });
+    const truth = withGroupSeconds(base.constants, groups, (g) =>
+      g === 'descriptorPageMapped' ? 8.1e-6 : 1e-6,
+    );
+    const cells = syntheticCells(plan, counts, { ...base, constants: truth });
+    const fit = fitCalibration(cells, counts, base, META);
     expect(fit.groupSeconds['descriptorPageMapped']! / 8.1e-6).toBeCloseTo(1, 9);
   });
 
@@ -245,19 +257,9 @@ describe('calibration cell design', () => {
     expect(fit.unidentified).toEqual([]);
     expect(fit.groups.map((g) => g.name)).not.toContain('unlinkNonEmpty');
     expect(fit.base.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
-    const truth = { ...fit.base.constants };
-    for (const g of fit.groups)
-      for (const k of g.constants) truth[k] = { ...truth[k], seconds: 1e-6 };
-    const cells = plan.map((c, i) => ({
-      ...c,
-      runs: 3,
-      stalls: 0,
-      failoverMsMedian:
-        price({ counts: counts[i]!, nBuffers: c.nBuffers }, { ...base, constants: truth })
-          .failoverS * 1000,
-    })) as unknown as CellSummary[];
-    const meta = { name: 't', description: 't', source: 't' };
-    const r = fitCalibration(cells, counts, fit.base, meta, fit.groups);
+    const truth = withGroupSeconds(fit.base.constants, fit.groups, () => 1e-6);
+    const cells = syntheticCells(plan, counts, { ...base, constants: truth });
+    const r = fitCalibration(cells, counts, fit.base, META, fit.groups);
     expect(r.profile.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
     expect(r.groupSeconds['controlFile']! / 1e-6).toBeCloseTo(1, 9);
   });
@@ -282,7 +284,7 @@ describe('calibration cell design', () => {
     expect(fit.unidentified).toEqual([]);
     // No calibration cell has a relation of whole 1 GB segments: its failed open keeps the measured
     // constant (13 pays it at every block read of such a fork); 15's counts leave the base's 0.
-    expect(fit.measured).toEqual(['segmentOpenFailed']);
+    expect(fit.measured).toContain('segmentOpenFailed');
     expect(fit.base.constants['smgr.segmentOpenFailed'].seconds).toBe(2.9e-6);
     expect(fit.base.constants['smgr.segmentOpenFailed'].source).toMatch(/none of the/);
     const fit15 = identifiableGroups(
@@ -311,19 +313,9 @@ describe('calibration cell design', () => {
       descriptorPageMapped: 8e-6,
       unlinkNonEmpty: 0.4e-3,
     };
-    const truth = { ...fit.base.constants };
-    for (const g of fit.groups)
-      for (const k of g.constants) truth[k] = { ...truth[k], seconds: perEvent[g.name]! };
-    const cells = plan.map((c, i) => ({
-      ...c,
-      runs: 3,
-      stalls: 0,
-      failoverMsMedian:
-        price({ counts: counts[i]!, nBuffers: c.nBuffers }, { ...base, constants: truth })
-          .failoverS * 1000,
-    })) as unknown as CellSummary[];
-    const meta = { name: 't', description: 't', source: 't' };
-    const r = fitCalibration(cells, counts, fit.base, meta, fit.groups);
+    const truth = withGroupSeconds(fit.base.constants, fit.groups, (g) => perEvent[g]!);
+    const cells = syntheticCells(plan, counts, { ...base, constants: truth });
+    const r = fitCalibration(cells, counts, fit.base, META, fit.groups);
     // Identified, though less sharply than 15's groups (one contrast: Test A against COPY), so
     // exact synthetic seconds come back to 1e-6 rather than 1e-9.
     expect(r.groupSeconds['sizeQuery']! / 1.5e-6).toBeCloseTo(1, 6);

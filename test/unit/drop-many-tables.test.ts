@@ -7,42 +7,10 @@
  * Method: the executor logs into an in-test WAL that a primary and two standbys replay by redo.
  */
 import { describe, expect, it } from 'vitest';
-import { executeWrite, heapPlannerOf, type ExecutorContext } from '../../primary/executor.ts';
 import { parseStatement } from '../../sql/parser.ts';
-import { DEFAULT_DROP_SETTINGS, type DropResult, type DropStrategy } from '../../storage/drop.ts';
-import { NodeStorage } from '../../storage/node-storage.ts';
-import { redo } from '../../storage/redo.ts';
-import type { RelFileNumber, WalRecordBody } from '../../wal/records.ts';
+import { redoCluster, type RedoCluster } from '../helpers/storage.ts';
 
-function cluster(standbyStrategies: DropStrategy[]) {
-  const primary = NodeStorage.create(64, DEFAULT_DROP_SETTINGS);
-  const standbys = standbyStrategies.map((strategy) => {
-    const st = NodeStorage.create(4096, { ...DEFAULT_DROP_SETTINGS, strategy });
-    st.smgr.inRecovery = true;
-    return st;
-  });
-  const drops: DropResult[][] = standbys.map(() => []);
-  standbys.forEach((st, i) => (st.onDrop = (r) => drops[i]!.push(r)));
-  const logged: WalRecordBody[] = [];
-  const log = (body: WalRecordBody, xid: number) => {
-    logged.push(body);
-    for (const st of [primary, ...standbys]) redo(st, body, xid);
-    return 0;
-  };
-  const ctx: ExecutorContext = {
-    catalog: primary.catalog,
-    heap: heapPlannerOf(primary),
-    log,
-    commit: async (xid: number, droppedRels: RelFileNumber[]) =>
-      void log({ kind: 'XACT_COMMIT', xactTime: 0, droppedRels }, xid),
-    checkpoint: async () => {},
-    yieldNow: async () => {},
-  };
-  const sql = (text: string) => executeWrite(ctx, parseStatement(text));
-  return { primary, standbys, drops, logged, sql };
-}
-
-async function tables(c: ReturnType<typeof cluster>, n: number): Promise<string[]> {
+async function tables(c: RedoCluster, n: number): Promise<string[]> {
   const names = Array.from({ length: n }, (_, i) => `t${i}`);
   for (const t of names) {
     await c.sql(`CREATE TABLE ${t} (c int)`);
@@ -73,7 +41,7 @@ describe('DROP TABLE of many tables', () => {
     [30, 'bsearch'],
   ] as const) {
     it(`${n} tables: one commit record drops them all; replay's scan matches ${matcher}`, async () => {
-      const c = cluster(['full-scan', 'cached-lookup']);
+      const c = redoCluster(['full-scan', 'cached-lookup']);
       const names = await tables(c, n);
       const rels = names.map((t) => c.primary.catalog.lookup(t)!);
       const before = c.logged.length;
@@ -99,7 +67,7 @@ describe('DROP TABLE of many tables', () => {
   }
 
   it('a missing table drops nothing; IF EXISTS drops the others', async () => {
-    const c = cluster(['cached-lookup']);
+    const c = redoCluster(['cached-lookup']);
     await tables(c, 2);
     const before = c.logged.length;
     await expect(c.sql('DROP TABLE t0, nope, t1')).rejects.toThrow(

@@ -117,7 +117,7 @@ function reader(recs: readonly PgWalRecord[]): ReadRange {
 
 /** A from-scratch prediction: learn [redo, replay), replay [replay, received). */
 function fromScratch(recs: readonly PgWalRecord[], replay: number, received: number) {
-  const m = new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan');
+  const m = headModel();
   let learned = 0;
   for (const r of recs) {
     if (r.lsn < replay) {
@@ -151,6 +151,25 @@ function relations(m: RecoveryModel) {
   );
 }
 
+/** The exporter's head model: first-full-scan drop accounting. */
+const headModel = () => new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan');
+
+/** Windows over a head model, reading from `lsn`. */
+const windowsFrom = (lsn: number, opts: WindowOptions) =>
+  new ReplayWindows(headModel(), 0, formatLsn(lsn), opts);
+
+/** The tail (retired windows' images applied) is the state learning their records makes. */
+function expectTailLearned(w: ReplayWindows, recs: readonly PgWalRecord[]): void {
+  const tail = w.tailState();
+  const m = headModel();
+  for (const x of recs) if (x.lsn < tail.lsn) m.learn(x);
+  expect(relations(tail.model)).toEqual(relations(m));
+}
+
+/** A record that drops nothing (no truncation, relation or database drop). */
+const noDrops = (x: PgWalRecord) =>
+  x.truncate === undefined && !x.dropRels && x.dropDatabase === undefined;
+
 /** Replay LSNs a standby reports: the end of a record (or the redo). */
 const endOf = (recs: readonly PgWalRecord[], i: number) =>
   i === 0 ? recs[0]!.lsn : recs[i - 1]!.endLsn!;
@@ -167,12 +186,7 @@ async function runCycles(
   const rand = rng(seed);
   const read = reader(recs);
   const redo = recs[0]!.lsn;
-  const w = new ReplayWindows(
-    new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
-    0,
-    formatLsn(redo),
-    opts,
-  );
+  const w = windowsFrom(redo, opts);
   let replayed = 0; // records replayed
   let received = 0; // records received
   for (let c = 0; c < cycles; c++) {
@@ -197,12 +211,7 @@ async function runCycles(
 /** The state kept after a paused standby received `n` generated records over 50 cycles. */
 async function pausedBacklog(n: number, opts: WindowOptions): Promise<WindowStats> {
   const recs = generate(n, 7);
-  const w = new ReplayWindows(
-    new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
-    0,
-    formatLsn(recs[0]!.lsn),
-    opts,
-  );
+  const w = windowsFrom(recs[0]!.lsn, opts);
   const read = reader(recs);
   for (let c = 1; c <= 50; c++) {
     await w.read(read, formatLsn(recs[Math.floor((recs.length * c) / 50) - 1]!.endLsn!));
@@ -243,11 +252,7 @@ describe('the exporter LSN windows', () => {
           const want = fromScratch(recs, r, to);
           expect(got.learned).toBe(want.learned);
           expect(byName(got)).toEqual(byName(want));
-          // The tail (retired windows' images applied) is the state learning their records makes.
-          const tail = w.tailState();
-          const m = new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan');
-          for (const x of recs) if (x.lsn < tail.lsn) m.learn(x);
-          expect(relations(tail.model)).toEqual(relations(m));
+          expectTailLearned(w, recs);
         },
         seed % 2 === 0,
       );
@@ -261,12 +266,7 @@ describe('the exporter LSN windows', () => {
   it('read the WAL of a standby keeping up once: nothing again, and still agree', async () => {
     const recs = generate(3000, 21);
     const read = reader(recs);
-    const w = new ReplayWindows(
-      new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
-      0,
-      formatLsn(recs[0]!.lsn),
-      { windowBytes: 1 << 20, maxWindows: 8 },
-    );
+    const w = windowsFrom(recs[0]!.lsn, { windowBytes: 1 << 20, maxWindows: 8 });
     const rand = rng(21);
     let received = 0;
     let receivedLsn = recs[0]!.lsn;
@@ -326,8 +326,7 @@ describe('the exporter LSN windows', () => {
       ...b,
     }));
     const read = reader(recs);
-    const model = () => new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan');
-    const w = new ReplayWindows(model(), 0, formatLsn(recs[0]!.lsn), {
+    const w = windowsFrom(recs[0]!.lsn, {
       windowBytes: 1,
       maxWindows: 2,
       grow: false,
@@ -335,10 +334,7 @@ describe('the exporter LSN windows', () => {
     const check = async (replayed: number, received: number) => {
       const r = replayed === 0 ? recs[0]!.lsn : recs[replayed - 1]!.endLsn!;
       w.retire(formatLsn(r));
-      const tail = w.tailState();
-      const m = model();
-      for (const x of recs) if (x.lsn < tail.lsn) m.learn(x);
-      expect(relations(tail.model)).toEqual(relations(m));
+      expectTailLearned(w, recs);
       const to = recs[received - 1]!.endLsn!;
       expect(byName(await w.prediction(formatLsn(r), read))).toEqual(
         byName(fromScratch(recs, r, to)),
@@ -375,12 +371,7 @@ describe('the exporter LSN windows', () => {
     const read = reader(recs);
     const from = recs[0]!.lsn;
     const receive = recs.at(-1)!.endLsn!;
-    const w = new ReplayWindows(
-      new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
-      0,
-      formatLsn(from),
-      { windowBytes: 1 << 30, maxWindows: 8 },
-    );
+    const w = windowsFrom(from, { windowBytes: 1 << 30, maxWindows: 8 });
     await w.read(read, formatLsn(receive));
     expect(w.readBytes).toBe(receive - from);
     // The window's full-scan drops, as the head counted them (the same state: every record).
@@ -423,18 +414,11 @@ describe('the exporter LSN windows', () => {
 
   it('read again, of a replay moving through many windows, each cut window up to the replay LSN only', async () => {
     // No drops: only the records before the replay LSN are read again.
-    const recs = generate(3000, 43).filter(
-      (x) => x.truncate === undefined && !x.dropRels && x.dropDatabase === undefined,
-    );
+    const recs = generate(3000, 43).filter(noDrops);
     const read = reader(recs);
     const from = recs[0]!.lsn;
     const receive = recs.at(-1)!.endLsn!;
-    const w = new ReplayWindows(
-      new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
-      0,
-      formatLsn(from),
-      { windowBytes: 16 << 10, maxWindows: 64, grow: false },
-    );
+    const w = windowsFrom(from, { windowBytes: 16 << 10, maxWindows: 64, grow: false });
     await w.read(read, formatLsn(receive));
     let last = { window: -1, at: 0 };
     let reread = 0;
@@ -478,19 +462,14 @@ describe('the exporter LSN windows', () => {
     const STEP = 512 << 10;
     const base = 0x100000000;
     const recs = generate(24_000, 47)
-      .filter((x) => x.truncate === undefined && !x.dropRels && x.dropDatabase === undefined)
+      .filter(noDrops)
       .slice(0, 16_384)
       .map((x, i) => ({ ...x, lsn: base + i * STEP, endLsn: base + (i + 1) * STEP - 16 }))
       .map((x) => ({ ...x, totalLength: x.endLsn - x.lsn }));
     expect(recs.length).toBe(16_384);
     const backlog = recs.at(-1)!.endLsn - base;
     const read = reader(recs);
-    const w = new ReplayWindows(
-      new RecoveryModel(NB, FILES, false, RULES, 'first-full-scan'),
-      0,
-      formatLsn(base),
-      DEFAULT_WINDOW_OPTIONS,
-    );
+    const w = windowsFrom(base, DEFAULT_WINDOW_OPTIONS);
     for (let c = 1; c <= 8; c++) {
       await w.read(read, formatLsn(recs[(recs.length * c) / 8 - 1]!.endLsn), formatLsn(base));
       w.retire(formatLsn(base));

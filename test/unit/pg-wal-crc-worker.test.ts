@@ -19,35 +19,25 @@ import { CRC_WORKER_CODE } from '../../pg-wal/scan-wasm.ts';
 import { detectSegmentSize, WalDirectory } from '../../pg-wal/wal-dir.ts';
 import type { WalSegmentSource } from '../../pg-wal/wal-dir.ts';
 import { segmentFileName } from '../../wal/segment.ts';
-import { buildWal, MemorySegments, type BuildRecord } from '../helpers/pg-wal-build.ts';
+import {
+  buildWal,
+  heapInsertRun,
+  MemorySegments,
+  type BuildRecord,
+} from '../helpers/pg-wal-build.ts';
 
 const SEG = 1 << 20;
 const REL = { spc: 1663, db: 5, rel: 16384 };
 
 /** ~3 segments of heap inserts of varied lengths (some spanning pages), block refs and offsets. */
-function records(): BuildRecord[] {
-  const out: BuildRecord[] = [];
-  for (let i = 0; i < 24000; i++) {
-    const main = Buffer.alloc(3);
-    main.writeUInt16LE((i % 200) + 1);
-    const len = i % 997 === 0 ? 9000 : 20 + (i % 150);
-    out.push({
-      rmid: 10,
-      info: 0,
-      xid: 900 + (i % 7),
-      blocks: [
-        {
-          id: 0,
-          node: { ...REL, rel: REL.rel + (i % 5) },
-          block: i >> 5,
-          data: Buffer.alloc(len, i),
-        },
-      ],
-      main,
-    });
-  }
-  return out;
-}
+const records = (): BuildRecord[] =>
+  heapInsertRun(24000, {
+    node: REL,
+    perBlock: 32,
+    xid: (i) => 900 + (i % 7),
+    rel: (i) => REL.rel + (i % 5),
+    fill: (i) => i,
+  });
 
 const wal = buildWal(records(), { major: 15, segmentSize: SEG, startSegno: 1 });
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-crcw-'));

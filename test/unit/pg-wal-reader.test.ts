@@ -12,7 +12,13 @@ import { PgWalReader, type PgWalReadOptions } from '../../pg-wal/reader.ts';
 import type { PgWalRecord } from '../../pg-wal/record.ts';
 import { recordTypeName } from '../../pg-wal/rmgr-names.ts';
 import { formatLsn } from '../../wal/lsn.ts';
-import { buildWal, encodeCrc, MemorySegments, type BuildRecord } from '../helpers/pg-wal-build.ts';
+import {
+  buildWal,
+  encodeCrc,
+  heapInsert as buildHeapInsert,
+  MemorySegments,
+  type BuildRecord,
+} from '../helpers/pg-wal-build.ts';
 
 const SEG = 1 << 20;
 const REL = { spc: 1663, db: 5, rel: 16384 };
@@ -29,15 +35,7 @@ async function readAll(
 
 /** A Heap INSERT of `len` bytes of tuple data on one block. */
 function heapInsert(len: number, offnum = 1, block = 0): BuildRecord {
-  const main = Buffer.alloc(3);
-  main.writeUInt16LE(offnum, 0);
-  return {
-    rmid: 10,
-    info: 0x00,
-    xid: 740,
-    blocks: [{ id: 0, node: REL, block, data: Buffer.alloc(len, 1) }],
-    main,
-  };
+  return buildHeapInsert({ node: REL, block, len, offnum, xid: 740, fill: 1 });
 }
 
 /** A Transaction COMMIT with xinfo: the parts given, in ParseCommitRecord's order. */

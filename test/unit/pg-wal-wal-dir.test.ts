@@ -13,29 +13,21 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PgWalReader } from '../../pg-wal/reader.ts';
 import { WalDirectory } from '../../pg-wal/wal-dir.ts';
 import { segmentFileName } from '../../wal/segment.ts';
-import { buildWal, type BuildRecord } from '../helpers/pg-wal-build.ts';
+import { buildWal, heapInsertRun, type BuildRecord } from '../helpers/pg-wal-build.ts';
 
 const SEG = 1 << 20;
 const REL = { spc: 1663, db: 5, rel: 16384 };
 const HISTORY = [{ tli: 1, beginLsn: 0, endLsn: null }];
 
 /** ~3 segments of heap inserts, some spanning pages. */
-function records(): BuildRecord[] {
-  const out: BuildRecord[] = [];
-  for (let i = 0; i < 20000; i++) {
-    const main = Buffer.alloc(3);
-    main.writeUInt16LE((i % 200) + 1);
-    const len = i % 997 === 0 ? 9000 : 20 + (i % 150);
-    out.push({
-      rmid: 10,
-      info: 0,
-      xid: 700,
-      blocks: [{ id: 0, node: REL, block: i >> 6, data: Buffer.alloc(len, 7) }],
-      main,
-    });
-  }
-  return out;
-}
+const records = (): BuildRecord[] =>
+  heapInsertRun(20000, {
+    node: REL,
+    perBlock: 64,
+    xid: () => 700,
+    rel: () => REL.rel,
+    fill: () => 7,
+  });
 
 const wal = buildWal(records(), { major: 16, segmentSize: SEG, startSegno: 1 });
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-waldir-'));

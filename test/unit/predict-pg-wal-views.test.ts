@@ -20,24 +20,13 @@ import { pgKindOf, RecoveryModel } from '../../scripts/predict/replay-model.ts';
 import type { PgWalRecord } from '../../scripts/predict/wal-records.ts';
 import { formatLsn } from '../../wal/lsn.ts';
 import { segmentFileName } from '../../wal/segment.ts';
-import { buildWal, MemorySegments, type BuildRecord } from '../helpers/pg-wal-build.ts';
+import { buildWal, heapInsert, MemorySegments, type BuildRecord } from '../helpers/pg-wal-build.ts';
 
 const SEG = 1 << 20;
 const rel = (n: number) => ({ spc: 1663, db: 5, rel: n });
 
-const u16 = (v: number) => {
-  const b = Buffer.alloc(2);
-  b.writeUInt16LE(v);
-  return b;
-};
-
-const insert = (r: number, block: number, off: number, len = 40): BuildRecord => ({
-  rmid: 10,
-  info: 0x00,
-  xid: 800,
-  blocks: [{ id: 0, node: rel(r), block, data: Buffer.alloc(len, 3) }],
-  main: Buffer.concat([u16(off), Buffer.alloc(1)]),
-});
+const insert = (r: number, block: number, off: number, len = 40): BuildRecord =>
+  heapInsert({ node: rel(r), block, len, offnum: off, xid: 800, fill: 3 });
 
 const update = (r: number, newBlock: number, oldBlock: number, newOff: number): BuildRecord => {
   const main = Buffer.alloc(14);

@@ -61,4 +61,27 @@ describe('Scheduler', () => {
     await s.runFor(2);
     expect(seen).toEqual(Array.from({ length: 600 }, (_, k) => [`start ${k}`, `done ${k}`]).flat());
   });
+
+  it('takes one real event-loop turn per runFor or runUntil (a turn costs a poll for I/O)', async () => {
+    const s = new Scheduler();
+    for (let k = 0; k < 20; k++) s.at(k, 'n#1', `e${k}`, () => {});
+    await s.runFor(5); // the first events (one of them takes the turn of every 256th event)
+    const real = globalThis.setImmediate;
+    let turns = 0;
+    globalThis.setImmediate = ((fn: () => void) => {
+      turns++;
+      return real(fn);
+    }) as typeof setImmediate;
+    try {
+      await s.runFor(5);
+      expect(turns).toBe(1); // was one at the start and one at the end
+      turns = 0;
+      let seen = 0;
+      s.at(1, 'n#1', 'last', () => seen++);
+      expect(await s.runUntil(() => seen > 0, 100)).toBe(true);
+      expect(turns).toBe(1);
+    } finally {
+      globalThis.setImmediate = real;
+    }
+  });
 });

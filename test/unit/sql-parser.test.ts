@@ -145,4 +145,25 @@ describe('parseStatement', () => {
       /^walsim runs one statement per request/,
     );
   });
+
+  it('keeps a parsed text: the same frozen statement; afresh with NOTICEs; errors each time', () => {
+    const sql = 'SELECT count(*) FROM t WHERE c > 5';
+    const a = parseStatement(sql);
+    expect(a).toEqual({ type: 'select_count', name: 't', predicate: { op: '>', value: 5 } });
+    expect(parseStatement(sql)).toBe(a); // a node parses every statement it runs; texts repeat
+    expect(Object.isFrozen(a)).toBe(true);
+    if (a.type !== 'select_count') throw new Error('select_count expected');
+    expect(Object.isFrozen(a.predicate)).toBe(true);
+    const values = parseStatement('INSERT INTO t VALUES (1), (2)');
+    if (values.type !== 'insert_values') throw new Error('insert_values expected');
+    expect(() => values.values.push(3)).toThrow(TypeError);
+    // With a NOTICE list the lexer's notices must reach the caller: parsed afresh each time.
+    const long = `SELECT count(*) FROM ${'x'.repeat(70)}`;
+    const notices: Notice[] = [];
+    expect(parseStatement(long, notices)).not.toBe(parseStatement(long, notices));
+    expect(notices).toHaveLength(2);
+    // A text that fails to parse fails again (nothing kept).
+    expect(errorOf(() => parseStatement('SELEC 1')).sqlstate).toBe('42601');
+    expect(errorOf(() => parseStatement('SELEC 1')).sqlstate).toBe('42601');
+  });
 });

@@ -6,40 +6,8 @@
  * Method: the executor logs into an in-test WAL that a primary and two standbys replay by redo.
  */
 import { describe, expect, it } from 'vitest';
-import { executeWrite, heapPlannerOf, type ExecutorContext } from '../../primary/executor.ts';
 import { parseStatement } from '../../sql/parser.ts';
-import { DEFAULT_DROP_SETTINGS, type DropResult, type DropSettings } from '../../storage/drop.ts';
-import { NodeStorage } from '../../storage/node-storage.ts';
-import { redo } from '../../storage/redo.ts';
-import type { RelFileNumber, WalRecordBody } from '../../wal/records.ts';
-
-function cluster(standbyStrategies: Array<DropSettings['strategy']>) {
-  const primary = NodeStorage.create(64, DEFAULT_DROP_SETTINGS);
-  const standbys = standbyStrategies.map((strategy) => {
-    const st = NodeStorage.create(4096, { ...DEFAULT_DROP_SETTINGS, strategy });
-    st.smgr.inRecovery = true;
-    return st;
-  });
-  const drops: DropResult[][] = standbys.map(() => []);
-  standbys.forEach((st, i) => (st.onDrop = (r) => drops[i]!.push(r)));
-  const logged: WalRecordBody[] = [];
-  const log = (body: WalRecordBody, xid: number) => {
-    logged.push(body);
-    for (const st of [primary, ...standbys]) redo(st, body, xid);
-    return 0;
-  };
-  const ctx: ExecutorContext = {
-    catalog: primary.catalog,
-    heap: heapPlannerOf(primary),
-    log,
-    commit: async (xid: number, droppedRels: RelFileNumber[]) =>
-      void log({ kind: 'XACT_COMMIT', xactTime: 0, droppedRels }, xid),
-    checkpoint: async () => {},
-    yieldNow: async () => {},
-  };
-  const sql = (text: string) => executeWrite(ctx, parseStatement(text));
-  return { primary, standbys, drops, logged, sql };
-}
+import { redoCluster } from '../helpers/storage.ts';
 
 describe('TOAST-able tables', () => {
   it('parse: one int column plus an optional text or bytea column', () => {
@@ -59,7 +27,7 @@ describe('TOAST-able tables', () => {
   });
 
   it('CREATE TABLE logs the TOAST table and index; replay sizes the index, not the TOAST heap', async () => {
-    const c = cluster(['cached-lookup']);
+    const c = redoCluster(['cached-lookup']);
     await c.sql('CREATE TABLE t (c int, d text)');
     const st = c.standbys[0]!;
     const toast = st.catalog.toastOf('t')!;
@@ -81,7 +49,7 @@ describe('TOAST-able tables', () => {
   });
 
   it('TRUNCATE drops three relfilenodes per table: a full scan for cached-lookup, probes for cache-at-create', async () => {
-    const c = cluster(['cached-lookup', 'cache-at-create', 'rel-list']);
+    const c = redoCluster(['cached-lookup', 'cache-at-create', 'rel-list']);
     await c.sql('CREATE TABLE t (c int, d text)');
     await c.sql('CREATE TABLE u (c int)');
     await c.sql('INSERT INTO t SELECT generate_series(1, 10)');
@@ -138,7 +106,7 @@ describe('TOAST-able tables', () => {
   });
 
   it('DROP TABLE drops the TOAST table and index too', async () => {
-    const c = cluster(['cached-lookup']);
+    const c = redoCluster(['cached-lookup']);
     await c.sql('CREATE TABLE t (c int, bytes bytea)');
     const toast = c.primary.catalog.toastOf('t')!;
     await c.sql('DROP TABLE t');

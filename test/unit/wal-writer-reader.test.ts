@@ -116,6 +116,23 @@ describe('WalWriter + readWal', () => {
     w.close();
   });
 
+  it('holds a window the size of what it reads: a few records of a segment, a short stretch', () => {
+    const { lsns, w } = writeAll(bodies(5));
+    w.close();
+    // No stop LSN (start-up replay): it read the rest of the 64 kB segment into a window as large.
+    const all = readAll(lsns[0]!);
+    expect(all.recs).toHaveLength(5);
+    expect(all.reader.windowBytes).toBeLessThanOrEqual(8 * 1024);
+    // A stop LSN (a standby's stretch of flushed WAL): read up to it at once, as before, into a
+    // window of that size (it was 8 kB for any stretch).
+    const stretch = readAll(lsns[1]!, { ...OPTS, stopLsn: lsns[3]! });
+    expect(stretch.recs).toHaveLength(2);
+    expect(stretch.reader.bufferedEndLsn).toBe(lsns[3]);
+    expect(stretch.reader.windowBytes).toBeLessThanOrEqual(
+      Math.max(512, 2 * (lsns[3]! - lsns[1]!)),
+    );
+  });
+
   it('reads from any record boundary and honours stopLsn and expectedPrev', () => {
     const { lsns, w } = writeAll(bodies(200));
     w.close();
