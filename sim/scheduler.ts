@@ -22,14 +22,24 @@ function realImmediate(): Promise<void> {
 /**
  * Resolves once the microtask queue has drained: every continuation queued before the call, and
  * every one those queue in turn, has run — what the turn above guarantees, at a tenth of its
- * cost (no pass through the event loop's phases and its poll for I/O, 5 µs of CPU here, once per
- * event). The microtask queues a process.nextTick; Node runs the tick queue only once V8's
- * microtask queue is empty (processTicksAndRejections: ticks, then runMicrotasks() to the end,
- * then the ticks queued meanwhile). Exact as long as the code under test queues no nextTick of
- * its own (the node core uses none: its clock is the scheduler's).
+ * cost (no pass through the event loop's phases and its poll for I/O, 5 µs of CPU here). The
+ * microtask queues a process.nextTick; Node runs the tick queue only once V8's microtask queue is
+ * empty (processTicksAndRejections: ticks, then runMicrotasks() to the end, then the ticks queued
+ * meanwhile). Exact as long as the code under test queues no nextTick of its own (the node core
+ * uses none: its clock is the scheduler's).
  */
 function drained(): Promise<void> {
   return new Promise((resolve) => queueMicrotask(() => process.nextTick(resolve)));
+}
+
+/**
+ * `drained` for a caller that is itself a microtask (code after an `await`, where the loops of
+ * runFor/runUntil run every event): a tick queued there runs only once the microtask queue is
+ * empty, so the microtask in front of it is not needed. From a macrotask (the main script, a
+ * timer) Node runs the ticks before the microtasks: the first wait of a run is `drained`.
+ */
+function ticked(): Promise<void> {
+  return new Promise((resolve) => process.nextTick(resolve));
 }
 
 /**
@@ -41,13 +51,21 @@ const EVENTS_PER_REAL_TURN = 256;
 /** Wall-clock epoch of simulated time 0 (fixed, so WAL timestamps are the same on every run). */
 export const SIM_EPOCH_MS = Date.UTC(2026, 0, 1);
 
-interface SimEvent {
-  at: number;
-  seq: number;
-  owner: string;
-  label: string;
-  fn: () => void;
-  cancelled: boolean;
+/** An event is its own timer handle: no handle object and closure per event. */
+class SimEvent implements TimerHandle {
+  cancelled = false;
+
+  constructor(
+    readonly at: number,
+    readonly seq: number,
+    readonly owner: string,
+    readonly label: string,
+    readonly fn: () => void,
+  ) {}
+
+  cancel(): void {
+    this.cancelled = true;
+  }
 }
 
 /** Binary min-heap on (at, seq). */
@@ -127,17 +145,10 @@ export class Scheduler {
 
   /** Schedule `fn` at now + delayMs on behalf of `owner`. */
   at(delayMs: number, owner: string, label: string, fn: () => void): TimerHandle {
-    const e: SimEvent = {
-      at: this.nowMs + Math.max(0, delayMs),
-      seq: this.seq++,
-      owner,
-      label,
-      fn,
-      cancelled: false,
-    };
+    const e = new SimEvent(this.nowMs + Math.max(0, delayMs), this.seq++, owner, label, fn);
     if (this.dead.has(owner)) e.cancelled = true;
     this.heap.push(e);
-    return { cancel: () => void (e.cancelled = true) };
+    return e;
   }
 
   /** Advance simulated time inside the running event (a slow fsync takes this long). */
@@ -192,16 +203,15 @@ export class Scheduler {
   }
 
   /** Run the next event and the promise continuations it caused. False when none is left. */
-  step(): Promise<boolean> {
-    return this.runNext(realImmediate);
+  async step(): Promise<boolean> {
+    if (!this.fire()) return false;
+    await realImmediate(); // every microtask the event caused has run
+    this.afterEvent?.();
+    return true;
   }
 
-  /** `step`, with the cheaper wait for the continuations (`drained`) but every so many events. */
-  private stepDrained(): Promise<boolean> {
-    return this.runNext(this.eventsRun % EVENTS_PER_REAL_TURN === 0 ? realImmediate : drained);
-  }
-
-  private async runNext(settle: () => Promise<void>): Promise<boolean> {
+  /** Run the next live event; its continuations are the caller's to wait for. False if none. */
+  private fire(): boolean {
     for (;;) {
       const e = this.heap.pop();
       if (e === undefined) return false;
@@ -218,10 +228,16 @@ export class Scheduler {
         if (this.onUncaught === null) throw err;
         this.onUncaught(e.owner, err);
       }
-      await settle(); // every microtask the event caused has run
-      this.afterEvent?.();
       return true;
     }
+  }
+
+  /**
+   * The wait for the continuations of the event runFor/runUntil just fired: their loops are past
+   * their first await (microtasks), so `ticked` is exact; a real event-loop turn every so many.
+   */
+  private afterFire(): Promise<void> {
+    return (this.eventsRun - 1) % EVENTS_PER_REAL_TURN === 0 ? realImmediate() : ticked();
   }
 
   /** Time of the next live event, or null. */
@@ -249,7 +265,9 @@ export class Scheduler {
     for (;;) {
       const next = this.nextAt();
       if (next === null || next > until) break;
-      await this.stepDrained();
+      this.fire();
+      await this.afterFire(); // every microtask the event caused has run
+      this.afterEvent?.();
     }
     await this.settled();
     if (this.nowMs < until) this.nowMs = until;
@@ -275,7 +293,9 @@ export class Scheduler {
       if (done()) break;
       const next = this.nextAt();
       if (next === null || next > until) break;
-      await this.stepDrained();
+      this.fire();
+      await this.afterFire(); // every microtask the event caused has run
+      this.afterEvent?.();
     }
     await this.settled();
     if (done()) return true;
