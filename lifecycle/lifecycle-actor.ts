@@ -108,7 +108,6 @@ function stepFrom(c: Configuration, event: LifecycleEvent): Step {
 }
 
 export class LifecycleActor {
-  private readonly actions: LifecycleActions;
   private configuration: Configuration;
   /** Failures of the actions run by the event being sent now (the actions run synchronously). */
   private failures: LifecycleActionError[] = [];
@@ -120,24 +119,16 @@ export class LifecycleActor {
   /** Events sent by actions while an event is processed; null when none is being processed. */
   private queued: LifecycleEvent[] | null = null;
 
+  /**
+   * `beforeAction` runs before each action, inside the action's guard: a test-only fault armed in
+   * the node throws there, in the action's place.
+   */
   constructor(
     input: LifecycleInput,
-    actions: LifecycleActions,
+    private readonly actions: LifecycleActions,
     private readonly onFailure: (failure: LifecycleActionError) => void,
+    private readonly beforeAction: ((name: LifecycleActionName) => void) | null = null,
   ) {
-    const guarded = {} as LifecycleActions;
-    for (const name of Object.keys(actions) as LifecycleActionName[]) {
-      guarded[name] = () => {
-        try {
-          actions[name]!();
-        } catch (e) {
-          const failure = new LifecycleActionError(name, this.current, e);
-          this.failures.push(failure);
-          this.onFailure(failure);
-        }
-      };
-    }
-    this.actions = guarded;
     // Entering the initial state runs actions (creating the role) with the initial snapshot in
     // place, as an xstate actor's start does; their failures go to the opener.
     const start = startOf(input);
@@ -195,6 +186,18 @@ export class LifecycleActor {
   }
 
   private runActions(names: readonly LifecycleActionName[]): void {
-    for (const name of names) this.actions[name]!();
+    for (const name of names) this.runAction(name);
+  }
+
+  /** One action in its guard (one method, not a guarding closure per action and node start). */
+  private runAction(name: LifecycleActionName): void {
+    try {
+      this.beforeAction?.(name);
+      this.actions[name]();
+    } catch (e) {
+      const failure = new LifecycleActionError(name, this.current, e);
+      this.failures.push(failure);
+      this.onFailure(failure);
+    }
   }
 }

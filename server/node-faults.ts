@@ -7,7 +7,7 @@
  * InvariantViolation (lifecycle/lifecycle-actor.ts says what follows). Counts what was injected.
  *
  * Entry points: `NodeFaults` (`inject`, `redoFaultArmed`, `injectedRedoFailure`,
- * `guardLifecycleActions`).
+ * `beforeLifecycleAction`, which the lifecycle actor runs before every action).
  */
 import { InvariantViolation } from '../common/assert.ts';
 import type { Clock } from '../common/clock.ts';
@@ -18,7 +18,6 @@ import type { FaultName } from '../protocol/messages.ts';
 import { injectedBugs } from '../common/injected-bugs.ts';
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import type { WalWriter } from '../wal/wal-writer.ts';
-import type { LifecycleActionName, LifecycleActions } from '../lifecycle/lifecycle-actor.ts';
 
 export class NodeFaults {
   /** Faults injected so far, by name (status). */
@@ -92,18 +91,6 @@ export class NodeFaults {
     throw new InvariantViolation(
       `INV-FAULT: injected redo failure applying the record ending at ${formatLsn(at)}`,
     );
-  }
-
-  /** The node's lifecycle actions, each run after `beforeLifecycleAction` had its chance to throw. */
-  guardLifecycleActions(effects: LifecycleActions): LifecycleActions {
-    for (const name of Object.keys(effects) as LifecycleActionName[]) {
-      const effect = effects[name]!;
-      effects[name] = () => {
-        this.beforeLifecycleAction(name);
-        effect();
-      };
-    }
-    return effects;
   }
 
   /**

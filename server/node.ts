@@ -190,6 +190,7 @@ export class ServerNode {
       },
       this.lifecycleEffects(),
       (failure) => this.actionFailed(failure),
+      (name) => this.faults.beforeLifecycleAction(name),
     );
   }
 
@@ -266,16 +267,17 @@ export class ServerNode {
 
   /**
    * Side effects of lifecycle transitions (see lifecycle/lifecycle-machine.ts), by kind; each runs
-   * after the test-only action faults had their chance to throw in its place.
+   * after the test-only action faults had their chance to throw in its place (the actor's
+   * `beforeAction`).
    */
   private lifecycleEffects(): LifecycleActions {
-    return this.faults.guardLifecycleActions({
+    return {
       ...this.roleEffects(),
       ...this.replayEffects(),
       ...this.promotionEffects(),
       recordCheckpointDone: () => {},
       beginShutdown: () => {},
-    });
+    };
   }
 
   /** INV-NODE-6: the role is created by the state the node enters, retired after promotion. */

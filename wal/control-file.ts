@@ -27,8 +27,17 @@ export interface ControlFile {
   time: string;
 }
 
+/** `controlFilePath` by data directory: pg_control is written at every checkpoint and restartpoint. */
+const controlFilePaths = new Map<string, string>();
+
 export function controlFilePath(dataDir: string): string {
-  return path.join(dataDir, 'global', 'pg_control');
+  let p = controlFilePaths.get(dataDir);
+  if (p === undefined) {
+    p = path.join(dataDir, 'global', 'pg_control');
+    if (controlFilePaths.size >= 64) controlFilePaths.clear(); // a bound, not a tuning
+    controlFilePaths.set(dataDir, p);
+  }
+  return p;
 }
 
 export function readControlFile(dataDir: string, disk: Disk): ControlFile {

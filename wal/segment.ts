@@ -1,7 +1,7 @@
 /**
  * WAL segment geometry and file names (PostgreSQL's xlog_internal.h), and timeline history files.
  *
- * Entry points: `walDir`, `segmentFileName`, `parseSegmentFileName`, `segmentOf`,
+ * Entry points: `walDir`, `walFilePath`, `segmentFileName`, `parseSegmentFileName`, `segmentOf`,
  * `segmentStartLsn`, `firstRecordLsn`, `checkSegmentSize`, `parseSegmentSize`,
  * `readTimelineHistory`, `writeTimelineHistory`, `timelineHistoryFileName`, `listSegmentFiles`.
  */
@@ -37,6 +37,38 @@ export function walDir(dataDir: string): string {
     walDirs.set(dataDir, dir);
   }
   return dir;
+}
+
+/** `walFilePath` by pg_wal directory and file name (at most WAL_PATHS_MAX of them). */
+const walPaths = new Map<string, Map<string, string>>();
+let walPathCount = 0;
+/** A bound, not a tuning: a process reads and writes a few hundred segment files at most. */
+const WAL_PATHS_MAX = 4096;
+
+/**
+ * `<dataDir>/pg_wal/<name>`, the same string every time: it is built at every WAL read and
+ * write (path.join normalises the whole path each time), and a disk keyed by path finds a string
+ * it has seen without hashing it again.
+ */
+export function walFilePath(dataDir: string, name: string): string {
+  const dir = walDir(dataDir);
+  let byName = walPaths.get(dir);
+  if (byName === undefined) {
+    byName = new Map();
+    walPaths.set(dir, byName);
+  }
+  let p = byName.get(name);
+  if (p === undefined) {
+    if (walPathCount >= WAL_PATHS_MAX) {
+      walPaths.clear();
+      walPathCount = 0;
+      return walFilePath(dataDir, name);
+    }
+    p = path.join(dir, name);
+    byName.set(name, p);
+    walPathCount++;
+  }
+  return p;
 }
 
 const SEGMENT_SIZE_UNITS: Readonly<Record<string, number>> = {
@@ -102,12 +134,38 @@ function hex8(n: number): string {
   return n.toString(16).toUpperCase().padStart(8, '0');
 }
 
+/** segmentFileName's names by segment size, timeline, segno: asked at every WAL read and write. */
+const segmentNames = new Map<number, Map<number, Map<number, string>>>();
+const SEGMENT_NAMES_MAX = 4096;
+
+function segmentNamesOf(segmentSize: number, tli: TimeLineId): Map<number, string> {
+  let byTli = segmentNames.get(segmentSize);
+  if (byTli === undefined) {
+    byTli = new Map();
+    segmentNames.set(segmentSize, byTli);
+  }
+  let names = byTli.get(tli);
+  if (names === undefined) {
+    if (byTli.size >= 64) byTli.clear(); // a bound, not a tuning
+    names = new Map();
+    byTli.set(tli, names);
+  }
+  return names;
+}
+
 /** XLogFileName: `%08X%08X%08X` of (TLI, segno / segsPerXlogId, segno % segsPerXlogId). */
 export function segmentFileName(tli: TimeLineId, segno: number, segmentSize: number): string {
   assert(Number.isSafeInteger(segno) && segno >= 0, `INV-WAL-8: bad segment number ${segno}`);
   assert(tli >>> 0 === tli && tli >= 1, `INV-WAL-8: bad timeline ${tli}`);
-  const segsPerId = TWO_32 / segmentSize;
-  return hex8(tli) + hex8(Math.floor(segno / segsPerId)) + hex8(segno % segsPerId);
+  const names = segmentNamesOf(segmentSize, tli);
+  let name = names.get(segno);
+  if (name === undefined) {
+    const segsPerId = TWO_32 / segmentSize;
+    name = hex8(tli) + hex8(Math.floor(segno / segsPerId)) + hex8(segno % segsPerId);
+    if (names.size >= SEGMENT_NAMES_MAX) names.clear(); // a bound, not a tuning
+    names.set(segno, name);
+  }
+  return name;
 }
 
 /** XLogFromFileName: null when `name` is not a 24-hex-digit segment file name. */
@@ -215,7 +273,7 @@ export function readTimelineHistoryFile(
   tli: TimeLineId,
   disk: Disk,
 ): string | null {
-  const p = path.join(walDir(dataDir), timelineHistoryFileName(tli));
+  const p = walFilePath(dataDir, timelineHistoryFileName(tli));
   // Timeline 1 has none, and a missing file is the common case: asked first, without the error.
   if (!disk.exists(p)) return null;
   try {

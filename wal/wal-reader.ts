@@ -9,7 +9,6 @@
  * exists. A timeline switch copies the switch segment's prefix into the new timeline's file, so the
  * newest file always holds the right bytes.
  */
-import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
 import type { Disk } from '../common/disk.ts';
 import { WalsimError } from '../common/errors.ts';
@@ -31,8 +30,8 @@ import {
   segmentFileName,
   segmentOf,
   segmentOffset,
-  walDir,
   type TimelineHistoryEntry,
+  walFilePath,
 } from './segment.ts';
 
 export interface WalReadOptions {
@@ -256,13 +255,12 @@ export class WalReader implements Iterable<WalRecord> {
   private segmentFd(segno: number): number | null {
     if (this.fdSegno === segno) return this.fd;
     this.close();
-    const dir = walDir(this.dataDir);
     const chosen = chooseSegmentFile(this.dataDir, segno, this.history, this.segmentSize, (name) =>
-      this.disk.exists(path.join(dir, name)),
+      this.disk.exists(walFilePath(this.dataDir, name)),
     );
     if (chosen === null) return null;
     this.fileBySegno.set(segno, chosen.name);
-    this.fd = this.disk.open(path.join(dir, chosen.name), 'r');
+    this.fd = this.disk.open(walFilePath(this.dataDir, chosen.name), 'r');
     this.fdSegno = segno;
     return this.fd;
   }
@@ -338,7 +336,6 @@ export function readWalBytes(
   opts: Pick<WalReadOptions, 'timeline' | 'segmentSize' | 'history' | 'disk'>,
 ): Uint8Array {
   const disk = opts.disk;
-  const dir = walDir(dataDir);
   checkSegmentSize(opts.segmentSize);
   assertValidLsn(startLsn, 'startLsn');
   assertValidLsn(endLsn, 'endLsn');
@@ -354,11 +351,11 @@ export function readWalBytes(
     const offset = segmentOffset(at, opts.segmentSize);
     const n = Math.min(endLsn - at, opts.segmentSize - offset);
     const chosen = chooseSegmentFile(dataDir, segno, history, opts.segmentSize, (name) =>
-      disk.exists(path.join(dir, name)),
+      disk.exists(walFilePath(dataDir, name)),
     );
     if (chosen === null)
       throw new WalsimError('io_error', walSegmentRemovedMessage(segno, history, opts.segmentSize));
-    const fd = disk.open(path.join(dir, chosen.name), 'r');
+    const fd = disk.open(walFilePath(dataDir, chosen.name), 'r');
     try {
       let got = 0;
       while (got < n) {

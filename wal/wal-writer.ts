@@ -27,6 +27,7 @@ import {
   segmentOf,
   segmentOffset,
   walDir,
+  walFilePath,
   writeTimelineHistory,
 } from './segment.ts';
 
@@ -363,7 +364,7 @@ export class WalWriter {
   // -------------------------------------------------------------------------------------------
 
   private segmentPath(tli: TimeLineId, segno: number): string {
-    return path.join(walDir(this.dataDir), segmentFileName(tli, segno, this.segmentSize));
+    return walFilePath(this.dataDir, segmentFileName(tli, segno, this.segmentSize));
   }
 
   /** The fd of this timeline's file for `segno`, positioned writes at `offset`. */
@@ -421,8 +422,8 @@ export class WalWriter {
     } else {
       const prefix = new Uint8Array(offset);
       const history = readTimelineHistory(this.dataDir, this.tli, this.disk);
-      const dir = walDir(this.dataDir);
-      const exists = (name: string): boolean => this.disk.exists(path.join(dir, name));
+      const exists = (name: string): boolean =>
+        this.disk.exists(walFilePath(this.dataDir, name));
       const own =
         copyFrom === undefined ? null : segmentFileName(copyFrom, segno, this.segmentSize);
       const src =
@@ -430,7 +431,7 @@ export class WalWriter {
           ? { name: own }
           : chooseSegmentFile(this.dataDir, segno, history, this.segmentSize, exists);
       if (src !== null) {
-        const fd = this.disk.open(path.join(dir, src.name), 'r');
+        const fd = this.disk.open(walFilePath(this.dataDir, src.name), 'r');
         try {
           const n = this.disk.read(fd, prefix, 0, offset, 0);
           if (n < offset) {
