@@ -227,9 +227,9 @@ export class WalSenderSet {
 
   /** Compute what the synchronous set acknowledged and release those waiters; log takeovers. */
   private release(replier: WalSender | undefined): void {
-    const { infos, bySender, byInfo } = this.snapshot();
     const cfg = this.configValue;
-    if (cfg === null) return;
+    if (cfg === null) return; // no synchronous standby named: nothing waits (no snapshot either)
+    const { infos, bySender, byInfo } = this.snapshot();
     const cands = candidateStandbys(cfg, infos).map((info) => byInfo.get(info)!);
     // A walsender that left the synchronous set is announced again when it returns.
     for (const s of this.announced) if (!cands.includes(s)) this.announced.delete(s);

@@ -16,6 +16,7 @@ import {
   segmentFileName,
   timelineHistoryFileName,
   walDir,
+  walFilePath,
   writeTimelineHistory,
   writeTimelineHistoryFile,
 } from '../../wal/segment.ts';
@@ -51,6 +52,39 @@ describe('segment file names', () => {
     ]) {
       expect(parseSegmentFileName(bad, MB16)).toBeNull();
     }
+  });
+
+  it('are kept once made: the same name for the same segment size, timeline and segno only', () => {
+    // Computed afresh, as XLogFileName prints them.
+    const fresh = (tli: number, segno: number, size: number) =>
+      [tli, Math.floor(segno / (2 ** 32 / size)), segno % (2 ** 32 / size)]
+        .map((n) => n.toString(16).toUpperCase().padStart(8, '0'))
+        .join('');
+    // Interleaved, so a cache keyed by less than all three would hand back another one's name.
+    for (let round = 0; round < 2; round++) {
+      for (const segno of [0, 1, 65536, 99999, 4097 * 3]) {
+        for (const tli of [1, 2, 0x2a]) {
+          expect(segmentFileName(tli, segno, KB64)).toBe(fresh(tli, segno, KB64));
+          expect(segmentFileName(tli, segno, MB16)).toBe(fresh(tli, segno, MB16));
+        }
+      }
+    }
+    // Past the bound of kept names: still right.
+    for (let segno = 0; segno < 5000; segno++)
+      expect(segmentFileName(1, segno, KB64)).toBe(fresh(1, segno, KB64));
+  });
+
+  it('walFilePath is path.join(walDir(dataDir), name), the same string each time', () => {
+    for (const dataDir of ['/data', '/data/', 'rel/dir', '/a//b/../c', '.']) {
+      for (const name of ['000000010000000000000001', '00000002.history']) {
+        const p = walFilePath(dataDir, name);
+        expect(p).toBe(path.join(walDir(dataDir), name));
+        expect(walFilePath(dataDir, name)).toBe(p);
+      }
+    }
+    // Past the bound of kept paths: still right.
+    for (let i = 0; i < 5000; i++)
+      expect(walFilePath('/d', `f${i}`)).toBe(path.join('/d/pg_wal', `f${i}`));
   });
 
   it('a fresh cluster starts at segment 1 + 40 bytes, so LSN 0 stays invalid', () => {
