@@ -2,7 +2,7 @@
  * Streaming-replication messages: every type round-trips; garbage and malformed frames are refused
  * with protocol_violation naming the problem. Method: one sample per type, then hand-made bad frames.
  */
-import { Packr } from 'msgpackr';
+import { Packr, Unpackr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { decodeMessage, encodeMessage, type StreamMessage } from '../../wal/stream-messages.ts';
 import { WalsimError } from '../../common/errors.ts';
@@ -45,6 +45,26 @@ const SAMPLES: StreamMessage[] = [
 ];
 
 const raw = new Packr({ useRecords: false });
+
+/**
+ * decodeMessage reads its common frames itself: each field must be what msgpackr's decoder gives,
+ * value and type (bytes as the same kind of view of the frame).
+ */
+function decodesAsMsgpackr(frame: Uint8Array): void {
+  const theirs = new Unpackr({ useRecords: false, mapsAsObjects: true }).unpack(
+    Buffer.from(frame),
+  ) as unknown[];
+  const mine = Object.values(decodeMessage(Buffer.from(frame)));
+  expect(mine.length).toBe(theirs.length);
+  for (let i = 0; i < mine.length; i++) {
+    const [a, b] = [mine[i], theirs[i]];
+    expect(typeof a).toBe(typeof b);
+    if (b instanceof Uint8Array) {
+      expect(Object.getPrototypeOf(a)).toBe(Object.getPrototypeOf(b));
+      expect(Buffer.from(a as Uint8Array).equals(Buffer.from(b))).toBe(true);
+    } else expect(Object.is(a, b)).toBe(true);
+  }
+}
 
 function violation(bytes: Uint8Array): string {
   try {
@@ -137,6 +157,8 @@ describe('stream messages', () => {
       const mine = encodeMessage(m);
       const theirs = packr.pack(Object.values(decodeMessage(mine)));
       expect(Buffer.from(mine).equals(Buffer.from(theirs))).toBe(true);
+      decodesAsMsgpackr(mine);
+      decodesAsMsgpackr(theirs);
     };
     for (const m of SAMPLES) same(m);
     const numbers = [0, 1, 127, 128, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32, 2 ** 40];
