@@ -275,7 +275,7 @@ export class Scheduler {
 
   /**
    * At the end of runFor/runUntil: one real turn, so that a rejection left unhandled by the
-   * events (run with `drained`) or by the work the caller started is reported (a violation)
+   * events (run with `ticked`) or by the work the caller started is reported (a violation)
    * before the caller's checks. (There was a turn at the start too: two per call.)
    */
   private settled(): Promise<void> {
