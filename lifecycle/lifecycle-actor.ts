@@ -193,7 +193,7 @@ export class LifecycleActor {
   private runAction(name: LifecycleActionName): void {
     try {
       this.beforeAction?.(name);
-      this.actions[name]();
+      this.actions[name]!();
     } catch (e) {
       const failure = new LifecycleActionError(name, this.current, e);
       this.failures.push(failure);

@@ -422,8 +422,7 @@ export class WalWriter {
     } else {
       const prefix = new Uint8Array(offset);
       const history = readTimelineHistory(this.dataDir, this.tli, this.disk);
-      const exists = (name: string): boolean =>
-        this.disk.exists(walFilePath(this.dataDir, name));
+      const exists = (name: string): boolean => this.disk.exists(walFilePath(this.dataDir, name));
       const own =
         copyFrom === undefined ? null : segmentFileName(copyFrom, segno, this.segmentSize);
       const src =
