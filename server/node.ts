@@ -181,7 +181,12 @@ export class ServerNode {
       log: opts.log,
     });
     // Last: entering the initial state creates the role, which needs everything above.
-    this.lifecycle = new LifecycleActor(
+    this.lifecycle = this.newLifecycle(control);
+  }
+
+  /** The lifecycle machine, started: in recovery if standby.signal is there. */
+  private newLifecycle(control: ControlFile): LifecycleActor {
+    return new LifecycleActor(
       {
         inRecovery:
           this.disk.exists(path.join(this.dataDir, STANDBY_SIGNAL)) &&
