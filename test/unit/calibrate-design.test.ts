@@ -403,8 +403,8 @@ function pg17Design(testBDrop: boolean) {
   return { plan, counts, features, groups: calibrationGroupsFor(plan, features) };
 }
 
-describe('Test B DROP TABLE: 17\'s real WAL counts', () => {
-  it('without it the written file\'s unlink is not identified; with it every group is', () => {
+describe("Test B DROP TABLE: 17's real WAL counts", () => {
+  it("without it the written file's unlink is not identified; with it every group is", () => {
     const old = pg17Design(false);
     expect(old.plan).toHaveLength(26);
     expect(old.groups.map((g) => g.name)).toContain('unlinkNonEmpty');
