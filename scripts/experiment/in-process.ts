@@ -141,7 +141,7 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
   if (c.variant === 'drop')
     throw new WalsimError(
       'invalid_input',
-      'the drop backlog has no walsim twin: the sweep that measures --counts walsim has no DROP TABLE step (npm run calibrate measures it with --counts wal; with --counts walsim pass --no-testb-drop)',
+      'the drop backlog has no walsim twin: the sweep that measures --counts walsim has no DROP TABLE step (fit it with --counts wal; a new calibration with --counts walsim needs --no-testb-drop)',
     );
   if (c.variant === 'insert' || c.variant === 'delete') {
     const dml = dmlBacklog(c.variant, c.tables);
