@@ -2,8 +2,8 @@
  * npm run calibrate's cell design: every fitted group must be identified by the cells (its column of
  * the grouped design matrix is not a combination of the others'). Counts from in-process walsim
  * twins of the planned cells, and — for the COPY cells, which walsim cannot run — the WAL counts the
- * shipped calibration stored from real PostgreSQL, and 17.10's real WAL counts (a fixture) for the
- * Test B DROP TABLE cells; no PostgreSQL run, no timing.
+ * shipped calibration stored from real PostgreSQL, and 17.10's (the shipped 17 calibration's and,
+ * for the Test B DROP TABLE cells, a fixture of a real run's); no PostgreSQL run, no timing.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -381,23 +381,31 @@ describe('calibration cell design', () => {
 });
 
 /**
- * PostgreSQL 17.10's real WAL counts per calibration cell (test/fixtures/postgres/): the 26 cells
- * of the 17 calibration of 2026-12-05 as it stored them, and the Test B DROP TABLE cells of a real
- * 17.10 run of the same design's sizes and table counts (the fixture's `_about` says which).
+ * PostgreSQL 17.10's real WAL counts per calibration cell: the 26 cells the shipped 17 calibration
+ * stored (cost-model/profiles/pg17-calibrated-wall.json, the design before DROP TABLE) and the four
+ * Test B DROP TABLE cells of a real 17.10 run of them (test/fixtures/postgres/).
  */
-const PG17 = JSON.parse(
-  fs.readFileSync(
-    path.resolve(import.meta.dirname, '../fixtures/postgres/pg17-calibration-wal-counts.json'),
-    'utf8',
-  ),
-) as { settings: CalibrationDesign; walCounts: Record<string, FailoverCounts> };
+function pg17WalCounts(): {
+  settings: CalibrationDesign;
+  walCounts: Record<string, FailoverCounts>;
+} {
+  const shipped = readStoredCalibration(profilePath('pg17-calibrated-wall').file);
+  const drops = JSON.parse(
+    fs.readFileSync(
+      path.resolve(import.meta.dirname, '../fixtures/postgres/pg17-testb-drop-wal-counts.json'),
+      'utf8',
+    ),
+  ) as { walCounts: Record<string, FailoverCounts> };
+  return { settings: shipped.settings, walCounts: { ...shipped.walCounts!, ...drops.walCounts } };
+}
 
 /** A design over 17's counts: its plan, counts and features (a cell without counts fails). */
 function pg17Design(testBDrop: boolean) {
-  const plan = planCalibration({ ...PG17.settings, testBDrop });
+  const pg17 = pg17WalCounts();
+  const plan = planCalibration({ ...pg17.settings, testBDrop });
   const counts = plan.map((c) => {
-    expect(PG17.walCounts[storedLabel(c)], storedLabel(c)).toBeDefined();
-    return PG17.walCounts[storedLabel(c)]!;
+    expect(pg17.walCounts[storedLabel(c)], storedLabel(c)).toBeDefined();
+    return pg17.walCounts[storedLabel(c)]!;
   });
   const features = counts.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
   return { plan, counts, features, groups: calibrationGroupsFor(plan, features) };
@@ -429,6 +437,7 @@ describe("Test B DROP TABLE: 17's real WAL counts", () => {
     expect(fit.measured).toEqual([]);
     expect(fit.unidentified).toEqual([]);
     expect(fit.groups.map((g) => g.name)).toContain('unlinkNonEmpty');
+    expect(pg17WalCounts().settings.testBDrop).toBe(false); // as stored: measured without DROP
   });
 
   it('a DROP cell unlinks what TRUNCATE unlinks, one pg_control update a table, no create', () => {
