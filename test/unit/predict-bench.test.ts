@@ -93,8 +93,15 @@ describe('bench cell specs', () => {
     expect(saw('truncate-toast:300@1GB')).toBe(false);
     expect(saw('testA:NB/16@1GB')).toBe(true); // the full-scan twin of 4GB NB/64 (8,192 pages)
     expect(saw('testA:NB/32@1GB')).toBe(false);
-    expect(saw('drop:50@1GB')).toBe(false); // workloads calibration never runs
-    expect(saw('mixed:50@1GB')).toBe(false);
+    expect(saw('drop:50@128MB')).toBe(true); // Test B DROP TABLE, beside VACUUM and TRUNCATE
+    expect(saw('drop:300@4GB')).toBe(true);
+    expect(saw('drop:50@1GB')).toBe(false); // size not in the design
+    expect(saw('drop:500@4GB')).toBe(false);
+    // A design stored before the DROP cells never ran one.
+    expect(
+      calibrationSaw(parseBenchCell('drop:50@128MB'), { ...DEFAULT_DESIGN, testBDrop: false }),
+    ).toBe(false);
+    expect(saw('mixed:50@1GB')).toBe(false); // workloads calibration never runs
     expect(calibrationSaw(parseBenchCell('truncate:300@1GB'), null)).toBe(false);
   });
 
@@ -127,11 +134,13 @@ describe('calibration runs through the bench runner', () => {
   it('every default calibration cell is a bench cell its own design saw, with the same label', () => {
     const plan = planCalibration(defaultCalibrationDesign());
     const cells = plan.map(benchCellOfCalibration);
-    expect(cells.map((c) => c.id).slice(0, 6)).toEqual([
+    expect(cells.map((c) => c.id).slice(0, 8)).toEqual([
       'vacuum:50@128MB',
       'truncate:50@128MB',
+      'drop:50@128MB',
       'vacuum:300@128MB',
       'truncate:300@128MB',
+      'drop:300@128MB',
       'truncate-toast:100@128MB',
       'testA:NB/512@128MB',
     ]);
@@ -154,16 +163,18 @@ describe("the bench's default profiles", () => {
     expect(defaultBenchProfiles(null, shipped)).toEqual(pg15);
     expect(defaultBenchProfiles(15, shipped)).toEqual(pg15);
     // A major with no pair shipped, or half a pair, falls back to 15's (and is warned of).
-    expect(defaultBenchProfiles(14, ['pg14-calibrated-wall', ...shipped])).toEqual(pg15);
-    for (const name of Object.values(defaultBenchProfiles(16, shipped)))
-      expect(loadProfile(name).pgMajor).toBe(16);
-    // 13's pair is shipped too (the seed's master): fitted on 13, named so.
-    expect(defaultBenchProfiles(13, shipped)).toEqual({
-      wall: 'pg13-calibrated-wall',
-      uncontended: 'pg13-calibrated-uncontended',
-    });
-    for (const name of Object.values(defaultBenchProfiles(13, shipped)))
-      expect(loadProfile(name).pgMajor).toBe(13);
+    const halfOf14 = shipped.filter((n) => n !== 'pg14-calibrated-uncontended');
+    expect(defaultBenchProfiles(14, halfOf14)).toEqual(pg15);
+    expect(defaultBenchProfiles(12, shipped)).toEqual(pg15);
+    // Every major from 13 to 18 ships its own pair, fitted on that major and named so.
+    for (const major of [13, 14, 16, 17, 18]) {
+      const pair = defaultBenchProfiles(major, shipped);
+      expect(pair).toEqual({
+        wall: `pg${major}-calibrated-wall`,
+        uncontended: `pg${major}-calibrated-uncontended`,
+      });
+      for (const name of Object.values(pair)) expect(loadProfile(name).pgMajor).toBe(major);
+    }
   });
 });
 
