@@ -246,10 +246,6 @@ function runJobs(
       // with V8's default 16 MB young generation most of them survive a scavenge or two and are
       // copied. 64 MB lets them die young: 1,500 seeds on 2 jobs 36.8 s -> 32.2 s here (quiet).
       '--max-semi-space-size=64',
-      // Garbage collection on the worker's own thread: V8's parallel helpers cost more CPU than
-      // they save, and with one worker per core they take it from the other worker (150 seeds in
-      // one process: 56.3 / 56.6 -> 50.8 / 49.2 ms of CPU a seed, RELIABILITY.md).
-      '--single-threaded-gc',
       ...entryArgs(script),
       '--worker',
       '--from',
