@@ -414,6 +414,10 @@ runCli(async () => {
     );
   if (!json)
     for (const s of pgServers) console.log(`PostgreSQL ${s.major}: ${s.version}, ${s.build}`);
+  if (!json && settings.templates !== undefined)
+    console.log(
+      `--template: each relation loaded once per major under ${settings.workDir}, every PostgreSQL run starting from copies of it; removed when the sweep ends`,
+    );
   destroyClustersOnSignal(settings.workDir);
   const startedAt = new Date();
   const records = await runPlan(plan, r, settings);
