@@ -182,11 +182,18 @@ function freeBytes(dir: string): number {
 
 const gb = (bytes: number) => `${(bytes / 1e9).toFixed(1)} GB`;
 
-/** Refuse, before anything runs, a plan whose templates do not fit in `workDir`'s free space. */
-export function checkTemplateSpace(cells: readonly CellSpec[], workDir: string): void {
+/**
+ * Refuse, before anything runs, a plan whose templates do not fit in `workDir`'s free space
+ * (`freeNow`: what the file system says, unless a test gives it).
+ */
+export function checkTemplateSpace(
+  cells: readonly CellSpec[],
+  workDir: string,
+  freeNow?: number,
+): void {
   const need = templateSpaceNeed(cells);
   if (need.templates === 0) return;
-  const free = freeBytes(workDir);
+  const free = freeNow ?? freeBytes(workDir);
   const total = need.templatesBytes + need.pairBytes;
   if (free >= total) return;
   throw new WalsimError(
