@@ -4,9 +4,9 @@
  *
  * Why: a real Test A run spends its time loading, not failing over. At 20GB NB/8 (327,680 pages,
  * 2.5 GB) a run on 13 took about 10 minutes for a failover of 3–16 s: the INSERT of 74 million rows,
- * their DELETE, and the pause step waiting for the standby to replay both (13 replays them about
- * 3× slower than 15; results of 2026-12-05: 20GB NB/32 insert 19–24 s, delete 19 s, pause 62–71 s,
- * vacuum 4–9 s, resume 3 s).
+ * their DELETE, and the pause step waiting for the standby to replay both (13's replay falls behind
+ * the primary where 15's keeps up; 13 at 20GB NB/32 on 2026-12-05: insert 19–24 s, delete 19 s,
+ * pause 62–71 s, vacuum 4–9 s, resume 3 s).
  *
  * How: the create and insert steps run once per template key (binaries asked for, the primary's
  * shared_buffers, the relation's pages) on a fresh pair, through the same steps.ts code as a run;
@@ -24,7 +24,9 @@
  * difference is left, too small to see: the relation's free space map. An untemplated standby
  * updated it while replaying the INSERT, so its pages are in the pool at the pause; a templated one
  * reads them (one FSM page per ~4,000 heap pages: about 80 at 20GB NB/8, from the page cache) when
- * the VACUUM's replay first records free space.
+ * the VACUUM's replay first records free space. And the page cache holds a templated standby's
+ * relation file whole (just copied), where an untemplated run's wrote twice as much WAL beside it
+ * (the INSERT's too), which may have pushed some of it out before the truncation drops it.
  *
  * Only Test A's VACUUM cells on PostgreSQL: a run without a DELETE (Test B's TRUNCATE) would leave
  * the cold-copied standby without the relations' sizes cached (14+: a relation the startup process
