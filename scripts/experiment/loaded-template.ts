@@ -116,7 +116,12 @@ export class LoadedTemplates {
 
 /** Cells share a template when its primary would be the same: same binaries, pool and pages. */
 function templateKey(cell: CellSpec, c: NewClusterSettings): string {
-  return JSON.stringify([c.pgBin ?? null, c.pgVersion ?? null, c.primarySharedBuffers, cell.pagesPerTable]);
+  return JSON.stringify([
+    c.pgBin ?? null,
+    c.pgVersion ?? null,
+    c.primarySharedBuffers,
+    cell.pagesPerTable,
+  ]);
 }
 
 /** create and insert on a fresh pair (steps.ts, as a run does), then the pair becomes the template. */

@@ -174,7 +174,10 @@ export async function runCell(
       await session.close();
       await engine.close();
     }
-    return { ...runRecordOf(cell, run, stepMs, resume!), ...(templated ? { fromTemplate: true } : {}) };
+    return {
+      ...runRecordOf(cell, run, stepMs, resume!),
+      ...(templated ? { fromTemplate: true } : {}),
+    };
   } finally {
     await kind.destroyCluster(dir);
   }

@@ -430,7 +430,8 @@ async function copyDataDir(from: string, to: string, engine: PgEngineFile): Prom
           : reject(new WalsimError('io_error', `copying ${from} failed: ${stderr.trim()}`)),
     ),
   );
-  for (const f of ['postmaster.opts', 'postmaster.pid']) fs.rmSync(path.join(to, f), { force: true });
+  for (const f of ['postmaster.opts', 'postmaster.pid'])
+    fs.rmSync(path.join(to, f), { force: true });
 }
 
 /**
@@ -480,10 +481,7 @@ export async function initPgClusterFromTemplate(
     const source = pgDataDir(templateDir, 'primary');
     const primary = pgDataDir(dir, 'primary');
     const standby = pgDataDir(dir, 'standby');
-    await Promise.all([
-      copyDataDir(source, primary, engine),
-      copyDataDir(source, standby, engine),
-    ]);
+    await Promise.all([copyDataDir(source, primary, engine), copyDataDir(source, standby, engine)]);
     // A later line wins in postgresql.conf: the template's port was its own build's.
     fs.appendFileSync(
       path.join(primary, 'postgresql.conf'),

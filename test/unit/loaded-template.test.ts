@@ -21,7 +21,13 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-template-unit-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe('which cells start from a template, and the disk they need', () => {
-  const testA = planThreshold(['8GB', '20GB'], [32, 16, 8], false, ['postgres', 'walsim'], [13, 15]);
+  const testA = planThreshold(
+    ['8GB', '20GB'],
+    [32, 16, 8],
+    false,
+    ['postgres', 'walsim'],
+    [13, 15],
+  );
 
   it("Test A's PostgreSQL cells only", () => {
     expect(testA.filter(templateApplies)).toHaveLength(12);
@@ -50,7 +56,11 @@ describe('which cells start from a template, and the disk they need', () => {
     expect(() => checkTemplateSpace(testA, '/data/sweep', 31e9)).not.toThrow();
     // Nothing templated, nothing needed.
     expect(() =>
-      checkTemplateSpace(testA.filter((c) => c.engine === 'walsim'), '/data', 0),
+      checkTemplateSpace(
+        testA.filter((c) => c.engine === 'walsim'),
+        '/data',
+        0,
+      ),
     ).not.toThrow();
     // The file system's own figure: a 128MB cell's template fits any test machine.
     const small = planThreshold(['128MB'], [64], false, ['postgres'], [15]);
@@ -77,7 +87,11 @@ function dataDir(
   b.writeUInt32LE(1, 48);
   fs.writeFileSync(path.join(dir, 'global', 'pg_control'), b);
   for (const s of segnos) {
-    const file = path.join(dir, 'pg_wal', `00000001000000000000${s.toString(16).toUpperCase().padStart(4, '0')}`);
+    const file = path.join(
+      dir,
+      'pg_wal',
+      `00000001000000000000${s.toString(16).toUpperCase().padStart(4, '0')}`,
+    );
     const head = Buffer.alloc(40);
     head.writeUInt16LE(0xd10d, 0); // any magic: only the long header's flag and size are read
     head.writeUInt16LE(0x0002, 2); // XLP_LONG_HEADER
@@ -124,7 +138,10 @@ describe("trimming a stopped primary's pg_wal to its shutdown checkpoint", () =>
         dataDir('online', { state: 1, checkPoint: at, redo: at - 0x38 }, [4, 5]),
         /not a shutdown checkpoint \(redo 0\/500028\)/,
       ],
-      [dataDir('gone', { state: 1, checkPoint: at, redo: at }, [3, 4]), /segment 000000010000000000000005 is not in/],
+      [
+        dataDir('gone', { state: 1, checkPoint: at, redo: at }, [3, 4]),
+        /segment 000000010000000000000005 is not in/,
+      ],
     ] as const;
     for (const [dir, why] of cases) {
       const before = walFiles(dir);
