@@ -16,6 +16,7 @@ import { describeTarget, stopOf, type RecoveryTarget } from './recovery-target.t
 import { promotionStepCounts, type FailoverCounts } from '../../storage/replay-counts.ts';
 import { genericRecordSeconds, price } from '../../cost-model/price.ts';
 import {
+  builtinProfileNames,
   DEFAULT_PROFILE,
   PROFILES_DIR,
   profilePath,
@@ -81,11 +82,18 @@ export function profileMajor(
 ): { pgMajor: number; majorNote: string | null } {
   const pgMajor = p.pgMajor ?? 15;
   const named = p.pgMajor === null ? ' (it names no major: read as 15)' : '';
-  if (pgMajor !== standbyMajor)
+  if (pgMajor !== standbyMajor) {
+    // Name the standby's own shipped profile when there is one: fitted on its major, though on
+    // the project's machine, it prices that major's counts with that major's constants.
+    const own = `pg${standbyMajor}-calibrated-uncontended`;
+    const shipped = builtinProfileNames().includes(own)
+      ? `, or pass the shipped ${own} (fitted on ${standbyMajor}, on the project's calibration machine)`
+      : '';
     return {
       pgMajor,
-      majorNote: `profile ${p.name} was fitted on PostgreSQL ${pgMajor}${named}, this standby runs ${standbyMajor}: its seconds are ${pgMajor}'s constants on ${standbyMajor}'s counts — calibrate on ${standbyMajor} (npm run calibrate -- --pg-version ${standbyMajor}) and pass it with --profile`,
+      majorNote: `profile ${p.name} was fitted on PostgreSQL ${pgMajor}${named}, this standby runs ${standbyMajor}: its seconds are ${pgMajor}'s constants on ${standbyMajor}'s counts — calibrate on ${standbyMajor} (npm run calibrate -- --pg-version ${standbyMajor}) and pass it with --profile${shipped}`,
     };
+  }
   return {
     pgMajor,
     majorNote: named === '' ? null : `profile ${p.name} names no PostgreSQL major: read as 15`,

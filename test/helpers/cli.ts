@@ -60,9 +60,9 @@ export function runScript(script: string, args: string[], timeoutMs = 120_000): 
 
 /**
  * A one-line error: the first stderr line says what is wrong; no stack trace; exit status `code`
- * (any non-zero status when not given).
+ * (any non-zero status when not given). Returns that line, for checks one pattern cannot say.
  */
-export function expectOneLineError(r: CliRun, pattern: RegExp, code?: number): void {
+export function expectOneLineError(r: CliRun, pattern: RegExp, code?: number): string {
   if (code !== undefined) expect(r.code, r.stdout + r.stderr).toBe(code);
   else {
     expect(r.code, r.stdout + r.stderr).not.toBe(0);
@@ -72,4 +72,5 @@ export function expectOneLineError(r: CliRun, pattern: RegExp, code?: number): v
   expect(first).toMatch(/^error: /);
   expect(first).toMatch(pattern);
   expect(r.stderr).not.toMatch(/^\s+at /m);
+  return first;
 }

@@ -12,7 +12,7 @@ import WebSocket from 'ws';
 import { pack } from 'msgpackr';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { clustersPerSuite, TestCluster } from '../helpers/cluster.ts';
-import { readPidFile, readToken } from '../../server/cluster-files.ts';
+import { readPidFile, readToken, tokenPath } from '../../server/cluster-files.ts';
 import { encodeMessage, type StreamMessage } from '../../wal/stream-messages.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 
@@ -107,6 +107,14 @@ function u64(n: number): Buffer {
 
 const msg = (m: StreamMessage) => Buffer.from(encodeMessage(m));
 
+/**
+ * A token of the right length and alphabet that is not `token`: its first character changed. Not
+ * a fixed substitute such as '0': the token is random hex, so a fixed first character was the
+ * token itself one run in 16, the server accepted it and waited for a request, and the test that
+ * expected a 4001 close timed out.
+ */
+const wrongToken = (token: string) => (token.startsWith('0') ? '1' : '0') + token.slice(1);
+
 describe('hostile input on the endpoints', () => {
   const clusters = clustersPerSuite();
   let c: TestCluster;
@@ -116,7 +124,11 @@ describe('hostile input on the endpoints', () => {
   let flushLsn: number;
 
   beforeAll(async () => {
-    c = await clusters.start({ sharedBuffers: '16MB', synchronousCommit: 'remote_apply' });
+    c = await clusters.create({ sharedBuffers: '16MB', synchronousCommit: 'remote_apply' });
+    // The token begins with '0' in every run (it is random hex; the file keeps its mode 0600): the
+    // case in which the wrong tokens below once were the right one.
+    fs.writeFileSync(tokenPath(c.dir), `0${readToken(c.dir).slice(1)}\n`);
+    await c.startAll();
     await c.sql('primary', 'CREATE TABLE t (c int)');
     await c.sql('primary', 'INSERT INTO t SELECT generate_series(1, 300)');
     await c.waitForCatchup('replay');
@@ -288,6 +300,10 @@ describe('hostile input on the endpoints', () => {
   });
 
   it('refuses missing, empty and wrong tokens on both endpoints (4001)', async () => {
+    const token = readToken(c.dir);
+    // Wrong in one character, and one character too long or too short.
+    const wrong = [wrongToken(token), `${token}0`, token.slice(0, -1)];
+    expect(wrong).not.toContain(token);
     for (const url of [repl(), control()]) {
       expect(await attack(url, {}, [])).toEqual({
         code: 4001,
@@ -295,9 +311,13 @@ describe('hostile input on the endpoints', () => {
         received: [],
       });
       expect((await attack(url, { authorization: 'Bearer ' }, [])).code).toBe(4001);
-      expect(
-        (await attack(url, { authorization: 'Bearer 0' + readToken(c.dir).slice(1) }, [])).code,
-      ).toBe(4001);
+      for (const w of wrong) {
+        expect(await attack(url, { authorization: `Bearer ${w}` }, [])).toEqual({
+          code: 4001,
+          reason: 'authentication failed: wrong token',
+          received: [],
+        });
+      }
       expect((await attack(`${url}?token=guess`, {}, [])).code).toBe(4001);
     }
     // Refused before any message: a replication attempt with a bad token never reaches the walsender.
@@ -317,7 +337,7 @@ describe('hostile input on the endpoints', () => {
     ];
     const tokens: Array<[string, Record<string, string>]> = [
       ['no token', {}],
-      ['wrong token', { authorization: 'Bearer 0' + readToken(c.dir).slice(1) }],
+      ['wrong token', { authorization: `Bearer ${wrongToken(readToken(c.dir))}` }],
       ['wrong ?token=', {}],
     ];
     for (const [path, what, frame] of frames) {

@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runScript } from '../helpers/cli.ts';
+import { expectOneLineError, runScript } from '../helpers/cli.ts';
 import { pgUnavailableReason } from '../helpers/postgres.ts';
 
 const reason = pgUnavailableReason();
@@ -117,9 +117,10 @@ describe.skipIf(reason !== null)(
 describe('predict-bench refusals', () => {
   it('a malformed cell is one line naming it (exit 2)', async () => {
     const r = await runScript('predict-bench.ts', ['--cells', 'truncate:0@1GB']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(
+    expectOneLineError(
+      r,
       /^error: invalid bench cell "truncate:0@1GB": truncate takes a table count/,
+      2,
     );
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });

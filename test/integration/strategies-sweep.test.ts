@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runScript } from '../helpers/cli.ts';
+import { expectOneLineError, runScript } from '../helpers/cli.ts';
 
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'walsim-strategies-'));
 afterAll(() => fs.rmSync(out, { recursive: true, force: true }));
@@ -61,15 +61,14 @@ describe('npm run sweep -- strategies', () => {
 
   it('refuses bad options with one line naming the option', async () => {
     const bad = await runScript('sweep.ts', ['strategies', '--hit-ratios', '0.5,2']);
-    expect(bad.code).not.toBe(0);
-    expect(bad.stderr.split('\n')[0]).toMatch(/--hit-ratios: "2" is not in \(0, 1\]/);
+    expectOneLineError(bad, /--hit-ratios: "2" is not in \(0, 1\]/);
     const noBase = await runScript('sweep.ts', ['strategies', '--strategies', 'rel-list']);
-    expect(noBase.stderr.split('\n')[0]).toMatch(/must include cached-lookup/);
+    expectOneLineError(noBase, /must include cached-lookup/);
     const badStrategy = await runScript('sweep.ts', [
       'strategies',
       '--strategies',
       'cached-lookup,dlist',
     ]);
-    expect(badStrategy.stderr.split('\n')[0]).toMatch(/invalid drop strategy "dlist"/);
+    expectOneLineError(badStrategy, /invalid drop strategy "dlist"/);
   });
 });

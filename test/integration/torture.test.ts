@@ -7,7 +7,7 @@
  * can differ and a timing-dependent failure may not recur on the first re-run (RELIABILITY.md).
  */
 import { describe, expect, it } from 'vitest';
-import { runScript } from '../helpers/cli.ts';
+import { expectOneLineError, runScript } from '../helpers/cli.ts';
 
 describe('torture (fixed seeds)', () => {
   it('seeds 1-3: every invariant holds, every fault kind injected, nothing acknowledged is lost', async () => {
@@ -33,7 +33,8 @@ describe('torture (fixed seeds)', () => {
 
   it('refuses bad arguments with a one-line error', async () => {
     const r = await runScript('torture.ts', ['--seeds', '0']);
-    expect(r.code).toBe(2);
-    expect(r.stderr.split('\n')[0]).toBe('error: --seeds must be an integer >= 1, got "0"');
+    expect(expectOneLineError(r, /--seeds/, 2)).toBe(
+      'error: --seeds must be an integer >= 1, got "0"',
+    );
   });
 });

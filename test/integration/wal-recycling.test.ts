@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { clustersPerTest, TestCluster } from '../helpers/cluster.ts';
-import { runScript } from '../helpers/cli.ts';
+import { expectOneLineError, runScript } from '../helpers/cli.ts';
 import { parseLsn } from '../../wal/lsn.ts';
 import { listSegmentFiles, segmentFileName, segmentOf } from '../../wal/segment.ts';
 import { readControlFile } from '../../wal/control-file.ts';
@@ -163,7 +163,8 @@ describe('WAL recycling', () => {
       '--checkpoint-timeout',
       '10s',
     ]);
-    expect(bad.stderr.split('\n')[0]).toMatch(
+    expectOneLineError(
+      bad,
       /^error: 10 s is outside the valid range for parameter "checkpoint_timeout"/,
     );
     expect(fs.existsSync(dir)).toBe(false);

@@ -5,15 +5,14 @@
  * (RelFileNode names to 15, RelFileLocator names from 16). Real processes on 127.0.0.1; the same
  * drop is traced in real PostgreSQL of each major by test/integration/pg-versions.test.ts.
  */
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { entryArgs } from '../../server/entry.ts';
 import { loadProfile } from '../../cost-model/profile.ts';
 import { withModel } from '../../cost-model/price.ts';
 import { formatFailover } from '../../scripts/engines/walsim-engine.ts';
 import { PG_RULE_MAJORS } from '../../storage/pg-drop-rules.ts';
 import type { FailoverReport } from '../../standby/failover-report.ts';
 import { clustersPerTest } from '../helpers/cluster.ts';
+import { expectOneLineError, runScript } from '../helpers/cli.ts';
 
 const clusters = clustersPerTest();
 
@@ -62,23 +61,23 @@ describe('walsim nodes at --pg-version', () => {
     },
   );
 
-  it('refuses a major without known rules, and options the major decides, in one line', () => {
+  it('refuses a major without known rules, and options the major decides, in one line', async () => {
     const run = (...args: string[]) =>
-      spawnSync(
-        process.execPath,
-        [...entryArgs('scripts/cluster.ts'), 'start', '--dir', clusters.dir(), ...args],
-        { encoding: 'utf8' },
-      );
-    const bad = run('--pg-version', '12');
-    expect(bad.status).toBe(2);
-    expect(bad.stderr.trim().split('\n')[0]).toMatch(
+      runScript('cluster.ts', ['start', '--dir', clusters.dir(), ...args]);
+    expectOneLineError(
+      await run('--pg-version', '12'),
       /^error: --pg-version: PostgreSQL version "12" is not supported/,
+      2,
     );
-    const both = run('--pg-version', '15', '--drop-strategy', 'full-scan');
-    expect(both.status).toBe(2);
-    expect(both.stderr).toMatch(/--drop-strategy is decided by --pg-version 15/);
-    const forced = run('--pg-version', '13', '--force-optimized');
-    expect(forced.status).toBe(2);
-    expect(forced.stderr).toMatch(/PostgreSQL 13 has no lookup path to force/);
+    expectOneLineError(
+      await run('--pg-version', '15', '--drop-strategy', 'full-scan'),
+      /--drop-strategy is decided by --pg-version 15/,
+      2,
+    );
+    expectOneLineError(
+      await run('--pg-version', '13', '--force-optimized'),
+      /PostgreSQL 13 has no lookup path to force/,
+      2,
+    );
   });
 });

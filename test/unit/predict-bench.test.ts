@@ -171,16 +171,18 @@ describe("the bench's default profiles", () => {
     expect(defaultBenchProfiles(null, shipped)).toEqual(pg15);
     expect(defaultBenchProfiles(15, shipped)).toEqual(pg15);
     // A major with no pair shipped, or half a pair, falls back to 15's (and is warned of).
-    expect(defaultBenchProfiles(14, ['pg14-calibrated-wall', ...shipped])).toEqual(pg15);
-    for (const name of Object.values(defaultBenchProfiles(16, shipped)))
-      expect(loadProfile(name).pgMajor).toBe(16);
-    // 13's pair is shipped too (the seed's master): fitted on 13, named so.
-    expect(defaultBenchProfiles(13, shipped)).toEqual({
-      wall: 'pg13-calibrated-wall',
-      uncontended: 'pg13-calibrated-uncontended',
-    });
-    for (const name of Object.values(defaultBenchProfiles(13, shipped)))
-      expect(loadProfile(name).pgMajor).toBe(13);
+    const halfOf14 = shipped.filter((n) => n !== 'pg14-calibrated-uncontended');
+    expect(defaultBenchProfiles(14, halfOf14)).toEqual(pg15);
+    expect(defaultBenchProfiles(12, shipped)).toEqual(pg15);
+    // Every major from 13 to 18 ships its own pair, fitted on that major and named so.
+    for (const major of [13, 14, 16, 17, 18]) {
+      const pair = defaultBenchProfiles(major, shipped);
+      expect(pair).toEqual({
+        wall: `pg${major}-calibrated-wall`,
+        uncontended: `pg${major}-calibrated-uncontended`,
+      });
+      for (const name of Object.values(pair)) expect(loadProfile(name).pgMajor).toBe(major);
+    }
   });
 });
 

@@ -475,8 +475,10 @@ describe("the profile's PostgreSQL major", () => {
     expect(seed.pgMajor).toBeNull();
     expect(profileMajor(wall, 15)).toEqual({ pgMajor: 15, majorNote: null });
     expect(profileMajor(wall, 17).majorNote).toBe(
-      "profile pg15-calibrated-wall was fitted on PostgreSQL 15, this standby runs 17: its seconds are 15's constants on 17's counts — calibrate on 17 (npm run calibrate -- --pg-version 17) and pass it with --profile",
+      "profile pg15-calibrated-wall was fitted on PostgreSQL 15, this standby runs 17: its seconds are 15's constants on 17's counts — calibrate on 17 (npm run calibrate -- --pg-version 17) and pass it with --profile, or pass the shipped pg17-calibrated-uncontended (fitted on 17, on the project's calibration machine)",
     );
+    // No shipped profile of the standby's major: only the calibration is suggested.
+    expect(profileMajor(wall, 12).majorNote).toMatch(/and pass it with --profile$/);
     expect(profileMajor(seed, 15)).toEqual({
       pgMajor: 15,
       majorNote: 'profile seed-001 names no PostgreSQL major: read as 15',
