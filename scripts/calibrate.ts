@@ -76,14 +76,15 @@ import {
 } from './calibration/design.ts';
 
 const USAGE = `usage: npm run calibrate -- [--pg-version 13..18] [--pg-bin DIR] [--shared-buffers ${DEFAULT_CALIBRATION_SIZES.join(',')}] [--runs ${DEFAULT_CALIBRATION_RUNS}] [--warmup 1]
-                               [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]
+                               [--tables ${DEFAULT_CALIBRATION_TABLES.join(',')}] [--testb-sizes FIRST,LAST] [--no-testb-drop] [--toast-tables ${DEFAULT_CALIBRATION_TOAST_TABLES}]
                                [--toast-sizes SIZES,6GB] [--rel-sizes ${DEFAULT_CALIBRATION_REL_DIVISORS.join(',')}]
                                [--dml-tables ${DEFAULT_CALIBRATION_DML.tables}] [--dml-shared-buffers ${DEFAULT_CALIBRATION_DML.sharedBuffers}]
                                [--copy-tables ${DEFAULT_CALIBRATION_COPY.tables}] [--gen-seeds ${DEFAULT_CALIBRATION_SEEDS}|none] [--base ${DEFAULT_PROFILE}]
                                [--name NAME] [--out FILE] [--work-dir DIR] [--json] [--refit FILE]
                                [--target wall|uncontended] [--counts wal|walsim]
   Runs a fixed set of real PostgreSQL cells (Test A VACUUM of NBuffers/k pages at --shared-buffers;
-  Test B VACUUM and TRUNCATE at --testb-sizes, default the first and last --shared-buffers size;
+  Test B VACUUM, TRUNCATE and DROP TABLE (each table in its own transaction; --no-testb-drop: none)
+  of --tables one-block tables at --testb-sizes, default the first and last --shared-buffers size;
   TRUNCATE of TOAST-able tables at --toast-sizes, default --shared-buffers, 6GB (beyond a 32 MiB
   last-level cache) and the largest pool this machine starts (20GB on 24 GiB);
   the generated backlogs of --gen-seeds (npm run workload -- --seed N prints one), each at its pool; INSERT and DELETE of 2,260 rows a table over --dml-tables tables, 0: none;
@@ -96,7 +97,8 @@ const USAGE = `usage: npm run calibrate -- [--pg-version 13..18] [--pg-bin DIR] 
   for a CPU (/proc schedstat run_delay: other work on the machine, not PostgreSQL's); default wall.
   --counts wal (default): each cell's counts are those npm run predict reads from the real WAL of
   its runs (the counts every prediction is priced from); walsim: the walsim twin's counts (runs
-  through the sweep, which has no DML or COPY backlogs: pass --dml-tables 0 --copy-tables 0).
+  through the sweep, which has no DML, COPY or DROP TABLE backlogs: pass --dml-tables 0
+  --copy-tables 0 --gen-seeds none --no-testb-drop).
   --refit FILE: no PostgreSQL run; fit again the measurements stored in a profile this command
   wrote (its fit.records and fit.walCounts), with this version's stall rule and groups.
   --no-wait: do not wait out ext4's inode-reuse delay (no journal: 60 s) after a recent removal.`;
@@ -309,7 +311,8 @@ const CALIBRATE_OPTIONS = {
   'pg-version': { type: 'string' },
   'shared-buffers': { type: 'string', default: DEFAULT_CALIBRATION_SIZES.join(',') },
   'primary-shared-buffers': { type: 'string', default: '128MB' },
-  // 5 runs after 1 unrecorded pass (26 cells: ~13 min on 2 cores). In a 3-run calibration 13 of 72
+  // 5 runs after 1 unrecorded pass (26 cells took ~13 min on 2 cores; the 4 DROP TABLE cells add
+  // ~5). In a 3-run calibration 13 of 72
   // runs (the first pass's first 7 cells among them) had their startup process use 2-5x the CPU
   // of the same cell's fastest run in every phase, without waiting for a CPU
   // (docs/history/benchmarks-2026-12-03.md, fourth measurement); with 3 runs two such runs move a
@@ -318,6 +321,7 @@ const CALIBRATE_OPTIONS = {
   warmup: { type: 'string', default: '1' },
   tables: { type: 'string', default: DEFAULT_CALIBRATION_TABLES.join(',') },
   'testb-sizes': { type: 'string' },
+  'no-testb-drop': { type: 'boolean', default: false },
   'toast-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_TOAST_TABLES) },
   'toast-sizes': { type: 'string' },
   'dml-tables': { type: 'string', default: String(DEFAULT_CALIBRATION_DML.tables) },
@@ -455,6 +459,7 @@ function designOf(values: CalibrateValues): CalibrationDesign {
       values['testb-sizes'] ?? [...new Set([sizes[0]!, sizes[sizes.length - 1]!])].join(','),
       'testb-sizes',
     ),
+    testBDrop: !values['no-testb-drop'],
     toastTables: positiveInt(values['toast-tables']!, 'toast-tables'),
     toastSizes: sizeList(
       values['toast-sizes'] ??
@@ -502,6 +507,7 @@ function calibrationInputs(values: CalibrateValues): CalibrationInputs {
           sizes: r.sizes,
           tables: r.tables,
           testBSizes: r.testBSizes,
+          testBDrop: r.testBDrop,
           toastTables: r.toastTables,
           toastSizes: r.toastSizes,
           relDivisors: r.relDivisors,
@@ -512,10 +518,13 @@ function calibrationInputs(values: CalibrateValues): CalibrationInputs {
   if (
     countsFrom === 'walsim' &&
     refit === null &&
-    (design.dml !== null || design.copy !== null || (design.generated ?? null) !== null)
+    (design.dml !== null ||
+      design.copy !== null ||
+      (design.generated ?? null) !== null ||
+      design.testBDrop)
   )
     throw new UsageError(
-      '--counts walsim measures through the sweep, which has no DML, COPY or generated backlogs: pass --dml-tables 0 --copy-tables 0 --gen-seeds none',
+      '--counts walsim measures through the sweep, which has no DML, COPY, generated or DROP TABLE backlogs: pass --dml-tables 0 --copy-tables 0 --gen-seeds none --no-testb-drop',
     );
   return { target, refit, countsFrom, runs, warmupRuns, design };
 }

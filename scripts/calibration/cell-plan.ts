@@ -248,7 +248,7 @@ export const QUICK_BENCH_CELLS: readonly string[] = [
 
 /**
  * Did a calibration with these settings run this cell (same workload, shared_buffers and table
- * count or relation size)? Workloads calibration never runs (drop, pgbench, mixed) are never seen.
+ * count or relation size)? Workloads calibration never runs (pgbench, mixed) are never seen.
  */
 export function calibrationSaw(
   cell: BenchCell,
@@ -267,6 +267,8 @@ export function calibrationSaw(
     case 'vacuum':
     case 'truncate':
       return at(settings.testBSizes) && settings.tables.includes(cell.n);
+    case 'drop':
+      return settings.testBDrop && at(settings.testBSizes) && settings.tables.includes(cell.n);
     case 'truncate-toast':
       return at(settings.toastSizes) && settings.toastTables === cell.n;
     case 'insert':

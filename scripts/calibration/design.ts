@@ -1,9 +1,9 @@
 /**
  * `npm run calibrate`: fit a cost profile to THIS machine's PostgreSQL. A short fixed set of real
- * PostgreSQL cells (Test B VACUUM and TRUNCATE of int-only tables — the lookup path —, TRUNCATE of
- * tables with a TOAST table — a full scan per table, because replay never cached the size of the
- * never-written TOAST relation; one size beyond the last-level cache —, Test A VACUUM of one
- * relation of NBuffers/k pages, and the row-level DML backlogs INSERT and DELETE) is run
+ * PostgreSQL cells (Test B VACUUM, TRUNCATE and DROP TABLE of int-only tables — the lookup path —,
+ * TRUNCATE of tables with a TOAST table — a full scan per table, because replay never cached the
+ * size of the never-written TOAST relation; one size beyond the last-level cache —, Test A VACUUM
+ * of one relation of NBuffers/k pages, and the row-level DML backlogs INSERT and DELETE) is run
  * `runs` times on fresh clusters; the same cells run in walsim, in-process, give their counters;
  * the profile's constants are fitted by non-negative least squares (cost-model/fit.ts) to
  * PostgreSQL's median failover (log method; runs whose promote request stalled are left out).
@@ -46,9 +46,9 @@ import { WalsimError } from '../../common/errors.ts';
 /** Test A's shared_buffers sizes (and the default of the other cells' sizes). */
 export const DEFAULT_CALIBRATION_SIZES = ['128MB', '1GB', '4GB'];
 /**
- * Test B VACUUM / TRUNCATE run at two sizes: their drops take the lookup path, whose cost does not
- * depend on NBuffers, so a third size repeated the same counts (1GB was dropped for the DML cells'
- * time).
+ * Test B VACUUM / TRUNCATE / DROP TABLE run at two sizes: their drops take the lookup path, whose
+ * cost does not depend on NBuffers, so a third size repeated the same counts (1GB was dropped for
+ * the DML cells' time).
  */
 export const DEFAULT_CALIBRATION_TESTB_SIZES = ['128MB', '4GB'];
 /**
@@ -102,8 +102,20 @@ export interface CalibrationDesign {
   sizes: string[];
   /** Test B's table counts. */
   tables: number[];
-  /** Where Test B VACUUM / TRUNCATE run (older files: every size). */
+  /** Where Test B VACUUM / TRUNCATE (and DROP TABLE) run (older files: every size). */
   testBSizes: string[];
+  /**
+   * Test B DROP TABLE beside VACUUM and TRUNCATE, at the same sizes and table counts (false: none;
+   * older files). Per table, VACUUM, TRUNCATE and TOAST TRUNCATE give three equations in four I/O
+   * terms (namespace operation n, truncation or size query s, pg_control update c, unlink of a
+   * written file u): VACUUM 4s + c, TRUNCATE 3n + c + 2u, TOAST TRUNCATE 7n + s + c + 3u. Where no
+   * other cell pins one of them (17's and 18's counts; 14's third FSM update a VACUUMed table did,
+   * by chance), least squares can move cost along the fourth direction, and the fit fell back to
+   * the measured 0.43 ms for u, which over-priced TRUNCATE and DROP of written tables on 17 and
+   * 18. DROP TABLE unlinks the forks TRUNCATE unlinks, with one pg_control update, and creates no
+   * file: 2n + c + 2u; TRUNCATE less DROP is one file created, and the 4 × 4 system is regular.
+   */
+  testBDrop: boolean;
   /** TOAST-able TRUNCATE's table count. */
   toastTables: number;
   /** Where TOAST-able TRUNCATE runs (older files: every size). */
@@ -135,12 +147,13 @@ const generatedCell = (seed: number, sb: string): CellSpec => ({
   seed,
 });
 
-/** The default design (26 cells). */
+/** The default design (30 cells). */
 export function defaultCalibrationDesign(): CalibrationDesign {
   return {
     sizes: [...DEFAULT_CALIBRATION_SIZES],
     tables: [...DEFAULT_CALIBRATION_TABLES],
     testBSizes: [...DEFAULT_CALIBRATION_TESTB_SIZES],
+    testBDrop: true,
     toastTables: DEFAULT_CALIBRATION_TOAST_TABLES,
     toastSizes: [...DEFAULT_CALIBRATION_TOAST_SIZES],
     relDivisors: [...DEFAULT_CALIBRATION_REL_DIVISORS],
@@ -155,7 +168,8 @@ const testBCell = (sb: string, variant: CellSpec['variant'], tables: number): Ce
 
 /**
  * The fixed cell set (PostgreSQL engine; walsim counts come from the same specs), size by size
- * (ascending NBuffers): Test B, TOAST-able TRUNCATE, Test A, then the DML backlogs.
+ * (ascending NBuffers): Test B (VACUUM, TRUNCATE, DROP TABLE by table count), TOAST-able TRUNCATE,
+ * Test A, then the DML backlogs.
  */
 export function planCalibration(d: CalibrationDesign): CellSpec[] {
   const nb = (sb: string) => parseSharedBuffers(sb).nBuffers;
@@ -170,12 +184,14 @@ export function planCalibration(d: CalibrationDesign): CellSpec[] {
   ])
     if (!has(all, sb)) all.push(sb);
   all.sort((a, b) => nb(a) - nb(b));
+  const testB = d.testBDrop
+    ? (['vacuum', 'truncate', 'drop'] as const)
+    : (['vacuum', 'truncate'] as const);
   const cells: CellSpec[] = [];
   for (const sb of all) {
     const { nBuffers } = parseSharedBuffers(sb);
     if (has(d.testBSizes, sb))
-      for (const n of d.tables)
-        for (const v of ['vacuum', 'truncate'] as const) cells.push(testBCell(sb, v, n));
+      for (const n of d.tables) for (const v of testB) cells.push(testBCell(sb, v, n));
     if (has(d.toastSizes, sb)) cells.push(testBCell(sb, 'truncate-toast', d.toastTables));
     for (const k of has(d.sizes, sb) ? d.relDivisors : []) {
       const size = parseRelSize(`NB/${k}`, nBuffers);
@@ -303,8 +319,10 @@ export function calibrationGroups(o: {
       ? [{ name: 'descriptorPageMapped', constants: ['scan.descriptorPageMapped' as const] }]
       : []),
     // Runs that count the unlinked forks that held blocks (predict, from the fork sizes): apart
-    // from the per-file unlink where cells drop empty forks beside written ones (TOAST TRUNCATE)
-    // and many written tables in one commit (generated seeds) beside one a commit (Test B).
+    // from the per-file unlink, the pg_control update and the truncation by Test B DROP TABLE
+    // beside TRUNCATE (one file created apart: `CalibrationDesign.testBDrop`); without it, only
+    // through cells that drop many written tables in one commit (generated seeds) or by chance of
+    // the other counts (14's 3 FSM updates a VACUUMed table against 17's 2).
     ...(o.unlinkNonEmpty
       ? [{ name: 'unlinkNonEmpty', constants: ['smgr.unlinkNonEmpty' as const] }]
       : []),
@@ -526,6 +544,9 @@ export interface CalibrationReport {
   cells: CalibrationCell[];
 }
 
+const testBVerb = (v: CellSpec['variant']) =>
+  v === 'truncate-toast' ? 'TRUNCATE (TOAST)' : v === 'drop' ? 'DROP TABLE' : v.toUpperCase();
+
 export function cellShortLabel(c: CellSpec): string {
   if (c.variant === 'generated') return `${c.sharedBuffers} generated seed ${c.seed}`;
   const what =
@@ -535,7 +556,7 @@ export function cellShortLabel(c: CellSpec): string {
         ? `DML ${c.variant.toUpperCase()} ${c.tables} tables × ${c.variant === 'insert' ? DML_ROWS_PER_TABLE : DML_ROWS_PER_TABLE + rowsForPages(1)} rows`
         : c.variant === 'copy' || c.variant === 'copy-wide'
           ? `DML COPY ${c.tables} tables × ${c.variant === 'copy' ? `${DML_ROWS_PER_TABLE} int rows` : `${COPY_WIDE_ROWS_PER_TABLE} wide rows`}`
-          : `Test B ${c.variant === 'truncate-toast' ? 'TRUNCATE (TOAST)' : c.variant.toUpperCase()} ${c.tables} tables`;
+          : `Test B ${testBVerb(c.variant)} ${c.tables} tables`;
   return `${c.sharedBuffers} ${what}`;
 }
 
@@ -643,7 +664,7 @@ export interface StoredCalibration {
   /**
    * What the cell set was planned from (older files: inferred from the labels and the defaults;
    * Test B's table counts one number, TOAST-able TRUNCATE at that count, every cell at every size,
-   * no DML cells).
+   * no DML cells, no Test B DROP TABLE).
    */
   settings: CalibrationDesign & { primarySharedBuffers: string };
   records: StoredCalibrationRun[];
@@ -671,11 +692,12 @@ const legacyLabel = (c: Pick<CellSpec, 'sharedBuffers' | 'relSize' | 'variant'>)
 /** The settings a stored fit wrote: older files lack some and have one table count. */
 type StoredSettings = Omit<
   StoredCalibration['settings'],
-  'tables' | 'toastTables' | 'testBSizes' | 'toastSizes' | 'dml' | 'copy'
+  'tables' | 'toastTables' | 'testBSizes' | 'testBDrop' | 'toastSizes' | 'dml' | 'copy'
 > & {
   tables?: number | number[];
   toastTables?: number;
   testBSizes?: string[];
+  testBDrop?: boolean;
   toastSizes?: string[];
   dml?: CalibrationDesign['dml'];
   copy?: CalibrationDesign['copy'];
@@ -733,6 +755,7 @@ function storedSettings(
     toastTables:
       s?.toastTables ?? (typeof s?.tables === 'number' ? s.tables : LEGACY_CALIBRATION_TABLES),
     testBSizes: s?.testBSizes ?? sizes,
+    testBDrop: s?.testBDrop ?? false,
     toastSizes: s?.toastSizes ?? sizes,
     dml: s?.dml ?? null,
     copy: s?.copy ?? null,

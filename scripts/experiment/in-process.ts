@@ -119,7 +119,9 @@ export class InProcessCluster {
 
 /**
  * The statements of a cell's steps, as steps.ts sends them (one statement per table each); the
- * DML variants as predict-bench's runner makes them (calibration/cell-run.ts `dmlBacklog`).
+ * DML variants as predict-bench's runner makes them (calibration/cell-run.ts `dmlBacklog`). No
+ * twin of COPY (walsim has none) nor of Test B's DROP TABLE (the sweep's PostgreSQL side, which
+ * `--counts walsim` measures through, has no such step).
  */
 function statements(c: CellSpec): { before: string[]; failover: string[] } {
   const names = tableNames(c.kind === 'threshold' ? 'rel' : 'multi', c.tables);
@@ -135,6 +137,11 @@ function statements(c: CellSpec): { before: string[]; failover: string[] } {
     throw new WalsimError(
       'invalid_input',
       `the ${c.variant} backlog has no walsim twin: walsim has no COPY (npm run calibrate measures it with --counts wal)`,
+    );
+  if (c.variant === 'drop')
+    throw new WalsimError(
+      'invalid_input',
+      'the drop backlog has no walsim twin: the sweep that measures --counts walsim has no DROP TABLE step (fit it with --counts wal; a new calibration with --counts walsim needs --no-testb-drop)',
     );
   if (c.variant === 'insert' || c.variant === 'delete') {
     const dml = dmlBacklog(c.variant, c.tables);

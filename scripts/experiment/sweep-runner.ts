@@ -35,7 +35,7 @@ import {
 } from './steps.ts';
 import { ENGINE_NAMES, type EngineKind } from '../engines/engine.ts';
 import {
-  ROW_BACKLOG_VARIANTS,
+  BENCH_RUNNER_VARIANTS,
   type CellSpec,
   type CellSummary,
   type Engine,
@@ -133,9 +133,10 @@ export async function runCell(
   s: SweepSettings,
   beforeResume?: (engine: AnyEngine) => Promise<void>,
 ): Promise<RunRecord> {
-  // The steps below are Test A's and Test B's; the DML backlogs are predict-bench's (calibration/cell-run.ts).
+  // The steps below are Test A's and Test B's VACUUM / TRUNCATE; the DML and DROP TABLE backlogs
+  // are predict-bench's (calibration/cell-run.ts).
   assert(
-    !ROW_BACKLOG_VARIANTS.includes(cell.variant),
+    !BENCH_RUNNER_VARIANTS.includes(cell.variant),
     `the ${cell.variant} backlog runs through npm run calibrate --counts wal, not a sweep`,
   );
   const kind = ENGINE_KINDS[cell.engine];

@@ -11,13 +11,16 @@ import type { FailoverCounts } from '../../storage/replay-counts.ts';
 export type SweepKind = 'threshold' | 'multi';
 /**
  * `truncate-toast`: TRUNCATE of tables that have a TOAST table (three relfilenodes dropped each).
- * `insert` / `delete`: row-level DML backlogs (INSERT of 2,260 rows into each table / DELETE of its
- * 2,486 rows), which only `npm run calibrate` plans (through predict-bench's runner, not the sweeps).
+ * `drop`: DROP TABLE of each one-block table in its own transaction (Test B's tables, no file
+ * created), and `insert` / `delete`: row-level DML backlogs (INSERT of 2,260 rows into each table /
+ * DELETE of its 2,486 rows), which only `npm run calibrate` plans (through predict-bench's runner,
+ * not the sweeps).
  */
 export type Variant =
   | 'vacuum'
   | 'truncate'
   | 'truncate-toast'
+  | 'drop'
   | 'insert'
   | 'delete'
   | 'copy'
@@ -26,6 +29,11 @@ export type Variant =
 
 /** The row-level backlogs (experiment/dml.ts): measured through predict-bench's runner only. */
 export const ROW_BACKLOG_VARIANTS: readonly Variant[] = ['insert', 'delete', 'copy', 'copy-wide'];
+/**
+ * The variants measured through predict-bench's runner only (calibration/cell-run.ts): the row
+ * backlogs and Test B's DROP TABLE, for which the sweeps' steps (experiment/steps.ts) have no step.
+ */
+export const BENCH_RUNNER_VARIANTS: readonly Variant[] = [...ROW_BACKLOG_VARIANTS, 'drop'];
 /** Who runs the cell: walsim, or a real PostgreSQL primary + standby (scripts/postgres/). */
 export type Engine = 'walsim' | 'postgres';
 

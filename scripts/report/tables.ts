@@ -417,6 +417,7 @@ const VARIANT_TITLE: Record<Variant, string> = {
   vacuum: 'VACUUM',
   truncate: 'TRUNCATE',
   'truncate-toast': 'TRUNCATE (tables with a TOAST table)',
+  drop: 'DROP TABLE, one table a transaction',
   insert: 'INSERT of 2,260 rows per table',
   delete: 'DELETE of every row',
   copy: 'COPY of 2,260 int rows per table',

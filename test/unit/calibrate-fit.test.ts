@@ -261,6 +261,7 @@ describe('fitCalibration on real PostgreSQL measurements', () => {
       sizes: ['128MB', '1GB', '4GB'],
       tables: [200],
       testBSizes: ['128MB', '1GB', '4GB'],
+      testBDrop: false, // no Test B DROP TABLE before it was planned
       toastTables: 200,
       toastSizes: ['128MB', '1GB', '4GB'],
       relDivisors: [512, 64, 8],

@@ -110,8 +110,15 @@ describe('bench cell specs', () => {
     expect(saw('truncate-toast:300@1GB')).toBe(false);
     expect(saw('testA:NB/16@1GB')).toBe(true); // the full-scan twin of 4GB NB/64 (8,192 pages)
     expect(saw('testA:NB/32@1GB')).toBe(false);
-    expect(saw('drop:50@1GB')).toBe(false); // workloads calibration never runs
-    expect(saw('mixed:50@1GB')).toBe(false);
+    expect(saw('drop:50@128MB')).toBe(true); // Test B DROP TABLE, beside VACUUM and TRUNCATE
+    expect(saw('drop:300@4GB')).toBe(true);
+    expect(saw('drop:50@1GB')).toBe(false); // size not in the design
+    expect(saw('drop:500@4GB')).toBe(false);
+    // A design stored before the DROP cells never ran one.
+    expect(
+      calibrationSaw(parseBenchCell('drop:50@128MB'), { ...DEFAULT_DESIGN, testBDrop: false }),
+    ).toBe(false);
+    expect(saw('mixed:50@1GB')).toBe(false); // workloads calibration never runs
     expect(calibrationSaw(parseBenchCell('truncate:300@1GB'), null)).toBe(false);
   });
 
@@ -144,11 +151,13 @@ describe('calibration runs through the bench runner', () => {
   it('every default calibration cell is a bench cell its own design saw, with the same label', () => {
     const plan = planCalibration(defaultCalibrationDesign());
     const cells = plan.map(benchCellOfCalibration);
-    expect(cells.map((c) => c.id).slice(0, 6)).toEqual([
+    expect(cells.map((c) => c.id).slice(0, 8)).toEqual([
       'vacuum:50@128MB',
       'truncate:50@128MB',
+      'drop:50@128MB',
       'vacuum:300@128MB',
       'truncate:300@128MB',
+      'drop:300@128MB',
       'truncate-toast:100@128MB',
       'testA:NB/512@128MB',
     ]);
