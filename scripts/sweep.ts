@@ -48,6 +48,7 @@ import { publishedPoints } from './experiment/seed-001.ts';
 import { STRATEGIES_USAGE, strategiesSweep } from './strategies/lab-sweep.ts';
 import { withEntryBundle } from '../server/entry-bundle.ts';
 import { onInterrupt } from './cli/interrupt.ts';
+import { checkTemplateSpace, LoadedTemplates } from './experiment/loaded-template.ts';
 
 const SEED_RUNS = 5;
 const DEFAULT_MULTI_RUNS = 1;
@@ -56,6 +57,9 @@ const USAGE = `usage: npm run sweep -- <threshold|multi|strategies> [options]
   threshold  seed 001 Test A: one relation of NBuffers/k pages, VACUUM replayed at failover,
              cached-lookup with the optimized path forced vs full-scan
              [--rel-sizes 512,256,128,64,32,16,8] [--runs ${SEED_RUNS}] [--force-optimized | --no-force-optimized]
+             [--template]  PostgreSQL: load each relation once (create, insert, the primary stopped cleanly) and
+             start every run from two copies of it (primary and standby), so a run does only the DELETE,
+             VACUUM, replay and promotion; the templates are removed when the sweep ends
   multi      seed 001 Test B: --tables one-block relations, VACUUM and/or TRUNCATE of each at failover
              [--tables 1000] [--variants vacuum,truncate[,truncate-toast]] [--strategies full-scan,cached-lookup] [--runs ${DEFAULT_MULTI_RUNS}]
              (truncate-toast: tables with a TOAST table, whose TRUNCATE drops three relfilenodes)
@@ -97,6 +101,7 @@ const SWEEP_OPTIONS = {
   'pg-version': { type: 'string' },
   profile: { type: 'string', default: DEFAULT_PROFILE },
   'model-only': { type: 'boolean', default: false },
+  template: { type: 'boolean', default: false },
 } as const;
 
 /** The sweeps' options that take no value (splitCommand: options before the sweep's name). */
@@ -142,7 +147,19 @@ function runsAndEngines(kind: SweepKind, values: SweepValues) {
       : list(values['pg-version'], 'pg-version').map((v) => parsePgMajor(v) as number);
   if (pgVersions.length > 1 && values['pg-bin'] !== undefined)
     throw new UsageError('--pg-bin names one installation; give one --pg-version with it');
+  checkTemplateOption(kind, values.template, engines);
   return { modelOnly, runs, warmupRuns, engines, pgVersions };
+}
+
+/** `--template` is for Test A on PostgreSQL only (experiment/loaded-template.ts says why). */
+function checkTemplateOption(kind: SweepKind, template: boolean, engines: Engine[]): void {
+  if (!template) return;
+  if (kind !== 'threshold')
+    throw new UsageError(
+      "--template applies to threshold (Test A) only: a TRUNCATE run from a template would find its standby without the tables' sizes cached, so its drops would take another path",
+    );
+  if (!engines.includes('postgres'))
+    throw new UsageError('--template applies to PostgreSQL runs (--engine postgres)');
 }
 
 /**
@@ -344,7 +361,11 @@ async function runPlan(
         );
   } finally {
     bar.stop();
-    fs.rmSync(settings.workDir, { recursive: true, force: true });
+    try {
+      await settings.templates?.removeAll();
+    } finally {
+      fs.rmSync(settings.workDir, { recursive: true, force: true });
+    }
   }
 }
 
@@ -366,6 +387,10 @@ runCli(async () => {
   const pgServers = await checkPgVersions(engines, pgVersions, values['pg-bin'], profile);
   const settings = sweepSettingsOf(values, profile);
   const { plan, described } = planOf(kind, values, sizes, engines, pgVersions);
+  if (values.template) {
+    checkTemplateSpace(plan, settings.workDir);
+    settings.templates = new LoadedTemplates(settings.workDir);
+  }
   const settingsOut = {
     engines,
     ...(pgVersions.length > 0 ? { pgVersions } : {}),
@@ -380,6 +405,7 @@ runCli(async () => {
     standbys: settings.standbys,
     profile: profile.name,
     modelOnly,
+    ...(values.template ? { templates: true } : {}),
   };
   const runsNote = runsNoteOf(r, profile);
   if (!json)
@@ -388,6 +414,10 @@ runCli(async () => {
     );
   if (!json)
     for (const s of pgServers) console.log(`PostgreSQL ${s.major}: ${s.version}, ${s.build}`);
+  if (!json && settings.templates !== undefined)
+    console.log(
+      `--template: each relation loaded once per major under ${settings.workDir}, every PostgreSQL run starting from copies of it; removed when the sweep ends`,
+    );
   destroyClustersOnSignal(settings.workDir);
   const startedAt = new Date();
   const records = await runPlan(plan, r, settings);

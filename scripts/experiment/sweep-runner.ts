@@ -24,6 +24,7 @@ import type { ModeledFailover } from '../../cost-model/model.ts';
 import { price } from '../../cost-model/price.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from './in-process.ts';
+import { type LoadedTemplates, TEMPLATE_STEPS, templateApplies } from './loaded-template.ts';
 import {
   runStep,
   StepSession,
@@ -94,17 +95,16 @@ export interface SweepSettings {
   pgVersion?: number;
   /** The cost profile of the modeled columns. */
   profile: CostProfile;
+  /**
+   * `--template`: Test A's PostgreSQL runs start from copies of their cell's loaded primary, built
+   * once (loaded-template.ts); the caller removes the templates when the sweep ends.
+   */
+  templates?: LoadedTemplates;
 }
 
 export const DEFAULT_SHARED_BUFFERS = ['128MB', '1GB', '20GB', '100GB'];
 export const DEFAULT_REL_DIVISORS = [512, 256, 128, 64, 32, 16, 8];
 
-/**
- * The procedure of one run on a fresh cluster of the cell's engine, in its own directory under
- * `workDir`: the same steps (steps.ts) for every engine, then the failover as a RunRecord; the
- * cluster is stopped (immediate) and removed whatever happens. `beforeResume`, when given, runs
- * after the stop step with the paused standby up (a test attaches its observer of the replay).
- */
 /** The seed's steps of a cell: Test A's (rel.sh) or Test B's (test.sh), VACUUM or TRUNCATE. */
 function cellSteps(cell: CellSpec): StepName[] {
   const drop = cell.variant === 'vacuum' ? 'vacuum' : 'truncate';
@@ -119,6 +119,14 @@ function cellSteps(cell: CellSpec): StepName[] {
   ];
 }
 
+/**
+ * The procedure of one run on a fresh cluster of the cell's engine, in its own directory under
+ * `workDir`: the same steps (steps.ts) for every engine, then the failover as a RunRecord; the
+ * cluster is stopped (immediate) and removed whatever happens. With `s.templates` a Test A
+ * PostgreSQL run starts from copies of its cell's loaded template instead, after the steps the
+ * template ran (loaded-template.ts). `beforeResume`, when given, runs after the stop step with the
+ * paused standby up (a test attaches its observer of the replay).
+ */
 export async function runCell(
   cell: CellSpec,
   run: number,
@@ -139,26 +147,16 @@ export async function runCell(
   );
   const stepMs: Record<string, number> = {};
   try {
-    let t = performance.now();
-    const engine = await kind.createCluster(dir, {
-      sharedBuffers: cell.sharedBuffers,
-      primarySharedBuffers: s.primarySharedBuffers,
-      dropStrategy: cell.strategy,
-      forceOptimized: cell.forceOptimized,
-      thresholdDivisor: s.thresholdDivisor,
-      standbys: s.standbys ?? 1,
-      pgBin: s.pgBin,
-      // A walsim cell follows its own major only; a PostgreSQL cell falls back to --pg-version.
-      pgVersion: cell.engine === 'walsim' ? cell.pgVersion : (cell.pgVersion ?? s.pgVersion),
-    });
-    stepMs.start = performance.now() - t;
+    const templated = s.templates !== undefined && templateApplies(cell);
+    const engine = await startRunCluster(dir, cell, s, stepMs);
     const workload = cell.kind === 'threshold' ? 'rel' : 'multi';
     const session = new StepSession(engine);
     let resume: ResumeResult | null = null;
     try {
       for (const step of cellSteps(cell)) {
+        if (templated && TEMPLATE_STEPS.includes(step)) continue;
         if (step === 'resume') await beforeResume?.(engine);
-        t = performance.now();
+        const t = performance.now();
         const r = await runStep(step, {
           clusterDir: dir,
           engine,
@@ -177,10 +175,51 @@ export async function runCell(
       await session.close();
       await engine.close();
     }
-    return runRecordOf(cell, run, stepMs, resume!);
+    return {
+      ...runRecordOf(cell, run, stepMs, resume!),
+      ...(templated ? { fromTemplate: true } : {}),
+    };
   } finally {
     await kind.destroyCluster(dir);
   }
+}
+
+/**
+ * A run's pair in `dir`: a fresh cluster of the cell's engine, or, with `--template` for a cell
+ * it applies to, copies of the cell's loaded template (built by this run if it is the first).
+ * Times `start` (and `template`, the build, on the run that built it) into `stepMs`.
+ */
+async function startRunCluster(
+  dir: string,
+  cell: CellSpec,
+  s: SweepSettings,
+  stepMs: Record<string, number>,
+): Promise<AnyEngine> {
+  const t = performance.now();
+  const cluster = {
+    sharedBuffers: cell.sharedBuffers,
+    primarySharedBuffers: s.primarySharedBuffers,
+    dropStrategy: cell.strategy,
+    forceOptimized: cell.forceOptimized,
+    thresholdDivisor: s.thresholdDivisor,
+    standbys: s.standbys ?? 1,
+    pgBin: s.pgBin,
+    // A walsim cell follows its own major only; a PostgreSQL cell falls back to --pg-version.
+    pgVersion: cell.engine === 'walsim' ? cell.pgVersion : (cell.pgVersion ?? s.pgVersion),
+  };
+  if (s.templates === undefined || !templateApplies(cell)) {
+    const engine = await ENGINE_KINDS[cell.engine].createCluster(dir, cluster);
+    stepMs.start = performance.now() - t;
+    return engine;
+  }
+  const started = await s.templates.startRun(dir, cell, {
+    cluster,
+    waitSeconds: s.waitSeconds,
+    profile: s.profile,
+  });
+  if (started.buildMs !== null) stepMs.template = started.buildMs;
+  stepMs.start = performance.now() - t - (started.buildMs ?? 0);
+  return started.engine;
 }
 
 /** One run's record: what the resume step measured; walsim's counts and their modeled columns. */

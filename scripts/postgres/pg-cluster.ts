@@ -19,8 +19,12 @@
  * `<dir>/standby/` (PGDATA), `<dir>/primary.log` and `<dir>/standby.log` (pg_ctl -l; every line
  * starts with a millisecond UTC timestamp and the pid, `log_line_prefix = '%m [%p] '`).
  *
- * Entry points: `initPgCluster`, `destroyPgCluster`, `readPgEngine`, `isPgCluster`, `pgCtl`,
- * `pgNodeRunning`, `stopPgNode`, `pgConnect`, `pgLogPath`, `runPgProgram`.
+ * A pair can also start from a template (`stopAsTemplate`, `initPgClusterFromTemplate`: a loaded,
+ * cleanly stopped primary kept between a sweep's runs): both nodes are then cold copies of it.
+ *
+ * Entry points: `initPgCluster`, `initPgClusterFromTemplate`, `stopAsTemplate`, `destroyPgCluster`,
+ * `readPgEngine`, `isPgCluster`, `pgCtl`, `pgNodeRunning`, `stopPgNode`, `pgConnect`, `pgLogPath`,
+ * `runPgProgram`.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -35,6 +39,7 @@ import { freePort } from '../../server/ports.ts';
 import { pgServerUser, resolvePgBin, toolPath, type PgProgram, type PgUser } from './pg-bin.ts';
 import { nodeDisk } from '../../common/node-disk.ts';
 import { onInterrupt } from '../cli/interrupt.ts';
+import { trimWalToShutdownCheckpoint } from './pg-control.ts';
 
 export type PgNodeName = 'primary' | 'standby';
 
@@ -356,21 +361,25 @@ async function buildPgCluster(
       }),
   );
   await pgCtl(dir, 'primary', 'start');
-  const standby = pgDataDir(dir, 'standby');
   if (engine.standbyMethod === 'cold-copy') await coldCopy(dir, engine);
   else await baseBackup(dir, engine);
+  appendStandbyConf(dir, engine);
+  await pgCtl(dir, 'standby', 'start');
+  await waitSyncStreaming(dir);
+}
+
+/** The standby's own settings after the primary's: its port and shared_buffers. */
+function appendStandbyConf(dir: string, engine: PgEngineFile): void {
   // The seed: synchronous_commit/synchronous_standby_names are for the primary only.
   fs.appendFileSync(
-    path.join(standby, 'postgresql.conf'),
+    path.join(pgDataDir(dir, 'standby'), 'postgresql.conf'),
     '\n# the standby\n' +
       confLines({
         port: String(engine.ports.standby),
-        shared_buffers: s.sharedBuffers,
+        shared_buffers: engine.sharedBuffers.standby,
         synchronous_standby_names: "''",
       }),
   );
-  await pgCtl(dir, 'standby', 'start');
-  await waitSyncStreaming(dir);
 }
 
 /**
@@ -403,21 +412,91 @@ async function baseBackup(dir: string, engine: PgEngineFile): Promise<void> {
 async function coldCopy(dir: string, engine: PgEngineFile): Promise<void> {
   const standby = pgDataDir(dir, 'standby');
   await pgCtl(dir, 'primary', 'stop', { mode: 'fast' });
+  await copyDataDir(pgDataDir(dir, 'primary'), standby, engine);
+  writeStandbyConfig(standby, engine);
+  await pgCtl(dir, 'primary', 'start');
+}
+
+/** `cp -a` of a stopped data directory as the server's OS user, without its postmaster files. */
+async function copyDataDir(from: string, to: string, engine: PgEngineFile): Promise<void> {
   await new Promise<void>((resolve, reject) =>
     execFile(
       'cp',
-      ['-a', pgDataDir(dir, 'primary'), standby],
+      ['-a', from, to],
       engine.user ? { uid: engine.user.uid, gid: engine.user.gid } : {},
       (err, _o, stderr) =>
         err === null
           ? resolve()
-          : reject(new WalsimError('io_error', `copying the primary failed: ${stderr.trim()}`)),
+          : reject(new WalsimError('io_error', `copying ${from} failed: ${stderr.trim()}`)),
     ),
   );
   for (const f of ['postmaster.opts', 'postmaster.pid'])
-    fs.rmSync(path.join(standby, f), { force: true });
-  writeStandbyConfig(standby, engine);
-  await pgCtl(dir, 'primary', 'start');
+    fs.rmSync(path.join(to, f), { force: true });
+}
+
+/**
+ * Turn a running pair into the template of its loaded primary (experiment/loaded-template.ts): the
+ * standby stopped (immediate) and removed with its log, then the primary stopped cleanly (fast: its
+ * shutdown checkpoint writes every dirty page) and its pg_wal trimmed to the segment of that
+ * checkpoint (pg-control.ts; refused unless pg_control says shut down). Left in `dir`: engine.json,
+ * the primary's data directory and log, and whatever the caller keeps there (experiment.json).
+ */
+export async function stopAsTemplate(dir: string): Promise<void> {
+  // The standby first: with it gone, the primary's walsender has nothing to wait for at shutdown.
+  await stopPgNode(dir, 'standby', 'immediate');
+  // Its shutdown checkpoint fsyncs the whole relation (2.5 GB at 20GB NB/8): no 2-minute limit.
+  await pgCtl(dir, 'primary', 'stop', { mode: 'fast', timeoutS: 3600 });
+  fs.rmSync(pgDataDir(dir, 'standby'), { recursive: true, force: true });
+  fs.rmSync(pgLogPath(dir, 'standby'), { force: true });
+  trimWalToShutdownCheckpoint(pgDataDir(dir, 'primary'));
+}
+
+/**
+ * A pair whose primary and standby are both copies of a template's stopped primary
+ * (`stopAsTemplate`), as `coldCopy` makes a standby: fresh ports, the standby with standby.signal,
+ * `primary_conninfo` and `sharedBuffers`; both started, then the wait for synchronous streaming of
+ * `initPgCluster`. The template is only read. `dir` must not exist or be empty; on failure
+ * everything started is stopped again.
+ */
+export async function initPgClusterFromTemplate(
+  dir: string,
+  templateDir: string,
+  s: { sharedBuffers: string },
+): Promise<PgEngineFile> {
+  parseSharedBuffers(s.sharedBuffers);
+  const t = readPgEngine(templateDir);
+  assert(
+    t.user !== null || process.getuid?.() !== 0,
+    'INV-SCRIPTS-6 PostgreSQL servers never run as root',
+  );
+  await prepareClusterDir(dir, { dir: t.binDir, major: t.major }, t.user);
+  const engine: PgEngineFile = {
+    ...t,
+    standbyMethod: 'cold-copy',
+    ports: { primary: await freePort('127.0.0.1'), standby: await freePort('127.0.0.1') },
+    sharedBuffers: { primary: t.sharedBuffers.primary, standby: s.sharedBuffers },
+  };
+  writeFileAtomic(path.join(dir, ENGINE_FILE), JSON.stringify(engine, null, 2) + '\n', nodeDisk);
+  try {
+    const source = pgDataDir(templateDir, 'primary');
+    const primary = pgDataDir(dir, 'primary');
+    const standby = pgDataDir(dir, 'standby');
+    await Promise.all([copyDataDir(source, primary, engine), copyDataDir(source, standby, engine)]);
+    // A later line wins in postgresql.conf: the template's port was its own build's.
+    fs.appendFileSync(
+      path.join(primary, 'postgresql.conf'),
+      '\n# this copy of the template\n' + confLines({ port: String(engine.ports.primary) }),
+    );
+    writeStandbyConfig(standby, engine);
+    appendStandbyConf(dir, engine);
+    await pgCtl(dir, 'primary', 'start');
+    await pgCtl(dir, 'standby', 'start');
+    await waitSyncStreaming(dir);
+  } catch (e) {
+    await stopPgCluster(dir);
+    throw e;
+  }
+  return engine;
 }
 
 /** Until the standby streams as the synchronous standby `walreceiver`. */

@@ -116,6 +116,12 @@ export interface RunRecord extends CellSpec, ModeledColumns {
    * visible, left out of every summary, median and fit.
    */
   warmup?: boolean;
+  /**
+   * The run started from copies of its cell's loaded template (`npm run sweep -- threshold
+   * --template`, experiment/loaded-template.ts): no create or insert step of its own; the run that
+   * built the template has the build's time as `stepMs.template`.
+   */
+  fromTemplate?: boolean;
   /** The machine's 1-minute load average when the run ended (os.loadavg): other work competing for the CPUs. */
   loadAvg1?: number;
   /**

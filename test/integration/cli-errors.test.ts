@@ -260,6 +260,23 @@ describe('CLI errors', () => {
     );
   });
 
+  it('sweep --template refuses Test B and runs without PostgreSQL, in one line', async () => {
+    const runs = await Promise.all([
+      runScript('sweep.ts', ['multi', '--engine', 'postgres', '--template']),
+      runScript('sweep.ts', ['threshold', '--template', '--model-only']),
+    ]);
+    expectOneLineError(
+      runs[0]!,
+      /^error: --template applies to threshold \(Test A\) only: a TRUNCATE run from a template would find its standby without the tables' sizes cached/,
+      2,
+    );
+    expectOneLineError(
+      runs[1]!,
+      /^error: --template applies to PostgreSQL runs \(--engine postgres\)$/,
+      2,
+    );
+  });
+
   it('bench refuses a bad --shared-buffers, --runs or --replay-pages with one line, no stack, no NaN', async () => {
     const runs = await Promise.all([
       runScript('bench.ts', ['--shared-buffers', '0']),
