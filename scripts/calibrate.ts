@@ -71,6 +71,7 @@ import {
   fitTargets,
   identifiableGroups,
   MEASURED_WHEN_UNIDENTIFIED,
+  measuredAtBound,
   type StoredCalibration,
   walsimTwinAt,
 } from './calibration/design.ts';
@@ -214,6 +215,7 @@ function storedFit(o: {
   walCounts: Record<string, FailoverCounts> | null;
   report: ReturnType<typeof fitCalibration>;
   records: RunRecord[];
+  atBound: string[] | null;
   probe: MachineProbe | null;
 }) {
   return {
@@ -237,6 +239,9 @@ function storedFit(o: {
         ? 'per cell, the counts npm run predict read from the WAL PostgreSQL replayed (walCounts)'
         : "the walsim twin's counts of each cell",
     groups: o.report.groupSeconds,
+    // The groups the fit left at the bound 0 that keep their measured constants (design.ts
+    // `measuredAtBound`); its presence tells a refit the file was fitted under that rule.
+    ...(o.atBound !== null ? { measuredAtBound: o.atBound } : {}),
     cells: o.report.cells.map((c) => ({
       label: c.label,
       runs: c.runs,
@@ -278,13 +283,15 @@ async function identifiedTwinCounts(
 /**
  * The plan's WAL counts in plan order and the groups they identify, refusing a missing cell or an
  * unidentified group — except a term with a measured constant, which keeps it (printed), so runs
- * already measured are not thrown away.
+ * already measured are not thrown away; as does such a term the cells identify but the fit leaves
+ * at its bound 0 (`measuredAtBound`, printed too).
  */
 function identifiedWalCounts(
   plan: ReturnType<typeof planCalibration>,
   walCounts: Record<string, FailoverCounts>,
   base: CostProfile,
-): { counts: FailoverCounts[]; groups: FitGroup[]; base: CostProfile } {
+  cells: Parameters<typeof measuredAtBound>[0],
+): { counts: FailoverCounts[]; groups: FitGroup[]; base: CostProfile; atBound: string[] } {
   const counts = plan.map((c) => {
     const n = walCounts[storedLabel(c)];
     if (n === undefined)
@@ -301,9 +308,17 @@ function identifiedWalCounts(
     );
   for (const g of fit.measured)
     console.error(
-      `fit group ${g} not identified by these cells: ${MEASURED_WHEN_UNIDENTIFIED[g]!.constant} keeps its measured ${MEASURED_WHEN_UNIDENTIFIED[g]!.seconds} s`,
+      `fit group ${g} not identified by these cells: ${keepsMeasured(g)}`,
     );
-  return { counts, groups: fit.groups, base: fit.base };
+  const bound = measuredAtBound(cells, counts, fit);
+  for (const g of bound.atBound) console.error(`fit group ${g} at the bound 0: ${keepsMeasured(g)}`);
+  return { counts, groups: bound.groups, base: bound.base, atBound: bound.atBound };
+}
+
+/** What a group priced at its measured constant is printed with. */
+function keepsMeasured(g: string): string {
+  const m = MEASURED_WHEN_UNIDENTIFIED[g]!;
+  return `${m.constant} keeps its measured ${m.seconds} s`;
 }
 
 const CALIBRATE_OPTIONS = {
@@ -376,7 +391,7 @@ runCli(async () => {
   const { records, walCounts, probe } = measured;
   let { wallSeconds } = measured;
   const cells = summarise(plan, fitTargets(records, target));
-  const wal = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base) : null;
+  const wal = countsFrom === 'wal' ? identifiedWalCounts(plan, walCounts!, base, cells) : null;
   const counts = wal?.counts ?? twinCounts!;
   if (!refit) wallSeconds = (Date.now() - startedAt.getTime()) / 1000;
   const report = fitCalibration(
@@ -403,6 +418,7 @@ runCli(async () => {
     report,
     records,
     probe,
+    atBound: wal?.atBound ?? null,
   });
 }, USAGE);
 
@@ -606,53 +622,44 @@ function poolRangeLine(report: ReturnType<typeof fitCalibration>): string {
   return `pools fitted: ${lo}–${hi} (the largest this machine starts: ${machineGeneratorLimits().maxSharedBuffers}); a standby above ${hi} (the seed's 100GB) is priced by extrapolation`;
 }
 
+/** What `writeCalibration` writes: the fitted report and what it was fitted from. */
+interface FittedCalibration {
+  startedAt: Date;
+  wallSeconds: number;
+  pgVersion: string;
+  name: string;
+  out: string;
+  settings: SweepSettings;
+  walCounts: Record<string, FailoverCounts> | null;
+  report: ReturnType<typeof fitCalibration>;
+  records: RunRecord[];
+  /** The runs' median probe; null: probe the machine now (the walsim-counts path). */
+  probe: MachineProbe | null;
+  /** The groups priced at their measured constants at the bound 0; null: walsim counts. */
+  atBound: string[] | null;
+}
+
 /** Write the fitted profile with its stored runs, then print it (text or --json). */
 function writeCalibration(
   values: CalibrateValues,
   { refit, runs, warmupRuns, design, target, countsFrom }: CalibrationInputs,
-  {
-    startedAt,
-    wallSeconds,
-    pgVersion,
-    name,
-    out,
-    settings,
-    walCounts,
-    report,
-    records,
-    probe,
-  }: {
-    startedAt: Date;
-    wallSeconds: number;
-    pgVersion: string;
-    name: string;
-    out: string;
-    settings: SweepSettings;
-    walCounts: Record<string, FailoverCounts> | null;
-    report: ReturnType<typeof fitCalibration>;
-    records: RunRecord[];
-    /** The runs' median probe; null: probe the machine now (the walsim-counts path). */
-    probe: MachineProbe | null;
-  },
+  o: FittedCalibration,
 ): number {
+  const { name, out, report, records, wallSeconds } = o;
   const fit = storedFit({
-    startedAt,
-    wallSeconds,
-    pgVersion,
+    ...o,
     runs,
     warmupRuns,
-    settings: { ...design, primarySharedBuffers: settings.primarySharedBuffers },
+    settings: { ...design, primarySharedBuffers: o.settings.primarySharedBuffers },
     // Relative: the file is often shipped, and a profile carries no machine's paths.
     refittedFrom: refit ? path.relative(process.cwd(), path.resolve(values.refit!)) : null,
     machine: refit?.machine,
     target,
     counts: countsFrom,
-    walCounts: countsFrom === 'wal' ? walCounts : null,
-    report,
-    records,
+    walCounts: countsFrom === 'wal' ? o.walCounts : null,
     probe: refit
       ? (loadProfile(path.resolve(values.refit!)).machineProbe ?? null)
-      : (probe ?? machineProbeNow(settings.workDir)),
+      : (o.probe ?? machineProbeNow(o.settings.workDir)),
   });
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, profileToJson(report.profile, fit));

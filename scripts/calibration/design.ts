@@ -9,7 +9,8 @@
  * PostgreSQL's median failover (log method; runs whose promote request stalled are left out).
  *
  * Entry points: `planCalibration`, `defaultCalibrationDesign`, `fitCalibration`,
- * `calibrationGroups`, `calibrationGroupsFor`, `CALIBRATION_GROUPS`, `CalibrationReport`,
+ * `calibrationGroups`, `calibrationGroupsFor`, `CALIBRATION_GROUPS`, `identifiableGroups` and
+ * `measuredAtBound` (the terms that keep their measured constants), `CalibrationReport`,
  * `readStoredCalibration` and `recordsFromStored` (`--refit`).
  *
  * The profile written carries, per cell, measured and fitted seconds, the residual, and the
@@ -486,11 +487,33 @@ function measuredWhenUncounted(features: readonly CostFeatures[]): string[] {
 }
 
 /**
+ * `base` with each named group's measured constant (MEASURED_WHEN_UNIDENTIFIED) set, its `source`
+ * saying why it was not fitted: the one place a measured term replaces a fitted one.
+ */
+function withMeasured(
+  base: CostProfile,
+  names: readonly string[],
+  why: (group: string) => string,
+): CostProfile {
+  const constants = { ...base.constants };
+  for (const g of names) {
+    const m = MEASURED_WHEN_UNIDENTIFIED[g]!;
+    constants[m.constant] = {
+      ...constants[m.constant],
+      seconds: m.seconds,
+      source: `measured, not fitted: ${why(g)} (${m.measured}; cost-model/README.md)`,
+    };
+  }
+  return { ...base, constants };
+}
+
+/**
  * The groups a calibration fits: `calibrationGroupsFor`'s, less a group with a measured constant
  * (MEASURED_WHEN_UNIDENTIFIED) the cells cannot identify — that constant is set in the returned
  * base and named in `measured`, as is the failed segment open that no cell counts where the size
  * is asked per read (`measuredWhenUncounted`). `unidentified`: the other groups the cells cannot
- * identify (the caller refuses the fit).
+ * identify (the caller refuses the fit). A group the cells identify but cannot price above 0 is
+ * `measuredAtBound`'s, which needs the measured seconds.
  */
 export function identifiableGroups(
   cells: readonly Pick<CellSpec, 'variant'>[],
@@ -503,24 +526,69 @@ export function identifiableGroups(
   );
   const uncounted = measuredWhenUncounted(features);
   const groups = all.filter((g) => !notIdentified.includes(g.name));
-  const constants = { ...base.constants };
-  for (const g of [...notIdentified, ...uncounted]) {
-    const m = MEASURED_WHEN_UNIDENTIFIED[g]!;
-    const why = uncounted.includes(g)
-      ? "none of the calibration's cells counts it"
-      : "the calibration's cells count it but cannot tell it from the other groups";
-    constants[m.constant] = {
-      ...constants[m.constant],
-      seconds: m.seconds,
-      source: `measured, not fitted: ${why} (${m.measured}; cost-model/README.md)`,
-    };
-  }
   return {
     groups,
-    base: { ...base, constants },
+    base: withMeasured(base, [...notIdentified, ...uncounted], (g) =>
+      uncounted.includes(g)
+        ? "none of the calibration's cells counts it"
+        : "the calibration's cells count it but cannot tell it from the other groups",
+    ),
     measured: [...notIdentified, ...uncounted],
     unidentified: unidentifiedGroups(features, groups),
   };
+}
+
+/** `measuredAtBound`'s fits are read for their group values only: their names do not matter. */
+const BOUND_META = { name: 'bound', description: 'bound', source: 'bound' };
+
+/**
+ * The rule for a term with a measured constant that the cells identify (by rank) but that the NNLS
+ * leaves at its bound 0: it is not priced at 0, it keeps its measured constant (`withMeasured`,
+ * as an unidentified one does) and the other groups are fitted again against the targets less its
+ * part; repeated until no such group is left at 0. Named in `atBound` (the profile's
+ * `fit.measuredAtBound`); the leave-one-out fits keep the same groups.
+ *
+ * Why at 0 and not the fitted value: each of these terms counts an event that costs time wherever
+ * it is counted on the kind of machine its constant was measured on — a synchronous discard a
+ * written fork file freed (a device round trip), a page fault a descriptor page first touched, an
+ * lseek a size query, an openat a failed segment open — and each comes in a nearly fixed ratio
+ * with a neighbouring term in most cells (one commit drops a table's written forks beside one
+ * pg_control fsync; the pages mapped are NBuffers / 64 beside the first scan's NBuffers
+ * descriptors; 13's size query comes 1:1 with the one-tuple record in the row backlogs). Only a few
+ * cells tell them apart, so run-to-run noise can put the least-squares value below 0, where the
+ * NNLS stops at 0 and gives the neighbour the whole cost (16's pg_control update at 0.44 ms
+ * against its 0.1-0.3 ms fsync, its 900-file TOAST TRUNCATE then priced -46 %). A 0 there says
+ * the data could not price the term positively, not that it is free — the situation the
+ * unidentified case is in, so the same measured value serves, for every MEASURED_WHEN_UNIDENTIFIED
+ * term alike: none of their mechanisms gives a 0 on the machine they were measured on. Where one
+ * would be free (a mount without `discard`, shared memory in huge pages), the measured constant is
+ * as wrong for the unidentified case; the table is this kind of machine's, and a calibration
+ * elsewhere has to measure the term again. A positive fitted value, even one below the measured
+ * constant, is the data's and stays.
+ */
+export function measuredAtBound(
+  cells: readonly CellSummary[],
+  counts: readonly FailoverCounts[],
+  fit: { groups: FitGroup[]; base: CostProfile },
+): { groups: FitGroup[]; base: CostProfile; atBound: string[] } {
+  let { groups, base } = fit;
+  const atBound: string[] = [];
+  for (;;) {
+    const spec = { base: { ...base, promotionPoll: null }, groups, ...BOUND_META };
+    const { groupSeconds } = fitProfile(calibrationObservations(cells, counts, base).obs, spec);
+    const zero = groups
+      .map((g) => g.name)
+      .filter((g) => MEASURED_WHEN_UNIDENTIFIED[g] !== undefined && groupSeconds[g] === 0);
+    if (zero.length === 0) return { groups, base, atBound };
+    atBound.push(...zero);
+    groups = groups.filter((g) => !zero.includes(g.name));
+    base = withMeasured(
+      base,
+      zero,
+      () =>
+        "the calibration's cells identify it, but the fit left it at its bound 0: they could not price it positively beside the other groups",
+    );
+  }
 }
 
 export interface CalibrationCell {
@@ -579,6 +647,24 @@ export function machineCache(base: CostProfile): CostProfile['cache'] {
   return base.cache;
 }
 
+/** The cells with a measured median, each as a fit observation (weight 1/measured). */
+function calibrationObservations(
+  cells: readonly CellSummary[],
+  counts: readonly FailoverCounts[],
+  base: CostProfile,
+): { usable: Array<{ c: CellSummary; counts: FailoverCounts }>; obs: FitObservation[] } {
+  const usable = cells
+    .map((c, i) => ({ c, counts: counts[i]! }))
+    .filter((x) => Number.isFinite(x.c.failoverMsMedian) && x.c.failoverMsMedian > 0);
+  const obs: FitObservation[] = usable.map(({ c, counts: n }) => ({
+    label: cellShortLabel(c),
+    features: costFeatures(n, base, c.nBuffers),
+    targetS: c.failoverMsMedian / 1000,
+    weight: 1000 / c.failoverMsMedian,
+  }));
+  return { usable, obs };
+}
+
 /**
  * Fit the groups to the measured cells (weights 1/measured: relative error), then refit without
  * each cell to predict it.
@@ -590,15 +676,7 @@ export function fitCalibration(
   meta: { name: string; description: string; source: string },
   groupsGiven?: FitGroup[],
 ): CalibrationReport {
-  const usable = cells
-    .map((c, i) => ({ c, counts: counts[i]! }))
-    .filter((x) => Number.isFinite(x.c.failoverMsMedian) && x.c.failoverMsMedian > 0);
-  const obs: FitObservation[] = usable.map(({ c, counts: n }) => ({
-    label: cellShortLabel(c),
-    features: costFeatures(n, base, c.nBuffers),
-    targetS: c.failoverMsMedian / 1000,
-    weight: 1000 / c.failoverMsMedian,
-  }));
+  const { usable, obs } = calibrationObservations(cells, counts, base);
   const groups =
     groupsGiven ??
     calibrationGroupsFor(
@@ -673,6 +751,11 @@ export interface StoredCalibration {
    * `--counts wal`); absent in older files, whose fits priced walsim twins' counts.
    */
   walCounts: Record<string, FailoverCounts> | null;
+  /**
+   * The groups `measuredAtBound` priced at their measured constants (`fit.measuredAtBound`; [] when
+   * none); null in a file fitted before that rule, whose constants it reproduces without it.
+   */
+  measuredAtBound: string[] | null;
 }
 
 /** The label a stored run carries: `<shared_buffers> <NB/k>` or `<shared_buffers> <variant> <n> tables`. */
@@ -787,6 +870,9 @@ export function readStoredCalibration(file: string): StoredCalibration {
             ]),
           )
         : null,
+    measuredAtBound: Array.isArray(fit.measuredAtBound)
+      ? (fit.measuredAtBound as unknown[]).map((g) => String(g))
+      : null,
   };
 }
 

@@ -18,6 +18,7 @@ import {
   defaultCalibrationDesign,
   fitCalibration,
   identifiableGroups,
+  measuredAtBound,
   planCalibration,
   readStoredCalibration,
   TUPLE_RECORD_KINDS,
@@ -416,6 +417,23 @@ function pg17Design(testBDrop: boolean) {
   return { plan, counts, features, groups: calibrationGroupsFor(plan, features) };
 }
 
+/** Per-event seconds of this machine's order: 16.14's fit of its real runs (lookup made > 0). */
+const PG16_GROUPS: Record<string, number> = {
+  record: 1.951e-6,
+  recordTuple: 2.428e-7,
+  scan: 7.674e-9,
+  scanMemory: 6.124e-9,
+  lookup: 1e-6,
+  smgrNamespace: 1.424e-5,
+  smgrSize: 3.037e-5,
+  controlFile: 4.353e-4,
+  endOfRecovery: 1.19e-2,
+  smgrExtend: 3.26e-5,
+  fsmUpdate: 3.094e-7,
+  multiInsertTuple: 2.444e-8,
+  descriptorPageMapped: 1.187e-5,
+};
+
 describe("Test B DROP TABLE: 17's real WAL counts", () => {
   it("without it the written file's unlink is not identified; with it every group is", () => {
     const old = pg17Design(false);
@@ -473,6 +491,53 @@ describe("Test B DROP TABLE: 17's real WAL counts", () => {
     expect(r.groupSeconds['unlinkNonEmpty']! / 0.21e-3).toBeCloseTo(1, 6);
     expect(r.groupSeconds['controlFile']! / 0.4e-3).toBeCloseTo(1, 6);
     for (const c of r.cells) expect(Math.abs(c.residualPct)).toBeLessThan(1e-9);
+    // Fitted positive, below the measured 0.43 ms: the data's value stays (no bound rule).
+    const bound = measuredAtBound(cells, counts, fit);
+    expect(bound.atBound).toEqual([]);
+    expect(bound.groups).toBe(fit.groups);
+    expect(bound.base).toBe(fit.base);
+  });
+
+  it('a measured term the fit leaves at the bound 0 keeps its measured constant; the rest refit', () => {
+    const { plan, counts, features } = pg17Design(true);
+    const fit = identifiableGroups(plan, features, base);
+    expect(fit.groups.map((g) => g.name)).toContain('unlinkNonEmpty');
+    // Cells in which a written file's unlink costs less than nothing beside a dear pg_control
+    // update (2 a table in TRUNCATE and DROP, 3 in TOAST TRUNCATE, none in VACUUM, always beside
+    // one update): identified by rank, its least-squares value negative, so the NNLS stops at 0
+    // and the other groups carry the cells — 14's, 16's and 18's fits of their real runs.
+    const truth = withGroupSeconds(fit.base.constants, fit.groups, (g) =>
+      g === 'unlinkNonEmpty' ? -0.02e-3 : PG16_GROUPS[g]!,
+    );
+    const cells = syntheticCells(plan, counts, { ...base, constants: truth });
+    const plain = fitCalibration(cells, counts, fit.base, META, fit.groups);
+    expect(plain.groupSeconds['unlinkNonEmpty']).toBe(0);
+    const bound = measuredAtBound(cells, counts, fit);
+    expect(bound.atBound).toEqual(['unlinkNonEmpty']);
+    expect(bound.groups.map((g) => g.name)).toEqual(
+      fit.groups.map((g) => g.name).filter((g) => g !== 'unlinkNonEmpty'),
+    );
+    const kept = bound.base.constants['smgr.unlinkNonEmpty'];
+    expect(kept.seconds).toBe(0.43e-3);
+    expect(kept.source).toMatch(/^measured, not fitted: .*bound 0/);
+    const r = fitCalibration(cells, counts, bound.base, META, bound.groups);
+    expect(r.profile.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
+    expect(r.groupSeconds).not.toHaveProperty('unlinkNonEmpty');
+    // The others fitted again against the cells less the measured part: pg_control's update no
+    // longer carries the written files' cost.
+    expect(r.groupSeconds['controlFile']!).toBeLessThan(plain.groupSeconds['controlFile']!);
+    for (const c of r.cells) expect(Number.isFinite(c.leaveOneOutS)).toBe(true);
+    // The same rule for every term with a measured constant: here the descriptor page first
+    // mapped, the written unlink fitted positive and kept as fitted.
+    const pages = withGroupSeconds(fit.base.constants, fit.groups, (g) =>
+      g === 'descriptorPageMapped' ? -2e-6 : g === 'unlinkNonEmpty' ? 0.21e-3 : PG16_GROUPS[g]!,
+    );
+    const pageCells = syntheticCells(plan, counts, { ...base, constants: pages });
+    const pageBound = measuredAtBound(pageCells, counts, fit);
+    expect(pageBound.atBound).toEqual(['descriptorPageMapped']);
+    expect(pageBound.base.constants['scan.descriptorPageMapped'].seconds).toBe(8.1e-6);
+    const rp = fitCalibration(pageCells, counts, pageBound.base, META, pageBound.groups);
+    expect(rp.groupSeconds['unlinkNonEmpty']!).toBeGreaterThan(0);
   });
 });
 

@@ -3,7 +3,8 @@
  * calibrated, each naming its major, and pg15-generated-*.json) are reproducible: fitting again
  * the measurements each one stores (fit.records, and fit.walCounts — the counts predict read from
  * the real WAL — where present, else the walsim twins' counts) with its target and cache tier
- * gives its constants exactly. No PostgreSQL, no timing.
+ * gives its constants exactly (under the rule of a measured term at the bound 0 when the file was
+ * fitted under it). No PostgreSQL, no timing.
  */
 import { describe, expect, it } from 'vitest';
 import { costFeatures } from '../../cost-model/model.ts';
@@ -14,6 +15,7 @@ import {
   fitCalibration,
   fitTargets,
   identifiableGroups,
+  measuredAtBound,
   planCalibration,
   readStoredCalibration,
   recordsFromStored,
@@ -57,9 +59,17 @@ describe('shipped calibrated profiles', () => {
       const cells = summarise(plan, fitTargets(recordsFromStored(stored.records, plan), target));
       const seed = { ...loadProfile('seed-001'), cache: profile.cache };
       const meta = { name: profile.name, description: profile.description, source: 'refit' };
-      // As npm run calibrate fits WAL counts: the groups they identify, measured terms kept.
+      // As npm run calibrate fits WAL counts: the groups they identify, measured terms kept — and
+      // kept at the bound 0 in a file fitted under that rule (`fit.measuredAtBound`, the groups it
+      // named); a file fitted before the rule is reproduced as it was fitted, without it.
       const features = counts.map((n, i) => costFeatures(n, seed, plan[i]!.nBuffers));
-      const wal = stored.walCounts !== null ? identifiableGroups(plan, features, seed) : null;
+      const identified = stored.walCounts !== null ? identifiableGroups(plan, features, seed) : null;
+      const bound =
+        identified !== null && stored.measuredAtBound !== null
+          ? measuredAtBound(cells, counts, identified)
+          : null;
+      if (bound !== null) expect(bound.atBound).toEqual(stored.measuredAtBound);
+      const wal = bound ?? identified;
       const again = fitCalibration(cells, counts, wal?.base ?? seed, meta, wal?.groups);
       for (const [k, c] of Object.entries(profile.constants))
         expect(again.profile.constants[k as keyof typeof profile.constants].seconds, k).toBe(
