@@ -7,7 +7,7 @@
  */
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { unidentifiedGroups } from '../../cost-model/fit.ts';
+import { fitProfile, flattenFeatures, unidentifiedGroups } from '../../cost-model/fit.ts';
 import { costFeatures } from '../../cost-model/model.ts';
 import { loadProfile, profilePath } from '../../cost-model/profile.ts';
 import { countCellsInProcess } from '../../scripts/experiment/in-process.ts';
@@ -18,6 +18,7 @@ import {
   defaultCalibrationDesign,
   fitCalibration,
   identifiableGroups,
+  MEASURED_WHEN_UNIDENTIFIED,
   measuredAtBound,
   planCalibration,
   readStoredCalibration,
@@ -512,32 +513,53 @@ describe("Test B DROP TABLE: 17's real WAL counts", () => {
     const cells = syntheticCells(plan, counts, { ...base, constants: truth });
     const plain = fitCalibration(cells, counts, fit.base, META, fit.groups);
     expect(plain.groupSeconds['unlinkNonEmpty']).toBe(0);
+    expect(plain.groupSeconds['descriptorPageMapped']).toBeGreaterThan(0);
     const bound = measuredAtBound(cells, counts, fit);
-    expect(bound.atBound).toEqual(['unlinkNonEmpty']);
+    // First the written unlink; then any other measured term the refit leaves at 0 (none but
+    // measured terms are taken out), each at its measured constant.
+    expect(bound.atBound[0]).toBe('unlinkNonEmpty');
+    for (const g of bound.atBound) {
+      const m = MEASURED_WHEN_UNIDENTIFIED[g]!;
+      expect(bound.base.constants[m.constant].seconds, g).toBe(m.seconds);
+      expect(bound.base.constants[m.constant].source).toMatch(/^measured, not fitted: .*bound 0/);
+    }
+    expect(bound.base.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
     expect(bound.groups.map((g) => g.name)).toEqual(
-      fit.groups.map((g) => g.name).filter((g) => g !== 'unlinkNonEmpty'),
+      fit.groups.map((g) => g.name).filter((g) => !bound.atBound.includes(g)),
     );
-    const kept = bound.base.constants['smgr.unlinkNonEmpty'];
-    expect(kept.seconds).toBe(0.43e-3);
-    expect(kept.source).toMatch(/^measured, not fitted: .*bound 0/);
     const r = fitCalibration(cells, counts, bound.base, META, bound.groups);
     expect(r.profile.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
     expect(r.groupSeconds).not.toHaveProperty('unlinkNonEmpty');
-    // The others fitted again against the cells less the measured part: pg_control's update no
-    // longer carries the written files' cost.
+    for (const g of bound.groups.map((x) => x.name)) expect(r.groupSeconds[g], g).toBeGreaterThanOrEqual(0);
+    // The other groups fitted again against each cell less the measured part: the same values as
+    // an NNLS of the targets with that part subtracted by hand.
+    const taken = bound.atBound.map((g) => MEASURED_WHEN_UNIDENTIFIED[g]!);
+    const zeroed = { ...fit.base.constants };
+    for (const m of taken) zeroed[m.constant] = { ...zeroed[m.constant], seconds: 0 };
+    const byHand = fitProfile(
+      cells.map((c, i) => {
+        const n = flattenFeatures(features[i]!);
+        const part = taken.reduce((s, m) => s + (n[m.constant] ?? 0) * m.seconds, 0);
+        const targetS = c.failoverMsMedian / 1000;
+        return { label: storedLabel(c), features: features[i]!, targetS: targetS - part, weight: 1 / targetS };
+      }),
+      { base: { ...fit.base, constants: zeroed, promotionPoll: null }, groups: bound.groups, ...META },
+    );
+    for (const g of bound.groups.map((x) => x.name))
+      expect(Math.abs(r.groupSeconds[g]! - byHand.groupSeconds[g]!), g).toBeLessThanOrEqual(
+        1e-9 * byHand.groupSeconds[g]! + 1e-18,
+      );
+    // pg_control's update no longer carries what the written files cost in these cells.
     expect(r.groupSeconds['controlFile']!).toBeLessThan(plain.groupSeconds['controlFile']!);
     for (const c of r.cells) expect(Number.isFinite(c.leaveOneOutS)).toBe(true);
-    // The same rule for every term with a measured constant: here the descriptor page first
-    // mapped, the written unlink fitted positive and kept as fitted.
+    // The same rule for every term with a measured constant: the descriptor page first mapped.
     const pages = withGroupSeconds(fit.base.constants, fit.groups, (g) =>
       g === 'descriptorPageMapped' ? -2e-6 : g === 'unlinkNonEmpty' ? 0.21e-3 : PG16_GROUPS[g]!,
     );
     const pageCells = syntheticCells(plan, counts, { ...base, constants: pages });
     const pageBound = measuredAtBound(pageCells, counts, fit);
-    expect(pageBound.atBound).toEqual(['descriptorPageMapped']);
+    expect(pageBound.atBound[0]).toBe('descriptorPageMapped');
     expect(pageBound.base.constants['scan.descriptorPageMapped'].seconds).toBe(8.1e-6);
-    const rp = fitCalibration(pageCells, counts, pageBound.base, META, pageBound.groups);
-    expect(rp.groupSeconds['unlinkNonEmpty']!).toBeGreaterThan(0);
   });
 });
 
