@@ -307,11 +307,10 @@ function identifiedWalCounts(
       `the WAL counts of these cells cannot tell apart the fit groups ${fit.unidentified.join(', ')}`,
     );
   for (const g of fit.measured)
-    console.error(
-      `fit group ${g} not identified by these cells: ${keepsMeasured(g)}`,
-    );
+    console.error(`fit group ${g} not identified by these cells: ${keepsMeasured(g)}`);
   const bound = measuredAtBound(cells, counts, fit);
-  for (const g of bound.atBound) console.error(`fit group ${g} at the bound 0: ${keepsMeasured(g)}`);
+  for (const g of bound.atBound)
+    console.error(`fit group ${g} at the bound 0: ${keepsMeasured(g)}`);
   return { counts, groups: bound.groups, base: bound.base, atBound: bound.atBound };
 }
 

@@ -530,7 +530,8 @@ describe("Test B DROP TABLE: 17's real WAL counts", () => {
     const r = fitCalibration(cells, counts, bound.base, META, bound.groups);
     expect(r.profile.constants['smgr.unlinkNonEmpty'].seconds).toBe(0.43e-3);
     expect(r.groupSeconds).not.toHaveProperty('unlinkNonEmpty');
-    for (const g of bound.groups.map((x) => x.name)) expect(r.groupSeconds[g], g).toBeGreaterThanOrEqual(0);
+    for (const g of bound.groups.map((x) => x.name))
+      expect(r.groupSeconds[g], g).toBeGreaterThanOrEqual(0);
     // The other groups fitted again against each cell less the measured part: the same values as
     // an NNLS of the targets with that part subtracted by hand.
     const taken = bound.atBound.map((g) => MEASURED_WHEN_UNIDENTIFIED[g]!);
@@ -541,9 +542,18 @@ describe("Test B DROP TABLE: 17's real WAL counts", () => {
         const n = flattenFeatures(features[i]!);
         const part = taken.reduce((s, m) => s + (n[m.constant] ?? 0) * m.seconds, 0);
         const targetS = c.failoverMsMedian / 1000;
-        return { label: storedLabel(c), features: features[i]!, targetS: targetS - part, weight: 1 / targetS };
+        return {
+          label: storedLabel(c),
+          features: features[i]!,
+          targetS: targetS - part,
+          weight: 1 / targetS,
+        };
       }),
-      { base: { ...fit.base, constants: zeroed, promotionPoll: null }, groups: bound.groups, ...META },
+      {
+        base: { ...fit.base, constants: zeroed, promotionPoll: null },
+        groups: bound.groups,
+        ...META,
+      },
     );
     for (const g of bound.groups.map((x) => x.name))
       expect(Math.abs(r.groupSeconds[g]! - byHand.groupSeconds[g]!), g).toBeLessThanOrEqual(

@@ -63,7 +63,8 @@ describe('shipped calibrated profiles', () => {
       // kept at the bound 0 in a file fitted under that rule (`fit.measuredAtBound`, the groups it
       // named); a file fitted before the rule is reproduced as it was fitted, without it.
       const features = counts.map((n, i) => costFeatures(n, seed, plan[i]!.nBuffers));
-      const identified = stored.walCounts !== null ? identifiableGroups(plan, features, seed) : null;
+      const identified =
+        stored.walCounts !== null ? identifiableGroups(plan, features, seed) : null;
       const bound =
         identified !== null && stored.measuredAtBound !== null
           ? measuredAtBound(cells, counts, identified)
