@@ -311,6 +311,10 @@ function identifiedWalCounts(
   const bound = measuredAtBound(cells, counts, fit);
   for (const g of bound.atBound)
     console.error(`fit group ${g} at the bound 0: ${keepsMeasured(g)}`);
+  for (const r of bound.refuted)
+    console.error(
+      `fit group ${r.group} at the bound 0 stays 0: its measured ${MEASURED_WHEN_UNIDENTIFIED[r.group]!.seconds} s alone prices the cell "${r.cell}" above its measured seconds`,
+    );
   return { counts, groups: bound.groups, base: bound.base, atBound: bound.atBound };
 }
 

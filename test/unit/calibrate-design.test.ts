@@ -507,8 +507,9 @@ describe("Test B DROP TABLE: 17's real WAL counts", () => {
     // update (2 a table in TRUNCATE and DROP, 3 in TOAST TRUNCATE, none in VACUUM, always beside
     // one update): identified by rank, its least-squares value negative, so the NNLS stops at 0
     // and the other groups carry the cells — 14's, 16's and 18's fits of their real runs.
+    // pg_control's update at 1.2 ms: no cell costs less than its written files at 0.43 ms each.
     const truth = withGroupSeconds(fit.base.constants, fit.groups, (g) =>
-      g === 'unlinkNonEmpty' ? -0.02e-3 : PG16_GROUPS[g]!,
+      g === 'unlinkNonEmpty' ? -0.02e-3 : g === 'controlFile' ? 1.2e-3 : PG16_GROUPS[g]!,
     );
     const cells = syntheticCells(plan, counts, { ...base, constants: truth });
     const plain = fitCalibration(cells, counts, fit.base, META, fit.groups);
@@ -570,6 +571,26 @@ describe("Test B DROP TABLE: 17's real WAL counts", () => {
     const pageBound = measuredAtBound(pageCells, counts, fit);
     expect(pageBound.atBound[0]).toBe('descriptorPageMapped');
     expect(pageBound.base.constants['scan.descriptorPageMapped'].seconds).toBe(8.1e-6);
+  });
+
+  it('a measured constant a cell refutes (it alone above the cell) is not kept: the 0 stays', () => {
+    const { plan, counts, features } = pg17Design(true);
+    const fit = identifiableGroups(plan, features, base);
+    // 16.14's per-event seconds: a 300-table DROP or TRUNCATE cell costs ~0.19 s, less than its
+    // 600 written files at 0.43 ms each (0.26 s) — as 14's, 16's and 18's real cells did.
+    const truth = withGroupSeconds(fit.base.constants, fit.groups, (g) =>
+      g === 'unlinkNonEmpty' ? -0.02e-3 : PG16_GROUPS[g]!,
+    );
+    const cells = syntheticCells(plan, counts, { ...base, constants: truth });
+    expect(
+      fitCalibration(cells, counts, fit.base, META, fit.groups).groupSeconds.unlinkNonEmpty,
+    ).toBe(0);
+    const bound = measuredAtBound(cells, counts, fit);
+    expect(bound.atBound).toEqual([]);
+    expect(bound.refuted.map((r) => r.group)).toEqual(['unlinkNonEmpty']);
+    expect(bound.refuted[0]!.cell).toMatch(/Test B (DROP TABLE|TRUNCATE) 300 tables/);
+    expect(bound.groups).toBe(fit.groups);
+    expect(bound.base).toBe(fit.base);
   });
 });
 
