@@ -582,9 +582,10 @@ export function measuredAtBound(
   let { groups, base } = fit;
   const atBound: string[] = [];
   const refuted: Array<{ group: string; cell: string }> = [];
+  // The features depend on the base's cache tier only, which `withMeasured` keeps: built once.
+  const { obs } = calibrationObservations(cells, counts, base);
   for (;;) {
     const spec = { base: { ...base, promotionPoll: null }, groups, ...BOUND_META };
-    const { obs } = calibrationObservations(cells, counts, base);
     const { groupSeconds } = fitProfile(obs, spec);
     const zero = groups
       .map((g) => g.name)
