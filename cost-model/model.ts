@@ -97,7 +97,11 @@ export function costFeatures(
       'endOfRecovery.record': e.records,
       'endOfRecovery.walFlush': e.walFlushes,
     },
-    openForWrites: { 'controlFile.update': counts.openForWrites.controlFileUpdates },
+    openForWrites: {
+      'controlFile.update': counts.openForWrites.controlFileUpdates,
+      // After "archive recovery complete" in PostgreSQL's log, so in this phase (pg-log.ts).
+      'walSegment.prealloc': counts.openForWrites.walSegmentPreallocs ?? 0,
+    },
   };
 }
 

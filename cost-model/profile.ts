@@ -66,6 +66,8 @@ export const OTHER_CONSTANTS = {
     'WAL segment initialised on the new timeline (XLogInitNewTimeline copy)',
   'endOfRecovery.record': 'record written at end of recovery (XLOG_END_OF_RECOVERY)',
   'endOfRecovery.walFlush': 'WAL flush at end of recovery',
+  'walSegment.prealloc':
+    'WAL segment of the new timeline preallocated as recovery ends (PreallocXlogFiles: created, zero-filled, fsynced when the end of WAL lies in the last quarter of its segment)',
 } as const;
 
 export type RecordConstantName = `record.${PgRecordKind}`;
@@ -237,6 +239,11 @@ const LATER_CONSTANTS: Partial<Record<CostConstantName, CostConstant>> = {
   'smgr.segmentOpenFailed': {
     seconds: 0,
     per: constantPer('smgr.segmentOpenFailed'),
+    source: 'absent from the file (written before the constant existed): 0',
+  },
+  'walSegment.prealloc': {
+    seconds: 0,
+    per: constantPer('walSegment.prealloc'),
     source: 'absent from the file (written before the constant existed): 0',
   },
 };

@@ -307,6 +307,13 @@ export interface EndOfRecoveryCounts {
 /** Counted steps of opening for writes: pg_control to DB_IN_PRODUCTION. */
 export interface OpenForWritesCounts {
   controlFileUpdates: number;
+  /**
+   * WAL segments of the new timeline preallocated after "archive recovery complete"
+   * (StartupXLOG's PreallocXlogFiles(EndOfLog, newTLI): `walSegmentsPreallocated`). Optional
+   * because counts stored before it existed lack it, and are read as 0; walsim's own promotion
+   * does not preallocate (its WAL writer makes a segment when it first writes there).
+   */
+  walSegmentPreallocs?: number;
 }
 
 /** The counts of one failover (resume → read-write), per phase. */
@@ -390,10 +397,42 @@ export function emptyReplayCounts(): ReplayCounts {
   };
 }
 
-/** The end-of-recovery and open-for-writes steps walsim performs at promotion (one of each). */
-export function promotionStepCounts(): Pick<FailoverCounts, 'endOfRecovery' | 'openForWrites'> {
+/**
+ * The WAL segments PostgreSQL's StartupXLOG preallocates when recovery ends at `endOfLog` (the end
+ * of the last record replayed): PreallocXlogFiles(EndOfLog, newTLI) creates, zero-fills and fsyncs
+ * the segment after EndOfLog's when the offset of EndOfLog − 1 in its segment is at least 0.75 of
+ * the segment size (13–18 alike). On the new timeline that segment never exists yet — except when
+ * EndOfLog is a segment's first byte: XLogInitNewTimeline has just created that very segment, so
+ * XLogFileInit finds it and adds nothing.
+ */
+export function walSegmentsPreallocated(endOfLog: number, walSegmentSize: number): 0 | 1 {
+  assert(
+    Number.isSafeInteger(endOfLog) && endOfLog > 0,
+    `INV-COUNT-1: EndOfLog ${endOfLog} must be a positive LSN`,
+  );
+  assert(
+    Number.isSafeInteger(walSegmentSize) && walSegmentSize > 0,
+    `INV-COUNT-1: wal_segment_size ${walSegmentSize} must be a positive integer`,
+  );
+  if (endOfLog % walSegmentSize === 0) return 0;
+  return (endOfLog - 1) % walSegmentSize >= Math.floor(0.75 * walSegmentSize) ? 1 : 0;
+}
+
+/**
+ * The end-of-recovery and open-for-writes steps of a promotion: one of each, as walsim performs
+ * them, and PostgreSQL's preallocated segments (`walSegmentsPreallocated`) where the caller knows
+ * where recovery ends (predict); walsim's own promotion preallocates none.
+ */
+export function promotionStepCounts(
+  walSegmentPreallocs?: number,
+): Pick<FailoverCounts, 'endOfRecovery' | 'openForWrites'> {
   return {
     endOfRecovery: { timelineHistoryFiles: 1, walSegmentInits: 1, records: 1, walFlushes: 1 },
-    openForWrites: { controlFileUpdates: 1 },
+    // walsim's own steps (no argument) leave the count out, as its failover reports and the counts
+    // stored from them do: absent reads as none.
+    openForWrites:
+      walSegmentPreallocs === undefined
+        ? { controlFileUpdates: 1 }
+        : { controlFileUpdates: 1, walSegmentPreallocs },
   };
 }

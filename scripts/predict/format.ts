@@ -19,6 +19,16 @@ export function bytesText(n: number): string {
   return `${(n / 1024 ** 3).toFixed(2)} GB`;
 }
 
+/** The phases after replay: ending recovery, then opening for writes. */
+function promotionLines(p: Prediction): string[] {
+  const q = p.predicted;
+  const preallocated = (p.counts.openForWrites.walSegmentPreallocs ?? 0) > 0;
+  return [
+    `  end of recovery   ${s3(q.phases.endOfRecoveryS)}  (history file, new segment, END_OF_RECOVERY record + flush)`,
+    `  open for writes   ${s3(q.phases.openForWritesS)}  (${preallocated ? 'next WAL segment preallocated: the end of WAL lies in the last quarter of its segment; ' : ''}pg_control to in production)`,
+  ];
+}
+
 export function formatPrediction(p: Prediction): string[] {
   const st = p.state;
   const q = p.predicted;
@@ -60,11 +70,7 @@ export function formatPrediction(p: Prediction): string[] {
     `    pg_control      ${s3(q.replay.controlFileS)}: ${fmtInt(p.counts.replay.controlFileUpdates)} minRecoveryPoint updates`,
   );
   out.push(`    file operations ${s3(q.replay.smgrS)}`);
-  out.push(
-    `  end of recovery   ${s3(q.phases.endOfRecoveryS)}  (history file, new segment, END_OF_RECOVERY record + flush)`,
-  );
-  out.push(`  open for writes   ${s3(q.phases.openForWritesS)}  (pg_control to in production)`);
-  out.push(p.dominates);
+  out.push(...promotionLines(p), p.dominates);
   const b = p.profile.band;
   if (p.profile.note !== null) out.push(`profile ${p.profile.name}: ${p.profile.note}`);
   if (p.profile.majorNote !== null) out.push(`warning: ${p.profile.majorNote}`);

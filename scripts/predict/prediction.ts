@@ -13,7 +13,11 @@ import type pg from 'pg';
 import { WalsimError } from '../../common/errors.ts';
 import { formatLsn, parseLsn } from '../../wal/lsn.ts';
 import { describeTarget, stopOf, type RecoveryTarget } from './recovery-target.ts';
-import { promotionStepCounts, type FailoverCounts } from '../../storage/replay-counts.ts';
+import {
+  promotionStepCounts,
+  walSegmentsPreallocated,
+  type FailoverCounts,
+} from '../../storage/replay-counts.ts';
 import { genericRecordSeconds, price } from '../../cost-model/price.ts';
 import {
   builtinProfileNames,
@@ -353,7 +357,16 @@ export function assemblePrediction(
   const { to, target } = bound;
   const rp = withDescriptorPageMap(walRp, setup.unmappedDescriptorPages);
   const learnFrom = st.restartpointRedoLsn;
-  const { counts, byType, drops, predicted } = pricePrediction(rp, st.nBuffers, input.profile);
+  // EndOfLog: the end of the last record replay reaches (pg-wal says where the next would start;
+  // a received range may end inside a record), else the range's end.
+  const endOfLog = target === null && src.nextLsn !== undefined ? src.nextLsn : to;
+  const preallocs = walSegmentsPreallocated(parseLsn(endOfLog), st.walSegmentSize);
+  const { counts, byType, drops, predicted } = pricePrediction(
+    rp,
+    preallocs,
+    st.nBuffers,
+    input.profile,
+  );
   const recv = parseLsn(st.receiveLsn ?? from);
   const rep = parseLsn(st.replayLsn!);
   return {
@@ -645,12 +658,16 @@ export function predictedSeconds(
 /** The modeled replay priced with the profile: phases, per record type and rmgr, the drops. */
 function pricePrediction(
   rp: ReplayPrediction,
+  walSegmentPreallocs: number,
   nBuffers: number,
   profile: CostProfile,
 ): Pick<Prediction, 'counts' | 'drops' | 'predicted'> & {
   byType: Prediction['records']['byType'];
 } {
-  const counts: FailoverCounts = { replay: rp.counts, ...promotionStepCounts() };
+  const counts: FailoverCounts = {
+    replay: rp.counts,
+    ...promotionStepCounts(walSegmentPreallocs),
+  };
   const { m, genericS, phases, writableS } = predictedSeconds(
     counts,
     rp.genericRecords,

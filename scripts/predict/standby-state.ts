@@ -33,6 +33,8 @@ export interface StandbyState {
   walreceiver: string | null;
   sharedBuffers: string;
   nBuffers: number;
+  /** wal_segment_size in bytes (where PreallocXlogFiles's last quarter begins). */
+  walSegmentSize: number;
   /** REDO location of the last restartpoint (pg_control_checkpoint()). */
   restartpointRedoLsn: string;
   systemIdentifier: string;
@@ -199,6 +201,7 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
             CASE WHEN pg_is_in_recovery() THEN ${pauseStateExpr(major)} END AS pause_state,
             (SELECT setting FROM pg_settings WHERE name = 'shared_buffers') AS nbuffers,
             current_setting('shared_buffers') AS shared_buffers,
+            (SELECT setting FROM pg_settings WHERE name = 'wal_segment_size') AS wal_segment_size,
             (SELECT redo_lsn::text FROM pg_control_checkpoint()) AS redo_lsn,
             (SELECT timeline_id::text FROM pg_control_checkpoint()) AS cp_tli,
             (SELECT system_identifier::text FROM pg_control_system()) AS sysid,
@@ -227,6 +230,7 @@ export async function readStandbyState(c: pg.Client, url: string): Promise<Stand
     walreceiver: w?.status ?? null,
     sharedBuffers: String(s.shared_buffers),
     nBuffers: Number(s.nbuffers),
+    walSegmentSize: Number(s.wal_segment_size),
     restartpointRedoLsn: String(s.redo_lsn),
     systemIdentifier: String(s.sysid),
     dataDirectory: String(s.data_directory),
@@ -257,6 +261,13 @@ export function checkStandby(st: StandbyState): void {
     throw new WalsimError(
       'invalid_input',
       `${st.url}: shared_buffers "${st.sharedBuffers}" gives no NBuffers`,
+    );
+  // A power of two from 1 MB to 1 GB (initdb --wal-segsize): where a segment's last quarter begins.
+  const seg = st.walSegmentSize;
+  if (!Number.isSafeInteger(seg) || seg < 1 << 20 || seg > 1 << 30 || (seg & (seg - 1)) !== 0)
+    throw new WalsimError(
+      'invalid_input',
+      `${st.url}: wal_segment_size ${seg} bytes is not a power of two from 1 MB to 1 GB`,
     );
 }
 

@@ -340,6 +340,30 @@ describe('calibration cell design', () => {
     for (const c of r.cells) expect(Math.abs(c.residualPct)).toBeLessThan(1e-9);
   });
 
+  it("fits PostgreSQL's preallocated WAL segment apart once the runs count it, and not before", () => {
+    const { plan, counts, groups } = shippedWalDesign();
+    // The shipped runs predate the count: no group, the base's 0.
+    expect(groups.map((g) => g.name)).not.toContain('walSegmentPrealloc');
+    // About a quarter of the cells end their WAL in the last quarter of a segment.
+    const counted = counts.map((c, i) => ({
+      ...c,
+      openForWrites: { ...c.openForWrites, walSegmentPreallocs: i % 4 === 1 ? 1 : 0 },
+    }));
+    const features = counted.map((n, i) => costFeatures(n, base, plan[i]!.nBuffers));
+    const fit = identifiableGroups(plan, features, base);
+    expect(fit.groups.find((g) => g.name === 'walSegmentPrealloc')?.constants).toEqual([
+      'walSegment.prealloc',
+    ]);
+    expect(fit.unidentified).toEqual([]);
+    const truth = withGroupSeconds(fit.base.constants, fit.groups, (g) =>
+      g === 'walSegmentPrealloc' ? 16e-3 : g === 'endOfRecovery' ? 5e-3 : 1e-6,
+    );
+    const cells = syntheticCells(plan, counted, { ...base, constants: truth });
+    const r = fitCalibration(cells, counted, fit.base, META, fit.groups);
+    expect(r.groupSeconds['walSegmentPrealloc']! / 16e-3).toBeCloseTo(1, 6);
+    expect(r.groupSeconds['endOfRecovery']! / 5e-3).toBeCloseTo(1, 6);
+  });
+
   it('without DML cells or a cell beyond the cache: the older ties', async () => {
     const d = {
       ...defaultCalibrationDesign(),

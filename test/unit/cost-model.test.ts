@@ -150,11 +150,27 @@ describe('modelFailover', () => {
     delete j.constants['scan.descriptorPageMapped'];
     delete j.constants['smgr.unlinkNonEmpty'];
     delete j.constants['smgr.segmentOpenFailed'];
+    delete j.constants['walSegment.prealloc'];
     const p = parseProfile(j, 'old.json');
+    expect(p.constants['walSegment.prealloc'].seconds).toBe(0);
     expect(p.constants['scan.descriptorPageMapped'].seconds).toBe(0);
     expect(p.constants['smgr.unlinkNonEmpty'].seconds).toBe(0);
     expect(p.constants['smgr.segmentOpenFailed'].seconds).toBe(0);
     expect(p.constants['scan.descriptorPageMapped'].source).toMatch(/absent/);
+  });
+
+  it("prices PostgreSQL's preallocated WAL segment in the open-for-writes phase; counts stored without it as none", () => {
+    const p = profileWith({ 'walSegment.prealloc': 0.017, 'controlFile.update': 1e-3 });
+    const once = { replay: emptyReplayCounts(), ...promotionStepCounts(1) };
+    expect(costFeatures(once, p, 16384).openForWrites).toEqual({
+      'controlFile.update': 1,
+      'walSegment.prealloc': 1,
+    });
+    expect(modelFailover(once, p, 16384).phases.openForWritesS).toBeCloseTo(0.018, 15);
+    const stored = counts((c) => {
+      c.openForWrites = { controlFileUpdates: 1 };
+    });
+    expect(modelFailover(stored, p, 16384).phases.openForWritesS).toBeCloseTo(1e-3, 15);
   });
 
   it('reports what a 100 ms promotion poll would have measured', () => {
