@@ -16,6 +16,7 @@
  */
 import { assert } from '../common/assert.ts';
 import { diffCounters } from '../common/counters.ts';
+import { segmentOffset } from '../wal/segment.ts';
 import {
   RMGR_INFO,
   type TransactionId,
@@ -414,8 +415,8 @@ export function walSegmentsPreallocated(endOfLog: number, walSegmentSize: number
     Number.isSafeInteger(walSegmentSize) && walSegmentSize > 0,
     `INV-COUNT-1: wal_segment_size ${walSegmentSize} must be a positive integer`,
   );
-  if (endOfLog % walSegmentSize === 0) return 0;
-  return (endOfLog - 1) % walSegmentSize >= Math.floor(0.75 * walSegmentSize) ? 1 : 0;
+  if (segmentOffset(endOfLog, walSegmentSize) === 0) return 0;
+  return segmentOffset(endOfLog - 1, walSegmentSize) >= Math.floor(0.75 * walSegmentSize) ? 1 : 0;
 }
 
 /**
