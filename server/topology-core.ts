@@ -71,11 +71,20 @@ export function rejoinVerdictOf(
   return { verdict, oldEndLsn: endLsn, oldTimeline: timeline, newTimeline: toTli };
 }
 
-/** synchronous_standby_names with `from` (the promoted standby) replaced by `to` (the old primary). */
+/**
+ * synchronous_standby_names with `from` (the promoted standby) replaced by `to` (the old primary).
+ * When `to` is listed already (one list set on every node, the primary's own name included), the
+ * promoted standby's entry is dropped instead: replacing it would list `to` twice, and
+ * PostgreSQL counts each walsender once, so `ANY 3 (d, b, b)` could never be satisfied.
+ */
 export function handOverNames(text: string, from: string, to: string): string {
   const cfg = parseSynchronousStandbyNames(text);
   if (cfg === null) return '';
-  const members = cfg.members.map((m) => (m.toLowerCase() === from.toLowerCase() ? to : m));
+  const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+  const listed = cfg.members.some((m) => same(m, to));
+  const members = listed
+    ? cfg.members.filter((m) => !same(m, from))
+    : cfg.members.map((m) => (same(m, from) ? to : m));
   if (cfg.method === 'priority' && cfg.numSync === 1 && !text.includes('('))
     return members.join(', ');
   return formatSyncRepConfig({ ...cfg, members });

@@ -181,12 +181,13 @@ export class TopologyActions {
     const siblings = c.standbys.filter((s) => s !== to && s.upstream === from);
     let clean = true;
     let promoted = false;
+    const fromNames = c.syncNames;
     try {
       const out = await runSwitchover(
         {
           from,
           to,
-          fromNames: c.syncNames,
+          fromNames,
           fromApplicationName: from.applicationName,
           toApplicationName: to.applicationName,
           siblings,
@@ -230,8 +231,12 @@ export class TopologyActions {
       if (!(e instanceof SwitchoverAborted)) throw e;
       c.record(c.sched.now, 'sim', `switchover stopped: ${e.message}`);
       if (promoted) c.violation(`switchover to ${to.name}: ${e.message} after the promotion`);
-      else if (from.node === null) {
-        // Nothing promoted: start the old primary again; a PANIC is a crash for the ledger.
+      else c.syncNames = fromNames;
+      if (!promoted && from.node === null) {
+        // Nothing promoted: start the old primary again; a PANIC is a crash for the ledger. Its
+        // synchronous_standby_names are its own again: the hand-over went to `to` only (as
+        // `cluster switchover` leaves the old primary's settings untouched), and a restart with
+        // `to`'s would make its commits wait forever (for its own name, or a name listed twice).
         if (!clean) from.crashedAt = c.sched.now;
         await c.waitForSpace(from);
         await this.operator.restart(from);

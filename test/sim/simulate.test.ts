@@ -194,6 +194,14 @@ describe('simulation', () => {
       expect((await runSimulation(generateScenario(seed, 40, undefined, 3))).violations).toEqual(
         [],
       );
+    // 1600167649, 1600090358, 1600123932, 1600213475 (an operator-model bug): a switchover stopped
+    // before its promotion (the target's process ended in an armed drop fault) left the handed-over
+    // synchronous_standby_names as the cluster's, so the old primary restarted waiting for its own
+    // name, or for ANY 3 over a list naming one standby twice: no convergence.
+    for (const seed of [1600167649, 1600090358, 1600123932, 1600213475])
+      expect((await runSimulation(generateScenario(seed, 40, undefined, 3))).violations).toEqual(
+        [],
+      );
   }, 180_000);
 
   it('replays a seed exactly: same events in the same order, same trace', async () => {

@@ -278,5 +278,10 @@ describe('cluster shapes', () => {
     expect(handOverNames('ANY 1 (s1, s2)', 's1', 'primary')).toBe('ANY 1 (primary, s2)');
     expect(handOverNames('FIRST 2 (*)', 's1', 'primary')).toBe('FIRST 2 (*)');
     expect(handOverNames('', 's1', 'primary')).toBe('');
+    // The old primary listed already (one list on every node): the promoted standby's entry goes,
+    // not a second `a` — PostgreSQL counts each walsender once, so ANY 3 (d, a, a) never holds.
+    expect(handOverNames('ANY 3 (d, b, a, c)', 'b', 'a')).toBe('ANY 3 (d, a, c)');
+    expect(handOverNames('FIRST 2 (b, c, A)', 'B', 'a')).toBe('FIRST 2 (c, A)');
+    expect(handOverNames('a, b', 'b', 'a')).toBe('a');
   });
 });
