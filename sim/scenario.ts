@@ -98,7 +98,8 @@ export interface SimOptions {
   /**
    * wal_keep_size in MB (format 2: its episodes write megabytes of WAL, and a standby that was
    * disconnected meanwhile would find its segments removed — PostgreSQL then needs a new base
-   * backup, which this operator does not take; the DBA's answer is wal_keep_size or a slot).
+   * backup; the DBA's answer is wal_keep_size or a slot, and this operator re-clones such a
+   * standby only when the cluster converges: sim/topology-actions.ts rebuildCutOff).
    */
   walKeepSizeMb?: number;
 }

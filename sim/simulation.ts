@@ -217,6 +217,7 @@ export class Simulation {
         h.latency.clear();
         if (h.node === null) await this.operator.restart(h);
       }
+      await this.operator.topology.rebuildCutOff();
       const nodes = c.roleOrder().map((h) => h.node);
       if (nodes.some((n) => n === null)) return; // a start failed: a violation says so
       const p = nodes[0]!;

@@ -6,7 +6,7 @@
  * sequence (`runSwitchover`) bound to the simulated nodes.
  */
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
-import { readTimelineHistory } from '../wal/segment.ts';
+import { readTimelineHistory, segmentOf } from '../wal/segment.ts';
 import { checkRejoin } from '../wal/timeline-fork.ts';
 import { writeFileSynced } from '../common/durable-file.ts';
 import { STANDBY_SIGNAL } from '../server/node.ts';
@@ -127,6 +127,35 @@ export class TopologyActions {
     }
   }
 
+  /**
+   * A standby whose upstream has removed the WAL segment it would start streaming in can never
+   * catch up: the walsender refuses it at every retry ("requested WAL segment … has already been
+   * removed", CheckXLogRemoved), and PostgreSQL's answer is a new base backup, which the operator
+   * takes. It happens when the upstream's WAL begins after the standby's end — a node re-cloned
+   * by a base backup (its pg_wal starts at the backup's start) then promoted while a standby was
+   * down — or when a standby stayed away past wal_keep_size. The upstream's own check, on its state.
+   */
+  async rebuildCutOff(): Promise<void> {
+    const c = this.cluster;
+    for (const s of c.standbys) {
+      const n = s.node;
+      const u = (s.upstream ?? c.primary).node;
+      if (n === null || u === null || !n.inRecovery) continue;
+      const start = n.wal.flushLsn;
+      if (start >= u.wal.flushLsn) continue;
+      if (segmentOf(start, u.config.walSegmentSize) > u.checkpointer.lastRemovedSegno) continue;
+      c.countFault("standby behind its upstream's oldest WAL (re-cloned)");
+      c.record(
+        c.sched.now,
+        'sim',
+        `${s.name} needs WAL from ${formatLsn(start)}, which ${s.upstream?.name ?? c.primary.name} has removed: re-cloned`,
+      );
+      await c.stop(s, 'fast');
+      s.restartAt = null;
+      await this.operator.rebuildStandby(s);
+    }
+  }
+
   /** After a promotion: the old primary's other standbys stream from the new one. */
   async repointSiblings(old: Host, promoted: Host): Promise<void> {
     const c = this.cluster;
@@ -231,17 +260,27 @@ export class TopologyActions {
       if (!(e instanceof SwitchoverAborted)) throw e;
       c.record(c.sched.now, 'sim', `switchover stopped: ${e.message}`);
       if (promoted) c.violation(`switchover to ${to.name}: ${e.message} after the promotion`);
-      else c.syncNames = fromNames;
-      if (!promoted && from.node === null) {
-        // Nothing promoted: start the old primary again; a PANIC is a crash for the ledger. Its
-        // synchronous_standby_names are its own again: the hand-over went to `to` only (as
-        // `cluster switchover` leaves the old primary's settings untouched), and a restart with
-        // `to`'s would make its commits wait forever (for its own name, or a name listed twice).
-        if (!clean) from.crashedAt = c.sched.now;
-        await c.waitForSpace(from);
-        await this.operator.restart(from);
-      }
+      else await this.restartAfterStoppedSwitchover(from, fromNames, clean);
     }
+  }
+
+  /**
+   * Nothing promoted: start the old primary again; a PANIC is a crash for the ledger. Its
+   * synchronous_standby_names are its own again: the hand-over went to the target only (as
+   * `cluster switchover` leaves the old primary's settings untouched), and a restart with the
+   * target's would make its commits wait forever (for its own name, or a name listed twice).
+   */
+  private async restartAfterStoppedSwitchover(
+    from: Host,
+    fromNames: string,
+    clean: boolean,
+  ): Promise<void> {
+    const c = this.cluster;
+    c.syncNames = fromNames;
+    if (from.node !== null) return;
+    if (!clean) from.crashedAt = c.sched.now;
+    await c.waitForSpace(from);
+    await this.operator.restart(from);
   }
 
   /** Until `h` has flushed WAL up to `lsn` (what `cluster switchover` polls as receive_lsn). */
