@@ -76,7 +76,7 @@ function touchBlockForRedo(
   // In recovery the first call cached the size: under 14+ the other reads are cache hits with no
   // effect, so they are asked only where each one goes to the file (13's rules, or no recovery).
   if (reads > 1 && smgrnblocksAsksFile(rules, smgr.inRecovery)) {
-    for (let i = 1; i < reads; i++) smgr.nblocks(rel, fork, rules);
+    smgr.nblocksRepeated(rel, fork, rules, reads - 1);
   }
   const id = pool.readBuffer(rel, fork, block);
   pool.markDirty(id);

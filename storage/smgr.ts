@@ -261,6 +261,29 @@ export class StorageManager {
     return size;
   }
 
+  /**
+   * `times` smgrnblocks calls of one fork in a row, nothing changed in between; returns the size.
+   * After the first the state is steady (the size is cached in recovery, and what is asked and
+   * counted repeats), so the second's counts stand for the rest: a replayed multi-insert record
+   * is one HEAP_INSERT a row, and under 13's rules each asks the file — thousands of calls.
+   */
+  nblocksRepeated(
+    rel: RelFileNumber,
+    fork: ForkNumber,
+    rules: PgDropRules | undefined,
+    times: number,
+  ): number {
+    let size = this.nblocks(rel, fork, rules);
+    if (times < 2) return size;
+    const asked = this.fileOps.nblocks[fork]!;
+    const failed = this.failedOpens;
+    size = this.nblocks(rel, fork, rules);
+    const more = times - 2;
+    this.fileOps.nblocks[fork]! += (this.fileOps.nblocks[fork]! - asked) * more;
+    this.failedOpens += (this.failedOpens - failed) * more;
+    return size;
+  }
+
   /** smgrnblocks_cached (INV-STORAGE-1): the cached size if in recovery and cached, else InvalidBlockNumber. */
   nblocksCached(rel: RelFileNumber, fork: ForkNumber): number {
     assertFork(fork);

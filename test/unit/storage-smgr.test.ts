@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { WalsimError } from '../../common/errors.ts';
+import { pgDropRules } from '../../storage/pg-drop-rules.ts';
 import { StorageManager } from '../../storage/smgr.ts';
 import {
   FSM_FORKNUM,
@@ -115,6 +116,29 @@ describe('StorageManager', () => {
     expect(restarted.exists(REL, FSM_FORKNUM)).toBe(false);
     expect(restarted.exists(REL + 1, INIT_FORKNUM)).toBe(true);
     expect(restarted.exists(REL + 1, MAIN_FORKNUM)).toBe(false);
+  });
+
+  it('nblocksRepeated counts and caches as that many nblocks calls', () => {
+    const rulesOf = [
+      undefined,
+      pgDropRules({ major: 13, minor: 0 }),
+      pgDropRules({ major: 17, minor: 0 }),
+    ];
+    for (const recovery of [false, true])
+      for (const rules of rulesOf)
+        for (const blocks of [0, 3, 131072])
+          for (const times of [1, 2, 500]) {
+            // 131072 blocks: a whole segment, where each call also fails to open the next one.
+            const [a, b] = [relWithBlocks(blocks, recovery), relWithBlocks(blocks, recovery)];
+            let size = -1;
+            for (let i = 0; i < times; i++) size = a.nblocks(REL, MAIN_FORKNUM, rules);
+            expect(b.nblocksRepeated(REL, MAIN_FORKNUM, rules, times)).toBe(size);
+            expect(b.fileOps).toEqual(a.fileOps);
+            expect(b.failedSegmentOpens).toBe(a.failedSegmentOpens);
+            expect(b.peekCachedNblocks(REL, MAIN_FORKNUM)).toBe(
+              a.peekCachedNblocks(REL, MAIN_FORKNUM),
+            );
+          }
   });
 
   it('refuses a corrupt state file', () => {
