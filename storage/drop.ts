@@ -566,6 +566,21 @@ export function emptyDropCounters(): DropCounters {
   };
 }
 
+/**
+ * A copy of `c` (a snapshot of a node's cumulative counters): every field is a number or a record
+ * of numbers. By hand, not structuredClone, which serializes and deserializes: a failover
+ * snapshots the counters often enough that it was half a percent of a simulated run.
+ */
+export function copyDropCounters(c: DropCounters): DropCounters {
+  return {
+    ...c,
+    drops: { ...c.drops },
+    invalidatedByPath: { ...c.invalidatedByPath },
+    scannedByMatcher: { ...c.scannedByMatcher },
+    headerLocksByPath: { ...c.headerLocksByPath },
+  };
+}
+
 /** Busy time inside drops per path, ms (a benchmark figure, not a count: kept apart from them). */
 export type DropBusyMs = Record<DropPath, number>;
 export const emptyDropBusyMs = (): DropBusyMs => perPath();

@@ -24,7 +24,7 @@ import {
   type WalRecordBody,
   type WalRecordKind,
 } from '../wal/records.ts';
-import { emptyDropCounters, type DropCounters } from './drop.ts';
+import { copyDropCounters, emptyDropCounters, type DropCounters } from './drop.ts';
 import type { SmgrFileOps } from './smgr.ts';
 
 /** PostgreSQL 15 record kinds (rmgr_INFO names) the walsim records stand for. */
@@ -339,7 +339,7 @@ export function replayCountsOf(st: CountedStorage): ReplayCounts {
     records: r.records,
     pgRecords: r.pgRecords,
     walBytes: r.walBytes,
-    drops: structuredClone(st.dropCounters),
+    drops: copyDropCounters(st.dropCounters),
     smgr: {
       create: [...ops.create],
       extend: [...ops.extend],

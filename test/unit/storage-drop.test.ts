@@ -9,6 +9,7 @@ import { BufferPool } from '../../storage/buffer-pool.ts';
 import {
   DEFAULT_DROP_SETTINGS,
   countDrop,
+  copyDropCounters,
   emptyDropCounters,
   RELS_BSEARCH_THRESHOLD,
   dropFullScanThreshold,
@@ -301,5 +302,21 @@ describe('DropCounters', () => {
       'recovery-hash': 0,
     });
     expect(stats).toMatchObject({ scanned: N, probes: 10, invalidated: 90 });
+  });
+
+  it('copies as structuredClone does, sharing nothing', () => {
+    const s = setup();
+    addRel(s, REL, 100);
+    const stats = emptyDropCounters();
+    countDrop(stats, smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [90], LOOKUP));
+    const copy = copyDropCounters(stats);
+    expect(copy).toStrictEqual(structuredClone(stats));
+    expect(Object.keys(copy)).toEqual(Object.keys(stats));
+    countDrop(stats, smgrtruncate(s.pool, s.smgr, REL, [MAIN_FORKNUM], [10], LOOKUP));
+    stats.scannedByMatcher.single++;
+    expect(copy.drops['cached-lookup']).toBe(1);
+    expect(copy.scannedByMatcher.single).not.toBe(stats.scannedByMatcher.single);
+    expect(copy.headerLocksByPath).not.toBe(stats.headerLocksByPath);
+    expect(copy.invalidatedByPath).not.toBe(stats.invalidatedByPath);
   });
 });
