@@ -110,8 +110,12 @@ export class SimCluster {
   /** synchronous_standby_names in force on the primary (the operator hands it over at each promotion). */
   syncNames: string;
   readonly faults: Record<string, number> = {};
-  /** The process incarnation that last ended in an expected PANIC (a WAL write on a full disk). */
-  panicked = '';
+  /**
+   * Every process incarnation that ended in an expected exit (a PANIC on a full disk, a fault armed
+   * inside a drop). A set, not the last one: a caller waiting on one process must not lose its
+   * verdict when another process exits during the wait (seed 1600033957).
+   */
+  readonly panicked = new Set<string>();
   panics = 0;
   /** Each process's storage as its start loads it, before it replays WAL (SIM-10, set by the simulation). */
   onStorageLoaded: (h: Host, storage: NodeStorage) => void = () => {};
@@ -137,7 +141,7 @@ export class SimCluster {
     this.sched.onUncaught = (owner, err) => {
       // The process that just PANICked rethrows its WAL write error on the way out (production has
       // already exited inside fatal()); anything else would end a real server: a finding.
-      if (owner === this.panicked) return;
+      if (this.panicked.has(owner)) return;
       this.violation(
         `uncaught exception in ${owner} (the server process would die): ${(err as Error).stack ?? String(err)}`,
       );
@@ -417,8 +421,12 @@ export class SimCluster {
     return this.hosts.find((x) => x !== h)!;
   }
 
-  /** Wait (in simulated time) for a promise the nodes will settle; done false if it did not within ms. */
-  async settle<T>(p: Promise<T>, ms: number): Promise<Settled<T>> {
+  /**
+   * Wait (in simulated time) for a promise the nodes will settle; done false if it did not within
+   * ms, or before `ended` held (a call into a process that died never settles here, while a
+   * PostgreSQL client sees its connection close at once).
+   */
+  async settle<T>(p: Promise<T>, ms: number, ended = () => false): Promise<Settled<T>> {
     const out: Settled<T> = { done: false };
     p.then(
       (v) => {
@@ -430,7 +438,7 @@ export class SimCluster {
         out.error = e;
       },
     );
-    await this.sched.runUntil(() => out.done, ms);
+    await this.sched.runUntil(() => out.done || ended(), ms);
     return out;
   }
 
@@ -548,13 +556,13 @@ export class SimCluster {
       this.countFault(
         `drop fault fired: ${dropFault.kind} before ${dropFault.where === 'unlink' ? 'the unlinks' : `truncating fork #${dropFault.fork}`} (${h === this.primary ? 'primary' : 'standby replay'})`,
       );
-      this.panicked = owner;
+      this.panicked.add(owner);
       for (const p of [...this.pending]) if (p.owner === owner) this.pending.delete(p);
     } else if (isErrnoCode((e as Error).cause, 'ENOSPC') && h.disk.fullPrefixes.size > 0) {
       // Expected: a WAL write failed on a full disk and the node PANICs, as PostgreSQL does.
       // Its sessions see the connection end (outcome unknown); it restarts once space is free.
       this.record(this.sched.now, owner, `exit after ${(e as Error).message}`);
-      this.panicked = owner;
+      this.panicked.add(owner);
       this.panics++;
       for (const p of [...this.pending]) if (p.owner === owner) this.pending.delete(p);
     } else {
@@ -566,7 +574,7 @@ export class SimCluster {
     this.sched.at(0, 'sim', 'fatal exit', () => {
       if (h.owner !== owner || h.node === null) return;
       this.kill(h, false);
-      if (this.panicked === owner) {
+      if (this.panicked.has(owner)) {
         h.crashedAt = this.sched.now;
         h.restartAt = Math.max(this.sched.now, h.fullUntil);
       }
@@ -606,7 +614,7 @@ export class SimCluster {
         );
         return this.stop(h, 'fast');
       }
-      const panicked = this.panicked === owner; // a WAL write on a full disk during the shutdown checkpoint
+      const panicked = this.panicked.has(owner); // a WAL write on a full disk during the shutdown checkpoint
       if (!r.done && !panicked)
         this.violation(`${h.name}: ${mode} shutdown did not finish within ${ACTION_MS} ms`);
       else if (r.error !== undefined && !panicked)

@@ -5,10 +5,17 @@
  * primary stopped first, the standby promoted, the old primary rebuilt from a fresh base backup).
  */
 import { initdb } from '../server/initdb.ts';
-import { STANDBY_SIGNAL } from '../server/node.ts';
+import { STANDBY_SIGNAL, type ServerNode } from '../server/node.ts';
 import { withModel } from '../cost-model/price.ts';
 import { defaultCostProfile } from '../cost-model/profile.ts';
-import { ACTION_MS, BACKUP_DIR, DATA_DIR, type Host, type SimCluster } from './cluster.ts';
+import {
+  ACTION_MS,
+  BACKUP_DIR,
+  DATA_DIR,
+  type Host,
+  type Settled,
+  type SimCluster,
+} from './cluster.ts';
 import {
   guaranteedAfterFailover,
   guaranteedAfterFailoverOnto,
@@ -193,16 +200,8 @@ export class Operator {
     // the old primary stopped): the operator starts it again before promoting it.
     if (newPrimary.node === null) await c.start(newPrimary);
     if (newPrimary.node === null) return;
-    let node = newPrimary.node;
-    let r = await c.settle(node.promote(true, 60), ACTION_MS + 10_000);
-    if (newPrimary.node === null && c.panicked === newPrimary.owner) {
-      // Its last replay before promotion hit a fault armed inside a drop and the process ended
-      // (expected): the operator starts it again — it replays the drop again — and promotes it.
-      await c.start(newPrimary);
-      if (newPrimary.node === null) return;
-      node = newPrimary.node;
-      r = await c.settle(node.promote(true, 60), ACTION_MS + 10_000);
-    }
+    const r = await this.promote(newPrimary);
+    if (r === null) return; // started again, it did not come up (the start reported why)
     if (!r.done || r.error !== undefined || r.value !== true) {
       c.violation(
         `promotion of ${newPrimary.name} failed: ${r.done ? String((r.error as Error | undefined)?.message ?? r.value) : 'did not finish'}`,
@@ -222,6 +221,23 @@ export class Operator {
     await this.topology.repointSiblings(oldPrimary, newPrimary);
     if (cmd.rejoin === true) await this.topology.rejoinOrRebuild(oldPrimary, newPrimary);
     else await this.rebuildStandby(oldPrimary);
+  }
+
+  /**
+   * pg_promote(wait => true, 60) on the host's running process. Its session ends with the server,
+   * so the wait ends when the process does. If its last replay before promotion hit a fault armed
+   * inside a drop and the process ended (expected), the operator starts it again — it replays the
+   * drop again — and promotes it. The check is on that incarnation's own exit: another process
+   * may end in an expected fault meanwhile (seed 1600033957). Null if the restart failed.
+   */
+  private async promote(h: Host): Promise<Settled<boolean> | null> {
+    const c = this.cluster;
+    const once = (node: ServerNode) =>
+      c.settle(node.promote(true, 60), ACTION_MS + 10_000, () => h.node !== node);
+    const r = await once(h.node!);
+    if (h.node !== null || !c.panicked.has(h.owner)) return r;
+    await c.start(h);
+    return h.node === null ? null : once(h.node);
   }
 
   /** The standby the operator promotes: the one at an index, or the most advanced live one. */

@@ -144,3 +144,46 @@ describe('planted bug truncateFailureLeavesStalePages', () => {
     expect((await runSimulation(small)).violations).toEqual([]);
   }, 300_000);
 });
+
+describe('a promotion whose process ends in a fault armed inside a drop', () => {
+  // Shrunk from seed 1600033957: standby #1 (C) is paused with a crash armed before the unlinks of
+  // a replayed DROP; at the failover its last replay fires it and the process ends. Standby #3
+  // (E), on a slow disk, fires its own armed crash later in its replay. The operator must start C
+  // again and promote it: its verdict is C's own exit, not whichever process ended last.
+  const tables = Array.from({ length: 12 }, (_, i) => `r${i + 2}`);
+  const commands: SimCommand[] = [
+    { op: 'sqlBatch', sqls: tables.map((t) => `CREATE TABLE ${t} (c int)`) },
+    { op: 'stop', node: 'standby', target: 1, mode: 'fast', downMs: 0 },
+    { op: 'dropFault', node: 'standby', target: 1, kind: 'crash', where: 'unlink', fork: 0 },
+    { op: 'sqlBatch', sqls: tables.map((t) => `DROP TABLE ${t}`) },
+    { op: 'pause', target: 1 },
+    { op: 'stop', node: 'standby', target: 0, mode: 'fast', downMs: 1260 },
+    { op: 'slowDisk', node: 'standby', target: 3, latencyMs: 172, writeMs: 22, ms: 4709 },
+    { op: 'sql', sql: 'CREATE TABLE r1 (c int)' },
+    { op: 'sql', sql: 'INSERT INTO r1 SELECT generate_series(1, 8000)' },
+    { op: 'sql', sql: 'CHECKPOINT' },
+    { op: 'sql', sql: 'DELETE FROM r1 WHERE c > 5600' },
+    { op: 'dropFault', node: 'standby', target: 3, kind: 'crash', where: 'truncate', fork: 0 },
+    { op: 'sql', sql: 'VACUUM r1' },
+    { op: 'failover', how: 'power', choice: 'best', rejoin: false },
+  ];
+
+  it('is started again and promoted, while another standby’s armed fault fires', async () => {
+    const r = await runSimulation({
+      ...scenario(commands),
+      options: {
+        ...scenario([]).options,
+        synchronousCommit: 'off',
+        dropStrategy: { primary: 'full-scan', standby: 'cached-lookup' },
+        link: { delayMinMs: 0, delayMaxMs: 2, cutDetectMs: 50 },
+        stepMs: 5,
+        walKeepSizeMb: 16,
+      },
+      topology: { upstreams: ['A', 'A', 'A', 'A'], synchronousStandbyNames: 'c', operator: 'any' },
+    });
+    expect(r.violations).toEqual([]);
+    expect(r.faults['drop fault fired: crash before the unlinks (standby replay)']).toBe(1);
+    expect(r.faults['drop fault fired: crash before truncating fork #0 (standby replay)']).toBe(1);
+    expect(r.failovers).toBe(1);
+  });
+});
