@@ -91,12 +91,26 @@ export class TopologyActions {
    * judges) holding WAL of an old timeline past the point where the new history leaves it has
    * diverged — it could never follow (PostgreSQL: pg_rewind or a new base backup). The operator
    * re-clones it. Read from its positions when it runs, from its disk when it is down.
+   *
+   * A standby judged fine may still be following a diverged upstream, which goes on serving it
+   * until it has stopped: a walsender that had announced the dead timeline's switch can move it
+   * onto that timeline after its verdict (seed 1600014820: D switched to timeline 4 from E, which
+   * was stopping, and every walsender then refused it). So the operator judges every standby again
+   * after a pass that re-cloned one, until a pass re-clones none; a re-cloned standby comes from
+   * the new primary, so that ends.
    */
   async rebuildDiverged(promoted: Host, old: Host): Promise<void> {
+    for (let pass = 0; pass <= this.cluster.hosts.length; pass++)
+      if (!(await this.rebuildDivergedPass(promoted, old))) return;
+  }
+
+  /** One pass of `rebuildDiverged`: whether it re-cloned a standby. */
+  private async rebuildDivergedPass(promoted: Host, old: Host): Promise<boolean> {
     const c = this.cluster;
     const pn = promoted.node;
-    if (pn === null) return;
+    if (pn === null) return false;
     const hist = readTimelineHistory(DATA_DIR, pn.timeline, promoted.disk);
+    let rebuilt = false;
     for (const s of c.standbys) {
       if (s === old) continue;
       const n = s.node;
@@ -124,7 +138,9 @@ export class TopologyActions {
       if (n !== null) await c.stop(s, 'fast');
       s.restartAt = null;
       await this.operator.rebuildStandby(s);
+      rebuilt = true;
     }
+    return rebuilt;
   }
 
   /**
