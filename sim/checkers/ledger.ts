@@ -55,6 +55,27 @@ export interface Fact {
    */
   copyCorrupted: boolean;
   sql: string;
+  /**
+   * The SELECTs that check it, built once: a fact is checked at every restart and failover, and
+   * the same string each time is hashed once by the parser's cache of statements by text.
+   */
+  queries: readonly string[];
+}
+
+/** The `SELECT count(*)` texts `holds` runs for a fact (absentAbove: two). */
+function queriesOf(kind: Fact['kind'], table: string, value: number, upTo?: number): string[] {
+  const from = `SELECT count(*) FROM ${table}`;
+  switch (kind) {
+    case 'present':
+      return [`${from} WHERE c = ${value}`];
+    case 'absentBelow':
+      return [`${from} WHERE c < ${value}`];
+    case 'absentAbove':
+      return [`${from} WHERE c > ${value}`, `${from} WHERE c > ${upTo ?? value}`];
+    case 'tableExists':
+    case 'tableGone':
+      return [from];
+  }
 }
 
 /** After a crash of `h` (the primary) at `crashAt`, must the fact hold on its restarted node? */
@@ -102,9 +123,9 @@ export function guaranteedAfterFailoverOnto(
 }
 
 async function holds(node: ServerNode, f: Fact): Promise<boolean> {
-  const count = async (where: string): Promise<number | null> => {
+  const count = async (query: number): Promise<number | null> => {
     try {
-      const r = await node.execute(`SELECT count(*) FROM ${f.table}${where}`);
+      const r = await node.execute(f.queries[query]!);
       return Number(r.rows[0]!.count);
     } catch (e) {
       if (isWalsimError(e) && e.kind === 'undefined_table') return null;
@@ -113,17 +134,17 @@ async function holds(node: ServerNode, f: Fact): Promise<boolean> {
   };
   switch (f.kind) {
     case 'present':
-      return ((await count(` WHERE c = ${f.value}`)) ?? 0) >= 1;
+      return ((await count(0)) ?? 0) >= 1;
     case 'absentBelow':
-      return ((await count(` WHERE c < ${f.value}`)) ?? 0) === 0;
+      return ((await count(0)) ?? 0) === 0;
     case 'absentAbove': {
-      const above = (await count(` WHERE c > ${f.value}`)) ?? 0;
-      return above === 0 || above === ((await count(` WHERE c > ${f.upTo ?? f.value}`)) ?? 0);
+      const above = (await count(0)) ?? 0;
+      return above === 0 || above === ((await count(1)) ?? 0);
     }
     case 'tableExists':
-      return (await count('')) !== null;
+      return (await count(0)) !== null;
     case 'tableGone':
-      return (await count('')) === null;
+      return (await count(0)) === null;
   }
 }
 
@@ -227,7 +248,11 @@ export class Ledger {
       this.supersessions.push({ seq, covers: pred });
       let oldest = seq;
       for (const p of pending) oldest = Math.min(oldest, p.seq);
-      this.supersessions = this.supersessions.filter((x) => x.seq >= oldest);
+      // Kept while a statement issued before them is pending (one waiting for an unreachable
+      // synchronous standby may wait for the rest of the run): rebuilt only when one goes. The
+      // list is in issue order (`seq` grows), so the first is the oldest.
+      if (this.supersessions[0]!.seq < oldest)
+        this.supersessions = this.supersessions.filter((x) => x.seq >= oldest);
     };
     if ((m = /^DELETE FROM (\w+) WHERE c < (\d+)$/.exec(sql))) {
       const [t, n] = [m[1]!, Number(m[2])];
@@ -242,6 +267,14 @@ export class Ledger {
       const ts = new Set(m[1]!.split(', '));
       drop((f) => ts.has(f.table) && (f.kind === 'present' || f.kind === 'tableExists'));
     }
+  }
+
+  /** Whether a statement issued after `seq` superseded `f` (the list is in issue order). */
+  private supersededAfter(seq: number, f: Fact): boolean {
+    const list = this.supersessions;
+    for (let i = list.length - 1; i >= 0 && list[i]!.seq > seq; i--)
+      if (list[i]!.covers(f)) return true;
+    return false;
   }
 
   /** The facts an acknowledged statement leaves, unless a later-issued statement superseded them. */
@@ -267,8 +300,9 @@ export class Ledger {
         copies: { flushed: new Set(copies.flushed), written: new Set(copies.written) },
         copyCorrupted: false,
         sql,
+        queries: queriesOf(kind, table, value, upTo),
       };
-      if (!this.supersessions.some((x) => x.seq > seq && x.covers(f))) this.facts.push(f);
+      if (!this.supersededAfter(seq, f)) this.facts.push(f);
     };
     let m: RegExpExecArray | null;
     if ((m = /^CREATE TABLE (\w+)/.exec(sql))) fact('tableExists', m[1]!);
