@@ -82,6 +82,8 @@ export interface Host {
 export interface Copies {
   flushed: Set<MemDisk>;
   written: Set<MemDisk>;
+  /** A standby had reached the commit only past a byte flipped in its WAL: that copy is gone. */
+  damaged: boolean;
 }
 
 /** A write statement issued and not yet answered; a death of its process drops it (outcome unknown). */
@@ -223,12 +225,20 @@ export class SimCluster {
    * (their ledger rules predate copies).
    */
   copiesOf(p: Host, end: Lsn): Copies {
-    const out: Copies = { flushed: new Set(), written: new Set() };
+    const out: Copies = { flushed: new Set(), written: new Set(), damaged: false };
     const pn = p.node;
     if (this.twoNodes || pn === null) return out;
     for (const h of this.standbys) {
       const n = h.node;
       if (n === null || !n.inRecovery || n.timeline !== pn.timeline) continue;
+      // A byte flipped before `end` in WAL this process holds (not yet healed by its restart): the
+      // positions it reported count bytes that are gone, so it holds no copy — media corruption's
+      // loss, as `Ledger.copiesDamaged` says of copies made before the flip (seed 1800019708: the
+      // flip fell between the standby's reply and the acknowledgement it released).
+      if (h.corruptLsn !== null && h.owner === h.corruptOwner && end > h.corruptLsn) {
+        if (n.wal.writeLsn >= end) out.damaged = true;
+        continue;
+      }
       if (n.wal.flushLsn >= end) out.flushed.add(h.disk);
       if (n.wal.writeLsn >= end) out.written.add(h.disk);
     }

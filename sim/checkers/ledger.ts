@@ -306,7 +306,7 @@ export class Ledger {
     maxValueBefore: (table: string) => number,
     seq: number,
     commitEndMax: Lsn,
-    copies: Copies = { flushed: new Set(), written: new Set() },
+    copies: Copies = { flushed: new Set(), written: new Set(), damaged: false },
   ): void {
     const fact = (kind: Fact['kind'], table: string, value = 0, upTo?: number) => {
       const f: Fact = {
@@ -319,8 +319,12 @@ export class Ledger {
         commitEndMax,
         durableOnPrimary: false,
         onStandby: false,
-        copies: { flushed: new Set(copies.flushed), written: new Set(copies.written) },
-        copyCorrupted: false,
+        copies: {
+          flushed: new Set(copies.flushed),
+          written: new Set(copies.written),
+          damaged: false,
+        },
+        copyCorrupted: copies.damaged,
         sql,
         queries: queriesOf(kind, table, value, upTo),
       };
