@@ -4,7 +4,8 @@
  * has received and flushed (never synchronous) — and the node's checks of START_REPLICATION once
  * the walsender's own timeline checks passed (StartReplication, CheckXLogRemoved).
  *
- * Entry points: `acceptWalSender`, `checkStartReplication`, `ReplicationSource`.
+ * Entry points: `acceptWalSender`, `checkStartReplication`, `startSegmentRemoved`,
+ * `ReplicationSource`.
  */
 import type { MessageConn } from '../common/transport.ts';
 import { injectedBugs } from '../common/injected-bugs.ts';
@@ -62,6 +63,21 @@ export function acceptWalSender(
 }
 
 /**
+ * CheckXLogRemoved for a standby that would start streaming at `startLsn`: a checkpoint (or the
+ * base backup this node was made from) removed the segment it starts in, so every
+ * START_REPLICATION there is refused.
+ */
+export function startSegmentRemoved(
+  node: Pick<ReplicationSource, 'config' | 'wal' | 'checkpointer'>,
+  startLsn: Lsn,
+): boolean {
+  return (
+    startLsn < node.wal.flushLsn &&
+    segmentOf(startLsn, node.config.walSegmentSize) <= node.checkpointer.lastRemovedSegno
+  );
+}
+
+/**
  * The walsender's timeline checks passed; these are the node's (walsender.c StartReplication).
  * Null: streaming starts; otherwise the refusal's message.
  */
@@ -76,11 +92,9 @@ export function checkStartReplication(
   if (timeline === node.timeline && startLsn > node.wal.flushLsn) {
     return `requested starting point ${formatLsn(startLsn)} is ahead of the WAL flush position of this server ${formatLsn(node.wal.flushLsn)}`;
   }
-  // CheckXLogRemoved: a checkpoint removed the segment the standby would start in.
-  const startSegno = segmentOf(startLsn, node.config.walSegmentSize);
-  if (startLsn < node.wal.flushLsn && startSegno <= node.checkpointer.lastRemovedSegno) {
+  if (startSegmentRemoved(node, startLsn)) {
     return walSegmentRemovedMessage(
-      startSegno,
+      segmentOf(startLsn, node.config.walSegmentSize),
       readTimelineHistory(node.dataDir, node.timeline, node.disk),
       node.config.walSegmentSize,
     );

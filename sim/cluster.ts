@@ -82,6 +82,10 @@ export interface Host {
 export interface Copies {
   flushed: Set<MemDisk>;
   written: Set<MemDisk>;
+}
+
+/** The copies of a commit at its acknowledgement (`SimCluster.copiesOf`). */
+export interface AckCopies extends Copies {
   /** A standby had reached the commit only past a byte flipped in its WAL: that copy is gone. */
   damaged: boolean;
 }
@@ -224,8 +228,8 @@ export class SimCluster {
    * written): the ledger's copies of a commit acknowledged at this instant. Two nodes: none
    * (their ledger rules predate copies).
    */
-  copiesOf(p: Host, end: Lsn): Copies {
-    const out: Copies = { flushed: new Set(), written: new Set(), damaged: false };
+  copiesOf(p: Host, end: Lsn): AckCopies {
+    const out: AckCopies = { flushed: new Set(), written: new Set(), damaged: false };
     const pn = p.node;
     if (this.twoNodes || pn === null) return out;
     for (const h of this.standbys) {

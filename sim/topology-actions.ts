@@ -6,12 +6,13 @@
  * sequence (`runSwitchover`) bound to the simulated nodes.
  */
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
-import { readTimelineHistory, segmentOf } from '../wal/segment.ts';
+import { readTimelineHistory } from '../wal/segment.ts';
 import { checkRejoin } from '../wal/timeline-fork.ts';
 import { writeFileSynced } from '../common/durable-file.ts';
 import { STANDBY_SIGNAL } from '../server/node.ts';
 import { parseSynchronousStandbyNames } from '../primary/sync-standby-names.ts';
 import { rejoinVerdictOf, runSwitchover, walEndOfDataDir } from '../server/topology-core.ts';
+import { startSegmentRemoved } from '../server/start-replication.ts';
 import { ACTION_MS, DATA_DIR, type Host, type SimCluster } from './cluster.ts';
 import type { Ledger } from './checkers/ledger.ts';
 
@@ -149,7 +150,8 @@ export class TopologyActions {
    * removed", CheckXLogRemoved), and PostgreSQL's answer is a new base backup, which the operator
    * takes. It happens when the upstream's WAL begins after the standby's end — a node re-cloned
    * by a base backup (its pg_wal starts at the backup's start) then promoted while a standby was
-   * down — or when a standby stayed away past wal_keep_size. The upstream's own check, on its state.
+   * down — or when a standby stayed away past wal_keep_size. The upstream's own check
+   * (`startSegmentRemoved`), on its state.
    */
   async rebuildCutOff(): Promise<void> {
     const c = this.cluster;
@@ -158,8 +160,7 @@ export class TopologyActions {
       const u = (s.upstream ?? c.primary).node;
       if (n === null || u === null || !n.inRecovery) continue;
       const start = n.wal.flushLsn;
-      if (start >= u.wal.flushLsn) continue;
-      if (segmentOf(start, u.config.walSegmentSize) > u.checkpointer.lastRemovedSegno) continue;
+      if (!startSegmentRemoved(u, start)) continue;
       c.countFault("standby behind its upstream's oldest WAL (re-cloned)");
       c.record(
         c.sched.now,

@@ -10,7 +10,7 @@ import { formatLsn, type Lsn } from '../../wal/lsn.ts';
 import { parseStatement } from '../../sql/parser.ts';
 import type { ServerNode } from '../../server/node.ts';
 import type { SynchronousCommit } from '../../server/settings.ts';
-import type { Copies, Host, Pending, SimCluster } from '../cluster.ts';
+import type { AckCopies, Copies, Host, Pending, SimCluster } from '../cluster.ts';
 import type { MemDisk } from '../mem-disk.ts';
 
 /**
@@ -306,7 +306,7 @@ export class Ledger {
     maxValueBefore: (table: string) => number,
     seq: number,
     commitEndMax: Lsn,
-    copies: Copies = { flushed: new Set(), written: new Set(), damaged: false },
+    copies: AckCopies = { flushed: new Set(), written: new Set(), damaged: false },
   ): void {
     const fact = (kind: Fact['kind'], table: string, value = 0, upTo?: number) => {
       const f: Fact = {
@@ -319,11 +319,7 @@ export class Ledger {
         commitEndMax,
         durableOnPrimary: false,
         onStandby: false,
-        copies: {
-          flushed: new Set(copies.flushed),
-          written: new Set(copies.written),
-          damaged: false,
-        },
+        copies: { flushed: new Set(copies.flushed), written: new Set(copies.written) },
         copyCorrupted: copies.damaged,
         sql,
         queries: queriesOf(kind, table, value, upTo),

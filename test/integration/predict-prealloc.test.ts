@@ -18,9 +18,9 @@ import { PgDirs, pgUnavailableReason } from '../helpers/postgres.ts';
 import {
   initPgCluster,
   pgConnect,
+  pgConnectionString,
   pgCtl,
   pgDataDir,
-  readPgEngine,
 } from '../../scripts/postgres/pg-cluster.ts';
 import { pollUntil } from '../../server/poll.ts';
 import { parseLsn } from '../../wal/lsn.ts';
@@ -72,7 +72,7 @@ async function promoteEndingAt(fraction: number) {
     50,
   );
   const r = await runScript('predict.ts', [
-    ...['--standby', `postgresql://postgres@127.0.0.1:${readPgEngine(dir).ports.standby}/postgres`],
+    ...['--standby', pgConnectionString(dir, 'standby')],
     ...['--pgdata', sData, '--json'],
   ]);
   expect(r.stderr).toBe('');
