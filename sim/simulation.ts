@@ -258,6 +258,7 @@ export class Simulation {
       }
       break;
     }
+    await c.sched.reportUnhandled();
     this.checkInvariants('after convergence');
     await this.ledger.check(c.primary, 'end (primary)', () => true);
     for (const h of c.standbys)
@@ -287,6 +288,7 @@ export class Simulation {
         c.record(c.sched.now, 'sim', `step ${i}: ${describeCommand(cmds[i]!)}`);
         await this.exec(cmds[i]!);
         await c.sched.runFor(this.scenario.options.stepMs);
+        await c.sched.reportUnhandled();
         this.checkInvariants(`after step ${i} (${describeCommand(cmds[i]!)})`);
         this.stepsRun = i + 1;
       }
@@ -295,6 +297,7 @@ export class Simulation {
       if (e instanceof EventBudgetExceeded) c.violation(`livelock: ${e.message}`);
       else c.violation(`simulation error: ${(e as Error).stack ?? String(e)}`);
     }
+    await c.sched.reportUnhandled();
     c.record(c.sched.now, 'sim', `end: ${c.violations.length} violations`);
     return this.result();
   }
