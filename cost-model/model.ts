@@ -14,7 +14,7 @@
  * A full scan's count is the descriptors it visited (NBuffers per scan), so doubling NBuffers
  * doubles its cost within a tier; a lookup's probes do not depend on NBuffers.
  */
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import {
   PG_RECORD_KINDS,
   type FailoverCounts,
@@ -37,6 +37,23 @@ export function descriptorsFitInCache(
   return nBuffers * profile.cache.descriptorBytes <= profile.cache.llcBytes;
 }
 
+/** `record.<kind>` per PG_RECORD_KINDS entry: the feature names, built once, not per failover. */
+const RECORD_KEYS = PG_RECORD_KINDS.map((k) => `record.${k}` as const);
+
+/** The tiered constants' names per tier (built once, not per failover). */
+const TIER_KEYS = {
+  cache: {
+    single: 'scan.single.cache',
+    multi: 'scan.multi.cache',
+    hashBuild: 'scan.hashBuild.cache',
+  },
+  memory: {
+    single: 'scan.single.memory',
+    multi: 'scan.multi.memory',
+    hashBuild: 'scan.hashBuild.memory',
+  },
+} as const satisfies Record<'cache' | 'memory', Record<string, CostConstantName>>;
+
 /** The replay phase's features. */
 export function replayFeatures(
   c: ReplayCounts,
@@ -44,15 +61,15 @@ export function replayFeatures(
   nBuffers: number,
 ): Partial<Record<CostConstantName, number>> {
   const f: Partial<Record<CostConstantName, number>> = {};
-  for (const k of PG_RECORD_KINDS) {
-    const n = c.pgRecords[k] ?? 0;
-    if (n !== 0) f[`record.${k}`] = n;
+  for (let i = 0; i < PG_RECORD_KINDS.length; i++) {
+    const n = c.pgRecords[PG_RECORD_KINDS[i]!] ?? 0;
+    if (n !== 0) f[RECORD_KEYS[i]!] = n;
   }
   f.walByte = c.walBytes;
-  const tier = descriptorsFitInCache(profile, nBuffers) ? 'cache' : 'memory';
+  const tier = TIER_KEYS[descriptorsFitInCache(profile, nBuffers) ? 'cache' : 'memory'];
   const d = c.drops;
-  f[`scan.single.${tier}`] = d.scannedByMatcher.single;
-  f[`scan.multi.${tier}`] = d.scannedByMatcher.linear + d.scannedByMatcher.bsearch;
+  f[tier.single] = d.scannedByMatcher.single;
+  f[tier.multi] = d.scannedByMatcher.linear + d.scannedByMatcher.bsearch;
   f['scan.preCheckHit'] = d.headerLocksByPath['full-scan'];
   f['scan.descriptorPageMapped'] = c.descriptorPagesMapped;
   f['lookup.probe'] = d.probes;
@@ -63,7 +80,7 @@ export function replayFeatures(
   f['dropCall.relList'] = d.drops['rel-list'];
   f['dropCall.recoveryHash'] = d.drops['recovery-hash'];
   f['list.step'] = d.listSteps;
-  f[`scan.hashBuild.${tier}`] = d.hashBuildScanned;
+  f[tier.hashBuild] = d.hashBuildScanned;
   f['hashBuild.insert'] = d.hashInserts;
   f['smgr.create'] = sum(c.smgr.create);
   f['smgr.extend'] = sum(c.smgr.extend);
@@ -84,24 +101,34 @@ export function costFeatures(
   profile: Pick<CostProfile, 'cache'>,
   nBuffers: number,
 ): CostFeatures {
-  assert(
-    Number.isSafeInteger(nBuffers) && nBuffers > 0,
-    `INV-COST-2: NBuffers ${nBuffers} must be a positive integer`,
-  );
-  const e = counts.endOfRecovery;
+  checkNBuffers(nBuffers);
   return {
     replay: replayFeatures(counts.replay, profile, nBuffers),
-    endOfRecovery: {
-      'endOfRecovery.timelineHistoryFile': e.timelineHistoryFiles,
-      'endOfRecovery.walSegmentInit': e.walSegmentInits,
-      'endOfRecovery.record': e.records,
-      'endOfRecovery.walFlush': e.walFlushes,
-    },
-    openForWrites: {
-      'controlFile.update': counts.openForWrites.controlFileUpdates,
-      // After "archive recovery complete" in PostgreSQL's log, so in this phase (pg-log.ts).
-      'walSegment.prealloc': counts.openForWrites.walSegmentPreallocs ?? 0,
-    },
+    endOfRecovery: endOfRecoveryFeatures(counts),
+    openForWrites: openForWritesFeatures(counts),
+  };
+}
+
+function checkNBuffers(nBuffers: number): void {
+  if (!(Number.isSafeInteger(nBuffers) && nBuffers > 0))
+    fail(`INV-COST-2: NBuffers ${nBuffers} must be a positive integer`);
+}
+
+function endOfRecoveryFeatures(counts: FailoverCounts): CostFeatures['endOfRecovery'] {
+  const e = counts.endOfRecovery;
+  return {
+    'endOfRecovery.timelineHistoryFile': e.timelineHistoryFiles,
+    'endOfRecovery.walSegmentInit': e.walSegmentInits,
+    'endOfRecovery.record': e.records,
+    'endOfRecovery.walFlush': e.walFlushes,
+  };
+}
+
+function openForWritesFeatures(counts: FailoverCounts): CostFeatures['openForWrites'] {
+  return {
+    'controlFile.update': counts.openForWrites.controlFileUpdates,
+    // After "archive recovery complete" in PostgreSQL's log, so in this phase (pg-log.ts).
+    'walSegment.prealloc': counts.openForWrites.walSegmentPreallocs ?? 0,
   };
 }
 
@@ -111,10 +138,9 @@ function priceFeatures(
 ): number {
   let s = 0;
   for (const [k, n] of Object.entries(features) as Array<[CostConstantName, number]>) {
-    assert(
-      Number.isFinite(n) && n >= 0,
-      `INV-COST-3: count for ${k} must be a non-negative number, got ${n}`,
-    );
+    // fail, not assert: the message (a number formatted) only when the count is bad.
+    if (!(Number.isFinite(n) && n >= 0))
+      fail(`INV-COST-3: count for ${k} must be a non-negative number, got ${n}`);
     s += n * profile.constants[k].seconds;
   }
   return s;
@@ -157,6 +183,27 @@ export function polledSeconds(
   return poll.offsetS + n * poll.quantumS;
 }
 
+/** The breakdown part a replay feature belongs to (every replay feature belongs to one). */
+function partOf(k: string): keyof ReplayBreakdown | null {
+  if (k.startsWith('record.') || k === 'walByte' || k === 'fsm.update' || k === 'multiInsert.tuple')
+    return 'recordsS';
+  if (
+    k.startsWith('scan.') ||
+    k.startsWith('lookup.') ||
+    k === 'invalidate' ||
+    k.startsWith('dropCall.') ||
+    k.startsWith('list.') ||
+    k.startsWith('hashBuild.')
+  )
+    return 'dropsS';
+  if (k.startsWith('smgr.')) return 'smgrS';
+  if (k === 'controlFile.update') return 'controlFileS';
+  return null;
+}
+
+/** partOf per feature name, memoized: the names are a fixed set, priced at every failover. */
+const PART_OF = new Map<string, keyof ReplayBreakdown | null>();
+
 /** Modeled seconds of one replay span (e.g. a `rel`/`multi` step's replay) alone. */
 export function modelReplay(
   counts: ReplayCounts,
@@ -164,34 +211,21 @@ export function modelReplay(
   nBuffers: number,
 ): { seconds: number; breakdown: ReplayBreakdown } {
   const f = replayFeatures(counts, profile, nBuffers);
-  const part = (pred: (k: string) => boolean) =>
-    priceFeatures(
-      Object.fromEntries(Object.entries(f).filter(([k]) => pred(k))) as Partial<
-        Record<CostConstantName, number>
-      >,
-      profile,
-    );
-  const breakdown: ReplayBreakdown = {
-    recordsS: part(
-      (k) =>
-        k.startsWith('record.') ||
-        k === 'walByte' ||
-        k === 'fsm.update' ||
-        k === 'multiInsert.tuple',
-    ),
-    dropsS: part(
-      (k) =>
-        k.startsWith('scan.') ||
-        k.startsWith('lookup.') ||
-        k === 'invalidate' ||
-        k.startsWith('dropCall.') ||
-        k.startsWith('list.') ||
-        k.startsWith('hashBuild.'),
-    ),
-    smgrS: part((k) => k.startsWith('smgr.')),
-    controlFileS: part((k) => k === 'controlFile.update'),
-  };
-  return { seconds: priceFeatures(f, profile), breakdown };
+  // One pass in the features' order: each part, and the total, adds its terms in the same order
+  // as pricing each part's features on their own would (the same floating-point sums).
+  const breakdown: ReplayBreakdown = { recordsS: 0, dropsS: 0, smgrS: 0, controlFileS: 0 };
+  let seconds = 0;
+  for (const [k, n] of Object.entries(f) as Array<[CostConstantName, number]>) {
+    // fail, not assert: the message (a number formatted) only when the count is bad.
+    if (!(Number.isFinite(n) && n >= 0))
+      fail(`INV-COST-3: count for ${k} must be a non-negative number, got ${n}`);
+    const term = n * profile.constants[k].seconds;
+    seconds += term;
+    let part = PART_OF.get(k);
+    if (part === undefined) PART_OF.set(k, (part = partOf(k)));
+    if (part !== null) breakdown[part] += term;
+  }
+  return { seconds, breakdown };
 }
 
 /**
@@ -203,12 +237,12 @@ export function modelFailover(
   profile: CostProfile,
   nBuffers: number,
 ): ModeledFailover {
-  const f = costFeatures(counts, profile, nBuffers);
+  checkNBuffers(nBuffers);
   const replay = modelReplay(counts.replay, profile, nBuffers);
   const phases = {
     replayS: replay.seconds,
-    endOfRecoveryS: priceFeatures(f.endOfRecovery, profile),
-    openForWritesS: priceFeatures(f.openForWrites, profile),
+    endOfRecoveryS: priceFeatures(endOfRecoveryFeatures(counts), profile),
+    openForWritesS: priceFeatures(openForWritesFeatures(counts), profile),
   };
   const failoverS = phases.replayS + phases.endOfRecoveryS + phases.openForWritesS;
   return {
