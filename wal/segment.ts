@@ -219,14 +219,35 @@ export function timelineHistoryFileName(tli: TimeLineId): string {
 }
 
 /**
+ * Histories parsed, by `<tli>\n<text>`: a pure function of both, and the same few files are read
+ * again at every walsender start, reader, timeline switch and checker pass (the simulator spent ~1 %
+ * of its time parsing them). Errors are not kept: a bad text is parsed, and reported, each time.
+ * Bounded, not tuned: a run has a handful of timelines, a simulator worker runs many seeds.
+ */
+const parsedHistories = new Map<string, readonly TimelineHistoryEntry[]>();
+const PARSED_HISTORIES_MAX = 1_000;
+
+/**
  * Parse history file text (lines `parentTLI<TAB>switchpoint<TAB>reason`, '#' comments) of
- * timeline `tli`. Returns entries oldest first, ending with `tli` itself (open-ended).
+ * timeline `tli`. Returns entries oldest first, ending with `tli` itself (open-ended); the caller
+ * owns them (copies of the memoized ones: callers may change what they get).
  */
 export function parseTimelineHistory(
   text: string,
   tli: TimeLineId,
-  fileName = timelineHistoryFileName(tli),
+  fileName?: string,
 ): TimelineHistoryEntry[] {
+  const key = `${tli}\n${text}`;
+  let entries = parsedHistories.get(key);
+  if (entries === undefined) {
+    entries = parseHistoryText(text, tli, fileName ?? timelineHistoryFileName(tli));
+    if (parsedHistories.size >= PARSED_HISTORIES_MAX) parsedHistories.clear();
+    parsedHistories.set(key, entries);
+  }
+  return entries.map((e) => ({ tli: e.tli, beginLsn: e.beginLsn, endLsn: e.endLsn }));
+}
+
+function parseHistoryText(text: string, tli: TimeLineId, fileName: string): TimelineHistoryEntry[] {
   const entries: TimelineHistoryEntry[] = [];
   let prevEnd = 0;
   const bad = (line: number, why: string): never => {
