@@ -21,10 +21,15 @@ import type { SeededRandom } from '../common/random.ts';
 type Pending =
   { kind: 'write'; pos: number; bytes: Uint8Array } | { kind: 'truncate'; len: number };
 
-/** A growable byte array: `data[0, len)` is the content, zeros after it; capacity doubles. */
+/**
+ * A growable byte array: `data[0, len)` is the content, zeros after it; capacity doubles. `data`
+ * may be shared with another holder (a pending write's bytes, a file's durable copy) that must not
+ * see changes: then `owned` is false and a change in place copies it first.
+ */
 class Bytes {
   data: Uint8Array = new Uint8Array(0);
   len = 0;
+  private owned = true;
 
   content(): Uint8Array {
     return this.data.subarray(0, this.len);
@@ -42,18 +47,31 @@ class Bytes {
     const grown = new Uint8Array(cap);
     grown.set(this.data.subarray(0, this.len));
     this.data = grown;
+    this.owned = true;
   }
 
-  /** Take `bytes` (owned by no one else from now on) as the whole content. */
-  adopt(bytes: Uint8Array): void {
+  /**
+   * Take `bytes` as the whole content; `shared`: another holder keeps it too (copied before a
+   * change here). Its length is the content's, so nothing lies past the content to be zero.
+   */
+  adopt(bytes: Uint8Array, shared: boolean): void {
     this.data = bytes;
     this.len = bytes.length;
+    this.owned = !shared;
+  }
+
+  /** `data` is this array's alone from now on (a copy if it was shared). */
+  private own(): void {
+    if (this.owned) return;
+    this.data = this.data.slice();
+    this.owned = true;
   }
 
   setLength(n: number): void {
     if (n > this.data.length) {
       this.reserve(n);
     } else if (n < this.len) {
+      this.own();
       this.data.fill(0, n, this.len);
     }
     this.len = n;
@@ -61,11 +79,23 @@ class Bytes {
 
   writeAt(pos: number, bytes: Uint8Array): void {
     if (pos + bytes.length > this.len) this.setLength(pos + bytes.length);
+    this.own();
     this.data.set(bytes, pos);
   }
 
+  /** Media corruption: flip bits of the byte at `offset` (< len). */
+  flip(offset: number, mask: number): void {
+    this.own();
+    this.data[offset] = this.data[offset]! ^ mask;
+  }
+
+  /** Apply a pending operation (its bytes are never changed: they may be shared). */
   apply(op: Pending): void {
     if (op.kind === 'truncate') this.setLength(op.len);
+    else if (op.pos === 0 && this.len === 0 && op.bytes.length > this.data.length)
+      // An empty array written whole (a file written at once: a data image's files, the control
+      // file): share the write's bytes, not a zero-filled allocation and a copy of them.
+      this.adopt(op.bytes, true);
     else this.writeAt(op.pos, op.bytes);
   }
 }
@@ -94,6 +124,12 @@ class MemFile {
     return this.cur.content();
   }
 
+  /** Flip bits of one byte, in the current bytes and, if it is durable, in the durable ones. */
+  flip(offset: number, mask: number): void {
+    this.cur.flip(offset, mask);
+    if (offset < this.synced.len) this.synced.flip(offset, mask);
+  }
+
   /** A change of the current bytes, pending until the next fsync. */
   change(op: Pending): void {
     this.cur.apply(op);
@@ -110,9 +146,10 @@ class MemFile {
       first!.bytes.length === this.cur.len
     ) {
       // A file written whole, then fsynced (a data image's files, a control file, a config
-      // file): the write's own copy of the bytes becomes the durable copy, which nothing else
-      // holds once the pending list is cleared.
-      this.synced.adopt(first!.bytes);
+      // file): the write's own copy of the bytes becomes the durable copy.
+      // Owned even if the current bytes share it: they copy it before any change (Bytes.own),
+      // and the durable copy changes only by operations the current bytes applied first.
+      this.synced.adopt(first!.bytes, false);
       this.pending = [];
       return;
     }
@@ -479,8 +516,7 @@ export class MemDisk implements Disk {
     const file = this.fileAt(p, 'corrupt');
     if (offset >= file.len)
       throw new RangeError(`flipByte: offset ${offset} beyond ${p} (${file.len} bytes)`);
-    file.data[offset] = file.data[offset]! ^ mask;
-    if (offset < file.synced.len) file.synced.data[offset] = file.synced.data[offset]! ^ mask;
+    file.flip(offset, mask);
   }
 
   /** Open file descriptors (a leak check). */
