@@ -132,17 +132,21 @@ function openForWritesFeatures(counts: FailoverCounts): CostFeatures['openForWri
   };
 }
 
+/** Seconds of `n` occurrences of feature `k` (INV-COST-3: a count is a non-negative number). */
+function term(k: CostConstantName, n: number, profile: CostProfile): number {
+  // fail, not assert: the message (a number formatted) only when the count is bad.
+  if (!(Number.isFinite(n) && n >= 0))
+    fail(`INV-COST-3: count for ${k} must be a non-negative number, got ${n}`);
+  return n * profile.constants[k].seconds;
+}
+
 function priceFeatures(
   features: Partial<Record<CostConstantName, number>>,
   profile: CostProfile,
 ): number {
   let s = 0;
-  for (const [k, n] of Object.entries(features) as Array<[CostConstantName, number]>) {
-    // fail, not assert: the message (a number formatted) only when the count is bad.
-    if (!(Number.isFinite(n) && n >= 0))
-      fail(`INV-COST-3: count for ${k} must be a non-negative number, got ${n}`);
-    s += n * profile.constants[k].seconds;
-  }
+  for (const [k, n] of Object.entries(features) as Array<[CostConstantName, number]>)
+    s += term(k, n, profile);
   return s;
 }
 
@@ -216,14 +220,11 @@ export function modelReplay(
   const breakdown: ReplayBreakdown = { recordsS: 0, dropsS: 0, smgrS: 0, controlFileS: 0 };
   let seconds = 0;
   for (const [k, n] of Object.entries(f) as Array<[CostConstantName, number]>) {
-    // fail, not assert: the message (a number formatted) only when the count is bad.
-    if (!(Number.isFinite(n) && n >= 0))
-      fail(`INV-COST-3: count for ${k} must be a non-negative number, got ${n}`);
-    const term = n * profile.constants[k].seconds;
-    seconds += term;
+    const t = term(k, n, profile);
+    seconds += t;
     let part = PART_OF.get(k);
     if (part === undefined) PART_OF.set(k, (part = partOf(k)));
-    if (part !== null) breakdown[part] += term;
+    if (part !== null) breakdown[part] += t;
   }
   return { seconds, breakdown };
 }
