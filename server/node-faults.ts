@@ -66,7 +66,7 @@ export class NodeFaults {
     else {
       receiver();
       const until = this.clock.monoMs() + holdMs;
-      this.wal.writeFaultHook = () => {
+      const writeFaultHook = () => {
         if (this.clock.monoMs() >= until) {
           this.wal.writeFaultHook = null;
           return;
@@ -75,6 +75,8 @@ export class NodeFaults {
           code: 'ENOSPC',
         });
       };
+      // Through a local, not `this.wal.writeFaultHook = () => …`: test/unit/closure-tenure.test.ts.
+      this.wal.writeFaultHook = writeFaultHook;
     }
     this.injected[fault]++;
     return { injected: fault };

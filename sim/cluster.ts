@@ -143,8 +143,10 @@ export class SimCluster {
       ...scenario.options.link,
     });
     this.trace = new Trace(keepTrace, () => this.sched.now);
-    this.sched.onEvent = (at, owner, label) => this.record(at, owner, label);
-    this.sched.onUncaught = (owner, err) => {
+    // Hooks are set through locals, never `x.f = () => …` (sim/README rule 6).
+    const onEvent: Scheduler['onEvent'] = (at, owner, label) => this.record(at, owner, label);
+    this.sched.onEvent = onEvent;
+    const onUncaught: Scheduler['onUncaught'] = (owner, err) => {
       // The process that just PANICked rethrows its WAL write error on the way out (production has
       // already exited inside fatal()); anything else would end a real server: a finding.
       if (this.panicked.has(owner)) return;
@@ -152,6 +154,7 @@ export class SimCluster {
         `uncaught exception in ${owner} (the server process would die): ${(err as Error).stack ?? String(err)}`,
       );
     };
+    this.sched.onUncaught = onUncaught;
     this.syncNames = scenario.topology.synchronousStandbyNames;
     const names = ['A', ...scenario.topology.upstreams.map((_, i) => String.fromCharCode(66 + i))];
     this.hosts = names.map((n, i) => this.host(n, i, names.length));
@@ -322,7 +325,8 @@ export class SimCluster {
   private host(name: HostName, index: number, nodes: number): Host {
     const latency = new DiskLatency();
     const spread = new SeededRandom(subSeed(this.scenario.seed, `latency-${name}`));
-    latency.spread = () => spread.float();
+    const spreadOf = () => spread.float();
+    latency.spread = spreadOf;
     return {
       name,
       port: PORT_BASE + index,
@@ -482,10 +486,11 @@ export class SimCluster {
     h.node = node;
     this.net.listen(h.name, owner, (conn) => node.acceptReplication(conn));
     h.maxCommitEnd = 0;
-    node.onCommitAcknowledged = (endLsn) => {
+    const onCommitAcknowledged = (endLsn: Lsn) => {
       if (endLsn > h.maxCommitEnd) h.maxCommitEnd = endLsn;
       this.onCommitAcknowledged(node, endLsn);
     };
+    node.onCommitAcknowledged = onCommitAcknowledged;
     this.record(
       this.sched.now,
       'sim',
@@ -505,7 +510,8 @@ export class SimCluster {
     const dialTo = (port: number) =>
       this.net.dialer(h.name, owner, () => this.hostByPort(port)?.name ?? `port-${port}`);
     // SIM-10 watches every drop of the process, from the crash recovery or replay of its start.
-    NodeStorage.onLoad = (st) => this.onStorageLoaded(h, st);
+    const onLoad = (st: NodeStorage) => this.onStorageLoaded(h, st);
+    NodeStorage.onLoad = onLoad;
     try {
       return this.openNode(h, owner, clock, dialTo);
     } finally {

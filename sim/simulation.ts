@@ -16,7 +16,7 @@
  *
  * Entry point: `runSimulation(scenario, opts)` → SimResult.
  */
-import { formatLsn } from '../wal/lsn.ts';
+import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import type { DiskLatency } from '../common/latency-disk.ts';
 import type { ServerNode } from '../server/node.ts';
 import type { SynchronousCommit } from '../server/settings.ts';
@@ -28,7 +28,8 @@ import {
   type Scenario,
   type SimCommand,
 } from './scenario.ts';
-import { ACTION_MS, SimCluster } from './cluster.ts';
+import { ACTION_MS, SimCluster, type Host } from './cluster.ts';
+import type { NodeStorage } from '../storage/node-storage.ts';
 import { Ledger } from './checkers/ledger.ts';
 import { checkSyncAck } from './checkers/sync-ack.ts';
 import { checkPositions } from './checkers/positions.ts';
@@ -112,18 +113,23 @@ export class Simulation {
     this.operator = new Operator(this.cluster, this.ledger);
     this.workload = new Workload(this.cluster, this.ledger);
     this.replicas = new ReplicaStateChecker(this.cluster);
-    this.cluster.onStorageLoaded = (h, st) => watchDrops(this.cluster, h, st);
-    this.cluster.onCommitAcknowledged = (node, endLsn) => {
+    // Hooks are set through locals, never `x.f = () => …` (sim/README rule 6).
+    const onStorageLoaded = (h: Host, st: NodeStorage) => watchDrops(this.cluster, h, st);
+    this.cluster.onStorageLoaded = onStorageLoaded;
+    const onCommitAcknowledged = (node: ServerNode, endLsn: Lsn) => {
       if (this.cluster.twoNodes) return checkSyncAck(this.cluster, node, endLsn);
       checkSyncState(this.cluster, node, endLsn);
       checkSingleWriter(this.cluster, 'at a commit acknowledgement');
     };
+    this.cluster.onCommitAcknowledged = onCommitAcknowledged;
     // SIM-7 after every event: WAL a cascade relays too early is flushed downstream within a link
     // delay, and the upstream's own fsync may follow before any step boundary.
-    if (!this.cluster.twoNodes)
-      this.cluster.sched.afterEvent = () => {
+    if (!this.cluster.twoNodes) {
+      const afterEvent = () => {
         if (this.cluster.violations.length === 0) checkCascades(this.cluster, 'after an event');
       };
+      this.cluster.sched.afterEvent = afterEvent;
+    }
   }
 
   get violations(): string[] {

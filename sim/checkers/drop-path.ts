@@ -85,15 +85,18 @@ export function expectedDrop(st: NodeStorage, d: DropRequest): Expected {
 /** Watch every drop of a node's process (called at each start). */
 export function watchDrops(cluster: SimCluster, h: Host, st: NodeStorage): void {
   let pending: { d: DropRequest; e: Expected } | null = null;
-  st.beforeDrop = (d) => {
+  // Set through locals, never `st.f = () => …` (sim/README rule 6).
+  const beforeDrop: typeof st.beforeDrop = (d) => {
     pending = { d, e: expectedDrop(st, d) };
   };
-  st.onDrop = (r) => {
+  const onDrop: typeof st.onDrop = (r) => {
     if (pending === null) return;
     const { d, e } = pending;
     pending = null;
     checkDrop(cluster, h, st, d, e, r);
   };
+  st.beforeDrop = beforeDrop;
+  st.onDrop = onDrop;
 }
 
 function checkDrop(
