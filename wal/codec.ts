@@ -216,7 +216,11 @@ function readU32(b: Uint8Array, o: number): number {
   return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
 }
 
-/** Encodes records into frames. One instance per writer; not re-entrant. */
+/**
+ * Encodes records into frames. Not re-entrant; one per process (`sharedRecordEncoder`): `append` runs
+ * to its end synchronously, and a frame's bytes do not depend on the frames encoded before it (the
+ * predeclared structures only), so every WAL writer can use the same one.
+ */
 export class RecordEncoder {
   private readonly packr = createPayloadPackr();
 
@@ -292,12 +296,21 @@ export class RecordEncoder {
 let sharedEncoder: RecordEncoder | undefined;
 let scratch: ByteBuffer | undefined;
 
+/**
+ * The process's RecordEncoder. A node start made its own: a msgpackr Packr each, whose encode
+ * closure V8 allocates in the old generation (msgpackr assigns it to a property), so every one
+ * kept its structures and transition tables through young-generation collections until a full one.
+ */
+export function sharedRecordEncoder(): RecordEncoder {
+  sharedEncoder ??= new RecordEncoder();
+  return sharedEncoder;
+}
+
 /** One framed record (MAXALIGN-padded, so frames can be concatenated into a WAL stream). */
 export function encodeRecord(body: WalRecordBody, xid: number, prev: Lsn): Uint8Array {
-  sharedEncoder ??= new RecordEncoder();
   scratch ??= new ByteBuffer(4096);
   scratch.clear();
-  sharedEncoder.append(scratch, body, xid, prev);
+  sharedRecordEncoder().append(scratch, body, xid, prev);
   return scratch.bytes.slice(0, scratch.length);
 }
 

@@ -12,7 +12,7 @@ import type { Disk } from '../common/disk.ts';
 import { FILE_MODE, makeDir } from '../common/durable-file.ts';
 import { isWalsimError, WalsimError } from '../common/errors.ts';
 import { ByteBuffer } from './byte-buffer.ts';
-import { decodeRecord, InvalidWalRecordError, RecordEncoder } from './codec.ts';
+import { decodeRecord, InvalidWalRecordError, sharedRecordEncoder } from './codec.ts';
 import { assertValidLsn, formatLsn, InvalidLsn, type Lsn, type TimeLineId } from './lsn.ts';
 import type { TransactionId, WalRecord, WalRecordBody } from './records.ts';
 import {
@@ -73,7 +73,7 @@ export function walIoOrPanic<T>(fn: () => T, fatal: (error: unknown) => void): T
 }
 
 export class WalWriter {
-  private readonly encoder = new RecordEncoder();
+  private readonly encoder = sharedRecordEncoder();
   /** WAL bytes in [writeLsn, insertLsn); starts small and doubles as needed (up to walBuffersBytes and a record). */
   private readonly buffers = new ByteBuffer(8 * 1024);
   private fd: number | null = null;
