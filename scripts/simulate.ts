@@ -174,13 +174,15 @@ function merge(into: Totals, t: Totals): void {
   into.replicaComparisons += t.replicaComparisons;
 }
 
-/** Run seeds in this process; `onSeed` sees each result (progress, failures). */
+/**
+ * Run seeds in this process; `onSeed` gets each one's totals (the caller keeps the sum: one merge
+ * a seed, where a worker's own sum and the parent's second one were two more).
+ */
 async function runRange(
   from: number,
   n: number,
   onSeed: (seed: number, t: Totals) => void,
-): Promise<Totals> {
-  const totals = emptyTotals();
+): Promise<void> {
   for (let seed = from; seed < from + n; seed++) {
     const r = await runSimulation(scenarioOf(seed));
     const t: Totals = {
@@ -204,10 +206,8 @@ async function runRange(
       dropSeeds: Object.fromEntries(coverageKinds(r.drops, r.faults).map((k) => [k, 1])),
       replicaComparisons: r.replicaComparisons,
     };
-    merge(totals, t);
     onSeed(seed, t);
   }
-  return totals;
 }
 
 /**
@@ -226,14 +226,13 @@ function exitWithParent(): void {
   process.on('disconnect', stop);
 }
 
-/** One child process per job, each on a contiguous block of seeds; totals are merged. */
+/** One child process per job, each on a contiguous block of seeds; `onSeed` gets every seed's totals. */
 function runJobs(
   from: number,
   n: number,
   jobs: number,
   onSeed: (seed: number, t: Totals) => void,
-): Promise<Totals> {
-  const totals = emptyTotals();
+): Promise<void> {
   const script = fileURLToPath(import.meta.url);
   const per = Math.ceil(n / jobs);
   const children: Array<Promise<void>> = [];
@@ -279,7 +278,6 @@ function runJobs(
             const line = buf.slice(0, nl);
             buf = buf.slice(nl + 1);
             const msg = JSON.parse(line) as { seed: number; t: Totals };
-            merge(totals, msg.t);
             onSeed(msg.seed, msg.t);
           }
         });
@@ -292,7 +290,7 @@ function runJobs(
       }),
     );
   }
-  return Promise.all(children).then(() => totals);
+  return Promise.all(children).then(() => undefined);
 }
 
 async function one(seed: number): Promise<number> {
@@ -319,11 +317,12 @@ async function one(seed: number): Promise<number> {
 async function many(from: number, n: number, jobs: number): Promise<number> {
   const t0 = performance.now();
   let done = 0;
-  const soFar = emptyTotals();
-  reportWhenInterrupted(soFar, from, n, jobs, t0);
+  // The sum of every seed so far: the summary, and what an interrupted run reports.
+  const totals = emptyTotals();
+  reportWhenInterrupted(totals, from, n, jobs, t0);
   const onSeed = (seed: number, t: Totals) => {
     done++;
-    merge(soFar, t);
+    merge(totals, t);
     if (values.json) return;
     for (const f of t.failed) {
       console.log(`seed ${seed} FAILED: ${f.violation}`);
@@ -335,10 +334,8 @@ async function many(from: number, n: number, jobs: number): Promise<number> {
   // The workers run an esbuild bundle of this script (server/entry-bundle.ts), not tsx: tsx
   // transpiles with keepNames, which wraps every function and class it creates in a name-setting
   // call, and its loader costs about a second per worker start.
-  const totals =
-    jobs > 1
-      ? await withEntryBundle(() => runJobs(from, n, jobs, onSeed))
-      : await runRange(from, n, onSeed);
+  if (jobs > 1) await withEntryBundle(() => runJobs(from, n, jobs, onSeed));
+  else await runRange(from, n, onSeed);
   const wallS = (performance.now() - t0) / 1000;
   const summary = summaryOf(totals, from, jobs, wallS);
   if (values.json) console.log(JSON.stringify(summary));
