@@ -4,7 +4,8 @@
  * modulo 2^32), accepts --dir (every CLI takes it) with a note that it is ignored, and replays a
  * seed of several nodes to the same trace hash in two processes (seed 65 once logged a temp file
  * name holding the process id). Absurd numbers are refused naming the bound (`--steps 1e12`,
- * `--jobs 0`), the summary counts the seeds it ran, an interrupted run (SIGINT) still prints the
+ * `--jobs 0`), the summary counts the seeds it ran, two jobs taking blocks in turn run every seed
+ * once (the totals of one job), an interrupted run (SIGINT) still prints the
  * summary of the seeds it finished, and its workers end when it is SIGKILLed.
  * Method: the CLI as a child process; exit codes and the first stderr line.
  */
@@ -99,6 +100,23 @@ describe('simulate CLI', () => {
     expect(r.stdout).toMatch(/^invariant violations: none in 2 seeds$/m);
   });
 
+  it('with two jobs taking blocks in turn, it runs every seed once: the totals of one job', async () => {
+    // 40 seeds on 2 jobs: blocks of 3 seeds, so each worker asks for the next one many times.
+    const args = ['--seeds', '40', '--from', '7001', '--steps', '4', '--json'];
+    const [one, two] = await Promise.all([
+      runScript('simulate.ts', [...args, '--jobs', '1']),
+      runScript('simulate.ts', [...args, '--jobs', '2']),
+    ]);
+    expect(one.code, one.stderr).toBe(0);
+    expect(two.code, two.stderr).toBe(0);
+    const pick = (out: string) => {
+      const s = JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, unknown>;
+      return [s.seeds, s.events, s.acknowledged, s.failovers, s.replicaComparisons];
+    };
+    expect(pick(two.stdout)).toEqual(pick(one.stdout));
+    expect(pick(two.stdout)[0]).toBe(40);
+  });
+
   it('interrupted by SIGINT, it prints the summary of the seeds it finished and exits 130', async () => {
     const parent = spawn(
       process.execPath,
@@ -118,7 +136,9 @@ describe('simulate CLI', () => {
       );
       parent.kill('SIGINT');
       expect(await exited, out).toBe(130);
-      expect(out).toMatch(/^interrupted \(SIGINT\) after (\d+) of 100000 seeds \(each of 2 jobs/m);
+      expect(out).toMatch(
+        /^interrupted \(SIGINT\) after (\d+) of 100000 seeds \(2 jobs took blocks of 200 seeds/m,
+      );
       const ran = Number(/after (\d+) of/.exec(out)![1]);
       expect(out).toMatch(new RegExp(`^invariant violations: none in ${ran} seeds$`, 'm'));
       await pollUntil(async () => !workers.some(alive), 'the workers to end', 30_000, 100);
