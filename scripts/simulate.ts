@@ -174,10 +174,7 @@ function merge(into: Totals, t: Totals): void {
   into.replicaComparisons += t.replicaComparisons;
 }
 
-/**
- * Run seeds in this process; `onSeed` gets each one's totals (the caller keeps the sum: one merge
- * a seed, where a worker's own sum and the parent's second one were two more).
- */
+/** Run seeds in this process; `onSeed` gets each one's totals (the caller keeps their sum). */
 async function runRange(
   from: number,
   n: number,

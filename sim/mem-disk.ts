@@ -16,6 +16,7 @@
  */
 import * as path from 'node:path';
 import { asyncOpsOf, type AsyncFile, type Disk, type OpenFlags } from '../common/disk.ts';
+import { BoundedMemo } from '../common/bounded-memo.ts';
 import type { SeededRandom } from '../common/random.ts';
 
 type Pending =
@@ -239,16 +240,10 @@ export class MemDisk implements Disk {
    * Path components, memoized: the same few hundred paths (segments, relation forks, the control
    * file) are looked up on every I/O, and splitting them each time was a few percent of a run.
    */
-  private readonly partsOf = new Map<string, readonly string[]>();
+  private readonly partsOf = new BoundedMemo<string, readonly string[]>(PARTS_MEMO_MAX);
 
   private parts(p: string): readonly string[] {
-    let parts = this.partsOf.get(p);
-    if (parts === undefined) {
-      parts = splitPath(p);
-      if (this.partsOf.size >= PARTS_MEMO_MAX) this.partsOf.clear();
-      this.partsOf.set(p, parts);
-    }
-    return parts;
+    return this.partsOf.get(p, splitPath);
   }
 
   /** The node at the first `n` components of `parts`, or null. */

@@ -13,6 +13,7 @@
  *   SELECT * | col [, ...] FROM [pg_catalog.]pg_stat_replication|pg_stat_wal_receiver [ORDER BY col]
  *   ALTER SYSTEM SET setting { = | TO } { 'value' | word | n | DEFAULT } | ALTER SYSTEM RESET setting
  */
+import { BoundedMemo } from '../common/bounded-memo.ts';
 import { WalsimError } from '../common/errors.ts';
 import type { Notice } from '../protocol/messages.ts';
 import { notSupported, syntaxError, tokenize, type Token } from './lexer.ts';
@@ -232,8 +233,7 @@ const COMMANDS: Record<string, (p: Parser) => Statement> = {
  * changed a shared statement would throw); a statement that fails to parse is not kept and fails
  * again. Bounded: cleared when full (a bound on memory, not a tuning).
  */
-const parsed = new Map<string, Statement>();
-const PARSED_MAX = 4096;
+const parsed = new BoundedMemo<string, Statement>(4096);
 
 function frozen(stmt: Statement): Statement {
   for (const v of Object.values(stmt)) if (typeof v === 'object' && v !== null) Object.freeze(v);
@@ -247,13 +247,12 @@ function frozen(stmt: Statement): Statement {
 export function parseStatement(sql: string, notices?: Notice[]): Statement {
   if (typeof sql !== 'string') throw new WalsimError('invalid_input', 'statement must be a string');
   if (notices !== undefined) return parseFresh(sql, notices);
-  let stmt = parsed.get(sql);
-  if (stmt === undefined) {
-    stmt = frozen(parseFresh(sql, undefined));
-    if (parsed.size >= PARSED_MAX) parsed.clear();
-    parsed.set(sql, stmt);
-  }
-  return stmt;
+  return parsed.get(sql, parseShared);
+}
+
+/** A statement to share: parsed without a NOTICE list, frozen. */
+function parseShared(sql: string): Statement {
+  return frozen(parseFresh(sql, undefined));
 }
 
 function parseFresh(sql: string, notices: Notice[] | undefined): Statement {

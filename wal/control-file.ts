@@ -4,6 +4,7 @@
  * previous run did not shut down cleanly and runs crash recovery.
  */
 import * as path from 'node:path';
+import { BoundedMemo } from '../common/bounded-memo.ts';
 import { readTextFile, type Disk } from '../common/disk.ts';
 import { makeDir, writeFileAtomic } from '../common/durable-file.ts';
 import type { Lsn, TimeLineId } from './lsn.ts';
@@ -28,16 +29,12 @@ export interface ControlFile {
 }
 
 /** `controlFilePath` by data directory: pg_control is written at every checkpoint and restartpoint. */
-const controlFilePaths = new Map<string, string>();
+const controlFilePaths = new BoundedMemo<string, string>(64);
+
+const pgControlOf = (dataDir: string): string => path.join(dataDir, 'global', 'pg_control');
 
 export function controlFilePath(dataDir: string): string {
-  let p = controlFilePaths.get(dataDir);
-  if (p === undefined) {
-    p = path.join(dataDir, 'global', 'pg_control');
-    if (controlFilePaths.size >= 64) controlFilePaths.clear(); // a bound, not a tuning
-    controlFilePaths.set(dataDir, p);
-  }
-  return p;
+  return controlFilePaths.get(dataDir, pgControlOf);
 }
 
 export function readControlFile(dataDir: string, disk: Disk): ControlFile {

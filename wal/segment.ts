@@ -7,6 +7,7 @@
  */
 import * as path from 'node:path';
 import { assert } from '../common/assert.ts';
+import { BoundedMemo } from '../common/bounded-memo.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, parseLsn, type Lsn, type TimeLineId } from './lsn.ts';
 import { fsyncDir, makeDir, writeFileAtomic } from '../common/durable-file.ts';
@@ -26,17 +27,13 @@ export const LONG_PAGE_HEADER_BYTES = 40;
 const TWO_32 = 0x1_0000_0000;
 
 /** `walDir` by data directory (a process has one or a few; asked at every WAL read). */
-const walDirs = new Map<string, string>();
+const walDirs = new BoundedMemo<string, string>(64);
+
+const pgWalOf = (dataDir: string): string => path.join(dataDir, 'pg_wal');
 
 /** `<dataDir>/pg_wal`. */
 export function walDir(dataDir: string): string {
-  let dir = walDirs.get(dataDir);
-  if (dir === undefined) {
-    dir = path.join(dataDir, 'pg_wal');
-    if (walDirs.size >= 64) walDirs.clear(); // a bound, not a tuning
-    walDirs.set(dataDir, dir);
-  }
-  return dir;
+  return walDirs.get(dataDir, pgWalOf);
 }
 
 /** `walFilePath` by pg_wal directory and file name (at most WAL_PATHS_MAX of them). */
@@ -224,8 +221,7 @@ export function timelineHistoryFileName(tli: TimeLineId): string {
  * of its time parsing them). Errors are not kept: a bad text is parsed, and reported, each time.
  * Bounded, not tuned: a run has a handful of timelines, a simulator worker runs many seeds.
  */
-const parsedHistories = new Map<string, readonly TimelineHistoryEntry[]>();
-const PARSED_HISTORIES_MAX = 1_000;
+const parsedHistories = new BoundedMemo<string, readonly TimelineHistoryEntry[]>(1_000);
 
 /**
  * Parse history file text (lines `parentTLI<TAB>switchpoint<TAB>reason`, '#' comments) of
@@ -237,13 +233,9 @@ export function parseTimelineHistory(
   tli: TimeLineId,
   fileName?: string,
 ): TimelineHistoryEntry[] {
-  const key = `${tli}\n${text}`;
-  let entries = parsedHistories.get(key);
-  if (entries === undefined) {
-    entries = parseHistoryText(text, tli, fileName ?? timelineHistoryFileName(tli));
-    if (parsedHistories.size >= PARSED_HISTORIES_MAX) parsedHistories.clear();
-    parsedHistories.set(key, entries);
-  }
+  const entries = parsedHistories.get(`${tli}\n${text}`, () =>
+    parseHistoryText(text, tli, fileName ?? timelineHistoryFileName(tli)),
+  );
   return entries.map((e) => ({ tli: e.tli, beginLsn: e.beginLsn, endLsn: e.endLsn }));
 }
 

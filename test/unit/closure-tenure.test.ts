@@ -40,7 +40,7 @@ function unwrapped(e: ts.Expression): ts.Expression {
 }
 
 /** `file:line` of each function literal assigned straight to a property in `text`. */
-export function literalsAssignedToProperties(file: string, text: string): string[] {
+function literalsAssignedToProperties(file: string, text: string): string[] {
   const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const found: string[] = [];
   const visit = (n: ts.Node): void => {
