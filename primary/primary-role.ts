@@ -12,7 +12,7 @@
  * Entry points: `PrimaryRole` (`start`, `runWrite`, `flushWal`, `checkpoint`, `requestedCheckpoint`,
  * `shutdown`, `status`, `walSinceLastCheckpoint`).
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import type { Clock, TimerHandle } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
 import { WalsimError } from '../common/errors.ts';
@@ -426,10 +426,10 @@ export class PrimaryRole {
       () => clock.yield(),
       { disk: this.deps.disk, clock },
     );
-    assert(
-      wal.insertLsn === redoLsn,
-      `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(wal.insertLsn)})`,
-    );
+    if (!(wal.insertLsn === redoLsn))
+      fail(
+        `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(wal.insertLsn)})`,
+      );
     const cat = storage.catalog;
     const { startLsn } = wal.insert(
       {
@@ -443,10 +443,10 @@ export class PrimaryRole {
       },
       0,
     );
-    assert(
-      startLsn === redoLsn,
-      `INV-NODE-3: checkpoint record at ${formatLsn(startLsn)} but REDO ${formatLsn(redoLsn)}`,
-    );
+    if (!(startLsn === redoLsn))
+      fail(
+        `INV-NODE-3: checkpoint record at ${formatLsn(startLsn)} but REDO ${formatLsn(redoLsn)}`,
+      );
     this.flushWal();
     this.deps.updateControl({
       checkpointLsn: startLsn,

@@ -4,7 +4,8 @@
  * SyncRepGetSyncRecPtr (oldest / Nth-latest) and pg_stat_get_wal_senders' sync_priority and
  * sync_state, as pure functions of the walsender slots.
  *
- * Entry points: `standbyPriority`, `candidateStandbys`, `syncRecPtr`, `syncStates`.
+ * Entry points: `standbyPriority`, `candidateStandbys`, `syncRecPtr` (`acknowledgedBy` given the
+ * candidates), `syncStates`.
  *
  * Slots: PostgreSQL keeps walsenders in an array of max_wal_senders slots; a new walsender takes
  * the lowest free slot (InitWalSenderSlot). Equal priorities (several standbys matching `*`, or the
@@ -27,9 +28,9 @@ export interface WalSndInfo {
   /** sync_standby_priority as set at connection and at each reload (0 = asynchronous). */
   priority: number;
   /** Last reported positions; 0 (InvalidXLogRecPtr) until the first reply. */
-  write: Lsn;
-  flush: Lsn;
-  apply: Lsn;
+  writeLsn: Lsn;
+  flushLsn: Lsn;
+  applyLsn: Lsn;
 }
 
 export interface SyncPositions {
@@ -63,13 +64,14 @@ export function standbyPriority(
  * candidates are returned; under FIRST, when there are more than num_sync, the num_sync with the
  * lowest priority value, ties broken by slot.
  */
-export function candidateStandbys(
+export function candidateStandbys<T extends WalSndInfo>(
   config: SyncRepConfig | null,
-  senders: readonly WalSndInfo[],
-): WalSndInfo[] {
+  senders: readonly T[],
+): T[] {
   if (config === null) return [];
   const c = senders.filter(
-    (s) => (s.state === 'streaming' || s.state === 'stopping') && s.priority !== 0 && s.flush !== 0,
+    (s) =>
+      (s.state === 'streaming' || s.state === 'stopping') && s.priority !== 0 && s.flushLsn !== 0,
   );
   if (config.method === 'priority' && c.length > config.numSync) {
     c.sort((a, b) => a.priority - b.priority || a.slot - b.slot);
@@ -87,13 +89,24 @@ export function candidateStandbys(
  * PostgreSQL runs this in a walsender after its standby replied, and only if that walsender is a
  * candidate itself (am_sync); `replier` expresses that condition when given.
  */
-export function syncRecPtr(
+export function syncRecPtr<T extends WalSndInfo>(
   config: SyncRepConfig | null,
-  senders: readonly WalSndInfo[],
-  replier?: WalSndInfo,
+  senders: readonly T[],
+  replier?: T,
 ): SyncPositions | null {
   if (config === null) return null;
-  const cands = candidateStandbys(config, senders);
+  return acknowledgedBy(config, candidateStandbys(config, senders), replier);
+}
+
+/**
+ * `syncRecPtr` given the candidates (`candidateStandbys`), for a caller that needs them too: a
+ * walsender set computes them once per status update, the hottest path of a replicating primary.
+ */
+export function acknowledgedBy<T extends WalSndInfo>(
+  config: SyncRepConfig,
+  cands: readonly T[],
+  replier?: T,
+): SyncPositions | null {
   if (replier !== undefined && !cands.includes(replier)) return null;
   // Test-only planted bug (common/injected-bugs.ts): a quorum of one acknowledgement too few.
   const numSync =
@@ -102,11 +115,15 @@ export function syncRecPtr(
       : config.numSync;
   if (cands.length < numSync) return null;
   if (config.method === 'priority') {
-    return {
-      write: Math.min(...cands.map((s) => s.write)),
-      flush: Math.min(...cands.map((s) => s.flush)),
-      apply: Math.min(...cands.map((s) => s.apply)),
-    };
+    let write = Infinity;
+    let flush = Infinity;
+    let apply = Infinity;
+    for (const s of cands) {
+      write = Math.min(write, s.writeLsn);
+      flush = Math.min(flush, s.flushLsn);
+      apply = Math.min(apply, s.applyLsn);
+    }
+    return { write, flush, apply };
   }
   const nth = (values: Lsn[]) => {
     values.sort((a, b) => b - a);
@@ -115,9 +132,9 @@ export function syncRecPtr(
     return v;
   };
   return {
-    write: nth(cands.map((s) => s.write)),
-    flush: nth(cands.map((s) => s.flush)),
-    apply: nth(cands.map((s) => s.apply)),
+    write: nth(cands.map((s) => s.writeLsn)),
+    flush: nth(cands.map((s) => s.flushLsn)),
+    apply: nth(cands.map((s) => s.applyLsn)),
   };
 }
 
@@ -126,14 +143,14 @@ export function syncRecPtr(
  * standby without a valid flush position (yet) shows priority 0; priority 0 is 'async'; a member of
  * the candidate set is 'sync' (FIRST) or 'quorum' (ANY); any other listed standby is 'potential'.
  */
-export function syncStates(
+export function syncStates<T extends WalSndInfo>(
   config: SyncRepConfig | null,
-  senders: readonly WalSndInfo[],
-): Map<WalSndInfo, { priority: number; state: SyncState }> {
+  senders: readonly T[],
+): Map<T, { priority: number; state: SyncState }> {
   const cands = new Set(candidateStandbys(config, senders));
-  const out = new Map<WalSndInfo, { priority: number; state: SyncState }>();
+  const out = new Map<T, { priority: number; state: SyncState }>();
   for (const s of senders) {
-    const priority = s.flush === 0 ? 0 : s.priority;
+    const priority = s.flushLsn === 0 ? 0 : s.priority;
     let state: SyncState;
     if (priority === 0) state = 'async';
     else if (cands.has(s)) state = config?.method === 'quorum' ? 'quorum' : 'sync';

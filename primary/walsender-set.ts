@@ -17,12 +17,11 @@ import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import type { SyncRepQueue } from './syncrep.ts';
 import type { SyncRepConfig } from './sync-standby-names.ts';
 import {
+  acknowledgedBy,
   candidateStandbys,
   standbyPriority,
-  syncRecPtr,
   syncStates,
   type SyncState,
-  type WalSndInfo,
   type WalSndState,
 } from './sync-standbys.ts';
 import type { WalSender } from './walsender.ts';
@@ -156,11 +155,10 @@ export class WalSenderSet {
   }
 
   rows(): PgStatReplicationRow[] {
-    const { infos, byInfo } = this.snapshot();
-    const states = syncStates(this.configValue, infos);
-    return infos.map((info) => {
-      const s = byInfo.get(info)!;
-      const st = states.get(info)!;
+    const senders = this.senders();
+    const states = syncStates(this.configValue, senders);
+    return senders.map((s) => {
+      const st = states.get(s)!;
       return {
         application_name: s.applicationName,
         state: s.state,
@@ -202,35 +200,12 @@ export class WalSenderSet {
     });
   }
 
-  private snapshot(): {
-    infos: WalSndInfo[];
-    byInfo: Map<WalSndInfo, WalSender>;
-    bySender: Map<WalSender, WalSndInfo>;
-  } {
-    const byInfo = new Map<WalSndInfo, WalSender>();
-    const bySender = new Map<WalSender, WalSndInfo>();
-    const infos = this.senders().map((s) => {
-      const info: WalSndInfo = {
-        slot: s.slot,
-        state: s.state,
-        priority: s.priority,
-        write: s.writeLsn,
-        flush: s.flushLsn,
-        apply: s.applyLsn,
-      };
-      byInfo.set(info, s);
-      bySender.set(s, info);
-      return info;
-    });
-    return { infos, byInfo, bySender };
-  }
-
   /** Compute what the synchronous set acknowledged and release those waiters; log takeovers. */
   private release(replier: WalSender | undefined): void {
     const cfg = this.configValue;
     if (cfg === null) return; // no synchronous standby named: nothing waits (no snapshot either)
-    const { infos, bySender, byInfo } = this.snapshot();
-    const cands = candidateStandbys(cfg, infos).map((info) => byInfo.get(info)!);
+    const senders = this.senders();
+    const cands = candidateStandbys(cfg, senders);
     // A walsender that left the synchronous set is announced again when it returns.
     for (const s of this.announced) if (!cands.includes(s)) this.announced.delete(s);
     for (const s of cands) {
@@ -242,7 +217,7 @@ export class WalSenderSet {
           : `LOG:  standby "${s.applicationName}" is now a candidate for quorum synchronous standby`,
       );
     }
-    const pos = syncRecPtr(cfg, infos, replier === undefined ? undefined : bySender.get(replier));
+    const pos = acknowledgedBy(cfg, cands, replier);
     if (pos !== null) this.queue.release(pos);
   }
 }

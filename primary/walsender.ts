@@ -24,7 +24,7 @@ import {
   timelineHistoryFileName,
   type TimelineHistoryEntry,
 } from '../wal/segment.ts';
-import { assert, InvariantViolation } from '../common/assert.ts';
+import { fail, InvariantViolation } from '../common/assert.ts';
 import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../protocol/messages.ts';
 
 export type WalSenderState = 'startup' | 'catchup' | 'streaming' | 'stopping';
@@ -80,7 +80,11 @@ export class WalSender {
   writeLsn: Lsn = 0;
   flushLsn: Lsn = 0;
   applyLsn: Lsn = 0;
-  replyTime: string | null = null;
+  /**
+   * The standby's send time of its last status update (pg_stat_replication.reply_time), as sent:
+   * formatted only when read, since a standby replies to every WAL message it writes.
+   */
+  private replySendTime: number | null = null;
   /** Index in the node's walsender array (ties between equal sync priorities go to the lower). */
   slot = -1;
   /** sync_standby_priority, set at START_REPLICATION and at each configuration reload. */
@@ -125,6 +129,11 @@ export class WalSender {
       KEEPALIVE_MS,
       true,
     );
+  }
+
+  /** pg_stat_replication.reply_time: the send time of the standby's last status update. */
+  get replyTime(): string | null {
+    return this.replySendTime === null ? null : new Date(this.replySendTime).toISOString();
   }
 
   private send(m: StreamMessage, cb?: (err?: Error) => void): void {
@@ -269,7 +278,7 @@ export class WalSender {
     this.writeLsn = m.writeLsn;
     this.flushLsn = m.flushLsn;
     this.applyLsn = m.applyLsn;
-    this.replyTime = new Date(m.sendTime).toISOString();
+    this.replySendTime = m.sendTime;
     this.deps.onReply(this);
     if (m.replyRequested)
       this.send({
@@ -308,10 +317,10 @@ export class WalSender {
       // The timeline being streamed became historic (promotion here, or a timeline switch of the
       // upstream this cascading standby follows): stream it up to its switch point only.
       const end = switchPointOf(this.streamTli, this.deps.history());
-      assert(
-        end !== null,
-        `INV-WALSND-2: streamed timeline ${this.streamTli} is not in the history of timeline ${this.deps.timeline()}`,
-      );
+      if (!(end !== null))
+        fail(
+          `INV-WALSND-2: streamed timeline ${this.streamTli} is not in the history of timeline ${this.deps.timeline()}`,
+        );
       this.historicEnd = end;
     }
     return this.historicEnd?.upto ?? this.deps.flushedLsn();
@@ -378,8 +387,7 @@ export class WalSender {
     }
     // INV-WALSND-1: never past the flush LSN, nor past the end of a historic timeline.
     if (this.sentLsn > flushed)
-      assert(
-        false,
+      fail(
         `INV-WALSND-1: sent ${formatLsn(this.sentLsn)} past ${formatLsn(flushed)} on timeline ${this.streamTli}`,
       );
     const readOptions = this.readOptionsWithHistory();

@@ -6,7 +6,7 @@
  * record boundary — at the top of the loop, before the next record — or at once while waiting for
  * WAL. Receiving and flushing continue while paused.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import type { Clock } from '../common/clock.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import { isInvalidWalRecordError, maxAlign } from '../wal/codec.ts';
@@ -259,8 +259,7 @@ export class StartupProcess {
    * failure: formatting two LSNs per record costs ~0.7 µs.)
    */
   private notTheNextRecord(lsn: Lsn): void {
-    assert(
-      false,
+    fail(
       `INV-STARTUP-2: expected a record at ${formatLsn(this.nextLsn)}, reader returned ${formatLsn(lsn)}`,
     );
   }

@@ -47,7 +47,6 @@ const BACKOFF_MAX_MS = 2000;
 export class WalReceiver {
   private stateValue: ReceiverState = 'disconnected';
   lastError: string | null = null;
-  lastMsgReceiptTime: string | null = null;
   connects = 0;
   /** XLogData messages and WAL bytes accepted (appended and flushed) since start. */
   receivedMessages = 0;
@@ -234,7 +233,6 @@ export class WalReceiver {
       ws.close(4002, 'protocol violation');
       return;
     }
-    this.lastMsgReceiptTime = new Date(this.clock.now()).toISOString();
     switch (m.type) {
       case 'XLogData':
         return this.receiveXLogData(ws, m);

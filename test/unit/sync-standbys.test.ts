@@ -30,9 +30,9 @@ function senders(
       slot,
       state,
       priority: standbyPriority(c, name),
-      write,
-      flush,
-      apply,
+      writeLsn: write,
+      flushLsn: flush,
+      applyLsn: apply,
     } satisfies WalSndInfo,
   }));
   return { c, list, infos: list.map((s) => s.info) };
