@@ -13,6 +13,7 @@ import type { ConnHandlers, Dialer, MessageConn } from '../common/transport.ts';
 import type { SeededRandom } from '../common/random.ts';
 import type { Scheduler } from './scheduler.ts';
 import { crc32c } from '../wal/crc32c.ts';
+import { osError } from './os-error.ts';
 
 export const CLOSE_ABNORMAL = 1006;
 
@@ -161,7 +162,12 @@ export class Network {
         this.sched.isDead(listener.owner)
       ) {
         this.counters.refused++;
-        this.finish(conn.client, CLOSE_ABNORMAL, '', new Error(`connect ECONNREFUSED ${to}`));
+        this.finish(
+          conn.client,
+          CLOSE_ABNORMAL,
+          '',
+          osError(`connect ECONNREFUSED ${to}`, 'ECONNREFUSED'),
+        );
         conn.server.closed = true;
         this.conns.delete(conn);
         return;
