@@ -11,7 +11,7 @@
  * constant outside the groups keeps the base profile's value (its contribution is subtracted from
  * the target first). Rows are weighted (e.g. 1/seconds for relative error).
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import type { CostFeatures } from './model.ts';
 import { COST_CONSTANT_NAMES, type CostConstantName, type CostProfile } from './profile.ts';
@@ -162,10 +162,8 @@ export function fitProfile(observations: readonly FitObservation[], spec: FitSpe
   const A: number[][] = [];
   const b: number[] = [];
   for (const o of observations) {
-    assert(
-      Number.isFinite(o.targetS) && o.weight > 0,
-      `INV-FIT-2: observation ${o.label} needs a finite target and a positive weight`,
-    );
+    if (!(Number.isFinite(o.targetS) && o.weight > 0))
+      fail(`INV-FIT-2: observation ${o.label} needs a finite target and a positive weight`);
     const f = flattenFeatures(o.features);
     let fixed = 0;
     for (const [k, n] of Object.entries(f) as Array<[CostConstantName, number]>)

@@ -10,7 +10,7 @@
  * `firstRecordLsn`),
  * `PgWalReadOptions`, `PgWalEnd`.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, type Lsn } from '../wal/lsn.ts';
 import {
@@ -480,7 +480,7 @@ export class PgWalReader {
   private acceptAt(lsn: Lsn, prev: Lsn, rmid: number, info: number, endLsn: Lsn): Lsn {
     // The message is built only on failure: this runs once per record.
     if (!(lsn >= this.next && (this.prevLsn === null || prev === this.prevLsn)))
-      assert(false, `INV-PGWAL-2: records out of order or unlinked at ${formatLsn(lsn)}`);
+      fail(`INV-PGWAL-2: records out of order or unlinked at ${formatLsn(lsn)}`);
     this.prevLsn = lsn;
     let next = endLsn;
     if (rmid === RM_XLOG_ID && (info & 0xf0) === XLOG_SWITCH) {

@@ -14,7 +14,7 @@
  * requires; a standby replays only WAL its walreceiver has flushed.
  */
 import * as path from 'node:path';
-import { assert, InvariantViolation } from '../common/assert.ts';
+import { assert, fail, InvariantViolation } from '../common/assert.ts';
 import type { Clock } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
 import type { MessageConn } from '../common/transport.ts';
@@ -211,18 +211,18 @@ export class ServerNode {
 
   /** The primary role; only called where the lifecycle state implies it exists. */
   private primary(): PrimaryRole {
-    assert(
-      this.primaryRole !== null,
-      `INV-NODE-6: no primary role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
-    );
+    if (!(this.primaryRole !== null))
+      fail(
+        `INV-NODE-6: no primary role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
+      );
     return this.primaryRole;
   }
 
   private standby(): StandbyRole {
-    assert(
-      this.standbyRole !== null,
-      `INV-NODE-6: no standby role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
-    );
+    if (!(this.standbyRole !== null))
+      fail(
+        `INV-NODE-6: no standby role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
+      );
     return this.standbyRole;
   }
 

@@ -13,7 +13,7 @@
 import * as path from 'node:path';
 import type { Clock } from '../common/clock.ts';
 import type { Disk } from '../common/disk.ts';
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import { formatLsn, type Lsn, type TimeLineId } from '../wal/lsn.ts';
 import type { ControlFile } from '../wal/control-file.ts';
 import {
@@ -85,10 +85,10 @@ export class TimelineSwitch {
    */
   followTimeline(tli: TimeLineId, historyText: string, switchLsn: Lsn): void {
     const { wal } = this.d;
-    assert(
-      wal.flushLsn === switchLsn && wal.insertLsn === switchLsn,
-      `INV-NODE-5: timeline switch at ${formatLsn(switchLsn)} but WAL ends at ${formatLsn(wal.insertLsn)}`,
-    );
+    if (!(wal.flushLsn === switchLsn && wal.insertLsn === switchLsn))
+      fail(
+        `INV-NODE-5: timeline switch at ${formatLsn(switchLsn)} but WAL ends at ${formatLsn(wal.insertLsn)}`,
+      );
     writeTimelineHistoryFile(this.d.dataDir, tli, historyText, this.d.disk);
     wal.switchTimeline(tli);
     const prev = this.d.timeline();

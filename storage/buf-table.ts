@@ -123,18 +123,16 @@ export class BufTable {
     this.slots = new Int32Array(this.capacity);
     this.idBits = 32 - Math.clz32(nBuffers); // bufId + 1 ≤ nBuffers < 2^idBits
     const spare = 32 - this.idBits;
-    assert(
-      spare >= 2,
-      `INV-BUF-4: ${nBuffers} buffers leave too few bits for the slot's meta field`,
-    );
+    if (!(spare >= 2))
+      fail(`INV-BUF-4: ${nBuffers} buffers leave too few bits for the slot's meta field`);
     this.idMask = 2 ** this.idBits - 1;
     this.displacementBits = displacementBits ?? displacementBitsFor(spare);
-    assert(
+    if (!(
       Number.isInteger(this.displacementBits) &&
-        this.displacementBits >= 1 &&
-        this.displacementBits <= spare,
-      `INV-BUF-4: bad displacement width ${this.displacementBits}`,
-    );
+      this.displacementBits >= 1 &&
+      this.displacementBits <= spare
+    ))
+      fail(`INV-BUF-4: bad displacement width ${this.displacementBits}`);
     this.dispOverflow = 2 ** this.displacementBits - 1;
     this.fragShift = this.idBits + this.displacementBits;
   }

@@ -8,7 +8,7 @@
  * the table's OID; walsim has no OIDs, so after its name). `tables()` lists user tables only;
  * `toastOf` finds a table's TOAST relations.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import type { RelFileNumber, TransactionId } from '../wal/records.ts';
 import { FirstNormalRelFileNumber, FirstNormalTransactionId } from '../wal/records.ts';
 import { ByteBuffer } from '../wal/byte-buffer.ts';
@@ -49,10 +49,8 @@ export class Catalog {
     const toast = this.byName.get(toastTableName(name));
     const index = this.byName.get(toastIndexName(name));
     if (toast === undefined && index === undefined) return undefined;
-    assert(
-      toast !== undefined && index !== undefined,
-      `INV-CATALOG-2: table ${name} has half a TOAST table`,
-    );
+    if (!(toast !== undefined && index !== undefined))
+      fail(`INV-CATALOG-2: table ${name} has half a TOAST table`);
     return { toast, index };
   }
 

@@ -16,7 +16,7 @@
  *   setting the same final status twice is allowed (redo of a commit record after a restart).
  * INV-CLOG-2: only normal xids (>= 3, < 2^32) are ever set.
  */
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 
 export type XactStatus = 'in_progress' | 'committed' | 'aborted';
@@ -87,7 +87,8 @@ export class Clog {
   /** The two-bit code; what the heap store's visibility loops call. */
   statusCode(xid: number): XactStatusCode {
     if (xid < FIRST_NORMAL_XID) {
-      assert(xid === 0 || xid === 1 || xid === 2, `INV-CLOG-2: xid ${xid} is not a transaction id`);
+      if (!(xid === 0 || xid === 1 || xid === 2))
+        fail(`INV-CLOG-2: xid ${xid} is not a transaction id`);
       return xid === 0 ? XACT_ABORTED : XACT_COMMITTED;
     }
     const byte = xid >>> 2;
@@ -101,21 +102,19 @@ export class Clog {
   }
 
   private set(xid: number, code: 1 | 2): void {
-    assert(
-      Number.isInteger(xid) && xid >= FIRST_NORMAL_XID && xid <= MAX_XID,
-      `INV-CLOG-2: cannot set the status of xid ${xid}, not a normal transaction id`,
-    );
+    if (!(Number.isInteger(xid) && xid >= FIRST_NORMAL_XID && xid <= MAX_XID))
+      fail(`INV-CLOG-2: cannot set the status of xid ${xid}, not a normal transaction id`);
     const current = this.statusCode(xid);
-    assert(
-      current === XACT_IN_PROGRESS || current === code,
-      `INV-CLOG-1: xid ${xid} is already ${STATUS_NAMES[current]}, ` +
-        `cannot become ${STATUS_NAMES[code]}`,
-    );
+    if (!(current === XACT_IN_PROGRESS || current === code))
+      fail(
+        `INV-CLOG-1: xid ${xid} is already ${STATUS_NAMES[current]}, ` +
+          `cannot become ${STATUS_NAMES[code]}`,
+      );
     const byte = xid >>> 2;
     if (byte >= this.bits.length) this.grow(byte + 1);
     this.bits[byte] = this.bits[byte]! | (code << ((xid & 3) << 1));
     if (xid >= this.xidLimit) this.xidLimit = xid + 1;
-    assert(this.statusCode(xid) === code, `INV-CLOG-1: xid ${xid} did not read back as set`);
+    if (!(this.statusCode(xid) === code)) fail(`INV-CLOG-1: xid ${xid} did not read back as set`);
   }
 
   private grow(minBytes: number): void {

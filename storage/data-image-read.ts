@@ -5,7 +5,7 @@
  * leftovers), so it must not run while the node's image writer may be running.
  */
 import * as path from 'node:path';
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import { readTextFile, type Disk } from '../common/disk.ts';
 import type { CatalogSnapshot } from './catalog.ts';
 import { HEADER_FILE, type DataImageHeader } from './data-image.ts';
@@ -19,10 +19,8 @@ function readImageHeader(dataDir: string, disk: Disk): { base: string; header: D
   // Format 1: a crash between the two renames of the directory swap leaves only base.old.
   if (!disk.exists(path.join(base, HEADER_FILE))) base = path.join(dataDir, 'base.old');
   const headerPath = path.join(base, HEADER_FILE);
-  assert(
-    disk.exists(headerPath),
-    `INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`,
-  );
+  if (!disk.exists(headerPath))
+    fail(`INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`);
   return { base, header: JSON.parse(readTextFile(disk, headerPath)) as DataImageHeader };
 }
 
@@ -88,10 +86,8 @@ export function readDataImage(
       bytes = read(`rels.${pack}`);
       packs.set(pack, bytes);
     }
-    assert(
-      offset + length <= bytes.length,
-      `INV-IMAGE-2: relation ${rel} lies beyond the end of rels.${pack}`,
-    );
+    if (!(offset + length <= bytes.length))
+      fail(`INV-IMAGE-2: relation ${rel} lies beyond the end of rels.${pack}`);
     relations.push([rel, bytes.subarray(offset, offset + length)]);
     state.packLive.set(pack, (state.packLive.get(pack) ?? 0) + 1);
   }

@@ -3,7 +3,7 @@
  * loads them): the index of every relation as one Float64Array ascending by relfilenumber
  * (INV-IMAGE-3, storage/README "The data image"), and per-pack relation counts.
  */
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import type { RelFileNumber } from '../wal/records.ts';
 
 /** Float64s per relation in the index: [relfilenumber, pack generation, offset, length]. */
@@ -80,10 +80,8 @@ export function ascendingIndex(index: Float64Array): Float64Array {
       i * INDEX_STRIDE,
     );
     if (i > 0)
-      assert(
-        out[(i - 1) * INDEX_STRIDE]! < out[i * INDEX_STRIDE]!,
-        `INV-IMAGE-1: relation ${out[i * INDEX_STRIDE]} is listed twice in the index`,
-      );
+      if (!(out[(i - 1) * INDEX_STRIDE]! < out[i * INDEX_STRIDE]!))
+        fail(`INV-IMAGE-1: relation ${out[i * INDEX_STRIDE]} is listed twice in the index`);
   }
   return out;
 }

@@ -25,7 +25,7 @@
  * storage/ has no timers: the caller passes `pause()` (a turn of the event loop).
  */
 import * as path from 'node:path';
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import type { Clock } from '../common/clock.ts';
 import type { AsyncFile, Disk } from '../common/disk.ts';
 import { fsyncDir, FILE_MODE, makeDir } from '../common/durable-file.ts';
@@ -389,8 +389,9 @@ async function buildIndex(
   let out = 0;
   let d = 0;
   let j = 0;
-  const full = (): void =>
-    assert(out < total, `INV-IMAGE-1: index holds more than ${total} relations`);
+  const full = (): void => {
+    if (out >= total) fail(`INV-IMAGE-1: index holds more than ${total} relations`);
+  };
   for (let i = 0; i < nOld || j < toWrite.length;) {
     if (++n % STEP_ENTRIES === 0) await slicer.maybePause();
     const a = i < nOld ? old[i * INDEX_STRIDE]! : Infinity;
@@ -416,7 +417,7 @@ async function buildIndex(
       i++;
     }
   }
-  assert(out === total && d === dropped.length, `INV-IMAGE-1: index holds ${out} of ${total}`);
+  if (!(out === total && d === dropped.length)) fail(`INV-IMAGE-1: index holds ${out} of ${total}`);
   stats.relations = total;
   return index;
 }

@@ -11,7 +11,7 @@
  * drop is identical whichever strategy ran. Invalidating unlinks each victim from its list
  * through the pool's tag observer; nothing is unlinked while a list is being walked.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import type { BlockNumber, ForkNumber, RelFileNumber } from '../wal/records.ts';
 import { BM_TAG_VALID, type BufferPool } from './buffer-pool.ts';
 import { invalidateInIdOrderSteps, LOOKUP_CHUNK_PROBES } from './drop-cached-lookup.ts';
@@ -41,10 +41,8 @@ function* collectFromList(
     if (steps > 0 && steps % LOOKUP_CHUNK_PROBES === 0) yield;
     steps++;
     // The locked re-check: the list says `rel`, the header must agree.
-    assert(
-      tagRel[id] === rel && (pool.flags[id]! & BM_TAG_VALID) !== 0,
-      `INV-LIST-2: buffer ${id} on ${rel}'s list has another tag`,
-    );
+    if (!(tagRel[id] === rel && (pool.flags[id]! & BM_TAG_VALID) !== 0))
+      fail(`INV-LIST-2: buffer ${id} on ${rel}'s list has another tag`);
     if (forks === null || firstDelBlock === null) {
       victims.push(id);
       continue;

@@ -26,7 +26,7 @@
  * Dropped buffers are discarded, dirty or not, never written (INV-BUF-6, asserted here), and every
  * strategy leaves the same pool (INV-BUF-8; test/property/storage-drop-equivalence.test.ts).
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import {
   InvalidBlockNumber,
   MAX_FORKNUM,
@@ -162,10 +162,8 @@ export interface DropStrategyImpl {
 
 /** BUF_DROP_FULL_SCAN_THRESHOLD for this pool and settings. */
 export function dropFullScanThreshold(nBuffers: number, settings: DropSettings): number {
-  assert(
-    Number.isInteger(settings.thresholdDivisor) && settings.thresholdDivisor > 0,
-    `INV-DROP-1: thresholdDivisor ${settings.thresholdDivisor} must be a positive integer`,
-  );
+  if (!(Number.isInteger(settings.thresholdDivisor) && settings.thresholdDivisor > 0))
+    fail(`INV-DROP-1: thresholdDivisor ${settings.thresholdDivisor} must be a positive integer`);
   return Math.floor(nBuffers / settings.thresholdDivisor);
 }
 
@@ -388,7 +386,7 @@ const IMPLS: Readonly<Record<DropStrategy, DropStrategyImpl>> = Object.freeze({
 /** The implementation of a strategy; refuses an unknown name (INV-DROP-1). */
 export function dropStrategyImpl(name: DropStrategy): DropStrategyImpl {
   const impl = IMPLS[name];
-  assert(impl !== undefined, `INV-DROP-1: unknown drop strategy ${String(name)}`);
+  if (!(impl !== undefined)) fail(`INV-DROP-1: unknown drop strategy ${String(name)}`);
   return impl;
 }
 
@@ -428,7 +426,7 @@ export function* dropRelFileNodeBuffersSteps(
   firstDelBlock: readonly BlockNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): Generator<void, DropResult, void> {
-  assert(rel > 0, `INV-DROP-2: bad relfilenumber ${rel}`);
+  if (!(rel > 0)) fail(`INV-DROP-2: bad relfilenumber ${rel}`);
   assert(
     forks.length > 0 && forks.length === firstDelBlock.length,
     'INV-DROP-2: forks/firstDelBlock mismatch',
@@ -467,7 +465,7 @@ export function* dropRelFileNodesAllBuffersSteps(
   rels: readonly RelFileNumber[],
   settings: DropSettings = DEFAULT_DROP_SETTINGS,
 ): Generator<void, DropResult, void> {
-  for (const rel of rels) assert(rel > 0, `INV-DROP-2: bad relfilenumber ${rel}`);
+  for (const rel of rels) if (!(rel > 0)) fail(`INV-DROP-2: bad relfilenumber ${rel}`);
   const writesBefore = pool.counters.writes;
   dropFullScanThreshold(pool.nBuffers, settings);
   const impl = dropStrategyImpl(settings.strategy);

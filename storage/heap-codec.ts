@@ -12,9 +12,9 @@
  * Entry points: `serializeHeapRelation`, `deserializeHeapRelation` (checks lengths, throws
  * WalsimError('io_error') on a malformed file, then re-checks every INV-HEAP invariant).
  */
-import { assert, InvariantViolation } from '../common/assert.ts';
+import { assert, fail, InvariantViolation } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
-import { fail, HeapRelation } from './heap-relation.ts';
+import { HeapRelation } from './heap-relation.ts';
 
 const HEAP_MAGIC = 0x50485357; // 'WSHP' little-endian
 const HEAP_VERSION = 1;

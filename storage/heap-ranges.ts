@@ -3,11 +3,11 @@
  * and multi-insert runs (`[firstValue, count, ...]`) are checked against the page (INV-HEAP-6,
  * INV-HEAP-7, INV-HEAP-1 in heap-store.ts's header) and copied into heap-relation.ts's range
  * scratch, sorted and disjoint, ready for HeapRelation.rewritePage / appendToPage. A violation is
- * refused through heap-relation.ts's `fail`, naming the relation, the block and what was wrong.
+ * refused through common/assert.ts's `fail`, naming the relation, the block and what was wrong.
  */
+import { fail } from '../common/assert.ts';
 import { TUPLES_PER_PAGE } from '../wal/records.ts';
 import {
-  fail,
   FIRST_NORMAL_XID,
   INT32_MAX,
   INT32_MIN,

@@ -11,19 +11,11 @@
  * new runs of the page into the output scratch and then back into the slab. Nothing here
  * allocates per call except when an array grows or the slab is compacted.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import { TUPLES_PER_PAGE } from '../wal/records.ts';
 
 export const FIRST_NORMAL_XID = 3;
 
-/**
- * assert(false, message) for the hot paths: callers write `if (!ok) fail(\`...\`)` so that the
- * message template is only evaluated when the check fails (building it on every call would cost
- * more than the mutation itself at 1.6M pages).
- */
-export function fail(message: string): never {
-  assert(false, message);
-}
 export const INT32_MIN = -0x80000000;
 export const INT32_MAX = 0x7fffffff;
 
@@ -142,10 +134,8 @@ export class HeapRelation {
 
   /** Forget pages >= nblocks; their runs become garbage (or the slab is reset when empty). */
   truncate(nblocks: number): void {
-    assert(
-      Number.isInteger(nblocks) && nblocks >= 0 && nblocks <= this.nblocks,
-      `INV-HEAP-1: cannot truncate ${this.nblocks} blocks to ${nblocks}`,
-    );
+    if (!(Number.isInteger(nblocks) && nblocks >= 0 && nblocks <= this.nblocks))
+      fail(`INV-HEAP-1: cannot truncate ${this.nblocks} blocks to ${nblocks}`);
     if (nblocks === 0) {
       this.reset();
       return;

@@ -89,6 +89,7 @@
  *   - The content digest covers visible tuples only (block, offset, value), not nblocks or dead
  *     tuples; compare nblocks separately.
  */
+import { fail } from '../common/assert.ts';
 import type { XactStatusReader } from './clog.ts';
 import { XACT_ABORTED, XACT_COMMITTED, XACT_IN_PROGRESS } from './clog.ts';
 import type { BlockNumber, RelFileNumber, TransactionId } from '../wal/records.ts';
@@ -97,7 +98,6 @@ import { deserializeHeapRelation, serializeHeapRelation } from './heap-codec.ts'
 import { ContentHasher } from './heap-digest.ts';
 import { assertNormalXid, loadInsertRuns, loadOffsetRanges } from './heap-ranges.ts';
 import {
-  fail,
   HeapRelation,
   INT32_MAX,
   INT32_MIN,

@@ -8,7 +8,7 @@
  * Block access follows XLogReadBufferExtended: create the fork if missing, ask smgrnblocks (which
  * caches the size), extend up to the referenced block, read it into a buffer and dirty it.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import { injectedBugs } from '../common/injected-bugs.ts';
 import {
   FSM_FORKNUM,
@@ -240,10 +240,10 @@ function redoAtOnce(st: NodeStorage, body: WalRecordBody, xid: TransactionId): v
     case 'SMGR_TRUNCATE':
     case 'XACT_COMMIT':
     case 'XACT_ABORT':
-      assert(false, `INV-REDO-1: ${body.kind} is applied in steps`);
+      fail(`INV-REDO-1: ${body.kind} is applied in steps`);
     default: {
       const never: never = body;
-      assert(false, `INV-REDO-1: no redo routine for ${(never as { kind: string }).kind}`);
+      fail(`INV-REDO-1: no redo routine for ${(never as { kind: string }).kind}`);
     }
   }
 }

@@ -49,7 +49,8 @@ export class RelBufferLists {
   tableProbes = 0;
 
   constructor(nBuffers: number) {
-    assert(Number.isSafeInteger(nBuffers) && nBuffers >= 1, `INV-LIST-0: bad NBuffers ${nBuffers}`);
+    if (!(Number.isSafeInteger(nBuffers) && nBuffers >= 1))
+      fail(`INV-LIST-0: bad NBuffers ${nBuffers}`);
     this.nBuffers = nBuffers;
     this.next = new Int32Array(nBuffers).fill(LIST_END);
     this.prev = new Int32Array(nBuffers).fill(LIST_END);

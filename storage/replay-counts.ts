@@ -14,7 +14,7 @@
  * stands for (`pgRecordsFor`, documented in cost-model/README.md), and the cost profile
  * prices PostgreSQL's records.
  */
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import { diffCounters } from '../common/counters.ts';
 import { segmentOffset } from '../wal/segment.ts';
 import {
@@ -121,10 +121,7 @@ export function pgRecordsFor(
     }
     default: {
       const never: never = body;
-      assert(
-        false,
-        `INV-COST-1: no PostgreSQL record mapping for ${(never as { kind: string }).kind}`,
-      );
+      fail(`INV-COST-1: no PostgreSQL record mapping for ${(never as { kind: string }).kind}`);
     }
   }
 }
@@ -407,14 +404,10 @@ export function emptyReplayCounts(): ReplayCounts {
  * XLogFileInit finds it and adds nothing.
  */
 export function walSegmentsPreallocated(endOfLog: number, walSegmentSize: number): 0 | 1 {
-  assert(
-    Number.isSafeInteger(endOfLog) && endOfLog > 0,
-    `INV-COUNT-1: EndOfLog ${endOfLog} must be a positive LSN`,
-  );
-  assert(
-    Number.isSafeInteger(walSegmentSize) && walSegmentSize > 0,
-    `INV-COUNT-1: wal_segment_size ${walSegmentSize} must be a positive integer`,
-  );
+  if (!(Number.isSafeInteger(endOfLog) && endOfLog > 0))
+    fail(`INV-COUNT-1: EndOfLog ${endOfLog} must be a positive LSN`);
+  if (!(Number.isSafeInteger(walSegmentSize) && walSegmentSize > 0))
+    fail(`INV-COUNT-1: wal_segment_size ${walSegmentSize} must be a positive integer`);
   if (segmentOffset(endOfLog, walSegmentSize) === 0) return 0;
   return segmentOffset(endOfLog - 1, walSegmentSize) >= Math.floor(0.75 * walSegmentSize) ? 1 : 0;
 }

@@ -3,7 +3,7 @@
  * thresholds (vacuumlazy.c). A pure rule over two page counts; the executor asks it after a
  * VACUUM's prune, with HeapStore.nonEmptyPages as count_nondeletable_pages.
  */
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 
 /** lazy vacuum truncation thresholds (vacuumlazy.c). */
 export const REL_TRUNCATE_MINIMUM = 1000;
@@ -15,13 +15,13 @@ export const REL_TRUNCATE_FRACTION = 16;
  * relation. `nonEmptyPages` is what count_nondeletable_pages returns (HeapStore.nonEmptyPages).
  */
 export function shouldAttemptTruncation(relPages: number, nonEmptyPages: number): boolean {
-  assert(
+  if (!(
     Number.isInteger(relPages) &&
-      Number.isInteger(nonEmptyPages) &&
-      nonEmptyPages >= 0 &&
-      nonEmptyPages <= relPages,
-    `INV-HEAP-1: nonempty pages ${nonEmptyPages} outside relation of ${relPages} pages`,
-  );
+    Number.isInteger(nonEmptyPages) &&
+    nonEmptyPages >= 0 &&
+    nonEmptyPages <= relPages
+  ))
+    fail(`INV-HEAP-1: nonempty pages ${nonEmptyPages} outside relation of ${relPages} pages`);
   const possiblyFreeable = relPages - nonEmptyPages;
   return (
     possiblyFreeable > 0 &&

@@ -1,5 +1,5 @@
 /** A growable byte buffer for append-heavy paths (WAL buffers, batch encoding): amortised O(1) append, no per-append concat. */
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 
 export class ByteBuffer {
   bytes: Uint8Array;
@@ -7,10 +7,8 @@ export class ByteBuffer {
   length = 0;
 
   constructor(capacityBytes = 64 * 1024) {
-    assert(
-      Number.isSafeInteger(capacityBytes) && capacityBytes > 0,
-      `INV-WAL-3: bad capacity ${capacityBytes}`,
-    );
+    if (!(Number.isSafeInteger(capacityBytes) && capacityBytes > 0))
+      fail(`INV-WAL-3: bad capacity ${capacityBytes}`);
     this.bytes = new Uint8Array(capacityBytes);
   }
 
@@ -33,7 +31,7 @@ export class ByteBuffer {
 
   /** Drop the first `n` bytes, moving the rest to the front. */
   consume(n: number): void {
-    assert(n >= 0 && n <= this.length, `INV-WAL-3: consume ${n} of ${this.length}`);
+    if (!(n >= 0 && n <= this.length)) fail(`INV-WAL-3: consume ${n} of ${this.length}`);
     if (n === this.length) {
       this.length = 0;
       return;

@@ -32,7 +32,7 @@
  * msgpackr restore it if an (untrusted) frame carries an inline definition with the same id.
  */
 import { Packr, Unpackr, REUSE_BUFFER_MODE } from 'msgpackr';
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 import { crc32cFinish, crc32cUpdate, CRC32C_INIT } from './crc32c.ts';
 import { ByteBuffer } from './byte-buffer.ts';
@@ -132,10 +132,8 @@ export const PAYLOAD_STRUCTURES: readonly (readonly string[])[] = [
 
 // The hand-written hot-kind codec (payload-codec.ts) must name the same structures.
 for (const [id, keys] of HOT_STRUCTURES) {
-  assert(
-    PAYLOAD_STRUCTURES[id - 0x40]?.join() === keys.join(),
-    `INV-WAL-1: record id 0x${id.toString(16)} is not the structure ${keys.join()}`,
-  );
+  if (!(PAYLOAD_STRUCTURES[id - 0x40]?.join() === keys.join()))
+    fail(`INV-WAL-1: record id 0x${id.toString(16)} is not the structure ${keys.join()}`);
 }
 
 /**
@@ -166,10 +164,8 @@ for (const [kind, { rmid, info }] of Object.entries(RMGR_INFO) as [
   { rmid: number; info: number },
 ][]) {
   const key = (rmid << 8) | info;
-  assert(
-    KIND_BY_RMID_INFO[key] === undefined,
-    `INV-WAL-1: kinds ${kind} and ${KIND_BY_RMID_INFO[key]} share rmid/info`,
-  );
+  if (!(KIND_BY_RMID_INFO[key] === undefined))
+    fail(`INV-WAL-1: kinds ${kind} and ${KIND_BY_RMID_INFO[key]} share rmid/info`);
   KIND_BY_RMID_INFO[key] = kind;
   if (kind === 'HEAP_INSERT' || kind === 'HEAP2_MULTI_INSERT')
     KIND_BY_RMID_INFO[key | XLOG_HEAP_INIT_PAGE] = kind;
@@ -229,14 +225,10 @@ export class RecordEncoder {
    * MAXALIGN. Returns xl_tot_len; the frame occupies maxAlign(xl_tot_len) bytes.
    */
   append(out: ByteBuffer, body: WalRecordBody, xid: number, prev: Lsn): number {
-    // Assertions are written `if (!ok) assert(false, ...)` on this path so that the message
-    // template is only built on failure.
     const problem = describeRecordBodyProblem(body);
-    if (problem !== null)
-      assert(false, `INV-WAL-1: refusing to encode a malformed record body: ${problem}`);
-    if (!isU32(xid)) assert(false, `INV-WAL-1: xid ${xid} is not an unsigned 32-bit integer`);
-    if (!(Number.isSafeInteger(prev) && prev >= 0))
-      assert(false, `INV-WAL-1: prev ${prev} is not an LSN`);
+    if (problem !== null) fail(`INV-WAL-1: refusing to encode a malformed record body: ${problem}`);
+    if (!isU32(xid)) fail(`INV-WAL-1: xid ${xid} is not an unsigned 32-bit integer`);
+    if (!(Number.isSafeInteger(prev) && prev >= 0)) fail(`INV-WAL-1: prev ${prev} is not an LSN`);
     const bound = hotPayloadBound(body);
     let totalLength: number;
     if (bound >= 0) {
@@ -246,7 +238,7 @@ export class RecordEncoder {
       const payloadEnd = writeHotPayload(out.bytes, o + SIZE_OF_XLOG_RECORD, body);
       totalLength = payloadEnd - o;
       if (totalLength > MAX_RECORD_LENGTH)
-        assert(false, `INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
+        fail(`INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
     } else {
       totalLength = this.packInto(out, body);
     }
@@ -283,7 +275,7 @@ export class RecordEncoder {
     const pEnd = packed.end;
     const totalLength = SIZE_OF_XLOG_RECORD + (pEnd - pStart);
     if (totalLength > MAX_RECORD_LENGTH)
-      assert(false, `INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
+      fail(`INV-WAL-1: record of ${totalLength} bytes exceeds the maximum`);
     out.reserve((totalLength + 7) & ~7);
     const b = out.bytes;
     // A byte loop beats Buffer#copy / set(subarray) for the typical 30-100 byte payload.

@@ -5,7 +5,7 @@
  * number, which is exact up to 2^53 bytes (8 PiB of WAL) — far beyond any simulated run — and
  * avoids bigint on the replay hot path. Every constructor asserts the value is a safe integer.
  */
-import { assert } from '../common/assert.ts';
+import { fail } from '../common/assert.ts';
 import { WalsimError } from '../common/errors.ts';
 
 export type Lsn = number;
@@ -17,10 +17,8 @@ export const InvalidLsn: Lsn = 0;
 const TWO_32 = 0x1_0000_0000;
 
 export function assertValidLsn(lsn: Lsn, what = 'LSN'): void {
-  assert(
-    Number.isSafeInteger(lsn) && lsn >= 0,
-    `INV-WAL-LSN: ${what} ${lsn} is not a safe non-negative integer`,
-  );
+  if (!(Number.isSafeInteger(lsn) && lsn >= 0))
+    fail(`INV-WAL-LSN: ${what} ${lsn} is not a safe non-negative integer`);
 }
 
 /** PostgreSQL's `%X/%X` (LSN_FORMAT_ARGS): upper 32 bits, slash, lower 32 bits, uppercase hex. */

@@ -24,7 +24,7 @@
  * of the wrong type, trailing bytes) returns null and the caller decodes with msgpackr, which
  * produces the same body or the precise error message.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import type { WalRecordBody, WalRecordKind } from './records.ts';
 
 /** Record ids: 0x40 + the structure's index in codec.ts's PAYLOAD_STRUCTURES. */
@@ -47,7 +47,7 @@ export const HOT_STRUCTURES: ReadonlyArray<readonly [number, readonly string[]]>
 
 /** The kind as msgpack writes it: a fixstr (every kind name is ASCII and shorter than 32). */
 function fixstr(kind: string): Uint8Array {
-  assert(kind.length < 32, `INV-WAL-1: kind ${kind} too long for a fixstr`);
+  if (!(kind.length < 32)) fail(`INV-WAL-1: kind ${kind} too long for a fixstr`);
   const out = new Uint8Array(kind.length + 1);
   out[0] = 0xa0 | kind.length;
   for (let i = 0; i < kind.length; i++) out[i + 1] = kind.charCodeAt(i);
@@ -222,7 +222,7 @@ export function writeHotPayload(b: Uint8Array, p: number, body: WalRecordBody): 
       p = writeNumber(b, p, body.xactTime);
       return writeArray(b, p, body.droppedRels);
     default:
-      assert(false, `INV-WAL-1: ${body.kind} is not a hot kind`);
+      fail(`INV-WAL-1: ${body.kind} is not a hot kind`);
   }
 }
 

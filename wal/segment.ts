@@ -6,7 +6,7 @@
  * `readTimelineHistory`, `writeTimelineHistory`, `timelineHistoryFileName`, `listSegmentFiles`.
  */
 import * as path from 'node:path';
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import { BoundedMemo } from '../common/bounded-memo.ts';
 import { WalsimError } from '../common/errors.ts';
 import { formatLsn, parseLsn, type Lsn, type TimeLineId } from './lsn.ts';
@@ -152,8 +152,8 @@ function segmentNamesOf(segmentSize: number, tli: TimeLineId): Map<number, strin
 
 /** XLogFileName: `%08X%08X%08X` of (TLI, segno / segsPerXlogId, segno % segsPerXlogId). */
 export function segmentFileName(tli: TimeLineId, segno: number, segmentSize: number): string {
-  assert(Number.isSafeInteger(segno) && segno >= 0, `INV-WAL-8: bad segment number ${segno}`);
-  assert(tli >>> 0 === tli && tli >= 1, `INV-WAL-8: bad timeline ${tli}`);
+  if (!(Number.isSafeInteger(segno) && segno >= 0)) fail(`INV-WAL-8: bad segment number ${segno}`);
+  if (!(tli >>> 0 === tli && tli >= 1)) fail(`INV-WAL-8: bad timeline ${tli}`);
   const names = segmentNamesOf(segmentSize, tli);
   let name = names.get(segno);
   if (name === undefined) {
@@ -343,14 +343,10 @@ export function writeTimelineHistory(
     parent !== undefined && parent.endLsn === null,
     'INV-WAL-5: parent history must end with its open timeline',
   );
-  assert(
-    newTli > parent.tli,
-    `INV-WAL-5: new timeline ${newTli} must be above parent ${parent.tli}`,
-  );
-  assert(
-    switchLsn >= parent.beginLsn,
-    `INV-WAL-5: switch point ${formatLsn(switchLsn)} before the parent's start`,
-  );
+  if (!(newTli > parent.tli))
+    fail(`INV-WAL-5: new timeline ${newTli} must be above parent ${parent.tli}`);
+  if (!(switchLsn >= parent.beginLsn))
+    fail(`INV-WAL-5: switch point ${formatLsn(switchLsn)} before the parent's start`);
   const parentText = readTimelineHistoryFile(dataDir, parent.tli, disk);
   const reasonLine = reason.replace(/[\r\n]+/g, ' ');
   const text =

@@ -9,7 +9,7 @@
  * exists. A timeline switch copies the switch segment's prefix into the new timeline's file, so the
  * newest file always holds the right bytes.
  */
-import { assert } from '../common/assert.ts';
+import { assert, fail } from '../common/assert.ts';
 import type { Disk } from '../common/disk.ts';
 import { WalsimError } from '../common/errors.ts';
 import {
@@ -105,10 +105,10 @@ export class WalReader implements Iterable<WalRecord> {
   ) {
     checkSegmentSize(opts.segmentSize);
     assertValidLsn(fromLsn, 'fromLsn');
-    assert(
-      fromLsn % 8 === 0,
-      `INV-WAL-2: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`,
-    );
+    if (!(fromLsn % 8 === 0))
+      fail(
+        `INV-WAL-2: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`,
+      );
     this.segmentSize = opts.segmentSize;
     this.disk = opts.disk;
     this.history = opts.history ?? readTimelineHistory(dataDir, opts.timeline, this.disk);
@@ -339,10 +339,8 @@ export function readWalBytes(
   checkSegmentSize(opts.segmentSize);
   assertValidLsn(startLsn, 'startLsn');
   assertValidLsn(endLsn, 'endLsn');
-  assert(
-    startLsn <= endLsn,
-    `INV-WAL-7: readWalBytes range ${formatLsn(startLsn)}..${formatLsn(endLsn)} is reversed`,
-  );
+  if (!(startLsn <= endLsn))
+    fail(`INV-WAL-7: readWalBytes range ${formatLsn(startLsn)}..${formatLsn(endLsn)} is reversed`);
   const history = opts.history ?? readTimelineHistory(dataDir, opts.timeline, disk);
   const out = new Uint8Array(endLsn - startLsn);
   let at = startLsn;

@@ -7,7 +7,7 @@
  * MAXALIGNed record boundaries (INV-WAL-3).
  */
 import * as path from 'node:path';
-import { assert, InvariantViolation } from '../common/assert.ts';
+import { assert, fail, InvariantViolation } from '../common/assert.ts';
 import type { Disk } from '../common/disk.ts';
 import { FILE_MODE, makeDir } from '../common/durable-file.ts';
 import { isWalsimError, WalsimError } from '../common/errors.ts';
@@ -116,10 +116,8 @@ export class WalWriter {
    */
   static open(dataDir: string, opts: WalWriterOptions): WalWriter {
     checkSegmentSize(opts.segmentSize);
-    assert(
-      opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1,
-      `INV-WAL-5: bad timeline ${opts.timeline}`,
-    );
+    if (!(opts.timeline >>> 0 === opts.timeline && opts.timeline >= 1))
+      fail(`INV-WAL-5: bad timeline ${opts.timeline}`);
     const segmentSize = opts.segmentSize;
     const disk = opts.disk;
     makeDir(walDir(dataDir), disk);
@@ -136,21 +134,17 @@ export class WalWriter {
       prevLsn = InvalidLsn;
     }
     assertValidLsn(startLsn, 'startLsn');
-    assert(
-      startLsn % 8 === 0 && startLsn > 0,
-      `INV-WAL-2: startLsn ${formatLsn(startLsn)} is not a MAXALIGNed record boundary`,
-    );
+    if (!(startLsn % 8 === 0 && startLsn > 0))
+      fail(`INV-WAL-2: startLsn ${formatLsn(startLsn)} is not a MAXALIGNed record boundary`);
     if (prevLsn === undefined) {
-      assert(
-        startLsn === firstRecordLsn(segmentSize),
-        `INV-WAL-4: prevLsn is required when opening WAL at ${formatLsn(startLsn)}`,
-      );
+      if (!(startLsn === firstRecordLsn(segmentSize)))
+        fail(`INV-WAL-4: prevLsn is required when opening WAL at ${formatLsn(startLsn)}`);
       prevLsn = InvalidLsn;
     }
-    assert(
-      prevLsn < startLsn,
-      `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before startLsn ${formatLsn(startLsn)}`,
-    );
+    if (!(prevLsn < startLsn))
+      fail(
+        `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before startLsn ${formatLsn(startLsn)}`,
+      );
     const w = new WalWriter(
       dataDir,
       segmentSize,
@@ -188,8 +182,7 @@ export class WalWriter {
     const before = this.buffers.length;
     this.encoder.append(this.buffers, body, xid, this.lastRecord);
     const endLsn = startLsn + (this.buffers.length - before);
-    if (endLsn % 8 !== 0)
-      assert(false, `INV-WAL-2: record at ${formatLsn(startLsn)} ends off MAXALIGN`);
+    if (endLsn % 8 !== 0) fail(`INV-WAL-2: record at ${formatLsn(startLsn)} ends off MAXALIGN`);
     this.insertPos = endLsn;
     this.lastRecord = startLsn;
     if (this.buffers.length > this.walBuffersBytes) this.write();
@@ -284,14 +277,10 @@ export class WalWriter {
   truncate(endLsn: Lsn, prevLsn: Lsn): void {
     assert(!this.closed, 'INV-WAL-3: truncate on a closed WAL writer');
     assertValidLsn(endLsn, 'endLsn');
-    assert(
-      endLsn % 8 === 0 && endLsn <= this.flushPos,
-      `INV-WAL-3: truncate to ${formatLsn(endLsn)} beyond flush ${formatLsn(this.flushPos)}`,
-    );
-    assert(
-      prevLsn < endLsn,
-      `INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before ${formatLsn(endLsn)}`,
-    );
+    if (!(endLsn % 8 === 0 && endLsn <= this.flushPos))
+      fail(`INV-WAL-3: truncate to ${formatLsn(endLsn)} beyond flush ${formatLsn(this.flushPos)}`);
+    if (!(prevLsn < endLsn))
+      fail(`INV-WAL-4: prevLsn ${formatLsn(prevLsn)} must be before ${formatLsn(endLsn)}`);
     this.buffers.clear();
     this.closeSegment(false);
     this.insertPos = this.writePos = this.flushPos = endLsn;
@@ -317,10 +306,8 @@ export class WalWriter {
    * Returns the parent.
    */
   switchTimeline(newTli: TimeLineId, reason = 'no recovery target specified'): TimeLineId {
-    assert(
-      newTli >>> 0 === newTli && newTli > this.tli,
-      `INV-WAL-5: new timeline ${newTli} must be above ${this.tli}`,
-    );
+    if (!(newTli >>> 0 === newTli && newTli > this.tli))
+      fail(`INV-WAL-5: new timeline ${newTli} must be above ${this.tli}`);
     this.flush();
     const switchLsn = this.insertPos;
     const own = readTimelineHistory(this.dataDir, this.tli, this.disk);
@@ -455,9 +442,7 @@ export class WalWriter {
       this.disk.rename(tmp, p);
       fsyncDir(walDir(this.dataDir), this.disk);
     }
-    assert(
-      this.disk.size(p) === offset,
-      `INV-WAL-6: ${path.basename(p)} must end at ${formatLsn(lsn)}`,
-    );
+    if (!(this.disk.size(p) === offset))
+      fail(`INV-WAL-6: ${path.basename(p)} must end at ${formatLsn(lsn)}`);
   }
 }

@@ -40,7 +40,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { assert } from '../../common/assert.ts';
+import { fail } from '../../common/assert.ts';
 import { WalsimError } from '../../common/errors.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
 import { BLCKSZ } from '../../storage/shared-buffers.ts';
@@ -84,7 +84,7 @@ export class LoadedTemplates {
 
   /** Start the pair of one run of `cell` in `dir` from its template (built on its first run). */
   async startRun(dir: string, cell: CellSpec, b: TemplateBuild): Promise<TemplatedStart> {
-    assert(templateApplies(cell), `a ${cell.kind} ${cell.variant} cell has no template`);
+    if (!templateApplies(cell)) fail(`a ${cell.kind} ${cell.variant} cell has no template`);
     const key = templateKey(cell, b.cluster);
     let template = this.made.get(key);
     let buildMs: number | null = null;

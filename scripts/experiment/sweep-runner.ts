@@ -19,7 +19,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { assert } from '../../common/assert.ts';
+import { fail } from '../../common/assert.ts';
 import type { ModeledFailover } from '../../cost-model/model.ts';
 import { price } from '../../cost-model/price.ts';
 import type { CostProfile } from '../../cost-model/profile.ts';
@@ -135,10 +135,8 @@ export async function runCell(
 ): Promise<RunRecord> {
   // The steps below are Test A's and Test B's VACUUM / TRUNCATE; the DML and DROP TABLE backlogs
   // are predict-bench's (calibration/cell-run.ts).
-  assert(
-    !BENCH_RUNNER_VARIANTS.includes(cell.variant),
-    `the ${cell.variant} backlog runs through npm run calibrate --counts wal, not a sweep`,
-  );
+  if (BENCH_RUNNER_VARIANTS.includes(cell.variant))
+    fail(`the ${cell.variant} backlog runs through npm run calibrate --counts wal, not a sweep`);
   const kind = ENGINE_KINDS[cell.engine];
   fs.mkdirSync(s.workDir, { recursive: true });
   fs.chmodSync(s.workDir, 0o755); // PostgreSQL's OS user must reach the cluster directories
@@ -395,10 +393,8 @@ export async function runSweep(
 ): Promise<RunRecord[]> {
   const runOne = opts.runOne ?? runCell;
   const warmups = opts.warmupRuns ?? 0;
-  assert(
-    Number.isSafeInteger(warmups) && warmups >= 0,
-    `warm-up runs must be a non-negative integer, got ${warmups}`,
-  );
+  if (!(Number.isSafeInteger(warmups) && warmups >= 0))
+    fail(`warm-up runs must be a non-negative integer, got ${warmups}`);
   const records: RunRecord[] = [];
   const passes = warmups + runs;
   const total = plan.length * passes;

@@ -7,7 +7,7 @@
 import type * as net from 'node:net';
 import { randomInt } from 'node:crypto';
 import type { BackendError } from 'pg-gateway';
-import { assert, InvariantViolation } from '../../common/assert.ts';
+import { fail, InvariantViolation } from '../../common/assert.ts';
 import { isWalsimError } from '../../common/errors.ts';
 import type { QueryResult } from '../control-protocol.ts';
 import { describeStatement, type ResultColumn } from '../../sql/functions.ts';
@@ -371,11 +371,13 @@ export class PgWireSession {
         clientEncoding: this.clientEncoding,
         applicationName: this.applicationName,
       });
-      assert(
+      if (!(
         result.columns.length === columns.length &&
-          result.columns.every((c, i) => c === columns[i]!.name),
-        `INV-WIRE-1: result columns ${JSON.stringify(result.columns)} differ from the described ${JSON.stringify(columns.map((c) => c.name))}`,
-      );
+        result.columns.every((c, i) => c === columns[i]!.name)
+      ))
+        fail(
+          `INV-WIRE-1: result columns ${JSON.stringify(result.columns)} differ from the described ${JSON.stringify(columns.map((c) => c.name))}`,
+        );
       return result;
     } catch (e) {
       // The node began its shutdown (a fast stop, or a smart one once the sessions it waited
