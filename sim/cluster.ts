@@ -263,6 +263,11 @@ export class SimCluster {
    * simulator places them in each node's pg_wal, where walsim looks.
    */
   readonly historyArchive = new Map<number, string>();
+  /**
+   * Each archived history file's path in a node's pg_wal, built once: restore_command's check at
+   * every step boundary asks the disk for each, and a path string built anew is hashed anew.
+   */
+  private readonly historyPaths = new Map<number, string>();
 
   archiveHistory(h: Host): void {
     const n = h.node;
@@ -270,6 +275,7 @@ export class SimCluster {
     const text = readTimelineHistoryFile(DATA_DIR, n.timeline, h.disk);
     if (text === null) return;
     this.historyArchive.set(n.timeline, text);
+    this.historyPaths.set(n.timeline, `${walDir(DATA_DIR)}/${timelineHistoryFileName(n.timeline)}`);
   }
 
   /**
@@ -281,7 +287,7 @@ export class SimCluster {
   restoreHistories(h: Host, upTo = Infinity): void {
     for (const [tli, text] of this.historyArchive) {
       if (tli > upTo) continue;
-      const p = `${walDir(DATA_DIR)}/${timelineHistoryFileName(tli)}`;
+      const p = this.historyPaths.get(tli)!;
       if (h.disk.exists(p) || h.disk.fullPrefixes.size > 0) continue; // full: at its next start
       writeFileAtomic(p, text, h.disk);
     }

@@ -291,11 +291,12 @@ export class Simulation {
       const cmds = this.scenario.commands;
       for (let i = 0; i < cmds.length && !(stop && c.violations.length > 0); i++) {
         await this.operator.restartDue();
-        c.record(c.sched.now, 'sim', `step ${i}: ${describeCommand(cmds[i]!)}`);
+        const what = describeCommand(cmds[i]!);
+        c.record(c.sched.now, 'sim', `step ${i}: ${what}`);
         await this.exec(cmds[i]!);
         await c.sched.runFor(this.scenario.options.stepMs);
         await c.sched.reportUnhandled();
-        this.checkInvariants(`after step ${i} (${describeCommand(cmds[i]!)})`);
+        this.checkInvariants(`after step ${i} (${what})`);
         this.stepsRun = i + 1;
       }
       if (!(stop && c.violations.length > 0)) await this.converge();

@@ -9,7 +9,7 @@ import { fail } from '../common/assert.ts';
 import { readTextFile, type Disk } from '../common/disk.ts';
 import type { CatalogSnapshot } from './catalog.ts';
 import { HEADER_FILE, type DataImageHeader } from './data-image.ts';
-import { ascendingIndex, ImageState, INDEX_STRIDE } from './data-image-state.ts';
+import { ascendingIndex, ImageState, INDEX_STRIDE, imageFile } from './data-image-state.ts';
 import type { RelFileNumber } from '../wal/records.ts';
 import type { Lsn } from '../wal/lsn.ts';
 
@@ -17,8 +17,8 @@ import type { Lsn } from '../wal/lsn.ts';
 function readImageHeader(dataDir: string, disk: Disk): { base: string; header: DataImageHeader } {
   let base = path.join(dataDir, 'base');
   // Format 1: a crash between the two renames of the directory swap leaves only base.old.
-  if (!disk.exists(path.join(base, HEADER_FILE))) base = path.join(dataDir, 'base.old');
-  const headerPath = path.join(base, HEADER_FILE);
+  if (!disk.exists(imageFile(base, HEADER_FILE))) base = path.join(dataDir, 'base.old');
+  const headerPath = imageFile(base, HEADER_FILE);
   if (!disk.exists(headerPath))
     fail(`INV-NODE-1: no data image in ${dataDir} (base/image.json missing)`);
   return { base, header: JSON.parse(readTextFile(disk, headerPath)) as DataImageHeader };
@@ -49,7 +49,7 @@ export function readDataImage(
   state: ImageState;
 } {
   const { base, header } = readImageHeader(dataDir, disk);
-  const read = (name: string) => disk.readFile(path.join(base, name));
+  const read = (name: string) => disk.readFile(imageFile(base, name));
   if (header.format !== 2) {
     const rels = header.relations ?? [];
     const state = ImageState.empty();
@@ -74,7 +74,7 @@ export function readDataImage(
   header.catalog = {
     ...header.catalog,
     tables: JSON.parse(
-      readTextFile(disk, path.join(base, header.catalogTables!)),
+      readTextFile(disk, imageFile(base, header.catalogTables!)),
     ) as CatalogSnapshot['tables'],
   };
   const packs = new Map<number, Uint8Array>();
@@ -95,6 +95,6 @@ export function readDataImage(
   for (const [pack, live] of state.packLive) state.packTotal.set(pack, live);
   // Files of an image that crashed before its switch, or not yet removed after it: garbage.
   const keep = new Set([HEADER_FILE, ...state.files, ...[...packs.keys()].map((p) => `rels.${p}`)]);
-  for (const name of disk.readdir(base)) if (!keep.has(name)) disk.rmrf(path.join(base, name));
+  for (const name of disk.readdir(base)) if (!keep.has(name)) disk.rmrf(imageFile(base, name));
   return { header, relations, smgr: read(header.smgr!), clog: read(header.clog!), state };
 }

@@ -6,6 +6,15 @@
 import { fail } from '../common/assert.ts';
 import type { RelFileNumber } from '../wal/records.ts';
 
+/**
+ * A file of the image's directory: `base` is that directory as path.join made it (normalized, never
+ * the root) and `name` a file name without a slash, so joining is concatenation. path.join's
+ * normalization of every file name of every image was half a percent of a simulated seed.
+ */
+export function imageFile(base: string, name: string): string {
+  return `${base}/${name}`;
+}
+
 /** Float64s per relation in the index: [relfilenumber, pack generation, offset, length]. */
 export const INDEX_STRIDE = 4;
 

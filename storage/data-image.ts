@@ -24,6 +24,7 @@
  * (`readDataImage`, `readDataImageRedoLsn`) is data-image-read.ts.
  * storage/ has no timers: the caller passes `pause()` (a turn of the event loop).
  */
+import { isoTimestamp } from '../common/iso-time.ts';
 import * as path from 'node:path';
 import { fail } from '../common/assert.ts';
 import type { Clock } from '../common/clock.ts';
@@ -32,7 +33,7 @@ import { fsyncDir, FILE_MODE, makeDir } from '../common/durable-file.ts';
 import type { CatalogSnapshot } from './catalog.ts';
 import type { RelFileNumber } from '../wal/records.ts';
 import type { Lsn, TimeLineId } from '../wal/lsn.ts';
-import { INDEX_STRIDE, type ImageState } from './data-image-state.ts';
+import { INDEX_STRIDE, type ImageState, imageFile } from './data-image-state.ts';
 
 export interface DataImageHeader {
   /** Replay must start at this LSN to reach the state after the image. */
@@ -337,7 +338,7 @@ async function writePack(
     offset: new Float64Array(toWrite.length),
     length: new Float64Array(toWrite.length),
   };
-  const fh = await slicer.turn(disk.openAsync(path.join(base, name), 'w', FILE_MODE));
+  const fh = await slicer.turn(disk.openAsync(imageFile(base, name), 'w', FILE_MODE));
   created.push(name);
   try {
     const stager = new PackStager(fh, slicer);
@@ -449,7 +450,7 @@ async function writeMetadataFiles(
   ];
   for (const [name, data] of contents) {
     created.push(name);
-    await slicer.turn(writeSynced(disk, path.join(base, name), data));
+    await slicer.turn(writeSynced(disk, imageFile(base, name), data));
     stats.filesWritten++;
     stats.fsyncs++;
     stats.bytesWritten += data.length;
@@ -467,9 +468,9 @@ async function switchHeader(
   slicer: ImageSlicer,
   stats: ImageWriteStats,
 ): Promise<void> {
-  const tmp = path.join(base, `${HEADER_FILE}.tmp`);
+  const tmp = imageFile(base, `${HEADER_FILE}.tmp`);
   await slicer.turn(writeSynced(disk, tmp, JSON.stringify(full)));
-  await slicer.turn(disk.renameAsync(tmp, path.join(base, HEADER_FILE)));
+  await slicer.turn(disk.renameAsync(tmp, imageFile(base, HEADER_FILE)));
   stats.filesWritten++;
   stats.fsyncs += 2;
 }
@@ -522,7 +523,7 @@ async function removeObsolete(
   }
   state.legacyFiles = [];
   for (const name of obsolete) {
-    await slicer.turn(disk.rmrfAsync(path.join(base, name)));
+    await slicer.turn(disk.rmrfAsync(imageFile(base, name)));
     stats.filesRemoved++;
   }
 }
@@ -541,7 +542,7 @@ function imageHeader(
     header,
     {
       catalog: Object.assign({ tables: [] }, src.catalogCounters()),
-      writtenAt: new Date(nowMs).toISOString(),
+      writtenAt: isoTimestamp(nowMs),
       format: 2 as const,
       generation: gen,
     },
@@ -613,7 +614,7 @@ export async function writeDataImage(
   } catch (e) {
     if (!switched) {
       src.markChanged(changed);
-      for (const name of created) disk.rmrf(path.join(base, name));
+      for (const name of created) disk.rmrf(imageFile(base, name));
     }
     throw e;
   }

@@ -5,6 +5,7 @@
  */
 import * as path from 'node:path';
 import { BoundedMemo } from '../common/bounded-memo.ts';
+import { isoTimestamp } from '../common/iso-time.ts';
 import { readTextFile, type Disk } from '../common/disk.ts';
 import { makeDir, writeFileAtomic } from '../common/durable-file.ts';
 import type { Lsn, TimeLineId } from './lsn.ts';
@@ -46,7 +47,7 @@ export function writeControlFile(dataDir: string, c: ControlFile, disk: Disk, no
   writeFileAtomic(
     controlFilePath(dataDir),
     // Object.assign, not a spread: Node 20's V8 builds `{ ...c, k }` on a slow path (~1 µs).
-    JSON.stringify(Object.assign({}, c, { time: new Date(nowMs).toISOString() }), null, 2) + '\n',
+    JSON.stringify(Object.assign({}, c, { time: isoTimestamp(nowMs) }), null, 2) + '\n',
     disk,
   );
 }

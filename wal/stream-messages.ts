@@ -160,10 +160,13 @@ function describe(v: unknown): string {
     : String(v);
 }
 
+/** MESSAGE_FIELDS by type name, for names read off the wire (a Map: no prototype keys). */
+const FIELDS_BY_TYPE = new Map<string, ReadonlyArray<readonly [string, FieldKind]>>(
+  Object.entries(MESSAGE_FIELDS),
+);
+
 function fieldsOf(type: string): ReadonlyArray<readonly [string, FieldKind]> | undefined {
-  return Object.prototype.hasOwnProperty.call(MESSAGE_FIELDS, type)
-    ? (MESSAGE_FIELDS[type as StreamMessageType] as ReadonlyArray<readonly [string, FieldKind]>)
-    : undefined;
+  return FIELDS_BY_TYPE.get(type);
 }
 
 /**
