@@ -78,6 +78,7 @@ function truncateIdentifier(text: string, notices: Notice[] | undefined): string
 const PUNCTUATION = '(),;*<>=.+-/~!@#%^&|`?:[]';
 const WORD_START = /[A-Za-z_\u0080-\uffff]/;
 const WORD_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /** The tokens of `sql`; NOTICEs (identifier truncation) are appended to `notices`. */
 export function tokenize(sql: string, notices?: Notice[]): Token[] {
@@ -93,8 +94,12 @@ export function tokenize(sql: string, notices?: Notice[]): Token[] {
     else if (WORD_START.test(c)) {
       let j = i + 1;
       while (j < sql.length && WORD_PART.test(sql[j]!)) j++;
-      // downcase_identifier folds ASCII only.
-      const text = sql.slice(i, j).replace(/[A-Z]/g, (x) => x.toLowerCase());
+      // downcase_identifier folds ASCII only (toLowerCase would fold any letter): for an ASCII
+      // word, which nearly every one is, the two are the same and toLowerCase is cheap.
+      const raw = sql.slice(i, j);
+      const text = NON_ASCII.test(raw)
+        ? raw.replace(/[A-Z]/g, (x) => x.toLowerCase())
+        : raw.toLowerCase();
       tokens.push({ kind: 'word', text: truncateIdentifier(text, notices), pos: i });
       i = j;
     } else if (c === '"' || c === "'") i = quoted(sql, i, tokens, notices);

@@ -5,6 +5,7 @@
 import type { PgDropRules } from '../storage/pg-drop-rules.ts';
 import type { Clock } from '../common/clock.ts';
 import { diffCounters } from '../common/counters.ts';
+import { isoTimestamp } from '../common/iso-time.ts';
 import { DROP_PATHS, type DropBusyMs } from '../storage/drop.ts';
 import {
   diffReplayCounts,
@@ -30,7 +31,7 @@ const noEndOfRecovery = (): EndOfRecoveryCounts => ({
 const noOpenForWrites = (): OpenForWritesCounts => ({ controlFileUpdates: 0 });
 
 function now(clock: Clock): Instant {
-  return { at: new Date(clock.now()).toISOString(), monoMs: clock.monoMs() };
+  return { at: isoTimestamp(clock.now()), monoMs: clock.monoMs() };
 }
 
 function span(a: Instant | null, b: Instant | null): number | null {

@@ -74,6 +74,9 @@ describe('parseStatement', () => {
       name: 't',
     });
     expect(parseStatement('CREATE TABLE "a""b" (c int)')).toMatchObject({ name: 'a"b' });
+    // downcase_identifier folds ASCII letters only (UTF-8): É and Σ stay, T and X fold.
+    expect(parseStatement('CREATE TABLE ÉTÉ (c int)')).toMatchObject({ name: 'ÉtÉ' });
+    expect(parseStatement('DROP TABLE ΣX, Tab')).toMatchObject({ names: ['Σx', 'tab'] });
     expect(refusal('SELECT 1 /* never closed').message).toBe(
       'unterminated /* comment at or near "/*"',
     );
