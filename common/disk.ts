@@ -64,28 +64,50 @@ export function asyncOpsOf(
   disk: Pick<Disk, 'open' | 'write' | 'fsync' | 'close' | 'rename' | 'rmrf'>,
 ): Pick<Disk, 'openAsync' | 'renameAsync' | 'rmrfAsync'> {
   return {
-    openAsync(p, flags, mode) {
-      const fd = disk.open(p, flags, mode);
-      let pos = 0;
-      const writeAll = (b: Uint8Array) => {
-        let done = 0;
-        while (done < b.length) done += disk.write(fd, b, done, b.length - done, pos + done);
-        pos += b.length;
-      };
-      return Promise.resolve({
-        writev: (chunks: Uint8Array[]) => Promise.resolve(chunks.forEach(writeAll)),
-        writeFile: (data: Uint8Array | string) => {
-          pos = 0;
-          writeAll(typeof data === 'string' ? new TextEncoder().encode(data) : data);
-          return Promise.resolve();
-        },
-        sync: () => Promise.resolve(disk.fsync(fd)),
-        close: () => Promise.resolve(disk.close(fd)),
-      });
-    },
+    openAsync: (p, flags, mode) =>
+      Promise.resolve(new SyncBackedFile(disk, disk.open(p, flags, mode))),
     renameAsync: (from, to) => Promise.resolve(disk.rename(from, to)),
     rmrfAsync: (p) => Promise.resolve(disk.rmrf(p)),
   };
+}
+
+/**
+ * An AsyncFile over a synchronous disk's descriptor. A class, not an object of closures: the
+ * simulator opens one for every file of every data image.
+ */
+class SyncBackedFile implements AsyncFile {
+  private pos = 0;
+
+  constructor(
+    private readonly disk: Pick<Disk, 'write' | 'fsync' | 'close'>,
+    private readonly fd: number,
+  ) {}
+
+  private writeAll(b: Uint8Array): void {
+    let done = 0;
+    while (done < b.length)
+      done += this.disk.write(this.fd, b, done, b.length - done, this.pos + done);
+    this.pos += b.length;
+  }
+
+  writev(chunks: Uint8Array[]): Promise<void> {
+    for (const c of chunks) this.writeAll(c);
+    return Promise.resolve();
+  }
+
+  writeFile(data: Uint8Array | string): Promise<void> {
+    this.pos = 0;
+    this.writeAll(typeof data === 'string' ? new TextEncoder().encode(data) : data);
+    return Promise.resolve();
+  }
+
+  sync(): Promise<void> {
+    return Promise.resolve(this.disk.fsync(this.fd));
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve(this.disk.close(this.fd));
+  }
 }
 
 const utf8 = new TextDecoder();

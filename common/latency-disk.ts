@@ -99,7 +99,8 @@ export class LatencyDisk implements Disk {
     if (ms > 0) this.block(ms);
   }
 
-  private async wait(op: 'write' | 'fsync'): Promise<void> {
+  /** The delay of an asynchronous write or fsync (its files' DelayedFile waits it first). */
+  async wait(op: 'write' | 'fsync'): Promise<void> {
     const ms = this.latency.delayFor(op, this.clock.monoMs());
     if (ms > 0) await this.clock.sleep(ms);
   }
@@ -177,22 +178,7 @@ export class LatencyDisk implements Disk {
   }
 
   async openAsync(p: string, flags: 'w', mode?: number): Promise<AsyncFile> {
-    const f = await this.inner.openAsync(p, flags, mode);
-    return {
-      writev: async (chunks) => {
-        await this.wait('write');
-        await f.writev(chunks);
-      },
-      writeFile: async (data) => {
-        await this.wait('write');
-        await f.writeFile(data);
-      },
-      sync: async () => {
-        await this.wait('fsync');
-        await f.sync();
-      },
-      close: () => f.close(),
-    };
+    return new DelayedFile(this, await this.inner.openAsync(p, flags, mode));
   }
 
   renameAsync(from: string, to: string): Promise<void> {
@@ -201,5 +187,32 @@ export class LatencyDisk implements Disk {
 
   rmrfAsync(p: string): Promise<void> {
     return this.inner.rmrfAsync(p);
+  }
+}
+
+/** A file of a LatencyDisk: each write and fsync waits its delay first (a class: no closures per open). */
+class DelayedFile implements AsyncFile {
+  constructor(
+    private readonly disk: LatencyDisk,
+    private readonly f: AsyncFile,
+  ) {}
+
+  async writev(chunks: Uint8Array[]): Promise<void> {
+    await this.disk.wait('write');
+    await this.f.writev(chunks);
+  }
+
+  async writeFile(data: Uint8Array | string): Promise<void> {
+    await this.disk.wait('write');
+    await this.f.writeFile(data);
+  }
+
+  async sync(): Promise<void> {
+    await this.disk.wait('fsync');
+    await this.f.sync();
+  }
+
+  close(): Promise<void> {
+    return this.f.close();
   }
 }

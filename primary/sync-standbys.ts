@@ -74,10 +74,23 @@ export function candidateStandbys<T extends WalSndInfo>(
       (s.state === 'streaming' || s.state === 'stopping') && s.priority !== 0 && s.flushLsn !== 0,
   );
   if (config.method === 'priority' && c.length > config.numSync) {
-    c.sort((a, b) => a.priority - b.priority || a.slot - b.slot);
-    return c.slice(0, config.numSync);
+    insertionSort(c, (a, b) => a.priority - b.priority || a.slot - b.slot);
+    c.length = config.numSync;
   }
   return c;
+}
+
+/**
+ * Sort a few walsenders or positions in place (at most max_wal_senders): Array.prototype.sort
+ * allocates a work array on every call, and this runs at every status update of a standby.
+ */
+function insertionSort<T>(a: T[], cmp: (x: T, y: T) => number): void {
+  for (let i = 1; i < a.length; i++) {
+    const v = a[i]!;
+    let j = i - 1;
+    for (; j >= 0 && cmp(a[j]!, v) > 0; j--) a[j + 1] = a[j]!;
+    a[j + 1] = v;
+  }
 }
 
 /**
@@ -126,7 +139,7 @@ export function acknowledgedBy<T extends WalSndInfo>(
     return { write, flush, apply };
   }
   const nth = (values: Lsn[]) => {
-    values.sort((a, b) => b - a);
+    insertionSort(values, (a, b) => b - a);
     const v = values[numSync - 1];
     assert(v !== undefined, 'INV-SYNCREP-2: quorum needs num_sync candidates');
     return v;

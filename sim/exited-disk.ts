@@ -108,7 +108,7 @@ class ExitFencedDisk implements Disk {
   }
   async openAsync(p: string, flags: 'w', mode?: number): Promise<AsyncFile> {
     this.check();
-    return fencedFile(await this.disk.openAsync(p, flags, mode), this.exited);
+    return new FencedFile(await this.disk.openAsync(p, flags, mode), this.exited);
   }
   renameAsync(from: string, to: string): Promise<void> {
     this.check();
@@ -124,17 +124,29 @@ export function exitFencedDisk(disk: Disk, exited: () => boolean): Disk {
   return new ExitFencedDisk(disk, exited);
 }
 
-function fencedFile(f: AsyncFile, exited: () => boolean): AsyncFile {
-  const guard =
-    <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
-    async (...a: A): Promise<R> => {
-      if (exited()) throw exitedError();
-      return fn(...a);
-    };
-  return {
-    writev: guard((chunks: Uint8Array[]) => f.writev(chunks)),
-    writeFile: guard((data: Uint8Array | string) => f.writeFile(data)),
-    sync: guard(() => f.sync()),
-    close: () => f.close(),
-  };
+/** A file of an exited process's disk: every call after the exit throws (a class: no closures per open). */
+class FencedFile implements AsyncFile {
+  constructor(
+    private readonly f: AsyncFile,
+    private readonly exited: () => boolean,
+  ) {}
+
+  async writev(chunks: Uint8Array[]): Promise<void> {
+    if (this.exited()) throw exitedError();
+    return this.f.writev(chunks);
+  }
+
+  async writeFile(data: Uint8Array | string): Promise<void> {
+    if (this.exited()) throw exitedError();
+    return this.f.writeFile(data);
+  }
+
+  async sync(): Promise<void> {
+    if (this.exited()) throw exitedError();
+    return this.f.sync();
+  }
+
+  close(): Promise<void> {
+    return this.f.close();
+  }
 }
