@@ -278,8 +278,8 @@ export class Scheduler {
    * await, so `ticked` is exact). No real event-loop turn here: about 90 calls a seed each ended
    * with one, and a seed cost 1.07 times the CPU with them (the same seeds alternated in one
    * process). A rejection left unhandled is reported at the next real turn: every
-   * EVENTS_PER_REAL_TURN events, and `reportUnhandled`, which the simulation takes before each
-   * step's checks.
+   * EVENTS_PER_REAL_TURN events, and `reportUnhandled`, which the simulation takes before the
+   * checks after convergence and before its result.
    */
   private settled(): Promise<void> {
     return ticked();
@@ -288,7 +288,7 @@ export class Scheduler {
   /**
    * One real event-loop turn, in which Node reports the promise rejections left unhandled so far
    * (each a violation: the server process would die). The simulation takes it before the checks
-   * after each step and before its result, so a rejection is never reported after the seed.
+   * after convergence and before its result, so a rejection is never reported after the seed.
    */
   reportUnhandled(): Promise<void> {
     return realImmediate();
