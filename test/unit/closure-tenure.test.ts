@@ -10,11 +10,11 @@
  * "Speed: closures V8 allocates in the old generation"). Checked with TypeScript's parser over the
  * files `scripts/simulate.ts` reaches at run time; the last block proves the check can fail.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { closureOf, readImportGraph } from '../helpers/import-graph.ts';
+import { nodesWhere, scanSources } from '../helpers/source-scan.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -39,36 +39,21 @@ function unwrapped(e: ts.Expression): ts.Expression {
   return x;
 }
 
-/** `file:line` of each function literal assigned straight to a property in `text`. */
-function literalsAssignedToProperties(file: string, text: string): string[] {
-  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
-  const found: string[] = [];
-  const visit = (n: ts.Node): void => {
-    if (ts.isBinaryExpression(n) && ASSIGNMENTS.has(n.operatorToken.kind)) {
-      const left = unwrapped(n.left);
-      const right = unwrapped(n.right);
-      if (
-        (ts.isPropertyAccessExpression(left) || ts.isElementAccessExpression(left)) &&
-        (ts.isArrowFunction(right) || ts.isFunctionExpression(right) || ts.isClassExpression(right))
-      )
-        found.push(`${file}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}`);
-    }
-    ts.forEachChild(n, visit);
-  };
-  visit(sf);
-  return found;
+/** A function literal assigned straight to a property. */
+function isLiteralAssignedToProperty(n: ts.Node): boolean {
+  if (!(ts.isBinaryExpression(n) && ASSIGNMENTS.has(n.operatorToken.kind))) return false;
+  const left = unwrapped(n.left);
+  const right = unwrapped(n.right);
+  return (
+    (ts.isPropertyAccessExpression(left) || ts.isElementAccessExpression(left)) &&
+    (ts.isArrowFunction(right) || ts.isFunctionExpression(right) || ts.isClassExpression(right))
+  );
 }
 
 describe('closures the simulator creates are allocated young', () => {
   it('no function literal is assigned straight to a property in the files it runs', () => {
     const files = [...closureOf(readImportGraph(ROOT), ['scripts/simulate.ts']).keys()];
-    // The run-time closure holds the layers a seed runs (an empty scan would pass everything).
-    for (const layer of ['sim/', 'server/', 'storage/', 'wal/', 'primary/', 'standby/'])
-      expect(files.some((f) => f.startsWith(layer))).toBe(true);
-    const found = files.flatMap((f) =>
-      literalsAssignedToProperties(f, fs.readFileSync(path.join(ROOT, f), 'utf8')),
-    );
-    expect(found).toEqual([]);
+    expect(scanSources(ROOT, files, isLiteralAssignedToProperty)).toEqual([]);
   });
 });
 
@@ -83,7 +68,7 @@ describe('closure tenure: the check catches what it is for', () => {
       'o.k = local;',
       'const lit = { m: () => 5 };',
     ].join('\n');
-    expect(literalsAssignedToProperties('x/y.ts', text)).toEqual([
+    expect(nodesWhere('x/y.ts', text, isLiteralAssignedToProperty)).toEqual([
       'x/y.ts:1',
       'x/y.ts:2',
       'x/y.ts:3',
