@@ -426,7 +426,7 @@ export class PrimaryRole {
       () => clock.yield(),
       { disk: this.deps.disk, clock },
     );
-    if (!(wal.insertLsn === redoLsn))
+    if (wal.insertLsn !== redoLsn)
       fail(
         `INV-NODE-3: WAL was written during the checkpoint's image (${formatLsn(redoLsn)} → ${formatLsn(wal.insertLsn)})`,
       );
@@ -443,7 +443,7 @@ export class PrimaryRole {
       },
       0,
     );
-    if (!(startLsn === redoLsn))
+    if (startLsn !== redoLsn)
       fail(
         `INV-NODE-3: checkpoint record at ${formatLsn(startLsn)} but REDO ${formatLsn(redoLsn)}`,
       );

@@ -203,7 +203,7 @@ export class WalSenderSet {
   /** Compute what the synchronous set acknowledged and release those waiters; log takeovers. */
   private release(replier: WalSender | undefined): void {
     const cfg = this.configValue;
-    if (cfg === null) return; // no synchronous standby named: nothing waits (no snapshot either)
+    if (cfg === null) return; // no synchronous standby named: nothing waits
     const senders = this.senders();
     const cands = candidateStandbys(cfg, senders);
     // A walsender that left the synchronous set is announced again when it returns.

@@ -25,6 +25,7 @@ import {
   type TimelineHistoryEntry,
 } from '../wal/segment.ts';
 import { fail, InvariantViolation } from '../common/assert.ts';
+import { isoTimestamp } from '../common/iso-time.ts';
 import { CLOSE_PROTOCOL_VIOLATION, CLOSE_REPLICATION_REFUSED } from '../protocol/messages.ts';
 
 export type WalSenderState = 'startup' | 'catchup' | 'streaming' | 'stopping';
@@ -133,7 +134,7 @@ export class WalSender {
 
   /** pg_stat_replication.reply_time: the send time of the standby's last status update. */
   get replyTime(): string | null {
-    return this.replySendTime === null ? null : new Date(this.replySendTime).toISOString();
+    return this.replySendTime === null ? null : isoTimestamp(this.replySendTime);
   }
 
   private send(m: StreamMessage, cb?: (err?: Error) => void): void {
@@ -317,7 +318,7 @@ export class WalSender {
       // The timeline being streamed became historic (promotion here, or a timeline switch of the
       // upstream this cascading standby follows): stream it up to its switch point only.
       const end = switchPointOf(this.streamTli, this.deps.history());
-      if (!(end !== null))
+      if (end === null)
         fail(
           `INV-WALSND-2: streamed timeline ${this.streamTli} is not in the history of timeline ${this.deps.timeline()}`,
         );

@@ -211,7 +211,7 @@ export class ServerNode {
 
   /** The primary role; only called where the lifecycle state implies it exists. */
   private primary(): PrimaryRole {
-    if (!(this.primaryRole !== null))
+    if (this.primaryRole === null)
       fail(
         `INV-NODE-6: no primary role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
       );
@@ -219,7 +219,7 @@ export class ServerNode {
   }
 
   private standby(): StandbyRole {
-    if (!(this.standbyRole !== null))
+    if (this.standbyRole === null)
       fail(
         `INV-NODE-6: no standby role in lifecycle state ${describeState(this.lifecycle.getSnapshot())}`,
       );

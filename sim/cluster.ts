@@ -253,29 +253,26 @@ export class SimCluster {
   }
 
   /**
-   * The WAL archive's timeline history files (tli → text), several nodes only: every promotion's
+   * The WAL archive's timeline history files (tli → path and text), several nodes only: every promotion's
    * is archived (archive_command) and every node finds them (restore_command). PostgreSQL looks
    * there for history files — findNewestTimeLine at a promotion, so a standby that has not yet
    * fetched the newest one still picks an unused timeline ID (without it two promotions could both
    * create "timeline 2" with different WAL, which no history comparison can tell apart), and
    * existsTimeLineHistory when a walreceiver follows several timeline switches at once (a
    * cascading upstream re-cloned by a base backup holds only its own timeline's file). The
-   * simulator places them in each node's pg_wal, where walsim looks.
+   * simulator places them in each node's pg_wal, where walsim looks. Each with its path there,
+   * built once: restore_command's check at every step boundary asks the disk for each, and a path
+   * string built anew is hashed anew.
    */
-  readonly historyArchive = new Map<number, string>();
-  /**
-   * Each archived history file's path in a node's pg_wal, built once: restore_command's check at
-   * every step boundary asks the disk for each, and a path string built anew is hashed anew.
-   */
-  private readonly historyPaths = new Map<number, string>();
+  readonly historyArchive = new Map<number, { path: string; text: string }>();
 
   archiveHistory(h: Host): void {
     const n = h.node;
     if (n === null || this.twoNodes || n.timeline <= 1) return;
     const text = readTimelineHistoryFile(DATA_DIR, n.timeline, h.disk);
     if (text === null) return;
-    this.historyArchive.set(n.timeline, text);
-    this.historyPaths.set(n.timeline, `${walDir(DATA_DIR)}/${timelineHistoryFileName(n.timeline)}`);
+    const path = `${walDir(DATA_DIR)}/${timelineHistoryFileName(n.timeline)}`;
+    this.historyArchive.set(n.timeline, { path, text });
   }
 
   /**
@@ -285,11 +282,10 @@ export class SimCluster {
    * standby target a timeline before it has the WAL leading there, which walsim does not model).
    */
   restoreHistories(h: Host, upTo = Infinity): void {
-    for (const [tli, text] of this.historyArchive) {
+    for (const [tli, { path, text }] of this.historyArchive) {
       if (tli > upTo) continue;
-      const p = this.historyPaths.get(tli)!;
-      if (h.disk.exists(p) || h.disk.fullPrefixes.size > 0) continue; // full: at its next start
-      writeFileAtomic(p, text, h.disk);
+      if (h.disk.exists(path) || h.disk.fullPrefixes.size > 0) continue; // full: at its next start
+      writeFileAtomic(path, text, h.disk);
     }
   }
 

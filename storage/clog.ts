@@ -114,7 +114,7 @@ export class Clog {
     if (byte >= this.bits.length) this.grow(byte + 1);
     this.bits[byte] = this.bits[byte]! | (code << ((xid & 3) << 1));
     if (xid >= this.xidLimit) this.xidLimit = xid + 1;
-    if (!(this.statusCode(xid) === code)) fail(`INV-CLOG-1: xid ${xid} did not read back as set`);
+    if (this.statusCode(xid) !== code) fail(`INV-CLOG-1: xid ${xid} did not read back as set`);
   }
 
   private grow(minBytes: number): void {

@@ -386,7 +386,7 @@ const IMPLS: Readonly<Record<DropStrategy, DropStrategyImpl>> = Object.freeze({
 /** The implementation of a strategy; refuses an unknown name (INV-DROP-1). */
 export function dropStrategyImpl(name: DropStrategy): DropStrategyImpl {
   const impl = IMPLS[name];
-  if (!(impl !== undefined)) fail(`INV-DROP-1: unknown drop strategy ${String(name)}`);
+  if (impl === undefined) fail(`INV-DROP-1: unknown drop strategy ${String(name)}`);
   return impl;
 }
 

@@ -164,7 +164,7 @@ for (const [kind, { rmid, info }] of Object.entries(RMGR_INFO) as [
   { rmid: number; info: number },
 ][]) {
   const key = (rmid << 8) | info;
-  if (!(KIND_BY_RMID_INFO[key] === undefined))
+  if (KIND_BY_RMID_INFO[key] !== undefined)
     fail(`INV-WAL-1: kinds ${kind} and ${KIND_BY_RMID_INFO[key]} share rmid/info`);
   KIND_BY_RMID_INFO[key] = kind;
   if (kind === 'HEAP_INSERT' || kind === 'HEAP2_MULTI_INSERT')

@@ -105,7 +105,7 @@ export class WalReader implements Iterable<WalRecord> {
   ) {
     checkSegmentSize(opts.segmentSize);
     assertValidLsn(fromLsn, 'fromLsn');
-    if (!(fromLsn % 8 === 0))
+    if (fromLsn % 8 !== 0)
       fail(
         `INV-WAL-2: readWal must start at a MAXALIGNed record boundary, got ${formatLsn(fromLsn)}`,
       );

@@ -137,7 +137,7 @@ export class WalWriter {
     if (!(startLsn % 8 === 0 && startLsn > 0))
       fail(`INV-WAL-2: startLsn ${formatLsn(startLsn)} is not a MAXALIGNed record boundary`);
     if (prevLsn === undefined) {
-      if (!(startLsn === firstRecordLsn(segmentSize)))
+      if (startLsn !== firstRecordLsn(segmentSize))
         fail(`INV-WAL-4: prevLsn is required when opening WAL at ${formatLsn(startLsn)}`);
       prevLsn = InvalidLsn;
     }
@@ -442,7 +442,7 @@ export class WalWriter {
       this.disk.rename(tmp, p);
       fsyncDir(walDir(this.dataDir), this.disk);
     }
-    if (!(this.disk.size(p) === offset))
+    if (this.disk.size(p) !== offset)
       fail(`INV-WAL-6: ${path.basename(p)} must end at ${formatLsn(lsn)}`);
   }
 }
